@@ -1,0 +1,61 @@
+import path from 'node:path';
+
+export type Role = 'ingress' | 'api' | 'controller' | 'executor' | 'scheduler';
+export const ALL_ROLES: readonly Role[] = ['ingress', 'api', 'controller', 'executor', 'scheduler'];
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** PostgreSQL server; the embedded PGlite engine in `dataDir` when absent. */
+  databaseUrl: string | undefined;
+  bootstrapApiKey: string | undefined;
+  masterKey: string | undefined;
+  /** Public base URL of this server (session links, ingress URLs), without a trailing slash. */
+  publicUrl: string;
+  /** Base URL of the webhook ingress; the public URL when not set separately. */
+  webhookBaseUrl: string;
+  logLevel: string;
+  roles: ReadonlySet<Role>;
+  /** A factory to reconcile on start: a directory path or a git URL (`serve --factory`). */
+  factory: string | undefined;
+}
+
+function envInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  return value;
+}
+
+export function parseRoles(raw: string | undefined): ReadonlySet<Role> {
+  if (!raw) return new Set(ALL_ROLES);
+  const roles = new Set<Role>();
+  for (const part of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+    if (!(ALL_ROLES as readonly string[]).includes(part)) {
+      throw new Error(`unknown role "${part}" (expected some of ${ALL_ROLES.join(', ')})`);
+    }
+    roles.add(part as Role);
+  }
+  return roles;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+  const port = overrides.port ?? envInt(env, 'PORT', 8080);
+  const host = overrides.host ?? env.HOST ?? '0.0.0.0';
+  const publicUrl = (overrides.publicUrl ?? env.AGENTYARD_PUBLIC_URL ?? `http://localhost:${port}`).replace(/\/+$/, '');
+  return {
+    port,
+    host,
+    dataDir: path.resolve(overrides.dataDir ?? env.AGENTYARD_DATA_DIR ?? '.agentyard'),
+    databaseUrl: overrides.databaseUrl ?? (env.DATABASE_URL || undefined),
+    bootstrapApiKey: overrides.bootstrapApiKey ?? (env.AGENTYARD_BOOTSTRAP_API_KEY || undefined),
+    masterKey: overrides.masterKey ?? (env.AGENTYARD_MASTER_KEY || undefined),
+    publicUrl,
+    webhookBaseUrl: (overrides.webhookBaseUrl ?? env.AGENTYARD_WEBHOOK_BASE_URL ?? publicUrl).replace(/\/+$/, ''),
+    logLevel: overrides.logLevel ?? env.LOG_LEVEL ?? 'info',
+    roles: overrides.roles ?? parseRoles(env.AGENTYARD_ROLES),
+    factory: overrides.factory ?? (env.AGENTYARD_FACTORY || undefined),
+  };
+}

@@ -1,0 +1,150 @@
+import { randomBytes } from 'node:crypto';
+import Fastify from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import fastifySwagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import FindMyWay from 'find-my-way';
+import { AppError, isAppError, problemFor } from './errors.ts';
+import type { AppInstance, AppModule, ServiceContext } from './context.ts';
+import { redactUrl } from './redact.ts';
+
+export const API_PREFIX = '/api/v1';
+/** The API's own body limit; the webhook ingress sets its own (256 KB) on its routes. */
+export const API_BODY_LIMIT = 4 * 1024 * 1024;
+
+export interface BuildAppOptions {
+  logger?: boolean | { level: string };
+}
+
+export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply {
+  for (const [name, value] of Object.entries(err.headers)) reply.header(name, value);
+  // The official clients retry every 409 and 5xx; tell them when retrying cannot help.
+  if (!err.retryable && (err.status === 409 || err.status >= 500)) reply.header('x-should-retry', 'false');
+  return reply
+    .code(err.status)
+    .type('application/problem+json')
+    .send(problemFor(err, redactUrl(request.url.split('?')[0] ?? request.url), request.id));
+}
+
+function toAppError(err: FastifyError): AppError {
+  if (isAppError(err)) return err;
+  if (err.validation) {
+    const first = err.validation[0];
+    const where = first ? `${err.validationContext ?? 'body'}${first.instancePath.replaceAll('/', '.')}` : err.validationContext;
+    const params = (first?.params ?? {}) as Record<string, unknown>;
+    const field = typeof params.missingProperty === 'string' ? `${where}.${params.missingProperty}` : where;
+    return new AppError('invalid_request', `${field} ${first?.message ?? 'is invalid'}`.trim());
+  }
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('invalid_json', err.message);
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('payload_too_large', err.message);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError('unsupported_media_type', err.message);
+    default:
+      break;
+  }
+  if (err instanceof SyntaxError) return new AppError('invalid_json', err.message);
+  if (err.statusCode === 413) return new AppError('payload_too_large', err.message);
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return new AppError('invalid_request', err.message);
+  return new AppError('internal_error', undefined, { cause: err });
+}
+
+/** Builds the whole HTTP application; never listens (tests use `inject` or `listen` themselves). */
+export async function buildApp(ctx: ServiceContext, modules: readonly AppModule[], options: BuildAppOptions = {}): Promise<AppInstance> {
+  const app = Fastify({
+    loggerInstance: ctx.log,
+    genReqId: () => randomBytes(16).toString('hex'),
+    bodyLimit: API_BODY_LIMIT,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
+    ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true, allErrors: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Route patterns by method, to tell a wrong method (405) from an unknown path (404).
+  const knownRoutes = FindMyWay();
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      if (method === 'HEAD') continue;
+      try {
+        knownRoutes.on(method as 'GET', route.url, () => {});
+      } catch {
+        // duplicate registration across prefixes; the first is enough
+      }
+    }
+  });
+
+  // Clients send `Content-Type: application/json` with an empty body on bodiless POSTs (the Python SDK
+  // does on cancel): that is no body, not invalid JSON.
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch (err) {
+      done(new AppError('invalid_json', (err as Error).message), undefined);
+    }
+  });
+
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const appError = toAppError(err);
+    if (appError.status >= 500) request.log.error({ err }, 'request failed');
+    return sendProblem(request, reply, appError);
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((m) => m !== request.method && knownRoutes.find(m as 'GET', path));
+    if (allowed.length > 0) {
+      return sendProblem(
+        request,
+        reply,
+        new AppError('method_not_allowed', `${request.method} is not allowed on ${redactUrl(path)}`, { headers: { allow: allowed.join(', ') } }),
+      );
+    }
+    return sendProblem(request, reply, new AppError('route_not_found', `${request.method} ${redactUrl(path)}`));
+  });
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Agentyard API',
+        version: '1.0.0',
+        description: 'Run API (wire-compatible with the official oz-agent-sdk clients), factories, webhooks and secrets.',
+      },
+      servers: [{ url: API_PREFIX }],
+      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearerAuth: [] }],
+    },
+    transform: ({ schema, url }) => {
+      const transformed = { schema: schema ?? {}, url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url };
+      if (!url.startsWith(API_PREFIX)) transformed.schema = { ...transformed.schema, hide: true };
+      return transformed;
+    },
+  });
+
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+
+  await app.register(
+    async (api) => {
+      api.addHook('onRequest', async (request) => {
+        if (request.routeOptions.config.public) return;
+        const header = request.headers.authorization;
+        const match = header ? /^Bearer\s+(.+)$/i.exec(header) : null;
+        if (!match) throw new AppError('authentication_required', 'send the API key as "Authorization: Bearer <key>"');
+        const principal = await ctx.authenticator.authenticate(match[1]!.trim());
+        if (!principal) throw new AppError('authentication_required', 'the API key is invalid, expired or revoked');
+        request.principal = principal;
+      });
+      api.get('/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => app.swagger());
+      for (const module of modules) if (module.api) await module.api(api, ctx);
+    },
+    { prefix: API_PREFIX },
+  );
+
+  for (const module of modules) if (module.root) await module.root(app, ctx);
+  return app;
+}

@@ -1,0 +1,17 @@
+import { createHash } from 'node:crypto';
+import { randomToken } from '../util/ids.ts';
+
+export const API_KEY_PREFIX = 'ayk_';
+
+export function generateApiKey(): string {
+  return `${API_KEY_PREFIX}${randomToken(30)}`;
+}
+
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key, 'utf8').digest('hex');
+}
+
+/** What a listing shows of a key: enough to recognise it, never enough to use it. */
+export function displayPrefix(key: string): string {
+  return key.slice(0, Math.min(12, Math.max(4, key.length - 8)));
+}

@@ -1,0 +1,141 @@
+import type { Queryable } from '../store/db.ts';
+import type { Principal, SubjectType, TeamRole } from './principal.ts';
+
+export interface TeamRow {
+  id: string;
+  name: string;
+  created_at: Date;
+}
+
+export interface ApiKeyRow {
+  id: string;
+  team_id: string;
+  principal_id: string;
+  name: string;
+  prefix: string;
+  role: TeamRole;
+  instance_admin: boolean;
+  created_at: Date;
+  expires_at: Date | null;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+  principal_kind: SubjectType;
+  principal_name: string;
+  principal_email: string | null;
+}
+
+export async function insertTeam(q: Queryable, id: string, name: string): Promise<TeamRow> {
+  const res = await q.query<TeamRow>('INSERT INTO teams (id, name) VALUES ($1, $2) RETURNING *', [id, name]);
+  return res.rows[0]!;
+}
+
+export async function findTeamByName(q: Queryable, name: string): Promise<TeamRow | undefined> {
+  const res = await q.query<TeamRow>('SELECT * FROM teams WHERE name = $1', [name]);
+  return res.rows[0];
+}
+
+export async function listTeams(q: Queryable): Promise<TeamRow[]> {
+  return (await q.query<TeamRow>('SELECT * FROM teams ORDER BY created_at, id')).rows;
+}
+
+export async function getTeam(q: Queryable, id: string): Promise<TeamRow | undefined> {
+  return (await q.query<TeamRow>('SELECT * FROM teams WHERE id = $1', [id])).rows[0];
+}
+
+export async function insertPrincipal(
+  q: Queryable,
+  p: { id: string; teamId: string; kind: SubjectType; displayName: string; email: string | null },
+): Promise<void> {
+  await q.query('INSERT INTO principals (id, team_id, kind, display_name, email) VALUES ($1, $2, $3, $4, $5)', [
+    p.id,
+    p.teamId,
+    p.kind,
+    p.displayName,
+    p.email,
+  ]);
+}
+
+export async function principalInTeam(q: Queryable, teamId: string, principalId: string): Promise<boolean> {
+  const res = await q.query('SELECT 1 FROM principals WHERE id = $1 AND team_id = $2', [principalId, teamId]);
+  return res.rowCount > 0;
+}
+
+export async function insertApiKey(
+  q: Queryable,
+  k: {
+    id: string;
+    teamId: string;
+    principalId: string;
+    name: string;
+    prefix: string;
+    keyHash: string;
+    role: TeamRole;
+    instanceAdmin: boolean;
+    expiresAt: Date | null;
+  },
+): Promise<void> {
+  await q.query(
+    `INSERT INTO api_keys (id, team_id, principal_id, name, prefix, key_hash, role, instance_admin, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [k.id, k.teamId, k.principalId, k.name, k.prefix, k.keyHash, k.role, k.instanceAdmin, k.expiresAt],
+  );
+}
+
+const KEY_COLUMNS = `k.id, k.team_id, k.principal_id, k.name, k.prefix, k.role, k.instance_admin, k.created_at,
+  k.expires_at, k.last_used_at, k.revoked_at, p.kind AS principal_kind, p.display_name AS principal_name,
+  p.email AS principal_email`;
+
+export async function listApiKeys(q: Queryable, teamId: string): Promise<ApiKeyRow[]> {
+  const res = await q.query<ApiKeyRow>(
+    `SELECT ${KEY_COLUMNS} FROM api_keys k JOIN principals p ON p.id = k.principal_id
+     WHERE k.team_id = $1 ORDER BY k.created_at DESC, k.id DESC`,
+    [teamId],
+  );
+  return res.rows;
+}
+
+export async function getApiKey(q: Queryable, teamId: string, id: string): Promise<ApiKeyRow | undefined> {
+  const res = await q.query<ApiKeyRow>(
+    `SELECT ${KEY_COLUMNS} FROM api_keys k JOIN principals p ON p.id = k.principal_id WHERE k.team_id = $1 AND k.id = $2`,
+    [teamId, id],
+  );
+  return res.rows[0];
+}
+
+export async function revokeApiKey(q: Queryable, teamId: string, id: string): Promise<ApiKeyRow | undefined> {
+  await q.query('UPDATE api_keys SET revoked_at = coalesce(revoked_at, ay_now()) WHERE team_id = $1 AND id = $2', [teamId, id]);
+  return getApiKey(q, teamId, id);
+}
+
+export async function principalForKeyHash(q: Queryable, keyHash: string): Promise<Principal | undefined> {
+  const res = await q.query<ApiKeyRow>(
+    `SELECT ${KEY_COLUMNS} FROM api_keys k JOIN principals p ON p.id = k.principal_id
+     WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())`,
+    [keyHash],
+  );
+  const row = res.rows[0];
+  if (!row) return undefined;
+  return {
+    teamId: row.team_id,
+    keyId: row.id,
+    role: row.role,
+    instanceAdmin: row.instance_admin,
+    subject: { id: row.principal_id, type: row.principal_kind, displayName: row.principal_name, email: row.principal_email },
+  };
+}
+
+export async function touchApiKey(q: Queryable, id: string): Promise<void> {
+  await q.query(
+    `UPDATE api_keys SET last_used_at = ay_now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`,
+    [id],
+  );
+}
+
+export async function keyHashExists(q: Queryable, keyHash: string): Promise<boolean> {
+  return (await q.query('SELECT 1 FROM api_keys WHERE key_hash = $1', [keyHash])).rowCount > 0;
+}
+
+export async function countTeams(q: Queryable): Promise<number> {
+  const res = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM teams');
+  return res.rows[0]?.n ?? 0;
+}

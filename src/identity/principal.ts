@@ -1,0 +1,16 @@
+export type SubjectType = 'user' | 'service_account';
+export type TeamRole = 'admin' | 'member';
+
+/** Who is calling: resolved from the API key on every authenticated request. */
+export interface Principal {
+  teamId: string;
+  keyId: string;
+  role: TeamRole;
+  instanceAdmin: boolean;
+  subject: {
+    id: string;
+    type: SubjectType;
+    displayName: string;
+    email: string | null;
+  };
+}

@@ -1,0 +1,127 @@
+import { Type } from 'typebox';
+import type { AppInstance, ServiceContext } from '../http/context.ts';
+import { requireInstanceAdmin, requireTeamAdmin } from '../http/auth.ts';
+import { AppError } from '../http/errors.ts';
+import * as plans from './plans.ts';
+import type { ApiKeyRow, TeamRow } from './plans.ts';
+import { createApiKey, createTeamWithAdmin } from './service.ts';
+
+function keyView(row: ApiKeyRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    role: row.role,
+    instance_admin: row.instance_admin,
+    principal: { uid: row.principal_id, type: row.principal_kind, display_name: row.principal_name },
+    created_at: row.created_at.toISOString(),
+    expires_at: row.expires_at?.toISOString() ?? null,
+    last_used_at: row.last_used_at?.toISOString() ?? null,
+    revoked_at: row.revoked_at?.toISOString() ?? null,
+  };
+}
+
+function teamView(row: TeamRow) {
+  return { id: row.id, name: row.name, created_at: row.created_at.toISOString() };
+}
+
+const TEAM_NAME = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9][A-Za-z0-9 ._-]*$' });
+
+export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
+  app.get('/whoami', { schema: { tags: ['identity'], summary: 'The caller: team, principal and key' } }, async (request) => {
+    const p = request.principal;
+    const team = await plans.getTeam(ctx.db, p.teamId);
+    return {
+      team: team ? teamView(team) : { id: p.teamId },
+      principal: { uid: p.subject.id, type: p.subject.type, display_name: p.subject.displayName, email: p.subject.email },
+      key_id: p.keyId,
+      role: p.role,
+      instance_admin: p.instanceAdmin,
+    };
+  });
+
+  app.get('/api-keys', { schema: { tags: ['identity'], summary: "List the team's API keys (by prefix)" } }, async (request) => {
+    requireTeamAdmin(request);
+    return { api_keys: (await plans.listApiKeys(ctx.db, request.principal.teamId)).map(keyView) };
+  });
+
+  app.post(
+    '/api-keys',
+    {
+      schema: {
+        tags: ['identity'],
+        summary: 'Create an API key; the key is shown once',
+        body: Type.Object({
+          name: Type.String({ minLength: 1, maxLength: 100 }),
+          role: Type.Optional(Type.Union([Type.Literal('admin'), Type.Literal('member')])),
+          principal_id: Type.Optional(Type.String()),
+          service_account: Type.Optional(Type.Object({ display_name: Type.String({ minLength: 1 }) })),
+          expires_at: Type.Optional(Type.String({ format: 'date-time' })),
+        }),
+      },
+    },
+    async (request, reply) => {
+      requireTeamAdmin(request);
+      const body = request.body;
+      const teamId = request.principal.teamId;
+      if (body.principal_id && !(await plans.principalInTeam(ctx.db, teamId, body.principal_id))) {
+        throw new AppError('resource_not_found', `principal ${body.principal_id} does not exist`);
+      }
+      const created = await ctx.db.transaction((tx) =>
+        createApiKey(tx, {
+          teamId,
+          name: body.name,
+          role: body.role ?? 'member',
+          ...(body.principal_id
+            ? { principalId: body.principal_id }
+            : { newPrincipal: { kind: 'service_account' as const, displayName: body.service_account?.display_name ?? body.name } }),
+          expiresAt: body.expires_at ? new Date(body.expires_at) : null,
+        }),
+      );
+      const row = (await plans.getApiKey(ctx.db, teamId, created.id))!;
+      return reply.code(201).send({ ...keyView(row), key: created.key });
+    },
+  );
+
+  app.delete(
+    '/api-keys/:keyId',
+    { schema: { tags: ['identity'], summary: 'Revoke an API key', params: Type.Object({ keyId: Type.String() }) } },
+    async (request) => {
+      requireTeamAdmin(request);
+      const row = await plans.revokeApiKey(ctx.db, request.principal.teamId, request.params.keyId);
+      if (!row) throw new AppError('resource_not_found', `API key ${request.params.keyId} does not exist`);
+      ctx.authenticator.invalidateAll();
+      return keyView(row);
+    },
+  );
+
+  app.post(
+    '/teams',
+    {
+      schema: {
+        tags: ['identity'],
+        summary: "Create a team (instance admins); the answer holds the team's first admin key, shown once",
+        body: Type.Object({ name: TEAM_NAME, admin_name: Type.Optional(Type.String()), admin_email: Type.Optional(Type.String()) }),
+      },
+    },
+    async (request, reply) => {
+      requireInstanceAdmin(request);
+      const body = request.body;
+      if (await plans.findTeamByName(ctx.db, body.name)) throw new AppError('conflict', `a team named "${body.name}" exists`);
+      const created = await ctx.db.transaction((tx) =>
+        createTeamWithAdmin(tx, {
+          name: body.name,
+          ...(body.admin_name ? { adminName: body.admin_name } : {}),
+          adminEmail: body.admin_email ?? null,
+        }),
+      );
+      const key = (await plans.getApiKey(ctx.db, created.team.id, created.adminKey.id))!;
+      return reply.code(201).send({ team: teamView(created.team), admin_key: { ...keyView(key), key: created.adminKey.key } });
+    },
+  );
+
+  app.get('/teams', { schema: { tags: ['identity'], summary: 'List teams (instance admins)' } }, async (request) => {
+    requireInstanceAdmin(request);
+    return { teams: (await plans.listTeams(ctx.db)).map(teamView) };
+  });
+}

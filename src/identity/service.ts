@@ -1,0 +1,146 @@
+import type { Db, Queryable } from '../store/db.ts';
+import { newId } from '../util/ids.ts';
+import { displayPrefix, generateApiKey, hashApiKey } from './api-keys.ts';
+import * as plans from './plans.ts';
+import type { Principal, SubjectType, TeamRole } from './principal.ts';
+
+export interface CreatedKey {
+  id: string;
+  key: string;
+  prefix: string;
+  principalId: string;
+}
+
+export async function createApiKey(
+  q: Queryable,
+  input: {
+    teamId: string;
+    name: string;
+    role: TeamRole;
+    instanceAdmin?: boolean;
+    principalId?: string;
+    newPrincipal?: { kind: SubjectType; displayName: string; email?: string | null };
+    expiresAt?: Date | null;
+    /** Use this value instead of generating one (the bootstrap key from the environment). */
+    key?: string;
+  },
+): Promise<CreatedKey> {
+  let principalId = input.principalId;
+  if (!principalId) {
+    const np = input.newPrincipal ?? { kind: 'service_account' as const, displayName: input.name };
+    principalId = newId(np.kind === 'user' ? 'usr' : 'sa');
+    await plans.insertPrincipal(q, {
+      id: principalId,
+      teamId: input.teamId,
+      kind: np.kind,
+      displayName: np.displayName,
+      email: np.email ?? null,
+    });
+  }
+  const key = input.key ?? generateApiKey();
+  const id = newId('key');
+  const prefix = displayPrefix(key);
+  await plans.insertApiKey(q, {
+    id,
+    teamId: input.teamId,
+    principalId,
+    name: input.name,
+    prefix,
+    keyHash: hashApiKey(key),
+    role: input.role,
+    instanceAdmin: input.instanceAdmin ?? false,
+    expiresAt: input.expiresAt ?? null,
+  });
+  return { id, key, prefix, principalId };
+}
+
+export interface CreatedTeam {
+  team: plans.TeamRow;
+  adminKey: CreatedKey;
+}
+
+/** A team with one admin user and that user's first key. */
+export async function createTeamWithAdmin(
+  q: Queryable,
+  input: { name: string; adminName?: string; adminEmail?: string | null; instanceAdmin?: boolean; key?: string },
+): Promise<CreatedTeam> {
+  const team = await plans.insertTeam(q, newId('team'), input.name);
+  const adminKey = await createApiKey(q, {
+    teamId: team.id,
+    name: 'admin',
+    role: 'admin',
+    instanceAdmin: input.instanceAdmin ?? false,
+    newPrincipal: { kind: 'user', displayName: input.adminName ?? 'admin', email: input.adminEmail ?? null },
+    ...(input.key ? { key: input.key } : {}),
+  });
+  return { team, adminKey };
+}
+
+export interface BootstrapResult {
+  /** The admin key when this start created it and it was generated (to print once). */
+  generatedKey: string | undefined;
+  created: boolean;
+}
+
+const BOOTSTRAP_LOCK_KEY = 7_242_002;
+
+/**
+ * First start: a default team and an instance admin key (the configured one, or a generated one).
+ * A configured key that is not yet stored is added to the default team on a later start as well.
+ */
+export async function bootstrapIdentity(db: Db, configuredKey: string | undefined): Promise<BootstrapResult> {
+  return db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_LOCK_KEY]);
+    if ((await plans.countTeams(tx)) === 0) {
+      const created = await createTeamWithAdmin(tx, {
+        name: 'default',
+        instanceAdmin: true,
+        ...(configuredKey ? { key: configuredKey } : {}),
+      });
+      return { generatedKey: configuredKey ? undefined : created.adminKey.key, created: true };
+    }
+    if (configuredKey && !(await plans.keyHashExists(tx, hashApiKey(configuredKey)))) {
+      const team = (await plans.findTeamByName(tx, 'default')) ?? (await plans.listTeams(tx))[0]!;
+      await createApiKey(tx, {
+        teamId: team.id,
+        name: 'bootstrap',
+        role: 'admin',
+        instanceAdmin: true,
+        newPrincipal: { kind: 'user', displayName: 'admin' },
+        key: configuredKey,
+      });
+    }
+    return { generatedKey: undefined, created: false };
+  });
+}
+
+/**
+ * Resolves bearer keys to principals. A short cache keeps the database off the hot path; revoking through
+ * this process invalidates at once, other processes see a revocation within the TTL.
+ */
+export class Authenticator {
+  readonly #db: Db;
+  readonly #ttlMs: number;
+  readonly #cache = new Map<string, { principal: Principal | undefined; expires: number }>();
+
+  constructor(db: Db, ttlMs = 2_000) {
+    this.#db = db;
+    this.#ttlMs = ttlMs;
+  }
+
+  async authenticate(key: string): Promise<Principal | undefined> {
+    const hash = hashApiKey(key);
+    const now = Date.now();
+    const hit = this.#cache.get(hash);
+    if (hit && hit.expires > now) return hit.principal;
+    const principal = await plans.principalForKeyHash(this.#db, hash);
+    if (this.#cache.size > 10_000) this.#cache.clear();
+    this.#cache.set(hash, { principal, expires: now + this.#ttlMs });
+    if (principal) void plans.touchApiKey(this.#db, principal.keyId).catch(() => {});
+    return principal;
+  }
+
+  invalidateAll(): void {
+    this.#cache.clear();
+  }
+}

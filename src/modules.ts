@@ -1,0 +1,9 @@
+import type { AppModule } from './http/context.ts';
+import { identityModule } from './identity/module.ts';
+import { runsModule } from './runs/module.ts';
+
+/** Every domain of the service, in the order their routes and background work start. Add one line per module. */
+export const MODULES: readonly AppModule[] = [
+  identityModule,
+  runsModule,
+];

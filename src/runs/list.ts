@@ -1,0 +1,162 @@
+import { AppError } from '../http/errors.ts';
+import type { Queryable, SqlValue } from '../store/db.ts';
+import type { RunRow } from './model.ts';
+
+export const SORT_FIELDS = ['updated_at', 'created_at', 'title', 'agent'] as const;
+export type SortField = (typeof SORT_FIELDS)[number];
+export type SortOrder = 'asc' | 'desc';
+
+export interface RunFilters {
+  states?: string[];
+  configName?: string;
+  modelId?: string;
+  creator?: string;
+  source?: string;
+  executionLocation?: string;
+  createdAfter?: Date;
+  createdBefore?: Date;
+  updatedAfter?: Date;
+  environmentId?: string;
+  skillSpec?: string;
+  scheduleId?: string;
+  ancestorRunId?: string;
+  artifactType?: string;
+  q?: string;
+  factoryId?: string;
+  automationId?: string;
+  executor?: string;
+  workerHost?: string;
+  metadata?: Record<string, string>;
+}
+
+export interface ListRunsQuery {
+  teamId: string;
+  filters: RunFilters;
+  sortBy: SortField;
+  sortOrder: SortOrder;
+  limit: number;
+  cursor?: string;
+}
+
+interface SortKey {
+  /** SQL expression, evaluated on `runs`. */
+  expr: string;
+  dir: SortOrder;
+  cast: string;
+  read: (row: RunRow) => string | boolean;
+}
+
+/** The keyset of each sort: the sort expression(s), then the id as tie-breaker. */
+function sortKeys(sortBy: SortField, order: SortOrder): SortKey[] {
+  const id: SortKey = { expr: 'id', dir: order, cast: 'text', read: (r) => r.id };
+  switch (sortBy) {
+    case 'updated_at':
+      return [{ expr: 'updated_at', dir: order, cast: 'timestamptz', read: (r) => r.updated_at.toISOString() }, id];
+    case 'created_at':
+      return [{ expr: 'created_at', dir: order, cast: 'timestamptz', read: (r) => r.created_at.toISOString() }, id];
+    case 'title':
+      return [{ expr: 'title', dir: order, cast: 'text', read: (r) => r.title }, id];
+    case 'agent':
+      // Runs without a skill come last in either direction.
+      return [
+        { expr: '(skill_spec IS NULL)', dir: 'asc', cast: 'boolean', read: (r) => r.skill_spec === null },
+        { expr: "coalesce(skill_spec, '')", dir: order, cast: 'text', read: (r) => r.skill_spec ?? '' },
+        id,
+      ];
+  }
+}
+
+interface CursorData {
+  s: SortField;
+  o: SortOrder;
+  v: (string | boolean)[];
+}
+
+export function encodeCursor(data: CursorData): string {
+  return Buffer.from(JSON.stringify(data), 'utf8').toString('base64url');
+}
+
+export function decodeCursor(cursor: string, sortBy: SortField, sortOrder: SortOrder): CursorData {
+  let data: CursorData;
+  try {
+    data = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as CursorData;
+  } catch {
+    throw new AppError('invalid_request', 'cursor is not a cursor this server issued');
+  }
+  if (!data || !Array.isArray(data.v) || data.s !== sortBy || data.o !== sortOrder) {
+    throw new AppError('invalid_request', 'cursor belongs to another sort_by/sort_order; start again without cursor');
+  }
+  return data;
+}
+
+/** `(k1, k2, …) after (v1, v2, …)` for keys with mixed directions, as an OR of prefixes. */
+function keysetPredicate(keys: SortKey[], values: (string | boolean)[], params: SqlValue[]): string {
+  const ors: string[] = [];
+  for (let i = 0; i < keys.length; i++) {
+    const ands: string[] = [];
+    for (let j = 0; j < i; j++) {
+      params.push(values[j]!);
+      ands.push(`${keys[j]!.expr} = $${params.length}::${keys[j]!.cast}`);
+    }
+    params.push(values[i]!);
+    ands.push(`${keys[i]!.expr} ${keys[i]!.dir === 'asc' ? '>' : '<'} $${params.length}::${keys[i]!.cast}`);
+    ors.push(`(${ands.join(' AND ')})`);
+  }
+  return `(${ors.join(' OR ')})`;
+}
+
+export async function listRuns(q: Queryable, query: ListRunsQuery): Promise<{ rows: RunRow[]; nextCursor: string | undefined }> {
+  const params: SqlValue[] = [query.teamId];
+  const where: string[] = ['team_id = $1'];
+  const add = (sql: (p: string) => string, value: SqlValue): void => {
+    params.push(value);
+    where.push(sql(`$${params.length}`));
+  };
+  const f = query.filters;
+  if (f.states?.length) add((p) => `state = ANY(${p}::text[])`, f.states);
+  if (f.configName !== undefined) add((p) => `config_name = ${p}`, f.configName);
+  if (f.modelId !== undefined) add((p) => `model_id = ${p}`, f.modelId);
+  if (f.creator !== undefined) add((p) => `creator_id = ${p}`, f.creator);
+  if (f.source !== undefined) add((p) => `source = ${p}`, f.source);
+  if (f.executionLocation !== undefined) add((p) => `execution_location = ${p}`, f.executionLocation);
+  if (f.createdAfter) add((p) => `created_at > ${p}`, f.createdAfter);
+  if (f.createdBefore) add((p) => `created_at < ${p}`, f.createdBefore);
+  if (f.updatedAfter) add((p) => `updated_at > ${p}`, f.updatedAfter);
+  if (f.environmentId === 'empty-environment') where.push('environment_id IS NULL');
+  else if (f.environmentId !== undefined) add((p) => `environment_id = ${p}`, f.environmentId);
+  if (f.skillSpec !== undefined) add((p) => `skill_spec = ${p}`, f.skillSpec);
+  if (f.scheduleId !== undefined) add((p) => `schedule_id = ${p}`, f.scheduleId);
+  if (f.factoryId !== undefined) add((p) => `factory_id = ${p}`, f.factoryId);
+  if (f.automationId !== undefined) add((p) => `automation_id = ${p}`, f.automationId);
+  if (f.executor !== undefined) add((p) => `creator_id = ${p}`, f.executor);
+  if (f.workerHost !== undefined) add((p) => `worker_host = ${p}`, f.workerHost);
+  if (f.artifactType !== undefined) add((p) => `artifacts @> jsonb_build_array(jsonb_build_object('artifact_type', ${p}::text))`, f.artifactType);
+  if (f.metadata && Object.keys(f.metadata).length > 0) add((p) => `metadata @> ${p}::jsonb`, JSON.stringify(f.metadata));
+  if (f.q !== undefined && f.q !== '') {
+    const pattern = `%${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    add((p) => `(title ILIKE ${p} OR prompt ILIKE ${p} OR coalesce(skill_spec, '') ILIKE ${p})`, pattern);
+  }
+  if (f.ancestorRunId !== undefined) {
+    add(
+      (p) => `id IN (WITH RECURSIVE descendants AS (
+          SELECT id FROM runs WHERE parent_run_id = ${p} AND team_id = $1
+          UNION SELECT r.id FROM runs r JOIN descendants d ON r.parent_run_id = d.id)
+        SELECT id FROM descendants)`,
+      f.ancestorRunId,
+    );
+  }
+  const keys = sortKeys(query.sortBy, query.sortOrder);
+  if (query.cursor) {
+    const cursor = decodeCursor(query.cursor, query.sortBy, query.sortOrder);
+    if (cursor.v.length !== keys.length) throw new AppError('invalid_request', 'cursor is malformed');
+    where.push(keysetPredicate(keys, cursor.v, params));
+  }
+  params.push(query.limit + 1);
+  const orderBy = keys.map((k) => `${k.expr} ${k.dir.toUpperCase()}`).join(', ');
+  const res = await q.query<RunRow>(`SELECT * FROM runs WHERE ${where.join(' AND ')} ORDER BY ${orderBy} LIMIT $${params.length}`, params);
+  const rows = res.rows.slice(0, query.limit);
+  const last = rows.at(-1);
+  const nextCursor =
+    res.rows.length > query.limit && last ? encodeCursor({ s: query.sortBy, o: query.sortOrder, v: keys.map((k) => k.read(last)) }) : undefined;
+  return { rows, nextCursor };
+}

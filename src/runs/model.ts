@@ -1,0 +1,180 @@
+import type { RunState } from './state-machine.ts';
+
+export const RUN_SOURCES = [
+  'LINEAR',
+  'API',
+  'SLACK',
+  'LOCAL',
+  'SCHEDULED_AGENT',
+  'WEB_APP',
+  'GITHUB_ACTION',
+  'CLOUD_MODE',
+  'CLI',
+  'JIRA',
+  'SELF_IMPROVEMENT',
+  'GITHUB_WEBHOOK',
+  'GITLAB_WEBHOOK',
+  'AUTOFIX',
+  'RUN_SCORER',
+  'ORCHESTRATION',
+  // Agentyard: a run started by a custom webhook delivery through an automation.
+  'WEBHOOK',
+  // Agentyard: work sent to a factory by its id.
+  'FACTORY',
+] as const;
+export type RunSource = (typeof RUN_SOURCES)[number];
+
+export interface McpServerConfig {
+  warp_id?: string;
+  command?: string;
+  args?: string[];
+  url?: string;
+  env?: Record<string, string>;
+  headers?: Record<string, string>;
+}
+
+/** The run's configuration as the API accepts and answers it (Oz `AmbientAgentConfig`). */
+export interface AgentConfig {
+  name?: string;
+  model_id?: string;
+  base_prompt?: string;
+  environment_id?: string;
+  worker_host?: string;
+  skill_spec?: string;
+  mcp_servers?: Record<string, McpServerConfig>;
+  computer_use_enabled?: boolean;
+  idle_timeout_minutes?: number;
+  harness?: { type?: string; model_id?: string; reasoning_level?: string };
+  harness_auth_secrets?: { claude_auth_secret_name?: string; codex_auth_secret_name?: string; gemini_auth_secret_name?: string };
+  skills?: string[];
+  runner_id?: string;
+  [key: string]: unknown;
+}
+
+export interface Creator {
+  id: string;
+  type: 'user' | 'service_account';
+  displayName: string;
+  email: string | null;
+}
+
+export interface RunRow {
+  id: string;
+  team_id: string;
+  title: string;
+  prompt: string;
+  state: RunState;
+  source: RunSource;
+  config: AgentConfig;
+  config_name: string | null;
+  model_id: string | null;
+  environment_id: string | null;
+  skill_spec: string | null;
+  worker_host: string | null;
+  creator_id: string | null;
+  creator_type: 'user' | 'service_account' | null;
+  creator_name: string | null;
+  creator_email: string | null;
+  factory_id: string | null;
+  automation_id: string | null;
+  delivery_id: string | null;
+  schedule_id: string | null;
+  parent_run_id: string | null;
+  conversation_id: string | null;
+  session_id: string;
+  execution_location: 'LOCAL' | 'REMOTE';
+  status_message: { message: string; error_code?: string; retryable?: boolean } | null;
+  artifacts: unknown[];
+  metadata: Record<string, string>;
+  request_usage: Record<string, number> | null;
+  created_at: Date;
+  updated_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+export interface RunItem {
+  run_id: string;
+  task_id: string;
+  title: string;
+  state: RunState;
+  prompt: string;
+  created_at: string;
+  updated_at: string;
+  started_at: string | null;
+  execution_location: 'LOCAL' | 'REMOTE';
+  status_message?: { message: string; error_code?: string; retryable?: boolean };
+  source: RunSource;
+  session_id: string;
+  session_link: string;
+  creator?: { type: 'user' | 'service_account'; uid: string; display_name: string; email?: string };
+  agent_config: AgentConfig;
+  conversation_id?: string;
+  parent_run_id?: string;
+  artifacts: unknown[];
+  scope: { type: 'Team'; uid: string };
+  is_run_type_cancellable: boolean;
+  metadata: Record<string, string>;
+  request_usage?: Record<string, number>;
+  run_time?: string;
+  schedule?: { schedule_id: string; schedule_name: string; cron_schedule: string };
+  agent_skill?: { name?: string; full_path?: string };
+  factory_uid?: string;
+  automation_id?: string;
+  delivery_id?: string;
+  worker_host?: string;
+}
+
+/** ISO-8601 duration of a run (`PT2M30S`), from its start to its end or to now. */
+export function runTime(start: Date | null, end: Date | null, now = new Date()): string | undefined {
+  if (!start) return undefined;
+  let seconds = Math.max(0, Math.round(((end ?? now).getTime() - start.getTime()) / 1000));
+  const h = Math.floor(seconds / 3600);
+  seconds -= h * 3600;
+  const m = Math.floor(seconds / 60);
+  seconds -= m * 60;
+  return `PT${h ? `${h}H` : ''}${m ? `${m}M` : ''}${seconds || (!h && !m) ? `${seconds}S` : ''}`;
+}
+
+export function toRunItem(row: RunRow, publicUrl: string): RunItem {
+  const skillName = row.skill_spec ? row.skill_spec.split(':').pop() : undefined;
+  return {
+    run_id: row.id,
+    task_id: row.id,
+    title: row.title,
+    state: row.state,
+    prompt: row.prompt,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+    started_at: row.started_at ? row.started_at.toISOString() : null,
+    execution_location: row.execution_location,
+    ...(row.status_message ? { status_message: row.status_message } : {}),
+    source: row.source,
+    session_id: row.session_id,
+    session_link: `${publicUrl}/sessions/${row.session_id}`,
+    ...(row.creator_id && row.creator_type
+      ? {
+          creator: {
+            type: row.creator_type,
+            uid: row.creator_id,
+            display_name: row.creator_name ?? row.creator_id,
+            ...(row.creator_email ? { email: row.creator_email } : {}),
+          },
+        }
+      : {}),
+    agent_config: row.config,
+    ...(row.conversation_id ? { conversation_id: row.conversation_id } : {}),
+    ...(row.parent_run_id ? { parent_run_id: row.parent_run_id } : {}),
+    artifacts: row.artifacts,
+    scope: { type: 'Team', uid: row.team_id },
+    is_run_type_cancellable: true,
+    metadata: row.metadata,
+    ...(row.request_usage ? { request_usage: row.request_usage } : {}),
+    ...(row.started_at ? { run_time: runTime(row.started_at, row.finished_at)! } : {}),
+    ...(row.skill_spec ? { agent_skill: { ...(skillName ? { name: skillName } : {}), full_path: row.skill_spec } } : {}),
+    ...(row.factory_id ? { factory_uid: row.factory_id } : {}),
+    ...(row.automation_id ? { automation_id: row.automation_id } : {}),
+    ...(row.delivery_id ? { delivery_id: row.delivery_id } : {}),
+    ...(row.worker_host ? { worker_host: row.worker_host } : {}),
+  };
+}

@@ -1,0 +1,26 @@
+import { Type } from 'typebox';
+import type { AppModule } from '../http/context.ts';
+import { AppError } from '../http/errors.ts';
+import { toRunItem } from './model.ts';
+import { getRunBySession } from './plans.ts';
+import { registerRunRoutes } from './routes.ts';
+import { RunService } from './service.ts';
+import { renderSessionPage } from './session-page.ts';
+
+export const runsModule: AppModule = {
+  name: 'runs',
+  async api(app, ctx) {
+    await registerRunRoutes(app, ctx, new RunService(ctx.db, ctx.bus));
+  },
+  async root(app, ctx) {
+    app.get(
+      '/sessions/:sessionId',
+      { schema: { hide: true, params: Type.Object({ sessionId: Type.String() }) } },
+      async (request, reply) => {
+        const row = await getRunBySession(ctx.db, request.params.sessionId);
+        if (!row) throw new AppError('resource_not_found', 'no such session');
+        return reply.type('text/html; charset=utf-8').send(renderSessionPage(toRunItem(row, ctx.config.publicUrl)));
+      },
+    );
+  },
+};

@@ -1,0 +1,168 @@
+import type { Queryable, SqlValue } from '../store/db.ts';
+import type { AgentConfig, RunRow, RunSource } from './model.ts';
+import type { RunEvent, RunState } from './state-machine.ts';
+import { transitionFor } from './state-machine.ts';
+
+export interface InsertRun {
+  id: string;
+  teamId: string;
+  title: string;
+  prompt: string;
+  state: RunState;
+  source: RunSource;
+  config: AgentConfig;
+  workerHost: string | null;
+  creator: { id: string; type: string; displayName: string; email: string | null } | null;
+  factoryId: string | null;
+  automationId: string | null;
+  deliveryId: string | null;
+  scheduleId: string | null;
+  parentRunId: string | null;
+  conversationId: string | null;
+  sessionId: string;
+  metadata: Record<string, string>;
+}
+
+export async function insertRun(q: Queryable, r: InsertRun): Promise<RunRow> {
+  const res = await q.query<RunRow>(
+    `INSERT INTO runs (id, team_id, title, prompt, state, source, config, config_name, model_id, environment_id,
+       skill_spec, worker_host, creator_id, creator_type, creator_name, creator_email, factory_id, automation_id,
+       delivery_id, schedule_id, parent_run_id, conversation_id, session_id, metadata)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
+     RETURNING *`,
+    [
+      r.id,
+      r.teamId,
+      r.title,
+      r.prompt,
+      r.state,
+      r.source,
+      JSON.stringify(r.config),
+      r.config.name ?? null,
+      r.config.model_id ?? null,
+      r.config.environment_id ?? null,
+      r.config.skill_spec ?? null,
+      r.workerHost,
+      r.creator?.id ?? null,
+      r.creator?.type ?? null,
+      r.creator?.displayName ?? null,
+      r.creator?.email ?? null,
+      r.factoryId,
+      r.automationId,
+      r.deliveryId,
+      r.scheduleId,
+      r.parentRunId,
+      r.conversationId,
+      r.sessionId,
+      JSON.stringify(r.metadata),
+    ],
+  );
+  return res.rows[0]!;
+}
+
+export async function insertAttachment(q: Queryable, runId: string, a: { fileName: string; mimeType: string; data: Buffer }): Promise<void> {
+  await q.query(
+    `INSERT INTO run_attachments (run_id, file_name, mime_type, data) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (run_id, file_name) DO UPDATE SET mime_type = excluded.mime_type, data = excluded.data`,
+    [runId, a.fileName, a.mimeType, a.data],
+  );
+}
+
+export async function listAttachments(q: Queryable, runId: string): Promise<{ file_name: string; mime_type: string; data: Buffer }[]> {
+  const res = await q.query<{ file_name: string; mime_type: string; data: Uint8Array }>(
+    'SELECT file_name, mime_type, data FROM run_attachments WHERE run_id = $1 ORDER BY file_name',
+    [runId],
+  );
+  return res.rows.map((r) => ({ ...r, data: Buffer.from(r.data) }));
+}
+
+export async function getRun(q: Queryable, teamId: string, id: string): Promise<RunRow | undefined> {
+  return (await q.query<RunRow>('SELECT * FROM runs WHERE team_id = $1 AND id = $2', [teamId, id])).rows[0];
+}
+
+export async function getRunById(q: Queryable, id: string): Promise<RunRow | undefined> {
+  return (await q.query<RunRow>('SELECT * FROM runs WHERE id = $1', [id])).rows[0];
+}
+
+export async function getRunBySession(q: Queryable, sessionId: string): Promise<RunRow | undefined> {
+  return (await q.query<RunRow>('SELECT * FROM runs WHERE session_id = $1', [sessionId])).rows[0];
+}
+
+/**
+ * Moves a run by a state-machine event as a compare-and-set on its current state. Answers the updated row,
+ * or undefined when the run was not in a state the event applies to.
+ */
+export async function applyRunEvent(
+  q: Queryable,
+  id: string,
+  event: RunEvent,
+  extra: { statusMessage?: RunRow['status_message']; teamId?: string } = {},
+): Promise<RunRow | undefined> {
+  const t = transitionFor(event);
+  const params: SqlValue[] = [id, t.to, [...t.from]];
+  let sets = 'state = $2, updated_at = ay_now()';
+  if (event === 'start') sets += ', started_at = coalesce(started_at, ay_now())';
+  if (['succeed', 'fail', 'error', 'block', 'cancel'].includes(event)) sets += ', finished_at = ay_now()';
+  if (event === 'continue') sets += ', finished_at = NULL';
+  if (extra.statusMessage !== undefined) {
+    params.push(extra.statusMessage === null ? null : JSON.stringify(extra.statusMessage));
+    sets += `, status_message = $${params.length}`;
+  }
+  let where = 'id = $1 AND state = ANY($3)';
+  if (extra.teamId) {
+    params.push(extra.teamId);
+    where += ` AND team_id = $${params.length}`;
+  }
+  const res = await q.query<RunRow>(`UPDATE runs SET ${sets} WHERE ${where} RETURNING *`, params);
+  return res.rows[0];
+}
+
+export async function insertFollowup(
+  q: Queryable,
+  f: { id: string; runId: string; teamId: string; message: string; mode: string; creatorId: string | null },
+): Promise<{ id: string; created_at: Date }> {
+  const res = await q.query<{ id: string; created_at: Date }>(
+    `INSERT INTO run_followups (id, run_id, team_id, message, mode, creator_id) VALUES ($1, $2, $3, $4, $5, $6)
+     RETURNING id, created_at`,
+    [f.id, f.runId, f.teamId, f.message, f.mode, f.creatorId],
+  );
+  return res.rows[0]!;
+}
+
+export interface FollowupRow {
+  id: string;
+  run_id: string;
+  message: string;
+  mode: string;
+  creator_id: string | null;
+  created_at: Date;
+  consumed_by_execution: string | null;
+  consumed_at: Date | null;
+}
+
+export async function listFollowups(q: Queryable, runId: string): Promise<FollowupRow[]> {
+  return (await q.query<FollowupRow>('SELECT * FROM run_followups WHERE run_id = $1 ORDER BY created_at, id', [runId])).rows;
+}
+
+export async function findIdempotencyKey(
+  q: Queryable,
+  teamId: string,
+  key: string,
+): Promise<{ request_hash: string; run_id: string; created_at: Date } | undefined> {
+  const res = await q.query<{ request_hash: string; run_id: string; created_at: Date }>(
+    `SELECT request_hash, run_id, created_at FROM run_idempotency_keys
+     WHERE team_id = $1 AND key = $2 AND created_at > now() - interval '24 hours'`,
+    [teamId, key],
+  );
+  return res.rows[0];
+}
+
+/** Records the key for a new run; answers false when another request holds the key already. */
+export async function claimIdempotencyKey(q: Queryable, teamId: string, key: string, requestHash: string, runId: string): Promise<boolean> {
+  await q.query(`DELETE FROM run_idempotency_keys WHERE team_id = $1 AND key = $2 AND created_at <= now() - interval '24 hours'`, [teamId, key]);
+  const res = await q.query(
+    `INSERT INTO run_idempotency_keys (team_id, key, request_hash, run_id) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+    [teamId, key, requestHash, runId],
+  );
+  return res.rowCount > 0;
+}

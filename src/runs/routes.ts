@@ -1,0 +1,194 @@
+import { Type } from 'typebox';
+import type { FastifyRequest } from 'fastify';
+import type { AppInstance, ServiceContext } from '../http/context.ts';
+import { AppError } from '../http/errors.ts';
+import type { Creator } from './model.ts';
+import { toRunItem } from './model.ts';
+import { listRuns } from './list.ts';
+import type { RunFilters, SortField, SortOrder } from './list.ts';
+import * as schemas from './schemas.ts';
+import type { RunService } from './service.ts';
+import type { Static } from 'typebox';
+
+/** RFC 3339 with `Z` or an offset; a naive time (Python's isoformat without zone) is taken as UTC. */
+export function parseTimestamp(name: string, value: string | undefined): Date | undefined {
+  if (value === undefined || value === '') return undefined;
+  const naive = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?$/.test(value);
+  const date = new Date(naive ? `${value.length === 10 ? `${value}T00:00:00` : value}Z` : value);
+  if (Number.isNaN(date.getTime())) throw new AppError('invalid_request', `${name} must be an RFC 3339 timestamp, got "${value}"`);
+  return date;
+}
+
+export function creatorOf(request: FastifyRequest): Creator {
+  const s = request.principal.subject;
+  return { id: s.id, type: s.type, displayName: s.displayName, email: s.email };
+}
+
+/** `metadata[key]=value` query members (deep-object form), at most 5. */
+function metadataFilter(query: Record<string, unknown>): Record<string, string> | undefined {
+  const entries = Object.entries(query)
+    .map(([k, v]) => [/^metadata\[(.+)\]$/.exec(k)?.[1], Array.isArray(v) ? v[0] : v] as const)
+    .filter((e): e is readonly [string, string] => e[0] !== undefined && typeof e[1] === 'string');
+  if (entries.length > 5) throw new AppError('invalid_request', 'at most 5 metadata filters');
+  return entries.length ? Object.fromEntries(entries) : undefined;
+}
+
+type ListQuery = Static<typeof schemas.ListRunsQuerySchema>;
+
+function filtersOf(q: ListQuery): RunFilters {
+  const f: RunFilters = {};
+  if (q.state?.length) f.states = q.state;
+  const configName = q.name ?? q.config_name;
+  if (configName !== undefined) f.configName = configName;
+  if (q.model_id !== undefined) f.modelId = q.model_id;
+  if (q.creator !== undefined) f.creator = q.creator;
+  if (q.source !== undefined) f.source = q.source;
+  if (q.execution_location !== undefined) f.executionLocation = q.execution_location;
+  const createdAfter = parseTimestamp('created_after', q.created_after);
+  if (createdAfter) f.createdAfter = createdAfter;
+  const createdBefore = parseTimestamp('created_before', q.created_before);
+  if (createdBefore) f.createdBefore = createdBefore;
+  const updatedAfter = parseTimestamp('updated_after', q.updated_after);
+  if (updatedAfter) f.updatedAfter = updatedAfter;
+  if (q.environment_id !== undefined) f.environmentId = q.environment_id;
+  const skill = q.skill ?? q.skill_spec;
+  if (skill !== undefined) f.skillSpec = skill;
+  if (q.schedule_id !== undefined) f.scheduleId = q.schedule_id;
+  if (q.ancestor_run_id !== undefined) f.ancestorRunId = q.ancestor_run_id;
+  if (q.artifact_type !== undefined) f.artifactType = q.artifact_type;
+  if (q.q !== undefined) f.q = q.q;
+  const factory = q.factory_uid ?? q.factory_id;
+  if (factory !== undefined) f.factoryId = factory;
+  if (q.automation_id !== undefined) f.automationId = q.automation_id;
+  if (q.executor !== undefined) f.executor = q.executor;
+  if (q.worker_host !== undefined) f.workerHost = q.worker_host;
+  const metadata = metadataFilter(q as Record<string, unknown>);
+  if (metadata) f.metadata = metadata;
+  return f;
+}
+
+export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, runs: RunService): Promise<void> {
+  const publicUrl = ctx.config.publicUrl;
+
+  const createRun = async (request: FastifyRequest<{ Body: Static<typeof schemas.RunAgentRequestSchema> | undefined }>) => {
+    const body = request.body ?? {};
+    const attachments = [
+      ...(body.attachments ?? []).map((a) => ({ fileName: a.file_name, mimeType: a.mime_type, data: Buffer.from(a.data, 'base64') })),
+      ...(body.images ?? []).map((img, i) => ({
+        fileName: `image-${i + 1}.${img.mime_type.split('/')[1] ?? 'bin'}`,
+        mimeType: img.mime_type,
+        data: Buffer.from(img.data, 'base64'),
+      })),
+    ];
+    const idempotencyKey = request.headers['idempotency-key'];
+    const { run } = await runs.create(
+      {
+        teamId: request.principal.teamId,
+        prompt: body.prompt,
+        title: body.title,
+        skill: body.skill,
+        config: body.config,
+        source: 'API',
+        creator: creatorOf(request),
+        parentRunId: body.parent_run_id ?? null,
+        conversationId: body.conversation_id ?? null,
+        attachments,
+        ...(body.metadata ? { metadata: body.metadata } : {}),
+      },
+      typeof idempotencyKey === 'string' && idempotencyKey ? { key: idempotencyKey, body } : undefined,
+    );
+    return { run_id: run.id, task_id: run.id, state: run.state, at_capacity: false };
+  };
+
+  const createOptions = {
+    schema: {
+      tags: ['runs'],
+      summary: 'Create a run',
+      body: schemas.RunAgentRequestSchema,
+      response: { 200: schemas.RunAgentResponseSchema },
+    },
+  };
+  app.post('/agent/runs', createOptions, createRun);
+  app.post('/agent/run', { ...createOptions, schema: { ...createOptions.schema, summary: 'Create a run (alias)' } }, createRun);
+
+  const list = async (q: ListQuery, teamId: string) => {
+    const { rows, nextCursor } = await listRuns(ctx.db, {
+      teamId,
+      filters: filtersOf(q),
+      sortBy: (q.sort_by ?? 'updated_at') as SortField,
+      sortOrder: (q.sort_order ?? 'desc') as SortOrder,
+      limit: q.limit ?? 20,
+      ...(q.cursor ? { cursor: q.cursor } : {}),
+    });
+    return {
+      runs: rows.map((r) => toRunItem(r, publicUrl)),
+      page_info: { has_next_page: nextCursor !== undefined, ...(nextCursor ? { next_cursor: nextCursor } : {}) },
+    };
+  };
+
+  app.get(
+    '/agent/runs',
+    { schema: { tags: ['runs'], summary: 'List runs', querystring: schemas.ListRunsQuerySchema, response: { 200: schemas.ListRunsResponseSchema } } },
+    async (request) => list(request.query, request.principal.teamId),
+  );
+
+  app.get(
+    '/agent/runs/:runId',
+    { schema: { tags: ['runs'], summary: 'Get a run', params: schemas.RunIdParamsSchema, response: { 200: schemas.RunItemSchema } } },
+    async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), publicUrl),
+  );
+
+  // Legacy clients (warp-sdk ≤0.3) used /agent/tasks.
+  app.get(
+    '/agent/tasks',
+    { schema: { tags: ['runs'], summary: 'List runs (legacy alias)', querystring: schemas.ListRunsQuerySchema } },
+    async (request) => {
+      const page = await list(request.query, request.principal.teamId);
+      return { tasks: page.runs, page_info: page.page_info };
+    },
+  );
+  app.get(
+    '/agent/tasks/:runId',
+    { schema: { tags: ['runs'], summary: 'Get a run (legacy alias)', params: schemas.RunIdParamsSchema } },
+    async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), publicUrl),
+  );
+
+  app.post(
+    '/agent/runs/:runId/cancel',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'Cancel a queued or running run; answers the cancelled run id as a JSON string',
+        params: schemas.RunIdParamsSchema,
+        response: { 200: Type.String() },
+      },
+    },
+    async (request, reply) => {
+      const run = await runs.cancel(request.principal.teamId, request.params.runId);
+      return reply.type('application/json').serializer((v: unknown) => JSON.stringify(v)).send(run.id);
+    },
+  );
+
+  app.post(
+    '/agent/runs/:runId/followups',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'Send a follow-up message to a run',
+        params: schemas.RunIdParamsSchema,
+        body: Type.Optional(schemas.RunFollowupRequestSchema),
+        response: { 200: Type.Object({ followup_id: Type.String(), run_id: Type.String(), state: schemas.RunStateSchema }) },
+      },
+    },
+    async (request) => {
+      const message = request.body?.message?.trim();
+      if (!message) throw new AppError('invalid_request', 'message is required');
+      const { followupId, run } = await runs.followup(request.principal.teamId, request.params.runId, {
+        message,
+        mode: request.body?.mode ?? 'normal',
+        creatorId: request.principal.subject.id,
+      });
+      return { followup_id: followupId, run_id: run.id, state: run.state };
+    },
+  );
+}

@@ -1,0 +1,156 @@
+import { Type } from 'typebox';
+import { RUN_SOURCES } from './model.ts';
+import type { AgentConfig, RunSource } from './model.ts';
+import { RUN_STATES } from './state-machine.ts';
+import type { RunState } from './state-machine.ts';
+
+const Str = Type.String();
+const OptStr = Type.Optional(Type.String());
+const DateTime = Type.String({ format: 'date-time' });
+
+export const McpServerConfigSchema = Type.Object({
+  warp_id: OptStr,
+  command: OptStr,
+  args: Type.Optional(Type.Array(Str)),
+  url: OptStr,
+  env: Type.Optional(Type.Record(Type.String(), Type.String())),
+  headers: Type.Optional(Type.Record(Type.String(), Type.String())),
+});
+
+export const AgentConfigSchema = Type.Object(
+  {
+    name: OptStr,
+    model_id: OptStr,
+    base_prompt: OptStr,
+    environment_id: OptStr,
+    worker_host: OptStr,
+    skill_spec: OptStr,
+    mcp_servers: Type.Optional(Type.Record(Type.String(), McpServerConfigSchema)),
+    computer_use_enabled: Type.Optional(Type.Boolean()),
+    idle_timeout_minutes: Type.Optional(Type.Integer()),
+    harness: Type.Optional(Type.Object({ type: OptStr, model_id: OptStr, reasoning_level: OptStr })),
+    harness_auth_secrets: Type.Optional(
+      Type.Object({ claude_auth_secret_name: OptStr, codex_auth_secret_name: OptStr, gemini_auth_secret_name: OptStr }),
+    ),
+    skills: Type.Optional(Type.Array(Str)),
+    runner_id: OptStr,
+  },
+  { description: 'AmbientAgentConfig. Unknown members are accepted and ignored by validation.' },
+);
+
+export const AttachmentInputSchema = Type.Object({
+  file_name: Str,
+  mime_type: Str,
+  data: Type.String({ description: 'base64' }),
+});
+
+export const RunAgentRequestSchema = Type.Object({
+  prompt: OptStr,
+  title: OptStr,
+  skill: OptStr,
+  config: Type.Optional(AgentConfigSchema),
+  team: Type.Optional(Type.Boolean()),
+  agent_identity_uid: OptStr,
+  conversation_id: OptStr,
+  parent_run_id: OptStr,
+  interactive: Type.Optional(Type.Boolean()),
+  attachments: Type.Optional(Type.Array(AttachmentInputSchema, { maxItems: 5 })),
+  images: Type.Optional(Type.Array(Type.Object({ data: Str, mime_type: Str }), { maxItems: 5 })),
+  metadata: Type.Optional(Type.Record(Type.String(), Type.String())),
+  mode: Type.Optional(Type.Union([Type.Literal('normal'), Type.Literal('plan'), Type.Literal('orchestrate')])),
+});
+
+export const RunStateSchema = Type.Unsafe<RunState>({ type: 'string', enum: [...RUN_STATES] });
+export const RunSourceSchema = Type.Unsafe<RunSource>({ type: 'string', enum: [...RUN_SOURCES] });
+
+export const RunAgentResponseSchema = Type.Object({
+  run_id: Str,
+  task_id: Str,
+  state: RunStateSchema,
+  at_capacity: Type.Optional(Type.Boolean()),
+});
+
+export const RunItemSchema = Type.Object(
+  {
+    run_id: Str,
+    task_id: Str,
+    title: Str,
+    state: RunStateSchema,
+    prompt: Str,
+    created_at: DateTime,
+    updated_at: DateTime,
+    started_at: Type.Union([DateTime, Type.Null()]),
+    execution_location: Type.Union([Type.Literal('LOCAL'), Type.Literal('REMOTE')]),
+    status_message: Type.Optional(Type.Object({ message: Str, error_code: OptStr, retryable: Type.Optional(Type.Boolean()) })),
+    source: RunSourceSchema,
+    session_id: Str,
+    session_link: Type.String({ format: 'uri' }),
+    creator: Type.Optional(
+      Type.Object({
+        type: Type.Union([Type.Literal('user'), Type.Literal('service_account')]),
+        uid: Str,
+        display_name: Str,
+        email: OptStr,
+      }),
+    ),
+    agent_config: Type.Unsafe<AgentConfig>({ type: 'object', additionalProperties: true }),
+    conversation_id: OptStr,
+    parent_run_id: OptStr,
+    artifacts: Type.Array(Type.Unknown()),
+    scope: Type.Object({ type: Type.Literal('Team'), uid: Str }),
+    is_run_type_cancellable: Type.Boolean(),
+    metadata: Type.Record(Type.String(), Type.String()),
+    request_usage: Type.Optional(Type.Record(Type.String(), Type.Number())),
+    run_time: OptStr,
+    schedule: Type.Optional(Type.Object({ schedule_id: Str, schedule_name: Str, cron_schedule: Str })),
+    agent_skill: Type.Optional(Type.Object({ name: OptStr, full_path: OptStr })),
+    factory_uid: OptStr,
+    automation_id: OptStr,
+    delivery_id: OptStr,
+    worker_host: OptStr,
+  },
+  { additionalProperties: true },
+);
+
+export const PageInfoSchema = Type.Object({ has_next_page: Type.Boolean(), next_cursor: OptStr });
+
+export const ListRunsResponseSchema = Type.Object({ runs: Type.Array(RunItemSchema), page_info: PageInfoSchema });
+
+export const ListRunsQuerySchema = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 20 })),
+    cursor: OptStr,
+    sort_by: Type.Optional(Type.Union([Type.Literal('updated_at'), Type.Literal('created_at'), Type.Literal('title'), Type.Literal('agent')])),
+    sort_order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])),
+    state: Type.Optional(Type.Array(RunStateSchema)),
+    name: OptStr,
+    config_name: OptStr,
+    model_id: OptStr,
+    creator: OptStr,
+    source: Type.Optional(RunSourceSchema),
+    execution_location: Type.Optional(Type.Union([Type.Literal('LOCAL'), Type.Literal('REMOTE')])),
+    created_after: OptStr,
+    created_before: OptStr,
+    updated_after: OptStr,
+    environment_id: OptStr,
+    skill: OptStr,
+    skill_spec: OptStr,
+    schedule_id: OptStr,
+    ancestor_run_id: OptStr,
+    artifact_type: OptStr,
+    q: OptStr,
+    automation_id: OptStr,
+    executor: OptStr,
+    factory_uid: OptStr,
+    factory_id: OptStr,
+    worker_host: OptStr,
+  },
+  { additionalProperties: true },
+);
+
+export const RunFollowupRequestSchema = Type.Object({
+  message: OptStr,
+  mode: Type.Optional(Type.Union([Type.Literal('normal'), Type.Literal('plan'), Type.Literal('orchestrate')])),
+});
+
+export const RunIdParamsSchema = Type.Object({ runId: Type.String({ minLength: 1 }) });

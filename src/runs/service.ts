@@ -1,0 +1,248 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { AppError } from '../http/errors.ts';
+import type { Bus } from '../store/bus.ts';
+import type { Db, Queryable } from '../store/db.ts';
+import { newId } from '../util/ids.ts';
+import type { AgentConfig, Creator, McpServerConfig, RunRow, RunSource } from './model.ts';
+import * as plans from './plans.ts';
+import { isTerminal } from './state-machine.ts';
+
+export const RUNS_QUEUED_TOPIC = 'runs.queued';
+export const RUN_CHANGED_TOPIC = 'runs.changed';
+
+/** Reserved `worker_host` values that mean "the service's own executors". */
+export const SERVICE_WORKER_HOSTS: ReadonlySet<string> = new Set(['service', 'warp']);
+
+export interface Attachment {
+  fileName: string;
+  mimeType: string;
+  data: Buffer;
+}
+
+export interface CreateRunInput {
+  teamId: string;
+  prompt?: string | undefined;
+  title?: string | undefined;
+  skill?: string | undefined;
+  config?: AgentConfig | undefined;
+  source: RunSource;
+  creator: Creator | null;
+  factoryId?: string | null;
+  automationId?: string | null;
+  deliveryId?: string | null;
+  scheduleId?: string | null;
+  parentRunId?: string | null;
+  conversationId?: string | null;
+  attachments?: Attachment[];
+  metadata?: Record<string, string>;
+}
+
+const MAX_TITLE = 120;
+
+export function titleFromPrompt(prompt: string, fallback: string): string {
+  const firstLine = prompt.split('\n').map((l) => l.trim()).find((l) => l.length > 0) ?? '';
+  if (!firstLine) return fallback;
+  return firstLine.length > MAX_TITLE ? `${firstLine.slice(0, MAX_TITLE - 1).trimEnd()}…` : firstLine;
+}
+
+function checkMcpServers(servers: Record<string, McpServerConfig>): void {
+  for (const [name, server] of Object.entries(servers)) {
+    const kinds = (['warp_id', 'command', 'url'] as const).filter((k) => server[k] !== undefined && server[k] !== '');
+    if (kinds.length !== 1) {
+      throw new AppError('invalid_request', `config.mcp_servers.${name} must set exactly one of warp_id, command or url`);
+    }
+    if (server.url !== undefined && !URL.canParse(server.url)) {
+      throw new AppError('invalid_request', `config.mcp_servers.${name}.url is not a valid URL`);
+    }
+  }
+}
+
+const METADATA_KEY = /^[a-zA-Z0-9._-]{1,64}$/;
+
+function checkMetadata(metadata: Record<string, string>): void {
+  const entries = Object.entries(metadata);
+  if (entries.length > 20) throw new AppError('invalid_request', 'metadata has more than 20 keys');
+  for (const [key, value] of entries) {
+    if (!METADATA_KEY.test(key)) throw new AppError('invalid_request', `metadata key "${key}" must be 1-64 characters of [a-zA-Z0-9._-]`);
+    if (typeof value !== 'string' || Buffer.byteLength(value) > 256 || value.includes('\0')) {
+      throw new AppError('invalid_request', `metadata.${key} must be a string of at most 256 bytes without NUL`);
+    }
+  }
+}
+
+/** Validates and resolves the request's configuration into what the run records and executes. */
+export function resolveConfig(input: { prompt?: string | undefined; skill?: string | undefined; config?: AgentConfig | undefined }): AgentConfig {
+  const config: AgentConfig = { ...(input.config ?? {}) };
+  if (input.skill) config.skill_spec = input.skill;
+  if (config.skill_spec !== undefined && !/^[^\s:]+:.+$/.test(config.skill_spec)) {
+    throw new AppError('invalid_request', 'skill must look like "repo:skill", "owner/repo:skill" or "owner/repo:path/to/SKILL.md"');
+  }
+  if (!input.prompt?.trim() && !config.skill_spec) {
+    throw new AppError('invalid_request', 'prompt is required (or a skill, or config.skill_spec)');
+  }
+  if (config.skill_spec && config.name === undefined) {
+    const skillName = config.skill_spec.split(':').pop()!.replace(/\/SKILL\.md$/i, '').split('/').pop();
+    if (skillName) config.name = skillName;
+  }
+  if (config.mcp_servers) checkMcpServers(config.mcp_servers);
+  if (config.idle_timeout_minutes !== undefined && (config.idle_timeout_minutes < 1 || config.idle_timeout_minutes > 60)) {
+    throw new AppError('invalid_request', 'config.idle_timeout_minutes must be between 1 and 60');
+  }
+  // Python SDK 0.11 sends `harness.auth_secret_name`; the spec calls it harness_auth_secrets.
+  const legacyHarness = config.harness as (AgentConfig['harness'] & { auth_secret_name?: string }) | undefined;
+  if (legacyHarness?.auth_secret_name) {
+    const { auth_secret_name: secretName, ...rest } = legacyHarness;
+    config.harness = rest;
+    config.harness_auth_secrets = { claude_auth_secret_name: secretName, ...(config.harness_auth_secrets ?? {}) };
+  }
+  return config;
+}
+
+export function workerHostOf(config: AgentConfig): string | null {
+  const host = config.worker_host?.trim();
+  return host && !SERVICE_WORKER_HOSTS.has(host) ? host : null;
+}
+
+/** Inserts a queued run (inside the caller's transaction when given one). The caller announces it. */
+export async function insertQueuedRun(q: Queryable, input: CreateRunInput): Promise<RunRow> {
+  const config = resolveConfig(input);
+  if (input.metadata) checkMetadata(input.metadata);
+  const prompt = input.prompt ?? '';
+  const row = await plans.insertRun(q, {
+    id: newId('run'),
+    teamId: input.teamId,
+    title: input.title?.trim() || titleFromPrompt(prompt, config.name ?? config.skill_spec ?? 'Untitled run'),
+    prompt,
+    state: 'QUEUED',
+    source: input.source,
+    config,
+    workerHost: workerHostOf(config),
+    creator: input.creator,
+    factoryId: input.factoryId ?? null,
+    automationId: input.automationId ?? null,
+    deliveryId: input.deliveryId ?? null,
+    scheduleId: input.scheduleId ?? null,
+    parentRunId: input.parentRunId ?? null,
+    conversationId: input.conversationId ?? null,
+    sessionId: randomUUID(),
+    metadata: input.metadata ?? {},
+  });
+  for (const attachment of input.attachments ?? []) await plans.insertAttachment(q, row.id, attachment);
+  return row;
+}
+
+function requestHash(body: unknown): string {
+  const canonical = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(canonical);
+    if (value && typeof value === 'object') {
+      return Object.fromEntries(
+        Object.keys(value as object)
+          .sort()
+          .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+      );
+    }
+    return value;
+  };
+  return createHash('sha256').update(JSON.stringify(canonical(body) ?? null)).digest('hex');
+}
+
+export class RunService {
+  readonly #db: Db;
+  readonly #bus: Bus;
+
+  constructor(db: Db, bus: Bus) {
+    this.#db = db;
+    this.#bus = bus;
+  }
+
+  /**
+   * Creates a run. With an idempotency key, the same key and body within 24 hours answer the run created the
+   * first time (`replayed: true`); the same key with another body is refused.
+   */
+  async create(input: CreateRunInput, idempotency?: { key: string; body: unknown }): Promise<{ run: RunRow; replayed: boolean }> {
+    const hash = idempotency ? requestHash(idempotency.body) : undefined;
+    const result = await this.#db.transaction(async (tx) => {
+      if (idempotency && hash) {
+        const existing = await plans.findIdempotencyKey(tx, input.teamId, idempotency.key);
+        if (existing) return this.#replay(tx, input.teamId, existing, hash);
+      }
+      const run = await insertQueuedRun(tx, input);
+      if (idempotency && hash && !(await plans.claimIdempotencyKey(tx, input.teamId, idempotency.key, hash, run.id))) {
+        throw new AppError('conflict', 'a request with this Idempotency-Key is in progress; retry');
+      }
+      return { run, replayed: false };
+    });
+    if (!result.replayed) await this.#announce(result.run);
+    return result;
+  }
+
+  async #replay(
+    tx: Queryable,
+    teamId: string,
+    existing: { request_hash: string; run_id: string },
+    hash: string,
+  ): Promise<{ run: RunRow; replayed: boolean }> {
+    if (existing.request_hash !== hash) {
+      throw new AppError('idempotency_key_reused', 'this Idempotency-Key was used with a different request body in the last 24 hours');
+    }
+    const run = await plans.getRun(tx, teamId, existing.run_id);
+    if (!run) throw new AppError('resource_not_found', `run ${existing.run_id}`);
+    return { run, replayed: true };
+  }
+
+  async #announce(run: RunRow): Promise<void> {
+    await this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: run.id, worker_host: run.worker_host });
+  }
+
+  async get(teamId: string, runId: string): Promise<RunRow> {
+    const run = await plans.getRun(this.#db, teamId, runId);
+    if (!run) throw new AppError('resource_not_found', `run ${runId} does not exist`);
+    return run;
+  }
+
+  async cancel(teamId: string, runId: string): Promise<RunRow> {
+    const run = await this.get(teamId, runId);
+    if (run.state === 'PENDING') {
+      throw new AppError('conflict', 'the run is being set up; retry shortly', { headers: { 'retry-after': '1' } });
+    }
+    if (isTerminal(run.state)) {
+      throw new AppError('invalid_request', `run ${runId} is already ${run.state} and cannot be cancelled`);
+    }
+    const cancelled = await plans.applyRunEvent(this.#db, runId, 'cancel', {
+      teamId,
+      statusMessage: { message: 'Cancelled by request' },
+    });
+    if (!cancelled) {
+      const now = await this.get(teamId, runId);
+      if (now.state === 'CANCELLED') return now;
+      throw new AppError('invalid_request', `run ${runId} is already ${now.state} and cannot be cancelled`);
+    }
+    await this.#bus.publish(RUN_CHANGED_TOPIC, { run_id: runId, state: cancelled.state });
+    return cancelled;
+  }
+
+  /**
+   * Records a follow-up. To an active run it waits for the agent's next turn; a finished run is queued again
+   * for a new execution that continues the conversation.
+   */
+  async followup(
+    teamId: string,
+    runId: string,
+    input: { message: string; mode: string; creatorId: string | null },
+  ): Promise<{ followupId: string; run: RunRow }> {
+    const { followupId, run, requeued } = await this.#db.transaction(async (tx) => {
+      const current = await plans.getRun(tx, teamId, runId);
+      if (!current) throw new AppError('resource_not_found', `run ${runId} does not exist`);
+      const f = await plans.insertFollowup(tx, { id: newId('fu'), runId, teamId, ...input });
+      if (isTerminal(current.state)) {
+        const requeuedRun = await plans.applyRunEvent(tx, runId, 'continue', { teamId, statusMessage: null });
+        return { followupId: f.id, run: requeuedRun ?? current, requeued: requeuedRun !== undefined };
+      }
+      await tx.query('UPDATE runs SET updated_at = ay_now() WHERE id = $1', [runId]);
+      return { followupId: f.id, run: current, requeued: false };
+    });
+    if (requeued) await this.#announce(run);
+    await this.#bus.publish(RUN_CHANGED_TOPIC, { run_id: runId, followup_id: followupId });
+    return { followupId, run };
+  }
+}

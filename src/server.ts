@@ -1,0 +1,94 @@
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from './config.ts';
+import { buildApp } from './http/app.ts';
+import type { AppInstance, AppModule, ServiceContext } from './http/context.ts';
+import { Authenticator, bootstrapIdentity } from './identity/service.ts';
+import { createLogger } from './log.ts';
+import { MODULES } from './modules.ts';
+import { Bus } from './store/bus.ts';
+import type { Db } from './store/db.ts';
+import { migrate } from './store/migrate.ts';
+import { openDatabase } from './store/open.ts';
+
+export interface RunningServer {
+  app: AppInstance;
+  ctx: ServiceContext;
+  /** Base URL the server listens on (http://host:port). */
+  url: string;
+  /** The admin key when this start generated it. */
+  generatedAdminKey: string | undefined;
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** An open database (tests); otherwise opened from the configuration. */
+  db?: Db;
+  log?: FastifyBaseLogger;
+  modules?: readonly AppModule[];
+  /** Listen on the configured port (default true). */
+  listen?: boolean;
+  /** Print the generated admin key to stdout (the `serve` command). */
+  printAdminKey?: boolean;
+}
+
+async function writeAdminKeyFile(dataDir: string, key: string): Promise<string> {
+  await mkdir(dataDir, { recursive: true });
+  const file = path.join(dataDir, 'admin.key');
+  await writeFile(file, `${key}\n`, { mode: 0o600 });
+  await chmod(file, 0o600);
+  return file;
+}
+
+/** Opens the database, migrates, bootstraps identity, builds the app, starts background work and listens. */
+export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+  const log = options.log ?? createLogger(config.logLevel);
+  const db = options.db ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+  const ownsDb = options.db === undefined;
+  try {
+    const migrated = await migrate(db);
+    if (migrated.applied.length) log.info({ applied: migrated.applied }, 'database migrated');
+    const boot = await bootstrapIdentity(db, config.bootstrapApiKey);
+    if (boot.generatedKey) {
+      const file = await writeAdminKeyFile(config.dataDir, boot.generatedKey);
+      if (options.printAdminKey) {
+        process.stdout.write(`\nAdmin API key (shown once, also written to ${file}):\n\n  ${boot.generatedKey}\n\n`);
+      }
+    }
+    const bus = new Bus(db);
+    await bus.start();
+    const ctx: ServiceContext = { db, config, log, authenticator: new Authenticator(db), bus };
+    const modules = options.modules ?? MODULES;
+    const app = await buildApp(ctx, modules);
+    const stops: (() => Promise<void>)[] = [];
+    for (const module of modules) {
+      if (module.start) stops.push(await module.start(ctx));
+    }
+    let url = config.publicUrl;
+    if (options.listen !== false) {
+      const address = await app.listen({ port: config.port, host: config.host });
+      url = address.replace('[::]', 'localhost').replace('0.0.0.0', '127.0.0.1');
+    } else {
+      await app.ready();
+    }
+    let stopped = false;
+    return {
+      app,
+      ctx,
+      url,
+      generatedAdminKey: boot.generatedKey,
+      async stop() {
+        if (stopped) return;
+        stopped = true;
+        for (const stop of stops.reverse()) await stop().catch((err: unknown) => log.error({ err }, 'stopping a module failed'));
+        await app.close();
+        await bus.stop();
+        if (ownsDb) await db.close();
+      },
+    };
+  } catch (err) {
+    if (ownsDb) await db.close().catch(() => {});
+    throw err;
+  }
+}

@@ -1,0 +1,58 @@
+import { EventEmitter } from 'node:events';
+import type { Db } from './db.ts';
+
+const CHANNEL = 'agentyard_bus';
+
+export interface BusMessage {
+  topic: string;
+  /** Small JSON payload (NOTIFY payloads must stay under 8000 bytes). */
+  data: unknown;
+  /** Process that published it. */
+  origin: string;
+}
+
+/**
+ * In-process publish/subscribe that also reaches the other processes sharing a PostgreSQL server
+ * (LISTEN/NOTIFY). Messages are hints to look at the database again, never the only copy of a fact.
+ */
+export class Bus {
+  readonly #emitter = new EventEmitter();
+  readonly #db: Db;
+  readonly #origin = `${process.pid}-${Math.random().toString(36).slice(2)}`;
+  #unlisten: (() => Promise<void>) | undefined;
+
+  constructor(db: Db) {
+    this.#db = db;
+    this.#emitter.setMaxListeners(0);
+  }
+
+  async start(): Promise<void> {
+    if (this.#db.engine !== 'postgres' || this.#unlisten) return;
+    this.#unlisten = await this.#db.listen(CHANNEL, (payload) => {
+      try {
+        const msg = JSON.parse(payload) as BusMessage;
+        if (msg.origin !== this.#origin) this.#emitter.emit(msg.topic, msg.data);
+      } catch {
+        // not ours
+      }
+    });
+  }
+
+  async publish(topic: string, data: unknown = null): Promise<void> {
+    this.#emitter.emit(topic, data);
+    if (this.#db.engine === 'postgres') {
+      await this.#db.notify(CHANNEL, JSON.stringify({ topic, data, origin: this.#origin } satisfies BusMessage));
+    }
+  }
+
+  subscribe(topic: string, handler: (data: unknown) => void): () => void {
+    this.#emitter.on(topic, handler);
+    return () => this.#emitter.off(topic, handler);
+  }
+
+  async stop(): Promise<void> {
+    await this.#unlisten?.();
+    this.#unlisten = undefined;
+    this.#emitter.removeAllListeners();
+  }
+}
