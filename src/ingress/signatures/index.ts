@@ -1,0 +1,15 @@
+export { SIGNATURE_SCHEMES, SIGNATURE_SCHEME_IDS, generateSecretFor, getSignatureScheme } from './registry.ts';
+export type { SignatureSchemeId } from './registry.ts';
+export { redactSecret } from './redact.ts';
+export type {
+  HeaderMap,
+  SecretInterpretation,
+  SecretRule,
+  SignatureAlgorithm,
+  SignatureEncoding,
+  SignatureScheme,
+  TimestampRule,
+  VerifyFailureReason,
+  VerifyInput,
+  VerifyResult,
+} from './types.ts';
