@@ -1,0 +1,34 @@
+/**
+ * What apply-time validation may know about live state. Every member is optional: a check whose
+ * input is absent is skipped and listed in `stateDependentChecksNotRun` (the offline `validate` runs none).
+ */
+export interface ValidationContext {
+  /** Does a managed team secret of this name exist? */
+  secretExists?(name: string): boolean | Promise<boolean>;
+  /** Is the secret's value URL-safe (`A-Za-z0-9-._~`), as a `url_token` webhook needs? */
+  secretIsUrlSafe?(name: string): boolean | Promise<boolean>;
+  /** The UID already assigned to the webhook file of this name, if it has applied before. */
+  webhookUidForName?(name: string): string | undefined;
+  /** UIDs of the factory's webhooks (live ones plus those this apply would keep). */
+  knownWebhookUids?: Set<string>;
+  /** Does a team runner (not declared in the tree) of this name exist? */
+  teamRunnerExists?(name: string): boolean;
+}
+
+export type StateDependentCheckKind = 'secret_exists' | 'secret_url_safe' | 'webhook_uid' | 'team_runner';
+
+export interface StateDependentCheck {
+  check: StateDependentCheckKind;
+  file: string;
+  path: string;
+  /** What would have been checked, e.g. the secret or runner name. */
+  subject: string;
+}
+
+/** A name the product resolves to an ID at apply (Linear/Slack name aliases); not resolvable here. */
+export interface DeferredResolution {
+  file: string;
+  path: string;
+  field: string;
+  kind: string;
+}

@@ -1,0 +1,14 @@
+export { validateFactory, MAX_WEBHOOKS_PER_FACTORY } from './validate.ts';
+export type { ValidationResult } from './validate.ts';
+export { loadFactoryFiles, readFactoryDir } from './load.ts';
+export type { FactoryFileInput, ClassifiedFile, FileKind, LoadedTree } from './load.ts';
+export type { Diagnostic, DiagnosticFormat, Severity } from './diagnostic.ts';
+export { formatDiagnostics, formatGithub, formatJson, formatText, hasErrors } from './diagnostic.ts';
+export { DIAGNOSTIC_CODES } from './codes.ts';
+export type { DiagnosticCode } from './codes.ts';
+export type { ValidationContext, StateDependentCheck, DeferredResolution } from './context.ts';
+export type * from './model.ts';
+export { SCHEMA_VERSION, getSchemaBundle } from './schemas.ts';
+export { KNOWN_SIGNATURE_SCHEMES } from './signature-schemes.ts';
+export { isWebhookUid } from './ids.ts';
+export { checkPayloadFilter } from './payload-filter-grammar.ts';

@@ -1,0 +1,220 @@
+/**
+ * The desired state a valid factory tree describes, with inheritance already resolved.
+ * Produced by validateFactory only when the tree has no error; the reconciler diffs it against live state.
+ */
+
+export type HarnessType = 'oz' | 'claude' | 'codex' | 'gemini';
+
+export type HarnessAuth = { source: 'managedSecret'; secretName: string } | { source: 'workerEnvironment' };
+
+export interface ResolvedHarness {
+  type: HarnessType;
+  model: string;
+  /** null = the harness default. Never set for `oz`. */
+  reasoningLevel: string | null;
+  /** null = none. Never set for `oz`. */
+  auth: HarnessAuth | null;
+}
+
+export interface McpServerRef {
+  warpId: string;
+}
+
+/** Execution settings of an agent or automation after agentDefaults → agent → automation. */
+export interface ResolvedExecution {
+  harness: ResolvedHarness;
+  /** Name of a runner: a `runners/` file (runnerSource `file`) or a team runner resolved at apply. */
+  runner: string | null;
+  runnerSource: 'file' | 'team' | null;
+  environmentId: string | null;
+  /** Declared secrets plus factory-level secrets, in order, without duplicates. */
+  secrets: string[];
+  /** Declared servers plus factory-level servers (the declared entry wins on a name clash). */
+  mcpServers: Record<string, McpServerRef>;
+  /** null = workspace default; `warp` = service-hosted; anything else = a self-hosted worker ID. */
+  workerHost: string | null;
+}
+
+/** Execution keys as written at one level; `undefined` = not declared (inherit). */
+export interface ExecutionOverrides {
+  model?: string | null;
+  harness?: {
+    type?: HarnessType | null;
+    model?: string | null;
+    reasoningLevel?: string | null;
+    auth?: HarnessAuth | null;
+  };
+  runner?: string | null;
+  environmentId?: string | null;
+  secrets?: string[];
+  mcpServers?: Record<string, McpServerRef>;
+  workerHost?: string | null;
+}
+
+export type CredentialStrategy = 'EXECUTOR' | 'CREATOR';
+
+export type AgentType = 'CUSTOM' | 'FOREMAN' | 'TRIAGE' | 'SPEC' | 'IMPLEMENT' | 'REVIEW' | 'VERIFY';
+
+export interface RepositoryRef {
+  owner: string;
+  name: string;
+}
+
+export interface CloudProviders {
+  gcp?: {
+    projectNumber: string;
+    workloadIdentityFederationPoolId: string;
+    workloadIdentityFederationProviderId: string;
+    serviceAccountEmail?: string;
+  };
+  aws?: { roleArn: string };
+}
+
+export interface FactorySettings {
+  file: string;
+  schemaVersion: string;
+  name: string;
+  description: string | null;
+  alias: string | null;
+  /** undefined = not declared: leave the stored value unchanged. */
+  credentialStrategy: CredentialStrategy | undefined;
+  repositories: RepositoryRef[];
+  secrets: string[];
+  mcpServers: Record<string, McpServerRef>;
+  /** undefined = not declared: leave the stored set alone; [] = detach all. */
+  integrations: { type: string }[] | undefined;
+  cloudProviders: CloudProviders | undefined;
+  agentDefaults: ExecutionOverrides;
+}
+
+export interface SkillFile {
+  /** Name of the directory holding SKILL.md. */
+  name: string;
+  /** Path relative to the factory root. */
+  path: string;
+  content: string;
+}
+
+export interface AgentDefinition {
+  name: string;
+  file: string;
+  description: string | null;
+  agentType: AgentType;
+  /** undefined = inherit the factory's. */
+  credentialStrategy: CredentialStrategy | undefined;
+  prompt: string;
+  declared: ExecutionOverrides;
+  execution: ResolvedExecution;
+  /** Skills under agents/<name>/skills/, visible only to this agent. */
+  skills: SkillFile[];
+}
+
+export interface PayloadFilter {
+  [field: string]: unknown;
+}
+
+export interface FilterMatcher {
+  in?: (string | number)[];
+  not_in?: (string | number)[];
+}
+
+export type Trigger =
+  | {
+      provider: 'webhook';
+      event: 'received';
+      /** The single webhook UID the trigger selects. */
+      webhookUid: string;
+      payload: PayloadFilter | null;
+    }
+  | {
+      provider: 'schedule';
+      event: 'cron_fired';
+      schedule: { name: string | null; cron: string } | null;
+      scheduleIds: string[];
+    }
+  | {
+      provider: string;
+      event: string;
+      /** Canonical snake_case keys; bare lists normalised to `{in: [...]}`. */
+      filter: Record<string, FilterMatcher>;
+      /** False when this service does not evaluate the provider (the definition still validates). */
+      runsHere: false;
+    };
+
+export interface AutomationDefinition {
+  name: string;
+  file: string;
+  enabled: boolean;
+  agent: string;
+  prompt: string;
+  declared: ExecutionOverrides;
+  execution: ResolvedExecution;
+  triggers: Trigger[];
+}
+
+export interface RunnerDefinition {
+  name: string;
+  file: string;
+  description: string | null;
+  setupCommands: string[];
+  instanceShape: { vcpus: number; memoryGb: number } | null;
+  platform: {
+    os: 'linux' | 'macos';
+    arch: 'x86_64' | 'aarch64';
+    dockerImage: string | null;
+    macVersion: string | null;
+  };
+}
+
+export interface ScorerDefinition {
+  name: string;
+  file: string;
+  displayName: string | null;
+  description: string | null;
+  agents: string[];
+  labels: { value: string; score: number; description: string | null }[];
+  passingScore: number;
+  model: string;
+  samplingRate: number;
+  enabled: boolean;
+  output: 'classification';
+  selfImprovement: boolean;
+  rubric: string;
+}
+
+export type WebhookAuthMode = 'token' | 'url_token' | 'signature';
+
+export interface WebhookDefinition {
+  /** The file stem. */
+  name: string;
+  file: string;
+  authMode: WebhookAuthMode;
+  signatureScheme: string | null;
+  secretName: string;
+  deliveryIdHeader: string | null;
+  enabled: boolean;
+}
+
+export interface BenchmarkSuiteDefinition {
+  slug: string;
+  file: string;
+  name: string;
+  description: string | null;
+  agent: string;
+  tasks: { slug: string; file: string; title: string; prompt: string; successCriteria: string; sourceRunId: string | null; startingRepoRefs: string[] }[];
+}
+
+export interface FactoryDefinition {
+  schemaVersion: string;
+  factory: FactorySettings;
+  /** Name of the FOREMAN agent. */
+  foreman: string;
+  agents: AgentDefinition[];
+  automations: AutomationDefinition[];
+  runners: RunnerDefinition[];
+  scorers: ScorerDefinition[];
+  /** Shared skills under skills/, visible to every agent. */
+  skills: SkillFile[];
+  webhooks: WebhookDefinition[];
+  benchmarks: BenchmarkSuiteDefinition[];
+}
