@@ -10,6 +10,7 @@ Usage:
   agentyard serve [--port N] [--factory DIR|GIT_URL] [--roles ingress,api,...]
   agentyard migrate
   agentyard openapi [--write FILE]
+  agentyard validate DIR [--format text|json|github]
   agentyard <command> --help
 
 Environment: PORT, AGENTYARD_DATA_DIR, DATABASE_URL, AGENTYARD_BOOTSTRAP_API_KEY, AGENTYARD_MASTER_KEY,
@@ -82,6 +83,7 @@ async function openapiCommand(argv: string[]): Promise<number> {
 
 /** The command table. Each later capability adds one line. */
 export const COMMANDS: Record<string, Command> = {
+  validate: async (argv) => (await import('./validate.ts')).validateCommand(argv),
   serve,
   migrate: migrateCommand,
   openapi: openapiCommand,

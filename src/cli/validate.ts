@@ -1,0 +1,73 @@
+import { parseArgs } from 'node:util';
+import { formatDiagnostics } from '../definitions/diagnostic.ts';
+import type { DiagnosticFormat } from '../definitions/diagnostic.ts';
+import { readFactoryDir } from '../definitions/load.ts';
+import { validateFactory } from '../definitions/validate.ts';
+
+const USAGE = `Usage: agentyard validate DIR [--format text|json|github] [--json]
+
+Checks a factory tree offline: every file against its schema, and the cross-file rules an apply checks.
+Prints one line per problem (file:line:column: severity code: message). Checks that need live state
+(secret names, team runners, webhook UIDs) run only at apply.
+Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage or I/O problem.`;
+
+const FORMATS: readonly DiagnosticFormat[] = ['text', 'json', 'github'];
+
+/** `agentyard validate DIR`: exit 0 when the tree has no error, 1 otherwise. */
+export async function validateCommand(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        format: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    process.stderr.write(`agentyard validate: ${error instanceof Error ? error.message : String(error)}\n\n${USAGE}\n`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const format = (values.json ? 'json' : (values.format ?? 'text')) as DiagnosticFormat;
+  if (!FORMATS.includes(format) || positionals.length !== 1) {
+    process.stderr.write(`${!FORMATS.includes(format) ? `agentyard validate: unknown format "${format}"\n\n` : ''}${USAGE}\n`);
+    return 2;
+  }
+  const dir = positionals[0]!;
+  let files;
+  try {
+    files = await readFactoryDir(dir);
+  } catch (error) {
+    process.stderr.write(`agentyard validate: cannot read ${dir}: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 2;
+  }
+  const result = await validateFactory(files);
+  if (format === 'json') {
+    const body = {
+      valid: result.valid,
+      schema_version: result.schemaVersion,
+      diagnostics: result.diagnostics,
+      state_dependent_checks_not_run: result.stateDependentChecksNotRun,
+      deferred_resolutions: result.deferredResolutions,
+    };
+    process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
+  } else {
+    process.stdout.write(formatDiagnostics(result.diagnostics, format));
+    if (format === 'text') {
+      const errors = result.diagnostics.filter((d) => d.severity === 'error').length;
+      const warnings = result.diagnostics.length - errors;
+      const deferred = result.stateDependentChecksNotRun.length;
+      const summary = `${files.length} files: ${errors} error${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'}`;
+      const note = deferred ? `; ${deferred} state-dependent check${deferred === 1 ? '' : 's'} (secrets, team runners, webhook UIDs) run at apply` : '';
+      process.stderr.write(`${summary}${note}\n`);
+    }
+  }
+  return result.valid ? 0 : 1;
+}
