@@ -638,6 +638,18 @@ describe('scheme-specific rules', () => {
     expect(getSignatureScheme('standard_webhooks')!.verify({ rawBody: body, headers: joined, secret, url: URL_BASE, now }).ok).toBe(true);
   });
 
+  it('standard_webhooks: more than 16 signatures in one request is malformed', () => {
+    const secret = whsec();
+    const body = jsonBody();
+    const valid = new StandardWebhook(secret).sign('m', now, body);
+    const many = [...Array.from({ length: 16 }, () => `v1,${randomBytes(32).toString('base64')}`), valid].join(' ');
+    const headers = { 'webhook-id': 'm', 'webhook-timestamp': String(unix(now)), 'webhook-signature': many };
+    expect(getSignatureScheme('standard_webhooks')!.verify({ rawBody: body, headers, secret, url: URL_BASE, now })).toMatchObject({
+      ok: false,
+      reason: 'malformed',
+    });
+  });
+
   it('standard_webhooks: a whsk_ private key is refused as a configuration error', () => {
     const result = getSignatureScheme('standard_webhooks')!.verify({
       rawBody: jsonBody(),

@@ -19,6 +19,8 @@ import type { SignatureScheme, VerifyInput, VerifyResult } from '../types.ts';
 export const STANDARD_WEBHOOKS_TOLERANCE_SECONDS = 5 * 60;
 const MIN_KEY_BYTES = 24;
 const MAX_KEY_BYTES = 64;
+// Rotation needs two or three; the cap bounds the Ed25519 work one request can ask for.
+const MAX_SIGNATURES = 16;
 
 type Key = { kind: 'hmac'; bytes: Buffer } | { kind: 'ed25519'; publicKey: KeyObject };
 
@@ -97,6 +99,9 @@ export function verifyStandardWebhooksHeaders(input: VerifyInput, prefix: 'webho
     .filter((bytes): bytes is Buffer => bytes !== undefined);
   if (candidates.length === 0) {
     return fail('bad_signature', `header ${signatureHeader} has no ${wanted} signature`);
+  }
+  if (candidates.length > MAX_SIGNATURES) {
+    return fail('malformed', `header ${signatureHeader} has ${candidates.length} ${wanted} signatures; at most ${MAX_SIGNATURES} are checked`);
   }
 
   const signedContent = Buffer.concat([Buffer.from(`${id}.${timestampText}.`, 'utf8'), input.rawBody]);
