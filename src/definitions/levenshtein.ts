@@ -1,12 +1,17 @@
-export function levenshtein(a: string, b: string): number {
+/** Edit distance where swapping two adjacent characters counts as one edit (optimal string alignment). */
+export function editDistance(a: string, b: string): number {
   if (a === b) return 0;
+  let before: number[] = [];
   let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {
     const row = [i];
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      row.push(Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + cost));
+      let d = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, before[j - 2]! + 1);
+      row.push(d);
     }
+    before = prev;
     prev = row;
   }
   return prev[b.length]!;
@@ -18,7 +23,7 @@ export function closest(word: string, candidates: Iterable<string>): string | un
   let bestDistance = Infinity;
   const lower = word.toLowerCase();
   for (const candidate of candidates) {
-    const d = levenshtein(lower, candidate.toLowerCase());
+    const d = editDistance(lower, candidate.toLowerCase());
     if (d < bestDistance) {
       best = candidate;
       bestDistance = d;

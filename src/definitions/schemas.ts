@@ -256,7 +256,9 @@ export function checkSchema(kind: SchemaKind, value: unknown): SchemaIssue[] {
     const translated = translate(error);
     if (translated) issues.push(translated);
   }
-  return issues;
+  // A value of the wrong type also fails its enum; the type is the useful message.
+  const mistyped = new Set(issues.filter((i) => i.code === 'FF_TYPE_MISMATCH').map((i) => i.pointer));
+  return issues.filter((i) => i.code === 'FF_TYPE_MISMATCH' || !mistyped.has(i.pointer));
 }
 
 /** Ajv compiles lazily; the CLI and benchmarks may warm every validator up front. */

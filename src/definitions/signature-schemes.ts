@@ -1,27 +1,13 @@
+import { SIGNATURE_SCHEMES, SIGNATURE_SCHEME_IDS } from '../ingress/signatures/registry.ts';
+
 /**
- * Signature schemes a `signature`-mode webhook may name in `signatureScheme`.
- * The ingress owns the verifiers; this list is the single source for what a definition may declare.
+ * Signature schemes a `signature`-mode webhook may name in `signatureScheme`: exactly the schemes the
+ * ingress can verify (src/ingress/signatures/registry.ts owns the list).
  */
-export const KNOWN_SIGNATURE_SCHEMES = [
-  'standard_webhooks',
-  'stripe',
-  'github',
-  'sentry',
-  'pagerduty',
-  'vercel',
-  'slack',
-  'shopify',
-  'linear',
-  'gitlab',
-  'twilio',
-  'intercom',
-  'discord',
-] as const;
+export const KNOWN_SIGNATURE_SCHEMES: readonly string[] = SIGNATURE_SCHEME_IDS;
 
-export type SignatureScheme = (typeof KNOWN_SIGNATURE_SCHEMES)[number];
-
-export function isKnownSignatureScheme(value: unknown): value is SignatureScheme {
-  return typeof value === 'string' && (KNOWN_SIGNATURE_SCHEMES as readonly string[]).includes(value);
+export function isKnownSignatureScheme(value: unknown): value is string {
+  return typeof value === 'string' && KNOWN_SIGNATURE_SCHEMES.includes(value);
 }
 
 /**
@@ -29,6 +15,7 @@ export function isKnownSignatureScheme(value: unknown): value is SignatureScheme
  * the delivery log records the delivery ID in the clear.
  */
 export const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set([
+  ...Object.values(SIGNATURE_SCHEMES).map((scheme) => scheme.signatureHeader.toLowerCase()),
   'authorization',
   'proxy-authorization',
   'cookie',

@@ -131,8 +131,10 @@ function checkRestrictedSyntax(doc: Document.Parsed, source: string, locator: So
         emit('FF_ANCHOR', `anchors are not supported (\`&${node.anchor}\`)`, locator.at(at >= 0 ? at : start));
       }
       if (node.tag) {
-        const at = source.lastIndexOf('!', start);
-        emit('FF_TAG', `explicit tags are not supported (\`${node.tag}\`); write a plain value`, locator.at(at >= 0 ? at : start));
+        let at = source.lastIndexOf('!', start);
+        while (at > 0 && source[at - 1] === '!') at--;
+        const written = at >= 0 ? (/^!\S*/.exec(source.slice(at))?.[0] ?? node.tag) : node.tag;
+        emit('FF_TAG', `explicit tags are not supported (\`${written}\`); write a plain value`, locator.at(at >= 0 ? at : start));
       }
     },
   });
