@@ -44,6 +44,8 @@ export const RESOURCE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** Bigger files are refused before parsing (the product's client applies the same cap). */
 export const MAX_FILE_BYTES = 256 * 1024;
 
+const TOP_DIRECTORIES = new Set(['agents', 'automations', 'runners', 'scorers', 'skills', 'webhooks', 'benchmarks']);
+
 const IGNORED_BASENAME = /^(readme|changelog|license|contributing)(\.[A-Za-z0-9]+)?$/i;
 
 type Classification =
@@ -139,14 +141,14 @@ export function loadFactoryFiles(inputs: readonly FactoryFileInput[]): LoadedTre
       continue;
     }
     seenPaths.add(path);
+    if (input.symlink && !path.split('/').some((s) => s.startsWith('.')) && (path === 'factory.yaml' || TOP_DIRECTORIES.has(path.split('/')[0]!))) {
+      diagnostics.push(problem(path, 'FF_UNSUPPORTED_PATH', 'is a symbolic link, which is never followed; resource files and directories must be real'));
+      continue;
+    }
     const c = classify(path);
     if ('ignore' in c) continue;
     if ('unsupported' in c) {
       diagnostics.push(problem(path, 'FF_UNSUPPORTED_PATH', `not read: ${c.unsupported}`));
-      continue;
-    }
-    if (input.symlink) {
-      diagnostics.push(problem(path, 'FF_UNSUPPORTED_PATH', 'is a symbolic link; resource files must be regular files'));
       continue;
     }
     if (c.kind === 'factory') hasFactory = true;
@@ -184,7 +186,6 @@ export function loadFactoryFiles(inputs: readonly FactoryFileInput[]): LoadedTre
 }
 
 const SKIPPED_DIRECTORIES = new Set(['node_modules']);
-const TOP_DIRECTORIES = new Set(['agents', 'automations', 'runners', 'scorers', 'skills', 'webhooks', 'benchmarks']);
 
 /**
  * Reads the files of a factory tree from disk. Only the root and the resource directories are read;

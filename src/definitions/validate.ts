@@ -189,7 +189,7 @@ class FactoryValidation {
       const level: ExecutionLevel = { declared: decl.declared, file: decl.file, base: '' };
       agentLevels.set(decl.name, level);
       if (!factory) continue;
-      const execution = this.resolve([factory.defaultsLevel, level], factory.settings, runnerByName);
+      const execution = this.resolve([factory.defaultsLevel, level], factory.settings, runnerByName, `agent \`${decl.name}\``);
       agents.push({
         ...decl,
         execution,
@@ -201,7 +201,7 @@ class FactoryValidation {
       if (!factory) continue;
       const agentLevel = agentLevels.get(decl.agent);
       const levels = [factory.defaultsLevel, ...(agentLevel ? [agentLevel] : []), { declared: decl.declared, file: decl.file, base: '' }];
-      automations.push({ ...decl, execution: this.resolve(levels, factory.settings, runnerByName) });
+      automations.push({ ...decl, execution: this.resolve(levels, factory.settings, runnerByName, `automation \`${decl.name}\``) });
     }
     for (const skill of skills) {
       if (skill.kind === 'agent-skill' && !agentNames.has(skill.owner!)) {
@@ -471,16 +471,27 @@ class FactoryValidation {
 
   // ---------------------------------------------------------------- inheritance
 
-  private resolve(levels: ExecutionLevel[], factory: FactorySettings, runners: ReadonlyMap<string, RunnerDefinition>): ResolvedExecution {
+  private resolve(
+    levels: ExecutionLevel[],
+    factory: FactorySettings,
+    runners: ReadonlyMap<string, RunnerDefinition>,
+    subject: string,
+  ): ResolvedExecution {
     const { execution, origins, problems } = resolveExecution(levels);
     for (const p of problems) this.reportAt(p.origin, 'FF_MISSING_REQUIRED', p.message);
+    // A conflict between two inherited settings is reported where the later (overriding) one is declared.
+    const depth = (origin: Origin | undefined): number => (origin ? levels.findIndex((l) => l.file === origin.file) : -1);
+    const later = (a: Origin | undefined, b: Origin | undefined): Origin | undefined => (depth(b) > depth(a) ? b : (a ?? b));
     const auth = execution.harness.auth;
-    if (auth?.source === 'workerEnvironment' && !isSelfHostedWorker(execution.workerHost) && origins.auth) {
-      this.reportAt(origins.auth, 'FF_INVALID_VALUE', '`auth.source: workerEnvironment` needs a self-hosted `workerHost` (the key comes from the worker)');
+    if (auth?.source === 'workerEnvironment' && !isSelfHostedWorker(execution.workerHost)) {
+      const at = later(origins.auth, origins.workerHost);
+      const host = execution.workerHost === null ? 'the workspace default host' : `\`${execution.workerHost}\``;
+      if (at) this.reportAt(at, 'FF_INVALID_VALUE', `${subject} uses \`auth.source: workerEnvironment\` but runs on ${host}; that needs a self-hosted \`workerHost\` (the key comes from the worker)`);
     }
     const runner = execution.runner ? runners.get(execution.runner) : undefined;
-    if (runner?.platform.os === 'macos' && isSelfHostedWorker(execution.workerHost) && origins.workerHost) {
-      this.reportAt(origins.workerHost, 'FF_INVALID_VALUE', `runner \`${runner.name}\` is macOS, and self-hosted workers run Linux only`);
+    if (runner?.platform.os === 'macos' && isSelfHostedWorker(execution.workerHost)) {
+      const at = later(origins.runner, origins.workerHost);
+      if (at) this.reportAt(at, 'FF_INVALID_VALUE', `${subject} runs on runner \`${runner.name}\` (macOS) and self-hosted worker \`${execution.workerHost}\`; self-hosted workers run Linux only`);
     }
     const secrets = [...new Set([...execution.secrets, ...factory.secrets])];
     return {

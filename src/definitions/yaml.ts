@@ -83,7 +83,8 @@ class SourceLocator {
         if (!pair) return best;
         const keyPos = this.ofNode(pair.key as YamlNode) ?? best;
         if (last && target === 'key') return keyPos;
-        const valuePos = this.ofNode(pair.value as YamlNode);
+        const implicitNull = isScalar(pair.value) && pair.value.value === null && !pair.value.source;
+        const valuePos = implicitNull ? undefined : this.ofNode(pair.value as YamlNode);
         // `key:` with nothing after it has a null value without a range: the key is the closest place.
         best = valuePos ?? keyPos;
         node = pair.value;
