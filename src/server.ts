@@ -69,6 +69,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     if (options.listen !== false) {
       const address = await app.listen({ port: config.port, host: config.host });
       url = address.replace('[::]', 'localhost').replace('0.0.0.0', '127.0.0.1');
+      // With port 0 (tests) the public URLs can name the real port only now.
+      if (/:0$/.test(config.publicUrl)) config.publicUrl = url;
+      if (/:0$/.test(config.webhookBaseUrl)) config.webhookBaseUrl = url;
     } else {
       await app.ready();
     }

@@ -68,7 +68,6 @@ function filtersOf(q: ListQuery): RunFilters {
 }
 
 export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, runs: RunService): Promise<void> {
-  const publicUrl = ctx.config.publicUrl;
 
   const createRun = async (request: FastifyRequest<{ Body: Static<typeof schemas.RunAgentRequestSchema> | undefined }>) => {
     const body = request.body ?? {};
@@ -121,7 +120,7 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
       ...(q.cursor ? { cursor: q.cursor } : {}),
     });
     return {
-      runs: rows.map((r) => toRunItem(r, publicUrl)),
+      runs: rows.map((r) => toRunItem(r, ctx.config.publicUrl)),
       page_info: { has_next_page: nextCursor !== undefined, ...(nextCursor ? { next_cursor: nextCursor } : {}) },
     };
   };
@@ -135,7 +134,7 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
   app.get(
     '/agent/runs/:runId',
     { schema: { tags: ['runs'], summary: 'Get a run', params: schemas.RunIdParamsSchema, response: { 200: schemas.RunItemSchema } } },
-    async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), publicUrl),
+    async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), ctx.config.publicUrl),
   );
 
   // Legacy clients (warp-sdk ≤0.3) used /agent/tasks.
@@ -150,7 +149,7 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
   app.get(
     '/agent/tasks/:runId',
     { schema: { tags: ['runs'], summary: 'Get a run (legacy alias)', params: schemas.RunIdParamsSchema } },
-    async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), publicUrl),
+    async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), ctx.config.publicUrl),
   );
 
   app.post(

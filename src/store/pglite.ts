@@ -18,7 +18,7 @@ export async function wrapPglite(pglite: PGlite, schema?: string, ownsInstance =
 
   const run = async <Row>(q: Pick<PGlite, 'query' | 'exec'>, text: string, params?: readonly SqlValue[]): Promise<QueryResult<Row>> => {
     const res = await q.query<Row>(text, params as unknown[] | undefined);
-    return { rows: res.rows, rowCount: res.affectedRows ?? res.rows.length };
+    return { rows: res.rows, rowCount: res.rows.length > 0 ? res.rows.length : (res.affectedRows ?? 0) };
   };
 
   if (schema && !shared) await pglite.exec(searchPath);
