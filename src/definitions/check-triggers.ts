@@ -170,7 +170,7 @@ function checkWebhookTrigger(env: TriggerEnv, base: string, raw: RawTrigger): Tr
     if (problems.length > 0) return undefined;
     payload = filter.payload as Record<string, unknown>;
   }
-  return ok ? { provider: 'webhook', event: 'received', webhookUid: uid, payload } : undefined;
+  return ok ? { kind: 'webhook', provider: 'webhook', event: 'received', webhookUid: uid, payload } : undefined;
 }
 
 interface ScheduleNames {
@@ -226,7 +226,7 @@ function checkScheduleTrigger(env: TriggerEnv, base: string, raw: RawTrigger, se
     }
     schedule = { name, cron: raw.schedule.cron.trim() };
   }
-  return ok ? { provider: 'schedule', event: 'cron_fired', schedule, scheduleIds } : undefined;
+  return ok ? { kind: 'schedule', provider: 'schedule', event: 'cron_fired', schedule, scheduleIds } : undefined;
 }
 
 function checkProviderTrigger(env: TriggerEnv, base: string, raw: RawTrigger, events: Record<string, string[]>): Trigger | undefined {
@@ -268,7 +268,7 @@ function checkProviderTrigger(env: TriggerEnv, base: string, raw: RawTrigger, ev
     if (alias?.nameAlias) env.deferred(pointer, key, `${raw.provider}_name_alias`);
     filter[canonical] = matcher;
   }
-  return ok ? { provider: raw.provider, event: raw.event, filter, runsHere: false } : undefined;
+  return ok ? { kind: 'provider', provider: raw.provider, event: raw.event, filter, runsHere: false } : undefined;
 }
 
 /** Checks one trigger (after the schema check) and returns its normalised form, or undefined after reporting. */

@@ -118,8 +118,10 @@ export interface FilterMatcher {
   not_in?: (string | number)[];
 }
 
+/** Discriminated by `kind`: webhook and schedule triggers have their own shapes; the rest share one. */
 export type Trigger =
   | {
+      kind: 'webhook';
       provider: 'webhook';
       event: 'received';
       /** The single webhook UID the trigger selects. */
@@ -127,12 +129,14 @@ export type Trigger =
       payload: PayloadFilter | null;
     }
   | {
+      kind: 'schedule';
       provider: 'schedule';
       event: 'cron_fired';
       schedule: { name: string | null; cron: string } | null;
       scheduleIds: string[];
     }
   | {
+      kind: 'provider';
       provider: string;
       event: string;
       /** Canonical snake_case keys; bare lists normalised to `{in: [...]}`. */

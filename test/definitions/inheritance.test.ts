@@ -84,7 +84,7 @@ describe('validateFactory: resolved definition', () => {
     expect(automation.execution.harness).toEqual({ type: 'claude', model: 'opus', reasoningLevel: 'high', auth: null });
     expect(automation.execution.workerHost).toBeNull();
     expect(automation.execution.secrets).toEqual(['factory-secret']);
-    expect(automation.triggers).toEqual([{ provider: 'webhook', event: 'received', webhookUid: UID, payload: null }]);
+    expect(automation.triggers).toEqual([{ kind: 'webhook', provider: 'webhook', event: 'received', webhookUid: UID, payload: null }]);
   });
 
   it('defaults: schemaVersion v1alpha1, agentType CUSTOM, automation agent = foreman, enabled true, webhook token mode', async () => {
