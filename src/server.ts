@@ -11,6 +11,7 @@ import { Bus } from './store/bus.ts';
 import type { Db } from './store/db.ts';
 import { migrate } from './store/migrate.ts';
 import { openDatabase } from './store/open.ts';
+import { SecretCipher, loadMasterKey } from './secrets/crypto.ts';
 
 export interface RunningServer {
   app: AppInstance;
@@ -58,7 +59,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     }
     const bus = new Bus(db);
     await bus.start();
-    const ctx: ServiceContext = { db, config, log, authenticator: new Authenticator(db), bus };
+    const cipher = new SecretCipher(await loadMasterKey(config.masterKey, config.dataDir));
+    const ctx: ServiceContext = { db, config, log, authenticator: new Authenticator(db), bus, cipher };
     const modules = options.modules ?? MODULES;
     const app = await buildApp(ctx, modules);
     const stops: (() => Promise<void>)[] = [];

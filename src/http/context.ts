@@ -5,6 +5,7 @@ import type { Authenticator } from '../identity/service.ts';
 import type { Principal } from '../identity/principal.ts';
 import type { Db } from '../store/db.ts';
 import type { Bus } from '../store/bus.ts';
+import type { SecretCipher } from '../secrets/crypto.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -24,6 +25,8 @@ export interface ServiceContext {
   log: FastifyBaseLogger;
   authenticator: Authenticator;
   bus: Bus;
+  /** Encrypts secret values at rest with the instance master key. */
+  cipher: SecretCipher;
 }
 
 export type AppInstance = FastifyInstance<

@@ -11,6 +11,9 @@ import { generateApiKey } from '../../src/identity/api-keys.ts';
 import { createTestDatabase } from './db.ts';
 import type { Engine, TestDatabase } from './db.ts';
 
+/** Every test server shares one master key, so that several servers can share one database. */
+export const TEST_MASTER_KEY = 'a'.repeat(64);
+
 export interface TestServer {
   engine: Engine;
   /** http://127.0.0.1:<port> */
@@ -63,7 +66,10 @@ export async function startTestServer(engine: Engine, options: TestServerOptions
   const database = options.database ?? (await createTestDatabase(engine));
   const dataDir = mkdtempSync(path.join(tmpdir(), 'agentyard-data-'));
   const adminKey = options.config?.bootstrapApiKey ?? generateApiKey();
-  const config = loadConfig({}, { port: 0, host: '127.0.0.1', dataDir, bootstrapApiKey: adminKey, logLevel: 'silent', ...options.config });
+  const config = loadConfig(
+    {},
+    { port: 0, host: '127.0.0.1', dataDir, bootstrapApiKey: adminKey, logLevel: 'silent', masterKey: TEST_MASTER_KEY, ...options.config },
+  );
   const server = await startServer(config, {
     db: database.db,
     log: createLogger(process.env.AGENTYARD_TEST_LOG ?? 'silent'),
