@@ -1,9 +1,11 @@
 import type { AppModule } from './http/context.ts';
 import { identityModule } from './identity/module.ts';
 import { runsModule } from './runs/module.ts';
+import { secretsModule } from './secrets/module.ts';
 
 /** Every domain of the service, in the order their routes and background work start. Add one line per module. */
 export const MODULES: readonly AppModule[] = [
   identityModule,
   runsModule,
+  secretsModule,
 ];

@@ -1,0 +1,69 @@
+import { Type } from 'typebox';
+import { requireTeamAdmin } from '../http/auth.ts';
+import type { AppInstance, ServiceContext } from '../http/context.ts';
+import type { SecretRow } from './plans.ts';
+import { MAX_SECRET_BYTES, SECRETS_CHANGED_TOPIC, SECRET_NAME_RULE, SecretService } from './service.ts';
+
+const SecretSchema = Type.Object({
+  name: Type.String(),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+});
+
+const NameParams = Type.Object({ name: Type.String({ description: `Secret name: ${SECRET_NAME_RULE}` }) });
+
+function secretView(row: SecretRow) {
+  return { name: row.name, created_at: row.created_at.toISOString(), updated_at: row.updated_at.toISOString() };
+}
+
+export async function registerSecretRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
+  const secrets = new SecretService(ctx.db, ctx.cipher);
+
+  app.get(
+    '/secrets',
+    {
+      schema: {
+        tags: ['secrets'],
+        summary: "List the team's managed secrets: names and timestamps, never values",
+        response: { 200: Type.Object({ secrets: Type.Array(SecretSchema) }) },
+      },
+    },
+    async (request) => ({ secrets: (await secrets.list(request.principal.teamId)).map(secretView) }),
+  );
+
+  app.get(
+    '/secrets/:name',
+    { schema: { tags: ['secrets'], summary: 'One managed secret (name and timestamps, never the value)', params: NameParams, response: { 200: SecretSchema } } },
+    async (request) => secretView(await secrets.get(request.principal.teamId, request.params.name)),
+  );
+
+  app.put(
+    '/secrets/:name',
+    {
+      schema: {
+        tags: ['secrets'],
+        summary: 'Create or replace a managed secret (team admins). A webhook uses a new value from its next apply.',
+        params: NameParams,
+        body: Type.Object({ value: Type.String({ minLength: 1, maxLength: MAX_SECRET_BYTES }) }, { additionalProperties: false }),
+        response: { 200: SecretSchema, 201: SecretSchema },
+      },
+    },
+    async (request, reply) => {
+      requireTeamAdmin(request);
+      const { row, created } = await secrets.put(request.principal.teamId, request.params.name, request.body.value);
+      await ctx.bus.publish(SECRETS_CHANGED_TOPIC, { team_id: row.team_id, name: row.name });
+      return reply.code(created ? 201 : 200).send(secretView(row));
+    },
+  );
+
+  app.delete(
+    '/secrets/:name',
+    { schema: { tags: ['secrets'], summary: 'Delete a managed secret (team admins)', params: NameParams, response: { 200: SecretSchema } } },
+    async (request) => {
+      requireTeamAdmin(request);
+      const row = await secrets.delete(request.principal.teamId, request.params.name);
+      await ctx.bus.publish(SECRETS_CHANGED_TOPIC, { team_id: row.team_id, name: row.name });
+      return secretView(row);
+    },
+  );
+}

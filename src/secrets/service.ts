@@ -1,0 +1,51 @@
+import { AppError } from '../http/errors.ts';
+import type { Db } from '../store/db.ts';
+import type { SecretCipher } from './crypto.ts';
+import * as plans from './plans.ts';
+import type { SecretRow } from './plans.ts';
+
+/** Secret names: 1-128 letters, digits, `.`, `_` or `-`, starting with a letter or digit. */
+export const SECRET_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+export const SECRET_NAME_RULE = '1-128 letters, digits, `.`, `_` or `-`, starting with a letter or digit';
+/** Large enough for an SSH private key or a PEM bundle. */
+export const MAX_SECRET_BYTES = 64 * 1024;
+
+export const SECRETS_CHANGED_TOPIC = 'secrets.changed';
+
+export function checkSecretName(name: string): void {
+  if (!SECRET_NAME.test(name)) throw new AppError('invalid_request', `secret name "${name}" must be ${SECRET_NAME_RULE}`);
+}
+
+/** Team-scoped managed secrets, encrypted at rest. Values are written here and read only through a SecretProvider. */
+export class SecretService {
+  readonly #db: Db;
+  readonly #cipher: SecretCipher;
+
+  constructor(db: Db, cipher: SecretCipher) {
+    this.#db = db;
+    this.#cipher = cipher;
+  }
+
+  async put(teamId: string, name: string, value: string): Promise<{ row: SecretRow; created: boolean }> {
+    checkSecretName(name);
+    if (value.length === 0) throw new AppError('invalid_request', 'value must not be empty');
+    if (Buffer.byteLength(value, 'utf8') > MAX_SECRET_BYTES) throw new AppError('invalid_request', `value must be at most ${MAX_SECRET_BYTES / 1024} KiB`);
+    return plans.upsertSecret(this.#db, teamId, name, this.#cipher.encrypt(value));
+  }
+
+  async list(teamId: string): Promise<SecretRow[]> {
+    return plans.listSecrets(this.#db, teamId);
+  }
+
+  async get(teamId: string, name: string): Promise<SecretRow> {
+    const row = await plans.getSecretMeta(this.#db, teamId, name);
+    if (!row) throw new AppError('secret_not_found', `no managed secret named "${name}"`);
+    return row;
+  }
+
+  async delete(teamId: string, name: string): Promise<SecretRow> {
+    const row = await plans.deleteSecret(this.#db, teamId, name);
+    if (!row) throw new AppError('secret_not_found', `no managed secret named "${name}"`);
+    return row;
+  }
+}
