@@ -1,0 +1,131 @@
+import { spawn } from 'node:child_process';
+import { simpleGit } from 'simple-git';
+import type { SimpleGit } from 'simple-git';
+import type { FactoryFileInput } from '../definitions/load.ts';
+
+/** Git must never wait for a terminal prompt or a pager in a server process. */
+export const BASE_GIT_ENV: Record<string, string> = {
+  GIT_TERMINAL_PROMPT: '0',
+  GCM_INTERACTIVE: 'never',
+  LC_ALL: 'C',
+};
+
+/** Per-command timeout: a hung network fetch is killed rather than stalling the factory's loop. */
+const BLOCK_TIMEOUT_MS = 120_000;
+
+/**
+ * A simple-git client in `dir`. The two "unsafe" switches are for environment this module builds itself
+ * (GIT_SSH_COMMAND for a key file, GIT_CONFIG_* for an HTTP Authorization header); user input only ever
+ * reaches git as a URL argument, whose protocol simple-git still checks.
+ */
+export function gitClient(dir: string, extraEnv: Record<string, string> = {}): SimpleGit {
+  return simpleGit({
+    baseDir: dir,
+    timeout: { block: BLOCK_TIMEOUT_MS },
+    unsafe: { allowUnsafeSshCommand: true, allowUnsafeConfigEnvCount: true },
+    allowEnvironment: [...Object.keys(BASE_GIT_ENV), ...Object.keys(extraEnv)],
+  }).env({ ...inheritedEnv(), ...BASE_GIT_ENV, ...extraEnv });
+}
+
+/** Variables git may inherit: paths, locale and proxies. Editors, pagers and GIT_* settings of the server's shell are not passed. */
+const INHERITED = /^(PATH|HOME|TMPDIR|TEMP|TMP|USER|LOGNAME|LANG|SYSTEMROOT|(https?|no|all)_proxy|(HTTPS?|NO|ALL)_PROXY|SSL_CERT_FILE|SSL_CERT_DIR)$/;
+
+export function inheritedEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && INHERITED.test(key)) env[key] = value;
+  }
+  return env;
+}
+
+export interface TreeEntry {
+  mode: string;
+  type: string;
+  object: string;
+  path: string;
+}
+
+/** `git ls-tree -r -z` output. */
+export function parseLsTree(output: string): TreeEntry[] {
+  const entries: TreeEntry[] = [];
+  for (const record of output.split('\0')) {
+    if (!record) continue;
+    const tab = record.indexOf('\t');
+    const [mode, type, object] = record.slice(0, tab).split(' ');
+    entries.push({ mode: mode!, type: type!, object: object!, path: record.slice(tab + 1) });
+  }
+  return entries;
+}
+
+/** Reads many blobs with one `git cat-file --batch` process (one process per file would be slow for big trees). */
+export function readBlobs(gitDir: string, objects: readonly string[]): Promise<Map<string, Buffer>> {
+  return new Promise((resolve, reject) => {
+    const out = new Map<string, Buffer>();
+    if (objects.length === 0) {
+      resolve(out);
+      return;
+    }
+    const child = spawn('git', ['cat-file', '--batch'], { cwd: gitDir, env: { ...inheritedEnv(), ...BASE_GIT_ENV }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const chunks: Buffer[] = [];
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) {
+        reject(new Error(`git cat-file exited with ${code}: ${stderr.trim()}`));
+        return;
+      }
+      const buf = Buffer.concat(chunks);
+      let offset = 0;
+      while (offset < buf.length) {
+        const eol = buf.indexOf(0x0a, offset);
+        if (eol < 0) break;
+        const header = buf.subarray(offset, eol).toString('utf8').split(' ');
+        offset = eol + 1;
+        if (header[1] === 'missing' || header.length < 3) continue;
+        const size = Number(header[2]);
+        out.set(header[0]!, buf.subarray(offset, offset + size));
+        offset += size + 1;
+      }
+      resolve(out);
+    });
+    child.stdin.end(`${objects.join('\n')}\n`);
+  });
+}
+
+/** Files git can hold that a factory tree may use: the loader reads only YAML and Markdown. */
+const READ_EXTENSIONS = /\.(ya?ml|md)$/;
+
+/**
+ * The files of `<treeish>` (a commit, or `commit:sub/path`) as loader inputs. Symbolic links are passed as
+ * such (the loader reports them); submodules and other files are skipped.
+ */
+export async function readTree(git: SimpleGit, gitDir: string, treeish: string): Promise<FactoryFileInput[]> {
+  const entries = parseLsTree(await git.raw(['ls-tree', '-r', '-z', '--full-tree', treeish]));
+  const files: FactoryFileInput[] = [];
+  const wanted: TreeEntry[] = [];
+  for (const entry of entries) {
+    if (entry.type !== 'blob') continue;
+    if (entry.mode === '120000') files.push({ path: entry.path, content: '', symlink: true });
+    else if (READ_EXTENSIONS.test(entry.path)) wanted.push(entry);
+  }
+  const blobs = await readBlobs(gitDir, [...new Set(wanted.map((e) => e.object))]);
+  for (const entry of wanted) files.push({ path: entry.path, content: blobs.get(entry.object)?.toString('utf8') ?? '' });
+  return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+export interface CommitInfo {
+  sha: string;
+  author: string;
+  message: string;
+  time: Date;
+}
+
+export async function readCommit(git: SimpleGit, sha: string): Promise<CommitInfo> {
+  const out = await git.raw(['show', '-s', '--format=%H%x00%an <%ae>%x00%aI%x00%B', sha]);
+  const [full, author, time, ...message] = out.split('\0');
+  return { sha: full!.trim(), author: author!, time: new Date(time!), message: message.join('\0').trim() };
+}

@@ -1,0 +1,50 @@
+import path from 'node:path';
+import type { SecretProvider } from '../secrets/provider.ts';
+import { DirectorySource } from './directory.ts';
+import { GitSource } from './git.ts';
+import { ManagedRepository } from './managed.ts';
+import { SourceError } from './types.ts';
+import type { Source, SourceSpec } from './types.ts';
+import { sanitizeUrl } from './url.ts';
+
+export type { Source, SourceSnapshot, SourceSpec, SourceCommit, GitSourceSpec, DirectorySourceSpec, ManagedSourceSpec } from './types.ts';
+export { SourceError, isSourceError } from './types.ts';
+export { DirectorySource } from './directory.ts';
+export { GitSource } from './git.ts';
+export { ManagedRepository, MANAGED_BRANCH } from './managed.ts';
+export { normalizeSourceSpec, looksLikeGitUrl } from './spec.ts';
+export type { SourceInput } from './spec.ts';
+export { sanitizeUrl } from './url.ts';
+
+export interface SourceDeps {
+  dataDir: string;
+  secrets: SecretProvider;
+}
+
+export function managedRepositoryDir(dataDir: string, factoryId: string): string {
+  return path.join(dataDir, 'managed', `${factoryId}.git`);
+}
+
+/** The source of one factory; git credentials are read from the secret provider at every fetch. */
+export function createSource(factory: { id: string; team_id: string; source: SourceSpec }, deps: SourceDeps): Source {
+  const spec = factory.source;
+  switch (spec.type) {
+    case 'git':
+      return new GitSource({
+        spec,
+        dir: path.join(deps.dataDir, 'sources', factory.id),
+        credentials: async () => {
+          if (!spec.credentials_secret) return undefined;
+          const value = await deps.secrets.get(factory.team_id, spec.credentials_secret);
+          if (value === undefined) {
+            throw new SourceError('terminal', 'CredentialsNotFound', `fetch ${sanitizeUrl(spec.url)}: no managed secret named ${spec.credentials_secret} (source.credentials_secret)`);
+          }
+          return value;
+        },
+      });
+    case 'directory':
+      return new DirectorySource(spec.path);
+    case 'managed':
+      return new ManagedRepository(managedRepositoryDir(deps.dataDir, factory.id));
+  }
+}
