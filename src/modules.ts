@@ -1,5 +1,6 @@
 import type { AppModule } from './http/context.ts';
 import { identityModule } from './identity/module.ts';
+import { ingressModule } from './ingress/module.ts';
 import { runsModule } from './runs/module.ts';
 import { secretsModule } from './secrets/module.ts';
 
@@ -8,4 +9,5 @@ export const MODULES: readonly AppModule[] = [
   identityModule,
   runsModule,
   secretsModule,
+  ingressModule,
 ];

@@ -1,0 +1,169 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db, Queryable } from '../store/db.ts';
+import { GROUP_COMMIT_MAX_BATCH } from './limits.ts';
+import { findAccepted, identityKey, insertAccepted, insertLogged, lockLiveWebhooks } from './plans.ts';
+import type { DeliveryInsert } from './plans.ts';
+
+export type AcceptOutcome =
+  | { outcome: 'accepted'; id: string }
+  | { outcome: 'duplicate'; id: string; duplicateOf: string | null }
+  /** The webhook was disabled or deleted while the request was in flight. */
+  | { outcome: 'gone' }
+  /** The secret was rotated while the request was in flight: the credential it passed is no longer valid. */
+  | { outcome: 'secret_changed'; id: string };
+
+interface PendingAccept {
+  kind: 'accept';
+  row: DeliveryInsert & { identity: string };
+  secretVersion: number;
+  resolve(outcome: AcceptOutcome): void;
+  reject(err: unknown): void;
+}
+
+interface PendingLog {
+  kind: 'log';
+  row: DeliveryInsert;
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
+type Pending = PendingAccept | PendingLog;
+
+export interface DeliveryWriterOptions {
+  /** Transactions in flight at once (PGlite runs one at a time anyway). */
+  concurrency: number;
+  maxBatch?: number;
+  /** Called after a commit that accepted at least one delivery (the outbox has work). */
+  onAccepted?: () => void;
+}
+
+/**
+ * Group commit for the delivery log. Requests hand their delivery over and wait; whatever has arrived by
+ * the time a transaction is free is written together, as one multi-row INSERT per kind in one transaction,
+ * and every waiter is answered only after that transaction has committed.
+ */
+export class DeliveryWriter {
+  readonly #db: Db;
+  readonly #log: FastifyBaseLogger;
+  readonly #options: Required<Omit<DeliveryWriterOptions, 'onAccepted'>> & Pick<DeliveryWriterOptions, 'onAccepted'>;
+  #queue: Pending[] = [];
+  #running = 0;
+  #scheduled = false;
+  #idle: (() => void)[] = [];
+
+  constructor(db: Db, log: FastifyBaseLogger, options: DeliveryWriterOptions) {
+    this.#db = db;
+    this.#log = log;
+    this.#options = { maxBatch: GROUP_COMMIT_MAX_BATCH, ...options };
+  }
+
+  accept(row: DeliveryInsert & { identity: string }, secretVersion: number): Promise<AcceptOutcome> {
+    return new Promise((resolve, reject) => this.#enqueue({ kind: 'accept', row, secretVersion, resolve, reject }));
+  }
+
+  /** Logs a rejected delivery (metadata only). */
+  log(row: DeliveryInsert): Promise<void> {
+    return new Promise((resolve, reject) => this.#enqueue({ kind: 'log', row, resolve, reject }));
+  }
+
+  /** Resolves once everything handed over so far is written. */
+  drain(): Promise<void> {
+    if (this.#queue.length === 0 && this.#running === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  #enqueue(item: Pending): void {
+    this.#queue.push(item);
+    if (this.#scheduled || this.#running >= this.#options.concurrency) return;
+    // Let the requests that arrived in the same turn of the event loop join this batch.
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      this.#pump();
+    });
+  }
+
+  #pump(): void {
+    while (this.#queue.length > 0 && this.#running < this.#options.concurrency) {
+      const batch = this.#queue.splice(0, this.#options.maxBatch);
+      this.#running++;
+      void this.#write(batch).finally(() => {
+        this.#running--;
+        this.#pump();
+        if (this.#queue.length === 0 && this.#running === 0) for (const done of this.#idle.splice(0)) done();
+      });
+    }
+  }
+
+  async #write(batch: Pending[]): Promise<void> {
+    try {
+      const { outcomes, accepted } = await this.#db.transaction((tx) => writeBatch(tx, batch));
+      for (const item of batch) {
+        if (item.kind === 'accept') item.resolve(outcomes.get(item)!);
+        else item.resolve();
+      }
+      if (accepted > 0) this.#options.onAccepted?.();
+    } catch (err) {
+      this.#log.error({ err, deliveries: batch.length }, 'writing webhook deliveries failed');
+      for (const item of batch) item.reject(err);
+    }
+  }
+}
+
+async function writeBatch(tx: Queryable, batch: Pending[]): Promise<{ outcomes: Map<Pending, AcceptOutcome>; accepted: number }> {
+  const outcomes = new Map<Pending, AcceptOutcome>();
+  const accepts = batch.filter((p): p is PendingAccept => p.kind === 'accept');
+  const logged: DeliveryInsert[] = batch.filter((p): p is PendingLog => p.kind === 'log').map((p) => p.row);
+
+  const live = await lockLiveWebhooks(tx, [...new Set(accepts.map((p) => p.row.webhookUid))].sort());
+  // The first delivery of each (webhook, identity) in this batch competes for acceptance; later ones repeat it.
+  const first = new Map<string, PendingAccept>();
+  const repeats: PendingAccept[] = [];
+  for (const p of accepts) {
+    const version = live.get(p.row.webhookUid);
+    if (version === undefined) {
+      outcomes.set(p, { outcome: 'gone' });
+    } else if (version !== p.secretVersion) {
+      outcomes.set(p, { outcome: 'secret_changed', id: p.row.id });
+      logged.push(asRejectedAuth(p.row));
+    } else {
+      const key = identityKey(p.row.webhookUid, p.row.identity);
+      if (first.has(key)) repeats.push(p);
+      else first.set(key, p);
+    }
+  }
+
+  // Sorted by key, so that concurrent transactions take the unique-index locks in one order (no deadlock).
+  const candidates = [...first.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, p]) => p);
+  const inserted = await insertAccepted(tx, candidates.map((p) => ({ ...p.row, label: 'accepted' })));
+  const acceptedIdByKey = new Map<string, string>();
+  const lost: PendingAccept[] = [];
+  for (const p of candidates) {
+    if (inserted.has(p.row.id)) {
+      acceptedIdByKey.set(identityKey(p.row.webhookUid, p.row.identity), p.row.id);
+      outcomes.set(p, { outcome: 'accepted', id: p.row.id });
+    } else {
+      lost.push(p);
+    }
+  }
+  const existing = await findAccepted(tx, lost.map((p) => p.row));
+  for (const p of [...lost, ...repeats]) {
+    const key = identityKey(p.row.webhookUid, p.row.identity);
+    const duplicateOf = acceptedIdByKey.get(key) ?? existing.get(key) ?? null;
+    outcomes.set(p, { outcome: 'duplicate', id: p.row.id, duplicateOf });
+    logged.push({ ...p.row, label: 'duplicate', duplicateOf, payload: null });
+  }
+  await insertLogged(tx, logged);
+  return { outcomes, accepted: inserted.size };
+}
+
+function asRejectedAuth(row: DeliveryInsert): DeliveryInsert {
+  return {
+    ...row,
+    label: 'rejected_auth',
+    identity: null,
+    identitySource: null,
+    payload: null,
+    reason: 'the webhook secret was rotated while this request was in flight; sign or authenticate with the new secret',
+  };
+}

@@ -1,0 +1,47 @@
+import { createHash } from 'node:crypto';
+import { header } from './signatures/primitives.ts';
+import type { HeaderMap } from './signatures/index.ts';
+import type { WebhookRoute } from './routing.ts';
+
+/** The spec's neutral name for the sender-set delivery header ("X-Service-Delivery-Id"). */
+export const AGENTYARD_DELIVERY_ID_HEADER = 'x-agentyard-delivery-id';
+
+export type IdentitySource = 'delivery_id_header' | 'provider' | 'agentyard_header' | 'body_sha256';
+
+export interface DeliveryIdentity {
+  /** The dedupe key: the sender's ID as given, or `sha256:<hex>` of the body. */
+  identity: string;
+  source: IdentitySource;
+  /** The sender's own ID, when it gave one. */
+  senderDeliveryId: string | undefined;
+}
+
+/** Longer sender IDs are keyed by their hash (an index entry must stay small); the log keeps them as given, cut. */
+const MAX_ID_LENGTH = 200;
+
+function fromSender(value: string, source: IdentitySource): DeliveryIdentity {
+  const identity = value.length <= MAX_ID_LENGTH ? value : `id-sha256:${createHash('sha256').update(value).digest('hex')}`;
+  return { identity, source, senderDeliveryId: value.slice(0, MAX_ID_LENGTH) };
+}
+
+/**
+ * Delivery identity in the spec's order of preference: (1) the webhook's configured delivery-ID header;
+ * (2) for signed webhooks, the provider's own delivery header (as the verified scheme reported it);
+ * (3) `X-Agentyard-Delivery-Id`; (4) the SHA-256 of the body, so identical bodies without an ID are duplicates.
+ * Sender IDs share one namespace whichever header carried them, so a retry is recognised even if the
+ * webhook's configuration changed in between.
+ */
+export function deliveryIdentity(route: WebhookRoute, headers: HeaderMap, providerDeliveryId: string | undefined, rawBody: Buffer): DeliveryIdentity {
+  const configured = route.deliveryIdHeader ? header(headers, route.deliveryIdHeader) : undefined;
+  if (configured !== undefined) return fromSender(configured, 'delivery_id_header');
+  if (route.authMode === 'signature' && providerDeliveryId) return fromSender(providerDeliveryId, 'provider');
+  const own = header(headers, AGENTYARD_DELIVERY_ID_HEADER);
+  if (own !== undefined) return fromSender(own, 'agentyard_header');
+  return { identity: `sha256:${createHash('sha256').update(rawBody).digest('hex')}`, source: 'body_sha256', senderDeliveryId: undefined };
+}
+
+/** The sender's ID of a rejected delivery, when a header names one (no body hash: the body is not trusted). */
+export function claimedDeliveryId(route: WebhookRoute, headers: HeaderMap): string | undefined {
+  const value = (route.deliveryIdHeader ? header(headers, route.deliveryIdHeader) : undefined) ?? header(headers, AGENTYARD_DELIVERY_ID_HEADER);
+  return value?.slice(0, MAX_ID_LENGTH);
+}

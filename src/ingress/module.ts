@@ -1,0 +1,79 @@
+import type { AppModule, ServiceContext } from '../http/context.ts';
+import { DeliveryWriter } from './delivery-writer.ts';
+import { DEFAULT_INGRESS_LIMITS } from './limits.ts';
+import type { IngressLimits } from './limits.ts';
+import { IngressLimiters } from './rate-limits.ts';
+import { purgeDeliveries } from './retention.ts';
+import { registerIngressRoutes } from './routes.ts';
+import { RoutingSnapshot } from './routing.ts';
+
+/** Published (coalesced) after commits that accepted deliveries: the outbox has work. */
+export const DELIVERIES_ACCEPTED_TOPIC = 'webhooks.deliveries_accepted';
+
+export interface IngressOptions {
+  limits?: Partial<IngressLimits>;
+  /** How often old deliveries are purged (default 10 minutes). */
+  retentionIntervalMs?: number;
+}
+
+interface IngressRuntime {
+  routing: RoutingSnapshot;
+  limiters: IngressLimiters;
+  writer: DeliveryWriter;
+}
+
+// One runtime per running server (tests run several servers in one process).
+const runtimes = new WeakMap<ServiceContext, IngressRuntime>();
+
+/** Makes this process's routing snapshot see a factory's webhooks as they are now (after a management write). */
+export async function refreshWebhookRouting(ctx: ServiceContext, factoryId: string): Promise<void> {
+  await runtimes.get(ctx)?.routing.reloadFactory(factoryId);
+}
+
+export function createIngressModule(options: IngressOptions = {}): AppModule {
+  const limits: IngressLimits = { ...DEFAULT_INGRESS_LIMITS, ...options.limits };
+  const retentionIntervalMs = options.retentionIntervalMs ?? 10 * 60_000;
+
+  return {
+    name: 'ingress',
+    async root(app, ctx) {
+      if (!ctx.config.roles.has('ingress')) return;
+      let announce: NodeJS.Timeout | undefined;
+      const runtime: IngressRuntime = {
+        routing: new RoutingSnapshot(ctx.db, ctx.cipher, ctx.log),
+        limiters: new IngressLimiters(ctx.db, ctx.bus, limits),
+        writer: new DeliveryWriter(ctx.db, ctx.log, {
+          concurrency: ctx.db.engine === 'postgres' ? 4 : 1,
+          // At most one announcement per 20 ms, however many batches commit.
+          onAccepted: () => {
+            announce ??= setTimeout(() => {
+              announce = undefined;
+              void ctx.bus.publish(DELIVERIES_ACCEPTED_TOPIC).catch(() => {});
+            }, 20);
+          },
+        }),
+      };
+      runtimes.set(ctx, runtime);
+      await registerIngressRoutes(app, { ctx, limits, ...runtime });
+    },
+    async start(ctx) {
+      const runtime = runtimes.get(ctx);
+      if (runtime) await runtime.routing.start(ctx.bus);
+      const purge = () =>
+        void purgeDeliveries(ctx.db)
+          .then((n) => n > 0 && ctx.log.info({ deliveries: n }, 'purged old webhook deliveries'))
+          .catch((err: unknown) => ctx.log.error({ err }, 'purging old webhook deliveries failed'));
+      const timer = setInterval(purge, retentionIntervalMs);
+      timer.unref();
+      return async () => {
+        clearInterval(timer);
+        if (!runtime) return;
+        runtime.routing.stop();
+        runtime.limiters.stop();
+        await runtime.writer.drain();
+      };
+    },
+  };
+}
+
+export const ingressModule = createIngressModule();

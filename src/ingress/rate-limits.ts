@@ -1,0 +1,112 @@
+import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { Bus } from '../store/bus.ts';
+import type { Db, SqlValue } from '../store/db.ts';
+import type { IngressLimits } from './limits.ts';
+
+/** The table of migration 0020; counters shared by every process on one PostgreSQL server. */
+const TABLE = 'webhook_rate_limits';
+
+/** Published when a sender's failed-authentication budget runs out: `{key, until}` (epoch ms). */
+export const AUTH_BUDGET_EXHAUSTED_TOPIC = 'webhooks.auth_budget_exhausted';
+
+/**
+ * The two budgets of the ingress, each per (webhook, sender IP): deliveries per window, and failed
+ * authentications. On PostgreSQL both counters live in the database, so they hold across ingress
+ * processes; the embedded engine serves one process and counts in memory.
+ *
+ * Failed authentications are counted in the shared store but checked from memory: the process whose
+ * failure spends the last point of a budget announces the block on the bus, and every process refuses
+ * that sender until the window ends. A successful delivery therefore costs one counter round trip, not two.
+ */
+export class IngressLimiters {
+  readonly #deliveries: RateLimiterAbstract;
+  readonly #failedAuth: RateLimiterAbstract;
+  readonly #failedAuthPoints: number;
+  readonly #bus: Bus;
+  readonly #blocked = new Map<string, number>();
+  readonly #unsubscribe: () => void;
+
+  constructor(db: Db, bus: Bus, limits: IngressLimits) {
+    this.#bus = bus;
+    this.#failedAuthPoints = limits.failedAuthPoints;
+    this.#deliveries = limiter(db, 'dlv', limits.senderPoints, limits.senderWindowSeconds);
+    this.#failedAuth = limiter(db, 'auth', limits.failedAuthPoints, limits.failedAuthWindowSeconds);
+    this.#unsubscribe = bus.subscribe(AUTH_BUDGET_EXHAUSTED_TOPIC, (data) => {
+      const { key, until } = (data ?? {}) as { key?: unknown; until?: unknown };
+      if (typeof key === 'string' && typeof until === 'number') this.#block(key, until);
+    });
+  }
+
+  stop(): void {
+    this.#unsubscribe();
+  }
+
+  /** Spends one delivery; undefined when allowed, else the seconds to wait before the next is allowed. */
+  async consumeDelivery(key: string): Promise<number | undefined> {
+    try {
+      await this.#deliveries.consume(key);
+      return undefined;
+    } catch (err) {
+      // An Error (not a RateLimiterRes) means the store and its insurance both failed: let it through.
+      return err instanceof RateLimiterRes ? seconds(err.msBeforeNext) : undefined;
+    }
+  }
+
+  /** Undefined while the sender's failed-authentication budget lasts, else the seconds until it refills. */
+  failedAuthBlocked(key: string, now = Date.now()): number | undefined {
+    const until = this.#blocked.get(key);
+    if (until === undefined) return undefined;
+    if (until <= now) {
+      this.#blocked.delete(key);
+      return undefined;
+    }
+    return seconds(until - now);
+  }
+
+  /** Spends one point of the sender's failed-authentication budget; the last point blocks it everywhere. */
+  async spendFailedAuth(key: string): Promise<void> {
+    let res: RateLimiterRes;
+    try {
+      res = await this.#failedAuth.consume(key);
+    } catch (err) {
+      if (!(err instanceof RateLimiterRes)) return;
+      res = err;
+    }
+    if (res.consumedPoints < this.#failedAuthPoints) return;
+    const until = Date.now() + res.msBeforeNext;
+    this.#block(key, until);
+    await this.#bus.publish(AUTH_BUDGET_EXHAUSTED_TOPIC, { key, until }).catch(() => {});
+  }
+
+  #block(key: string, until: number): void {
+    if ((this.#blocked.get(key) ?? 0) < until) this.#blocked.set(key, until);
+    // Forget expired blocks now and then, so that the map stays as small as the set of blocked senders.
+    if (this.#blocked.size > 10_000) {
+      const now = Date.now();
+      for (const [k, u] of this.#blocked) if (u <= now) this.#blocked.delete(k);
+    }
+  }
+}
+
+function seconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
+function limiter(db: Db, keyPrefix: string, points: number, duration: number): RateLimiterAbstract {
+  if (db.engine !== 'postgres') return new RateLimiterMemory({ keyPrefix, points, duration });
+  return new RateLimiterPostgres({
+    // rate-limiter-flexible speaks `query({text, values})`; our Db speaks `query(text, values)`.
+    storeClient: { query: (q: { text: string; values?: unknown[] }) => db.query(q.text, (q.values ?? []) as SqlValue[]) },
+    storeType: 'client',
+    tableName: TABLE,
+    tableCreated: true,
+    keyPrefix,
+    points,
+    duration,
+    // A sender already over its budget is answered from memory, without a round trip.
+    inMemoryBlockOnConsumed: points + 1,
+    // If the database is unreachable, count in this process rather than refuse every delivery.
+    insuranceLimiter: new RateLimiterMemory({ keyPrefix, points, duration }),
+  });
+}

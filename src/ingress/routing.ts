@@ -1,0 +1,152 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { SecretCipher } from '../secrets/crypto.ts';
+import type { Bus } from '../store/bus.ts';
+import type { Db } from '../store/db.ts';
+import { getSignatureScheme } from './signatures/index.ts';
+import type { SignatureScheme } from './signatures/index.ts';
+
+/** Published by whoever changes webhook rows (reconciler applies, the management API): `{factory_id}`. */
+export const WEBHOOKS_CHANGED_TOPIC = 'webhooks.changed';
+
+/** A live (enabled, not deleted) webhook as the ingress needs it per request. */
+export interface WebhookRoute {
+  uid: string;
+  teamId: string;
+  factoryId: string;
+  name: string;
+  authMode: 'token' | 'url_token' | 'signature';
+  /** Set when authMode is `signature` and the scheme is known. */
+  scheme: SignatureScheme | undefined;
+  schemeId: string | null;
+  /** The secret in force, decrypted; null while the webhook has none (every delivery is then an auth failure). */
+  secret: string | null;
+  secretVersion: number;
+  /** Lower-case header name. */
+  deliveryIdHeader: string | null;
+}
+
+interface WebhookRow {
+  uid: string;
+  team_id: string;
+  factory_id: string;
+  name: string;
+  auth_mode: WebhookRoute['authMode'];
+  signature_scheme: string | null;
+  secret_ciphertext: Uint8Array | null;
+  secret_version: number;
+  delivery_id_header: string | null;
+}
+
+const SELECT_LIVE = `SELECT uid, team_id, factory_id, name, auth_mode, signature_scheme, secret_ciphertext, secret_version, delivery_id_header
+  FROM webhooks WHERE deleted_at IS NULL AND enabled`;
+
+/** Reload everything now and then, in case a change notice was lost (a dropped LISTEN connection). */
+const FULL_RELOAD_INTERVAL_MS = 60_000;
+
+/**
+ * The in-memory routing snapshot: UID → live webhook. Loaded at start, refreshed per factory when
+ * `webhooks.changed` arrives (in process, or through LISTEN/NOTIFY from other processes). Refreshes run one
+ * after another, so the last one applied is the last one read.
+ */
+export class RoutingSnapshot {
+  readonly #db: Db;
+  readonly #cipher: SecretCipher;
+  readonly #log: FastifyBaseLogger;
+  #routes = new Map<string, WebhookRoute>();
+  #chain: Promise<void> = Promise.resolve();
+  #unsubscribe: (() => void) | undefined;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(db: Db, cipher: SecretCipher, log: FastifyBaseLogger) {
+    this.#db = db;
+    this.#cipher = cipher;
+    this.#log = log;
+  }
+
+  get(uid: string): WebhookRoute | undefined {
+    return this.#routes.get(uid);
+  }
+
+  get size(): number {
+    return this.#routes.size;
+  }
+
+  async start(bus: Bus): Promise<void> {
+    await this.reloadAll();
+    this.#unsubscribe = bus.subscribe(WEBHOOKS_CHANGED_TOPIC, (data) => {
+      const factoryId = (data as { factory_id?: unknown } | null)?.factory_id;
+      void (typeof factoryId === 'string' ? this.reloadFactory(factoryId) : this.reloadAll());
+    });
+    this.#timer = setInterval(() => void this.reloadAll(), FULL_RELOAD_INTERVAL_MS);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    this.#unsubscribe?.();
+    clearInterval(this.#timer);
+  }
+
+  reloadAll(): Promise<void> {
+    return this.#serial(async () => {
+      const { rows } = await this.#db.query<WebhookRow>(SELECT_LIVE);
+      const next = new Map<string, WebhookRoute>();
+      for (const row of rows) next.set(row.uid, this.#toRoute(row));
+      this.#routes = next;
+    });
+  }
+
+  reloadFactory(factoryId: string): Promise<void> {
+    return this.#serial(async () => {
+      const { rows } = await this.#db.query<WebhookRow>(`${SELECT_LIVE} AND factory_id = $1`, [factoryId]);
+      const next = new Map([...this.#routes].filter(([, route]) => route.factoryId !== factoryId));
+      for (const row of rows) next.set(row.uid, this.#toRoute(row));
+      this.#routes = next;
+    });
+  }
+
+  reloadWebhook(uid: string): Promise<void> {
+    return this.#serial(async () => {
+      const { rows } = await this.#db.query<WebhookRow>(`${SELECT_LIVE} AND uid = $1`, [uid]);
+      const next = new Map(this.#routes);
+      next.delete(uid);
+      for (const row of rows) next.set(row.uid, this.#toRoute(row));
+      this.#routes = next;
+    });
+  }
+
+  /** The webhook as the database has it now (the snapshot is updated too). */
+  async recheck(uid: string): Promise<WebhookRoute | undefined> {
+    await this.reloadWebhook(uid);
+    return this.get(uid);
+  }
+
+  #serial(load: () => Promise<void>): Promise<void> {
+    const run = this.#chain.then(load).catch((err: unknown) => this.#log.error({ err }, 'webhook routing snapshot refresh failed'));
+    this.#chain = run;
+    return run;
+  }
+
+  #toRoute(row: WebhookRow): WebhookRoute {
+    let secret: string | null = null;
+    if (row.secret_ciphertext) {
+      try {
+        secret = this.#cipher.decrypt(row.secret_ciphertext);
+      } catch (err) {
+        this.#log.error({ err, webhook: row.uid }, 'cannot decrypt the webhook secret (another master key?); deliveries will be rejected');
+      }
+    }
+    return {
+      uid: row.uid,
+      teamId: row.team_id,
+      factoryId: row.factory_id,
+      name: row.name,
+      authMode: row.auth_mode,
+      scheme: row.auth_mode === 'signature' && row.signature_scheme ? getSignatureScheme(row.signature_scheme) : undefined,
+      schemeId: row.signature_scheme,
+      // An empty value is a placeholder, not a secret: nothing may authenticate against it.
+      secret: secret === '' ? null : secret,
+      secretVersion: row.secret_version,
+      deliveryIdHeader: row.delivery_id_header ? row.delivery_id_header.toLowerCase() : null,
+    };
+  }
+}
