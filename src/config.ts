@@ -19,6 +19,8 @@ export interface Config {
   roles: ReadonlySet<Role>;
   /** A factory to reconcile on start: a directory path or a git URL (`serve --factory`). */
   factory: string | undefined;
+  /** `GET /agent/models`: model ids (comma-separated, first = default) or a JSON document (AGENTYARD_MODELS). */
+  agentModels: string | undefined;
 }
 
 function envInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -57,5 +59,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     logLevel: overrides.logLevel ?? env.LOG_LEVEL ?? 'info',
     roles: overrides.roles ?? parseRoles(env.AGENTYARD_ROLES),
     factory: overrides.factory ?? (env.AGENTYARD_FACTORY || undefined),
+    agentModels: overrides.agentModels ?? (env.AGENTYARD_MODELS || undefined),
   };
 }

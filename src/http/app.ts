@@ -4,6 +4,8 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import FindMyWay from 'find-my-way';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
 import { AppError, isAppError, problemFor } from './errors.ts';
 import type { AppInstance, AppModule, ServiceContext } from './context.ts';
 import { redactUrl } from './redact.ts';
@@ -52,6 +54,12 @@ function toAppError(err: FastifyError): AppError {
   return new AppError('internal_error', undefined, { cause: err });
 }
 
+function requestValidator(coerceTypes: 'array' | false): Ajv {
+  const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, addUsedSchema: false, allErrors: false });
+  addFormats.default(ajv);
+  return ajv;
+}
+
 /** Builds the whole HTTP application; never listens (tests use `inject` or `listen` themselves). */
 export async function buildApp(ctx: ServiceContext, modules: readonly AppModule[], options: BuildAppOptions = {}): Promise<AppInstance> {
   const app = Fastify({
@@ -61,6 +69,11 @@ export async function buildApp(ctx: ServiceContext, modules: readonly AppModule[
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true, allErrors: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Query strings, params and headers are text, so their validator coerces ("20" → 20, one value → array);
+  // a JSON body is typed already and is not coerced (`{"prompt": 42}` is a 400 naming the field).
+  const validators = { coercing: requestValidator('array'), strict: requestValidator(false) };
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? validators.strict : validators.coercing).compile(schema));
 
   // Route patterns by method, to tell a wrong method (405) from an unknown path (404).
   const knownRoutes = FindMyWay();

@@ -28,6 +28,7 @@ export const ERROR_CATALOGUE = {
   unsupported_media_type: { status: 415, title: 'Unsupported media type', retryable: false },
   rate_limited: { status: 429, title: 'Too many requests', retryable: true },
   // Agentyard resources
+  team_name_taken: { status: 409, title: 'Team name already in use', retryable: false },
   idempotency_key_reused: { status: 422, title: 'Idempotency key reused with another request', retryable: false },
   run_not_cancellable: { status: 400, title: 'Run cannot be cancelled', retryable: false },
   factory_read_only: { status: 409, title: 'Factory is read-only', retryable: false },

@@ -1,7 +1,17 @@
 import type { AppModule } from '../http/context.ts';
+import { registerAgentIdentityRoutes } from './agent-identities.ts';
 import { registerIdentityRoutes } from './routes.ts';
+import { CREDENTIALS_REVOKED_TOPIC } from './service.ts';
 
 export const identityModule: AppModule = {
   name: 'identity',
-  api: registerIdentityRoutes,
+  async api(app, ctx) {
+    await registerIdentityRoutes(app, ctx);
+    await registerAgentIdentityRoutes(app, ctx);
+  },
+  // A revocation on another process (shared PostgreSQL) reaches this one through the bus: drop the cache.
+  async start(ctx) {
+    const unsubscribe = ctx.bus.subscribe(CREDENTIALS_REVOKED_TOPIC, () => ctx.authenticator.invalidateAll());
+    return async () => unsubscribe();
+  },
 };

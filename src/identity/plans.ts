@@ -139,3 +139,69 @@ export async function countTeams(q: Queryable): Promise<number> {
   const res = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM teams');
   return res.rows[0]?.n ?? 0;
 }
+
+export interface AgentIdentityRow {
+  id: string;
+  team_id: string;
+  principal_id: string;
+  name: string;
+  settings: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export async function insertAgentIdentity(
+  q: Queryable,
+  a: { id: string; teamId: string; principalId: string; name: string; settings: Record<string, unknown> },
+): Promise<AgentIdentityRow> {
+  const res = await q.query<AgentIdentityRow>(
+    `INSERT INTO agent_identities (id, team_id, principal_id, name, settings) VALUES ($1, $2, $3, $4, $5) RETURNING *`,
+    [a.id, a.teamId, a.principalId, a.name, JSON.stringify(a.settings)],
+  );
+  return res.rows[0]!;
+}
+
+export async function listAgentIdentities(q: Queryable, teamId: string, factoryUid?: string): Promise<AgentIdentityRow[]> {
+  if (factoryUid !== undefined) {
+    return (
+      await q.query<AgentIdentityRow>(
+        `SELECT * FROM agent_identities WHERE team_id = $1 AND settings->>'factory_uid' = $2 ORDER BY created_at, id`,
+        [teamId, factoryUid],
+      )
+    ).rows;
+  }
+  return (await q.query<AgentIdentityRow>('SELECT * FROM agent_identities WHERE team_id = $1 ORDER BY created_at, id', [teamId])).rows;
+}
+
+export async function getAgentIdentity(q: Queryable, teamId: string, id: string): Promise<AgentIdentityRow | undefined> {
+  return (await q.query<AgentIdentityRow>('SELECT * FROM agent_identities WHERE team_id = $1 AND id = $2', [teamId, id])).rows[0];
+}
+
+export async function updateAgentIdentity(
+  q: Queryable,
+  teamId: string,
+  id: string,
+  patch: { name: string | undefined; settings: Record<string, unknown> },
+): Promise<AgentIdentityRow | undefined> {
+  const res = await q.query<AgentIdentityRow>(
+    `UPDATE agent_identities SET name = coalesce($3, name), settings = $4, updated_at = ay_now()
+     WHERE team_id = $1 AND id = $2 RETURNING *`,
+    [teamId, id, patch.name ?? null, JSON.stringify(patch.settings)],
+  );
+  if (res.rows[0] && patch.name !== undefined) {
+    await q.query('UPDATE principals SET display_name = $2 WHERE id = $1', [res.rows[0].principal_id, patch.name]);
+  }
+  return res.rows[0];
+}
+
+/** Deletes the identity with its service account (and so its API keys); answers whether it existed. */
+export async function deleteAgentIdentity(q: Queryable, teamId: string, id: string): Promise<boolean> {
+  const res = await q.query<{ principal_id: string }>('DELETE FROM agent_identities WHERE team_id = $1 AND id = $2 RETURNING principal_id', [
+    teamId,
+    id,
+  ]);
+  const row = res.rows[0];
+  if (!row) return false;
+  await q.query('DELETE FROM principals WHERE id = $1 AND team_id = $2', [row.principal_id, teamId]);
+  return true;
+}

@@ -4,7 +4,7 @@ import { requireInstanceAdmin, requireTeamAdmin } from '../http/auth.ts';
 import { AppError } from '../http/errors.ts';
 import * as plans from './plans.ts';
 import type { ApiKeyRow, TeamRow } from './plans.ts';
-import { createApiKey, createTeamWithAdmin } from './service.ts';
+import { CREDENTIALS_REVOKED_TOPIC, createApiKey, createTeamWithAdmin } from './service.ts';
 
 function keyView(row: ApiKeyRow) {
   return {
@@ -91,6 +91,7 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
       const row = await plans.revokeApiKey(ctx.db, request.principal.teamId, request.params.keyId);
       if (!row) throw new AppError('resource_not_found', `API key ${request.params.keyId} does not exist`);
       ctx.authenticator.invalidateAll();
+      await ctx.bus.publish(CREDENTIALS_REVOKED_TOPIC, { key_id: row.id });
       return keyView(row);
     },
   );
@@ -107,14 +108,21 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
     async (request, reply) => {
       requireInstanceAdmin(request);
       const body = request.body;
-      if (await plans.findTeamByName(ctx.db, body.name)) throw new AppError('conflict', `a team named "${body.name}" exists`);
-      const created = await ctx.db.transaction((tx) =>
-        createTeamWithAdmin(tx, {
-          name: body.name,
-          ...(body.admin_name ? { adminName: body.admin_name } : {}),
-          adminEmail: body.admin_email ?? null,
-        }),
-      );
+      const taken = () => new AppError('team_name_taken', `name: a team named "${body.name}" exists`);
+      if (await plans.findTeamByName(ctx.db, body.name)) throw taken();
+      const created = await ctx.db
+        .transaction((tx) =>
+          createTeamWithAdmin(tx, {
+            name: body.name,
+            ...(body.admin_name ? { adminName: body.admin_name } : {}),
+            adminEmail: body.admin_email ?? null,
+          }),
+        )
+        .catch((err: unknown) => {
+          // Two requests for the same name at once: the unique index decides.
+          if ((err as { code?: string }).code === '23505') throw taken();
+          throw err;
+        });
       const key = (await plans.getApiKey(ctx.db, created.team.id, created.adminKey.id))!;
       return reply.code(201).send({ team: teamView(created.team), admin_key: { ...keyView(key), key: created.adminKey.key } });
     },

@@ -75,10 +75,16 @@ export interface RunRow {
   creator_type: 'user' | 'service_account' | null;
   creator_name: string | null;
   creator_email: string | null;
+  /** Who the run executes as: the agent identity named at creation, otherwise the creator. */
+  executor_id: string | null;
+  executor_type: 'user' | 'service_account' | null;
+  executor_name: string | null;
   factory_id: string | null;
   automation_id: string | null;
   delivery_id: string | null;
   schedule_id: string | null;
+  /** The schedule that fired the run, as it was at the fire (absent before migration 0040). */
+  schedule_info?: { schedule_id: string; schedule_name: string; cron_schedule: string } | null;
   parent_run_id: string | null;
   conversation_id: string | null;
   session_id: string;
@@ -108,6 +114,7 @@ export interface RunItem {
   session_id: string;
   session_link: string;
   creator?: { type: 'user' | 'service_account'; uid: string; display_name: string; email?: string };
+  executor?: { type: 'user' | 'service_account'; uid: string; display_name: string };
   agent_config: AgentConfig;
   conversation_id?: string;
   parent_run_id?: string;
@@ -162,6 +169,9 @@ export function toRunItem(row: RunRow, publicUrl: string): RunItem {
           },
         }
       : {}),
+    ...(row.executor_id && row.executor_type
+      ? { executor: { type: row.executor_type, uid: row.executor_id, display_name: row.executor_name ?? row.executor_id } }
+      : {}),
     agent_config: row.config,
     ...(row.conversation_id ? { conversation_id: row.conversation_id } : {}),
     ...(row.parent_run_id ? { parent_run_id: row.parent_run_id } : {}),
@@ -176,5 +186,6 @@ export function toRunItem(row: RunRow, publicUrl: string): RunItem {
     ...(row.automation_id ? { automation_id: row.automation_id } : {}),
     ...(row.delivery_id ? { delivery_id: row.delivery_id } : {}),
     ...(row.worker_host ? { worker_host: row.worker_host } : {}),
+    ...(row.schedule_info ? { schedule: row.schedule_info } : {}),
   };
 }

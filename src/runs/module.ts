@@ -3,14 +3,20 @@ import type { AppModule } from '../http/context.ts';
 import { AppError } from '../http/errors.ts';
 import { toRunItem } from './model.ts';
 import { getRunBySession } from './plans.ts';
-import { registerRunRoutes } from './routes.ts';
+import { registerAttachmentRoutes } from './attachments.ts';
+import { registerCatalogRoutes } from './catalog-routes.ts';
+import { registerFollowupListRoute, registerRunRoutes } from './routes.ts';
 import { RunService } from './service.ts';
 import { renderSessionPage } from './session-page.ts';
 
 export const runsModule: AppModule = {
   name: 'runs',
   async api(app, ctx) {
-    await registerRunRoutes(app, ctx, new RunService(ctx.db, ctx.bus));
+    const runs = new RunService(ctx.db, ctx.bus);
+    await registerRunRoutes(app, ctx, runs);
+    await registerFollowupListRoute(app, runs);
+    await registerAttachmentRoutes(app, ctx, runs);
+    await registerCatalogRoutes(app, ctx);
   },
   async root(app, ctx) {
     app.get(

@@ -13,6 +13,8 @@ export interface InsertRun {
   config: AgentConfig;
   workerHost: string | null;
   creator: { id: string; type: string; displayName: string; email: string | null } | null;
+  /** Who the run executes as; the creator when absent. */
+  executor?: { id: string; type: string; displayName: string } | null;
   factoryId: string | null;
   automationId: string | null;
   deliveryId: string | null;
@@ -27,8 +29,10 @@ export async function insertRun(q: Queryable, r: InsertRun): Promise<RunRow> {
   const res = await q.query<RunRow>(
     `INSERT INTO runs (id, team_id, title, prompt, state, source, config, config_name, model_id, environment_id,
        skill_spec, worker_host, creator_id, creator_type, creator_name, creator_email, factory_id, automation_id,
-       delivery_id, schedule_id, parent_run_id, conversation_id, session_id, metadata)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
+       delivery_id, schedule_id, parent_run_id, conversation_id, session_id, metadata, executor_id, executor_type,
+       executor_name)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24,
+       $25, $26, $27)
      RETURNING *`,
     [
       r.id,
@@ -55,6 +59,9 @@ export async function insertRun(q: Queryable, r: InsertRun): Promise<RunRow> {
       r.conversationId,
       r.sessionId,
       JSON.stringify(r.metadata),
+      (r.executor ?? r.creator)?.id ?? null,
+      (r.executor ?? r.creator)?.type ?? null,
+      (r.executor ?? r.creator)?.displayName ?? null,
     ],
   );
   return res.rows[0]!;
@@ -74,6 +81,30 @@ export async function listAttachments(q: Queryable, runId: string): Promise<{ fi
     [runId],
   );
   return res.rows.map((r) => ({ ...r, data: Buffer.from(r.data) }));
+}
+
+export async function listAttachmentMeta(q: Queryable, runId: string): Promise<{ file_name: string; mime_type: string; size_bytes: number }[]> {
+  const res = await q.query<{ file_name: string; mime_type: string; size_bytes: number }>(
+    'SELECT file_name, mime_type, octet_length(data)::int AS size_bytes FROM run_attachments WHERE run_id = $1 ORDER BY file_name',
+    [runId],
+  );
+  return res.rows;
+}
+
+/** One attachment of a run of the team. */
+export async function getAttachment(
+  q: Queryable,
+  teamId: string,
+  runId: string,
+  fileName: string,
+): Promise<{ file_name: string; mime_type: string; data: Buffer } | undefined> {
+  const res = await q.query<{ file_name: string; mime_type: string; data: Uint8Array }>(
+    `SELECT a.file_name, a.mime_type, a.data FROM run_attachments a JOIN runs r ON r.id = a.run_id
+     WHERE r.team_id = $1 AND a.run_id = $2 AND a.file_name = $3`,
+    [teamId, runId, fileName],
+  );
+  const row = res.rows[0];
+  return row ? { ...row, data: Buffer.from(row.data) } : undefined;
 }
 
 export async function getRun(q: Queryable, teamId: string, id: string): Promise<RunRow | undefined> {
@@ -165,4 +196,46 @@ export async function claimIdempotencyKey(q: Queryable, teamId: string, key: str
     [teamId, key, requestHash, runId],
   );
   return res.rowCount > 0;
+}
+
+export interface ArtifactRow {
+  artifact: { artifact_type?: string; created_at?: string; data?: Record<string, unknown> };
+  run_id: string;
+}
+
+/** The artifact of a team's run whose `data.artifact_uid` is `uid`. */
+export async function findArtifact(q: Queryable, teamId: string, uid: string): Promise<ArtifactRow | undefined> {
+  const res = await q.query<ArtifactRow>(
+    `SELECT a AS artifact, r.id AS run_id FROM runs r, jsonb_array_elements(r.artifacts) a
+     WHERE r.team_id = $1 AND r.artifacts @> jsonb_build_array(jsonb_build_object('data', jsonb_build_object('artifact_uid', $2::text)))
+       AND a->'data'->>'artifact_uid' = $2
+     LIMIT 1`,
+    [teamId, uid],
+  );
+  return res.rows[0];
+}
+
+export interface FactoryAgentsRow {
+  id: string;
+  name: string;
+  source: Record<string, unknown>;
+  definition: { agents?: unknown[] } | null;
+}
+
+export async function listFactoryDefinitions(q: Queryable, teamId: string): Promise<FactoryAgentsRow[]> {
+  const res = await q.query<FactoryAgentsRow>(
+    `SELECT id, name, source, definition FROM factories
+     WHERE team_id = $1 AND deleted_at IS NULL AND definition IS NOT NULL ORDER BY name, id`,
+    [teamId],
+  );
+  return res.rows;
+}
+
+export async function lastRunByConfigName(q: Queryable, teamId: string, names: string[]): Promise<Map<string, Date>> {
+  if (names.length === 0) return new Map();
+  const res = await q.query<{ config_name: string; last: Date }>(
+    `SELECT config_name, max(created_at) AS last FROM runs WHERE team_id = $1 AND config_name = ANY($2::text[]) GROUP BY config_name`,
+    [teamId, names],
+  );
+  return new Map(res.rows.map((r) => [r.config_name, r.last]));
 }

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppInstance, ServiceContext } from '../http/context.ts';
 import { AppError } from '../http/errors.ts';
 import type { Creator } from './model.ts';
@@ -9,6 +9,14 @@ import type { RunFilters, SortField, SortOrder } from './list.ts';
 import * as schemas from './schemas.ts';
 import type { RunService } from './service.ts';
 import type { Static } from 'typebox';
+
+const MAX_ATTACHMENTS = 5;
+
+function decodeBase64(field: string, data: string): Buffer {
+  const compact = data.replace(/\s+/g, '');
+  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(compact)) throw new AppError('invalid_request', `${field} must be base64`);
+  return Buffer.from(compact, compact.includes('-') || compact.includes('_') ? 'base64url' : 'base64');
+}
 
 /** RFC 3339 with `Z` or an offset; a naive time (Python's isoformat without zone) is taken as UTC. */
 export function parseTimestamp(name: string, value: string | undefined): Date | undefined {
@@ -69,18 +77,34 @@ function filtersOf(q: ListQuery): RunFilters {
 
 export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, runs: RunService): Promise<void> {
 
-  const createRun = async (request: FastifyRequest<{ Body: Static<typeof schemas.RunAgentRequestSchema> | undefined }>) => {
+  const createRun = async (
+    request: FastifyRequest<{ Body: Static<typeof schemas.RunAgentRequestSchema> | undefined }>,
+    reply: FastifyReply,
+  ) => {
     const body = request.body ?? {};
     const attachments = [
-      ...(body.attachments ?? []).map((a) => ({ fileName: a.file_name, mimeType: a.mime_type, data: Buffer.from(a.data, 'base64') })),
+      ...(body.attachments ?? []).map((a, i) => ({
+        fileName: a.file_name,
+        mimeType: a.mime_type,
+        data: decodeBase64(`attachments[${i}].data`, a.data),
+      })),
       ...(body.images ?? []).map((img, i) => ({
         fileName: `image-${i + 1}.${img.mime_type.split('/')[1] ?? 'bin'}`,
         mimeType: img.mime_type,
-        data: Buffer.from(img.data, 'base64'),
+        data: decodeBase64(`images[${i}].data`, img.data),
       })),
     ];
+    const names = new Set<string>();
+    for (const [i, a] of attachments.entries()) {
+      if (names.has(a.fileName)) throw new AppError('invalid_request', `attachments[${i}].file_name "${a.fileName}" is used twice`);
+      names.add(a.fileName);
+    }
+    if (attachments.length > MAX_ATTACHMENTS) throw new AppError('invalid_request', `attachments: at most ${MAX_ATTACHMENTS} files`);
     const idempotencyKey = request.headers['idempotency-key'];
-    const { run } = await runs.create(
+    if (typeof idempotencyKey === 'string' && idempotencyKey.length > 255) {
+      throw new AppError('invalid_request', 'the Idempotency-Key header must be at most 255 characters');
+    }
+    const { run, replayed } = await runs.create(
       {
         teamId: request.principal.teamId,
         prompt: body.prompt,
@@ -89,6 +113,7 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
         config: body.config,
         source: 'API',
         creator: creatorOf(request),
+        agentIdentityUid: body.agent_identity_uid ?? null,
         parentRunId: body.parent_run_id ?? null,
         conversationId: body.conversation_id ?? null,
         attachments,
@@ -96,6 +121,7 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
       },
       typeof idempotencyKey === 'string' && idempotencyKey ? { key: idempotencyKey, body } : undefined,
     );
+    if (replayed) reply.header('idempotent-replayed', 'true');
     return { run_id: run.id, task_id: run.id, state: run.state, at_capacity: false };
   };
 
@@ -188,6 +214,33 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
         creatorId: request.principal.subject.id,
       });
       return { followup_id: followupId, run_id: run.id, state: run.state };
+    },
+  );
+}
+
+export async function registerFollowupListRoute(app: AppInstance, runs: RunService): Promise<void> {
+  app.get(
+    '/agent/runs/:runId/followups',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: "A run's follow-up messages, oldest first; consumed_at is set when an execution took the message",
+        params: schemas.RunIdParamsSchema,
+        response: { 200: Type.Object({ followups: Type.Array(schemas.FollowupSchema) }) },
+      },
+    },
+    async (request) => {
+      const followups = await runs.followups(request.principal.teamId, request.params.runId);
+      return {
+        followups: followups.map((f) => ({
+          followup_id: f.id,
+          message: f.message,
+          mode: f.mode,
+          ...(f.creator_id ? { creator_uid: f.creator_id } : {}),
+          created_at: f.created_at.toISOString(),
+          consumed_at: f.consumed_at?.toISOString() ?? null,
+        })),
+      };
     },
   );
 }

@@ -154,3 +154,12 @@ export const RunFollowupRequestSchema = Type.Object({
 });
 
 export const RunIdParamsSchema = Type.Object({ runId: Type.String({ minLength: 1 }) });
+
+export const FollowupSchema = Type.Object({
+  followup_id: Str,
+  message: Str,
+  mode: Str,
+  creator_uid: OptStr,
+  created_at: DateTime,
+  consumed_at: Type.Union([DateTime, Type.Null()]),
+});

@@ -6,6 +6,7 @@ import { newId } from '../util/ids.ts';
 import type { AgentConfig, Creator, McpServerConfig, RunRow, RunSource } from './model.ts';
 import * as plans from './plans.ts';
 import { isTerminal } from './state-machine.ts';
+import { resolveAgentIdentity } from '../identity/agent-identities.ts';
 
 export const RUNS_QUEUED_TOPIC = 'runs.queued';
 export const RUN_CHANGED_TOPIC = 'runs.changed';
@@ -27,6 +28,8 @@ export interface CreateRunInput {
   config?: AgentConfig | undefined;
   source: RunSource;
   creator: Creator | null;
+  /** Execute as this agent identity of the team (`agent_identity_uid`); 404 when it is not the team's. */
+  agentIdentityUid?: string | null;
   factoryId?: string | null;
   automationId?: string | null;
   deliveryId?: string | null;
@@ -108,6 +111,7 @@ export async function insertQueuedRun(q: Queryable, input: CreateRunInput): Prom
   const config = resolveConfig(input);
   if (input.metadata) checkMetadata(input.metadata);
   const prompt = input.prompt ?? '';
+  const identity = input.agentIdentityUid ? await resolveAgentIdentity(q, input.teamId, input.agentIdentityUid) : undefined;
   const row = await plans.insertRun(q, {
     id: newId('run'),
     teamId: input.teamId,
@@ -118,6 +122,7 @@ export async function insertQueuedRun(q: Queryable, input: CreateRunInput): Prom
     config,
     workerHost: workerHostOf(config),
     creator: input.creator,
+    executor: identity ? { id: identity.principal_id, type: 'service_account', displayName: identity.name } : input.creator,
     factoryId: input.factoryId ?? null,
     automationId: input.automationId ?? null,
     deliveryId: input.deliveryId ?? null,
@@ -146,6 +151,9 @@ function requestHash(body: unknown): string {
   return createHash('sha256').update(JSON.stringify(canonical(body) ?? null)).digest('hex');
 }
 
+/** Another request claimed the same idempotency key between our look-up and our claim. */
+class IdempotencyRace extends Error {}
+
 export class RunService {
   readonly #db: Db;
   readonly #bus: Bus;
@@ -161,17 +169,30 @@ export class RunService {
    */
   async create(input: CreateRunInput, idempotency?: { key: string; body: unknown }): Promise<{ run: RunRow; replayed: boolean }> {
     const hash = idempotency ? requestHash(idempotency.body) : undefined;
-    const result = await this.#db.transaction(async (tx) => {
-      if (idempotency && hash) {
-        const existing = await plans.findIdempotencyKey(tx, input.teamId, idempotency.key);
-        if (existing) return this.#replay(tx, input.teamId, existing, hash);
-      }
-      const run = await insertQueuedRun(tx, input);
-      if (idempotency && hash && !(await plans.claimIdempotencyKey(tx, input.teamId, idempotency.key, hash, run.id))) {
-        throw new AppError('conflict', 'a request with this Idempotency-Key is in progress; retry');
-      }
-      return { run, replayed: false };
-    });
+    const attempt = () =>
+      this.#db.transaction(async (tx) => {
+        if (idempotency && hash) {
+          const existing = await plans.findIdempotencyKey(tx, input.teamId, idempotency.key);
+          if (existing) return this.#replay(tx, input.teamId, existing, hash);
+        }
+        const run = await insertQueuedRun(tx, input);
+        if (idempotency && hash && !(await plans.claimIdempotencyKey(tx, input.teamId, idempotency.key, hash, run.id))) {
+          throw new IdempotencyRace();
+        }
+        return { run, replayed: false };
+      });
+    let result: { run: RunRow; replayed: boolean };
+    try {
+      result = await attempt();
+    } catch (err) {
+      if (!(err instanceof IdempotencyRace)) throw err;
+      // A concurrent request with the same key committed first (the claim waited for it): our run was rolled
+      // back, and the second attempt answers theirs, or 422 if their body differed.
+      result = await attempt().catch((again: unknown) => {
+        if (again instanceof IdempotencyRace) throw new AppError('conflict', 'a request with this Idempotency-Key is in progress; retry');
+        throw again;
+      });
+    }
     if (!result.replayed) await this.#announce(result.run);
     return result;
   }
@@ -219,6 +240,11 @@ export class RunService {
     }
     await this.#bus.publish(RUN_CHANGED_TOPIC, { run_id: runId, state: cancelled.state });
     return cancelled;
+  }
+
+  async followups(teamId: string, runId: string): Promise<plans.FollowupRow[]> {
+    await this.get(teamId, runId);
+    return plans.listFollowups(this.#db, runId);
   }
 
   /**

@@ -1,0 +1,108 @@
+import { Type } from 'typebox';
+import type { AppInstance, ServiceContext } from '../http/context.ts';
+import { AppError } from '../http/errors.ts';
+import type { SecretCipher } from '../secrets/crypto.ts';
+import * as plans from './plans.ts';
+import { RunIdParamsSchema } from './schemas.ts';
+import type { RunService } from './service.ts';
+
+/** How long a `download_url` works. */
+export const DOWNLOAD_URL_TTL_MS = 60 * 60 * 1000;
+
+interface DownloadGrant {
+  /** team, run, file name, expiry (ms since the epoch) */
+  t: string;
+  r: string;
+  f: string;
+  e: number;
+}
+
+/**
+ * A download URL carries its own authorisation, sealed with the instance master key (AES-256-GCM, so it can
+ * be neither read nor forged), because clients fetch `download_url` without the API key.
+ */
+export function sealDownloadToken(cipher: SecretCipher, grant: { teamId: string; runId: string; fileName: string; expiresAt: number }): string {
+  const payload: DownloadGrant = { t: grant.teamId, r: grant.runId, f: grant.fileName, e: grant.expiresAt };
+  return cipher.encrypt(JSON.stringify(payload)).toString('base64url');
+}
+
+export function openDownloadToken(cipher: SecretCipher, token: string, now = Date.now()): DownloadGrant {
+  let grant: DownloadGrant;
+  try {
+    grant = JSON.parse(cipher.decrypt(Buffer.from(token, 'base64url'))) as DownloadGrant;
+  } catch {
+    throw new AppError('resource_not_found', 'no such attachment (the download link is invalid)');
+  }
+  if (typeof grant.e !== 'number' || grant.e < now) {
+    throw new AppError('resource_not_found', 'the download link has expired; list the attachments again for a new one');
+  }
+  return grant;
+}
+
+const AttachmentSchema = Type.Object({
+  attachment_id: Type.String(),
+  filename: Type.String(),
+  mime_type: Type.String(),
+  size_bytes: Type.Integer(),
+  download_url: Type.String({ format: 'uri' }),
+  expires_at: Type.String({ format: 'date-time' }),
+});
+
+export async function registerAttachmentRoutes(app: AppInstance, ctx: ServiceContext, runs: RunService): Promise<void> {
+  app.get(
+    '/agent/runs/:runId/handoff/attachments',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: "The run's attachments, each with a download URL valid for one hour",
+        params: RunIdParamsSchema,
+        response: { 200: Type.Object({ attachments: Type.Array(AttachmentSchema) }) },
+      },
+    },
+    async (request) => {
+      const teamId = request.principal.teamId;
+      const run = await runs.get(teamId, request.params.runId);
+      const expiresAt = Date.now() + DOWNLOAD_URL_TTL_MS;
+      const rows = await plans.listAttachmentMeta(ctx.db, run.id);
+      return {
+        attachments: rows.map((a) => ({
+          attachment_id: a.file_name,
+          filename: a.file_name,
+          mime_type: a.mime_type,
+          size_bytes: a.size_bytes,
+          download_url: `${ctx.config.publicUrl}/api/v1/agent/attachments/${sealDownloadToken(ctx.cipher, {
+            teamId,
+            runId: run.id,
+            fileName: a.file_name,
+            expiresAt,
+          })}`,
+          expires_at: new Date(expiresAt).toISOString(),
+        })),
+      };
+    },
+  );
+
+  app.get(
+    '/agent/attachments/:token',
+    {
+      config: { public: true },
+      schema: {
+        tags: ['runs'],
+        summary: 'Download a run attachment by the download_url of its listing (no API key: the URL is the credential)',
+        params: Type.Object({ token: Type.String() }),
+        security: [],
+      },
+    },
+    async (request, reply) => {
+      const grant = openDownloadToken(ctx.cipher, request.params.token);
+      const file = await plans.getAttachment(ctx.db, grant.t, grant.r, grant.f);
+      if (!file) throw new AppError('resource_not_found', 'no such attachment');
+      const asciiName = file.file_name.replace(/[^\x20-\x7e]|["\\]/g, '_');
+      return reply
+        .type(file.mime_type)
+        .header('content-disposition', `attachment; filename="${asciiName}"; filename*=UTF-8''${encodeURIComponent(file.file_name)}`)
+        .header('cache-control', 'private, max-age=300')
+        .send(file.data);
+    },
+  );
+}

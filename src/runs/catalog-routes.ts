@@ -1,0 +1,221 @@
+import { Type } from 'typebox';
+import type { AppInstance, ServiceContext } from '../http/context.ts';
+import { AppError } from '../http/errors.ts';
+import { parseModelCatalogue } from './models.ts';
+import * as plans from './plans.ts';
+import type { FactoryAgentsRow } from './plans.ts';
+
+/**
+ * The read-only reference endpoints the official clients may call besides runs: agents (from the applied
+ * factories), models (configured), environments (none yet), artifacts, and the two public redirect checks.
+ * They exist so that no client call ends in a 404 for a route this server does not know.
+ */
+
+const Str = Type.String();
+const OptStr = Type.Optional(Type.String());
+
+const AgentListVariantSchema = Type.Object({
+  id: Str,
+  description: Str,
+  base_prompt: Str,
+  source: Type.Object({ owner: Str, name: Str, skill_path: Str, worker_host: OptStr }),
+  environments: Type.Array(Type.Object({ uid: Str, name: Str })),
+  last_run_timestamp: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  factory_uid: OptStr,
+});
+const AgentListItemSchema = Type.Object({ name: Str, variants: Type.Array(AgentListVariantSchema) });
+
+const ModelInfoSchema = Type.Object(
+  {
+    id: Str,
+    display_name: Str,
+    provider: Type.Union([Type.Literal('OPENAI'), Type.Literal('ANTHROPIC'), Type.Literal('GOOGLE'), Type.Literal('UNKNOWN')]),
+    vision_supported: Type.Boolean(),
+    description: OptStr,
+    reasoning_level: OptStr,
+  },
+  { additionalProperties: true },
+);
+
+type AgentVariant = {
+  id: string;
+  description: string;
+  base_prompt: string;
+  source: { owner: string; name: string; skill_path: string; worker_host?: string };
+  environments: { uid: string; name: string }[];
+  last_run_timestamp: string | null;
+  factory_uid: string;
+};
+
+/** `owner/repo` of a factory's git source when it names one; otherwise `factory/<factory name>`. */
+export function factoryRepo(row: Pick<FactoryAgentsRow, 'name' | 'source'>): { owner: string; name: string } {
+  const url = typeof row.source.url === 'string' ? row.source.url : '';
+  const match = /[/:]([^/:]+)\/([^/]+?)(?:\.git)?\/?$/.exec(url);
+  return match ? { owner: match[1]!, name: match[2]! } : { owner: 'factory', name: row.name };
+}
+
+function text(value: unknown): string {
+  return typeof value === 'string' ? value : '';
+}
+
+/** The agents of each applied factory definition, grouped by name (a name in two factories: two variants). */
+export function agentsOfFactories(rows: FactoryAgentsRow[]): Map<string, AgentVariant[]> {
+  const byName = new Map<string, AgentVariant[]>();
+  for (const row of rows) {
+    const repo = factoryRepo(row);
+    for (const raw of row.definition?.agents ?? []) {
+      const agent = raw as Record<string, unknown>;
+      const name = text(agent.name);
+      if (!name) continue;
+      const execution = (agent.execution ?? {}) as Record<string, unknown>;
+      const skillPath = text(agent.file) || `agents/${name}/agent.md`;
+      const workerHost = text(execution.workerHost);
+      const variant: AgentVariant = {
+        id: `${repo.owner}/${repo.name}:${skillPath}`,
+        description: text(agent.description),
+        base_prompt: text(agent.prompt),
+        source: { owner: repo.owner, name: repo.name, skill_path: skillPath, ...(workerHost ? { worker_host: workerHost } : {}) },
+        environments: [],
+        last_run_timestamp: null,
+        factory_uid: row.id,
+      };
+      byName.set(name, [...(byName.get(name) ?? []), variant]);
+    }
+  }
+  return byName;
+}
+
+export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
+  const models = parseModelCatalogue(ctx.config.agentModels);
+
+  app.get(
+    '/agent',
+    {
+      schema: {
+        tags: ['agents'],
+        summary: "List the agents of the team's applied factories",
+        querystring: Type.Object(
+          {
+            repo: Type.Optional(Type.String({ description: 'owner/repo' })),
+            refresh: Type.Optional(Type.Boolean()),
+            sort_by: Type.Optional(Type.Union([Type.Literal('name'), Type.Literal('last_run')])),
+            include_malformed_skills: Type.Optional(Type.Boolean()),
+          },
+          { additionalProperties: true },
+        ),
+        response: { 200: Type.Object({ agents: Type.Array(AgentListItemSchema) }) },
+      },
+    },
+    async (request) => {
+      const { repo, sort_by: sortBy = 'name' } = request.query;
+      if (repo !== undefined && !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(repo)) {
+        throw new AppError('invalid_request', `repo must look like "owner/repo", got "${repo}"`);
+      }
+      const teamId = request.principal.teamId;
+      const byName = agentsOfFactories(await plans.listFactoryDefinitions(ctx.db, teamId));
+      const lastRuns = await plans.lastRunByConfigName(ctx.db, teamId, [...byName.keys()]);
+      const agents = [...byName.entries()]
+        .map(([name, variants]) => ({
+          name,
+          variants: variants
+            .filter((v) => repo === undefined || `${v.source.owner}/${v.source.name}` === repo)
+            .map((v) => ({ ...v, last_run_timestamp: lastRuns.get(name)?.toISOString() ?? null })),
+        }))
+        .filter((a) => a.variants.length > 0);
+      const lastRun = (a: { name: string }) => lastRuns.get(a.name)?.getTime() ?? 0;
+      agents.sort((a, b) => (sortBy === 'last_run' ? lastRun(b) - lastRun(a) : 0) || a.name.localeCompare(b.name));
+      return { agents };
+    },
+  );
+
+  app.get(
+    '/agent/models',
+    {
+      schema: {
+        tags: ['agents'],
+        summary: 'The models runs may name in config.model_id (configured with AGENTYARD_MODELS)',
+        response: { 200: Type.Object({ default_model_id: Str, models: Type.Array(ModelInfoSchema) }) },
+      },
+    },
+    async () => models,
+  );
+
+  app.get(
+    '/agent/environments',
+    {
+      schema: {
+        tags: ['agents'],
+        summary: 'Cloud environments (Agentyard has none yet: runs use the runner of their factory or the executor default)',
+        querystring: Type.Object(
+          { sort_by: Type.Optional(Type.Union([Type.Literal('name'), Type.Literal('last_updated')])) },
+          { additionalProperties: true },
+        ),
+        response: { 200: Type.Object({ environments: Type.Array(Type.Object({ uid: Str }, { additionalProperties: true })) }) },
+      },
+    },
+    async () => ({ environments: [] }),
+  );
+
+  app.get(
+    '/agent/artifacts/:artifactUid',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: "An artifact of one of the team's runs (PLAN, SCREENSHOT, FILE)",
+        params: Type.Object({ artifactUid: Type.String({ minLength: 1 }) }),
+        response: {
+          200: Type.Object(
+            { artifact_uid: Str, artifact_type: Str, created_at: Type.String({ format: 'date-time' }), run_id: Str, data: Type.Unknown() },
+            { additionalProperties: true },
+          ),
+        },
+      },
+    },
+    async (request) => {
+      const uid = request.params.artifactUid;
+      const found = await plans.findArtifact(ctx.db, request.principal.teamId, uid);
+      if (!found || found.artifact.artifact_type === 'PULL_REQUEST') {
+        throw new AppError('resource_not_found', `artifact ${uid} does not exist`);
+      }
+      return {
+        artifact_uid: uid,
+        artifact_type: found.artifact.artifact_type ?? 'FILE',
+        created_at: found.artifact.created_at ?? new Date(0).toISOString(),
+        run_id: found.run_id,
+        data: found.artifact.data ?? {},
+      };
+    },
+  );
+
+  // Public (newer TypeScript clients send no Authorization header here). Agentyard never moves a session or
+  // conversation elsewhere, so the answer is always "no redirect"; it must reveal nothing about the id.
+  app.get(
+    '/agent/sessions/:sessionUuid/redirect',
+    {
+      config: { public: true },
+      schema: {
+        tags: ['agents'],
+        summary: 'Whether a shared session moved to a conversation (never, here): always {}',
+        params: Type.Object({ sessionUuid: Str }),
+        security: [],
+        response: { 200: Type.Object({ conversation_id: OptStr }) },
+      },
+    },
+    async () => ({}),
+  );
+
+  app.get(
+    '/agent/conversations/:conversationId/redirect',
+    {
+      config: { public: true },
+      schema: {
+        tags: ['agents'],
+        summary: 'Whether a conversation moved to a shared session (never, here): always {}',
+        params: Type.Object({ conversationId: Str }),
+        security: [],
+        response: { 200: Type.Object({ session_id: OptStr }) },
+      },
+    },
+    async () => ({}),
+  );
+}
