@@ -1,4 +1,3 @@
-import { TextDecoder } from 'node:util';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { sendProblem } from '../http/app.ts';
 import type { AppInstance, ServiceContext } from '../http/context.ts';
@@ -7,6 +6,7 @@ import { newId } from '../util/ids.ts';
 import { authenticate } from './authenticate.ts';
 import type { DeliveryWriter } from './delivery-writer.ts';
 import { claimedDeliveryId, deliveryIdentity } from './identity.ts';
+import { parseJsonBody } from './json-body.ts';
 import { WEBHOOK_BODY_LIMIT } from './limits.ts';
 import type { IngressLimits } from './limits.ts';
 import type { DeliveryInsert, DeliveryLabelCode } from './plans.ts';
@@ -38,22 +38,10 @@ export interface IngressDeps {
 // Every request body reaches the one raw parser under this type, whatever the sender declared (or mangled):
 // the spec does not enforce Content-Type.
 const RAW_TYPE = 'application/x-agentyard-webhook-body';
-const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
 const OTHER_METHODS = ['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
 function one(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
-}
-
-/** JSON text → true when it parses; the body must be UTF-8 (RFC 8259), any JSON value at the top. */
-function isJson(body: Buffer): boolean {
-  if (body.length === 0) return false;
-  try {
-    JSON.parse(strictUtf8.decode(body));
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**
@@ -146,7 +134,7 @@ export async function registerIngressRoutes(app: AppInstance, deps: IngressDeps)
         const id = await logRejected(request, state, 'rejected_auth', auth.reason, rawBody.length);
         throw new AppError('webhook_unauthorized', auth.reason, { extensions: { delivery_id: id } });
       }
-      if (!isJson(rawBody)) {
+      if (parseJsonBody(rawBody) === undefined) {
         const reason = rawBody.length === 0 ? 'the body is empty; send a JSON value' : 'the body is not valid JSON (UTF-8)';
         const id = await logRejected(request, state, 'rejected_invalid_json', reason, rawBody.length);
         throw new AppError('invalid_json', reason, { extensions: { delivery_id: id } });
@@ -182,7 +170,8 @@ export async function registerIngressRoutes(app: AppInstance, deps: IngressDeps)
       throw new AppError('method_not_allowed', `${request.method} is not allowed; webhooks take POST`, { headers: { allow: 'POST' } });
     };
     for (const url of ['/webhooks/w/:uid', '/webhooks/w/:uid/:token']) {
-      scope.route({ method: [...OTHER_METHODS], url, schema: { hide: true }, handler: methodNotAllowed });
+      // Refused before any body is read.
+      scope.route({ method: [...OTHER_METHODS], url, schema: { hide: true }, onRequest: methodNotAllowed, handler: methodNotAllowed });
     }
   });
 }

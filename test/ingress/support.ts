@@ -90,34 +90,50 @@ export interface RawResponse {
 }
 
 /** A POST with exact bytes and exactly these headers (fetch would add its own Content-Type). */
-export function post(url: string, body: Buffer | string, headers: Record<string, string> = {}): Promise<RawResponse> {
-  return send(url, 'POST', body, headers);
+export function post(url: string, body: Buffer | string, headers: Record<string, string> = {}, options: SendOptions = {}): Promise<RawResponse> {
+  return send(url, 'POST', body, headers, options);
 }
 
-export function send(url: string, method: string, body: Buffer | string | undefined, headers: Record<string, string> = {}): Promise<RawResponse> {
+export interface SendOptions {
+  /** Write the body in pieces (chunked transfer encoding when no Content-Length is given). */
+  chunks?: Buffer[];
+  /** Runs after the headers and the first chunk are sent, before the rest: a change while the request is in flight. */
+  midway?: () => Promise<void>;
+}
+
+export function send(url: string, method: string, body: Buffer | string | undefined, headers: Record<string, string> = {}, options: SendOptions = {}): Promise<RawResponse> {
   const payload = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(body);
+  const lengthHeader = payload && !options.chunks ? { 'content-length': String(payload.length) } : {};
   return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      url,
-      { method, headers: { ...(payload ? { 'content-length': String(payload.length) } : {}), ...headers } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let parsed: unknown;
-          try {
-            parsed = text ? JSON.parse(text) : undefined;
-          } catch {
-            parsed = undefined;
-          }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: parsed });
-        });
-      },
-    );
-    req.on('error', reject);
-    if (payload) req.write(payload);
-    req.end();
+    let answered = false;
+    const req = httpRequest(url, { method, headers: { ...lengthHeader, ...headers } }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (c: Buffer) => parts.push(c));
+      res.on('end', () => {
+        answered = true;
+        const text = Buffer.concat(parts).toString('utf8');
+        let parsed: unknown;
+        try {
+          parsed = text ? JSON.parse(text) : undefined;
+        } catch {
+          parsed = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: parsed });
+      });
+    });
+    // A server that answers before reading the whole body (413) may close while we still write.
+    req.on('error', (err) => {
+      if (!answered) setTimeout(() => (answered ? undefined : reject(err)), 200);
+    });
+    void (async () => {
+      const pieces = options.chunks ?? (payload ? [payload] : []);
+      for (const [i, piece] of pieces.entries()) {
+        if (!req.write(piece)) await new Promise((r) => req.once('drain', r));
+        if (i === 0 && options.midway) await options.midway();
+      }
+      if (pieces.length === 0 && options.midway) await options.midway();
+      req.end();
+    })().catch(reject);
   });
 }
 
