@@ -2,6 +2,7 @@ import type { AppModule } from './http/context.ts';
 import { identityModule } from './identity/module.ts';
 import { ingressModule } from './ingress/module.ts';
 import { runsModule } from './runs/module.ts';
+import { schedulesModule } from './schedules/module.ts';
 import { secretsModule } from './secrets/module.ts';
 
 /** Every domain of the service, in the order their routes and background work start. Add one line per module. */
@@ -10,4 +11,5 @@ export const MODULES: readonly AppModule[] = [
   runsModule,
   secretsModule,
   ingressModule,
+  schedulesModule,
 ];

@@ -1,0 +1,166 @@
+import { isAppError } from '../http/errors.ts';
+import type { CreateRunInput } from '../runs/service.ts';
+import { insertQueuedRun } from '../runs/service.ts';
+import type { Db, Queryable } from '../store/db.ts';
+import { agentConfigOfAutomation } from './automation-config.ts';
+import { parseCron } from './cron.ts';
+import type { ScheduleRow } from './model.ts';
+import { creatorOfInfo, scheduleInfoOf } from './model.ts';
+import * as plans from './plans.ts';
+import type { LiveAutomation } from './plans.ts';
+
+export interface FireOptions {
+  now: Date;
+  /** This process, recorded on each fire (diagnostics). */
+  firedBy: string;
+  /** Due schedules claimed per transaction. */
+  batchSize?: number;
+}
+
+export interface CreatedRun {
+  run_id: string;
+  worker_host: string | null;
+  schedule_id: string;
+}
+
+export interface FireOutcome {
+  /** Slots fired (a fire whose runs all failed still counts). */
+  fired: number;
+  runs: CreatedRun[];
+}
+
+function messageOf(err: unknown): string {
+  if (isAppError(err)) return err.detail ?? err.message;
+  return err instanceof Error ? err.message : String(err);
+}
+
+let savepointCounter = 0;
+
+/** Runs `fn` under a savepoint: a failure undoes only its own writes, and the transaction goes on. */
+async function underSavepoint<T>(tx: Queryable, fn: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+  const name = `schedule_fire_${++savepointCounter}`;
+  await tx.query(`SAVEPOINT ${name}`);
+  try {
+    const value = await fn();
+    await tx.query(`RELEASE SAVEPOINT ${name}`);
+    return { ok: true, value };
+  } catch (error) {
+    await tx.query(`ROLLBACK TO SAVEPOINT ${name}`);
+    return { ok: false, error };
+  }
+}
+
+function automationRunInput(schedule: ScheduleRow, automation: LiveAutomation): CreateRunInput {
+  return {
+    teamId: automation.team_id,
+    prompt: automation.prompt,
+    config: agentConfigOfAutomation(automation),
+    source: 'SCHEDULED_AGENT',
+    creator: null,
+    scheduleId: schedule.id,
+    automationId: automation.id,
+    factoryId: automation.factory_id,
+  };
+}
+
+/** The runs one fire asks for: the schedule's own, then one per automation selecting it by id. */
+async function runInputsOf(tx: Queryable, schedule: ScheduleRow): Promise<{ inputs: CreateRunInput[]; problems: string[] }> {
+  const inputs: CreateRunInput[] = [];
+  const problems: string[] = [];
+  let owner: string | null = null;
+  if (schedule.origin === 'api') {
+    inputs.push({
+      teamId: schedule.team_id,
+      prompt: schedule.prompt,
+      config: schedule.agent_config,
+      source: 'SCHEDULED_AGENT',
+      creator: creatorOfInfo(schedule.created_by),
+      scheduleId: schedule.id,
+      ...(Object.keys(schedule.metadata).length ? { metadata: schedule.metadata } : {}),
+    });
+  } else {
+    const automation = schedule.automation_id ? await plans.getLiveAutomation(tx, schedule.automation_id) : undefined;
+    if (!automation) problems.push(`automation "${schedule.automation_name}" no longer exists`);
+    else if (!automation.enabled) problems.push(`automation "${automation.name}" is disabled`);
+    else {
+      owner = automation.id;
+      inputs.push(automationRunInput(schedule, automation));
+    }
+  }
+  // One fire starts an automation once, even when it also selects this schedule by id.
+  for (const automation of await plans.automationsSelectingSchedule(tx, schedule.team_id, schedule.id)) {
+    if (automation.id !== owner) inputs.push(automationRunInput(schedule, automation));
+  }
+  return { inputs, problems };
+}
+
+/**
+ * Fires one claimed schedule for its due slot: records the slot (a slot fires at most once, whichever
+ * process gets there), creates its runs, and moves `next_run_at` to the first slot after `now`, so slots
+ * missed while no scheduler ran collapse into this one fire.
+ */
+async function fireOne(tx: Queryable, schedule: ScheduleRow, options: FireOptions): Promise<CreatedRun[]> {
+  const slot = schedule.next_run_at!;
+  let nextRunAt: Date | null;
+  try {
+    nextRunAt = parseCron(schedule.cron_schedule).nextAfterFire(slot, options.now);
+  } catch (err) {
+    // Only possible if the grammar got stricter after the schedule was stored: stop it and say why.
+    await plans.markFired(tx, schedule.id, { nextRunAt: null, ranAt: null, error: `cron_schedule: ${messageOf(err)}` });
+    return [];
+  }
+  const fresh = await plans.recordFire(tx, {
+    scheduleId: schedule.id,
+    scheduledFor: slot,
+    firedAt: options.now,
+    runIds: [],
+    error: null,
+    firedBy: options.firedBy,
+  });
+  if (!fresh) {
+    await plans.markFired(tx, schedule.id, { nextRunAt, ranAt: null, error: schedule.last_spawn_error });
+    return [];
+  }
+
+  const { inputs, problems } = await runInputsOf(tx, schedule);
+  const created: CreatedRun[] = [];
+  const info = JSON.stringify(scheduleInfoOf(schedule));
+  for (const input of inputs) {
+    const outcome = await underSavepoint(tx, async () => {
+      const run = await insertQueuedRun(tx, input);
+      await tx.query('UPDATE runs SET schedule_info = $2 WHERE id = $1', [run.id, info]);
+      return run;
+    });
+    if (outcome.ok) created.push({ run_id: outcome.value.id, worker_host: outcome.value.worker_host, schedule_id: schedule.id });
+    else problems.push(input.automationId ? `automation ${input.automationId}: ${messageOf(outcome.error)}` : messageOf(outcome.error));
+  }
+  const error = problems.length ? problems.join('; ') : null;
+  await tx.query('UPDATE schedule_fires SET run_ids = $3, error = $4 WHERE schedule_id = $1 AND scheduled_for = $2', [
+    schedule.id,
+    slot,
+    created.map((r) => r.run_id),
+    error,
+  ]);
+  await plans.markFired(tx, schedule.id, { nextRunAt, ranAt: created.length ? options.now : null, error });
+  return created;
+}
+
+/**
+ * Fires every schedule due at `now`. Each batch is claimed with `FOR UPDATE SKIP LOCKED` and advanced in the
+ * same transaction, so several schedulers on one database never fire the same slot twice.
+ */
+export async function fireDueSchedules(db: Db, options: FireOptions): Promise<FireOutcome> {
+  const batchSize = options.batchSize ?? 50;
+  const outcome: FireOutcome = { fired: 0, runs: [] };
+  for (;;) {
+    const batch = await db.transaction(async (tx) => {
+      const due = await plans.claimDue(tx, options.now, batchSize);
+      const runs: CreatedRun[] = [];
+      for (const schedule of due) runs.push(...(await fireOne(tx, schedule, options)));
+      return { claimed: due.length, runs };
+    });
+    outcome.fired += batch.claimed;
+    outcome.runs.push(...batch.runs);
+    if (batch.claimed < batchSize) return outcome;
+  }
+}

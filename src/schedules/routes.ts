@@ -1,0 +1,97 @@
+import type { FastifyRequest } from 'fastify';
+import type { AppInstance } from '../http/context.ts';
+import type { CreatorInfo } from './model.ts';
+import { toScheduledAgentItem } from './model.ts';
+import * as schemas from './schemas.ts';
+import type { ScheduleService } from './service.ts';
+
+function callerOf(request: FastifyRequest): CreatorInfo {
+  const s = request.principal.subject;
+  return { type: s.type, uid: s.id, display_name: s.displayName, ...(s.email ? { email: s.email } : {}) };
+}
+
+const tags = ['schedules'];
+const item = { 200: schemas.ScheduledAgentItemSchema };
+
+/** `/agent/schedules` as the Oz API defines it (create 201, PUT = full replacement, DELETE → {success}). */
+export async function registerScheduleRoutes(app: AppInstance, schedules: ScheduleService): Promise<void> {
+  app.post(
+    '/agent/schedules',
+    {
+      schema: {
+        tags,
+        summary: 'Create a scheduled agent: a prompt and agent configuration started as a run at every fire',
+        body: schemas.CreateScheduleRequestSchema,
+        response: { 201: schemas.ScheduledAgentItemSchema },
+      },
+    },
+    async (request, reply) => {
+      const row = await schedules.create(request.principal.teamId, callerOf(request), request.body);
+      return reply.code(201).send(toScheduledAgentItem(row));
+    },
+  );
+
+  app.get(
+    '/agent/schedules',
+    { schema: { tags, summary: "The team's schedules, sorted by name", response: { 200: schemas.ListSchedulesResponseSchema } } },
+    async (request) => ({ schedules: (await schedules.list(request.principal.teamId)).map(toScheduledAgentItem) }),
+  );
+
+  app.get(
+    '/agent/schedules/:scheduleId',
+    { schema: { tags, summary: 'One schedule, with its next and last fire', params: schemas.ScheduleIdParamsSchema, response: item } },
+    async (request) => toScheduledAgentItem(await schedules.get(request.principal.teamId, request.params.scheduleId)),
+  );
+
+  app.put(
+    '/agent/schedules/:scheduleId',
+    {
+      schema: {
+        tags,
+        summary: 'Replace a schedule (every field; an absent agent_config clears it)',
+        params: schemas.ScheduleIdParamsSchema,
+        body: schemas.UpdateScheduleRequestSchema,
+        response: item,
+      },
+    },
+    async (request) =>
+      toScheduledAgentItem(await schedules.replace(request.principal.teamId, request.params.scheduleId, callerOf(request), request.body)),
+  );
+
+  app.delete(
+    '/agent/schedules/:scheduleId',
+    {
+      schema: {
+        tags,
+        summary: 'Delete a schedule; runs it started stay',
+        params: schemas.ScheduleIdParamsSchema,
+        response: { 200: schemas.DeleteScheduleResponseSchema },
+      },
+    },
+    async (request) => {
+      await schedules.delete(request.principal.teamId, request.params.scheduleId);
+      return { success: true };
+    },
+  );
+
+  app.post(
+    '/agent/schedules/:scheduleId/pause',
+    { schema: { tags, summary: 'Pause a schedule: it does not fire until resumed', params: schemas.ScheduleIdParamsSchema, response: item } },
+    async (request) =>
+      toScheduledAgentItem(await schedules.setEnabled(request.principal.teamId, request.params.scheduleId, callerOf(request), false)),
+  );
+
+  app.post(
+    '/agent/schedules/:scheduleId/resume',
+    {
+      schema: {
+        tags,
+        summary: 'Resume a paused schedule; the next fire is the first slot after now (missed slots are not replayed)',
+        params: schemas.ScheduleIdParamsSchema,
+        response: item,
+      },
+    },
+    async (request) =>
+      toScheduledAgentItem(await schedules.setEnabled(request.principal.teamId, request.params.scheduleId, callerOf(request), true)),
+  );
+}

@@ -1,0 +1,146 @@
+import { AppError, isAppError } from '../http/errors.ts';
+import type { AgentConfig } from '../runs/model.ts';
+import { resolveConfig } from '../runs/service.ts';
+import type { Bus } from '../store/bus.ts';
+import type { Db } from '../store/db.ts';
+import { newId } from '../util/ids.ts';
+import type { Clock } from './clock.ts';
+import { parseCron } from './cron.ts';
+import type { CreatorInfo, ScheduleRow } from './model.ts';
+import * as plans from './plans.ts';
+import type { ScheduleFields } from './plans.ts';
+import { SCHEDULES_CHANGED_TOPIC } from './scheduler.ts';
+
+export interface ScheduleInput {
+  name?: string | undefined;
+  cron_schedule?: string | undefined;
+  prompt?: string | undefined;
+  enabled?: boolean | undefined;
+  agent_config?: AgentConfig | undefined;
+  metadata?: Record<string, string> | undefined;
+}
+
+const MAX_NAME = 200;
+const METADATA_KEY = /^[a-zA-Z0-9._-]{1,64}$/;
+
+/** The same rules as run metadata, since every run the schedule starts carries it. */
+function checkMetadata(metadata: Record<string, string>): void {
+  const entries = Object.entries(metadata);
+  if (entries.length > 20) throw new AppError('invalid_request', 'metadata has more than 20 keys');
+  for (const [key, value] of entries) {
+    if (!METADATA_KEY.test(key)) throw new AppError('invalid_request', `metadata key "${key}" must be 1-64 characters of [a-zA-Z0-9._-]`);
+    if (typeof value !== 'string' || Buffer.byteLength(value) > 256 || value.includes('\0')) {
+      throw new AppError('invalid_request', `metadata.${key} must be a string of at most 256 bytes without NUL`);
+    }
+  }
+}
+
+/** Validates a create or full-replacement body into the stored fields (without `next_run_at`). */
+export function checkScheduleInput(input: ScheduleInput, enabledDefault: boolean): Omit<ScheduleFields, 'nextRunAt'> {
+  const name = input.name?.trim() ?? '';
+  if (!name) throw new AppError('invalid_request', 'name is required');
+  if (name.length > MAX_NAME) throw new AppError('invalid_request', `name is longer than ${MAX_NAME} characters`);
+  const cron = input.cron_schedule?.trim() ?? '';
+  if (!cron) throw new AppError('invalid_request', 'cron_schedule is required (for example "0 9 * * *", UTC)');
+  try {
+    parseCron(cron);
+  } catch (err) {
+    throw new AppError('invalid_request', `cron_schedule "${cron}" is not valid: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const agentConfig = input.agent_config ?? {};
+  const prompt = input.prompt ?? '';
+  if (!prompt.trim() && !agentConfig.skill_spec) throw new AppError('invalid_request', 'prompt is required unless agent_config.skill_spec is set');
+  try {
+    resolveConfig({ prompt, config: agentConfig });
+  } catch (err) {
+    if (!isAppError(err) || !err.detail) throw err;
+    throw new AppError('invalid_request', err.detail.replace(/^config\./, 'agent_config.').replace(/^skill must/, 'agent_config.skill_spec must'));
+  }
+  const metadata = input.metadata ?? {};
+  checkMetadata(metadata);
+  return { name, cronSchedule: cron, enabled: input.enabled ?? enabledDefault, prompt, agentConfig, metadata };
+}
+
+function refuseIfManaged(row: ScheduleRow): void {
+  if (row.origin === 'automation') {
+    throw new AppError(
+      'factory_read_only',
+      `schedule ${row.id} is declared by automation "${row.automation_name}" of factory ${row.factory_id}; change the automation file instead`,
+    );
+  }
+}
+
+/** The /agent/schedules operations. Every change wakes the schedulers of every process. */
+export class ScheduleService {
+  readonly #db: Db;
+  readonly #bus: Bus;
+  readonly #clock: Clock;
+
+  constructor(db: Db, bus: Bus, clock: Clock) {
+    this.#db = db;
+    this.#bus = bus;
+    this.#clock = clock;
+  }
+
+  async create(teamId: string, creator: CreatorInfo, input: ScheduleInput): Promise<ScheduleRow> {
+    const fields = checkScheduleInput(input, true);
+    const nextRunAt = fields.enabled ? parseCron(fields.cronSchedule).nextAfter(this.#clock.now()) : null;
+    const row = await plans.insertApiSchedule(this.#db, { ...fields, nextRunAt, id: newId('sch'), teamId, createdBy: creator });
+    await this.#changed(row);
+    return row;
+  }
+
+  async get(teamId: string, id: string): Promise<ScheduleRow> {
+    const row = await plans.getSchedule(this.#db, teamId, id);
+    if (!row) throw new AppError('resource_not_found', `schedule ${id} does not exist`);
+    return row;
+  }
+
+  list(teamId: string): Promise<ScheduleRow[]> {
+    return plans.listSchedules(this.#db, teamId);
+  }
+
+  /** Full replacement. The next fire is recomputed from now when the cron changes or the schedule is re-enabled. */
+  async replace(teamId: string, id: string, updater: CreatorInfo, input: ScheduleInput): Promise<ScheduleRow> {
+    const fields = checkScheduleInput(input, true);
+    const row = await this.#db.transaction(async (tx) => {
+      const current = await plans.getSchedule(tx, teamId, id, true);
+      if (!current) throw new AppError('resource_not_found', `schedule ${id} does not exist`);
+      refuseIfManaged(current);
+      const rearm = fields.cronSchedule !== current.cron_schedule || !current.enabled || current.next_run_at === null;
+      const nextRunAt = !fields.enabled ? null : rearm ? parseCron(fields.cronSchedule).nextAfter(this.#clock.now()) : current.next_run_at;
+      return plans.replaceApiSchedule(tx, id, { ...fields, nextRunAt, updatedBy: updater });
+    });
+    await this.#changed(row);
+    return row;
+  }
+
+  async delete(teamId: string, id: string): Promise<void> {
+    const row = await this.#db.transaction(async (tx) => {
+      const current = await plans.getSchedule(tx, teamId, id, true);
+      if (!current) throw new AppError('resource_not_found', `schedule ${id} does not exist`);
+      refuseIfManaged(current);
+      await plans.deleteSchedule(tx, id);
+      return current;
+    });
+    await this.#changed(row);
+  }
+
+  /** Pause (no fires; `next_run` cleared) or resume (next fire computed from now). Idempotent. */
+  async setEnabled(teamId: string, id: string, updater: CreatorInfo, enabled: boolean): Promise<ScheduleRow> {
+    const row = await this.#db.transaction(async (tx) => {
+      const current = await plans.getSchedule(tx, teamId, id, true);
+      if (!current) throw new AppError('resource_not_found', `schedule ${id} does not exist`);
+      refuseIfManaged(current);
+      if (current.enabled === enabled && (!enabled || current.next_run_at)) return current;
+      const nextRunAt = enabled ? parseCron(current.cron_schedule).nextAfter(this.#clock.now()) : null;
+      return plans.setEnabled(tx, id, enabled, nextRunAt, updater);
+    });
+    await this.#changed(row);
+    return row;
+  }
+
+  async #changed(row: ScheduleRow): Promise<void> {
+    await this.#bus.publish(SCHEDULES_CHANGED_TOPIC, { team_id: row.team_id, schedule_id: row.id });
+  }
+}

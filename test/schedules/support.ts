@@ -1,0 +1,65 @@
+import { MODULES } from '../../src/modules.ts';
+import type { Clock } from '../../src/schedules/clock.ts';
+import { createSchedulesModule } from '../../src/schedules/module.ts';
+import type { Scheduler } from '../../src/schedules/scheduler.ts';
+import { openPostgres } from '../../src/store/pg.ts';
+import type { TestDatabase } from '../support/db.ts';
+import type { Engine } from '../support/db.ts';
+import { startTestServer } from '../support/server.ts';
+import type { TestServer } from '../support/server.ts';
+
+export interface ScheduleTestServer extends TestServer {
+  scheduler: Scheduler;
+}
+
+/** A real server whose schedules module runs on `clock`; the scheduler is handed back for explicit ticks. */
+export async function startScheduleServer(
+  engine: Engine,
+  options: { clock: Clock; database?: TestDatabase; adminKey?: string },
+): Promise<ScheduleTestServer> {
+  let scheduler: Scheduler | undefined;
+  const modules = MODULES.map((m) =>
+    m.name === 'schedules' ? createSchedulesModule({ clock: options.clock, onScheduler: (s) => (scheduler = s) }) : m,
+  );
+  const server = await startTestServer(engine, {
+    modules,
+    ...(options.database ? { database: options.database } : {}),
+    ...(options.adminKey ? { config: { bootstrapApiKey: options.adminKey } } : {}),
+  });
+  if (!scheduler) throw new Error('the scheduler did not start (is the scheduler role on?)');
+  return Object.assign(server, { scheduler });
+}
+
+/**
+ * The same database through another connection pool, as a second process would open it (PostgreSQL);
+ * PGlite is in-process only, so there the database object itself is shared.
+ */
+export async function secondConnection(database: TestDatabase): Promise<TestDatabase> {
+  if (!database.url) return { ...database, close: async () => {} };
+  const db = await openPostgres({ connectionString: database.url });
+  return { db, engine: database.engine, url: database.url, close: () => db.close() };
+}
+
+export async function waitFor<T>(probe: () => Promise<T | undefined | false>, what: string, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export interface RunSummary {
+  run_id: string;
+  source: string;
+  prompt: string;
+  schedule?: { schedule_id: string; schedule_name: string; cron_schedule: string };
+  [key: string]: unknown;
+}
+
+export async function runsOfSchedule(s: TestServer, scheduleId: string): Promise<RunSummary[]> {
+  const res = await s.api('GET', `/agent/runs?schedule_id=${encodeURIComponent(scheduleId)}&limit=500`);
+  if (res.status !== 200) throw new Error(`list runs answered ${res.status}: ${res.text}`);
+  return res.body.runs as RunSummary[];
+}
