@@ -54,6 +54,21 @@ function toAppError(err: FastifyError): AppError {
   return new AppError('internal_error', undefined, { cause: err });
 }
 
+export interface RegisteredRoute {
+  method: string;
+  /** The route pattern as registered, with the prefix: `/api/v1/agent/runs/:runId`. */
+  url: string;
+  /** Answers without an API key (root routes, and API routes with `config.public`). */
+  public: boolean;
+}
+
+const ROUTE_TABLES = new WeakMap<object, RegisteredRoute[]>();
+
+/** Every route of an app built by `buildApp` (HEAD routes left out), in registration order. */
+export function registeredRoutes(app: AppInstance): readonly RegisteredRoute[] {
+  return ROUTE_TABLES.get(app) ?? [];
+}
+
 function requestValidator(coerceTypes: 'array' | false): Ajv {
   const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, addUsedSchema: false, allErrors: false });
   addFormats.default(ajv);
@@ -77,10 +92,13 @@ export async function buildApp(ctx: ServiceContext, modules: readonly AppModule[
 
   // Route patterns by method, to tell a wrong method (405) from an unknown path (404).
   const knownRoutes = FindMyWay();
+  const table: RegisteredRoute[] = [];
+  ROUTE_TABLES.set(app, table);
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
       if (method === 'HEAD') continue;
+      table.push({ method, url: route.url, public: route.config?.public === true || !route.url.startsWith(API_PREFIX) });
       try {
         knownRoutes.on(method as 'GET', route.url, () => {});
       } catch {

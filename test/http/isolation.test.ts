@@ -1,0 +1,414 @@
+/**
+ * Team isolation, route by route. ISOLATION below has one entry per registered route (method + pattern);
+ * the first test fails when a route has no entry, or an entry names a route that no longer exists. When you
+ * add a route, add its entry: say how a key of team B is kept away from team A's resources through it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registeredRoutes } from '../../src/http/app.ts';
+import { ENGINES } from '../support/db.ts';
+import { request, startTestServer } from '../support/server.ts';
+import type { ApiResponse, TestServer } from '../support/server.ts';
+
+interface Fixture {
+  s: TestServer;
+  /** Team A (the default team; its admin key is also the instance admin) and its resources. */
+  a: {
+    admin: string;
+    teamId: string;
+    runId: string;
+    sessionId: string;
+    identityUid: string;
+    identityPrincipal: string;
+    keyId: string;
+    artifactUid: string;
+    scheduleId: string;
+    secretName: string;
+    downloadUrl: string;
+  };
+  /** Team B: an admin key and a member key. */
+  b: { admin: string; member: string; teamId: string };
+  /** A request with team B's admin key (API-relative path). */
+  asB(method: string, path: string, body?: unknown): Promise<ApiResponse>;
+  asA(method: string, path: string, body?: unknown): Promise<ApiResponse>;
+}
+
+type Kind =
+  /** The route names a resource of a team: B gets 404 on A's, and A's resource is unchanged. */
+  | 'team-resource'
+  /** The route lists the caller's team's resources: A's never appear in B's answer. */
+  | 'team-list'
+  /** The route creates in the caller's team; A's ids named in the body answer 404. */
+  | 'team-create'
+  /** Only instance admins may use it: team keys get 403. */
+  | 'instance-admin'
+  /** Answers about the caller only. */
+  | 'caller'
+  /** Needs no API key; the reason says what keeps teams apart. */
+  | 'public';
+
+interface Probe {
+  kind: Kind;
+  why?: string;
+  check(f: Fixture): Promise<void>;
+}
+
+async function expectNotFound(res: ApiResponse, what: string): Promise<void> {
+  expect(res.status, `${what}: ${res.text}`).toBe(404);
+  expect(res.body.status).toBe(404);
+}
+
+const idsOf = (items: { run_id?: string; uid?: string; id?: string; name?: string }[]): string[] =>
+  items.map((i) => i.run_id ?? i.uid ?? i.id ?? i.name ?? '');
+
+async function runState(f: Fixture): Promise<string> {
+  return (await f.asA('GET', `/agent/runs/${f.a.runId}`)).body.state;
+}
+
+const ISOLATION: Record<string, Probe> = {
+  'GET /healthz': { kind: 'public', why: 'liveness only; reveals nothing', check: async (f) => expect((await request(`${f.s.url}/healthz`)).status).toBe(200) },
+  'GET /api/v1/openapi.json': {
+    kind: 'public',
+    why: 'the API description, the same for everyone',
+    check: async (f) => expect((await request(`${f.s.apiUrl}/openapi.json`)).body.openapi).toBe('3.1.0'),
+  },
+  'GET /sessions/:sessionId': {
+    kind: 'public',
+    why: "the session UUID (122 random bits) is the capability; run ids don't open it",
+    check: async (f) => {
+      expect((await request(`${f.s.url}/sessions/${f.a.runId}`)).status).toBe(404);
+      expect((await request(`${f.s.url}/sessions/00000000-0000-4000-8000-000000000000`)).status).toBe(404);
+    },
+  },
+
+  // identity
+  'GET /api/v1/whoami': { kind: 'caller', check: async (f) => expect((await f.asB('GET', '/whoami')).body.team.id).toBe(f.b.teamId) },
+  'GET /api/v1/api-keys': {
+    kind: 'team-list',
+    check: async (f) => {
+      const keys = (await f.asB('GET', '/api-keys')).body.api_keys as { id: string }[];
+      expect(keys.length).toBeGreaterThan(0);
+      expect(idsOf(keys)).not.toContain(f.a.keyId);
+    },
+  },
+  'POST /api/v1/api-keys': {
+    kind: 'team-create',
+    check: async (f) => {
+      await expectNotFound(await f.asB('POST', '/api-keys', { name: 'x', principal_id: f.a.identityPrincipal }), 'key for a principal of A');
+    },
+  },
+  'DELETE /api/v1/api-keys/:keyId': {
+    kind: 'team-resource',
+    check: async (f) => {
+      await expectNotFound(await f.asB('DELETE', `/api-keys/${f.a.keyId}`), 'revoke A key');
+      const still = (await f.asA('GET', '/api-keys')).body.api_keys.find((k: { id: string }) => k.id === f.a.keyId);
+      expect(still.revoked_at).toBeNull();
+    },
+  },
+  'POST /api/v1/teams': {
+    kind: 'instance-admin',
+    check: async (f) => {
+      expect((await f.asB('POST', '/teams', { name: 'b-made' })).status).toBe(403);
+      expect((await f.s.api('POST', '/teams', { name: 'b-made' }, f.b.member)).status).toBe(403);
+    },
+  },
+  'GET /api/v1/teams': { kind: 'instance-admin', check: async (f) => expect((await f.asB('GET', '/teams')).status).toBe(403) },
+
+  // agent identities
+  'POST /api/v1/agent/identities': {
+    kind: 'team-create',
+    check: async (f) => {
+      const created = await f.asB('POST', '/agent/identities', { name: 'b-bot' });
+      expect(created.status).toBe(201);
+      expect(idsOf((await f.asA('GET', '/agent/identities')).body.agents)).not.toContain(created.body.uid);
+    },
+  },
+  'GET /api/v1/agent/identities': {
+    kind: 'team-list',
+    check: async (f) => expect(idsOf((await f.asB('GET', '/agent/identities')).body.agents)).not.toContain(f.a.identityUid),
+  },
+  'GET /api/v1/agent/identities/:uid': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', `/agent/identities/${f.a.identityUid}`), 'get A identity'),
+  },
+  'PUT /api/v1/agent/identities/:uid': {
+    kind: 'team-resource',
+    check: async (f) => {
+      await expectNotFound(await f.asB('PUT', `/agent/identities/${f.a.identityUid}`, { name: 'taken-over' }), 'rename A identity');
+      expect((await f.asA('GET', `/agent/identities/${f.a.identityUid}`)).body.name).toBe('a-bot');
+    },
+  },
+  'DELETE /api/v1/agent/identities/:uid': {
+    kind: 'team-resource',
+    check: async (f) => {
+      await expectNotFound(await f.asB('DELETE', `/agent/identities/${f.a.identityUid}`), 'delete A identity');
+      expect((await f.asA('GET', `/agent/identities/${f.a.identityUid}`)).status).toBe(200);
+    },
+  },
+
+  // runs
+  'POST /api/v1/agent/runs': {
+    kind: 'team-create',
+    check: async (f) => {
+      await expectNotFound(await f.asB('POST', '/agent/runs', { prompt: 'x', agent_identity_uid: f.a.identityUid }), 'run as A identity');
+      const own = await f.asB('POST', '/agent/runs', { prompt: 'b run' });
+      expect((await f.asA('GET', `/agent/runs/${own.body.run_id}`)).status).toBe(404);
+    },
+  },
+  'POST /api/v1/agent/run': {
+    kind: 'team-create',
+    check: async (f) => expectNotFound(await f.asB('POST', '/agent/run', { prompt: 'x', agent_identity_uid: f.a.identityUid }), 'alias'),
+  },
+  'GET /api/v1/agent/runs': {
+    kind: 'team-list',
+    check: async (f) => {
+      for (const query of ['', `?ancestor_run_id=${f.a.runId}`, `?creator=${f.a.identityPrincipal}`, '?limit=500']) {
+        expect(idsOf((await f.asB('GET', `/agent/runs${query}`)).body.runs)).not.toContain(f.a.runId);
+      }
+    },
+  },
+  'GET /api/v1/agent/runs/:runId': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}`), 'get A run'),
+  },
+  'GET /api/v1/agent/tasks': {
+    kind: 'team-list',
+    check: async (f) => expect(idsOf((await f.asB('GET', '/agent/tasks')).body.tasks)).not.toContain(f.a.runId),
+  },
+  'GET /api/v1/agent/tasks/:runId': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', `/agent/tasks/${f.a.runId}`), 'legacy get'),
+  },
+  'POST /api/v1/agent/runs/:runId/cancel': {
+    kind: 'team-resource',
+    check: async (f) => {
+      await expectNotFound(await f.asB('POST', `/agent/runs/${f.a.runId}/cancel`), 'cancel A run');
+      expect(await runState(f)).toBe('QUEUED');
+    },
+  },
+  'POST /api/v1/agent/runs/:runId/followups': {
+    kind: 'team-resource',
+    check: async (f) => {
+      await expectNotFound(await f.asB('POST', `/agent/runs/${f.a.runId}/followups`, { message: 'hijack' }), 'follow-up');
+      const messages = (await f.asA('GET', `/agent/runs/${f.a.runId}/followups`)).body.followups.map((x: { message: string }) => x.message);
+      expect(messages).not.toContain('hijack');
+    },
+  },
+  'GET /api/v1/agent/runs/:runId/followups': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/followups`), 'list follow-ups'),
+  },
+  'GET /api/v1/agent/runs/:runId/handoff/attachments': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/handoff/attachments`), 'attachments'),
+  },
+  'GET /api/v1/agent/attachments/:token': {
+    kind: 'public',
+    why: 'the token is sealed with the master key (AES-GCM) and names team, run, file and expiry; it cannot be made or altered',
+    check: async (f) => {
+      expect((await request(f.a.downloadUrl)).status).toBe(200);
+      const forged = f.a.downloadUrl.replace(/.{6}$/, 'AAAAAA');
+      expect((await request(forged)).status).toBe(404);
+    },
+  },
+  'GET /api/v1/agent': {
+    kind: 'team-list',
+    check: async (f) => expect((await f.asB('GET', '/agent')).body.agents.map((a: { name: string }) => a.name)).not.toContain('a-agent'),
+  },
+  'GET /api/v1/agent/models': { kind: 'caller', why: 'instance configuration, no team data', check: async (f) => expect((await f.asB('GET', '/agent/models')).status).toBe(200) },
+  'GET /api/v1/agent/environments': { kind: 'team-list', check: async (f) => expect((await f.asB('GET', '/agent/environments')).body.environments).toEqual([]) },
+  'GET /api/v1/agent/artifacts/:artifactUid': {
+    kind: 'team-resource',
+    check: async (f) => {
+      expect((await f.asA('GET', `/agent/artifacts/${f.a.artifactUid}`)).status).toBe(200);
+      await expectNotFound(await f.asB('GET', `/agent/artifacts/${f.a.artifactUid}`), 'artifact');
+    },
+  },
+  'GET /api/v1/agent/sessions/:sessionUuid/redirect': {
+    kind: 'public',
+    why: 'always answers {} and reveals nothing about the session',
+    check: async (f) => expect((await request(`${f.s.apiUrl}/agent/sessions/${f.a.sessionId}/redirect`)).body).toEqual({}),
+  },
+  'GET /api/v1/agent/conversations/:conversationId/redirect': {
+    kind: 'public',
+    why: 'always answers {} and reveals nothing about the conversation',
+    check: async (f) => expect((await request(`${f.s.apiUrl}/agent/conversations/${f.a.runId}/redirect`)).body).toEqual({}),
+  },
+
+  // secrets: names are per team, so B's PUT of the same name makes B's own secret
+  'GET /api/v1/secrets': {
+    kind: 'team-list',
+    check: async (f) => expect(idsOf((await f.asB('GET', '/secrets')).body.secrets)).not.toContain(f.a.secretName),
+  },
+  'GET /api/v1/secrets/:name': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', `/secrets/${f.a.secretName}`), 'get A secret'),
+  },
+  'DELETE /api/v1/secrets/:name': {
+    kind: 'team-resource',
+    check: async (f) => {
+      await expectNotFound(await f.asB('DELETE', `/secrets/${f.a.secretName}`), 'delete A secret');
+      expect((await f.asA('GET', `/secrets/${f.a.secretName}`)).status).toBe(200);
+    },
+  },
+  'PUT /api/v1/secrets/:name': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const before = (await f.asA('GET', `/secrets/${f.a.secretName}`)).body;
+      expect((await f.asB('PUT', `/secrets/${f.a.secretName}`, { value: 'b-value' })).status).toBe(201);
+      expect((await f.asA('GET', `/secrets/${f.a.secretName}`)).body).toEqual(before);
+    },
+  },
+
+  // schedules
+  'POST /api/v1/agent/schedules': {
+    kind: 'team-create',
+    check: async (f) => {
+      const created = await f.asB('POST', '/agent/schedules', { name: 'b-nightly', cron_schedule: '0 9 * * *', prompt: 'b' });
+      expect(created.status).toBe(201);
+      expect((await f.asA('GET', `/agent/schedules/${created.body.id}`)).status).toBe(404);
+    },
+  },
+  'GET /api/v1/agent/schedules': {
+    kind: 'team-list',
+    check: async (f) => expect(idsOf((await f.asB('GET', '/agent/schedules')).body.schedules)).not.toContain(f.a.scheduleId),
+  },
+  'GET /api/v1/agent/schedules/:scheduleId': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', `/agent/schedules/${f.a.scheduleId}`), 'get A schedule'),
+  },
+  'PUT /api/v1/agent/schedules/:scheduleId': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const body = { name: 'taken', cron_schedule: '0 1 * * *', enabled: true, prompt: 'x' };
+      await expectNotFound(await f.asB('PUT', `/agent/schedules/${f.a.scheduleId}`, body), 'replace A schedule');
+      expect((await f.asA('GET', `/agent/schedules/${f.a.scheduleId}`)).body.name).toBe('a-nightly');
+    },
+  },
+  'DELETE /api/v1/agent/schedules/:scheduleId': {
+    kind: 'team-resource',
+    check: async (f) => {
+      await expectNotFound(await f.asB('DELETE', `/agent/schedules/${f.a.scheduleId}`), 'delete A schedule');
+      expect((await f.asA('GET', `/agent/schedules/${f.a.scheduleId}`)).status).toBe(200);
+    },
+  },
+  'POST /api/v1/agent/schedules/:scheduleId/pause': {
+    kind: 'team-resource',
+    check: async (f) => {
+      await expectNotFound(await f.asB('POST', `/agent/schedules/${f.a.scheduleId}/pause`), 'pause');
+      expect((await f.asA('GET', `/agent/schedules/${f.a.scheduleId}`)).body.enabled).toBe(true);
+    },
+  },
+  'POST /api/v1/agent/schedules/:scheduleId/resume': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('POST', `/agent/schedules/${f.a.scheduleId}/resume`), 'resume'),
+  },
+
+  // webhook ingress: the UID (and, by mode, the secret) is the capability; no team key is involved
+  ...Object.fromEntries(
+    ['POST', 'GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].flatMap((method) =>
+      ['/webhooks/w/:uid', '/webhooks/w/:uid/:token'].map((url): [string, Probe] => [
+        `${method} ${url}`,
+        {
+          kind: 'public',
+          why: 'webhook ingress: authenticated by the webhook UID and its own secret, never by an API key',
+          check: async (f) => {
+            const res = await request(`${f.s.url}/webhooks/w/wh_00000000000000000000000000${url.endsWith(':token') ? '/t' : ''}`, {
+              method,
+              ...(method === 'POST' ? { body: {} } : {}),
+            });
+            expect([404, 405]).toContain(res.status);
+          },
+        },
+      ]),
+    ),
+  ),
+};
+
+describe.each(ENGINES)('team isolation on every route on %s', (engine) => {
+  const f = {} as Fixture;
+
+  beforeAll(async () => {
+    const s = await startTestServer(engine);
+    f.s = s;
+    const asA = (method: string, path: string, body?: unknown) => s.api(method, path, body, s.adminKey);
+    f.asA = asA;
+    const teamA = (await asA('GET', '/whoami')).body.team.id as string;
+    const team = await asA('POST', '/teams', { name: 'team-b' });
+    const bAdmin = team.body.admin_key.key as string;
+    const bMember = (await s.api('POST', '/api-keys', { name: 'b member', role: 'member' }, bAdmin)).body.key as string;
+    f.b = { admin: bAdmin, member: bMember, teamId: team.body.team.id };
+    f.asB = (method, path, body) => s.api(method, path, body, bAdmin);
+
+    const identity = (await asA('POST', '/agent/identities', { name: 'a-bot' })).body;
+    const key = (await asA('POST', '/api-keys', { name: 'a key', principal_id: identity.principal_id })).body;
+    const run = (
+      await asA('POST', '/agent/runs', {
+        prompt: 'team A work',
+        agent_identity_uid: identity.uid,
+        attachments: [{ file_name: 'a.txt', mime_type: 'text/plain', data: Buffer.from('a').toString('base64') }],
+      })
+    ).body;
+    await asA('POST', `/agent/runs/${run.run_id}/followups`, { message: 'a follow-up' });
+    const child = (await asA('POST', '/agent/runs', { prompt: 'child', parent_run_id: run.run_id })).body;
+    expect(child.run_id).toBeTruthy();
+    await s.server.ctx.db.query('UPDATE runs SET artifacts = $2 WHERE id = $1', [
+      run.run_id,
+      JSON.stringify([{ artifact_type: 'FILE', created_at: '2026-01-01T00:00:00.000Z', data: { artifact_uid: 'art_a', filename: 'f' } }]),
+    ]);
+    await s.server.ctx.db.query(
+      `INSERT INTO factories (id, team_id, name, source, state, definition) VALUES ('fac_a', $1, 'a', '{"type":"managed"}', 'applied', $2)`,
+      [teamA, JSON.stringify({ agents: [{ name: 'a-agent', prompt: 'p' }] })],
+    );
+    await asA('PUT', '/secrets/a-secret', { value: 'a-value' });
+    const schedule = await asA('POST', '/agent/schedules', { name: 'a-nightly', cron_schedule: '0 9 * * *', prompt: 'a' });
+    const attachments = (await asA('GET', `/agent/runs/${run.run_id}/handoff/attachments`)).body.attachments;
+    f.a = {
+      admin: s.adminKey,
+      teamId: teamA,
+      runId: run.run_id,
+      sessionId: (await asA('GET', `/agent/runs/${run.run_id}`)).body.session_id,
+      identityUid: identity.uid,
+      identityPrincipal: identity.principal_id,
+      keyId: key.id,
+      artifactUid: 'art_a',
+      scheduleId: schedule.body?.id,
+      secretName: 'a-secret',
+      downloadUrl: attachments[0].download_url,
+    };
+  });
+  afterAll(async () => {
+    await f.s?.close();
+  });
+
+  it('has an isolation entry for every registered route, and no entry for a route that does not exist', () => {
+    const registered = registeredRoutes(f.s.server.app).map((r) => `${r.method} ${r.url}`);
+    const missing = registered.filter((r) => !(r in ISOLATION));
+    const stale = Object.keys(ISOLATION).filter((k) => !registered.includes(k));
+    expect(missing, 'routes without an entry in ISOLATION (test/http/isolation.test.ts): add one').toEqual([]);
+    expect(stale, 'ISOLATION entries for routes that are not registered: remove them').toEqual([]);
+  });
+
+  it('registers every public route on purpose (config.public or a root route) and marks it public here', () => {
+    for (const route of registeredRoutes(f.s.server.app)) {
+      const probe = ISOLATION[`${route.method} ${route.url}`];
+      if (!probe) continue;
+      expect(probe.kind === 'public', `${route.method} ${route.url}`).toBe(route.public);
+      if (probe.kind === 'public') expect(probe.why, `${route.method} ${route.url} needs a reason`).toBeTruthy();
+    }
+  });
+
+  it('refuses every non-public API route without a key', async () => {
+    for (const route of registeredRoutes(f.s.server.app)) {
+      if (route.public) continue;
+      const path = route.url.replace(/:([A-Za-z]+)/g, 'x');
+      const res = await request(`${f.s.url}${path}`, { method: route.method, ...(['POST', 'PUT'].includes(route.method) ? { body: {} } : {}) });
+      expect(res.status, `${route.method} ${route.url}`).toBe(401);
+    }
+  });
+
+  for (const [route, probe] of Object.entries(ISOLATION)) {
+    it(`${route} (${probe.kind})`, async () => {
+      await probe.check(f);
+    });
+  }
+});
