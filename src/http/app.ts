@@ -54,6 +54,17 @@ function toAppError(err: FastifyError): AppError {
   return new AppError('internal_error', undefined, { cause: err });
 }
 
+/**
+ * The request id doubles as the problem documents' `trace_id`: the trace id of an incoming W3C `traceparent`
+ * header when there is one (so a caller can find its request in our logs), otherwise 16 random bytes.
+ */
+function traceIdOf(req: { headers: Record<string, string | string[] | undefined> }): string {
+  const header = req.headers.traceparent;
+  const match = typeof header === 'string' ? /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(header.trim()) : null;
+  if (match && !/^0+$/.test(match[1]!)) return match[1]!;
+  return randomBytes(16).toString('hex');
+}
+
 export interface RegisteredRoute {
   method: string;
   /** The route pattern as registered, with the prefix: `/api/v1/agent/runs/:runId`. */
@@ -79,7 +90,7 @@ function requestValidator(coerceTypes: 'array' | false): Ajv {
 export async function buildApp(ctx: ServiceContext, modules: readonly AppModule[], options: BuildAppOptions = {}): Promise<AppInstance> {
   const app = Fastify({
     loggerInstance: ctx.log,
-    genReqId: () => randomBytes(16).toString('hex'),
+    genReqId: traceIdOf,
     bodyLimit: API_BODY_LIMIT,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true, allErrors: false } },

@@ -20,6 +20,7 @@ export const ERROR_CATALOGUE = {
   operation_not_supported: { status: 422, title: 'Operation not supported', retryable: false },
   resource_unavailable: { status: 429, title: 'Resource unavailable', retryable: true },
   internal_error: { status: 500, title: 'Internal error', retryable: true },
+  environment_setup_failed: { status: 500, title: 'Environment setup failed', retryable: false },
   // HTTP-level errors
   route_not_found: { status: 404, title: 'No such route', retryable: false },
   method_not_allowed: { status: 405, title: 'Method not allowed', retryable: false },
@@ -91,7 +92,7 @@ export interface ProblemDocument {
   status: number;
   error: string;
   code: string;
-  detail?: string;
+  detail: string;
   instance?: string;
   retryable: boolean;
   trace_id?: string;
@@ -105,7 +106,8 @@ export function problemFor(err: AppError, instance: string | undefined, traceId:
     status: err.status,
     error: err.detail ? `${err.title} (${err.detail})` : err.title,
     code: err.code,
-    ...(err.detail ? { detail: err.detail } : {}),
+    // Always present, so that clients can show one member; the title when there is nothing more specific.
+    detail: err.detail ?? err.title,
     ...(instance ? { instance } : {}),
     retryable: err.retryable,
     ...(traceId ? { trace_id: traceId } : {}),
