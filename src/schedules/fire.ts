@@ -50,13 +50,18 @@ async function underSavepoint<T>(tx: Queryable, fn: () => Promise<T>): Promise<{
   }
 }
 
+/** A run of an automation for a schedule fire: the automation's prompt and settings, its agent's base prompt. */
 function automationRunInput(schedule: ScheduleRow, automation: LiveAutomation): CreateRunInput {
+  const config = agentConfigOfAutomation(automation);
+  if (automation.agent_prompt && config.base_prompt === undefined) config.base_prompt = automation.agent_prompt;
   return {
     teamId: automation.team_id,
     prompt: automation.prompt,
-    config: agentConfigOfAutomation(automation),
+    title: `${automation.name}: schedule ${schedule.name}`,
+    config,
     source: 'SCHEDULED_AGENT',
-    creator: null,
+    // As for webhook-started runs: the automation is the creator.
+    creator: { type: 'service_account', id: automation.id, displayName: `automation ${automation.name}`, email: null },
     scheduleId: schedule.id,
     automationId: automation.id,
     factoryId: automation.factory_id,

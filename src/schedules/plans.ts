@@ -112,9 +112,14 @@ export interface LiveAutomation {
   agent: string | null;
   config: Record<string, unknown>;
   triggers: unknown[];
+  /** The prompt of the agent the automation runs (the run's base prompt), from the applied definition. */
+  agent_prompt: string | null;
 }
 
-const LIVE_AUTOMATION = `SELECT a.id, a.team_id, a.factory_id, a.name, a.file, a.enabled, a.prompt, a.agent, a.config, a.triggers
+const LIVE_AUTOMATION = `SELECT a.id, a.team_id, a.factory_id, a.name, a.file, a.enabled, a.prompt, a.agent, a.config, a.triggers,
+    (SELECT ag->>'prompt' FROM jsonb_array_elements(
+        CASE WHEN jsonb_typeof(f.definition->'agents') = 'array' THEN f.definition->'agents' ELSE '[]'::jsonb END) ag
+      WHERE ag->>'name' = coalesce(a.agent, f.definition->>'foreman') LIMIT 1) AS agent_prompt
   FROM automations a JOIN factories f ON f.id = a.factory_id
   WHERE a.deleted_at IS NULL AND f.deleted_at IS NULL`;
 
