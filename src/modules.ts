@@ -1,4 +1,5 @@
 import type { AppModule } from './http/context.ts';
+import { automationsModule } from './automations/module.ts';
 import { identityModule } from './identity/module.ts';
 import { ingressModule } from './ingress/module.ts';
 import { runsModule } from './runs/module.ts';
@@ -11,5 +12,6 @@ export const MODULES: readonly AppModule[] = [
   runsModule,
   secretsModule,
   ingressModule,
+  automationsModule,
   schedulesModule,
 ];

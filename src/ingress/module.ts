@@ -6,9 +6,7 @@ import { IngressLimiters } from './rate-limits.ts';
 import { purgeDeliveries } from './retention.ts';
 import { registerIngressRoutes } from './routes.ts';
 import { RoutingSnapshot } from './routing.ts';
-
-/** Published (coalesced) after commits that accepted deliveries: the outbox has work. */
-export const DELIVERIES_ACCEPTED_TOPIC = 'webhooks.deliveries_accepted';
+import { DELIVERIES_ACCEPTED_TOPIC } from './topics.ts';
 
 export interface IngressOptions {
   limits?: Partial<IngressLimits>;

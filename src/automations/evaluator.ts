@@ -1,0 +1,178 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { isAppError } from '../http/errors.ts';
+import { parseJsonBody } from '../ingress/json-body.ts';
+import { DELIVERIES_ACCEPTED_TOPIC } from '../ingress/topics.ts';
+import type { Creator } from '../runs/model.ts';
+import { insertQueuedRun, RUNS_QUEUED_TOPIC } from '../runs/service.ts';
+import type { Bus } from '../store/bus.ts';
+import type { Db, Queryable } from '../store/db.ts';
+import { EVENT_PAYLOAD_FILE, runPrompt, runTitle } from './envelope.ts';
+import { matchPayloadFilter } from './payload-filter.ts';
+import * as plans from './plans.ts';
+import type { OutboxDelivery, Subscription } from './plans.ts';
+
+export interface EvaluatorOptions {
+  /** Deliveries evaluated per transaction. */
+  batchSize?: number;
+  /** A look at the outbox even without a notice (a lost NOTIFY, rows left by a crashed process). */
+  pollIntervalMs?: number;
+  /** Called inside the transaction after the runs are inserted, before commit (tests simulate a crash here). */
+  beforeCommit?: (batch: { deliveryIds: string[]; runIds: string[] }) => Promise<void>;
+}
+
+export interface BatchResult {
+  deliveries: number;
+  runs: { runId: string; workerHost: string | null }[];
+}
+
+/**
+ * The automation evaluator: takes accepted deliveries from the durable outbox (`FOR UPDATE SKIP LOCKED`, so
+ * several processes share the work), starts one run per matching automation, and marks the deliveries
+ * evaluated, all in one transaction. A crash before the commit rolls everything back and the deliveries are
+ * evaluated again; `automation_firings` (one row per delivery and automation) makes a second run impossible
+ * even if that ever overlapped.
+ */
+export class OutboxEvaluator {
+  readonly #db: Db;
+  readonly #bus: Bus;
+  readonly #log: FastifyBaseLogger;
+  readonly #batchSize: number;
+  readonly #pollIntervalMs: number;
+  readonly #beforeCommit: EvaluatorOptions['beforeCommit'];
+  #running: Promise<void> | undefined;
+  #again = false;
+  #stopped = false;
+  #timer: NodeJS.Timeout | undefined;
+  #unsubscribe: (() => void) | undefined;
+
+  constructor(db: Db, bus: Bus, log: FastifyBaseLogger, options: EvaluatorOptions = {}) {
+    this.#db = db;
+    this.#bus = bus;
+    this.#log = log;
+    this.#batchSize = options.batchSize ?? 50;
+    this.#pollIntervalMs = options.pollIntervalMs ?? 2_000;
+    this.#beforeCommit = options.beforeCommit;
+  }
+
+  start(): void {
+    this.#unsubscribe = this.#bus.subscribe(DELIVERIES_ACCEPTED_TOPIC, () => this.kick());
+    this.#timer = setInterval(() => this.kick(), this.#pollIntervalMs);
+    this.#timer.unref();
+    this.kick();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#unsubscribe?.();
+    clearInterval(this.#timer);
+    await this.#running;
+  }
+
+  /** Evaluates until the outbox is empty; a kick while that runs asks for one more pass. */
+  kick(): void {
+    if (this.#stopped) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = this.#drain().finally(() => {
+      this.#running = undefined;
+      if (this.#again) {
+        this.#again = false;
+        this.kick();
+      }
+    });
+  }
+
+  /** Resolves when the outbox has been drained (for tests and shutdown). */
+  async idle(): Promise<void> {
+    while (this.#running) await this.#running;
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (!this.#stopped) {
+        const result = await this.evaluateBatch();
+        if (result.deliveries < this.#batchSize) return;
+      }
+    } catch (err) {
+      this.#log.error({ err }, 'evaluating webhook deliveries failed; retrying at the next poll');
+    }
+  }
+
+  /** One transaction: claim up to a batch of pending deliveries, start their runs, mark them evaluated. */
+  async evaluateBatch(): Promise<BatchResult> {
+    const result = await this.#db.transaction(async (tx) => {
+      const deliveries = await plans.claimOutbox(tx, this.#batchSize);
+      if (deliveries.length === 0) return { deliveries: 0, runs: [] };
+      const runs = await this.#startRuns(tx, deliveries);
+      const deliveryIds = deliveries.map((d) => d.id);
+      await this.#beforeCommit?.({ deliveryIds, runIds: runs.map((r) => r.runId) });
+      await plans.markEvaluated(tx, deliveryIds);
+      return { deliveries: deliveries.length, runs };
+    });
+    for (const run of result.runs) await this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: run.runId, worker_host: run.workerHost });
+    return result;
+  }
+
+  async #startRuns(tx: Queryable, deliveries: OutboxDelivery[]): Promise<BatchResult['runs']> {
+    const subs = await plans.subscriptions(tx, [...new Set(deliveries.map((d) => d.webhook_uid))]);
+    if (subs.length === 0) return [];
+    const basePrompts = await plans.agentPrompts(tx, [...new Set(subs.map((s) => s.factory_id))]);
+    const runs: BatchResult['runs'] = [];
+    for (const delivery of deliveries) {
+      const forWebhook = subs.filter((s) => s.webhook_uid === delivery.webhook_uid && s.team_id === delivery.team_id);
+      if (forWebhook.length === 0) continue;
+      const parsed = parseJsonBody(delivery.payload);
+      if (!parsed) continue;
+      for (const sub of firstMatchPerAutomation(forWebhook, parsed.value)) {
+        if (!(await plans.claimFiring(tx, delivery.id, sub.automation_id))) continue;
+        try {
+          const run = await insertQueuedRun(tx, runInputFor(delivery, sub, basePrompts.get(`${sub.factory_id}/${sub.agent}`)));
+          await plans.recordFiring(tx, delivery.id, sub.automation_id, { runId: run.id });
+          runs.push({ runId: run.id, workerHost: run.worker_host });
+        } catch (err) {
+          // The automation's stored configuration is not a valid run: record why, never retry it forever.
+          if (!isAppError(err)) throw err;
+          this.#log.warn({ err, automation_id: sub.automation_id, delivery_id: delivery.id }, 'an automation could not start its run');
+          await plans.recordFiring(tx, delivery.id, sub.automation_id, { error: err.message });
+        }
+      }
+    }
+    return runs;
+  }
+}
+
+/** Each automation at most once, for the first of its triggers on this webhook whose payload filter matches. */
+export function firstMatchPerAutomation(subs: readonly Subscription[], payload: unknown): Subscription[] {
+  const chosen = new Map<string, Subscription>();
+  for (const sub of subs) {
+    if (chosen.has(sub.automation_id)) continue;
+    if (sub.payload_filter === null || matchPayloadFilter(sub.payload_filter, payload).matched) chosen.set(sub.automation_id, sub);
+  }
+  return [...chosen.values()];
+}
+
+export function automationCreator(automation: { id: string; name: string }): Creator {
+  return { type: 'service_account', id: automation.id, displayName: `automation ${automation.name}`, email: null };
+}
+
+function runInputFor(delivery: OutboxDelivery, sub: Subscription, basePrompt: string | undefined) {
+  const envelope = {
+    automation: { id: sub.automation_id, name: sub.automation_name, prompt: sub.prompt },
+    webhook: { uid: delivery.webhook_uid, name: delivery.webhook_name },
+    deliveryId: delivery.id,
+  };
+  return {
+    teamId: delivery.team_id,
+    prompt: runPrompt(envelope),
+    title: runTitle(envelope),
+    config: { ...sub.config, ...(basePrompt && sub.config.base_prompt === undefined ? { base_prompt: basePrompt } : {}) },
+    source: 'WEBHOOK' as const,
+    creator: automationCreator({ id: sub.automation_id, name: sub.automation_name }),
+    factoryId: sub.factory_id,
+    automationId: sub.automation_id,
+    deliveryId: delivery.id,
+    attachments: [{ fileName: EVENT_PAYLOAD_FILE, mimeType: 'application/json', data: Buffer.from(delivery.payload) }],
+  };
+}

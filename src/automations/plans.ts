@@ -1,0 +1,82 @@
+/** SQL of the outbox evaluation: claiming accepted deliveries, finding subscribers, recording firings. */
+import type { PayloadFilter } from './payload-filter.ts';
+import type { AgentConfig } from '../runs/model.ts';
+import type { Queryable } from '../store/db.ts';
+
+export interface OutboxDelivery {
+  id: string;
+  webhook_uid: string;
+  webhook_name: string;
+  team_id: string;
+  factory_id: string;
+  payload: Uint8Array;
+}
+
+/** Accepted deliveries awaiting evaluation, oldest first, locked; rows another process holds are skipped. */
+export async function claimOutbox(q: Queryable, limit: number): Promise<OutboxDelivery[]> {
+  const res = await q.query<OutboxDelivery>(
+    `SELECT id, webhook_uid, webhook_name, team_id, factory_id, payload FROM webhook_deliveries
+      WHERE outbox_pending ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+    [limit],
+  );
+  return res.rows;
+}
+
+export async function markEvaluated(q: Queryable, deliveryIds: readonly string[]): Promise<void> {
+  await q.query('UPDATE webhook_deliveries SET outbox_pending = false, evaluated_at = ay_now() WHERE id = ANY($1::text[])', [deliveryIds]);
+}
+
+export interface Subscription {
+  webhook_uid: string;
+  trigger_index: number;
+  payload_filter: PayloadFilter | null;
+  automation_id: string;
+  automation_name: string;
+  team_id: string;
+  factory_id: string;
+  prompt: string;
+  agent: string | null;
+  config: AgentConfig;
+}
+
+/** Webhook triggers of enabled, live automations on these webhooks, in trigger order per automation. */
+export async function subscriptions(q: Queryable, webhookUids: readonly string[]): Promise<Subscription[]> {
+  const res = await q.query<Subscription>(
+    `SELECT t.webhook_uid, t.trigger_index, t.payload_filter, a.id AS automation_id, a.name AS automation_name, a.team_id,
+            a.factory_id, a.prompt, a.agent, a.config
+       FROM automation_webhook_triggers t JOIN automations a ON a.id = t.automation_id
+      WHERE t.webhook_uid = ANY($1::text[]) AND a.enabled AND a.deleted_at IS NULL
+      ORDER BY a.id, t.trigger_index`,
+    [webhookUids],
+  );
+  return res.rows;
+}
+
+/** The prompt of each agent of these factories' applied definitions: the base prompt of the runs they start. */
+export async function agentPrompts(q: Queryable, factoryIds: readonly string[]): Promise<Map<string, string>> {
+  const res = await q.query<{ factory_id: string; name: string; prompt: string | null }>(
+    `SELECT f.id AS factory_id, a->>'name' AS name, a->>'prompt' AS prompt
+       FROM factories f CROSS JOIN LATERAL jsonb_array_elements(COALESCE(f.definition->'agents', '[]'::jsonb)) AS a
+      WHERE f.id = ANY($1::text[])`,
+    [factoryIds],
+  );
+  return new Map(res.rows.filter((r) => r.prompt).map((r) => [`${r.factory_id}/${r.name}`, r.prompt!]));
+}
+
+/** Claims the (delivery, automation) pair; false when it has fired already (another process, or before a crash). */
+export async function claimFiring(q: Queryable, deliveryId: string, automationId: string): Promise<boolean> {
+  const res = await q.query(
+    'INSERT INTO automation_firings (delivery_id, automation_id) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING automation_id',
+    [deliveryId, automationId],
+  );
+  return res.rows.length === 1;
+}
+
+export async function recordFiring(q: Queryable, deliveryId: string, automationId: string, outcome: { runId: string } | { error: string }): Promise<void> {
+  await q.query('UPDATE automation_firings SET run_id = $3, error = $4 WHERE delivery_id = $1 AND automation_id = $2', [
+    deliveryId,
+    automationId,
+    'runId' in outcome ? outcome.runId : null,
+    'error' in outcome ? outcome.error : null,
+  ]);
+}

@@ -1,0 +1,107 @@
+/**
+ * Several processes evaluating one PostgreSQL outbox: exactly one run per (delivery, automation) when they
+ * race, and when one is killed (SIGKILL, mid-evaluation) and another finishes its work.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OutboxEvaluator } from '../../src/automations/evaluator.ts';
+import { MODULES } from '../../src/modules.ts';
+import { ENGINES } from '../support/db.ts';
+import { TEST_MASTER_KEY, startTestServer } from '../support/server.ts';
+import type { TestServer } from '../support/server.ts';
+import { post, seedFactory, seedWebhook } from '../ingress/support.ts';
+import { runsOfDeliveries, seedAutomation, waitEvaluated } from './support.ts';
+
+const WITHOUT_EVALUATOR = MODULES.filter((m) => m.name !== 'automations');
+
+async function acceptMany(server: TestServer, count: number, automations: number): Promise<{ ids: string[]; automationIds: string[] }> {
+  const factoryId = await seedFactory(server);
+  // Several webhooks, so that the sender rate limit (60 per minute per webhook) is no obstacle.
+  const hooks = await Promise.all(Array.from({ length: Math.ceil(count / 50) }, () => seedWebhook(server, { factoryId })));
+  const automationIds: string[] = [];
+  for (let i = 0; i < automations; i++) {
+    automationIds.push(await seedAutomation(server, { factoryId, name: `auto-${i}`, triggers: hooks.map((h) => ({ webhookUid: h.uid })) }));
+  }
+  const ids: string[] = [];
+  for (let i = 0; i < count; i += 25) {
+    const answers = await Promise.all(
+      Array.from({ length: Math.min(25, count - i) }, (_, j) => {
+        const hook = hooks[Math.floor((i + j) / 50)]!;
+        return post(hook.url, `{"n":${i + j}}`, { authorization: `Bearer ${hook.secret}` });
+      }),
+    );
+    for (const a of answers) {
+      expect(a.status).toBe(202);
+      ids.push(a.body.delivery_id);
+    }
+  }
+  return { ids, automationIds };
+}
+
+function expectOneRunPerPair(runs: { delivery_id: string | null; automation_id: string | null }[], deliveries: number, automations: number): void {
+  expect(runs).toHaveLength(deliveries * automations);
+  expect(new Set(runs.map((r) => `${r.delivery_id}/${r.automation_id}`)).size).toBe(deliveries * automations);
+}
+
+describe.runIf(ENGINES.includes('postgres'))('evaluation across processes on PostgreSQL', () => {
+  let a: TestServer;
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'agentyard-eval-'));
+  beforeAll(async () => {
+    a = await startTestServer('postgres', { modules: WITHOUT_EVALUATOR });
+  });
+  afterAll(async () => {
+    await a?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('two processes racing over one outbox start exactly one run per (delivery, automation)', async () => {
+    const { ids } = await acceptMany(a, 150, 2);
+    const b = await startTestServer('postgres', { database: a.database, modules: WITHOUT_EVALUATOR });
+    try {
+      const evaluators = [a, b, a, b].map((s) => new OutboxEvaluator(s.server.ctx.db, s.server.ctx.bus, s.server.ctx.log, { batchSize: 7 }));
+      for (const e of evaluators) e.kick();
+      await Promise.all(evaluators.map((e) => e.idle()));
+      await waitEvaluated(a, ids);
+      expectOneRunPerPair(await runsOfDeliveries(a, ids), 150, 2);
+    } finally {
+      await b.close();
+    }
+  });
+
+  it('a server process killed mid-evaluation: another finishes, and every pair has exactly one run', async () => {
+    const { ids } = await acceptMany(a, 300, 3);
+    const child = spawn(process.execPath, ['bin/agentyard.js', 'serve', '--port', '0', '--host', '127.0.0.1'], {
+      env: { ...process.env, DATABASE_URL: a.database.url!, AGENTYARD_MASTER_KEY: TEST_MASTER_KEY, AGENTYARD_DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
+      stdio: 'ignore',
+    });
+    const exited = new Promise((r) => child.once('exit', r));
+    let seen = 0;
+    try {
+      // Kill it as soon as it has committed some runs: it is then somewhere inside the outbox.
+      for (let i = 0; i < 2_000 && seen === 0; i++) {
+        seen = (await runsOfDeliveries(a, ids)).length;
+        if (seen === 0) await new Promise((r) => setTimeout(r, 10));
+      }
+    } finally {
+      child.kill('SIGKILL');
+      await exited;
+    }
+    expect(seen).toBeGreaterThan(0);
+    const survivor = new OutboxEvaluator(a.server.ctx.db, a.server.ctx.bus, a.server.ctx.log);
+    survivor.kick();
+    await survivor.idle();
+    // Rows the killed process had locked come free when PostgreSQL notices its connection is gone.
+    for (let i = 0; i < 100; i++) {
+      const pending = await a.server.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_deliveries WHERE outbox_pending');
+      if (pending.rows[0]!.n === 0) break;
+      await new Promise((r) => setTimeout(r, 100));
+      survivor.kick();
+      await survivor.idle();
+    }
+    await waitEvaluated(a, ids);
+    expectOneRunPerPair(await runsOfDeliveries(a, ids), 300, 3);
+  });
+});
