@@ -59,7 +59,7 @@ export const TRIGGER_CATALOGUE: Record<string, Record<string, string[]>> = {
 };
 
 /** Providers whose triggers this service evaluates; the others validate with a warning. */
-export const TRIGGER_PROVIDERS_RUN_HERE: ReadonlySet<string> = new Set(['webhook']);
+export const TRIGGER_PROVIDERS_RUN_HERE: ReadonlySet<string> = new Set(['webhook', 'schedule']);
 
 /** Keys whose only matcher is `in` (a bare list or `{in: [...]}`). */
 export const IN_ONLY_FILTER_KEYS: ReadonlySet<string> = new Set(['webhook_ids', 'schedule_ids']);
