@@ -65,6 +65,28 @@ function traceIdOf(req: { headers: Record<string, string | string[] | undefined>
   return randomBytes(16).toString('hex');
 }
 
+/** The RFC 7807 document every error answers with (see `problemFor` and docs/errors.md), for the OpenAPI document. */
+const PROBLEM_SCHEMA: { type: 'object'; [member: string]: unknown } = {
+  type: 'object',
+  required: ['type', 'title', 'status', 'error', 'code', 'detail', 'retryable'],
+  properties: {
+    type: { type: 'string', format: 'uri' },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    error: { type: 'string', description: 'The title, or "title (detail)"' },
+    code: { type: 'string', description: 'A code of docs/errors.md' },
+    detail: { type: 'string' },
+    instance: { type: 'string' },
+    retryable: { type: 'boolean' },
+    trace_id: { type: 'string' },
+  },
+  additionalProperties: true,
+};
+const PROBLEM_RESPONSE = {
+  description: 'A problem document (docs/errors.md)',
+  content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+};
+
 export interface RegisteredRoute {
   method: string;
   /** The route pattern as registered, with the prefix: `/api/v1/agent/runs/:runId`. */
@@ -158,12 +180,15 @@ export async function buildApp(ctx: ServiceContext, modules: readonly AppModule[
         description: 'Run API (wire-compatible with the official oz-agent-sdk clients), factories, webhooks and secrets.',
       },
       servers: [{ url: API_PREFIX }],
-      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } } },
+      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } }, schemas: { Problem: PROBLEM_SCHEMA } },
       security: [{ bearerAuth: [] }],
     },
     transform: ({ schema, url }) => {
       const transformed = { schema: schema ?? {}, url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url };
       if (!url.startsWith(API_PREFIX)) transformed.schema = { ...transformed.schema, hide: true };
+      // Every operation may answer a problem document (docs/errors.md); declare it once per operation.
+      const response = (transformed.schema as { response?: Record<string, unknown> }).response ?? {};
+      transformed.schema = { ...transformed.schema, response: { ...response, '4XX': PROBLEM_RESPONSE, '5XX': PROBLEM_RESPONSE } };
       return transformed;
     },
   });

@@ -79,6 +79,7 @@ export async function registerAgentIdentityRoutes(app: AppInstance, ctx: Service
     {
       schema: {
         tags: ['agents'],
+        operationId: 'createAgent',
         summary: 'Create an agent identity (team admins)',
         body: Type.Object({ name: NAME }, { additionalProperties: true }),
         response: { 201: AgentResponseSchema },
@@ -103,6 +104,7 @@ export async function registerAgentIdentityRoutes(app: AppInstance, ctx: Service
     {
       schema: {
         tags: ['agents'],
+        operationId: 'listAgentIdentities',
         summary: "List the team's agent identities",
         querystring: Type.Object({ factory_uid: Type.Optional(Type.String()) }, { additionalProperties: true }),
         response: { 200: Type.Object({ agents: Type.Array(AgentResponseSchema) }) },
@@ -115,7 +117,7 @@ export async function registerAgentIdentityRoutes(app: AppInstance, ctx: Service
 
   app.get(
     '/agent/identities/:uid',
-    { schema: { tags: ['agents'], summary: 'Get an agent identity', params: UidParams, response: { 200: AgentResponseSchema } } },
+    { schema: { tags: ['agents'], operationId: 'getAgent', summary: 'Get an agent identity', params: UidParams, response: { 200: AgentResponseSchema } } },
     async (request) => agentIdentityView(await resolveAgentIdentity(ctx.db, request.principal.teamId, request.params.uid)),
   );
 
@@ -124,6 +126,7 @@ export async function registerAgentIdentityRoutes(app: AppInstance, ctx: Service
     {
       schema: {
         tags: ['agents'],
+        operationId: 'updateAgent',
         summary: 'Update an agent identity (team admins); null or absent members stay, empty values clear',
         params: UidParams,
         body: Type.Optional(Type.Object({ name: Type.Optional(Type.Union([NAME, Type.Null()])) }, { additionalProperties: true })),
@@ -150,6 +153,7 @@ export async function registerAgentIdentityRoutes(app: AppInstance, ctx: Service
     {
       schema: {
         tags: ['agents'],
+        operationId: 'deleteAgent',
         summary: 'Delete an agent identity and its API keys (team admins)',
         params: UidParams,
         response: { 204: Type.Null() },

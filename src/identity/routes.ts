@@ -28,7 +28,7 @@ function teamView(row: TeamRow) {
 const TEAM_NAME = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9][A-Za-z0-9 ._-]*$' });
 
 export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
-  app.get('/whoami', { schema: { tags: ['identity'], summary: 'The caller: team, principal and key' } }, async (request) => {
+  app.get('/whoami', { schema: { tags: ['identity'], operationId: 'whoami', summary: 'The caller: team, principal and key' } }, async (request) => {
     const p = request.principal;
     const team = await plans.getTeam(ctx.db, p.teamId);
     return {
@@ -40,7 +40,7 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
     };
   });
 
-  app.get('/api-keys', { schema: { tags: ['identity'], summary: "List the team's API keys (by prefix)" } }, async (request) => {
+  app.get('/api-keys', { schema: { tags: ['identity'], operationId: 'listApiKeys', summary: "List the team's API keys (by prefix)" } }, async (request) => {
     requireTeamAdmin(request);
     return { api_keys: (await plans.listApiKeys(ctx.db, request.principal.teamId)).map(keyView) };
   });
@@ -50,6 +50,7 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
     {
       schema: {
         tags: ['identity'],
+        operationId: 'createApiKey',
         summary: 'Create an API key; the key is shown once',
         body: Type.Object({
           name: Type.String({ minLength: 1, maxLength: 100 }),
@@ -85,7 +86,7 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
 
   app.delete(
     '/api-keys/:keyId',
-    { schema: { tags: ['identity'], summary: 'Revoke an API key', params: Type.Object({ keyId: Type.String() }) } },
+    { schema: { tags: ['identity'], operationId: 'revokeApiKey', summary: 'Revoke an API key', params: Type.Object({ keyId: Type.String() }) } },
     async (request) => {
       requireTeamAdmin(request);
       const row = await plans.revokeApiKey(ctx.db, request.principal.teamId, request.params.keyId);
@@ -101,6 +102,7 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
     {
       schema: {
         tags: ['identity'],
+        operationId: 'createTeam',
         summary: "Create a team (instance admins); the answer holds the team's first admin key, shown once",
         body: Type.Object({ name: TEAM_NAME, admin_name: Type.Optional(Type.String()), admin_email: Type.Optional(Type.String()) }),
       },
@@ -128,7 +130,7 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
     },
   );
 
-  app.get('/teams', { schema: { tags: ['identity'], summary: 'List teams (instance admins)' } }, async (request) => {
+  app.get('/teams', { schema: { tags: ['identity'], operationId: 'listTeams', summary: 'List teams (instance admins)' } }, async (request) => {
     requireInstanceAdmin(request);
     return { teams: (await plans.listTeams(ctx.db)).map(teamView) };
   });

@@ -54,6 +54,7 @@ export async function registerAttachmentRoutes(app: AppInstance, ctx: ServiceCon
     {
       schema: {
         tags: ['runs'],
+        operationId: 'listHandoffAttachments',
         summary: "The run's attachments, each with a download URL valid for one hour",
         params: RunIdParamsSchema,
         response: { 200: Type.Object({ attachments: Type.Array(AttachmentSchema) }) },
@@ -88,6 +89,7 @@ export async function registerAttachmentRoutes(app: AppInstance, ctx: ServiceCon
       config: { public: true },
       schema: {
         tags: ['runs'],
+        operationId: 'downloadAttachment',
         summary: 'Download a run attachment by the download_url of its listing (no API key: the URL is the credential)',
         params: Type.Object({ token: Type.String() }),
         security: [],

@@ -93,6 +93,7 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
     {
       schema: {
         tags: ['agents'],
+        operationId: 'listAgents',
         summary: "List the agents of the team's applied factories",
         querystring: Type.Object(
           {
@@ -133,6 +134,7 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
     {
       schema: {
         tags: ['agents'],
+        operationId: 'listModels',
         summary: 'The models runs may name in config.model_id (configured with AGENTYARD_MODELS)',
         response: { 200: Type.Object({ default_model_id: Str, models: Type.Array(ModelInfoSchema) }) },
       },
@@ -145,6 +147,7 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
     {
       schema: {
         tags: ['agents'],
+        operationId: 'listEnvironments',
         summary: 'Cloud environments (Agentyard has none yet: runs use the runner of their factory or the executor default)',
         querystring: Type.Object(
           { sort_by: Type.Optional(Type.Union([Type.Literal('name'), Type.Literal('last_updated')])) },
@@ -161,6 +164,7 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
     {
       schema: {
         tags: ['runs'],
+        operationId: 'getArtifact',
         summary: "An artifact of one of the team's runs (PLAN, SCREENSHOT, FILE)",
         params: Type.Object({ artifactUid: Type.String({ minLength: 1 }) }),
         response: {
@@ -195,6 +199,7 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
       config: { public: true },
       schema: {
         tags: ['agents'],
+        operationId: 'getSessionRedirect',
         summary: 'Whether a shared session moved to a conversation (never, here): always {}',
         params: Type.Object({ sessionUuid: Str }),
         security: [],
@@ -210,6 +215,7 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
       config: { public: true },
       schema: {
         tags: ['agents'],
+        operationId: 'getConversationRedirect',
         summary: 'Whether a conversation moved to a shared session (never, here): always {}',
         params: Type.Object({ conversationId: Str }),
         security: [],

@@ -128,13 +128,14 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
   const createOptions = {
     schema: {
       tags: ['runs'],
+      operationId: 'createRun',
       summary: 'Create a run',
       body: schemas.RunAgentRequestSchema,
       response: { 200: schemas.RunAgentResponseSchema },
     },
   };
   app.post('/agent/runs', createOptions, createRun);
-  app.post('/agent/run', { ...createOptions, schema: { ...createOptions.schema, summary: 'Create a run (alias)' } }, createRun);
+  app.post('/agent/run', { ...createOptions, schema: { ...createOptions.schema, operationId: 'runAgent', summary: 'Create a run (alias)' } }, createRun);
 
   const list = async (q: ListQuery, teamId: string) => {
     const { rows, nextCursor } = await listRuns(ctx.db, {
@@ -153,20 +154,20 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
 
   app.get(
     '/agent/runs',
-    { schema: { tags: ['runs'], summary: 'List runs', querystring: schemas.ListRunsQuerySchema, response: { 200: schemas.ListRunsResponseSchema } } },
+    { schema: { tags: ['runs'], operationId: 'listRuns', summary: 'List runs', querystring: schemas.ListRunsQuerySchema, response: { 200: schemas.ListRunsResponseSchema } } },
     async (request) => list(request.query, request.principal.teamId),
   );
 
   app.get(
     '/agent/runs/:runId',
-    { schema: { tags: ['runs'], summary: 'Get a run', params: schemas.RunIdParamsSchema, response: { 200: schemas.RunItemSchema } } },
+    { schema: { tags: ['runs'], operationId: 'getRun', summary: 'Get a run', params: schemas.RunIdParamsSchema, response: { 200: schemas.RunItemSchema } } },
     async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), ctx.config.publicUrl),
   );
 
   // Legacy clients (warp-sdk ≤0.3) used /agent/tasks.
   app.get(
     '/agent/tasks',
-    { schema: { tags: ['runs'], summary: 'List runs (legacy alias)', querystring: schemas.ListRunsQuerySchema } },
+    { schema: { tags: ['runs'], operationId: 'listTasks', summary: 'List runs (legacy alias)', querystring: schemas.ListRunsQuerySchema } },
     async (request) => {
       const page = await list(request.query, request.principal.teamId);
       return { tasks: page.runs, page_info: page.page_info };
@@ -174,7 +175,7 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
   );
   app.get(
     '/agent/tasks/:runId',
-    { schema: { tags: ['runs'], summary: 'Get a run (legacy alias)', params: schemas.RunIdParamsSchema } },
+    { schema: { tags: ['runs'], operationId: 'getTask', summary: 'Get a run (legacy alias)', params: schemas.RunIdParamsSchema } },
     async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), ctx.config.publicUrl),
   );
 
@@ -183,6 +184,7 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
     {
       schema: {
         tags: ['runs'],
+        operationId: 'cancelRun',
         summary: 'Cancel a queued or running run; answers the cancelled run id as a JSON string',
         params: schemas.RunIdParamsSchema,
         response: { 200: Type.String() },
@@ -199,6 +201,7 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
     {
       schema: {
         tags: ['runs'],
+        operationId: 'submitFollowup',
         summary: 'Send a follow-up message to a run',
         params: schemas.RunIdParamsSchema,
         body: Type.Optional(schemas.RunFollowupRequestSchema),
@@ -224,6 +227,7 @@ export async function registerFollowupListRoute(app: AppInstance, runs: RunServi
     {
       schema: {
         tags: ['runs'],
+        operationId: 'listFollowups',
         summary: "A run's follow-up messages, oldest first; consumed_at is set when an execution took the message",
         params: schemas.RunIdParamsSchema,
         response: { 200: Type.Object({ followups: Type.Array(schemas.FollowupSchema) }) },
