@@ -5,13 +5,17 @@ import { ingressModule } from './ingress/module.ts';
 import { runsModule } from './runs/module.ts';
 import { schedulesModule } from './schedules/module.ts';
 import { secretsModule } from './secrets/module.ts';
+import { webhooksModule } from './webhooks/module.ts';
+import { factoriesModule } from './factories/module.ts';
 
 /** Every domain of the service, in the order their routes and background work start. Add one line per module. */
 export const MODULES: readonly AppModule[] = [
   identityModule,
   runsModule,
   secretsModule,
+  factoriesModule,
   ingressModule,
   automationsModule,
+  webhooksModule,
   schedulesModule,
 ];

@@ -32,3 +32,28 @@ export const URL_SAFE_SECRET = /^[A-Za-z0-9._~-]+$/;
 export function isUrlSafe(value: string): boolean {
   return URL_SAFE_SECRET.test(value);
 }
+
+const providers = new WeakMap<object, SecretProvider>();
+
+/**
+ * Replaces where this server reads secret values from (the Kubernetes operator installs one that reads
+ * Kubernetes Secrets). Takes effect for every later read, whenever it is called.
+ */
+export function useSecretProvider(ctx: { db: Queryable; cipher: SecretCipher }, provider: SecretProvider): void {
+  providers.set(ctx, provider);
+}
+
+/** The provider of this server: the one installed with `useSecretProvider`, else the database. */
+export function secretProviderFor(ctx: { db: Queryable; cipher: SecretCipher }): SecretProvider {
+  let provider = providers.get(ctx);
+  if (!provider) {
+    provider = new DatabaseSecretProvider(ctx.db, ctx.cipher);
+    providers.set(ctx, provider);
+  }
+  return provider;
+}
+
+/** A provider that asks `secretProviderFor(ctx)` on every read, so that a later `useSecretProvider` is honoured. */
+export function delegatingSecretProvider(ctx: { db: Queryable; cipher: SecretCipher }): SecretProvider {
+  return { get: (teamId, name) => secretProviderFor(ctx).get(teamId, name) };
+}

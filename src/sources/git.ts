@@ -41,7 +41,7 @@ export class GitSource implements Source {
   readonly #dir: string;
   readonly #credentials: () => Promise<string | undefined>;
   readonly #queue = new SerialQueue();
-  #git: SimpleGit | undefined;
+  #git: Promise<SimpleGit> | undefined;
 
   constructor(options: GitSourceOptions) {
     this.#spec = options.spec;
@@ -57,18 +57,24 @@ export class GitSource implements Source {
     return this.#queue.run(() => this.#fetch());
   }
 
-  async #repo(): Promise<SimpleGit> {
-    if (this.#git) return this.#git;
-    await mkdir(this.#dir, { recursive: true });
-    const git = gitClient(this.#dir);
-    const initialised = await stat(path.join(this.#dir, 'HEAD')).then(
-      () => true,
-      () => false,
-    );
-    if (!initialised) await git.raw(['init', '--bare', '--quiet']);
-    this.#git = git;
-    return git;
+  /** Opens the repository, creating it on first use; concurrent first uses share one `git init`. */
+  #repo(): Promise<SimpleGit> {
+    this.#git ??= (async () => {
+      await mkdir(this.#dir, { recursive: true });
+      const git = gitClient(this.#dir);
+      const initialised = await stat(path.join(this.#dir, 'HEAD')).then(
+        () => true,
+        () => false,
+      );
+      if (!initialised) await git.raw(['init', '--bare', '--quiet']);
+      return git;
+    })();
+    this.#git.catch(() => {
+      this.#git = undefined;
+    });
+    return this.#git;
   }
+
 
   async #fetch(): Promise<SourceSnapshot> {
     const spec = this.#spec;

@@ -31,7 +31,7 @@ function importPath(p: string): string {
 export class ManagedRepository implements Source {
   readonly #dir: string;
   readonly #queue = new SerialQueue();
-  #git: SimpleGit | undefined;
+  #git: Promise<SimpleGit> | undefined;
 
   constructor(dir: string) {
     this.#dir = dir;
@@ -45,18 +45,24 @@ export class ManagedRepository implements Source {
     return `managed repository (branch ${MANAGED_BRANCH})`;
   }
 
-  async #repo(): Promise<SimpleGit> {
-    if (this.#git) return this.#git;
-    await mkdir(this.#dir, { recursive: true });
-    const git = gitClient(this.#dir);
-    const initialised = await stat(path.join(this.#dir, 'HEAD')).then(
-      () => true,
-      () => false,
-    );
-    if (!initialised) await git.raw(['init', '--bare', '--quiet', `--initial-branch=${MANAGED_BRANCH}`]);
-    this.#git = git;
-    return git;
+  /** Opens the repository, creating it on first use; concurrent first uses share one `git init`. */
+  #repo(): Promise<SimpleGit> {
+    this.#git ??= (async () => {
+      await mkdir(this.#dir, { recursive: true });
+      const git = gitClient(this.#dir);
+      const initialised = await stat(path.join(this.#dir, 'HEAD')).then(
+        () => true,
+        () => false,
+      );
+      if (!initialised) await git.raw(['init', '--bare', '--quiet', `--initial-branch=${MANAGED_BRANCH}`]);
+      return git;
+    })();
+    this.#git.catch(() => {
+      this.#git = undefined;
+    });
+    return this.#git;
   }
+
 
   /** The commit at the head of `main`, or undefined for a repository without commits. */
   async head(): Promise<string | undefined> {

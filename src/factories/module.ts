@@ -1,0 +1,22 @@
+import type { AppModule } from '../http/context.ts';
+import { controllerFor } from '../reconciler/index.ts';
+import { registerFactoryRoutes } from './routes.ts';
+import { FactoryService } from './service.ts';
+
+/**
+ * Factories: the API, and in processes with the `controller` role the reconcile loops of every factory
+ * (git pollers, directory watchers). `serve --factory DIR|GIT_URL` creates or re-points its factory here.
+ */
+export const factoriesModule: AppModule = {
+  name: 'factories',
+  api: registerFactoryRoutes,
+  async start(ctx) {
+    const controller = controllerFor(ctx);
+    if (ctx.config.roles.has('controller')) await controller.start();
+    if (ctx.config.factory) {
+      const factory = await new FactoryService(ctx).ensureStartupFactory(ctx.config.factory);
+      ctx.log.info({ factory_id: factory.id, name: factory.name }, `factory ${factory.name} follows ${ctx.config.factory}`);
+    }
+    return () => controller.stop();
+  },
+};

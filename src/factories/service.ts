@@ -1,0 +1,159 @@
+import path from 'node:path';
+import type { Principal } from '../identity/principal.ts';
+import type { ServiceContext } from '../http/context.ts';
+import { AppError } from '../http/errors.ts';
+import { controllerFor, runConfigFor } from '../reconciler/index.ts';
+import type { FactoryRow } from '../reconciler/model.ts';
+import * as plans from '../reconciler/plans.ts';
+import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../reconciler/topics.ts';
+import type { AgentConfig, RunRow } from '../runs/model.ts';
+import { RUNS_QUEUED_TOPIC, insertQueuedRun } from '../runs/service.ts';
+import { looksLikeGitUrl, normalizeSourceSpec } from '../sources/spec.ts';
+import type { SourceInput } from '../sources/spec.ts';
+import { newId } from '../util/ids.ts';
+import { FACTORY_NAME_PATTERN } from './schemas.ts';
+
+const FACTORY_NAME = new RegExp(FACTORY_NAME_PATTERN);
+
+interface Cursor {
+  c: string;
+  i: string;
+}
+
+export function encodeCursor(c: Cursor): string {
+  return Buffer.from(JSON.stringify(c), 'utf8').toString('base64url');
+}
+
+export function decodeCursor(text: string): Cursor {
+  try {
+    const c = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Cursor;
+    if (typeof c.c === 'string' && typeof c.i === 'string' && !Number.isNaN(Date.parse(c.c))) return c;
+  } catch {
+    // fall through
+  }
+  throw new AppError('invalid_request', 'cursor is not a cursor this endpoint issued');
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  return (err as { code?: string }).code === '23505';
+}
+
+/** Factories of a team: creation, lookup, deletion and sending work to them. */
+export class FactoryService {
+  readonly #ctx: ServiceContext;
+
+  constructor(ctx: ServiceContext) {
+    this.#ctx = ctx;
+  }
+
+  async create(teamId: string, input: { name: string; source?: SourceInput | undefined }, options: { instanceAdmin: boolean }): Promise<FactoryRow> {
+    if (!FACTORY_NAME.test(input.name)) throw new AppError('invalid_request', `name "${input.name}" must be 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit`);
+    const source = normalizeSourceSpec(input.source);
+    if (source.type === 'directory' && !options.instanceAdmin) {
+      throw new AppError('not_authorized', 'a directory source reads files of the server host: only instance admins may create one');
+    }
+    let row: FactoryRow;
+    try {
+      row = await plans.insertFactory(this.#ctx.db, { id: newId('fac'), teamId, name: input.name, source });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new AppError('factory_name_taken', `the team already has a factory named "${input.name}"`);
+      throw err;
+    }
+    await this.#announce(row, 'created');
+    return row;
+  }
+
+  async #announce(row: FactoryRow, event: 'created' | 'updated' | 'deleted'): Promise<void> {
+    const controller = controllerFor(this.#ctx);
+    if (event === 'deleted') await controller.forgetFactory(row);
+    else await controller.track(row);
+    await this.#ctx.bus.publish(FACTORIES_CHANGED_TOPIC, { factory_id: row.id, event });
+  }
+
+  async get(teamId: string, id: string): Promise<FactoryRow> {
+    const row = await plans.getTeamFactory(this.#ctx.db, teamId, id);
+    if (!row) throw new AppError('resource_not_found', `factory ${id} does not exist`);
+    return row;
+  }
+
+  async getByName(teamId: string, name: string): Promise<FactoryRow> {
+    const row = await plans.findFactoryByName(this.#ctx.db, teamId, name);
+    if (!row) throw new AppError('resource_not_found', `no factory named "${name}"`);
+    return row;
+  }
+
+  async list(teamId: string, options: { limit: number; cursor?: string | undefined; search?: string | undefined }): Promise<{ rows: FactoryRow[]; nextCursor: string | undefined }> {
+    const after = options.cursor ? decodeCursor(options.cursor) : undefined;
+    const rows = await plans.listTeamFactories(this.#ctx.db, teamId, {
+      limit: options.limit + 1,
+      after: after ? { createdAt: after.c, id: after.i } : undefined,
+      search: options.search?.trim() || undefined,
+    });
+    const page = rows.slice(0, options.limit);
+    const last = page[page.length - 1];
+    return { rows: page, nextCursor: rows.length > options.limit && last ? encodeCursor({ c: last.created_at.toISOString(), i: last.id }) : undefined };
+  }
+
+  /** Deletes the factory; its webhooks answer 404 at once and their delivery history stays. */
+  async delete(teamId: string, id: string): Promise<FactoryRow> {
+    const row = await this.#ctx.db.transaction(async (tx) => {
+      await plans.lockFactory(tx, id);
+      return plans.softDeleteFactory(tx, teamId, id);
+    });
+    if (!row) throw new AppError('resource_not_found', `factory ${id} does not exist`);
+    await this.#ctx.bus.publish(WEBHOOKS_CHANGED_TOPIC, { factory_id: id });
+    await this.#announce(row, 'deleted');
+    return row;
+  }
+
+  /**
+   * Sends work to the factory: a run of its foreman with the applied definition's settings
+   * (agentDefaults → foreman agent: model, harness, workerHost, MCP servers...), overridable per request.
+   */
+  async createRun(principal: Principal, id: string, input: { prompt: string; title?: string | undefined; config?: Record<string, unknown> | undefined }): Promise<{ run: RunRow; factory: FactoryRow; foreman: string }> {
+    const factory = await this.get(principal.teamId, id);
+    const definition = factory.definition;
+    if (!definition) throw new AppError('conflict', `factory ${factory.name} has no applied definition yet (state ${factory.state})`);
+    const foreman = definition.agents.find((a) => a.name === definition.foreman);
+    const defaults: AgentConfig = foreman ? runConfigFor(foreman.execution, foreman.name) : { name: definition.foreman };
+    if (foreman?.prompt) defaults.base_prompt = foreman.prompt;
+    const config: AgentConfig = { ...defaults, ...(input.config ?? {}) };
+    const run = await this.#ctx.db.transaction((tx) =>
+      insertQueuedRun(tx, {
+        teamId: principal.teamId,
+        prompt: input.prompt,
+        title: input.title,
+        config,
+        source: 'FACTORY',
+        factoryId: factory.id,
+        creator: { id: principal.subject.id, type: principal.subject.type, displayName: principal.subject.displayName, email: principal.subject.email },
+      }),
+    );
+    await this.#ctx.bus.publish(RUNS_QUEUED_TOPIC, { run_id: run.id, worker_host: run.worker_host });
+    return { run, factory, foreman: definition.foreman };
+  }
+
+  /**
+   * `agentyard serve --factory DIR|GIT_URL`: a factory named after the directory (or repository) in the
+   * default team, created or re-pointed at start.
+   */
+  async ensureStartupFactory(target: string): Promise<FactoryRow> {
+    const git = looksLikeGitUrl(target);
+    const trimmed = target.replace(/\/+$/, '');
+    const base = git ? trimmed.split(/[/:]/).pop()!.replace(/\.git$/, '') : path.basename(path.resolve(trimmed));
+    const name = (base.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '') || 'factory').slice(0, 100);
+    const source = normalizeSourceSpec(git ? { type: 'git', url: target } : { type: 'directory', path: target });
+    const { db } = this.#ctx;
+    const teams = await db.query<{ id: string }>("SELECT id FROM teams ORDER BY (name = 'default') DESC, created_at LIMIT 1");
+    const teamId = teams.rows[0]?.id;
+    if (!teamId) throw new Error('no team exists to hold the factory');
+    const existing = await plans.findFactoryByName(db, teamId, name);
+    if (existing) {
+      if (JSON.stringify(existing.source) === JSON.stringify(source)) return existing;
+      const updated = (await plans.updateFactorySource(db, existing.id, source))!;
+      await this.#announce(updated, 'updated');
+      return updated;
+    }
+    return this.create(teamId, { name, source: git ? { type: 'git', url: target } : { type: 'directory', path: target } }, { instanceAdmin: true });
+  }
+}

@@ -1,0 +1,187 @@
+import path from 'node:path';
+import { rm } from 'node:fs/promises';
+import { DirectorySource } from '../sources/directory.ts';
+import { AppError } from '../http/errors.ts';
+import type { ApplyOutcome, ApplyTrigger, FactoryRow } from './model.ts';
+import * as plans from './plans.ts';
+import { FactoryGoneError, Reconciler } from './reconciler.ts';
+import type { ReconcilerDeps } from './reconciler.ts';
+import { FACTORIES_CHANGED_TOPIC, FACTORY_SYNC_REQUESTED_TOPIC } from './topics.ts';
+
+/** Retries of transient failures: 2 s, doubling, at most this (or the poll interval when shorter). */
+const MAX_BACKOFF_MS = 5 * 60_000;
+const FIRST_BACKOFF_MS = 2_000;
+
+interface Job {
+  trigger: ApplyTrigger;
+  explicit: boolean;
+  waiters: { resolve(o: ApplyOutcome): void; reject(e: unknown): void }[];
+}
+
+interface Tracked {
+  key: string;
+  timer: NodeJS.Timeout | undefined;
+  stopWatching: (() => Promise<void>) | undefined;
+  retry: NodeJS.Timeout | undefined;
+  backoffMs: number;
+}
+
+/**
+ * Runs the reconcile loops of every factory in this process: git pollers, directory watchers and a first
+ * reconcile at start. Requests for one factory run one at a time and coalesce while one is running; an
+ * explicit request (sync, push) always gets a fetch that starts after it arrived.
+ */
+export class FactoryController {
+  readonly reconciler: Reconciler;
+  readonly #deps: ReconcilerDeps;
+  readonly #tracked = new Map<string, Tracked>();
+  readonly #pending = new Map<string, Job>();
+  readonly #running = new Map<string, Promise<void>>();
+  readonly #unsubscribe: (() => void)[] = [];
+  #loops = false;
+  #stopped = false;
+
+  constructor(deps: ReconcilerDeps) {
+    this.#deps = deps;
+    this.reconciler = new Reconciler(deps);
+  }
+
+  /** Are the loops running here (the `controller` role)? */
+  get runsLoops(): boolean {
+    return this.#loops && !this.#stopped;
+  }
+
+  /** Starts the loops for every factory and follows factories created, changed and deleted elsewhere. */
+  async start(): Promise<void> {
+    this.#loops = true;
+    const { bus, db } = this.#deps;
+    this.#unsubscribe.push(
+      bus.subscribe(FACTORIES_CHANGED_TOPIC, (data) => {
+        const msg = data as { factory_id?: string; event?: string } | null;
+        if (!msg?.factory_id || msg.event === 'reconciled') return;
+        void this.#refresh(msg.factory_id);
+      }),
+      bus.subscribe(FACTORY_SYNC_REQUESTED_TOPIC, (data) => {
+        const msg = data as { factory_id?: string; trigger?: ApplyTrigger } | null;
+        if (msg?.factory_id && this.#tracked.has(msg.factory_id)) void this.request(msg.factory_id, msg.trigger ?? 'sync', true).catch(() => {});
+      }),
+    );
+    for (const factory of await plans.listAllFactories(db)) await this.track(factory);
+  }
+
+  async #refresh(factoryId: string): Promise<void> {
+    if (!this.runsLoops) return;
+    const factory = await plans.getFactory(this.#deps.db, factoryId).catch(() => undefined);
+    if (factory) await this.track(factory);
+    else await this.untrack(factoryId);
+  }
+
+  /** Starts (or re-points) the loop of one factory; a no-op when it already runs with the same source. */
+  async track(factory: FactoryRow): Promise<void> {
+    if (!this.runsLoops) return;
+    const key = JSON.stringify(factory.source);
+    const existing = this.#tracked.get(factory.id);
+    if (existing?.key === key) return;
+    if (existing) await this.#stopTracking(factory.id, existing);
+    const tracked: Tracked = { key, timer: undefined, stopWatching: undefined, retry: undefined, backoffMs: FIRST_BACKOFF_MS };
+    this.#tracked.set(factory.id, tracked);
+    const spec = factory.source;
+    if (spec.type === 'git' && spec.poll_interval_seconds > 0) {
+      tracked.timer = setInterval(() => void this.request(factory.id, 'poll', false).catch(() => {}), spec.poll_interval_seconds * 1000);
+      tracked.timer.unref();
+    }
+    if (spec.type === 'directory') {
+      const source = this.reconciler.sourceFor(factory);
+      if (source instanceof DirectorySource) {
+        try {
+          tracked.stopWatching = await source.watch(() => void this.request(factory.id, 'watch', false).catch(() => {}));
+        } catch (err) {
+          this.#deps.log.warn({ err, factory_id: factory.id }, `watch ${source.describe()}: cannot watch; changes apply on sync only`);
+        }
+      }
+    }
+    void this.request(factory.id, 'start', false).catch(() => {});
+  }
+
+  async untrack(factoryId: string): Promise<void> {
+    const tracked = this.#tracked.get(factoryId);
+    if (tracked) await this.#stopTracking(factoryId, tracked);
+    this.reconciler.forget(factoryId);
+  }
+
+  async #stopTracking(factoryId: string, tracked: Tracked): Promise<void> {
+    this.#tracked.delete(factoryId);
+    if (tracked.timer) clearInterval(tracked.timer);
+    if (tracked.retry) clearTimeout(tracked.retry);
+    await tracked.stopWatching?.();
+  }
+
+  /** Fetches and reconciles the factory now (coalesced with a request already waiting). */
+  request(factoryId: string, trigger: ApplyTrigger, explicit: boolean): Promise<ApplyOutcome> {
+    if (this.#stopped) return Promise.reject(new AppError('resource_unavailable', 'the server is stopping'));
+    return new Promise<ApplyOutcome>((resolve, reject) => {
+      const pending = this.#pending.get(factoryId);
+      if (pending) {
+        if (explicit && !pending.explicit) pending.trigger = trigger;
+        pending.explicit ||= explicit;
+        pending.waiters.push({ resolve, reject });
+      } else {
+        this.#pending.set(factoryId, { trigger, explicit, waiters: [{ resolve, reject }] });
+      }
+      this.#kick(factoryId);
+    });
+  }
+
+  #kick(factoryId: string): void {
+    if (this.#running.has(factoryId)) return;
+    const run = (async () => {
+      for (let job = this.#pending.get(factoryId); job; job = this.#pending.get(factoryId)) {
+        this.#pending.delete(factoryId);
+        try {
+          const result = await this.reconciler.reconcile(factoryId, { trigger: job.trigger, explicit: job.explicit });
+          this.#afterOutcome(factoryId, result);
+          for (const w of job.waiters) w.resolve(result);
+        } catch (err) {
+          if (err instanceof FactoryGoneError) await this.untrack(factoryId);
+          else this.#deps.log.error({ err, factory_id: factoryId }, 'reconcile failed');
+          for (const w of job.waiters) w.reject(err);
+        }
+      }
+    })().finally(() => this.#running.delete(factoryId));
+    this.#running.set(factoryId, run);
+  }
+
+  /** Transient failures are retried with backoff; anything else waits for a new commit, an event or a sync. */
+  #afterOutcome(factoryId: string, result: ApplyOutcome): void {
+    const tracked = this.#tracked.get(factoryId);
+    if (!tracked || this.#stopped) return;
+    if (tracked.retry) clearTimeout(tracked.retry);
+    tracked.retry = undefined;
+    if (result.result === 'failed' && result.transient) {
+      const delay = tracked.backoffMs;
+      tracked.backoffMs = Math.min(delay * 2, MAX_BACKOFF_MS);
+      tracked.retry = setTimeout(() => {
+        tracked.retry = undefined;
+        void this.request(factoryId, 'poll', false).catch(() => {});
+      }, delay);
+      tracked.retry.unref();
+    } else {
+      tracked.backoffMs = FIRST_BACKOFF_MS;
+    }
+  }
+
+  /** Removes the local copy of a deleted factory's git source (the managed repository is kept as its history). */
+  async forgetFactory(factory: FactoryRow): Promise<void> {
+    await this.untrack(factory.id);
+    if (factory.source.type === 'git') await rm(path.join(this.#deps.dataDir, 'sources', factory.id), { recursive: true, force: true });
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
+    for (const [id, tracked] of [...this.#tracked]) await this.#stopTracking(id, tracked);
+    for (const job of this.#pending.values()) for (const w of job.waiters) w.reject(new AppError('resource_unavailable', 'the server is stopping'));
+    this.#pending.clear();
+    await Promise.allSettled([...this.#running.values()]);
+  }
+}

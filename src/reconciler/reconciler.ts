@@ -1,0 +1,427 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { ValidationContext } from '../definitions/context.ts';
+import type { Diagnostic } from '../definitions/diagnostic.ts';
+import type { FactoryFileInput } from '../definitions/load.ts';
+import { validateFactory } from '../definitions/validate.ts';
+import type { ValidationResult } from '../definitions/validate.ts';
+import { AppError } from '../http/errors.ts';
+import type { SecretCipher } from '../secrets/crypto.ts';
+import { isUrlSafe } from '../secrets/provider.ts';
+import type { SecretProvider } from '../secrets/provider.ts';
+import { createSource, sanitizeUrl } from '../sources/index.ts';
+import type { ManagedRepository } from '../sources/managed.ts';
+import type { CommitAuthor } from '../sources/managed.ts';
+import { SerialQueue } from '../sources/mutex.ts';
+import { isSourceError } from '../sources/types.ts';
+import type { Source, SourceSnapshot } from '../sources/types.ts';
+import type { Bus } from '../store/bus.ts';
+import type { Db, Queryable } from '../store/db.ts';
+import { newId } from '../util/ids.ts';
+import { appliedMessage, applyFailedMessage, deletionBlockedMessage, validationFailedMessage } from './messages.ts';
+import type { ApplyOutcome, ApplyTrigger, FactoryRow, RevisionReason, SourceFailure } from './model.ts';
+import { computePlan } from './plan.ts';
+import type { Plan } from './plan.ts';
+import * as plans from './plans.ts';
+import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from './topics.ts';
+
+export interface ReconcilerDeps {
+  db: Db;
+  bus: Bus;
+  cipher: SecretCipher;
+  /** Where secret values come from (the database, or Kubernetes Secrets under the operator). */
+  secrets: SecretProvider;
+  log: FastifyBaseLogger;
+  dataDir: string;
+}
+
+export interface ReconcileOptions {
+  trigger: ApplyTrigger;
+  /**
+   * A person or a push asked for it: retry a refused revision, record an `unchanged` entry for the applied
+   * one, and consent to an apply that deletes every webhook and automation.
+   */
+  explicit: boolean;
+}
+
+/** What validation plus diffing found for a tree, without writing anything. */
+export interface Prepared {
+  validation: ValidationResult;
+  plan: Plan | undefined;
+  /** The live-state generation the plan was computed against. */
+  generation: number;
+}
+
+/** Thrown when the factory disappeared (deleted) while a reconcile was running. */
+export class FactoryGoneError extends Error {
+  constructor(id: string) {
+    super(`factory ${id} does not exist`);
+    this.name = 'FactoryGoneError';
+  }
+}
+
+type Decision = 'skip' | 'unchanged' | 'apply';
+
+/** Reasons that mean "this revision needs a new commit or a person": retried only on an explicit sync. */
+const REFUSED: ReadonlySet<string> = new Set<RevisionReason>(['ValidationFailed', 'DeletionBlocked']);
+
+function decide(factory: FactoryRow, revision: string, explicit: boolean): Decision {
+  if (revision === factory.applied_revision) {
+    if (!explicit && factory.attempted_revision === revision && factory.state === 'applied') return 'skip';
+    return 'unchanged';
+  }
+  if (!explicit && revision === factory.attempted_revision && factory.state === 'failed' && REFUSED.has(factory.reason ?? '')) return 'skip';
+  return 'apply';
+}
+
+const AUTOMATIC: ReadonlySet<ApplyTrigger> = new Set(['poll', 'watch', 'start']);
+const MAX_PLAN_ATTEMPTS = 5;
+
+function outcome(factoryId: string, partial: Partial<ApplyOutcome> & Pick<ApplyOutcome, 'result'>): ApplyOutcome {
+  return { factoryId, revision: null, reason: null, message: null, errors: [], warnings: [], changes: [], applyId: null, transient: false, ...partial };
+}
+
+function warningDiagnostics(validation: ValidationResult): Diagnostic[] {
+  return validation.diagnostics.filter((d) => d.severity !== 'error');
+}
+
+/**
+ * The reconcile loop of one factory revision: fetch → load → validate → plan → apply in one transaction
+ * under a per-factory advisory lock → record → publish. A refused revision changes nothing live.
+ */
+export class Reconciler {
+  readonly #deps: ReconcilerDeps;
+  readonly #sources = new Map<string, { key: string; source: Source }>();
+  readonly #managedQueues = new Map<string, SerialQueue>();
+
+  constructor(deps: ReconcilerDeps) {
+    this.#deps = deps;
+  }
+
+  get secrets(): SecretProvider {
+    return this.#deps.secrets;
+  }
+
+  /** The source of a factory, kept between reconciles (a git source keeps its local copy warm). */
+  sourceFor(factory: FactoryRow): Source {
+    const key = JSON.stringify(factory.source);
+    const cached = this.#sources.get(factory.id);
+    if (cached && cached.key === key) return cached.source;
+    const source = createSource(factory, { dataDir: this.#deps.dataDir, secrets: this.#deps.secrets });
+    this.#sources.set(factory.id, { key, source });
+    return source;
+  }
+
+  forget(factoryId: string): void {
+    this.#sources.delete(factoryId);
+    this.#managedQueues.delete(factoryId);
+  }
+
+  /** Fetches the factory's source and reconciles its newest revision. */
+  async reconcile(factoryId: string, options: ReconcileOptions): Promise<ApplyOutcome> {
+    const factory = await plans.getFactory(this.#deps.db, factoryId);
+    if (!factory) throw new FactoryGoneError(factoryId);
+    const source = this.sourceFor(factory);
+    let snapshot: SourceSnapshot | undefined;
+    try {
+      snapshot = await source.fetch();
+    } catch (err) {
+      const failure: SourceFailure = isSourceError(err)
+        ? { reason: err.reason, kind: err.kind, message: err.message, at: new Date().toISOString() }
+        : { reason: 'FetchFailed', kind: 'transient', message: applyFailedMessage(`from ${source.describe()}`, err).replace(/^apply /, 'fetch '), at: new Date().toISOString() };
+      const changed = factory.source_error?.message !== failure.message;
+      await plans.recordSourceFailure(this.#deps.db, factoryId, failure);
+      if (changed) {
+        this.#deps.log.warn({ factory_id: factoryId, reason: failure.reason }, failure.message);
+        await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, { factory_id: factoryId, event: 'reconciled', result: 'failed' });
+      }
+      return outcome(factoryId, { result: 'failed', reason: failure.reason, message: failure.message, transient: failure.kind === 'transient' });
+    }
+    if (factory.source_error || !factory.fetched_at) await plans.recordSourceFailure(this.#deps.db, factoryId, null);
+    if (!snapshot) return outcome(factoryId, { result: 'none', message: `${source.describe()} has no revision yet` });
+    return this.reconcileSnapshot(factory, snapshot, options);
+  }
+
+  /**
+   * Validates a tree against the factory's live state and diffs it, without writing. `forApply` assigns
+   * UIDs to new webhooks; a dry run (`plan`) shows them as null.
+   */
+  async prepare(factory: FactoryRow, files: readonly FactoryFileInput[], options: { forApply: boolean; refreshSecrets: boolean }): Promise<Prepared> {
+    const db = this.#deps.db;
+    const generation = factory.generation;
+    const webhooks = await plans.listFactoryWebhooks(db, factory.id, { includeDeleted: true });
+    const automations = await plans.listFactoryAutomations(db, factory.id);
+    const values = new Map<string, Promise<string | undefined>>();
+    const secret = (name: string): Promise<string | undefined> => {
+      let value = values.get(name);
+      if (!value) {
+        value = this.#deps.secrets.get(factory.team_id, name);
+        values.set(name, value);
+      }
+      return value;
+    };
+    const liveUids = new Map(webhooks.filter((w) => w.deleted_at === null).map((w) => [w.name, w.uid]));
+    const context: ValidationContext = {
+      secretExists: async (name) => (await secret(name)) !== undefined,
+      secretIsUrlSafe: async (name) => {
+        const value = await secret(name);
+        return value !== undefined && isUrlSafe(value);
+      },
+      webhookUidForName: (name) => liveUids.get(name),
+      // Deleted webhooks count: a trigger naming one is valid and never fires (the plan warns).
+      knownWebhookUids: new Set(webhooks.map((w) => w.uid)),
+      // This service has no team runners: a runner must be a runners/ file.
+      teamRunnerExists: () => false,
+    };
+    const validation = await validateFactory(files, context);
+    if (!validation.valid || !validation.definition) return { validation, plan: undefined, generation };
+    const secrets = new Map<string, string>();
+    for (const hook of validation.definition.webhooks) {
+      const value = await secret(hook.secretName);
+      if (value !== undefined) secrets.set(hook.secretName, value);
+    }
+    const plan = computePlan({
+      definition: validation.definition,
+      files,
+      webhooks,
+      automations,
+      applied: factory.definition,
+      secrets,
+      refreshSecrets: options.refreshSecrets,
+      decrypt: (sealed) => this.#deps.cipher.decrypt(sealed),
+      ...(options.forApply ? { newUid: () => newId('wh'), newAutomationId: () => newId('auto') } : {}),
+    });
+    return { validation, plan, generation };
+  }
+
+  /** Reconciles a given revision (fetched, or just committed to a managed repository). */
+  async reconcileSnapshot(initial: FactoryRow, snapshot: SourceSnapshot, options: ReconcileOptions, prepared?: Prepared): Promise<ApplyOutcome> {
+    const { db } = this.#deps;
+    const started = new Date();
+    const revision = snapshot.revision;
+    let factory = initial;
+    for (let attempt = 1; ; attempt++) {
+      const decision = decide(factory, revision, options.explicit);
+      if (decision === 'skip') return outcome(factory.id, { result: 'skipped', revision, reason: factory.reason, message: factory.message });
+      if (decision === 'unchanged') return this.#recordUnchanged(factory, snapshot, options, started);
+
+      const ready =
+        prepared && prepared.generation === factory.generation
+          ? prepared
+          : await this.prepare(factory, snapshot.files, { forApply: true, refreshSecrets: true });
+      prepared = undefined;
+      if (!ready.plan) {
+        const errors = ready.validation.diagnostics;
+        return this.#recordFailure(factory, snapshot, options, started, 'ValidationFailed', validationFailedMessage(revision, errors), errors, []);
+      }
+      const plan = ready.plan;
+      if (plan.deletesEverything && AUTOMATIC.has(options.trigger) && !options.explicit) {
+        const count = plan.webhooks.length + plan.automations.length;
+        return this.#recordFailure(factory, snapshot, options, started, 'DeletionBlocked', deletionBlockedMessage(revision, count), warningDiagnostics(ready.validation), plan.warnings, plan.changes);
+      }
+      let result: ApplyOutcome | { retry: FactoryRow };
+      try {
+        result = await db.transaction(async (tx) => {
+          await plans.lockFactory(tx, factory.id);
+          const fresh = await plans.getFactory(tx, factory.id);
+          if (!fresh) throw new FactoryGoneError(factory.id);
+          if (decide(fresh, revision, options.explicit) !== 'apply' || fresh.generation !== ready.generation) return { retry: fresh };
+          await this.#write(tx, fresh, plan, snapshot);
+          const warnings = warningDiagnostics(ready.validation);
+          const message = appliedMessage(revision);
+          await plans.markRevisionApplied(tx, fresh.id, { revision, definition: ready.validation.definition!, liveChanged: plan.liveChanged, message, warnings });
+          const row = await plans.insertApply(tx, {
+            ...this.#historyBase(fresh.id, snapshot, options, started),
+            result: 'applied',
+            reason: 'Applied',
+            message,
+            errors: warnings,
+            warnings: plan.warnings,
+            changes: plan.changes,
+          });
+          return outcome(fresh.id, { result: 'applied', revision, reason: 'Applied', message, errors: warnings, warnings: plan.warnings, changes: plan.changes, applyId: row.id });
+        });
+      } catch (err) {
+        if (err instanceof FactoryGoneError) throw err;
+        this.#deps.log.error({ err, factory_id: factory.id, revision }, 'apply failed');
+        return this.#recordFailure(factory, snapshot, options, started, 'ApplyFailed', applyFailedMessage(revision, err), [], plan.warnings);
+      }
+      if ('retry' in result) {
+        // Another process applied (or refused) something meanwhile: decide again against what it left.
+        if (attempt >= MAX_PLAN_ATTEMPTS) throw new AppError('conflict', `factory ${factory.id} kept changing while ${revision} was being applied; retry`);
+        factory = result.retry;
+        continue;
+      }
+      this.#deps.log.info({ factory_id: factory.id, revision, changes: result.changes.length }, result.message ?? 'applied');
+      if (plan.liveChanged) await this.#deps.bus.publish(WEBHOOKS_CHANGED_TOPIC, { factory_id: factory.id });
+      await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, { factory_id: factory.id, event: 'reconciled', result: 'applied', revision });
+      return result;
+    }
+  }
+
+  #historyBase(factoryId: string, snapshot: SourceSnapshot, options: ReconcileOptions, started: Date) {
+    return {
+      id: newId('apl'),
+      factory_id: factoryId,
+      revision: snapshot.revision,
+      commit_author: snapshot.commit.author,
+      commit_message: snapshot.commit.message,
+      commit_sha: snapshot.commit.sha,
+      committed_at: snapshot.commit.time,
+      trigger: options.trigger,
+      started_at: started,
+    };
+  }
+
+  async #write(tx: Queryable, factory: FactoryRow, plan: Plan, snapshot: SourceSnapshot): Promise<void> {
+    const { cipher } = this.#deps;
+    // Deletes first: a name freed by a deleted webhook can be taken by a created one.
+    for (const op of plan.webhooks) if (op.op === 'delete') await plans.softDeleteWebhook(tx, op.uid);
+    for (const op of plan.webhooks) {
+      if (op.op === 'create') {
+        await plans.insertWebhook(tx, { ...op.values, uid: op.uid!, teamId: factory.team_id, factoryId: factory.id, secretCiphertext: cipher.encrypt(op.secret) });
+      } else if (op.op === 'update') {
+        await plans.updateWebhook(tx, op.uid, op.values, op.secret === null ? null : cipher.encrypt(op.secret));
+      }
+    }
+    for (const op of plan.automations) {
+      if (op.op === 'delete') {
+        await plans.softDeleteAutomation(tx, op.id);
+      } else if (op.op === 'create') {
+        await plans.insertAutomation(tx, { ...op.values, id: op.id!, teamId: factory.team_id, factoryId: factory.id });
+        await plans.replaceAutomationTriggers(tx, op.id!, op.triggers);
+      } else {
+        await plans.updateAutomation(tx, op.id, op.values);
+        await plans.replaceAutomationTriggers(tx, op.id, op.triggers);
+      }
+    }
+    await plans.replaceFactoryFiles(tx, factory.id, snapshot.files);
+  }
+
+  /** The applied revision again: nothing live changes; history records it when asked for or when status moves. */
+  async #recordUnchanged(factory: FactoryRow, snapshot: SourceSnapshot, options: ReconcileOptions, started: Date): Promise<ApplyOutcome> {
+    const revision = snapshot.revision;
+    const message = appliedMessage(revision);
+    const written = await this.#deps.db.transaction(async (tx) => {
+      await plans.lockFactory(tx, factory.id);
+      const fresh = await plans.getFactory(tx, factory.id);
+      if (!fresh) throw new FactoryGoneError(factory.id);
+      const decision = decide(fresh, revision, options.explicit);
+      if (decision !== 'unchanged') return undefined;
+      await plans.markRevisionApplied(tx, fresh.id, { revision, definition: null, liveChanged: false, message, warnings: fresh.state === 'applied' ? fresh.errors : [] });
+      const row = await plans.insertApply(tx, { ...this.#historyBase(fresh.id, snapshot, options, started), result: 'unchanged', reason: 'Applied', message, errors: [], warnings: [], changes: [] });
+      return row.id;
+    });
+    if (written === undefined) return outcome(factory.id, { result: 'skipped', revision });
+    await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, { factory_id: factory.id, event: 'reconciled', result: 'unchanged', revision });
+    return outcome(factory.id, { result: 'unchanged', revision, reason: 'Applied', message, applyId: written });
+  }
+
+  async #recordFailure(
+    factory: FactoryRow,
+    snapshot: SourceSnapshot,
+    options: ReconcileOptions,
+    started: Date,
+    reason: RevisionReason,
+    message: string,
+    errors: Diagnostic[],
+    warnings: ApplyOutcome['warnings'],
+    changes: ApplyOutcome['changes'] = [],
+  ): Promise<ApplyOutcome> {
+    const revision = snapshot.revision;
+    const applyId = await this.#deps.db.transaction(async (tx) => {
+      await plans.lockFactory(tx, factory.id);
+      const fresh = await plans.getFactory(tx, factory.id);
+      if (!fresh) throw new FactoryGoneError(factory.id);
+      // Another process recorded this revision meanwhile: once is enough.
+      if (decide(fresh, revision, options.explicit) !== 'apply') return undefined;
+      await plans.markRevisionFailed(tx, fresh.id, { revision, reason, message, errors });
+      const row = await plans.insertApply(tx, { ...this.#historyBase(fresh.id, snapshot, options, started), result: 'failed', reason, message, errors, warnings, changes });
+      return row.id;
+    });
+    if (applyId === undefined) return outcome(factory.id, { result: 'skipped', revision });
+    this.#deps.log.warn({ factory_id: factory.id, revision, reason }, message);
+    await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, { factory_id: factory.id, event: 'reconciled', result: 'failed', revision });
+    return outcome(factory.id, { result: 'failed', revision, reason, message, errors, warnings, changes, applyId, transient: reason === 'ApplyFailed' });
+  }
+
+  // ---------------------------------------------------------------- managed factories
+
+  /**
+   * Changes a managed factory in one step: the current files → `mutate` → validate against live state →
+   * commit → apply. An invalid result is refused with `definition_invalid` (422, diagnostics in the problem
+   * document) and nothing is committed. A result equal to the current files commits nothing (`unchanged`).
+   */
+  async applyManagedChange(
+    factoryId: string,
+    mutate: (files: FactoryFileInput[]) => FactoryFileInput[] | Promise<FactoryFileInput[]>,
+    commit: { author: CommitAuthor; message: string },
+  ): Promise<ApplyOutcome> {
+    let queue = this.#managedQueues.get(factoryId);
+    if (!queue) {
+      queue = new SerialQueue();
+      this.#managedQueues.set(factoryId, queue);
+    }
+    return queue.run(async () => {
+      const factory = await plans.getFactory(this.#deps.db, factoryId);
+      if (!factory) throw new AppError('resource_not_found', `factory ${factoryId} does not exist`);
+      if (factory.source.type !== 'managed') throw readOnlyError(factory, this.sourceFor(factory).describe());
+      const repo = this.sourceFor(factory) as ManagedRepository;
+      const head = await repo.head();
+      const current = head ? ((await repo.fetch())?.files ?? []) : [];
+      const next = normalizeFiles(await mutate(current.map((f) => ({ path: f.path, content: f.content }))));
+      if (head && sameFiles(current, next)) {
+        const snapshot = (await repo.fetch())!;
+        return this.reconcileSnapshot(factory, snapshot, { trigger: 'managed', explicit: true });
+      }
+      const prepared = await this.prepare(factory, next, { forApply: true, refreshSecrets: true });
+      if (!prepared.plan) throw definitionInvalid(prepared.validation.diagnostics);
+      const sha = await repo.commit(next, commit.author, commit.message, head);
+      const snapshot: SourceSnapshot = {
+        revision: `main@sha1:${sha}`,
+        files: next,
+        commit: { sha, author: `${commit.author.name} <${commit.author.email}>`, message: commit.message, time: new Date() },
+      };
+      return this.reconcileSnapshot(factory, snapshot, { trigger: 'managed', explicit: true }, prepared);
+    });
+  }
+}
+
+function normalizeFiles(files: readonly FactoryFileInput[]): FactoryFileInput[] {
+  const seen = new Set<string>();
+  const out: FactoryFileInput[] = [];
+  for (const file of files) {
+    const p = file.path.replace(/\\/g, '/').replace(/^\.?\/+/, '');
+    if (!p || p.split('/').some((s) => s === '' || s === '.' || s === '..') || p.includes('\0')) {
+      throw new AppError('invalid_request', `file path "${file.path}" must be relative, without "." or ".." segments`);
+    }
+    if (file.symlink) throw new AppError('invalid_request', `${p}: symbolic links cannot be written to a managed factory`);
+    if (seen.has(p)) throw new AppError('invalid_request', `${p} appears twice`);
+    seen.add(p);
+    out.push({ path: p, content: file.content });
+  }
+  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+function sameFiles(a: readonly FactoryFileInput[], b: readonly FactoryFileInput[]): boolean {
+  if (a.length !== b.length) return false;
+  const byPath = new Map(a.map((f) => [f.path, f.content]));
+  return b.every((f) => byPath.get(f.path) === f.content);
+}
+
+export function definitionInvalid(diagnostics: readonly Diagnostic[]): AppError {
+  const errors = diagnostics.filter((d) => d.severity === 'error');
+  const first = errors[0];
+  const detail = first
+    ? `${errors.length} error${errors.length === 1 ? '' : 's'}; first: ${first.file}:${first.line}:${first.column} ${first.code} ${first.message}`
+    : 'the definition is invalid';
+  return new AppError('definition_invalid', detail, { extensions: { diagnostics } });
+}
+
+export function readOnlyError(factory: FactoryRow, where: string): AppError {
+  const kind = factory.source.type === 'directory' ? 'a directory' : 'a repository';
+  return new AppError('factory_read_only', `factory ${factory.name} is defined in ${kind}, ${where}: change the files there`, {
+    extensions: {
+      source: factory.source.type === 'git' ? { type: 'git', url: sanitizeUrl(factory.source.url), branch: factory.source.branch } : { type: factory.source.type },
+    },
+  });
+}
