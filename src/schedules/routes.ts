@@ -20,6 +20,7 @@ export async function registerScheduleRoutes(app: AppInstance, schedules: Schedu
     {
       schema: {
         tags,
+        operationId: 'createScheduledAgent',
         summary: 'Create a scheduled agent: a prompt and agent configuration started as a run at every fire',
         body: schemas.CreateScheduleRequestSchema,
         response: { 201: schemas.ScheduledAgentItemSchema },
@@ -33,13 +34,13 @@ export async function registerScheduleRoutes(app: AppInstance, schedules: Schedu
 
   app.get(
     '/agent/schedules',
-    { schema: { tags, summary: "The team's schedules, sorted by name", response: { 200: schemas.ListSchedulesResponseSchema } } },
+    { schema: { tags, operationId: 'listScheduledAgents', summary: "The team's schedules, sorted by name", response: { 200: schemas.ListSchedulesResponseSchema } } },
     async (request) => ({ schedules: (await schedules.list(request.principal.teamId)).map(toScheduledAgentItem) }),
   );
 
   app.get(
     '/agent/schedules/:scheduleId',
-    { schema: { tags, summary: 'One schedule, with its next and last fire', params: schemas.ScheduleIdParamsSchema, response: item } },
+    { schema: { tags, operationId: 'getScheduledAgent', summary: 'One schedule, with its next and last fire', params: schemas.ScheduleIdParamsSchema, response: item } },
     async (request) => toScheduledAgentItem(await schedules.get(request.principal.teamId, request.params.scheduleId)),
   );
 
@@ -48,6 +49,7 @@ export async function registerScheduleRoutes(app: AppInstance, schedules: Schedu
     {
       schema: {
         tags,
+        operationId: 'updateScheduledAgent',
         summary: 'Replace a schedule (every field; an absent agent_config clears it)',
         params: schemas.ScheduleIdParamsSchema,
         body: schemas.UpdateScheduleRequestSchema,
@@ -63,6 +65,7 @@ export async function registerScheduleRoutes(app: AppInstance, schedules: Schedu
     {
       schema: {
         tags,
+        operationId: 'deleteScheduledAgent',
         summary: 'Delete a schedule; runs it started stay',
         params: schemas.ScheduleIdParamsSchema,
         response: { 200: schemas.DeleteScheduleResponseSchema },
@@ -76,7 +79,7 @@ export async function registerScheduleRoutes(app: AppInstance, schedules: Schedu
 
   app.post(
     '/agent/schedules/:scheduleId/pause',
-    { schema: { tags, summary: 'Pause a schedule: it does not fire until resumed', params: schemas.ScheduleIdParamsSchema, response: item } },
+    { schema: { tags, operationId: 'pauseScheduledAgent', summary: 'Pause a schedule: it does not fire until resumed', params: schemas.ScheduleIdParamsSchema, response: item } },
     async (request) =>
       toScheduledAgentItem(await schedules.setEnabled(request.principal.teamId, request.params.scheduleId, callerOf(request), false)),
   );
@@ -86,6 +89,7 @@ export async function registerScheduleRoutes(app: AppInstance, schedules: Schedu
     {
       schema: {
         tags,
+        operationId: 'resumeScheduledAgent',
         summary: 'Resume a paused schedule; the next fire is the first slot after now (missed slots are not replayed)',
         params: schemas.ScheduleIdParamsSchema,
         response: item,
