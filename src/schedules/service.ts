@@ -61,6 +61,15 @@ export function checkScheduleInput(input: ScheduleInput, enabledDefault: boolean
   return { name, cronSchedule: cron, enabled: input.enabled ?? enabledDefault, prompt, agentConfig, metadata };
 }
 
+/** The first slot after `now`; a stored expression the grammar no longer accepts asks for a new one. */
+function nextFromNow(cron: string, now: Date): Date {
+  try {
+    return parseCron(cron).nextAfter(now);
+  } catch (err) {
+    throw new AppError('invalid_request', `cron_schedule "${cron}" is no longer valid (${err instanceof Error ? err.message : String(err)}); replace it with PUT`);
+  }
+}
+
 function refuseIfManaged(row: ScheduleRow): void {
   if (row.origin === 'automation') {
     throw new AppError(
@@ -133,7 +142,7 @@ export class ScheduleService {
       if (!current) throw new AppError('resource_not_found', `schedule ${id} does not exist`);
       refuseIfManaged(current);
       if (current.enabled === enabled && (!enabled || current.next_run_at)) return current;
-      const nextRunAt = enabled ? parseCron(current.cron_schedule).nextAfter(this.#clock.now()) : null;
+      const nextRunAt = enabled ? nextFromNow(current.cron_schedule, this.#clock.now()) : null;
       return plans.setEnabled(tx, id, enabled, nextRunAt, updater);
     });
     await this.#changed(row);

@@ -11,13 +11,15 @@ import { SCHEDULES_CHANGED_TOPIC } from './scheduler.ts';
  * (the same topic the ingress routing snapshot follows).
  */
 export const WEBHOOKS_CHANGED_TOPIC = 'webhooks.changed';
+/** Published when a factory is created, deleted or re-pointed, and after each reconcile: `{factory_id, event}`. */
+export const FACTORIES_CHANGED_TOPIC = 'factories.changed';
 
 /** Re-sync every factory this often, in case a change notice was lost. */
 const FULL_SYNC_INTERVAL_MS = 60_000;
 
 /**
  * Keeps automation schedules in step with the applied automations: all factories at start and every
- * minute, one factory whenever `webhooks.changed` names it. Syncs run one after another.
+ * minute, one factory whenever `webhooks.changed` or `factories.changed` names it. Syncs run one after another.
  */
 export class AutomationScheduleSync {
   readonly #db: Db;
@@ -37,10 +39,12 @@ export class AutomationScheduleSync {
   }
 
   async start(): Promise<void> {
-    this.#unsubscribe = this.#bus.subscribe(WEBHOOKS_CHANGED_TOPIC, (data) => {
+    const onChange = (data: unknown): void => {
       const factoryId = (data as { factory_id?: unknown } | null)?.factory_id;
       void (typeof factoryId === 'string' ? this.syncFactory(factoryId) : this.syncAll());
-    });
+    };
+    const unsubscribes = [this.#bus.subscribe(WEBHOOKS_CHANGED_TOPIC, onChange), this.#bus.subscribe(FACTORIES_CHANGED_TOPIC, onChange)];
+    this.#unsubscribe = () => unsubscribes.forEach((u) => u());
     await this.syncAll();
     this.#loop = (async () => {
       while (!this.#stop.signal.aborted) {
