@@ -1,5 +1,6 @@
 import type { AppModule, ServiceContext } from '../http/context.ts';
 import { OutboxEvaluator } from './evaluator.ts';
+import { registerAutomationReadRoutes } from './routes.ts';
 import type { EvaluatorOptions } from './evaluator.ts';
 
 const evaluators = new WeakMap<ServiceContext, OutboxEvaluator>();
@@ -12,6 +13,9 @@ export function evaluatorOf(ctx: ServiceContext): OutboxEvaluator | undefined {
 export function createAutomationsModule(options: EvaluatorOptions = {}): AppModule {
   return {
     name: 'automations',
+    async api(app, ctx) {
+      await registerAutomationReadRoutes(app, ctx);
+    },
     async start(ctx) {
       // The ingress nodes produce the outbox and a controller node backs them up; SKIP LOCKED shares the work.
       if (!ctx.config.roles.has('ingress') && !ctx.config.roles.has('controller')) return async () => {};

@@ -5,13 +5,13 @@ import type { IdentitySource } from './identity.ts';
 export type DeliveryLabelCode = 'accepted' | 'duplicate' | 'rejected_auth' | 'rejected_invalid_json' | 'rejected_too_large';
 
 /** The labels as the spec names them. */
-export const DELIVERY_LABELS: Readonly<Record<DeliveryLabelCode, string>> = {
+export const DELIVERY_LABELS = {
   accepted: 'Accepted',
   duplicate: 'Duplicate',
   rejected_auth: 'Rejected (auth)',
   rejected_invalid_json: 'Rejected (invalid JSON)',
   rejected_too_large: 'Rejected (too large)',
-};
+} as const satisfies Record<DeliveryLabelCode, string>;
 
 export interface DeliveryInsert {
   id: string;

@@ -64,6 +64,35 @@ async function runState(f: Fixture): Promise<string> {
   return (await f.asA('GET', `/agent/runs/${f.a.runId}`)).body.state;
 }
 
+/** Team A's webhook with one accepted delivery, and an automation on it (made on first use, straight in the tables). */
+const teamAWebhooks = new WeakMap<Fixture, Promise<{ uid: string; deliveryId: string; automationId: string }>>();
+function teamAWebhook(f: Fixture): Promise<{ uid: string; deliveryId: string; automationId: string }> {
+  let made = teamAWebhooks.get(f);
+  if (!made) {
+    made = (async () => {
+      const db = f.s.server.ctx.db;
+      const ids = { uid: 'wh_0000000000000000000000isoa', deliveryId: 'dlv_000000000000000000000isoa', automationId: 'auto_00000000000000000000isoa' };
+      await db.query(
+        `INSERT INTO webhooks (uid, team_id, factory_id, name, file, auth_mode, secret_name) VALUES ($1, $2, 'fac_a', 'a-hook', 'webhooks/a-hook.yaml', 'token', 'a-secret')`,
+        [ids.uid, f.a.teamId],
+      );
+      await db.query(
+        `INSERT INTO webhook_deliveries (id, webhook_uid, team_id, factory_id, webhook_name, label, identity, size, received_at, payload)
+         VALUES ($1, $2, $3, 'fac_a', 'a-hook', 'accepted', 'a', 2, now(), '\\x7b7d')`,
+        [ids.deliveryId, ids.uid, f.a.teamId],
+      );
+      await db.query(`INSERT INTO automations (id, team_id, factory_id, name, file, prompt) VALUES ($1, $2, 'fac_a', 'a-auto', 'automations/a-auto/automation.md', 'p')`, [
+        ids.automationId,
+        f.a.teamId,
+      ]);
+      await db.query('INSERT INTO automation_webhook_triggers (automation_id, webhook_uid, trigger_index) VALUES ($1, $2, 0)', [ids.automationId, ids.uid]);
+      return ids;
+    })();
+    teamAWebhooks.set(f, made);
+  }
+  return made;
+}
+
 const ISOLATION: Record<string, Probe> = {
   'GET /healthz': { kind: 'public', why: 'liveness only; reveals nothing', check: async (f) => expect((await request(`${f.s.url}/healthz`)).status).toBe(200) },
   'GET /api/v1/openapi.json': {
@@ -301,6 +330,37 @@ const ISOLATION: Record<string, Probe> = {
   'POST /api/v1/agent/schedules/:scheduleId/resume': {
     kind: 'team-resource',
     check: async (f) => expectNotFound(await f.asB('POST', `/agent/schedules/${f.a.scheduleId}/resume`), 'resume'),
+  },
+
+  // webhook delivery log and automations
+  'GET /api/v1/webhooks/:uid/deliveries': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', `/webhooks/${(await teamAWebhook(f)).uid}/deliveries`), 'A delivery log'),
+  },
+  'GET /api/v1/webhooks/:uid/deliveries/:deliveryId': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const a = await teamAWebhook(f);
+      await expectNotFound(await f.asB('GET', `/webhooks/${a.uid}/deliveries/${a.deliveryId}`), 'A delivery');
+    },
+  },
+  'GET /api/v1/webhooks/:uid/deliveries/:deliveryId/payload': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const a = await teamAWebhook(f);
+      await expectNotFound(await f.asB('GET', `/webhooks/${a.uid}/deliveries/${a.deliveryId}/payload`), 'A payload');
+    },
+  },
+  'GET /api/v1/automations/:id': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', `/automations/${(await teamAWebhook(f)).automationId}`), 'A automation'),
+  },
+  'POST /api/v1/automations/:id/test-filter': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const a = await teamAWebhook(f);
+      await expectNotFound(await f.asB('POST', `/automations/${a.automationId}/test-filter`, { delivery_id: a.deliveryId }), 'test A automation');
+    },
   },
 
   // webhook ingress: the UID (and, by mode, the secret) is the capability; no team key is involved
