@@ -6,7 +6,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../../src/schedules/clock.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
-import { TEST_MASTER_KEY } from '../support/server.ts';
+import { parseRoles } from '../../src/config.ts';
+import { MODULES } from '../../src/modules.ts';
+import { createSchedulesModule } from '../../src/schedules/module.ts';
+import { startTestServer, TEST_MASTER_KEY } from '../support/server.ts';
 import { runsOfSchedule, secondConnection, startScheduleServer, waitFor } from './support.ts';
 import type { ScheduleTestServer } from './support.ts';
 
@@ -104,6 +107,26 @@ describe.each(ENGINES)('scheduler on %s', (engine) => {
       expect(fired.map((f) => f.run_ids.length)).toEqual([1, 1, 1]);
       expect(new Set(fired.flatMap((f) => f.run_ids))).toEqual(new Set(runs.map((r) => r.run_id)));
     }
+  });
+
+  it('fires nothing in a process without the scheduler role, and the API still works there', async () => {
+    const db = await database();
+    const clock = new ManualClock('2030-05-02T00:00:10.000Z');
+    let started = false;
+    const modules = MODULES.map((m) => (m.name === 'schedules' ? createSchedulesModule({ clock, onScheduler: () => (started = true) }) : m));
+    const apiOnly = await startTestServer(engine, { database: db, modules, config: { roles: parseRoles('api,ingress') } });
+    cleanups.push(() => apiOnly.close());
+    expect(started).toBe(false);
+    const created = await apiOnly.api('POST', '/agent/schedules', { name: 'minutely', cron_schedule: '* * * * *', prompt: 'p' });
+    expect(created.status).toBe(201);
+    expect(created.body.history.next_run).toBe('2030-05-02T00:01:00.000Z');
+    clock.advance(120_000);
+    expect(await runsOfSchedule(apiOnly, created.body.id)).toHaveLength(0);
+    // A scheduler process started later picks the missed slot up (once).
+    const scheduler = await server({ clock, database: db, adminKey: apiOnly.adminKey });
+    await waitFor(async () => (await runsOfSchedule(apiOnly, created.body.id)).length === 1, 'the fire by the scheduler process');
+    await scheduler.scheduler.tick();
+    expect(await runsOfSchedule(apiOnly, created.body.id)).toHaveLength(1);
   });
 
   it.runIf(engine === 'postgres')('with a second scheduler in another OS process, each fire creates exactly one run', async () => {
