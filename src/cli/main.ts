@@ -84,6 +84,8 @@ async function openapiCommand(argv: string[]): Promise<number> {
 /** The command table. Each later capability adds one line. */
 export const COMMANDS: Record<string, Command> = {
   validate: async (argv) => (await import('./validate.ts')).validateCommand(argv),
+  plan: async (argv) => (await import('./plan.ts')).planCommand(argv),
+  apply: async (argv) => (await import('./apply.ts')).applyCommand(argv),
   serve,
   migrate: migrateCommand,
   openapi: openapiCommand,

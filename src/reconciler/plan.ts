@@ -124,7 +124,10 @@ function definitionChanges(applied: FactoryDefinition | null, next: FactoryDefin
     }
     for (const [name, item] of old) changes.push({ kind, name, file: item.file, action: 'deleted' });
   };
-  diff('factory', applied ? [applied.factory] : [], [next.factory], () => 'factory');
+  if (!applied) changes.push({ kind: 'factory', name: next.factory.name, file: next.factory.file, action: 'created' });
+  else if (!isDeepStrictEqual(JSON.parse(JSON.stringify(applied.factory)), JSON.parse(JSON.stringify(next.factory)))) {
+    changes.push({ kind: 'factory', name: next.factory.name, file: next.factory.file, action: 'updated' });
+  }
   diff('agent', applied?.agents ?? [], next.agents, (a) => a.name);
   diff('runner', applied?.runners ?? [], next.runners, (r) => r.name);
   diff('scorer', applied?.scorers ?? [], next.scorers, (s) => s.name);
