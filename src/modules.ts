@@ -7,6 +7,7 @@ import { schedulesModule } from './schedules/module.ts';
 import { secretsModule } from './secrets/module.ts';
 import { webhooksModule } from './webhooks/module.ts';
 import { factoriesModule } from './factories/module.ts';
+import { healthModule } from './http/health.ts';
 
 /** Every domain of the service, in the order their routes and background work start. Add one line per module. */
 export const MODULES: readonly AppModule[] = [
@@ -18,4 +19,5 @@ export const MODULES: readonly AppModule[] = [
   automationsModule,
   webhooksModule,
   schedulesModule,
+  healthModule,
 ];

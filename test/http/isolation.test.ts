@@ -95,6 +95,12 @@ function teamAWebhook(f: Fixture): Promise<{ uid: string; deliveryId: string; au
 
 const ISOLATION: Record<string, Probe> = {
   'GET /healthz': { kind: 'public', why: 'liveness only; reveals nothing', check: async (f) => expect((await request(`${f.s.url}/healthz`)).status).toBe(200) },
+  'GET /readyz': { kind: 'public', why: 'readiness only: which checks pass', check: async (f) => expect((await request(`${f.s.url}/readyz`)).status).toBe(200) },
+  'GET /metrics': {
+    kind: 'public',
+    why: 'Prometheus scrape: instance-wide counts by label and state, no team, factory or run identifiers',
+    check: async (f) => expect((await request(`${f.s.url}/metrics`)).text).not.toContain(f.a.teamId),
+  },
   'GET /api/v1/openapi.json': {
     kind: 'public',
     why: 'the API description, the same for everyone',

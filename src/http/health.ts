@@ -1,0 +1,101 @@
+import type { AppModule, ServiceContext } from './context.ts';
+import { metricsFor } from '../metrics/metrics.ts';
+import { controllerFor } from '../reconciler/index.ts';
+import { FACTORIES_CHANGED_TOPIC } from '../reconciler/topics.ts';
+
+/** A readiness check: undefined when ready, else why not (shown in the /readyz answer). */
+export type ReadinessCheck = () => Promise<string | undefined> | string | undefined;
+
+const checks = new WeakMap<ServiceContext, Map<string, ReadinessCheck>>();
+
+/** Adds a check that /readyz runs (the operator adds "informers synced"); returns its removal. */
+export function addReadinessCheck(ctx: ServiceContext, name: string, check: ReadinessCheck): () => void {
+  let map = checks.get(ctx);
+  if (!map) {
+    map = new Map();
+    checks.set(ctx, map);
+  }
+  map.set(name, check);
+  return () => {
+    if (map.get(name) === check) map.delete(name);
+  };
+}
+
+const DATABASE_TIMEOUT_MS = 2_000;
+
+async function databaseCheck(ctx: ServiceContext): Promise<string | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      ctx.db.query('SELECT 1'),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${DATABASE_TIMEOUT_MS} ms`)), DATABASE_TIMEOUT_MS);
+      }),
+    ]);
+    return undefined;
+  } catch (err) {
+    return `database unreachable: ${err instanceof Error ? err.message : String(err)}`;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Runs every readiness check; `ready` only when all pass. */
+export async function readiness(ctx: ServiceContext): Promise<{ ready: boolean; checks: Record<string, string> }> {
+  const results: Record<string, string> = {};
+  const entries: [string, ReadinessCheck][] = [['database', () => databaseCheck(ctx)], ...(checks.get(ctx) ?? new Map())];
+  await Promise.all(
+    entries.map(async ([name, check]) => {
+      try {
+        results[name] = (await check()) ?? 'ok';
+      } catch (err) {
+        results[name] = err instanceof Error ? err.message : String(err);
+      }
+    }),
+  );
+  return { ready: Object.values(results).every((r) => r === 'ok'), checks: results };
+}
+
+/**
+ * Readiness and Prometheus metrics for `serve` and `operator` (liveness, `/healthz`, is the app's own):
+ * - `GET /readyz`: 200 when the database answers and every registered check passes (the operator leader's
+ *   informer caches are synced), else 503 naming what is not ready;
+ * - `GET /metrics`: the Prometheus text format.
+ * It also counts the applies and refusals of the reconcile loops that run in this process.
+ */
+export const healthModule: AppModule = {
+  name: 'health',
+  async root(app, ctx) {
+    app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+      const result = await readiness(ctx);
+      return reply.code(result.ready ? 200 : 503).send({ status: result.ready ? 'ok' : 'unavailable', checks: result.checks });
+    });
+    app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+      const { registry } = metricsFor(ctx);
+      const text = await registry.metrics();
+      return reply.type(registry.contentType).send(text);
+    });
+  },
+  async start(ctx) {
+    const metrics = metricsFor(ctx);
+    const unsubscribe = ctx.bus.subscribe(FACTORIES_CHANGED_TOPIC, (data) => {
+      const msg = data as { factory_id?: string; event?: string; result?: string; revision?: string } | null;
+      // Count only the outcomes of loops running here, so that a sum over processes counts each once.
+      if (msg?.event !== 'reconciled' || !msg.factory_id || !controllerFor(ctx).runsLoops) return;
+      if (msg.result === 'applied' || msg.result === 'unchanged') {
+        metrics.applies.inc({ result: msg.result });
+        return;
+      }
+      if (msg.result !== 'failed') return;
+      void ctx.db
+        .query<{ reason: string | null; source_error: { reason?: string } | null }>('SELECT reason, source_error FROM factories WHERE id = $1', [msg.factory_id])
+        .then((res) => {
+          const row = res.rows[0];
+          if (msg.revision) metrics.refusals.inc({ reason: row?.reason ?? 'Unknown' });
+          else metrics.fetchFailures.inc({ reason: row?.source_error?.reason ?? 'Unknown' });
+        })
+        .catch(() => {});
+    });
+    return async () => unsubscribe();
+  },
+};

@@ -1,0 +1,120 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Queryable } from '../store/db.ts';
+
+/** How long database-derived gauges reuse one answer (scrapes every few seconds cost one query each). */
+const DB_GAUGE_TTL_MS = 5_000;
+
+export interface Metrics {
+  registry: Registry;
+  /** Revisions that went live (`applied`) or were the live one again (`unchanged`), by this process. */
+  applies: Counter<'result'>;
+  /** Revisions refused (validation, deletion guard, failed apply), by reason. */
+  refusals: Counter<'reason'>;
+  /** Sources that could not be fetched, by reason. */
+  fetchFailures: Counter<'reason'>;
+  /** Duration of one reconcile of an operator controller (Factory, Job). */
+  reconcileDuration: Histogram<'controller' | 'outcome'>;
+  /** Events recorded on Kubernetes objects, by type and reason. */
+  kubernetesEvents: Counter<'type' | 'reason'>;
+  /** Registers a work queue whose depth `agentyard_workqueue_depth{controller}` reports; returns an unregister function. */
+  addQueue(controller: string, depth: () => number): () => void;
+}
+
+function cached<T>(load: () => Promise<T>): () => Promise<T> {
+  let value: { at: number; data: Promise<T> } | undefined;
+  return () => {
+    const now = Date.now();
+    if (!value || now - value.at > DB_GAUGE_TTL_MS) {
+      const data = load();
+      value = { at: now, data };
+      data.catch(() => {
+        if (value?.data === data) value = undefined;
+      });
+    }
+    return value.data;
+  };
+}
+
+/** A registry with the service's metrics; gauges of deliveries and runs query the database when scraped. */
+export function createMetrics(db: Queryable): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'agentyard_' });
+  const queues = new Map<string, () => number>();
+
+  const deliveries = cached(async () => (await db.query<{ label: string; n: string }>('SELECT label, count(*) AS n FROM webhook_deliveries GROUP BY label')).rows);
+  const runs = cached(async () => (await db.query<{ state: string; n: string }>('SELECT state, count(*) AS n FROM runs GROUP BY state')).rows);
+
+  new Gauge({
+    name: 'agentyard_webhook_deliveries',
+    help: 'Webhook deliveries in the delivery log, by label (accepted, duplicate, rejected_*); the log is trimmed by retention.',
+    labelNames: ['label'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const row of await deliveries()) this.set({ label: row.label }, Number(row.n));
+    },
+  });
+  new Gauge({
+    name: 'agentyard_runs',
+    help: 'Runs by state.',
+    labelNames: ['state'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const row of await runs()) this.set({ state: row.state }, Number(row.n));
+    },
+  });
+  new Gauge({
+    name: 'agentyard_workqueue_depth',
+    help: 'Keys waiting in an operator work queue.',
+    labelNames: ['controller'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [controller, depth] of queues) this.set({ controller }, depth());
+    },
+  });
+
+  return {
+    registry,
+    applies: new Counter({ name: 'agentyard_factory_applies_total', help: 'Factory revisions applied by this process.', labelNames: ['result'], registers: [registry] }),
+    refusals: new Counter({ name: 'agentyard_factory_refusals_total', help: 'Factory revisions refused by this process, by reason.', labelNames: ['reason'], registers: [registry] }),
+    fetchFailures: new Counter({
+      name: 'agentyard_factory_fetch_failures_total',
+      help: 'Failed fetches of factory sources by this process, by reason.',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    reconcileDuration: new Histogram({
+      name: 'agentyard_reconcile_duration_seconds',
+      help: 'Duration of one reconcile of an operator controller.',
+      labelNames: ['controller', 'outcome'],
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: [registry],
+    }),
+    kubernetesEvents: new Counter({
+      name: 'agentyard_kubernetes_events_total',
+      help: 'Events recorded on Kubernetes objects, by type and reason.',
+      labelNames: ['type', 'reason'],
+      registers: [registry],
+    }),
+    addQueue(controller, depth) {
+      queues.set(controller, depth);
+      return () => {
+        if (queues.get(controller) === depth) queues.delete(controller);
+      };
+    },
+  };
+}
+
+const byContext = new WeakMap<object, Metrics>();
+
+/** The metrics of one server (a WeakMap per context, so that several servers in one process stay apart). */
+export function metricsFor(ctx: { db: Queryable }): Metrics {
+  let metrics = byContext.get(ctx);
+  if (!metrics) {
+    metrics = createMetrics(ctx.db);
+    byContext.set(ctx, metrics);
+  }
+  return metrics;
+}
