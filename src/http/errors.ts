@@ -37,6 +37,8 @@ export const ERROR_CATALOGUE = {
   definition_invalid: { status: 422, title: 'Factory definition is invalid', retryable: false },
   webhook_limit_reached: { status: 422, title: 'Webhook limit reached', retryable: false },
   webhook_rename_unsupported: { status: 422, title: 'Renaming a webhook is not supported', retryable: false },
+  webhook_name_taken: { status: 409, title: 'Webhook name already in use', retryable: false },
+  automation_name_taken: { status: 409, title: 'Automation name already in use', retryable: false },
   secret_not_found: { status: 404, title: 'Secret not found', retryable: false },
   secret_not_url_safe: { status: 422, title: 'Secret is not URL-safe', retryable: false },
   // Webhook ingress

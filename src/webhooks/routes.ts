@@ -1,9 +1,12 @@
-import { Type } from 'typebox';
 import type { AppInstance, ServiceContext } from '../http/context.ts';
 import { AppError } from '../http/errors.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import type { Queryable } from '../store/db.ts';
 import { firingsOf, getDelivery, getDeliveryPayload, listDeliveries, toDeliveryItem } from './delivery-log.ts';
+import { ingressUrl } from '../factories/views.ts';
+import { requireTeamAdmin } from '../http/auth.ts';
+import type { WebhookRow } from '../reconciler/model.ts';
+import { WebhookManagement } from './management.ts';
 import * as s from './schemas.ts';
 
 const TAGS = ['webhooks'];
@@ -84,6 +87,117 @@ export async function registerDeliveryLogRoutes(app: AppInstance, ctx: ServiceCo
         throw new AppError('resource_not_found', `delivery ${request.params.deliveryId} of webhook ${hook.uid} has no stored payload (only accepted deliveries keep theirs)`);
       }
       return reply.type('application/json').send(Buffer.from(stored.payload));
+    },
+  );
+}
+
+export function webhookView(row: WebhookRow, ctx: ServiceContext) {
+  let hasSecret = false;
+  if (row.secret_ciphertext) {
+    try {
+      hasSecret = ctx.cipher.decrypt(row.secret_ciphertext) !== '';
+    } catch {
+      hasSecret = false;
+    }
+  }
+  return {
+    uid: row.uid,
+    factory_id: row.factory_id,
+    name: row.name,
+    file: row.file,
+    auth_mode: row.auth_mode,
+    signature_scheme: row.signature_scheme,
+    secret_name: row.secret_name,
+    delivery_id_header: row.delivery_id_header,
+    enabled: row.enabled,
+    state: row.deleted_at ? ('deleted' as const) : row.enabled ? ('enabled' as const) : ('disabled' as const),
+    has_secret: hasSecret,
+    ingress_url: ingressUrl(ctx.config.webhookBaseUrl, row),
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+    ...(row.deleted_at ? { deleted_at: row.deleted_at.toISOString() } : {}),
+  };
+}
+
+export async function registerWebhookManagementRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
+  const webhooks = new WebhookManagement(ctx);
+
+  app.post(
+    '/factories/:id/webhooks',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Create a webhook on a managed factory (a webhooks/<name>.yaml file, committed and applied); shows the secret once (team admins)',
+        params: s.FactoryIdParams,
+        body: s.CreateWebhookBody,
+        response: { 201: s.WebhookWithSecretSchema },
+      },
+    },
+    async (request, reply) => {
+      requireTeamAdmin(request);
+      const { row, shown } = await webhooks.create(request, request.params.id, request.body);
+      return reply.code(201).send({ ...webhookView(row, ctx), ...shown });
+    },
+  );
+
+  app.get(
+    '/webhooks/:uid',
+    { schema: { tags: TAGS, summary: 'A webhook (a deleted one too, with state deleted)', params: s.WebhookUidParams, response: { 200: s.WebhookSchema } } },
+    async (request) => webhookView(await webhooks.get(request.principal.teamId, request.params.uid), ctx),
+  );
+
+  app.patch(
+    '/webhooks/:uid',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Enable, disable or change the delivery ID header of a webhook of a managed factory (team admins); renaming is refused',
+        params: s.WebhookUidParams,
+        body: s.PatchWebhookBody,
+        response: { 200: s.WebhookSchema },
+      },
+    },
+    async (request) => {
+      requireTeamAdmin(request);
+      return webhookView(await webhooks.patch(request, request.params.uid, request.body), ctx);
+    },
+  );
+
+  app.delete(
+    '/webhooks/:uid',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Delete a webhook of a managed factory: senders get 404 at once; history and automations stay (team admins)',
+        params: s.WebhookUidParams,
+      },
+    },
+    async (request, reply) => {
+      requireTeamAdmin(request);
+      await webhooks.delete(request, request.params.uid);
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/webhooks/:uid/rotate-secret',
+    {
+      schema: {
+        tags: TAGS,
+        summary: "A new secret, in force at once (the old one stops working); signature webhooks take the provider's new secret (team admins)",
+        params: s.WebhookUidParams,
+        body: s.RotateSecretBody,
+        response: { 200: s.WebhookWithSecretSchema },
+      },
+      // A bodiless POST (token modes need no input) is an empty object.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+    },
+    async (request) => {
+      requireTeamAdmin(request);
+      const { row, shown } = await webhooks.rotate(request, request.params.uid, request.body);
+      return { ...webhookView(row, ctx), ...shown };
     },
   );
 }

@@ -357,6 +357,34 @@ const ISOLATION: Record<string, Probe> = {
       await expectNotFound(await f.asB('GET', `/webhooks/${a.uid}/deliveries/${a.deliveryId}/payload`), 'A payload');
     },
   },
+  'POST /api/v1/factories/:id/webhooks': {
+    kind: 'team-create',
+    check: async (f) => expectNotFound(await f.asB('POST', '/factories/fac_a/webhooks', { name: 'b-hook' }), 'webhook on A factory'),
+  },
+  'GET /api/v1/webhooks/:uid': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', `/webhooks/${(await teamAWebhook(f)).uid}`), 'A webhook'),
+  },
+  'PATCH /api/v1/webhooks/:uid': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const a = await teamAWebhook(f);
+      await expectNotFound(await f.asB('PATCH', `/webhooks/${a.uid}`, { enabled: false }), 'disable A webhook');
+      expect((await f.asA('GET', `/webhooks/${a.uid}`)).body.enabled).toBe(true);
+    },
+  },
+  'DELETE /api/v1/webhooks/:uid': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const a = await teamAWebhook(f);
+      await expectNotFound(await f.asB('DELETE', `/webhooks/${a.uid}`), 'delete A webhook');
+      expect((await f.asA('GET', `/webhooks/${a.uid}`)).body.state).toBe('enabled');
+    },
+  },
+  'POST /api/v1/webhooks/:uid/rotate-secret': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('POST', `/webhooks/${(await teamAWebhook(f)).uid}/rotate-secret`, {}), 'rotate A secret'),
+  },
   'GET /api/v1/automations/:id': {
     kind: 'team-resource',
     check: async (f) => expectNotFound(await f.asB('GET', `/automations/${(await teamAWebhook(f)).automationId}`), 'A automation'),

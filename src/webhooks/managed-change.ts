@@ -1,0 +1,61 @@
+/**
+ * Writes to a managed factory's definition files through the reconciler (validate → commit → apply in one
+ * step), shared by the webhook and automation management APIs. A repository-backed factory answers 409
+ * `factory_read_only`; an invalid result answers 422 `definition_invalid` with the diagnostics.
+ */
+import type { FastifyRequest } from 'fastify';
+import type { FactoryFileInput } from '../definitions/load.ts';
+import type { ServiceContext } from '../http/context.ts';
+import { AppError } from '../http/errors.ts';
+import { applyManagedChange, controllerFor, definitionInvalid, readOnlyError } from '../reconciler/index.ts';
+import type { ApplyOutcome, FactoryRow } from '../reconciler/model.ts';
+import * as factoryPlans from '../reconciler/plans.ts';
+import { refreshWebhookRouting } from '../ingress/module.ts';
+
+/** The caller's factory, or 404. */
+export async function teamFactory(ctx: ServiceContext, teamId: string, factoryId: string): Promise<FactoryRow> {
+  const factory = await factoryPlans.getTeamFactory(ctx.db, teamId, factoryId);
+  if (!factory) throw new AppError('resource_not_found', `factory ${factoryId} does not exist`);
+  return factory;
+}
+
+/** Refuses a write to a factory whose files live elsewhere, naming where. */
+export function requireManaged(ctx: ServiceContext, factory: FactoryRow): void {
+  if (factory.source.type !== 'managed') throw readOnlyError(factory, controllerFor(ctx).reconciler.sourceFor(factory).describe());
+}
+
+export function commitAuthor(request: FastifyRequest): { name: string; email: string } {
+  const subject = request.principal.subject;
+  return { name: subject.displayName, email: subject.email ?? `${subject.id}@agentyard.invalid` };
+}
+
+/**
+ * Applies `mutate` to the factory's files as one commit. `mutate` runs serialised with every other change to
+ * the factory, so checks made inside it see the files as they are. Answers once the change is live and this
+ * process's ingress routes reflect it.
+ */
+export async function changeManagedFactory(
+  ctx: ServiceContext,
+  factory: FactoryRow,
+  request: FastifyRequest,
+  message: string,
+  mutate: (files: FactoryFileInput[]) => FactoryFileInput[] | Promise<FactoryFileInput[]>,
+): Promise<ApplyOutcome> {
+  requireManaged(ctx, factory);
+  const outcome = await applyManagedChange(ctx, factory.id, mutate, { author: commitAuthor(request), message });
+  if (outcome.result === 'failed') {
+    if (outcome.errors.some((d) => d.severity === 'error')) throw definitionInvalid(outcome.errors);
+    throw new AppError('internal_error', outcome.message ?? `the change to factory ${factory.name} was committed but did not apply`);
+  }
+  await refreshWebhookRouting(ctx, factory.id);
+  return outcome;
+}
+
+/** The Markdown/YAML file at `path`, or undefined. */
+export function fileAt(files: readonly FactoryFileInput[], path: string): FactoryFileInput | undefined {
+  return files.find((f) => f.path === path);
+}
+
+export function replaceFile(files: readonly FactoryFileInput[], path: string, content: string): FactoryFileInput[] {
+  return [...files.filter((f) => f.path !== path), { path, content }];
+}
