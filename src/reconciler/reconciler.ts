@@ -204,10 +204,14 @@ export class Reconciler {
       if (decision === 'skip') return outcome(factory.id, { result: 'skipped', revision, reason: factory.reason, message: factory.message });
       if (decision === 'unchanged') return this.#recordUnchanged(factory, snapshot, options, started);
 
-      const ready =
-        prepared && prepared.generation === factory.generation
-          ? prepared
-          : await this.prepare(factory, snapshot.files, { forApply: true, refreshSecrets: true });
+      let ready: Prepared;
+      try {
+        ready = prepared && prepared.generation === factory.generation ? prepared : await this.prepare(factory, snapshot.files, { forApply: true, refreshSecrets: true });
+      } catch (err) {
+        // The secret provider or the database failed (not the definition): worth another try soon.
+        this.#deps.log.error({ err, factory_id: factory.id, revision }, 'prepare failed');
+        return this.#recordFailure(factory, snapshot, options, started, 'ApplyFailed', applyFailedMessage(revision, err), [], []);
+      }
       prepared = undefined;
       if (!ready.plan) {
         const errors = ready.validation.diagnostics;

@@ -23,6 +23,14 @@ const TERMINAL_PATTERNS: [RegExp, string, string][] = [
   [/repository not found|does not appear to be a git repository|not a git repository|no such file or directory|404/i, 'RepositoryNotFound', 'repository not found'],
 ];
 
+function isLoopback(url: string): boolean {
+  try {
+    return ['localhost', '127.0.0.1', '[::1]'].includes(new URL(url).hostname);
+  } catch {
+    return false;
+  }
+}
+
 /** The last meaningful line of git's stderr, without credentials. */
 function gitCause(err: unknown, secrets: string[]): string {
   const text = err instanceof Error ? err.message : String(err);
@@ -83,6 +91,9 @@ export class GitSource implements Source {
     if (!kind) throw new SourceError('terminal', 'InvalidURL', `fetch ${where}: unsupported URL`);
     const repo = await this.#repo();
     const secret = await this.#credentials();
+    if (secret !== undefined && kind === 'http' && !isLoopback(spec.url)) {
+      throw new SourceError('terminal', 'InsecureURL', `fetch ${where}: refusing to send credentials over plain http; use an https:// URL`);
+    }
     let auth;
     try {
       auth = await gitAuthFor(secret, kind, path.join(path.dirname(this.#dir), 'known_hosts'));
