@@ -105,7 +105,7 @@ try {
   for (let i = 0; i < 200 && (await api('GET', `/factories/${id}`)).body.status.state !== 'applied'; i++) await new Promise((r) => setTimeout(r, 50));
 
   const ingressProbe = await fetch(`${server.url}/webhooks/w/wh_00000000000000000000000000`, { method: 'POST', body: '{}' });
-  const hasIngress = ingressProbe.status !== 404 || (await ingressProbe.json().catch(() => ({}))).code === 'webhook_not_found';
+  const hasIngress = ingressProbe.status !== 404 || ((await ingressProbe.json().catch(() => ({}))) as { code?: string }).code === 'webhook_not_found';
 
   // Webhooks per factory are capped at 20: each push replaces the previous bench webhook with a new file.
   let n = 0;
