@@ -1,5 +1,6 @@
 import type { AppModule } from './http/context.ts';
 import { automationsModule } from './automations/module.ts';
+import { definitionsModule } from './definitions/module.ts';
 import { identityModule } from './identity/module.ts';
 import { ingressModule } from './ingress/module.ts';
 import { runsModule } from './runs/module.ts';
@@ -15,6 +16,7 @@ export const MODULES: readonly AppModule[] = [
   runsModule,
   secretsModule,
   factoriesModule,
+  definitionsModule,
   ingressModule,
   automationsModule,
   webhooksModule,

@@ -397,6 +397,43 @@ const ISOLATION: Record<string, Probe> = {
     },
   },
 
+  // factory-file wire endpoints: the published schemas and a stateless dry run
+  'GET /api/v1/factory-files/schemas': {
+    kind: 'public',
+    why: 'the published JSON Schemas, the same for everyone',
+    check: async (f) => expect((await request(`${f.s.apiUrl}/factory-files/schemas`)).status).toBe(200),
+  },
+  'GET /api/v1/factory-files/schemas/:version': {
+    kind: 'public',
+    why: 'the published JSON Schemas, the same for everyone',
+    check: async (f) => expect((await request(`${f.s.apiUrl}/factory-files/schemas/v1alpha1`)).status).toBe(200),
+  },
+  'GET /api/v1/factory-files/schemas/:version/:document': {
+    kind: 'public',
+    why: 'the published JSON Schemas, the same for everyone',
+    check: async (f) => expect((await request(`${f.s.apiUrl}/factory-files/schemas/v1alpha1/factory`)).status).toBe(200),
+  },
+  'POST /api/v1/factory-files/validate': {
+    kind: 'public',
+    why: "validates only the files sent; with a key, the team's own secrets are consulted, never another team's",
+    check: async (f) => {
+      await f.asA('PUT', '/secrets/a-only-secret', { value: 'v' });
+      const files = [
+        { path: 'factory.yaml', content: 'name: T\nrepositories:\n  - {owner: a, name: b}\nagentDefaults:\n  model: auto\n  runner: linux\n' },
+        { path: 'runners/linux.yaml', content: 'platform:\n  linux:\n    dockerImage: node:24\n' },
+        { path: 'agents/foreman/agent.md', content: '---\nagentType: FOREMAN\n---\nLead.\n' },
+        { path: 'webhooks/w.yaml', content: 'authMode: token\nsecretName: a-only-secret\n' },
+      ];
+      const post = (key: string) => request(`${f.s.apiUrl}/factory-files/validate`, { method: 'POST', body: { files }, headers: { authorization: `Bearer ${key}` } });
+      const asA = await post(f.a.admin);
+      expect(asA.body.valid, JSON.stringify(asA.body.diagnostics)).toBe(true);
+      // Team B has no secret of that name (team A's must not count).
+      const asB = await post(f.b.member);
+      expect(asB.body.valid).toBe(false);
+      expect(JSON.stringify(asB.body.diagnostics)).toContain('a-only-secret');
+    },
+  },
+
   // webhook ingress: the UID (and, by mode, the secret) is the capability; no team key is involved
   ...Object.fromEntries(
     ['POST', 'GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].flatMap((method) =>

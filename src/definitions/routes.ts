@@ -1,0 +1,258 @@
+import { createHash } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { AppInstance, ServiceContext } from '../http/context.ts';
+import { AppError } from '../http/errors.ts';
+import type { Principal } from '../identity/principal.ts';
+import { isUrlSafe, secretProviderFor } from '../secrets/provider.ts';
+import type { Diagnostic } from './diagnostic.ts';
+import type { ValidationContext } from './context.ts';
+import { getSchemaBundle, SCHEMA_VERSION } from './schemas.ts';
+import { validateFactory } from './validate.ts';
+
+/**
+ * The factory-file wire endpoints of the product (reference factory-definition.md §9), so that its tools work
+ * against this server: the published JSON Schemas (for YAML language servers; public, cacheable with ETag)
+ * and the dry-run validation its validator script calls.
+ */
+
+/** The caps the product's client applies; the server enforces them too. */
+export const VALIDATE_LIMITS = { files: 256, fileBytes: 256 * 1024, totalBytes: 2 * 1024 * 1024 } as const;
+
+interface Cached {
+  body: string;
+  etag: string;
+}
+
+const cache = new Map<string, Cached>();
+
+function cached(key: string, make: () => unknown): Cached {
+  let entry = cache.get(key);
+  if (!entry) {
+    const body = JSON.stringify(make());
+    entry = { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"` };
+    cache.set(key, entry);
+  }
+  return entry;
+}
+
+/** RFC 9110: `If-None-Match` is `*` or a list of (possibly weak) entity tags, compared weakly. */
+export function matchesEtag(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === '*') return true;
+  const bare = etag.replace(/^W\//, '');
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === bare);
+}
+
+function sendCacheable(request: FastifyRequest, reply: FastifyReply, entry: Cached, contentType = 'application/json'): FastifyReply {
+  reply.header('etag', entry.etag).header('cache-control', 'public, max-age=300').header('vary', 'accept-encoding');
+  if (matchesEtag(request.headers['if-none-match'], entry.etag)) return reply.code(304).send();
+  return reply.type(`${contentType}; charset=utf-8`).send(entry.body);
+}
+
+function documentNames(): string[] {
+  return Object.keys(getSchemaBundle()).sort();
+}
+
+function checkVersion(version: string): void {
+  if (version !== SCHEMA_VERSION) {
+    throw new AppError('resource_not_found', `schema version "${version}" is not published here; known versions: ${SCHEMA_VERSION}`);
+  }
+}
+
+/** `factory`, `factory.json` and `factory.schema.json` all name the document `factory.schema.json`. */
+export function documentFileName(document: string): string {
+  const base = document.replace(/\.schema\.json$/, '').replace(/\.json$/, '');
+  return `${base}.schema.json`;
+}
+
+const DiagnosticSchema = Type.Object({
+  code: Type.String(),
+  path: Type.String({ description: 'The file, relative to the factory root' }),
+  line: Type.Integer(),
+  column: Type.Integer(),
+  message: Type.String(),
+  severity: Type.Union([Type.Literal('error'), Type.Literal('warning')]),
+  json_pointer: Type.String({ description: 'Where in the file (JSON pointer); empty for the whole file' }),
+});
+
+const ValidateResponseSchema = Type.Object({
+  valid: Type.Boolean(),
+  schema_version: Type.String(),
+  diagnostics: Type.Array(DiagnosticSchema),
+  deferred_resolutions: Type.Array(Type.Object({ path: Type.String(), field: Type.String(), kind: Type.String(), json_pointer: Type.String() })),
+  state_dependent_checks_not_run: Type.Array(
+    Type.Object({ check: Type.String(), path: Type.String(), json_pointer: Type.String(), subject: Type.String() }),
+  ),
+  validation_scope: Type.Object({
+    parser: Type.String(),
+    state_independent: Type.Union([Type.Literal('checked'), Type.Literal('not_run')]),
+    state_dependent: Type.Union([Type.Literal('not_checked'), Type.Literal('partially_checked')]),
+  }),
+});
+
+function diagnosticView(d: Diagnostic) {
+  return { code: d.code, path: d.file, line: d.line, column: d.column, message: d.message, severity: d.severity, json_pointer: d.path };
+}
+
+/** Refuses requests over the caps, naming the file. */
+export function checkValidateLimits(files: readonly { path: string; content: string }[]): void {
+  if (files.length > VALIDATE_LIMITS.files) {
+    throw new AppError('invalid_request', `files: at most ${VALIDATE_LIMITS.files} files per request, got ${files.length}`);
+  }
+  let total = 0;
+  for (const [i, file] of files.entries()) {
+    const path = file.path;
+    if (path === '' || path.startsWith('/') || path.split(/[\\/]/).includes('..')) {
+      throw new AppError('invalid_request', `files[${i}].path must be a relative path inside the factory, got "${path}"`);
+    }
+    const bytes = Buffer.byteLength(file.content, 'utf8');
+    if (bytes > VALIDATE_LIMITS.fileBytes) {
+      throw new AppError('payload_too_large', `files[${i}] (${path}) is ${bytes} bytes; at most ${VALIDATE_LIMITS.fileBytes / 1024} KiB per file`);
+    }
+    total += bytes;
+  }
+  if (total > VALIDATE_LIMITS.totalBytes) {
+    throw new AppError('payload_too_large', `files: ${total} bytes in all; at most ${VALIDATE_LIMITS.totalBytes / (1024 * 1024)} MiB per request`);
+  }
+}
+
+/** With a team's key, the checks that need the team's secrets run too. */
+function teamContext(ctx: ServiceContext, principal: Principal): ValidationContext {
+  const secrets = secretProviderFor(ctx);
+  return {
+    secretExists: async (name) => (await secrets.get(principal.teamId, name)) !== undefined,
+    secretIsUrlSafe: async (name) => {
+      const value = await secrets.get(principal.teamId, name);
+      return value !== undefined && isUrlSafe(value);
+    },
+  };
+}
+
+async function optionalPrincipal(ctx: ServiceContext, request: FastifyRequest): Promise<Principal | undefined> {
+  const header = request.headers.authorization;
+  if (!header) return undefined;
+  const match = /^Bearer\s+(.+)$/i.exec(header);
+  // A key that was sent but does not work is an error, never silently a narrower validation.
+  const principal = match ? await ctx.authenticator.authenticate(match[1]!.trim()) : undefined;
+  if (!principal) throw new AppError('authentication_required', 'the API key is invalid, expired or revoked (or send no Authorization header)');
+  return principal;
+}
+
+export async function registerFactoryFileRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
+  const tags = ['factory-files'];
+
+  app.get(
+    '/factory-files/schemas',
+    {
+      config: { public: true },
+      schema: {
+        tags,
+        operationId: 'listFactoryFileSchemas',
+        summary: 'The schema registry: the current format version and where its JSON Schemas are',
+        security: [],
+      },
+    },
+    async (request, reply) => {
+      const base = `${ctx.config.publicUrl}/api/v1/factory-files/schemas`;
+      const entry = cached(`registry ${base}`, () => ({
+        current_version: SCHEMA_VERSION,
+        versions: [
+          {
+            version: SCHEMA_VERSION,
+            url: `${base}/${SCHEMA_VERSION}`,
+            documents: documentNames().map((name) => ({ name, url: `${base}/${SCHEMA_VERSION}/${name}` })),
+          },
+        ],
+      }));
+      return sendCacheable(request, reply, entry);
+    },
+  );
+
+  app.get(
+    '/factory-files/schemas/:version',
+    {
+      config: { public: true },
+      schema: {
+        tags,
+        operationId: 'getFactoryFileSchemaBundle',
+        summary: 'Every JSON Schema (draft 2020-12) of a format version, keyed by document name',
+        params: Type.Object({ version: Type.String() }),
+        security: [],
+      },
+    },
+    async (request, reply) => {
+      checkVersion(request.params.version);
+      const entry = cached(`bundle ${SCHEMA_VERSION}`, () => ({ schema_version: SCHEMA_VERSION, documents: getSchemaBundle() }));
+      return sendCacheable(request, reply, entry);
+    },
+  );
+
+  app.get(
+    '/factory-files/schemas/:version/:document',
+    {
+      config: { public: true },
+      schema: {
+        tags,
+        operationId: 'getFactoryFileSchema',
+        summary: 'One JSON Schema (`factory`, `agent.schema.json`, ...); relative $refs resolve beside it',
+        params: Type.Object({ version: Type.String(), document: Type.String() }),
+        security: [],
+      },
+    },
+    async (request, reply) => {
+      checkVersion(request.params.version);
+      const name = documentFileName(request.params.document);
+      const bundle = getSchemaBundle();
+      if (!(name in bundle)) {
+        throw new AppError('resource_not_found', `no schema document "${request.params.document}"; documents: ${documentNames().join(', ')}`);
+      }
+      return sendCacheable(request, reply, cached(`doc ${SCHEMA_VERSION} ${name}`, () => bundle[name]), 'application/schema+json');
+    },
+  );
+
+  app.post(
+    '/factory-files/validate',
+    {
+      config: { public: true },
+      schema: {
+        tags,
+        operationId: 'validateFactoryFiles',
+        summary:
+          'Dry-run validation of factory files (no API key needed; with one, checks that need the team secrets run too). ' +
+          `At most ${VALIDATE_LIMITS.files} files, 256 KiB each, 2 MiB in all.`,
+        security: [{}, { bearerAuth: [] }],
+        body: Type.Object({
+          files: Type.Array(Type.Object({ path: Type.String(), content: Type.String() }), { description: 'factory.yaml and resource files' }),
+        }),
+        response: { 200: ValidateResponseSchema },
+      },
+    },
+    async (request) => {
+      const files = request.body.files;
+      checkValidateLimits(files);
+      const principal = await optionalPrincipal(ctx, request);
+      const result = await validateFactory(
+        files.map((f) => ({ path: f.path, content: f.content })),
+        principal ? teamContext(ctx, principal) : undefined,
+      );
+      return {
+        valid: result.valid,
+        schema_version: result.schemaVersion,
+        diagnostics: result.diagnostics.map(diagnosticView),
+        deferred_resolutions: result.deferredResolutions.map((d) => ({ path: d.file, field: d.field, kind: d.kind, json_pointer: d.path })),
+        state_dependent_checks_not_run: result.stateDependentChecksNotRun.map((c) => ({
+          check: c.check,
+          path: c.file,
+          json_pointer: c.path,
+          subject: c.subject,
+        })),
+        validation_scope: {
+          parser: `agentyard/${SCHEMA_VERSION}`,
+          state_independent: 'checked' as const,
+          state_dependent: principal ? ('partially_checked' as const) : ('not_checked' as const),
+        },
+      };
+    },
+  );
+}
