@@ -397,6 +397,51 @@ const ISOLATION: Record<string, Probe> = {
     },
   },
 
+  // factories (src/factories): every route under /factories/:id looks the factory up in the caller's team first
+  'POST /api/v1/factories': {
+    kind: 'team-create',
+    check: async (f) => {
+      const made = await f.asB('POST', '/factories', { name: 'a' });
+      expect(made.status).toBe(201);
+      expect(made.body.team_id).toBe(f.b.teamId);
+      expect((await f.asA('GET', '/factories/fac_a')).body.name).toBe('a');
+    },
+  },
+  'GET /api/v1/factories': {
+    kind: 'team-list',
+    check: async (f) => expect(idsOf((await f.asB('GET', '/factories')).body.factories)).not.toContain('fac_a'),
+  },
+  'GET /api/v1/factories/:id': { kind: 'team-resource', check: async (f) => expectNotFound(await f.asB('GET', '/factories/fac_a'), 'A factory') },
+  'DELETE /api/v1/factories/:id': {
+    kind: 'team-resource',
+    check: async (f) => {
+      await expectNotFound(await f.asB('DELETE', '/factories/fac_a'), 'delete A factory');
+      expect((await f.asA('GET', '/factories/fac_a')).status).toBe(200);
+    },
+  },
+  'GET /api/v1/factories/:id/applies': { kind: 'team-resource', check: async (f) => expectNotFound(await f.asB('GET', '/factories/fac_a/applies'), 'A history') },
+  'POST /api/v1/factories/:id/sync': { kind: 'team-resource', check: async (f) => expectNotFound(await f.asB('POST', '/factories/fac_a/sync'), 'sync A factory') },
+  'POST /api/v1/factories/:id/sync/push': {
+    kind: 'public',
+    why: "Git host push notifications: authenticated by the factory's own push secret (HMAC, token or bearer); only ever triggers a fetch; 404 without a push secret",
+    check: async (f) => expect((await request(`${f.s.apiUrl}/factories/fac_a/sync/push`, { method: 'POST', body: {} })).status).toBe(404),
+  },
+  'GET /api/v1/factories/:id/webhooks': { kind: 'team-resource', check: async (f) => expectNotFound(await f.asB('GET', '/factories/fac_a/webhooks'), 'A webhooks') },
+  'GET /api/v1/factories/:id/automations': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', '/factories/fac_a/automations'), 'A automations'),
+  },
+  'GET /api/v1/factories/:id/definition': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', '/factories/fac_a/definition'), 'A definition'),
+  },
+  'POST /api/v1/factories/:id/plan': { kind: 'team-resource', check: async (f) => expectNotFound(await f.asB('POST', '/factories/fac_a/plan', { files: [] }), 'plan A') },
+  'POST /api/v1/factories/:id/apply': { kind: 'team-resource', check: async (f) => expectNotFound(await f.asB('POST', '/factories/fac_a/apply', { files: [] }), 'apply A') },
+  'POST /api/v1/factories/:id/runs': { kind: 'team-resource', check: async (f) => expectNotFound(await f.asB('POST', '/factories/fac_a/runs', { prompt: 'x' }), 'run on A') },
+  'GET /api/v1/factory': { kind: 'team-list', check: async (f) => expect(idsOf((await f.asB('GET', '/factory')).body.factories)).not.toContain('fac_a') },
+  'GET /api/v1/factory/:uid': { kind: 'team-resource', check: async (f) => expectNotFound(await f.asB('GET', '/factory/fac_a'), 'A factory (product shape)') },
+  'POST /api/v1/factory/:uid/runs': { kind: 'team-resource', check: async (f) => expectNotFound(await f.asB('POST', '/factory/fac_a/runs', { prompt: 'x' }), 'run on A (product shape)') },
+
   // factory-file wire endpoints: the published schemas and a stateless dry run
   'GET /api/v1/factory-files/schemas': {
     kind: 'public',
