@@ -1,6 +1,6 @@
 import type { AppModule, ServiceContext } from '../http/context.ts';
 import { OutboxEvaluator } from './evaluator.ts';
-import { registerAutomationReadRoutes } from './routes.ts';
+import { registerAutomationManagementRoutes, registerAutomationReadRoutes } from './routes.ts';
 import type { EvaluatorOptions } from './evaluator.ts';
 
 const evaluators = new WeakMap<ServiceContext, OutboxEvaluator>();
@@ -15,6 +15,7 @@ export function createAutomationsModule(options: EvaluatorOptions = {}): AppModu
     name: 'automations',
     async api(app, ctx) {
       await registerAutomationReadRoutes(app, ctx);
+      await registerAutomationManagementRoutes(app, ctx);
     },
     async start(ctx) {
       // The ingress nodes produce the outbox and a controller node backs them up; SKIP LOCKED shares the work.

@@ -1,6 +1,8 @@
+import { requireTeamAdmin } from '../http/auth.ts';
 import type { AppInstance, ServiceContext } from '../http/context.ts';
 import { AppError } from '../http/errors.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
+import { AutomationManagement } from './management.ts';
 import * as s from './schemas.ts';
 import { testFilter } from './test-filter.ts';
 import { automationView, getAutomation, triggerStatuses } from './views.ts';
@@ -67,3 +69,52 @@ export async function registerAutomationReadRoutes(app: AppInstance, ctx: Servic
   );
 }
 
+
+export async function registerAutomationManagementRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
+  const automations = new AutomationManagement(ctx);
+  const view = async (row: Awaited<ReturnType<AutomationManagement['create']>>) => automationView(row, await triggerStatuses(ctx.db, row.id));
+
+  app.post(
+    '/factories/:id/automations',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Create an automation on a managed factory: the file automations/<name>/automation.md, committed and applied (team admins)',
+        params: s.FactoryIdParams,
+        body: s.CreateAutomationBody,
+        response: { 201: s.AutomationSchema },
+      },
+    },
+    async (request, reply) => {
+      requireTeamAdmin(request);
+      return reply.code(201).send(await view(await automations.create(request, request.params.id, request.body)));
+    },
+  );
+
+  app.patch(
+    '/automations/:id',
+    {
+      schema: {
+        tags: TAGS,
+        summary: "Change an automation of a managed factory (prompt, enabled, agent, triggers, settings) as a change of its file (team admins)",
+        params: s.AutomationIdParams,
+        body: s.PatchAutomationBody,
+        response: { 200: s.AutomationSchema },
+      },
+    },
+    async (request) => {
+      requireTeamAdmin(request);
+      return view(await automations.patch(request, request.params.id, request.body));
+    },
+  );
+
+  app.delete(
+    '/automations/:id',
+    { schema: { tags: TAGS, summary: 'Delete an automation of a managed factory: its file is removed (team admins)', params: s.AutomationIdParams } },
+    async (request, reply) => {
+      requireTeamAdmin(request);
+      await automations.delete(request, request.params.id);
+      return reply.code(204).send();
+    },
+  );
+}

@@ -47,3 +47,49 @@ export const TestFilterResultSchema = Type.Object({
     reason: Type.Optional(Str),
   }),
 });
+
+export const FactoryIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+
+const TriggerInput = Type.Record(Type.String(), Type.Unknown(), {
+  description: 'A trigger as in the file: {provider: webhook, event: received, filter: {webhook_ids: [<uid>], payload?}} (or a schedule trigger)',
+});
+
+const SettingsSchema = Type.Object(
+  {
+    model: Type.Optional(Type.Unknown()),
+    harness: Type.Optional(Type.Unknown()),
+    runner: Type.Optional(Type.Unknown()),
+    environmentId: Type.Optional(Type.Unknown()),
+    secrets: Type.Optional(Type.Unknown()),
+    mcpServers: Type.Optional(Type.Unknown()),
+    workerHost: Type.Optional(Type.Unknown()),
+  },
+  {
+    additionalProperties: false,
+    description: "Execution keys written into the file's frontmatter as given (they override the agent's and agentDefaults); null removes one (PATCH)",
+  },
+);
+
+export const CreateAutomationBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 64, description: 'The directory: automations/<name>/automation.md' }),
+    prompt: Type.String({ minLength: 1, maxLength: 262_144, description: 'The body of the file: what every run starts with' }),
+    enabled: Type.Optional(Type.Boolean()),
+    agent: Type.Optional(Type.String({ description: 'A declared agent; the foreman when left out' })),
+    triggers: Type.Array(TriggerInput, { minItems: 1, maxItems: 50 }),
+    settings: Type.Optional(SettingsSchema),
+  },
+  { additionalProperties: false },
+);
+
+export const PatchAutomationBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ description: 'Renaming is refused' })),
+    prompt: Type.Optional(Type.String({ minLength: 1, maxLength: 262_144 })),
+    enabled: Type.Optional(Type.Boolean()),
+    agent: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    triggers: Type.Optional(Type.Array(TriggerInput, { minItems: 1, maxItems: 50 })),
+    settings: Type.Optional(SettingsSchema),
+  },
+  { additionalProperties: false },
+);

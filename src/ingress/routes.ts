@@ -121,9 +121,11 @@ export async function registerIngressRoutes(app: AppInstance, deps: IngressDeps)
       };
       let auth = authenticate(route, authRequest);
       if (!auth.ok) {
-        // Another process may have rotated the secret a moment ago: look once at the database before refusing.
+        // The webhook may have changed a moment ago (a rotation, a delete through another process or an apply
+        // whose notice has not arrived yet): look once at the database before refusing.
         const fresh = await routing.recheck(route.uid);
-        if (fresh && fresh.secretVersion !== route.secretVersion) {
+        if (!fresh) throw new AppError('webhook_not_found', 'no enabled webhook has this URL');
+        if (fresh.secretVersion !== route.secretVersion) {
           route = fresh;
           state.route = fresh;
           auth = authenticate(route, authRequest);

@@ -389,6 +389,29 @@ const ISOLATION: Record<string, Probe> = {
     kind: 'team-resource',
     check: async (f) => expectNotFound(await f.asB('GET', `/automations/${(await teamAWebhook(f)).automationId}`), 'A automation'),
   },
+  'POST /api/v1/factories/:id/automations': {
+    kind: 'team-create',
+    check: async (f) => {
+      const trigger = { provider: 'webhook', event: 'received', filter: { webhook_ids: [(await teamAWebhook(f)).uid] } };
+      await expectNotFound(await f.asB('POST', '/factories/fac_a/automations', { name: 'b-auto', prompt: 'p', triggers: [trigger] }), 'automation on A factory');
+    },
+  },
+  'PATCH /api/v1/automations/:id': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const a = await teamAWebhook(f);
+      await expectNotFound(await f.asB('PATCH', `/automations/${a.automationId}`, { enabled: false }), 'disable A automation');
+      expect((await f.asA('GET', `/automations/${a.automationId}`)).body.enabled).toBe(true);
+    },
+  },
+  'DELETE /api/v1/automations/:id': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const a = await teamAWebhook(f);
+      await expectNotFound(await f.asB('DELETE', `/automations/${a.automationId}`), 'delete A automation');
+      expect((await f.asA('GET', `/automations/${a.automationId}`)).status).toBe(200);
+    },
+  },
   'POST /api/v1/automations/:id/test-filter': {
     kind: 'team-resource',
     check: async (f) => {

@@ -10,20 +10,12 @@ import { parse } from 'yaml';
 import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
-import { asFileList, baseFiles } from '../reconciler/fixtures.ts';
+import { baseFiles } from '../reconciler/fixtures.ts';
 import { createGitFactory } from '../reconciler/support.ts';
 import { deliveriesOf, post } from '../ingress/support.ts';
+import { createManagedFactory } from './support.ts';
 
 const stripe = new Stripe('sk_test_not_used_offline');
-let counter = 0;
-
-export async function createManagedFactory(server: TestServer): Promise<string> {
-  const created = await server.api('POST', '/factories', { name: `managed-${++counter}-${randomBytes(3).toString('hex')}` });
-  expect(created.status, created.text).toBe(201);
-  const applied = await server.api('POST', `/factories/${created.body.id}/apply`, { files: asFileList(baseFiles()), message: 'base files' });
-  expect(applied.status, applied.text).toBe(200);
-  return created.body.id as string;
-}
 
 async function fileOf(server: TestServer, factoryId: string, path: string): Promise<string | undefined> {
   const definition = (await server.api('GET', `/factories/${factoryId}/definition`)).body;
