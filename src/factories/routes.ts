@@ -264,7 +264,7 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
     async (request) => {
       requireTeamAdmin(request);
       const factory = await factories.get(request.principal.teamId, request.params.id);
-      if (factory.source.type !== 'managed') throw readOnlyError(factory, controller.reconciler.sourceFor(factory).describe());
+      if (factory.source.type !== 'managed') throw readOnlyError(factory);
       const subject = request.principal.subject;
       const result = await controller.reconciler.applyManagedChange(factory.id, () => request.body.files, {
         author: { name: subject.displayName, email: subject.email ?? `${subject.id}@agentyard.invalid` },

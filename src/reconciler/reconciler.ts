@@ -368,7 +368,7 @@ export class Reconciler {
     return queue.run(async () => {
       const factory = await plans.getFactory(this.#deps.db, factoryId);
       if (!factory) throw new AppError('resource_not_found', `factory ${factoryId} does not exist`);
-      if (factory.source.type !== 'managed') throw readOnlyError(factory, this.sourceFor(factory).describe());
+      if (factory.source.type !== 'managed') throw readOnlyError(factory);
       const repo = this.sourceFor(factory) as ManagedRepository;
       const head = await repo.head();
       const current = head ? ((await repo.fetch())?.files ?? []) : [];
@@ -421,11 +421,18 @@ export function definitionInvalid(diagnostics: readonly Diagnostic[]): AppError 
   return new AppError('definition_invalid', detail, { extensions: { diagnostics } });
 }
 
-export function readOnlyError(factory: FactoryRow, where: string): AppError {
-  const kind = factory.source.type === 'directory' ? 'a directory' : 'a repository';
-  return new AppError('factory_read_only', `factory ${factory.name} is defined in ${kind}, ${where}: change the files there`, {
+/** `where` is accepted for older callers; the message is built from the factory's source. */
+export function readOnlyError(factory: FactoryRow, _where?: string): AppError {
+  const source = factory.source;
+  const detail =
+    source.type === 'git'
+      ? `factory ${factory.name} is defined in the repository ${sanitizeUrl(source.url)} (branch ${source.branch}${source.path ? `, path ${source.path}` : ''}): commit changes there`
+      : source.type === 'directory'
+        ? `factory ${factory.name} is defined in the directory ${source.path} on the server: edit the files there`
+        : `factory ${factory.name} is managed here`;
+  return new AppError('factory_read_only', detail, {
     extensions: {
-      source: factory.source.type === 'git' ? { type: 'git', url: sanitizeUrl(factory.source.url), branch: factory.source.branch } : { type: factory.source.type },
+      source: source.type === 'git' ? { type: 'git', url: sanitizeUrl(source.url), branch: source.branch } : { type: source.type },
     },
   });
 }
