@@ -17,6 +17,7 @@ import { FactoryService, decodeCursor, encodeCursor } from './service.ts';
 import { applyView, automationView, factoryView, outcomeView, referenceFactoryView, statusView, webhookView } from './views.ts';
 
 const TAGS = ['factories'];
+const PUSH_BODY_LIMIT = 25 * 1024 * 1024;
 
 export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
   const factories = new FactoryService(ctx);
@@ -138,11 +139,13 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
   await app.register(async (plugin) => {
     const hook = plugin.withTypeProvider<TypeBoxTypeProvider>();
     hook.removeAllContentTypeParsers();
-    hook.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: 1024 * 1024 }, (_req, body, done) => done(null, body));
+    // GitHub caps webhook payloads at 25 MB, and the signature covers all of it.
+    hook.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: PUSH_BODY_LIMIT }, (_req, body, done) => done(null, body));
     hook.post(
       '/factories/:id/sync/push',
       {
         config: { public: true },
+        bodyLimit: PUSH_BODY_LIMIT,
         schema: {
           tags: TAGS,
           summary: "Push notification from a Git host (GitHub/GitLab webhook); authenticated with the factory's push_secret",
