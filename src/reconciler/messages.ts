@@ -21,3 +21,8 @@ export function applyFailedMessage(revision: string, err: unknown): string {
   const cause = err instanceof Error ? err.message : String(err);
   return `apply ${revision}: ${sanitizeMessage(cause.split('\n')[0] ?? cause)}`;
 }
+
+export function fetchFailedMessage(where: string, err: unknown): string {
+  const cause = err instanceof Error ? err.message : String(err);
+  return `fetch ${where}: ${sanitizeMessage(cause.split('\n')[0] ?? cause)}`;
+}

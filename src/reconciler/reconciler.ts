@@ -17,7 +17,7 @@ import type { Source, SourceSnapshot } from '../sources/types.ts';
 import type { Bus } from '../store/bus.ts';
 import type { Db, Queryable } from '../store/db.ts';
 import { newId } from '../util/ids.ts';
-import { appliedMessage, applyFailedMessage, deletionBlockedMessage, validationFailedMessage } from './messages.ts';
+import { appliedMessage, applyFailedMessage, deletionBlockedMessage, fetchFailedMessage, validationFailedMessage } from './messages.ts';
 import type { ApplyOutcome, ApplyTrigger, FactoryRow, RevisionReason, SourceFailure } from './model.ts';
 import { computePlan } from './plan.ts';
 import type { Plan } from './plan.ts';
@@ -127,7 +127,7 @@ export class Reconciler {
     } catch (err) {
       const failure: SourceFailure = isSourceError(err)
         ? { reason: err.reason, kind: err.kind, message: err.message, at: new Date().toISOString() }
-        : { reason: 'FetchFailed', kind: 'transient', message: applyFailedMessage(`from ${source.describe()}`, err).replace(/^apply /, 'fetch '), at: new Date().toISOString() };
+        : { reason: 'FetchFailed', kind: 'transient', message: fetchFailedMessage(source.describe(), err), at: new Date().toISOString() };
       const changed = factory.source_error?.message !== failure.message;
       await plans.recordSourceFailure(this.#deps.db, factoryId, failure);
       if (changed) {
