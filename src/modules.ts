@@ -9,6 +9,7 @@ import { secretsModule } from './secrets/module.ts';
 import { webhooksModule } from './webhooks/module.ts';
 import { factoriesModule } from './factories/module.ts';
 import { healthModule } from './http/health.ts';
+import { executionModule } from './execution/module.ts';
 
 /** Every domain of the service, in the order their routes and background work start. Add one line per module. */
 export const MODULES: readonly AppModule[] = [
@@ -22,4 +23,5 @@ export const MODULES: readonly AppModule[] = [
   webhooksModule,
   schedulesModule,
   healthModule,
+  executionModule,
 ];

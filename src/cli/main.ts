@@ -11,6 +11,7 @@ Usage:
   agentyard migrate
   agentyard openapi [--write FILE]
   agentyard validate DIR [--format text|json|github]
+  agentyard worker --worker-id ID --server URL [--api-key KEY] [--capacity N]
   agentyard <command> --help
 
 Environment: PORT, AGENTYARD_DATA_DIR, DATABASE_URL, AGENTYARD_BOOTSTRAP_API_KEY, AGENTYARD_MASTER_KEY,
@@ -89,6 +90,7 @@ export const COMMANDS: Record<string, Command> = {
   serve,
   migrate: migrateCommand,
   openapi: openapiCommand,
+  worker: async (argv) => (await import('./worker.ts')).workerCommand(argv),
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -127,11 +127,23 @@ export async function applyRunEvent(
   q: Queryable,
   id: string,
   event: RunEvent,
-  extra: { statusMessage?: RunRow['status_message']; teamId?: string } = {},
+  extra: {
+    statusMessage?: RunRow['status_message'];
+    teamId?: string;
+    /**
+     * `claim`: the execution that becomes the run's current one. Any other event: applies only while this is
+     * still the run's current execution (an executor whose lease was taken over changes nothing).
+     */
+    executionId?: string;
+  } = {},
 ): Promise<RunRow | undefined> {
   const t = transitionFor(event);
   const params: SqlValue[] = [id, t.to, [...t.from]];
   let sets = 'state = $2, updated_at = ay_now()';
+  if (extra.executionId !== undefined && event === 'claim') {
+    params.push(extra.executionId);
+    sets += `, execution_id = $${params.length}`;
+  }
   if (event === 'start') sets += ', started_at = coalesce(started_at, ay_now())';
   if (['succeed', 'fail', 'error', 'block', 'cancel'].includes(event)) sets += ', finished_at = ay_now()';
   if (event === 'continue') sets += ', finished_at = NULL';
@@ -143,6 +155,10 @@ export async function applyRunEvent(
   if (extra.teamId) {
     params.push(extra.teamId);
     where += ` AND team_id = $${params.length}`;
+  }
+  if (extra.executionId !== undefined && event !== 'claim') {
+    params.push(extra.executionId);
+    where += ` AND execution_id = $${params.length}`;
   }
   const res = await q.query<RunRow>(`UPDATE runs SET ${sets} WHERE ${where} RETURNING *`, params);
   return res.rows[0];

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registeredRoutes } from '../../src/http/app.ts';
+import { sealTranscriptToken } from '../../src/runs/conversation-routes.ts';
 import { ENGINES } from '../support/db.ts';
 import { request, startTestServer } from '../support/server.ts';
 import type { ApiResponse, TestServer } from '../support/server.ts';
@@ -267,6 +268,67 @@ const ISOLATION: Record<string, Probe> = {
     kind: 'public',
     why: 'always answers {} and reveals nothing about the conversation',
     check: async (f) => expect((await request(`${f.s.apiUrl}/agent/conversations/${f.a.runId}/redirect`)).body).toEqual({}),
+  },
+
+  // run execution (src/execution, src/runs/events*, src/runs/conversation*)
+  'GET /api/v1/agent/runs/:runId/events': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/events?follow=false`), 'event stream'),
+  },
+  'GET /api/v1/agent/events': {
+    kind: 'team-list',
+    check: async (f) => {
+      await f.asA('POST', `/agent/events/${f.a.runId}`, { event_type: 'run_in_progress' });
+      expect((await f.asA('GET', `/agent/events?run_ids=${f.a.runId}`)).body.length).toBeGreaterThan(0);
+      expect((await f.asB('GET', `/agent/events?run_ids=${f.a.runId}`)).body).toEqual([]);
+    },
+  },
+  'POST /api/v1/agent/events/:runId': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const before = (await f.asA('GET', `/agent/events?run_ids=${f.a.runId}&limit=500`)).body.length;
+      await expectNotFound(await f.asB('POST', `/agent/events/${f.a.runId}`, { event_type: 'run_cancelled' }), 'report an event');
+      expect((await f.asA('GET', `/agent/events?run_ids=${f.a.runId}&limit=500`)).body.length).toBe(before);
+      expect(await runState(f)).toBe('QUEUED');
+    },
+  },
+  'GET /api/v1/agent/runs/:runId/conversation': {
+    kind: 'team-resource',
+    check: async (f) => {
+      expect((await f.asA('GET', `/agent/runs/${f.a.runId}/conversation`)).status).toBe(200);
+      await expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/conversation`), 'conversation');
+    },
+  },
+  'GET /api/v1/agent/conversations/:conversationId': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', `/agent/conversations/${f.a.runId}`), 'conversation by id'),
+  },
+  'GET /api/v1/agent/runs/:runId/transcript': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/transcript`), 'transcript'),
+  },
+  'GET /api/v1/agent/transcripts/:token': {
+    kind: 'public',
+    why: 'the token is sealed with the master key (AES-GCM) and names team, run and expiry; it cannot be made or altered',
+    check: async (f) => {
+      const token = sealTranscriptToken(f.s.server.ctx.cipher, f.a.teamId, f.a.runId, Date.now() + 60_000);
+      expect((await request(`${f.s.apiUrl}/agent/transcripts/${token}`)).status).toBe(200);
+      expect((await request(`${f.s.apiUrl}/agent/transcripts/${token.replace(/.{6}$/, 'AAAAAA')}`)).status).toBe(404);
+      const otherTeam = sealTranscriptToken(f.s.server.ctx.cipher, f.b.teamId, f.a.runId, Date.now() + 60_000);
+      expect((await request(`${f.s.apiUrl}/agent/transcripts/${otherTeam}`)).status).toBe(404);
+    },
+  },
+  'GET /api/v1/workers': {
+    kind: 'team-list',
+    check: async (f) => {
+      await f.s.server.ctx.db.query(
+        `INSERT INTO worker_connections (id, team_id, worker_id, capacity, protocol, server_id) VALUES ('wrk_isolation_a', $1, 'a-box', 1, 1, 'test')
+         ON CONFLICT DO NOTHING`,
+        [f.a.teamId],
+      );
+      expect((await f.asA('GET', '/workers')).body.workers.map((w: { worker_id: string }) => w.worker_id)).toContain('a-box');
+      expect((await f.asB('GET', '/workers')).body.workers.map((w: { worker_id: string }) => w.worker_id)).not.toContain('a-box');
+    },
   },
 
   // secrets: names are per team, so B's PUT of the same name makes B's own secret

@@ -1,0 +1,167 @@
+/**
+ * An agent CLI as a child process in its own process group: its stdout read line by line, its stdin kept
+ * open for follow-ups when the harness takes them, and a stop that ends the whole process tree (the group,
+ * plus any descendant that left it) with SIGTERM, then SIGKILL after a grace period.
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { readFile, readdir } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+
+export interface AgentProcessOptions {
+  command: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  /** Written to stdin at start. */
+  input?: string;
+  /** Keep stdin open after `input` (live follow-ups); otherwise it is closed. */
+  keepStdinOpen: boolean;
+  onStdoutLine: (line: string) => void;
+  onStderrLine: (line: string) => void;
+}
+
+export interface AgentExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** The process could not be started (`ENOENT`: no such executable). */
+  spawnError?: NodeJS.ErrnoException;
+}
+
+/** Longest line read from the agent; longer lines are cut (a CLI printing a huge blob must not exhaust memory). */
+const MAX_LINE = 4 * 1024 * 1024;
+
+export class AgentProcess {
+  readonly #child: ChildProcess;
+  readonly exited: Promise<AgentExit>;
+  #stdinOpen: boolean;
+  #stopping: Promise<void> | undefined;
+
+  constructor(options: AgentProcessOptions) {
+    const child = spawn(options.command, options.args, {
+      cwd: options.cwd,
+      env: options.env,
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    this.#child = child;
+    this.#stdinOpen = true;
+    let spawnError: NodeJS.ErrnoException | undefined;
+    const readerDone: Promise<void>[] = [];
+    for (const [stream, onLine] of [
+      [child.stdout, options.onStdoutLine],
+      [child.stderr, options.onStderrLine],
+    ] as const) {
+      if (!stream) continue;
+      const rl = createInterface({ input: stream, crlfDelay: Infinity });
+      rl.on('line', (line) => onLine(line.length > MAX_LINE ? line.slice(0, MAX_LINE) : line));
+      readerDone.push(new Promise((resolve) => rl.once('close', resolve)));
+    }
+    child.stdin?.on('error', () => {
+      this.#stdinOpen = false;
+    });
+    this.exited = new Promise<AgentExit>((resolve) => {
+      child.once('error', (err: NodeJS.ErrnoException) => {
+        spawnError = err;
+        if (child.pid === undefined) resolve({ code: null, signal: null, spawnError: err });
+      });
+      child.once('close', (code, signal) => {
+        // every line the agent wrote has been handed over by now ('close' follows the end of its streams)
+        void Promise.all(readerDone).then(() => resolve({ code, signal, ...(spawnError ? { spawnError } : {}) }));
+      });
+    });
+    if (options.input !== undefined) child.stdin?.write(options.input);
+    if (!options.keepStdinOpen) this.closeStdin();
+  }
+
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+
+  get stdinOpen(): boolean {
+    return this.#stdinOpen && this.#child.stdin?.writable === true;
+  }
+
+  /** Writes to the agent's stdin; false when stdin is closed. */
+  write(text: string): boolean {
+    if (!this.stdinOpen) return false;
+    this.#child.stdin!.write(text);
+    return true;
+  }
+
+  closeStdin(): void {
+    this.#stdinOpen = false;
+    this.#child.stdin?.end();
+  }
+
+  /** Ends the process tree: SIGTERM, then SIGKILL after `graceMs` for whatever still runs. */
+  stop(graceMs: number): Promise<void> {
+    this.#stopping ??= (async () => {
+      const pid = this.#child.pid;
+      if (pid === undefined) return;
+      const tree = await descendantsOf(pid);
+      signalTree(pid, tree, 'SIGTERM');
+      const exited = await Promise.race([this.exited.then(() => true), delay(graceMs).then(() => false)]);
+      // descendants outlive their parent when they ignore SIGTERM; the group and the list cover them
+      const later = await descendantsOf(pid);
+      signalTree(pid, [...new Set([...tree, ...later])], 'SIGKILL');
+      if (!exited) await Promise.race([this.exited, delay(graceMs)]);
+    })();
+    return this.#stopping;
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+function signalTree(pid: number, descendants: number[], signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // the group is gone
+  }
+  for (const p of descendants) {
+    try {
+      process.kill(p, signal);
+    } catch {
+      // gone
+    }
+  }
+}
+
+/** Process ids below `pid` (Linux /proc); empty where /proc is not available. */
+export async function descendantsOf(pid: number): Promise<number[]> {
+  let entries: string[];
+  try {
+    entries = await readdir('/proc');
+  } catch {
+    return [];
+  }
+  const children = new Map<number, number[]>();
+  await Promise.all(
+    entries
+      .filter((e) => /^\d+$/.test(e))
+      .map(async (e) => {
+        try {
+          const stat = await readFile(`/proc/${e}/stat`, 'utf8');
+          // pid (comm) state ppid ...; comm may hold spaces and parentheses
+          const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+          const list = children.get(ppid) ?? [];
+          list.push(Number(e));
+          children.set(ppid, list);
+        } catch {
+          // exited meanwhile
+        }
+      }),
+  );
+  const found: number[] = [];
+  const stack = [pid];
+  while (stack.length > 0) {
+    for (const child of children.get(stack.pop()!) ?? []) {
+      found.push(child);
+      stack.push(child);
+    }
+  }
+  return found;
+}

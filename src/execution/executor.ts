@@ -1,0 +1,253 @@
+/**
+ * The service's own executors in this process: up to `concurrency` runs at once. Woken by `runs.queued` on
+ * the bus and by a poll; each claimed run gets a plan, a workspace and its harness's CLI; the lease is kept
+ * by heartbeats; a cancelled run (seen on the bus, or by the poll when the bus missed it) has its process
+ * tree stopped; follow-ups reach the running agent when its harness takes them.
+ */
+import { hostname } from 'node:os';
+import type { FastifyBaseLogger } from 'fastify';
+import { RUN_CHANGED_TOPIC, RUNS_QUEUED_TOPIC } from '../runs/service.ts';
+import type { SecretProvider } from '../secrets/provider.ts';
+import type { Bus } from '../store/bus.ts';
+import type { Db } from '../store/db.ts';
+import { EventPipe } from './event-pipe.ts';
+import { adapterFor } from './harnesses/index.ts';
+import { buildPlan, PlanError } from './plan-builder.ts';
+import type { ExecutionPlan } from './plan.ts';
+import { claimServiceRuns } from './queue.ts';
+import type { Claimed } from './queue.ts';
+import type { ExecutionRecorder } from './recorder.ts';
+import { ExecutionRunner } from './runner.ts';
+import type { ExecutionSettings } from './settings.ts';
+
+export interface ExecutorDeps {
+  db: Db;
+  bus: Bus;
+  log: FastifyBaseLogger;
+  settings: ExecutionSettings;
+  recorder: ExecutionRecorder;
+  secrets: SecretProvider;
+  publicUrl: () => string;
+  /** This process, as the lease holder names it. */
+  processId: string;
+}
+
+interface Active {
+  runId: string;
+  executionId: string;
+  runner: ExecutionRunner | undefined;
+  /** Follow-ups handed to the agent (consumption is written asynchronously). */
+  delivered: Set<string>;
+}
+
+export class ServiceExecutor {
+  readonly #deps: ExecutorDeps;
+  readonly #active = new Map<string, Active>();
+  readonly #byRun = new Map<string, string>();
+  readonly #unsubscribe: (() => void)[] = [];
+  readonly #timers: NodeJS.Timeout[] = [];
+  #dispatching: Promise<void> | undefined;
+  #again = false;
+  #stopped = false;
+  readonly #finishing = new Set<Promise<void>>();
+
+  constructor(deps: ExecutorDeps) {
+    this.#deps = deps;
+  }
+
+  get executorName(): string {
+    return `service:${this.#deps.processId}`;
+  }
+
+  /** Runs executing in this process right now. */
+  get load(): number {
+    return this.#active.size;
+  }
+
+  async start(): Promise<void> {
+    const { bus, settings } = this.#deps;
+    this.#unsubscribe.push(
+      bus.subscribe(RUNS_QUEUED_TOPIC, (data) => {
+        if (!(data as { worker_host?: string | null } | null)?.worker_host) this.wake();
+      }),
+      bus.subscribe(RUN_CHANGED_TOPIC, (data) => this.#onRunChanged(data as { run_id?: string; state?: string; followup_id?: string } | null)),
+    );
+    const every = (ms: number, fn: () => Promise<void>) => {
+      const t = setInterval(() => void fn().catch((err: unknown) => this.#deps.log.warn({ err }, 'executor tick failed')), ms);
+      t.unref();
+      this.#timers.push(t);
+    };
+    every(settings.pollMs, async () => {
+      this.wake();
+      await this.#poll();
+    });
+    every(settings.heartbeatMs, () => this.#heartbeat());
+    await this.#register();
+    this.wake();
+  }
+
+  /** Looks for queued runs now (coalesced with a pass already under way). */
+  wake(): void {
+    if (this.#stopped) return;
+    if (this.#dispatching) {
+      this.#again = true;
+      return;
+    }
+    this.#dispatching = this.#dispatch()
+      .catch((err: unknown) => this.#deps.log.warn({ err }, 'claiming runs failed'))
+      .finally(() => {
+        this.#dispatching = undefined;
+        if (this.#again) {
+          this.#again = false;
+          this.wake();
+        }
+      });
+  }
+
+  async #dispatch(): Promise<void> {
+    const { settings } = this.#deps;
+    while (!this.#stopped) {
+      const free = settings.concurrency - this.#active.size;
+      if (free <= 0) return;
+      const claimed = await claimServiceRuns(this.#deps.db, {
+        limit: free,
+        harnesses: settings.harnesses,
+        defaultHarness: settings.defaultHarness,
+        executor: this.executorName,
+        leaseMs: settings.leaseMs,
+      });
+      if (claimed.length === 0) return;
+      for (const c of claimed) this.#launch(c);
+      if (claimed.length < free) return;
+    }
+  }
+
+  #launch(claimed: Claimed): void {
+    const active: Active = { runId: claimed.run.id, executionId: claimed.executionId, runner: undefined, delivered: new Set() };
+    this.#active.set(claimed.executionId, active);
+    this.#byRun.set(claimed.run.id, claimed.executionId);
+    const done = this.#execute(claimed, active)
+      .catch((err: unknown) => this.#deps.log.error({ err, runId: claimed.run.id }, 'execution failed'))
+      .finally(() => {
+        this.#active.delete(claimed.executionId);
+        if (this.#byRun.get(claimed.run.id) === claimed.executionId) this.#byRun.delete(claimed.run.id);
+        this.#finishing.delete(done);
+        this.wake();
+      });
+    this.#finishing.add(done);
+  }
+
+  async #execute(claimed: Claimed, active: Active): Promise<void> {
+    const { db, recorder, settings, log } = this.#deps;
+    const { run, executionId } = claimed;
+    let plan: ExecutionPlan;
+    try {
+      plan = await buildPlan(db, this.#deps.secrets, {
+        run,
+        executionId,
+        attempt: claimed.attempt,
+        harness: claimed.harness,
+        publicUrl: this.#deps.publicUrl(),
+      });
+    } catch (err) {
+      const planError = err instanceof PlanError;
+      if (!planError) log.error({ err, runId: run.id }, 'building the execution plan failed');
+      await recorder.finished({
+        executionId,
+        runId: run.id,
+        outcome: planError
+          ? { kind: 'failed', exitCode: null, message: err.message, errorCode: err.errorCode }
+          : { kind: 'error', exitCode: null, message: 'the execution could not be prepared', errorCode: 'environment_setup_failed' },
+      });
+      return;
+    }
+    const pipe = new EventPipe(
+      (events) => recorder.events(run.id, executionId, events),
+      (err) => log.warn({ err, runId: run.id }, 'storing run events failed'),
+    );
+    const runner = new ExecutionRunner(plan, settings, {
+      starting: ({ workspace }) =>
+        recorder.started({
+          executionId,
+          runId: run.id,
+          workspace,
+          leaseMs: settings.leaseMs,
+          followupIds: plan.followups.map((f) => f.id),
+          where: `${hostname()} (${this.executorName}) with the ${plan.harness} harness`,
+        }),
+      events: (events) => pipe.push(events),
+    });
+    active.runner = runner;
+    for (const f of plan.followups) active.delivered.add(f.id);
+    const outcome = await runner.done;
+    await pipe.drain();
+    await recorder.finished({ executionId, runId: run.id, outcome, usage: runner.usage });
+  }
+
+  #onRunChanged(data: { run_id?: string; state?: string; followup_id?: string } | null): void {
+    const executionId = data?.run_id ? this.#byRun.get(data.run_id) : undefined;
+    if (!executionId) return;
+    const active = this.#active.get(executionId);
+    if (!active) return;
+    if (data?.state === 'CANCELLED') void active.runner?.stop('cancelled');
+    if (data?.followup_id) void this.#deliverFollowups([active]);
+  }
+
+  /** Hands waiting follow-ups to agents whose harness takes them while running. */
+  async #deliverFollowups(actives: Active[]): Promise<void> {
+    const live = actives.filter((a) => a.runner && adapterFor(a.runner.plan.harness)?.liveFollowups);
+    if (live.length === 0) return;
+    const res = await this.#deps.db.query<{ id: string; run_id: string; message: string }>(
+      `SELECT id, run_id, message FROM run_followups WHERE run_id = ANY($1::text[]) AND consumed_by_execution IS NULL ORDER BY created_at, id`,
+      [live.map((a) => a.runId)],
+    );
+    for (const f of res.rows) {
+      const active = live.find((a) => a.runId === f.run_id);
+      if (!active || active.delivered.has(f.id)) continue;
+      if (active.runner!.deliverFollowup({ id: f.id, message: f.message })) active.delivered.add(f.id);
+    }
+  }
+
+  async #poll(): Promise<void> {
+    const actives = [...this.#active.values()].filter((a) => a.runner);
+    if (actives.length === 0) return;
+    const checks = await this.#deps.recorder.check(actives.map((a) => a.executionId));
+    for (const c of checks) {
+      if (c.verdict !== 'live') void this.#active.get(c.executionId)?.runner?.stop(c.verdict);
+    }
+    await this.#deliverFollowups(actives);
+  }
+
+  async #heartbeat(): Promise<void> {
+    await this.#register();
+    const ids = [...this.#active.keys()];
+    const checks = await this.#deps.recorder.heartbeat(ids, this.#deps.settings.leaseMs);
+    for (const c of checks) {
+      if (c.verdict !== 'live') void this.#active.get(c.executionId)?.runner?.stop(c.verdict);
+    }
+  }
+
+  /** Says what this process offers, so that a run nobody here can take says what it waits for. */
+  async #register(): Promise<void> {
+    const { settings } = this.#deps;
+    await this.#deps.db.query(
+      `INSERT INTO executor_processes (id, host, capacity, harnesses, default_harness, last_seen_at) VALUES ($1, $2, $3, $4, $5, ay_now())
+       ON CONFLICT (id) DO UPDATE SET capacity = excluded.capacity, harnesses = excluded.harnesses,
+         default_harness = excluded.default_harness, last_seen_at = ay_now()`,
+      [this.#deps.processId, hostname(), settings.concurrency, settings.harnesses, settings.defaultHarness ?? null],
+    );
+  }
+
+  /** Stops claiming; agents still running are stopped and their runs end ERROR (the server is going away). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const u of this.#unsubscribe) u();
+    for (const t of this.#timers) clearInterval(t);
+    await this.#dispatching;
+    for (const a of this.#active.values()) {
+      void a.runner?.stop('shutdown', { message: 'the server executing the run shut down', errorCode: 'executor_stopped' });
+    }
+    await Promise.all([...this.#finishing]);
+    await this.#deps.db.query('DELETE FROM executor_processes WHERE id = $1', [this.#deps.processId]).catch(() => {});
+  }
+}

@@ -1,0 +1,203 @@
+/**
+ * Claude Code: `claude -p --input-format stream-json --output-format stream-json --verbose`. The prompt and
+ * every follow-up go to stdin as stream-json user messages (a follow-up is taken at the agent's next turn);
+ * stdin closes after a turn's `result` when no follow-up waits, and the CLI exits.
+ */
+import { copyFile, mkdir, readdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { AgentEvent } from '../plan.ts';
+import { writeWorkspaceFile } from '../workspace.ts';
+import { jsonLine, num, obj, readExitCommon, splitMcpServers, isSseUrl, str, toolCategory } from './common.ts';
+import type { HarnessAdapter, OutputParser } from './types.ts';
+
+/** Longest base prompt passed as an argument; longer ones go to CLAUDE.md (Linux limits one argument to 128 KiB). */
+const MAX_ARG_PROMPT = 64 * 1024;
+
+export function claudeUserMessage(text: string): string {
+  return `${JSON.stringify({ type: 'user', message: { role: 'user', content: [{ type: 'text', text }] } })}\n`;
+}
+
+/** Claude Code keeps a session under `<config>/projects/<cwd with every non-alphanumeric character as ->/`. */
+export function claudeProjectDir(configDir: string, cwd: string): string {
+  return path.join(configDir, 'projects', cwd.replace(/[^a-zA-Z0-9]/g, '-'));
+}
+
+/** A session recorded in another working directory (the previous workspace) is copied where a resume looks. */
+async function placeSessionForResume(configDir: string, cwd: string, sessionId: string): Promise<void> {
+  const target = claudeProjectDir(configDir, cwd);
+  const file = `${sessionId}.jsonl`;
+  try {
+    await stat(path.join(target, file));
+    return;
+  } catch {
+    // not there yet
+  }
+  let projects: string[];
+  try {
+    projects = await readdir(path.join(configDir, 'projects'));
+  } catch {
+    return;
+  }
+  for (const project of projects) {
+    const source = path.join(configDir, 'projects', project, file);
+    try {
+      await stat(source);
+      await mkdir(target, { recursive: true, mode: 0o700 });
+      await copyFile(source, path.join(target, file));
+      return;
+    } catch {
+      // not in this project
+    }
+  }
+}
+
+function claudeParser(): OutputParser {
+  const toolNames = new Map<string, string>();
+  return {
+    line(text) {
+      const ev = jsonLine(text);
+      if (!ev) return text.trim() ? [{ type: 'log', data: { stream: 'stdout', text } }] : [];
+      const out: AgentEvent[] = [];
+      const sessionId = str(ev.session_id);
+      switch (ev.type) {
+        case 'system':
+          if (ev.subtype === 'init' && sessionId) {
+            out.push({
+              type: 'session',
+              data: {
+                session_id: sessionId,
+                ...(str(ev.model) ? { model: ev.model } : {}),
+                ...(Array.isArray(ev.mcp_servers) ? { mcp_servers: ev.mcp_servers } : {}),
+              },
+            });
+          }
+          break;
+        case 'assistant':
+        case 'user': {
+          const message = obj(ev.message);
+          const content = message?.content;
+          if (typeof content === 'string' && ev.type === 'assistant') out.push({ type: 'message', data: { role: 'assistant', text: content } });
+          if (!Array.isArray(content)) break;
+          for (const block of content.map(obj)) {
+            if (!block) continue;
+            if (block.type === 'text' && ev.type === 'assistant' && str(block.text)) {
+              out.push({ type: 'message', data: { role: 'assistant', text: block.text } });
+            } else if (block.type === 'tool_use') {
+              const name = str(block.name) ?? 'tool';
+              const id = str(block.id) ?? '';
+              toolNames.set(id, name);
+              out.push({ type: 'tool_call', data: { id, name, category: toolCategory(name), input: obj(block.input) ?? {} } });
+            } else if (block.type === 'tool_result') {
+              const id = str(block.tool_use_id) ?? '';
+              const name = toolNames.get(id) ?? 'tool';
+              out.push({
+                type: 'tool_result',
+                data: {
+                  id,
+                  name,
+                  category: toolCategory(name),
+                  status: block.is_error === true ? 'failed' : 'completed',
+                  output: { content: block.content ?? null },
+                },
+              });
+            }
+          }
+          break;
+        }
+        case 'result': {
+          const usage = obj(ev.usage);
+          if (usage || num(ev.total_cost_usd) !== undefined) {
+            out.push({
+              type: 'usage',
+              data: {
+                input_tokens: num(usage?.input_tokens) ?? 0,
+                output_tokens: num(usage?.output_tokens) ?? 0,
+                cached_input_tokens: (num(usage?.cache_read_input_tokens) ?? 0) + (num(usage?.cache_creation_input_tokens) ?? 0),
+                ...(num(ev.total_cost_usd) !== undefined ? { cost_usd: ev.total_cost_usd } : {}),
+              },
+            });
+          }
+          out.push({
+            type: 'result',
+            data: {
+              text: str(ev.result) ?? '',
+              is_error: ev.is_error === true || (str(ev.subtype) ?? 'success') !== 'success',
+              subtype: str(ev.subtype) ?? 'success',
+              ...(num(ev.num_turns) !== undefined ? { num_turns: ev.num_turns } : {}),
+              ...(num(ev.duration_ms) !== undefined ? { duration_ms: ev.duration_ms } : {}),
+              ...(sessionId ? { session_id: sessionId } : {}),
+            },
+          });
+          break;
+        }
+        default:
+          break;
+      }
+      return out;
+    },
+    end: () => [],
+  };
+}
+
+export const claudeHarness: HarnessAdapter = {
+  type: 'claude',
+  liveFollowups: true,
+  resumes: true,
+  async prepare({ plan, workspace, bin, prompt }) {
+    const configDir = path.join(workspace.home, '.claude');
+    await mkdir(configDir, { recursive: true, mode: 0o700 });
+    const { usable } = splitMcpServers(plan.mcpServers);
+    const mcpServers = Object.fromEntries(
+      usable.map(([name, s]) => [
+        name,
+        s.command
+          ? { type: 'stdio', command: s.command, args: s.args ?? [], env: s.env ?? {} }
+          : { type: isSseUrl(s.url!) ? 'sse' : 'http', url: s.url, ...(s.headers ? { headers: s.headers } : {}) },
+      ]),
+    );
+    const mcpConfig = await writeWorkspaceFile(workspace.dir, '.mcp.json', `${JSON.stringify({ mcpServers }, null, 2)}\n`);
+    if (plan.skill?.resolved) {
+      for (const file of plan.skill.files) {
+        await writeWorkspaceFile(workspace.dir, path.join('.claude', 'skills', plan.skill.name, file.path), file.content, 0o644);
+      }
+    }
+    const args = [
+      '-p',
+      '--input-format',
+      'stream-json',
+      '--output-format',
+      'stream-json',
+      '--verbose',
+      '--permission-mode',
+      'bypassPermissions',
+      '--mcp-config',
+      mcpConfig,
+      '--strict-mcp-config',
+    ];
+    if (plan.modelId) args.push('--model', plan.modelId);
+    if (plan.basePrompt) {
+      if (plan.basePrompt.length <= MAX_ARG_PROMPT) args.push('--append-system-prompt', plan.basePrompt);
+      else await writeWorkspaceFile(workspace.dir, 'CLAUDE.md', plan.basePrompt, 0o644);
+    }
+    if (plan.resumeSessionId) {
+      await placeSessionForResume(configDir, workspace.dir, plan.resumeSessionId);
+      args.push('--resume', plan.resumeSessionId);
+    }
+    return {
+      command: bin,
+      args,
+      env: {
+        ...plan.secretEnv,
+        CLAUDE_CONFIG_DIR: configDir,
+        DISABLE_AUTOUPDATER: '1',
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      },
+      input: claudeUserMessage(prompt),
+      keepStdinOpen: true,
+    };
+  },
+  parser: claudeParser,
+  followupInput: claudeUserMessage,
+  isTurnEnd: (event) => event.type === 'result',
+  readExit: (code, signal, lastResult) => readExitCommon('claude', code, signal, lastResult),
+};

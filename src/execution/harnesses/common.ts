@@ -1,0 +1,92 @@
+import type { McpServerConfig } from '../../runs/model.ts';
+import type { AgentEvent } from '../plan.ts';
+import type { ExitReading } from './types.ts';
+
+/** One line of JSON output as an object; undefined for anything else (banners, blank lines). */
+export function jsonLine(text: string): Record<string, unknown> | undefined {
+  const trimmed = text.trim();
+  if (!trimmed.startsWith('{')) return undefined;
+  try {
+    const value: unknown = JSON.parse(trimmed);
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+export const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+export const obj = (v: unknown): Record<string, unknown> | undefined =>
+  v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+
+/** The conversation's action category of a tool, by its name in the CLIs (ConversationResponse ActionCategory). */
+export function toolCategory(name: string): string {
+  const n = name.toLowerCase();
+  if (n.startsWith('mcp__') || n.includes('mcp')) return 'integration';
+  if (n === 'skill' || n.includes('skill')) return 'skill';
+  if (/^(bash|shell|run_shell_command|command|exec|local_shell|killshell|bashoutput)$/.test(n) || n.includes('command')) return 'command';
+  if (/^(read|write|edit|multiedit|notebookedit|read_file|write_file|replace|read_many_files|apply_patch|file_change)$/.test(n)) return 'files';
+  if (/^(grep|glob|ls|list_directory|search_file_content|web_search|google_web_search|websearch|webfetch|web_fetch)$/.test(n)) return 'search';
+  if (n.includes('review')) return 'review';
+  if (n.includes('computer')) return 'computer';
+  return 'command';
+}
+
+export interface McpSplit {
+  /** Servers with a command or a URL. */
+  usable: [string, McpServerConfig][];
+  /** Servers named by a hosted id (`warp_id`) that this service cannot resolve. */
+  unresolved: string[];
+}
+
+export function splitMcpServers(servers: Record<string, McpServerConfig>): McpSplit {
+  const usable: [string, McpServerConfig][] = [];
+  const unresolved: string[] = [];
+  for (const [name, server] of Object.entries(servers)) {
+    if (server.command || server.url) usable.push([name, server]);
+    else unresolved.push(name);
+  }
+  return { usable, unresolved };
+}
+
+/** A URL ending in /sse speaks the SSE transport; any other the streamable HTTP transport. */
+export function isSseUrl(url: string): boolean {
+  try {
+    return /\/sse\/?$/.test(new URL(url).pathname);
+  } catch {
+    return false;
+  }
+}
+
+/** A TOML basic string (JSON's string escapes are a subset of TOML's). */
+export function tomlString(value: string): string {
+  return JSON.stringify(value);
+}
+
+export function tomlInlineTable(map: Record<string, string>): string {
+  return `{ ${Object.entries(map)
+    .map(([k, v]) => `${tomlString(k)} = ${tomlString(v)}`)
+    .join(', ')} }`;
+}
+
+/** The usual reading of an exit: 0 is success unless the final result said otherwise. */
+export function readExitCommon(cli: string, code: number | null, signal: NodeJS.Signals | null, lastResult: AgentEvent | undefined): ExitReading {
+  const resultText = str(lastResult?.data.text);
+  if (signal) return { kind: 'error', message: `${cli} was ended by ${signal}`, errorCode: 'agent_killed' };
+  if (code === 0 && lastResult?.data.is_error !== true) {
+    return { kind: 'succeeded', message: summary(resultText) ?? `${cli} finished` };
+  }
+  const reason = summary(resultText) ?? (code === 0 ? 'the agent reported an error' : undefined);
+  return {
+    kind: 'failed',
+    message: `${cli} ${code === 0 ? 'reported a failure' : `exited with code ${code}`}${reason ? `: ${reason}` : ''}`,
+    errorCode: 'agent_failed',
+  };
+}
+
+/** The first 500 characters of a result, for a status message. */
+export function summary(text: string | undefined): string | undefined {
+  const t = text?.trim();
+  if (!t) return undefined;
+  return t.length > 500 ? `${t.slice(0, 499)}…` : t;
+}

@@ -1,0 +1,138 @@
+/**
+ * Gemini CLI: `gemini --output-format stream-json --approval-mode yolo --prompt …` with the task on stdin (the
+ * CLI prepends piped stdin to the prompt) and `~/.gemini/settings.json` (MCP servers) in the agent's home
+ * inside the workspace. A follow-up continues with `--resume <session id>` in the next execution.
+ */
+import path from 'node:path';
+import type { AgentEvent } from '../plan.ts';
+import { writeWorkspaceFile } from '../workspace.ts';
+import { jsonLine, num, obj, readExitCommon, splitMcpServers, isSseUrl, str, toolCategory } from './common.ts';
+import type { ExitReading, HarnessAdapter, OutputParser } from './types.ts';
+
+export const GEMINI_PROMPT_FLAG_TEXT = 'Carry out the task given above (from standard input).';
+
+export function geminiSettings(servers: Parameters<typeof splitMcpServers>[0]): Record<string, unknown> {
+  const mcpServers = Object.fromEntries(
+    splitMcpServers(servers).usable.map(([name, s]) => [
+      name,
+      s.command
+        ? { command: s.command, args: s.args ?? [], env: s.env ?? {}, trust: true }
+        : { ...(isSseUrl(s.url!) ? { url: s.url } : { httpUrl: s.url }), ...(s.headers ? { headers: s.headers } : {}), trust: true },
+    ]),
+  );
+  return { mcpServers };
+}
+
+function geminiParser(): OutputParser {
+  let pending = '';
+  const tools = new Map<string, string>();
+  const flush = (): AgentEvent[] => {
+    if (!pending) return [];
+    const text = pending;
+    pending = '';
+    return [{ type: 'message', data: { role: 'assistant', text } }];
+  };
+  return {
+    line(text) {
+      const ev = jsonLine(text);
+      if (!ev) return text.trim() ? [{ type: 'log', data: { stream: 'stdout', text } }] : [];
+      if (ev.type === 'message' && ev.role === 'assistant' && ev.delta === true) {
+        pending += str(ev.content) ?? '';
+        return [];
+      }
+      const out = flush();
+      switch (ev.type) {
+        case 'init':
+          if (str(ev.session_id)) out.push({ type: 'session', data: { session_id: ev.session_id, ...(str(ev.model) ? { model: ev.model } : {}) } });
+          break;
+        case 'message':
+          if (ev.role === 'assistant' && str(ev.content)) out.push({ type: 'message', data: { role: 'assistant', text: ev.content } });
+          break;
+        case 'tool_use': {
+          const name = str(ev.tool_name) ?? 'tool';
+          const id = str(ev.tool_id) ?? '';
+          tools.set(id, name);
+          out.push({ type: 'tool_call', data: { id, name, category: toolCategory(name), input: obj(ev.parameters) ?? {} } });
+          break;
+        }
+        case 'tool_result': {
+          const id = str(ev.tool_id) ?? '';
+          const name = tools.get(id) ?? 'tool';
+          out.push({
+            type: 'tool_result',
+            data: {
+              id,
+              name,
+              category: toolCategory(name),
+              status: ev.status === 'success' ? 'completed' : 'failed',
+              output: { output: str(ev.output) ?? '', ...(obj(ev.error) ? { error: ev.error } : {}) },
+            },
+          });
+          break;
+        }
+        case 'error':
+          out.push({ type: 'error', data: { message: str(ev.message) ?? 'error', fatal: ev.severity === 'error' } });
+          break;
+        case 'result': {
+          const stats = obj(ev.stats);
+          if (stats) {
+            out.push({
+              type: 'usage',
+              data: { input_tokens: num(stats.input_tokens) ?? 0, output_tokens: num(stats.output_tokens) ?? 0, cached_input_tokens: num(stats.cached) ?? 0 },
+            });
+          }
+          const failed = ev.status !== 'success';
+          out.push({ type: 'result', data: { text: failed ? (str(obj(ev.error)?.message) ?? 'failed') : '', is_error: failed } });
+          break;
+        }
+        default:
+          break;
+      }
+      return out;
+    },
+    end: flush,
+  };
+}
+
+/** Gemini CLI's headless exit codes (docs/cli/headless.md). */
+function readGeminiExit(code: number | null, signal: NodeJS.Signals | null, lastResult: AgentEvent | undefined): ExitReading {
+  const common = readExitCommon('gemini', code, signal, lastResult);
+  switch (code) {
+    case 41:
+      return { kind: 'failed', message: `gemini could not authenticate (exit 41): set the run's harness auth secret`, errorCode: 'harness_auth_failed' };
+    case 42:
+    case 52:
+      return { kind: 'error', message: `gemini refused its input or configuration (exit ${code})`, errorCode: 'harness_config_rejected' };
+    case 53:
+      return { kind: 'failed', message: 'gemini reached its turn limit (exit 53)', errorCode: 'agent_turn_limit' };
+    default:
+      return common;
+  }
+}
+
+export const geminiHarness: HarnessAdapter = {
+  type: 'gemini',
+  liveFollowups: false,
+  resumes: true,
+  async prepare({ plan, workspace, bin, prompt }) {
+    await writeWorkspaceFile(
+      workspace.dir,
+      path.relative(workspace.dir, path.join(workspace.home, '.gemini', 'settings.json')),
+      `${JSON.stringify(geminiSettings(plan.mcpServers), null, 2)}\n`,
+    );
+    if (plan.basePrompt) await writeWorkspaceFile(workspace.dir, 'GEMINI.md', plan.basePrompt, 0o644);
+    const args = ['--output-format', 'stream-json', '--approval-mode', 'yolo'];
+    if (plan.modelId) args.push('--model', plan.modelId);
+    if (plan.resumeSessionId) args.push('--resume', plan.resumeSessionId);
+    args.push('--prompt', GEMINI_PROMPT_FLAG_TEXT);
+    return {
+      command: bin,
+      args,
+      env: { ...plan.secretEnv, HOME: workspace.home },
+      input: prompt,
+      keepStdinOpen: false,
+    };
+  },
+  parser: geminiParser,
+  readExit: readGeminiExit,
+};

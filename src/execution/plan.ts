@@ -1,0 +1,98 @@
+/**
+ * An execution plan: everything an agent needs to work on one execution of a run, resolved by the server
+ * (prompt, skill files, attachments, secrets) so that the service's executors and a self-hosted worker run
+ * it the same way. Plain JSON: the worker protocol sends it as the `assignment`.
+ */
+import type { McpServerConfig } from '../runs/model.ts';
+import type { RunEventType } from '../runs/events.ts';
+import type { HarnessType } from './settings.ts';
+
+export interface PlanFile {
+  /** Path relative to the skill directory. */
+  path: string;
+  content: string;
+}
+
+export type PlanSkill =
+  | { spec: string; name: string; resolved: true; source: string; files: PlanFile[] }
+  | { spec: string; name: string; resolved: false; reason: string };
+
+export interface PlanAttachment {
+  fileName: string;
+  mimeType: string;
+  base64: string;
+}
+
+export interface PlanFollowup {
+  id: string;
+  message: string;
+}
+
+export interface ExecutionPlan {
+  executionId: string;
+  runId: string;
+  teamId: string;
+  attempt: number;
+  harness: HarnessType;
+  title: string;
+  /** What the agent is told in this execution (the run's prompt, or the follow-ups that continue it). */
+  prompt: string;
+  /** The run's prompt as it was created. */
+  runPrompt: string;
+  basePrompt: string | undefined;
+  /** The harness-native model name; undefined: the CLI's default. */
+  modelId: string | undefined;
+  reasoningLevel: string | undefined;
+  mcpServers: Record<string, McpServerConfig>;
+  skill: PlanSkill | undefined;
+  attachments: PlanAttachment[];
+  /**
+   * Environment variables holding the provider key (`ANTHROPIC_API_KEY`...) from the run's managed secret.
+   * Never logged, never on a command line.
+   */
+  secretEnv: Record<string, string>;
+  /** managedSecret: `secretEnv` has the key; workerEnvironment: the worker's own environment provides it. */
+  authSource: 'managedSecret' | 'workerEnvironment' | 'none';
+  /** The agent CLI session to resume (a follow-up to a finished run). */
+  resumeSessionId: string | undefined;
+  /** The execution before this one, whose workspace (when it is still on this host) this one continues in. */
+  previousExecutionId: string | undefined;
+  /** Follow-ups this execution delivers (they are part of `prompt`). */
+  followups: PlanFollowup[];
+  /** The run as the `command` harness receives it on stdin. */
+  run: {
+    source: string;
+    config: Record<string, unknown>;
+    metadata: Record<string, string>;
+    createdAt: string;
+    sessionLink: string;
+  };
+}
+
+/** What an agent reports while it works; stored as run events (`data` per type: docs/execution.md). */
+export interface AgentEvent {
+  type: RunEventType;
+  data: Record<string, unknown>;
+  /** ISO time the agent reported it; the time of storing when absent. */
+  at?: string;
+}
+
+/** How an execution ended, as the runner saw it. */
+export interface ExecutionOutcome {
+  /** succeeded → SUCCEEDED, failed → FAILED (the agent or its task failed), error → ERROR (the platform failed). */
+  kind: 'succeeded' | 'failed' | 'error' | 'cancelled' | 'lost';
+  exitCode: number | null;
+  message: string;
+  errorCode?: string;
+  agentSessionId?: string;
+  workspace?: string;
+}
+
+/** The provider key variable each harness reads. */
+export const SECRET_ENV_OF: Record<HarnessType, string[]> = {
+  claude: ['ANTHROPIC_API_KEY'],
+  codex: ['OPENAI_API_KEY', 'CODEX_API_KEY'],
+  gemini: ['GEMINI_API_KEY'],
+  command: ['AGENT_API_KEY'],
+  noop: [],
+};

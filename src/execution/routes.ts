@@ -1,0 +1,77 @@
+import { Type } from 'typebox';
+import type { AppInstance, ServiceContext } from '../http/context.ts';
+
+const WorkerSchema = Type.Object({
+  worker_id: Type.String(),
+  connection_id: Type.String(),
+  connected: Type.Boolean(),
+  capacity: Type.Integer(),
+  load: Type.Integer({ description: 'Runs it executes now' }),
+  harnesses: Type.Array(Type.String()),
+  default_harness: Type.Union([Type.String(), Type.Null()]),
+  host: Type.Union([Type.String(), Type.Null()]),
+  version: Type.Union([Type.String(), Type.Null()]),
+  protocol: Type.Integer(),
+  connected_at: Type.String({ format: 'date-time' }),
+  last_seen_at: Type.String({ format: 'date-time' }),
+  disconnected_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+});
+
+/** A connection counts as connected while it heartbeats; one not seen for this many heartbeats is not. */
+const STALE_HEARTBEATS = 3;
+/** Connections seen within this window are listed. */
+const RECENT_MS = 24 * 3_600_000;
+
+export async function registerWorkerRoutes(app: AppInstance, ctx: ServiceContext, heartbeatMs: () => number): Promise<void> {
+  app.get(
+    '/workers',
+    {
+      schema: {
+        tags: ['workers'],
+        summary: "The team's self-hosted workers: connected ones, and those seen in the last 24 hours (one entry per connection; several workers may share an ID)",
+        response: { 200: Type.Object({ workers: Type.Array(WorkerSchema) }) },
+      },
+    },
+    async (request) => {
+      const res = await ctx.db.query<{
+        id: string;
+        worker_id: string;
+        connected: boolean;
+        capacity: number;
+        load: number;
+        harnesses: string[];
+        default_harness: string | null;
+        host: string | null;
+        version: string | null;
+        protocol: number;
+        connected_at: Date;
+        last_seen_at: Date;
+        disconnected_at: Date | null;
+      }>(
+        `SELECT id, worker_id, (disconnected_at IS NULL AND last_seen_at > ay_now() - $2 * interval '1 millisecond') AS connected,
+           capacity, load, harnesses, default_harness, host, version, protocol, connected_at, last_seen_at, disconnected_at
+         FROM worker_connections
+         WHERE team_id = $1 AND last_seen_at > ay_now() - $3 * interval '1 millisecond'
+         ORDER BY worker_id, connected DESC, last_seen_at DESC`,
+        [request.principal.teamId, heartbeatMs() * STALE_HEARTBEATS, RECENT_MS],
+      );
+      return {
+        workers: res.rows.map((w) => ({
+          worker_id: w.worker_id,
+          connection_id: w.id,
+          connected: w.connected,
+          capacity: w.capacity,
+          load: w.connected ? w.load : 0,
+          harnesses: w.harnesses,
+          default_harness: w.default_harness,
+          host: w.host,
+          version: w.version,
+          protocol: w.protocol,
+          connected_at: w.connected_at.toISOString(),
+          last_seen_at: w.last_seen_at.toISOString(),
+          disconnected_at: w.disconnected_at?.toISOString() ?? null,
+        })),
+      };
+    },
+  );
+}

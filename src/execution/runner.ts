@@ -1,0 +1,305 @@
+/**
+ * Runs one execution plan on this host: prepares the workspace, starts the harness's CLI, turns its output
+ * into events, hands follow-ups to it, watches the workspace size, and reads its exit. The service's
+ * executors and self-hosted workers both run plans through this.
+ */
+import path from 'node:path';
+import { AgentProcess } from './agent-process.ts';
+import { adapterFor } from './harnesses/index.ts';
+import type { HarnessAdapter, Invocation } from './harnesses/types.ts';
+import type { AgentEvent, ExecutionOutcome, ExecutionPlan, PlanFollowup } from './plan.ts';
+import type { ExecutionSettings } from './settings.ts';
+import { attachmentFileName, createWorkspace, workspaceSize, writeWorkspaceFile } from './workspace.ts';
+import type { Workspace } from './workspace.ts';
+
+export interface RunnerHooks {
+  /** The agent is about to start. Resolves false when the execution must not go on (cancelled, lease lost). */
+  starting(info: { workspace: string }): Promise<boolean>;
+  /** Events, in the order the agent reported them (already stripped of secret values). */
+  events(events: AgentEvent[]): void;
+}
+
+export type StopReason = 'cancelled' | 'lost' | 'shutdown';
+
+/** stderr lines kept as `log` events per execution; the rest are counted. */
+const MAX_STDERR_EVENTS = 200;
+const SIZE_CHECK_MS = 5_000;
+
+/** The environment every agent starts from; nothing else of the executor's own environment is passed. */
+const BASE_ENV_VARS = ['PATH', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'USER', 'LOGNAME', 'SHELL', 'TMPDIR', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'NODE_EXTRA_CA_CERTS', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY'];
+
+/** Replaces every secret value in the strings of `value`. */
+export function redact<T>(value: T, secrets: readonly string[]): T {
+  if (secrets.length === 0) return value;
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return secrets.reduce((s, secret) => s.split(secret).join('[redacted]'), v);
+    if (Array.isArray(v)) return v.map(walk);
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, walk(x)]));
+    return v;
+  };
+  return walk(value) as T;
+}
+
+/** The prompt with what the workspace holds for the agent: the skill and the attachments. */
+export function promptWithNotes(plan: ExecutionPlan, fileNames: readonly string[]): string {
+  const notes: string[] = [];
+  if (plan.skill?.resolved) notes.push(`Use the skill "${plan.skill.name}": read .agents/skills/${plan.skill.name}/SKILL.md in the working directory and follow it.`);
+  else if (plan.skill) notes.push(`The skill "${plan.skill.spec}" was requested but could not be provided (${plan.skill.reason}).`);
+  if (fileNames.length) notes.push(`Files attached to this run, in the working directory: ${fileNames.join(', ')}.`);
+  const body = plan.prompt.trim() ? plan.prompt : plan.skill ? `Carry out the skill "${plan.skill.name}".` : plan.prompt;
+  return notes.length ? `${body}\n\n---\n${notes.join('\n')}\n` : body;
+}
+
+export class ExecutionRunner {
+  readonly plan: ExecutionPlan;
+  readonly done: Promise<ExecutionOutcome>;
+  readonly #settings: ExecutionSettings;
+  readonly #hooks: RunnerHooks;
+  readonly #secrets: string[];
+  #adapter: HarnessAdapter | undefined;
+  #process: AgentProcess | undefined;
+  #stopReason: StopReason | undefined;
+  #stopError: { message: string; errorCode: string } | undefined;
+  #workspace: Workspace | undefined;
+  #sessionId: string | undefined;
+  #deliveredLive = 0;
+  #turnsDone = 0;
+  #usage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0, cost_usd: 0 };
+
+  constructor(plan: ExecutionPlan, settings: ExecutionSettings, hooks: RunnerHooks) {
+    this.plan = plan;
+    this.#settings = settings;
+    this.#hooks = hooks;
+    this.#secrets = Object.values(plan.secretEnv).filter((v) => v.length >= 6);
+    this.done = this.#run().catch((err: unknown) => ({
+      kind: 'error' as const,
+      exitCode: null,
+      message: `the executor failed: ${redact(err instanceof Error ? err.message : String(err), this.#secrets)}`,
+      errorCode: 'executor_failed',
+    }));
+  }
+
+  /** Usage the agent reported so far, summed over its turns. */
+  get usage(): Readonly<Record<string, number>> {
+    return this.#usage;
+  }
+
+  #emit(events: AgentEvent[]): void {
+    if (events.length === 0) return;
+    for (const e of events) {
+      if (e.type === 'session' && typeof e.data.session_id === 'string') this.#sessionId = e.data.session_id;
+      if (e.type === 'usage') {
+        for (const key of ['input_tokens', 'output_tokens', 'cached_input_tokens', 'cost_usd'] as const) {
+          const v = e.data[key];
+          if (typeof v === 'number') this.#usage[key] += v;
+        }
+      }
+    }
+    this.#hooks.events(redact(events, this.#secrets));
+  }
+
+  /**
+   * Hands a follow-up to the running agent at its next turn. False when the harness takes none while running
+   * (or the agent has finished its last turn): the follow-up waits for the next execution.
+   */
+  deliverFollowup(followup: PlanFollowup): boolean {
+    const input = this.#adapter?.followupInput;
+    if (!input || !this.#process?.stdinOpen || this.#stopReason) return false;
+    if (!this.#process.write(input(followup.message))) return false;
+    this.#deliveredLive += 1;
+    this.#emit([{ type: 'followup', data: { followup_id: followup.id, message: followup.message, delivery: 'live' } }]);
+    return true;
+  }
+
+  /** Stops the agent's process tree; the outcome says why. */
+  async stop(reason: StopReason, error?: { message: string; errorCode: string }): Promise<void> {
+    this.#stopReason ??= reason;
+    if (error) this.#stopError ??= error;
+    await this.#process?.stop(this.#settings.killGraceMs);
+  }
+
+  #outcome(kind: ExecutionOutcome['kind'], exitCode: number | null, message: string, errorCode?: string): ExecutionOutcome {
+    return {
+      kind,
+      exitCode,
+      message: redact(message, this.#secrets),
+      ...(errorCode ? { errorCode } : {}),
+      ...(this.#sessionId ? { agentSessionId: this.#sessionId } : {}),
+      ...(this.#workspace ? { workspace: this.#workspace.dir } : {}),
+    };
+  }
+
+  /** The outcome of an execution stopped by `stop()` (or refused at its start: cancelled, lease lost). */
+  #stopped(exitCode: number | null): ExecutionOutcome {
+    if (this.#stopError) return this.#outcome('error', exitCode, this.#stopError.message, this.#stopError.errorCode);
+    switch (this.#stopReason) {
+      case 'cancelled':
+        return this.#outcome('cancelled', exitCode, 'stopped: the run was cancelled');
+      case 'shutdown':
+        return this.#outcome('error', exitCode, 'the executor shut down', 'executor_stopped');
+      default:
+        return this.#outcome('lost', exitCode, 'stopped: the execution is no longer the run’s (lease lost or taken over)');
+    }
+  }
+
+  async #prepareWorkspace(): Promise<string[]> {
+    const plan = this.plan;
+    const ws = await createWorkspace(this.#settings.workspaceRoot, plan.executionId, plan.previousExecutionId);
+    this.#workspace = ws;
+    const names: string[] = [];
+    for (const a of plan.attachments) {
+      const name = attachmentFileName(a.fileName);
+      await writeWorkspaceFile(ws.dir, name, Buffer.from(a.base64, 'base64'), 0o644);
+      names.push(name);
+    }
+    if (plan.skill?.resolved) {
+      for (const f of plan.skill.files) await writeWorkspaceFile(ws.dir, path.join('.agents', 'skills', plan.skill.name, f.path), f.content, 0o644);
+    }
+    return names;
+  }
+
+  #environment(invocation: Invocation, ws: Workspace): Record<string, string> {
+    const env: Record<string, string> = {};
+    for (const name of [...BASE_ENV_VARS, ...this.#settings.passEnv]) {
+      const value = process.env[name];
+      if (value !== undefined && !(name in this.plan.secretEnv)) env[name] = value;
+    }
+    return {
+      ...env,
+      HOME: ws.home,
+      TERM: 'dumb',
+      NO_COLOR: '1',
+      CI: 'true',
+      AGENTYARD_RUN_ID: this.plan.runId,
+      AGENTYARD_EXECUTION_ID: this.plan.executionId,
+      AGENTYARD_WORKSPACE: ws.dir,
+      ...invocation.env,
+    };
+  }
+
+
+  /** What the agent starts with, recorded once it starts: the skill, left-out MCP servers, follow-ups in the prompt. */
+  #emitPrelude(): void {
+    const plan = this.plan;
+    if (plan.skill) {
+      this.#emit([
+        {
+          type: 'skill',
+          data: plan.skill.resolved
+            ? { spec: plan.skill.spec, name: plan.skill.name, resolved: true, skill_path: `.agents/skills/${plan.skill.name}/SKILL.md`, source: plan.skill.source }
+            : { spec: plan.skill.spec, name: plan.skill.name, resolved: false, reason: plan.skill.reason },
+        },
+      ]);
+    }
+    const unresolvedMcp = Object.entries(plan.mcpServers).filter(([, s]) => !s.command && !s.url);
+    if (unresolvedMcp.length) {
+      this.#emit([{ type: 'status', data: { message: `MCP servers named only by a hosted id were left out: ${unresolvedMcp.map(([n]) => n).join(', ')}` } }]);
+    }
+    if (plan.followups.length) {
+      this.#emit(plan.followups.map((f) => ({ type: 'followup' as const, data: { followup_id: f.id, message: f.message, delivery: 'prompt' } })));
+    }
+  }
+
+  async #run(): Promise<ExecutionOutcome> {
+    const plan = this.plan;
+    let fileNames: string[];
+    try {
+      fileNames = await this.#prepareWorkspace();
+    } catch (err) {
+      return this.#outcome('error', null, `the workspace could not be prepared: ${(err as Error).message}`, 'environment_setup_failed');
+    }
+    const ws = this.#workspace!;
+    const prompt = promptWithNotes(plan, fileNames);
+
+    if (plan.harness === 'noop') {
+      if (!(await this.#hooks.starting({ workspace: ws.dir })) || this.#stopReason) return this.#stopped(null);
+      this.#emitPrelude();
+      this.#emit([
+        { type: 'message', data: { role: 'assistant', text: 'noop harness: nothing to do' } },
+        { type: 'result', data: { text: 'done', is_error: false } },
+      ]);
+      return this.#outcome('succeeded', 0, 'noop harness: done');
+    }
+
+    const adapter = adapterFor(plan.harness)!;
+    this.#adapter = adapter;
+    const bin = this.#settings.bins[plan.harness];
+    let invocation: Invocation;
+    try {
+      invocation = await adapter.prepare({ plan, workspace: ws, bin, extraArgs: plan.harness === 'command' ? this.#settings.commandArgs : [], prompt });
+    } catch (err) {
+      return this.#outcome('error', null, `the ${plan.harness} harness could not be prepared: ${(err as Error).message}`, 'environment_setup_failed');
+    }
+    if (!(await this.#hooks.starting({ workspace: ws.dir })) || this.#stopReason) return this.#stopped(null);
+    this.#emitPrelude();
+
+    const parser = adapter.parser();
+    let lastResult: AgentEvent | undefined;
+    const stderrTail: string[] = [];
+    let stderrEvents = 0;
+    let stderrDropped = 0;
+    const onEvents = (events: AgentEvent[]): void => {
+      this.#emit(events);
+      for (const e of events) {
+        if (e.type === 'result') lastResult = e;
+        if (adapter.isTurnEnd?.(e)) {
+          this.#turnsDone += 1;
+          // every prompt handed over has had its turn: nothing more to say, so the CLI may finish
+          if (this.#turnsDone >= 1 + this.#deliveredLive) this.#process?.closeStdin();
+        }
+      }
+    };
+    const proc = new AgentProcess({
+      command: invocation.command,
+      args: invocation.args,
+      cwd: ws.dir,
+      env: this.#environment(invocation, ws),
+      ...(invocation.input !== undefined ? { input: invocation.input } : {}),
+      keepStdinOpen: invocation.keepStdinOpen,
+      onStdoutLine: (line) => onEvents(parser.line(line)),
+      onStderrLine: (line) => {
+        if (!line.trim()) return;
+        stderrTail.push(line);
+        if (stderrTail.length > 20) stderrTail.shift();
+        if (stderrEvents < MAX_STDERR_EVENTS) {
+          stderrEvents += 1;
+          this.#emit([{ type: 'log', data: { stream: 'stderr', text: line } }]);
+        } else stderrDropped += 1;
+      },
+    });
+    this.#process = proc;
+    if (this.#stopReason) void proc.stop(this.#settings.killGraceMs);
+
+    const sizeTimer = setInterval(() => {
+      void workspaceSize(ws.dir, this.#settings.workspaceMaxBytes).then((bytes) => {
+        if (bytes > this.#settings.workspaceMaxBytes) {
+          void this.stop('shutdown', {
+            message: `the workspace grew past ${Math.round(this.#settings.workspaceMaxBytes / 1048576)} MB (AGENTYARD_WORKSPACE_MAX_MB)`,
+            errorCode: 'workspace_too_large',
+          });
+        }
+      });
+    }, SIZE_CHECK_MS);
+    sizeTimer.unref();
+    const exit = await proc.exited;
+    clearInterval(sizeTimer);
+    onEvents(parser.end());
+    if (stderrDropped) this.#emit([{ type: 'log', data: { stream: 'stderr', text: `[${stderrDropped} more stderr lines not kept]` } }]);
+
+    if (exit.spawnError) {
+      const code = exit.spawnError.code;
+      const message =
+        code === 'ENOENT'
+          ? `the ${plan.harness} harness executable "${invocation.command}" was not found (set AGENTYARD_HARNESS_${plan.harness.toUpperCase()}_BIN)`
+          : `the ${plan.harness} harness could not be started: ${exit.spawnError.message}`;
+      return this.#outcome('error', null, message, 'harness_unavailable');
+    }
+    if (this.#stopReason || this.#stopError) return this.#stopped(exit.code);
+    const reading = adapter.readExit(exit.code, exit.signal, lastResult);
+    let message = reading.message;
+    if (reading.kind !== 'succeeded' && !(typeof lastResult?.data.text === 'string' && lastResult.data.text) && stderrTail.length) {
+      message += ` (${stderrTail.at(-1)!.slice(0, 300)})`;
+    }
+    return this.#outcome(reading.kind, exit.code, message, reading.errorCode);
+  }
+}

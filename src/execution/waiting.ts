@@ -1,0 +1,84 @@
+/**
+ * Status messages of runs that stay queued because nothing can take them: a run for a self-hosted worker
+ * that is not connected (or offers not the run's harness), and a run whose harness no executor of the
+ * service offers. Written only when the message changes; `updated_at` is left alone (nothing about the run
+ * itself changed).
+ */
+import type { Db } from '../store/db.ts';
+import { harnessFor, isHarnessType } from './settings.ts';
+import type { HarnessType } from './settings.ts';
+
+/** An executor process or worker connection counts as present when seen within this many heartbeats. */
+export const PRESENCE_HEARTBEATS = 3;
+
+interface WaitingRun {
+  id: string;
+  team_id: string;
+  worker_host: string | null;
+  harness: string;
+  message: string | null;
+}
+
+interface Offer {
+  team_id: string | null;
+  worker_id: string | null;
+  harnesses: string[];
+  default_harness: string | null;
+}
+
+function offers(offer: Offer, requested: string): boolean {
+  const def = offer.default_harness && isHarnessType(offer.default_harness) ? (offer.default_harness as HarnessType) : undefined;
+  const wanted = harnessFor(requested, def);
+  return wanted !== undefined && offer.harnesses.includes(wanted);
+}
+
+export function waitingMessage(run: Pick<WaitingRun, 'team_id' | 'worker_host' | 'harness'>, present: readonly Offer[]): string | null {
+  const harness = run.harness === 'oz' ? 'default' : run.harness;
+  if (run.worker_host) {
+    const workers = present.filter((o) => o.team_id === run.team_id && o.worker_id === run.worker_host);
+    if (workers.length === 0) return `Waiting for self-hosted worker "${run.worker_host}" to connect`;
+    if (!workers.some((w) => offers(w, run.harness))) {
+      return `Waiting for self-hosted worker "${run.worker_host}" with the ${harness} harness (the connected ones offer: ${[...new Set(workers.flatMap((w) => w.harnesses))].join(', ') || 'none'})`;
+    }
+    return `Waiting for a free slot on self-hosted worker "${run.worker_host}"`;
+  }
+  const executors = present.filter((o) => o.team_id === null);
+  if (executors.some((e) => offers(e, run.harness))) return null;
+  return run.harness === 'oz'
+    ? 'Waiting for an executor with a default harness: no server offers one (set AGENTYARD_HARNESSES or AGENTYARD_DEFAULT_HARNESS)'
+    : `Waiting for an executor that runs the ${run.harness} harness: no server offers it (AGENTYARD_HARNESSES)`;
+}
+
+/** Updates the waiting messages of queued runs; answers how many changed. */
+export async function annotateWaitingRuns(db: Db, presenceMs: number): Promise<number> {
+  const present = (
+    await db.query<Offer>(
+      `SELECT team_id, worker_id, harnesses, default_harness FROM worker_connections
+       WHERE disconnected_at IS NULL AND last_seen_at > ay_now() - $1 * interval '1 millisecond'
+       UNION ALL
+       SELECT NULL, NULL, harnesses, default_harness FROM executor_processes WHERE last_seen_at > ay_now() - $1 * interval '1 millisecond'`,
+      [presenceMs],
+    )
+  ).rows;
+  const runs = (
+    await db.query<WaitingRun>(
+      `SELECT r.id, r.team_id, r.worker_host, coalesce(nullif(lower(r.config->'harness'->>'type'), ''), 'oz') AS harness,
+         r.status_message->>'message' AS message
+       FROM runs r
+       WHERE r.state = 'QUEUED' AND (r.factory_id IS NULL OR NOT EXISTS (
+         SELECT 1 FROM kubernetes_factories k WHERE k.factory_id = r.factory_id AND k.deleted_at IS NULL AND k.executor = 'kubernetes'))
+       ORDER BY r.created_at LIMIT 1000`,
+    )
+  ).rows;
+  const changes = runs
+    .map((r) => ({ id: r.id, message: waitingMessage(r, present), old: r.message }))
+    .filter((c) => c.message !== null && c.message !== c.old);
+  if (changes.length === 0) return 0;
+  const res = await db.query(
+    `UPDATE runs r SET status_message = jsonb_build_object('message', c.message)
+     FROM unnest($1::text[], $2::text[]) AS c(id, message)
+     WHERE r.id = c.id AND r.state = 'QUEUED'`,
+    [changes.map((c) => c.id), changes.map((c) => c.message)],
+  );
+  return res.rowCount;
+}

@@ -1,0 +1,159 @@
+/**
+ * `GET /agent/runs/{runId}/conversation`, `GET /agent/conversations/{conversationId}` (ConversationResponse)
+ * and `GET /agent/runs/{runId}/transcript`: a 302 to a download URL that carries its own authorisation
+ * (sealed with the master key, valid for an hour), which answers every event of the run as JSON lines.
+ */
+import { Type } from 'typebox';
+import type { AppInstance, ServiceContext } from '../http/context.ts';
+import { AppError } from '../http/errors.ts';
+import type { SecretCipher } from '../secrets/crypto.ts';
+import { buildConversation, loadAllEvents } from './conversation.ts';
+import type { RunRow } from './model.ts';
+import { getRun } from './plans.ts';
+import { RunIdParamsSchema } from './schemas.ts';
+
+export const TRANSCRIPT_URL_TTL_MS = 60 * 60 * 1000;
+
+interface TranscriptGrant {
+  k: 'transcript';
+  t: string;
+  r: string;
+  e: number;
+}
+
+export function sealTranscriptToken(cipher: SecretCipher, teamId: string, runId: string, expiresAt: number): string {
+  const grant: TranscriptGrant = { k: 'transcript', t: teamId, r: runId, e: expiresAt };
+  return cipher.encrypt(JSON.stringify(grant)).toString('base64url');
+}
+
+export function openTranscriptToken(cipher: SecretCipher, token: string, now = Date.now()): TranscriptGrant {
+  let grant: TranscriptGrant;
+  try {
+    grant = JSON.parse(cipher.decrypt(Buffer.from(token, 'base64url'))) as TranscriptGrant;
+  } catch {
+    throw new AppError('resource_not_found', 'no such transcript (the download link is invalid)');
+  }
+  if (grant.k !== 'transcript' || typeof grant.e !== 'number') throw new AppError('resource_not_found', 'no such transcript (the download link is invalid)');
+  if (grant.e < now) throw new AppError('resource_not_found', 'the transcript link has expired; ask for the transcript again');
+  return grant;
+}
+
+const ContentBlockSchema = Type.Object({ type: Type.String() }, { additionalProperties: true });
+const MessageSchema = Type.Object(
+  {
+    role: Type.Union([Type.Literal('user'), Type.Literal('assistant'), Type.Literal('tool'), Type.Literal('system')]),
+    content: Type.Array(ContentBlockSchema),
+    message_ids: Type.Optional(Type.Array(Type.String())),
+    timestamp: Type.Optional(Type.String()),
+  },
+  { additionalProperties: true },
+);
+const StepSchema = Type.Object(
+  {
+    id: Type.String(),
+    description: Type.Optional(Type.String()),
+    summary: Type.Optional(Type.String()),
+    started_at: Type.Optional(Type.String()),
+    completed_at: Type.Optional(Type.String()),
+    messages: Type.Array(MessageSchema),
+    steps: Type.Array(Type.Object({}, { additionalProperties: true })),
+  },
+  { additionalProperties: true },
+);
+const ConversationSchema = Type.Object({ conversation_id: Type.String(), steps: Type.Array(StepSchema) });
+
+export async function registerConversationRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
+  const runOf = async (teamId: string, runId: string): Promise<RunRow> => {
+    const run = await getRun(ctx.db, teamId, runId);
+    if (!run) throw new AppError('resource_not_found', `run ${runId} does not exist`);
+    return run;
+  };
+
+  app.get(
+    '/agent/runs/:runId/conversation',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: "The run's conversation: one step per execution, with the prompt, follow-ups, agent messages, tool calls and results",
+        params: RunIdParamsSchema,
+        response: { 200: ConversationSchema },
+      },
+    },
+    async (request) => {
+      const run = await runOf(request.principal.teamId, request.params.runId);
+      return buildConversation(ctx.db, run.conversation_id ?? run.id, [run]);
+    },
+  );
+
+  app.get(
+    '/agent/conversations/:conversationId',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'A conversation: the runs whose id or conversation_id is this id, oldest first',
+        params: Type.Object({ conversationId: Type.String() }),
+        response: { 200: ConversationSchema },
+      },
+    },
+    async (request) => {
+      const id = request.params.conversationId;
+      const runs = await ctx.db.query<RunRow>(
+        'SELECT * FROM runs WHERE team_id = $1 AND (id = $2 OR conversation_id = $2) ORDER BY created_at, id LIMIT 100',
+        [request.principal.teamId, id],
+      );
+      if (runs.rowCount === 0) throw new AppError('resource_not_found', `conversation ${id} does not exist`);
+      return buildConversation(ctx.db, id, runs.rows);
+    },
+  );
+
+  app.get(
+    '/agent/runs/:runId/transcript',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: "Redirects (302) to a download URL of the run's transcript (JSON lines, valid for an hour); 404 when the run never executed",
+        params: RunIdParamsSchema,
+        response: { 302: Type.Null({ description: 'Location: the download URL' }) },
+      },
+    },
+    async (request, reply) => {
+      const teamId = request.principal.teamId;
+      const run = await runOf(teamId, request.params.runId);
+      const executed = await ctx.db.query('SELECT 1 FROM executions WHERE run_id = $1 LIMIT 1', [run.id]);
+      if (executed.rowCount === 0) throw new AppError('resource_not_found', `run ${run.id} has no transcript: it has not executed yet`);
+      const token = sealTranscriptToken(ctx.cipher, teamId, run.id, Date.now() + TRANSCRIPT_URL_TTL_MS);
+      return reply.redirect(`${ctx.config.publicUrl}/api/v1/agent/transcripts/${token}`, 302);
+    },
+  );
+
+  app.get(
+    '/agent/transcripts/:token',
+    {
+      config: { public: true },
+      schema: {
+        tags: ['runs'],
+        summary: "Download a run's transcript by the URL /transcript redirected to (no API key: the URL is the credential). JSON lines: a header, then every event.",
+        params: Type.Object({ token: Type.String() }),
+        security: [],
+        produces: ['application/x-ndjson'],
+      },
+    },
+    async (request, reply) => {
+      const grant = openTranscriptToken(ctx.cipher, request.params.token);
+      const run = await getRun(ctx.db, grant.t, grant.r);
+      if (!run) throw new AppError('resource_not_found', 'no such transcript');
+      const events = await loadAllEvents(ctx.db, run.id);
+      const lines = [
+        JSON.stringify({ kind: 'run', run_id: run.id, title: run.title, prompt: run.prompt, state: run.state, created_at: run.created_at.toISOString() }),
+        ...events.map((e) =>
+          JSON.stringify({ kind: 'event', sequence: e.sequence, type: e.type, execution_id: e.execution_id, occurred_at: e.occurred_at.toISOString(), data: e.data }),
+        ),
+      ];
+      return reply
+        .type('application/x-ndjson; charset=utf-8')
+        .header('content-disposition', `attachment; filename="${run.id}.transcript.jsonl"`)
+        .header('cache-control', 'private, max-age=60')
+        .send(`${lines.join('\n')}\n`);
+    },
+  );
+}

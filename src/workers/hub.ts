@@ -1,0 +1,442 @@
+/**
+ * The server side of self-hosted workers: accepts their WebSocket connections (a team API key), records
+ * them, assigns them the team's queued runs whose `worker_host` is their ID (claimed in the database like the
+ * service's own executors, so one run goes to one worker whatever the number of server processes), and turns
+ * their messages into the run's start, events and end. Leases cover workers too: a worker that stops
+ * heartbeating (killed, cut off) loses its runs to the reaper.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyBaseLogger } from 'fastify';
+import { WebSocketServer } from 'ws';
+import type { WebSocket } from 'ws';
+import { adapterFor } from '../execution/harnesses/index.ts';
+import { buildPlan, PlanError } from '../execution/plan-builder.ts';
+import type { ExecutionOutcome } from '../execution/plan.ts';
+import { claimWorkerRuns } from '../execution/queue.ts';
+import type { ExecutionRecorder } from '../execution/recorder.ts';
+import { isHarnessType } from '../execution/settings.ts';
+import type { HarnessType } from '../execution/settings.ts';
+import type { Authenticator } from '../identity/service.ts';
+import { RUN_CHANGED_TOPIC, RUNS_QUEUED_TOPIC } from '../runs/service.ts';
+import type { SecretProvider } from '../secrets/provider.ts';
+import type { Bus } from '../store/bus.ts';
+import type { Db } from '../store/db.ts';
+import { newId } from '../util/ids.ts';
+import { CLOSE_CODES, parseWorkerMessage, WORKER_ID, WORKER_PROTOCOL_VERSION } from './protocol.ts';
+import type { HelloMessage, ServerMessage, WorkerMessage } from './protocol.ts';
+
+export interface HubDeps {
+  db: Db;
+  bus: Bus;
+  log: FastifyBaseLogger;
+  authenticator: Authenticator;
+  recorder: ExecutionRecorder;
+  secrets: SecretProvider;
+  publicUrl: () => string;
+  serverId: string;
+  leaseMs: number;
+  heartbeatMs: number;
+  pollMs: number;
+}
+
+interface Assigned {
+  runId: string;
+  harness: HarnessType;
+  followupIds: string[];
+  started: boolean;
+  delivered: Set<string>;
+  cancelSent: boolean;
+  /** Events and the end are recorded in the order the worker sent them. */
+  chain: Promise<void>;
+}
+
+interface Connection {
+  id: string;
+  ws: WebSocket;
+  teamId: string;
+  workerId: string;
+  host: string;
+  capacity: number;
+  harnesses: HarnessType[];
+  defaultHarness: HarnessType | undefined;
+  assigned: Map<string, Assigned>;
+  /** Runs assigned but not yet answered count against capacity; a rejection pauses assignments briefly. */
+  pausedUntil: number;
+  dispatching: Promise<void> | undefined;
+  again: boolean;
+}
+
+const HELLO_TIMEOUT_MS = 10_000;
+const MAX_PAYLOAD = 16 * 1024 * 1024;
+
+export class WorkerHub {
+  readonly #deps: HubDeps;
+  readonly #wss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD });
+  readonly #connections = new Map<string, Connection>();
+  readonly #unsubscribe: (() => void)[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+
+  constructor(deps: HubDeps) {
+    this.#deps = deps;
+  }
+
+  /** Connected workers in this process (tests, metrics). */
+  get connections(): number {
+    return this.#connections.size;
+  }
+
+  start(): void {
+    const { bus } = this.#deps;
+    this.#unsubscribe.push(
+      bus.subscribe(RUNS_QUEUED_TOPIC, (data) => {
+        const host = (data as { worker_host?: string | null } | null)?.worker_host;
+        if (!host) return;
+        for (const c of this.#connections.values()) if (c.workerId === host) this.#dispatch(c);
+      }),
+      bus.subscribe(RUN_CHANGED_TOPIC, (data) => this.#onRunChanged(data as { run_id?: string; state?: string; followup_id?: string } | null)),
+    );
+    this.#timer = setInterval(() => void this.#poll().catch((err: unknown) => this.#deps.log.warn({ err }, 'worker poll failed')), this.#deps.pollMs);
+    this.#timer.unref();
+  }
+
+  /** For the HTTP server's `upgrade` event on the connect path. */
+  handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const refuse = (status: number, text: string) => {
+      socket.end(`HTTP/1.1 ${status} ${text}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${text}\n`);
+    };
+    if (this.#stopped) return refuse(503, 'Service Unavailable');
+    const header = request.headers.authorization;
+    const match = header ? /^Bearer\s+(.+)$/i.exec(header) : null;
+    if (!match) return refuse(401, 'Unauthorized');
+    void this.#deps.authenticator.authenticate(match[1]!.trim()).then(
+      (principal) => {
+        if (!principal) return refuse(401, 'Unauthorized');
+        if (principal.subject.type !== 'service_account' && principal.role !== 'admin') return refuse(403, 'Forbidden');
+        this.#wss.handleUpgrade(request, socket, head, (ws) => this.#accept(ws, principal.teamId, request.socket.remoteAddress ?? ''));
+      },
+      () => refuse(500, 'Internal Server Error'),
+    );
+  }
+
+  #accept(ws: WebSocket, teamId: string, remote: string): void {
+    let connection: Connection | undefined;
+    const helloTimer = setTimeout(() => ws.close(CLOSE_CODES.helloTimeout, 'no hello'), HELLO_TIMEOUT_MS);
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) return ws.close(CLOSE_CODES.badMessage, 'binary frames are not part of the protocol');
+      const msg = parseWorkerMessage(data.toString());
+      if ('error' in msg) {
+        this.#send(ws, { type: 'error', code: 'bad_message', message: msg.error });
+        return;
+      }
+      if (!connection) {
+        if (msg.type !== 'hello') return this.#send(ws, { type: 'error', code: 'hello_first', message: 'send hello first' });
+        clearTimeout(helloTimer);
+        void this.#hello(ws, teamId, remote, msg).then(
+          (c) => {
+            connection = c;
+          },
+          (err: unknown) => {
+            this.#deps.log.warn({ err }, 'worker hello failed');
+            ws.close(CLOSE_CODES.badMessage, 'hello failed');
+          },
+        );
+        return;
+      }
+      this.#handle(connection, msg);
+    });
+    ws.on('close', () => {
+      clearTimeout(helloTimer);
+      if (connection) void this.#disconnected(connection);
+    });
+    ws.on('error', () => {});
+  }
+
+  #send(ws: WebSocket, msg: ServerMessage): void {
+    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(msg));
+  }
+
+  async #hello(ws: WebSocket, teamId: string, remote: string, hello: HelloMessage): Promise<Connection | undefined> {
+    if (hello.protocol !== WORKER_PROTOCOL_VERSION) {
+      this.#send(ws, { type: 'error', code: 'protocol_mismatch', message: `this server speaks worker protocol ${WORKER_PROTOCOL_VERSION}, not ${hello.protocol}` });
+      ws.close(CLOSE_CODES.protocolMismatch, 'protocol mismatch');
+      return undefined;
+    }
+    if (!WORKER_ID.test(hello.worker_id) || hello.worker_id === 'service' || hello.worker_id.startsWith('warp')) {
+      this.#send(ws, { type: 'error', code: 'bad_worker_id', message: `worker id "${hello.worker_id}" is not allowed (1-63 of [A-Za-z0-9._-], not "service" or warp…)` });
+      ws.close(CLOSE_CODES.badMessage, 'bad worker id');
+      return undefined;
+    }
+    const harnesses = (hello.harnesses ?? []).filter(isHarnessType) as HarnessType[];
+    const def = hello.default_harness && isHarnessType(hello.default_harness) && harnesses.includes(hello.default_harness) ? hello.default_harness : undefined;
+    const capacity = Math.max(1, Math.min(256, Math.floor(Number(hello.capacity) || 1)));
+    const c: Connection = {
+      id: newId('wrk'),
+      ws,
+      teamId,
+      workerId: hello.worker_id,
+      host: String(hello.host ?? remote).slice(0, 200),
+      capacity,
+      harnesses,
+      defaultHarness: def,
+      assigned: new Map(),
+      pausedUntil: 0,
+      dispatching: undefined,
+      again: false,
+    };
+    await this.#deps.db.query(
+      `INSERT INTO worker_connections (id, team_id, worker_id, capacity, harnesses, default_harness, host, version, protocol, server_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      [c.id, teamId, c.workerId, capacity, harnesses, def ?? null, c.host, String(hello.version ?? '').slice(0, 100), hello.protocol, this.#deps.serverId],
+    );
+    // executions the worker still runs after a reconnect: this connection renews their leases from now on
+    const running = (hello.running ?? []).filter((id) => typeof id === 'string');
+    const adopted = running.length
+      ? (
+          await this.#deps.db.query<{ id: string; run_id: string; harness: string; started: boolean }>(
+            `UPDATE executions SET executor = $4, lease_expires_at = ay_now() + $5 * interval '1 millisecond', heartbeat_at = ay_now()
+             WHERE id = ANY($1::text[]) AND team_id = $2 AND worker_id = $3 AND ended_at IS NULL
+             RETURNING id, run_id, harness, (started_at IS NOT NULL) AS started`,
+            [running, teamId, c.workerId, this.#executorName(c), this.#deps.leaseMs],
+          )
+        ).rows
+      : [];
+    for (const e of adopted) {
+      c.assigned.set(e.id, {
+        runId: e.run_id,
+        harness: e.harness as HarnessType,
+        followupIds: [],
+        started: e.started,
+        delivered: new Set(),
+        cancelSent: false,
+        chain: Promise.resolve(),
+      });
+    }
+    const stale = running.filter((id) => !c.assigned.has(id));
+    this.#connections.set(c.id, c);
+    this.#send(ws, {
+      type: 'welcome',
+      protocol: WORKER_PROTOCOL_VERSION,
+      connection_id: c.id,
+      heartbeat_ms: this.#deps.heartbeatMs,
+      lease_ms: this.#deps.leaseMs,
+      stale,
+    });
+    this.#deps.log.info({ workerId: c.workerId, connectionId: c.id, capacity, harnesses }, 'self-hosted worker connected');
+    this.#dispatch(c);
+    return c;
+  }
+
+  #executorName(c: Connection): string {
+    return `worker:${c.workerId}/${c.id}`;
+  }
+
+  async #disconnected(c: Connection): Promise<void> {
+    this.#connections.delete(c.id);
+    await this.#deps.db
+      .query('UPDATE worker_connections SET disconnected_at = ay_now(), last_seen_at = ay_now() WHERE id = $1', [c.id])
+      .catch(() => {});
+    this.#deps.log.info({ workerId: c.workerId, connectionId: c.id, running: c.assigned.size }, 'self-hosted worker disconnected');
+  }
+
+  /** Assigns queued runs to a connection while it has free slots (one pass at a time per connection). */
+  #dispatch(c: Connection): void {
+    if (this.#stopped || c.ws.readyState !== c.ws.OPEN) return;
+    if (c.dispatching) {
+      c.again = true;
+      return;
+    }
+    c.dispatching = this.#assign(c)
+      .catch((err: unknown) => this.#deps.log.warn({ err, workerId: c.workerId }, 'assigning runs to a worker failed'))
+      .finally(() => {
+        c.dispatching = undefined;
+        if (c.again) {
+          c.again = false;
+          this.#dispatch(c);
+        }
+      });
+  }
+
+  async #assign(c: Connection): Promise<void> {
+    const free = c.capacity - c.assigned.size;
+    if (free <= 0 || Date.now() < c.pausedUntil || !this.#connections.has(c.id)) return;
+    const claimed = await claimWorkerRuns(this.#deps.db, c.teamId, c.workerId, {
+      limit: free,
+      harnesses: c.harnesses,
+      defaultHarness: c.defaultHarness,
+      executor: this.#executorName(c),
+      leaseMs: this.#deps.leaseMs,
+    });
+    for (const cl of claimed) {
+      try {
+        const plan = await buildPlan(this.#deps.db, this.#deps.secrets, {
+          run: cl.run,
+          executionId: cl.executionId,
+          attempt: cl.attempt,
+          harness: cl.harness,
+          publicUrl: this.#deps.publicUrl(),
+        });
+        c.assigned.set(cl.executionId, {
+          runId: cl.run.id,
+          harness: cl.harness,
+          followupIds: plan.followups.map((f) => f.id),
+          started: false,
+          delivered: new Set(plan.followups.map((f) => f.id)),
+          cancelSent: false,
+          chain: Promise.resolve(),
+        });
+        this.#send(c.ws, { type: 'assignment', execution_id: cl.executionId, plan });
+      } catch (err) {
+        const planError = err instanceof PlanError;
+        if (!planError) this.#deps.log.error({ err, runId: cl.run.id }, 'building the execution plan failed');
+        await this.#deps.recorder.finished({
+          executionId: cl.executionId,
+          runId: cl.run.id,
+          outcome: planError
+            ? { kind: 'failed', exitCode: null, message: err.message, errorCode: err.errorCode }
+            : { kind: 'error', exitCode: null, message: 'the execution could not be prepared', errorCode: 'environment_setup_failed' },
+        });
+      }
+    }
+  }
+
+  #handle(c: Connection, msg: WorkerMessage): void {
+    if (msg.type === 'heartbeat') {
+      void this.#heartbeat(c, msg.running ?? [], Number(msg.load) || 0).catch((err: unknown) => this.#deps.log.warn({ err }, 'worker heartbeat failed'));
+      return;
+    }
+    if (msg.type === 'hello') return;
+    const a = c.assigned.get(msg.execution_id);
+    if (!a) {
+      // not this connection's (ended by the reaper, or another worker's): tell it to stop
+      if (msg.type !== 'completed' && msg.type !== 'failed' && msg.type !== 'rejected') this.#send(c.ws, { type: 'cancel', execution_id: msg.execution_id, reason: 'lost' });
+      return;
+    }
+    const { recorder } = this.#deps;
+    const executionId = msg.execution_id;
+    const then = (fn: () => Promise<void>) => {
+      a.chain = a.chain.then(fn).catch((err: unknown) => this.#deps.log.warn({ err, executionId, type: msg.type }, 'recording a worker message failed'));
+    };
+    switch (msg.type) {
+      case 'claimed':
+        then(async () => {
+          const ok = await recorder.started({
+            executionId,
+            runId: a.runId,
+            workspace: String(msg.workspace ?? ''),
+            leaseMs: this.#deps.leaseMs,
+            followupIds: a.followupIds,
+            where: `self-hosted worker "${c.workerId}" (${c.host}) with the ${a.harness} harness`,
+          });
+          if (ok) a.started = true;
+          else this.#cancel(c, executionId, a, 'cancelled');
+        });
+        break;
+      case 'rejected':
+        c.assigned.delete(executionId);
+        c.pausedUntil = Date.now() + this.#deps.pollMs;
+        then(() => recorder.release(executionId, a.runId, `Back in the queue: self-hosted worker "${c.workerId}" rejected it (${msg.reason})`));
+        break;
+      case 'event':
+        then(() => recorder.events(a.runId, executionId, msg.events));
+        break;
+      case 'completed':
+      case 'failed': {
+        const outcome: ExecutionOutcome =
+          msg.type === 'completed'
+            ? { kind: 'succeeded', exitCode: msg.exit_code ?? null, message: String(msg.message ?? 'completed') }
+            : {
+                kind: msg.outcome === 'failed' || msg.outcome === 'cancelled' ? msg.outcome : 'error',
+                exitCode: msg.exit_code ?? null,
+                message: String(msg.reason ?? 'failed'),
+                ...(msg.error_code ? { errorCode: String(msg.error_code) } : {}),
+              };
+        if (msg.agent_session_id) outcome.agentSessionId = String(msg.agent_session_id);
+        then(async () => {
+          await recorder.finished({ executionId, runId: a.runId, outcome, ...(msg.usage ? { usage: msg.usage } : {}) });
+          c.assigned.delete(executionId);
+          this.#dispatch(c);
+        });
+        break;
+      }
+    }
+  }
+
+  async #heartbeat(c: Connection, running: string[], load: number): Promise<void> {
+    const ids = running.filter((id) => c.assigned.has(id));
+    await this.#deps.db.query('UPDATE worker_connections SET last_seen_at = ay_now(), load = $2 WHERE id = $1', [c.id, load]);
+    const checks = await this.#deps.recorder.heartbeat(ids, this.#deps.leaseMs);
+    for (const check of checks) {
+      const a = c.assigned.get(check.executionId);
+      if (a && check.verdict !== 'live') this.#cancel(c, check.executionId, a, check.verdict);
+    }
+    // assigned here but no longer running there (the worker restarted without it): the reaper ends it by lease
+    this.#dispatch(c);
+  }
+
+  #cancel(c: Connection, executionId: string, a: Assigned, reason: 'cancelled' | 'lost'): void {
+    if (a.cancelSent) return;
+    a.cancelSent = true;
+    this.#send(c.ws, { type: 'cancel', execution_id: executionId, reason });
+  }
+
+  #find(runId: string): [Connection, string, Assigned] | undefined {
+    for (const c of this.#connections.values()) {
+      for (const [id, a] of c.assigned) if (a.runId === runId) return [c, id, a];
+    }
+    return undefined;
+  }
+
+  #onRunChanged(data: { run_id?: string; state?: string; followup_id?: string } | null): void {
+    if (!data?.run_id) return;
+    const found = this.#find(data.run_id);
+    if (!found) return;
+    const [c, executionId, a] = found;
+    if (data.state === 'CANCELLED') this.#cancel(c, executionId, a, 'cancelled');
+    if (data.followup_id) void this.#forwardFollowups([[c, executionId, a]]);
+  }
+
+  /** Follow-ups of runs running on workers whose harness takes them live. */
+  async #forwardFollowups(targets: [Connection, string, Assigned][]): Promise<void> {
+    const live = targets.filter(([, , a]) => a.started && adapterFor(a.harness)?.liveFollowups);
+    if (live.length === 0) return;
+    const res = await this.#deps.db.query<{ id: string; run_id: string; message: string }>(
+      `SELECT id, run_id, message FROM run_followups WHERE run_id = ANY($1::text[]) AND consumed_by_execution IS NULL ORDER BY created_at, id`,
+      [live.map(([, , a]) => a.runId)],
+    );
+    for (const f of res.rows) {
+      const target = live.find(([, , a]) => a.runId === f.run_id);
+      if (!target || target[2].delivered.has(f.id)) continue;
+      target[2].delivered.add(f.id);
+      this.#send(target[0].ws, { type: 'followup', execution_id: target[1], followup: { id: f.id, message: f.message } });
+    }
+  }
+
+  async #poll(): Promise<void> {
+    const targets: [Connection, string, Assigned][] = [];
+    for (const c of this.#connections.values()) {
+      this.#dispatch(c);
+      for (const [id, a] of c.assigned) targets.push([c, id, a]);
+    }
+    if (targets.length === 0) return;
+    const checks = await this.#deps.recorder.check(targets.map(([, id]) => id));
+    for (const check of checks) {
+      const t = targets.find(([, id]) => id === check.executionId);
+      if (!t || check.verdict === 'live') continue;
+      this.#cancel(t[0], check.executionId, t[2], check.verdict);
+      // given back to the queue by the reaper before the worker answered: the slot is free again
+      if (!t[2].started && check.verdict === 'lost') t[0].assigned.delete(check.executionId);
+    }
+    await this.#forwardFollowups(targets);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const u of this.#unsubscribe) u();
+    if (this.#timer) clearInterval(this.#timer);
+    for (const c of this.#connections.values()) c.ws.close(CLOSE_CODES.serverStopping, 'server stopping');
+    await Promise.all([...this.#connections.values()].map((c) => this.#disconnected(c)));
+    this.#wss.close();
+  }
+}

@@ -1,0 +1,135 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { createExecutionModule } from '../../src/execution/module.ts';
+import type { ExecutionParts } from '../../src/execution/module.ts';
+import type { ExecutionSettings } from '../../src/execution/settings.ts';
+import { MODULES } from '../../src/modules.ts';
+import type { Config } from '../../src/config.ts';
+import type { Engine, TestDatabase } from '../support/db.ts';
+import { startTestServer } from '../support/server.ts';
+import type { TestServer } from '../support/server.ts';
+
+export const ROOT = path.resolve(import.meta.dirname, '../..');
+export const AGENTS = path.join(ROOT, 'test/fixtures/agents');
+export const FAKE = {
+  claude: path.join(AGENTS, 'fake-claude.mjs'),
+  codex: path.join(AGENTS, 'fake-codex.mjs'),
+  gemini: path.join(AGENTS, 'fake-gemini.mjs'),
+  command: path.join(AGENTS, 'fake-command.mjs'),
+};
+
+/** Quick leases and polls, every harness on the fakes. */
+export function fastSettings(over: Partial<ExecutionSettings> = {}): Partial<ExecutionSettings> {
+  return {
+    concurrency: 4,
+    harnesses: ['claude', 'codex', 'gemini', 'command', 'noop'],
+    defaultHarness: 'claude',
+    bins: FAKE,
+    leaseMs: 3_000,
+    heartbeatMs: 300,
+    pollMs: 200,
+    killGraceMs: 500,
+    ...over,
+  };
+}
+
+export interface ExecServer extends TestServer {
+  parts: ExecutionParts;
+}
+
+export async function startExecServer(
+  engine: Engine,
+  options: { settings?: Partial<ExecutionSettings>; config?: Partial<Config>; database?: TestDatabase } = {},
+): Promise<ExecServer> {
+  let parts: ExecutionParts | undefined;
+  const execution = createExecutionModule({
+    env: {},
+    settings: fastSettings(options.settings),
+    onStarted: (p) => {
+      parts = p;
+    },
+  });
+  const s = await startTestServer(engine, {
+    modules: MODULES.map((m) => (m.name === 'execution' ? execution : m)),
+    ...(options.config ? { config: options.config } : {}),
+    ...(options.database ? { database: options.database } : {}),
+  });
+  return Object.assign(s, { parts: parts! });
+}
+
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await fn();
+      if (value !== undefined && value !== false) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export async function waitForState(s: TestServer, runId: string, states: string[], timeoutMs = 20_000, key?: string): Promise<any> {
+  return waitFor(
+    `run ${runId} to reach ${states.join('|')}`,
+    async () => {
+      const res = await s.api('GET', `/agent/runs/${runId}`, undefined, key);
+      return states.includes(res.body.state) ? res.body : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+export async function createRun(s: TestServer, body: Record<string, unknown>, key?: string): Promise<string> {
+  const res = await s.api('POST', '/agent/runs', body, key);
+  if (res.status !== 200) throw new Error(`create run: ${res.status} ${res.text}`);
+  return res.body.run_id as string;
+}
+
+export interface ExecutionRow {
+  id: string;
+  run_id: string;
+  attempt: number;
+  executor: string;
+  harness: string;
+  workspace: string | null;
+  outcome: string | null;
+  exit_code: number | null;
+  agent_session_id: string | null;
+  started_at: Date | null;
+  ended_at: Date | null;
+}
+
+export async function executionsOf(s: TestServer, runId: string): Promise<ExecutionRow[]> {
+  return (await s.server.ctx.db.query<ExecutionRow>('SELECT * FROM executions WHERE run_id = $1 ORDER BY attempt', [runId])).rows;
+}
+
+/** The fake agent's records of its invocations in a workspace (one per invocation or turn). */
+export function fakeRecords(workspace: string): any[] {
+  const file = path.join(workspace, '.fake-record.json');
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
+}
+
+export async function eventsOf(s: TestServer, runId: string): Promise<{ sequence: number; type: string; data: any; execution_id: string | null }[]> {
+  const res = await s.server.ctx.db.query<{ sequence: number; type: string; data: any; execution_id: string | null }>(
+    'SELECT sequence, type, data, execution_id FROM run_events WHERE run_id = $1 ORDER BY sequence',
+    [runId],
+  );
+  return res.rows.map((r) => ({ ...r, sequence: Number(r.sequence) }));
+}
+
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
