@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
@@ -62,7 +62,8 @@ function traceIdOf(req: { headers: Record<string, string | string[] | undefined>
   const header = req.headers.traceparent;
   const match = typeof header === 'string' ? /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(header.trim()) : null;
   if (match && !/^0+$/.test(match[1]!)) return match[1]!;
-  return randomBytes(16).toString('hex');
+  // randomUUID draws from a cached entropy pool: cheaper per request than randomBytes.
+  return randomUUID().replaceAll('-', '');
 }
 
 /** The RFC 7807 document every error answers with (see `problemFor` and docs/errors.md), for the OpenAPI document. */

@@ -25,46 +25,64 @@ export interface InsertRun {
   metadata: Record<string, string>;
 }
 
+const INSERT_COLUMNS = `id, team_id, title, prompt, state, source, config, config_name, model_id, environment_id,
+  skill_spec, worker_host, creator_id, creator_type, creator_name, creator_email, factory_id, automation_id,
+  delivery_id, schedule_id, parent_run_id, conversation_id, session_id, metadata, executor_id, executor_type,
+  executor_name`;
+const INSERT_WIDTH = 27;
+
+function insertValues(r: InsertRun): SqlValue[] {
+  const executor = r.executor ?? r.creator;
+  return [
+    r.id,
+    r.teamId,
+    r.title,
+    r.prompt,
+    r.state,
+    r.source,
+    JSON.stringify(r.config),
+    r.config.name ?? null,
+    r.config.model_id ?? null,
+    r.config.environment_id ?? null,
+    r.config.skill_spec ?? null,
+    r.workerHost,
+    r.creator?.id ?? null,
+    r.creator?.type ?? null,
+    r.creator?.displayName ?? null,
+    r.creator?.email ?? null,
+    r.factoryId,
+    r.automationId,
+    r.deliveryId,
+    r.scheduleId,
+    r.parentRunId,
+    r.conversationId,
+    r.sessionId,
+    JSON.stringify(r.metadata),
+    executor?.id ?? null,
+    executor?.type ?? null,
+    executor?.displayName ?? null,
+  ];
+}
+
 export async function insertRun(q: Queryable, r: InsertRun): Promise<RunRow> {
-  const res = await q.query<RunRow>(
-    `INSERT INTO runs (id, team_id, title, prompt, state, source, config, config_name, model_id, environment_id,
-       skill_spec, worker_host, creator_id, creator_type, creator_name, creator_email, factory_id, automation_id,
-       delivery_id, schedule_id, parent_run_id, conversation_id, session_id, metadata, executor_id, executor_type,
-       executor_name)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24,
-       $25, $26, $27)
-     RETURNING *`,
-    [
-      r.id,
-      r.teamId,
-      r.title,
-      r.prompt,
-      r.state,
-      r.source,
-      JSON.stringify(r.config),
-      r.config.name ?? null,
-      r.config.model_id ?? null,
-      r.config.environment_id ?? null,
-      r.config.skill_spec ?? null,
-      r.workerHost,
-      r.creator?.id ?? null,
-      r.creator?.type ?? null,
-      r.creator?.displayName ?? null,
-      r.creator?.email ?? null,
-      r.factoryId,
-      r.automationId,
-      r.deliveryId,
-      r.scheduleId,
-      r.parentRunId,
-      r.conversationId,
-      r.sessionId,
-      JSON.stringify(r.metadata),
-      (r.executor ?? r.creator)?.id ?? null,
-      (r.executor ?? r.creator)?.type ?? null,
-      (r.executor ?? r.creator)?.displayName ?? null,
-    ],
-  );
-  return res.rows[0]!;
+  return (await insertRuns(q, [r], '*'))[0] as RunRow;
+}
+
+/** What a new run's creator needs back: reading every column back costs more than the insert on PGlite. */
+export type CreatedRun = Pick<RunRow, 'id' | 'state' | 'worker_host'>;
+
+/** Several runs in one statement (all or none); the rows come back in no particular order. */
+export async function insertRuns(q: Queryable, runs: readonly InsertRun[], returning: '*' | 'created' = 'created'): Promise<CreatedRun[]> {
+  const params: SqlValue[] = [];
+  const tuples: string[] = [];
+  for (const r of runs) {
+    const base = params.length;
+    params.push(...insertValues(r));
+    tuples.push(`(${Array.from({ length: INSERT_WIDTH }, (_, i) => `$${base + i + 1}`).join(', ')})`);
+  }
+  const columns = returning === '*' ? '*' : 'id, state, worker_host';
+  const res = await q.query<CreatedRun>(`INSERT INTO runs (${INSERT_COLUMNS}) VALUES ${tuples.join(', ')} RETURNING ${columns}`, params);
+  return res.rows;
 }
 
 export async function insertAttachment(q: Queryable, runId: string, a: { fileName: string; mimeType: string; data: Buffer }): Promise<void> {

@@ -7,6 +7,7 @@ import type { AgentConfig, Creator, McpServerConfig, RunRow, RunSource } from '.
 import * as plans from './plans.ts';
 import { isTerminal } from './state-machine.ts';
 import { resolveAgentIdentity } from '../identity/agent-identities.ts';
+import { RunInsertBatcher } from './insert-batcher.ts';
 
 export const RUNS_QUEUED_TOPIC = 'runs.queued';
 export const RUN_CHANGED_TOPIC = 'runs.changed';
@@ -106,13 +107,13 @@ export function workerHostOf(config: AgentConfig): string | null {
   return host && !SERVICE_WORKER_HOSTS.has(host) ? host : null;
 }
 
-/** Inserts a queued run (inside the caller's transaction when given one). The caller announces it. */
-export async function insertQueuedRun(q: Queryable, input: CreateRunInput): Promise<RunRow> {
+/** Validates a creation request and resolves it into the row to insert (the agent identity is looked up in `q`). */
+export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Promise<plans.InsertRun> {
   const config = resolveConfig(input);
   if (input.metadata) checkMetadata(input.metadata);
   const prompt = input.prompt ?? '';
   const identity = input.agentIdentityUid ? await resolveAgentIdentity(q, input.teamId, input.agentIdentityUid) : undefined;
-  const row = await plans.insertRun(q, {
+  return {
     id: newId('run'),
     teamId: input.teamId,
     title: input.title?.trim() || titleFromPrompt(prompt, config.name ?? config.skill_spec ?? 'Untitled run'),
@@ -131,7 +132,12 @@ export async function insertQueuedRun(q: Queryable, input: CreateRunInput): Prom
     conversationId: input.conversationId ?? null,
     sessionId: randomUUID(),
     metadata: input.metadata ?? {},
-  });
+  };
+}
+
+/** Inserts a queued run (inside the caller's transaction when given one). The caller announces it. */
+export async function insertQueuedRun(q: Queryable, input: CreateRunInput): Promise<RunRow> {
+  const row = await plans.insertRun(q, await prepareQueuedRun(q, input));
   for (const attachment of input.attachments ?? []) await plans.insertAttachment(q, row.id, attachment);
   return row;
 }
@@ -158,16 +164,24 @@ export class RunService {
   readonly #db: Db;
   readonly #bus: Bus;
 
+  readonly #batcher: RunInsertBatcher;
+
   constructor(db: Db, bus: Bus) {
     this.#db = db;
     this.#bus = bus;
+    this.#batcher = new RunInsertBatcher(db, (runs) => this.#announce(runs));
   }
 
   /**
    * Creates a run. With an idempotency key, the same key and body within 24 hours answer the run created the
    * first time (`replayed: true`); the same key with another body is refused.
    */
-  async create(input: CreateRunInput, idempotency?: { key: string; body: unknown }): Promise<{ run: RunRow; replayed: boolean }> {
+  async create(input: CreateRunInput, idempotency?: { key: string; body: unknown }): Promise<{ run: plans.CreatedRun; replayed: boolean }> {
+    if (!idempotency && !input.attachments?.length) {
+      // The common case needs no transaction: one row, written with the other creations of the moment.
+      const run = await this.#batcher.insert(await prepareQueuedRun(this.#db, input));
+      return { run, replayed: false };
+    }
     const hash = idempotency ? requestHash(idempotency.body) : undefined;
     const attempt = () =>
       this.#db.transaction(async (tx) => {
@@ -193,7 +207,7 @@ export class RunService {
         throw again;
       });
     }
-    if (!result.replayed) await this.#announce(result.run);
+    if (!result.replayed) this.#announce([result.run]);
     return result;
   }
 
@@ -211,8 +225,17 @@ export class RunService {
     return { run, replayed: true };
   }
 
-  async #announce(run: RunRow): Promise<void> {
-    await this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: run.id, worker_host: run.worker_host });
+  /**
+   * Wakes the executors: one hint per worker host among the new runs (a hint means "look at the queue", so the
+   * runs created together need one, not one each). Runs are committed already; a lost hint only delays them
+   * until the executors' next poll, so the answer never waits for it.
+   */
+  #announce(runs: readonly plans.CreatedRun[]): void {
+    const byHost = new Map<string | null, plans.CreatedRun>();
+    for (const run of runs) if (!byHost.has(run.worker_host)) byHost.set(run.worker_host, run);
+    for (const run of byHost.values()) {
+      void this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: run.id, worker_host: run.worker_host }).catch(() => {});
+    }
   }
 
   async get(teamId: string, runId: string): Promise<RunRow> {
@@ -267,7 +290,7 @@ export class RunService {
       await tx.query('UPDATE runs SET updated_at = ay_now() WHERE id = $1', [runId]);
       return { followupId: f.id, run: current, requeued: false };
     });
-    if (requeued) await this.#announce(run);
+    if (requeued) this.#announce([run]);
     await this.#bus.publish(RUN_CHANGED_TOPIC, { run_id: runId, followup_id: followupId });
     return { followupId, run };
   }

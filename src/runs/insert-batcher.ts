@@ -1,0 +1,73 @@
+import type { Db } from '../store/db.ts';
+import * as plans from './plans.ts';
+import type { CreatedRun, InsertRun } from './plans.ts';
+
+interface Waiting {
+  row: InsertRun;
+  resolve: (run: CreatedRun) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Group commit for run creation: the runs requested while the previous insert is in flight are written
+ * together, as one multi-row INSERT (one statement, so all or nothing, and no transaction round trips).
+ * Under load the batches grow by themselves; a lone request waits only for the next turn of the event loop.
+ * Measured on PGlite, a row costs several times less in a statement of 50 than alone (docs/performance.md).
+ */
+export class RunInsertBatcher {
+  readonly #db: Db;
+  readonly #onInserted: (runs: CreatedRun[]) => void;
+  readonly #maxBatch: number;
+  #pending: Waiting[] = [];
+  #running = false;
+
+  constructor(db: Db, onInserted: (runs: CreatedRun[]) => void, maxBatch = 200) {
+    this.#db = db;
+    this.#onInserted = onInserted;
+    this.#maxBatch = maxBatch;
+  }
+
+  insert(row: InsertRun): Promise<CreatedRun> {
+    return new Promise<CreatedRun>((resolve, reject) => {
+      this.#pending.push({ row, resolve, reject });
+      if (!this.#running) {
+        this.#running = true;
+        // Let the requests already read in this turn of the event loop join the first batch.
+        setImmediate(() => void this.#drain());
+      }
+    });
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#pending.length > 0) {
+        const batch = this.#pending.splice(0, this.#maxBatch);
+        await this.#write(batch);
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  async #write(batch: Waiting[]): Promise<void> {
+    let rows: CreatedRun[];
+    try {
+      rows = await plans.insertRuns(this.#db, batch.map((w) => w.row));
+    } catch (err) {
+      if (batch.length === 1) {
+        batch[0]!.reject(err);
+        return;
+      }
+      // One bad row must not fail the others: write them one by one to find it.
+      for (const waiting of batch) await this.#write([waiting]);
+      return;
+    }
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    for (const waiting of batch) {
+      const run = byId.get(waiting.row.id);
+      if (run) waiting.resolve(run);
+      else waiting.reject(new Error(`run ${waiting.row.id} was not returned by its insert`));
+    }
+    this.#onInserted(rows);
+  }
+}
