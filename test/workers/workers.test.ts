@@ -1,0 +1,182 @@
+/**
+ * Self-hosted workers as real processes (`node bin/agentyard.js worker …`) connected over a WebSocket to a
+ * real server: runs whose worker_host names them execute there; a run for a worker that is not connected
+ * waits and says so; capacity is respected; cancellation reaches the worker's agent; `kill -9` of a worker
+ * mid-run ends the run ERROR once its lease expires.
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINES } from '../support/db.ts';
+import { createRun, executionsOf, FAKE, fakeRecords, pidAlive, ROOT, startExecServer, waitFor, waitForState } from '../execution/support.ts';
+import type { ExecServer } from '../execution/support.ts';
+
+interface WorkerProcess {
+  child: ChildProcess;
+  dataDir: string;
+  output: () => string;
+  stop(): Promise<void>;
+}
+
+function startWorker(s: ExecServer, key: string, workerId: string, capacity: number): WorkerProcess {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'agentyard-worker-'));
+  const child = spawn(
+    process.execPath,
+    [path.join(ROOT, 'bin/agentyard.js'), 'worker', '--worker-id', workerId, '--server', s.apiUrl, '--api-key', key, '--capacity', String(capacity), '--harnesses', 'claude,command', '--data-dir', dataDir],
+    {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, AGENTYARD_HARNESS_CLAUDE_BIN: FAKE.claude, AGENTYARD_HARNESS_COMMAND_BIN: FAKE.command, ANTHROPIC_API_KEY: 'sk-worker-environment-key' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  return {
+    child,
+    dataDir,
+    output: () => out,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await exited;
+      }
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function workersOf(s: ExecServer, key: string): Promise<any[]> {
+  return (await s.api('GET', '/workers', undefined, key)).body.workers;
+}
+
+/** Ends what a fake agent left running (a worker killed with -9 leaves its agents behind). */
+function killAgentsOf(workspace: string): void {
+  for (const rec of fakeRecords(workspace)) {
+    try {
+      process.kill(-rec.pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+  try {
+    process.kill(Number(readFileSync(path.join(workspace, '.fake-child.pid'), 'utf8')), 'SIGKILL');
+  } catch {
+    // gone
+  }
+}
+
+describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
+  let s: ExecServer;
+  let key: string;
+  const workers: WorkerProcess[] = [];
+  beforeAll(async () => {
+    // the service's own executors offer nothing here: every run below must go to a worker
+    s = await startExecServer(engine, { settings: { harnesses: [], defaultHarness: undefined } });
+    key = (await s.api('POST', '/api-keys', { name: 'worker key' })).body.key;
+  });
+  afterAll(async () => {
+    for (const w of workers) await w.stop();
+    await s?.close();
+  });
+
+  it('runs a run whose worker_host names a connected worker process, and lists the worker', async () => {
+    const w = startWorker(s, key, 'box-1', 2);
+    workers.push(w);
+    const listed = await waitFor('box-1 to connect', async () => (await workersOf(s, key)).find((x) => x.worker_id === 'box-1' && x.connected));
+    expect(listed).toMatchObject({ capacity: 2, harnesses: ['claude', 'command'], default_harness: 'claude', protocol: 1, connected: true });
+
+    const runId = await createRun(
+      s,
+      {
+        prompt: 'Inspect the payload LIST_FILES',
+        config: { worker_host: 'box-1' },
+        attachments: [{ file_name: 'event-payload.json', mime_type: 'application/json', data: Buffer.from('{"a":1}').toString('base64') }],
+      },
+      key,
+    );
+    const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, key);
+    expect(run.state, JSON.stringify(run.status_message)).toBe('SUCCEEDED');
+    expect(run.status_message.message).toContain('event-payload.json');
+    const [execution] = await executionsOf(s, runId);
+    expect(execution!.executor).toMatch(/^worker:box-1\/wrk_/);
+    expect(execution!.workspace!.startsWith(path.join(w.dataDir, 'workspaces'))).toBe(true);
+    const rec = fakeRecords(execution!.workspace!)[0];
+    expect(rec.files).toContain('event-payload.json');
+    // auth: workerEnvironment (no managed secret): the worker's own provider key reaches the agent
+    expect(rec.env.ANTHROPIC_API_KEY).toBe(`<${'sk-worker-environment-key'.length} chars>`);
+    const conversation = (await s.api('GET', `/agent/runs/${runId}/conversation`, undefined, key)).body;
+    expect(conversation.steps[0].id).toBe(execution!.id);
+  });
+
+  it('keeps a run for a worker that is not connected QUEUED, saying which worker it waits for', async () => {
+    const runId = await createRun(s, { prompt: 'hello', config: { worker_host: 'box-offline' } }, key);
+    const run = await waitFor('the waiting message', async () => {
+      const r = (await s.api('GET', `/agent/runs/${runId}`, undefined, key)).body;
+      return r.status_message ? r : undefined;
+    });
+    expect(run.state).toBe('QUEUED');
+    expect(run.status_message.message).toBe('Waiting for self-hosted worker "box-offline" to connect');
+    await s.api('POST', `/agent/runs/${runId}/cancel`, undefined, key);
+  });
+
+  it('never gives a worker more runs than its capacity; the rest wait for a free slot', async () => {
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push(await createRun(s, { prompt: `batch ${i} WAIT 1.5`, config: { worker_host: 'box-1' } }, key));
+    let maxParallel = 0;
+    await waitFor(
+      'the batch to finish',
+      async () => {
+        const states = await Promise.all(ids.map(async (id) => (await s.api('GET', `/agent/runs/${id}`, undefined, key)).body.state));
+        maxParallel = Math.max(maxParallel, states.filter((x) => x === 'INPROGRESS' || x === 'CLAIMED').length);
+        return states.every((x) => x === 'SUCCEEDED');
+      },
+      30_000,
+    );
+    expect(maxParallel).toBeLessThanOrEqual(2);
+  });
+
+  it('cancels a run on a worker: the agent process tree stops and the run ends CANCELLED', async () => {
+    const runId = await createRun(s, { prompt: 'long job SLEEP 60', config: { worker_host: 'box-1' } }, key);
+    await waitForState(s, runId, ['INPROGRESS'], 20_000, key);
+    const [execution] = await executionsOf(s, runId);
+    const childPid = await waitFor('the agent child', async () => {
+      try {
+        return Number(readFileSync(path.join(execution!.workspace!, '.fake-child.pid'), 'utf8'));
+      } catch {
+        return undefined;
+      }
+    });
+    const agentPid = fakeRecords(execution!.workspace!)[0].pid as number;
+    expect((await s.api('POST', `/agent/runs/${runId}/cancel`, undefined, key)).status).toBe(200);
+    await waitFor('the agent tree to stop', async () => !pidAlive(childPid) && !pidAlive(agentPid), 10_000);
+    await waitFor('the execution to end', async () => (await executionsOf(s, runId))[0]!.ended_at !== null);
+    expect((await executionsOf(s, runId))[0]).toMatchObject({ outcome: 'cancelled' });
+    expect((await s.api('GET', `/agent/runs/${runId}`, undefined, key)).body.state).toBe('CANCELLED');
+  });
+
+  it('ends a run ERROR by lease expiry when its worker is killed with -9 mid-run', async () => {
+    const w = startWorker(s, key, 'box-doomed', 1);
+    workers.push(w);
+    await waitFor('box-doomed to connect', async () => (await workersOf(s, key)).find((x) => x.worker_id === 'box-doomed' && x.connected));
+    const runId = await createRun(s, { prompt: 'doomed SLEEP 60', config: { worker_host: 'box-doomed' } }, key);
+    await waitForState(s, runId, ['INPROGRESS'], 20_000, key);
+    const [execution] = await executionsOf(s, runId);
+    await waitFor('the agent to start', async () => fakeRecords(execution!.workspace!).length > 0);
+    w.child.kill('SIGKILL');
+    try {
+      const run = await waitForState(s, runId, ['ERROR', 'SUCCEEDED', 'FAILED'], 20_000, key);
+      expect(run.state).toBe('ERROR');
+      expect(run.status_message.error_code).toBe('lease_expired');
+      expect(run.status_message.message).toContain('worker:box-doomed/');
+      expect((await executionsOf(s, runId))[0]).toMatchObject({ outcome: 'lost' });
+      const listed = (await workersOf(s, key)).find((x) => x.worker_id === 'box-doomed');
+      expect(listed.connected).toBe(false);
+    } finally {
+      killAgentsOf(execution!.workspace!);
+    }
+  });
+});
