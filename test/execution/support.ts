@@ -125,10 +125,16 @@ export async function eventsOf(s: TestServer, runId: string): Promise<{ sequence
   return res.rows.map((r) => ({ ...r, sequence: Number(r.sequence) }));
 }
 
+/** Whether a process runs (a zombie, ended but not yet reaped by its parent or init, does not). */
 export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
   } catch {
     return false;
   }

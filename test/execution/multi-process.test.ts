@@ -1,0 +1,132 @@
+/**
+ * Several server processes on one PostgreSQL database: a run executing in another process (`agentyard serve
+ * --roles executor`, a real OS process) is cancelled through this one's API — the cancellation crosses the
+ * processes on the bus (LISTEN/NOTIFY) and by the executors' poll, and the agent's process tree stops; an
+ * executor process killed with -9 mid-run leaves its run to the reaper, which ends it ERROR by lease expiry.
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, ENGINES } from '../support/db.ts';
+import type { TestDatabase } from '../support/db.ts';
+import { TEST_MASTER_KEY } from '../support/server.ts';
+import { createRun, executionsOf, FAKE, fakeRecords, pidAlive, ROOT, startExecServer, waitFor, waitForState } from './support.ts';
+import type { ExecServer } from './support.ts';
+
+interface ServeProcess {
+  child: ChildProcess;
+  output: () => string;
+  stop(): Promise<void>;
+}
+
+function startExecutorProcess(database: TestDatabase): ServeProcess {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'agentyard-exec-'));
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin/agentyard.js'), 'serve', '--roles', 'executor', '--port', '0', '--host', '127.0.0.1'], {
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      DATABASE_URL: database.url,
+      AGENTYARD_MASTER_KEY: TEST_MASTER_KEY,
+      AGENTYARD_DATA_DIR: dataDir,
+      AGENTYARD_HARNESSES: 'claude',
+      AGENTYARD_HARNESS_CLAUDE_BIN: FAKE.claude,
+      AGENTYARD_LEASE_MS: '3000',
+      AGENTYARD_HEARTBEAT_MS: '300',
+      AGENTYARD_EXECUTOR_POLL_MS: '5000',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  return {
+    child,
+    output: () => out,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await exited;
+      }
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+describe.skipIf(!ENGINES.includes('postgres'))('runs executing in another server process on postgres', () => {
+  let database: TestDatabase;
+  let api: ExecServer;
+  const processes: ServeProcess[] = [];
+  beforeAll(async () => {
+    database = await createTestDatabase('postgres');
+    // this process serves the API only: it executes nothing
+    api = await startExecServer('postgres', { database, config: { roles: new Set(['api']) } });
+    await api.api('PUT', '/secrets/claude-key', { value: 'sk-multi-process' });
+  });
+  afterAll(async () => {
+    for (const p of processes) await p.stop();
+    await api?.close();
+    await database?.close();
+  });
+
+  async function startedRun(prompt: string): Promise<{ runId: string; workspace: string; agentPid: number; childPid: number }> {
+    const runId = await createRun(api, { prompt, config: { harness_auth_secrets: { claude_auth_secret_name: 'claude-key' } } });
+    await waitForState(api, runId, ['INPROGRESS'], 30_000);
+    const [execution] = await executionsOf(api, runId);
+    expect(execution!.executor).toMatch(/^service:/);
+    const workspace = execution!.workspace!;
+    const childPid = await waitFor('the agent child', async () => {
+      try {
+        return Number(readFileSync(path.join(workspace, '.fake-child.pid'), 'utf8'));
+      } catch {
+        return undefined;
+      }
+    });
+    return { runId, workspace, agentPid: fakeRecords(workspace)[0].pid, childPid };
+  }
+
+  it('cancels a run executing in another process: its agent process tree stops and the run ends CANCELLED', async () => {
+    const executor = startExecutorProcess(database);
+    processes.push(executor);
+    const { runId, agentPid, childPid } = await startedRun('long task SLEEP 120');
+    const cancelledAt = Date.now();
+    const res = await api.api('POST', `/agent/runs/${runId}/cancel`);
+    expect(res.status).toBe(200);
+    // the executor polls only every 5 s here: the bus (LISTEN/NOTIFY) carries the cancellation
+    await waitFor('the agent process tree to stop', async () => !pidAlive(agentPid) && !pidAlive(childPid), 10_000, 20);
+    console.log(`cancel → agent tree gone in another process: ${Date.now() - cancelledAt} ms`);
+    await waitFor('the execution to end', async () => (await executionsOf(api, runId))[0]!.ended_at !== null);
+    expect((await executionsOf(api, runId))[0]).toMatchObject({ outcome: 'cancelled' });
+    const run = (await api.api('GET', `/agent/runs/${runId}`)).body;
+    expect(run.state).toBe('CANCELLED');
+    const states = (await api.api('GET', `/agent/events?run_ids=${runId}&limit=500`)).body.map((e: { event_type: string }) => e.event_type);
+    expect(states.filter((t: string) => t.startsWith('run_'))).toEqual(['run_claimed', 'run_in_progress', 'run_cancelled']);
+    await executor.stop();
+  });
+
+  it('ends a run ERROR by lease expiry when the executor process executing it is killed with -9', async () => {
+    const executor = startExecutorProcess(database);
+    processes.push(executor);
+    const { runId, agentPid, childPid } = await startedRun('doomed SLEEP 120');
+    executor.child.kill('SIGKILL');
+    try {
+      // the reaper of this (API-only) process takes it
+      const run = await waitForState(api, runId, ['ERROR', 'SUCCEEDED', 'FAILED', 'CANCELLED'], 20_000);
+      expect(run.state).toBe('ERROR');
+      expect(run.status_message.error_code).toBe('lease_expired');
+      expect((await executionsOf(api, runId))[0]).toMatchObject({ outcome: 'lost' });
+    } finally {
+      for (const pid of [-agentPid, childPid]) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+    }
+  });
+});
