@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Db, Queryable } from '../store/db.ts';
+import type { Db } from '../store/db.ts';
 import { GROUP_COMMIT_MAX_BATCH } from './limits.ts';
-import { findAccepted, identityKey, insertAccepted, insertLogged, lockLiveWebhooks } from './plans.ts';
+import { acceptDeliveries, findAccepted, identityKey, insertLogged } from './plans.ts';
 import type { DeliveryInsert } from './plans.ts';
 
 export type AcceptOutcome =
@@ -30,17 +30,17 @@ interface PendingLog {
 type Pending = PendingAccept | PendingLog;
 
 export interface DeliveryWriterOptions {
-  /** Transactions in flight at once (PGlite runs one at a time anyway). */
+  /** Groups written at once (PGlite runs one statement at a time anyway). */
   concurrency: number;
   maxBatch?: number;
-  /** Called after a commit that accepted at least one delivery (the outbox has work). */
+  /** Called after a commit that put at least one delivery in the outbox. */
   onAccepted?: () => void;
 }
 
 /**
- * Group commit for the delivery log. Requests hand their delivery over and wait; whatever has arrived by
- * the time a transaction is free is written together, as one multi-row INSERT per kind in one transaction,
- * and every waiter is answered only after that transaction has committed.
+ * Group commit for the delivery log. Requests hand their delivery over and wait; whatever has arrived by the
+ * time a writer is free is written together, one statement for the accepts and one for the log rows, and
+ * every waiter is answered only after the statement that wrote its delivery has committed.
  */
 export class DeliveryWriter {
   readonly #db: Db;
@@ -96,65 +96,77 @@ export class DeliveryWriter {
   }
 
   async #write(batch: Pending[]): Promise<void> {
+    const settled = new Set<Pending>();
+    const settle = (item: Pending, outcome?: AcceptOutcome) => {
+      settled.add(item);
+      if (item.kind === 'accept') item.resolve(outcome!);
+      else item.resolve();
+    };
     try {
-      const { outcomes, accepted } = await this.#db.transaction((tx) => writeBatch(tx, batch));
-      for (const item of batch) {
-        if (item.kind === 'accept') item.resolve(outcomes.get(item)!);
-        else item.resolve();
-      }
-      if (accepted > 0) this.#options.onAccepted?.();
+      await writeBatch(this.#db, batch, settle, () => this.#options.onAccepted?.());
     } catch (err) {
       this.#log.error({ err, deliveries: batch.length }, 'writing webhook deliveries failed');
-      for (const item of batch) item.reject(err);
+      for (const item of batch) if (!settled.has(item)) item.reject(err);
     }
   }
 }
 
-async function writeBatch(tx: Queryable, batch: Pending[]): Promise<{ outcomes: Map<Pending, AcceptOutcome>; accepted: number }> {
-  const outcomes = new Map<Pending, AcceptOutcome>();
+/**
+ * One group: the accepts in one statement (see acceptDeliveries), answered as soon as it has committed; then
+ * the log rows of duplicates and rejections in a second statement, when there are any.
+ */
+async function writeBatch(db: Db, batch: Pending[], settle: (item: Pending, outcome?: AcceptOutcome) => void, onQueued: () => void): Promise<void> {
   const accepts = batch.filter((p): p is PendingAccept => p.kind === 'accept');
-  const logged: DeliveryInsert[] = batch.filter((p): p is PendingLog => p.kind === 'log').map((p) => p.row);
+  const logs = batch.filter((p): p is PendingLog => p.kind === 'log');
+  const logged: DeliveryInsert[] = logs.map((p) => p.row);
 
-  const live = await lockLiveWebhooks(tx, [...new Set(accepts.map((p) => p.row.webhookUid))].sort());
   // The first delivery of each (webhook, identity) in this batch competes for acceptance; later ones repeat it.
   const first = new Map<string, PendingAccept>();
   const repeats: PendingAccept[] = [];
   for (const p of accepts) {
-    const version = live.get(p.row.webhookUid);
-    if (version === undefined) {
-      outcomes.set(p, { outcome: 'gone' });
-    } else if (version !== p.secretVersion) {
-      outcomes.set(p, { outcome: 'secret_changed', id: p.row.id });
-      logged.push(asRejectedAuth(p.row));
-    } else {
-      const key = identityKey(p.row.webhookUid, p.row.identity);
-      if (first.has(key)) repeats.push(p);
-      else first.set(key, p);
-    }
+    const key = identityKey(p.row.webhookUid, p.row.identity);
+    if (first.has(key)) repeats.push(p);
+    else first.set(key, p);
   }
-
-  // Sorted by key, so that concurrent transactions take the unique-index locks in one order (no deadlock).
+  // Sorted by key, so that concurrent statements take the unique-index locks in one order (no deadlock).
   const candidates = [...first.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, p]) => p);
-  const inserted = await insertAccepted(tx, candidates.map((p) => ({ ...p.row, label: 'accepted' })));
+  const { accepted, live } = await acceptDeliveries(
+    db,
+    candidates.map((p) => ({ row: { ...p.row, label: 'accepted' }, secretVersion: p.secretVersion })),
+  );
+
   const acceptedIdByKey = new Map<string, string>();
   const lost: PendingAccept[] = [];
-  for (const p of candidates) {
-    if (inserted.has(p.row.id)) {
+  const later = new Map<Pending, AcceptOutcome>();
+  let queued = 0;
+  for (const p of [...candidates, ...repeats]) {
+    const hook = live.get(p.row.webhookUid);
+    if (hook === undefined) {
+      settle(p, { outcome: 'gone' });
+    } else if (hook.secretVersion !== p.secretVersion) {
+      later.set(p, { outcome: 'secret_changed', id: p.row.id });
+      logged.push(asRejectedAuth(p.row));
+    } else if (accepted.has(p.row.id)) {
       acceptedIdByKey.set(identityKey(p.row.webhookUid, p.row.identity), p.row.id);
-      outcomes.set(p, { outcome: 'accepted', id: p.row.id });
+      if (hook.subscribed) queued++;
+      settle(p, { outcome: 'accepted', id: p.row.id });
     } else {
       lost.push(p);
     }
   }
-  const existing = await findAccepted(tx, lost.map((p) => p.row));
-  for (const p of [...lost, ...repeats]) {
+  if (queued > 0) onQueued();
+
+  const missing = lost.filter((p) => !acceptedIdByKey.has(identityKey(p.row.webhookUid, p.row.identity)));
+  const existing = await findAccepted(db, missing.map((p) => p.row));
+  for (const p of lost) {
     const key = identityKey(p.row.webhookUid, p.row.identity);
     const duplicateOf = acceptedIdByKey.get(key) ?? existing.get(key) ?? null;
-    outcomes.set(p, { outcome: 'duplicate', id: p.row.id, duplicateOf });
+    later.set(p, { outcome: 'duplicate', id: p.row.id, duplicateOf });
     logged.push({ ...p.row, label: 'duplicate', duplicateOf, payload: null });
   }
-  await insertLogged(tx, logged);
-  return { outcomes, accepted: inserted.size };
+  await insertLogged(db, logged);
+  for (const [p, outcome] of later) settle(p, outcome);
+  for (const p of logs) settle(p);
 }
 
 function asRejectedAuth(row: DeliveryInsert): DeliveryInsert {

