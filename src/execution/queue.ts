@@ -37,8 +37,9 @@ const NOT_KUBERNETES = `(r.factory_id IS NULL OR NOT EXISTS (
 
 /**
  * Queued runs for the service's executors, best first: each team's runs oldest first, the teams interleaved
- * by how many runs each has active (claimed or in progress) plus the run's place in its team's queue, so a
- * team with a burst of runs takes turns with the others instead of going first until it is done.
+ * by how many runs each has active (claimed or in progress) plus the run's place in its team's queue, ties
+ * going to the team served least recently, so a team with a burst of runs takes turns with the others
+ * instead of going first until it is done.
  */
 async function serviceCandidates(q: Queryable, spellings: string[], limit: number): Promise<string[]> {
   const res = await q.query<{ id: string }>(
@@ -53,7 +54,8 @@ async function serviceCandidates(q: Queryable, spellings: string[], limit: numbe
        SELECT team_id, count(*)::int AS n FROM runs WHERE state IN ('CLAIMED', 'INPROGRESS') GROUP BY team_id
      ),
      candidates AS (
-       SELECT c.id, c.team_id, c.created_at, row_number() OVER (PARTITION BY c.team_id ORDER BY c.created_at, c.id) AS place
+       SELECT c.id, c.team_id, c.created_at, row_number() OVER (PARTITION BY c.team_id ORDER BY c.created_at, c.id) AS place,
+         (SELECT max(e.claimed_at) FROM executions e WHERE e.team_id = t.team_id) AS served_at
        FROM queued_teams t CROSS JOIN LATERAL (
          SELECT r.id, r.team_id, r.created_at FROM runs r
          WHERE r.team_id = t.team_id AND r.state = 'QUEUED' AND r.worker_host IS NULL
@@ -64,7 +66,7 @@ async function serviceCandidates(q: Queryable, spellings: string[], limit: numbe
        WHERE t.team_id IS NOT NULL
      )
      SELECT c.id FROM candidates c LEFT JOIN active a ON a.team_id = c.team_id
-     ORDER BY coalesce(a.n, 0) + c.place, c.created_at, c.id
+     ORDER BY coalesce(a.n, 0) + c.place, c.served_at NULLS FIRST, c.created_at, c.id
      LIMIT $2`,
     [spellings, limit],
   );

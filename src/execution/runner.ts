@@ -23,6 +23,7 @@ export type StopReason = 'cancelled' | 'lost' | 'shutdown';
 
 /** stderr lines kept as `log` events per execution; the rest are counted. */
 const MAX_STDERR_EVENTS = 200;
+/** How often the workspace size is measured (at most every 5 s). */
 const SIZE_CHECK_MS = 5_000;
 
 /** The environment every agent starts from; nothing else of the executor's own environment is passed. */
@@ -279,7 +280,7 @@ export class ExecutionRunner {
           });
         }
       });
-    }, SIZE_CHECK_MS);
+    }, Math.min(SIZE_CHECK_MS, this.#settings.heartbeatMs * 5));
     sizeTimer.unref();
     const exit = await proc.exited;
     clearInterval(sizeTimer);

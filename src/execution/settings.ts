@@ -41,7 +41,7 @@ export interface ExecutionSettings {
   concurrency: number;
   /** Harnesses this process's executors run (`AGENTYARD_HARNESSES`); none: the executors take no run. */
   harnesses: HarnessType[];
-  /** What runs with harness `oz` or none get (`AGENTYARD_DEFAULT_HARNESS`; default the first harness). */
+  /** What runs with harness `oz` or none get (`AGENTYARD_DEFAULT_HARNESS`; default the first harness; `none`: no default). */
   defaultHarness: HarnessType | undefined;
   /** Executable per harness (`AGENTYARD_HARNESS_CLAUDE_BIN`, `..._CODEX_BIN`, `..._GEMINI_BIN`, `..._COMMAND_BIN`). */
   bins: Record<Exclude<HarnessType, 'noop'>, string>;
@@ -93,13 +93,19 @@ function harnessList(name: string, raw: string | undefined): HarnessType[] {
 /** Settings from the environment, with overrides (tests, the worker command). */
 export function executionSettings(dataDir: string, env: NodeJS.ProcessEnv = process.env, overrides: Partial<ExecutionSettings> = {}): ExecutionSettings {
   let harnesses = overrides.harnesses ?? harnessList('AGENTYARD_HARNESSES', env.AGENTYARD_HARNESSES);
-  const defaultRaw = env.AGENTYARD_DEFAULT_HARNESS?.trim().toLowerCase();
-  let defaultHarness = 'defaultHarness' in overrides ? overrides.defaultHarness : defaultRaw ? HARNESS_ALIASES[defaultRaw] : undefined;
-  if (defaultRaw && !defaultHarness && !('defaultHarness' in overrides)) {
-    throw new Error(`AGENTYARD_DEFAULT_HARNESS: unknown harness "${defaultRaw}" (expected one of ${HARNESS_TYPES.join(', ')})`);
+  let defaultHarness: HarnessType | undefined;
+  if ('defaultHarness' in overrides) {
+    // an explicit undefined: runs naming no harness are not taken here
+    defaultHarness = overrides.defaultHarness;
+  } else {
+    const raw = env.AGENTYARD_DEFAULT_HARNESS?.trim().toLowerCase();
+    if (raw === 'none') defaultHarness = undefined;
+    else if (raw) {
+      defaultHarness = HARNESS_ALIASES[raw];
+      if (!defaultHarness) throw new Error(`AGENTYARD_DEFAULT_HARNESS: unknown harness "${raw}" (expected one of ${HARNESS_TYPES.join(', ')}, or none)`);
+    } else defaultHarness = harnesses[0];
   }
   if (defaultHarness && !harnesses.includes(defaultHarness)) harnesses = [defaultHarness, ...harnesses];
-  defaultHarness ??= harnesses[0];
   const leaseMs = overrides.leaseMs ?? int(env, 'AGENTYARD_LEASE_MS', 30_000, 100);
   const heartbeatMs = Math.min(overrides.heartbeatMs ?? int(env, 'AGENTYARD_HEARTBEAT_MS', 5_000, 20), Math.floor(leaseMs / 3));
   let commandArgs: string[] = [];

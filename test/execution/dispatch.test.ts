@@ -1,0 +1,138 @@
+/**
+ * Dispatch: fairness between teams (a burst of one team does not starve another), exactly one claimer per
+ * run with two servers on one PostgreSQL database, waiting messages for runs nothing can take, the reaper
+ * giving back a claimed run that never started, the workspace size limit, and the workspace sweep.
+ */
+import { existsSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimServiceRuns } from '../../src/execution/queue.ts';
+import { RUNS_QUEUED_TOPIC, insertQueuedRun } from '../../src/runs/service.ts';
+import { createTestDatabase, ENGINES } from '../support/db.ts';
+import type { TestDatabase } from '../support/db.ts';
+import { createRun, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
+import type { ExecServer } from './support.ts';
+
+async function teamIdOf(s: ExecServer, key?: string): Promise<string> {
+  return (await s.api('GET', '/whoami', undefined, key)).body.team.id;
+}
+
+describe.each(ENGINES)('dispatch on %s', (engine) => {
+  it('takes turns between teams: a burst of one team does not go first until it is done', async () => {
+    const s = await startExecServer(engine, { settings: { concurrency: 1, harnesses: ['noop'], defaultHarness: 'noop' } });
+    try {
+      const teamA = await teamIdOf(s);
+      const teamB = (await s.api('POST', '/teams', { name: 'team-b' })).body.team.id as string;
+      // every run queued before any claim: one transaction
+      const ids = await s.server.ctx.db.transaction(async (tx) => {
+        const made: { id: string; team: string }[] = [];
+        for (const [team, n] of [
+          [teamA, 6],
+          [teamB, 2],
+        ] as const) {
+          for (let i = 0; i < n; i++) {
+            const run = await insertQueuedRun(tx, { teamId: team, prompt: `${team === teamA ? 'A' : 'B'}${i}`, source: 'API', creator: null });
+            made.push({ id: run.id, team });
+          }
+        }
+        return made;
+      });
+      await s.server.ctx.bus.publish(RUNS_QUEUED_TOPIC, { run_id: ids[0]!.id, worker_host: null });
+      await waitFor('every run to finish', async () => {
+        const res = await s.server.ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE id = ANY($1::text[]) AND state = 'SUCCEEDED'`, [ids.map((r) => r.id)]);
+        return res.rows[0]!.n === ids.length;
+      });
+      const order = await s.server.ctx.db.query<{ prompt: string }>(
+        `SELECT r.prompt FROM executions e JOIN runs r ON r.id = e.run_id WHERE e.run_id = ANY($1::text[]) ORDER BY e.claimed_at, e.id`,
+        [ids.map((r) => r.id)],
+      );
+      // per team oldest first; the teams alternate while both have runs waiting
+      expect(order.rows.map((r) => r.prompt)).toEqual(['A0', 'B0', 'A1', 'B1', 'A2', 'A3', 'A4', 'A5']);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('says what a run waits for when no executor offers its harness', async () => {
+    const s = await startExecServer(engine, { settings: { harnesses: ['claude'], defaultHarness: undefined } });
+    try {
+      const oz = await createRun(s, { prompt: 'no default harness here' });
+      const codex = await createRun(s, { prompt: 'codex please', config: { harness: { type: 'codex' } } });
+      const message = async (id: string) => (await s.api('GET', `/agent/runs/${id}`)).body.status_message?.message;
+      expect(await waitFor('the oz message', () => message(oz))).toBe(
+        'Waiting for an executor with a default harness: no server offers one (set AGENTYARD_HARNESSES or AGENTYARD_DEFAULT_HARNESS)',
+      );
+      expect(await waitFor('the codex message', () => message(codex))).toBe(
+        'Waiting for an executor that runs the codex harness: no server offers it (AGENTYARD_HARNESSES)',
+      );
+      expect((await s.api('GET', `/agent/runs/${oz}`)).body.state).toBe('QUEUED');
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('gives a claimed run that never started back to the queue when its lease expires', async () => {
+    // this server's executors take nothing: the claim below is an executor that vanished before starting it
+    const s = await startExecServer(engine, { settings: { harnesses: [], defaultHarness: undefined } });
+    try {
+      const runId = await createRun(s, { prompt: 'orphaned claim' });
+      const claimed = await claimServiceRuns(s.server.ctx.db, { limit: 10, harnesses: ['claude'], defaultHarness: 'claude', executor: 'service:vanished', leaseMs: 100 });
+      expect(claimed.map((c) => c.run.id)).toContain(runId);
+      expect((await s.api('GET', `/agent/runs/${runId}`)).body.state).toBe('CLAIMED');
+      const run = await waitFor('the run back in the queue', async () => {
+        const r = (await s.api('GET', `/agent/runs/${runId}`)).body;
+        return r.state === 'QUEUED' && r.status_message?.message?.startsWith('Back in the queue') ? r : undefined;
+      });
+      expect(run.status_message.message).toContain('service:vanished');
+      expect((await executionsOf(s, runId))[0]).toMatchObject({ outcome: 'released', started_at: null });
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('stops an agent whose workspace grows past the limit, and sweeps finished workspaces', async () => {
+    const s = await startExecServer(engine, { settings: { workspaceMaxBytes: 1024 * 1024, workspaceRetentionMs: 0 } });
+    try {
+      await s.api('PUT', '/secrets/key', { value: 'sk-dispatch-0123456789' });
+      const runId = await createRun(s, { prompt: 'BIG_FILE 3', config: { harness_auth_secrets: { claude_auth_secret_name: 'key' } } });
+      const run = await waitForState(s, runId, ['ERROR', 'FAILED', 'SUCCEEDED']);
+      expect(run.state).toBe('ERROR');
+      expect(run.status_message.error_code).toBe('workspace_too_large');
+      const [execution] = await executionsOf(s, runId);
+      expect(existsSync(execution!.workspace!)).toBe(true);
+      const removed = await s.parts.reaper.sweep();
+      expect(removed).toContain(execution!.id);
+      expect(existsSync(execution!.workspace!)).toBe(false);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe.skipIf(!ENGINES.includes('postgres'))('two servers on one postgres database', () => {
+  let database: TestDatabase;
+  let one: ExecServer;
+  let two: ExecServer;
+  beforeAll(async () => {
+    database = await createTestDatabase('postgres');
+    const settings = { concurrency: 3, harnesses: ['noop' as const], defaultHarness: 'noop' as const };
+    one = await startExecServer('postgres', { database, settings });
+    two = await startExecServer('postgres', { database, settings });
+  });
+  afterAll(async () => {
+    await one?.close();
+    await two?.close();
+    await database?.close();
+  });
+
+  it('gives every run to exactly one executor', async () => {
+    const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => createRun(i % 2 ? one : two, { prompt: `run ${i}` })));
+    await waitFor('every run to finish', async () => {
+      const res = await one.server.ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE id = ANY($1::text[]) AND state = 'SUCCEEDED'`, [ids]);
+      return res.rows[0]!.n === ids.length;
+    });
+    const executions = await one.server.ctx.db.query<{ run_id: string; executor: string }>('SELECT run_id, executor FROM executions WHERE run_id = ANY($1::text[])', [ids]);
+    expect(executions.rowCount).toBe(ids.length);
+    expect(new Set(executions.rows.map((e) => e.run_id)).size).toBe(ids.length);
+    expect(new Set(executions.rows.map((e) => e.executor)).size).toBe(2);
+  });
+});
