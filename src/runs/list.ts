@@ -141,9 +141,12 @@ export async function listRuns(q: Queryable, query: ListRunsQuery): Promise<{ ro
   if (f.scheduleId !== undefined) add((p) => `schedule_id = ${p}`, f.scheduleId);
   if (f.factoryId !== undefined) add((p) => `factory_id = ${p}`, f.factoryId);
   if (f.automationId !== undefined) add((p) => `automation_id = ${p}`, f.automationId);
-  if (f.executor !== undefined) add((p) => `executor_id = ${p}`, f.executor);
+  // executor_id is stored only when it differs from the creator (migration 0004).
+  if (f.executor !== undefined) add((p) => `(executor_id = ${p} OR (executor_id IS NULL AND creator_id = ${p}))`, f.executor);
   if (f.workerHost !== undefined) add((p) => `worker_host = ${p}`, f.workerHost);
-  if (f.artifactType !== undefined) add((p) => `artifacts @> jsonb_build_array(jsonb_build_object('artifact_type', ${p}::text))`, f.artifactType);
+  if (f.artifactType !== undefined) {
+    add((p) => `artifacts <> '[]'::jsonb AND artifacts @> jsonb_build_array(jsonb_build_object('artifact_type', ${p}::text))`, f.artifactType);
+  }
   if (f.metadata && Object.keys(f.metadata).length > 0) add((p) => `metadata @> ${p}::jsonb`, JSON.stringify(f.metadata));
   if (f.q !== undefined && f.q !== '') {
     const pattern = `%${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

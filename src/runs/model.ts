@@ -75,7 +75,7 @@ export interface RunRow {
   creator_type: 'user' | 'service_account' | null;
   creator_name: string | null;
   creator_email: string | null;
-  /** Who the run executes as: the agent identity named at creation, otherwise the creator. */
+  /** Who the run executes as when it is not the creator: the agent identity named at creation. */
   executor_id: string | null;
   executor_type: 'user' | 'service_account' | null;
   executor_name: string | null;
@@ -171,7 +171,9 @@ export function toRunItem(row: RunRow, publicUrl: string): RunItem {
       : {}),
     ...(row.executor_id && row.executor_type
       ? { executor: { type: row.executor_type, uid: row.executor_id, display_name: row.executor_name ?? row.executor_id } }
-      : {}),
+      : row.creator_id && row.creator_type
+        ? { executor: { type: row.creator_type, uid: row.creator_id, display_name: row.creator_name ?? row.creator_id } }
+        : {}),
     agent_config: row.config,
     ...(row.conversation_id ? { conversation_id: row.conversation_id } : {}),
     ...(row.parent_run_id ? { parent_run_id: row.parent_run_id } : {}),

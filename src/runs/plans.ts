@@ -13,7 +13,7 @@ export interface InsertRun {
   config: AgentConfig;
   workerHost: string | null;
   creator: { id: string; type: string; displayName: string; email: string | null } | null;
-  /** Who the run executes as; the creator when absent. */
+  /** Who the run executes as, when not the creator. */
   executor?: { id: string; type: string; displayName: string } | null;
   factoryId: string | null;
   automationId: string | null;
@@ -59,7 +59,8 @@ const COLUMN_LIST = INSERT_COLUMNS.map(([name]) => name).join(', ');
 const RECORD_TYPE = INSERT_COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ');
 
 function insertRecord(r: InsertRun): Record<string, unknown> {
-  const executor = r.executor ?? r.creator;
+  // Stored only when someone other than the creator executes the run (migration 0004).
+  const executor = r.executor && r.executor.id !== r.creator?.id ? r.executor : null;
   return {
     id: r.id,
     team_id: r.teamId,
@@ -267,7 +268,7 @@ export interface ArtifactRow {
 export async function findArtifact(q: Queryable, teamId: string, uid: string): Promise<ArtifactRow | undefined> {
   const res = await q.query<ArtifactRow>(
     `SELECT a AS artifact, r.id AS run_id FROM runs r, jsonb_array_elements(r.artifacts) a
-     WHERE r.team_id = $1 AND r.artifacts @> jsonb_build_array(jsonb_build_object('data', jsonb_build_object('artifact_uid', $2::text)))
+     WHERE r.team_id = $1 AND r.artifacts <> '[]'::jsonb AND r.artifacts @> jsonb_build_array(jsonb_build_object('data', jsonb_build_object('artifact_uid', $2::text)))
        AND a->'data'->>'artifact_uid' = $2
      LIMIT 1`,
     [teamId, uid],
