@@ -40,6 +40,9 @@ export interface IngressDeps {
 const RAW_TYPE = 'application/x-agentyard-webhook-body';
 const OTHER_METHODS = ['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
+// The same answer as for a UID that never existed: a disabled or deleted webhook is not told apart.
+const webhookNotFound = () => new AppError('webhook_not_found', 'no enabled webhook has this URL');
+
 function one(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
@@ -79,12 +82,12 @@ export async function registerIngressRoutes(app: AppInstance, deps: IngressDeps)
       return sendProblem(request, reply, new AppError('internal_error', 'the delivery was not recorded; send it again', { cause: err }));
     });
 
-    const onRequest = async (request: FastifyRequest<{ Params: { uid: string; token?: string } }>, reply: FastifyReply): Promise<void> => {
+    const onRequest = async (request: FastifyRequest<{ Params: { uid: string; token?: string } }>): Promise<void> => {
       const receivedAt = new Date();
       const route = routing.get(request.params.uid);
       // A token segment on a webhook that takes none is a wrong URL, as is an unknown UID.
       if (!route || (request.params.token !== undefined && route.authMode !== 'url_token')) {
-        throw new AppError('webhook_not_found', 'no enabled webhook has this URL');
+        throw webhookNotFound();
       }
       const limitKey = `${route.uid}|${request.ip}`;
       const wait = await limiters.consumeDelivery(limitKey);
@@ -102,7 +105,6 @@ export async function registerIngressRoutes(app: AppInstance, deps: IngressDeps)
       const contentType = one(request.headers['content-type']);
       request.headers['content-type'] = RAW_TYPE;
       request.webhookDelivery = { route, limitKey, receivedAt, contentType };
-      void reply;
     };
 
     const handler = async (request: FastifyRequest<{ Params: { uid: string; token?: string } }>, reply: FastifyReply) => {
@@ -124,7 +126,7 @@ export async function registerIngressRoutes(app: AppInstance, deps: IngressDeps)
         // The webhook may have changed a moment ago (a rotation, a delete through another process or an apply
         // whose notice has not arrived yet): look once at the database before refusing.
         const fresh = await routing.recheck(route.uid);
-        if (!fresh) throw new AppError('webhook_not_found', 'no enabled webhook has this URL');
+        if (!fresh) throw webhookNotFound();
         if (fresh.secretVersion !== route.secretVersion) {
           route = fresh;
           state.route = fresh;
@@ -157,7 +159,7 @@ export async function registerIngressRoutes(app: AppInstance, deps: IngressDeps)
         case 'duplicate':
           return reply.code(202).send({ delivery_id: result.id });
         case 'gone':
-          throw new AppError('webhook_not_found', 'no enabled webhook has this URL');
+          throw webhookNotFound();
         case 'secret_changed':
           throw new AppError('webhook_unauthorized', 'the webhook secret was rotated while this request was in flight', {
             extensions: { delivery_id: result.id },
