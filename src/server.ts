@@ -64,18 +64,26 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const modules = options.modules ?? MODULES;
     const app = await buildApp(ctx, modules);
     const stops: (() => Promise<void>)[] = [];
-    for (const module of modules) {
-      if (module.start) stops.push(await module.start(ctx));
-    }
     let url = config.publicUrl;
-    if (options.listen !== false) {
-      const address = await app.listen({ port: config.port, host: config.host });
-      url = address.replace('[::]', 'localhost').replace('0.0.0.0', '127.0.0.1');
-      // With port 0 (tests) the public URLs can name the real port only now.
-      if (/:0$/.test(config.publicUrl)) config.publicUrl = url;
-      if (/:0$/.test(config.webhookBaseUrl)) config.webhookBaseUrl = url;
-    } else {
-      await app.ready();
+    try {
+      for (const module of modules) {
+        if (module.start) stops.push(await module.start(ctx));
+      }
+      if (options.listen !== false) {
+        const address = await app.listen({ port: config.port, host: config.host });
+        url = address.replace('[::]', 'localhost').replace('0.0.0.0', '127.0.0.1');
+        // With port 0 (tests) the public URLs can name the real port only now.
+        if (/:0$/.test(config.publicUrl)) config.publicUrl = url;
+        if (/:0$/.test(config.webhookBaseUrl)) config.webhookBaseUrl = url;
+      } else {
+        await app.ready();
+      }
+    } catch (err) {
+      // A port in use (or a module failing to start) must not leave background loops running.
+      for (const stop of stops.reverse()) await stop().catch(() => {});
+      await app.close().catch(() => {});
+      await bus.stop();
+      throw err;
     }
     let stopped = false;
     return {

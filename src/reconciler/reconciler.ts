@@ -136,7 +136,8 @@ export class Reconciler {
       }
       return outcome(factoryId, { result: 'failed', reason: failure.reason, message: failure.message, transient: failure.kind === 'transient' });
     }
-    if (factory.source_error || !factory.fetched_at) await plans.recordSourceFailure(this.#deps.db, factoryId, null);
+    // A successful fetch clears a source error and moves `fetched_at`, the time of the last good fetch.
+    await plans.recordSourceFailure(this.#deps.db, factoryId, null);
     if (!snapshot) return outcome(factoryId, { result: 'none', message: `${source.describe()} has no revision yet` });
     return this.reconcileSnapshot(factory, snapshot, options);
   }
