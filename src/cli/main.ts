@@ -8,6 +8,7 @@ const USAGE = `agentyard — GitOps factory reconciler, webhook ingress and Run 
 
 Usage:
   agentyard serve [--port N] [--factory DIR|GIT_URL] [--roles ingress,api,...]
+  agentyard operator [--port N] [--namespace NS]
   agentyard migrate
   agentyard openapi [--write FILE]
   agentyard validate DIR [--format text|json|github]
@@ -91,6 +92,7 @@ export const COMMANDS: Record<string, Command> = {
   migrate: migrateCommand,
   openapi: openapiCommand,
   worker: async (argv) => (await import('./worker.ts')).workerCommand(argv),
+  operator: async (argv) => (await import('./operator.ts')).operatorCommand(argv),
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -36,6 +36,7 @@ export interface FactoryStatus {
   appliedRevision?: string;
   attemptedRevision?: string;
   lastAppliedAt?: string;
+  lastHandledReconcileAt?: string;
   conditions?: Condition[];
   errors?: Diagnostic[];
   webhooks?: FactoryWebhookStatus[];

@@ -64,6 +64,14 @@ export interface LeadershipCallbacks {
 /** Why `run` returned: the caller's signal aborted, or the lease could not be renewed in time. */
 export type ElectionEnd = 'cancelled' | 'lost';
 
+/**
+ * Lease times are MicroTime: the API server wants exactly six fractional digits, and client-node writes a
+ * Date with three. A string passes its serializer untouched.
+ */
+function microTime(date: Date): Date {
+  return date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z') as unknown as Date;
+}
+
 function recordKey(spec: V1LeaseSpec | undefined): string {
   return JSON.stringify([spec?.holderIdentity ?? '', String(spec?.renewTime ?? ''), String(spec?.acquireTime ?? ''), spec?.leaseTransitions ?? 0, spec?.leaseDurationSeconds ?? 0]);
 }
@@ -180,7 +188,7 @@ export class LeaderElector {
 
   async #tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
     const { namespace, leaseName: name, identity } = this.#o;
-    const now = new Date(this.#clock.now());
+    const now = microTime(new Date(this.#clock.now()));
     const durationSeconds = Math.ceil(this.#o.leaseDurationMs / 1000);
     let lease: V1Lease;
     try {
@@ -217,7 +225,7 @@ export class LeaderElector {
       holderIdentity: identity,
       leaseDurationSeconds: durationSeconds,
       renewTime: now,
-      acquireTime: holder === identity && spec.acquireTime ? spec.acquireTime : now,
+      acquireTime: holder === identity && spec.acquireTime ? microTime(new Date(spec.acquireTime)) : now,
       leaseTransitions: holder === identity ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
     };
     try {
@@ -236,7 +244,7 @@ export class LeaderElector {
     try {
       const lease = await this.#api.readNamespacedLease({ name, namespace }, requestOptions({ signal: AbortSignal.timeout(5_000) }));
       if (lease.spec?.holderIdentity !== identity) return;
-      const now = new Date(this.#clock.now());
+      const now = microTime(new Date(this.#clock.now()));
       await this.#api.replaceNamespacedLease(
         { name, namespace, body: { ...lease, spec: { leaseDurationSeconds: 1, renewTime: now, acquireTime: now, leaseTransitions: lease.spec.leaseTransitions ?? 0 } } },
         requestOptions({ signal: AbortSignal.timeout(5_000) }),

@@ -54,8 +54,13 @@ export async function findKubernetesFactory(q: Queryable, factoryId: string): Pr
   return res.rows[0];
 }
 
-export async function listKubernetesFactories(q: Queryable): Promise<KubernetesFactoryRow[]> {
-  return (await q.query<KubernetesFactoryRow>('SELECT * FROM kubernetes_factories WHERE deleted_at IS NULL ORDER BY namespace, name')).rows;
+/** Factories of Factory resources, of one namespace when given. */
+export async function listKubernetesFactories(q: Queryable, namespace?: string): Promise<KubernetesFactoryRow[]> {
+  const res = await q.query<KubernetesFactoryRow>(
+    'SELECT * FROM kubernetes_factories WHERE deleted_at IS NULL AND ($1::text IS NULL OR namespace = $1) ORDER BY namespace, name',
+    [namespace ?? null],
+  );
+  return res.rows;
 }
 
 export async function insertKubernetesFactory(
@@ -103,15 +108,20 @@ export async function listActiveFactoryRuns(q: Queryable, factoryId: string): Pr
  * transaction (SKIP LOCKED: two executors never take the same run). Runs routed to a self-hosted worker
  * (worker_host other than the service's own names) are left to that worker.
  */
-export async function lockQueuedKubernetesRuns(q: Queryable, serviceHosts: readonly string[], limit: number): Promise<{ id: string; factory_id: string }[]> {
-  const res = await q.query<{ id: string; factory_id: string }>(
-    `SELECT r.id, r.factory_id FROM runs r
+export async function lockQueuedKubernetesRuns(
+  q: Queryable,
+  serviceHosts: readonly string[],
+  limit: number,
+  namespace?: string,
+): Promise<{ id: string; factory_id: string; namespace: string; uid: string; name: string }[]> {
+  const res = await q.query<{ id: string; factory_id: string; namespace: string; uid: string; name: string }>(
+    `SELECT r.id, r.factory_id, k.namespace, k.uid, k.name FROM runs r
      JOIN kubernetes_factories k ON k.factory_id = r.factory_id AND k.deleted_at IS NULL AND k.executor = 'kubernetes'
-     WHERE r.state = 'QUEUED' AND (r.worker_host IS NULL OR r.worker_host = ANY($1))
+     WHERE r.state = 'QUEUED' AND (r.worker_host IS NULL OR r.worker_host = ANY($1)) AND ($3::text IS NULL OR k.namespace = $3)
      ORDER BY r.created_at, r.id
      LIMIT $2
      FOR UPDATE OF r SKIP LOCKED`,
-    [[...serviceHosts], limit],
+    [[...serviceHosts], limit, namespace ?? null],
   );
   return res.rows;
 }
@@ -129,6 +139,17 @@ export async function setRunJobUid(q: Queryable, runId: string, jobUid: string):
   await q.query('UPDATE kubernetes_run_jobs SET job_uid = $2 WHERE run_id = $1', [runId, jobUid]);
 }
 
+export async function deleteRunJob(q: Queryable, runId: string): Promise<void> {
+  await q.query('DELETE FROM kubernetes_run_jobs WHERE run_id = $1', [runId]);
+}
+
+export async function countOpenRunJobs(q: Queryable, namespace?: string): Promise<number> {
+  const res = await q.query<{ n: string }>('SELECT count(*) AS n FROM kubernetes_run_jobs WHERE finished_at IS NULL AND ($1::text IS NULL OR namespace = $1)', [
+    namespace ?? null,
+  ]);
+  return Number(res.rows[0]?.n ?? 0);
+}
+
 export async function getRunJob(q: Queryable, runId: string): Promise<RunJobRow | undefined> {
   return (await q.query<RunJobRow>('SELECT * FROM kubernetes_run_jobs WHERE run_id = $1', [runId])).rows[0];
 }
@@ -138,9 +159,11 @@ export async function finishRunJob(q: Queryable, runId: string): Promise<void> {
 }
 
 /** Jobs whose run has not been settled by them yet, with the run's current state. */
-export async function listOpenRunJobs(q: Queryable): Promise<(RunJobRow & { state: string })[]> {
+export async function listOpenRunJobs(q: Queryable, namespace?: string): Promise<(RunJobRow & { state: string })[]> {
   const res = await q.query<RunJobRow & { state: string }>(
-    `SELECT j.*, r.state FROM kubernetes_run_jobs j JOIN runs r ON r.id = j.run_id WHERE j.finished_at IS NULL ORDER BY j.created_at`,
+    `SELECT j.*, r.state FROM kubernetes_run_jobs j JOIN runs r ON r.id = j.run_id
+     WHERE j.finished_at IS NULL AND ($1::text IS NULL OR j.namespace = $1) ORDER BY j.created_at`,
+    [namespace ?? null],
   );
   return res.rows;
 }

@@ -1,0 +1,126 @@
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { adapterFor } from '../execution/harnesses/index.ts';
+import { buildPlan } from '../execution/plan-builder.ts';
+import { promptWithNotes } from '../execution/runner.ts';
+import { harnessFor } from '../execution/settings.ts';
+import type { HarnessType } from '../execution/settings.ts';
+import { attachmentFileName, createWorkspace, writeWorkspaceFile } from '../execution/workspace.ts';
+import type { RunRow } from '../runs/model.ts';
+import type { SecretProvider } from '../secrets/provider.ts';
+import type { Queryable } from '../store/db.ts';
+import { newId } from '../util/ids.ts';
+import { WORKSPACE_DIR } from './job-spec.ts';
+
+/** The agent of a Job: its command line, its files in the workspace, and what goes to stdin. */
+export interface JobInvocation {
+  harness: HarnessType;
+  executionId: string;
+  /** The complete command (executable first), with paths as they are inside the pod. */
+  command: string[];
+  /** Plain environment variables. */
+  env: Record<string, string>;
+  /** Environment variables holding secrets (provider keys): set from the per-run Secret, never in the Job spec. */
+  secretEnv: Record<string, string>;
+  /** Written to the agent's stdin (then end of input). */
+  stdin: string | undefined;
+  /** Files the harness prepared, relative to the workspace; an init container copies them in. */
+  files: { path: string; content: Buffer }[];
+}
+
+export interface HarnessSettings {
+  /** The harness of runs that name none (`oz`). */
+  defaultHarness: HarnessType | undefined;
+  /** The CLI executable of each harness inside the runner image. */
+  bins: Record<Exclude<HarnessType, 'noop'>, string>;
+  commandArgs: string[];
+}
+
+export class InvocationError extends Error {
+  readonly errorCode: string;
+  constructor(errorCode: string, message: string) {
+    super(message);
+    this.name = 'InvocationError';
+    this.errorCode = errorCode;
+  }
+}
+
+async function listFiles(root: string, dir = root): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...(await listFiles(root, full)));
+    else if (entry.isFile()) out.push(path.relative(root, full));
+  }
+  return out.sort();
+}
+
+/**
+ * Prepares a run's agent for a Job with the service's own harness adapters: the execution plan (prompt,
+ * skill, attachments, provider key from the team's secrets), then the adapter's workspace files and command
+ * line, made in a scratch directory whose path is rewritten to the pod's workspace.
+ */
+export async function prepareJobInvocation(
+  deps: { db: Queryable; secrets: SecretProvider; publicUrl: string },
+  run: RunRow,
+  settings: HarnessSettings,
+): Promise<JobInvocation> {
+  const harness = harnessFor(run.config.harness?.type, settings.defaultHarness);
+  if (!harness) throw new InvocationError('harness_unavailable', `no harness runs "${run.config.harness?.type ?? 'oz'}" in Kubernetes Jobs (AGENTYARD_JOB_DEFAULT_HARNESS)`);
+  const executionId = newId('exe');
+  let plan;
+  try {
+    plan = await buildPlan(deps.db, deps.secrets, { run, executionId, attempt: 1, harness, publicUrl: deps.publicUrl });
+  } catch (err) {
+    const code = (err as { errorCode?: string }).errorCode;
+    if (code) throw new InvocationError(code, (err as Error).message);
+    throw err;
+  }
+  const scratch = await mkdtemp(path.join(tmpdir(), 'agentyard-job-'));
+  try {
+    const ws = await createWorkspace(scratch, executionId);
+    const names: string[] = [];
+    for (const a of plan.attachments) {
+      const name = attachmentFileName(a.fileName);
+      await writeWorkspaceFile(ws.dir, name, Buffer.from(a.base64, 'base64'), 0o644);
+      names.push(name);
+    }
+    if (plan.skill?.resolved) {
+      for (const f of plan.skill.files) await writeWorkspaceFile(ws.dir, path.join('.agents', 'skills', plan.skill.name, f.path), f.content, 0o644);
+    }
+    const prompt = promptWithNotes(plan, names);
+    const inPod = (text: string): string => text.split(ws.dir).join(WORKSPACE_DIR);
+    let command: string[];
+    let env: Record<string, string> = {};
+    let stdin: string | undefined;
+    if (harness === 'noop') {
+      command = ['/bin/sh', '-c', 'echo "noop harness: nothing to do"'];
+    } else {
+      const adapter = adapterFor(harness)!;
+      const invocation = await adapter.prepare({
+        plan,
+        workspace: ws,
+        bin: settings.bins[harness],
+        extraArgs: harness === 'command' ? settings.commandArgs : [],
+        prompt,
+      });
+      command = [invocation.command, ...invocation.args].map(inPod);
+      env = Object.fromEntries(Object.entries(invocation.env).filter(([k]) => !(k in plan.secretEnv)).map(([k, v]) => [k, inPod(v)]));
+      stdin = invocation.input === undefined ? undefined : inPod(invocation.input);
+    }
+    const files: JobInvocation['files'] = [];
+    for (const rel of await listFiles(ws.dir)) files.push({ path: rel.split(path.sep).join('/'), content: await readFile(path.join(ws.dir, rel)) });
+    return {
+      harness,
+      executionId,
+      command,
+      env: { ...env, HOME: `${WORKSPACE_DIR}/${path.relative(ws.dir, ws.home).split(path.sep).join('/')}`, AGENTYARD_WORKSPACE: WORKSPACE_DIR, AGENTYARD_EXECUTION_ID: executionId, TERM: 'dumb', NO_COLOR: '1', CI: 'true' },
+      secretEnv: { ...plan.secretEnv },
+      stdin,
+      files,
+    };
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,306 @@
+import type { V1Job } from '@kubernetes/client-node';
+import type { FastifyBaseLogger } from 'fastify';
+import type { ServiceContext } from '../http/context.ts';
+import type { Metrics } from '../metrics/metrics.ts';
+import { getFactory } from '../reconciler/plans.ts';
+import type { RunRow } from '../runs/model.ts';
+import { applyRunEvent, getRunById } from '../runs/plans.ts';
+import { RUN_CHANGED_TOPIC, RUNS_QUEUED_TOPIC, SERVICE_WORKER_HOSTS } from '../runs/service.ts';
+import { isTerminal } from '../runs/state-machine.ts';
+import type { RunEvent } from '../runs/state-machine.ts';
+import { secretProviderFor } from '../secrets/provider.ts';
+import type { EventRecorder } from './events.ts';
+import type { FactoryCleanup } from './factory-controller.ts';
+import { InvocationError, prepareJobInvocation } from './harness.ts';
+import { Informer } from './informer.ts';
+import { FACTORY_UID_LABEL, MANAGED_BY, RUN_ID_LABEL, RunSecretTooLarge, buildJob, buildRunSecret, jobNameFor, jobOutcome } from './job-spec.ts';
+import type { JobSettings } from './job-spec.ts';
+import type { KubeClients } from './kube.ts';
+import { apiMessage, isConflict, isNotFound, requestOptions, statusCode } from './kube.ts';
+import * as plans from './plans.ts';
+import { WorkQueue } from './queue.ts';
+import { runWorkers } from './reconcile.ts';
+
+export interface JobExecutorOptions {
+  ctx: ServiceContext;
+  clients: KubeClients;
+  settings: JobSettings;
+  events: EventRecorder;
+  metrics: Metrics;
+  log: FastifyBaseLogger;
+  /** How often queued runs are looked for without a hint (`runs.queued`), and open Jobs checked again. */
+  pollMs?: number;
+  /** Run Jobs of this namespace's Factories only (undefined: every namespace). */
+  watchNamespace?: string | undefined;
+}
+
+const JOB_SELECTOR = `app.kubernetes.io/managed-by=${MANAGED_BY['app.kubernetes.io/managed-by']},${RUN_ID_LABEL}`;
+
+class LaunchFailure extends Error {
+  readonly event: RunEvent;
+  readonly code: string;
+  constructor(event: RunEvent, code: string, message: string) {
+    super(message);
+    this.event = event;
+    this.code = code;
+  }
+}
+
+/**
+ * The `kubernetes` executor: queued runs of Factories with `executor: kubernetes` become batch/v1 Jobs in
+ * the Factory's namespace (claimed with SKIP LOCKED, so two executors never take one run), and each Job's
+ * status drives its run's state: a started pod starts the run, Complete succeeds it, a failed agent fails
+ * it, an eviction, a timeout or a deleted Job ends it ERROR saying why. A cancelled run's Job is deleted
+ * with foreground propagation.
+ */
+export class JobExecutor implements FactoryCleanup {
+  readonly informer: Informer<V1Job>;
+  readonly queue = new WorkQueue();
+  readonly #o: JobExecutorOptions;
+  #dispatching: Promise<void> | undefined;
+  #again = false;
+  #signal: AbortSignal | undefined;
+
+  constructor(options: JobExecutorOptions) {
+    this.#o = options;
+    const { batch, config } = options.clients;
+    const namespace = options.watchNamespace;
+    this.informer = new Informer<V1Job>({
+      name: 'jobs',
+      config,
+      path: namespace ? `/apis/batch/v1/namespaces/${namespace}/jobs` : '/apis/batch/v1/jobs',
+      labelSelector: JOB_SELECTOR,
+      list: async () => {
+        const list = namespace
+          ? await batch.listNamespacedJob({ namespace, labelSelector: JOB_SELECTOR })
+          : await batch.listJobForAllNamespaces({ labelSelector: JOB_SELECTOR });
+        // List items carry no kind; Events name their object by it.
+        for (const job of list.items) Object.assign(job, { apiVersion: 'batch/v1', kind: 'Job' });
+        return list;
+      },
+      log: options.log,
+    });
+  }
+
+  informers(): Informer<V1Job>[] {
+    return [this.informer];
+  }
+
+  async run(signal: AbortSignal): Promise<void> {
+    const { ctx, metrics } = this.#o;
+    this.#signal = signal;
+    const byJob = (job: V1Job): void => {
+      const runId = job.metadata?.labels?.[RUN_ID_LABEL];
+      if (runId) this.queue.add(runId);
+    };
+    this.informer.on('add', byJob);
+    this.informer.on('update', byJob);
+    this.informer.on('delete', byJob);
+    const unsubscribe = [
+      ctx.bus.subscribe(RUNS_QUEUED_TOPIC, () => this.dispatch()),
+      ctx.bus.subscribe(RUN_CHANGED_TOPIC, (data) => {
+        const runId = (data as { run_id?: string } | null)?.run_id;
+        if (runId) this.queue.add(runId);
+      }),
+    ];
+    const removeQueue = metrics.addQueue('jobs', () => this.queue.length);
+    let polls = 0;
+    const poll = setInterval(() => {
+      this.dispatch();
+      // Now and then, every open Job again (missed events, runs ended elsewhere).
+      if (++polls % 12 === 0) void this.#enqueueOpen();
+    }, this.#o.pollMs ?? 5_000);
+    poll.unref();
+    try {
+      await this.informer.start();
+      await this.#enqueueOpen();
+      this.dispatch();
+      await runWorkers({
+        name: 'jobs',
+        queue: this.queue,
+        reconcile: (runId) => this.reconcileRun(runId),
+        concurrency: 2,
+        signal,
+        log: this.#o.log,
+        observe: (outcome, seconds) => metrics.reconcileDuration.observe({ controller: 'jobs', outcome }, seconds),
+      });
+    } finally {
+      clearInterval(poll);
+      for (const u of unsubscribe) u();
+      removeQueue();
+      await this.#dispatching?.catch(() => {});
+      await this.informer.stop();
+    }
+  }
+
+  async #enqueueOpen(): Promise<void> {
+    for (const row of await plans.listOpenRunJobs(this.#o.ctx.db, this.#o.watchNamespace).catch(() => [])) this.queue.add(row.run_id);
+  }
+
+  /** Looks for queued runs now (coalesced: one pass at a time, one more if asked meanwhile). */
+  dispatch(): void {
+    if (this.#signal?.aborted || !this.informer.synced) return;
+    if (this.#dispatching) {
+      this.#again = true;
+      return;
+    }
+    this.#dispatching = (async () => {
+      do {
+        this.#again = false;
+        await this.#dispatchOnce().catch((err: unknown) => this.#o.log.error({ err }, 'dispatching runs to Jobs failed'));
+      } while (this.#again && !this.#signal?.aborted);
+    })().finally(() => {
+      this.#dispatching = undefined;
+    });
+  }
+
+  async #dispatchOnce(): Promise<void> {
+    const { db } = this.#o.ctx;
+    const capacity = this.#o.settings.maxConcurrentJobs - (await plans.countOpenRunJobs(db, this.#o.watchNamespace));
+    if (capacity <= 0) return;
+    const claimed = await db.transaction(async (tx) => {
+      const out: { run: RunRow; kf: { factory_id: string; namespace: string; uid: string; name: string } }[] = [];
+      for (const candidate of await plans.lockQueuedKubernetesRuns(tx, [...SERVICE_WORKER_HOSTS], capacity, this.#o.watchNamespace)) {
+        const run = await applyRunEvent(tx, candidate.id, 'claim');
+        if (!run) continue;
+        await plans.insertRunJob(tx, { runId: run.id, factoryId: candidate.factory_id, namespace: candidate.namespace, jobName: jobNameFor(run.id) });
+        out.push({ run, kf: candidate });
+      }
+      return out;
+    });
+    for (const { run, kf } of claimed) {
+      await this.#o.ctx.bus.publish(RUN_CHANGED_TOPIC, { run_id: run.id, state: run.state });
+      await this.#launch(run, kf);
+    }
+  }
+
+  /** Creates the run's Job (suspended), its Secret (owned by the Job), then lets the Job start. */
+  async #launch(run: RunRow, kf: { factory_id: string; namespace: string; uid: string; name: string }): Promise<void> {
+    const { ctx, clients, settings, log } = this.#o;
+    const name = jobNameFor(run.id);
+    const namespace = kf.namespace;
+    const signal = AbortSignal.timeout(30_000);
+    let created: V1Job | undefined;
+    try {
+      const factory = await getFactory(ctx.db, kf.factory_id);
+      const definition = factory?.definition;
+      const agent = definition?.agents.find((a) => a.name === run.config.name);
+      const runnerName = run.config.runner_id ?? agent?.execution.runner ?? undefined;
+      const runner = runnerName ? definition?.runners.find((r) => r.name === runnerName) : undefined;
+      if (runner && runner.platform.os !== 'linux') throw new LaunchFailure('error', 'runner_unsupported', `runner ${runner.name} is a ${runner.platform.os} runner; Kubernetes Jobs run Linux images only`);
+      const provider = secretProviderFor(ctx);
+      const secrets = new Map<string, string>();
+      for (const secretName of agent?.execution.secrets ?? definition?.factory.secrets ?? []) {
+        const value = await provider.get(run.team_id, secretName);
+        if (value === undefined) throw new LaunchFailure('error', 'secret_not_found', `the managed secret "${secretName}" the agent declares does not exist (a Secret in namespace ${namespace})`);
+        secrets.set(secretName, value);
+      }
+      let invocation;
+      try {
+        invocation = await prepareJobInvocation({ db: ctx.db, secrets: provider, publicUrl: ctx.config.publicUrl }, run, settings.harness);
+      } catch (err) {
+        if (err instanceof InvocationError) throw new LaunchFailure('error', err.errorCode, err.message);
+        throw err;
+      }
+      const input = { run, namespace, factory: { name: kf.name, uid: kf.uid }, runner, invocation, secrets, settings };
+      const body = buildJob(input);
+      try {
+        created = await clients.batch.createNamespacedJob({ namespace, body }, requestOptions({ signal }));
+      } catch (err) {
+        if (!isConflict(err)) throw err;
+        created = await clients.batch.readNamespacedJob({ name, namespace }, requestOptions({ signal }));
+      }
+      const secret = buildRunSecret(input, { name, uid: created.metadata!.uid! });
+      try {
+        await clients.core.createNamespacedSecret({ namespace, body: secret }, requestOptions({ signal }));
+      } catch (err) {
+        if (!isConflict(err)) throw err;
+      }
+      await plans.setRunJobUid(ctx.db, run.id, created.metadata!.uid!);
+      await clients.batch.patchNamespacedJob({ name, namespace, body: { spec: { suspend: false } } }, requestOptions({ patch: 'merge', signal }));
+      log.info({ run_id: run.id, job: `${namespace}/${name}` }, `run ${run.id} runs as Job ${namespace}/${name}`);
+    } catch (err) {
+      await this.#launchFailed(run, { namespace, name, created }, err);
+    }
+  }
+
+  async #launchFailed(run: RunRow, job: { namespace: string; name: string; created: V1Job | undefined }, err: unknown): Promise<void> {
+    const { ctx, clients, log } = this.#o;
+    const code = statusCode(err);
+    // The API server is unreachable or overloaded: give the run back to the queue. Anything else is the run's own problem.
+    const transient = !(err instanceof LaunchFailure) && !(err instanceof RunSecretTooLarge) && (code === undefined || code >= 500 || code === 429);
+    const failure =
+      err instanceof LaunchFailure
+        ? err
+        : err instanceof RunSecretTooLarge
+          ? new LaunchFailure('error', 'run_too_large', err.message)
+          : new LaunchFailure(transient ? 'release' : 'error', 'job_create_failed', `creating the run's Job ${job.namespace}/${job.name} failed: ${apiMessage(err)}`);
+    log.warn({ run_id: run.id, err: failure.message }, `run ${run.id}: ${failure.message}${transient ? ' (queued again)' : ''}`);
+    if (job.created) {
+      await clients.batch
+        .deleteNamespacedJob({ name: job.name, namespace: job.namespace, propagationPolicy: 'Foreground' }, requestOptions({ signal: AbortSignal.timeout(10_000) }))
+        .catch(() => {});
+    }
+    const moved = await applyRunEvent(ctx.db, run.id, failure.event, failure.event === 'release' ? {} : { statusMessage: { message: failure.message, error_code: failure.code } });
+    if (failure.event === 'release') await plans.deleteRunJob(ctx.db, run.id);
+    else await plans.finishRunJob(ctx.db, run.id);
+    if (moved) await ctx.bus.publish(RUN_CHANGED_TOPIC, { run_id: run.id, state: moved.state });
+  }
+
+  /** Moves a run by its Job's status, or deletes the Job of a run that ended elsewhere (cancelled). */
+  async reconcileRun(runId: string): Promise<void> {
+    const { ctx, clients, settings } = this.#o;
+    const row = await plans.getRunJob(ctx.db, runId);
+    if (!row || row.finished_at) return;
+    const run = await getRunById(ctx.db, runId);
+    if (!run) return;
+    const job = this.informer.get(row.job_name, row.namespace);
+    const publish = (r: RunRow | undefined) => (r ? ctx.bus.publish(RUN_CHANGED_TOPIC, { run_id: r.id, state: r.state }) : Promise.resolve());
+
+    if (isTerminal(run.state)) {
+      if (job && !job.metadata?.deletionTimestamp && jobOutcome(job).kind === 'running') await this.#deleteJob(row.namespace, row.job_name);
+      await plans.finishRunJob(ctx.db, runId);
+      return;
+    }
+    if (!job) {
+      // Launching: the Job may not be in the cache yet. Once it was created, its absence means it was deleted.
+      if (!row.job_uid || !this.informer.synced) return;
+      const live = await clients.batch.readNamespacedJob({ name: row.job_name, namespace: row.namespace }, requestOptions({ signal: AbortSignal.timeout(10_000) })).catch((err: unknown) => {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      });
+      if (live && live.metadata?.uid === row.job_uid) return;
+      await publish(await applyRunEvent(ctx.db, runId, 'error', { statusMessage: { message: `the run's Job ${row.namespace}/${row.job_name} was deleted before the run finished`, error_code: 'job_deleted' } }));
+      await plans.finishRunJob(ctx.db, runId);
+      return;
+    }
+    if (row.job_uid && job.metadata?.uid !== row.job_uid) return;
+    const outcome = jobOutcome(job);
+    if (outcome.kind === 'running') {
+      if (outcome.started && run.state === 'CLAIMED') await publish(await applyRunEvent(ctx.db, runId, 'start'));
+      return;
+    }
+    if (outcome.kind === 'succeeded') {
+      await publish(await applyRunEvent(ctx.db, runId, 'succeed', { statusMessage: { message: `the run's Job ${row.namespace}/${row.job_name} completed` } }));
+    } else {
+      await publish(await applyRunEvent(ctx.db, runId, outcome.event, { statusMessage: { message: outcome.message, error_code: outcome.code } }));
+      await this.#o.events.record(job, 'Warning', 'RunFailed', `run ${runId}: ${outcome.message}`);
+    }
+    await plans.finishRunJob(ctx.db, runId);
+    if (settings.deleteFinishedJobs) await this.#deleteJob(row.namespace, row.job_name);
+  }
+
+  async #deleteJob(namespace: string, name: string): Promise<void> {
+    try {
+      await this.#o.clients.batch.deleteNamespacedJob({ name, namespace, propagationPolicy: 'Foreground' }, requestOptions({ signal: AbortSignal.timeout(10_000) }));
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  /** Deletes every Job of a Factory (its finalizer, or a Factory found gone). */
+  async deleteFactoryJobs(namespace: string, factoryUid: string): Promise<void> {
+    const jobs = this.informer.list(namespace).filter((j) => j.metadata?.labels?.[FACTORY_UID_LABEL] === factoryUid && !j.metadata?.deletionTimestamp);
+    for (const job of jobs) await this.#deleteJob(namespace, job.metadata!.name!);
+  }
+}

@@ -1,0 +1,180 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config, Role } from '../config.ts';
+import { addReadinessCheck } from '../http/health.ts';
+import { createLogger } from '../log.ts';
+import { metricsFor } from '../metrics/metrics.ts';
+import { controllerFor } from '../reconciler/index.ts';
+import { DatabaseSecretProvider, useSecretProvider } from '../secrets/provider.ts';
+import { startServer } from '../server.ts';
+import type { RunningServer } from '../server.ts';
+import type { Db } from '../store/db.ts';
+import { EventRecorder } from './events.ts';
+import { FactoryResourceController } from './factory-controller.ts';
+import { JobExecutor } from './job-executor.ts';
+import type { JobSettings } from './job-spec.ts';
+import { DEFAULT_JOB_SETTINGS } from './job-spec.ts';
+import { kubeClients, operatorNamespace } from './kube.ts';
+import { DEFAULT_ELECTION, LeaderElector, validateElectionOptions } from './leader-election.ts';
+import type { ElectionClock, ElectionEnd } from './leader-election.ts';
+import { NamespaceTeams } from './namespace-teams.ts';
+import { KubernetesSecretProvider } from './secret-provider.ts';
+
+export interface OperatorSettings {
+  /** Namespace of the leader Lease (and of the operator itself). */
+  namespace: string;
+  leaseName: string;
+  identity: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
+  jitterFactor: number;
+  /** Secret each namespace team's first admin API key is written to; empty: none. */
+  apiKeySecret: string;
+  /** Every Factory is reconciled again this often. */
+  resyncMs: number;
+  /** Watch Factories (and run Jobs) of this namespace only; undefined: the whole cluster. */
+  watchNamespace: string | undefined;
+  jobs: JobSettings;
+}
+
+function envNumber(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`);
+  return value;
+}
+
+/** Settings from the environment (the Helm chart sets these); see docs/kubernetes.md. */
+export function operatorSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): OperatorSettings {
+  const seconds = (name: string, fallbackMs: number): number => envNumber(env, name, fallbackMs / 1000) * 1000;
+  const settings: OperatorSettings = {
+    namespace: operatorNamespace(env),
+    leaseName: env.AGENTYARD_LEASE_NAME || 'agentyard-operator',
+    identity: env.AGENTYARD_IDENTITY || `${env.POD_NAME || env.HOSTNAME || hostname()}_${randomBytes(4).toString('hex')}`,
+    leaseDurationMs: seconds('AGENTYARD_LEASE_DURATION_SECONDS', DEFAULT_ELECTION.leaseDurationMs),
+    renewDeadlineMs: seconds('AGENTYARD_LEASE_RENEW_DEADLINE_SECONDS', DEFAULT_ELECTION.renewDeadlineMs),
+    retryPeriodMs: seconds('AGENTYARD_LEASE_RETRY_PERIOD_SECONDS', DEFAULT_ELECTION.retryPeriodMs),
+    jitterFactor: DEFAULT_ELECTION.jitterFactor,
+    apiKeySecret: env.AGENTYARD_NAMESPACE_API_KEY_SECRET ?? 'agentyard-api-key',
+    resyncMs: seconds('AGENTYARD_RESYNC_SECONDS', 5 * 60_000),
+    watchNamespace: env.AGENTYARD_WATCH_NAMESPACE || undefined,
+    jobs: {
+      ...DEFAULT_JOB_SETTINGS,
+      defaultImage: env.AGENTYARD_JOB_DEFAULT_IMAGE || DEFAULT_JOB_SETTINGS.defaultImage,
+      ttlSecondsAfterFinished: envNumber(env, 'AGENTYARD_JOB_TTL_SECONDS', DEFAULT_JOB_SETTINGS.ttlSecondsAfterFinished),
+      activeDeadlineSeconds: envNumber(env, 'AGENTYARD_JOB_ACTIVE_DEADLINE_SECONDS', DEFAULT_JOB_SETTINGS.activeDeadlineSeconds),
+      deleteFinishedJobs: env.AGENTYARD_JOB_DELETE_FINISHED === 'true',
+      serviceAccountName: env.AGENTYARD_JOB_SERVICE_ACCOUNT || undefined,
+      maxConcurrentJobs: envNumber(env, 'AGENTYARD_JOB_MAX_CONCURRENT', DEFAULT_JOB_SETTINGS.maxConcurrentJobs),
+    },
+  };
+  validateElectionOptions(settings);
+  return settings;
+}
+
+export interface StartOperatorOptions {
+  config: Config;
+  settings: OperatorSettings;
+  kubeConfig: KubeConfig;
+  /** An open database (tests); otherwise opened from the configuration. */
+  db?: Db;
+  log?: FastifyBaseLogger;
+  electionClock?: ElectionClock;
+}
+
+/** Roles every operator replica runs; the reconcile loops and Jobs run on the leader only. */
+const LEADER_ONLY: ReadonlySet<Role> = new Set(['controller', 'executor']);
+
+export interface RunningOperator {
+  server: RunningServer;
+  identity: string;
+  isLeader(): boolean;
+  /** The Factory controller of the current term (leader only). */
+  factories(): FactoryResourceController | undefined;
+  jobs(): JobExecutor | undefined;
+  /** Resolves when the election ends: `cancelled` by stop(), or `lost` (the operator then stops itself). */
+  ended: Promise<ElectionEnd>;
+  stop(): Promise<void>;
+}
+
+/**
+ * `agentyard operator`, after kubenode's manager: the ingress and API start first and run on every
+ * replica; the Factory controller, the reconcile loops and the Job executor start only on the holder of
+ * the Lease, and stop before it is released. Losing the lease stops everything (the pod restarts, as
+ * controller-runtime does), so no replica ever reconciles without holding the lease.
+ */
+export async function startOperator(options: StartOperatorOptions): Promise<RunningOperator> {
+  const { settings } = options;
+  const log = options.log ?? createLogger(options.config.logLevel);
+  const roles = new Set([...options.config.roles].filter((r) => !LEADER_ONLY.has(r)));
+  const config: Config = { ...options.config, roles };
+  const server = await startServer(config, { ...(options.db ? { db: options.db } : {}), log });
+  const { ctx } = server;
+  const clients = kubeClients(options.kubeConfig);
+  useSecretProvider(ctx, new KubernetesSecretProvider({ core: clients.core, db: ctx.db, fallback: new DatabaseSecretProvider(ctx.db, ctx.cipher) }));
+  const metrics = metricsFor(ctx);
+  const events = new EventRecorder(clients.core, log, settings.identity);
+  const teams = new NamespaceTeams({ db: ctx.db, core: clients.core, log, apiKeySecret: settings.apiKeySecret });
+
+  let factories: FactoryResourceController | undefined;
+  let jobs: JobExecutor | undefined;
+  const elector = new LeaderElector(clients.coordination, {
+    namespace: settings.namespace,
+    leaseName: settings.leaseName,
+    identity: settings.identity,
+    leaseDurationMs: settings.leaseDurationMs,
+    renewDeadlineMs: settings.renewDeadlineMs,
+    retryPeriodMs: settings.retryPeriodMs,
+    jitterFactor: settings.jitterFactor,
+    log,
+    ...(options.electionClock ? { clock: options.electionClock } : {}),
+  });
+  const removeCheck = addReadinessCheck(ctx, 'controllers', () => {
+    if (!elector.isLeader()) return undefined;
+    const down = [factories?.informer, ...(jobs?.informers() ?? [])].filter((i) => i && !i.synced).map((i) => i!.name);
+    return down.length ? `leader caches not synced: ${down.join(', ')}` : undefined;
+  });
+
+  const lead = async (signal: AbortSignal): Promise<void> => {
+    const reconcileLoops = controllerFor(ctx);
+    jobs = new JobExecutor({ ctx, clients, settings: settings.jobs, events, metrics, log, watchNamespace: settings.watchNamespace });
+    factories = new FactoryResourceController({ ctx, clients, teams, events, metrics, log, cleanup: jobs, resyncMs: settings.resyncMs, watchNamespace: settings.watchNamespace });
+    const running = [factories.run(signal), jobs.run(signal)];
+    await reconcileLoops.start();
+    const results = await Promise.allSettled(running);
+    await reconcileLoops.stop();
+    for (const r of results) if (r.status === 'rejected') log.error({ err: r.reason }, 'a controller failed');
+  };
+
+  const abort = new AbortController();
+  const ended = elector.run(abort.signal, {
+    onStartedLeading: lead,
+    onNewLeader: (identity) => log.info({ leader: identity }, `the leader is ${identity}`),
+  });
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      abort.abort();
+      await ended.catch(() => 'cancelled');
+      removeCheck();
+      await server.stop();
+    })();
+    return stopping;
+  };
+  void ended.then((end) => {
+    if (end === 'lost') void stop();
+  });
+  return {
+    server,
+    identity: settings.identity,
+    isLeader: () => elector.isLeader(),
+    factories: () => (elector.isLeader() ? factories : undefined),
+    jobs: () => (elector.isLeader() ? jobs : undefined),
+    ended,
+    stop,
+  };
+}
