@@ -208,7 +208,7 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
       const factoryId = f.status!.factoryId!;
       const { db } = op.database;
       const team = (await db.query<{ team_id: string }>('SELECT team_id FROM factories WHERE id = $1', [factoryId])).rows[0]!.team_id;
-      const run = await db.transaction((tx) => insertQueuedRun(tx, { teamId: team, prompt: 'work', config: {}, source: 'FACTORY', factoryId }));
+      const run = await db.transaction((tx) => insertQueuedRun(tx, { teamId: team, prompt: 'work', config: {}, source: 'FACTORY', factoryId, creator: null }));
 
       await k8s.kubectl(['delete', '-n', namespace, 'factory/alerts', '--wait=true', '--timeout=30s']);
       expect(await factory()).toBeUndefined();
