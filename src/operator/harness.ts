@@ -10,13 +10,19 @@ import { attachmentFileName, createWorkspace, writeWorkspaceFile } from '../exec
 import type { RunRow } from '../runs/model.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Queryable } from '../store/db.ts';
-import { newId } from '../util/ids.ts';
 import { WORKSPACE_DIR } from './job-spec.ts';
+
+/** The harness a run asks for, among those Jobs run; undefined when none does. */
+export function jobHarness(run: RunRow, settings: HarnessSettings): HarnessType | undefined {
+  return harnessFor(run.config.harness?.type, settings.defaultHarness);
+}
 
 /** The agent of a Job: its command line, its files in the workspace, and what goes to stdin. */
 export interface JobInvocation {
   harness: HarnessType;
   executionId: string;
+  /** Follow-ups the prompt delivers (consumed when the pod starts). */
+  followupIds: string[];
   /** The complete command (executable first), with paths as they are inside the pod. */
   command: string[];
   /** Plain environment variables. */
@@ -64,14 +70,13 @@ async function listFiles(root: string, dir = root): Promise<string[]> {
 export async function prepareJobInvocation(
   deps: { db: Queryable; secrets: SecretProvider; publicUrl: string },
   run: RunRow,
+  execution: { id: string; attempt: number; harness: HarnessType },
   settings: HarnessSettings,
 ): Promise<JobInvocation> {
-  const harness = harnessFor(run.config.harness?.type, settings.defaultHarness);
-  if (!harness) throw new InvocationError('harness_unavailable', `no harness runs "${run.config.harness?.type ?? 'oz'}" in Kubernetes Jobs (AGENTYARD_JOB_DEFAULT_HARNESS)`);
-  const executionId = newId('exe');
+  const { harness, id: executionId } = execution;
   let plan;
   try {
-    plan = await buildPlan(deps.db, deps.secrets, { run, executionId, attempt: 1, harness, publicUrl: deps.publicUrl });
+    plan = await buildPlan(deps.db, deps.secrets, { run, executionId, attempt: execution.attempt, harness, publicUrl: deps.publicUrl });
   } catch (err) {
     const code = (err as { errorCode?: string }).errorCode;
     if (code) throw new InvocationError(code, (err as Error).message);
@@ -114,6 +119,7 @@ export async function prepareJobInvocation(
     return {
       harness,
       executionId,
+      followupIds: plan.followups.map((f) => f.id),
       command,
       env: { ...env, HOME: `${WORKSPACE_DIR}/${path.relative(ws.dir, ws.home).split(path.sep).join('/')}`, AGENTYARD_WORKSPACE: WORKSPACE_DIR, AGENTYARD_EXECUTION_ID: executionId, TERM: 'dumb', NO_COLOR: '1', CI: 'true' },
       secretEnv: { ...plan.secretEnv },

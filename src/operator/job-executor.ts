@@ -1,5 +1,7 @@
 import type { V1Job } from '@kubernetes/client-node';
 import type { FastifyBaseLogger } from 'fastify';
+import { ExecutionRecorder } from '../execution/recorder.ts';
+import type { ExecutionOutcome } from '../execution/plan.ts';
 import type { ServiceContext } from '../http/context.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { getFactory } from '../reconciler/plans.ts';
@@ -7,13 +9,13 @@ import type { RunRow } from '../runs/model.ts';
 import { applyRunEvent, getRunById } from '../runs/plans.ts';
 import { RUN_CHANGED_TOPIC, RUNS_QUEUED_TOPIC, SERVICE_WORKER_HOSTS } from '../runs/service.ts';
 import { isTerminal } from '../runs/state-machine.ts';
-import type { RunEvent } from '../runs/state-machine.ts';
 import { secretProviderFor } from '../secrets/provider.ts';
 import type { EventRecorder } from './events.ts';
 import type { FactoryCleanup } from './factory-controller.ts';
-import { InvocationError, prepareJobInvocation } from './harness.ts';
+import { InvocationError, jobHarness, prepareJobInvocation } from './harness.ts';
 import { Informer } from './informer.ts';
 import { FACTORY_UID_LABEL, MANAGED_BY, RUN_ID_LABEL, RunSecretTooLarge, buildJob, buildRunSecret, jobNameFor, jobOutcome } from './job-spec.ts';
+import { newId } from '../util/ids.ts';
 import type { JobSettings } from './job-spec.ts';
 import type { KubeClients } from './kube.ts';
 import { apiMessage, isConflict, isNotFound, requestOptions, statusCode } from './kube.ts';
@@ -36,14 +38,25 @@ export interface JobExecutorOptions {
 
 const JOB_SELECTOR = `app.kubernetes.io/managed-by=${MANAGED_BY['app.kubernetes.io/managed-by']},${RUN_ID_LABEL}`;
 
+/** A Job's execution holds a lease like any executor's; the leader renews it while the Job lives. */
+const JOB_LEASE_MS = 10 * 60_000;
+
+/** A run that cannot become a Job for a reason of its own (a missing secret, a macOS runner...): it ends ERROR. */
 class LaunchFailure extends Error {
-  readonly event: RunEvent;
   readonly code: string;
-  constructor(event: RunEvent, code: string, message: string) {
+  constructor(code: string, message: string) {
     super(message);
-    this.event = event;
     this.code = code;
   }
+}
+
+interface Claim {
+  run: RunRow;
+  executionId: string;
+  attempt: number;
+  harness: NonNullable<ReturnType<typeof jobHarness>>;
+  jobName: string;
+  kf: { factory_id: string; namespace: string; uid: string; name: string };
 }
 
 /**
@@ -57,12 +70,14 @@ export class JobExecutor implements FactoryCleanup {
   readonly informer: Informer<V1Job>;
   readonly queue = new WorkQueue();
   readonly #o: JobExecutorOptions;
+  readonly #recorder: ExecutionRecorder;
   #dispatching: Promise<void> | undefined;
   #again = false;
   #signal: AbortSignal | undefined;
 
   constructor(options: JobExecutorOptions) {
     this.#o = options;
+    this.#recorder = new ExecutionRecorder(options.ctx.db, options.ctx.bus, options.log);
     const { batch, config } = options.clients;
     const namespace = options.watchNamespace;
     this.informer = new Informer<V1Job>({
@@ -107,8 +122,8 @@ export class JobExecutor implements FactoryCleanup {
     let polls = 0;
     const poll = setInterval(() => {
       this.dispatch();
-      // Now and then, every open Job again (missed events, runs ended elsewhere).
-      if (++polls % 12 === 0) void this.#enqueueOpen();
+      // Now and then: renew the leases of open Jobs, and look at each again (missed events, runs ended elsewhere).
+      if (++polls % 12 === 0) void this.#heartbeat().catch((err: unknown) => this.#o.log.warn({ err }, 'renewing Job leases failed'));
     }, this.#o.pollMs ?? 5_000);
     poll.unref();
     try {
@@ -137,6 +152,13 @@ export class JobExecutor implements FactoryCleanup {
     for (const row of await plans.listOpenRunJobs(this.#o.ctx.db, this.#o.watchNamespace).catch(() => [])) this.queue.add(row.run_id);
   }
 
+  async #heartbeat(): Promise<void> {
+    const open = await plans.listOpenRunJobs(this.#o.ctx.db, this.#o.watchNamespace);
+    const ids = open.map((r) => r.execution_id).filter((id): id is string => id !== null);
+    await this.#recorder.heartbeat(ids, JOB_LEASE_MS);
+    for (const row of open) this.queue.add(row.run_id);
+  }
+
   /** Looks for queued runs now (coalesced: one pass at a time, one more if asked meanwhile). */
   dispatch(): void {
     if (this.#signal?.aborted || !this.informer.synced) return;
@@ -156,28 +178,51 @@ export class JobExecutor implements FactoryCleanup {
 
   async #dispatchOnce(): Promise<void> {
     const { db } = this.#o.ctx;
-    const capacity = this.#o.settings.maxConcurrentJobs - (await plans.countOpenRunJobs(db, this.#o.watchNamespace));
+    const { settings } = this.#o;
+    const capacity = settings.maxConcurrentJobs - (await plans.countOpenRunJobs(db, this.#o.watchNamespace));
     if (capacity <= 0) return;
     const claimed = await db.transaction(async (tx) => {
-      const out: { run: RunRow; kf: { factory_id: string; namespace: string; uid: string; name: string } }[] = [];
+      const out: Claim[] = [];
+      const unsupported: { run: RunRow }[] = [];
       for (const candidate of await plans.lockQueuedKubernetesRuns(tx, [...SERVICE_WORKER_HOSTS], capacity, this.#o.watchNamespace)) {
-        const run = await applyRunEvent(tx, candidate.id, 'claim');
+        const queued = await getRunById(tx, candidate.id);
+        if (!queued) continue;
+        const harness = jobHarness(queued, settings.harness);
+        if (!harness) {
+          const ended = await applyRunEvent(tx, queued.id, 'error', {
+            statusMessage: { message: `no harness runs "${queued.config.harness?.type ?? 'oz'}" in Kubernetes Jobs (AGENTYARD_JOB_DEFAULT_HARNESS)`, error_code: 'harness_unavailable' },
+          });
+          if (ended) unsupported.push({ run: ended });
+          continue;
+        }
+        const executionId = newId('exe');
+        const jobName = jobNameFor(executionId);
+        const run = await applyRunEvent(tx, candidate.id, 'claim', { executionId, statusMessage: null });
         if (!run) continue;
-        await plans.insertRunJob(tx, { runId: run.id, factoryId: candidate.factory_id, namespace: candidate.namespace, jobName: jobNameFor(run.id) });
-        out.push({ run, kf: candidate });
+        const attempt = await plans.insertJobExecution(tx, {
+          id: executionId,
+          runId: run.id,
+          teamId: run.team_id,
+          executor: `kubernetes:${candidate.namespace}/${jobName}`,
+          harness,
+          leaseMs: JOB_LEASE_MS,
+        });
+        await plans.insertRunJob(tx, { runId: run.id, executionId, factoryId: candidate.factory_id, namespace: candidate.namespace, jobName });
+        out.push({ run, executionId, attempt, harness, jobName, kf: candidate });
       }
-      return out;
+      return { out, unsupported };
     });
-    for (const { run, kf } of claimed) {
-      await this.#o.ctx.bus.publish(RUN_CHANGED_TOPIC, { run_id: run.id, state: run.state });
-      await this.#launch(run, kf);
+    for (const { run } of claimed.unsupported) await this.#o.ctx.bus.publish(RUN_CHANGED_TOPIC, { run_id: run.id, state: run.state });
+    for (const claim of claimed.out) {
+      await this.#o.ctx.bus.publish(RUN_CHANGED_TOPIC, { run_id: claim.run.id, state: claim.run.state });
+      await this.#launch(claim);
     }
   }
 
   /** Creates the run's Job (suspended), its Secret (owned by the Job), then lets the Job start. */
-  async #launch(run: RunRow, kf: { factory_id: string; namespace: string; uid: string; name: string }): Promise<void> {
+  async #launch(claim: Claim): Promise<void> {
     const { ctx, clients, settings, log } = this.#o;
-    const name = jobNameFor(run.id);
+    const { run, kf, jobName: name } = claim;
     const namespace = kf.namespace;
     const signal = AbortSignal.timeout(30_000);
     let created: V1Job | undefined;
@@ -187,22 +232,27 @@ export class JobExecutor implements FactoryCleanup {
       const agent = definition?.agents.find((a) => a.name === run.config.name);
       const runnerName = run.config.runner_id ?? agent?.execution.runner ?? undefined;
       const runner = runnerName ? definition?.runners.find((r) => r.name === runnerName) : undefined;
-      if (runner && runner.platform.os !== 'linux') throw new LaunchFailure('error', 'runner_unsupported', `runner ${runner.name} is a ${runner.platform.os} runner; Kubernetes Jobs run Linux images only`);
+      if (runner && runner.platform.os !== 'linux') throw new LaunchFailure('runner_unsupported', `runner ${runner.name} is a ${runner.platform.os} runner; Kubernetes Jobs run Linux images only`);
       const provider = secretProviderFor(ctx);
       const secrets = new Map<string, string>();
       for (const secretName of agent?.execution.secrets ?? definition?.factory.secrets ?? []) {
         const value = await provider.get(run.team_id, secretName);
-        if (value === undefined) throw new LaunchFailure('error', 'secret_not_found', `the managed secret "${secretName}" the agent declares does not exist (a Secret in namespace ${namespace})`);
+        if (value === undefined) throw new LaunchFailure('secret_not_found', `the managed secret "${secretName}" the agent declares does not exist (a Secret in namespace ${namespace})`);
         secrets.set(secretName, value);
       }
       let invocation;
       try {
-        invocation = await prepareJobInvocation({ db: ctx.db, secrets: provider, publicUrl: ctx.config.publicUrl }, run, settings.harness);
+        invocation = await prepareJobInvocation(
+          { db: ctx.db, secrets: provider, publicUrl: ctx.config.publicUrl },
+          run,
+          { id: claim.executionId, attempt: claim.attempt, harness: claim.harness },
+          settings.harness,
+        );
       } catch (err) {
-        if (err instanceof InvocationError) throw new LaunchFailure('error', err.errorCode, err.message);
+        if (err instanceof InvocationError) throw new LaunchFailure(err.errorCode, err.message);
         throw err;
       }
-      const input = { run, namespace, factory: { name: kf.name, uid: kf.uid }, runner, invocation, secrets, settings };
+      const input = { run, jobName: name, namespace, factory: { name: kf.name, uid: kf.uid }, runner, invocation, secrets, settings };
       const body = buildJob(input);
       try {
         created = await clients.batch.createNamespacedJob({ namespace, body }, requestOptions({ signal }));
@@ -216,16 +266,17 @@ export class JobExecutor implements FactoryCleanup {
       } catch (err) {
         if (!isConflict(err)) throw err;
       }
-      await plans.setRunJobUid(ctx.db, run.id, created.metadata!.uid!);
+      await plans.setRunJobLaunched(ctx.db, run.id, created.metadata!.uid!, invocation.followupIds);
       await clients.batch.patchNamespacedJob({ name, namespace, body: { spec: { suspend: false } } }, requestOptions({ patch: 'merge', signal }));
       log.info({ run_id: run.id, job: `${namespace}/${name}` }, `run ${run.id} runs as Job ${namespace}/${name}`);
     } catch (err) {
-      await this.#launchFailed(run, { namespace, name, created }, err);
+      await this.#launchFailed(claim, created, err);
     }
   }
 
-  async #launchFailed(run: RunRow, job: { namespace: string; name: string; created: V1Job | undefined }, err: unknown): Promise<void> {
+  async #launchFailed(claim: Claim, created: V1Job | undefined, err: unknown): Promise<void> {
     const { ctx, clients, log } = this.#o;
+    const { run, kf, jobName } = claim;
     const code = statusCode(err);
     // The API server is unreachable or overloaded: give the run back to the queue. Anything else is the run's own problem.
     const transient = !(err instanceof LaunchFailure) && !(err instanceof RunSecretTooLarge) && (code === undefined || code >= 500 || code === 429);
@@ -233,33 +284,43 @@ export class JobExecutor implements FactoryCleanup {
       err instanceof LaunchFailure
         ? err
         : err instanceof RunSecretTooLarge
-          ? new LaunchFailure('error', 'run_too_large', err.message)
-          : new LaunchFailure(transient ? 'release' : 'error', 'job_create_failed', `creating the run's Job ${job.namespace}/${job.name} failed: ${apiMessage(err)}`);
+          ? new LaunchFailure('run_too_large', err.message)
+          : new LaunchFailure('job_create_failed', `creating the run's Job ${kf.namespace}/${jobName} failed: ${apiMessage(err)}`);
     log.warn({ run_id: run.id, err: failure.message }, `run ${run.id}: ${failure.message}${transient ? ' (queued again)' : ''}`);
-    if (job.created) {
+    if (created) {
       await clients.batch
-        .deleteNamespacedJob({ name: job.name, namespace: job.namespace, propagationPolicy: 'Foreground' }, requestOptions({ signal: AbortSignal.timeout(10_000) }))
+        .deleteNamespacedJob({ name: jobName, namespace: kf.namespace, propagationPolicy: 'Foreground' }, requestOptions({ signal: AbortSignal.timeout(10_000) }))
         .catch(() => {});
     }
-    const moved = await applyRunEvent(ctx.db, run.id, failure.event, failure.event === 'release' ? {} : { statusMessage: { message: failure.message, error_code: failure.code } });
-    if (failure.event === 'release') await plans.deleteRunJob(ctx.db, run.id);
-    else await plans.finishRunJob(ctx.db, run.id);
-    if (moved) await ctx.bus.publish(RUN_CHANGED_TOPIC, { run_id: run.id, state: moved.state });
+    if (transient) {
+      await plans.deleteRunJob(ctx.db, run.id);
+      await this.#recorder.release(claim.executionId, run.id, failure.message);
+    } else {
+      await plans.finishRunJob(ctx.db, run.id);
+      await this.#recorder.finished({ executionId: claim.executionId, runId: run.id, outcome: { kind: 'error', exitCode: null, message: failure.message, errorCode: failure.code } });
+    }
   }
 
   /** Moves a run by its Job's status, or deletes the Job of a run that ended elsewhere (cancelled). */
   async reconcileRun(runId: string): Promise<void> {
     const { ctx, clients, settings } = this.#o;
-    const row = await plans.getRunJob(ctx.db, runId);
-    if (!row || row.finished_at) return;
+    const row = await plans.getOpenRunJob(ctx.db, runId);
+    if (!row?.execution_id) return;
+    const executionId = row.execution_id;
     const run = await getRunById(ctx.db, runId);
     if (!run) return;
     const job = this.informer.get(row.job_name, row.namespace);
-    const publish = (r: RunRow | undefined) => (r ? ctx.bus.publish(RUN_CHANGED_TOPIC, { run_id: r.id, state: r.state }) : Promise.resolve());
-
-    if (isTerminal(run.state)) {
-      if (job && !job.metadata?.deletionTimestamp && jobOutcome(job).kind === 'running') await this.#deleteJob(row.namespace, row.job_name);
+    const where = `Job ${row.namespace}/${row.job_name}`;
+    const finish = async (outcome: ExecutionOutcome): Promise<void> => {
       await plans.finishRunJob(ctx.db, runId);
+      await this.#recorder.finished({ executionId, runId, outcome });
+    };
+
+    const current = (run as RunRow & { execution_id?: string | null }).execution_id;
+    if (isTerminal(run.state) || (current !== undefined && current !== executionId)) {
+      // Cancelled, or ended elsewhere: the Job has nothing left to do.
+      if (job && !job.metadata?.deletionTimestamp && jobOutcome(job).kind === 'running') await this.#deleteJob(row.namespace, row.job_name);
+      await finish({ kind: run.state === 'CANCELLED' ? 'cancelled' : 'lost', exitCode: null, message: `the run is ${run.state}; ${where} was deleted` });
       return;
     }
     if (!job) {
@@ -270,23 +331,27 @@ export class JobExecutor implements FactoryCleanup {
         throw err;
       });
       if (live && live.metadata?.uid === row.job_uid) return;
-      await publish(await applyRunEvent(ctx.db, runId, 'error', { statusMessage: { message: `the run's Job ${row.namespace}/${row.job_name} was deleted before the run finished`, error_code: 'job_deleted' } }));
-      await plans.finishRunJob(ctx.db, runId);
+      await finish({ kind: 'error', exitCode: null, message: `the run's ${where} was deleted before the run finished`, errorCode: 'job_deleted' });
       return;
     }
     if (row.job_uid && job.metadata?.uid !== row.job_uid) return;
     const outcome = jobOutcome(job);
     if (outcome.kind === 'running') {
-      if (outcome.started && run.state === 'CLAIMED') await publish(await applyRunEvent(ctx.db, runId, 'start'));
+      if (outcome.started && run.state === 'CLAIMED') {
+        await this.#recorder.started({ executionId, runId, workspace: '/workspace', leaseMs: JOB_LEASE_MS, followupIds: row.followup_ids, where });
+      }
       return;
     }
+    if (run.state === 'CLAIMED') {
+      // The Job ended before its start was seen: the run did start.
+      await this.#recorder.started({ executionId, runId, workspace: '/workspace', leaseMs: JOB_LEASE_MS, followupIds: row.followup_ids, where });
+    }
     if (outcome.kind === 'succeeded') {
-      await publish(await applyRunEvent(ctx.db, runId, 'succeed', { statusMessage: { message: `the run's Job ${row.namespace}/${row.job_name} completed` } }));
+      await finish({ kind: 'succeeded', exitCode: 0, message: `${where} completed` });
     } else {
-      await publish(await applyRunEvent(ctx.db, runId, outcome.event, { statusMessage: { message: outcome.message, error_code: outcome.code } }));
+      await finish({ kind: outcome.event === 'fail' ? 'failed' : 'error', exitCode: null, message: outcome.message, errorCode: outcome.code });
       await this.#o.events.record(job, 'Warning', 'RunFailed', `run ${runId}: ${outcome.message}`);
     }
-    await plans.finishRunJob(ctx.db, runId);
     if (settings.deleteFinishedJobs) await this.#deleteJob(row.namespace, row.job_name);
   }
 

@@ -56,6 +56,8 @@ export const DEFAULT_JOB_SETTINGS: JobSettings = {
 
 export interface JobInput {
   run: RunRow;
+  /** The Job's name (from its execution ID: each execution of a run is its own Job). */
+  jobName: string;
   namespace: string;
   factory: { name: string; uid: string };
   runner: RunnerDefinition | undefined;
@@ -65,16 +67,19 @@ export interface JobInput {
   settings: JobSettings;
 }
 
-/** `agentyard-run-<ulid>`: a DNS label (63 characters at most) unique per run. */
-export function jobNameFor(runId: string): string {
-  return `agentyard-${runId.toLowerCase().replace(/[^a-z0-9-]+/g, '-')}`.slice(0, 63).replace(/-+$/, '');
+/** `agentyard-exe-<ulid>`: a DNS label (63 characters at most), one per execution of a run. */
+export function jobNameFor(executionId: string): string {
+  return `agentyard-${executionId.toLowerCase().replace(/[^a-z0-9-]+/g, '-')}`.slice(0, 63).replace(/-+$/, '');
 }
 
-export function labelsFor(run: RunRow, factory: { name: string; uid: string }): Record<string, string> {
+export const EXECUTION_ID_LABEL = 'agentyard.dev/execution-id';
+
+export function labelsFor(run: RunRow, factory: { name: string; uid: string }, executionId: string): Record<string, string> {
   return {
     ...MANAGED_BY,
     'app.kubernetes.io/component': 'agent-run',
     [RUN_ID_LABEL]: run.id,
+    [EXECUTION_ID_LABEL]: executionId,
     [FACTORY_UID_LABEL]: factory.uid,
     'agentyard.dev/factory': factory.name.slice(0, 63),
   };
@@ -137,7 +142,7 @@ export function buildRunSecret(input: JobInput, job: { name: string; uid: string
     metadata: {
       name: job.name,
       namespace: input.namespace,
-      labels: labelsFor(run, input.factory),
+      labels: labelsFor(run, input.factory, invocation.executionId),
       ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: job.name, uid: job.uid, controller: true, blockOwnerDeletion: true }],
     },
     type: 'Opaque',
@@ -172,8 +177,8 @@ done`;
  */
 export function buildJob(input: JobInput): V1Job {
   const { run, settings, runner, invocation } = input;
-  const name = jobNameFor(run.id);
-  const labels = labelsFor(run, input.factory);
+  const name = input.jobName;
+  const labels = labelsFor(run, input.factory, invocation.executionId);
   const { cpu, memory } = resourcesFor(runner, settings);
   const image = runner?.platform.dockerImage ?? settings.defaultImage;
   const setup = runner?.setupCommands ?? [];

@@ -16,6 +16,8 @@ export interface KubernetesFactoryRow {
 
 export interface RunJobRow {
   run_id: string;
+  execution_id: string | null;
+  followup_ids: string[];
   factory_id: string;
   namespace: string;
   job_name: string;
@@ -126,21 +128,43 @@ export async function lockQueuedKubernetesRuns(
   return res.rows;
 }
 
-export async function insertRunJob(q: Queryable, row: { runId: string; factoryId: string; namespace: string; jobName: string }): Promise<void> {
-  await q.query('INSERT INTO kubernetes_run_jobs (run_id, factory_id, namespace, job_name) VALUES ($1, $2, $3, $4) ON CONFLICT (run_id) DO NOTHING', [
+export async function insertRunJob(
+  q: Queryable,
+  row: { runId: string; executionId: string; factoryId: string; namespace: string; jobName: string },
+): Promise<void> {
+  await q.query('INSERT INTO kubernetes_run_jobs (run_id, execution_id, factory_id, namespace, job_name) VALUES ($1, $2, $3, $4, $5)', [
     row.runId,
+    row.executionId,
     row.factoryId,
     row.namespace,
     row.jobName,
   ]);
 }
 
-export async function setRunJobUid(q: Queryable, runId: string, jobUid: string): Promise<void> {
-  await q.query('UPDATE kubernetes_run_jobs SET job_uid = $2 WHERE run_id = $1', [runId, jobUid]);
+/** The execution row of a run's Job (the Job is its executor; its lease is renewed while the Job lives). */
+export async function insertJobExecution(
+  q: Queryable,
+  row: { id: string; runId: string; teamId: string; executor: string; harness: string; leaseMs: number },
+): Promise<number> {
+  const res = await q.query<{ attempt: number }>(
+    `INSERT INTO executions (id, run_id, team_id, attempt, executor, harness, lease_expires_at)
+     SELECT $1, $2, $3, coalesce((SELECT count(*)::int FROM executions WHERE run_id = $2), 0) + 1, $4, $5, ay_now() + $6 * interval '1 millisecond'
+     RETURNING attempt`,
+    [row.id, row.runId, row.teamId, row.executor, row.harness, row.leaseMs],
+  );
+  return Number(res.rows[0]!.attempt);
+}
+
+export async function setRunJobLaunched(q: Queryable, runId: string, jobUid: string, followupIds: readonly string[]): Promise<void> {
+  await q.query('UPDATE kubernetes_run_jobs SET job_uid = $2, followup_ids = $3 WHERE run_id = $1 AND finished_at IS NULL', [
+    runId,
+    jobUid,
+    JSON.stringify(followupIds),
+  ]);
 }
 
 export async function deleteRunJob(q: Queryable, runId: string): Promise<void> {
-  await q.query('DELETE FROM kubernetes_run_jobs WHERE run_id = $1', [runId]);
+  await q.query('DELETE FROM kubernetes_run_jobs WHERE run_id = $1 AND finished_at IS NULL', [runId]);
 }
 
 export async function countOpenRunJobs(q: Queryable, namespace?: string): Promise<number> {
@@ -150,12 +174,13 @@ export async function countOpenRunJobs(q: Queryable, namespace?: string): Promis
   return Number(res.rows[0]?.n ?? 0);
 }
 
-export async function getRunJob(q: Queryable, runId: string): Promise<RunJobRow | undefined> {
-  return (await q.query<RunJobRow>('SELECT * FROM kubernetes_run_jobs WHERE run_id = $1', [runId])).rows[0];
+/** The run's open Job (not settled yet), if any. */
+export async function getOpenRunJob(q: Queryable, runId: string): Promise<RunJobRow | undefined> {
+  return (await q.query<RunJobRow>('SELECT * FROM kubernetes_run_jobs WHERE run_id = $1 AND finished_at IS NULL', [runId])).rows[0];
 }
 
 export async function finishRunJob(q: Queryable, runId: string): Promise<void> {
-  await q.query('UPDATE kubernetes_run_jobs SET finished_at = coalesce(finished_at, ay_now()) WHERE run_id = $1', [runId]);
+  await q.query('UPDATE kubernetes_run_jobs SET finished_at = ay_now() WHERE run_id = $1 AND finished_at IS NULL', [runId]);
 }
 
 /** Jobs whose run has not been settled by them yet, with the run's current state. */
