@@ -15,21 +15,29 @@ export const AUTH_BUDGET_EXHAUSTED_TOPIC = 'webhooks.auth_budget_exhausted';
  * authentications. On PostgreSQL both counters live in the database, so they hold across ingress
  * processes; the embedded engine serves one process and counts in memory.
  *
+ * Deliveries are counted in groups: the requests for one sender that arrive in the same turn of the event
+ * loop spend their points in ONE call (`consume(key, n)`, one round trip on PostgreSQL), and the first ones
+ * that fit the budget pass, in arrival order, exactly as n separate calls would decide.
+ *
  * Failed authentications are counted in the shared store but checked from memory: the process whose
  * failure spends the last point of a budget announces the block on the bus, and every process refuses
- * that sender until the window ends. A successful delivery therefore costs one counter round trip, not two.
+ * that sender until the window ends. A delivery therefore costs at most one counter round trip, not two.
  */
 export class IngressLimiters {
   readonly #deliveries: RateLimiterAbstract;
   readonly #failedAuth: RateLimiterAbstract;
   readonly #failedAuthPoints: number;
+  readonly #deliveryPoints: number;
   readonly #bus: Bus;
+  #waiting = new Map<string, ((wait: number | undefined) => void)[]>();
+  #scheduled = false;
   readonly #blocked = new Map<string, number>();
   readonly #unsubscribe: () => void;
 
   constructor(db: Db, bus: Bus, limits: IngressLimits) {
     this.#bus = bus;
     this.#failedAuthPoints = limits.failedAuthPoints;
+    this.#deliveryPoints = limits.senderPoints;
     this.#deliveries = limiter(db, 'dlv', limits.senderPoints, limits.senderWindowSeconds);
     this.#failedAuth = limiter(db, 'auth', limits.failedAuthPoints, limits.failedAuthWindowSeconds);
     this.#unsubscribe = bus.subscribe(AUTH_BUDGET_EXHAUSTED_TOPIC, (data) => {
@@ -43,14 +51,40 @@ export class IngressLimiters {
   }
 
   /** Spends one delivery; undefined when allowed, else the seconds to wait before the next is allowed. */
-  async consumeDelivery(key: string): Promise<number | undefined> {
+  consumeDelivery(key: string): Promise<number | undefined> {
+    return new Promise((resolve) => {
+      const waiters = this.#waiting.get(key);
+      if (waiters) waiters.push(resolve);
+      else this.#waiting.set(key, [resolve]);
+      if (this.#scheduled) return;
+      this.#scheduled = true;
+      setImmediate(() => {
+        this.#scheduled = false;
+        const groups = this.#waiting;
+        this.#waiting = new Map();
+        for (const [k, group] of groups) {
+          void this.#consumeGroup(k, group.length).then((waits) => group.forEach((done, i) => done(waits[i])));
+        }
+      });
+    });
+  }
+
+  async #consumeGroup(key: string, n: number): Promise<(number | undefined)[]> {
+    let res: RateLimiterRes;
     try {
-      await this.#deliveries.consume(key);
-      return undefined;
+      await this.#deliveries.consume(key, n);
+      return new Array<undefined>(n).fill(undefined);
     } catch (err) {
-      // An Error (not a RateLimiterRes) means the store and its insurance both failed: let it through.
-      return err instanceof RateLimiterRes ? seconds(err.msBeforeNext) : undefined;
+      // An Error (not a RateLimiterRes) means the store and its insurance both failed: let them through.
+      if (!(err instanceof RateLimiterRes)) return new Array<undefined>(n).fill(undefined);
+      res = err;
     }
+    // consumedPoints is the total after this group; fewer than n means the key was refused without counting
+    // (blocked in memory), and none of the group fits.
+    const before = res.consumedPoints - n;
+    const fit = res.consumedPoints < n ? 0 : Math.max(0, Math.min(n, this.#deliveryPoints - before));
+    const wait = seconds(res.msBeforeNext);
+    return Array.from({ length: n }, (_, i) => (i < fit ? undefined : wait));
   }
 
   /** Undefined while the sender's failed-authentication budget lasts, else the seconds until it refills. */

@@ -321,6 +321,14 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
       expect((await post(other.url, '{}', bearer(other))).status).toBe(202);
     });
 
+    it('70 deliveries from one sender at once: exactly 60 pass, 10 answer 429', async () => {
+      const hook = await seedWebhook(server);
+      const results = await Promise.all(Array.from({ length: 70 }, (_, i) => post(hook.url, `{"burst":${i}}`, bearer(hook))));
+      expect(results.filter((r) => r.status === 202)).toHaveLength(60);
+      expect(results.filter((r) => r.status === 429)).toHaveLength(10);
+      expect(await deliveriesOf(server, hook.uid)).toHaveLength(60);
+    });
+
     it('after 20 failed authentications every request answers 429, the right credential too', async () => {
       const hook = await seedWebhook(server);
       for (let i = 0; i < 20; i++) expect((await post(hook.url, `{"i":${i}}`, { authorization: 'Bearer guess' })).status).toBe(401);
