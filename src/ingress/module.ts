@@ -41,7 +41,7 @@ export function createIngressModule(options: IngressOptions = {}): AppModule {
         routing: new RoutingSnapshot(ctx.db, ctx.cipher, ctx.log),
         limiters: new IngressLimiters(ctx.db, ctx.bus, limits),
         writer: new DeliveryWriter(ctx.db, ctx.log, {
-          concurrency: ctx.db.engine === 'postgres' ? 4 : 1,
+          concurrency: ctx.db.engine === 'postgres' ? 2 : 1,
           // At most one announcement per 20 ms, however many batches commit.
           onAccepted: () => {
             announce ??= setTimeout(() => {
