@@ -15,6 +15,8 @@ import { EventRecorder } from './events.ts';
 import { FactoryResourceController } from './factory-controller.ts';
 import { JobExecutor } from './job-executor.ts';
 import type { JobSettings } from './job-spec.ts';
+import type { HarnessSettings } from './harness.ts';
+import { harnessFor } from '../execution/settings.ts';
 import { DEFAULT_JOB_SETTINGS } from './job-spec.ts';
 import { kubeClients, operatorNamespace } from './kube.ts';
 import { DEFAULT_ELECTION, LeaderElector, validateElectionOptions } from './leader-election.ts';
@@ -48,6 +50,30 @@ function envNumber(env: NodeJS.ProcessEnv, name: string, fallback: number): numb
   return value;
 }
 
+/** Which harness runs a Job, and the agent CLIs inside runner images (AGENTYARD_JOB_DEFAULT_HARNESS, AGENTYARD_JOB_HARNESS_<TYPE>_BIN). */
+function jobHarnessSettings(env: NodeJS.ProcessEnv): HarnessSettings {
+  const defaults = DEFAULT_JOB_SETTINGS.harness;
+  const raw = env.AGENTYARD_JOB_DEFAULT_HARNESS?.trim().toLowerCase();
+  const defaultHarness = raw ? harnessFor(raw, undefined) : defaults.defaultHarness;
+  if (raw && !defaultHarness) throw new Error(`AGENTYARD_JOB_DEFAULT_HARNESS: unknown harness "${raw}"`);
+  let commandArgs = defaults.commandArgs;
+  if (env.AGENTYARD_JOB_HARNESS_COMMAND_ARGS) {
+    const parsed: unknown = JSON.parse(env.AGENTYARD_JOB_HARNESS_COMMAND_ARGS);
+    if (!Array.isArray(parsed) || !parsed.every((a) => typeof a === 'string')) throw new Error('AGENTYARD_JOB_HARNESS_COMMAND_ARGS must be a JSON array of strings');
+    commandArgs = parsed;
+  }
+  return {
+    defaultHarness,
+    bins: {
+      claude: env.AGENTYARD_JOB_HARNESS_CLAUDE_BIN || defaults.bins.claude,
+      codex: env.AGENTYARD_JOB_HARNESS_CODEX_BIN || defaults.bins.codex,
+      gemini: env.AGENTYARD_JOB_HARNESS_GEMINI_BIN || defaults.bins.gemini,
+      command: env.AGENTYARD_JOB_HARNESS_COMMAND_BIN || defaults.bins.command,
+    },
+    commandArgs,
+  };
+}
+
 /** Settings from the environment (the Helm chart sets these); see docs/kubernetes.md. */
 export function operatorSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): OperatorSettings {
   const seconds = (name: string, fallbackMs: number): number => envNumber(env, name, fallbackMs / 1000) * 1000;
@@ -70,6 +96,10 @@ export function operatorSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): O
       deleteFinishedJobs: env.AGENTYARD_JOB_DELETE_FINISHED === 'true',
       serviceAccountName: env.AGENTYARD_JOB_SERVICE_ACCOUNT || undefined,
       maxConcurrentJobs: envNumber(env, 'AGENTYARD_JOB_MAX_CONCURRENT', DEFAULT_JOB_SETTINGS.maxConcurrentJobs),
+      defaultCpu: env.AGENTYARD_JOB_DEFAULT_CPU || DEFAULT_JOB_SETTINGS.defaultCpu,
+      defaultMemory: env.AGENTYARD_JOB_DEFAULT_MEMORY || DEFAULT_JOB_SETTINGS.defaultMemory,
+      workspaceSizeLimit: env.AGENTYARD_JOB_WORKSPACE_SIZE_LIMIT || undefined,
+      harness: jobHarnessSettings(env),
     },
   };
   validateElectionOptions(settings);
