@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import { loadConfig } from '../../src/config.ts';
 import { generateApiKey } from '../../src/identity/api-keys.ts';
@@ -43,15 +44,23 @@ export interface TestOperator {
 }
 
 /** An operator in this process on a fresh database, watching one namespace, waiting until it leads. */
-export async function startTestOperator(k8s: KubernetesTestEnv, engine: Engine, namespace: string, jobs: Partial<JobSettings> = {}): Promise<TestOperator> {
+export async function startTestOperator(
+  k8s: KubernetesTestEnv,
+  engine: Engine,
+  namespace: string,
+  jobs: Partial<JobSettings> = {},
+  options: { kubeConfig?: KubeConfig; watchNamespace?: string | undefined } = {},
+): Promise<TestOperator> {
   const database = await createTestDatabase(engine);
   const adminKey = generateApiKey();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'agentyard-operator-'));
   const config = loadConfig({}, { port: 0, host: '127.0.0.1', dataDir, bootstrapApiKey: adminKey, logLevel: 'silent', masterKey: TEST_MASTER_KEY });
+  const settings = testSettings(namespace, `test-${engine}-${namespace}`, jobs);
+  if ('watchNamespace' in options) settings.watchNamespace = options.watchNamespace;
   const operator = await startOperator({
     config,
-    settings: testSettings(namespace, `test-${engine}-${namespace}`, jobs),
-    kubeConfig: k8s.kubeConfig,
+    settings,
+    kubeConfig: options.kubeConfig ?? k8s.kubeConfig,
     db: database.db,
     log: createLogger(process.env.AGENTYARD_TEST_LOG ?? 'silent'),
   });
