@@ -191,6 +191,19 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
       expect((await postJson(hookUrl, {}, { authorization: 'Bearer token-two' })).status).toBe(202);
     });
 
+    it('stops applying while suspended, and applies the newest revision when resumed', async () => {
+      const before = (await factory())!.status!.appliedRevision;
+      await k8s.kubectl(['patch', '-n', namespace, 'factory/alerts', '--type=merge', '-p', '{"spec":{"suspend":true}}']);
+      await eventually(async () => condition(await factory(), 'Ready')?.reason === 'Suspended', 20_000, 'Ready to say Suspended');
+      const next = await commit({ 'factory.yaml': `${baseFiles()['factory.yaml']}description: while suspended\n` }, 'while suspended');
+      // Polling at 1s would have applied it by now.
+      await new Promise((r) => setTimeout(r, 2_500));
+      expect((await factory())!.status!.appliedRevision).toBe(before);
+      await k8s.kubectl(['patch', '-n', namespace, 'factory/alerts', '--type=merge', '-p', '{"spec":{"suspend":false}}']);
+      await eventually(async () => (await factory())?.status?.appliedRevision === next, 30_000, 'the revision to apply after resuming');
+      expect(condition(await factory(), 'Ready')).toMatchObject({ status: 'True', reason: 'Succeeded' });
+    });
+
     it('marks an invalid spec Stalled without retrying it', async () => {
       await k8s.kubectl(['apply', '-f', '-'], factoryManifest(namespace, 'bad-url', { source: { git: { url: 'ftp://example.com/repo.git' } } }));
       const stalled = await eventually(async () => {

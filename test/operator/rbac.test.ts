@@ -70,12 +70,14 @@ describe.skipIf(availability.missing !== undefined)('operator with the chart RBA
   });
 
   it('reconciles a Factory, runs a Job and finalizes with the chart permissions alone', async () => {
-    await k8s.kubectl(['apply', '-f', '-'], factoryManifest(team, 'alerts', { source: { git: { url: `file://${remote.bare}`, pollInterval: '0' } } }));
+    await k8s.kubectl(['apply', '-f', '-'], factoryManifest(team, 'alerts', { source: { git: { url: `file://${remote.bare}`, pollInterval: '0' } }, ingress: { baseUrl: 'https://hooks.example.com/' } }));
     const ready = await eventually(async () => {
       const f = await getFactory(k8s, team, 'alerts');
       return condition(f, 'Ready')?.status === 'True' ? f : undefined;
     }, 30_000, 'Ready=True as the operator ServiceAccount');
     expect(ready.metadata!.finalizers).toContain('agentyard.dev/finalizer');
+    // spec.ingress.baseUrl is what senders are told.
+    expect(ready.status!.webhooks![0]!.ingressUrl).toMatch(/^https:\/\/hooks\.example\.com\/webhooks\/w\/wh_/);
     await eventually(async () => (await factoryEvents(k8s, team, ready.metadata!.uid!)).some((e) => e.reason === 'Applied'), 10_000, 'an Applied event');
     const keySecret = await clients(k8s).core.readNamespacedSecret({ name: 'agentyard-api-key', namespace: team });
     const key = Buffer.from(keySecret.data!.token!, 'base64').toString('utf8');
