@@ -21,7 +21,7 @@ export class EventPipe {
     this.#pending.push(...events.map((e) => ({ ...e, at: e.at ?? new Date().toISOString() })));
     if (this.#scheduled) return;
     this.#scheduled = true;
-    setImmediate(() => this.#flush());
+    queueMicrotask(() => void this.#flush());
   }
 
   #flush(): Promise<void> {

@@ -12,13 +12,15 @@ import type { Bus } from '../store/bus.ts';
 import type { Db } from '../store/db.ts';
 import { EventPipe } from './event-pipe.ts';
 import { adapterFor } from './harnesses/index.ts';
-import { buildPlan, PlanError } from './plan-builder.ts';
+import { buildPlans, PlanError } from './plan-builder.ts';
 import type { ExecutionPlan } from './plan.ts';
 import { claimServiceRuns } from './queue.ts';
 import type { Claimed } from './queue.ts';
 import type { ExecutionRecorder } from './recorder.ts';
 import { ExecutionRunner } from './runner.ts';
 import type { ExecutionSettings } from './settings.ts';
+
+const HOST = hostname();
 
 export interface ExecutorDeps {
   db: Db;
@@ -30,6 +32,8 @@ export interface ExecutorDeps {
   publicUrl: () => string;
   /** This process, as the lease holder names it. */
   processId: string;
+  /** Told the runs of each claim as their executions begin (benchmarks). */
+  onClaimed?: (runIds: string[]) => void;
 }
 
 interface Active {
@@ -48,6 +52,8 @@ export class ServiceExecutor {
   readonly #timers: NodeJS.Timeout[] = [];
   #dispatching: Promise<void> | undefined;
   #again = false;
+  /** The last claim filled every free slot: runs may be waiting, so a slot that frees up looks at once. */
+  #backlog = false;
   #stopped = false;
   readonly #finishing = new Set<Promise<void>>();
 
@@ -108,7 +114,10 @@ export class ServiceExecutor {
     const { settings } = this.#deps;
     while (!this.#stopped) {
       const free = settings.concurrency - this.#active.size;
-      if (free <= 0) return;
+      if (free <= 0) {
+        this.#backlog = true;
+        return;
+      }
       const claimed = await claimServiceRuns(this.#deps.db, {
         limit: free,
         harnesses: settings.harnesses,
@@ -116,47 +125,42 @@ export class ServiceExecutor {
         executor: this.executorName,
         leaseMs: settings.leaseMs,
       });
+      this.#backlog = claimed.length >= free;
       if (claimed.length === 0) return;
-      for (const c of claimed) this.#launch(c);
+      const plans = await buildPlans(this.#deps.db, this.#deps.secrets, claimed, this.#deps.publicUrl());
+      claimed.forEach((c, i) => this.#launch(c, plans[i]!));
+      this.#deps.onClaimed?.(claimed.map((c) => c.run.id));
       if (claimed.length < free) return;
     }
   }
 
-  #launch(claimed: Claimed): void {
+  #launch(claimed: Claimed, plan: ExecutionPlan | Error): void {
     const active: Active = { runId: claimed.run.id, executionId: claimed.executionId, runner: undefined, delivered: new Set() };
     this.#active.set(claimed.executionId, active);
     this.#byRun.set(claimed.run.id, claimed.executionId);
-    const done = this.#execute(claimed, active)
+    const done = this.#execute(claimed, plan, active)
       .catch((err: unknown) => this.#deps.log.error({ err, runId: claimed.run.id }, 'execution failed'))
       .finally(() => {
         this.#active.delete(claimed.executionId);
         if (this.#byRun.get(claimed.run.id) === claimed.executionId) this.#byRun.delete(claimed.run.id);
         this.#finishing.delete(done);
-        this.wake();
+        // new runs announce themselves; a full queue behind a full executor does not
+        if (this.#backlog) this.wake();
       });
     this.#finishing.add(done);
   }
 
-  async #execute(claimed: Claimed, active: Active): Promise<void> {
-    const { db, recorder, settings, log } = this.#deps;
+  async #execute(claimed: Claimed, plan: ExecutionPlan | Error, active: Active): Promise<void> {
+    const { recorder, settings, log } = this.#deps;
     const { run, executionId } = claimed;
-    let plan: ExecutionPlan;
-    try {
-      plan = await buildPlan(db, this.#deps.secrets, {
-        run,
-        executionId,
-        attempt: claimed.attempt,
-        harness: claimed.harness,
-        publicUrl: this.#deps.publicUrl(),
-      });
-    } catch (err) {
-      const planError = err instanceof PlanError;
-      if (!planError) log.error({ err, runId: run.id }, 'building the execution plan failed');
+    if (plan instanceof Error) {
+      const planError = plan instanceof PlanError;
+      if (!planError) log.error({ err: plan, runId: run.id }, 'building the execution plan failed');
       await recorder.finished({
         executionId,
         runId: run.id,
         outcome: planError
-          ? { kind: 'failed', exitCode: null, message: err.message, errorCode: err.errorCode }
+          ? { kind: 'failed', exitCode: null, message: plan.message, errorCode: plan.errorCode }
           : { kind: 'error', exitCode: null, message: 'the execution could not be prepared', errorCode: 'environment_setup_failed' },
       });
       return;
@@ -173,7 +177,7 @@ export class ServiceExecutor {
           workspace,
           leaseMs: settings.leaseMs,
           followupIds: plan.followups.map((f) => f.id),
-          where: `${hostname()} (${this.executorName}) with the ${plan.harness} harness`,
+          where: `${HOST} (${this.executorName}) with the ${plan.harness} harness`,
         }),
       events: (events) => pipe.push(events),
     });

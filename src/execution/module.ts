@@ -27,6 +27,8 @@ export interface ExecutionModuleOptions {
   env?: NodeJS.ProcessEnv;
   /** Called with the parts once they run (tests). */
   onStarted?: (parts: ExecutionParts) => void;
+  /** Told the runs of each claim of this process's executors as their executions begin (benchmarks). */
+  onClaimed?: (runIds: string[]) => void;
 }
 
 export interface ExecutionParts {
@@ -116,6 +118,7 @@ export function createExecutionModule(options: ExecutionModuleOptions = {}): App
           secrets: delegatingSecretProvider(ctx),
           publicUrl: () => ctx.config.publicUrl,
           processId,
+          ...(options.onClaimed ? { onClaimed: options.onClaimed } : {}),
         });
         await executor.start();
         // runs that nothing here or anywhere can take say what they wait for

@@ -4,7 +4,6 @@
  * and the agent session to resume.
  */
 import type { AgentConfig, RunRow } from '../runs/model.ts';
-import { listAttachments } from '../runs/plans.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Queryable } from '../store/db.ts';
 import { adapterFor } from './harnesses/index.ts';
@@ -35,37 +34,83 @@ export function authSecretName(config: AgentConfig, harness: HarnessType): strin
   return secrets[`${harness}_auth_secret_name`] || undefined;
 }
 
-interface PreviousExecution {
-  id: string;
-  agent_session_id: string | null;
-  started_at: Date | null;
+export interface PlanInputs {
+  run_id: string;
+  /** Earlier executions of the run, newest first. */
+  previous: { id: string; agent_session_id: string | null; started: boolean }[];
+  followups: PlanFollowup[];
+  attachments: { file_name: string; mime_type: string; data: string }[];
 }
 
 function followupText(followups: readonly PlanFollowup[]): string {
   return followups.map((f) => f.message).join('\n\n');
 }
 
+/** The select-list columns `previous`, `followups` and `attachments` of PlanInputs, for a run and its execution. */
+export function PLAN_INPUT_COLUMNS(runId: string, executionId: string): string {
+  return `(SELECT coalesce(json_agg(json_build_object('id', e.id, 'agent_session_id', e.agent_session_id, 'started', e.started_at IS NOT NULL)
+         ORDER BY e.attempt DESC), '[]'::json)
+       FROM executions e WHERE e.run_id = ${runId} AND e.id <> ${executionId}) AS previous,
+     (SELECT coalesce(json_agg(json_build_object('id', f.id, 'message', f.message) ORDER BY f.created_at, f.id), '[]'::json)
+       FROM run_followups f WHERE f.run_id = ${runId} AND f.consumed_by_execution IS NULL) AS followups,
+     (SELECT coalesce(json_agg(json_build_object('file_name', a.file_name, 'mime_type', a.mime_type, 'data', encode(a.data, 'base64'))
+         ORDER BY a.file_name), '[]'::json)
+       FROM run_attachments a WHERE a.run_id = ${runId}) AS attachments`;
+}
+
+/** What plans need from the database, for several claimed runs in one query. */
+async function loadInputs(q: Queryable, claims: readonly { runId: string; executionId: string }[]): Promise<Map<string, PlanInputs>> {
+  const res = await q.query<PlanInputs>(
+    `SELECT x.run_id, ${PLAN_INPUT_COLUMNS('x.run_id', 'x.execution_id')}
+     FROM unnest($1::text[], $2::text[]) AS x(run_id, execution_id)`,
+    [claims.map((c) => c.runId), claims.map((c) => c.executionId)],
+  );
+  return new Map(res.rows.map((r) => [r.run_id, r]));
+}
+
+export interface PlanRequest {
+  run: RunRow;
+  executionId: string;
+  attempt: number;
+  harness: HarnessType;
+  /** Read by the claim already; loaded here when absent. */
+  inputs?: PlanInputs;
+}
+
+/** Plans for several claimed executions; a run whose plan cannot be made gets its PlanError (or other error). */
+export async function buildPlans(
+  q: Queryable,
+  secrets: SecretProvider,
+  requests: readonly PlanRequest[],
+  publicUrl: string,
+): Promise<(ExecutionPlan | Error)[]> {
+  if (requests.length === 0) return [];
+  const missing = requests.filter((r) => !r.inputs);
+  const loaded = missing.length ? await loadInputs(q, missing.map((r) => ({ runId: r.run.id, executionId: r.executionId }))) : new Map<string, PlanInputs>();
+  return Promise.all(
+    requests.map((r) =>
+      planFrom(q, secrets, r, r.inputs ?? loaded.get(r.run.id)!, publicUrl).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err)))),
+    ),
+  );
+}
+
 export async function buildPlan(
   q: Queryable,
   secrets: SecretProvider,
-  input: { run: RunRow; executionId: string; attempt: number; harness: HarnessType; publicUrl: string },
+  input: PlanRequest & { publicUrl: string },
 ): Promise<ExecutionPlan> {
+  const [plan] = await buildPlans(q, secrets, [input], input.publicUrl);
+  if (plan instanceof Error) throw plan;
+  return plan!;
+}
+
+async function planFrom(q: Queryable, secrets: SecretProvider, input: PlanRequest, inputs: PlanInputs, publicUrl: string): Promise<ExecutionPlan> {
   const { run, harness } = input;
   const config = run.config;
-  const previous = (
-    await q.query<PreviousExecution>(
-      `SELECT id, agent_session_id, started_at FROM executions WHERE run_id = $1 AND id <> $2 ORDER BY attempt DESC LIMIT 5`,
-      [run.id, input.executionId],
-    )
-  ).rows;
-  const ranBefore = previous.find((e) => e.started_at !== null);
+  const previous = inputs.previous;
+  const ranBefore = previous.find((e) => e.started);
   const lastSession = previous.find((e) => e.agent_session_id)?.agent_session_id ?? undefined;
-  const followups = (
-    await q.query<PlanFollowup>(
-      'SELECT id, message FROM run_followups WHERE run_id = $1 AND consumed_by_execution IS NULL ORDER BY created_at, id',
-      [run.id],
-    )
-  ).rows;
+  const followups = inputs.followups;
   const adapter = adapterFor(harness);
   const resumeSessionId = ranBefore && lastSession && (adapter?.resumes ?? false) ? lastSession : undefined;
 
@@ -102,7 +147,7 @@ export async function buildPlan(
     for (const name of SECRET_ENV_OF[harness]) secretEnv[name] = value.trim();
   }
 
-  const attachments = (await listAttachments(q, run.id)).map((a) => ({ fileName: a.file_name, mimeType: a.mime_type, base64: a.data.toString('base64') }));
+  const attachments = inputs.attachments.map((a) => ({ fileName: a.file_name, mimeType: a.mime_type, base64: a.data.replace(/\s+/g, '') }));
   const skill = run.skill_spec ? await resolveSkill(q, run, run.skill_spec) : undefined;
   return {
     executionId: input.executionId,
@@ -129,7 +174,7 @@ export async function buildPlan(
       config: config as Record<string, unknown>,
       metadata: run.metadata,
       createdAt: run.created_at.toISOString(),
-      sessionLink: `${input.publicUrl}/sessions/${run.session_id}`,
+      sessionLink: `${publicUrl}/sessions/${run.session_id}`,
     },
   };
 }

@@ -1,26 +1,57 @@
 /**
  * What the server records about executions, wherever they run (its own executors or a self-hosted worker):
  * the start, the events, heartbeats, and the end, each a compare-and-set guarded by the execution still being
- * the run's current one, so an executor that lost its lease changes nothing.
+ * the run's current one, so an executor that lost its lease changes nothing. Starts, events and ends of many
+ * executions are written in batches (one transaction per batch, see Batcher).
+ *
+ * Lock order, everywhere: executions before runs (the reaper does the same), runs in id order within a
+ * statement where several are locked.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import { appendRunEvents, RUN_EVENTS_TOPIC } from '../runs/events.ts';
+import { appendEventsOfRuns, RUN_EVENTS_TOPIC } from '../runs/events.ts';
 import type { NewRunEvent } from '../runs/events.ts';
 import type { RunRow } from '../runs/model.ts';
-import { applyRunEvent } from '../runs/plans.ts';
+import { applyRunEvent, applyRunEventMany } from '../runs/plans.ts';
+import { transitionFor } from '../runs/state-machine.ts';
 import type { RunEvent } from '../runs/state-machine.ts';
-import { RUN_CHANGED_TOPIC, RUNS_QUEUED_TOPIC } from '../runs/service.ts';
+import { RUNS_QUEUED_TOPIC } from '../runs/service.ts';
 import type { Bus } from '../store/bus.ts';
 import type { Db, Queryable } from '../store/db.ts';
 import { ulid } from '../util/ids.ts';
+import { Batcher, retryOnConflict } from './batcher.ts';
 import type { AgentEvent, ExecutionOutcome } from './plan.ts';
 
 const OUTCOME_EVENT: Partial<Record<ExecutionOutcome['kind'], RunEvent>> = { succeeded: 'succeed', failed: 'fail', error: 'error' };
+
+/** Run ids per bus message (a NOTIFY payload stays under 8000 bytes). */
+const IDS_PER_MESSAGE = 150;
 
 export interface LiveCheck {
   executionId: string;
   /** stop: the run was cancelled, or the execution lost its lease or is no longer the run's. */
   verdict: 'live' | 'cancelled' | 'lost';
+}
+
+export interface StartInput {
+  executionId: string;
+  runId: string;
+  workspace: string;
+  leaseMs: number;
+  followupIds: readonly string[];
+  where: string;
+}
+
+export interface EventsInput {
+  runId: string;
+  executionId: string;
+  events: readonly AgentEvent[];
+}
+
+export interface FinishInput {
+  executionId: string;
+  runId: string;
+  outcome: ExecutionOutcome;
+  usage?: Readonly<Record<string, number>>;
 }
 
 function toNewEvents(events: readonly AgentEvent[]): NewRunEvent[] {
@@ -30,10 +61,37 @@ function toNewEvents(events: readonly AgentEvent[]): NewRunEvent[] {
   });
 }
 
+function artifactsOf(events: readonly AgentEvent[]): unknown[] {
+  return events
+    .filter((e) => e.type === 'artifact' && typeof e.data.artifact_type === 'string')
+    .map((e) => {
+      const data = e.data.data && typeof e.data.data === 'object' ? { ...(e.data.data as Record<string, unknown>) } : {};
+      data.artifact_uid ??= `art_${ulid()}`;
+      return { artifact_type: e.data.artifact_type, created_at: new Date().toISOString(), data };
+    });
+}
+
+function addUsage(current: Record<string, number> | null, usage: Readonly<Record<string, number>> | undefined): Record<string, number> | undefined {
+  if (!usage || !(usage.input_tokens || usage.output_tokens || usage.cost_usd)) return undefined;
+  const total: Record<string, number> = { ...(current ?? {}) };
+  const add = (key: string, v: number | undefined) => {
+    if (v) total[key] = (total[key] ?? 0) + v;
+  };
+  add('input_tokens', usage.input_tokens);
+  add('output_tokens', usage.output_tokens);
+  add('total_tokens', (usage.input_tokens ?? 0) + (usage.output_tokens ?? 0));
+  add('inference_cost_usd', usage.cost_usd);
+  add('inference_cost', usage.cost_usd);
+  return total;
+}
+
 export class ExecutionRecorder {
   readonly #db: Db;
   readonly #bus: Bus;
   readonly #log: FastifyBaseLogger;
+  readonly #starts = new Batcher<StartInput, boolean>((items) => retryOnConflict(() => this.#writeStarts(items)));
+  readonly #events = new Batcher<EventsInput, void>((items) => retryOnConflict(() => this.#writeEvents(items)));
+  readonly #ends = new Batcher<FinishInput, RunRow | undefined>((items) => retryOnConflict(() => this.#writeEnds(items)));
 
   constructor(db: Db, bus: Bus, log: FastifyBaseLogger) {
     this.#db = db;
@@ -41,61 +99,79 @@ export class ExecutionRecorder {
     this.#log = log;
   }
 
+  async #announce(runIds: readonly string[]): Promise<void> {
+    for (let i = 0; i < runIds.length; i += IDS_PER_MESSAGE) {
+      await this.#bus.publish(RUN_EVENTS_TOPIC, { run_ids: runIds.slice(i, i + IDS_PER_MESSAGE) });
+    }
+  }
+
   /**
    * The agent is starting: CLAIMED → INPROGRESS, the follow-ups in its prompt consumed. False (nothing
    * written) when the execution lost its lease or the run left CLAIMED (cancelled meanwhile).
    */
-  async started(input: { executionId: string; runId: string; workspace: string; leaseMs: number; followupIds: readonly string[]; where: string }): Promise<boolean> {
-    const NOT_STARTED = Symbol('not started');
-    try {
-      await this.#db.transaction(async (tx) => {
-        const exec = await tx.query(
-          `UPDATE executions SET started_at = ay_now(), workspace = $2, heartbeat_at = ay_now(),
-             lease_expires_at = ay_now() + $3 * interval '1 millisecond'
-           WHERE id = $1 AND ended_at IS NULL RETURNING id`,
-          [input.executionId, input.workspace, input.leaseMs],
-        );
-        if (exec.rowCount === 0) throw NOT_STARTED;
-        const run = await applyRunEvent(tx, input.runId, 'start', { executionId: input.executionId, statusMessage: { message: `Running on ${input.where}` } });
-        if (!run) throw NOT_STARTED;
-        if (input.followupIds.length) await this.#consume(tx, input.runId, input.executionId, input.followupIds);
-      });
-    } catch (err) {
-      if (err === NOT_STARTED) return false;
-      throw err;
-    }
-    await this.#bus.publish(RUN_CHANGED_TOPIC, { run_id: input.runId, state: 'INPROGRESS' });
-    return true;
+  started(input: StartInput): Promise<boolean> {
+    return this.#starts.add(input);
   }
 
-  async #consume(tx: Queryable, runId: string, executionId: string, followupIds: readonly string[]): Promise<void> {
+  async #writeStarts(items: StartInput[]): Promise<boolean[]> {
+    // ay_start_executions (migration 0033): executions still holding their lease marked started, their runs
+    // moved by the state machine's `start` transition, the follow-ups in their prompts consumed.
+    const t = transitionFor('start');
+    const followups = items.flatMap((i) => i.followupIds.map((f) => [f, i.executionId] as const));
+    const res = await this.#db.query<{ run_id: string }>(
+      'SELECT run_id FROM ay_start_executions($1::text[], $2::text[], $3::text[], $4::int[], $5::jsonb[], $6::text[], $7::text[], $8, $9::text[])',
+      [
+        items.map((i) => i.runId),
+        items.map((i) => i.executionId),
+        items.map((i) => i.workspace),
+        items.map((i) => i.leaseMs),
+        items.map((i) => JSON.stringify({ message: `Running on ${i.where}` })),
+        followups.map((f) => f[0]),
+        followups.map((f) => f[1]),
+        t.to,
+        [...t.from],
+      ],
+    );
+    const moved = new Set(res.rows.map((r) => r.run_id));
+    await this.#announce([...moved]);
+    return items.map((i) => moved.has(i.runId));
+  }
+
+  async #consume(tx: Queryable, pairs: readonly (readonly [string, string])[]): Promise<void> {
     await tx.query(
-      `UPDATE run_followups SET consumed_by_execution = $3, consumed_at = ay_now()
-       WHERE run_id = $1 AND id = ANY($2::text[]) AND consumed_by_execution IS NULL`,
-      [runId, followupIds, executionId],
+      `UPDATE run_followups f SET consumed_by_execution = x.execution_id, consumed_at = ay_now()
+       FROM unnest($1::text[], $2::text[]) AS x(id, execution_id)
+       WHERE f.id = x.id AND f.consumed_by_execution IS NULL`,
+      [pairs.map((p) => p[0]), pairs.map((p) => p[1])],
     );
   }
 
   /** Stores events in order; follow-ups they report delivered are consumed, artifacts are added to the run. */
-  async events(runId: string, executionId: string, events: readonly AgentEvent[]): Promise<void> {
-    if (events.length === 0) return;
-    const followupIds = events.filter((e) => e.type === 'followup' && typeof e.data.followup_id === 'string').map((e) => e.data.followup_id as string);
-    const artifacts = events
-      .filter((e) => e.type === 'artifact' && typeof e.data.artifact_type === 'string')
-      .map((e) => {
-        const data = e.data.data && typeof e.data.data === 'object' ? { ...(e.data.data as Record<string, unknown>) } : {};
-        data.artifact_uid ??= `art_${ulid()}`;
-        return { artifact_type: e.data.artifact_type, created_at: new Date().toISOString(), data };
-      });
-    const sequence = await this.#db.transaction(async (tx) => {
-      const seq = await appendRunEvents(tx, runId, executionId, toNewEvents(events));
-      if (followupIds.length) await this.#consume(tx, runId, executionId, followupIds);
-      if (artifacts.length) {
-        await tx.query(`UPDATE runs SET artifacts = artifacts || $2::jsonb, updated_at = ay_now() WHERE id = $1`, [runId, JSON.stringify(artifacts)]);
+  events(runId: string, executionId: string, events: readonly AgentEvent[]): Promise<void> {
+    if (events.length === 0) return Promise.resolve();
+    return this.#events.add({ runId, executionId, events });
+  }
+
+  async #writeEvents(items: EventsInput[]): Promise<void[]> {
+    const runs = await this.#db.transaction(async (tx) => {
+      const last = await appendEventsOfRuns(
+        tx,
+        items.map((i) => ({ runId: i.runId, executionId: i.executionId, events: toNewEvents(i.events) })),
+      );
+      const followups = items.flatMap((i) =>
+        i.events.filter((e) => e.type === 'followup' && typeof e.data.followup_id === 'string').map((e) => [e.data.followup_id as string, i.executionId] as const),
+      );
+      if (followups.length) await this.#consume(tx, followups);
+      for (const i of items) {
+        const artifacts = artifactsOf(i.events);
+        if (artifacts.length) {
+          await tx.query(`UPDATE runs SET artifacts = artifacts || $2::jsonb, updated_at = ay_now() WHERE id = $1`, [i.runId, JSON.stringify(artifacts)]);
+        }
       }
-      return seq;
+      return [...last.keys()];
     });
-    if (sequence !== undefined) await this.#bus.publish(RUN_EVENTS_TOPIC, { run_id: runId, sequence });
+    await this.#announce(runs);
+    return items.map(() => undefined);
   }
 
   /** Extends the leases of live executions; answers, per execution, whether it should go on. */
@@ -149,43 +225,70 @@ export class ExecutionRecorder {
   /**
    * Records the end of an execution and moves its run to the state the outcome says (unless the run moved
    * on: cancelled, or taken over). A follow-up that arrived while it ran and was not delivered queues the
-   * run again for a new execution.
+   * run again for a new execution. Answers the run as it is then, or undefined when the run had moved on.
    */
-  async finished(input: { executionId: string; runId: string; outcome: ExecutionOutcome; usage?: Readonly<Record<string, number>> }): Promise<RunRow | undefined> {
-    const { outcome } = input;
-    const result = await this.#db.transaction(async (tx) => {
-      const ended = await tx.query(
-        `UPDATE executions SET ended_at = ay_now(), outcome = $2, exit_code = $3,
-           agent_session_id = coalesce($4, agent_session_id), workspace = coalesce($5, workspace)
-         WHERE id = $1 AND ended_at IS NULL RETURNING id`,
-        [input.executionId, outcome.kind, outcome.exitCode, outcome.agentSessionId ?? null, outcome.workspace ?? null],
+  finished(input: FinishInput): Promise<RunRow | undefined> {
+    return this.#ends.add(input);
+  }
+
+  async #writeEnds(items: FinishInput[]): Promise<(RunRow | undefined)[]> {
+    const { rows, requeued } = await this.#db.transaction(async (tx) => {
+      const ended = await tx.query<{ id: string }>(
+        `UPDATE executions e SET ended_at = ay_now(), outcome = x.outcome, exit_code = x.exit_code,
+           agent_session_id = coalesce(x.session, e.agent_session_id), workspace = coalesce(x.workspace, e.workspace)
+         FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[]) AS x(id, outcome, exit_code, session, workspace)
+         WHERE e.id = x.id AND e.ended_at IS NULL RETURNING e.id`,
+        [
+          items.map((i) => i.executionId),
+          items.map((i) => i.outcome.kind),
+          items.map((i) => i.outcome.exitCode),
+          items.map((i) => i.outcome.agentSessionId ?? null),
+          items.map((i) => i.outcome.workspace ?? null),
+        ],
       );
-      if (ended.rowCount === 0) return { run: undefined, requeued: undefined };
-      const event = OUTCOME_EVENT[outcome.kind];
-      if (!event) return { run: undefined, requeued: undefined };
-      const statusMessage = { message: outcome.message, ...(outcome.errorCode ? { error_code: outcome.errorCode } : {}) };
-      const run = await applyRunEvent(tx, input.runId, event, { executionId: input.executionId, statusMessage });
-      if (!run) return { run: undefined, requeued: undefined };
-      const usage = input.usage;
-      if (usage && (usage.input_tokens || usage.output_tokens || usage.cost_usd)) {
-        const total: Record<string, number> = { ...(run.request_usage ?? {}) };
-        const add = (key: string, v: number | undefined) => {
-          if (v) total[key] = (total[key] ?? 0) + v;
-        };
-        add('input_tokens', usage.input_tokens);
-        add('output_tokens', usage.output_tokens);
-        add('total_tokens', (usage.input_tokens ?? 0) + (usage.output_tokens ?? 0));
-        add('inference_cost_usd', usage.cost_usd);
-        add('inference_cost', usage.cost_usd);
-        await tx.query('UPDATE runs SET request_usage = $2 WHERE id = $1', [input.runId, JSON.stringify(total)]);
+      const endedIds = new Set(ended.rows.map((r) => r.id));
+      const moved = new Map<string, RunRow>();
+      for (const event of ['succeed', 'fail', 'error'] as const) {
+        const group = items.filter((i) => endedIds.has(i.executionId) && OUTCOME_EVENT[i.outcome.kind] === event);
+        const runs = await applyRunEventMany(
+          tx,
+          event,
+          group.map((i) => ({
+            id: i.runId,
+            executionId: i.executionId,
+            statusMessage: { message: i.outcome.message, ...(i.outcome.errorCode ? { error_code: i.outcome.errorCode } : {}) },
+          })),
+        );
+        for (const r of runs) moved.set(r.id, r);
       }
-      const waiting = await tx.query('SELECT 1 FROM run_followups WHERE run_id = $1 AND consumed_by_execution IS NULL LIMIT 1', [input.runId]);
-      const requeued = waiting.rowCount > 0 ? await applyRunEvent(tx, input.runId, 'continue', { statusMessage: null }) : undefined;
-      return { run: requeued ?? run, requeued };
+      const usage = items
+        .filter((i) => moved.has(i.runId))
+        .map((i) => [i.runId, addUsage(moved.get(i.runId)!.request_usage, i.usage)] as const)
+        .filter((u): u is readonly [string, Record<string, number>] => u[1] !== undefined);
+      if (usage.length) {
+        await tx.query(
+          'UPDATE runs r SET request_usage = x.usage FROM unnest($1::text[], $2::jsonb[]) AS x(id, usage) WHERE r.id = x.id',
+          [usage.map((u) => u[0]), usage.map((u) => JSON.stringify(u[1]))],
+        );
+        for (const [id, u] of usage) moved.get(id)!.request_usage = u;
+      }
+      let again: RunRow[] = [];
+      if (moved.size) {
+        const waiting = await tx.query<{ run_id: string }>(
+          'SELECT DISTINCT run_id FROM run_followups WHERE run_id = ANY($1::text[]) AND consumed_by_execution IS NULL',
+          [[...moved.keys()]],
+        );
+        again = await applyRunEventMany(tx, 'continue', waiting.rows.map((w) => ({ id: w.run_id, statusMessage: null })));
+        for (const r of again) moved.set(r.id, r);
+      }
+      return { rows: moved, requeued: again };
     });
-    if (result.run) await this.#bus.publish(RUN_CHANGED_TOPIC, { run_id: input.runId, state: result.run.state });
-    if (result.requeued) await this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: input.runId, worker_host: result.requeued.worker_host });
-    if (!result.run) this.#log.debug({ runId: input.runId, executionId: input.executionId, outcome: outcome.kind }, 'execution ended; the run had moved on');
-    return result.run;
+    await this.#announce([...rows.keys()]);
+    for (const r of requeued) await this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: r.id, worker_host: r.worker_host });
+    return items.map((i) => {
+      const row = rows.get(i.runId);
+      if (!row) this.#log.debug({ runId: i.runId, executionId: i.executionId, outcome: i.outcome.kind }, 'execution ended; the run had moved on');
+      return row;
+    });
   }
 }

@@ -203,6 +203,16 @@ export class ExecutionRunner {
 
   async #run(): Promise<ExecutionOutcome> {
     const plan = this.plan;
+    if (plan.harness === 'noop') {
+      // the benchmark harness: no agent, so no workspace either
+      if (!(await this.#hooks.starting({ workspace: '' })) || this.#stopReason) return this.#stopped(null);
+      this.#emitPrelude();
+      this.#emit([
+        { type: 'message', data: { role: 'assistant', text: 'noop harness: nothing to do' } },
+        { type: 'result', data: { text: 'done', is_error: false } },
+      ]);
+      return this.#outcome('succeeded', 0, 'noop harness: done');
+    }
     let fileNames: string[];
     try {
       fileNames = await this.#prepareWorkspace();
@@ -211,16 +221,6 @@ export class ExecutionRunner {
     }
     const ws = this.#workspace!;
     const prompt = promptWithNotes(plan, fileNames);
-
-    if (plan.harness === 'noop') {
-      if (!(await this.#hooks.starting({ workspace: ws.dir })) || this.#stopReason) return this.#stopped(null);
-      this.#emitPrelude();
-      this.#emit([
-        { type: 'message', data: { role: 'assistant', text: 'noop harness: nothing to do' } },
-        { type: 'result', data: { text: 'done', is_error: false } },
-      ]);
-      return this.#outcome('succeeded', 0, 'noop harness: done');
-    }
 
     const adapter = adapterFor(plan.harness)!;
     this.#adapter = adapter;

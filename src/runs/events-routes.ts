@@ -100,7 +100,8 @@ export async function registerEventRoutes(app: AppInstance, ctx: ServiceContext)
       // set by a nudge that arrives while the loop is reading, so that it does not go to sleep on it
       let dirty = false;
       const nudge = (data: unknown) => {
-        if ((data as { run_id?: string } | null)?.run_id !== runId) return;
+        const d = data as { run_id?: string; run_ids?: string[] } | null;
+        if (d?.run_id !== runId && !d?.run_ids?.includes(runId)) return;
         dirty = true;
         wake?.();
       };

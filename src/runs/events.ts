@@ -105,6 +105,57 @@ export async function appendRunEvents(
   return Number(last);
 }
 
+/**
+ * Appends events to several runs in one statement (executors write the events of many executions at once).
+ * Answers the sequence of each run's last event written.
+ */
+export async function appendEventsOfRuns(
+  q: Queryable,
+  batches: readonly { runId: string; executionId: string | null; events: readonly NewRunEvent[] }[],
+): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  const rows: { runId: string; ord: number; executionId: string | null; e: NewRunEvent }[] = [];
+  for (const b of batches) {
+    for (const e of b.events) {
+      const ord = (counts.get(b.runId) ?? 0) + 1;
+      counts.set(b.runId, ord);
+      rows.push({ runId: b.runId, ord, executionId: b.executionId, e });
+    }
+  }
+  if (rows.length === 0) return new Map();
+  // runs locked in id order, so two batches never wait on each other in a circle
+  const runIds = [...counts.keys()].sort();
+  const res = await q.query<{ run_id: string; last: number }>(
+    `WITH wanted AS (
+       SELECT w.run_id, w.n FROM unnest($1::text[], $2::int[]) AS w(run_id, n)
+     ), locked AS (
+       SELECT r.id FROM runs r JOIN wanted w ON w.run_id = r.id ORDER BY r.id FOR UPDATE OF r
+     ), bumped AS (
+       UPDATE runs r SET event_seq = r.event_seq + w.n FROM wanted w, locked l
+       WHERE r.id = w.run_id AND l.id = r.id RETURNING r.id, r.event_seq, w.n
+     ), written AS (
+       INSERT INTO run_events (run_id, sequence, execution_id, type, data, occurred_at)
+       SELECT e.run_id, b.event_seq - b.n + e.ord, e.execution_id, e.type, e.data, coalesce(e.occurred_at, ay_now())
+       FROM unnest($3::text[], $4::int[], $5::text[], $6::text[], $7::jsonb[], $8::timestamptz[])
+         AS e(run_id, ord, execution_id, type, data, occurred_at)
+       JOIN bumped b ON b.id = e.run_id
+       RETURNING 1
+     )
+     SELECT b.id AS run_id, b.event_seq AS last FROM bumped b`,
+    [
+      runIds,
+      runIds.map((id) => counts.get(id)!),
+      rows.map((r) => r.runId),
+      rows.map((r) => r.ord),
+      rows.map((r) => r.executionId),
+      rows.map((r) => r.e.type),
+      rows.map((r) => JSON.stringify(clip(r.e.data))),
+      rows.map((r) => r.e.occurredAt ?? null),
+    ],
+  );
+  return new Map(res.rows.map((r) => [r.run_id, Number(r.last)]));
+}
+
 /** The run's events after `after` (a sequence), oldest first. */
 export async function listRunEvents(q: Queryable, runId: string, after = 0, limit = 500): Promise<StoredRunEvent[]> {
   const res = await q.query<StoredRunEvent>(

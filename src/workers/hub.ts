@@ -11,7 +11,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import { adapterFor } from '../execution/harnesses/index.ts';
-import { buildPlan, PlanError } from '../execution/plan-builder.ts';
+import { buildPlans, PlanError } from '../execution/plan-builder.ts';
 import type { ExecutionOutcome } from '../execution/plan.ts';
 import { claimWorkerRuns } from '../execution/queue.ts';
 import type { ExecutionRecorder } from '../execution/recorder.ts';
@@ -268,36 +268,31 @@ export class WorkerHub {
       executor: this.#executorName(c),
       leaseMs: this.#deps.leaseMs,
     });
-    for (const cl of claimed) {
-      try {
-        const plan = await buildPlan(this.#deps.db, this.#deps.secrets, {
-          run: cl.run,
-          executionId: cl.executionId,
-          attempt: cl.attempt,
-          harness: cl.harness,
-          publicUrl: this.#deps.publicUrl(),
-        });
-        c.assigned.set(cl.executionId, {
-          runId: cl.run.id,
-          harness: cl.harness,
-          followupIds: plan.followups.map((f) => f.id),
-          started: false,
-          delivered: new Set(plan.followups.map((f) => f.id)),
-          cancelSent: false,
-          chain: Promise.resolve(),
-        });
-        this.#send(c.ws, { type: 'assignment', execution_id: cl.executionId, plan });
-      } catch (err) {
-        const planError = err instanceof PlanError;
-        if (!planError) this.#deps.log.error({ err, runId: cl.run.id }, 'building the execution plan failed');
+    const plans = await buildPlans(this.#deps.db, this.#deps.secrets, claimed, this.#deps.publicUrl());
+    for (const [i, cl] of claimed.entries()) {
+      const plan = plans[i]!;
+      if (plan instanceof Error) {
+        const planError = plan instanceof PlanError;
+        if (!planError) this.#deps.log.error({ err: plan, runId: cl.run.id }, 'building the execution plan failed');
         await this.#deps.recorder.finished({
           executionId: cl.executionId,
           runId: cl.run.id,
           outcome: planError
-            ? { kind: 'failed', exitCode: null, message: err.message, errorCode: err.errorCode }
+            ? { kind: 'failed', exitCode: null, message: plan.message, errorCode: plan.errorCode }
             : { kind: 'error', exitCode: null, message: 'the execution could not be prepared', errorCode: 'environment_setup_failed' },
         });
+        continue;
       }
+      c.assigned.set(cl.executionId, {
+        runId: cl.run.id,
+        harness: cl.harness,
+        followupIds: plan.followups.map((f) => f.id),
+        started: false,
+        delivered: new Set(plan.followups.map((f) => f.id)),
+        cancelSent: false,
+        chain: Promise.resolve(),
+      });
+      this.#send(c.ws, { type: 'assignment', execution_id: cl.executionId, plan });
     }
   }
 

@@ -124,7 +124,7 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
   });
 
   it('never gives a worker more runs than its capacity; the rest wait for a free slot', async () => {
-    const ids = [];
+    const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push(await createRun(s, { prompt: `batch ${i} WAIT 1.5`, config: { worker_host: 'box-1' } }, key));
     let maxParallel = 0;
     await waitFor(

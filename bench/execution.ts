@@ -1,0 +1,339 @@
+/**
+ * Run execution benchmark (not a test): figures for docs/performance.md, section "Run execution".
+ *
+ *   node bench/execution.ts [--engines pglite,postgres] [--samples 300] [--runs 20000] [--concurrency 128]
+ *
+ * With idle executors and the in-process `noop` harness (no agent process: this measures the queue, not a CLI):
+ * 1. Queue-to-start latency, one run at a time: from sending `POST /api/v1/agent/runs` to
+ *    (a) the run's INPROGRESS change published on the server's bus (the moment the executor has started it:
+ *        the equivalent of a job queue's handler start), and
+ *    (b) the INPROGRESS event received by a client on the run's SSE stream (created → INPROGRESS seen by a client).
+ * 2. End-to-end throughput: a backlog of runs queued at once (multi-row inserts of 500, each announced),
+ *    drained to SUCCEEDED by the executors: runs/s.
+ * 3. graphile-worker on the same PostgreSQL server: `addJob` → handler start, one job at a time (the same
+ *    sequential method as 1a), and its drain rate for a backlog of no-op jobs at the same concurrency.
+ *
+ * The server runs in this process (PGlite in memory, or a PostgreSQL server started as the tests start it).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { makeWorkerUtils, run as runGraphile } from 'graphile-worker';
+import { loadConfig } from '../src/config.ts';
+import { createExecutionModule } from '../src/execution/module.ts';
+import { generateApiKey } from '../src/identity/api-keys.ts';
+import { createLogger } from '../src/log.ts';
+import { MODULES } from '../src/modules.ts';
+import { RUN_EVENTS_TOPIC } from '../src/runs/events.ts';
+import { insertRuns } from '../src/runs/plans.ts';
+import { prepareQueuedRun, RUNS_QUEUED_TOPIC, RunService } from '../src/runs/service.ts';
+import { startServer } from '../src/server.ts';
+import type { RunningServer } from '../src/server.ts';
+import { openPostgres } from '../src/store/pg.ts';
+import { startPostgresServer } from '../test/support/postgres-server.ts';
+
+const { values } = parseArgs({
+  options: {
+    engines: { type: 'string', default: 'pglite,postgres' },
+    samples: { type: 'string', default: '300' },
+    runs: { type: 'string', default: '20000' },
+    concurrency: { type: 'string', default: '128' },
+    'skip-graphile': { type: 'boolean', default: false },
+  },
+});
+const ENGINES = values.engines.split(',').filter(Boolean) as ('pglite' | 'postgres')[];
+const SAMPLES = Number(values.samples);
+const RUNS = Number(values.runs);
+const CONCURRENCY = Number(values.concurrency);
+const MASTER_KEY = 'b'.repeat(64);
+
+const tmpDirs: string[] = [];
+function tmp(prefix: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  tmpDirs.push(dir);
+  return dir;
+}
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+const fmt = (n: number, digits = 1) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+async function createDatabase(pgUrl: string, name: string): Promise<string> {
+  const admin = await openPostgres({ connectionString: pgUrl, maxConnections: 1 });
+  await admin.exec(`CREATE DATABASE ${name}`);
+  await admin.close();
+  return pgUrl.replace(/\/postgres$/, `/${name}`);
+}
+
+/** When each run was claimed by this process's executors (its execution began). */
+const claimedAt = new Map<string, number>();
+
+async function startBenchServer(engine: 'pglite' | 'postgres', databaseUrl: string | undefined): Promise<{ server: RunningServer; key: string }> {
+  const key = generateApiKey();
+  const execution = createExecutionModule({
+    env: {},
+    onClaimed: (ids) => {
+      const t = performance.now();
+      for (const id of ids) claimedAt.set(id, t);
+    },
+    settings: { concurrency: CONCURRENCY, harnesses: ['noop'], defaultHarness: 'noop', pollMs: 1_000, heartbeatMs: 5_000, leaseMs: 30_000 },
+  });
+  const config = loadConfig(
+    {},
+    { port: 0, host: '127.0.0.1', dataDir: tmp(`agentyard-bench-exec-${engine}-`), bootstrapApiKey: key, logLevel: 'silent', masterKey: MASTER_KEY, databaseUrl },
+  );
+  const server = await startServer(config, { log: createLogger('silent'), modules: MODULES.map((m) => (m.name === 'execution' ? execution : m)) });
+  server.ctx.config.publicUrl = server.url;
+  return { server, key };
+}
+
+/**
+ * Waits for a run's start on the server's bus: the recorder announces a run's events once its INPROGRESS change
+ * is committed, and that is the first announcement of a run.
+ */
+function startedOnBus(server: RunningServer): { wait(runId: string): Promise<number>; stop(): void } {
+  const waiting = new Map<string, (t: number) => void>();
+  const early = new Map<string, number>();
+  const unsubscribe = server.ctx.bus.subscribe(RUN_EVENTS_TOPIC, (data) => {
+    const t = performance.now();
+    for (const id of (data as { run_ids?: string[] }).run_ids ?? []) {
+      const resolve = waiting.get(id);
+      if (resolve) {
+        waiting.delete(id);
+        resolve(t);
+      } else if (!early.has(id)) early.set(id, t);
+    }
+  });
+  return {
+    wait: (runId) => {
+      const t = early.get(runId);
+      if (t !== undefined) return Promise.resolve(t);
+      return new Promise((resolve) => waiting.set(runId, resolve));
+    },
+    stop: unsubscribe,
+  };
+}
+
+async function createRun(url: string, key: string, i: number): Promise<string> {
+  const res = await fetch(`${url}/api/v1/agent/runs`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: `bench run ${i}` }),
+  });
+  if (res.status !== 200) throw new Error(`create: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { run_id: string }).run_id;
+}
+
+/** Reads the run's SSE stream until its INPROGRESS state event; answers when it arrived. */
+async function inProgressOverSse(url: string, key: string, runId: string): Promise<number> {
+  const controller = new AbortController();
+  const res = await fetch(`${url}/api/v1/agent/runs/${runId}/events`, { headers: { authorization: `Bearer ${key}` }, signal: controller.signal });
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error('stream ended before INPROGRESS');
+      buffer += value;
+      if (buffer.includes('"state":"INPROGRESS"')) return performance.now();
+    }
+  } finally {
+    controller.abort();
+  }
+}
+
+interface Latency {
+  /** RunService.create called in process → the executor has the run (claim committed, execution begun). */
+  enqueueToClaimed: number[];
+  /** RunService.create called → INPROGRESS committed. */
+  enqueueToStarted: number[];
+  /** RunService.create resolved (the run committed) → the executor has the run. */
+  committedToClaimed: number[];
+  /** RunService.create resolved → INPROGRESS committed. */
+  committedToStarted: number[];
+  /** POST /api/v1/agent/runs sent → INPROGRESS committed. */
+  post: number[];
+  /** POST sent → INPROGRESS received over SSE by the client. */
+  sse: number[];
+}
+
+async function measureLatency(server: RunningServer, key: string): Promise<Latency> {
+  const bus = startedOnBus(server);
+  const service = new RunService(server.ctx.db, server.ctx.bus);
+  const teamId = (await server.ctx.db.query<{ id: string }>('SELECT id FROM teams ORDER BY created_at LIMIT 1')).rows[0]!.id;
+  const result: Latency = { enqueueToClaimed: [], enqueueToStarted: [], committedToClaimed: [], committedToStarted: [], post: [], sse: [] };
+  const warmup = Math.min(50, SAMPLES);
+  const pause = () => new Promise((r) => setTimeout(r, 2));
+  try {
+    for (let i = 0; i < SAMPLES + warmup; i++) {
+      const t0 = performance.now();
+      const { run } = await service.create({ teamId, prompt: `bench run ${i}`, source: 'API', creator: null });
+      const t1 = performance.now();
+      const started = await bus.wait(run.id);
+      const claimed = claimedAt.get(run.id)!;
+      if (i >= warmup) {
+        result.enqueueToClaimed.push(claimed - t0);
+        result.enqueueToStarted.push(started - t0);
+        result.committedToClaimed.push(Math.max(0, claimed - t1));
+        result.committedToStarted.push(started - t1);
+      }
+      await pause();
+    }
+    for (let i = 0; i < SAMPLES + warmup; i++) {
+      const t0 = performance.now();
+      const runId = await createRun(server.url, key, i);
+      const started = await bus.wait(runId);
+      if (i >= warmup) result.post.push(started - t0);
+      await pause();
+    }
+    for (let i = 0; i < SAMPLES + warmup; i++) {
+      const t0 = performance.now();
+      const runId = await createRun(server.url, key, i);
+      const seen = await inProgressOverSse(server.url, key, runId);
+      if (i >= warmup) result.sse.push(seen - t0);
+      await pause();
+    }
+  } finally {
+    bus.stop();
+  }
+  return result;
+}
+
+async function waitAllSucceeded(server: RunningServer, count: number): Promise<void> {
+  for (;;) {
+    const res = await server.ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE state = 'SUCCEEDED' AND prompt LIKE 'backlog %'`);
+    if (res.rows[0]!.n >= count) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function measureThroughput(server: RunningServer): Promise<{ runs: number; seconds: number; rate: number }> {
+  const teamId = (await server.ctx.db.query<{ id: string }>('SELECT id FROM teams ORDER BY created_at LIMIT 1')).rows[0]!.id;
+  // queue the backlog with the executors paused by a lock on nothing: inserts are visible only at commit
+  const started = performance.now();
+  for (let done = 0; done < RUNS; done += 500) {
+    const rows = [];
+    for (let i = done; i < Math.min(RUNS, done + 500); i++) rows.push(await prepareQueuedRun(server.ctx.db, { teamId, prompt: `backlog ${i}`, source: 'API', creator: null }));
+    await insertRuns(server.ctx.db, rows);
+    await server.ctx.bus.publish(RUNS_QUEUED_TOPIC, { run_id: null, worker_host: null });
+  }
+  const queued = performance.now();
+  await waitAllSucceeded(server, RUNS);
+  const seconds = (performance.now() - started) / 1000;
+  console.log(`  (queueing ${RUNS} runs took ${fmt((queued - started) / 1000, 2)} s of the ${fmt(seconds, 2)} s)`);
+  return { runs: RUNS, seconds, rate: RUNS / seconds };
+}
+
+async function graphile(pgUrl: string): Promise<{ latency: number[]; committed: number[]; rate: number }> {
+  const connectionString = await createDatabase(pgUrl, 'bench_graphile');
+  let onStart: ((i: number) => void) | undefined;
+  let drained = 0;
+  let onDrained: (() => void) | undefined;
+  const runner = await runGraphile({
+    connectionString,
+    concurrency: Math.min(CONCURRENCY, 64),
+    noHandleSignals: true,
+    pollInterval: 1_000,
+    logger: new (await import('graphile-worker')).Logger(() => () => {}),
+    taskList: {
+      noop: async (payload) => {
+        onStart?.((payload as { i: number }).i);
+      },
+      drain: async () => {
+        drained += 1;
+        if (drained === RUNS) onDrained?.();
+      },
+    },
+  });
+  const utils = await makeWorkerUtils({ connectionString });
+  const latency: number[] = [];
+  const committed: number[] = [];
+  try {
+    const warmup = Math.min(50, SAMPLES);
+    for (let i = 0; i < SAMPLES + warmup; i++) {
+      const started = new Promise<number>((resolve) => {
+        onStart = (n) => {
+          if (n === i) resolve(performance.now());
+        };
+      });
+      const t0 = performance.now();
+      await utils.addJob('noop', { i });
+      const added = performance.now();
+      const t1 = await started;
+      if (i >= warmup) {
+        latency.push(t1 - t0);
+        committed.push(t1 - added);
+      }
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    const done = new Promise<void>((resolve) => {
+      onDrained = resolve;
+    });
+    const t0 = performance.now();
+    for (let n = 0; n < RUNS; n += 500) {
+      await utils.addJobs(Array.from({ length: Math.min(500, RUNS - n) }, (_, k) => ({ identifier: 'drain', payload: { i: n + k } })));
+    }
+    await done;
+    const rate = RUNS / ((performance.now() - t0) / 1000);
+    return { latency, committed, rate };
+  } finally {
+    await utils.release();
+    await runner.stop();
+  }
+}
+
+function latencyRow(name: string, values: number[]): string {
+  return `| ${name} | ${values.length} | ${fmt(percentile(values, 50), 2)} | ${fmt(percentile(values, 90), 2)} | ${fmt(percentile(values, 99), 2)} |`;
+}
+
+const rows: string[] = [];
+const throughputRows: string[] = [];
+let pg: Awaited<ReturnType<typeof startPostgresServer>> | undefined;
+try {
+  if (ENGINES.includes('postgres') || !values['skip-graphile']) pg = await startPostgresServer();
+  for (const engine of ENGINES) {
+    console.log(`\n# ${engine}`);
+    const databaseUrl = engine === 'postgres' ? await createDatabase(pg!.url, 'bench_agentyard') : undefined;
+    const { server, key } = await startBenchServer(engine, databaseUrl);
+    try {
+      const latency = await measureLatency(server, key);
+      rows.push(latencyRow(`Agentyard on ${engine}: enqueue (RunService.create called) → claimed, execution begun`, latency.enqueueToClaimed));
+      rows.push(latencyRow(`Agentyard on ${engine}: enqueue → INPROGRESS committed`, latency.enqueueToStarted));
+      rows.push(latencyRow(`Agentyard on ${engine}: run committed (create resolved) → claimed, execution begun`, latency.committedToClaimed));
+      rows.push(latencyRow(`Agentyard on ${engine}: run committed → INPROGRESS committed`, latency.committedToStarted));
+      rows.push(latencyRow(`Agentyard on ${engine}: POST /agent/runs sent → INPROGRESS committed`, latency.post));
+      rows.push(latencyRow(`Agentyard on ${engine}: POST sent → INPROGRESS received over SSE (client)`, latency.sse));
+      console.log(rows.slice(-6).join('\n'));
+      const t = await measureThroughput(server);
+      throughputRows.push(`| Agentyard on ${engine} (noop harness, ${CONCURRENCY} executors) | ${t.runs} | ${fmt(t.seconds, 2)} | ${fmt(t.rate, 0)} |`);
+      console.log(throughputRows.at(-1));
+    } finally {
+      await server.stop();
+    }
+  }
+  if (!values['skip-graphile']) {
+    console.log('\n# graphile-worker');
+    const g = await graphile(pg!.url);
+    rows.push(latencyRow('graphile-worker 0.18 on postgres: addJob called → handler start', g.latency));
+    rows.push(latencyRow('graphile-worker 0.18 on postgres: job committed (addJob resolved) → handler start', g.committed));
+    throughputRows.push(`| graphile-worker 0.18 on postgres (no-op task, concurrency ${Math.min(CONCURRENCY, 64)}) | ${RUNS} | ${fmt(RUNS / g.rate, 2)} | ${fmt(g.rate, 0)} |`);
+  }
+} finally {
+  await pg?.stop();
+  for (const dir of tmpDirs) rmSync(dir, { recursive: true, force: true });
+}
+
+console.log('\n## Queue-to-start latency (one run at a time, idle executors), ms\n');
+console.log('| Path | samples | p50 | p90 | p99 |');
+console.log('|---|---:|---:|---:|---:|');
+for (const r of rows) console.log(r);
+console.log('\n## End-to-end throughput (a backlog queued at once, drained to SUCCEEDED)\n');
+console.log('| System | runs | seconds | runs/s |');
+console.log('|---|---:|---:|---:|');
+for (const r of throughputRows) console.log(r);
+process.exit(0);
