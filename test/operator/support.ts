@@ -49,7 +49,7 @@ export async function startTestOperator(
   engine: Engine,
   namespace: string,
   jobs: Partial<JobSettings> = {},
-  options: { kubeConfig?: KubeConfig; watchNamespace?: string | undefined } = {},
+  options: { kubeConfig?: KubeConfig; watchNamespace?: string | undefined; waitForSync?: boolean } = {},
 ): Promise<TestOperator> {
   const database = await createTestDatabase(engine);
   const adminKey = generateApiKey();
@@ -64,7 +64,7 @@ export async function startTestOperator(
     db: database.db,
     log: createLogger(process.env.AGENTYARD_TEST_LOG ?? 'silent'),
   });
-  await eventually(() => operator.isLeader() && operator.factories()?.informer.synced, 20_000, 'the operator to lead with synced caches');
+  if (options.waitForSync !== false) await eventually(() => operator.isLeader() && operator.factories()?.informer.synced, 20_000, 'the operator to lead with synced caches');
   return {
     operator,
     database,
