@@ -216,6 +216,21 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
       await k8s.kubectl(['delete', '-n', namespace, 'factory/bad-url', '--wait=true', '--timeout=20s']);
     });
 
+    it('reports a missing credentials Secret on SourceReady', async () => {
+      await k8s.kubectl(
+        ['apply', '-f', '-'],
+        factoryManifest(namespace, 'private', { source: { git: { url: 'https://git.example.com/acme/private.git', credentialsSecretRef: { name: 'private-repo' } } } }),
+      );
+      const failing = await eventually(async () => {
+        const f = await getFactory(k8s, namespace, 'private');
+        return condition(f, 'SourceReady')?.status === 'False' ? f : undefined;
+      }, 20_000, 'SourceReady=False');
+      expect(condition(failing, 'SourceReady')).toMatchObject({ reason: 'CredentialsNotFound' });
+      expect(condition(failing, 'SourceReady')!.message).toContain('private-repo/token');
+      expect(condition(failing, 'Ready')).toMatchObject({ status: 'False', reason: 'CredentialsNotFound' });
+      await k8s.kubectl(['delete', '-n', namespace, 'factory/private', '--wait=true', '--timeout=20s']);
+    });
+
     it('runs the finalizer on delete: webhooks deleted, runs stopped, nothing left behind', async () => {
       const f = (await factory()) as FactoryResource;
       const factoryId = f.status!.factoryId!;
