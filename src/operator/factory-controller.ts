@@ -178,9 +178,10 @@ export class FactoryResourceController {
     const spec = checked.spec;
     const teamId = await this.#o.teams.teamFor(namespace);
 
+    const credentials = await this.#credentialsKey(namespace, spec);
     let source: GitSourceSpec;
     try {
-      source = this.#sourceSpec(spec, await this.#credentialsKey(namespace, spec));
+      source = this.#sourceSpec(spec, credentials);
     } catch (err) {
       const message = err instanceof AppError ? (err.detail ?? err.message).replace(/^source\./, 'spec.source.git.') : String(err);
       conditions.set(STALLED, 'True', 'InvalidSpec', message);
