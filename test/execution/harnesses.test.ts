@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
-import { createRun, eventsOf, executionsOf, fakeRecords, startExecServer, waitForState } from './support.ts';
+import { createRun, eventsOf, executionsOf, fakeRecords, pidAlive, startExecServer, waitFor, waitForState } from './support.ts';
 import type { ExecServer } from './support.ts';
 
 const SECRET = 'sk-test-0123456789abcdef';
@@ -189,6 +189,24 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
     expect(missingSecret.run.state).toBe('FAILED');
     expect(missingSecret.run.status_message).toMatchObject({ error_code: 'secret_not_found' });
     expect(missingSecret.run.status_message.message).toContain('no-such-secret');
+  });
+
+  it('cancels a running agent: its whole process tree stops and the run ends CANCELLED', async () => {
+    const runId = await createRun(s, { prompt: 'long SLEEP 120', config: { harness_auth_secrets: { claude_auth_secret_name: 'claude-key' } } });
+    await waitForState(s, runId, ['INPROGRESS']);
+    const [execution] = await executionsOf(s, runId);
+    const childPid = await waitFor('the agent child', async () => {
+      try {
+        return Number(readFileSync(path.join(execution!.workspace!, '.fake-child.pid'), 'utf8'));
+      } catch {
+        return undefined;
+      }
+    });
+    const agentPid = fakeRecords(execution!.workspace!)[0].pid as number;
+    expect((await s.api('POST', `/agent/runs/${runId}/cancel`)).body).toBe(runId);
+    await waitFor('the tree to stop', async () => !pidAlive(childPid) && !pidAlive(agentPid), 10_000, 20);
+    await waitFor('the execution to end', async () => (await executionsOf(s, runId))[0]!.outcome === 'cancelled');
+    expect((await s.api('GET', `/agent/runs/${runId}`)).body.state).toBe('CANCELLED');
   });
 
   it('never stores the provider key, even when the agent prints it', async () => {

@@ -1,0 +1,168 @@
+/**
+ * The worker protocol on the wire, with a raw WebSocket client: authentication, version check, hello and
+ * welcome, an assignment rejected at capacity (the run goes back to the queue), claimed/event/completed
+ * frames driving the run's states; and a worker process that reconnects after its server restarts and
+ * finishes its run on the new connection.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { WORKER_PROTOCOL_VERSION } from '../../src/workers/protocol.ts';
+import { createTestDatabase, ENGINES } from '../support/db.ts';
+import { freePort } from '../support/postgres-server.ts';
+import { createRun, eventsOf, executionsOf, FAKE, ROOT, startExecServer, waitFor, waitForState } from '../execution/support.ts';
+import type { ExecServer } from '../execution/support.ts';
+
+interface Client {
+  ws: WebSocket;
+  messages: any[];
+  next(type: string): Promise<any>;
+  send(msg: unknown): void;
+  closed: Promise<{ code: number; reason: string }>;
+}
+
+function connect(s: ExecServer, key: string | undefined): Promise<Client | { status: number }> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(`${s.url.replace('http', 'ws')}/api/v1/workers/connect`, key ? { headers: { authorization: `Bearer ${key}` } } : {});
+    const messages: any[] = [];
+    const waiters: { type: string; resolve: (m: any) => void }[] = [];
+    ws.on('message', (d) => {
+      const m = JSON.parse(d.toString());
+      const i = waiters.findIndex((w) => w.type === m.type);
+      if (i >= 0) waiters.splice(i, 1)[0]!.resolve(m);
+      else messages.push(m);
+    });
+    const closed = new Promise<{ code: number; reason: string }>((r) => ws.on('close', (code, reason) => r({ code, reason: reason.toString() })));
+    ws.on('unexpected-response', (_req, res) => resolve({ status: res.statusCode ?? 0 }));
+    ws.on('error', () => {});
+    ws.on('open', () =>
+      resolve({
+        ws,
+        messages,
+        closed,
+        send: (msg) => ws.send(JSON.stringify(msg)),
+        next: (type) => {
+          const i = messages.findIndex((m) => m.type === type);
+          if (i >= 0) return Promise.resolve(messages.splice(i, 1)[0]);
+          return new Promise((r) => waiters.push({ type, resolve: r }));
+        },
+      }),
+    );
+  });
+}
+
+const hello = (workerId: string, capacity = 1) => ({
+  type: 'hello',
+  protocol: WORKER_PROTOCOL_VERSION,
+  worker_id: workerId,
+  capacity,
+  harnesses: ['command'],
+  default_harness: 'command',
+  version: 'test',
+  host: 'test-host',
+  running: [],
+});
+
+describe.each(ENGINES)('the worker protocol on %s', (engine) => {
+  let s: ExecServer;
+  let key: string;
+  beforeAll(async () => {
+    s = await startExecServer(engine, { settings: { harnesses: [], defaultHarness: undefined } });
+    key = (await s.api('POST', '/api-keys', { name: 'raw worker' })).body.key;
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it('refuses connections without a valid key, and a protocol it does not speak', async () => {
+    expect(await connect(s, undefined)).toEqual({ status: 401 });
+    expect(await connect(s, 'ayk_not-a-key')).toEqual({ status: 401 });
+    const member = (await s.api('POST', '/api-keys', { name: 'member user', role: 'member', principal_id: (await s.api('GET', '/whoami')).body.principal.uid })).body.key;
+    expect(await connect(s, member)).toEqual({ status: 403 });
+    const c = (await connect(s, key)) as Client;
+    c.send({ ...hello('box-v9'), protocol: 9 });
+    expect(await c.next('error')).toMatchObject({ code: 'protocol_mismatch' });
+    expect((await c.closed).code).toBe(4400);
+  });
+
+  it('welcomes a worker, and a run it rejects at capacity goes back to the queue', async () => {
+    const c = (await connect(s, key)) as Client;
+    c.send(hello('raw-1'));
+    const welcome = await c.next('welcome');
+    expect(welcome).toMatchObject({ protocol: 1, connection_id: expect.stringMatching(/^wrk_/), heartbeat_ms: 300, lease_ms: 3000, stale: [] });
+    const runId = await createRun(s, { prompt: 'reject me', config: { worker_host: 'raw-1' } }, key);
+    const assignment = await c.next('assignment');
+    expect(assignment.plan).toMatchObject({ runId, harness: 'command', prompt: 'reject me', executionId: assignment.execution_id });
+    expect((await s.api('GET', `/agent/runs/${runId}`, undefined, key)).body.state).toBe('CLAIMED');
+    c.send({ type: 'rejected', execution_id: assignment.execution_id, reason: 'at_capacity' });
+    const back = await waitFor('the run back in the queue', async () => {
+      const r = (await s.api('GET', `/agent/runs/${runId}`, undefined, key)).body;
+      return r.state === 'QUEUED' ? r : undefined;
+    });
+    expect(back.status_message.message).toContain('rejected it (at_capacity)');
+    expect((await executionsOf(s, runId))[0]).toMatchObject({ outcome: 'released' });
+
+    // offered again once the pause is over: this time the worker takes it
+    const again = await c.next('assignment');
+    expect(again.plan.runId).toBe(runId);
+    expect(again.execution_id).not.toBe(assignment.execution_id);
+    c.send({ type: 'claimed', execution_id: again.execution_id, workspace: '/w/1' });
+    await waitForState(s, runId, ['INPROGRESS'], 10_000, key);
+    c.send({ type: 'heartbeat', load: 1, running: [again.execution_id] });
+    c.send({ type: 'event', execution_id: again.execution_id, events: [{ type: 'message', data: { role: 'assistant', text: 'hello from the wire' } }] });
+    c.send({ type: 'completed', execution_id: again.execution_id, exit_code: 0, message: 'done on the wire', agent_session_id: 'sess-1' });
+    const run = await waitForState(s, runId, ['SUCCEEDED'], 10_000, key);
+    expect(run.status_message.message).toBe('done on the wire');
+    expect((await eventsOf(s, runId)).find((e) => e.type === 'message')!.data.text).toBe('hello from the wire');
+    expect((await executionsOf(s, runId))[1]).toMatchObject({ outcome: 'succeeded', exit_code: 0, agent_session_id: 'sess-1', workspace: '/w/1' });
+
+    // a cancelled run is cancelled on the worker
+    const second = await createRun(s, { prompt: 'cancel me', config: { worker_host: 'raw-1' } }, key);
+    const a2 = await c.next('assignment');
+    c.send({ type: 'claimed', execution_id: a2.execution_id, workspace: '/w/2' });
+    await waitForState(s, second, ['INPROGRESS'], 10_000, key);
+    await s.api('POST', `/agent/runs/${second}/cancel`, undefined, key);
+    expect(await c.next('cancel')).toEqual({ type: 'cancel', execution_id: a2.execution_id, reason: 'cancelled' });
+    c.send({ type: 'failed', execution_id: a2.execution_id, outcome: 'cancelled', reason: 'stopped', exit_code: null });
+    await waitFor('the execution to end', async () => (await executionsOf(s, second))[0]!.outcome === 'cancelled');
+    c.ws.close();
+  });
+});
+
+describe.each(ENGINES)('a worker process across a server restart on %s', (engine) => {
+  it('reconnects with backoff and finishes its run on the new connection', async () => {
+    const database = await createTestDatabase(engine);
+    const port = await freePort();
+    const settings = { harnesses: [] as [], defaultHarness: undefined };
+    let s = await startExecServer(engine, { database, settings, config: { port } });
+    const key = (await s.api('POST', '/api-keys', { name: 'worker' })).body.key as string;
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'agentyard-worker-'));
+    const child = spawn(process.execPath, [path.join(ROOT, 'bin/agentyard.js'), 'worker', '--worker-id', 'phoenix', '--server', s.url, '--api-key', key, '--capacity', '1', '--harnesses', 'command', '--data-dir', dataDir], {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, AGENTYARD_HARNESS_COMMAND_BIN: FAKE.command },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let log = '';
+    child.stderr!.on('data', (d) => (log += d));
+    try {
+      const runId = await createRun(s, { prompt: 'survive the restart WAIT 3', config: { worker_host: 'phoenix' } }, key);
+      await waitForState(s, runId, ['INPROGRESS'], 20_000, key);
+      await s.close();
+      s = await startExecServer(engine, { database, settings, config: { port } });
+      const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, key);
+      expect(run.state, log).toBe('SUCCEEDED');
+      expect(log).toMatch(/reconnecting in \d+ ms/);
+      const executions = await executionsOf(s, runId);
+      expect(executions).toHaveLength(1);
+      expect(executions[0]!.outcome).toBe('succeeded');
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      await s.close();
+      await database.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
