@@ -141,7 +141,11 @@ export class WorkerClient {
   /** Messages about executions wait for a welcomed connection; heartbeats do not. */
   #send(msg: WorkerMessage): void {
     if (this.#welcomed && this.#sendNow(msg)) return;
-    if (this.#outbox.length >= MAX_OUTBOX) this.#outbox.splice(0, this.#outbox.findIndex((m) => m.type === 'event') + 1 || 1);
+    if (this.#outbox.length >= MAX_OUTBOX) {
+      // the oldest event goes first; the start and end of an execution are kept
+      const oldestEvent = this.#outbox.findIndex((m) => m.type === 'event');
+      this.#outbox.splice(oldestEvent >= 0 ? oldestEvent : 0, 1);
+    }
     this.#outbox.push(msg);
   }
 
