@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
@@ -73,6 +73,7 @@ export async function startTestOperator(
     async stop() {
       await operator.stop();
       await database.close();
+      rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
