@@ -18,6 +18,7 @@ import type { ExecutionRecorder } from '../execution/recorder.ts';
 import { isHarnessType } from '../execution/settings.ts';
 import type { HarnessType } from '../execution/settings.ts';
 import type { Authenticator } from '../identity/service.ts';
+import { RUN_EVENT_TYPES } from '../runs/events.ts';
 import { RUN_CHANGED_TOPIC, RUNS_QUEUED_TOPIC } from '../runs/service.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Bus } from '../store/bus.ts';
@@ -68,6 +69,7 @@ interface Connection {
 }
 
 const HELLO_TIMEOUT_MS = 10_000;
+const REPORTABLE: ReadonlySet<string> = new Set(RUN_EVENT_TYPES.filter((t) => t !== 'state'));
 const MAX_PAYLOAD = 16 * 1024 * 1024;
 
 export class WorkerHub {
@@ -333,9 +335,14 @@ export class WorkerHub {
         c.pausedUntil = Date.now() + this.#deps.pollMs;
         then(() => recorder.release(executionId, a.runId, `Back in the queue: self-hosted worker "${c.workerId}" rejected it (${msg.reason})`));
         break;
-      case 'event':
-        then(() => recorder.events(a.runId, executionId, msg.events));
+      case 'event': {
+        // a worker reports what its agent did; state changes are the server's to record
+        const events = msg.events.filter(
+          (e) => e && typeof e === 'object' && REPORTABLE.has(e.type) && e.data && typeof e.data === 'object' && !Array.isArray(e.data),
+        );
+        then(() => recorder.events(a.runId, executionId, events));
         break;
+      }
       case 'completed':
       case 'failed': {
         const outcome: ExecutionOutcome =

@@ -70,6 +70,37 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
     }
   });
 
+  it("claims and starts with the state machine's compare-and-set: the claim and start transitions, guarded by the execution", async () => {
+    const s = await startExecServer(engine, { settings: { harnesses: [], defaultHarness: undefined } });
+    try {
+      const db = s.server.ctx.db;
+      const runId = await createRun(s, { prompt: 'by hand', metadata: { k: 'v' } });
+      const cancelled = await createRun(s, { prompt: 'cancelled first' });
+      await s.api('POST', `/agent/runs/${cancelled}/cancel`);
+      const before = (await s.api('GET', `/agent/runs/${runId}`)).body;
+      const claimed = await claimServiceRuns(db, { limit: 10, harnesses: ['claude'], defaultHarness: 'claude', executor: 'service:test', leaseMs: 60_000 });
+      expect(claimed.map((c) => c.run.id)).toEqual([runId]);
+      const c = claimed[0]!;
+      expect(c).toMatchObject({ attempt: 1, harness: 'claude', inputs: { previous: [], followups: [], attachments: [] } });
+      expect(c.run).toMatchObject({ id: runId, state: 'CLAIMED', execution_id: c.executionId, status_message: null, metadata: { k: 'v' } });
+      expect(c.run.created_at).toBeInstanceOf(Date);
+      expect(c.run.updated_at.getTime()).toBeGreaterThanOrEqual(new Date(before.updated_at).getTime());
+      const recorder = s.parts.recorder;
+      const start = { runId, workspace: '/w', leaseMs: 60_000, followupIds: [], where: 'test' };
+      expect(await recorder.started({ ...start, executionId: 'exe_00000000000000000000000000' })).toBe(false);
+      expect(await recorder.started({ ...start, executionId: c.executionId })).toBe(true);
+      const run = (await s.api('GET', `/agent/runs/${runId}`)).body;
+      expect(run).toMatchObject({ state: 'INPROGRESS', status_message: { message: 'Running on test' }, started_at: expect.any(String) });
+      expect(await recorder.started({ ...start, executionId: c.executionId })).toBe(false);
+      const states = (await db.query<{ data: { state: string } }>(`SELECT data FROM run_events WHERE run_id = $1 AND type = 'state' ORDER BY sequence`, [runId])).rows;
+      expect(states.map((r) => r.data.state)).toEqual(['CLAIMED', 'INPROGRESS']);
+      await recorder.finished({ executionId: c.executionId, runId, outcome: { kind: 'succeeded', exitCode: 0, message: 'ok' } });
+      expect((await s.api('GET', `/agent/runs/${runId}`)).body).toMatchObject({ state: 'SUCCEEDED', status_message: { message: 'ok' } });
+    } finally {
+      await s.close();
+    }
+  });
+
   it('gives a claimed run that never started back to the queue when its lease expires', async () => {
     // this server's executors take nothing: the claim below is an executor that vanished before starting it
     const s = await startExecServer(engine, { settings: { harnesses: [], defaultHarness: undefined } });
