@@ -59,6 +59,16 @@ function parseExports(text: string): Record<string, string> {
  */
 export async function startKubernetes(availability = kubernetesAvailability()): Promise<KubernetesTestEnv> {
   if (availability.missing) throw new Error(availability.missing);
+  // Free ports are picked by binding port 0 and letting go: two suites starting at once can collide. A
+  // second attempt picks new ports.
+  try {
+    return await startOnce(availability);
+  } catch {
+    return startOnce(availability);
+  }
+}
+
+async function startOnce(availability: Availability): Promise<KubernetesTestEnv> {
   const runDir = mkdtempSync(path.join(tmpdir(), 'agentyard-k8s-'));
   const scriptEnv: NodeJS.ProcessEnv = { ...process.env, K8S_TEST_RUN_DIR: runDir, K8S_TEST_APISERVER_ARGS: '--watch-cache=false' };
   delete scriptEnv.K8S_TEST_API_PORT;
