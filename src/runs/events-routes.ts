@@ -12,7 +12,7 @@ import { applyRunEvent, getRun } from './plans.ts';
 import { RunIdParamsSchema } from './schemas.ts';
 import { RUN_CHANGED_TOPIC } from './service.ts';
 import type { RunEvent } from './state-machine.ts';
-import { isTerminal } from './state-machine.ts';
+import { isRunState, isTerminal } from './state-machine.ts';
 
 const KEEPALIVE_MS = 15_000;
 const POLL_MS = 1_000;
@@ -81,12 +81,16 @@ export async function registerEventRoutes(app: AppInstance, ctx: ServiceContext)
     async (request, reply) => {
       const teamId = request.principal.teamId;
       const runId = request.params.runId;
-      if (!(await getRun(ctx.db, teamId, runId))) throw new AppError('resource_not_found', `run ${runId} does not exist`);
+      const run = await getRun(ctx.db, teamId, runId);
+      if (!run) throw new AppError('resource_not_found', `run ${runId} does not exist`);
+      // the run's state as of the last event sent: every state change is an event (a trigger writes it)
+      let state: string = run.state;
       let last = parseLastEventId(request.headers['last-event-id'], request.query.since);
       const follow = request.query.follow !== false;
 
       reply.hijack();
       const res = reply.raw;
+      res.socket?.setNoDelay(true);
       res.writeHead(200, {
         'content-type': 'text/event-stream; charset=utf-8',
         'cache-control': 'no-cache, no-transform',
@@ -121,18 +125,15 @@ export async function registerEventRoutes(app: AppInstance, ctx: ServiceContext)
         while (!closed) {
           dirty = false;
           const events = await listRunEvents(ctx.db, runId, last, 500);
-          for (const e of events) {
-            res.write(`id: ${e.sequence}\nevent: ${e.type}\ndata: ${JSON.stringify(eventDocument(e))}\n\n`);
-            last = e.sequence;
+          if (events.length > 0) {
+            res.write(events.map((e) => `id: ${e.sequence}\nevent: ${e.type}\ndata: ${JSON.stringify(eventDocument(e))}\n\n`).join(''));
+            for (const e of events) if (e.type === 'state' && typeof e.data.state === 'string') state = e.data.state;
+            last = events.at(-1)!.sequence;
+            lastSent = Date.now();
           }
-          if (events.length > 0) lastSent = Date.now();
           if (events.length === 500) continue;
-          const run = await getRun(ctx.db, teamId, runId);
-          if (!run || !follow || isTerminal(run.state)) {
-            // one more look: events written together with the final state change
-            const tail = await listRunEvents(ctx.db, runId, last, 500);
-            if (tail.length > 0) continue;
-            res.write(`event: end\ndata: ${JSON.stringify({ run_id: runId, state: run?.state ?? null, last_sequence: last })}\n\n`);
+          if (!follow || (isRunState(state) && isTerminal(state))) {
+            res.write(`event: end\ndata: ${JSON.stringify({ run_id: runId, state, last_sequence: last })}\n\n`);
             break;
           }
           if (dirty) continue;
