@@ -62,6 +62,9 @@ export class Reaper {
     if (Date.now() - this.#lastSweep > SWEEP_EVERY_MS) {
       this.#lastSweep = Date.now();
       await this.sweep();
+      // presence records of processes and worker connections gone for a week
+      await this.#deps.db.query(`DELETE FROM executor_processes WHERE last_seen_at < ay_now() - interval '7 days'`);
+      await this.#deps.db.query(`DELETE FROM worker_connections WHERE last_seen_at < ay_now() - interval '7 days'`);
     }
   }
 
