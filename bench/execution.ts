@@ -21,6 +21,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { makeWorkerUtils, run as runGraphile } from 'graphile-worker';
+import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { createExecutionModule } from '../src/execution/module.ts';
 import { generateApiKey } from '../src/identity/api-keys.ts';
@@ -234,8 +235,11 @@ async function graphile(pgUrl: string): Promise<{ latency: number[]; committed: 
   let onStart: ((i: number) => void) | undefined;
   let drained = 0;
   let onDrained: (() => void) | undefined;
+  // our own pool, with an error handler, ended before PostgreSQL stops
+  const pgPool = new pg.Pool({ connectionString, max: 20 });
+  pgPool.on('error', () => {});
   const runner = await runGraphile({
-    connectionString,
+    pgPool,
     concurrency: Math.min(CONCURRENCY, 64),
     noHandleSignals: true,
     pollInterval: 1_000,
@@ -250,7 +254,7 @@ async function graphile(pgUrl: string): Promise<{ latency: number[]; committed: 
       },
     },
   });
-  const utils = await makeWorkerUtils({ connectionString });
+  const utils = await makeWorkerUtils({ pgPool });
   const latency: number[] = [];
   const committed: number[] = [];
   try {
@@ -284,6 +288,7 @@ async function graphile(pgUrl: string): Promise<{ latency: number[]; committed: 
   } finally {
     await utils.release();
     await runner.stop();
+    await pgPool.end();
   }
 }
 

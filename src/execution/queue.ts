@@ -3,12 +3,12 @@
  * workers (by worker ID). A claim is one statement: it locks the runs to take (`FOR UPDATE SKIP LOCKED`, in
  * the functions of migration 0033), so that however many processes claim at once each run goes to exactly
  * one; moves them QUEUED → CLAIMED with the state machine's `claim` transition as a compare-and-set; creates
- * their executions with their leases; and reads what their plans need (ay_claim_locked: planned once per
- * connection, one round trip).
+ * their executions with their leases; and reads what their plans need (ay_claim_service_runs and
+ * ay_claim_worker_runs of migration 0034 over those of 0033: planned once per connection, one round trip).
  */
 import type { RunRow } from '../runs/model.ts';
 import { transitionFor } from '../runs/state-machine.ts';
-import type { Db, SqlValue } from '../store/db.ts';
+import type { Db } from '../store/db.ts';
 import { newId } from '../util/ids.ts';
 import type { PlanInputs } from './plan-builder.ts';
 import type { HarnessType } from './settings.ts';
@@ -52,32 +52,8 @@ function runFromJson(json: Record<string, unknown>): RunRow {
   return row as unknown as RunRow;
 }
 
-/**
- * `lock` calls a lock function of migration 0033; its parameters follow the statement's 8. The claim itself
- * is ay_claim_locked, with the state machine's `claim` transition.
- */
-async function claim(db: Db, lock: { call: string; params: SqlValue[] }, options: ClaimOptions): Promise<Claimed[]> {
-  const spellings = harnessSpellings(options.harnesses, options.defaultHarness);
-  const types = spellings.map((s) => harnessFor(s, options.defaultHarness)!);
-  const t = transitionFor('claim');
-  const res = await db.query<ClaimRow>(
-    `WITH l AS MATERIALIZED (SELECT * FROM ${lock.call} WITH ORDINALITY AS l(out_id, out_harness, out_attempt, ord))
-     SELECT c.* FROM ay_claim_locked(
-       ARRAY(SELECT out_id FROM l ORDER BY ord), ARRAY(SELECT out_harness FROM l ORDER BY ord), ARRAY(SELECT out_attempt FROM l ORDER BY ord),
-       $1::text[], $2::text[], $3::text[], $4, $5, $6::int, $7, $8::text[]) AS c`,
-    [
-      Array.from({ length: options.limit }, () => newId('exe')),
-      spellings,
-      types,
-      options.executor,
-      options.workerId ?? null,
-      options.leaseMs,
-      t.to,
-      [...t.from],
-      ...lock.params,
-    ],
-  );
-  return res.rows.map((row) => {
+function claimedFrom(rows: ClaimRow[]): Claimed[] {
+  return rows.map((row) => {
     const run = runFromJson(row.run);
     return {
       run,
@@ -89,20 +65,41 @@ async function claim(db: Db, lock: { call: string; params: SqlValue[] }, options
   });
 }
 
-/** Claims up to `limit` queued runs for this process's executors. */
-export async function claimServiceRuns(db: Db, options: ClaimOptions): Promise<Claimed[]> {
+/** The harness spellings a claim takes, and the harness each stands for. */
+function harnessParams(options: ClaimOptions): { spellings: string[]; types: HarnessType[] } {
   const spellings = harnessSpellings(options.harnesses, options.defaultHarness);
-  if (options.limit <= 0 || spellings.length === 0) return [];
-  return claim(db, { call: 'ay_lock_service_runs($9::text[], $10::int)', params: [spellings, options.limit] }, options);
+  return { spellings, types: spellings.map((s) => harnessFor(s, options.defaultHarness)!) };
 }
 
-/** Claims up to `limit` queued runs of the team whose `worker_host` is the worker's ID. */
-export async function claimWorkerRuns(db: Db, teamId: string, workerId: string, options: ClaimOptions): Promise<Claimed[]> {
-  const spellings = harnessSpellings(options.harnesses, options.defaultHarness);
+const newExecutionIds = (n: number) => Array.from({ length: n }, () => newId('exe'));
+
+/** Claims up to `limit` queued runs for this process's executors (ay_claim_service_runs, migration 0034). */
+export async function claimServiceRuns(db: Db, options: ClaimOptions): Promise<Claimed[]> {
+  const { spellings, types } = harnessParams(options);
   if (options.limit <= 0 || spellings.length === 0) return [];
-  return claim(
-    db,
-    { call: 'ay_lock_worker_runs($9, $10, $11::text[], $12::int)', params: [teamId, workerId, spellings, options.limit] },
-    { ...options, workerId },
+  const t = transitionFor('claim');
+  const res = await db.query<ClaimRow>('SELECT * FROM ay_claim_service_runs($1::text[], $2::int, $3::text[], $4::text[], $5::text[], $6, $7::int, $8, $9::text[])', [
+    spellings,
+    options.limit,
+    newExecutionIds(options.limit),
+    spellings,
+    types,
+    options.executor,
+    options.leaseMs,
+    t.to,
+    [...t.from],
+  ]);
+  return claimedFrom(res.rows);
+}
+
+/** Claims up to `limit` queued runs of the team whose `worker_host` is the worker's ID (ay_claim_worker_runs). */
+export async function claimWorkerRuns(db: Db, teamId: string, workerId: string, options: ClaimOptions): Promise<Claimed[]> {
+  const { spellings, types } = harnessParams(options);
+  if (options.limit <= 0 || spellings.length === 0) return [];
+  const t = transitionFor('claim');
+  const res = await db.query<ClaimRow>(
+    'SELECT * FROM ay_claim_worker_runs($1, $2, $3::text[], $4::int, $5::text[], $6::text[], $7::text[], $8, $9::int, $10, $11::text[])',
+    [teamId, workerId, spellings, options.limit, newExecutionIds(options.limit), spellings, types, options.executor, options.leaseMs, t.to, [...t.from]],
   );
+  return claimedFrom(res.rows);
 }
