@@ -21,7 +21,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { makeWorkerUtils, run as runGraphile } from 'graphile-worker';
-import pg from 'pg';
+import pgLib from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { createExecutionModule } from '../src/execution/module.ts';
 import { generateApiKey } from '../src/identity/api-keys.ts';
@@ -236,7 +236,7 @@ async function graphile(pgUrl: string): Promise<{ latency: number[]; committed: 
   let drained = 0;
   let onDrained: (() => void) | undefined;
   // our own pool, with an error handler, ended before PostgreSQL stops
-  const pgPool = new pg.Pool({ connectionString, max: 20 });
+  const pgPool = new pgLib.Pool({ connectionString, max: 20 });
   pgPool.on('error', () => {});
   const runner = await runGraphile({
     pgPool,
