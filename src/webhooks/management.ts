@@ -8,6 +8,7 @@ import { parseDocument, stringify } from 'yaml';
 import { MAX_WEBHOOKS_PER_FACTORY } from '../definitions/index.ts';
 import { RESOURCE_NAME } from '../definitions/load.ts';
 import type { ServiceContext } from '../http/context.ts';
+import type { Queryable } from '../store/db.ts';
 import { AppError } from '../http/errors.ts';
 import { refreshWebhookRouting } from '../ingress/module.ts';
 import { WEBHOOKS_CHANGED_TOPIC } from '../ingress/routing.ts';
@@ -68,6 +69,14 @@ function secretProblem(authMode: AuthMode, scheme: string | null, secret: string
   return undefined;
 }
 
+/** The webhook if it is (or was: history outlives a deleted webhook) the caller's team's; else 404. */
+export async function teamWebhook(q: Queryable, teamId: string, uid: string): Promise<WebhookRow> {
+  const res = await q.query<WebhookRow>('SELECT * FROM webhooks WHERE uid = $1 AND team_id = $2', [uid, teamId]);
+  const row = res.rows[0];
+  if (!row) throw new AppError('resource_not_found', `webhook ${uid} does not exist`);
+  return row;
+}
+
 export class WebhookManagement {
   readonly #ctx: ServiceContext;
 
@@ -75,16 +84,8 @@ export class WebhookManagement {
     this.#ctx = ctx;
   }
 
-  /** The caller's team's webhook (a deleted one too: its history and automations outlive it), or 404. */
-  async get(teamId: string, uid: string): Promise<WebhookRow> {
-    const res = await this.#ctx.db.query<WebhookRow>('SELECT * FROM webhooks WHERE uid = $1 AND team_id = $2', [uid, teamId]);
-    const row = res.rows[0];
-    if (!row) throw new AppError('resource_not_found', `webhook ${uid} does not exist`);
-    return row;
-  }
-
   async #live(teamId: string, uid: string): Promise<{ row: WebhookRow; factory: FactoryRow }> {
-    const row = await this.get(teamId, uid);
+    const row = await teamWebhook(this.#ctx.db, teamId, uid);
     if (row.deleted_at) throw new AppError('resource_not_found', `webhook ${uid} was deleted`);
     return { row, factory: await teamFactory(this.#ctx, teamId, row.factory_id) };
   }
@@ -167,7 +168,7 @@ export class WebhookManagement {
       else if (input.delivery_id_header !== undefined) doc.set('deliveryIdHeader', input.delivery_id_header);
       return replaceFile(files, row.file, String(doc));
     });
-    return this.get(request.principal.teamId, uid);
+    return teamWebhook(this.#ctx.db, request.principal.teamId, uid);
   }
 
   async delete(request: FastifyRequest, uid: string): Promise<void> {
@@ -211,7 +212,7 @@ export class WebhookManagement {
     });
     await refreshWebhookRouting(this.#ctx, factory.id);
     await this.#ctx.bus.publish(WEBHOOKS_CHANGED_TOPIC, { factory_id: factory.id });
-    const fresh = await this.get(teamId, uid);
+    const fresh = await teamWebhook(this.#ctx.db, teamId, uid);
     return {
       row: fresh,
       shown: { secret: value, ...(row.auth_mode === 'url_token' ? { ingress_url_with_token: `${this.#ctx.config.webhookBaseUrl}/webhooks/w/${uid}/${value}` } : {}) },

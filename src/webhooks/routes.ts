@@ -1,23 +1,14 @@
 import type { AppInstance, ServiceContext } from '../http/context.ts';
 import { AppError } from '../http/errors.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
-import type { Queryable } from '../store/db.ts';
 import { firingsOf, getDelivery, getDeliveryPayload, listDeliveries, toDeliveryItem } from './delivery-log.ts';
-import { ingressUrl } from '../factories/views.ts';
+import { webhookView as factoryWebhookView } from '../factories/views.ts';
 import { requireTeamAdmin } from '../http/auth.ts';
 import type { WebhookRow } from '../reconciler/model.ts';
-import { WebhookManagement } from './management.ts';
+import { WebhookManagement, teamWebhook } from './management.ts';
 import * as s from './schemas.ts';
 
 const TAGS = ['webhooks'];
-
-/** The webhook if it is (or was: history outlives a deleted webhook) the caller's team's; else 404. */
-export async function teamWebhook(q: Queryable, teamId: string, uid: string): Promise<{ uid: string; team_id: string; deleted_at: Date | null }> {
-  const res = await q.query<{ uid: string; team_id: string; deleted_at: Date | null }>('SELECT uid, team_id, deleted_at FROM webhooks WHERE uid = $1', [uid]);
-  const row = res.rows[0];
-  if (!row || row.team_id !== teamId) throw new AppError('resource_not_found', `webhook ${uid} does not exist`);
-  return row;
-}
 
 export async function registerDeliveryLogRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
   app.get(
@@ -91,6 +82,7 @@ export async function registerDeliveryLogRoutes(app: AppInstance, ctx: ServiceCo
   );
 }
 
+/** The factories API's view of a webhook, plus its factory, state and whether it has a secret yet. */
 export function webhookView(row: WebhookRow, ctx: ServiceContext) {
   let hasSecret = false;
   if (row.secret_ciphertext) {
@@ -101,20 +93,10 @@ export function webhookView(row: WebhookRow, ctx: ServiceContext) {
     }
   }
   return {
-    uid: row.uid,
+    ...factoryWebhookView(row, ctx.config.webhookBaseUrl),
     factory_id: row.factory_id,
-    name: row.name,
-    file: row.file,
-    auth_mode: row.auth_mode,
-    signature_scheme: row.signature_scheme,
-    secret_name: row.secret_name,
-    delivery_id_header: row.delivery_id_header,
-    enabled: row.enabled,
     state: row.deleted_at ? ('deleted' as const) : row.enabled ? ('enabled' as const) : ('disabled' as const),
     has_secret: hasSecret,
-    ingress_url: ingressUrl(ctx.config.webhookBaseUrl, row),
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
     ...(row.deleted_at ? { deleted_at: row.deleted_at.toISOString() } : {}),
   };
 }
@@ -143,7 +125,7 @@ export async function registerWebhookManagementRoutes(app: AppInstance, ctx: Ser
   app.get(
     '/webhooks/:uid',
     { schema: { tags: TAGS, summary: 'A webhook (a deleted one too, with state deleted)', params: s.WebhookUidParams, response: { 200: s.WebhookSchema } } },
-    async (request) => webhookView(await webhooks.get(request.principal.teamId, request.params.uid), ctx),
+    async (request) => webhookView(await teamWebhook(ctx.db, request.principal.teamId, request.params.uid), ctx),
   );
 
   app.patch(
