@@ -34,7 +34,7 @@ export interface DeliveryWriterOptions {
   concurrency: number;
   maxBatch?: number;
   /** Called after a commit that put at least one delivery in the outbox. */
-  onAccepted?: () => void;
+  onQueued?: () => void;
 }
 
 /**
@@ -45,7 +45,7 @@ export interface DeliveryWriterOptions {
 export class DeliveryWriter {
   readonly #db: Db;
   readonly #log: FastifyBaseLogger;
-  readonly #options: Required<Omit<DeliveryWriterOptions, 'onAccepted'>> & Pick<DeliveryWriterOptions, 'onAccepted'>;
+  readonly #options: Required<Omit<DeliveryWriterOptions, 'onQueued'>> & Pick<DeliveryWriterOptions, 'onQueued'>;
   #queue: Pending[] = [];
   #running = 0;
   #scheduled = false;
@@ -103,7 +103,7 @@ export class DeliveryWriter {
       else item.resolve();
     };
     try {
-      await writeBatch(this.#db, batch, settle, () => this.#options.onAccepted?.());
+      await writeBatch(this.#db, batch, settle, () => this.#options.onQueued?.());
     } catch (err) {
       this.#log.error({ err, deliveries: batch.length }, 'writing webhook deliveries failed');
       for (const item of batch) if (!settled.has(item)) item.reject(err);

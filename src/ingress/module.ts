@@ -43,7 +43,7 @@ export function createIngressModule(options: IngressOptions = {}): AppModule {
         writer: new DeliveryWriter(ctx.db, ctx.log, {
           concurrency: ctx.db.engine === 'postgres' ? 2 : 1,
           // At most one announcement per 20 ms, however many batches commit.
-          onAccepted: () => {
+          onQueued: () => {
             announce ??= setTimeout(() => {
               announce = undefined;
               void ctx.bus.publish(DELIVERIES_ACCEPTED_TOPIC).catch(() => {});
