@@ -42,7 +42,9 @@ describe.skipIf(availability.missing !== undefined)('informer restarts', () => {
       return res.status === 503 ? ((await res.json()) as { checks: Record<string, string> }) : undefined;
     }, 10_000, '/readyz to answer 503');
     expect(down.checks.controllers).toContain('factories');
-    expect(op.operator.factories()!.informer.lastError).toMatch(/404|not found/i);
+    // Not synced answers 503 at once; the list error is recorded when the first list attempt fails.
+    const lastError = await eventually(() => op.operator.factories()!.informer.lastError, 10_000, 'the list error');
+    expect(lastError).toMatch(/404|not found/i);
 
     await k8s.kubectl(['apply', '-f', path.join(ROOT, 'crds')]);
     await eventually(() => op.operator.factories()!.informer.synced, 60_000, 'the informer to restart and sync');
