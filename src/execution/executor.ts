@@ -54,6 +54,7 @@ export class ServiceExecutor {
   #again = false;
   /** The last claim filled every free slot: runs may be waiting, so a slot that frees up looks at once. */
   #backlog = false;
+  #soon = false;
   #stopped = false;
   readonly #finishing = new Set<Promise<void>>();
 
@@ -90,6 +91,19 @@ export class ServiceExecutor {
     every(settings.heartbeatMs, () => this.#heartbeat());
     await this.#register();
     this.wake();
+  }
+
+  /**
+   * Looks for queued runs after the current turn of the event loop: executions that end together (their ends
+   * are written in one batch) free their slots together, and one claim fills them all.
+   */
+  #wakeSoon(): void {
+    if (this.#soon) return;
+    this.#soon = true;
+    setImmediate(() => {
+      this.#soon = false;
+      this.wake();
+    });
   }
 
   /** Looks for queued runs now (coalesced with a pass already under way). */
@@ -145,7 +159,7 @@ export class ServiceExecutor {
         if (this.#byRun.get(claimed.run.id) === claimed.executionId) this.#byRun.delete(claimed.run.id);
         this.#finishing.delete(done);
         // new runs announce themselves; a full queue behind a full executor does not
-        if (this.#backlog) this.wake();
+        if (this.#backlog) this.#wakeSoon();
       });
     this.#finishing.add(done);
   }
