@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
+import { readPidFile } from '../support/processes.ts';
 import { createRun, eventsOf, executionsOf, fakeRecords, pidAlive, startExecServer, waitFor, waitForState } from './support.ts';
 import type { ExecServer } from './support.ts';
 
@@ -195,13 +196,7 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
     const runId = await createRun(s, { prompt: 'long SLEEP 120', config: { harness_auth_secrets: { claude_auth_secret_name: 'claude-key' } } });
     await waitForState(s, runId, ['INPROGRESS']);
     const [execution] = await executionsOf(s, runId);
-    const childPid = await waitFor('the agent child', async () => {
-      try {
-        return Number(readFileSync(path.join(execution!.workspace!, '.fake-child.pid'), 'utf8'));
-      } catch {
-        return undefined;
-      }
-    });
+    const childPid = await waitFor('the agent child', async () => readPidFile(path.join(execution!.workspace!, '.fake-child.pid')));
     const agentPid = fakeRecords(execution!.workspace!)[0].pid as number;
     expect((await s.api('POST', `/agent/runs/${runId}/cancel`)).body).toBe(runId);
     await waitFor('the tree to stop', async () => !pidAlive(childPid) && !pidAlive(agentPid), 10_000, 20);

@@ -6,11 +6,12 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
+import { killQuietly, readPidFile } from '../support/processes.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { TEST_MASTER_KEY } from '../support/server.ts';
 import { createRun, executionsOf, FAKE, fakeRecords, pidAlive, ROOT, startExecServer, waitFor, waitForState } from './support.ts';
@@ -79,14 +80,9 @@ describe.skipIf(!ENGINES.includes('postgres'))('runs executing in another server
     const [execution] = await executionsOf(api, runId);
     expect(execution!.executor).toMatch(/^service:/);
     const workspace = execution!.workspace!;
-    const childPid = await waitFor('the agent child', async () => {
-      try {
-        return Number(readFileSync(path.join(workspace, '.fake-child.pid'), 'utf8'));
-      } catch {
-        return undefined;
-      }
-    });
-    return { runId, workspace, agentPid: fakeRecords(workspace)[0].pid, childPid };
+    const childPid = await waitFor('the agent child', async () => readPidFile(path.join(workspace, '.fake-child.pid')));
+    const agentPid = await waitFor('the agent record', async () => fakeRecords(workspace)[0]?.pid as number | undefined);
+    return { runId, workspace, agentPid, childPid };
   }
 
   it('cancels a run executing in another process: its agent process tree stops and the run ends CANCELLED', async () => {
@@ -120,13 +116,8 @@ describe.skipIf(!ENGINES.includes('postgres'))('runs executing in another server
       expect(run.status_message.error_code).toBe('lease_expired');
       expect((await executionsOf(api, runId))[0]).toMatchObject({ outcome: 'lost' });
     } finally {
-      for (const pid of [-agentPid, childPid]) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // gone
-        }
-      }
+      killQuietly(agentPid, 'SIGKILL', { group: true });
+      killQuietly(childPid, 'SIGKILL');
     }
   });
 });

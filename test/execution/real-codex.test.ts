@@ -15,6 +15,7 @@ import { codexHarness } from '../../src/execution/harnesses/codex.ts';
 import type { ExecutionPlan } from '../../src/execution/plan.ts';
 import { createWorkspace } from '../../src/execution/workspace.ts';
 import { ENGINES } from '../support/db.ts';
+import { killQuietly } from '../support/processes.ts';
 import { newId } from '../../src/util/ids.ts';
 import { createRun, eventsOf, executionsOf, pidAlive, ROOT, startExecServer, waitFor, waitForState } from './support.ts';
 import type { ExecServer } from './support.ts';
@@ -104,7 +105,7 @@ describe('the real Codex CLI', () => {
         if (!types.includes('turn.started')) reject(new Error(`codex exited ${code} before a turn: ${stderr}`));
       });
     });
-    process.kill(-child.pid!, 'SIGKILL');
+    killQuietly(child.pid, 'SIGKILL', { group: true });
     await exited;
     expect(types.slice(0, 1)).toEqual(['thread.started']);
     expect(events[0]).toMatchObject({ type: 'session', data: { session_id: expect.stringMatching(/^[0-9a-f-]{36}$/) } });

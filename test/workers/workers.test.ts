@@ -6,11 +6,12 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
+import { killQuietly, readPidFile } from '../support/processes.ts';
 import { createRun, executionsOf, FAKE, fakeRecords, pidAlive, ROOT, startExecServer, waitFor, waitForState } from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
 
@@ -55,18 +56,9 @@ async function workersOf(s: ExecServer, key: string): Promise<any[]> {
 
 /** Ends what a fake agent left running (a worker killed with -9 leaves its agents behind). */
 function killAgentsOf(workspace: string): void {
-  for (const rec of fakeRecords(workspace)) {
-    try {
-      process.kill(-rec.pid, 'SIGKILL');
-    } catch {
-      // gone
-    }
-  }
-  try {
-    process.kill(Number(readFileSync(path.join(workspace, '.fake-child.pid'), 'utf8')), 'SIGKILL');
-  } catch {
-    // gone
-  }
+  for (const rec of fakeRecords(workspace)) killQuietly(rec.pid, 'SIGKILL', { group: true });
+  const childPid = readPidFile(path.join(workspace, '.fake-child.pid'));
+  if (childPid !== undefined) killQuietly(childPid, 'SIGKILL');
 }
 
 describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
@@ -143,13 +135,7 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
     const runId = await createRun(s, { prompt: 'long job SLEEP 60', config: { worker_host: 'box-1' } }, key);
     await waitForState(s, runId, ['INPROGRESS'], 20_000, key);
     const [execution] = await executionsOf(s, runId);
-    const childPid = await waitFor('the agent child', async () => {
-      try {
-        return Number(readFileSync(path.join(execution!.workspace!, '.fake-child.pid'), 'utf8'));
-      } catch {
-        return undefined;
-      }
-    });
+    const childPid = await waitFor('the agent child', async () => readPidFile(path.join(execution!.workspace!, '.fake-child.pid')));
     const agentPid = fakeRecords(execution!.workspace!)[0].pid as number;
     expect((await s.api('POST', `/agent/runs/${runId}/cancel`, undefined, key)).status).toBe(200);
     await waitFor('the agent tree to stop', async () => !pidAlive(childPid) && !pidAlive(agentPid), 10_000);
