@@ -1,22 +1,10 @@
 /** Automations as the API shows them, with whether (and why not) their webhook triggers can fire. */
-import type { AgentConfig } from '../runs/model.ts';
+import type { AutomationRow } from '../reconciler/model.ts';
 import type { Queryable } from '../store/db.ts';
 import type { PayloadFilter } from './payload-filter.ts';
 
-export interface AutomationRecord {
-  id: string;
-  team_id: string;
-  factory_id: string;
-  name: string;
-  file: string;
-  enabled: boolean;
-  prompt: string;
-  agent: string | null;
-  config: AgentConfig;
-  triggers: Record<string, unknown>[];
-  created_at: Date;
-  updated_at: Date;
-}
+/** A live automation as the API reads it. */
+export type AutomationRecord = Omit<AutomationRow, 'deleted_at'>;
 
 export type WebhookState = 'enabled' | 'disabled' | 'deleted' | 'unknown';
 

@@ -55,14 +55,18 @@ export interface WebhookRow {
   deleted_at: Date | null;
 }
 
-/** A trigger as stored in `automations.triggers`: the definition-file shape, with names resolved. */
-export interface StoredTrigger {
+/**
+ * A trigger as stored in `automations.triggers`: the definition-file shape, with names resolved. A type
+ * alias, not an interface, so that it is a `Record<string, unknown>` where the API shows it as one.
+ */
+export type StoredTrigger = {
   provider: string;
   event: string;
   filter?: Record<string, unknown>;
   schedule?: { name?: string; cron: string };
-}
+};
 
+/** A row of `automations`: the one declaration of its columns (the views and the scheduler derive theirs). */
 export interface AutomationRow {
   id: string;
   team_id: string;

@@ -1,3 +1,4 @@
+import type { AutomationRow } from '../reconciler/model.ts';
 import type { Queryable } from '../store/db.ts';
 import type { AgentConfig } from '../runs/model.ts';
 import type { CreatorInfo, ScheduleRow } from './model.ts';
@@ -101,20 +102,11 @@ export async function pruneFires(q: Queryable, before: Date): Promise<void> {
   await q.query('DELETE FROM schedule_fires WHERE fired_at < $1', [before]);
 }
 
-export interface LiveAutomation {
-  id: string;
-  team_id: string;
-  factory_id: string;
-  name: string;
-  file: string;
-  enabled: boolean;
-  prompt: string;
-  agent: string | null;
-  config: Record<string, unknown>;
-  triggers: unknown[];
+/** A live automation of a live factory, as a schedule fire reads it. */
+export type LiveAutomation = Omit<AutomationRow, 'created_at' | 'updated_at' | 'deleted_at'> & {
   /** The prompt of the agent the automation runs (the run's base prompt), from the applied definition. */
   agent_prompt: string | null;
-}
+};
 
 const LIVE_AUTOMATION = `SELECT a.id, a.team_id, a.factory_id, a.name, a.file, a.enabled, a.prompt, a.agent, a.config, a.triggers,
     (SELECT ag->>'prompt' FROM jsonb_array_elements(
