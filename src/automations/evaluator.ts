@@ -2,14 +2,15 @@ import type { FastifyBaseLogger } from 'fastify';
 import { isAppError } from '../http/errors.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import { DELIVERIES_ACCEPTED_TOPIC } from '../ingress/topics.ts';
-import type { Creator } from '../runs/model.ts';
 import { insertQueuedRun, RUNS_QUEUED_TOPIC } from '../runs/service.ts';
+import type { CreateRunInput } from '../runs/service.ts';
 import type { Bus } from '../store/bus.ts';
 import type { Db, Queryable } from '../store/db.ts';
 import { EVENT_PAYLOAD_FILE, runPrompt, runTitle } from './envelope.ts';
 import { matchPayloadFilter } from './payload-filter.ts';
 import * as plans from './plans.ts';
 import type { OutboxDelivery, Subscription } from './plans.ts';
+import { automationRunBase } from './run-input.ts';
 
 export interface EvaluatorOptions {
   /** Deliveries evaluated per transaction. */
@@ -153,25 +154,18 @@ export function firstMatchPerAutomation(subs: readonly Subscription[], payload: 
   return [...chosen.values()];
 }
 
-export function automationCreator(automation: { id: string; name: string }): Creator {
-  return { type: 'service_account', id: automation.id, displayName: `automation ${automation.name}`, email: null };
-}
-
-function runInputFor(delivery: OutboxDelivery, sub: Subscription, basePrompt: string | undefined) {
+function runInputFor(delivery: OutboxDelivery, sub: Subscription, agentPrompt: string | undefined): CreateRunInput {
   const envelope = {
     automation: { id: sub.automation_id, name: sub.automation_name, prompt: sub.prompt },
     webhook: { uid: delivery.webhook_uid, name: delivery.webhook_name },
     deliveryId: delivery.id,
   };
+  const automation = { id: sub.automation_id, name: sub.automation_name, team_id: sub.team_id, factory_id: sub.factory_id, config: sub.config };
   return {
-    teamId: delivery.team_id,
+    ...automationRunBase(automation, agentPrompt),
     prompt: runPrompt(envelope),
     title: runTitle(envelope),
-    config: { ...sub.config, ...(basePrompt && sub.config.base_prompt === undefined ? { base_prompt: basePrompt } : {}) },
-    source: 'WEBHOOK' as const,
-    creator: automationCreator({ id: sub.automation_id, name: sub.automation_name }),
-    factoryId: sub.factory_id,
-    automationId: sub.automation_id,
+    source: 'WEBHOOK',
     deliveryId: delivery.id,
     attachments: [{ fileName: EVENT_PAYLOAD_FILE, mimeType: 'application/json', data: Buffer.from(delivery.payload) }],
   };

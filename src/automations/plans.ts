@@ -1,6 +1,6 @@
 /** SQL of the outbox evaluation: claiming accepted deliveries, finding subscribers, recording firings. */
 import type { PayloadFilter } from './payload-filter.ts';
-import type { AgentConfig } from '../runs/model.ts';
+import type { AutomationRow } from '../reconciler/model.ts';
 import type { Queryable } from '../store/db.ts';
 
 export interface OutboxDelivery {
@@ -26,18 +26,14 @@ export async function markEvaluated(q: Queryable, deliveryIds: readonly string[]
   await q.query('UPDATE webhook_deliveries SET outbox_pending = false, evaluated_at = ay_now() WHERE id = ANY($1::text[])', [deliveryIds]);
 }
 
-export interface Subscription {
+/** A webhook trigger of an automation, with the automation's columns a run needs. */
+export type Subscription = Pick<AutomationRow, 'team_id' | 'factory_id' | 'prompt' | 'agent' | 'config'> & {
   webhook_uid: string;
   trigger_index: number;
   payload_filter: PayloadFilter | null;
   automation_id: string;
   automation_name: string;
-  team_id: string;
-  factory_id: string;
-  prompt: string;
-  agent: string | null;
-  config: AgentConfig;
-}
+};
 
 /** Webhook triggers of enabled, live automations on these webhooks, in trigger order per automation. */
 export async function subscriptions(q: Queryable, webhookUids: readonly string[]): Promise<Subscription[]> {

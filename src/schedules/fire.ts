@@ -1,8 +1,8 @@
+import { automationRunBase } from '../automations/run-input.ts';
 import { isAppError } from '../http/errors.ts';
 import type { CreateRunInput } from '../runs/service.ts';
 import { insertQueuedRun } from '../runs/service.ts';
 import type { Db, Queryable } from '../store/db.ts';
-import { agentConfigOfAutomation } from './automation-config.ts';
 import { parseCron } from './cron.ts';
 import type { ScheduleRow } from './model.ts';
 import { creatorOfInfo, scheduleInfoOf } from './model.ts';
@@ -52,19 +52,12 @@ async function underSavepoint<T>(tx: Queryable, fn: () => Promise<T>): Promise<{
 
 /** A run of an automation for a schedule fire: the automation's prompt and settings, its agent's base prompt. */
 function automationRunInput(schedule: ScheduleRow, automation: LiveAutomation): CreateRunInput {
-  const config = agentConfigOfAutomation(automation);
-  if (automation.agent_prompt && config.base_prompt === undefined) config.base_prompt = automation.agent_prompt;
   return {
-    teamId: automation.team_id,
+    ...automationRunBase(automation, automation.agent_prompt),
     prompt: automation.prompt,
     title: `${automation.name}: schedule ${schedule.name}`,
-    config,
     source: 'SCHEDULED_AGENT',
-    // As for webhook-started runs: the automation is the creator.
-    creator: { type: 'service_account', id: automation.id, displayName: `automation ${automation.name}`, email: null },
     scheduleId: schedule.id,
-    automationId: automation.id,
-    factoryId: automation.factory_id,
   };
 }
 

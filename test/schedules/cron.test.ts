@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidCronError, goDurationMs, parseCron } from '../../src/schedules/cron.ts';
 import { inlineSchedulesOf } from '../../src/schedules/automation-sync.ts';
-import { agentConfigOfAutomation } from '../../src/schedules/automation-config.ts';
 
 const at = (iso: string) => new Date(iso);
 const next = (expr: string, after: string) => parseCron(expr).nextAfter(at(after)).toISOString();
@@ -87,32 +86,5 @@ describe('automation rows', () => {
       { name: null, cron: '@daily' },
     ]);
     expect(inlineSchedulesOf({})).toEqual([]);
-  });
-
-  it('turns resolved execution settings into a run configuration', () => {
-    expect(
-      agentConfigOfAutomation({
-        name: 'nightly-triage',
-        agent: 'foreman',
-        config: {
-          harness: { type: 'claude', model: 'claude-sonnet-4', reasoningLevel: 'high', auth: { source: 'managedSecret', secretName: 'ANTHROPIC' } },
-          runner: 'linux-small',
-          environmentId: null,
-          secrets: ['GH_TOKEN'],
-          mcpServers: { docs: { warpId: 'mcp-1' } },
-          workerHost: 'my-worker',
-        },
-      }),
-    ).toEqual({
-      name: 'nightly-triage',
-      model_id: 'claude-sonnet-4',
-      harness: { type: 'claude', model_id: 'claude-sonnet-4', reasoning_level: 'high' },
-      harness_auth_secrets: { claude_auth_secret_name: 'ANTHROPIC' },
-      runner_id: 'linux-small',
-      secrets: ['GH_TOKEN'],
-      mcp_servers: { docs: { warp_id: 'mcp-1' } },
-      worker_host: 'my-worker',
-    });
-    expect(agentConfigOfAutomation({ name: 'a', agent: null, config: { model_id: 'm', worker_host: 'w' } })).toEqual({ name: 'a', model_id: 'm', worker_host: 'w' });
   });
 });

@@ -1,0 +1,31 @@
+/** What every run an automation starts has in common, whether a webhook delivery or a schedule fired it. */
+import type { AutomationRow } from '../reconciler/model.ts';
+import type { Creator } from '../runs/model.ts';
+import type { CreateRunInput } from '../runs/service.ts';
+
+export type StartingAutomation = Pick<AutomationRow, 'id' | 'team_id' | 'factory_id' | 'name' | 'config'>;
+
+/** The automation is the creator of the runs it starts (a service account named after it). */
+export function automationCreator(automation: Pick<AutomationRow, 'id' | 'name'>): Creator {
+  return { type: 'service_account', id: automation.id, displayName: `automation ${automation.name}`, email: null };
+}
+
+/**
+ * The team, factory, creator and run configuration of a run the automation starts: the configuration the
+ * reconciler stored on its row, with the prompt of the automation's agent as the base prompt unless that
+ * configuration names one.
+ */
+export function automationRunBase(
+  automation: StartingAutomation,
+  agentPrompt: string | null | undefined,
+): Required<Pick<CreateRunInput, 'teamId' | 'config' | 'creator' | 'factoryId' | 'automationId'>> {
+  const config = { ...automation.config };
+  if (agentPrompt && config.base_prompt === undefined) config.base_prompt = agentPrompt;
+  return {
+    teamId: automation.team_id,
+    config,
+    creator: automationCreator(automation),
+    factoryId: automation.factory_id,
+    automationId: automation.id,
+  };
+}
