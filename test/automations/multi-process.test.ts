@@ -2,15 +2,12 @@
  * Several processes evaluating one PostgreSQL outbox: exactly one run per (delivery, automation) when they
  * race, and when one is killed (SIGKILL, mid-evaluation) and another finishes its work.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OutboxEvaluator } from '../../src/automations/evaluator.ts';
 import { MODULES } from '../../src/modules.ts';
+import { spawnAgentyard, serveEnv } from '../support/agentyard-process.ts';
 import { ENGINES } from '../support/db.ts';
-import { TEST_MASTER_KEY, startTestServer } from '../support/server.ts';
+import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 import { post, seedFactory, seedWebhook } from '../ingress/support.ts';
 import { runsOfDeliveries, seedAutomation, waitEvaluated } from './support.ts';
@@ -48,13 +45,11 @@ function expectOneRunPerPair(runs: { delivery_id: string | null; automation_id: 
 
 describe.runIf(ENGINES.includes('postgres'))('evaluation across processes on PostgreSQL', () => {
   let a: TestServer;
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'agentyard-eval-'));
   beforeAll(async () => {
     a = await startTestServer('postgres', { modules: WITHOUT_EVALUATOR });
   });
   afterAll(async () => {
     await a?.close();
-    rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('two processes racing over one outbox start exactly one run per (delivery, automation)', async () => {
@@ -73,11 +68,7 @@ describe.runIf(ENGINES.includes('postgres'))('evaluation across processes on Pos
 
   it('a server process killed mid-evaluation: another finishes, and every pair has exactly one run', async () => {
     const { ids } = await acceptMany(a, 300, 3);
-    const child = spawn(process.execPath, ['bin/agentyard.js', 'serve', '--port', '0', '--host', '127.0.0.1'], {
-      env: { ...process.env, DATABASE_URL: a.database.url!, AGENTYARD_MASTER_KEY: TEST_MASTER_KEY, AGENTYARD_DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
-      stdio: 'ignore',
-    });
-    const exited = new Promise((r) => child.once('exit', r));
+    const other = spawnAgentyard(['serve', '--port', '0', '--host', '127.0.0.1'], serveEnv(a.database));
     let seen = 0;
     try {
       // Kill it as soon as it has committed some runs: it is then somewhere inside the outbox.
@@ -86,8 +77,8 @@ describe.runIf(ENGINES.includes('postgres'))('evaluation across processes on Pos
         if (seen === 0) await new Promise((r) => setTimeout(r, 10));
       }
     } finally {
-      child.kill('SIGKILL');
-      await exited;
+      other.child.kill('SIGKILL');
+      await other.stop();
     }
     expect(seen).toBeGreaterThan(0);
     const survivor = new OutboxEvaluator(a.server.ctx.db, a.server.ctx.bus, a.server.ctx.log);

@@ -4,64 +4,33 @@
  * processes on the bus (LISTEN/NOTIFY) and by the executors' poll, and the agent's process tree stops; an
  * executor process killed with -9 mid-run leaves its run to the reaper, which ends it ERROR by lease expiry.
  */
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnAgentyard, serveEnv } from '../support/agentyard-process.ts';
+import type { AgentyardProcess } from '../support/agentyard-process.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import { killQuietly, readPidFile } from '../support/processes.ts';
 import type { TestDatabase } from '../support/db.ts';
-import { TEST_MASTER_KEY } from '../support/server.ts';
-import { createRun, executionsOf, FAKE, fakeRecords, pidAlive, ROOT, startExecServer, waitFor, waitForState } from './support.ts';
+import { createRun, executionsOf, FAKE, fakeRecords, pidAlive, startExecServer, waitFor, waitForState } from './support.ts';
 import type { ExecServer } from './support.ts';
 
-interface ServeProcess {
-  child: ChildProcess;
-  output: () => string;
-  stop(): Promise<void>;
-}
-
-function startExecutorProcess(database: TestDatabase): ServeProcess {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'agentyard-exec-'));
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin/agentyard.js'), 'serve', '--roles', 'executor', '--port', '0', '--host', '127.0.0.1'], {
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      DATABASE_URL: database.url,
-      AGENTYARD_MASTER_KEY: TEST_MASTER_KEY,
-      AGENTYARD_DATA_DIR: dataDir,
+function startExecutorProcess(database: TestDatabase): AgentyardProcess {
+  return spawnAgentyard(
+    ['serve', '--roles', 'executor', '--port', '0', '--host', '127.0.0.1'],
+    serveEnv(database, {
       AGENTYARD_HARNESSES: 'claude',
       AGENTYARD_HARNESS_CLAUDE_BIN: FAKE.claude,
       AGENTYARD_LEASE_MS: '3000',
       AGENTYARD_HEARTBEAT_MS: '300',
       AGENTYARD_EXECUTOR_POLL_MS: '5000',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  return {
-    child,
-    output: () => out,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        await exited;
-      }
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
+    }),
+  );
 }
 
 describe.skipIf(!ENGINES.includes('postgres'))('runs executing in another server process on postgres', () => {
   let database: TestDatabase;
   let api: ExecServer;
-  const processes: ServeProcess[] = [];
+  const processes: AgentyardProcess[] = [];
   beforeAll(async () => {
     database = await createTestDatabase('postgres');
     // this process serves the API only: it executes nothing

@@ -120,42 +120,7 @@ export function factoryManifest(namespace: string, name: string, spec: Record<st
   return JSON.stringify({ apiVersion: 'agentyard.dev/v1alpha1', kind: 'Factory', metadata: { name, namespace }, spec });
 }
 
-export const FACTORY_YAML = `schemaVersion: v1alpha1
-name: Alert triage
-repositories:
-  - owner: acme
-    name: api
-agentDefaults:
-  model: auto
-  runner: default
-`;
-
-export const FOREMAN = `---
-agentType: FOREMAN
-description: Receives alerts.
----
-
-You are the on-call foreman.
-`;
-
-export const RUNNER = `setupCommands:
-  - npm ci
-instanceShape:
-  vcpus: 2
-  memoryGb: 4
-platform:
-  os: linux
-  linux:
-    dockerImage: node:24-bookworm
-`;
-
-export function baseFiles(): Record<string, string> {
-  return { 'factory.yaml': FACTORY_YAML, 'agents/foreman/agent.md': FOREMAN, 'runners/default.yaml': RUNNER };
-}
-
-export function webhookYaml(secretName: string): string {
-  return `authMode: token\nsecretName: ${secretName}\nenabled: true\n`;
-}
+export { baseFiles, FOREMAN, webhookYaml } from '../support/factory-tree.ts';
 
 export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });

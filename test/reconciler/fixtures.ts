@@ -1,37 +1,12 @@
-/** Factory trees for reconciler tests: a valid base plus webhook and automation files. */
+/** Factory trees for reconciler tests: the shared base (test/support/factory-tree.ts) plus automation files. */
+import { baseFiles as sharedBaseFiles, webhookYaml } from '../support/factory-tree.ts';
 
-export const FACTORY_YAML = `schemaVersion: v1alpha1
-name: Alert triage
-repositories:
-  - owner: acme
-    name: api
-agentDefaults:
-  model: auto
-  runner: default
-  workerHost: build-box-1
-`;
-
-export const FOREMAN = `---
-agentType: FOREMAN
-description: Receives alerts.
----
-
-You are the on-call foreman.
-`;
-
-export const RUNNER = `platform:
-  os: linux
-  linux:
-    dockerImage: node:24-bookworm
-`;
-
+/** The shared base tree, its runs going to the self-hosted worker `build-box-1`. */
 export function baseFiles(): Record<string, string> {
-  return { 'factory.yaml': FACTORY_YAML, 'agents/foreman/agent.md': FOREMAN, 'runners/default.yaml': RUNNER };
+  return sharedBaseFiles({ workerHost: 'build-box-1' });
 }
 
-export function webhookYaml(secretName: string, options: { authMode?: string; enabled?: boolean; extra?: string } = {}): string {
-  return `authMode: ${options.authMode ?? 'token'}\nsecretName: ${secretName}\nenabled: ${options.enabled ?? true}\n${options.extra ?? ''}`;
-}
+export { webhookYaml };
 
 export function automationMd(uid: string, payload = 'severity: [critical, high]'): string {
   return `---

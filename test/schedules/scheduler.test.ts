@@ -1,15 +1,12 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../../src/schedules/clock.ts';
+import { spawnAgentyard, serveEnv } from '../support/agentyard-process.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { parseRoles } from '../../src/config.ts';
 import { MODULES } from '../../src/modules.ts';
 import { createSchedulesModule } from '../../src/schedules/module.ts';
-import { startTestServer, TEST_MASTER_KEY } from '../support/server.ts';
+import { startTestServer } from '../support/server.ts';
 import { runsOfSchedule, secondConnection, startScheduleServer, waitFor } from './support.ts';
 import type { ScheduleTestServer } from './support.ts';
 
@@ -132,23 +129,12 @@ describe.each(ENGINES)('scheduler on %s', (engine) => {
   it.runIf(engine === 'postgres')('with a second scheduler in another OS process, each fire creates exactly one run', async () => {
     const db = await database();
     const a = await server({ clock: systemClock, database: db });
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'agentyard-scheduler-'));
-    const child = spawn(process.execPath, [path.resolve('bin/agentyard.js'), 'serve', '--roles', 'scheduler', '--port', '0', '--host', '127.0.0.1'], {
-      env: { ...process.env, DATABASE_URL: db.url!, AGENTYARD_MASTER_KEY: TEST_MASTER_KEY, AGENTYARD_DATA_DIR: dataDir, LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    cleanups.push(async () => {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await exited;
-      rmSync(dataDir, { recursive: true, force: true });
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    // `info` logs: the process says when it listens.
+    const other = spawnAgentyard(['serve', '--roles', 'scheduler', '--port', '0', '--host', '127.0.0.1'], serveEnv(db, { LOG_LEVEL: 'info' }));
+    cleanups.push(() => other.stop());
     await waitFor(async () => {
-      if (child.exitCode !== null) throw new Error(`the second process exited: ${output}`);
-      return output.includes('Agentyard listening');
+      if (other.child.exitCode !== null) throw new Error(`the second process exited: ${other.output()}`);
+      return other.output().includes('Agentyard listening');
     }, 'the second process', 30_000);
 
     const ids: string[] = [];

@@ -4,16 +4,13 @@
  * frames driving the run's states; and a worker process that reconnects after its server restarts and
  * finishes its run on the new connection.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { WORKER_PROTOCOL_VERSION } from '../../src/workers/protocol.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import { freePort } from '../support/postgres-server.ts';
-import { createRun, eventsOf, executionsOf, FAKE, ROOT, startExecServer, waitFor, waitForState } from '../execution/support.ts';
+import { spawnAgentyard } from '../support/agentyard-process.ts';
+import { createRun, eventsOf, executionsOf, FAKE, startExecServer, waitFor, waitForState } from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
 
 interface Client {
@@ -139,30 +136,26 @@ describe.each(ENGINES)('a worker process across a server restart on %s', (engine
     const settings = { harnesses: [] as [], defaultHarness: undefined };
     let s = await startExecServer(engine, { database, settings, config: { port } });
     const key = (await s.api('POST', '/api-keys', { name: 'worker' })).body.key as string;
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'agentyard-worker-'));
-    const child = spawn(process.execPath, [path.join(ROOT, 'bin/agentyard.js'), 'worker', '--worker-id', 'phoenix', '--server', s.url, '--api-key', key, '--capacity', '1', '--harnesses', 'command', '--data-dir', dataDir], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, AGENTYARD_HARNESS_COMMAND_BIN: FAKE.command },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const worker = spawnAgentyard(['worker', '--worker-id', 'phoenix', '--server', s.url, '--api-key', key, '--capacity', '1', '--harnesses', 'command'], {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      AGENTYARD_HARNESS_COMMAND_BIN: FAKE.command,
     });
-    let log = '';
-    child.stderr!.on('data', (d) => (log += d));
     try {
       const runId = await createRun(s, { prompt: 'survive the restart WAIT 3', config: { worker_host: 'phoenix' } }, key);
       await waitForState(s, runId, ['INPROGRESS'], 20_000, key);
       await s.close();
       s = await startExecServer(engine, { database, settings, config: { port } });
       const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, key);
-      expect(run.state, log).toBe('SUCCEEDED');
-      expect(log).toMatch(/reconnecting in \d+ ms/);
+      expect(run.state, worker.output()).toBe('SUCCEEDED');
+      expect(worker.output()).toMatch(/reconnecting in \d+ ms/);
       const executions = await executionsOf(s, runId);
       expect(executions).toHaveLength(1);
       expect(executions[0]!.outcome).toBe('succeeded');
     } finally {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+      await worker.stop();
       await s.close();
       await database.close();
-      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

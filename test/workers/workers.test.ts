@@ -4,50 +4,20 @@
  * waits and says so; capacity is respected; cancellation reaches the worker's agent; `kill -9` of a worker
  * mid-run ends the run ERROR once its lease expires.
  */
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
+import { spawnAgentyard } from '../support/agentyard-process.ts';
+import type { AgentyardProcess } from '../support/agentyard-process.ts';
 import { killQuietly, readPidFile } from '../support/processes.ts';
-import { createRun, executionsOf, FAKE, fakeRecords, pidAlive, ROOT, startExecServer, waitFor, waitForState } from '../execution/support.ts';
+import { createRun, executionsOf, FAKE, fakeRecords, pidAlive, startExecServer, waitFor, waitForState } from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
 
-interface WorkerProcess {
-  child: ChildProcess;
-  dataDir: string;
-  output: () => string;
-  stop(): Promise<void>;
-}
-
-function startWorker(s: ExecServer, key: string, workerId: string, capacity: number): WorkerProcess {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'agentyard-worker-'));
-  const child = spawn(
-    process.execPath,
-    [path.join(ROOT, 'bin/agentyard.js'), 'worker', '--worker-id', workerId, '--server', s.apiUrl, '--api-key', key, '--capacity', String(capacity), '--harnesses', 'claude,command', '--data-dir', dataDir],
-    {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, AGENTYARD_HARNESS_CLAUDE_BIN: FAKE.claude, AGENTYARD_HARNESS_COMMAND_BIN: FAKE.command, ANTHROPIC_API_KEY: 'sk-worker-environment-key' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
+function startWorker(s: ExecServer, key: string, workerId: string, capacity: number): AgentyardProcess {
+  return spawnAgentyard(
+    ['worker', '--worker-id', workerId, '--server', s.apiUrl, '--api-key', key, '--capacity', String(capacity), '--harnesses', 'claude,command'],
+    { PATH: process.env.PATH, HOME: process.env.HOME, AGENTYARD_HARNESS_CLAUDE_BIN: FAKE.claude, AGENTYARD_HARNESS_COMMAND_BIN: FAKE.command, ANTHROPIC_API_KEY: 'sk-worker-environment-key' },
   );
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  return {
-    child,
-    dataDir,
-    output: () => out,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        await exited;
-      }
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
 }
 
 async function workersOf(s: ExecServer, key: string): Promise<any[]> {
@@ -64,7 +34,7 @@ function killAgentsOf(workspace: string): void {
 describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
   let s: ExecServer;
   let key: string;
-  const workers: WorkerProcess[] = [];
+  const workers: AgentyardProcess[] = [];
   beforeAll(async () => {
     // the service's own executors offer nothing here: every run below must go to a worker
     s = await startExecServer(engine, { settings: { harnesses: [], defaultHarness: undefined } });
