@@ -21,6 +21,8 @@ export interface Config {
   factory: string | undefined;
   /** `GET /agent/models`: model ids (comma-separated, first = default) or a JSON document (AGENTYARD_MODELS). */
   agentModels: string | undefined;
+  /** `POST /factory-files/validate` requests per minute from one client address; 0 = no limit (AGENTYARD_VALIDATE_RATE_LIMIT). */
+  validateRateLimit: number;
 }
 
 function envInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -60,5 +62,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     roles: overrides.roles ?? parseRoles(env.AGENTYARD_ROLES),
     factory: overrides.factory ?? (env.AGENTYARD_FACTORY || undefined),
     agentModels: overrides.agentModels ?? (env.AGENTYARD_MODELS || undefined),
+    validateRateLimit: overrides.validateRateLimit ?? envInt(env, 'AGENTYARD_VALIDATE_RATE_LIMIT', 30),
   };
 }

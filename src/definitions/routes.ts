@@ -7,6 +7,7 @@ import type { Principal } from '../identity/principal.ts';
 import { isUrlSafe, secretProviderFor } from '../secrets/provider.ts';
 import type { Diagnostic } from './diagnostic.ts';
 import type { ValidationContext } from './context.ts';
+import { ClientRateLimit } from './rate-limit.ts';
 import { getSchemaBundle, SCHEMA_VERSION } from './schemas.ts';
 import { validateFactory } from './validate.ts';
 
@@ -141,6 +142,8 @@ async function optionalPrincipal(ctx: ServiceContext, request: FastifyRequest): 
 
 export async function registerFactoryFileRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
   const tags = ['factory-files'];
+  // Validation is the one CPU-bound public route here; the schema routes answer from a cache.
+  const validateLimit = new ClientRateLimit('validate', ctx.config.validateRateLimit, 60);
 
   app.get(
     '/factory-files/schemas',
@@ -215,12 +218,15 @@ export async function registerFactoryFileRoutes(app: AppInstance, ctx: ServiceCo
     '/factory-files/validate',
     {
       config: { public: true },
+      // Before the body is read: a refused request costs no parsing.
+      onRequest: async (request) => validateLimit.consume(request.ip),
       schema: {
         tags,
         operationId: 'validateFactoryFiles',
         summary:
           'Dry-run validation of factory files (no API key needed; with one, checks that need the team secrets run too). ' +
-          `At most ${VALIDATE_LIMITS.files} files, 256 KiB each, 2 MiB in all.`,
+          `At most ${VALIDATE_LIMITS.files} files, 256 KiB each, 2 MiB in all; ` +
+          'requests per minute from one client are limited (AGENTYARD_VALIDATE_RATE_LIMIT, 429 rate_limited with Retry-After).',
         security: [{}, { bearerAuth: [] }],
         body: Type.Object({
           files: Type.Array(Type.Object({ path: Type.String(), content: Type.String() }), { description: 'factory.yaml and resource files' }),
