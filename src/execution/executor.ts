@@ -6,16 +6,19 @@
  */
 import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
-import { RUN_CHANGED_TOPIC, RUNS_QUEUED_TOPIC } from '../runs/service.ts';
+import type { CreatedRun } from '../runs/plans.ts';
+import { offerHandOff, RUN_CHANGED_TOPIC, RUNS_QUEUED_TOPIC } from '../runs/service.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Bus } from '../store/bus.ts';
 import type { Db } from '../store/db.ts';
 import { EventPipe } from './event-pipe.ts';
+import { HandOff } from './hand-off.ts';
+import type { HandOffTarget } from './hand-off.ts';
 import { adapterFor } from './harnesses/index.ts';
 import { buildPlans, PlanError } from './plan-builder.ts';
 import type { ExecutionPlan } from './plan.ts';
 import { claimServiceRuns } from './queue.ts';
-import type { Claimed } from './queue.ts';
+import type { Claimed, ClaimOptions } from './queue.ts';
 import type { ExecutionRecorder } from './recorder.ts';
 import { ExecutionRunner } from './runner.ts';
 import type { ExecutionSettings } from './settings.ts';
@@ -44,7 +47,7 @@ interface Active {
   delivered: Set<string>;
 }
 
-export class ServiceExecutor {
+export class ServiceExecutor implements HandOffTarget {
   readonly #deps: ExecutorDeps;
   readonly #active = new Map<string, Active>();
   readonly #byRun = new Map<string, string>();
@@ -57,6 +60,10 @@ export class ServiceExecutor {
   #soon = false;
   #stopped = false;
   readonly #finishing = new Set<Promise<void>>();
+  /** Slots promised to hand-offs under way (claims made where runs are created, see hand-off.ts). */
+  #reserved = 0;
+  readonly #accepting = new Set<Promise<void>>();
+  #handOff: HandOff | undefined;
 
   constructor(deps: ExecutorDeps) {
     this.#deps = deps;
@@ -69,6 +76,33 @@ export class ServiceExecutor {
   /** Runs executing in this process right now. */
   get load(): number {
     return this.#active.size;
+  }
+
+  get freeSlots(): number {
+    return this.#stopped ? 0 : this.#deps.settings.concurrency - this.#active.size - this.#reserved;
+  }
+
+  #claimOptions(limit: number): ClaimOptions {
+    const { settings } = this.#deps;
+    return { limit, harnesses: settings.harnesses, defaultHarness: settings.defaultHarness, executor: this.executorName, leaseMs: settings.leaseMs };
+  }
+
+  reserve(n: number): ClaimOptions {
+    const slots = Math.max(0, Math.min(n, this.freeSlots));
+    this.#reserved += slots;
+    return this.#claimOptions(slots);
+  }
+
+  accept(claimed: Claimed[], reserved: number): Promise<void> {
+    const taking: Promise<void> = (claimed.length ? this.#take(claimed) : Promise.resolve())
+      .catch((err: unknown) => this.#deps.log.warn({ err }, 'starting handed-off runs failed'))
+      .finally(() => {
+        // freed once the runs are active: a claim in between must not count their slots free
+        this.#reserved -= reserved;
+        this.#accepting.delete(taking);
+      });
+    this.#accepting.add(taking);
+    return taking;
   }
 
   async start(): Promise<void> {
@@ -90,7 +124,21 @@ export class ServiceExecutor {
     });
     every(settings.heartbeatMs, () => this.#heartbeat());
     await this.#register();
+    if (settings.concurrency > 0 && settings.harnesses.length > 0) {
+      const handOff = new HandOff(this.#deps.db, this, (runs) => this.#announceQueued(runs));
+      this.#handOff = handOff;
+      this.#unsubscribe.push(offerHandOff(this.#deps.db, handOff));
+    }
     this.wake();
+  }
+
+  /** Runs a hand-off inserted but did not claim are announced as RunService announces new runs. */
+  #announceQueued(runs: CreatedRun[]): void {
+    const byHost = new Map<string | null, CreatedRun>();
+    for (const run of runs) if (!byHost.has(run.worker_host)) byHost.set(run.worker_host, run);
+    for (const run of byHost.values()) {
+      void this.#deps.bus.publish(RUNS_QUEUED_TOPIC, { run_id: run.id, worker_host: run.worker_host }).catch(() => {});
+    }
   }
 
   /**
@@ -127,25 +175,24 @@ export class ServiceExecutor {
   async #dispatch(): Promise<void> {
     const { settings } = this.#deps;
     while (!this.#stopped) {
-      const free = settings.concurrency - this.#active.size;
+      const free = settings.concurrency - this.#active.size - this.#reserved;
       if (free <= 0) {
         this.#backlog = true;
         return;
       }
-      const claimed = await claimServiceRuns(this.#deps.db, {
-        limit: free,
-        harnesses: settings.harnesses,
-        defaultHarness: settings.defaultHarness,
-        executor: this.executorName,
-        leaseMs: settings.leaseMs,
-      });
+      const claimed = await claimServiceRuns(this.#deps.db, this.#claimOptions(free));
       this.#backlog = claimed.length >= free;
       if (claimed.length === 0) return;
-      const plans = await buildPlans(this.#deps.db, this.#deps.secrets, claimed, this.#deps.publicUrl());
-      claimed.forEach((c, i) => this.#launch(c, plans[i]!));
-      this.#deps.onClaimed?.(claimed.map((c) => c.run.id));
+      await this.#take(claimed);
       if (claimed.length < free) return;
     }
+  }
+
+  /** Starts executing claimed runs. */
+  async #take(claimed: Claimed[]): Promise<void> {
+    const plans = await buildPlans(this.#deps.db, this.#deps.secrets, claimed, this.#deps.publicUrl());
+    claimed.forEach((c, i) => this.#launch(c, plans[i]!));
+    this.#deps.onClaimed?.(claimed.map((c) => c.run.id));
   }
 
   #launch(claimed: Claimed, plan: ExecutionPlan | Error): void {
@@ -262,6 +309,9 @@ export class ServiceExecutor {
     for (const u of this.#unsubscribe) u();
     for (const t of this.#timers) clearInterval(t);
     await this.#dispatching;
+    // runs claimed by hand-offs under way are launched, then stopped with the others
+    await this.#handOff?.drain();
+    await Promise.all([...this.#accepting]);
     for (const a of this.#active.values()) {
       void a.runner?.stop('shutdown', { message: 'the server executing the run shut down', errorCode: 'executor_stopped' });
     }

@@ -92,6 +92,22 @@ export async function claimServiceRuns(db: Db, options: ClaimOptions): Promise<C
   return claimedFrom(res.rows);
 }
 
+/**
+ * Inserts runs (`records`: the JSON records of plans.insertRuns) and, in the same statement, claims up to
+ * `limit` queued runs for this process's executors as claimServiceRuns does (ay_create_and_claim_service_runs,
+ * migration 0035): the claim may take older runs of other teams before the new ones.
+ */
+export async function createAndClaimServiceRuns(db: Db, records: string, options: ClaimOptions): Promise<Claimed[]> {
+  const { spellings, types } = harnessParams(options);
+  const limit = spellings.length === 0 ? 0 : Math.max(0, options.limit);
+  const t = transitionFor('claim');
+  const res = await db.query<ClaimRow>(
+    'SELECT * FROM ay_create_and_claim_service_runs($1::jsonb, $2::text[], $3::int, $4::text[], $5::text[], $6::text[], $7, $8::int, $9, $10::text[])',
+    [records, spellings, limit, newExecutionIds(limit), spellings, types, options.executor, options.leaseMs, t.to, [...t.from]],
+  );
+  return claimedFrom(res.rows);
+}
+
 /** Claims up to `limit` queued runs of the team whose `worker_host` is the worker's ID (ay_claim_worker_runs). */
 export async function claimWorkerRuns(db: Db, teamId: string, workerId: string, options: ClaimOptions): Promise<Claimed[]> {
   const { spellings, types } = harnessParams(options);

@@ -1,0 +1,101 @@
+/**
+ * Direct hand-off: in a process whose executors have a free slot, a run created through RunService.create is
+ * claimed in the statement that inserts it (ay_create_and_claim_service_runs, migration 0035) instead of being
+ * inserted, announced, and then looked for by a claim of its own: one round trip from "create" to "the executor
+ * has it", and the run is never seen QUEUED by anyone else. The claim is the executors' usual one (fair between
+ * teams, QUEUED → CLAIMED through the state machine with its state event, an execution with its lease), so with
+ * a queue it may take older runs of other teams first; the runs it leaves are announced as any new run is.
+ * Creations of the same moment go together in one statement (group commit).
+ */
+import type { CreatedRun, InsertRun } from '../runs/plans.ts';
+import { insertRuns } from '../runs/plans.ts';
+import type { RunHandOff } from '../runs/service.ts';
+import type { Db, QueryResult, SqlValue } from '../store/db.ts';
+import { Batcher } from './batcher.ts';
+import type { Claimed, ClaimOptions } from './queue.ts';
+import { createAndClaimServiceRuns } from './queue.ts';
+
+/** The executors a hand-off claims for. */
+export interface HandOffTarget {
+  /** Slots free for a claim right now (0 when stopping). */
+  readonly freeSlots: number;
+  /** Reserves up to `n` free slots; answers the options to claim them with (`limit`: the slots reserved). */
+  reserve(n: number): ClaimOptions;
+  /** Takes the runs claimed with `reserved` reserved slots (none when the statement failed); frees the slots. */
+  accept(claimed: Claimed[], reserved: number): Promise<void>;
+}
+
+/** The records plans.insertRuns writes for these rows (its one JSON parameter), for a statement of our own. */
+export async function insertRecords(rows: readonly InsertRun[]): Promise<string> {
+  let records: SqlValue | undefined;
+  const capture = {
+    async query<Row>(_text: string, params?: readonly SqlValue[]): Promise<QueryResult<Row>> {
+      records = params?.[0];
+      return { rows: [], rowCount: 0 };
+    },
+  };
+  await insertRuns(capture, rows);
+  if (typeof records !== 'string') throw new Error('insertRuns no longer sends its rows as one JSON parameter');
+  return records;
+}
+
+const created = (row: InsertRun): CreatedRun => ({ id: row.id, state: row.state, worker_host: row.workerHost });
+
+export class HandOff implements RunHandOff {
+  readonly #db: Db;
+  readonly #target: HandOffTarget;
+  readonly #announce: (runs: CreatedRun[]) => void;
+  readonly #batcher = new Batcher<InsertRun, CreatedRun | Error>((rows) => this.#write(rows));
+  readonly #pending = new Set<Promise<unknown>>();
+
+  /** `announce`: tells the others about runs the statement inserted but did not claim. */
+  constructor(db: Db, target: HandOffTarget, announce: (runs: CreatedRun[]) => void) {
+    this.#db = db;
+    this.#target = target;
+    this.#announce = announce;
+  }
+
+  /** Takes a queued run for the service's executors while they have a free slot; undefined otherwise. */
+  create(row: InsertRun): Promise<CreatedRun> | undefined {
+    if (row.state !== 'QUEUED' || row.workerHost !== null || this.#target.freeSlots <= 0) return undefined;
+    const done = this.#batcher.add(row).then((r) => {
+      if (r instanceof Error) throw r;
+      return r;
+    });
+    this.#pending.add(done);
+    void done.catch(() => {}).finally(() => this.#pending.delete(done));
+    return done;
+  }
+
+  /** Resolves once the creations under way are written and their claims taken. */
+  async drain(): Promise<void> {
+    while (this.#pending.size) await Promise.allSettled([...this.#pending]);
+  }
+
+  async #write(rows: InsertRun[]): Promise<(CreatedRun | Error)[]> {
+    try {
+      await this.#createAndClaim(rows);
+      return rows.map(created);
+    } catch (err) {
+      if (rows.length === 1) return [err instanceof Error ? err : new Error(String(err))];
+      // one bad row must not fail the others: write them one by one to find it
+      const out: (CreatedRun | Error)[] = [];
+      for (const row of rows) out.push(...(await this.#write([row])));
+      return out;
+    }
+  }
+
+  async #createAndClaim(rows: InsertRun[]): Promise<void> {
+    const records = await insertRecords(rows);
+    const options = this.#target.reserve(rows.length);
+    let claimed: Claimed[] = [];
+    try {
+      claimed = await createAndClaimServiceRuns(this.#db, records, options);
+    } finally {
+      void this.#target.accept(claimed, options.limit);
+    }
+    const taken = new Set(claimed.map((c) => c.run.id));
+    const left = rows.filter((r) => !taken.has(r.id));
+    if (left.length) this.#announce(left.map(created));
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * Direct hand-off: a run created in a process whose executors have a free slot is claimed in the statement
+ * that inserts it, through the state machine (its QUEUED → CLAIMED state event, an execution with its lease),
+ * fair between teams (the claim may take an older run of another team first), and a run the executors cannot
+ * take stays queued and announced. The statement inserts every column the usual insert does.
+ */
+import { describe, expect, it } from 'vitest';
+import { insertRecords } from '../../src/execution/hand-off.ts';
+import { createAndClaimServiceRuns } from '../../src/execution/queue.ts';
+import { insertRuns } from '../../src/runs/plans.ts';
+import { insertQueuedRun, prepareQueuedRun, RUNS_QUEUED_TOPIC, RunService } from '../../src/runs/service.ts';
+import { ENGINES } from '../support/db.ts';
+import { eventsOf, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
+import type { ExecServer } from './support.ts';
+
+async function teamIdOf(s: ExecServer): Promise<string> {
+  return (await s.api('GET', '/whoami')).body.team.id;
+}
+
+describe.each(ENGINES)('direct hand-off on %s', (engine) => {
+  it('claims a run in the statement that creates it: never seen QUEUED, the claim recorded as a state event', async () => {
+    const s = await startExecServer(engine, { settings: { concurrency: 2, harnesses: ['noop'], defaultHarness: 'noop', pollMs: 60_000 } });
+    try {
+      const service = new RunService(s.server.ctx.db, s.server.ctx.bus);
+      const { run } = await service.create({ teamId: await teamIdOf(s), prompt: 'handed off', source: 'API', creator: null });
+      expect(run.state).toBe('QUEUED');
+      // committed together with its claim: no poll (60 s) and no wake-up needed
+      const row = (await s.server.ctx.db.query<{ state: string; execution_id: string }>('SELECT state, execution_id FROM runs WHERE id = $1', [run.id])).rows[0]!;
+      expect(row.state).not.toBe('QUEUED');
+      const [execution] = await executionsOf(s, run.id);
+      expect(execution).toMatchObject({ id: row.execution_id, attempt: 1, harness: 'noop', executor: `service:${s.parts.processId}` });
+      await waitForState(s, run.id, ['SUCCEEDED']);
+      const states = (await eventsOf(s, run.id)).filter((e) => e.type === 'state').map((e) => [e.data.previous, e.data.state]);
+      expect(states).toEqual([
+        ['QUEUED', 'CLAIMED'],
+        ['CLAIMED', 'INPROGRESS'],
+        ['INPROGRESS', 'SUCCEEDED'],
+      ]);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('claims fairly: with another team waiting, the new run waits for its turn', async () => {
+    const s = await startExecServer(engine, { settings: { concurrency: 1, harnesses: ['noop'], defaultHarness: 'noop', pollMs: 60_000 } });
+    try {
+      const db = s.server.ctx.db;
+      const teamA = await teamIdOf(s);
+      const teamB = (await s.api('POST', '/teams', { name: 'team-b' })).body.team.id as string;
+      // team A's runs queued without a wake-up (and the poll is a minute away): the executor's slot is free
+      const queued = await db.transaction(async (tx) => {
+        const ids: string[] = [];
+        for (let i = 0; i < 3; i++) ids.push((await insertQueuedRun(tx, { teamId: teamA, prompt: `A${i}`, source: 'API', creator: null })).id);
+        return ids;
+      });
+      const announced: unknown[] = [];
+      const unsubscribe = s.server.ctx.bus.subscribe(RUNS_QUEUED_TOPIC, (data) => announced.push(data));
+      const { run } = await new RunService(db, s.server.ctx.bus).create({ teamId: teamB, prompt: 'B0', source: 'API', creator: null });
+      unsubscribe();
+      // the statement took the fairest run, A0 (older, neither team served yet); B0 stays queued and is announced
+      const a0 = (await db.query<{ state: string }>('SELECT state FROM runs WHERE id = $1', [queued[0]])).rows[0]!;
+      expect(a0.state).not.toBe('QUEUED');
+      expect(announced).toContainEqual({ run_id: run.id, worker_host: null });
+      const ids = [...queued, run.id];
+      await waitFor('every run to finish', async () => {
+        const res = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE id = ANY($1::text[]) AND state = 'SUCCEEDED'`, [ids]);
+        return res.rows[0]!.n === ids.length;
+      });
+      const order = await db.query<{ prompt: string }>(
+        `SELECT r.prompt FROM executions e JOIN runs r ON r.id = e.run_id WHERE e.run_id = ANY($1::text[]) ORDER BY e.claimed_at, e.id`,
+        [ids],
+      );
+      expect(order.rows.map((r) => r.prompt)).toEqual(['A0', 'B0', 'A1', 'A2']);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('leaves a run its executors do not take queued, and announces it', async () => {
+    const s = await startExecServer(engine, { settings: { concurrency: 2, harnesses: ['noop'], defaultHarness: 'noop', pollMs: 60_000 } });
+    try {
+      const announced: unknown[] = [];
+      const unsubscribe = s.server.ctx.bus.subscribe(RUNS_QUEUED_TOPIC, (data) => announced.push(data));
+      const service = new RunService(s.server.ctx.db, s.server.ctx.bus);
+      const { run } = await service.create({ teamId: await teamIdOf(s), prompt: 'codex only', config: { harness: { type: 'codex' } }, source: 'API', creator: null });
+      unsubscribe();
+      expect(announced).toContainEqual({ run_id: run.id, worker_host: null });
+      expect((await s.api('GET', `/agent/runs/${run.id}`)).body.state).toBe('QUEUED');
+      expect(await executionsOf(s, run.id)).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('inserts every column the usual insert does', async () => {
+    // no executors here: both rows stay as inserted
+    const s = await startExecServer(engine, { settings: { harnesses: [], defaultHarness: undefined } });
+    try {
+      const db = s.server.ctx.db;
+      const teamId = await teamIdOf(s);
+      const input = {
+        teamId,
+        prompt: 'every column\nsecond line',
+        title: 'A title',
+        config: { name: 'cfg', model_id: 'm-1', environment_id: 'env-1', skill_spec: 'acme/repo:skill', base_prompt: 'base', worker_host: 'service' },
+        source: 'API' as const,
+        creator: { id: 'usr_1', type: 'user', displayName: 'Ada', email: 'ada@example.com' },
+        metadata: { k: 'v' },
+      };
+      const usual = await prepareQueuedRun(db, input);
+      const handedOff = await prepareQueuedRun(db, input);
+      await insertRuns(db, [usual]);
+      const claimed = await createAndClaimServiceRuns(db, await insertRecords([handedOff]), {
+        limit: 0,
+        harnesses: ['noop'],
+        defaultHarness: 'noop',
+        executor: 'service:test',
+        leaseMs: 30_000,
+      });
+      expect(claimed).toEqual([]);
+      const rows = (await db.query<Record<string, unknown>>('SELECT * FROM runs WHERE id = ANY($1::text[])', [[usual.id, handedOff.id]])).rows;
+      const strip = (r: Record<string, unknown>) => {
+        const { id: _id, session_id: _session, created_at: _created, updated_at: _updated, ...rest } = r;
+        return rest;
+      };
+      expect(rows).toHaveLength(2);
+      expect(strip(rows.find((r) => r.id === handedOff.id)!)).toEqual(strip(rows.find((r) => r.id === usual.id)!));
+      expect(rows[0]).toMatchObject({ config_name: 'cfg', model_id: 'm-1', creator_email: 'ada@example.com', state: 'QUEUED' });
+    } finally {
+      await s.close();
+    }
+  });
+});
