@@ -58,7 +58,7 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
       const { run } = await new RunService(db, s.server.ctx.bus).create({ teamId: teamB, prompt: 'B0', source: 'API', creator: null });
       unsubscribe();
       // the statement took the fairest run, A0 (older, neither team served yet); B0 stays queued and is announced
-      const a0 = (await db.query<{ state: string }>('SELECT state FROM runs WHERE id = $1', [queued[0]])).rows[0]!;
+      const a0 = (await db.query<{ state: string }>('SELECT state FROM runs WHERE id = $1', [queued[0]!])).rows[0]!;
       expect(a0.state).not.toBe('QUEUED');
       expect(announced).toContainEqual({ run_id: run.id, worker_host: null });
       const ids = [...queued, run.id];
@@ -104,7 +104,7 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
         title: 'A title',
         config: { name: 'cfg', model_id: 'm-1', environment_id: 'env-1', skill_spec: 'acme/repo:skill', base_prompt: 'base', worker_host: 'service' },
         source: 'API' as const,
-        creator: { id: 'usr_1', type: 'user', displayName: 'Ada', email: 'ada@example.com' },
+        creator: { id: 'usr_1', type: 'user' as const, displayName: 'Ada', email: 'ada@example.com' },
         metadata: { k: 'v' },
       };
       const usual = await prepareQueuedRun(db, input);
