@@ -26,15 +26,27 @@ export async function getAutomation(q: Queryable, teamId: string, id: string): P
 }
 
 export async function triggerStatuses(q: Queryable, automationId: string): Promise<TriggerStatus[]> {
-  const res = await q.query<TriggerStatus>(
-    `SELECT t.trigger_index, t.webhook_uid, w.name AS webhook_name, t.payload_filter,
+  return (await triggerStatusesOf(q, [automationId])).get(automationId) ?? [];
+}
+
+/** The webhook triggers of several automations in one query, by automation id, in trigger order. */
+export async function triggerStatusesOf(q: Queryable, automationIds: readonly string[]): Promise<Map<string, TriggerStatus[]>> {
+  const byAutomation = new Map<string, TriggerStatus[]>();
+  if (automationIds.length === 0) return byAutomation;
+  const res = await q.query<TriggerStatus & { automation_id: string }>(
+    `SELECT t.automation_id, t.trigger_index, t.webhook_uid, w.name AS webhook_name, t.payload_filter,
             CASE WHEN w.uid IS NULL THEN 'unknown' WHEN w.deleted_at IS NOT NULL THEN 'deleted'
                  WHEN w.enabled THEN 'enabled' ELSE 'disabled' END AS webhook_state
        FROM automation_webhook_triggers t LEFT JOIN webhooks w ON w.uid = t.webhook_uid
-      WHERE t.automation_id = $1 ORDER BY t.trigger_index`,
-    [automationId],
+      WHERE t.automation_id = ANY($1::text[]) ORDER BY t.automation_id, t.trigger_index`,
+    [automationIds],
   );
-  return res.rows;
+  for (const { automation_id, ...status } of res.rows) {
+    const list = byAutomation.get(automation_id);
+    if (list) list.push(status);
+    else byAutomation.set(automation_id, [status]);
+  }
+  return byAutomation;
 }
 
 /**
@@ -75,4 +87,10 @@ export function automationView(row: AutomationRecord, triggers: readonly Trigger
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };
+}
+
+/** The API view of several automations (a factory's list), their trigger statuses read in one query. */
+export async function automationViews(q: Queryable, rows: readonly AutomationRecord[]): Promise<ReturnType<typeof automationView>[]> {
+  const statuses = await triggerStatusesOf(q, rows.map((r) => r.id));
+  return rows.map((row) => automationView(row, statuses.get(row.id) ?? []));
 }

@@ -1,5 +1,7 @@
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { AutomationSchema } from '../automations/schemas.ts';
+import { automationViews } from '../automations/views.ts';
 import { requireTeamAdmin } from '../http/auth.ts';
 import type { AppInstance, ServiceContext } from '../http/context.ts';
 import { AppError } from '../http/errors.ts';
@@ -14,7 +16,7 @@ import type { ApplyTrigger } from '../reconciler/model.ts';
 import { pushedBranch, verifyPushNotification } from './push-hook.ts';
 import * as s from './schemas.ts';
 import { FactoryService, decodeCursor, encodeCursor } from './service.ts';
-import { applyView, automationView, factoryView, outcomeView, referenceFactoryView, statusView, webhookView } from './views.ts';
+import { applyView, factoryView, outcomeView, referenceFactoryView, statusView, webhookView } from './views.ts';
 
 const TAGS = ['factories'];
 const PUSH_BODY_LIMIT = 25 * 1024 * 1024;
@@ -189,11 +191,16 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
   app.get(
     '/factories/:id/automations',
     {
-      schema: { tags: TAGS, summary: "The factory's live automations", params: s.FactoryIdParams, response: { 200: Type.Object({ automations: Type.Array(s.AutomationSchema) }) } },
+      schema: {
+        tags: TAGS,
+        summary: "The factory's live automations, each as GET /automations/{id} shows it (webhook triggers, whether it fires)",
+        params: s.FactoryIdParams,
+        response: { 200: Type.Object({ automations: Type.Array(AutomationSchema) }) },
+      },
     },
     async (request) => {
       const factory = await factories.get(request.principal.teamId, request.params.id);
-      return { automations: (await plans.listFactoryAutomations(ctx.db, factory.id)).map(automationView) };
+      return { automations: await automationViews(ctx.db, await plans.listFactoryAutomations(ctx.db, factory.id)) };
     },
   );
 

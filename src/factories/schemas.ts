@@ -130,19 +130,6 @@ export const WebhookSchema = Type.Object({
   updated_at: DateTime,
 });
 
-export const AutomationSchema = Type.Object({
-  id: Str,
-  name: Str,
-  file: Str,
-  enabled: Type.Boolean(),
-  agent: NullableStr,
-  prompt: Str,
-  config: Type.Record(Type.String(), Type.Unknown()),
-  triggers: Type.Array(Type.Record(Type.String(), Type.Unknown())),
-  created_at: DateTime,
-  updated_at: DateTime,
-});
-
 export const FileSchema = Type.Object({ path: Type.String({ minLength: 1, maxLength: 1024 }), content: Type.String() }, { additionalProperties: false });
 export const FilesBodySchema = Type.Object(
   { files: Type.Array(FileSchema, { maxItems: 5000 }), message: Type.Optional(Type.String({ maxLength: 10_000 })) },

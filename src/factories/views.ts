@@ -1,6 +1,6 @@
 import type { ExecutionOverrides } from '../definitions/model.ts';
 import type { ApplyRow } from '../reconciler/plans.ts';
-import type { ApplyOutcome, AutomationRow, FactoryRow, WebhookRow } from '../reconciler/model.ts';
+import type { ApplyOutcome, FactoryRow, WebhookRow } from '../reconciler/model.ts';
 import { sanitizeUrl } from '../sources/url.ts';
 import { API_PREFIX } from '../http/app.ts';
 import type { Static } from 'typebox';
@@ -66,21 +66,6 @@ export function webhookView(row: WebhookRow, webhookBaseUrl: string) {
     delivery_id_header: row.delivery_id_header,
     enabled: row.enabled,
     ingress_url: ingressUrl(webhookBaseUrl, row),
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
-  };
-}
-
-export function automationView(row: AutomationRow) {
-  return {
-    id: row.id,
-    name: row.name,
-    file: row.file,
-    enabled: row.enabled,
-    agent: row.agent,
-    prompt: row.prompt,
-    config: row.config,
-    triggers: row.triggers as unknown as Record<string, unknown>[],
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };

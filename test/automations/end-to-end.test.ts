@@ -52,8 +52,11 @@ describe.each(ENGINES)('automations end to end on %s', (engine) => {
       'automations for alerts',
     );
     expect((await git.sync()).result).toBe('applied');
-    const automations = (await server.api('GET', `/factories/${git.id}/automations`)).body.automations as { id: string; name: string }[];
+    const automations = (await server.api('GET', `/factories/${git.id}/automations`)).body.automations as { id: string; name: string; firing: boolean }[];
     const idOf = (name: string) => automations.find((a) => a.name === name)!.id;
+    // The factory's list shows each automation as GET /automations/{id} does, whether it fires included.
+    expect(automations.map((a) => a.firing)).toEqual([true, true, true]);
+    for (const a of automations) expect(a).toEqual((await server.api('GET', `/automations/${a.id}`)).body);
 
     const body = JSON.stringify({ action: 'triggered', severity: 'critical', service: 'api' });
     const at = new Date();
@@ -97,6 +100,12 @@ describe.each(ENGINES)('automations end to end on %s', (engine) => {
     expect((await post(hook.ingress_url, body, {})).status).toBe(404);
     const after = await server.api('GET', `/automations/${idOf('critical')}`);
     expect(after.body).toMatchObject({ firing: false, webhook_triggers: [{ webhook_uid: hook.uid, webhook_state: 'deleted' }] });
+    const listed = (await server.api('GET', `/factories/${git.id}/automations`)).body.automations as { id: string; firing: boolean; not_firing_reasons: string[] }[];
+    expect(listed.find((a) => a.id === idOf('critical'))).toEqual(after.body);
+    for (const a of listed) {
+      expect(a.firing).toBe(false);
+      expect(a.not_firing_reasons).toEqual([`trigger 1: webhook alerts (${hook.uid}) was deleted`]);
+    }
   });
 
   it('a managed factory built through the API: webhook, automations, edits and deletion as file changes', async () => {
