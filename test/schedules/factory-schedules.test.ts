@@ -6,19 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateFactory } from '../../src/definitions/index.ts';
 import { ManualClock } from '../../src/schedules/clock.ts';
 import { ENGINES } from '../support/db.ts';
+import { baseFiles } from '../support/factory-tree.ts';
 import { runsOfSchedule, startScheduleServer, waitFor } from './support.ts';
 import type { ScheduleTestServer } from './support.ts';
-
-const FACTORY_YAML = `schemaVersion: v1alpha1
-name: Nightly chores
-repositories:
-  - owner: acme
-    name: api
-agentDefaults:
-  model: auto
-  runner: default
-  workerHost: chores-box
-`;
 
 const FOREMAN = `---
 agentType: FOREMAN
@@ -26,12 +16,6 @@ description: Does the chores.
 ---
 
 You are the chores foreman.
-`;
-
-const RUNNER = `platform:
-  os: linux
-  linux:
-    dockerImage: node:24-bookworm
 `;
 
 function automation(schedules: { name?: string; cron: string }[], body = 'Sweep stale branches.'): string {
@@ -42,7 +26,11 @@ function automation(schedules: { name?: string; cron: string }[], body = 'Sweep 
 }
 
 function files(extra: Record<string, string>): { path: string; content: string }[] {
-  const all: Record<string, string> = { 'factory.yaml': FACTORY_YAML, 'agents/foreman/agent.md': FOREMAN, 'runners/default.yaml': RUNNER, ...extra };
+  const all: Record<string, string> = {
+    ...baseFiles({ name: 'Nightly chores', workerHost: 'chores-box' }),
+    'agents/foreman/agent.md': FOREMAN,
+    ...extra,
+  };
   return Object.entries(all).map(([path, content]) => ({ path, content }));
 }
 

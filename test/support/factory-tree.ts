@@ -3,10 +3,10 @@
  * and webhook files. Write them into a repository with `createGitRemote()` (test/sources/git-fixture.ts).
  */
 
-/** factory.yaml; `workerHost` sends the factory's runs to that self-hosted worker. */
-export function factoryYaml(options: { workerHost?: string } = {}): string {
+/** factory.yaml (named "Alert triage" unless `name`); `workerHost` sends the factory's runs to that self-hosted worker. */
+export function factoryYaml(options: { name?: string; workerHost?: string } = {}): string {
   return `schemaVersion: v1alpha1
-name: Alert triage
+name: ${options.name ?? 'Alert triage'}
 repositories:
   - owner: acme
     name: api
