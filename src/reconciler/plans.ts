@@ -1,7 +1,6 @@
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import type { FactoryDefinition, WebhookAuthMode } from '../definitions/model.ts';
 import type { FactoryFileInput } from '../definitions/load.ts';
-import type { AgentConfig } from '../runs/model.ts';
 import type { SourceSpec } from '../sources/types.ts';
 import type { Queryable } from '../store/db.ts';
 import type {
@@ -12,7 +11,6 @@ import type {
   PlanWarning,
   RevisionReason,
   SourceFailure,
-  StoredTrigger,
   WebhookRow,
 } from './model.ts';
 
@@ -250,15 +248,8 @@ export async function softDeleteWebhook(q: Queryable, uid: string): Promise<void
   await q.query('UPDATE webhooks SET deleted_at = ay_now(), updated_at = ay_now() WHERE uid = $1 AND deleted_at IS NULL', [uid]);
 }
 
-export interface AutomationValues {
-  name: string;
-  file: string;
-  enabled: boolean;
-  prompt: string;
-  agent: string | null;
-  config: AgentConfig;
-  triggers: StoredTrigger[];
-}
+/** The columns an apply writes. */
+export type AutomationValues = Pick<AutomationRow, 'name' | 'file' | 'enabled' | 'prompt' | 'agent' | 'config' | 'triggers'>;
 
 export async function insertAutomation(q: Queryable, a: AutomationValues & { id: string; teamId: string; factoryId: string }): Promise<void> {
   await q.query(

@@ -10,23 +10,11 @@ import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 import { baseFiles } from '../reconciler/fixtures.ts';
+import { automationMd } from '../support/factory-tree.ts';
 import { createGitFactory } from '../reconciler/support.ts';
 import { post } from '../ingress/support.ts';
 import { createManagedFactory } from '../webhooks/support.ts';
 import { runsOfDeliveries, waitEvaluated } from './support.ts';
-
-function automation(uid: string, options: { payload?: string; prompt: string }): string {
-  return `---
-triggers:
-  - provider: webhook
-    event: received
-    filter:
-      webhook_ids: [${uid}]
-${options.payload ? `      payload:\n        ${options.payload}\n` : ''}---
-
-${options.prompt}
-`;
-}
 
 describe.each(ENGINES)('automations end to end on %s', (engine) => {
   let server: TestServer;
@@ -45,9 +33,9 @@ describe.each(ENGINES)('automations end to end on %s', (engine) => {
     const [hook] = await git.webhooks();
     await git.commit(
       {
-        'automations/critical/automation.md': automation(hook.uid, { payload: 'severity: [critical]', prompt: 'Page the owner of the failing service.' }),
-        'automations/every-alert/automation.md': automation(hook.uid, { prompt: 'Write the alert into the incident log.' }),
-        'automations/resolved/automation.md': automation(hook.uid, { payload: 'action: resolved', prompt: 'Close the incident.' }),
+        'automations/critical/automation.md': automationMd(hook.uid, { payload: 'severity: [critical]', prompt: 'Page the owner of the failing service.' }),
+        'automations/every-alert/automation.md': automationMd(hook.uid, { prompt: 'Write the alert into the incident log.' }),
+        'automations/resolved/automation.md': automationMd(hook.uid, { payload: 'action: resolved', prompt: 'Close the incident.' }),
       },
       'automations for alerts',
     );

@@ -1,5 +1,5 @@
 /** Factory trees for reconciler tests: the shared base (test/support/factory-tree.ts) plus automation files. */
-import { baseFiles as sharedBaseFiles, webhookYaml } from '../support/factory-tree.ts';
+import { automationMd as sharedAutomationMd, baseFiles as sharedBaseFiles, webhookYaml } from '../support/factory-tree.ts';
 
 /** The shared base tree, its runs going to the self-hosted worker `build-box-1`. */
 export function baseFiles(): Record<string, string> {
@@ -8,19 +8,9 @@ export function baseFiles(): Record<string, string> {
 
 export { webhookYaml };
 
-export function automationMd(uid: string, payload = 'severity: [critical, high]'): string {
-  return `---
-triggers:
-  - provider: webhook
-    event: received
-    filter:
-      webhook_ids: [${uid}]
-      payload:
-        ${payload}
----
-
-Investigate the alert in event-payload.json.
-`;
+/** An automation on webhook `uid` for critical and high alerts. */
+export function automationMd(uid: string): string {
+  return sharedAutomationMd(uid, { payload: 'severity: [critical, high]' });
 }
 
 export function asFileList(files: Record<string, string>): { path: string; content: string }[] {

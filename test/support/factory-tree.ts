@@ -1,10 +1,16 @@
 /**
- * Factory trees for tests that reconcile a real repository: a valid base (factory.yaml, a foreman, a runner)
- * and webhook files. Write them into a repository with `createGitRemote()` (test/sources/git-fixture.ts).
+ * Factory trees for tests that reconcile a real repository: a valid base (factory.yaml, a foreman, a runner),
+ * webhook files and automations on them. Write them into a repository with `createGitRemote()`
+ * (test/sources/git-fixture.ts).
  */
 
+export interface FactoryYamlOptions {
+  name?: string;
+  workerHost?: string;
+}
+
 /** factory.yaml (named "Alert triage" unless `name`); `workerHost` sends the factory's runs to that self-hosted worker. */
-export function factoryYaml(options: { name?: string; workerHost?: string } = {}): string {
+export function factoryYaml(options: FactoryYamlOptions = {}): string {
   return `schemaVersion: v1alpha1
 name: ${options.name ?? 'Alert triage'}
 repositories:
@@ -30,10 +36,24 @@ export const RUNNER = `platform:
     dockerImage: node:24-bookworm
 `;
 
-export function baseFiles(options: { workerHost?: string } = {}): Record<string, string> {
+export function baseFiles(options: FactoryYamlOptions = {}): Record<string, string> {
   return { 'factory.yaml': factoryYaml(options), 'agents/foreman/agent.md': FOREMAN, 'runners/default.yaml': RUNNER };
 }
 
 export function webhookYaml(secretName: string, options: { authMode?: string; enabled?: boolean; extra?: string } = {}): string {
   return `authMode: ${options.authMode ?? 'token'}\nsecretName: ${secretName}\nenabled: ${options.enabled ?? true}\n${options.extra ?? ''}`;
+}
+
+/** `automations/<name>/automation.md` with one webhook trigger on `uid`; `payload` is a YAML filter line. */
+export function automationMd(uid: string, options: { payload?: string; prompt?: string } = {}): string {
+  return `---
+triggers:
+  - provider: webhook
+    event: received
+    filter:
+      webhook_ids: [${uid}]
+${options.payload ? `      payload:\n        ${options.payload}\n` : ''}---
+
+${options.prompt ?? 'Investigate the alert in event-payload.json.'}
+`;
 }
