@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Db } from './db.ts';
 import { openPostgres } from './pg.ts';
-import { openPglite } from './pglite.ts';
+import { openPgliteThread } from './pglite-thread.ts';
 
 export interface OpenDatabaseOptions {
   databaseUrl: string | undefined;
@@ -10,12 +10,12 @@ export interface OpenDatabaseOptions {
   schema?: string;
 }
 
-/** `DATABASE_URL` set → a PostgreSQL server through `pg`; otherwise PGlite in `<dataDir>/pgdata`. */
+/** `DATABASE_URL` set → a PostgreSQL server through `pg`; otherwise PGlite in `<dataDir>/pgdata`, in a thread of its own. */
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Db> {
   if (options.databaseUrl) {
     return openPostgres({ connectionString: options.databaseUrl, ...(options.schema ? { schema: options.schema } : {}) });
   }
   const dataDir = path.join(options.dataDir, 'pgdata');
   await mkdir(dataDir, { recursive: true });
-  return openPglite({ dataDir, ...(options.schema ? { schema: options.schema } : {}) });
+  return openPgliteThread({ dataDir, ...(options.schema ? { schema: options.schema } : {}) });
 }

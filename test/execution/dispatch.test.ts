@@ -106,7 +106,7 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
     const s = await startExecServer(engine, { settings: { harnesses: [], defaultHarness: undefined } });
     try {
       const runId = await createRun(s, { prompt: 'orphaned claim' });
-      const claimed = await claimServiceRuns(s.server.ctx.db, { limit: 10, harnesses: ['claude'], defaultHarness: 'claude', executor: 'service:vanished', leaseMs: 100 });
+      const claimed = await claimServiceRuns(s.server.ctx.db, { limit: 10, harnesses: ['claude'], defaultHarness: 'claude', executor: 'service:vanished', leaseMs: 1500 });
       expect(claimed.map((c) => c.run.id)).toContain(runId);
       expect((await s.api('GET', `/agent/runs/${runId}`)).body.state).toBe('CLAIMED');
       const run = await waitFor('the run back in the queue', async () => {

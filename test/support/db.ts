@@ -1,10 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { PGlite } from '@electric-sql/pglite';
 import { inject } from 'vitest';
 import type { Db } from '../../src/store/db.ts';
 import { openPostgres } from '../../src/store/pg.ts';
-import { wrapPglite } from '../../src/store/pglite.ts';
+import { openPgliteThread } from '../../src/store/pglite-thread.ts';
 import { enabledEngines } from './engines-config.ts';
 import type { Engine } from './engines-config.ts';
 
@@ -25,8 +24,8 @@ export interface TestDatabase {
 export async function createTestDatabase(engine: Engine): Promise<TestDatabase> {
   if (engine === 'pglite') {
     pgliteTemplate ??= readFileSync(inject('pgliteTemplate'));
-    const pglite = await PGlite.create({ loadDataDir: new Blob([new Uint8Array(pgliteTemplate)]) });
-    const db = await wrapPglite(pglite);
+    // the engine as `agentyard serve` runs it: PGlite in a thread of its own
+    const db = await openPgliteThread({ loadDataDir: new Uint8Array(pgliteTemplate) });
     return { db, engine, url: undefined, close: () => db.close() };
   }
   const serverUrl = inject('pgUrl');

@@ -1,0 +1,114 @@
+/**
+ * PGlite in a thread of its own (src/store/pglite-worker.ts): the same Db as src/store/pglite.ts, but the
+ * WebAssembly PostgreSQL no longer runs on the event loop that serves HTTP, so a busy database and a busy
+ * server use two cores instead of taking turns on one (docs/performance.md, docs/decisions.md).
+ */
+import { Worker } from 'node:worker_threads';
+import type { Db, QueryResult, Queryable, SqlValue } from './db.ts';
+import type { PgliteWorkerData, Reply, Request } from './pglite-protocol.ts';
+import { deserializeError } from './pglite-protocol.ts';
+
+type ResultReply = Extract<Reply, { kind: 'result' }>;
+type RequestBody = Request extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
+
+interface Pending {
+  resolve: (reply: ResultReply) => void;
+  reject: (err: Error) => void;
+}
+
+export async function openPgliteThread(options: PgliteWorkerData): Promise<Db> {
+  const worker = new Worker(new URL('./pglite-worker.ts', import.meta.url), { workerData: options });
+  const pending = new Map<number, Pending>();
+  const listeners = new Map<number, (payload: string) => void>();
+  let nextId = 1;
+  let gone: Error | undefined;
+
+  await new Promise<void>((resolve, reject) => {
+    const onExit = (code: number): void => reject(new Error(`the PGlite thread exited (${code}) while opening the database`));
+    worker.once('error', reject);
+    worker.once('exit', onExit);
+    worker.once('message', (reply: Reply) => {
+      worker.off('error', reject);
+      worker.off('exit', onExit);
+      if (reply.kind === 'ready') resolve();
+      else if (reply.kind === 'failed-to-open') reject(deserializeError(reply.error));
+      else reject(new Error(`unexpected first message from the PGlite thread: ${reply.kind}`));
+    });
+  });
+
+  const failAll = (err: Error): void => {
+    gone ??= err;
+    for (const p of pending.values()) p.reject(err);
+    pending.clear();
+  };
+  worker.on('error', (err) => failAll(err));
+  worker.on('exit', (code) => failAll(new Error(`the PGlite thread has stopped (exit ${code})`)));
+  worker.on('message', (reply: Reply) => {
+    if (reply.kind === 'notification') {
+      listeners.get(reply.subscription)?.(reply.payload);
+      return;
+    }
+    if (reply.kind !== 'result' && reply.kind !== 'error') return;
+    const waiting = pending.get(reply.id);
+    if (!waiting) return;
+    pending.delete(reply.id);
+    // the thread keeps the process alive only while a caller waits for it, as a socket with a request does
+    if (pending.size === 0) worker.unref();
+    if (reply.kind === 'result') waiting.resolve(reply);
+    else waiting.reject(deserializeError(reply.error));
+  });
+  worker.unref();
+
+  const call = (body: RequestBody): Promise<ResultReply> => {
+    if (gone) return Promise.reject(gone);
+    const id = nextId++;
+    return new Promise<ResultReply>((resolve, reject) => {
+      if (pending.size === 0) worker.ref();
+      pending.set(id, { resolve, reject });
+      worker.postMessage({ ...body, id } as Request);
+    });
+  };
+
+  const query = async <Row>(text: string, params: readonly SqlValue[] | undefined, tx?: number): Promise<QueryResult<Row>> => {
+    const reply = await call({ op: 'query', text, ...(params ? { params } : {}), ...(tx !== undefined ? { tx } : {}) });
+    return { rows: (reply.rows ?? []) as Row[], rowCount: reply.rowCount ?? 0 };
+  };
+
+  return {
+    engine: 'pglite',
+    query: (text, params) => query(text, params),
+    async transaction(fn) {
+      const tx = (await call({ op: 'begin' })).value!;
+      const scoped: Queryable = { query: (text, params) => query(text, params, tx) };
+      let result;
+      try {
+        result = await fn(scoped);
+      } catch (err) {
+        await call({ op: 'end', tx, commit: false }).catch(() => {});
+        throw err;
+      }
+      await call({ op: 'end', tx, commit: true });
+      return result;
+    },
+    async exec(sql) {
+      await call({ op: 'exec', sql });
+    },
+    async listen(channel, onPayload) {
+      const subscription = (await call({ op: 'listen', channel })).value!;
+      listeners.set(subscription, onPayload);
+      return async () => {
+        listeners.delete(subscription);
+        await call({ op: 'unlisten', subscription }).catch(() => {});
+      };
+    },
+    async notify(channel, payload) {
+      await query('SELECT pg_notify($1, $2)', [channel, payload]);
+    },
+    async close() {
+      if (gone) return;
+      await call({ op: 'close' }).catch(() => {});
+      gone = new Error('the database is closed');
+      await worker.terminate();
+    },
+  };
+}

@@ -1,0 +1,142 @@
+/**
+ * PGlite in a thread of its own (src/store/pglite-thread.ts): the engine `agentyard serve` runs without
+ * DATABASE_URL. It must behave as the in-process PGlite does — values, errors with their SQLSTATE,
+ * transactions that commit or roll back as one, LISTEN/NOTIFY — and must neither hold the process open
+ * when idle nor leave a caller waiting when the thread is gone.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Db } from '../../src/store/db.ts';
+import { openPgliteThread } from '../../src/store/pglite-thread.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+describe('PGlite in a thread', () => {
+  let db: Db;
+  beforeAll(async () => {
+    db = await openPgliteThread({});
+    await db.exec('CREATE TABLE items (id int PRIMARY KEY, label text NOT NULL, blob bytea, at timestamptz, doc jsonb)');
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  it('carries values both ways: text, bytea from a Buffer, timestamps, JSON', async () => {
+    const at = new Date('2026-11-23T10:00:00.123Z');
+    const { rows, rowCount } = await db.query<{ id: number; label: string; blob: Uint8Array; at: Date; doc: unknown }>(
+      'INSERT INTO items VALUES ($1, $2, $3, $4, $5) RETURNING *',
+      [1, 'one', Buffer.from('bytes'), at, { nested: [1, 'two'] }],
+    );
+    expect(rowCount).toBe(1);
+    expect(rows[0]).toMatchObject({ id: 1, label: 'one', at, doc: { nested: [1, 'two'] } });
+    expect(Buffer.from(rows[0]!.blob).toString()).toBe('bytes');
+    expect((await db.query('UPDATE items SET label = label WHERE id > 0')).rowCount).toBe(1);
+  });
+
+  it('raises database errors with their SQLSTATE code and constraint', async () => {
+    await db.query("INSERT INTO items (id, label) VALUES (2, 'two')");
+    const err = await db.query("INSERT INTO items (id, label) VALUES (2, 'again')").catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(err).toMatchObject({ code: '23505', constraint: 'items_pkey' });
+    expect((err as Error).message).toMatch(/duplicate key/);
+  });
+
+  it('commits a transaction as one, and rolls it back as one when its function throws', async () => {
+    const count = await db.transaction(async (tx) => {
+      await tx.query("INSERT INTO items (id, label) VALUES (10, 'ten')");
+      await tx.query("INSERT INTO items (id, label) VALUES (11, 'eleven')");
+      return (await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM items WHERE id >= 10')).rows[0]!.n;
+    });
+    expect(count).toBe(2);
+    await expect(
+      db.transaction(async (tx) => {
+        await tx.query("INSERT INTO items (id, label) VALUES (20, 'twenty')");
+        throw new Error('changed my mind');
+      }),
+    ).rejects.toThrow('changed my mind');
+    await expect(
+      db.transaction(async (tx) => {
+        await tx.query("INSERT INTO items (id, label) VALUES (21, 'twenty-one')");
+        await tx.query("INSERT INTO items (id, label) VALUES (21, 'duplicate')");
+      }),
+    ).rejects.toMatchObject({ code: '23505' });
+    const ids = (await db.query<{ id: number }>('SELECT id FROM items WHERE id >= 10 ORDER BY id')).rows.map((r) => r.id);
+    expect(ids).toEqual([10, 11]);
+  });
+
+  it('keeps statements outside a transaction out of it while it is open', async () => {
+    let outsideDone = false;
+    const tx = db.transaction(async (q) => {
+      await q.query("INSERT INTO items (id, label) VALUES (30, 'thirty')");
+      const outside = db.query<{ n: number }>('SELECT count(*)::int AS n FROM items WHERE id = 30').then((r) => {
+        outsideDone = true;
+        return r.rows[0]!.n;
+      });
+      await new Promise((r) => setTimeout(r, 50));
+      expect(outsideDone).toBe(false);
+      // handed out unawaited: awaiting it here would wait for this very transaction to end
+      return { outside };
+    });
+    // the outside read runs after the commit, so it sees the row
+    expect(await (await tx).outside).toBe(1);
+  });
+
+  it('answers many concurrent callers, each with its own result', async () => {
+    const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => db.query<{ v: number }>('SELECT $1::int * 2 AS v', [i])));
+    expect(answers.map((a) => a.rows[0]!.v)).toEqual(Array.from({ length: 200 }, (_, i) => i * 2));
+  });
+
+  it('delivers NOTIFY payloads to a listener until it unsubscribes', async () => {
+    const heard: string[] = [];
+    const unsubscribe = await db.listen('thread_test', (payload) => heard.push(payload));
+    await db.notify('thread_test', 'first');
+    await expect.poll(() => heard).toEqual(['first']);
+    await unsubscribe();
+    await db.notify('thread_test', 'second');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(heard).toEqual(['first']);
+  });
+});
+
+describe('the PGlite thread and its process', () => {
+  it('keeps data in its directory across a close and a new open', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'agentyard-pglite-thread-'));
+    try {
+      const first = await openPgliteThread({ dataDir: dir });
+      await first.exec("CREATE TABLE kept (v text); INSERT INTO kept VALUES ('still here')");
+      await first.close();
+      const second = await openPgliteThread({ dataDir: dir });
+      expect((await second.query('SELECT v FROM kept')).rows).toEqual([{ v: 'still here' }]);
+      await second.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('rejects calls made after close instead of leaving them waiting', async () => {
+    const db = await openPgliteThread({});
+    await db.close();
+    await expect(db.query('SELECT 1')).rejects.toThrow(/closed/);
+  });
+
+  it('does not keep an idle process alive, and keeps one alive while a query is pending', () => {
+    // a script that forgets to close: it must still end once nothing waits for the database
+    const script = `
+      import { openPgliteThread } from ${JSON.stringify(path.join(ROOT, 'src/store/pglite-thread.ts'))};
+      const db = await openPgliteThread({});
+      const { rows } = await db.query('SELECT 41 + 1 AS answer');
+      console.log(rows[0].answer);
+    `;
+    const dir = mkdtempSync(path.join(tmpdir(), 'agentyard-pglite-idle-'));
+    const file = path.join(dir, 'forgets-to-close.mjs');
+    writeFileSync(file, script);
+    const result = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 60_000 });
+    rmSync(dir, { recursive: true, force: true });
+    expect(result.stderr).toBe('');
+    expect(result.stdout.trim()).toBe('42');
+    expect(result.status).toBe(0);
+  });
+});
