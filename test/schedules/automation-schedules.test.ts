@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/schedules/clock.ts';
 import { WEBHOOKS_CHANGED_TOPIC } from '../../src/schedules/sync-runner.ts';
 import { ENGINES } from '../support/db.ts';
-import { runsOfSchedule, startScheduleServer, waitFor } from './support.ts';
+import { runsOfSchedule, startScheduleServer, waitFor, waitForRuns } from './support.ts';
 import type { ScheduleTestServer } from './support.ts';
 
 interface Item {
@@ -99,10 +99,7 @@ describe.each(ENGINES)('automation schedule triggers on %s', (engine) => {
     }
 
     clock.set('2030-06-01T01:00:00.000Z');
-    const [run] = await waitFor(async () => {
-      const runs = await runsOfSchedule(s, hourly.id);
-      return runs.length ? runs : undefined;
-    }, 'the hourly fire');
+    const [run] = await waitForRuns(s, hourly.id, 'the hourly fire');
     expect(run).toMatchObject({
       source: 'SCHEDULED_AGENT',
       prompt: 'Sweep stale branches',
@@ -179,10 +176,7 @@ describe.each(ENGINES)('automation schedule triggers on %s', (engine) => {
     await s.server.ctx.bus.publish(WEBHOOKS_CHANGED_TOPIC, { factory_id: factoryId });
 
     clock.set('2030-07-01T00:01:00.000Z');
-    const runs = await waitFor(async () => {
-      const r = await runsOfSchedule(s, api.body.id);
-      return r.length >= 3 ? r : undefined;
-    }, 'the fan-out');
+    const runs = await waitForRuns(s, api.body.id, 'the fan-out', 3);
     await s.scheduler.tick();
     expect(await runsOfSchedule(s, api.body.id)).toHaveLength(3);
     const byAutomation = new Map(runs.map((r) => [r.automation_id ?? 'own', r]));

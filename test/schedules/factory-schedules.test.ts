@@ -7,7 +7,7 @@ import { validateFactory } from '../../src/definitions/index.ts';
 import { ManualClock } from '../../src/schedules/clock.ts';
 import { ENGINES } from '../support/db.ts';
 import { baseFiles } from '../support/factory-tree.ts';
-import { runsOfSchedule, startScheduleServer, waitFor } from './support.ts';
+import { runsOfSchedule, startScheduleServer, waitFor, waitForRuns } from './support.ts';
 import type { ScheduleTestServer } from './support.ts';
 
 const FOREMAN = `---
@@ -85,10 +85,7 @@ describe.each(ENGINES)('schedule triggers of an applied factory on %s', (engine)
     expect(hourly.history.next_run).toBe('2030-09-01T01:00:00.000Z');
 
     clock.set('2030-09-01T01:00:00.000Z');
-    const [run] = await waitFor(async () => {
-      const runs = await runsOfSchedule(s, hourly.id);
-      return runs.length ? runs : undefined;
-    }, 'the hourly fire');
+    const [run] = await waitForRuns(s, hourly.id, 'the hourly fire');
     expect(run).toMatchObject({
       source: 'SCHEDULED_AGENT',
       prompt: 'Sweep stale branches.',

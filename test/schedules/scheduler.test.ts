@@ -7,7 +7,7 @@ import { parseRoles } from '../../src/config.ts';
 import { MODULES } from '../../src/modules.ts';
 import { createSchedulesModule } from '../../src/schedules/module.ts';
 import { startTestServer } from '../support/server.ts';
-import { runsOfSchedule, secondConnection, startScheduleServer, waitFor } from './support.ts';
+import { runsOfSchedule, secondConnection, startScheduleServer, waitFor, waitForRuns } from './support.ts';
 import type { ScheduleTestServer } from './support.ts';
 
 interface FireRow {
@@ -54,10 +54,7 @@ describe.each(ENGINES)('scheduler on %s', (engine) => {
     // Down from 00:00:30 to 01:03: the 00:10, 00:20, …, 01:00 slots pass with no scheduler running.
     clock.set('2030-04-01T01:03:00.000Z');
     const second = await server({ clock, database: db, adminKey: first.adminKey });
-    const runs = await waitFor(async () => {
-      const r = await runsOfSchedule(second, created.body.id);
-      return r.length ? r : undefined;
-    }, 'the catch-up fire');
+    const runs = await waitForRuns(second, created.body.id, 'the catch-up fire');
     await second.scheduler.tick();
     expect(await runsOfSchedule(second, created.body.id)).toHaveLength(1);
     expect(runs[0]).toMatchObject({ source: 'SCHEDULED_AGENT', prompt: 'sweep' });

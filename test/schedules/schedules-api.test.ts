@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/schedules/clock.ts';
 import { ENGINES } from '../support/db.ts';
-import { runsOfSchedule, startScheduleServer, waitFor } from './support.ts';
+import { runsOfSchedule, startScheduleServer, waitFor, waitForRuns } from './support.ts';
 import type { ScheduleTestServer } from './support.ts';
 
 const START = '2030-01-01T00:00:30.000Z';
@@ -137,10 +137,7 @@ describe.each(ENGINES)('schedules API on %s', (engine) => {
     expect(hourly.body.history.next_run).toBe('2030-02-01T11:00:00.000Z');
 
     clock.advance(1000);
-    const [run] = await waitFor(async () => {
-      const runs = await runsOfSchedule(s, hourly.body.id);
-      return runs.length ? runs : undefined;
-    }, 'the first fire');
+    const [run] = await waitForRuns(s, hourly.body.id, 'the first fire');
     expect(run).toMatchObject({
       source: 'SCHEDULED_AGENT',
       prompt: 'Triage new issues',

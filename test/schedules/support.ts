@@ -63,3 +63,11 @@ export async function runsOfSchedule(s: TestServer, scheduleId: string): Promise
   if (res.status !== 200) throw new Error(`list runs answered ${res.status}: ${res.text}`);
   return res.body.runs as RunSummary[];
 }
+
+/** Waits until the schedule has started at least `count` runs; answers them. */
+export async function waitForRuns(s: TestServer, scheduleId: string, what: string, count = 1): Promise<RunSummary[]> {
+  return waitFor(async () => {
+    const runs = await runsOfSchedule(s, scheduleId);
+    return runs.length >= count ? runs : undefined;
+  }, what);
+}
