@@ -13,6 +13,10 @@
  * 3. graphile-worker on the same PostgreSQL server: `addJob` → handler start, one job at a time (the same
  *    sequential method as 1a), and its drain rate for a backlog of no-op jobs at the same concurrency.
  *
+ * The machine is shared and noisy: on PostgreSQL the latency samples are taken in rounds (`--rounds`), each
+ * round Agentyard's samples then graphile-worker's, both running the whole time; the table gives the
+ * percentiles of all samples, and the comparison the median over rounds of each round's p50 and their ratio.
+ *
  * The server runs in this process (PGlite in memory, or a PostgreSQL server started as the tests start it).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -39,6 +43,7 @@ const { values } = parseArgs({
   options: {
     engines: { type: 'string', default: 'pglite,postgres' },
     samples: { type: 'string', default: '300' },
+    rounds: { type: 'string', default: '6' },
     runs: { type: 'string', default: '20000' },
     concurrency: { type: 'string', default: '128' },
     'skip-graphile': { type: 'boolean', default: false },
@@ -46,6 +51,7 @@ const { values } = parseArgs({
 });
 const ENGINES = values.engines.split(',').filter(Boolean) as ('pglite' | 'postgres')[];
 const SAMPLES = Number(values.samples);
+const ROUNDS = Math.max(1, Number(values.rounds));
 const RUNS = Number(values.runs);
 const CONCURRENCY = Number(values.concurrency);
 const MASTER_KEY = 'b'.repeat(64);
@@ -163,15 +169,24 @@ interface Latency {
   sse: number[];
 }
 
-async function measureLatency(server: RunningServer, key: string): Promise<Latency> {
+function emptyLatency(): Latency {
+  return { enqueueToClaimed: [], enqueueToStarted: [], committedToClaimed: [], committedToStarted: [], post: [], sse: [] };
+}
+
+function appendLatency(into: Latency, from: Latency): void {
+  for (const k of Object.keys(into) as (keyof Latency)[]) into[k].push(...from[k]);
+}
+
+const pause = () => new Promise((r) => setTimeout(r, 2));
+
+/** `samples` runs one at a time on each path, after `warmup` unmeasured ones. */
+async function measureLatency(server: RunningServer, key: string, samples: number, warmup: number): Promise<Latency> {
   const bus = startedOnBus(server);
   const service = new RunService(server.ctx.db, server.ctx.bus);
   const teamId = (await server.ctx.db.query<{ id: string }>('SELECT id FROM teams ORDER BY created_at LIMIT 1')).rows[0]!.id;
-  const result: Latency = { enqueueToClaimed: [], enqueueToStarted: [], committedToClaimed: [], committedToStarted: [], post: [], sse: [] };
-  const warmup = Math.min(50, SAMPLES);
-  const pause = () => new Promise((r) => setTimeout(r, 2));
+  const result = emptyLatency();
   try {
-    for (let i = 0; i < SAMPLES + warmup; i++) {
+    for (let i = 0; i < samples + warmup; i++) {
       const t0 = performance.now();
       const { run } = await service.create({ teamId, prompt: `bench run ${i}`, source: 'API', creator: null });
       const t1 = performance.now();
@@ -180,19 +195,20 @@ async function measureLatency(server: RunningServer, key: string): Promise<Laten
       if (i >= warmup) {
         result.enqueueToClaimed.push(claimed - t0);
         result.enqueueToStarted.push(started - t0);
+        // a run handed off to an executor of this process is claimed by the statement that commits it: 0
         result.committedToClaimed.push(Math.max(0, claimed - t1));
         result.committedToStarted.push(started - t1);
       }
       await pause();
     }
-    for (let i = 0; i < SAMPLES + warmup; i++) {
+    for (let i = 0; i < samples + warmup; i++) {
       const t0 = performance.now();
       const runId = await createRun(server.url, key, i);
       const started = await bus.wait(runId);
       if (i >= warmup) result.post.push(started - t0);
       await pause();
     }
-    for (let i = 0; i < SAMPLES + warmup; i++) {
+    for (let i = 0; i < samples + warmup; i++) {
       const t0 = performance.now();
       const runId = await createRun(server.url, key, i);
       const seen = await inProgressOverSse(server.url, key, runId);
@@ -230,7 +246,15 @@ async function measureThroughput(server: RunningServer): Promise<{ runs: number;
   return { runs: RUNS, seconds, rate: RUNS / seconds };
 }
 
-async function graphile(pgUrl: string): Promise<{ latency: number[]; committed: number[]; rate: number }> {
+interface Graphile {
+  /** addJob called → handler start, and addJob resolved (the job committed) → handler start, one job at a time. */
+  latency(samples: number, warmup: number): Promise<{ added: number[]; committed: number[] }>;
+  /** Drain rate of a backlog of RUNS no-op jobs. */
+  drain(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+async function startGraphile(pgUrl: string): Promise<Graphile> {
   const connectionString = await createDatabase(pgUrl, 'bench_graphile');
   let onStart: ((i: number) => void) | undefined;
   let drained = 0;
@@ -238,6 +262,7 @@ async function graphile(pgUrl: string): Promise<{ latency: number[]; committed: 
   // our own pool, with an error handler, ended before PostgreSQL stops
   const pgPool = new pgLib.Pool({ connectionString, max: 20 });
   pgPool.on('error', () => {});
+  pgPool.on('connect', (client) => client.on('error', () => {}));
   const runner = await runGraphile({
     pgPool,
     concurrency: Math.min(CONCURRENCY, 64),
@@ -255,84 +280,139 @@ async function graphile(pgUrl: string): Promise<{ latency: number[]; committed: 
     },
   });
   const utils = await makeWorkerUtils({ pgPool });
-  const latency: number[] = [];
-  const committed: number[] = [];
-  try {
-    const warmup = Math.min(50, SAMPLES);
-    for (let i = 0; i < SAMPLES + warmup; i++) {
-      const started = new Promise<number>((resolve) => {
-        onStart = (n) => {
-          if (n === i) resolve(performance.now());
-        };
+  let next = 0;
+  return {
+    async latency(samples, warmup) {
+      const added: number[] = [];
+      const committed: number[] = [];
+      for (let k = 0; k < samples + warmup; k++) {
+        const i = next++;
+        const started = new Promise<number>((resolve) => {
+          onStart = (n) => {
+            if (n === i) resolve(performance.now());
+          };
+        });
+        const t0 = performance.now();
+        await utils.addJob('noop', { i });
+        const t1 = performance.now();
+        const t2 = await started;
+        if (k >= warmup) {
+          added.push(t2 - t0);
+          committed.push(Math.max(0, t2 - t1));
+        }
+        await pause();
+      }
+      return { added, committed };
+    },
+    async drain() {
+      const done = new Promise<void>((resolve) => {
+        onDrained = resolve;
       });
       const t0 = performance.now();
-      await utils.addJob('noop', { i });
-      const added = performance.now();
-      const t1 = await started;
-      if (i >= warmup) {
-        latency.push(t1 - t0);
-        committed.push(t1 - added);
+      for (let n = 0; n < RUNS; n += 500) {
+        await utils.addJobs(Array.from({ length: Math.min(500, RUNS - n) }, (_, k) => ({ identifier: 'drain', payload: { i: n + k } })));
       }
-      await new Promise((r) => setTimeout(r, 2));
-    }
-    const done = new Promise<void>((resolve) => {
-      onDrained = resolve;
-    });
-    const t0 = performance.now();
-    for (let n = 0; n < RUNS; n += 500) {
-      await utils.addJobs(Array.from({ length: Math.min(500, RUNS - n) }, (_, k) => ({ identifier: 'drain', payload: { i: n + k } })));
-    }
-    await done;
-    const rate = RUNS / ((performance.now() - t0) / 1000);
-    return { latency, committed, rate };
-  } finally {
-    await utils.release();
-    await runner.stop();
-    await pgPool.end();
-  }
+      await done;
+      return RUNS / ((performance.now() - t0) / 1000);
+    },
+    async stop() {
+      await utils.release();
+      await runner.stop();
+      await pgPool.end();
+    },
+  };
 }
 
 function latencyRow(name: string, values: number[]): string {
   return `| ${name} | ${values.length} | ${fmt(percentile(values, 50), 2)} | ${fmt(percentile(values, 90), 2)} | ${fmt(percentile(values, 99), 2)} |`;
 }
 
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length / 2;
+  return sorted.length % 2 ? sorted[Math.floor(mid)]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 const rows: string[] = [];
 const throughputRows: string[] = [];
+const comparison: string[] = [];
 let pg: Awaited<ReturnType<typeof startPostgresServer>> | undefined;
 try {
-  if (ENGINES.includes('postgres') || !values['skip-graphile']) pg = await startPostgresServer();
+  if (ENGINES.includes('postgres')) pg = await startPostgresServer();
   for (const engine of ENGINES) {
     console.log(`\n# ${engine}`);
     const databaseUrl = engine === 'postgres' ? await createDatabase(pg!.url, 'bench_agentyard') : undefined;
     const { server, key } = await startBenchServer(engine, databaseUrl);
+    const graphile = engine === 'postgres' && !values['skip-graphile'] ? await startGraphile(pg!.url) : undefined;
     try {
-      const latency = await measureLatency(server, key);
+      const latency = emptyLatency();
+      const graphileAdded: number[] = [];
+      const graphileCommitted: number[] = [];
+      /** Per round: [ours, graphile-worker's] p50 of the two like-for-like pairs. */
+      const rounds: { enqueue: [number, number]; committed: [number, number] }[] = [];
+      const perRound = Math.ceil(SAMPLES / ROUNDS);
+      for (let r = 0; r < ROUNDS; r++) {
+        const warmup = r === 0 ? 50 : 10;
+        const ours = await measureLatency(server, key, perRound, warmup);
+        appendLatency(latency, ours);
+        if (graphile) {
+          const g = await graphile.latency(perRound, warmup);
+          graphileAdded.push(...g.added);
+          graphileCommitted.push(...g.committed);
+          rounds.push({
+            enqueue: [median(ours.enqueueToClaimed), median(g.added)],
+            committed: [median(ours.committedToClaimed), median(g.committed)],
+          });
+          console.log(
+            `  round ${r + 1}: enqueue → claimed ${fmt(rounds.at(-1)!.enqueue[0], 2)} ms vs addJob → handler start ${fmt(rounds.at(-1)!.enqueue[1], 2)} ms; ` +
+              `committed → claimed ${fmt(rounds.at(-1)!.committed[0], 2)} ms vs committed → handler start ${fmt(rounds.at(-1)!.committed[1], 2)} ms`,
+          );
+        }
+      }
       rows.push(latencyRow(`Agentyard on ${engine}: enqueue (RunService.create called) → claimed, execution begun`, latency.enqueueToClaimed));
       rows.push(latencyRow(`Agentyard on ${engine}: enqueue → INPROGRESS committed`, latency.enqueueToStarted));
       rows.push(latencyRow(`Agentyard on ${engine}: run committed (create resolved) → claimed, execution begun`, latency.committedToClaimed));
       rows.push(latencyRow(`Agentyard on ${engine}: run committed → INPROGRESS committed`, latency.committedToStarted));
       rows.push(latencyRow(`Agentyard on ${engine}: POST /agent/runs sent → INPROGRESS committed`, latency.post));
       rows.push(latencyRow(`Agentyard on ${engine}: POST sent → INPROGRESS received over SSE (client)`, latency.sse));
-      console.log(rows.slice(-6).join('\n'));
+      if (graphile) {
+        rows.push(latencyRow('graphile-worker 0.18 on postgres: addJob called → handler start', graphileAdded));
+        rows.push(latencyRow('graphile-worker 0.18 on postgres: job committed (addJob resolved) → handler start', graphileCommitted));
+        for (const [name, pick] of [
+          ['enqueue → the executor has it (RunService.create called → claimed) vs addJob called → handler start', (x: (typeof rounds)[number]) => x.enqueue],
+          ['committed → the executor has it (create resolved → claimed) vs job committed (addJob resolved) → handler start', (x: (typeof rounds)[number]) => x.committed],
+        ] as const) {
+          const ours = median(rounds.map((x) => pick(x)[0]));
+          const theirs = median(rounds.map((x) => pick(x)[1]));
+          const ratio = median(rounds.map((x) => pick(x)[0] / Math.max(pick(x)[1], 0.001)));
+          comparison.push(`| ${name} | ${fmt(ours, 2)} | ${fmt(theirs, 2)} | ${fmt(ratio, 2)} |`);
+        }
+      }
+      console.log(rows.slice(graphile ? -8 : -6).join('\n'));
       const t = await measureThroughput(server);
       throughputRows.push(`| Agentyard on ${engine} (noop harness, ${CONCURRENCY} executors) | ${t.runs} | ${fmt(t.seconds, 2)} | ${fmt(t.rate, 0)} |`);
       console.log(throughputRows.at(-1));
+      if (graphile) {
+        const rate = await graphile.drain();
+        throughputRows.push(`| graphile-worker 0.18 on postgres (no-op task, concurrency ${Math.min(CONCURRENCY, 64)}) | ${RUNS} | ${fmt(RUNS / rate, 2)} | ${fmt(rate, 0)} |`);
+        console.log(throughputRows.at(-1));
+      }
     } finally {
+      await graphile?.stop();
       await server.stop();
     }
-  }
-  if (!values['skip-graphile']) {
-    console.log('\n# graphile-worker');
-    const g = await graphile(pg!.url);
-    rows.push(latencyRow('graphile-worker 0.18 on postgres: addJob called → handler start', g.latency));
-    rows.push(latencyRow('graphile-worker 0.18 on postgres: job committed (addJob resolved) → handler start', g.committed));
-    throughputRows.push(`| graphile-worker 0.18 on postgres (no-op task, concurrency ${Math.min(CONCURRENCY, 64)}) | ${RUNS} | ${fmt(RUNS / g.rate, 2)} | ${fmt(g.rate, 0)} |`);
   }
 } finally {
   await pg?.stop();
   for (const dir of tmpDirs) rmSync(dir, { recursive: true, force: true });
 }
 
+if (comparison.length) {
+  console.log(`\n## Start latency against graphile-worker (median over ${ROUNDS} rounds of each round's p50), ms\n`);
+  console.log('| Pair | Agentyard | graphile-worker | ratio (median of rounds) |');
+  console.log('|---|---:|---:|---:|');
+  for (const c of comparison) console.log(c);
+}
 console.log('\n## Queue-to-start latency (one run at a time, idle executors), ms\n');
 console.log('| Path | samples | p50 | p90 | p99 |');
 console.log('|---|---:|---:|---:|---:|');

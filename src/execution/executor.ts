@@ -12,7 +12,7 @@ import type { SecretProvider } from '../secrets/provider.ts';
 import type { Bus } from '../store/bus.ts';
 import type { Db } from '../store/db.ts';
 import { EventPipe } from './event-pipe.ts';
-import { HandOff } from './hand-off.ts';
+import { HandOff, insertsHandOffColumns } from './hand-off.ts';
 import type { HandOffTarget } from './hand-off.ts';
 import { adapterFor } from './harnesses/index.ts';
 import { buildPlans, PlanError } from './plan-builder.ts';
@@ -124,12 +124,18 @@ export class ServiceExecutor implements HandOffTarget {
     });
     every(settings.heartbeatMs, () => this.#heartbeat());
     await this.#register();
-    if (settings.concurrency > 0 && settings.harnesses.length > 0) {
+    if (settings.concurrency > 0 && settings.harnesses.length > 0 && (await this.#handOffColumnsMatch())) {
       const handOff = new HandOff(this.#deps.db, this, (runs) => this.#announceQueued(runs));
       this.#handOff = handOff;
       this.#unsubscribe.push(offerHandOff(this.#deps.db, handOff));
     }
     this.wake();
+  }
+
+  async #handOffColumnsMatch(): Promise<boolean> {
+    if (await insertsHandOffColumns()) return true;
+    this.#deps.log.warn('runs are inserted with columns the hand-off statement (migration 0036) does not list: new runs wait for a claim of their own');
+    return false;
   }
 
   /** Runs a hand-off inserted but did not claim are announced as RunService announces new runs. */

@@ -5,7 +5,8 @@
  * has it", and the run is never seen QUEUED by anyone else. The claim is the executors' usual one (fair between
  * teams, QUEUED → CLAIMED through the state machine with its state event, an execution with its lease), so with
  * a queue it may take older runs of other teams first; the runs it leaves are announced as any new run is.
- * Creations of the same moment go together in one statement (group commit).
+ * Creations of the same moment go together in one statement (group commit). The statement inserts the columns
+ * insertRuns (src/runs/plans.ts) inserts, listed in migration 0036: the hand-off stays off when they differ.
  */
 import type { CreatedRun, InsertRun } from '../runs/plans.ts';
 import { insertRuns } from '../runs/plans.ts';
@@ -37,6 +38,43 @@ export async function insertRecords(rows: readonly InsertRun[]): Promise<string>
   await insertRuns(capture, rows);
   if (typeof records !== 'string') throw new Error('insertRuns no longer sends its rows as one JSON parameter');
   return records;
+}
+
+/** The columns ay_create_and_claim_service_runs (migration 0036) inserts. */
+const HAND_OFF_COLUMNS = [
+  'id', 'team_id', 'title', 'prompt', 'state', 'source', 'config', 'config_name', 'model_id', 'environment_id', 'skill_spec',
+  'worker_host', 'creator_id', 'creator_type', 'creator_name', 'creator_email', 'factory_id', 'automation_id', 'delivery_id',
+  'schedule_id', 'parent_run_id', 'conversation_id', 'session_id', 'metadata', 'executor_id', 'executor_type', 'executor_name',
+];
+
+/** A run with every field set, to see which columns insertRuns writes. */
+const SAMPLE: InsertRun = {
+  id: 'run_sample',
+  teamId: 'team',
+  title: 'title',
+  prompt: 'prompt',
+  state: 'QUEUED',
+  source: 'API',
+  config: { name: 'n', model_id: 'm', environment_id: 'e', skill_spec: 'r:s' },
+  workerHost: null,
+  creator: { id: 'usr_a', type: 'user', displayName: 'A', email: 'a@example.com' },
+  executor: { id: 'sa_b', type: 'service_account', displayName: 'B' },
+  factoryId: null,
+  automationId: null,
+  deliveryId: null,
+  scheduleId: null,
+  parentRunId: null,
+  conversationId: null,
+  sessionId: 'session',
+  metadata: {},
+};
+
+/** Whether insertRuns writes exactly the columns the hand-off statement inserts. */
+export async function insertsHandOffColumns(): Promise<boolean> {
+  const [record] = JSON.parse(await insertRecords([SAMPLE])) as Record<string, unknown>[];
+  const columns = Object.keys(record ?? {}).sort();
+  const known = [...HAND_OFF_COLUMNS].sort();
+  return columns.length === known.length && columns.every((c, i) => c === known[i]);
 }
 
 const created = (row: InsertRun): CreatedRun => ({ id: row.id, state: row.state, worker_host: row.workerHost });

@@ -5,7 +5,7 @@
  * take stays queued and announced. The statement inserts every column the usual insert does.
  */
 import { describe, expect, it } from 'vitest';
-import { insertRecords } from '../../src/execution/hand-off.ts';
+import { insertRecords, insertsHandOffColumns } from '../../src/execution/hand-off.ts';
 import { createAndClaimServiceRuns } from '../../src/execution/queue.ts';
 import { insertRuns } from '../../src/runs/plans.ts';
 import { insertQueuedRun, prepareQueuedRun, RUNS_QUEUED_TOPIC, RunService } from '../../src/runs/service.ts';
@@ -93,6 +93,8 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
   });
 
   it('inserts every column the usual insert does', async () => {
+    // the hand-off is on only while insertRuns writes the columns its statement lists
+    expect(await insertsHandOffColumns()).toBe(true);
     // no executors here: both rows stay as inserted
     const s = await startExecServer(engine, { settings: { harnesses: [], defaultHarness: undefined } });
     try {
