@@ -30,7 +30,7 @@ interface PendingLog {
 type Pending = PendingAccept | PendingLog;
 
 export interface DeliveryWriterOptions {
-  /** Groups written at once (PGlite runs one statement at a time anyway). */
+  /** Groups written at once (PGlite runs them one after the other in its thread). */
   concurrency: number;
   maxBatch?: number;
   /** Called after a commit that put at least one delivery in the outbox. */

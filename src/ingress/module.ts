@@ -41,7 +41,8 @@ export function createIngressModule(options: IngressOptions = {}): AppModule {
         routing: new RoutingSnapshot(ctx.db, ctx.cipher, ctx.log),
         limiters: new IngressLimiters(ctx.db, ctx.bus, limits),
         writer: new DeliveryWriter(ctx.db, ctx.log, {
-          concurrency: ctx.db.engine === 'postgres' ? 2 : 1,
+          // on PGlite (one statement at a time, in its own thread) the second group waits there, ready to run
+          concurrency: 2,
           // At most one announcement per 20 ms, however many batches commit.
           onQueued: () => {
             announce ??= setTimeout(() => {

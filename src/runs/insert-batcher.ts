@@ -18,7 +18,10 @@ export class RunInsertBatcher {
   readonly #db: Db;
   readonly #onInserted: (runs: CreatedRun[]) => void;
   readonly #maxBatch: number;
-  /** PGlite runs one statement at a time; a PostgreSQL server takes several inserts at once. */
+  /**
+   * A PostgreSQL server takes several inserts at once. PGlite runs one statement at a time, in its own
+   * thread: a second batch waiting there keeps it busy while this thread answers the first.
+   */
   readonly #maxInFlight: number;
   #pending: Waiting[] = [];
   #inFlight = 0;
@@ -28,7 +31,7 @@ export class RunInsertBatcher {
     this.#db = db;
     this.#onInserted = onInserted;
     this.#maxBatch = options.maxBatch ?? 200;
-    this.#maxInFlight = options.maxInFlight ?? (db.engine === 'postgres' ? 4 : 1);
+    this.#maxInFlight = options.maxInFlight ?? (db.engine === 'postgres' ? 4 : 2);
   }
 
   insert(row: InsertRun): Promise<CreatedRun> {
