@@ -9,9 +9,9 @@
  * insertRuns (src/runs/plans.ts) inserts, listed in migration 0036: the hand-off stays off when they differ.
  */
 import type { CreatedRun, InsertRun } from '../runs/plans.ts';
-import { insertRuns } from '../runs/plans.ts';
+import { insertRunsParameter } from '../runs/plans.ts';
 import type { RunHandOff } from '../runs/service.ts';
-import type { Db, QueryResult, SqlValue } from '../store/db.ts';
+import type { Db } from '../store/db.ts';
 import { Batcher } from './batcher.ts';
 import type { Claimed, ClaimOptions } from './queue.ts';
 import { createAndClaimServiceRuns } from './queue.ts';
@@ -28,16 +28,7 @@ export interface HandOffTarget {
 
 /** The records plans.insertRuns writes for these rows (its one JSON parameter), for a statement of our own. */
 export async function insertRecords(rows: readonly InsertRun[]): Promise<string> {
-  let records: SqlValue | undefined;
-  const capture = {
-    async query<Row>(_text: string, params?: readonly SqlValue[]): Promise<QueryResult<Row>> {
-      records = params?.[0];
-      return { rows: [], rowCount: 0 };
-    },
-  };
-  await insertRuns(capture, rows);
-  if (typeof records !== 'string') throw new Error('insertRuns no longer sends its rows as one JSON parameter');
-  return records;
+  return insertRunsParameter(rows);
 }
 
 /** The columns ay_create_and_claim_service_runs (migration 0036) inserts. */
