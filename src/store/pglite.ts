@@ -1,6 +1,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import type { Db, QueryResult, Queryable, SqlValue } from './db.ts';
 import { quoteIdent } from './db.ts';
+import { PgliteStatements } from './pglite-statements.ts';
 
 export interface PgliteOptions {
   /** Directory for the data files; in memory when absent. */
@@ -22,11 +23,16 @@ export async function wrapPglite(pglite: PGlite, schema?: string, ownsInstance =
   };
 
   if (schema && !shared) await pglite.exec(searchPath);
+  // a prepared statement is planned for the search path of its time: only a wrapper that owns it uses them
+  const statements = shared ? undefined : new PgliteStatements(pglite);
 
   const db: Db = {
     engine: 'pglite',
-    async query(text, params) {
-      if (!shared) return run(pglite, text, params);
+    async query<Row>(text: string, params?: readonly SqlValue[]) {
+      if (statements) {
+        const res = await statements.query<Row>(text, params);
+        return { rows: res.rows, rowCount: res.rows.length > 0 ? res.rows.length : (res.affectedRows ?? 0) };
+      }
       return pglite.transaction(async (tx) => {
         await tx.exec(searchPath);
         return run(tx, text, params);
