@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Db, QueryResult, Queryable, SqlValue } from './db.ts';
 import { quoteIdent } from './db.ts';
@@ -10,6 +11,50 @@ export interface PgOptions {
   /** Schema to use for every connection (tests isolate themselves this way). */
   schema?: string;
   maxConnections?: number;
+  /**
+   * Statements run as named prepared statements once seen twice (default true): parsed and planned once per
+   * connection instead of on every call. Off (here, or AGENTYARD_PG_PREPARED_STATEMENTS=off) for a connection
+   * pooler that does not keep them (PgBouncer in transaction mode before 1.21).
+   */
+  preparedStatements?: boolean;
+}
+
+/** Distinct statement texts prepared by a process, at most: statements built with varying text stay unnamed. */
+const MAX_PREPARED = 400;
+/** Distinct texts remembered as seen once, at most. */
+const MAX_SEEN = 4_000;
+
+/**
+ * Names statements worth preparing: a text seen a second time gets a name derived from it (the same text has
+ * the same name on every connection; `pg` parses it once per connection). A text whose prepared plan stopped
+ * matching the schema (a migration changed a table under a `SELECT *`) is not prepared again.
+ */
+class StatementNames {
+  readonly #names = new Map<string, string | false>();
+  readonly #seen = new Set<string>();
+
+  nameOf(text: string): string | undefined {
+    const name = this.#names.get(text);
+    if (name !== undefined) return name || undefined;
+    if (!this.#seen.has(text)) {
+      if (this.#seen.size < MAX_SEEN) this.#seen.add(text);
+      return undefined;
+    }
+    if (this.#names.size >= MAX_PREPARED) return undefined;
+    const created = `ay_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
+    this.#names.set(text, created);
+    this.#seen.delete(text);
+    return created;
+  }
+
+  forget(text: string): void {
+    this.#names.set(text, false);
+  }
+}
+
+/** PostgreSQL refuses to run a prepared plan whose result columns changed since it was prepared. */
+function isStalePlan(err: unknown): boolean {
+  return (err as { code?: string }).code === '0A000' && /cached plan must not change result type/.test(String((err as Error).message));
 }
 
 export async function openPostgres(options: PgOptions): Promise<Db> {
@@ -22,8 +67,23 @@ export async function openPostgres(options: PgOptions): Promise<Db> {
   pool.on('error', () => {});
   const listenClients = new Map<string, pg.Client>();
 
+  const prepared = options.preparedStatements ?? process.env.AGENTYARD_PG_PREPARED_STATEMENTS !== 'off';
+  const names = prepared ? new StatementNames() : undefined;
   const query = async <Row>(client: pg.Pool | pg.PoolClient, text: string, params?: readonly SqlValue[]): Promise<QueryResult<Row>> => {
-    const res = await client.query(text, params as unknown[] | undefined);
+    const values = params as unknown[] | undefined;
+    // only statements with parameters: a text without any may hold several statements, which cannot be prepared
+    const name = values?.length ? names?.nameOf(text) : undefined;
+    let res: pg.QueryResult;
+    try {
+      res = await client.query(name ? { name, text, values } : { text, values });
+    } catch (err) {
+      // a migration of another process changed a table under a `SELECT *`: from now on unnamed (inside a
+      // transaction the error has aborted it; the caller's next attempt runs unnamed)
+      if (!name || !isStalePlan(err)) throw err;
+      names!.forget(text);
+      if (client instanceof pg.Pool) res = await client.query({ text, values });
+      else throw err;
+    }
     return { rows: res.rows as Row[], rowCount: res.rowCount ?? 0 };
   };
 
