@@ -63,7 +63,8 @@ function checkMcpServers(servers: Record<string, McpServerConfig>): void {
 
 const METADATA_KEY = /^[a-zA-Z0-9._-]{1,64}$/;
 
-function checkMetadata(metadata: Record<string, string>): void {
+/** Run metadata: at most 20 keys of [a-zA-Z0-9._-], string values of at most 256 bytes. */
+export function checkMetadata(metadata: Record<string, string>): void {
   const entries = Object.entries(metadata);
   if (entries.length > 20) throw new AppError('invalid_request', 'metadata has more than 20 keys');
   for (const [key, value] of entries) {

@@ -1,6 +1,6 @@
 import { AppError, isAppError } from '../http/errors.ts';
 import type { AgentConfig } from '../runs/model.ts';
-import { resolveConfig } from '../runs/service.ts';
+import { checkMetadata, resolveConfig } from '../runs/service.ts';
 import type { Bus } from '../store/bus.ts';
 import type { Db } from '../store/db.ts';
 import { newId } from '../util/ids.ts';
@@ -21,20 +21,6 @@ export interface ScheduleInput {
 }
 
 const MAX_NAME = 200;
-const METADATA_KEY = /^[a-zA-Z0-9._-]{1,64}$/;
-
-/** The same rules as run metadata, since every run the schedule starts carries it. */
-function checkMetadata(metadata: Record<string, string>): void {
-  const entries = Object.entries(metadata);
-  if (entries.length > 20) throw new AppError('invalid_request', 'metadata has more than 20 keys');
-  for (const [key, value] of entries) {
-    if (!METADATA_KEY.test(key)) throw new AppError('invalid_request', `metadata key "${key}" must be 1-64 characters of [a-zA-Z0-9._-]`);
-    if (typeof value !== 'string' || Buffer.byteLength(value) > 256 || value.includes('\0')) {
-      throw new AppError('invalid_request', `metadata.${key} must be a string of at most 256 bytes without NUL`);
-    }
-  }
-}
-
 /** Validates a create or full-replacement body into the stored fields (without `next_run_at`). */
 export function checkScheduleInput(input: ScheduleInput, enabledDefault: boolean): Omit<ScheduleFields, 'nextRunAt'> {
   const name = input.name?.trim() ?? '';
