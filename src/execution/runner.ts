@@ -3,13 +3,12 @@
  * into events, hands follow-ups to it, watches the workspace size, and reads its exit. The service's
  * executors and self-hosted workers both run plans through this.
  */
-import path from 'node:path';
 import { AgentProcess } from './agent-process.ts';
 import { adapterFor } from './harnesses/index.ts';
 import type { HarnessAdapter, Invocation } from './harnesses/types.ts';
 import type { AgentEvent, ExecutionOutcome, ExecutionPlan, PlanFollowup } from './plan.ts';
 import type { ExecutionSettings } from './settings.ts';
-import { attachmentFileName, createWorkspace, workspaceSize, writeWorkspaceFile } from './workspace.ts';
+import { createWorkspace, workspaceSize, writePlanFiles } from './workspace.ts';
 import type { Workspace } from './workspace.ts';
 
 export interface RunnerHooks {
@@ -147,16 +146,7 @@ export class ExecutionRunner {
     const plan = this.plan;
     const ws = await createWorkspace(this.#settings.workspaceRoot, plan.executionId, plan.previousExecutionId);
     this.#workspace = ws;
-    const names: string[] = [];
-    for (const a of plan.attachments) {
-      const name = attachmentFileName(a.fileName);
-      await writeWorkspaceFile(ws.dir, name, Buffer.from(a.base64, 'base64'), 0o644);
-      names.push(name);
-    }
-    if (plan.skill?.resolved) {
-      for (const f of plan.skill.files) await writeWorkspaceFile(ws.dir, path.join('.agents', 'skills', plan.skill.name, f.path), f.content, 0o644);
-    }
-    return names;
+    return writePlanFiles(ws.dir, plan);
   }
 
   #environment(invocation: Invocation, ws: Workspace): Record<string, string> {

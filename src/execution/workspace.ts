@@ -6,6 +6,7 @@
  */
 import { lstat, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { ExecutionPlan } from './plan.ts';
 
 export interface Workspace {
   /** The agent's working directory. */
@@ -57,6 +58,23 @@ export function attachmentFileName(name: string): string {
   const base = path.basename(name.replaceAll('\\', '/')).replace(/[\x00-\x1f/]/g, '_');
   const safe = base.replace(/^\.+/, '_');
   return safe === '' || safe === '.' || safe === '..' ? 'attachment' : safe;
+}
+
+/**
+ * Puts what the plan brings into a workspace: its attachments (under safe file names) and the files of its
+ * resolved skill under `.agents/skills/<name>/`. Answers the attachments' file names.
+ */
+export async function writePlanFiles(dir: string, plan: Pick<ExecutionPlan, 'attachments' | 'skill'>): Promise<string[]> {
+  const names: string[] = [];
+  for (const a of plan.attachments) {
+    const name = attachmentFileName(a.fileName);
+    await writeWorkspaceFile(dir, name, Buffer.from(a.base64, 'base64'), 0o644);
+    names.push(name);
+  }
+  if (plan.skill?.resolved) {
+    for (const f of plan.skill.files) await writeWorkspaceFile(dir, path.join('.agents', 'skills', plan.skill.name, f.path), f.content, 0o644);
+  }
+  return names;
 }
 
 /**

@@ -6,7 +6,7 @@ import { buildPlan } from '../execution/plan-builder.ts';
 import { promptWithNotes } from '../execution/runner.ts';
 import { harnessFor } from '../execution/settings.ts';
 import type { HarnessType } from '../execution/settings.ts';
-import { attachmentFileName, createWorkspace, writeWorkspaceFile } from '../execution/workspace.ts';
+import { createWorkspace, writePlanFiles } from '../execution/workspace.ts';
 import type { RunRow } from '../runs/model.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Queryable } from '../store/db.ts';
@@ -85,15 +85,7 @@ export async function prepareJobInvocation(
   const scratch = await mkdtemp(path.join(tmpdir(), 'agentyard-job-'));
   try {
     const ws = await createWorkspace(scratch, executionId);
-    const names: string[] = [];
-    for (const a of plan.attachments) {
-      const name = attachmentFileName(a.fileName);
-      await writeWorkspaceFile(ws.dir, name, Buffer.from(a.base64, 'base64'), 0o644);
-      names.push(name);
-    }
-    if (plan.skill?.resolved) {
-      for (const f of plan.skill.files) await writeWorkspaceFile(ws.dir, path.join('.agents', 'skills', plan.skill.name, f.path), f.content, 0o644);
-    }
+    const names = await writePlanFiles(ws.dir, plan);
     const prompt = promptWithNotes(plan, names);
     const inPod = (text: string): string => text.split(ws.dir).join(WORKSPACE_DIR);
     let command: string[];
