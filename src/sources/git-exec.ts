@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { mkdir, stat } from 'node:fs/promises';
+import path from 'node:path';
 import { simpleGit } from 'simple-git';
 import type { SimpleGit } from 'simple-git';
 import type { FactoryFileInput } from '../definitions/load.ts';
@@ -12,6 +14,21 @@ export const BASE_GIT_ENV: Record<string, string> = {
 
 /** Per-command timeout: a hung network fetch is killed rather than stalling the factory's loop. */
 const BLOCK_TIMEOUT_MS = 120_000;
+
+/**
+ * A bare repository in `dir`, created (`git init --bare` with `initArgs`) when it does not exist yet.
+ * Callers keep the promise, so that concurrent first uses share one `git init`.
+ */
+export async function openBareRepository(dir: string, initArgs: readonly string[] = []): Promise<SimpleGit> {
+  await mkdir(dir, { recursive: true });
+  const git = gitClient(dir);
+  const initialised = await stat(path.join(dir, 'HEAD')).then(
+    () => true,
+    () => false,
+  );
+  if (!initialised) await git.raw(['init', '--bare', '--quiet', ...initArgs]);
+  return git;
+}
 
 /**
  * A simple-git client in `dir`. The two "unsafe" switches are for environment this module builds itself

@@ -1,8 +1,7 @@
-import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { SimpleGit } from 'simple-git';
 import { gitAuthFor } from './credentials.ts';
-import { gitClient, readCommit, readTree } from './git-exec.ts';
+import { gitClient, openBareRepository, readCommit, readTree } from './git-exec.ts';
 import { SerialQueue } from './mutex.ts';
 import { SourceError } from './types.ts';
 import type { GitSourceSpec, Source, SourceSnapshot } from './types.ts';
@@ -67,16 +66,7 @@ export class GitSource implements Source {
 
   /** Opens the repository, creating it on first use; concurrent first uses share one `git init`. */
   #repo(): Promise<SimpleGit> {
-    this.#git ??= (async () => {
-      await mkdir(this.#dir, { recursive: true });
-      const git = gitClient(this.#dir);
-      const initialised = await stat(path.join(this.#dir, 'HEAD')).then(
-        () => true,
-        () => false,
-      );
-      if (!initialised) await git.raw(['init', '--bare', '--quiet']);
-      return git;
-    })();
+    this.#git ??= openBareRepository(this.#dir);
     this.#git.catch(() => {
       this.#git = undefined;
     });

@@ -1,9 +1,7 @@
 import { spawn } from 'node:child_process';
-import { mkdir, stat } from 'node:fs/promises';
-import path from 'node:path';
 import type { SimpleGit } from 'simple-git';
 import type { FactoryFileInput } from '../definitions/load.ts';
-import { BASE_GIT_ENV, gitClient, inheritedEnv, readCommit, readTree } from './git-exec.ts';
+import { BASE_GIT_ENV, inheritedEnv, openBareRepository, readCommit, readTree } from './git-exec.ts';
 import { SerialQueue } from './mutex.ts';
 import { SourceError } from './types.ts';
 import type { Source, SourceSnapshot } from './types.ts';
@@ -47,16 +45,7 @@ export class ManagedRepository implements Source {
 
   /** Opens the repository, creating it on first use; concurrent first uses share one `git init`. */
   #repo(): Promise<SimpleGit> {
-    this.#git ??= (async () => {
-      await mkdir(this.#dir, { recursive: true });
-      const git = gitClient(this.#dir);
-      const initialised = await stat(path.join(this.#dir, 'HEAD')).then(
-        () => true,
-        () => false,
-      );
-      if (!initialised) await git.raw(['init', '--bare', '--quiet', `--initial-branch=${MANAGED_BRANCH}`]);
-      return git;
-    })();
+    this.#git ??= openBareRepository(this.#dir, [`--initial-branch=${MANAGED_BRANCH}`]);
     this.#git.catch(() => {
       this.#git = undefined;
     });
