@@ -26,11 +26,6 @@ export interface HandOffTarget {
   accept(claimed: Claimed[], reserved: number): Promise<void>;
 }
 
-/** The records plans.insertRuns writes for these rows (its one JSON parameter), for a statement of our own. */
-export async function insertRecords(rows: readonly InsertRun[]): Promise<string> {
-  return insertRunsParameter(rows);
-}
-
 /** The columns ay_create_and_claim_service_runs (migration 0036) inserts. */
 const HAND_OFF_COLUMNS = [
   'id', 'team_id', 'title', 'prompt', 'state', 'source', 'config', 'config_name', 'model_id', 'environment_id', 'skill_spec',
@@ -62,7 +57,7 @@ const SAMPLE: InsertRun = {
 
 /** Whether insertRuns writes exactly the columns the hand-off statement inserts. */
 export async function insertsHandOffColumns(): Promise<boolean> {
-  const [record] = JSON.parse(await insertRecords([SAMPLE])) as Record<string, unknown>[];
+  const [record] = JSON.parse(insertRunsParameter([SAMPLE])) as Record<string, unknown>[];
   const columns = Object.keys(record ?? {}).sort();
   const known = [...HAND_OFF_COLUMNS].sort();
   return columns.length === known.length && columns.every((c, i) => c === known[i]);
@@ -115,7 +110,7 @@ export class HandOff implements RunHandOff {
   }
 
   async #createAndClaim(rows: InsertRun[]): Promise<void> {
-    const records = await insertRecords(rows);
+    const records = insertRunsParameter(rows);
     const options = this.#target.reserve(rows.length);
     let claimed: Claimed[] = [];
     try {

@@ -5,7 +5,8 @@
  * take stays queued and announced. The statement inserts every column the usual insert does.
  */
 import { describe, expect, it } from 'vitest';
-import { insertRecords, insertsHandOffColumns } from '../../src/execution/hand-off.ts';
+import { insertsHandOffColumns } from '../../src/execution/hand-off.ts';
+import { insertRunsParameter } from '../../src/runs/plans.ts';
 import { createAndClaimServiceRuns } from '../../src/execution/queue.ts';
 import { insertRuns } from '../../src/runs/plans.ts';
 import { insertQueuedRun, prepareQueuedRun, RUNS_QUEUED_TOPIC, RunService } from '../../src/runs/service.ts';
@@ -112,7 +113,7 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
       const usual = await prepareQueuedRun(db, input);
       const handedOff = await prepareQueuedRun(db, input);
       await insertRuns(db, [usual]);
-      const claimed = await createAndClaimServiceRuns(db, await insertRecords([handedOff]), {
+      const claimed = await createAndClaimServiceRuns(db, insertRunsParameter([handedOff]), {
         limit: 0,
         harnesses: ['noop'],
         defaultHarness: 'noop',
