@@ -7,50 +7,17 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
+import { automationMd, baseFiles } from '../support/factory-tree.ts';
 import { request } from '../support/server.ts';
 import { executionsOf, FAKE, fakeRecords, startExecServer, waitFor, waitForState } from './support.ts';
 import type { ExecServer } from './support.ts';
 
-const FACTORY_YAML = `schemaVersion: v1alpha1
-name: Alert triage
-repositories:
-  - owner: acme
-    name: api
-agentDefaults:
-  model: auto
-  runner: default
-`;
-const FOREMAN = `---
-agentType: FOREMAN
-description: Receives alerts.
----
-
-You are the on-call foreman.
-`;
-const RUNNER = `platform:
-  os: linux
-  linux:
-    dockerImage: node:24-bookworm
-`;
 const SKILL = `---
 name: triage
 description: How to triage an alert.
 ---
 
 Read event-payload.json, then decide.
-`;
-
-const automation = (uid: string) => `---
-triggers:
-  - provider: webhook
-    event: received
-    filter:
-      webhook_ids: [${uid}]
-      payload:
-        severity: [critical]
----
-
-Investigate the alert. LIST_FILES
 `;
 
 describe.each(ENGINES)('a webhook delivery through a committed automation on %s', (engine) => {
@@ -69,9 +36,7 @@ describe.each(ENGINES)('a webhook delivery through a committed automation on %s'
     const id = factory.body.id as string;
     const files = (extra: Record<string, string>) =>
       Object.entries({
-        'factory.yaml': FACTORY_YAML,
-        'agents/foreman/agent.md': FOREMAN,
-        'runners/default.yaml': RUNNER,
+        ...baseFiles(),
         'skills/triage/SKILL.md': SKILL,
         'webhooks/alerts.yaml': 'authMode: token\nsecretName: alerts-token\n',
         ...extra,
@@ -79,7 +44,7 @@ describe.each(ENGINES)('a webhook delivery through a committed automation on %s'
     const first = await s.api('POST', `/factories/${id}/apply`, { files: files({}), message: 'webhook' });
     expect(first.status, first.text).toBe(200);
     const [hook] = (await s.api('GET', `/factories/${id}/webhooks`)).body.webhooks;
-    const second = await s.api('POST', `/factories/${id}/apply`, { files: files({ 'automations/triage/automation.md': automation(hook.uid) }), message: 'automation' });
+    const second = await s.api('POST', `/factories/${id}/apply`, { files: files({ 'automations/triage/automation.md': automationMd(hook.uid, { payload: 'severity: [critical]', prompt: 'Investigate the alert. LIST_FILES' }) }), message: 'automation' });
     expect(second.status, second.text).toBe(200);
 
     const body = JSON.stringify({ severity: 'critical', title: 'Disk full on db-1' });

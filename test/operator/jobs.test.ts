@@ -14,6 +14,7 @@ import { REQUIRE_KUBERNETES, eventually, kubernetesAvailability, startKubernetes
 import type { KubernetesTestEnv } from './k8s.ts';
 import { FOREMAN, clients, condition, createNamespace, factoryManifest, getFactory, postJson, putSecret, startTestOperator, webhookYaml } from './support.ts';
 import type { TestOperator } from './support.ts';
+import { automationMd } from '../support/factory-tree.ts';
 
 const availability = kubernetesAvailability();
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -53,19 +54,6 @@ platform:
   linux:
     dockerImage: node:24-bookworm
 `;
-
-function automation(uid: string): string {
-  return `---
-triggers:
-  - provider: webhook
-    event: received
-    filter:
-      webhook_ids: [${uid}]
----
-
-Look at the alert in event-payload.json.
-`;
-}
 
 describe.skipIf(availability.missing !== undefined)('Job executor against a real Kubernetes API server', () => {
   const namespace = 'jobs';
@@ -137,7 +125,7 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
     const hook = ready.status!.webhooks![0]!;
     hookUrl = hook.ingressUrl;
     // The automation names the webhook by the UID its first apply gave it.
-    await remote.write({ 'automations/triage/automation.md': automation(hook.uid) });
+    await remote.write({ 'automations/triage/automation.md': automationMd(hook.uid, { prompt: 'Look at the alert in event-payload.json.' }) });
     const revision = `main@sha1:${await remote.commitAndPush('triage automation')}`;
     await eventually(async () => (await getFactory(k8s, namespace, 'runs'))?.status?.appliedRevision === revision, 30_000, 'the automation to apply');
     const secret = await clients(k8s).core.readNamespacedSecret({ name: 'agentyard-api-key', namespace });
