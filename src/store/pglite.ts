@@ -1,4 +1,5 @@
 import { PGlite } from '@electric-sql/pglite';
+import type { Results } from '@electric-sql/pglite';
 import type { Db, QueryResult, Queryable, SqlValue } from './db.ts';
 import { quoteIdent } from './db.ts';
 import { PgliteStatements } from './pglite-statements.ts';
@@ -9,6 +10,11 @@ export interface PgliteOptions {
   schema?: string;
 }
 
+/** PGlite counts the rows a statement returned or changed differently from `pg`: `rowCount` as `pg` has it. */
+function queryResult<Row>(res: Results<Row>): QueryResult<Row> {
+  return { rows: res.rows, rowCount: res.rows.length > 0 ? res.rows.length : (res.affectedRows ?? 0) };
+}
+
 /** Wraps an already open PGlite instance (tests share one instance between several schemas). */
 export async function wrapPglite(pglite: PGlite, schema?: string, ownsInstance = true): Promise<Db> {
   // PGlite is one connection: a schema is selected per statement batch, never left to connection state
@@ -17,10 +23,8 @@ export async function wrapPglite(pglite: PGlite, schema?: string, ownsInstance =
   if (schema) await pglite.exec(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
   const shared = !ownsInstance && schema !== undefined;
 
-  const run = async <Row>(q: Pick<PGlite, 'query' | 'exec'>, text: string, params?: readonly SqlValue[]): Promise<QueryResult<Row>> => {
-    const res = await q.query<Row>(text, params as unknown[] | undefined);
-    return { rows: res.rows, rowCount: res.rows.length > 0 ? res.rows.length : (res.affectedRows ?? 0) };
-  };
+  const run = async <Row>(q: Pick<PGlite, 'query' | 'exec'>, text: string, params?: readonly SqlValue[]): Promise<QueryResult<Row>> =>
+    queryResult(await q.query<Row>(text, params as unknown[] | undefined));
 
   if (schema && !shared) await pglite.exec(searchPath);
   // a prepared statement is planned for the search path of its time: only a wrapper that owns it uses them
@@ -29,10 +33,7 @@ export async function wrapPglite(pglite: PGlite, schema?: string, ownsInstance =
   const db: Db = {
     engine: 'pglite',
     async query<Row>(text: string, params?: readonly SqlValue[]) {
-      if (statements) {
-        const res = await statements.query<Row>(text, params);
-        return { rows: res.rows, rowCount: res.rows.length > 0 ? res.rows.length : (res.affectedRows ?? 0) };
-      }
+      if (statements) return queryResult(await statements.query<Row>(text, params));
       return pglite.transaction(async (tx) => {
         await tx.exec(searchPath);
         return run(tx, text, params);
