@@ -119,31 +119,50 @@ export async function bootstrapIdentity(db: Db, configuredKey: string | undefine
 
 /**
  * Resolves bearer keys to principals. A short cache keeps the database off the hot path; revoking through
- * this process invalidates at once, other processes see a revocation within the TTL.
+ * this process invalidates at once, other processes see a revocation within the TTL. Concurrent requests
+ * with a key not in the cache share one look-up (when the TTL ends under load, fifty connections would
+ * otherwise send fifty identical queries).
  */
 export class Authenticator {
   readonly #db: Db;
   readonly #ttlMs: number;
   readonly #cache = new Map<string, { principal: Principal | undefined; expires: number }>();
+  readonly #inFlight = new Map<string, Promise<Principal | undefined>>();
+  /** Bumped by invalidateAll: a look-up that started before a revocation must not fill the cache after it. */
+  #generation = 0;
 
   constructor(db: Db, ttlMs = 2_000) {
     this.#db = db;
     this.#ttlMs = ttlMs;
   }
 
-  async authenticate(key: string): Promise<Principal | undefined> {
+  authenticate(key: string): Promise<Principal | undefined> {
     const hash = hashApiKey(key);
-    const now = Date.now();
     const hit = this.#cache.get(hash);
-    if (hit && hit.expires > now) return hit.principal;
+    if (hit && hit.expires > Date.now()) return Promise.resolve(hit.principal);
+    const pending = this.#inFlight.get(hash);
+    if (pending) return pending;
+    const lookup = this.#lookUp(hash).finally(() => {
+      if (this.#inFlight.get(hash) === lookup) this.#inFlight.delete(hash);
+    });
+    this.#inFlight.set(hash, lookup);
+    return lookup;
+  }
+
+  async #lookUp(hash: string): Promise<Principal | undefined> {
+    const generation = this.#generation;
     const principal = await plans.principalForKeyHash(this.#db, hash);
-    if (this.#cache.size > 10_000) this.#cache.clear();
-    this.#cache.set(hash, { principal, expires: now + this.#ttlMs });
+    if (generation === this.#generation) {
+      if (this.#cache.size > 10_000) this.#cache.clear();
+      this.#cache.set(hash, { principal, expires: Date.now() + this.#ttlMs });
+    }
     if (principal) void plans.touchApiKey(this.#db, principal.keyId).catch(() => {});
     return principal;
   }
 
   invalidateAll(): void {
+    this.#generation++;
+    this.#inFlight.clear();
     this.#cache.clear();
   }
 }
