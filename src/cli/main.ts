@@ -42,17 +42,44 @@ async function serve(argv: string[]): Promise<number> {
     { url: server.url, engine: server.ctx.db.engine, roles: [...config.roles] },
     `Agentyard listening on ${server.url} (API ${server.url}/api/v1)`,
   );
-  await new Promise<void>((resolve) => {
+  const end = await new Promise<'signal' | 'database lost'>((resolve) => {
     const shutdown = (): void => {
       process.off('SIGINT', shutdown);
       process.off('SIGTERM', shutdown);
+      stopWatchingDatabase();
       server.ctx.log.info('shutting down');
-      void server.stop().finally(resolve);
+      void server.stop().finally(() => resolve('signal'));
     };
     process.on('SIGINT', shutdown);
     process.on('SIGTERM', shutdown);
+    // the embedded engine's thread died: every query fails from now on, so a supervisor must restart us
+    const stopWatchingDatabase = server.ctx.db.onLost((cause) => {
+      process.off('SIGINT', shutdown);
+      process.off('SIGTERM', shutdown);
+      server.ctx.log.fatal({ err: cause }, `the database engine has stopped (${cause.message}); exiting`);
+      void stopWithin(server, SHUTDOWN_AFTER_DATABASE_LOST_MS).finally(() => resolve('database lost'));
+    });
   });
+  if (end === 'database lost') {
+    // a module's loop or timer that no longer reaches its database must not keep a useless process alive
+    process.exit(EXIT_DATABASE_LOST);
+  }
   return 0;
+}
+
+/** Exit code of `serve` when its database engine stopped under it. */
+const EXIT_DATABASE_LOST = 1;
+/** How long `serve` waits for in-flight requests and module loops before it exits without its database. */
+const SHUTDOWN_AFTER_DATABASE_LOST_MS = 5_000;
+
+async function stopWithin(server: { stop(): Promise<void> }, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref();
+  });
+  await Promise.race([server.stop().catch(() => {}), deadline]);
+  clearTimeout(timer);
 }
 
 async function migrateCommand(): Promise<number> {

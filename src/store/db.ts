@@ -23,6 +23,12 @@ export interface Db extends Queryable {
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   notify(channel: string, payload: string): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Calls `listener` once, with the cause, if the engine stops for good without close() (at once if it
+   * already has); returns the removal. Only the PGlite thread can: a PostgreSQL pool replaces a lost
+   * connection, and in-process PGlite lives as long as the process.
+   */
+  onLost(listener: (cause: Error) => void): () => void;
 }
 
 export function quoteIdent(name: string): string {

@@ -131,6 +131,7 @@ export async function openPostgres(options: PgOptions): Promise<Db> {
       listenClients.clear();
       await pool.end();
     },
+    onLost: () => () => {},
   };
   return db;
 }

@@ -16,12 +16,26 @@ interface Pending {
   reject: (err: Error) => void;
 }
 
+/** The threads this process has open (for terminatePgliteThreadsForTesting). */
+const openThreads = new Set<Worker>();
+
+/**
+ * Test seam, not for use outside tests: ends every PGlite thread of this process as a crash would (not
+ * through close()), so that a test can show what the Db and `agentyard serve` do when the thread dies.
+ */
+export async function terminatePgliteThreadsForTesting(): Promise<void> {
+  await Promise.all([...openThreads].map((worker) => worker.terminate()));
+}
+
 export async function openPgliteThread(options: PgliteWorkerData): Promise<Db> {
   const worker = new Worker(new URL('./pglite-worker.ts', import.meta.url), { workerData: options });
   const pending = new Map<number, Pending>();
   const listeners = new Map<number, (payload: string) => void>();
   let nextId = 1;
   let gone: Error | undefined;
+  let closing = false;
+  let lost: Error | undefined;
+  const lostListeners = new Set<(cause: Error) => void>();
 
   await new Promise<void>((resolve, reject) => {
     const onExit = (code: number): void => reject(new Error(`the PGlite thread exited (${code}) while opening the database`));
@@ -41,8 +55,20 @@ export async function openPgliteThread(options: PgliteWorkerData): Promise<Db> {
     for (const p of pending.values()) p.reject(err);
     pending.clear();
   };
-  worker.on('error', (err) => failAll(err));
-  worker.on('exit', (code) => failAll(new Error(`the PGlite thread has stopped (exit ${code})`)));
+  // an uncaught error in the thread comes as 'error' then 'exit': the first names the cause
+  const stopped = (cause: Error): void => {
+    failAll(cause);
+    if (closing || lost) return;
+    lost = cause;
+    for (const listener of lostListeners) listener(cause);
+    lostListeners.clear();
+  };
+  openThreads.add(worker);
+  worker.on('error', (err) => stopped(err));
+  worker.on('exit', (code) => {
+    openThreads.delete(worker);
+    stopped(new Error(`the PGlite thread has stopped (exit ${code})`));
+  });
   worker.on('message', (reply: Reply) => {
     if (reply.kind === 'notification') {
       listeners.get(reply.subscription)?.(reply.payload);
@@ -106,9 +132,21 @@ export async function openPgliteThread(options: PgliteWorkerData): Promise<Db> {
     },
     async close() {
       if (gone) return;
+      closing = true;
       await call({ op: 'close' }).catch(() => {});
       gone = new Error('the database is closed');
       await worker.terminate();
+    },
+    onLost(listener) {
+      if (lost) {
+        const cause = lost;
+        queueMicrotask(() => listener(cause));
+        return () => {};
+      }
+      lostListeners.add(listener);
+      return () => {
+        lostListeners.delete(listener);
+      };
     },
   };
 }

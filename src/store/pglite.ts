@@ -67,6 +67,7 @@ export async function wrapPglite(pglite: PGlite, schema?: string, ownsInstance =
     async close() {
       if (ownsInstance) await pglite.close();
     },
+    onLost: () => () => {},
   };
   return db;
 }

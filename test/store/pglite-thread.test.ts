@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/store/db.ts';
-import { openPgliteThread } from '../../src/store/pglite-thread.ts';
+import { openPgliteThread, terminatePgliteThreadsForTesting } from '../../src/store/pglite-thread.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -120,6 +120,36 @@ describe('the PGlite thread and its process', () => {
     const db = await openPgliteThread({});
     await db.close();
     await expect(db.query('SELECT 1')).rejects.toThrow(/closed/);
+  });
+
+  it('reports a thread that dies without close() to onLost, once, and fails every call after it', async () => {
+    const db = await openPgliteThread({});
+    const causes: Error[] = [];
+    db.onLost((cause) => causes.push(cause));
+    const removed: Error[] = [];
+    const remove = db.onLost((cause) => removed.push(cause));
+    remove();
+    await terminatePgliteThreadsForTesting();
+    await expect.poll(() => causes.length).toBe(1);
+    expect(causes[0]!.message).toMatch(/PGlite thread has stopped \(exit 1\)/);
+    expect(removed).toEqual([]);
+    await expect(db.query('SELECT 1')).rejects.toThrow(/PGlite thread has stopped/);
+    // a listener that comes late still learns of it
+    const late = await new Promise<Error>((resolve) => db.onLost(resolve));
+    expect(late).toBe(causes[0]);
+    await db.close();
+    expect(causes).toHaveLength(1);
+  });
+
+  it('does not report a thread ended by close() as lost', async () => {
+    const db = await openPgliteThread({});
+    const causes: Error[] = [];
+    db.onLost((cause) => causes.push(cause));
+    await db.query('SELECT 1');
+    await db.close();
+    await terminatePgliteThreadsForTesting();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(causes).toEqual([]);
   });
 
   it('does not keep an idle process alive, and keeps one alive while a query is pending', () => {
