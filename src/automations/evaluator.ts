@@ -119,7 +119,6 @@ export class OutboxEvaluator {
   async #startRuns(tx: Queryable, deliveries: OutboxDelivery[]): Promise<BatchResult['runs']> {
     const subs = await plans.subscriptions(tx, [...new Set(deliveries.map((d) => d.webhook_uid))]);
     if (subs.length === 0) return [];
-    const basePrompts = await plans.agentPrompts(tx, [...new Set(subs.map((s) => s.factory_id))]);
     const runs: BatchResult['runs'] = [];
     for (const delivery of deliveries) {
       const forWebhook = subs.filter((s) => s.webhook_uid === delivery.webhook_uid && s.team_id === delivery.team_id);
@@ -129,7 +128,7 @@ export class OutboxEvaluator {
       for (const sub of firstMatchPerAutomation(forWebhook, parsed.value)) {
         if (!(await plans.claimFiring(tx, delivery.id, sub.automation_id))) continue;
         try {
-          const run = await insertQueuedRun(tx, runInputFor(delivery, sub, basePrompts.get(`${sub.factory_id}/${sub.agent}`)));
+          const run = await insertQueuedRun(tx, runInputFor(delivery, sub));
           await plans.recordFiring(tx, delivery.id, sub.automation_id, { runId: run.id });
           runs.push({ runId: run.id, workerHost: run.worker_host });
         } catch (err) {
@@ -154,7 +153,7 @@ export function firstMatchPerAutomation(subs: readonly Subscription[], payload: 
   return [...chosen.values()];
 }
 
-function runInputFor(delivery: OutboxDelivery, sub: Subscription, agentPrompt: string | undefined): CreateRunInput {
+function runInputFor(delivery: OutboxDelivery, sub: Subscription): CreateRunInput {
   const envelope = {
     automation: { id: sub.automation_id, name: sub.automation_name, prompt: sub.prompt },
     webhook: { uid: delivery.webhook_uid, name: delivery.webhook_name },
@@ -162,7 +161,7 @@ function runInputFor(delivery: OutboxDelivery, sub: Subscription, agentPrompt: s
   };
   const automation = { id: sub.automation_id, name: sub.automation_name, team_id: sub.team_id, factory_id: sub.factory_id, config: sub.config };
   return {
-    ...automationRunBase(automation, agentPrompt),
+    ...automationRunBase(automation, sub.agent_prompt),
     prompt: runPrompt(envelope),
     title: runTitle(envelope),
     source: 'WEBHOOK',

@@ -2,6 +2,7 @@
 import type { PayloadFilter } from './payload-filter.ts';
 import type { AutomationRow } from '../reconciler/model.ts';
 import type { Queryable } from '../store/db.ts';
+import { AUTOMATION_AGENT_PROMPT_SQL } from './run-input.ts';
 
 export interface OutboxDelivery {
   id: string;
@@ -33,30 +34,21 @@ export type Subscription = Pick<AutomationRow, 'team_id' | 'factory_id' | 'promp
   payload_filter: PayloadFilter | null;
   automation_id: string;
   automation_name: string;
+  /** The prompt of the agent the automation runs (the run's base prompt), from the applied definition. */
+  agent_prompt: string | null;
 };
 
 /** Webhook triggers of enabled, live automations on these webhooks, in trigger order per automation. */
 export async function subscriptions(q: Queryable, webhookUids: readonly string[]): Promise<Subscription[]> {
   const res = await q.query<Subscription>(
     `SELECT t.webhook_uid, t.trigger_index, t.payload_filter, a.id AS automation_id, a.name AS automation_name, a.team_id,
-            a.factory_id, a.prompt, a.agent, a.config
-       FROM automation_webhook_triggers t JOIN automations a ON a.id = t.automation_id
+            a.factory_id, a.prompt, a.agent, a.config, ${AUTOMATION_AGENT_PROMPT_SQL} AS agent_prompt
+       FROM automation_webhook_triggers t JOIN automations a ON a.id = t.automation_id JOIN factories f ON f.id = a.factory_id
       WHERE t.webhook_uid = ANY($1::text[]) AND a.enabled AND a.deleted_at IS NULL
       ORDER BY a.id, t.trigger_index`,
     [webhookUids],
   );
   return res.rows;
-}
-
-/** The prompt of each agent of these factories' applied definitions: the base prompt of the runs they start. */
-export async function agentPrompts(q: Queryable, factoryIds: readonly string[]): Promise<Map<string, string>> {
-  const res = await q.query<{ factory_id: string; name: string; prompt: string | null }>(
-    `SELECT f.id AS factory_id, a->>'name' AS name, a->>'prompt' AS prompt
-       FROM factories f CROSS JOIN LATERAL jsonb_array_elements(COALESCE(f.definition->'agents', '[]'::jsonb)) AS a
-      WHERE f.id = ANY($1::text[])`,
-    [factoryIds],
-  );
-  return new Map(res.rows.filter((r) => r.prompt).map((r) => [`${r.factory_id}/${r.name}`, r.prompt!]));
 }
 
 /** Claims the (delivery, automation) pair; false when it has fired already (another process, or before a crash). */

@@ -5,6 +5,15 @@ import type { CreateRunInput } from '../runs/service.ts';
 
 export type StartingAutomation = Pick<AutomationRow, 'id' | 'team_id' | 'factory_id' | 'name' | 'config'>;
 
+/**
+ * SQL for the prompt of the agent an automation runs, the base prompt of its runs, from the factory's applied
+ * definition: the agent the automation names, else the factory's foreman (an automation's `agent` defaults
+ * to the foreman, factory-definition.md). The query names the automation `a` and its factory `f`.
+ */
+export const AUTOMATION_AGENT_PROMPT_SQL = `(SELECT ag->>'prompt' FROM jsonb_array_elements(
+        CASE WHEN jsonb_typeof(f.definition->'agents') = 'array' THEN f.definition->'agents' ELSE '[]'::jsonb END) ag
+      WHERE ag->>'name' = coalesce(a.agent, f.definition->>'foreman') LIMIT 1)`;
+
 /** The automation is the creator of the runs it starts (a service account named after it). */
 export function automationCreator(automation: Pick<AutomationRow, 'id' | 'name'>): Creator {
   return { type: 'service_account', id: automation.id, displayName: `automation ${automation.name}`, email: null };

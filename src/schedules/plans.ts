@@ -1,3 +1,4 @@
+import { AUTOMATION_AGENT_PROMPT_SQL } from '../automations/run-input.ts';
 import type { AutomationRow } from '../reconciler/model.ts';
 import type { Queryable } from '../store/db.ts';
 import type { AgentConfig } from '../runs/model.ts';
@@ -109,9 +110,7 @@ export type LiveAutomation = Omit<AutomationRow, 'created_at' | 'updated_at' | '
 };
 
 const LIVE_AUTOMATION = `SELECT a.id, a.team_id, a.factory_id, a.name, a.file, a.enabled, a.prompt, a.agent, a.config, a.triggers,
-    (SELECT ag->>'prompt' FROM jsonb_array_elements(
-        CASE WHEN jsonb_typeof(f.definition->'agents') = 'array' THEN f.definition->'agents' ELSE '[]'::jsonb END) ag
-      WHERE ag->>'name' = coalesce(a.agent, f.definition->>'foreman') LIMIT 1) AS agent_prompt
+    ${AUTOMATION_AGENT_PROMPT_SQL} AS agent_prompt
   FROM automations a JOIN factories f ON f.id = a.factory_id
   WHERE a.deleted_at IS NULL AND f.deleted_at IS NULL`;
 

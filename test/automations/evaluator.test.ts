@@ -93,6 +93,32 @@ describe.each(ENGINES)('automations from the outbox on %s', (engine) => {
     expect(await runsOfDeliveries(server, [again.body.delivery_id])).toEqual([]);
   });
 
+  it("takes the base prompt of the automation's agent, else of the factory's foreman, as a schedule fire does", async () => {
+    const factoryId = await seedFactory(server);
+    await setAgents(
+      server,
+      factoryId,
+      [
+        { name: 'foreman', prompt: 'You are the foreman.' },
+        { name: 'responder', prompt: 'You are the on-call responder.' },
+      ],
+      'foreman',
+    );
+    const hook = await seedWebhook(server, { factoryId });
+    const ids = {
+      named: await seedAutomation(server, { factoryId, name: 'named', agent: 'responder', triggers: [{ webhookUid: hook.uid }] }),
+      unnamed: await seedAutomation(server, { factoryId, name: 'unnamed', triggers: [{ webhookUid: hook.uid }] }),
+      own: await seedAutomation(server, { factoryId, name: 'own', config: { name: 'own', base_prompt: 'My own.' }, triggers: [{ webhookUid: hook.uid }] }),
+    };
+    const res = await post(hook.url, '{"kind":"alert"}', { authorization: `Bearer ${hook.secret}` });
+    expect(res.status).toBe(202);
+    await waitEvaluated(server, [res.body.delivery_id]);
+    const runs = await runsOfDeliveries(server, [res.body.delivery_id]);
+    const basePrompts: Record<string, unknown> = {};
+    for (const run of runs) basePrompts[run.automation_id!] = (await server.api('GET', `/agent/runs/${run.id}`)).body.agent_config.base_prompt;
+    expect(basePrompts).toEqual({ [ids.named]: 'You are the on-call responder.', [ids.unnamed]: 'You are the foreman.', [ids.own]: 'My own.' });
+  });
+
   it('a delivery no automation matches is accepted, evaluated and starts nothing', async () => {
     const factoryId = await seedFactory(server);
     const hook = await seedWebhook(server, { factoryId });

@@ -47,9 +47,12 @@ export async function seedAutomation(server: TestServer, a: SeedAutomation): Pro
   return id;
 }
 
-/** Gives a seeded factory an applied definition with agents (their prompts are the runs' base prompts). */
-export async function setAgents(server: TestServer, factoryId: string, agents: { name: string; prompt: string }[]): Promise<void> {
-  await server.server.ctx.db.query('UPDATE factories SET definition = $2 WHERE id = $1', [factoryId, JSON.stringify({ agents })]);
+/**
+ * Gives a seeded factory an applied definition with agents (their prompts are the runs' base prompts) and,
+ * when given, the name of its foreman.
+ */
+export async function setAgents(server: TestServer, factoryId: string, agents: { name: string; prompt: string }[], foreman?: string): Promise<void> {
+  await server.server.ctx.db.query('UPDATE factories SET definition = $2 WHERE id = $1', [factoryId, JSON.stringify({ agents, ...(foreman ? { foreman } : {}) })]);
 }
 
 /** Waits until the outbox holds nothing for these deliveries (the evaluator has handled them). */
