@@ -124,7 +124,7 @@ export class ServiceExecutor implements HandOffTarget {
     });
     every(settings.heartbeatMs, () => this.#heartbeat());
     await this.#register();
-    if (settings.concurrency > 0 && settings.harnesses.length > 0 && (await this.#handOffColumnsMatch())) {
+    if (settings.concurrency > 0 && settings.harnesses.length > 0 && this.#handOffColumnsMatch()) {
       const handOff = new HandOff(this.#deps.db, this, (runs) => this.#announceQueued(runs));
       this.#handOff = handOff;
       this.#unsubscribe.push(offerHandOff(this.#deps.db, handOff));
@@ -132,8 +132,8 @@ export class ServiceExecutor implements HandOffTarget {
     this.wake();
   }
 
-  async #handOffColumnsMatch(): Promise<boolean> {
-    if (await insertsHandOffColumns()) return true;
+  #handOffColumnsMatch(): boolean {
+    if (insertsHandOffColumns()) return true;
     this.#deps.log.warn('runs are inserted with columns the hand-off statement (migration 0036) does not list: new runs wait for a claim of their own');
     return false;
   }

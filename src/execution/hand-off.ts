@@ -56,7 +56,7 @@ const SAMPLE: InsertRun = {
 };
 
 /** Whether insertRuns writes exactly the columns the hand-off statement inserts. */
-export async function insertsHandOffColumns(): Promise<boolean> {
+export function insertsHandOffColumns(): boolean {
   const [record] = JSON.parse(insertRunsParameter([SAMPLE])) as Record<string, unknown>[];
   const columns = Object.keys(record ?? {}).sort();
   const known = [...HAND_OFF_COLUMNS].sort();

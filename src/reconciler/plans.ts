@@ -1,5 +1,5 @@
 import type { Diagnostic } from '../definitions/diagnostic.ts';
-import type { FactoryDefinition, WebhookAuthMode } from '../definitions/model.ts';
+import type { FactoryDefinition, WebhookDefinition } from '../definitions/model.ts';
 import type { FactoryFileInput } from '../definitions/load.ts';
 import type { SourceSpec } from '../sources/types.ts';
 import type { Queryable } from '../store/db.ts';
@@ -211,15 +211,8 @@ export async function listFactoryAutomations(q: Queryable, factoryId: string): P
   return res.rows;
 }
 
-export interface WebhookValues {
-  name: string;
-  file: string;
-  authMode: WebhookAuthMode;
-  signatureScheme: string | null;
-  secretName: string;
-  deliveryIdHeader: string | null;
-  enabled: boolean;
-}
+/** The columns of a webhook row the reconciler writes from its file (a field the definition gains is not one). */
+export type WebhookValues = Pick<WebhookDefinition, 'name' | 'file' | 'authMode' | 'signatureScheme' | 'secretName' | 'deliveryIdHeader' | 'enabled'>;
 
 export async function insertWebhook(
   q: Queryable,
