@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig, parseRoles } from '../config.ts';
 import type { Config } from '../config.ts';
+import { EXIT_DATABASE_LOST, SHUTDOWN_AFTER_DATABASE_LOST_MS, stopWithin } from './database-lost.ts';
 
 type Command = (argv: string[]) => Promise<number>;
 
@@ -65,21 +66,6 @@ async function serve(argv: string[]): Promise<number> {
     process.exit(EXIT_DATABASE_LOST);
   }
   return 0;
-}
-
-/** Exit code of `serve` when its database engine stopped under it. */
-const EXIT_DATABASE_LOST = 1;
-/** How long `serve` waits for in-flight requests and module loops before it exits without its database. */
-const SHUTDOWN_AFTER_DATABASE_LOST_MS = 5_000;
-
-async function stopWithin(server: { stop(): Promise<void> }, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-    timer.unref();
-  });
-  await Promise.race([server.stop().catch(() => {}), deadline]);
-  clearTimeout(timer);
 }
 
 async function migrateCommand(): Promise<number> {

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.ts';
 import type { Config } from '../config.ts';
+import { EXIT_DATABASE_LOST, SHUTDOWN_AFTER_DATABASE_LOST_MS, stopWithin } from './database-lost.ts';
 
 export const OPERATOR_USAGE = `agentyard operator [--port N] [--host H] [--namespace NS] [--lease-name NAME] [--identity ID]
 
@@ -8,7 +9,10 @@ Runs the Kubernetes operator: the webhook ingress and the API on PORT (every rep
 holding the coordination.k8s.io Lease, the Factory controller, the reconcile loops and the Job executor.
 Reads KUBECONFIG, or the pod's service account. See docs/kubernetes.md for the environment it reads.`;
 
-/** `agentyard operator`: exits 0 after SIGINT/SIGTERM, 1 when the leader lease was lost (the pod restarts). */
+/**
+ * `agentyard operator`: exits 0 after SIGINT/SIGTERM, 1 when the leader lease was lost or the embedded
+ * database's thread died (the pod restarts).
+ */
 export async function operatorCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
@@ -45,14 +49,23 @@ export async function operatorCommand(argv: string[]): Promise<number> {
     { url: operator.server.url, identity: settings.identity, lease: `${settings.namespace}/${settings.leaseName}` },
     `Agentyard operator ${settings.identity} listening on ${operator.server.url}; electing a leader on Lease ${settings.namespace}/${settings.leaseName}`,
   );
-  const end = await new Promise<'signal' | 'lost'>((resolve) => {
+  const end = await new Promise<'signal' | 'lost' | 'database lost'>((resolve) => {
     const shutdown = (): void => resolve('signal');
     process.once('SIGINT', shutdown);
     process.once('SIGTERM', shutdown);
     void operator.ended.then((e) => {
       if (e === 'lost') resolve('lost');
     });
+    operator.server.ctx.db.onLost((cause) => {
+      log.fatal({ err: cause }, `the database engine has stopped (${cause.message}); exiting`);
+      resolve('database lost');
+    });
   });
+  if (end === 'database lost') {
+    await stopWithin(operator, SHUTDOWN_AFTER_DATABASE_LOST_MS);
+    // a loop or timer that no longer reaches its database must not keep a useless pod alive
+    process.exit(EXIT_DATABASE_LOST);
+  }
   log.info(end === 'lost' ? 'leader lease lost: stopping' : 'shutting down');
   await operator.stop();
   return end === 'lost' ? 1 : 0;
