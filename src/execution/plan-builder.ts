@@ -104,6 +104,12 @@ export async function buildPlan(
   return plan!;
 }
 
+/** The value of a read issued with the others, or its error thrown. */
+function settled<T>(result: PromiseSettledResult<T>): T {
+  if (result.status === 'rejected') throw result.reason;
+  return result.value;
+}
+
 async function planFrom(q: Queryable, secrets: SecretProvider, input: PlanRequest, inputs: PlanInputs, publicUrl: string): Promise<ExecutionPlan> {
   const { run, harness } = input;
   const config = run.config;
@@ -114,6 +120,18 @@ async function planFrom(q: Queryable, secrets: SecretProvider, input: PlanReques
   const adapter = adapterFor(harness);
   const resumeSessionId = ranBefore && lastSession && (adapter?.resumes ?? false) ? lastSession : undefined;
 
+  const continuesWithoutSession = ranBefore !== undefined && resumeSessionId === undefined;
+  const secretName = authSecretName(config, harness);
+  // The reads a plan may need are independent: issued together, not one after another (each is a round trip,
+  // and a start waits for the plan). Their failures are reported in the order the reads used to be made.
+  const [lastResultRead, secretRead, skillRead] = await Promise.allSettled([
+    continuesWithoutSession
+      ? q.query<{ data: { text?: string } }>(`SELECT data FROM run_events WHERE run_id = $1 AND type = 'result' ORDER BY sequence DESC LIMIT 1`, [run.id])
+      : undefined,
+    secretName ? secrets.get(run.team_id, secretName) : undefined,
+    run.skill_spec ? resolveSkill(q, run, run.skill_spec) : undefined,
+  ]);
+
   let prompt: string;
   if (!ranBefore) {
     prompt = run.prompt;
@@ -122,12 +140,7 @@ async function planFrom(q: Queryable, secrets: SecretProvider, input: PlanReques
     prompt = followups.length ? followupText(followups) : 'Continue.';
   } else {
     // No session to resume: tell the agent what the conversation was.
-    const lastResult = (
-      await q.query<{ data: { text?: string } }>(
-        `SELECT data FROM run_events WHERE run_id = $1 AND type = 'result' ORDER BY sequence DESC LIMIT 1`,
-        [run.id],
-      )
-    ).rows[0]?.data.text;
+    const lastResult = settled(lastResultRead)?.rows[0]?.data.text;
     prompt = [
       'This continues an earlier session of this run. The original task was:',
       run.prompt,
@@ -137,10 +150,9 @@ async function planFrom(q: Queryable, secrets: SecretProvider, input: PlanReques
     ].join('\n\n');
   }
 
-  const secretName = authSecretName(config, harness);
   const secretEnv: Record<string, string> = {};
   if (secretName) {
-    const value = await secrets.get(run.team_id, secretName);
+    const value = settled(secretRead);
     if (value === undefined) {
       throw new PlanError('secret_not_found', `the harness auth secret "${secretName}" does not exist in the team (PUT /api/v1/secrets/${secretName})`);
     }
@@ -148,7 +160,7 @@ async function planFrom(q: Queryable, secrets: SecretProvider, input: PlanReques
   }
 
   const attachments = inputs.attachments.map((a) => ({ fileName: a.file_name, mimeType: a.mime_type, base64: a.data.replace(/\s+/g, '') }));
-  const skill = run.skill_spec ? await resolveSkill(q, run, run.skill_spec) : undefined;
+  const skill = settled(skillRead);
   return {
     executionId: input.executionId,
     runId: run.id,
