@@ -124,13 +124,18 @@ async function planFrom(q: Queryable, secrets: SecretProvider, input: PlanReques
   const secretName = authSecretName(config, harness);
   // The reads a plan may need are independent: issued together, not one after another (each is a round trip,
   // and a start waits for the plan). Their failures are reported in the order the reads used to be made.
-  const [lastResultRead, secretRead, skillRead] = await Promise.allSettled([
-    continuesWithoutSession
-      ? q.query<{ data: { text?: string } }>(`SELECT data FROM run_events WHERE run_id = $1 AND type = 'result' ORDER BY sequence DESC LIMIT 1`, [run.id])
-      : undefined,
-    secretName ? secrets.get(run.team_id, secretName) : undefined,
-    run.skill_spec ? resolveSkill(q, run, run.skill_spec) : undefined,
-  ]);
+  // (a plan that needs no read is built without waiting: the run starts in the turn it was claimed)
+  const nothing: PromiseSettledResult<undefined> = { status: 'fulfilled', value: undefined };
+  const [lastResultRead, secretRead, skillRead] =
+    continuesWithoutSession || secretName || run.skill_spec
+      ? await Promise.allSettled([
+          continuesWithoutSession
+            ? q.query<{ data: { text?: string } }>(`SELECT data FROM run_events WHERE run_id = $1 AND type = 'result' ORDER BY sequence DESC LIMIT 1`, [run.id])
+            : undefined,
+          secretName ? secrets.get(run.team_id, secretName) : undefined,
+          run.skill_spec ? resolveSkill(q, run, run.skill_spec) : undefined,
+        ])
+      : [nothing, nothing, nothing];
 
   let prompt: string;
   if (!ranBefore) {
