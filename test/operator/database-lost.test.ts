@@ -6,11 +6,11 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeEntryWithPgliteSeam } from '../support/pglite-seam.ts';
 import { TEST_MASTER_KEY } from '../support/server.ts';
 import { REQUIRE_KUBERNETES, kubernetesAvailability, startKubernetes } from './k8s.ts';
 import type { KubernetesTestEnv } from './k8s.ts';
@@ -47,14 +47,7 @@ describe.skipIf(availability.missing !== undefined)('agentyard operator on the e
   });
 
   it('exits 1, naming the cause, when its PGlite thread dies', async () => {
-    const entry = path.join(dir, 'operator-with-seam.mjs');
-    writeFileSync(
-      entry,
-      `import { terminatePgliteThreadsForTesting } from ${JSON.stringify(pathToFileURL(path.join(ROOT, 'src/store/pglite-thread.ts')).href)};
-process.on('SIGUSR2', () => void terminatePgliteThreadsForTesting());
-await import(${JSON.stringify(pathToFileURL(path.join(ROOT, 'bin/agentyard.js')).href)});
-`,
-    );
+    const entry = writeEntryWithPgliteSeam(dir);
     child = spawn(process.execPath, [entry, 'operator', '--port', '0', '--host', '127.0.0.1', '--data-dir', path.join(dir, 'data')], {
       cwd: ROOT,
       env: {

@@ -6,14 +6,13 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { writeEntryWithPgliteSeam } from '../support/pglite-seam.ts';
 import { TEST_MASTER_KEY } from '../support/server.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const LOST_MESSAGE = 'the database engine has stopped';
 
 interface Serve {
@@ -35,14 +34,7 @@ afterEach(() => {
 function startServe(): Serve {
   const dir = mkdtempSync(path.join(tmpdir(), 'agentyard-serve-lost-'));
   dirs.push(dir);
-  const entry = path.join(dir, 'serve-with-seam.mjs');
-  writeFileSync(
-    entry,
-    `import { terminatePgliteThreadsForTesting } from ${JSON.stringify(pathToFileURL(path.join(ROOT, 'src/store/pglite-thread.ts')).href)};
-process.on('SIGUSR2', () => void terminatePgliteThreadsForTesting());
-await import(${JSON.stringify(pathToFileURL(path.join(ROOT, 'bin/agentyard.js')).href)});
-`,
-  );
+  const entry = writeEntryWithPgliteSeam(dir);
   const child = spawn(process.execPath, [entry, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', path.join(dir, 'data')], {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, AGENTYARD_MASTER_KEY: TEST_MASTER_KEY, LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
