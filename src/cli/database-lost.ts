@@ -1,17 +1,24 @@
 /** What `serve` and `operator` do when their database engine stops under them (Db.onLost). */
+import type { FastifyBaseLogger } from 'fastify';
 
 /** Exit code of a command whose database engine stopped under it: a supervisor restarts the process. */
-export const EXIT_DATABASE_LOST = 1;
+const EXIT_DATABASE_LOST = 1;
 /** How long a command waits for in-flight requests and module loops before it exits without its database. */
-export const SHUTDOWN_AFTER_DATABASE_LOST_MS = 5_000;
+const SHUTDOWN_AFTER_DATABASE_LOST_MS = 5_000;
 
-/** Stops the server, or gives up waiting after `ms` (its loops may hang on a database that is gone). */
-export async function stopWithin(server: { stop(): Promise<void> }, ms: number): Promise<void> {
+/**
+ * Logs why, stops what stops within a few seconds, and exits 1: every query fails from now on, so a
+ * supervisor must restart the process. Exits even if stopping hangs, and even if a module's loop or timer
+ * would keep a useless process alive.
+ */
+export async function exitOnDatabaseLost(server: { stop(): Promise<void> }, log: FastifyBaseLogger, cause: Error): Promise<never> {
+  log.fatal({ err: cause }, `the database engine has stopped (${cause.message}); exiting`);
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
+    timer = setTimeout(resolve, SHUTDOWN_AFTER_DATABASE_LOST_MS);
     timer.unref();
   });
   await Promise.race([server.stop().catch(() => {}), deadline]);
   clearTimeout(timer);
+  process.exit(EXIT_DATABASE_LOST);
 }

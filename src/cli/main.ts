@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig, parseRoles } from '../config.ts';
 import type { Config } from '../config.ts';
-import { EXIT_DATABASE_LOST, SHUTDOWN_AFTER_DATABASE_LOST_MS, stopWithin } from './database-lost.ts';
+import { exitOnDatabaseLost } from './database-lost.ts';
 
 type Command = (argv: string[]) => Promise<number>;
 
@@ -43,28 +43,22 @@ async function serve(argv: string[]): Promise<number> {
     { url: server.url, engine: server.ctx.db.engine, roles: [...config.roles] },
     `Agentyard listening on ${server.url} (API ${server.url}/api/v1)`,
   );
-  const end = await new Promise<'signal' | 'database lost'>((resolve) => {
+  await new Promise<void>((resolve) => {
     const shutdown = (): void => {
       process.off('SIGINT', shutdown);
       process.off('SIGTERM', shutdown);
       stopWatchingDatabase();
       server.ctx.log.info('shutting down');
-      void server.stop().finally(() => resolve('signal'));
+      void server.stop().finally(resolve);
     };
     process.on('SIGINT', shutdown);
     process.on('SIGTERM', shutdown);
-    // the embedded engine's thread died: every query fails from now on, so a supervisor must restart us
     const stopWatchingDatabase = server.ctx.db.onLost((cause) => {
       process.off('SIGINT', shutdown);
       process.off('SIGTERM', shutdown);
-      server.ctx.log.fatal({ err: cause }, `the database engine has stopped (${cause.message}); exiting`);
-      void stopWithin(server, SHUTDOWN_AFTER_DATABASE_LOST_MS).finally(() => resolve('database lost'));
+      void exitOnDatabaseLost(server, server.ctx.log, cause);
     });
   });
-  if (end === 'database lost') {
-    // a module's loop or timer that no longer reaches its database must not keep a useless process alive
-    process.exit(EXIT_DATABASE_LOST);
-  }
   return 0;
 }
 

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.ts';
 import type { Config } from '../config.ts';
-import { EXIT_DATABASE_LOST, SHUTDOWN_AFTER_DATABASE_LOST_MS, stopWithin } from './database-lost.ts';
+import { exitOnDatabaseLost } from './database-lost.ts';
 
 export const OPERATOR_USAGE = `agentyard operator [--port N] [--host H] [--namespace NS] [--lease-name NAME] [--identity ID]
 
@@ -49,23 +49,16 @@ export async function operatorCommand(argv: string[]): Promise<number> {
     { url: operator.server.url, identity: settings.identity, lease: `${settings.namespace}/${settings.leaseName}` },
     `Agentyard operator ${settings.identity} listening on ${operator.server.url}; electing a leader on Lease ${settings.namespace}/${settings.leaseName}`,
   );
-  const end = await new Promise<'signal' | 'lost' | 'database lost'>((resolve) => {
+  const stopWatchingDatabase = operator.server.ctx.db.onLost((cause) => void exitOnDatabaseLost(operator, log, cause));
+  const end = await new Promise<'signal' | 'lost'>((resolve) => {
     const shutdown = (): void => resolve('signal');
     process.once('SIGINT', shutdown);
     process.once('SIGTERM', shutdown);
     void operator.ended.then((e) => {
       if (e === 'lost') resolve('lost');
     });
-    operator.server.ctx.db.onLost((cause) => {
-      log.fatal({ err: cause }, `the database engine has stopped (${cause.message}); exiting`);
-      resolve('database lost');
-    });
   });
-  if (end === 'database lost') {
-    await stopWithin(operator, SHUTDOWN_AFTER_DATABASE_LOST_MS);
-    // a loop or timer that no longer reaches its database must not keep a useless pod alive
-    process.exit(EXIT_DATABASE_LOST);
-  }
+  stopWatchingDatabase();
   log.info(end === 'lost' ? 'leader lease lost: stopping' : 'shutting down');
   await operator.stop();
   return end === 'lost' ? 1 : 0;
