@@ -1,6 +1,12 @@
 import type { Db } from '../store/db.ts';
 import * as plans from './plans.ts';
-import type { CreatedRun, InsertRun } from './plans.ts';
+import type { CreatedRun, InsertRun, StatementNotifications } from './plans.ts';
+
+/** How the creator of a batch tells the others: in the insert statement itself (other processes), and after it (this one). */
+export interface InsertAnnouncer {
+  notifications(runs: readonly InsertRun[]): StatementNotifications | undefined;
+  inserted(runs: CreatedRun[]): void;
+}
 
 interface Waiting {
   row: InsertRun;
@@ -16,7 +22,7 @@ interface Waiting {
  */
 export class RunInsertBatcher {
   readonly #db: Db;
-  readonly #onInserted: (runs: CreatedRun[]) => void;
+  readonly #announcer: InsertAnnouncer;
   readonly #maxBatch: number;
   /**
    * A PostgreSQL server takes several inserts at once. PGlite runs one statement at a time, in its own
@@ -27,9 +33,9 @@ export class RunInsertBatcher {
   #inFlight = 0;
   #scheduled = false;
 
-  constructor(db: Db, onInserted: (runs: CreatedRun[]) => void, options: { maxBatch?: number; maxInFlight?: number } = {}) {
+  constructor(db: Db, announcer: InsertAnnouncer, options: { maxBatch?: number; maxInFlight?: number } = {}) {
     this.#db = db;
-    this.#onInserted = onInserted;
+    this.#announcer = announcer;
     this.#maxBatch = options.maxBatch ?? 200;
     this.#maxInFlight = options.maxInFlight ?? (db.engine === 'postgres' ? 4 : 2);
   }
@@ -61,7 +67,8 @@ export class RunInsertBatcher {
   async #write(batch: Waiting[]): Promise<void> {
     let rows: CreatedRun[];
     try {
-      rows = await plans.insertRuns(this.#db, batch.map((w) => w.row));
+      const runs = batch.map((w) => w.row);
+      rows = await plans.insertRuns(this.#db, runs, this.#announcer.notifications(runs));
     } catch (err) {
       if (batch.length === 1) {
         batch[0]!.reject(err);
@@ -77,6 +84,6 @@ export class RunInsertBatcher {
       if (run) waiting.resolve(run);
       else waiting.reject(new Error(`run ${waiting.row.id} was not returned by its insert`));
     }
-    this.#onInserted(rows);
+    this.#announcer.inserted(rows);
   }
 }

@@ -176,6 +176,13 @@ export function offerHandOff(db: Db, handOff: RunHandOff): () => void {
   };
 }
 
+/** The `runs.queued` messages for new runs: one per worker host (a hint means "look at the queue", not one per run). */
+function queuedHints(runs: readonly Pick<plans.CreatedRun, 'id' | 'worker_host'>[]): { run_id: string; worker_host: string | null }[] {
+  const byHost = new Map<string | null, { run_id: string; worker_host: string | null }>();
+  for (const run of runs) if (!byHost.has(run.worker_host)) byHost.set(run.worker_host, { run_id: run.id, worker_host: run.worker_host });
+  return [...byHost.values()];
+}
+
 /** Another request claimed the same idempotency key between our look-up and our claim. */
 class IdempotencyRace extends Error {}
 
@@ -188,7 +195,16 @@ export class RunService {
   constructor(db: Db, bus: Bus) {
     this.#db = db;
     this.#bus = bus;
-    this.#batcher = new RunInsertBatcher(db, (runs) => this.#announce(runs));
+    this.#batcher = new RunInsertBatcher(db, {
+      notifications: (runs) => {
+        const messages = queuedHints(runs.map((r) => ({ id: r.id, worker_host: r.workerHost }))).map((hint) => bus.wireMessage(RUNS_QUEUED_TOPIC, hint));
+        const payloads = messages.flatMap((m) => (m ? [m.payload] : []));
+        return messages[0] && payloads.length ? { channel: messages[0].channel, payloads } : undefined;
+      },
+      inserted: (runs) => {
+        for (const hint of queuedHints(runs)) bus.emitLocal(RUNS_QUEUED_TOPIC, hint);
+      },
+    });
   }
 
   /**
@@ -251,11 +267,7 @@ export class RunService {
    * until the executors' next poll, so the answer never waits for it.
    */
   #announce(runs: readonly plans.CreatedRun[]): void {
-    const byHost = new Map<string | null, plans.CreatedRun>();
-    for (const run of runs) if (!byHost.has(run.worker_host)) byHost.set(run.worker_host, run);
-    for (const run of byHost.values()) {
-      void this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: run.id, worker_host: run.worker_host }).catch(() => {});
-    }
+    for (const hint of queuedHints(runs)) void this.#bus.publish(RUNS_QUEUED_TOPIC, hint).catch(() => {});
   }
 
   async get(teamId: string, runId: string): Promise<RunRow> {

@@ -39,10 +39,23 @@ export class Bus {
   }
 
   async publish(topic: string, data: unknown = null): Promise<void> {
+    this.emitLocal(topic, data);
+    const wire = this.wireMessage(topic, data);
+    if (wire) await this.#db.notify(wire.channel, wire.payload);
+  }
+
+  /** Tells this process's subscribers only (the other processes hear of it through `wireMessage`). */
+  emitLocal(topic: string, data: unknown = null): void {
     this.#emitter.emit(topic, data);
-    if (this.#db.engine === 'postgres') {
-      await this.#db.notify(CHANNEL, JSON.stringify({ topic, data, origin: this.#origin } satisfies BusMessage));
-    }
+  }
+
+  /**
+   * The NOTIFY that carries a message to the other processes, for a statement that sends it on its own commit
+   * (`SELECT pg_notify(channel, payload)` inside it) and so saves a round trip; undefined on PGlite (one process).
+   */
+  wireMessage(topic: string, data: unknown = null): { channel: string; payload: string } | undefined {
+    if (this.#db.engine !== 'postgres') return undefined;
+    return { channel: CHANNEL, payload: JSON.stringify({ topic, data, origin: this.#origin } satisfies BusMessage) };
   }
 
   subscribe(topic: string, handler: (data: unknown) => void): () => void {

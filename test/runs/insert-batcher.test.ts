@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertTeam } from '../../src/identity/plans.ts';
 import { RunInsertBatcher } from '../../src/runs/insert-batcher.ts';
+import { prepareQueuedRun, RUNS_QUEUED_TOPIC, RunService } from '../../src/runs/service.ts';
+import { Bus } from '../../src/store/bus.ts';
+import type { Db } from '../../src/store/db.ts';
+import { openPostgres } from '../../src/store/pg.ts';
 import type { CreatedRun } from '../../src/runs/plans.ts';
-import { prepareQueuedRun } from '../../src/runs/service.ts';
 import { newId } from '../../src/util/ids.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
@@ -23,7 +26,7 @@ describe.each(ENGINES)('group commit of run creation on %s', (engine) => {
 
   it('writes concurrent creations together, each answered with its own run, and announces them once per batch', async () => {
     const announced: CreatedRun[][] = [];
-    const batcher = new RunInsertBatcher(database.db, (runs) => announced.push(runs));
+    const batcher = new RunInsertBatcher(database.db, { notifications: () => undefined, inserted: (runs) => announced.push(runs) });
     const rows = await Promise.all(Array.from({ length: 40 }, (_, i) => prepare(`p${i}`)));
     const created = await Promise.all(rows.map((r) => batcher.insert(r)));
     expect(created.map((c) => c.id)).toEqual(rows.map((r) => r.id));
@@ -36,10 +39,53 @@ describe.each(ENGINES)('group commit of run creation on %s', (engine) => {
   });
 
   it('fails only the bad row of a batch', async () => {
-    const batcher = new RunInsertBatcher(database.db, () => {}, { maxInFlight: 1 });
+    const batcher = new RunInsertBatcher(database.db, { notifications: () => undefined, inserted: () => {} }, { maxInFlight: 1 });
     const good = await Promise.all(Array.from({ length: 5 }, (_, i) => prepare(`good${i}`)));
     const bad = await prepare('bad', 'team_does_not_exist');
     const results = await Promise.allSettled([...good.slice(0, 2), bad, ...good.slice(2)].map((r) => batcher.insert(r)));
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
+  });
+});
+
+describe('run creation tells the other processes on postgres', () => {
+  const engine = ENGINES.find((e) => e === 'postgres');
+  let database: TestDatabase;
+  let other: Db;
+  let teamId: string;
+  beforeAll(async () => {
+    if (!engine) return;
+    database = await createTestDatabase(engine);
+    other = await openPostgres({ connectionString: database.url! });
+    teamId = (await insertTeam(database.db, newId('team'), 'notify')).id;
+  });
+  afterAll(async () => {
+    await other?.close();
+    await database?.close();
+  });
+
+  it.skipIf(!engine)('one hint per worker host reaches another process, none for a run that was not created', async () => {
+    const bus = new Bus(database.db);
+    const otherBus = new Bus(other);
+    await otherBus.start();
+    const heard: { run_id: string; worker_host: string | null }[] = [];
+    otherBus.subscribe(RUNS_QUEUED_TOPIC, (data) => heard.push(data as { run_id: string; worker_host: string | null }));
+    const heardHere: unknown[] = [];
+    bus.subscribe(RUNS_QUEUED_TOPIC, (data) => heardHere.push(data));
+    const runs = new RunService(database.db, bus);
+    const create = (prompt: string, workerHost?: string, team = teamId) =>
+      runs.create({ teamId: team, prompt, source: 'API', creator: null, config: workerHost ? { worker_host: workerHost } : {} });
+
+    const created = await Promise.all([create('a'), create('b', 'box'), create('c'), create('d', 'box')]);
+    await expect.poll(() => heard.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(heard.map((h) => h.worker_host))).toEqual(new Set([null, 'box']));
+    expect(heard.every((h) => created.some((c) => c.run.id === h.run_id))).toBe(true);
+    expect(heardHere.length).toBe(heard.length);
+
+    heard.length = 0;
+    await expect(create('e', 'lost', 'team_does_not_exist')).rejects.toThrow();
+    await create('f', 'after');
+    await expect.poll(() => heard.map((h) => h.worker_host)).toContain('after');
+    expect(heard.map((h) => h.worker_host)).not.toContain('lost');
+    await otherBus.stop();
   });
 });
