@@ -46,7 +46,7 @@ interface ClaimRow {
 const DATE_COLUMNS = ['created_at', 'updated_at', 'started_at', 'finished_at'] as const;
 
 /** A run row read back from JSON (to_jsonb), its timestamps as Dates again. */
-function runFromJson(json: Record<string, unknown>): RunRow {
+export function runFromJson(json: Record<string, unknown>): RunRow {
   const row = { ...json } as Record<string, unknown>;
   for (const c of DATE_COLUMNS) if (typeof row[c] === 'string') row[c] = new Date(row[c] as string);
   return row as unknown as RunRow;

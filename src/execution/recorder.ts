@@ -2,7 +2,7 @@
  * What the server records about executions, wherever they run (its own executors or a self-hosted worker):
  * the start, the events, heartbeats, and the end, each a compare-and-set guarded by the execution still being
  * the run's current one, so an executor that lost its lease changes nothing. Starts, events and ends of many
- * executions are written in batches (one transaction per batch, see Batcher).
+ * executions are written in batches (one statement or transaction per batch, see Batcher).
  *
  * Lock order, everywhere: executions before runs (the reaper does the same), runs in id order within a
  * statement where several are locked.
@@ -11,7 +11,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { appendEventsOfRuns, RUN_EVENTS_TOPIC } from '../runs/events.ts';
 import type { NewRunEvent } from '../runs/events.ts';
 import type { RunRow } from '../runs/model.ts';
-import { applyRunEvent, applyRunEventMany } from '../runs/plans.ts';
+import { applyRunEvent } from '../runs/plans.ts';
 import { transitionFor } from '../runs/state-machine.ts';
 import type { RunEvent } from '../runs/state-machine.ts';
 import { RUNS_QUEUED_TOPIC } from '../runs/service.ts';
@@ -19,8 +19,10 @@ import type { Bus } from '../store/bus.ts';
 import type { Db, Queryable } from '../store/db.ts';
 import { ulid } from '../util/ids.ts';
 import { Batcher, retryOnConflict } from './batcher.ts';
+import { runFromJson } from './queue.ts';
 import type { AgentEvent, ExecutionOutcome } from './plan.ts';
 
+/** The state-machine event an outcome applies to its run (none: the run is left as it is). */
 const OUTCOME_EVENT: Partial<Record<ExecutionOutcome['kind'], RunEvent>> = { succeeded: 'succeed', failed: 'fail', error: 'error' };
 
 /** Run ids per bus message (a NOTIFY payload stays under 8000 bytes). */
@@ -71,19 +73,25 @@ function artifactsOf(events: readonly AgentEvent[]): unknown[] {
     });
 }
 
-function addUsage(current: Record<string, number> | null, usage: Readonly<Record<string, number>> | undefined): Record<string, number> | undefined {
+/** What an execution's usage adds to its run's `request_usage` (keys summed by ay_end_executions); undefined: nothing. */
+function usageToAdd(usage: Readonly<Record<string, number>> | undefined): Record<string, number> | undefined {
   if (!usage || !(usage.input_tokens || usage.output_tokens || usage.cost_usd)) return undefined;
-  const total: Record<string, number> = { ...(current ?? {}) };
-  const add = (key: string, v: number | undefined) => {
-    if (v) total[key] = (total[key] ?? 0) + v;
+  const add: Record<string, number> = {};
+  const put = (key: string, v: number | undefined) => {
+    if (v) add[key] = v;
   };
-  add('input_tokens', usage.input_tokens);
-  add('output_tokens', usage.output_tokens);
-  add('total_tokens', (usage.input_tokens ?? 0) + (usage.output_tokens ?? 0));
-  add('inference_cost_usd', usage.cost_usd);
-  add('inference_cost', usage.cost_usd);
-  return total;
+  put('input_tokens', usage.input_tokens);
+  put('output_tokens', usage.output_tokens);
+  put('total_tokens', (usage.input_tokens ?? 0) + (usage.output_tokens ?? 0));
+  put('inference_cost_usd', usage.cost_usd);
+  put('inference_cost', usage.cost_usd);
+  return add;
 }
+
+/** The state machine's transitions an end applies (ay_end_executions takes them rather than knowing them). */
+const END_TRANSITIONS = JSON.stringify(
+  Object.fromEntries([...new Set(Object.values(OUTCOME_EVENT)), 'continue' as const].map((e) => [e, transitionFor(e)])),
+);
 
 export class ExecutionRecorder {
   readonly #db: Db;
@@ -233,59 +241,32 @@ export class ExecutionRecorder {
   }
 
   async #writeEnds(items: FinishInput[]): Promise<(RunRow | undefined)[]> {
-    const { rows, requeued } = await this.#db.transaction(async (tx) => {
-      const ended = await tx.query<{ id: string }>(
-        `UPDATE executions e SET ended_at = ay_now(), outcome = x.outcome, exit_code = x.exit_code,
-           agent_session_id = coalesce(x.session, e.agent_session_id), workspace = coalesce(x.workspace, e.workspace)
-         FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[]) AS x(id, outcome, exit_code, session, workspace)
-         WHERE e.id = x.id AND e.ended_at IS NULL RETURNING e.id`,
-        [
-          items.map((i) => i.executionId),
-          items.map((i) => i.outcome.kind),
-          items.map((i) => i.outcome.exitCode),
-          items.map((i) => i.outcome.agentSessionId ?? null),
-          items.map((i) => i.outcome.workspace ?? null),
-        ],
-      );
-      const endedIds = new Set(ended.rows.map((r) => r.id));
-      const moved = new Map<string, RunRow>();
-      for (const event of ['succeed', 'fail', 'error'] as const) {
-        const group = items.filter((i) => endedIds.has(i.executionId) && OUTCOME_EVENT[i.outcome.kind] === event);
-        const runs = await applyRunEventMany(
-          tx,
-          event,
-          group.map((i) => ({
-            id: i.runId,
-            executionId: i.executionId,
-            statusMessage: { message: i.outcome.message, ...(i.outcome.errorCode ? { error_code: i.outcome.errorCode } : {}) },
-          })),
-        );
-        for (const r of runs) moved.set(r.id, r);
-      }
-      const usage = items
-        .filter((i) => moved.has(i.runId))
-        .map((i) => [i.runId, addUsage(moved.get(i.runId)!.request_usage, i.usage)] as const)
-        .filter((u): u is readonly [string, Record<string, number>] => u[1] !== undefined);
-      if (usage.length) {
-        await tx.query(
-          'UPDATE runs r SET request_usage = x.usage FROM unnest($1::text[], $2::jsonb[]) AS x(id, usage) WHERE r.id = x.id',
-          [usage.map((u) => u[0]), usage.map((u) => JSON.stringify(u[1]))],
-        );
-        for (const [id, u] of usage) moved.get(id)!.request_usage = u;
-      }
-      let again: RunRow[] = [];
-      if (moved.size) {
-        const waiting = await tx.query<{ run_id: string }>(
-          'SELECT DISTINCT run_id FROM run_followups WHERE run_id = ANY($1::text[]) AND consumed_by_execution IS NULL',
-          [[...moved.keys()]],
-        );
-        again = await applyRunEventMany(tx, 'continue', waiting.rows.map((w) => ({ id: w.run_id, statusMessage: null })));
-        for (const r of again) moved.set(r.id, r);
-      }
-      return { rows: moved, requeued: again };
-    });
+    // ay_end_executions (migration 0037): the executions still holding their lease ended, their runs moved by
+    // the state machine's transition for their outcome (guarded by the execution still being current), usage
+    // added, runs with a follow-up left waiting queued again — one statement, no BEGIN/COMMIT around it.
+    const res = await this.#db.query<{ run: Record<string, unknown>; requeued: boolean }>(
+      'SELECT * FROM ay_end_executions($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::jsonb[], $9::jsonb[], $10::jsonb)',
+      [
+        items.map((i) => i.executionId),
+        items.map((i) => i.runId),
+        items.map((i) => i.outcome.kind),
+        items.map((i) => i.outcome.exitCode),
+        items.map((i) => i.outcome.agentSessionId ?? null),
+        items.map((i) => i.outcome.workspace ?? null),
+        items.map((i) => OUTCOME_EVENT[i.outcome.kind] ?? null),
+        items.map((i) => JSON.stringify({ message: i.outcome.message, ...(i.outcome.errorCode ? { error_code: i.outcome.errorCode } : {}) })),
+        items.map((i) => {
+          const usage = usageToAdd(i.usage);
+          return usage ? JSON.stringify(usage) : null;
+        }),
+        END_TRANSITIONS,
+      ],
+    );
+    const rows = new Map(res.rows.map((r) => [r.run.id as string, runFromJson(r.run)]));
     await this.#announce([...rows.keys()]);
-    for (const r of requeued) await this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: r.id, worker_host: r.worker_host });
+    for (const r of res.rows) {
+      if (r.requeued) await this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: r.run.id, worker_host: r.run.worker_host });
+    }
     return items.map((i) => {
       const row = rows.get(i.runId);
       if (!row) this.#log.debug({ runId: i.runId, executionId: i.executionId, outcome: i.outcome.kind }, 'execution ended; the run had moved on');
