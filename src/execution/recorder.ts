@@ -241,7 +241,7 @@ export class ExecutionRecorder {
   }
 
   async #writeEnds(items: FinishInput[]): Promise<(RunRow | undefined)[]> {
-    // ay_end_executions (migration 0037): the executions still holding their lease ended, their runs moved by
+    // ay_end_executions (migrations 0037, 0038): the executions still holding their lease ended, their runs moved by
     // the state machine's transition for their outcome (guarded by the execution still being current), usage
     // added, runs with a follow-up left waiting queued again — one statement, no BEGIN/COMMIT around it.
     const res = await this.#db.query<{ run: Record<string, unknown>; requeued: boolean }>(
