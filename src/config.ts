@@ -23,6 +23,11 @@ export interface Config {
   agentModels: string | undefined;
   /** `POST /factory-files/validate` requests per minute from one client address; 0 = no limit (AGENTYARD_VALIDATE_RATE_LIMIT). */
   validateRateLimit: number;
+  /**
+   * Embedded PGlite only (it has no autovacuum): seconds between checks for tables due an ANALYZE or VACUUM;
+   * 0 = never (AGENTYARD_PGLITE_MAINTENANCE_SECONDS).
+   */
+  pgliteMaintenanceSeconds: number;
 }
 
 function envInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -63,5 +68,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     factory: overrides.factory ?? (env.AGENTYARD_FACTORY || undefined),
     agentModels: overrides.agentModels ?? (env.AGENTYARD_MODELS || undefined),
     validateRateLimit: overrides.validateRateLimit ?? envInt(env, 'AGENTYARD_VALIDATE_RATE_LIMIT', 30),
+    pgliteMaintenanceSeconds: overrides.pgliteMaintenanceSeconds ?? envInt(env, 'AGENTYARD_PGLITE_MAINTENANCE_SECONDS', 60),
   };
 }

@@ -7,6 +7,7 @@ import type { AppInstance, AppModule, ServiceContext } from './http/context.ts';
 import { Authenticator, bootstrapIdentity } from './identity/service.ts';
 import { createLogger } from './log.ts';
 import { MODULES } from './modules.ts';
+import { startTableMaintenance } from './store/maintenance.ts';
 import { Bus } from './store/bus.ts';
 import type { Db } from './store/db.ts';
 import { migrate } from './store/migrate.ts';
@@ -66,6 +67,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const stops: (() => Promise<void>)[] = [];
     let url = config.publicUrl;
     try {
+      if (db.engine === 'pglite' && config.pgliteMaintenanceSeconds > 0) {
+        stops.push(startTableMaintenance(db, log, config.pgliteMaintenanceSeconds * 1000));
+      }
       for (const module of modules) {
         if (module.start) stops.push(await module.start(ctx));
       }

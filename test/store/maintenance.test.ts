@@ -1,0 +1,99 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { insertTeam } from '../../src/identity/plans.ts';
+import { getRun } from '../../src/runs/plans.ts';
+import type { Db } from '../../src/store/db.ts';
+import { maintainTables } from '../../src/store/maintenance.ts';
+import { newId } from '../../src/util/ids.ts';
+import { createTestDatabase, ENGINES } from '../support/db.ts';
+import type { TestDatabase } from '../support/db.ts';
+import { startTestServer } from '../support/server.ts';
+import type { TestServer } from '../support/server.ts';
+
+const pglite = ENGINES.includes('pglite');
+
+/** Activity counters of `runs`, flushed first (PostgreSQL reports them at most once a second otherwise). */
+async function runsActivity(db: Db): Promise<{ dead: number; analyzed: boolean; vacuumed: boolean }> {
+  await db.query('SELECT pg_stat_force_next_flush()');
+  const res = await db.query<{ dead: number; analyzed: boolean; vacuumed: boolean }>(
+    `SELECT n_dead_tup::int AS dead,
+            last_analyze IS NOT NULL AS analyzed, last_vacuum IS NOT NULL AS vacuumed
+       FROM pg_stat_user_tables WHERE relname = 'runs' AND schemaname = current_schema()`,
+  );
+  return res.rows[0]!;
+}
+
+async function insertRunsInBulk(db: Db, teamId: string, count: number): Promise<void> {
+  await db.query(
+    `INSERT INTO runs (id, team_id, title, prompt, state, session_id)
+     SELECT 'run_m' || lpad(g::text, 12, '0'), $1, 'Run ' || g, 'Do ' || g, 'QUEUED', md5(g::text) FROM generate_series(1, $2::int) g`,
+    [teamId, count],
+  );
+}
+
+describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum', () => {
+  let database: TestDatabase | undefined;
+  let server: TestServer | undefined;
+  afterEach(async () => {
+    await server?.close();
+    await database?.close();
+    server = undefined;
+    database = undefined;
+  });
+
+  it('analyzes a table that grew, so the look-up of a run by id planned while it was empty uses the primary key again', async () => {
+    database = await createTestDatabase('pglite');
+    const { db } = database;
+    const teamId = (await insertTeam(db, newId('team'), 'maintenance')).id;
+    // the prepared look-up is planned, and its generic plan kept, while runs is empty
+    for (let i = 0; i < 10; i++) await getRun(db, teamId, `run_none${i}`);
+    await insertRunsInBulk(db, teamId, 20_000);
+    const planInUse = async (): Promise<string> => {
+      const statement = await db.query<{ name: string }>(
+        `SELECT name FROM pg_prepared_statements WHERE statement LIKE '%FROM runs WHERE team_id = $1 AND id = $2'`,
+      );
+      const plan = await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE ${statement.rows[0]!.name}('${teamId}', 'run_m000000001000')`);
+      return plan.rows.map((r) => r['QUERY PLAN']).join('\n');
+    };
+    // the plan made for an empty table reads every run of the team through another index
+    expect(await planInUse()).not.toContain('runs_pkey');
+
+    const pass = await maintainTables(db);
+    expect(pass.analyzed).toContain('runs');
+    expect(pass.vacuumed).not.toContain('runs');
+    expect((await runsActivity(db)).analyzed).toBe(true);
+    expect(await planInUse()).toContain('Index Scan using runs_pkey');
+    expect((await getRun(db, teamId, 'run_m000000001000'))?.title).toBe('Run 1000');
+
+    // nothing changed since: nothing is due
+    expect((await maintainTables(db)).analyzed).not.toContain('runs');
+  });
+
+  it('vacuums a table whose updates left more dead rows than a fifth of it, and leaves one below the threshold alone', async () => {
+    database = await createTestDatabase('pglite');
+    const { db } = database;
+    const teamId = (await insertTeam(db, newId('team'), 'maintenance')).id;
+    await insertRunsInBulk(db, teamId, 5_000);
+    await maintainTables(db);
+
+    await db.query(`UPDATE runs SET state = 'CANCELLED' WHERE id <= 'run_m000000000500'`);
+    expect((await runsActivity(db)).dead).toBe(500);
+    expect((await maintainTables(db)).vacuumed).not.toContain('runs');
+
+    await db.query(`UPDATE runs SET state = 'SUCCEEDED' WHERE id > 'run_m000000000500' AND id <= 'run_m000000002000'`);
+    expect((await runsActivity(db)).dead).toBe(2_000);
+    const pass = await maintainTables(db);
+    expect(pass.vacuumed).toEqual(expect.arrayContaining(['runs']));
+    const after = await runsActivity(db);
+    expect(after.vacuumed).toBe(true);
+    expect(after.dead).toBe(0);
+    expect((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE state = 'SUCCEEDED'`)).rows[0]!.n).toBe(1_500);
+  });
+
+  it('runs in agentyard serve on PGlite every AGENTYARD_PGLITE_MAINTENANCE_SECONDS', async () => {
+    server = await startTestServer('pglite', { config: { pgliteMaintenanceSeconds: 1 } });
+    const { db } = server.server.ctx;
+    const teamId = (await db.query<{ id: string }>('SELECT id FROM teams LIMIT 1')).rows[0]!.id;
+    await insertRunsInBulk(db, teamId, 2_000);
+    await expect.poll(async () => (await runsActivity(db)).analyzed, { timeout: 15_000, interval: 250 }).toBe(true);
+  });
+});
