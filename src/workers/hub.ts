@@ -48,6 +48,8 @@ interface Assigned {
   started: boolean;
   delivered: Set<string>;
   cancelSent: boolean;
+  /** The worker reported the end: nothing left there to cancel, whatever a check that raced the end says. */
+  endReported?: boolean;
   /** Events and the end are recorded in the order the worker sent them. */
   chain: Promise<void>;
 }
@@ -355,6 +357,7 @@ export class WorkerHub {
                 ...(msg.error_code ? { errorCode: String(msg.error_code) } : {}),
               };
         if (msg.agent_session_id) outcome.agentSessionId = String(msg.agent_session_id);
+        a.endReported = true;
         then(async () => {
           await recorder.finished({ executionId, runId: a.runId, outcome, ...(msg.usage ? { usage: msg.usage } : {}) });
           c.assigned.delete(executionId);
@@ -378,7 +381,7 @@ export class WorkerHub {
   }
 
   #cancel(c: Connection, executionId: string, a: Assigned, reason: 'cancelled' | 'lost'): void {
-    if (a.cancelSent) return;
+    if (a.cancelSent || a.endReported) return;
     a.cancelSent = true;
     this.#send(c.ws, { type: 'cancel', execution_id: executionId, reason });
   }

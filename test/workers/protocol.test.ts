@@ -85,6 +85,27 @@ describe.each(ENGINES)('the worker protocol on %s', (engine) => {
     expect((await c.closed).code).toBe(4400);
   });
 
+  it('never tells a worker to cancel an execution it reported the end of, even when a heartbeat check races the end', async () => {
+    const c = (await connect(s, key)) as Client;
+    c.send(hello('racer-1'));
+    await c.next('welcome');
+    for (let i = 0; i < 8; i++) {
+      const runId = await createRun(s, { prompt: `race ${i}`, config: { worker_host: 'racer-1' } }, key);
+      const a = await c.next('assignment');
+      c.send({ type: 'claimed', execution_id: a.execution_id, workspace: `/w/race-${i}` });
+      await waitForState(s, runId, ['INPROGRESS'], 10_000, key);
+      // the worker's heartbeat still lists the execution it is about to report finished
+      c.send({ type: 'heartbeat', load: 1, running: [a.execution_id] });
+      c.send({ type: 'completed', execution_id: a.execution_id, exit_code: 0, message: 'done' });
+      await waitForState(s, runId, ['SUCCEEDED'], 10_000, key);
+    }
+    // a last heartbeat round trip, so that any cancel sent for the races above has arrived
+    c.send({ type: 'heartbeat', load: 0, running: [] });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(c.messages.filter((m) => m.type === 'cancel')).toEqual([]);
+    c.ws.close();
+  });
+
   it('welcomes a worker, and a run it rejects at capacity goes back to the queue', async () => {
     const c = (await connect(s, key)) as Client;
     c.send(hello('raw-1'));
