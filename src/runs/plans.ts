@@ -233,47 +233,6 @@ export async function applyRunEvent(
   return res.rows[0];
 }
 
-export interface RunEventItem {
-  id: string;
-  /** As `executionId` of applyRunEvent: set by `claim`, a guard for any other event. */
-  executionId?: string;
-  /** undefined: unchanged; null: cleared. */
-  statusMessage?: RunRow['status_message'];
-}
-
-/**
- * applyRunEvent for several runs in one statement (executors record claims, starts and ends in batches):
- * the same compare-and-set, run by run. Answers the rows that moved. (On the executors' hot path, migration
- * 0033's ay_claim_locked and ay_start_executions apply `claim` and `start` the same way, with the transition
- * passed from the state machine.)
- */
-export async function applyRunEventMany(q: Queryable, event: RunEvent, items: readonly RunEventItem[]): Promise<RunRow[]> {
-  if (items.length === 0) return [];
-  const t = transitionFor(event);
-  let sets = 'state = $1, updated_at = ay_now()';
-  if (event === 'claim') sets += ', execution_id = coalesce(x.execution_id, r.execution_id)';
-  if (event === 'start') sets += ', started_at = coalesce(r.started_at, ay_now())';
-  if (['succeed', 'fail', 'error', 'block', 'cancel'].includes(event)) sets += ', finished_at = ay_now()';
-  if (event === 'continue') sets += ', finished_at = NULL';
-  sets += ', status_message = CASE WHEN x.set_message THEN x.message ELSE r.status_message END';
-  let where = 'r.id = x.id AND r.state = ANY($2)';
-  if (event !== 'claim') where += ' AND (x.execution_id IS NULL OR r.execution_id = x.execution_id)';
-  const res = await q.query<RunRow>(
-    `UPDATE runs r SET ${sets}
-     FROM unnest($3::text[], $4::text[], $5::bool[], $6::jsonb[]) AS x(id, execution_id, set_message, message)
-     WHERE ${where} RETURNING r.*`,
-    [
-      t.to,
-      [...t.from],
-      items.map((i) => i.id),
-      items.map((i) => i.executionId ?? null),
-      items.map((i) => i.statusMessage !== undefined),
-      items.map((i) => (i.statusMessage ? JSON.stringify(i.statusMessage) : null)),
-    ],
-  );
-  return res.rows;
-}
-
 export async function insertFollowup(
   q: Queryable,
   f: { id: string; runId: string; teamId: string; message: string; mode: string; creatorId: string | null },
