@@ -1,10 +1,11 @@
+import type { WireMessages } from '../store/bus.ts';
 import type { Db } from '../store/db.ts';
 import * as plans from './plans.ts';
-import type { CreatedRun, InsertRun, StatementNotifications } from './plans.ts';
+import type { CreatedRun, InsertRun } from './plans.ts';
 
 /** How the creator of a batch tells the others: in the insert statement itself (other processes), and after it (this one). */
 export interface InsertAnnouncer {
-  notifications(runs: readonly InsertRun[]): StatementNotifications | undefined;
+  notifications(runs: readonly InsertRun[]): WireMessages | undefined;
   inserted(runs: CreatedRun[]): void;
 }
 

@@ -1,3 +1,4 @@
+import type { WireMessages } from '../store/bus.ts';
 import type { Queryable, SqlValue } from '../store/db.ts';
 import type { AgentConfig, RunRow, RunSource } from './model.ts';
 import type { RunEvent, RunState } from './state-machine.ts';
@@ -108,18 +109,12 @@ export function insertRunsParameter(runs: readonly InsertRun[]): string {
   return JSON.stringify(runs.map(insertRecord));
 }
 
-/** Bus messages a statement sends on its own commit (Bus.wireMessage), all on one channel. */
-export interface StatementNotifications {
-  channel: string;
-  payloads: string[];
-}
-
 /**
  * Several runs in one statement (all or none). A creator needs back only what it sent (id, state, worker
  * host), so nothing is read back: on PGlite, parsing RETURNING rows cost about a tenth of the insert.
  * `notify`: NOTIFYs sent by the same statement, so only if the runs commit, and without a round trip of their own.
  */
-export async function insertRuns(q: Queryable, runs: readonly InsertRun[], notify?: StatementNotifications): Promise<CreatedRun[]> {
+export async function insertRuns(q: Queryable, runs: readonly InsertRun[], notify?: WireMessages): Promise<CreatedRun[]> {
   const insert = `INSERT INTO runs (${COLUMN_LIST}) SELECT ${COLUMN_LIST} FROM jsonb_to_recordset($1::jsonb) AS r(${RECORD_TYPE})`;
   let inserted: number | null;
   if (notify && notify.payloads.length > 0) {

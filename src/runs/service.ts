@@ -196,11 +196,7 @@ export class RunService {
     this.#db = db;
     this.#bus = bus;
     this.#batcher = new RunInsertBatcher(db, {
-      notifications: (runs) => {
-        const messages = queuedHints(runs.map((r) => ({ id: r.id, worker_host: r.workerHost }))).map((hint) => bus.wireMessage(RUNS_QUEUED_TOPIC, hint));
-        const payloads = messages.flatMap((m) => (m ? [m.payload] : []));
-        return messages[0] && payloads.length ? { channel: messages[0].channel, payloads } : undefined;
-      },
+      notifications: (runs) => bus.wireMessages(RUNS_QUEUED_TOPIC, queuedHints(runs.map((r) => ({ id: r.id, worker_host: r.workerHost })))),
       inserted: (runs) => {
         for (const hint of queuedHints(runs)) bus.emitLocal(RUNS_QUEUED_TOPIC, hint);
       },

@@ -11,6 +11,12 @@ export interface BusMessage {
   origin: string;
 }
 
+/** Bus messages for a statement to send on its own commit (Bus.wireMessages), all on one channel. */
+export interface WireMessages {
+  channel: string;
+  payloads: string[];
+}
+
 /**
  * In-process publish/subscribe that also reaches the other processes sharing a PostgreSQL server
  * (LISTEN/NOTIFY). Messages are hints to look at the database again, never the only copy of a fact.
@@ -40,22 +46,26 @@ export class Bus {
 
   async publish(topic: string, data: unknown = null): Promise<void> {
     this.emitLocal(topic, data);
-    const wire = this.wireMessage(topic, data);
-    if (wire) await this.#db.notify(wire.channel, wire.payload);
+    if (this.#db.engine === 'postgres') await this.#db.notify(CHANNEL, this.#encode(topic, data));
   }
 
-  /** Tells this process's subscribers only (the other processes hear of it through `wireMessage`). */
+  /** Tells this process's subscribers only (the other processes hear of it through `wireMessages`). */
   emitLocal(topic: string, data: unknown = null): void {
     this.#emitter.emit(topic, data);
   }
 
   /**
-   * The NOTIFY that carries a message to the other processes, for a statement that sends it on its own commit
-   * (`SELECT pg_notify(channel, payload)` inside it) and so saves a round trip; undefined on PGlite (one process).
+   * The NOTIFYs that carry messages of one topic to the other processes, for a statement that sends them on its
+   * own commit (`pg_notify(channel, payload)` inside it) and so saves a round trip; undefined on PGlite (one
+   * process) or without messages.
    */
-  wireMessage(topic: string, data: unknown = null): { channel: string; payload: string } | undefined {
-    if (this.#db.engine !== 'postgres') return undefined;
-    return { channel: CHANNEL, payload: JSON.stringify({ topic, data, origin: this.#origin } satisfies BusMessage) };
+  wireMessages(topic: string, data: readonly unknown[]): WireMessages | undefined {
+    if (this.#db.engine !== 'postgres' || data.length === 0) return undefined;
+    return { channel: CHANNEL, payloads: data.map((d) => this.#encode(topic, d)) };
+  }
+
+  #encode(topic: string, data: unknown): string {
+    return JSON.stringify({ topic, data, origin: this.#origin } satisfies BusMessage);
   }
 
   subscribe(topic: string, handler: (data: unknown) => void): () => void {
