@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { insertTeam } from '../../src/identity/plans.ts';
+import { listRuns } from '../../src/runs/list.ts';
+import type { RunFilters, SortField, SortOrder } from '../../src/runs/list.ts';
+import type { Queryable, SqlValue } from '../../src/store/db.ts';
+import { newId } from '../../src/util/ids.ts';
+import { bulkInsertRuns } from '../../bench/support/bulk-runs.ts';
+import { createTestDatabase, ENGINES } from '../support/db.ts';
+import type { TestDatabase } from '../support/db.ts';
+
+interface PlanNode {
+  'Node Type': string;
+  'Index Name'?: string;
+  'Scan Direction'?: string;
+  Plans?: PlanNode[];
+}
+
+function nodes(plan: PlanNode): PlanNode[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+}
+
+/** The statement listRuns sends, and its plan. */
+async function planOfList(db: Queryable, teamId: string, filters: RunFilters, sortBy: SortField, sortOrder: SortOrder, cursor?: string) {
+  let sent: { text: string; params: readonly SqlValue[] } | undefined;
+  const recording: Queryable = {
+    query: (text, params) => {
+      sent = { text, params: params ?? [] };
+      return db.query(text, params);
+    },
+  };
+  const page = await listRuns(recording, { teamId, filters, sortBy, sortOrder, limit: 50, ...(cursor ? { cursor } : {}) });
+  const explained = await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] | string }>(`EXPLAIN (FORMAT JSON) ${sent!.text}`, [...sent!.params]);
+  const raw = explained.rows[0]!['QUERY PLAN'];
+  const plan = (typeof raw === 'string' ? JSON.parse(raw) : raw) as [{ Plan: PlanNode }];
+  return { page, plan: nodes(plan[0].Plan) };
+}
+
+// The list pages are read through the time-ordered indexes (migration 0005 keeps them in ascending order): both sort
+// orders, first pages and pages by cursor, must be one index scan in the index's or the opposite direction, never a sort.
+describe.each(ENGINES)('run list plans on %s', (engine) => {
+  let database: TestDatabase;
+  let teamId: string;
+  beforeAll(async () => {
+    database = await createTestDatabase(engine);
+    teamId = (await insertTeam(database.db, newId('team'), 'plans')).id;
+    await bulkInsertRuns(database.db, teamId, 'user_plans', 1, 20_000);
+  }, 120_000);
+  afterAll(async () => {
+    await database.close();
+  });
+
+  const cases: [string, RunFilters, SortField][] = [
+    ['no filter, by update', {}, 'updated_at'],
+    ['no filter, by creation', {}, 'created_at'],
+    ['one state, by update', { states: ['FAILED'] }, 'updated_at'],
+    ['one state, by creation', { states: ['QUEUED'] }, 'created_at'],
+    ['agent name', { configName: 'agent-3' }, 'updated_at'],
+  ];
+  for (const [name, filters, sortBy] of cases) {
+    for (const sortOrder of ['desc', 'asc'] as const) {
+      it(`${name}, ${sortOrder}: an index scan without a sort, on the first page and by cursor`, async () => {
+        const first = await planOfList(database.db, teamId, filters, sortBy, sortOrder);
+        expect(first.page.rows).toHaveLength(50);
+        const next = await planOfList(database.db, teamId, filters, sortBy, sortOrder, first.page.nextCursor);
+        expect(next.page.rows).toHaveLength(50);
+        for (const { plan } of [first, next]) {
+          expect(plan.map((n) => n['Node Type'])).not.toContain('Sort');
+          const scan = plan.find((n) => n['Node Type'] === 'Index Scan');
+          expect(scan?.['Index Name']).toMatch(/^runs_team_/);
+        }
+        // the pages follow each other in the requested order
+        const key = (r: { updated_at: Date; created_at: Date; id: string }): string => `${r[sortBy === 'created_at' ? 'created_at' : 'updated_at'].toISOString()} ${r.id}`;
+        const keys = [...first.page.rows, ...next.page.rows].map(key);
+        const sorted = [...keys].sort();
+        expect(keys).toEqual(sortOrder === 'asc' ? sorted : sorted.reverse());
+      });
+    }
+  }
+});
