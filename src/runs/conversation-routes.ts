@@ -9,7 +9,7 @@ import { AppError } from '../http/errors.ts';
 import type { SecretCipher } from '../secrets/crypto.ts';
 import { buildConversation, loadAllEvents } from './conversation.ts';
 import type { RunRow } from './model.ts';
-import { getRun } from './plans.ts';
+import { getRun, listConversationRuns } from './plans.ts';
 import { RunIdParamsSchema } from './schemas.ts';
 
 export const TRANSCRIPT_URL_TTL_MS = 60 * 60 * 1000;
@@ -97,12 +97,9 @@ export async function registerConversationRoutes(app: AppInstance, ctx: ServiceC
     },
     async (request) => {
       const id = request.params.conversationId;
-      const runs = await ctx.db.query<RunRow>(
-        'SELECT * FROM runs WHERE team_id = $1 AND (id = $2 OR conversation_id = $2) ORDER BY created_at, id LIMIT 100',
-        [request.principal.teamId, id],
-      );
-      if (runs.rowCount === 0) throw new AppError('resource_not_found', `conversation ${id} does not exist`);
-      return buildConversation(ctx.db, id, runs.rows);
+      const runs = await listConversationRuns(ctx.db, request.principal.teamId, id);
+      if (runs.length === 0) throw new AppError('resource_not_found', `conversation ${id} does not exist`);
+      return buildConversation(ctx.db, id, runs);
     },
   );
 

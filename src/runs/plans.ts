@@ -179,6 +179,15 @@ export async function getRunById(q: Queryable, id: string): Promise<RunRow | und
   return (await q.query<RunRow>('SELECT * FROM runs WHERE id = $1', [id])).rows[0];
 }
 
+/** The runs of a conversation, oldest first: the run whose id it is and those that continue it (at most 100). */
+export async function listConversationRuns(q: Queryable, teamId: string, conversationId: string): Promise<RunRow[]> {
+  const res = await q.query<RunRow>(
+    'SELECT * FROM runs WHERE team_id = $1 AND (id = $2 OR conversation_id = $2) ORDER BY created_at, id LIMIT 100',
+    [teamId, conversationId],
+  );
+  return res.rows;
+}
+
 export async function getRunBySession(q: Queryable, sessionId: string): Promise<RunRow | undefined> {
   return (await q.query<RunRow>('SELECT * FROM runs WHERE session_id = $1', [sessionId])).rows[0];
 }

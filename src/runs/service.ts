@@ -1,4 +1,5 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 import { AppError } from '../http/errors.ts';
 import type { Bus } from '../store/bus.ts';
 import type { Db, Queryable } from '../store/db.ts';
@@ -131,7 +132,8 @@ export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Pro
     scheduleId: input.scheduleId ?? null,
     parentRunId: input.parentRunId ?? null,
     conversationId: input.conversationId ?? null,
-    sessionId: randomUUID(),
+    // time-ordered (UUIDv7), so that its index takes new ids at one end as it does run ids
+    sessionId: uuidv7(),
     metadata: input.metadata ?? {},
   };
 }

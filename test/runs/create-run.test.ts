@@ -151,7 +151,8 @@ describe.each(ENGINES)('POST /agent/runs on %s', (engine) => {
       is_run_type_cancellable: true,
     });
     expect(run.agent_config.mcp_servers.github).toEqual({ command: 'gh-mcp', args: ['--x'], env: { A: 'b' } });
-    expect(run.session_id).toMatch(/^[0-9a-f-]{36}$/);
+    // a UUID, version 7 (time-ordered, so that its index grows at one end)
+    expect(run.session_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(run.session_link).toBe(`${s.url}/sessions/${run.session_id}`);
     for (const field of ['created_at', 'updated_at']) expect(new Date(run[field]).toISOString()).toBe(run[field]);
     const page = await request(run.session_link);

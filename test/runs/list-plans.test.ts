@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertTeam } from '../../src/identity/plans.ts';
 import { listRuns } from '../../src/runs/list.ts';
+import { getRunBySession, listConversationRuns } from '../../src/runs/plans.ts';
 import type { RunFilters, SortField, SortOrder } from '../../src/runs/list.ts';
 import type { Queryable, SqlValue } from '../../src/store/db.ts';
 import { newId } from '../../src/util/ids.ts';
@@ -12,6 +13,7 @@ interface PlanNode {
   'Node Type': string;
   'Index Name'?: string;
   'Scan Direction'?: string;
+  'Relation Name'?: string;
   Plans?: PlanNode[];
 }
 
@@ -19,8 +21,8 @@ function nodes(plan: PlanNode): PlanNode[] {
   return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
 }
 
-/** The statement listRuns sends, and its plan. */
-async function planOfList(db: Queryable, teamId: string, filters: RunFilters, sortBy: SortField, sortOrder: SortOrder, cursor?: string) {
+/** What `read` returns, and the plan of the (last) statement it sent. */
+async function planOf<T>(db: Queryable, read: (q: Queryable) => Promise<T>): Promise<{ result: T; plan: PlanNode[] }> {
   let sent: { text: string; params: readonly SqlValue[] } | undefined;
   const recording: Queryable = {
     query: (text, params) => {
@@ -28,12 +30,19 @@ async function planOfList(db: Queryable, teamId: string, filters: RunFilters, so
       return db.query(text, params);
     },
   };
-  const page = await listRuns(recording, { teamId, filters, sortBy, sortOrder, limit: 50, ...(cursor ? { cursor } : {}) });
+  const result = await read(recording);
   const explained = await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] | string }>(`EXPLAIN (FORMAT JSON) ${sent!.text}`, [...sent!.params]);
   const raw = explained.rows[0]!['QUERY PLAN'];
   const plan = (typeof raw === 'string' ? JSON.parse(raw) : raw) as [{ Plan: PlanNode }];
-  return { page, plan: nodes(plan[0].Plan) };
+  return { result, plan: nodes(plan[0].Plan) };
 }
+
+async function planOfList(db: Queryable, teamId: string, filters: RunFilters, sortBy: SortField, sortOrder: SortOrder, cursor?: string) {
+  const { result: page, plan } = await planOf(db, (q) => listRuns(q, { teamId, filters, sortBy, sortOrder, limit: 50, ...(cursor ? { cursor } : {}) }));
+  return { page, plan };
+}
+
+const seqScansOfRuns = (plan: PlanNode[]): PlanNode[] => plan.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'runs');
 
 // The list pages are read through the time-ordered indexes (migration 0005 keeps them in ascending order): both sort
 // orders, first pages and pages by cursor, must be one index scan in the index's or the opposite direction, never a sort.
@@ -44,6 +53,12 @@ describe.each(ENGINES)('run list plans on %s', (engine) => {
     database = await createTestDatabase(engine);
     teamId = (await insertTeam(database.db, newId('team'), 'plans')).id;
     await bulkInsertRuns(database.db, teamId, 'user_plans', 1, 20_000);
+    // a conversation of three runs, each continuing the one before (parent) in the conversation of the first
+    await database.db.query(
+      `UPDATE runs SET conversation_id = 'run_bulk000000000000000100', parent_run_id = 'run_bulk' || lpad((substr(id, 9)::int - 1)::text, 18, '0')
+        WHERE id IN ('run_bulk000000000000000101', 'run_bulk000000000000000102')`,
+    );
+    await database.db.exec('ANALYZE runs');
   }, 120_000);
   afterAll(async () => {
     await database.close();
@@ -76,4 +91,23 @@ describe.each(ENGINES)('run list plans on %s', (engine) => {
       });
     }
   }
+
+  it('finds a run by its session id (the public session page) through an index', async () => {
+    const { session_id } = (await database.db.query<{ session_id: string }>("SELECT session_id FROM runs WHERE id = 'run_bulk000000000000000500'")).rows[0]!;
+    const { result, plan } = await planOf(database.db, (q) => getRunBySession(q, session_id));
+    expect(result?.id).toBe('run_bulk000000000000000500');
+    expect(seqScansOfRuns(plan)).toEqual([]);
+  });
+
+  it('reads a conversation through indexes', async () => {
+    const { result, plan } = await planOf(database.db, (q) => listConversationRuns(q, teamId, 'run_bulk000000000000000100'));
+    expect(result.map((r) => r.id)).toEqual(['run_bulk000000000000000100', 'run_bulk000000000000000101', 'run_bulk000000000000000102']);
+    expect(seqScansOfRuns(plan)).toEqual([]);
+  });
+
+  it('lists the descendants of a run through indexes', async () => {
+    const { page, plan } = await planOfList(database.db, teamId, { ancestorRunId: 'run_bulk000000000000000100' }, 'updated_at', 'desc');
+    expect(page.rows.map((r) => r.id)).toEqual(['run_bulk000000000000000102', 'run_bulk000000000000000101']);
+    expect(seqScansOfRuns(plan)).toEqual([]);
+  });
 });
