@@ -69,7 +69,12 @@ describe.each(ENGINES)('run list plans on %s', (engine) => {
     ['no filter, by creation', {}, 'created_at'],
     ['one state, by update', { states: ['FAILED'] }, 'updated_at'],
     ['one state, by creation', { states: ['QUEUED'] }, 'created_at'],
-    ['agent name', { configName: 'agent-3' }, 'updated_at'],
+    ['two states, by update', { states: ['QUEUED', 'FAILED'] }, 'updated_at'],
+    ['two states, by creation', { states: ['SUCCEEDED', 'CANCELLED'] }, 'created_at'],
+    ['agent name, by update', { configName: 'agent-3' }, 'updated_at'],
+    ['agent name, by creation', { configName: 'agent-3' }, 'created_at'],
+    ['model (no index of its own), by update', { modelId: 'model-1' }, 'updated_at'],
+    ['created after, by creation', { createdAfter: new Date('2025-01-01T01:00:00Z') }, 'created_at'],
   ];
   for (const [name, filters, sortBy] of cases) {
     for (const sortOrder of ['desc', 'asc'] as const) {
@@ -80,8 +85,17 @@ describe.each(ENGINES)('run list plans on %s', (engine) => {
         expect(next.page.rows).toHaveLength(50);
         for (const { plan } of [first, next]) {
           expect(plan.map((n) => n['Node Type'])).not.toContain('Sort');
-          const scan = plan.find((n) => n['Node Type'] === 'Index Scan');
-          expect(scan?.['Index Name']).toMatch(/^runs_team_/);
+          expect(seqScansOfRuns(plan)).toEqual([]);
+          const scans = plan.filter((n) => n['Node Type'] === 'Index Scan');
+          expect(scans.length).toBeGreaterThan(0);
+          for (const scan of scans) expect(scan['Index Name']).toMatch(/^runs_team_/);
+        }
+        // the rows match the filters
+        for (const row of [...first.page.rows, ...next.page.rows]) {
+          if (filters.states) expect(filters.states).toContain(row.state);
+          if (filters.configName) expect(row.config_name).toBe(filters.configName);
+          if (filters.modelId) expect(row.model_id).toBe(filters.modelId);
+          if (filters.createdAfter) expect(row.created_at.getTime()).toBeGreaterThan(filters.createdAfter.getTime());
         }
         // the pages follow each other in the requested order
         const key = (r: { updated_at: Date; created_at: Date; id: string }): string => `${r[sortBy === 'created_at' ? 'created_at' : 'updated_at'].toISOString()} ${r.id}`;
