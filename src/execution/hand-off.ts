@@ -98,8 +98,9 @@ export class HandOff implements RunHandOff {
 
   async #write(rows: InsertRun[]): Promise<(CreatedRun | Error)[]> {
     try {
-      await this.#createAndClaim(rows);
-      return rows.map(created);
+      const taken = await this.#createAndClaim(rows);
+      // the answer says what committed: a run the statement claimed was never QUEUED to anyone else
+      return rows.map((row) => (taken.has(row.id) ? { ...created(row), state: 'CLAIMED' } : created(row)));
     } catch (err) {
       if (rows.length === 1) return [err instanceof Error ? err : new Error(String(err))];
       // one bad row must not fail the others: write them one by one to find it
@@ -109,7 +110,8 @@ export class HandOff implements RunHandOff {
     }
   }
 
-  async #createAndClaim(rows: InsertRun[]): Promise<void> {
+  /** Answers the ids of the runs the statement claimed. */
+  async #createAndClaim(rows: InsertRun[]): Promise<Set<string>> {
     const records = insertRunsParameter(rows);
     const options = this.#target.reserve(rows.length);
     let claimed: Claimed[] = [];
@@ -121,5 +123,6 @@ export class HandOff implements RunHandOff {
     const taken = new Set(claimed.map((c) => c.run.id));
     const left = rows.filter((r) => !taken.has(r.id));
     if (left.length) this.#announce(left.map(created));
+    return taken;
   }
 }

@@ -24,7 +24,8 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
     try {
       const service = new RunService(s.server.ctx.db, s.server.ctx.bus);
       const { run } = await service.create({ teamId: await teamIdOf(s), prompt: 'handed off', source: 'API', creator: null });
-      expect(run.state).toBe('QUEUED');
+      // the creator is told the state that committed
+      expect(run.state).toBe('CLAIMED');
       // committed together with its claim: no poll (60 s) and no wake-up needed
       const row = (await s.server.ctx.db.query<{ state: string; execution_id: string }>('SELECT state, execution_id FROM runs WHERE id = $1', [run.id])).rows[0]!;
       expect(row.state).not.toBe('QUEUED');
@@ -58,6 +59,7 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
       const unsubscribe = s.server.ctx.bus.subscribe(RUNS_QUEUED_TOPIC, (data) => announced.push(data));
       const { run } = await new RunService(db, s.server.ctx.bus).create({ teamId: teamB, prompt: 'B0', source: 'API', creator: null });
       unsubscribe();
+      expect(run.state).toBe('QUEUED');
       // the statement took the fairest run, A0 (older, neither team served yet); B0 stays queued and is announced
       const a0 = (await db.query<{ state: string }>('SELECT state FROM runs WHERE id = $1', [queued[0]!])).rows[0]!;
       expect(a0.state).not.toBe('QUEUED');
@@ -85,6 +87,7 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
       const service = new RunService(s.server.ctx.db, s.server.ctx.bus);
       const { run } = await service.create({ teamId: await teamIdOf(s), prompt: 'codex only', config: { harness: { type: 'codex' } }, source: 'API', creator: null });
       unsubscribe();
+      expect(run.state).toBe('QUEUED');
       expect(announced).toContainEqual({ run_id: run.id, worker_host: null });
       expect((await s.api('GET', `/agent/runs/${run.id}`)).body.state).toBe('QUEUED');
       expect(await executionsOf(s, run.id)).toEqual([]);
