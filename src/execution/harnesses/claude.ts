@@ -7,7 +7,7 @@ import { copyFile, mkdir, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { AgentEvent } from '../plan.ts';
 import { writeWorkspaceFile } from '../workspace.ts';
-import { jsonLine, num, obj, readExitCommon, splitMcpServers, isSseUrl, str, toolCategory } from './common.ts';
+import { jsonLine, num, obj, readExitCommon, splitMcpServers, isSseUrl, str, toolEvents } from './common.ts';
 import type { HarnessAdapter, OutputParser } from './types.ts';
 
 /** Longest base prompt passed as an argument; longer ones go to CLAUDE.md (Linux limits one argument to 128 KiB). */
@@ -52,7 +52,7 @@ async function placeSessionForResume(configDir: string, cwd: string, sessionId: 
 }
 
 function claudeParser(): OutputParser {
-  const toolNames = new Map<string, string>();
+  const tools = toolEvents();
   return {
     line(text) {
       const ev = jsonLine(text);
@@ -83,23 +83,9 @@ function claudeParser(): OutputParser {
             if (block.type === 'text' && ev.type === 'assistant' && str(block.text)) {
               out.push({ type: 'message', data: { role: 'assistant', text: block.text } });
             } else if (block.type === 'tool_use') {
-              const name = str(block.name) ?? 'tool';
-              const id = str(block.id) ?? '';
-              toolNames.set(id, name);
-              out.push({ type: 'tool_call', data: { id, name, category: toolCategory(name), input: obj(block.input) ?? {} } });
+              out.push(tools.call(str(block.id) ?? '', str(block.name) ?? 'tool', obj(block.input) ?? {}));
             } else if (block.type === 'tool_result') {
-              const id = str(block.tool_use_id) ?? '';
-              const name = toolNames.get(id) ?? 'tool';
-              out.push({
-                type: 'tool_result',
-                data: {
-                  id,
-                  name,
-                  category: toolCategory(name),
-                  status: block.is_error === true ? 'failed' : 'completed',
-                  output: { content: block.content ?? null },
-                },
-              });
+              out.push(tools.result(str(block.tool_use_id) ?? '', block.is_error === true ? 'failed' : 'completed', { content: block.content ?? null }));
             }
           }
           break;

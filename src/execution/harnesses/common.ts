@@ -32,6 +32,27 @@ export function toolCategory(name: string): string {
   return 'command';
 }
 
+/**
+ * Tool events of a CLI that names a tool only in its call: the result is matched to the call by id and reported
+ * under the same name and category.
+ */
+export function toolEvents(): {
+  call(id: string, name: string, input: Record<string, unknown>): AgentEvent;
+  result(id: string, status: 'completed' | 'failed', output: Record<string, unknown>): AgentEvent;
+} {
+  const names = new Map<string, string>();
+  return {
+    call(id, name, input) {
+      names.set(id, name);
+      return { type: 'tool_call', data: { id, name, category: toolCategory(name), input } };
+    },
+    result(id, status, output) {
+      const name = names.get(id) ?? 'tool';
+      return { type: 'tool_result', data: { id, name, category: toolCategory(name), status, output } };
+    },
+  };
+}
+
 export interface McpSplit {
   /** Servers with a command or a URL. */
   usable: [string, McpServerConfig][];

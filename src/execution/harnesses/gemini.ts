@@ -6,7 +6,7 @@
 import path from 'node:path';
 import type { AgentEvent } from '../plan.ts';
 import { writeWorkspaceFile } from '../workspace.ts';
-import { jsonLine, num, obj, readExitCommon, splitMcpServers, isSseUrl, str, toolCategory } from './common.ts';
+import { jsonLine, num, obj, readExitCommon, splitMcpServers, isSseUrl, str, toolEvents } from './common.ts';
 import type { ExitReading, HarnessAdapter, OutputParser } from './types.ts';
 
 export const GEMINI_PROMPT_FLAG_TEXT = 'Carry out the task given above (from standard input).';
@@ -25,7 +25,7 @@ export function geminiSettings(servers: Parameters<typeof splitMcpServers>[0]): 
 
 function geminiParser(): OutputParser {
   let pending = '';
-  const tools = new Map<string, string>();
+  const tools = toolEvents();
   const flush = (): AgentEvent[] => {
     if (!pending) return [];
     const text = pending;
@@ -48,28 +48,17 @@ function geminiParser(): OutputParser {
         case 'message':
           if (ev.role === 'assistant' && str(ev.content)) out.push({ type: 'message', data: { role: 'assistant', text: ev.content } });
           break;
-        case 'tool_use': {
-          const name = str(ev.tool_name) ?? 'tool';
-          const id = str(ev.tool_id) ?? '';
-          tools.set(id, name);
-          out.push({ type: 'tool_call', data: { id, name, category: toolCategory(name), input: obj(ev.parameters) ?? {} } });
+        case 'tool_use':
+          out.push(tools.call(str(ev.tool_id) ?? '', str(ev.tool_name) ?? 'tool', obj(ev.parameters) ?? {}));
           break;
-        }
-        case 'tool_result': {
-          const id = str(ev.tool_id) ?? '';
-          const name = tools.get(id) ?? 'tool';
-          out.push({
-            type: 'tool_result',
-            data: {
-              id,
-              name,
-              category: toolCategory(name),
-              status: ev.status === 'success' ? 'completed' : 'failed',
-              output: { output: str(ev.output) ?? '', ...(obj(ev.error) ? { error: ev.error } : {}) },
-            },
-          });
+        case 'tool_result':
+          out.push(
+            tools.result(str(ev.tool_id) ?? '', ev.status === 'success' ? 'completed' : 'failed', {
+              output: str(ev.output) ?? '',
+              ...(obj(ev.error) ? { error: ev.error } : {}),
+            }),
+          );
           break;
-        }
         case 'error':
           out.push({ type: 'error', data: { message: str(ev.message) ?? 'error', fatal: ev.severity === 'error' } });
           break;
