@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
-import { v7 as uuidv7 } from 'uuid';
 import { AppError } from '../http/errors.ts';
 import type { Bus } from '../store/bus.ts';
 import type { Db, Queryable } from '../store/db.ts';
-import { newId } from '../util/ids.ts';
+import { newId, timeOrderedUuid } from '../util/ids.ts';
 import type { AgentConfig, Creator, McpServerConfig, RunRow, RunSource } from './model.ts';
 import * as plans from './plans.ts';
 import { isTerminal } from './state-machine.ts';
@@ -133,7 +132,7 @@ export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Pro
     parentRunId: input.parentRunId ?? null,
     conversationId: input.conversationId ?? null,
     // time-ordered (UUIDv7), so that its index takes new ids at one end as it does run ids
-    sessionId: uuidv7(),
+    sessionId: timeOrderedUuid(),
     metadata: input.metadata ?? {},
   };
 }

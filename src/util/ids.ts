@@ -1,4 +1,5 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 
 // Crockford's base32, lower-case: ids sort by creation time and read well in URLs and logs.
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
@@ -49,4 +50,24 @@ export function newId(prefix: IdPrefix): string {
 /** Random URL-safe text for secrets and tokens. */
 export function randomToken(bytes = 32): string {
   return randomBytes(bytes).toString('base64url');
+}
+
+// One CSPRNG call per 256 ids instead of one each (crypto.getRandomValues, which uuid calls for every id, cost
+// ~5 µs on the request path); node:crypto's randomUUID caches its entropy the same way.
+const entropy = Buffer.alloc(4096);
+let entropyUsed = entropy.length;
+
+function random16(): Uint8Array {
+  if (entropyUsed + 16 > entropy.length) {
+    randomFillSync(entropy);
+    entropyUsed = 0;
+  }
+  const bytes = entropy.subarray(entropyUsed, entropyUsed + 16);
+  entropyUsed += 16;
+  return bytes;
+}
+
+/** A UUIDv7: time-ordered to the millisecond (an index takes new ones at one end), 74 random bits. */
+export function timeOrderedUuid(): string {
+  return uuidv7({ random: random16() });
 }
