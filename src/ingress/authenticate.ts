@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { HeaderMap } from './signatures/index.ts';
 import type { WebhookRoute } from './routing.ts';
 
@@ -16,8 +16,8 @@ export type AuthOutcome = { ok: true; providerDeliveryId: string | undefined } |
 
 /** Constant-time equality of two strings of any lengths (compares fixed-size digests). */
 export function secretsEqual(given: string, expected: string): boolean {
-  const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(expected).digest();
+  const a = hash('sha256', given, 'buffer');
+  const b = hash('sha256', expected, 'buffer');
   return timingSafeEqual(a, b);
 }
 

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { header } from './signatures/primitives.ts';
 import type { HeaderMap } from './signatures/index.ts';
 import type { WebhookRoute } from './routing.ts';
@@ -20,7 +20,7 @@ export interface DeliveryIdentity {
 const MAX_ID_LENGTH = 200;
 
 function fromSender(value: string, source: IdentitySource): DeliveryIdentity {
-  const identity = value.length <= MAX_ID_LENGTH ? value : `id-sha256:${createHash('sha256').update(value).digest('hex')}`;
+  const identity = value.length <= MAX_ID_LENGTH ? value : `id-sha256:${hash('sha256', value, 'hex')}`;
   return { identity, source, senderDeliveryId: value.slice(0, MAX_ID_LENGTH) };
 }
 
@@ -37,7 +37,7 @@ export function deliveryIdentity(route: WebhookRoute, headers: HeaderMap, provid
   if (route.authMode === 'signature' && providerDeliveryId) return fromSender(providerDeliveryId, 'provider');
   const own = header(headers, AGENTYARD_DELIVERY_ID_HEADER);
   if (own !== undefined) return fromSender(own, 'agentyard_header');
-  return { identity: `sha256:${createHash('sha256').update(rawBody).digest('hex')}`, source: 'body_sha256', senderDeliveryId: undefined };
+  return { identity: `sha256:${hash('sha256', rawBody, 'hex')}`, source: 'body_sha256', senderDeliveryId: undefined };
 }
 
 /** The sender's ID of a rejected delivery, when a header names one (no body hash: the body is not trusted). */
