@@ -58,6 +58,8 @@ const INSERT_COLUMNS: readonly [string, string][] = [
 ];
 const COLUMN_LIST = INSERT_COLUMNS.map(([name]) => name).join(', ');
 const RECORD_TYPE = INSERT_COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ');
+/** Inserts the records of insertRunsParameter ($1). */
+const INSERT_RUNS = `INSERT INTO runs (${COLUMN_LIST}) SELECT ${COLUMN_LIST} FROM json_to_recordset($1::json) AS r(${RECORD_TYPE})`;
 
 function insertRecord(r: InsertRun): Record<string, unknown> {
   // Stored only when someone other than the creator executes the run (migration 0004).
@@ -94,10 +96,7 @@ function insertRecord(r: InsertRun): Record<string, unknown> {
 }
 
 export async function insertRun(q: Queryable, r: InsertRun): Promise<RunRow> {
-  const res = await q.query<RunRow>(
-    `INSERT INTO runs (${COLUMN_LIST}) SELECT ${COLUMN_LIST} FROM json_to_recordset($1::json) AS r(${RECORD_TYPE}) RETURNING *`,
-    [insertRunsParameter([r])],
-  );
+  const res = await q.query<RunRow>(`${INSERT_RUNS} RETURNING *`, [insertRunsParameter([r])]);
   return res.rows[0]!;
 }
 
@@ -119,17 +118,16 @@ export function insertRunsParameter(runs: readonly InsertRun[]): string {
  * `notify`: NOTIFYs sent by the same statement, so only if the runs commit, and without a round trip of their own.
  */
 export async function insertRuns(q: Queryable, runs: readonly InsertRun[], notify?: WireMessages): Promise<CreatedRun[]> {
-  const insert = `INSERT INTO runs (${COLUMN_LIST}) SELECT ${COLUMN_LIST} FROM json_to_recordset($1::json) AS r(${RECORD_TYPE})`;
   let inserted: number | null;
   if (notify && notify.payloads.length > 0) {
     const res = await q.query<{ inserted: number }>(
-      `WITH inserted AS (${insert} RETURNING 1)
+      `WITH inserted AS (${INSERT_RUNS} RETURNING 1)
        SELECT (SELECT count(*) FROM inserted)::int AS inserted, (SELECT count(pg_notify($2, p)) FROM unnest($3::text[]) AS p) AS notified`,
       [insertRunsParameter(runs), notify.channel, notify.payloads],
     );
     inserted = res.rows[0]?.inserted ?? null;
   } else {
-    inserted = (await q.query(insert, [insertRunsParameter(runs)])).rowCount;
+    inserted = (await q.query(INSERT_RUNS, [insertRunsParameter(runs)])).rowCount;
   }
   if (inserted !== runs.length) throw new Error(`inserted ${inserted} of ${runs.length} runs`);
   return runs.map((r) => ({ id: r.id, state: r.state, worker_host: r.workerHost }));
