@@ -125,7 +125,8 @@ describe.each(ENGINES)('ends of executions on %s', (engine) => {
     await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'again' });
     const [second] = await claimServiceRuns(s.server.ctx.db, { limit: 5, harnesses: ['claude'], defaultHarness: 'claude', executor: 'service:test', leaseMs: 60_000 });
     expect(second!.run.id).toBe(runId);
-    await s.server.ctx.db.query('UPDATE executions SET ended_at = NULL, outcome = NULL WHERE id = $1', [first]);
+    // (with a live lease, or the service's own reaper may end it as lost before the executor reports)
+    await s.server.ctx.db.query("UPDATE executions SET ended_at = NULL, outcome = NULL, lease_expires_at = now() + interval '1 hour' WHERE id = $1", [first]);
     const before = await run(runId!);
     const events = await eventsOf(s, runId!);
     expect(await s.parts.recorder.finished({ runId: runId!, executionId: first!, outcome: { kind: 'failed', exitCode: 1, message: 'zombie' } })).toBeUndefined();
