@@ -27,8 +27,18 @@ export async function terminatePgliteThreadsForTesting(): Promise<void> {
   await Promise.all([...openThreads].map((worker) => worker.terminate()));
 }
 
+/**
+ * A small young generation for the thread's JavaScript heap. V8 starts incremental marking, which ends in a
+ * full mark-compact, whenever the old generation's headroom is smaller than the young generation; this heap
+ * is small (≈ 14 MB: PGlite's JavaScript, its buffers, the results in flight), so with the default young
+ * generation (16 MB semi-spaces) nearly every few megabytes allocated ended in a mark-compact instead of a
+ * scavenge: 17 mark-compacts and no scavenge over 2,000 batched run inserts, against 2 and 36 scavenges with
+ * 8 MB (docs/performance.md).
+ */
+const WORKER_HEAP_LIMITS = { maxYoungGenerationSizeMb: 8 };
+
 export async function openPgliteThread(options: PgliteWorkerData): Promise<Db> {
-  const worker = new Worker(new URL('./pglite-worker.ts', import.meta.url), { workerData: options });
+  const worker = new Worker(new URL('./pglite-worker.ts', import.meta.url), { workerData: options, resourceLimits: WORKER_HEAP_LIMITS });
   const pending = new Map<number, Pending>();
   const listeners = new Map<number, (payload: string) => void>();
   let nextId = 1;
