@@ -56,31 +56,48 @@ export class RunInsertBatcher {
     // Let the requests already read in this turn of the event loop join the batch.
     setImmediate(() => {
       this.#scheduled = false;
-      if (this.#inFlight >= this.#maxInFlight || this.#pending.length === 0) return;
-      const batch = this.#pending.splice(0, this.#maxBatch);
-      this.#inFlight++;
-      void this.#write(batch).finally(() => {
-        this.#inFlight--;
-        this.#schedule();
-      });
-      this.#schedule();
+      this.#submit();
     });
   }
 
+  #submit(): void {
+    while (this.#inFlight < this.#maxInFlight && this.#pending.length > 0) {
+      const batch = this.#pending.splice(0, this.#maxBatch);
+      this.#inFlight++;
+      void this.#write(batch);
+    }
+  }
+
   async #write(batch: Waiting[]): Promise<void> {
-    let rows: CreatedRun[];
+    const runs = batch.map((w) => w.row);
+    let rows: CreatedRun[] | undefined;
+    let failure: unknown;
     try {
-      const runs = batch.map((w) => w.row);
       rows = await plans.insertRuns(this.#db, runs, this.#announcer.notifications(runs));
     } catch (err) {
-      if (batch.length === 1) {
-        batch[0]!.reject(err);
-        return;
-      }
-      // One bad row must not fail the others: write them one by one to find it.
-      for (const waiting of batch) await this.#write([waiting]);
-      return;
+      failure = err;
     }
+    this.#inFlight--;
+    // Hand the next batch over before answering this one: the database works on it while this thread writes
+    // the responses.
+    this.#submit();
+    if (rows) {
+      this.#settle(batch, rows);
+    } else if (batch.length === 1) {
+      batch[0]!.reject(failure);
+    } else {
+      // One bad row must not fail the others: write them one by one to find it.
+      for (const waiting of batch) {
+        try {
+          this.#settle([waiting], await plans.insertRuns(this.#db, [waiting.row], this.#announcer.notifications([waiting.row])));
+        } catch (err) {
+          waiting.reject(err);
+        }
+      }
+    }
+  }
+
+  #settle(batch: readonly Waiting[], rows: CreatedRun[]): void {
     const byId = new Map(rows.map((r) => [r.id, r]));
     for (const waiting of batch) {
       const run = byId.get(waiting.row.id);
