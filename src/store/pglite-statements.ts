@@ -31,6 +31,7 @@ export class PgliteStatements {
   readonly #max: number;
   /** By statement text, least recently used first. */
   readonly #prepared = new Map<string, Prepared>();
+  readonly #message = new BindMessage();
 
   constructor(pglite: PGlite, options: { max?: number } = {}) {
     this.#pglite = pglite;
@@ -61,10 +62,7 @@ export class PgliteStatements {
       const serializer = pglite.serializers[statement.paramTypes[i] ?? 0];
       return serializer ? serializer(value) : String(value);
     });
-    const { messages } = await pglite.execProtocol(
-      concat([serialize.bind({ statement: statement.name, values }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]),
-      { syncToFs: false },
-    );
+    const { messages } = await pglite.execProtocol(this.#message.bindAndExecute(statement.name, values), { syncToFs: false });
     await pglite.syncToFs();
     return parse.parseResults(messages, pglite.parsers)[0] as Results<Row>;
   }
@@ -97,6 +95,56 @@ export class PgliteStatements {
     await this.#pglite
       .execProtocol(concat([serialize.close({ type: 'S', name: prepared.name }), serialize.sync()]), { syncToFs: false })
       .catch(() => {});
+  }
+}
+
+/** Describe (portal), Execute (all rows), Sync: the same bytes after every Bind. */
+const DESCRIBE_EXECUTE_SYNC = concat([serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]);
+
+/**
+ * Writes Bind + Describe + Execute + Sync into one buffer, reused from call to call. PGlite's own `serialize.bind`
+ * counts UTF-8 bytes in a JavaScript loop and copies the values through three growing buffers (43 µs for the
+ * 13 KB parameter of a batch of 20 runs). PGlite reads the message before `execProtocol`
+ * returns its promise, and statements run one at a time, so one buffer serves every call.
+ */
+const MAX_KEPT_BUFFER = 1024 * 1024;
+
+export class BindMessage {
+  #buffer = Buffer.allocUnsafeSlow(16 * 1024);
+
+  /** `values` in text format (as PGlite's serializers write them); null is SQL NULL. */
+  bindAndExecute(statement: string, values: readonly (string | null)[]): Uint8Array {
+    let size = 1 + 4 + 1 + Buffer.byteLength(statement) + 1 + 2 + 2 + 2;
+    for (const value of values) size += 4 + (value === null ? 0 : Buffer.byteLength(value));
+    const total = size + DESCRIBE_EXECUTE_SYNC.length;
+    // a rare large statement (an attachment) gets a buffer of its own rather than one kept for good
+    if (this.#buffer.length < total && total <= MAX_KEPT_BUFFER) this.#buffer = Buffer.allocUnsafeSlow(Math.max(total, this.#buffer.length * 2));
+    const out = this.#buffer.length >= total ? this.#buffer : Buffer.allocUnsafeSlow(total);
+    let at = 0;
+    out[at++] = 0x42; // 'B'
+    out.writeInt32BE(size - 1, at);
+    at += 4;
+    out[at++] = 0; // unnamed portal
+    at += out.write(statement, at);
+    out[at++] = 0;
+    out.writeUInt16BE(0, at); // no parameter format codes: all in text
+    at += 2;
+    out.writeUInt16BE(values.length, at);
+    at += 2;
+    for (const value of values) {
+      if (value === null) {
+        out.writeInt32BE(-1, at);
+        at += 4;
+      } else {
+        const written = out.write(value, at + 4);
+        out.writeInt32BE(written, at);
+        at += 4 + written;
+      }
+    }
+    out.writeInt16BE(0, at); // results in text
+    at += 2;
+    out.set(DESCRIBE_EXECUTE_SYNC, at);
+    return out.subarray(0, total);
   }
 }
 
