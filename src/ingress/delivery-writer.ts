@@ -87,11 +87,7 @@ export class DeliveryWriter {
     while (this.#queue.length > 0 && this.#running < this.#options.concurrency) {
       const batch = this.#queue.splice(0, this.#options.maxBatch);
       this.#running++;
-      void this.#write(batch).finally(() => {
-        this.#running--;
-        this.#pump();
-        if (this.#queue.length === 0 && this.#running === 0) for (const done of this.#idle.splice(0)) done();
-      });
+      void this.#write(batch);
     }
   }
 
@@ -102,20 +98,39 @@ export class DeliveryWriter {
       if (item.kind === 'accept') item.resolve(outcome!);
       else item.resolve();
     };
+    // The group's slot is given back when its last statement has returned, before its requests are answered,
+    // so that the next group is already with the database while this thread writes the responses.
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.#running--;
+      this.#pump();
+      if (this.#queue.length === 0 && this.#running === 0) for (const done of this.#idle.splice(0)) done();
+    };
     try {
-      await writeBatch(this.#db, batch, settle, () => this.#options.onQueued?.());
+      await writeBatch(this.#db, batch, settle, release, () => this.#options.onQueued?.());
     } catch (err) {
       this.#log.error({ err, deliveries: batch.length }, 'writing webhook deliveries failed');
       for (const item of batch) if (!settled.has(item)) item.reject(err);
+    } finally {
+      release();
     }
   }
 }
 
 /**
  * One group: the accepts in one statement (see acceptDeliveries), answered as soon as it has committed; then
- * the log rows of duplicates and rejections in a second statement, when there are any.
+ * the log rows of duplicates and rejections in a second statement, when there are any. `written` is called once
+ * the group has nothing more to write.
  */
-async function writeBatch(db: Db, batch: Pending[], settle: (item: Pending, outcome?: AcceptOutcome) => void, onQueued: () => void): Promise<void> {
+async function writeBatch(
+  db: Db,
+  batch: Pending[],
+  settle: (item: Pending, outcome?: AcceptOutcome) => void,
+  written: () => void,
+  onQueued: () => void,
+): Promise<void> {
   const accepts = batch.filter((p): p is PendingAccept => p.kind === 'accept');
   const logs = batch.filter((p): p is PendingLog => p.kind === 'log');
   const logged: DeliveryInsert[] = logs.map((p) => p.row);
@@ -137,23 +152,26 @@ async function writeBatch(db: Db, batch: Pending[], settle: (item: Pending, outc
 
   const acceptedIdByKey = new Map<string, string>();
   const lost: PendingAccept[] = [];
+  const now = new Map<Pending, AcceptOutcome>();
   const later = new Map<Pending, AcceptOutcome>();
   let queued = 0;
   for (const p of [...candidates, ...repeats]) {
     const hook = live.get(p.row.webhookUid);
     if (hook === undefined) {
-      settle(p, { outcome: 'gone' });
+      now.set(p, { outcome: 'gone' });
     } else if (hook.secretVersion !== p.secretVersion) {
       later.set(p, { outcome: 'secret_changed', id: p.row.id });
       logged.push(asRejectedAuth(p.row));
     } else if (accepted.has(p.row.id)) {
       acceptedIdByKey.set(identityKey(p.row.webhookUid, p.row.identity), p.row.id);
       if (hook.subscribed) queued++;
-      settle(p, { outcome: 'accepted', id: p.row.id });
+      now.set(p, { outcome: 'accepted', id: p.row.id });
     } else {
       lost.push(p);
     }
   }
+  if (lost.length === 0 && logged.length === 0) written();
+  for (const [p, outcome] of now) settle(p, outcome);
   if (queued > 0) onQueued();
 
   const missing = lost.filter((p) => !acceptedIdByKey.has(identityKey(p.row.webhookUid, p.row.identity)));
@@ -165,6 +183,7 @@ async function writeBatch(db: Db, batch: Pending[], settle: (item: Pending, outc
     logged.push({ ...p.row, label: 'duplicate', duplicateOf, payload: null });
   }
   await insertLogged(db, logged);
+  written();
   for (const [p, outcome] of later) settle(p, outcome);
   for (const p of logs) settle(p);
 }

@@ -41,9 +41,9 @@ export function createIngressModule(options: IngressOptions = {}): AppModule {
         routing: new RoutingSnapshot(ctx.db, ctx.cipher, ctx.log),
         limiters: new IngressLimiters(ctx.db, ctx.bus, limits),
         writer: new DeliveryWriter(ctx.db, ctx.log, {
-          // On PGlite (one statement at a time, in its own thread) the second group waits there, ready to run; on
-          // PostgreSQL every statement sent wakes a backend that takes the CPU from this thread, so one at a time.
-          concurrency: ctx.db.engine === 'postgres' ? 1 : 2,
+          // One group at a time on both engines (docs/decisions.md, "One batch in flight"): the next is handed
+          // over as soon as one is written, before its requests are answered.
+          concurrency: 1,
           // At most one announcement per 20 ms, however many batches commit.
           onQueued: () => {
             announce ??= setTimeout(() => {
