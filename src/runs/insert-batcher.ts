@@ -73,7 +73,7 @@ export class RunInsertBatcher {
     let rows: CreatedRun[] | undefined;
     let failure: unknown;
     try {
-      rows = await plans.insertRuns(this.#db, runs, this.#announcer.notifications(runs));
+      rows = await this.#insert(runs);
     } catch (err) {
       failure = err;
     }
@@ -89,12 +89,16 @@ export class RunInsertBatcher {
       // One bad row must not fail the others: write them one by one to find it.
       for (const waiting of batch) {
         try {
-          this.#settle([waiting], await plans.insertRuns(this.#db, [waiting.row], this.#announcer.notifications([waiting.row])));
+          this.#settle([waiting], await this.#insert([waiting.row]));
         } catch (err) {
           waiting.reject(err);
         }
       }
     }
+  }
+
+  #insert(runs: InsertRun[]): Promise<CreatedRun[]> {
+    return plans.insertRuns(this.#db, runs, this.#announcer.notifications(runs));
   }
 
   #settle(batch: readonly Waiting[], rows: CreatedRun[]): void {
