@@ -30,8 +30,11 @@ interface PendingLog {
 type Pending = PendingAccept | PendingLog;
 
 export interface DeliveryWriterOptions {
-  /** Groups written at once (PGlite runs them one after the other in its thread). */
-  concurrency: number;
+  /**
+   * Groups written at once; 1 by default (docs/decisions.md, "One batch in flight"): the next group is handed
+   * over as soon as one is written, before its requests are answered.
+   */
+  concurrency?: number;
   maxBatch?: number;
   /** Called after a commit that put at least one delivery in the outbox. */
   onQueued?: () => void;
@@ -51,10 +54,10 @@ export class DeliveryWriter {
   #scheduled = false;
   #idle: (() => void)[] = [];
 
-  constructor(db: Db, log: FastifyBaseLogger, options: DeliveryWriterOptions) {
+  constructor(db: Db, log: FastifyBaseLogger, options: DeliveryWriterOptions = {}) {
     this.#db = db;
     this.#log = log;
-    this.#options = { maxBatch: GROUP_COMMIT_MAX_BATCH, ...options };
+    this.#options = { maxBatch: GROUP_COMMIT_MAX_BATCH, concurrency: 1, ...options };
   }
 
   accept(row: DeliveryInsert & { identity: string }, secretVersion: number): Promise<AcceptOutcome> {

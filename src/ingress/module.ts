@@ -41,9 +41,6 @@ export function createIngressModule(options: IngressOptions = {}): AppModule {
         routing: new RoutingSnapshot(ctx.db, ctx.cipher, ctx.log),
         limiters: new IngressLimiters(ctx.db, ctx.bus, limits),
         writer: new DeliveryWriter(ctx.db, ctx.log, {
-          // One group at a time on both engines (docs/decisions.md, "One batch in flight"): the next is handed
-          // over as soon as one is written, before its requests are answered.
-          concurrency: 1,
           // At most one announcement per 20 ms, however many batches commit.
           onQueued: () => {
             announce ??= setTimeout(() => {
