@@ -5,14 +5,7 @@ import { BindMessage } from '../../src/store/pglite-statements.ts';
 const { serialize } = protocol;
 
 function pgliteBytes(statement: string, values: (string | null)[]): Uint8Array {
-  const parts = [serialize.bind({ statement, values }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()];
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
+  return Buffer.concat([serialize.bind({ statement, values }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]);
 }
 
 /** PGlite's Bind lists a text format code per parameter; ours says "all text" once. The rest is the same. */
