@@ -32,7 +32,8 @@ const quoteIdent = (name: string): string => `"${name.replaceAll('"', '""')}"`;
  * PGlite runs PostgreSQL in single-user mode, which has no autovacuum: without this, nothing ever runs ANALYZE
  * or VACUUM. Without ANALYZE the planner keeps the plans it made while the tables were small — a prepared
  * look-up of a run by id planned on an empty database kept reading every run of the team through another index
- * (≈ 25 ms at 300,000 runs instead of ≈ 0.5 ms through the primary key) — and without VACUUM the rows that updates and purges leave behind are never reclaimed.
+ * (≈ 25 ms at 300,000 runs instead of ≈ 0.5 ms through the primary key) — and without VACUUM the rows that
+ * updates and purges leave behind are never reclaimed.
  * One pass does what autovacuum would for the tables of the current schema that are due.
  */
 export async function maintainTables(db: Db, thresholds: MaintenanceThresholds = AUTOVACUUM_DEFAULTS): Promise<MaintenancePass> {
