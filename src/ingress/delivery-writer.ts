@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../store/db.ts';
 import { GROUP_COMMIT_MAX_BATCH } from './limits.ts';
 import { acceptDeliveries, findAccepted, identityKey, insertLogged } from './plans.ts';
-import type { DeliveryInsert } from './plans.ts';
+import type { AcceptInsert, DeliveryInsert } from './plans.ts';
 
 export type AcceptOutcome =
   | { outcome: 'accepted'; id: string }
@@ -14,7 +14,7 @@ export type AcceptOutcome =
 
 interface PendingAccept {
   kind: 'accept';
-  row: DeliveryInsert & { identity: string };
+  row: AcceptInsert;
   secretVersion: number;
   resolve(outcome: AcceptOutcome): void;
   reject(err: unknown): void;
@@ -60,7 +60,7 @@ export class DeliveryWriter {
     this.#options = { maxBatch: GROUP_COMMIT_MAX_BATCH, concurrency: 1, ...options };
   }
 
-  accept(row: DeliveryInsert & { identity: string }, secretVersion: number): Promise<AcceptOutcome> {
+  accept(row: AcceptInsert, secretVersion: number): Promise<AcceptOutcome> {
     return new Promise((resolve, reject) => this.#enqueue({ kind: 'accept', row, secretVersion, resolve, reject }));
   }
 

@@ -76,6 +76,14 @@ export interface AcceptResult {
   live: Map<string, { secretVersion: number; subscribed: boolean }>;
 }
 
+/** A delivery to accept: an Accepted row always has its identity and its payload. */
+export type AcceptInsert = DeliveryInsert & { identity: string; payload: Buffer };
+
+/** The columns of an accepted row that travel in the JSON parameter; the rest come from the webhook's row. */
+const ACCEPT_RECORD =
+  'id text, webhook_uid text, identity text, identity_source text, sender_delivery_id text, received_at timestamptz, ' +
+  'headers jsonb, sender_ip text, secret_version int4, n int4, payload_at int4, size int4';
+
 /**
  * Accepts a group of deliveries in ONE statement (atomic on its own, one round trip):
  * - the webhooks are share-locked while it runs, so a disable, delete or rotation waits for it, and a
@@ -85,36 +93,66 @@ export interface AcceptResult {
  *   so it is evaluated against exactly the automations in force when it was accepted.
  * Rows are inserted in the given order; sorted by (webhook_uid, identity), concurrent statements take the
  * unique-index locks in one order and cannot deadlock.
+ *
+ * The payloads travel as ONE bytea parameter in binary format, all of them end to end, each row cut out by
+ * offset: the server copies bytes instead of lexing them out of JSON text as base64 (that was 40% of the
+ * statement on PostgreSQL, more on PGlite). The statement answers only the deliveries it did NOT insert,
+ * which is none in the common case, and the live webhooks.
  */
-export async function acceptDeliveries(q: Queryable, rows: readonly { row: DeliveryInsert; secretVersion: number }[]): Promise<AcceptResult> {
+export async function acceptDeliveries(q: Queryable, rows: readonly { row: AcceptInsert; secretVersion: number }[]): Promise<AcceptResult> {
   if (rows.length === 0) return { accepted: new Set(), live: new Map() };
   const uids = [...new Set(rows.map((r) => r.row.webhookUid))].sort();
-  const res = await q.query<{ kind: 'accepted' | 'live'; value: string; secret_version: number | null; subscribed: boolean | null }>(
+  let payloadAt = 1; // substring() counts from 1
+  const records = rows.map(({ row, secretVersion }, n) => {
+    const record = {
+      id: row.id,
+      webhook_uid: row.webhookUid,
+      identity: row.identity,
+      identity_source: row.identitySource,
+      sender_delivery_id: row.senderDeliveryId,
+      received_at: row.receivedAt.toISOString(),
+      headers: row.headers,
+      sender_ip: row.senderIp,
+      secret_version: secretVersion,
+      n,
+      payload_at: payloadAt,
+      size: row.size,
+    };
+    payloadAt += row.payload.length;
+    return record;
+  });
+  const payloads = Buffer.concat(rows.map((r) => r.row.payload));
+  const res = await q.query<{ kind: 'refused' | 'live'; value: string; secret_version: number | null; subscribed: boolean | null }>(
     `WITH live AS (
-       SELECT w.uid, w.secret_version,
+       SELECT w.uid, w.team_id, w.factory_id, w.name, w.secret_version,
               EXISTS (SELECT 1 FROM automation_webhook_triggers t JOIN automations a ON a.id = t.automation_id
                        WHERE t.webhook_uid = w.uid AND a.enabled AND a.deleted_at IS NULL) AS subscribed
          FROM webhooks w WHERE w.uid = ANY($2::text[]) AND w.enabled AND w.deleted_at IS NULL ORDER BY w.uid FOR SHARE OF w
+     ), r AS (
+       SELECT * FROM json_to_recordset($1::json) AS r(${ACCEPT_RECORD})
      ), ins AS (
-       INSERT INTO webhook_deliveries (${NAMES}, outbox_pending)
-       SELECT ${VALUES}, live.subscribed
-         FROM json_to_recordset($1::json) AS r(${RECORD}, secret_version int4, n int4)
-         JOIN live ON live.uid = r.webhook_uid AND live.secret_version = r.secret_version
+       INSERT INTO webhook_deliveries (id, webhook_uid, team_id, factory_id, webhook_name, label, identity, identity_source,
+                                       sender_delivery_id, size, received_at, payload, headers, sender_ip, outbox_pending)
+       SELECT r.id, r.webhook_uid, live.team_id, live.factory_id, live.name, 'accepted', r.identity, r.identity_source,
+              r.sender_delivery_id, r.size, r.received_at, substring($3::bytea FROM r.payload_at FOR r.size), r.headers,
+              r.sender_ip, live.subscribed
+         FROM r JOIN live ON live.uid = r.webhook_uid AND live.secret_version = r.secret_version
         ORDER BY r.n
        ON CONFLICT (webhook_uid, identity) WHERE label = 'accepted' DO NOTHING
        RETURNING id
      )
-     SELECT 'accepted' AS kind, id AS value, NULL::int4 AS secret_version, NULL::bool AS subscribed FROM ins
+     SELECT 'refused' AS kind, id AS value, NULL::int4 AS secret_version, NULL::bool AS subscribed FROM r
+      WHERE id NOT IN (SELECT id FROM ins)
      UNION ALL SELECT 'live', uid, secret_version, subscribed FROM live`,
-    [rowsJson(rows.map((r) => r.row), (_row, i) => ({ secret_version: rows[i]!.secretVersion, n: i })), uids],
+    [JSON.stringify(records), uids, payloads],
   );
-  const accepted = new Set<string>();
+  const refused = new Set<string>();
   const live = new Map<string, { secretVersion: number; subscribed: boolean }>();
   for (const r of res.rows) {
-    if (r.kind === 'accepted') accepted.add(r.value);
+    if (r.kind === 'refused') refused.add(r.value);
     else live.set(r.value, { secretVersion: r.secret_version!, subscribed: r.subscribed! });
   }
-  return { accepted, live };
+  return { accepted: new Set(rows.map((r) => r.row.id).filter((id) => !refused.has(id))), live };
 }
 
 /** Accepted deliveries holding any of these (webhook, identity) keys. */

@@ -12,6 +12,8 @@ import type { SqlValue } from './db.ts';
 
 const { serialize } = protocol;
 
+const BYTEA_OID = 17;
+
 interface Prepared {
   name: string;
   paramTypes: number[];
@@ -59,7 +61,10 @@ export class PgliteStatements {
     const pglite = this.#pglite;
     const values = params.map((value, i) => {
       if (value === null || value === undefined) return null;
-      const serializer = pglite.serializers[statement.paramTypes[i] ?? 0];
+      const type = statement.paramTypes[i] ?? 0;
+      // bytea travels as its bytes (binary format), as `pg` sends it, rather than as hex text in JavaScript
+      if (type === BYTEA_OID && value instanceof Uint8Array) return value;
+      const serializer = pglite.serializers[type];
       return serializer ? serializer(value) : String(value);
     });
     const { messages } = await pglite.execProtocol(this.#message.bindAndExecute(statement.name, values), { syncToFs: false });
@@ -112,10 +117,14 @@ const MAX_KEPT_BUFFER = 1024 * 1024;
 export class BindMessage {
   #buffer = Buffer.allocUnsafeSlow(16 * 1024);
 
-  /** `values` in text format (as PGlite's serializers write them); null is SQL NULL. */
-  bindAndExecute(statement: string, values: readonly (string | null)[]): Uint8Array {
-    let size = 1 + 4 + 1 + Buffer.byteLength(statement) + 1 + 2 + 2 + 2;
-    for (const value of values) size += 4 + (value === null ? 0 : Buffer.byteLength(value));
+  /**
+   * A string is a value in text format (as PGlite's serializers write them), bytes are a value in binary format
+   * (bytea's is its bytes), null is SQL NULL.
+   */
+  bindAndExecute(statement: string, values: readonly (string | Uint8Array | null)[]): Uint8Array {
+    const binary = values.some((value) => value instanceof Uint8Array);
+    let size = 1 + 4 + 1 + Buffer.byteLength(statement) + 1 + 2 + (binary ? 2 * values.length : 0) + 2 + 2;
+    for (const value of values) size += 4 + (value === null ? 0 : typeof value === 'string' ? Buffer.byteLength(value) : value.length);
     const total = size + DESCRIBE_EXECUTE_SYNC.length;
     // a rare large statement (an attachment) gets a buffer of its own rather than one kept for good
     if (this.#buffer.length < total && total <= MAX_KEPT_BUFFER) this.#buffer = Buffer.allocUnsafeSlow(Math.max(total, this.#buffer.length * 2));
@@ -127,18 +136,31 @@ export class BindMessage {
     out[at++] = 0; // unnamed portal
     at += out.write(statement, at);
     out[at++] = 0;
-    out.writeUInt16BE(0, at); // no parameter format codes: all in text
-    at += 2;
+    if (binary) {
+      out.writeUInt16BE(values.length, at);
+      at += 2;
+      for (const value of values) {
+        out.writeUInt16BE(value instanceof Uint8Array ? 1 : 0, at);
+        at += 2;
+      }
+    } else {
+      out.writeUInt16BE(0, at); // no parameter format codes: all in text
+      at += 2;
+    }
     out.writeUInt16BE(values.length, at);
     at += 2;
     for (const value of values) {
       if (value === null) {
         out.writeInt32BE(-1, at);
         at += 4;
-      } else {
+      } else if (typeof value === 'string') {
         const written = out.write(value, at + 4);
         out.writeInt32BE(written, at);
         at += 4 + written;
+      } else {
+        out.writeInt32BE(value.length, at);
+        out.set(value, at + 4);
+        at += 4 + value.length;
       }
     }
     out.writeInt16BE(0, at); // results in text

@@ -28,6 +28,12 @@ describe('the Bind message of prepared statements on PGlite', () => {
     expect(ours).toEqual(withoutFormatCodes(pgliteBytes(statement, values), statement, values.length));
   });
 
+  it('writes what PGlite writes when some parameters are bytes, with a format code for each parameter', () => {
+    const values = ['1', null, new Uint8Array([0, 1, 2, 255]), Buffer.from('{"a":"é"}'), 'é'];
+    const theirs = Buffer.concat([serialize.bind({ statement: 'ay_s5', values }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]);
+    expect([...new BindMessage().bindAndExecute('ay_s5', values)]).toEqual([...theirs]);
+  });
+
   it('reuses its buffer without leaving bytes of a longer message behind', () => {
     const message = new BindMessage();
     message.bindAndExecute('ay_s4', ['a much longer parameter than the next one']);

@@ -35,6 +35,18 @@ describe('PGlite prepared statements', () => {
     expect((await statements.query('SELECT name FROM things WHERE id = $1', [1])).rows).toEqual([{ name: 'renamed' }]);
   });
 
+  it('sends bytea parameters as their bytes, every byte value intact', async () => {
+    const statements = new PgliteStatements(pglite);
+    const every = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    const res = await statements.query<{ blob: Uint8Array; cut: Uint8Array; n: number }>(
+      'SELECT $1::bytea AS blob, substring($1::bytea FROM 2 FOR 3) AS cut, length($1::bytea) AS n',
+      [every],
+    );
+    expect(Buffer.from(res.rows[0]!.blob).equals(every)).toBe(true);
+    expect([...res.rows[0]!.cut]).toEqual([1, 2, 3]);
+    expect(res.rows[0]!.n).toBe(256);
+  });
+
   it('parses a statement once, however often it runs', async () => {
     const statements = new PgliteStatements(pglite);
     const before = (await preparedNames()).length;
