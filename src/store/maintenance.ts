@@ -17,7 +17,23 @@ export const AUTOVACUUM_DEFAULTS: MaintenanceThresholds = { analyzeBase: 50, ana
 export interface MaintenancePass {
   analyzed: string[];
   vacuumed: string[];
+  /** Bytes of WAL the checkpoint closed, when the pass made one. */
+  checkpointed?: number;
 }
+
+/**
+ * When a checkpoint is due, with PostgreSQL's own triggers scaled to one process: this much WAL written since
+ * the last checkpoint began, or a checkpoint older than `maxAgeMs` (checkpoint_timeout) with WAL written since.
+ */
+export interface CheckpointPolicy {
+  walBytes: number;
+  maxAgeMs: number;
+}
+
+export const CHECKPOINT_DEFAULTS: CheckpointPolicy = { walBytes: 256 * 1024 * 1024, maxAgeMs: 5 * 60_000 };
+
+/** A checkpoint record is ≈ 120 bytes; more WAL than this after it means something was written since. */
+const CHECKPOINT_RECORD_BYTES = 1024;
 
 interface TableActivity {
   relname: string;
@@ -34,9 +50,14 @@ const quoteIdent = (name: string): string => `"${name.replaceAll('"', '""')}"`;
  * look-up of a run by id planned on an empty database kept reading every run of the team through another index
  * (≈ 25 ms at 300,000 runs instead of ≈ 0.5 ms through the primary key) — and without VACUUM the rows that
  * updates and purges leave behind are never reclaimed.
- * One pass does what autovacuum would for the tables of the current schema that are due.
+ * One pass does what autovacuum would for the tables of the current schema that are due, then what the
+ * checkpointer would (checkpointIfDue).
  */
-export async function maintainTables(db: Db, thresholds: MaintenanceThresholds = AUTOVACUUM_DEFAULTS): Promise<MaintenancePass> {
+export async function maintainTables(
+  db: Db,
+  thresholds: MaintenanceThresholds = AUTOVACUUM_DEFAULTS,
+  checkpoints: CheckpointPolicy = CHECKPOINT_DEFAULTS,
+): Promise<MaintenancePass> {
   // the activity counters are reported at most once a second; the pass should see the latest
   await db.query('SELECT pg_stat_force_next_flush()');
   const res = await db.query<TableActivity>(
@@ -59,7 +80,30 @@ export async function maintainTables(db: Db, thresholds: MaintenanceThresholds =
       pass.analyzed.push(table.relname);
     }
   }
+  const checkpointed = await checkpointIfDue(db, checkpoints);
+  if (checkpointed !== undefined) pass.checkpointed = checkpointed;
   return pass;
+}
+
+/**
+ * PGlite's single-user PostgreSQL never checkpoints by itself (the checkpointer is a process it does not have):
+ * its WAL would grow without end, and a restart after a crash would replay all of it. Makes a checkpoint when
+ * one is due; answers the bytes of WAL it closed, or undefined. After a checkpoint PostgreSQL recycles the WAL
+ * segments before it, so new segments stop being created (and zero-filled) as well.
+ */
+export async function checkpointIfDue(db: Db, policy: CheckpointPolicy = CHECKPOINT_DEFAULTS): Promise<number | undefined> {
+  const res = await db.query<{ since_redo: number; since_checkpoint: number; age_ms: number }>(
+    `SELECT (pg_current_wal_lsn() - redo_lsn)::float8 AS since_redo,
+            (pg_current_wal_lsn() - checkpoint_lsn)::float8 AS since_checkpoint,
+            (extract(epoch FROM clock_timestamp() - checkpoint_time) * 1000)::float8 AS age_ms
+       FROM pg_control_checkpoint()`,
+  );
+  const wal = res.rows[0];
+  if (!wal) return undefined;
+  const due = wal.since_redo >= policy.walBytes || (wal.age_ms >= policy.maxAgeMs && wal.since_checkpoint > CHECKPOINT_RECORD_BYTES);
+  if (!due) return undefined;
+  await db.exec('CHECKPOINT');
+  return wal.since_redo;
 }
 
 /**
@@ -73,8 +117,8 @@ export function startTableMaintenance(db: Db, log: FastifyBaseLogger, intervalMs
     const started = performance.now();
     running = maintainTables(db)
       .then((done) => {
-        if (done.analyzed.length || done.vacuumed.length) {
-          log.info({ ...done, ms: Math.round(performance.now() - started) }, 'maintained tables (ANALYZE/VACUUM)');
+        if (done.analyzed.length || done.vacuumed.length || done.checkpointed !== undefined) {
+          log.info({ ...done, ms: Math.round(performance.now() - started) }, 'maintained tables (ANALYZE/VACUUM/CHECKPOINT)');
         }
       })
       .catch((err: unknown) => log.warn({ err }, 'table maintenance failed'))

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { insertTeam } from '../../src/identity/plans.ts';
 import { getRun } from '../../src/runs/plans.ts';
 import type { Db } from '../../src/store/db.ts';
-import { maintainTables } from '../../src/store/maintenance.ts';
+import { checkpointIfDue, maintainTables } from '../../src/store/maintenance.ts';
 import { newId } from '../../src/util/ids.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
@@ -87,6 +87,52 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
     expect(after.vacuumed).toBe(true);
     expect(after.dead).toBe(0);
     expect((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE state = 'SUCCEEDED'`)).rows[0]!.n).toBe(1_500);
+  });
+
+  /** Where the last checkpoint's redo starts, and the WAL written since, in bytes. */
+  const walState = async (db: Db) =>
+    (
+      await db.query<{ redo: string; since: number }>(
+        'SELECT redo_lsn::text AS redo, (pg_current_wal_lsn() - redo_lsn)::float8 AS since FROM pg_control_checkpoint()',
+      )
+    ).rows[0]!;
+  const never = { walBytes: Number.MAX_SAFE_INTEGER, maxAgeMs: Number.MAX_SAFE_INTEGER };
+
+  it('makes a checkpoint once the WAL since the last one reaches its size, and none before', async () => {
+    database = await createTestDatabase('pglite');
+    const { db } = database;
+    await insertTeam(db, 'team_wal', 'WAL');
+    await insertRunsInBulk(db, 'team_wal', 2_000);
+    const before = await walState(db);
+    expect(await checkpointIfDue(db, { ...never, walBytes: before.since + 1_000_000 })).toBeUndefined();
+    expect((await walState(db)).redo).toBe(before.redo);
+
+    const closed = await checkpointIfDue(db, { ...never, walBytes: before.since });
+    expect(closed).toBeGreaterThanOrEqual(before.since);
+    const after = await walState(db);
+    expect(after.redo).not.toBe(before.redo);
+    expect(after.since).toBeLessThan(1024);
+  });
+
+  it('makes a checkpoint when the last one is older than its age and WAL was written since, not when nothing was', async () => {
+    database = await createTestDatabase('pglite');
+    const { db } = database;
+    await insertTeam(db, 'team_age', 'Age');
+    await insertRunsInBulk(db, 'team_age', 100);
+    expect(await checkpointIfDue(db, { ...never, maxAgeMs: 0 })).toBeGreaterThan(0);
+    const quiet = await walState(db);
+    expect(await checkpointIfDue(db, { ...never, maxAgeMs: 0 })).toBeUndefined();
+    expect((await walState(db)).redo).toBe(quiet.redo);
+  });
+
+  it('ends a maintenance pass with the checkpoint that is due', async () => {
+    database = await createTestDatabase('pglite');
+    const { db } = database;
+    await insertTeam(db, 'team_pass', 'Pass');
+    await insertRunsInBulk(db, 'team_pass', 500);
+    const pass = await maintainTables(db, undefined, { ...never, walBytes: 1 });
+    expect(pass.checkpointed).toBeGreaterThan(0);
+    expect((await walState(db)).since).toBeLessThan(1024);
   });
 
   it('runs in agentyard serve on PGlite every AGENTYARD_PGLITE_MAINTENANCE_SECONDS', async () => {
