@@ -82,7 +82,7 @@ export type AcceptInsert = DeliveryInsert & { identity: string; payload: Buffer 
 /** The columns of an accepted row that travel in the JSON parameter; the rest come from the webhook's row. */
 const ACCEPT_RECORD =
   'id text, webhook_uid text, identity text, identity_source text, sender_delivery_id text, received_at timestamptz, ' +
-  'headers jsonb, sender_ip text, secret_version int4, n int4, payload_at int4, size int4';
+  'headers jsonb, sender_ip text, secret_version int4, n int4, size int4, payload_at int4, payload_length int4';
 
 /**
  * Accepts a group of deliveries in ONE statement (atomic on its own, one round trip):
@@ -115,8 +115,9 @@ export async function acceptDeliveries(q: Queryable, rows: readonly { row: Accep
       sender_ip: row.senderIp,
       secret_version: secretVersion,
       n,
-      payload_at: payloadAt,
       size: row.size,
+      payload_at: payloadAt,
+      payload_length: row.payload.length,
     };
     payloadAt += row.payload.length;
     return record;
@@ -134,7 +135,7 @@ export async function acceptDeliveries(q: Queryable, rows: readonly { row: Accep
        INSERT INTO webhook_deliveries (id, webhook_uid, team_id, factory_id, webhook_name, label, identity, identity_source,
                                        sender_delivery_id, size, received_at, payload, headers, sender_ip, outbox_pending)
        SELECT r.id, r.webhook_uid, live.team_id, live.factory_id, live.name, 'accepted', r.identity, r.identity_source,
-              r.sender_delivery_id, r.size, r.received_at, substring($3::bytea FROM r.payload_at FOR r.size), r.headers,
+              r.sender_delivery_id, r.size, r.received_at, substring($3::bytea FROM r.payload_at FOR r.payload_length), r.headers,
               r.sender_ip, live.subscribed
          FROM r JOIN live ON live.uid = r.webhook_uid AND live.secret_version = r.secret_version
         ORDER BY r.n
