@@ -46,24 +46,26 @@ const COLUMNS: readonly (readonly [string, string, (d: DeliveryInsert) => unknow
   ['duplicate_of', 'text', (d) => d.duplicateOf],
   ['size', 'int4', (d) => d.size],
   ['received_at', 'timestamptz', (d) => d.receivedAt.toISOString()],
-  ['payload', 'text', (d) => (d.payload ? d.payload.toString('base64') : null)],
   ['headers', 'jsonb', (d) => d.headers],
   ['reason', 'text', (d) => d.reason],
   ['sender_ip', 'text', (d) => d.senderIp],
 ];
 
 const NAMES = COLUMNS.map(([name]) => name).join(', ');
-const VALUES = COLUMNS.map(([name]) => (name === 'payload' ? "decode(r.payload, 'base64')" : `r.${name}`)).join(', ');
+const VALUES = COLUMNS.map(([name]) => `r.${name}`).join(', ');
 const RECORD = COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ');
 
-// Rows travel as ONE parameter, a JSON array unpacked by json_to_recordset (the payload inside as base64). A
-// multi-row VALUES list would bind 17 parameters per row, and PGlite builds every parameter in JavaScript
-// (a bytea byte by byte): one JSON text is several times cheaper on the embedded engine, no worse on PostgreSQL.
-function rowsJson(rows: readonly DeliveryInsert[], extra?: (row: DeliveryInsert, index: number) => Record<string, unknown>): string {
-  return JSON.stringify(rows.map((row, i) => ({ ...Object.fromEntries(COLUMNS.map(([name, , get]) => [name, get(row)])), ...extra?.(row, i) })));
+// Rows travel as ONE parameter, a JSON array unpacked by json_to_recordset. A multi-row VALUES list would bind
+// 15 parameters per row, and PGlite builds every text parameter in JavaScript: one JSON text is several times
+// cheaper on the embedded engine, no worse on PostgreSQL.
+function rowsJson(rows: readonly DeliveryInsert[]): string {
+  return JSON.stringify(rows.map((row) => Object.fromEntries(COLUMNS.map(([name, , get]) => [name, get(row)]))));
 }
 
-/** Logs deliveries that are not accepted (duplicates and rejections): metadata only, never in the outbox. */
+/**
+ * Logs deliveries that are not accepted (duplicates and rejections): metadata only (a payload is kept for
+ * accepted deliveries alone, by acceptDeliveries), never in the outbox.
+ */
 export async function insertLogged(q: Queryable, rows: readonly DeliveryInsert[]): Promise<void> {
   if (rows.length === 0) return;
   await q.query(`INSERT INTO webhook_deliveries (${NAMES}) SELECT ${VALUES} FROM json_to_recordset($1::json) AS r(${RECORD})`, [rowsJson(rows)]);

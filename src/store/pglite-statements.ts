@@ -106,14 +106,15 @@ export class PgliteStatements {
 /** Describe (portal), Execute (all rows), Sync: the same bytes after every Bind. */
 const DESCRIBE_EXECUTE_SYNC = concat([serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]);
 
+/** The largest buffer a BindMessage keeps from call to call. */
+const MAX_KEPT_BUFFER = 1024 * 1024;
+
 /**
  * Writes Bind + Describe + Execute + Sync into one buffer, reused from call to call. PGlite's own `serialize.bind`
  * counts UTF-8 bytes in a JavaScript loop and copies the values through three growing buffers (43 µs for the
  * 13 KB parameter of a batch of 20 runs). PGlite reads the message before `execProtocol`
  * returns its promise, and statements run one at a time, so one buffer serves every call.
  */
-const MAX_KEPT_BUFFER = 1024 * 1024;
-
 export class BindMessage {
   #buffer = Buffer.allocUnsafeSlow(16 * 1024);
 
@@ -127,7 +128,7 @@ export class BindMessage {
     for (const value of values) size += 4 + (value === null ? 0 : typeof value === 'string' ? Buffer.byteLength(value) : value.length);
     const total = size + DESCRIBE_EXECUTE_SYNC.length;
     // a rare large statement (an attachment) gets a buffer of its own rather than one kept for good
-    if (this.#buffer.length < total && total <= MAX_KEPT_BUFFER) this.#buffer = Buffer.allocUnsafeSlow(Math.max(total, this.#buffer.length * 2));
+    if (this.#buffer.length < total && total <= MAX_KEPT_BUFFER) this.#buffer = Buffer.allocUnsafeSlow(Math.min(MAX_KEPT_BUFFER, Math.max(total, this.#buffer.length * 2)));
     const out = this.#buffer.length >= total ? this.#buffer : Buffer.allocUnsafeSlow(total);
     let at = 0;
     out[at++] = 0x42; // 'B'
