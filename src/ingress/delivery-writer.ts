@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../store/db.ts';
 import { GROUP_COMMIT_MAX_BATCH } from './limits.ts';
 import { acceptDeliveries, findAccepted, identityKey, insertLogged } from './plans.ts';
-import type { AcceptInsert, DeliveryInsert } from './plans.ts';
+import type { AcceptInsert, DeliveryInsert, DeliveryLabelCode } from './plans.ts';
 
 export type AcceptOutcome =
   | { outcome: 'accepted'; id: string }
@@ -38,6 +38,8 @@ export interface DeliveryWriterOptions {
   maxBatch?: number;
   /** Called after a commit that put at least one delivery in the outbox. */
   onQueued?: () => void;
+  /** Called after each commit with the number of deliveries it logged under each label. */
+  onLogged?: (label: DeliveryLabelCode, count: number) => void;
 }
 
 /**
@@ -48,7 +50,7 @@ export interface DeliveryWriterOptions {
 export class DeliveryWriter {
   readonly #db: Db;
   readonly #log: FastifyBaseLogger;
-  readonly #options: Required<Omit<DeliveryWriterOptions, 'onQueued'>> & Pick<DeliveryWriterOptions, 'onQueued'>;
+  readonly #options: Required<Omit<DeliveryWriterOptions, 'onQueued' | 'onLogged'>> & Pick<DeliveryWriterOptions, 'onQueued' | 'onLogged'>;
   #queue: Pending[] = [];
   #running = 0;
   #scheduled = false;
@@ -112,7 +114,10 @@ export class DeliveryWriter {
       if (this.#queue.length === 0 && this.#running === 0) for (const done of this.#idle.splice(0)) done();
     };
     try {
-      await writeBatch(this.#db, batch, settle, release, () => this.#options.onQueued?.());
+      await writeBatch(this.#db, batch, settle, release, {
+        queued: () => this.#options.onQueued?.(),
+        logged: (label, count) => this.#options.onLogged?.(label, count),
+      });
     } catch (err) {
       this.#log.error({ err, deliveries: batch.length }, 'writing webhook deliveries failed');
       for (const item of batch) if (!settled.has(item)) item.reject(err);
@@ -120,6 +125,11 @@ export class DeliveryWriter {
       release();
     }
   }
+}
+
+interface WriteListeners {
+  queued(): void;
+  logged(label: DeliveryLabelCode, count: number): void;
 }
 
 /**
@@ -132,7 +142,7 @@ async function writeBatch(
   batch: Pending[],
   settle: (item: Pending, outcome?: AcceptOutcome) => void,
   written: () => void,
-  onQueued: () => void,
+  on: WriteListeners,
 ): Promise<void> {
   const accepts = batch.filter((p): p is PendingAccept => p.kind === 'accept');
   const logs = batch.filter((p): p is PendingLog => p.kind === 'log');
@@ -158,6 +168,7 @@ async function writeBatch(
   const now = new Map<Pending, AcceptOutcome>();
   const later = new Map<Pending, AcceptOutcome>();
   let queued = 0;
+  let acceptedCount = 0;
   for (const p of [...candidates, ...repeats]) {
     const hook = live.get(p.row.webhookUid);
     if (hook === undefined) {
@@ -168,6 +179,7 @@ async function writeBatch(
     } else if (accepted.has(p.row.id)) {
       acceptedIdByKey.set(identityKey(p.row.webhookUid, p.row.identity), p.row.id);
       if (hook.subscribed) queued++;
+      acceptedCount++;
       now.set(p, { outcome: 'accepted', id: p.row.id });
     } else {
       lost.push(p);
@@ -175,7 +187,8 @@ async function writeBatch(
   }
   if (lost.length === 0 && logged.length === 0) written();
   for (const [p, outcome] of now) settle(p, outcome);
-  if (queued > 0) onQueued();
+  if (queued > 0) on.queued();
+  if (acceptedCount > 0) on.logged('accepted', acceptedCount);
 
   const missing = lost.filter((p) => !acceptedIdByKey.has(identityKey(p.row.webhookUid, p.row.identity)));
   const existing = await findAccepted(db, missing.map((p) => p.row));
@@ -187,6 +200,9 @@ async function writeBatch(
   }
   await insertLogged(db, logged);
   written();
+  const byLabel = new Map<DeliveryLabelCode, number>();
+  for (const row of logged) byLabel.set(row.label, (byLabel.get(row.label) ?? 0) + 1);
+  for (const [label, count] of byLabel) on.logged(label, count);
   for (const [p, outcome] of later) settle(p, outcome);
   for (const p of logs) settle(p);
 }

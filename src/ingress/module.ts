@@ -1,4 +1,5 @@
 import type { AppModule, ServiceContext } from '../http/context.ts';
+import { metricsFor } from '../metrics/metrics.ts';
 import { DeliveryWriter } from './delivery-writer.ts';
 import { DEFAULT_INGRESS_LIMITS } from './limits.ts';
 import type { IngressLimits } from './limits.ts';
@@ -37,6 +38,7 @@ export function createIngressModule(options: IngressOptions = {}): AppModule {
     async root(app, ctx) {
       if (!ctx.config.roles.has('ingress')) return;
       let announce: NodeJS.Timeout | undefined;
+      const metrics = metricsFor(ctx);
       const runtime: IngressRuntime = {
         routing: new RoutingSnapshot(ctx.db, ctx.cipher, ctx.log),
         limiters: new IngressLimiters(ctx.db, ctx.bus, limits),
@@ -48,6 +50,7 @@ export function createIngressModule(options: IngressOptions = {}): AppModule {
               void ctx.bus.publish(DELIVERIES_ACCEPTED_TOPIC).catch(() => {});
             }, 20);
           },
+          onLogged: (label, count) => metrics.webhookDeliveries.inc({ label }, count),
         }),
       };
       runtimes.set(ctx, runtime);

@@ -16,6 +16,8 @@ export interface Metrics {
   reconcileDuration: Histogram<'controller' | 'outcome'>;
   /** Events recorded on Kubernetes objects, by type and reason. */
   kubernetesEvents: Counter<'type' | 'reason'>;
+  /** Webhook deliveries this process wrote to the delivery log, by label. */
+  webhookDeliveries: Counter<'label'>;
   /** Registers a work queue whose depth `agentyard_workqueue_depth{controller}` reports; returns an unregister function. */
   addQueue(controller: string, depth: () => number): () => void;
 }
@@ -35,33 +37,45 @@ function cached<T>(load: () => Promise<T>): () => Promise<T> {
   };
 }
 
-/** A registry with the service's metrics; gauges of deliveries and runs query the database when scraped. */
+/** The run states `agentyard_runs` reports: the live ones, each counted through a partial index of migration 0030. */
+const LIVE_RUN_STATES = ['QUEUED', 'CLAIMED', 'INPROGRESS'] as const;
+
+// Each count reads only the rows in that state, through a partial index, never the whole table: a scrape of a
+// table of millions of finished runs or delivered webhooks costs what the live work costs (docs/decisions.md,
+// "Metrics never scan a table"). QUEUED is counted in two parts, one per partial index (service and worker runs).
+const RUN_COUNTS = `SELECT (SELECT count(*) FROM runs WHERE state = 'QUEUED' AND worker_host IS NULL)
+                         + (SELECT count(*) FROM runs WHERE state = 'QUEUED' AND worker_host IS NOT NULL) AS queued,
+                           (SELECT count(*) FROM runs WHERE state = 'CLAIMED') AS claimed,
+                           (SELECT count(*) FROM runs WHERE state = 'INPROGRESS') AS inprogress`;
+const OUTBOX_COUNT = 'SELECT count(*) AS n FROM webhook_deliveries WHERE outbox_pending';
+
+/** A registry with the service's metrics; the gauges of live runs and of the delivery outbox query the database when scraped. */
 export function createMetrics(db: Queryable): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'agentyard_' });
   const queues = new Map<string, () => number>();
 
-  const deliveries = cached(async () => (await db.query<{ label: string; n: string }>('SELECT label, count(*) AS n FROM webhook_deliveries GROUP BY label')).rows);
-  const runs = cached(async () => (await db.query<{ state: string; n: string }>('SELECT state, count(*) AS n FROM runs GROUP BY state')).rows);
+  const runs = cached(async () => (await db.query<{ queued: string; claimed: string; inprogress: string }>(RUN_COUNTS)).rows[0]!);
+  const outbox = cached(async () => (await db.query<{ n: string }>(OUTBOX_COUNT)).rows[0]!);
 
   new Gauge({
-    name: 'agentyard_webhook_deliveries',
-    help: 'Webhook deliveries in the delivery log, by label (accepted, duplicate, rejected_*); the log is trimmed by retention.',
-    labelNames: ['label'],
-    registers: [registry],
-    async collect() {
-      this.reset();
-      for (const row of await deliveries()) this.set({ label: row.label }, Number(row.n));
-    },
-  });
-  new Gauge({
     name: 'agentyard_runs',
-    help: 'Runs by state.',
+    help: `Runs in a live state (${LIVE_RUN_STATES.join(', ')}), across every process on the database.`,
     labelNames: ['state'],
     registers: [registry],
     async collect() {
-      this.reset();
-      for (const row of await runs()) this.set({ state: row.state }, Number(row.n));
+      const counts = await runs();
+      this.set({ state: 'QUEUED' }, Number(counts.queued));
+      this.set({ state: 'CLAIMED' }, Number(counts.claimed));
+      this.set({ state: 'INPROGRESS' }, Number(counts.inprogress));
+    },
+  });
+  new Gauge({
+    name: 'agentyard_webhook_outbox_pending',
+    help: 'Accepted webhook deliveries waiting for automation evaluation, across every process on the database.',
+    registers: [registry],
+    async collect() {
+      this.set(Number((await outbox()).n));
     },
   });
   new Gauge({
@@ -96,6 +110,12 @@ export function createMetrics(db: Queryable): Metrics {
       name: 'agentyard_kubernetes_events_total',
       help: 'Events recorded on Kubernetes objects, by type and reason.',
       labelNames: ['type', 'reason'],
+      registers: [registry],
+    }),
+    webhookDeliveries: new Counter({
+      name: 'agentyard_webhook_deliveries_total',
+      help: 'Webhook deliveries written to the delivery log by this process, by label (accepted, duplicate, rejected_*).',
+      labelNames: ['label'],
       registers: [registry],
     }),
     addQueue(controller, depth) {

@@ -305,6 +305,37 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
     });
   });
 
+  describe('metrics', () => {
+    /** The value of agentyard_webhook_deliveries_total for a label on this server's /metrics (0 before the first). */
+    const counted = async (label: string): Promise<number> => {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      const line = text.split('\n').find((l) => l.startsWith(`agentyard_webhook_deliveries_total{label="${label}"} `));
+      return line === undefined ? 0 : Number(line.split(' ')[1]);
+    };
+
+    it('counts each delivery it logs under its label once it is committed', async () => {
+      const labels = ['accepted', 'duplicate', 'rejected_auth', 'rejected_invalid_json', 'rejected_too_large'];
+      const before = await Promise.all(labels.map(counted));
+      const hook = await seedWebhook(server);
+      expect((await post(hook.url, '{"n":1}', bearer(hook))).status).toBe(202);
+      expect((await post(hook.url, '{"n":2}', bearer(hook))).status).toBe(202);
+      expect((await post(hook.url, '{"n":1}', bearer(hook))).status).toBe(202);
+      expect((await post(hook.url, '{"n":3}', { authorization: 'Bearer wrong' })).status).toBe(401);
+      expect((await post(hook.url, 'not json', bearer(hook))).status).toBe(400);
+      expect((await post(hook.url, jsonOfSize(WEBHOOK_BODY_LIMIT + 1), bearer(hook))).status).toBe(413);
+      const after = await Promise.all(labels.map(counted));
+      expect(Object.fromEntries(labels.map((l, i) => [l, after[i]! - before[i]!]))).toEqual({
+        accepted: 2,
+        duplicate: 1,
+        rejected_auth: 1,
+        rejected_invalid_json: 1,
+        rejected_too_large: 1,
+      });
+      const rows = await deliveriesOf(server, hook.uid);
+      expect(rows.map((r) => r.label).sort()).toEqual(['accepted', 'accepted', 'duplicate', 'rejected_auth', 'rejected_invalid_json', 'rejected_too_large']);
+    });
+  });
+
   describe('429', () => {
     it('allows 60 deliveries per minute from a sender, then answers 429 with Retry-After; other webhooks are unaffected', async () => {
       const hook = await seedWebhook(server);

@@ -35,20 +35,23 @@ describe.each(ENGINES)('health and metrics on %s', (engine) => {
     }
   });
 
-  it('/metrics serves runs by state and deliveries by label from the database, and queue depth', async () => {
+  it('/metrics serves live runs by state and the delivery outbox from the database, and queue depth', async () => {
     const created = await s.api('POST', '/agent/runs', { prompt: 'count me' });
     expect(created.status).toBeLessThan(300);
     await s.server.ctx.db.query(
-      `INSERT INTO webhook_deliveries (id, webhook_uid, team_id, factory_id, webhook_name, label, size, received_at)
-       VALUES ('dlv_m1', 'wh_x', 'team_x', 'fac_x', 'x', 'rejected_auth', 0, now())`,
+      `INSERT INTO webhook_deliveries (id, webhook_uid, team_id, factory_id, webhook_name, label, size, received_at, outbox_pending)
+       VALUES ('dlv_m1', 'wh_x', 'team_x', 'fac_x', 'x', 'accepted', 0, now(), true), ('dlv_m2', 'wh_x', 'team_x', 'fac_x', 'x', 'rejected_auth', 0, now(), false)`,
     );
     const remove = metricsFor(s.server.ctx).addQueue('factories', () => 3);
     try {
       const res = await request(`${s.url}/metrics`);
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
-      expect(res.text).toMatch(/agentyard_runs\{state="QUEUED"\} 1/);
-      expect(res.text).toMatch(/agentyard_webhook_deliveries\{label="rejected_auth"\} 1/);
+      expect(res.text).toMatch(/agentyard_runs\{state="QUEUED"\} 1\n/);
+      expect(res.text).toMatch(/agentyard_runs\{state="CLAIMED"\} 0\n/);
+      expect(res.text).toMatch(/agentyard_runs\{state="INPROGRESS"\} 0\n/);
+      expect(res.text).not.toMatch(/agentyard_runs\{state="(SUCCEEDED|FAILED|ERROR|CANCELLED|BLOCKED)"\}/);
+      expect(res.text).toMatch(/agentyard_webhook_outbox_pending 1\n/);
       expect(res.text).toMatch(/agentyard_workqueue_depth\{controller="factories"\} 3/);
       expect(res.text).toContain('# TYPE agentyard_factory_applies_total counter');
       expect(res.text).toContain('# TYPE agentyard_reconcile_duration_seconds histogram');
