@@ -68,7 +68,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     let url = config.publicUrl;
     try {
       if (db.engine === 'pglite' && config.pgliteMaintenanceSeconds > 0) {
-        stops.push(startTableMaintenance(db, log, config.pgliteMaintenanceSeconds * 1000));
+        stops.push(startTableMaintenance(db, log, { intervalMs: config.pgliteMaintenanceSeconds * 1000 }));
       }
       for (const module of modules) {
         if (module.start) stops.push(await module.start(ctx));

@@ -107,15 +107,32 @@ export async function checkpointIfDue(db: Db, policy: CheckpointPolicy = CHECKPO
 }
 
 /**
- * Runs `maintainTables` every `intervalMs` (never two passes at once); answers the function that stops it and
- * waits for a pass under way.
+ * How often the WAL is looked at between passes: one read of pg_control_checkpoint(). At full ingress rate a
+ * minute writes more than a gigabyte of WAL; looked at only with the tables, the WAL would reach that much before
+ * each checkpoint, on disk, where every few seconds keeps it near CHECKPOINT_DEFAULTS.walBytes.
  */
-export function startTableMaintenance(db: Db, log: FastifyBaseLogger, intervalMs: number): () => Promise<void> {
+export const CHECKPOINT_CHECK_MS = 5_000;
+
+export interface MaintenanceSchedule {
+  /** Between passes of maintainTables. */
+  intervalMs: number;
+  /** Between looks at the WAL (checkpointIfDue); CHECKPOINT_CHECK_MS by default, never longer than intervalMs. */
+  checkpointCheckMs?: number;
+  checkpoints?: CheckpointPolicy;
+}
+
+/**
+ * Runs `maintainTables` every `intervalMs`, and `checkpointIfDue` every `checkpointCheckMs` between passes (never
+ * two at once); answers the function that stops both and waits for the work under way.
+ */
+export function startTableMaintenance(db: Db, log: FastifyBaseLogger, schedule: MaintenanceSchedule): () => Promise<void> {
+  const { intervalMs, checkpoints = CHECKPOINT_DEFAULTS } = schedule;
+  const checkpointCheckMs = Math.min(intervalMs, schedule.checkpointCheckMs ?? CHECKPOINT_CHECK_MS);
   let running: Promise<void> | undefined;
-  const pass = () => {
+  const start = (work: () => Promise<MaintenancePass>) => {
     if (running) return;
     const started = performance.now();
-    running = maintainTables(db)
+    running = work()
       .then((done) => {
         if (done.analyzed.length || done.vacuumed.length || done.checkpointed !== undefined) {
           log.info({ ...done, ms: Math.round(performance.now() - started) }, 'maintained tables (ANALYZE/VACUUM/CHECKPOINT)');
@@ -124,10 +141,20 @@ export function startTableMaintenance(db: Db, log: FastifyBaseLogger, intervalMs
       .catch((err: unknown) => log.warn({ err }, 'table maintenance failed'))
       .finally(() => (running = undefined));
   };
-  const timer = setInterval(pass, intervalMs);
-  timer.unref();
+  const passes = setInterval(() => start(() => maintainTables(db, AUTOVACUUM_DEFAULTS, checkpoints)), intervalMs);
+  const checks = setInterval(
+    () =>
+      start(async () => {
+        const checkpointed = await checkpointIfDue(db, checkpoints);
+        return { analyzed: [], vacuumed: [], ...(checkpointed !== undefined ? { checkpointed } : {}) };
+      }),
+    checkpointCheckMs,
+  );
+  passes.unref();
+  checks.unref();
   return async () => {
-    clearInterval(timer);
+    clearInterval(passes);
+    clearInterval(checks);
     await running;
   };
 }

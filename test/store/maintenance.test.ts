@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { insertTeam } from '../../src/identity/plans.ts';
+import { createLogger } from '../../src/log.ts';
 import { getRun } from '../../src/runs/plans.ts';
 import type { Db } from '../../src/store/db.ts';
-import { checkpointIfDue, maintainTables } from '../../src/store/maintenance.ts';
+import { checkpointIfDue, maintainTables, startTableMaintenance } from '../../src/store/maintenance.ts';
 import { newId } from '../../src/util/ids.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
@@ -10,6 +11,7 @@ import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 
 const pglite = ENGINES.includes('pglite');
+const silentLog = createLogger('silent');
 
 /** Activity counters of `runs`, flushed first (PostgreSQL reports them at most once a second otherwise). */
 async function runsActivity(db: Db): Promise<{ dead: number; analyzed: boolean; vacuumed: boolean }> {
@@ -133,6 +135,23 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
     const pass = await maintainTables(db, undefined, { ...never, walBytes: 1 });
     expect(pass.checkpointed).toBeGreaterThan(0);
     expect((await walState(db)).since).toBeLessThan(1024);
+  });
+
+  it('looks at the WAL between passes, and makes the checkpoint that is due without waiting for the next pass', async () => {
+    database = await createTestDatabase('pglite');
+    const { db } = database;
+    await insertTeam(db, 'team_look', 'Look');
+    const before = await walState(db);
+    const stop = startTableMaintenance(db, silentLog, { intervalMs: 3_600_000, checkpointCheckMs: 50, checkpoints: { ...never, walBytes: 256 * 1024 } });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect((await walState(db)).redo, 'no checkpoint while little WAL was written').toBe(before.redo);
+      await insertRunsInBulk(db, 'team_look', 2_000);
+      await expect.poll(async () => (await walState(db)).redo, { timeout: 5_000, interval: 50 }).not.toBe(before.redo);
+      expect((await runsActivity(db)).analyzed, 'the tables wait for their own pass').toBe(false);
+    } finally {
+      await stop();
+    }
   });
 
   it('runs in agentyard serve on PGlite every AGENTYARD_PGLITE_MAINTENANCE_SECONDS', async () => {
