@@ -47,6 +47,23 @@ describe.each(ENGINES)('delivery log retention on %s', (engine) => {
     expect(await purgeDeliveries(server.server.ctx.db)).toBe(0);
   });
 
+  it('purges in chunks until nothing is due, and orders deliveries of one instant by id', async () => {
+    const { db } = server.server.ctx;
+    const at = new Date(Date.now() - 10 * DAY);
+    // 5,120 deliveries of the same instant: more than one chunk, and only the id tells the newest 50 apart
+    await db.query(
+      `INSERT INTO webhook_deliveries (id, webhook_uid, team_id, factory_id, webhook_name, label, size, received_at)
+       SELECT 'dlv_same_' || g, 'wh_same', 't', 'f', 'n', 'rejected_auth', 1, $1 FROM generate_series(1, 5120) AS g`,
+      [at],
+    );
+    expect(await purgeDeliveries(db)).toBe(5_070);
+    const kept = (await db.query<{ id: string }>("SELECT id FROM webhook_deliveries WHERE webhook_uid = 'wh_same'")).rows.map((r) => r.id);
+    const newest = Array.from({ length: 5120 }, (_, i) => `dlv_same_${i + 1}`)
+      .sort((a, b) => (Buffer.from(a) < Buffer.from(b) ? -1 : 1))
+      .slice(-50);
+    expect(kept.sort()).toEqual(newest.sort());
+  });
+
   it('never purges a delivery still waiting in the outbox', async () => {
     await insertAged('wh_e', 55, 9 * DAY, true);
     expect(await purgeDeliveries(server.server.ctx.db)).toBe(0);
