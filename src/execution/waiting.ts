@@ -60,13 +60,19 @@ export async function annotateWaitingRuns(db: Db, presenceMs: number): Promise<n
       [presenceMs],
     )
   ).rows;
+  // Service runs and worker runs apart, each through its partial index of queued runs (migration 0030): written
+  // as one `state = 'QUEUED'`, PostgreSQL before 18 read every run of the table, every WAITING_EVERY_MS.
   const runs = (
     await db.query<WaitingRun>(
       `SELECT r.id, r.team_id, r.worker_host, coalesce(nullif(lower(r.config->'harness'->>'type'), ''), 'oz') AS harness,
          r.status_message->>'message' AS message
-       FROM runs r
-       WHERE r.state = 'QUEUED' AND (r.factory_id IS NULL OR NOT EXISTS (
-         SELECT 1 FROM kubernetes_factories k WHERE k.factory_id = r.factory_id AND k.deleted_at IS NULL AND k.executor = 'kubernetes'))
+       FROM (
+         (SELECT * FROM runs WHERE state = 'QUEUED' AND worker_host IS NULL ORDER BY created_at LIMIT 1000)
+         UNION ALL
+         (SELECT * FROM runs WHERE state = 'QUEUED' AND worker_host IS NOT NULL ORDER BY created_at LIMIT 1000)
+       ) r
+       WHERE r.factory_id IS NULL OR NOT EXISTS (
+         SELECT 1 FROM kubernetes_factories k WHERE k.factory_id = r.factory_id AND k.deleted_at IS NULL AND k.executor = 'kubernetes')
        ORDER BY r.created_at LIMIT 1000`,
     )
   ).rows;
