@@ -75,7 +75,8 @@ describe.skipIf(availability.missing !== undefined)('agentyard operator on the e
     const exited = new Promise<number | NodeJS.Signals | null>((resolve) => child!.once('exit', (code, signal) => resolve(code ?? signal)));
 
     const base = await Promise.race([url, exited.then(() => Promise.reject(new Error(`operator exited before listening:\n${out}`)))]);
-    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    // ready once the informers have synced, which takes a moment after the port opens on a busy machine
+    await expect.poll(async () => (await fetch(`${base}/readyz`)).status, { timeout: 30_000, interval: 200 }).toBe(200);
     child.kill('SIGUSR2');
     expect(await exited).toBe(1);
     const fatal = out.split('\n').find((line) => line.includes('the database engine has stopped'));
