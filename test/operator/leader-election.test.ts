@@ -139,7 +139,8 @@ describe.skipIf(availability.missing !== undefined || !ENGINES.includes('postgre
     const urls = [await a.url, await b.url];
     for (const url of urls) {
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
-      expect((await fetch(`${url}/readyz`)).status).toBe(200);
+      // ready once the leader's informers have synced, a moment after the port opens on a busy machine
+      await expect.poll(async () => (await fetch(`${url}/readyz`)).status, { timeout: 30_000, interval: 200 }).toBe(200);
       const me = await fetch(`${url}/api/v1/whoami`, { headers: { authorization: `Bearer ${adminKey}` } });
       expect(me.status).toBe(200);
     }
