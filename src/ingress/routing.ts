@@ -1,12 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { SecretCipher } from '../secrets/crypto.ts';
+import { WEBHOOKS_CHANGED_TOPIC } from '../reconciler/topics.ts';
 import type { Bus } from '../store/bus.ts';
 import type { Db } from '../store/db.ts';
 import { getSignatureScheme } from './signatures/index.ts';
 import type { SignatureScheme } from './signatures/index.ts';
-
-/** Published by whoever changes webhook rows (reconciler applies, the management API): `{factory_id}`. */
-export const WEBHOOKS_CHANGED_TOPIC = 'webhooks.changed';
 
 /** A live (enabled, not deleted) webhook as the ingress needs it per request. */
 export interface WebhookRoute {

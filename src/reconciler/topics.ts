@@ -1,4 +1,7 @@
-/** Published after every change to webhook or automation rows: `{factory_id}`. The ingress reloads its routes. */
+/**
+ * Published after every change to webhook or automation rows, by the reconciler, the webhook management API and
+ * the factory service: `{factory_id}`. The ingress reloads its routes; the schedule sync re-reads the factory.
+ */
 export const WEBHOOKS_CHANGED_TOPIC = 'webhooks.changed';
 
 /**

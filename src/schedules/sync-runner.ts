@@ -1,18 +1,11 @@
 import type { FastifyBaseLogger } from 'fastify';
+import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../reconciler/topics.ts';
 import type { Bus } from '../store/bus.ts';
 import type { Db } from '../store/db.ts';
 import { syncFactorySchedules } from './automation-sync.ts';
 import type { Clock } from './clock.ts';
 import { factoriesWithSchedules } from './plans.ts';
 import { SCHEDULES_CHANGED_TOPIC } from './scheduler.ts';
-
-/**
- * Published by the reconciler after an apply changed a factory's webhooks or automations: `{factory_id}`
- * (the same topic the ingress routing snapshot follows).
- */
-export const WEBHOOKS_CHANGED_TOPIC = 'webhooks.changed';
-/** Published when a factory is created, deleted or re-pointed, and after each reconcile: `{factory_id, event}`. */
-export const FACTORIES_CHANGED_TOPIC = 'factories.changed';
 
 /** Re-sync every factory this often, in case a change notice was lost. */
 const FULL_SYNC_INTERVAL_MS = 60_000;

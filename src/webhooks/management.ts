@@ -11,7 +11,7 @@ import type { ServiceContext } from '../http/context.ts';
 import type { Queryable } from '../store/db.ts';
 import { AppError } from '../http/errors.ts';
 import { refreshWebhookRouting } from '../ingress/module.ts';
-import { WEBHOOKS_CHANGED_TOPIC } from '../ingress/routing.ts';
+import { WEBHOOKS_CHANGED_TOPIC } from '../reconciler/topics.ts';
 import { generateSecretFor, getSignatureScheme, SIGNATURE_SCHEME_IDS } from '../ingress/signatures/index.ts';
 import type { FactoryRow, WebhookRow } from '../reconciler/model.ts';
 import * as factoryPlans from '../reconciler/plans.ts';

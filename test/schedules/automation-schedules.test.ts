@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/schedules/clock.ts';
-import { WEBHOOKS_CHANGED_TOPIC } from '../../src/schedules/sync-runner.ts';
+import { WEBHOOKS_CHANGED_TOPIC } from '../../src/reconciler/topics.ts';
 import { ENGINES } from '../support/db.ts';
 import { runsOfSchedule, startScheduleServer, waitFor, waitForRuns } from './support.ts';
 import type { ScheduleTestServer } from './support.ts';
