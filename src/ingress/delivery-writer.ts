@@ -114,10 +114,7 @@ export class DeliveryWriter {
       if (this.#queue.length === 0 && this.#running === 0) for (const done of this.#idle.splice(0)) done();
     };
     try {
-      await writeBatch(this.#db, batch, settle, release, {
-        queued: () => this.#options.onQueued?.(),
-        logged: (label, count) => this.#options.onLogged?.(label, count),
-      });
+      await writeBatch(this.#db, batch, settle, release, this.#options);
     } catch (err) {
       this.#log.error({ err, deliveries: batch.length }, 'writing webhook deliveries failed');
       for (const item of batch) if (!settled.has(item)) item.reject(err);
@@ -125,11 +122,6 @@ export class DeliveryWriter {
       release();
     }
   }
-}
-
-interface WriteListeners {
-  queued(): void;
-  logged(label: DeliveryLabelCode, count: number): void;
 }
 
 /**
@@ -142,7 +134,7 @@ async function writeBatch(
   batch: Pending[],
   settle: (item: Pending, outcome?: AcceptOutcome) => void,
   written: () => void,
-  on: WriteListeners,
+  on: Pick<DeliveryWriterOptions, 'onQueued' | 'onLogged'>,
 ): Promise<void> {
   const accepts = batch.filter((p): p is PendingAccept => p.kind === 'accept');
   const logs = batch.filter((p): p is PendingLog => p.kind === 'log');
@@ -160,7 +152,7 @@ async function writeBatch(
   const candidates = [...first.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, p]) => p);
   const { accepted, live } = await acceptDeliveries(
     db,
-    candidates.map((p) => ({ row: { ...p.row, label: 'accepted' }, secretVersion: p.secretVersion })),
+    candidates.map((p) => ({ row: p.row, secretVersion: p.secretVersion })),
   );
 
   const acceptedIdByKey = new Map<string, string>();
@@ -187,8 +179,8 @@ async function writeBatch(
   }
   if (lost.length === 0 && logged.length === 0) written();
   for (const [p, outcome] of now) settle(p, outcome);
-  if (queued > 0) on.queued();
-  if (acceptedCount > 0) on.logged('accepted', acceptedCount);
+  if (queued > 0) on.onQueued?.();
+  if (acceptedCount > 0) on.onLogged?.('accepted', acceptedCount);
 
   const missing = lost.filter((p) => !acceptedIdByKey.has(identityKey(p.row.webhookUid, p.row.identity)));
   const existing = await findAccepted(db, missing.map((p) => p.row));
@@ -202,7 +194,7 @@ async function writeBatch(
   written();
   const byLabel = new Map<DeliveryLabelCode, number>();
   for (const row of logged) byLabel.set(row.label, (byLabel.get(row.label) ?? 0) + 1);
-  for (const [label, count] of byLabel) on.logged(label, count);
+  for (const [label, count] of byLabel) on.onLogged?.(label, count);
   for (const [p, outcome] of later) settle(p, outcome);
   for (const p of logs) settle(p);
 }
