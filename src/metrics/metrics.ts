@@ -44,9 +44,9 @@ const LIVE_RUN_STATES = ['QUEUED', 'CLAIMED', 'INPROGRESS'] as const;
 // table of millions of finished runs or delivered webhooks costs what the live work costs (docs/decisions.md,
 // "Metrics never scan a table"). QUEUED is counted in two parts, one per partial index (service and worker runs).
 const RUN_COUNTS = `SELECT (SELECT count(*) FROM runs WHERE state = 'QUEUED' AND worker_host IS NULL)
-                         + (SELECT count(*) FROM runs WHERE state = 'QUEUED' AND worker_host IS NOT NULL) AS queued,
-                           (SELECT count(*) FROM runs WHERE state = 'CLAIMED') AS claimed,
-                           (SELECT count(*) FROM runs WHERE state = 'INPROGRESS') AS inprogress`;
+                         + (SELECT count(*) FROM runs WHERE state = 'QUEUED' AND worker_host IS NOT NULL) AS "QUEUED",
+                           (SELECT count(*) FROM runs WHERE state = 'CLAIMED') AS "CLAIMED",
+                           (SELECT count(*) FROM runs WHERE state = 'INPROGRESS') AS "INPROGRESS"`;
 const OUTBOX_COUNT = 'SELECT count(*) AS n FROM webhook_deliveries WHERE outbox_pending';
 
 /** A registry with the service's metrics; the gauges of live runs and of the delivery outbox query the database when scraped. */
@@ -55,7 +55,7 @@ export function createMetrics(db: Queryable): Metrics {
   collectDefaultMetrics({ register: registry, prefix: 'agentyard_' });
   const queues = new Map<string, () => number>();
 
-  const runs = cached(async () => (await db.query<{ queued: string; claimed: string; inprogress: string }>(RUN_COUNTS)).rows[0]!);
+  const runs = cached(async () => (await db.query<Record<(typeof LIVE_RUN_STATES)[number], string>>(RUN_COUNTS)).rows[0]!);
   const outbox = cached(async () => (await db.query<{ n: string }>(OUTBOX_COUNT)).rows[0]!);
 
   new Gauge({
@@ -65,9 +65,7 @@ export function createMetrics(db: Queryable): Metrics {
     registers: [registry],
     async collect() {
       const counts = await runs();
-      this.set({ state: 'QUEUED' }, Number(counts.queued));
-      this.set({ state: 'CLAIMED' }, Number(counts.claimed));
-      this.set({ state: 'INPROGRESS' }, Number(counts.inprogress));
+      for (const state of LIVE_RUN_STATES) this.set({ state }, Number(counts[state]));
     },
   });
   new Gauge({
