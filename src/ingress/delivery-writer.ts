@@ -36,6 +36,13 @@ export interface DeliveryWriterOptions {
    */
   concurrency?: number;
   maxBatch?: number;
+  /**
+   * How many deliveries the server is handling now, from arrival to answer. A group then takes at most half of
+   * them (docs/decisions.md, "A group takes half the deliveries in progress"): senders that wait for each answer
+   * before sending again would otherwise move as one convoy, all in the database, then all on the HTTP thread,
+   * each side idle while the other works. Without it, a group takes all that is queued, up to maxBatch.
+   */
+  inProgress?: () => number;
   /** Called after a commit that put at least one delivery in the outbox. */
   onQueued?: () => void;
   /** Called after each commit with the number of deliveries it logged under each label. */
@@ -50,7 +57,7 @@ export interface DeliveryWriterOptions {
 export class DeliveryWriter {
   readonly #db: Db;
   readonly #log: FastifyBaseLogger;
-  readonly #options: Required<Omit<DeliveryWriterOptions, 'onQueued' | 'onLogged'>> & Pick<DeliveryWriterOptions, 'onQueued' | 'onLogged'>;
+  readonly #options: Required<Pick<DeliveryWriterOptions, 'concurrency' | 'maxBatch'>> & Omit<DeliveryWriterOptions, 'concurrency' | 'maxBatch'>;
   #queue: Pending[] = [];
   #running = 0;
   #scheduled = false;
@@ -90,10 +97,16 @@ export class DeliveryWriter {
 
   #pump(): void {
     while (this.#queue.length > 0 && this.#running < this.#options.concurrency) {
-      const batch = this.#queue.splice(0, this.#options.maxBatch);
+      const batch = this.#queue.splice(0, this.#groupSize());
       this.#running++;
       void this.#write(batch);
     }
+  }
+
+  #groupSize(): number {
+    const { maxBatch, inProgress } = this.#options;
+    if (!inProgress) return maxBatch;
+    return Math.min(maxBatch, Math.max(1, Math.ceil(inProgress() / 2)));
   }
 
   async #write(batch: Pending[]): Promise<void> {

@@ -1,6 +1,7 @@
 import type { AppModule, ServiceContext } from '../http/context.ts';
 import { metricsFor } from '../metrics/metrics.ts';
 import { DeliveryWriter } from './delivery-writer.ts';
+import { DeliveriesInProgress } from './in-progress.ts';
 import { DEFAULT_INGRESS_LIMITS } from './limits.ts';
 import type { IngressLimits } from './limits.ts';
 import { IngressLimiters } from './rate-limits.ts';
@@ -19,6 +20,7 @@ interface IngressRuntime {
   routing: RoutingSnapshot;
   limiters: IngressLimiters;
   writer: DeliveryWriter;
+  inProgress: DeliveriesInProgress;
 }
 
 // One runtime per running server (tests run several servers in one process).
@@ -39,6 +41,7 @@ export function createIngressModule(options: IngressOptions = {}): AppModule {
       if (!ctx.config.roles.has('ingress')) return;
       let announce: NodeJS.Timeout | undefined;
       const metrics = metricsFor(ctx);
+      const inProgress = new DeliveriesInProgress();
       const runtime: IngressRuntime = {
         routing: new RoutingSnapshot(ctx.db, ctx.cipher, ctx.log),
         limiters: new IngressLimiters(ctx.db, ctx.bus, limits),
@@ -51,7 +54,9 @@ export function createIngressModule(options: IngressOptions = {}): AppModule {
             }, 20);
           },
           onLogged: (label, count) => metrics.webhookDeliveries.inc({ label }, count),
+          inProgress: () => inProgress.count,
         }),
+        inProgress,
       };
       runtimes.set(ctx, runtime);
       await registerIngressRoutes(app, { ctx, limits, ...runtime });

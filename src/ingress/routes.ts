@@ -5,6 +5,7 @@ import { AppError, isAppError } from '../http/errors.ts';
 import { newId } from '../util/ids.ts';
 import { authenticate } from './authenticate.ts';
 import type { DeliveryWriter } from './delivery-writer.ts';
+import type { DeliveriesInProgress } from './in-progress.ts';
 import { claimedDeliveryId, deliveryIdentity } from './identity.ts';
 import { parseJsonBody } from './json-body.ts';
 import { WEBHOOK_BODY_LIMIT } from './limits.ts';
@@ -33,6 +34,7 @@ export interface IngressDeps {
   limiters: IngressLimiters;
   writer: DeliveryWriter;
   limits: IngressLimits;
+  inProgress: DeliveriesInProgress;
 }
 
 // Every request body reaches the one raw parser under this type, whatever the sender declared (or mangled):
@@ -53,7 +55,7 @@ function one(value: string | string[] | undefined): string | undefined {
  * authentication (401) → JSON (400) → identity → delivery log, committed → 202.
  */
 export async function registerIngressRoutes(app: AppInstance, deps: IngressDeps): Promise<void> {
-  const { ctx, routing, limiters, writer, limits } = deps;
+  const { ctx, routing, limiters, writer, limits, inProgress } = deps;
 
   const logRejected = async (request: FastifyRequest, state: IngressState, label: DeliveryLabelCode, reason: string, size: number): Promise<string> => {
     const id = newId('dlv');
@@ -82,8 +84,9 @@ export async function registerIngressRoutes(app: AppInstance, deps: IngressDeps)
       return sendProblem(request, reply, new AppError('internal_error', 'the delivery was not recorded; send it again', { cause: err }));
     });
 
-    const onRequest = async (request: FastifyRequest<{ Params: { uid: string; token?: string } }>): Promise<void> => {
+    const onRequest = async (request: FastifyRequest<{ Params: { uid: string; token?: string } }>, reply: FastifyReply): Promise<void> => {
       const receivedAt = new Date();
+      inProgress.track(reply.raw);
       const route = routing.get(request.params.uid);
       // A token segment on a webhook that takes none is a wrong URL, as is an unknown UID.
       if (!route || (request.params.token !== undefined && route.authMode !== 'url_token')) {
