@@ -11,6 +11,7 @@ import type { SecretProvider } from '../secrets/provider.ts';
 import { createSource, sanitizeUrl } from '../sources/index.ts';
 import type { ManagedRepository } from '../sources/managed.ts';
 import type { CommitAuthor } from '../sources/managed.ts';
+import { managedHeadSha } from '../sources/managed-commits.ts';
 import { SerialQueue } from '../sources/mutex.ts';
 import { isSourceError } from '../sources/types.ts';
 import type { Source, SourceSnapshot } from '../sources/types.ts';
@@ -75,6 +76,8 @@ function decide(factory: FactoryRow, revision: string, explicit: boolean): Decis
 
 const AUTOMATIC: ReadonlySet<ApplyTrigger> = new Set(['poll', 'watch', 'start']);
 const MAX_PLAN_ATTEMPTS = 5;
+/** Managed writes that lost the head to another process's commit start again this many times at most. */
+const MAX_MANAGED_ATTEMPTS = 5;
 
 function outcome(factoryId: string, partial: Partial<ApplyOutcome> & Pick<ApplyOutcome, 'result'>): ApplyOutcome {
   return { factoryId, revision: null, reason: null, message: null, errors: [], warnings: [], changes: [], applyId: null, transient: false, ...partial };
@@ -106,7 +109,7 @@ export class Reconciler {
     const key = JSON.stringify(factory.source);
     const cached = this.#sources.get(factory.id);
     if (cached && cached.key === key) return cached.source;
-    const source = createSource(factory, { dataDir: this.#deps.dataDir, secrets: this.#deps.secrets });
+    const source = createSource(factory, { dataDir: this.#deps.dataDir, secrets: this.#deps.secrets, db: this.#deps.db });
     this.#sources.set(factory.id, { key, source });
     return source;
   }
@@ -223,13 +226,14 @@ export class Reconciler {
         const count = plan.webhooks.length + plan.automations.length;
         return this.#recordFailure(factory, snapshot, options, started, 'DeletionBlocked', deletionBlockedMessage(revision, count), warningDiagnostics(ready.validation), plan.warnings, plan.changes);
       }
-      let result: ApplyOutcome | { retry: FactoryRow };
+      let result: ApplyOutcome | { retry: FactoryRow } | { superseded: true };
       try {
         result = await db.transaction(async (tx) => {
           await plans.lockFactory(tx, factory.id);
           const fresh = await plans.getFactory(tx, factory.id);
           if (!fresh) throw new FactoryGoneError(factory.id);
           if (decide(fresh, revision, options.explicit) !== 'apply' || fresh.generation !== ready.generation) return { retry: fresh };
+          if (await this.#supersededManagedCommit(tx, fresh, snapshot)) return { superseded: true as const };
           await this.#write(tx, fresh, plan, snapshot);
           const warnings = warningDiagnostics(ready.validation);
           const message = appliedMessage(revision);
@@ -250,6 +254,9 @@ export class Reconciler {
         this.#deps.log.error({ err, factory_id: factory.id, revision }, 'apply failed');
         return this.#recordFailure(factory, snapshot, options, started, 'ApplyFailed', applyFailedMessage(revision, err), [], plan.warnings);
       }
+      if ('superseded' in result) {
+        return outcome(factory.id, { result: 'skipped', revision, message: `${revision} is no longer the head of the managed repository: a newer commit replaces it` });
+      }
       if ('retry' in result) {
         // Another process applied (or refused) something meanwhile: decide again against what it left.
         if (attempt >= MAX_PLAN_ATTEMPTS) throw new AppError('conflict', `factory ${factory.id} kept changing while ${revision} was being applied; retry`);
@@ -261,6 +268,16 @@ export class Reconciler {
       await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, { factory_id: factory.id, event: 'reconciled', result: 'applied', revision });
       return result;
     }
+  }
+
+  /**
+   * A managed commit that another process's newer commit (which contains it) replaced: applying it now would
+   * take the factory back. Applies run under the factory's lock, so the head checked here is the one in force.
+   */
+  async #supersededManagedCommit(tx: Queryable, factory: FactoryRow, snapshot: SourceSnapshot): Promise<boolean> {
+    if (factory.source.type !== 'managed' || !snapshot.commit.sha) return false;
+    const head = await managedHeadSha(tx, factory.id);
+    return head !== null && head !== snapshot.commit.sha;
   }
 
   #historyBase(factoryId: string, snapshot: SourceSnapshot, options: ReconcileOptions, started: Date) {
@@ -367,27 +384,41 @@ export class Reconciler {
       this.#managedQueues.set(factoryId, queue);
     }
     return queue.run(async () => {
-      const factory = await plans.getFactory(this.#deps.db, factoryId);
-      if (!factory) throw new AppError('resource_not_found', `factory ${factoryId} does not exist`);
-      if (factory.source.type !== 'managed') throw readOnlyError(factory);
-      const repo = this.sourceFor(factory) as ManagedRepository;
-      const head = await repo.head();
-      const current = head ? ((await repo.fetch())?.files ?? []) : [];
-      const next = normalizeFiles(await mutate(current.map((f) => ({ path: f.path, content: f.content }))));
-      if (head && sameFiles(current, next)) {
-        const snapshot = (await repo.fetch())!;
-        return this.reconcileSnapshot(factory, snapshot, { trigger: 'managed', explicit: true });
+      for (let attempt = 1; ; attempt++) {
+        const factory = await plans.getFactory(this.#deps.db, factoryId);
+        if (!factory) throw new AppError('resource_not_found', `factory ${factoryId} does not exist`);
+        if (factory.source.type !== 'managed') throw readOnlyError(factory);
+        const repo = this.sourceFor(factory) as ManagedRepository;
+        const head = await repo.fetch();
+        const current = head?.files ?? [];
+        const next = normalizeFiles(await mutate(current.map((f) => ({ path: f.path, content: f.content }))));
+        if (head && sameFiles(current, next)) return this.#applyManaged(factory, head);
+        const prepared = await this.prepare(factory, next, { forApply: true, refreshSecrets: true });
+        if (!prepared.plan) throw definitionInvalid(prepared.validation.diagnostics);
+        let sha: string;
+        try {
+          sha = await repo.commit(next, commit.author, commit.message, head?.commit.sha ?? undefined);
+        } catch (err) {
+          // Another process committed first: start again from its commit, so that both changes are kept.
+          if (!isSourceError(err) || err.reason !== 'Conflict') throw err;
+          if (attempt >= MAX_MANAGED_ATTEMPTS) throw new AppError('conflict', `factory ${factoryId} kept changing while this change was being committed; retry`);
+          continue;
+        }
+        const snapshot: SourceSnapshot = {
+          revision: `main@sha1:${sha}`,
+          files: next,
+          commit: { sha, author: `${commit.author.name} <${commit.author.email}>`, message: commit.message, time: new Date() },
+        };
+        return this.#applyManaged(factory, snapshot, prepared);
       }
-      const prepared = await this.prepare(factory, next, { forApply: true, refreshSecrets: true });
-      if (!prepared.plan) throw definitionInvalid(prepared.validation.diagnostics);
-      const sha = await repo.commit(next, commit.author, commit.message, head);
-      const snapshot: SourceSnapshot = {
-        revision: `main@sha1:${sha}`,
-        files: next,
-        commit: { sha, author: `${commit.author.name} <${commit.author.email}>`, message: commit.message, time: new Date() },
-      };
-      return this.reconcileSnapshot(factory, snapshot, { trigger: 'managed', explicit: true }, prepared);
     });
+  }
+
+  /** Applies a managed commit; when a newer one (which contains it) replaced it meanwhile, applies the head. */
+  async #applyManaged(factory: FactoryRow, snapshot: SourceSnapshot, prepared?: Prepared): Promise<ApplyOutcome> {
+    const result = await this.reconcileSnapshot(factory, snapshot, { trigger: 'managed', explicit: true }, prepared);
+    if (result.result !== 'skipped') return result;
+    return this.reconcile(factory.id, { trigger: 'managed', explicit: true });
   }
 }
 

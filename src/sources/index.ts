@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { SecretProvider } from '../secrets/provider.ts';
+import type { Db } from '../store/db.ts';
 import { DirectorySource } from './directory.ts';
 import { GitSource } from './git.ts';
 import { ManagedRepository } from './managed.ts';
@@ -19,6 +20,8 @@ export { sanitizeUrl } from './url.ts';
 export interface SourceDeps {
   dataDir: string;
   secrets: SecretProvider;
+  /** Where managed factories' commits are recorded. */
+  db: Db;
 }
 
 export function managedRepositoryDir(dataDir: string, factoryId: string): string {
@@ -45,6 +48,6 @@ export function createSource(factory: { id: string; team_id: string; source: Sou
     case 'directory':
       return new DirectorySource(spec.path);
     case 'managed':
-      return new ManagedRepository(managedRepositoryDir(deps.dataDir, factory.id));
+      return new ManagedRepository(managedRepositoryDir(deps.dataDir, factory.id), { db: deps.db, factoryId: factory.id });
   }
 }

@@ -1,16 +1,27 @@
 import { spawn } from 'node:child_process';
 import type { SimpleGit } from 'simple-git';
 import type { FactoryFileInput } from '../definitions/load.ts';
-import { BASE_GIT_ENV, inheritedEnv, openBareRepository, readCommit, readTree } from './git-exec.ts';
+import type { Db } from '../store/db.ts';
+import { BASE_GIT_ENV, inheritedEnv, openBareRepository, parseLsTree, readBlobs } from './git-exec.ts';
+import type { ManagedCommit } from './managed-commits.ts';
+import { insertManagedCommits, isCommitTaken, listManagedCommits, managedCommitFiles } from './managed-commits.ts';
 import { SerialQueue } from './mutex.ts';
 import { SourceError } from './types.ts';
 import type { Source, SourceSnapshot } from './types.ts';
 
 export const MANAGED_BRANCH = 'main';
+const BRANCH_REF = `refs/heads/${MANAGED_BRANCH}`;
+const COMMITTER = 'Agentyard <agentyard@localhost>';
 
 export interface CommitAuthor {
   name: string;
   email: string;
+}
+
+/** Where a managed factory's commits are recorded: the service's database. */
+export interface ManagedRecord {
+  db: Db;
+  factoryId: string;
 }
 
 function sanitizeIdent(text: string): string {
@@ -22,17 +33,28 @@ function importPath(p: string): string {
   return /^"|[\n\\"]/.test(p) ? JSON.stringify(p) : p;
 }
 
+const byPath = (a: FactoryFileInput, b: FactoryFileInput): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+
 /**
- * The repository of a managed factory: a bare repository under the data directory whose `main` branch
- * holds every applied revision, so that the history of a managed factory is a git log.
+ * The repository of a managed factory. Its commits are recorded in the database (`managed_commits`), which is
+ * what every process reads; a bare git repository under this process's data directory mirrors them, so that
+ * the history of a managed factory is a git log. Before each read or write the mirror takes the commits it
+ * lacks from the database — importing a commit's tree, parent, identities, times and message again gives the
+ * same commit id — so processes sharing a database share one history, and a process started with an empty
+ * data directory rebuilds it. A write inserts its commit as the head's successor: when another process wrote
+ * first, the insert fails and the write is refused as a conflict (the caller starts again from the new head).
  */
 export class ManagedRepository implements Source {
   readonly #dir: string;
+  readonly #record: ManagedRecord;
   readonly #queue = new SerialQueue();
   #git: Promise<SimpleGit> | undefined;
+  /** The newest commit this mirror holds, as recorded. */
+  #head: ManagedCommit | undefined;
 
-  constructor(dir: string) {
+  constructor(dir: string, record: ManagedRecord) {
     this.#dir = dir;
+    this.#record = record;
   }
 
   get dir(): string {
@@ -43,7 +65,7 @@ export class ManagedRepository implements Source {
     return `managed repository (branch ${MANAGED_BRANCH})`;
   }
 
-  /** Opens the repository, creating it on first use; concurrent first uses share one `git init`. */
+  /** Opens the mirror, creating it on first use; concurrent first uses share one `git init`. */
   #repo(): Promise<SimpleGit> {
     this.#git ??= openBareRepository(this.#dir, [`--initial-branch=${MANAGED_BRANCH}`]);
     this.#git.catch(() => {
@@ -52,66 +74,173 @@ export class ManagedRepository implements Source {
     return this.#git;
   }
 
-
-  /** The commit at the head of `main`, or undefined for a repository without commits. */
-  async head(): Promise<string | undefined> {
-    const git = await this.#repo();
-    const sha = (await git.raw(['rev-parse', '--verify', '--quiet', `refs/heads/${MANAGED_BRANCH}^{commit}`]).catch(() => '')).trim();
-    return sha || undefined;
+  /** The commit at the head of `main`, or undefined before the first commit. */
+  head(): Promise<string | undefined> {
+    return this.#queue.run(async () => (await this.#sync())?.sha);
   }
 
   fetch(): Promise<SourceSnapshot | undefined> {
-    return this.#queue.run(() => this.#read());
-  }
-
-  async #read(): Promise<SourceSnapshot | undefined> {
-    const sha = await this.head();
-    if (!sha) return undefined;
-    const git = await this.#repo();
-    try {
-      const [files, commit] = await Promise.all([readTree(git, this.#dir, sha), readCommit(git, sha)]);
-      return { revision: `${MANAGED_BRANCH}@sha1:${sha}`, files, commit };
-    } catch (err) {
-      throw new SourceError('transient', 'ReadFailed', `read ${this.describe()}: ${(err as Error).message}`);
-    }
+    return this.#queue.run(async () => {
+      const head = await this.#sync();
+      return head ? snapshotOf(head) : undefined;
+    });
   }
 
   /**
    * Commits `files` as the whole tree of a new commit on `main`, if `main` is still at `parent`
-   * (undefined = no commit yet). Answers the new commit, or throws when `main` moved.
+   * (undefined = no commit yet), in this process and in the database. Answers the new commit, or throws a
+   * transient `Conflict` when `main` moved.
    */
   commit(files: readonly FactoryFileInput[], author: CommitAuthor, message: string, parent: string | undefined): Promise<string> {
     return this.#queue.run(async () => {
-      const git = await this.#repo();
-      const head = await this.head();
-      if (head !== parent) throw new SourceError('transient', 'Conflict', `commit to ${this.describe()}: the branch moved (expected ${parent ?? 'no commit'}, found ${head ?? 'no commit'})`);
+      const head = await this.#sync();
+      if (head?.sha !== parent) throw this.#moved(parent, head?.sha);
       const now = Math.floor(Date.now() / 1000);
-      const ident = `${sanitizeIdent(author.name)} <${sanitizeIdent(author.email)}> ${now} +0000`;
-      const chunks: Buffer[] = [];
-      const data = (text: string): void => {
-        const bytes = Buffer.from(text, 'utf8');
-        chunks.push(Buffer.from(`data ${bytes.length}\n`), bytes, Buffer.from('\n'));
+      const commit: ManagedCommit = {
+        seq: (head?.seq ?? 0) + 1,
+        sha: '',
+        parentSha: parent ?? null,
+        authorName: sanitizeIdent(author.name),
+        authorEmail: sanitizeIdent(author.email),
+        authoredAt: now,
+        committedAt: now,
+        message: message.endsWith('\n') ? message : `${message}\n`,
+        files: files.map((f) => ({ path: f.path, content: f.content })).sort(byPath),
       };
-      chunks.push(Buffer.from(`commit refs/heads/${MANAGED_BRANCH}\nauthor ${ident}\ncommitter Agentyard <agentyard@localhost> ${now} +0000\n`));
-      data(message.endsWith('\n') ? message : `${message}\n`);
-      if (parent) chunks.push(Buffer.from(`from ${parent}\n`));
-      chunks.push(Buffer.from('deleteall\n'));
-      for (const file of files) {
-        chunks.push(Buffer.from(`M 100644 inline ${importPath(file.path)}\n`));
-        data(file.content);
+      commit.sha = await this.#import(commit);
+      try {
+        await insertManagedCommits(this.#record.db, this.#record.factoryId, [commit]);
+      } catch (err) {
+        // Not recorded: the mirror goes back to the recorded head.
+        await this.#pointBranchAt(head?.sha);
+        if (isCommitTaken(err)) throw this.#moved(parent, 'a commit from another process');
+        throw err;
       }
-      chunks.push(Buffer.from('\n'));
-      await fastImport(this.#dir, Buffer.concat(chunks));
-      const sha = await this.head();
-      if (!sha || sha === parent) throw new Error('git fast-import did not advance the branch');
-      return sha;
+      this.#head = commit;
+      return commit.sha;
     });
   }
+
+  #moved(expected: string | undefined, found: string | undefined): SourceError {
+    return new SourceError('transient', 'Conflict', `commit to ${this.describe()}: the branch moved (expected ${expected ?? 'no commit'}, found ${found ?? 'no commit'})`);
+  }
+
+  /** Brings the mirror up to the recorded head and answers it (undefined: no commit yet). */
+  async #sync(): Promise<ManagedCommit | undefined> {
+    const { db, factoryId } = this.#record;
+    const newer = await listManagedCommits(db, factoryId, this.#head?.seq ?? 0);
+    if (newer.length === 0) {
+      if (this.#head) return this.#head;
+      // Nothing recorded: a repository written before the database kept managed commits is recorded as it is.
+      if (await this.#adopt()) return this.#sync();
+      return undefined;
+    }
+    const git = await this.#repo();
+    const local = new Set((await git.raw(['rev-list', '--all']).catch(() => '')).split('\n').filter(Boolean));
+    const missing = newer.filter((c) => !local.has(c.sha));
+    const head = newer[newer.length - 1]!;
+    const files = await managedCommitFiles(db, factoryId, [...new Set([...missing.map((c) => c.seq), head.seq])]);
+    for (const commit of newer) commit.files = files.get(commit.seq) ?? [];
+    for (const commit of missing) {
+      const sha = await this.#import(commit);
+      if (sha !== commit.sha) {
+        throw new SourceError('terminal', 'HistoryMismatch', `${this.describe()}: commit ${commit.seq} imports as ${sha}, recorded as ${commit.sha}`);
+      }
+    }
+    await this.#pointBranchAt(head.sha);
+    this.#head = head;
+    return head;
+  }
+
+  /** Writes one commit with git fast-import and answers its id; `main` points at it afterwards. */
+  async #import(commit: ManagedCommit): Promise<string> {
+    await this.#repo();
+    const chunks: Buffer[] = [];
+    const data = (text: string): void => {
+      const bytes = Buffer.from(text, 'utf8');
+      chunks.push(Buffer.from(`data ${bytes.length}\n`), bytes, Buffer.from('\n'));
+    };
+    // `reset` first: a commit without a parent must not take whatever `main` points at as one.
+    chunks.push(Buffer.from(`reset ${BRANCH_REF}\ncommit ${BRANCH_REF}\n`));
+    chunks.push(Buffer.from(`author ${commit.authorName} <${commit.authorEmail}> ${commit.authoredAt} +0000\ncommitter ${COMMITTER} ${commit.committedAt} +0000\n`));
+    data(commit.message);
+    if (commit.parentSha) chunks.push(Buffer.from(`from ${commit.parentSha}\n`));
+    chunks.push(Buffer.from('deleteall\n'));
+    for (const file of commit.files) {
+      chunks.push(Buffer.from(`M 100644 inline ${importPath(file.path)}\n`));
+      data(file.content);
+    }
+    chunks.push(Buffer.from('\n'));
+    await fastImport(this.#dir, Buffer.concat(chunks));
+    const git = await this.#repo();
+    const sha = (await git.raw(['rev-parse', '--verify', `${BRANCH_REF}^{commit}`])).trim();
+    if (!sha || sha === commit.parentSha) throw new Error('git fast-import did not advance the branch');
+    return sha;
+  }
+
+  async #pointBranchAt(sha: string | undefined): Promise<void> {
+    const git = await this.#repo();
+    const current = (await git.raw(['rev-parse', '--verify', '--quiet', `${BRANCH_REF}^{commit}`]).catch(() => '')).trim() || undefined;
+    if (current === sha) return;
+    if (sha) await git.raw(['update-ref', BRANCH_REF, sha]);
+    else await git.raw(['update-ref', '-d', BRANCH_REF]);
+  }
+
+  /**
+   * Records the commits of a mirror that has history the database does not (a repository from before
+   * migration 0012). Answers false when there is nothing to record. When another process records first,
+   * its history wins and this mirror follows it at the next sync.
+   */
+  async #adopt(): Promise<boolean> {
+    const git = await this.#repo();
+    const head = (await git.raw(['rev-parse', '--verify', '--quiet', `${BRANCH_REF}^{commit}`]).catch(() => '')).trim();
+    if (!head) return false;
+    const shas = (await git.raw(['rev-list', '--reverse', '--first-parent', head])).split('\n').filter(Boolean);
+    const commits: ManagedCommit[] = [];
+    for (const [i, sha] of shas.entries()) commits.push({ ...parseCommitObject(await git.raw(['cat-file', 'commit', sha])), seq: i + 1, sha, files: await this.#treeFiles(git, sha) });
+    try {
+      await insertManagedCommits(this.#record.db, this.#record.factoryId, commits);
+    } catch (err) {
+      if (!isCommitTaken(err)) throw err;
+    }
+    return true;
+  }
+
+  async #treeFiles(git: SimpleGit, sha: string): Promise<FactoryFileInput[]> {
+    const entries = parseLsTree(await git.raw(['ls-tree', '-r', '-z', '--full-tree', sha])).filter((e) => e.type === 'blob');
+    const blobs = await readBlobs(this.#dir, [...new Set(entries.map((e) => e.object))]);
+    return entries.map((e) => ({ path: e.path, content: blobs.get(e.object)?.toString('utf8') ?? '' })).sort(byPath);
+  }
+}
+
+function snapshotOf(commit: ManagedCommit): SourceSnapshot {
+  return {
+    revision: `${MANAGED_BRANCH}@sha1:${commit.sha}`,
+    files: commit.files.map((f) => ({ path: f.path, content: f.content })),
+    commit: { sha: commit.sha, author: `${commit.authorName} <${commit.authorEmail}>`, message: commit.message.trim(), time: new Date(commit.authoredAt * 1000) },
+  };
+}
+
+/** The identities, times, parent and message of a raw commit object (`git cat-file commit`). */
+export function parseCommitObject(raw: string): Omit<ManagedCommit, 'seq' | 'sha' | 'files'> {
+  const end = raw.indexOf('\n\n');
+  const headers = (end < 0 ? raw : raw.slice(0, end)).split('\n');
+  const message = end < 0 ? '' : raw.slice(end + 2);
+  let parentSha: string | null = null;
+  let author: RegExpExecArray | null = null;
+  let committedAt = 0;
+  for (const line of headers) {
+    if (line.startsWith('parent ') && parentSha === null) parentSha = line.slice(7).trim();
+    else if (line.startsWith('author ')) author = /^author (.*) <(.*)> (\d+) [+-]\d{4}$/.exec(line);
+    else if (line.startsWith('committer ')) committedAt = Number(/ (\d+) [+-]\d{4}$/.exec(line)?.[1] ?? 0);
+  }
+  if (!author) throw new SourceError('terminal', 'ReadFailed', 'a managed commit has no author line');
+  return { parentSha, authorName: author[1]!, authorEmail: author[2]!, authoredAt: Number(author[3]), committedAt, message };
 }
 
 function fastImport(gitDir: string, stream: Buffer): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn('git', ['fast-import', '--quiet', '--done'], { cwd: gitDir, env: { ...inheritedEnv(), ...BASE_GIT_ENV }, stdio: ['pipe', 'ignore', 'pipe'] });
+    const child = spawn('git', ['fast-import', '--quiet', '--force', '--done'], { cwd: gitDir, env: { ...inheritedEnv(), ...BASE_GIT_ENV }, stdio: ['pipe', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString('utf8');

@@ -126,11 +126,12 @@ export class WebhookManagement {
         if (existing.length >= MAX_WEBHOOKS_PER_FACTORY) {
           throw new AppError('webhook_limit_reached', `factory ${factory.name} already has ${existing.length} webhooks; at most ${MAX_WEBHOOKS_PER_FACTORY} are allowed`);
         }
-        const current = await secretPlans.getSecretMeta(this.#ctx.db, teamId, secretName);
+        // A change that lost the head to another process's commit runs again: the secret it made is its own.
+        const current = createdSecret ? undefined : await secretPlans.getSecretMeta(this.#ctx.db, teamId, secretName);
         if (current && input.secret !== undefined) {
           throw new AppError('invalid_request', `secret_name: the team already has a secret named "${secretName}"; leave out secret to use its value, or name another secret`);
         }
-        if (!current) {
+        if (!current && !createdSecret) {
           // token and url_token: ours; signature: the provider's, or one we generate for senders that take ours,
           // or none yet (an empty placeholder: every delivery is refused until rotate-secret sets it).
           const value = authMode === 'signature' ? (input.secret ?? (scheme ? generateSecretFor(scheme) : undefined) ?? '') : randomToken(32);

@@ -36,7 +36,7 @@ describe.each(ENGINES)('managed factories on %s', (engine) => {
     expect(res.body.detail).toContain('webhooks/alerts.yaml:2');
     expect(await head()).toBeNull();
     expect((await server.api('GET', `/factories/${id}/applies`)).body.applies).toEqual([]);
-    expect(await new ManagedRepository(`${server.dataDir}/managed/${id}.git`).head()).toBeUndefined();
+    expect(await new ManagedRepository(`${server.dataDir}/managed/${id}.git`, { db: server.server.ctx.db, factoryId: id }).head()).toBeUndefined();
   });
 
   it('validates, commits and applies a valid tree in one step', async () => {

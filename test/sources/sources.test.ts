@@ -2,7 +2,10 @@ import { mkdtempSync, rmSync, statSync, readdirSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { simpleGit } from 'simple-git';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINES, createTestDatabase } from '../support/db.ts';
+import type { TestDatabase } from '../support/db.ts';
 import { DirectorySource } from '../../src/sources/directory.ts';
 import { GitSource } from '../../src/sources/git.ts';
 import { ManagedRepository } from '../../src/sources/managed.ts';
@@ -162,19 +165,103 @@ describe('directory source', () => {
   });
 });
 
-describe('managed repository', () => {
+describe.each(ENGINES)('managed repository on %s', (engine) => {
+  let database: TestDatabase;
+  let teamId: string;
+  const ada = { name: 'Ada', email: 'ada@example.com' };
+
+  beforeAll(async () => {
+    database = await createTestDatabase(engine);
+    teamId = (await database.db.query<{ id: string }>('SELECT id FROM teams LIMIT 1')).rows[0]?.id ?? 'team_sources';
+    await database.db.query(`INSERT INTO teams (id, name) VALUES ($1, 'sources') ON CONFLICT (id) DO NOTHING`, [teamId]);
+  });
+  afterAll(async () => database?.close());
+
+  let factoryCount = 0;
+  async function newFactory(): Promise<string> {
+    const id = `fac_managed_${++factoryCount}`;
+    await database.db.query(`INSERT INTO factories (id, team_id, name, source) VALUES ($1, $2, $1, '{"type":"managed"}')`, [id, teamId]);
+    return id;
+  }
+  const mirror = (factoryId: string, dir = path.join(newDir(), 'fac.git')) => new ManagedRepository(dir, { db: database.db, factoryId });
+  const log = async (repo: ManagedRepository) => (await simpleGit(repo.dir).raw(['log', '--format=%H %an %at %s', 'main'])).trim().split('\n');
+
   it('commits whole trees on main, reads them back, and refuses a commit on a moved branch', async () => {
-    const repo = new ManagedRepository(path.join(newDir(), 'fac.git'));
+    const repo = mirror(await newFactory());
     expect(await repo.fetch()).toBeUndefined();
-    const first = await repo.commit([{ path: 'factory.yaml', content: 'name: m\n' }, { path: 'webhooks/a.yaml', content: 'x' }], { name: 'Ada', email: 'ada@example.com' }, 'create', undefined);
+    const first = await repo.commit([{ path: 'factory.yaml', content: 'name: m\n' }, { path: 'webhooks/a.yaml', content: 'x' }], ada, 'create', undefined);
     const snap = (await repo.fetch())!;
     expect(snap.revision).toBe(`main@sha1:${first}`);
     expect(snap.files.map((f) => f.path)).toEqual(['factory.yaml', 'webhooks/a.yaml']);
     expect(snap.commit).toMatchObject({ author: 'Ada <ada@example.com>', message: 'create' });
-    const second = await repo.commit([{ path: 'factory.yaml', content: 'name: m2\n' }], { name: 'Ada', email: 'ada@example.com' }, 'drop webhook', first);
+    const second = await repo.commit([{ path: 'factory.yaml', content: 'name: m2\n' }], ada, 'drop webhook', first);
     expect((await repo.fetch())!.files.map((f) => f.path)).toEqual(['factory.yaml']);
     await expect(repo.commit([], { name: 'x', email: 'y' }, 'stale', first)).rejects.toMatchObject({ reason: 'Conflict' });
     expect(await repo.head()).toBe(second);
     expect(readdirSync(repo.dir)).toContain('HEAD');
+  });
+
+  it('shares one history between processes through the database, with the same commit ids', async () => {
+    const factoryId = await newFactory();
+    const a = mirror(factoryId);
+    const b = mirror(factoryId);
+    const first = await a.commit([{ path: 'factory.yaml', content: 'name: shared\n' }], ada, 'one', undefined);
+    // b has never seen the commit: it takes it from the database and writes it under the same id
+    expect(await b.head()).toBe(first);
+    const second = await b.commit([{ path: 'factory.yaml', content: 'name: shared\n' }, { path: 'webhooks/b.yaml', content: 'authMode: token\n' }], ada, 'two', first);
+    // a's next write starts from b's commit, or is refused: never a tree that drops b's file
+    await expect(a.commit([{ path: 'factory.yaml', content: 'name: lost\n' }], ada, 'stale', first)).rejects.toMatchObject({ reason: 'Conflict' });
+    expect((await a.fetch())!.files.map((f) => f.path)).toEqual(['factory.yaml', 'webhooks/b.yaml']);
+    expect(await log(a)).toEqual(await log(b));
+    expect((await log(a))[0]).toMatch(new RegExp(`^${second} Ada `));
+  });
+
+  it('lets exactly one of two writes from the same head land, and the loser\'s mirror follows the winner', async () => {
+    const factoryId = await newFactory();
+    const a = mirror(factoryId);
+    const b = mirror(factoryId);
+    const base = await a.commit([{ path: 'factory.yaml', content: 'name: race\n' }], ada, 'base', undefined);
+    expect(await b.head()).toBe(base);
+    const results = await Promise.allSettled([
+      a.commit([{ path: 'factory.yaml', content: 'name: race\n' }, { path: 'webhooks/a.yaml', content: 'a' }], ada, 'from a', base),
+      b.commit([{ path: 'factory.yaml', content: 'name: race\n' }, { path: 'webhooks/b.yaml', content: 'b' }], ada, 'from b', base),
+    ]);
+    const won = results.filter((r) => r.status === 'fulfilled');
+    const lost = results.filter((r) => r.status === 'rejected');
+    expect(won).toHaveLength(1);
+    expect(lost).toHaveLength(1);
+    expect((lost[0] as PromiseRejectedResult).reason).toMatchObject({ reason: 'Conflict' });
+    const winner = (won[0] as PromiseFulfilledResult<string>).value;
+    expect(await a.head()).toBe(winner);
+    expect(await b.head()).toBe(winner);
+    expect(await log(a)).toEqual(await log(b));
+  });
+
+  it('rebuilds the whole history in an empty data directory', async () => {
+    const factoryId = await newFactory();
+    const a = mirror(factoryId);
+    let parent: string | undefined;
+    for (let i = 1; i <= 4; i++) parent = await a.commit([{ path: 'factory.yaml', content: `name: n${i}\n` }, { path: 'skills/s.md', content: `# ${i}\n` }], ada, `change ${i}`, parent);
+    const fresh = mirror(factoryId);
+    expect(await fresh.head()).toBe(parent);
+    expect(await log(fresh)).toEqual(await log(a));
+    expect((await fresh.fetch())!.files).toEqual([{ path: 'factory.yaml', content: 'name: n4\n' }, { path: 'skills/s.md', content: '# 4\n' }]);
+  });
+
+  it('records the history of a repository written before the database kept it', async () => {
+    // A repository with three commits and no record: what a data directory from an older release holds.
+    const old = mirror(await newFactory());
+    let parent: string | undefined;
+    for (let i = 1; i <= 3; i++) parent = await old.commit([{ path: 'factory.yaml', content: `name: old${i}\n` }, { path: 'notes.txt', content: `kept ${i}\n` }], ada, `old ${i}`, parent);
+    const legacyId = await newFactory();
+    const adopted = mirror(legacyId, old.dir);
+    expect(await adopted.head()).toBe(parent);
+    const rows = await database.db.query<{ seq: number; sha: string }>('SELECT seq, sha FROM managed_commits WHERE factory_id = $1 ORDER BY seq', [legacyId]);
+    expect(rows.rows.map((r) => r.seq)).toEqual([1, 2, 3]);
+    // another process rebuilds it from the record under the same ids, files of every kind included
+    const elsewhere = mirror(legacyId);
+    expect(await elsewhere.head()).toBe(parent);
+    expect(await log(elsewhere)).toEqual(await log(adopted));
+    expect((await elsewhere.fetch())!.files.map((f) => f.path)).toEqual(['factory.yaml', 'notes.txt']);
   });
 });
