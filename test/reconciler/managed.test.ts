@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
-import { applyManagedChange } from '../../src/reconciler/index.ts';
+import { applyManagedChange, controllerFor } from '../../src/reconciler/index.ts';
+import { getFactory } from '../../src/reconciler/plans.ts';
 import { ManagedRepository } from '../../src/sources/managed.ts';
 import { AppError } from '../../src/http/errors.ts';
 import { asFileList, automationMd, baseFiles, webhookYaml } from './fixtures.ts';
@@ -83,6 +84,21 @@ describe.each(ENGINES)('managed factories on %s', (engine) => {
     const { simpleGit } = await import('simple-git');
     const log = await simpleGit(repoDir).log(['main']);
     expect(log.all.map((c) => c.message)).toEqual(['test change', 'first version']);
+  });
+
+  it('never applies a managed commit that a newer one replaced', async () => {
+    const ctx = server.server.ctx;
+    const reconciler = controllerFor(ctx).reconciler;
+    const older = (await (reconciler.sourceFor((await getFactory(ctx.db, id))!) as ManagedRepository).fetch())!;
+    const newer = await applyManagedChange(ctx, id, (files) => [...files, { path: 'skills/notes.md', content: '# Notes\n' }], author);
+    expect(newer.result).toBe('applied');
+    // Another process still holding the older commit tries to apply it: skipped, the factory stays at the newer one.
+    const stale = await reconciler.reconcileSnapshot((await getFactory(ctx.db, id))!, older, { trigger: 'managed', explicit: true });
+    expect(stale).toMatchObject({ result: 'skipped', revision: older.revision });
+    expect(stale.message).toContain('no longer the head');
+    expect(await head()).toBe(newer.revision);
+    const undo = await applyManagedChange(ctx, id, (files) => files.filter((f) => f.path !== 'skills/notes.md'), author);
+    expect(undo.result).toBe('applied');
   });
 
   it('applyManagedChange refuses a repository-backed factory', async () => {
