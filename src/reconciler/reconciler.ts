@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ValidationContext } from '../definitions/context.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
@@ -76,8 +77,12 @@ function decide(factory: FactoryRow, revision: string, explicit: boolean): Decis
 
 const AUTOMATIC: ReadonlySet<ApplyTrigger> = new Set(['poll', 'watch', 'start']);
 const MAX_PLAN_ATTEMPTS = 5;
-/** Managed writes that lost the head to another process's commit start again this many times at most. */
-const MAX_MANAGED_ATTEMPTS = 5;
+/**
+ * Managed writes that lost the head to another process's commit start again this many times at most, after a
+ * random pause that grows with each attempt (so that two busy processes stop colliding).
+ */
+const MAX_MANAGED_ATTEMPTS = 20;
+const MANAGED_RETRY_PAUSE_MS = 10;
 
 function outcome(factoryId: string, partial: Partial<ApplyOutcome> & Pick<ApplyOutcome, 'result'>): ApplyOutcome {
   return { factoryId, revision: null, reason: null, message: null, errors: [], warnings: [], changes: [], applyId: null, transient: false, ...partial };
@@ -402,6 +407,7 @@ export class Reconciler {
           // Another process committed first: start again from its commit, so that both changes are kept.
           if (!isSourceError(err) || err.reason !== 'Conflict') throw err;
           if (attempt >= MAX_MANAGED_ATTEMPTS) throw new AppError('conflict', `factory ${factoryId} kept changing while this change was being committed; retry`);
+          await sleep(Math.random() * MANAGED_RETRY_PAUSE_MS * attempt);
           continue;
         }
         const snapshot: SourceSnapshot = {

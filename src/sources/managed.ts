@@ -107,7 +107,7 @@ export class ManagedRepository implements Source {
         message: message.endsWith('\n') ? message : `${message}\n`,
         files: files.map((f) => ({ path: f.path, content: f.content })).sort(byPath),
       };
-      commit.sha = await this.#import(commit);
+      commit.sha = await this.#import([commit]);
       try {
         await insertManagedCommits(this.#record.db, this.#record.factoryId, [commit]);
       } catch (err) {
@@ -141,10 +141,12 @@ export class ManagedRepository implements Source {
     const head = newer[newer.length - 1]!;
     const files = await managedCommitFiles(db, factoryId, [...new Set([...missing.map((c) => c.seq), head.seq])]);
     for (const commit of newer) commit.files = files.get(commit.seq) ?? [];
-    for (const commit of missing) {
-      const sha = await this.#import(commit);
-      if (sha !== commit.sha) {
-        throw new SourceError('terminal', 'HistoryMismatch', `${this.describe()}: commit ${commit.seq} imports as ${sha}, recorded as ${commit.sha}`);
+    if (missing.length > 0) {
+      // Each commit names its parent, so the last one's id covers the whole chain.
+      const last = missing[missing.length - 1]!;
+      const sha = await this.#import(missing);
+      if (sha !== last.sha) {
+        throw new SourceError('terminal', 'HistoryMismatch', `${this.describe()}: commit ${last.seq} imports as ${sha}, recorded as ${last.sha}`);
       }
     }
     await this.#pointBranchAt(head.sha);
@@ -152,29 +154,37 @@ export class ManagedRepository implements Source {
     return head;
   }
 
-  /** Writes one commit with git fast-import and answers its id; `main` points at it afterwards. */
-  async #import(commit: ManagedCommit): Promise<string> {
+  /**
+   * Writes commits, oldest first, in one git fast-import run and answers the last one's id; `main` points at
+   * it afterwards. A commit whose parent is in the same run refers to it by mark.
+   */
+  async #import(commits: readonly ManagedCommit[]): Promise<string> {
     await this.#repo();
     const chunks: Buffer[] = [];
     const data = (text: string): void => {
       const bytes = Buffer.from(text, 'utf8');
       chunks.push(Buffer.from(`data ${bytes.length}\n`), bytes, Buffer.from('\n'));
     };
-    // `reset` first: a commit without a parent must not take whatever `main` points at as one.
-    chunks.push(Buffer.from(`reset ${BRANCH_REF}\ncommit ${BRANCH_REF}\n`));
-    chunks.push(Buffer.from(`author ${commit.authorName} <${commit.authorEmail}> ${commit.authoredAt} +0000\ncommitter ${COMMITTER} ${commit.committedAt} +0000\n`));
-    data(commit.message);
-    if (commit.parentSha) chunks.push(Buffer.from(`from ${commit.parentSha}\n`));
-    chunks.push(Buffer.from('deleteall\n'));
-    for (const file of commit.files) {
-      chunks.push(Buffer.from(`M 100644 inline ${importPath(file.path)}\n`));
-      data(file.content);
+    const marks = new Map<string, number>();
+    for (const commit of commits) {
+      const mark = marks.size + 1;
+      // `reset` first: a commit without a parent must not take whatever `main` points at as one.
+      chunks.push(Buffer.from(`reset ${BRANCH_REF}\ncommit ${BRANCH_REF}\nmark :${mark}\n`));
+      chunks.push(Buffer.from(`author ${commit.authorName} <${commit.authorEmail}> ${commit.authoredAt} +0000\ncommitter ${COMMITTER} ${commit.committedAt} +0000\n`));
+      data(commit.message);
+      if (commit.parentSha) chunks.push(Buffer.from(`from ${marks.has(commit.parentSha) ? `:${marks.get(commit.parentSha)}` : commit.parentSha}\n`));
+      chunks.push(Buffer.from('deleteall\n'));
+      for (const file of commit.files) {
+        chunks.push(Buffer.from(`M 100644 inline ${importPath(file.path)}\n`));
+        data(file.content);
+      }
+      chunks.push(Buffer.from('\n'));
+      if (commit.sha) marks.set(commit.sha, mark);
     }
-    chunks.push(Buffer.from('\n'));
     await fastImport(this.#dir, Buffer.concat(chunks));
     const git = await this.#repo();
     const sha = (await git.raw(['rev-parse', '--verify', `${BRANCH_REF}^{commit}`])).trim();
-    if (!sha || sha === commit.parentSha) throw new Error('git fast-import did not advance the branch');
+    if (!sha || sha === commits[commits.length - 1]?.parentSha) throw new Error('git fast-import did not advance the branch');
     return sha;
   }
 
