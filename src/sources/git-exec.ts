@@ -118,16 +118,17 @@ const READ_EXTENSIONS = /\.(ya?ml|md)$/;
 
 /**
  * The files of `<treeish>` (a commit, or `commit:sub/path`) as loader inputs. Symbolic links are passed as
- * such (the loader reports them); submodules and other files are skipped.
+ * such (the loader reports them); submodules are skipped, and so are files the loader does not read unless
+ * `everyFile` (a managed repository's record keeps whole trees).
  */
-export async function readTree(git: SimpleGit, gitDir: string, treeish: string): Promise<FactoryFileInput[]> {
+export async function readTree(git: SimpleGit, gitDir: string, treeish: string, options: { everyFile?: boolean } = {}): Promise<FactoryFileInput[]> {
   const entries = parseLsTree(await git.raw(['ls-tree', '-r', '-z', '--full-tree', treeish]));
   const files: FactoryFileInput[] = [];
   const wanted: TreeEntry[] = [];
   for (const entry of entries) {
     if (entry.type !== 'blob') continue;
     if (entry.mode === '120000') files.push({ path: entry.path, content: '', symlink: true });
-    else if (READ_EXTENSIONS.test(entry.path)) wanted.push(entry);
+    else if (options.everyFile || READ_EXTENSIONS.test(entry.path)) wanted.push(entry);
   }
   const blobs = await readBlobs(gitDir, [...new Set(wanted.map((e) => e.object))]);
   for (const entry of wanted) files.push({ path: entry.path, content: blobs.get(entry.object)?.toString('utf8') ?? '' });

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import type { SimpleGit } from 'simple-git';
 import type { FactoryFileInput } from '../definitions/load.ts';
 import type { Db } from '../store/db.ts';
-import { BASE_GIT_ENV, inheritedEnv, openBareRepository, parseLsTree, readBlobs } from './git-exec.ts';
+import { BASE_GIT_ENV, inheritedEnv, openBareRepository, readTree } from './git-exec.ts';
 import type { ManagedCommit } from './managed-commits.ts';
 import { insertManagedCommits, isCommitTaken, listManagedCommits, managedCommitFiles } from './managed-commits.ts';
 import { SerialQueue } from './mutex.ts';
@@ -166,8 +166,8 @@ export class ManagedRepository implements Source {
       chunks.push(Buffer.from(`data ${bytes.length}\n`), bytes, Buffer.from('\n'));
     };
     const marks = new Map<string, number>();
-    for (const commit of commits) {
-      const mark = marks.size + 1;
+    for (const [i, commit] of commits.entries()) {
+      const mark = i + 1;
       // `reset` first: a commit without a parent must not take whatever `main` points at as one.
       chunks.push(Buffer.from(`reset ${BRANCH_REF}\ncommit ${BRANCH_REF}\nmark :${mark}\n`));
       chunks.push(Buffer.from(`author ${commit.authorName} <${commit.authorEmail}> ${commit.authoredAt} +0000\ncommitter ${COMMITTER} ${commit.committedAt} +0000\n`));
@@ -182,16 +182,14 @@ export class ManagedRepository implements Source {
       if (commit.sha) marks.set(commit.sha, mark);
     }
     await fastImport(this.#dir, Buffer.concat(chunks));
-    const git = await this.#repo();
-    const sha = (await git.raw(['rev-parse', '--verify', `${BRANCH_REF}^{commit}`])).trim();
+    const sha = await this.#branchHead();
     if (!sha || sha === commits[commits.length - 1]?.parentSha) throw new Error('git fast-import did not advance the branch');
     return sha;
   }
 
   async #pointBranchAt(sha: string | undefined): Promise<void> {
+    if ((await this.#branchHead()) === sha) return;
     const git = await this.#repo();
-    const current = (await git.raw(['rev-parse', '--verify', '--quiet', `${BRANCH_REF}^{commit}`]).catch(() => '')).trim() || undefined;
-    if (current === sha) return;
     if (sha) await git.raw(['update-ref', BRANCH_REF, sha]);
     else await git.raw(['update-ref', '-d', BRANCH_REF]);
   }
@@ -202,12 +200,16 @@ export class ManagedRepository implements Source {
    * its history wins and this mirror follows it at the next sync.
    */
   async #adopt(): Promise<boolean> {
-    const git = await this.#repo();
-    const head = (await git.raw(['rev-parse', '--verify', '--quiet', `${BRANCH_REF}^{commit}`]).catch(() => '')).trim();
+    const head = await this.#branchHead();
     if (!head) return false;
+    const git = await this.#repo();
     const shas = (await git.raw(['rev-list', '--reverse', '--first-parent', head])).split('\n').filter(Boolean);
     const commits: ManagedCommit[] = [];
-    for (const [i, sha] of shas.entries()) commits.push({ ...parseCommitObject(await git.raw(['cat-file', 'commit', sha])), seq: i + 1, sha, files: await this.#treeFiles(git, sha) });
+    for (const [i, sha] of shas.entries()) {
+      // A managed tree holds regular files only (fast-import writes every one as 100644).
+      const files = (await readTree(git, this.#dir, sha, { everyFile: true })).map((f) => ({ path: f.path, content: f.content }));
+      commits.push({ ...parseCommitObject(await git.raw(['cat-file', 'commit', sha])), seq: i + 1, sha, files });
+    }
     try {
       await insertManagedCommits(this.#record.db, this.#record.factoryId, commits);
     } catch (err) {
@@ -216,10 +218,10 @@ export class ManagedRepository implements Source {
     return true;
   }
 
-  async #treeFiles(git: SimpleGit, sha: string): Promise<FactoryFileInput[]> {
-    const entries = parseLsTree(await git.raw(['ls-tree', '-r', '-z', '--full-tree', sha])).filter((e) => e.type === 'blob');
-    const blobs = await readBlobs(this.#dir, [...new Set(entries.map((e) => e.object))]);
-    return entries.map((e) => ({ path: e.path, content: blobs.get(e.object)?.toString('utf8') ?? '' })).sort(byPath);
+  /** The commit `main` of this mirror points at, or undefined. */
+  async #branchHead(): Promise<string | undefined> {
+    const git = await this.#repo();
+    return (await git.raw(['rev-parse', '--verify', '--quiet', `${BRANCH_REF}^{commit}`]).catch(() => '')).trim() || undefined;
   }
 }
 
