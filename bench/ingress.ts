@@ -13,17 +13,22 @@
  * 3. p50/p99 latency at half of the measured maximum rate.
  * 4. RSS of the server process after 10,000 deliveries and after --rss-deliveries (or as many as fit in
  *    --rss-minutes). Target ≤ 1.5×.
+ * 5. Where the CPU goes in the measured rounds of 1 and 2 (from /proc): µs per request of each stage — the
+ *    server's HTTP thread, its database (PGlite's thread, or the PostgreSQL backends), V8's and libuv's helper
+ *    threads, the load generator — and how many of the machine's cores were busy. Their quotient, the ratio
+ *    the two servers would show if both kept every core busy, tells CPU cost apart from idle time.
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Webhook } from 'standardwebhooks';
 import { openPostgres } from '../src/store/pg.ts';
 import { startPostgresServer } from '../test/support/postgres-server.ts';
+import { processTreeCpu, threadCpu, threadCpuSince } from './support/cpu.ts';
 import type { PostgresServer } from '../test/support/postgres-server.ts';
 
 const { values } = parseArgs({
@@ -126,6 +131,8 @@ function requestFor(mode: Mode, target: Child['info'], baseline: boolean) {
 
 interface Load {
   rps: number;
+  /** Seconds the load ran (autocannon's own count). */
+  seconds: number;
   p50: number;
   p99: number;
   non2xx: number;
@@ -144,6 +151,7 @@ async function load(mode: Mode, target: Child['info'], baseline: boolean, option
   });
   return {
     rps: result.requests.average,
+    seconds: result.duration,
     p50: result.latency.p50,
     p99: result.latency.p99,
     non2xx: result.non2xx,
@@ -193,13 +201,16 @@ async function throughput(): Promise<void> {
       let ours = 0;
       let base = 0;
       let failures = 0;
+      const oursCpu = new CpuTally();
+      const bareCpu = new CpuTally();
       for (let round = 0; round < ROUNDS; round++) {
-        const o = await load(mode, server.info, false, {});
-        const b = await load(mode, bare.info, true, {});
+        const o = await oursCpu.measure(server, engine, () => load(mode, server.info, false, {}));
+        const b = await bareCpu.measure(bare, undefined, () => load(mode, bare.info, true, {}));
         ours += o.rps / ROUNDS;
         base += b.rps / ROUNDS;
         failures += o.non2xx + o.errors;
       }
+      cpuLines.push(cpuRow(engine, mode, oursCpu, bareCpu));
       const rate = Math.floor(ours / 2);
       const half = await load(mode, server.info, false, { rate });
       const baseHalf = await load(mode, bare.info, true, { rate });
@@ -210,6 +221,65 @@ async function throughput(): Promise<void> {
     }
     await server.stop();
   }
+}
+
+/** CPU seconds by stage over the measured rounds of one server, and the requests they answered. */
+class CpuTally {
+  readonly seconds = new Map<string, number>();
+  requests = 0;
+  wall = 0;
+
+  async measure(target: Child, engine: 'pglite' | 'postgres' | undefined, run: () => Promise<Load>): Promise<Load> {
+    const pid = target.child.pid!;
+    const postmaster = engine === 'postgres' ? pg?.postmasterPid() : undefined;
+    const threadsBefore = threadCpu(pid);
+    const dbBefore = postmaster === undefined ? 0 : processTreeCpu(postmaster);
+    const loadBefore = process.cpuUsage();
+    const result = await run();
+    const loadSpent = process.cpuUsage(loadBefore);
+    const threads = threadCpuSince(threadsBefore, threadCpu(pid));
+    const add = (stage: string, seconds: number) => this.seconds.set(stage, (this.seconds.get(stage) ?? 0) + seconds);
+    for (const [name, seconds] of threads) {
+      if (engine === undefined) add('server', seconds);
+      else if (name === 'MainThread') add('http', seconds);
+      else if (name === 'WorkerThread') add('database', seconds);
+      else add('helpers', seconds);
+    }
+    if (postmaster !== undefined) add('database', processTreeCpu(postmaster) - dbBefore);
+    add('load generator', (loadSpent.user + loadSpent.system) / 1e6);
+    this.requests += result.total;
+    this.wall += result.seconds;
+    return result;
+  }
+
+  /** µs of CPU per request in a stage. */
+  perRequest(stage: string): number {
+    return ((this.seconds.get(stage) ?? 0) * 1e6) / Math.max(1, this.requests);
+  }
+
+  get totalPerRequest(): number {
+    let total = 0;
+    for (const stage of this.seconds.keys()) total += this.perRequest(stage);
+    return total;
+  }
+
+  get coresBusy(): number {
+    let total = 0;
+    for (const seconds of this.seconds.values()) total += seconds;
+    return total / Math.max(1e-9, this.wall);
+  }
+}
+
+const cpuLines: string[] = [];
+
+function cpuRow(engine: string, mode: Mode, ours: CpuTally, bare: CpuTally): string {
+  const us = (n: number) => fmt(n, 1);
+  return (
+    `| ${engine} | ${mode === 'token' ? 'token' : 'Standard Webhooks signature'} | ${us(ours.perRequest('http'))} | ${us(ours.perRequest('database'))} | ` +
+    `${us(ours.perRequest('helpers'))} | ${us(ours.perRequest('load generator'))} | ${us(ours.totalPerRequest)} | ${fmt(ours.coresBusy, 2)} | ` +
+    `${us(bare.perRequest('server'))} | ${us(bare.perRequest('load generator'))} | ${us(bare.totalPerRequest)} | ${fmt(bare.coresBusy, 2)} | ` +
+    `**${fmt(bare.totalPerRequest / ours.totalPerRequest, 2)}** |`
+  );
 }
 
 async function rss(): Promise<void> {
@@ -243,6 +313,12 @@ try {
     report('| engine | mode | Agentyard accepted/s | bare node:http 202/s | ratio | latency at half the max rate | non-2xx + errors |');
     report('| --- | --- | ---: | ---: | ---: | --- | ---: |');
     await throughput();
+    report(`\nCPU per request in the measured rounds, µs (from /proc; ${availableParallelism()} cores on this machine)\n`);
+    report(
+      '| engine | mode | HTTP thread | database | V8/libuv helpers | load generator | all | cores busy | bare server | its load generator | all (bare) | cores busy (bare) | ratio at equal CPU |',
+    );
+    report('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    for (const line of cpuLines) report(line);
   }
   if (!values['skip-rss']) {
     report('\nMemory (token mode, RSS of the server process)\n');

@@ -30,6 +30,8 @@ export async function freePort(): Promise<number> {
 
 export interface PostgresServer {
   url: string;
+  /** The postmaster's PID (its backends are its children), once it has written postmaster.pid. */
+  postmasterPid(): number | undefined;
   stop(): Promise<void>;
 }
 
@@ -92,14 +94,19 @@ export async function startPostgresServer(): Promise<PostgresServer> {
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+  const postmasterPid = (): number | undefined => {
+    const pidFile = path.join(dataDir, 'postmaster.pid');
+    const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split('\n')[0]) : NaN;
+    return Number.isInteger(pid) ? pid : undefined;
+  };
   return {
     url,
+    postmasterPid,
     async stop() {
       if (child.exitCode === null) {
         // Signal the postmaster itself: runuser does not pass signals on.
-        const pidFile = path.join(dataDir, 'postmaster.pid');
-        const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split('\n')[0]) : NaN;
-        if (Number.isInteger(pid)) process.kill(pid, 'SIGINT');
+        const pid = postmasterPid();
+        if (pid !== undefined) process.kill(pid, 'SIGINT');
         else child.kill('SIGINT');
         await Promise.race([new Promise((r) => child.once('exit', r)), new Promise((r) => setTimeout(r, 10_000))]);
       }
