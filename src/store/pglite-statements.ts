@@ -9,10 +9,13 @@
 import type { PGlite, Results } from '@electric-sql/pglite';
 import { parse, protocol } from '@electric-sql/pglite';
 import type { SqlValue } from './db.ts';
+import { Latin1Bytes } from './pglite-protocol.ts';
 
 const { serialize } = protocol;
 
 const BYTEA_OID = 17;
+
+type BindValue = string | Uint8Array | Latin1Bytes | null;
 
 interface Prepared {
   name: string;
@@ -63,7 +66,8 @@ export class PgliteStatements {
       if (value === null || value === undefined) return null;
       const type = statement.paramTypes[i] ?? 0;
       // bytea travels as its bytes (binary format), as `pg` sends it, rather than as hex text in JavaScript
-      if (type === BYTEA_OID && value instanceof Uint8Array) return value;
+      if (type === BYTEA_OID && (value instanceof Uint8Array || value instanceof Latin1Bytes)) return value;
+      if (value instanceof Latin1Bytes) value = Buffer.from(value.latin1, 'latin1');
       const serializer = pglite.serializers[type];
       return serializer ? serializer(value) : String(value);
     });
@@ -122,8 +126,9 @@ export class BindMessage {
    * A string is a value in text format (as PGlite's serializers write them), bytes are a value in binary format
    * (bytea's is its bytes), null is SQL NULL.
    */
-  bindAndExecute(statement: string, values: readonly (string | Uint8Array | null)[]): Uint8Array {
-    const binary = values.some((value) => value instanceof Uint8Array);
+  bindAndExecute(statement: string, values: readonly BindValue[]): Uint8Array {
+    const isBinary = (value: BindValue) => value instanceof Uint8Array || value instanceof Latin1Bytes;
+    const binary = values.some(isBinary);
     let size = 1 + 4 + 1 + Buffer.byteLength(statement) + 1 + 2 + (binary ? 2 * values.length : 0) + 2 + 2;
     for (const value of values) size += 4 + (value === null ? 0 : typeof value === 'string' ? Buffer.byteLength(value) : value.length);
     const total = size + DESCRIBE_EXECUTE_SYNC.length;
@@ -141,7 +146,7 @@ export class BindMessage {
       out.writeUInt16BE(values.length, at);
       at += 2;
       for (const value of values) {
-        out.writeUInt16BE(value instanceof Uint8Array ? 1 : 0, at);
+        out.writeUInt16BE(isBinary(value) ? 1 : 0, at);
         at += 2;
       }
     } else {
@@ -156,6 +161,10 @@ export class BindMessage {
         at += 4;
       } else if (typeof value === 'string') {
         const written = out.write(value, at + 4);
+        out.writeInt32BE(written, at);
+        at += 4 + written;
+      } else if (value instanceof Latin1Bytes) {
+        const written = out.write(value.latin1, at + 4, 'latin1');
         out.writeInt32BE(written, at);
         at += 4 + written;
       } else {

@@ -6,7 +6,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Db, QueryResult, Queryable, SqlValue } from './db.ts';
 import type { PgliteWorkerData, Reply, Request } from './pglite-protocol.ts';
-import { deserializeError } from './pglite-protocol.ts';
+import { deserializeError, encodeParams } from './pglite-protocol.ts';
 
 type ResultReply = Extract<Reply, { kind: 'result' }>;
 type RequestBody = Request extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
@@ -106,7 +106,7 @@ export async function openPgliteThread(options: PgliteWorkerData): Promise<Db> {
   };
 
   const query = async <Row>(text: string, params: readonly SqlValue[] | undefined, tx?: number): Promise<QueryResult<Row>> => {
-    const reply = await call({ op: 'query', text, ...(params ? { params } : {}), ...(tx !== undefined ? { tx } : {}) });
+    const reply = await call({ op: 'query', text, ...(params ? { params: encodeParams(params) } : {}), ...(tx !== undefined ? { tx } : {}) });
     return { rows: (reply.rows ?? []) as Row[], rowCount: reply.rowCount ?? 0 };
   };
 

@@ -9,7 +9,7 @@ import { PGlite } from '@electric-sql/pglite';
 import type { Db, Queryable } from './db.ts';
 import { wrapPglite } from './pglite.ts';
 import type { PgliteWorkerData, Reply, Request } from './pglite-protocol.ts';
-import { serializeError } from './pglite-protocol.ts';
+import { decodeParams, serializeError } from './pglite-protocol.ts';
 
 type EndRequest = Extract<Request, { op: 'end' }>;
 type TxRequest = Extract<Request, { op: 'query' }> | EndRequest;
@@ -83,7 +83,7 @@ async function main(port: MessagePort, data: PgliteWorkerData): Promise<void> {
           if (!request.commit) throw ROLLBACK;
           return;
         }
-        const result = tx.query(request.text, request.params);
+        const result = tx.query(request.text, request.params && decodeParams(request.params, true));
         answer(request.id, result);
         last = result.catch(() => {});
       }
@@ -108,7 +108,7 @@ async function main(port: MessagePort, data: PgliteWorkerData): Promise<void> {
           else send({ kind: 'error', id: request.id, error: serializeError(new Error(`transaction ${request.tx} is not open`)) });
           return;
         }
-        answer(request.id, db.query(request.text, request.params));
+        answer(request.id, db.query(request.text, request.params && decodeParams(request.params, false)));
         return;
       }
       case 'end': {

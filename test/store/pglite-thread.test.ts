@@ -36,6 +36,22 @@ describe('PGlite in a thread', () => {
     expect((await db.query('UPDATE items SET label = label WHERE id > 0')).rowCount).toBe(1);
   });
 
+  it('carries any bytes exactly, in and out of a transaction, from a view into a larger buffer, and empty', async () => {
+    // every byte value, including sequences that are not UTF-8; the bytes cross the thread as a latin1 string
+    const every = Buffer.from(Array.from({ length: 512 }, (_, i) => (i * 7) % 256));
+    const backing = Buffer.concat([Buffer.from('before'), every, Buffer.from('after')]);
+    const view = new Uint8Array(backing.buffer, backing.byteOffset + 6, every.length);
+    await db.exec('CREATE TABLE blobs (id int PRIMARY KEY, blob bytea NOT NULL)');
+    await db.query('INSERT INTO blobs VALUES ($1, $2), ($3, $4)', [1, view, 2, new Uint8Array(0)]);
+    await db.transaction(async (tx) => {
+      await tx.query('INSERT INTO blobs VALUES ($1, $2)', [3, every]);
+    });
+    const { rows } = await db.query<{ id: number; blob: Uint8Array }>('SELECT id, blob FROM blobs ORDER BY id');
+    expect(rows.map((r) => Buffer.from(r.blob).toString('hex'))).toEqual([every.toString('hex'), '', every.toString('hex')]);
+    const { rows: compared } = await db.query<{ same: boolean }>('SELECT blob = $1 AS same FROM blobs WHERE id = 1', [every]);
+    expect(compared[0]!.same).toBe(true);
+  });
+
   it('raises database errors with their SQLSTATE code and constraint', async () => {
     await db.query("INSERT INTO items (id, label) VALUES (2, 'two')");
     const err = await db.query("INSERT INTO items (id, label) VALUES (2, 'again')").catch((e: unknown) => e);
