@@ -14,11 +14,20 @@ export interface AuthRequest {
 
 export type AuthOutcome = { ok: true; providerDeliveryId: string | undefined } | { ok: false; reason: string };
 
-/** Constant-time equality of two strings of any lengths (compares fixed-size digests). */
-export function secretsEqual(given: string, expected: string): boolean {
-  const a = hash('sha256', given, 'buffer');
-  const b = hash('sha256', expected, 'buffer');
-  return timingSafeEqual(a, b);
+// A route's secret never changes (a rotation or an apply makes a new route), so its digest is made once.
+const secretDigests = new WeakMap<WebhookRoute, Buffer>();
+
+/**
+ * Constant-time equality of a credential of any length with the route's secret: fixed-size digests are
+ * compared, the secret's made once per route.
+ */
+function matchesRouteSecret(given: string, route: WebhookRoute, secret: string): boolean {
+  let expected = secretDigests.get(route);
+  if (!expected) {
+    expected = hash('sha256', secret, 'buffer');
+    secretDigests.set(route, expected);
+  }
+  return timingSafeEqual(hash('sha256', given, 'buffer'), expected);
 }
 
 function bearer(headers: HeaderMap): string | undefined {
@@ -37,11 +46,11 @@ export function authenticate(route: WebhookRoute, request: AuthRequest): AuthOut
     case 'token': {
       const token = bearer(request.headers);
       if (token === undefined) return { ok: false, reason: 'send the webhook secret as "Authorization: Bearer <secret>"' };
-      return secretsEqual(token, secret) ? { ok: true, providerDeliveryId: undefined } : { ok: false, reason: 'the bearer token is wrong' };
+      return matchesRouteSecret(token, route, secret) ? { ok: true, providerDeliveryId: undefined } : { ok: false, reason: 'the bearer token is wrong' };
     }
     case 'url_token': {
       if (request.urlToken === undefined) return { ok: false, reason: 'this webhook takes its token as the last segment of the URL' };
-      return secretsEqual(request.urlToken, secret) ? { ok: true, providerDeliveryId: undefined } : { ok: false, reason: 'the URL token is wrong' };
+      return matchesRouteSecret(request.urlToken, route, secret) ? { ok: true, providerDeliveryId: undefined } : { ok: false, reason: 'the URL token is wrong' };
     }
     case 'signature': {
       if (!route.scheme) return { ok: false, reason: `the signature scheme "${route.schemeId ?? ''}" is not supported` };
