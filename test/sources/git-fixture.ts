@@ -4,6 +4,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { simpleGit } from 'simple-git';
 import type { SimpleGit } from 'simple-git';
+import { afterAll } from 'vitest';
+
+// Remotes a test file did not close are removed when the file's tests are done.
+const openRoots = new Set<string>();
+afterAll(() => {
+  for (const root of openRoots) rmSync(root, { recursive: true, force: true });
+  openRoots.clear();
+});
 
 /** A real remote for source tests: a bare repository and a working clone that commits and pushes to it. */
 export interface GitRemote {
@@ -20,6 +28,7 @@ export interface GitRemote {
 
 export async function createGitRemote(): Promise<GitRemote> {
   const root = mkdtempSync(path.join(tmpdir(), 'agentyard-git-'));
+  openRoots.add(root);
   const bare = path.join(root, 'remote.git');
   const work = path.join(root, 'work');
   await mkdir(bare);
@@ -57,6 +66,7 @@ export async function createGitRemote(): Promise<GitRemote> {
       return sha;
     },
     close() {
+      openRoots.delete(root);
       rmSync(root, { recursive: true, force: true });
     },
   };
