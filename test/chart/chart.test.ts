@@ -4,11 +4,11 @@
  * installed), and a server-side dry-run apply of what the chart renders.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { REQUIRE_KUBERNETES, kubernetesAvailability, startKubernetes } from '../operator/k8s.ts';
 import type { KubernetesTestEnv } from '../operator/k8s.ts';
@@ -192,6 +192,7 @@ describe.skipIf(availability.missing !== undefined)('Helm chart', () => {
     it.each(Object.keys(VALUE_SETS))('validates what the %s values render with kubeconform', async (set) => {
       const { text } = await render(set);
       const dir = mkdtempSync(path.join(tmpdir(), 'agentyard-chart-'));
+      onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
       const file = path.join(dir, `${set}.yaml`);
       writeFileSync(file, text);
       const { stdout } = await run(bin('kubeconform'), [...kubeconform, file], { maxBuffer: 16 << 20 });
@@ -202,6 +203,7 @@ describe.skipIf(availability.missing !== undefined)('Helm chart', () => {
 
     it('validates the CRD and a Factory manifest with kubeconform', async () => {
       const dir = mkdtempSync(path.join(tmpdir(), 'agentyard-factory-'));
+      onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
       const file = path.join(dir, 'factory.yaml');
       writeFileSync(
         file,
