@@ -1,6 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, chownSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, chownSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -39,7 +39,42 @@ export interface PostgresServer {
  * Starts a throwaway PostgreSQL server on a free loopback port in a temporary directory. PostgreSQL refuses
  * to run as root, so as root it runs as the `postgres` system user that Debian's package creates.
  */
+const STALE_AFTER_MS = 60 * 60_000;
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes the directories of servers that a killed test or benchmark run left behind (stop() removes its own):
+ * older than an hour and without a running postmaster. Each holds a data directory of up to several GB.
+ */
+export function removeStalePostgresDirs(root = tmpdir(), now = Date.now()): string[] {
+  const removed: string[] = [];
+  for (const entry of readdirSync(root)) {
+    if (!entry.startsWith('agentyard-pg-')) continue;
+    const dir = path.join(root, entry);
+    try {
+      if (now - statSync(dir).mtimeMs < STALE_AFTER_MS) continue;
+      const pidFile = path.join(dir, 'data', 'postmaster.pid');
+      const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split('\n')[0]) : NaN;
+      if (Number.isInteger(pid) && isRunning(pid)) continue;
+      rmSync(dir, { recursive: true, force: true });
+      removed.push(dir);
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return removed;
+}
+
 export async function startPostgresServer(): Promise<PostgresServer> {
+  removeStalePostgresDirs();
   const bin = findPostgresBin();
   if (!bin) throw new Error('PostgreSQL server binaries not found (apt-get install postgresql, or set AGENTYARD_PG_BIN)');
   const dir = mkdtempSync(path.join(tmpdir(), 'agentyard-pg-'));
