@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CoordinationV1Api } from '@kubernetes/client-node';
@@ -63,14 +63,17 @@ describe.skipIf(availability.missing !== undefined || !ENGINES.includes('postgre
   const processes: OperatorProcess[] = [];
   const adminKey = generateApiKey();
 
+  const dataDirs: string[] = [];
   const startProcess = (identity: string): OperatorProcess => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), `agentyard-${identity}-`));
+    dataDirs.push(dataDir);
     const child = spawn(process.execPath, [path.join(ROOT, 'bin/agentyard.js'), 'operator', '--port', '0', '--host', '127.0.0.1'], {
       cwd: ROOT,
       env: {
         ...process.env,
         KUBECONFIG: k8s.kubeconfig,
         DATABASE_URL: database.url!,
-        AGENTYARD_DATA_DIR: mkdtempSync(path.join(tmpdir(), `agentyard-${identity}-`)),
+        AGENTYARD_DATA_DIR: dataDir,
         AGENTYARD_MASTER_KEY: TEST_MASTER_KEY,
         AGENTYARD_BOOTSTRAP_API_KEY: adminKey,
         AGENTYARD_NAMESPACE: namespace,
@@ -126,6 +129,7 @@ describe.skipIf(availability.missing !== undefined || !ENGINES.includes('postgre
       if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
       await p.exited;
     }
+    for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
     remote?.close();
     await database?.close();
     await k8s?.stop();
