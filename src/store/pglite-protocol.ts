@@ -1,20 +1,9 @@
 /**
  * Messages between the service's thread and the thread that runs PGlite (src/store/pglite-thread.ts and
  * src/store/pglite-worker.ts). Values cross by structured clone: Date and plain objects keep their types;
- * bytes (a Buffer or Uint8Array parameter) cross as a one-byte string, see BytesParam.
+ * bytes (a Buffer or Uint8Array parameter) cross as a one-byte string, see encodeParams.
  */
 import type { SqlValue } from './db.ts';
-
-/**
- * Bytes as a parameter crosses to PGlite's thread: their latin1 string (one character per byte, exact for any
- * bytes). A Uint8Array would arrive as a new ArrayBuffer, and V8 counts ArrayBuffer bytes allocated since the
- * last mark-compact against the old generation's headroom: under the ingress benchmark (a group's payloads,
- * ≈ 19 KB, every ≈ 1.4 ms) PGlite's thread then ran a full mark-compact every 160–200 ms. A string lives on the
- * young generation and dies in a scavenge.
- */
-export interface BytesParam {
-  latin1: string;
-}
 
 /** Bytes held as their latin1 string on PGlite's thread, written into the Bind message as they are. */
 export class Latin1Bytes {
@@ -29,26 +18,36 @@ export class Latin1Bytes {
   }
 }
 
-function isBytesParam(value: unknown): value is BytesParam {
-  return typeof value === 'object' && value !== null && typeof (value as Partial<BytesParam>).latin1 === 'string' && Object.keys(value).length === 1;
-}
-
-/** The parameters of a query as they cross to PGlite's thread. */
-export function encodeParams(params: readonly SqlValue[]): SqlValue[] {
-  return params.map((value) =>
-    value instanceof Uint8Array ? ({ latin1: Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('latin1') } satisfies BytesParam) : value,
-  );
+/**
+ * The parameters of a query as they cross to PGlite's thread. Bytes (a Buffer or Uint8Array) cross as their
+ * latin1 string (one character per byte, exact for any bytes), their positions listed in `bytesAt`. A
+ * Uint8Array would arrive as a new ArrayBuffer, and V8 counts ArrayBuffer bytes allocated since the last
+ * mark-compact against the old generation's headroom: under the ingress benchmark (a group's payloads, ≈ 19 KB,
+ * every ≈ 1.4 ms) PGlite's thread then ran a full mark-compact every 160–200 ms. A string lives on the young
+ * generation and dies in a scavenge.
+ */
+export function encodeParams(params: readonly SqlValue[]): { params: SqlValue[]; bytesAt?: number[] } {
+  const bytesAt: number[] = [];
+  const encoded = params.map((value, i) => {
+    if (!(value instanceof Uint8Array)) return value;
+    bytesAt.push(i);
+    return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('latin1');
+  });
+  return bytesAt.length > 0 ? { params: encoded, bytesAt } : { params: encoded };
 }
 
 /**
  * The parameters of a query as PGlite's thread runs them: bytes stay a string until they are written into
  * the Bind message (Latin1Bytes), or become a Buffer for `PGlite.query` (`asBuffers`, inside a transaction).
  */
-export function decodeParams(params: readonly SqlValue[], asBuffers: boolean): SqlValue[] {
-  return params.map((value) => {
-    if (!isBytesParam(value)) return value;
-    return asBuffers ? Buffer.from(value.latin1, 'latin1') : new Latin1Bytes(value.latin1);
-  });
+export function decodeParams(params: readonly SqlValue[], bytesAt: readonly number[] | undefined, asBuffers: boolean): readonly SqlValue[] {
+  if (!bytesAt) return params;
+  const decoded = [...params];
+  for (const i of bytesAt) {
+    const latin1 = decoded[i] as string;
+    decoded[i] = asBuffers ? Buffer.from(latin1, 'latin1') : new Latin1Bytes(latin1);
+  }
+  return decoded;
 }
 
 export interface PgliteWorkerData {
@@ -60,7 +59,8 @@ export interface PgliteWorkerData {
 }
 
 export type Request =
-  | { op: 'query'; id: number; text: string; params?: readonly SqlValue[]; tx?: number }
+  /** `bytesAt`: the positions in `params` of bytes, sent as latin1 strings (encodeParams). */
+  | { op: 'query'; id: number; text: string; params?: readonly SqlValue[]; bytesAt?: number[]; tx?: number }
   | { op: 'exec'; id: number; sql: string }
   | { op: 'begin'; id: number }
   | { op: 'end'; id: number; tx: number; commit: boolean }

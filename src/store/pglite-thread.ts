@@ -106,7 +106,7 @@ export async function openPgliteThread(options: PgliteWorkerData): Promise<Db> {
   };
 
   const query = async <Row>(text: string, params: readonly SqlValue[] | undefined, tx?: number): Promise<QueryResult<Row>> => {
-    const reply = await call({ op: 'query', text, ...(params ? { params: encodeParams(params) } : {}), ...(tx !== undefined ? { tx } : {}) });
+    const reply = await call({ op: 'query', text, ...(params ? encodeParams(params) : {}), ...(tx !== undefined ? { tx } : {}) });
     return { rows: (reply.rows ?? []) as Row[], rowCount: reply.rowCount ?? 0 };
   };
 

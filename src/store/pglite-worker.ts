@@ -83,7 +83,7 @@ async function main(port: MessagePort, data: PgliteWorkerData): Promise<void> {
           if (!request.commit) throw ROLLBACK;
           return;
         }
-        const result = tx.query(request.text, request.params && decodeParams(request.params, true));
+        const result = tx.query(request.text, request.params && decodeParams(request.params, request.bytesAt, true));
         answer(request.id, result);
         last = result.catch(() => {});
       }
@@ -108,7 +108,7 @@ async function main(port: MessagePort, data: PgliteWorkerData): Promise<void> {
           else send({ kind: 'error', id: request.id, error: serializeError(new Error(`transaction ${request.tx} is not open`)) });
           return;
         }
-        answer(request.id, db.query(request.text, request.params && decodeParams(request.params, false)));
+        answer(request.id, db.query(request.text, request.params && decodeParams(request.params, request.bytesAt, false)));
         return;
       }
       case 'end': {

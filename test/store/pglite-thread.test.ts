@@ -50,6 +50,13 @@ describe('PGlite in a thread', () => {
     expect(rows.map((r) => Buffer.from(r.blob).toString('hex'))).toEqual([every.toString('hex'), '', every.toString('hex')]);
     const { rows: compared } = await db.query<{ same: boolean }>('SELECT blob = $1 AS same FROM blobs WHERE id = 1', [every]);
     expect(compared[0]!.same).toBe(true);
+    // values beside the bytes keep their types, including an object shaped like the bytes' own encoding
+    const { rows: mixed } = await db.query<{ doc: unknown; label: string; blob: Uint8Array }>(
+      'SELECT $1::jsonb AS doc, $2::text AS label, $3::bytea AS blob',
+      [{ latin1: 'not bytes' }, 'ÿ text', Buffer.from([0xff, 0x00])],
+    );
+    expect(mixed[0]).toMatchObject({ doc: { latin1: 'not bytes' }, label: 'ÿ text' });
+    expect(Buffer.from(mixed[0]!.blob).toString('hex')).toBe('ff00');
   });
 
   it('raises database errors with their SQLSTATE code and constraint', async () => {
