@@ -32,5 +32,5 @@ COPY --chown=root:root src ./src
 USER 10001:10001
 EXPOSE 8080
 VOLUME ["/data"]
-ENTRYPOINT ["/usr/bin/tini", "--", "node", "bin/agentyard.js"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "--max-semi-space-size=16", "bin/agentyard.js"]
 CMD ["serve"]

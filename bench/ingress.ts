@@ -57,8 +57,11 @@ interface Child {
   stop(): Promise<void>;
 }
 
-async function startChild(script: string, env: Record<string, string>): Promise<Child> {
-  const child = spawn(process.execPath, [script], {
+/** Node's flags for Agentyard's server, as the Dockerfile, `npm start` and the `agentyard` command run it. */
+const SERVICE_NODE_FLAGS = ['--max-semi-space-size=16'];
+
+async function startChild(script: string, env: Record<string, string>, nodeFlags: string[] = []): Promise<Child> {
+  const child = spawn(process.execPath, [...nodeFlags, script], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', AGENTYARD_MASTER_KEY: 'b'.repeat(64), ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -178,7 +181,7 @@ async function startUnderTest(engine: 'pglite' | 'postgres'): Promise<Child> {
     await admin.close();
     env.DATABASE_URL = pg.url.replace(/\/postgres$/, `/${name}`);
   }
-  serverUnderTest = await startChild('bench/ingress-server.ts', env);
+  serverUnderTest = await startChild('bench/ingress-server.ts', env, SERVICE_NODE_FLAGS);
   return serverUnderTest;
 }
 

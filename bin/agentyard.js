@@ -1,5 +1,6 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=16
 // The `agentyard` command. Sources are TypeScript run directly by Node's type stripping (Node >= 22.18).
+// --max-semi-space-size=16 (here, in `npm start` and in the Dockerfile): see docs/decisions.md, "A bounded young generation".
 import { main } from '../src/cli/main.ts';
 
 main(process.argv.slice(2)).then(

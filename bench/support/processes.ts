@@ -41,7 +41,8 @@ function stopper(child: ChildProcess): () => Promise<void> {
  */
 export async function startAgentyard(env: { dataDir: string; apiKey: string; databaseUrl?: string }): Promise<ServerProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['bin/agentyard.js', 'serve', '--port', String(port), '--host', '127.0.0.1', '--roles', 'api'], {
+  // with the Node flags of `npm start` and the `agentyard` command (bin/agentyard.js)
+  const child = spawn(process.execPath, ['--max-semi-space-size=16', 'bin/agentyard.js', 'serve', '--port', String(port), '--host', '127.0.0.1', '--roles', 'api'], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH,
