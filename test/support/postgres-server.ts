@@ -35,11 +35,14 @@ export interface PostgresServer {
   stop(): Promise<void>;
 }
 
-/**
- * Starts a throwaway PostgreSQL server on a free loopback port in a temporary directory. PostgreSQL refuses
- * to run as root, so as root it runs as the `postgres` system user that Debian's package creates.
- */
 const STALE_AFTER_MS = 60 * 60_000;
+
+/** The PID in a data directory's postmaster.pid, while the server has one. */
+function readPostmasterPid(dataDir: string): number | undefined {
+  const pidFile = path.join(dataDir, 'postmaster.pid');
+  const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split('\n')[0]) : NaN;
+  return Number.isInteger(pid) ? pid : undefined;
+}
 
 function isRunning(pid: number): boolean {
   try {
@@ -61,9 +64,8 @@ export function removeStalePostgresDirs(root = tmpdir(), now = Date.now()): stri
     const dir = path.join(root, entry);
     try {
       if (now - statSync(dir).mtimeMs < STALE_AFTER_MS) continue;
-      const pidFile = path.join(dir, 'data', 'postmaster.pid');
-      const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split('\n')[0]) : NaN;
-      if (Number.isInteger(pid) && isRunning(pid)) continue;
+      const pid = readPostmasterPid(path.join(dir, 'data'));
+      if (pid !== undefined && isRunning(pid)) continue;
       rmSync(dir, { recursive: true, force: true });
       removed.push(dir);
     } catch {
@@ -73,6 +75,10 @@ export function removeStalePostgresDirs(root = tmpdir(), now = Date.now()): stri
   return removed;
 }
 
+/**
+ * Starts a throwaway PostgreSQL server on a free loopback port in a temporary directory. PostgreSQL refuses
+ * to run as root, so as root it runs as the `postgres` system user that Debian's package creates.
+ */
 export async function startPostgresServer(): Promise<PostgresServer> {
   removeStalePostgresDirs();
   const bin = findPostgresBin();
@@ -129,11 +135,7 @@ export async function startPostgresServer(): Promise<PostgresServer> {
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-  const postmasterPid = (): number | undefined => {
-    const pidFile = path.join(dataDir, 'postmaster.pid');
-    const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split('\n')[0]) : NaN;
-    return Number.isInteger(pid) ? pid : undefined;
-  };
+  const postmasterPid = (): number | undefined => readPostmasterPid(dataDir);
   return {
     url,
     postmasterPid,
