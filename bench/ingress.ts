@@ -29,6 +29,7 @@ import { Webhook } from 'standardwebhooks';
 import { openPostgres } from '../src/store/pg.ts';
 import { startPostgresServer } from '../test/support/postgres-server.ts';
 import { processTreeCpu, threadCpu, threadCpuSince } from './support/cpu.ts';
+import { SERVICE_NODE_FLAGS } from './support/processes.ts';
 import type { PostgresServer } from '../test/support/postgres-server.ts';
 
 const { values } = parseArgs({
@@ -57,10 +58,7 @@ interface Child {
   stop(): Promise<void>;
 }
 
-/** Node's flags for Agentyard's server, as the Dockerfile, `npm start` and the `agentyard` command run it. */
-const SERVICE_NODE_FLAGS = ['--max-semi-space-size=16'];
-
-async function startChild(script: string, env: Record<string, string>, nodeFlags: string[] = []): Promise<Child> {
+async function startChild(script: string, env: Record<string, string>, nodeFlags: readonly string[] = []): Promise<Child> {
   const child = spawn(process.execPath, [...nodeFlags, script], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', AGENTYARD_MASTER_KEY: 'b'.repeat(64), ...env },

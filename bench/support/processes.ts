@@ -5,6 +5,9 @@ import { freePort } from '../../test/support/postgres-server.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
+/** Node's flags for Agentyard's server, as the Dockerfile, `npm start` and the `agentyard` command run it. */
+export const SERVICE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=16'];
+
 export interface ServerProcess {
   url: string;
   child: ChildProcess;
@@ -41,8 +44,7 @@ function stopper(child: ChildProcess): () => Promise<void> {
  */
 export async function startAgentyard(env: { dataDir: string; apiKey: string; databaseUrl?: string }): Promise<ServerProcess> {
   const port = await freePort();
-  // with the Node flags of `npm start` and the `agentyard` command (bin/agentyard.js)
-  const child = spawn(process.execPath, ['--max-semi-space-size=16', 'bin/agentyard.js', 'serve', '--port', String(port), '--host', '127.0.0.1', '--roles', 'api'], {
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, 'bin/agentyard.js', 'serve', '--port', String(port), '--host', '127.0.0.1', '--roles', 'api'], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH,
