@@ -17,6 +17,11 @@ const BYTEA_OID = 17;
 
 type BindValue = string | Uint8Array | Latin1Bytes | null;
 
+/** Bytes go in binary format (bytea's is its bytes); everything else in text. */
+function isBinary(value: BindValue): boolean {
+  return value instanceof Uint8Array || value instanceof Latin1Bytes;
+}
+
 interface Prepared {
   name: string;
   paramTypes: number[];
@@ -127,7 +132,6 @@ export class BindMessage {
    * (bytea's is its bytes), null is SQL NULL.
    */
   bindAndExecute(statement: string, values: readonly BindValue[]): Uint8Array {
-    const isBinary = (value: BindValue) => value instanceof Uint8Array || value instanceof Latin1Bytes;
     const binary = values.some(isBinary);
     let size = 1 + 4 + 1 + Buffer.byteLength(statement) + 1 + 2 + (binary ? 2 * values.length : 0) + 2 + 2;
     for (const value of values) size += 4 + (value === null ? 0 : typeof value === 'string' ? Buffer.byteLength(value) : value.length);
