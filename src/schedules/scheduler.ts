@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { RUNS_QUEUED_TOPIC } from '../runs/service.ts';
 import type { Bus } from '../store/bus.ts';
 import type { Db } from '../store/db.ts';
+import { systemClock } from './clock.ts';
 import type { Clock } from './clock.ts';
 import { fireDueSchedules } from './fire.ts';
 import type { FireOutcome } from './fire.ts';
@@ -87,20 +88,28 @@ export class Scheduler {
       // A fresh wake signal before looking, so that a change arriving meanwhile is not slept through.
       this.#wake = new AbortController();
       let wait = MAX_IDLE_MS;
+      // Waiting out a lock holder or a failure is measured in real time, whatever clock the schedules keep:
+      // a test clock that stands still must not leave a due schedule unfired.
+      let sleeper: Clock = this.#clock;
       try {
         const { now } = await this.tick();
         const next = await plans.earliestNextRun(this.#db);
-        if (next) {
-          // Still due at the time this tick looked: another process holds it. Due only since: look again now.
-          wait = next <= now ? BUSY_RETRY_MS : Math.min(Math.max(0, next.getTime() - this.#clock.now().getTime()), MAX_IDLE_MS);
+        if (next && next <= now) {
+          // Still due at the time this tick looked: another process (or this one's schedule sync) holds it.
+          wait = BUSY_RETRY_MS;
+          sleeper = systemClock;
+        } else if (next) {
+          // Due only since this tick looked: look again now.
+          wait = Math.min(Math.max(0, next.getTime() - this.#clock.now().getTime()), MAX_IDLE_MS);
         }
         if (wait === 0) continue;
       } catch (err) {
         if (this.#stop.signal.aborted) return;
         this.#log.error({ err }, 'scheduler tick failed');
         wait = 1000;
+        sleeper = systemClock;
       }
-      await this.#clock.sleep(wait, AbortSignal.any([this.#stop.signal, this.#wake.signal]));
+      await sleeper.sleep(wait, AbortSignal.any([this.#stop.signal, this.#wake.signal]));
     }
   }
 }

@@ -103,6 +103,34 @@ describe.each(ENGINES)('scheduler on %s', (engine) => {
     }
   });
 
+  it('a due schedule held by another transaction fires once it is released, though the clock stands still', async () => {
+    const db = await database();
+    const clock = new ManualClock('2030-05-03T00:00:10.000Z');
+    const s = await server({ clock, database: db });
+    const created = await s.api('POST', '/agent/schedules', { name: 'minutely', cron_schedule: '* * * * *', prompt: 'p' });
+    expect(created.status).toBe(201);
+
+    // Another connection (on PostgreSQL; the same one on PGlite) holds the row as a schedule sync does.
+    const other = await secondConnection(db);
+    cleanups.push(() => other.close());
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let held!: () => void;
+    const holding = new Promise<void>((r) => (held = r));
+    const holder = other.db.transaction(async (tx) => {
+      await tx.query('SELECT id FROM schedules WHERE id = $1 FOR UPDATE', [created.body.id]);
+      held();
+      await released;
+      return (await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM schedule_fires WHERE schedule_id = $1', [created.body.id])).rows[0]!.n;
+    });
+    await holding;
+    clock.set('2030-05-03T00:01:00.000Z');
+    await new Promise((r) => setTimeout(r, 600));
+    release();
+    expect(await holder).toBe(0);
+    await waitForRuns(s, created.body.id, 'the fire after the lock is released', 1);
+  });
+
   it('fires nothing in a process without the scheduler role, and the API still works there', async () => {
     const db = await database();
     const clock = new ManualClock('2030-05-02T00:00:10.000Z');
