@@ -10,6 +10,7 @@ import type { AgentConfig, RunRow } from '../runs/model.ts';
 import { RUNS_QUEUED_TOPIC, insertQueuedRun } from '../runs/service.ts';
 import { looksLikeGitUrl, normalizeSourceSpec } from '../sources/spec.ts';
 import type { SourceInput } from '../sources/spec.ts';
+import { isUniqueViolation } from '../store/errors.ts';
 import { newId } from '../util/ids.ts';
 import { FACTORY_NAME_PATTERN } from './schemas.ts';
 
@@ -32,10 +33,6 @@ export function decodeCursor(text: string): Cursor {
     // fall through
   }
   throw new AppError('invalid_request', 'cursor is not a cursor this endpoint issued');
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  return (err as { code?: string }).code === '23505';
 }
 
 /** Factories of a team: creation, lookup, deletion and sending work to them. */

@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import type { AppInstance, ServiceContext } from '../http/context.ts';
 import { requireInstanceAdmin, requireTeamAdmin } from '../http/auth.ts';
 import { AppError } from '../http/errors.ts';
+import { isUniqueViolation } from '../store/errors.ts';
 import * as plans from './plans.ts';
 import type { ApiKeyRow, TeamRow } from './plans.ts';
 import { CREDENTIALS_REVOKED_TOPIC, createApiKey, createTeamWithAdmin } from './service.ts';
@@ -122,7 +123,7 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
         )
         .catch((err: unknown) => {
           // Two requests for the same name at once: the unique index decides.
-          if ((err as { code?: string }).code === '23505') throw taken();
+          if (isUniqueViolation(err)) throw taken();
           throw err;
         });
       const key = (await plans.getApiKey(ctx.db, created.team.id, created.adminKey.id))!;

@@ -1,8 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../store/db.ts';
 import { GROUP_COMMIT_MAX_BATCH } from './limits.ts';
-import { acceptDeliveries, findAccepted, identityKey, insertLogged } from './plans.ts';
-import type { AcceptInsert, DeliveryInsert, DeliveryLabelCode } from './plans.ts';
+import { isUniqueViolation } from '../store/errors.ts';
+import { acceptDeliveries, acceptNewDeliveries, findAccepted, IDENTITY_INDEX, identityKey, insertLogged } from './plans.ts';
+import type { AcceptInsert, AcceptResult, DeliveryInsert, DeliveryLabelCode } from './plans.ts';
 
 export type AcceptOutcome =
   | { outcome: 'accepted'; id: string }
@@ -28,6 +29,44 @@ interface PendingLog {
 }
 
 type Pending = PendingAccept | PendingLog;
+
+type AcceptRows = readonly { row: AcceptInsert; secretVersion: number }[];
+
+/** Groups accepted with `ON CONFLICT` after one that repeated an accepted delivery. */
+const REPEAT_WINDOW_GROUPS = 100;
+
+/**
+ * Picks the accept statement for each group. Most groups repeat nothing and take the plain insert
+ * (acceptNewDeliveries); a group that does fails it with a unique violation and is accepted again with
+ * `ON CONFLICT` (acceptDeliveries), and so are the groups after it while repeats keep coming, so that a
+ * sender's burst of retries does not cost every group a failed statement.
+ */
+export class AcceptForm {
+  #conflictGroups = 0;
+
+  /** Groups left to accept with `ON CONFLICT` (0: the plain insert first). */
+  get conflictGroups(): number {
+    return this.#conflictGroups;
+  }
+
+  async accept(db: Db, rows: AcceptRows): Promise<AcceptResult> {
+    if (this.#conflictGroups > 0) {
+      this.#conflictGroups--;
+      const result = await acceptDeliveries(db, rows);
+      if (rows.some(({ row, secretVersion }) => !result.accepted.has(row.id) && result.live.get(row.webhookUid)?.secretVersion === secretVersion)) {
+        this.#conflictGroups = REPEAT_WINDOW_GROUPS;
+      }
+      return result;
+    }
+    try {
+      return await acceptNewDeliveries(db, rows);
+    } catch (err) {
+      if (!isUniqueViolation(err, IDENTITY_INDEX)) throw err;
+      this.#conflictGroups = REPEAT_WINDOW_GROUPS - 1;
+      return acceptDeliveries(db, rows);
+    }
+  }
+}
 
 export interface DeliveryWriterOptions {
   /**
@@ -62,6 +101,7 @@ export class DeliveryWriter {
   #running = 0;
   #scheduled = false;
   #idle: (() => void)[] = [];
+  readonly #form = new AcceptForm();
 
   constructor(db: Db, log: FastifyBaseLogger, options: DeliveryWriterOptions = {}) {
     this.#db = db;
@@ -127,7 +167,7 @@ export class DeliveryWriter {
       if (this.#queue.length === 0 && this.#running === 0) for (const done of this.#idle.splice(0)) done();
     };
     try {
-      await writeBatch(this.#db, batch, settle, release, this.#options);
+      await writeBatch(this.#db, this.#form, batch, settle, release, this.#options);
     } catch (err) {
       this.#log.error({ err, deliveries: batch.length }, 'writing webhook deliveries failed');
       for (const item of batch) if (!settled.has(item)) item.reject(err);
@@ -144,6 +184,7 @@ export class DeliveryWriter {
  */
 async function writeBatch(
   db: Db,
+  form: AcceptForm,
   batch: Pending[],
   settle: (item: Pending, outcome?: AcceptOutcome) => void,
   written: () => void,
@@ -163,7 +204,7 @@ async function writeBatch(
   }
   // Sorted by key, so that concurrent statements take the unique-index locks in one order (no deadlock).
   const candidates = [...first.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, p]) => p);
-  const { accepted, live } = await acceptDeliveries(
+  const { accepted, live } = await form.accept(
     db,
     candidates.map((p) => ({ row: p.row, secretVersion: p.secretVersion })),
   );

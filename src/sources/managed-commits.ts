@@ -1,6 +1,7 @@
 /** SQL of the managed factories' commit record (migration 0012), as functions. */
 import type { FactoryFileInput } from '../definitions/load.ts';
 import type { Db, Queryable } from '../store/db.ts';
+import { isUniqueViolation } from '../store/errors.ts';
 
 /** One commit of a managed factory, with everything git needs to write it again under the same id. */
 export interface ManagedCommit {
@@ -73,7 +74,7 @@ export async function insertManagedCommits(db: Db, factoryId: string, commits: r
 
 /** The insert lost to another process's commit of the same seq. */
 export function isCommitTaken(err: unknown): boolean {
-  return (err as { code?: string }).code === '23505';
+  return isUniqueViolation(err);
 }
 
 /** The id of the factory's newest recorded commit, or null when none is recorded. */
