@@ -10,6 +10,25 @@ const TABLE = 'webhook_rate_limits';
 /** Published when a sender's failed-authentication budget runs out: `{key, until}` (epoch ms). */
 export const AUTH_BUDGET_EXHAUSTED_TOPIC = 'webhooks.auth_budget_exhausted';
 
+/** What this process knows of one sender's delivery budget, and what it has not yet counted in the store. */
+interface SenderBudget {
+  /** Points left in the window by the last count, less the deliveries admitted on that estimate since. */
+  left: number;
+  /** When the window of the last count ends (epoch ms); 0 when there is no count to go by. */
+  resetsAt: number;
+  /** Deliveries admitted on the estimate and not yet counted in the store. */
+  admitted: number;
+  /** Deliveries waiting for the store's count to decide them, in arrival order. */
+  waiting: ((wait: number | undefined) => void)[];
+  /** A count for this sender is in flight; the next one waits for it, so that counts are never reordered. */
+  counting: boolean;
+}
+
+const ADMITTED: Promise<undefined> = Promise.resolve(undefined);
+
+/** Budgets kept in memory before the ones whose window has ended are forgotten. */
+const BUDGETS_KEPT = 10_000;
+
 /**
  * The two budgets of the ingress, each per (webhook, sender IP): deliveries per window, and failed
  * authentications. On PostgreSQL both counters live in the database, so they hold across ingress
@@ -17,7 +36,12 @@ export const AUTH_BUDGET_EXHAUSTED_TOPIC = 'webhooks.auth_budget_exhausted';
  *
  * Deliveries are counted in groups: the requests for one sender that arrive in the same turn of the event
  * loop spend their points in ONE call (`consume(key, n)`, one round trip on PostgreSQL), and the first ones
- * that fit the budget pass, in arrival order, exactly as n separate calls would decide.
+ * that fit the budget pass, in arrival order, exactly as n separate calls would decide. A sender with more
+ * than a quarter of its budget left by the last count is admitted at once, on that count less what this
+ * process admitted since, and counted in the next call: most senders never wait for the store. One call per
+ * sender is in flight at a time, so the store sees every point in order. In one process the limit is exact;
+ * with several, a sender can pass it only if the other processes admit more than a quarter of its budget
+ * between two counts of this one.
  *
  * Failed authentications are counted in the shared store but checked from memory: the process whose
  * failure spends the last point of a budget announces the block on the bus, and every process refuses
@@ -28,8 +52,13 @@ export class IngressLimiters {
   readonly #failedAuth: RateLimiterAbstract;
   readonly #failedAuthPoints: number;
   readonly #deliveryPoints: number;
+  /** Points that must be left, by the estimate, for a delivery to be admitted without waiting for a count. */
+  readonly #margin: number;
   readonly #bus: Bus;
-  #waiting = new Map<string, ((wait: number | undefined) => void)[]>();
+  readonly #budgets = new Map<string, SenderBudget>();
+  /** The number of budgets at which the ended ones are next forgotten (grows with the senders still active). */
+  #forgetAt = BUDGETS_KEPT;
+  #uncounted = new Set<string>();
   #scheduled = false;
   readonly #blocked = new Map<string, number>();
   readonly #unsubscribe: () => void;
@@ -38,6 +67,7 @@ export class IngressLimiters {
     this.#bus = bus;
     this.#failedAuthPoints = limits.failedAuthPoints;
     this.#deliveryPoints = limits.senderPoints;
+    this.#margin = Math.ceil(limits.senderPoints / 4);
     this.#deliveries = limiter(db, 'dlv', limits.senderPoints, limits.senderWindowSeconds);
     this.#failedAuth = limiter(db, 'auth', limits.failedAuthPoints, limits.failedAuthWindowSeconds);
     this.#unsubscribe = bus.subscribe(AUTH_BUDGET_EXHAUSTED_TOPIC, (data) => {
@@ -52,39 +82,85 @@ export class IngressLimiters {
 
   /** Spends one delivery; undefined when allowed, else the seconds to wait before the next is allowed. */
   consumeDelivery(key: string): Promise<number | undefined> {
-    return new Promise((resolve) => {
-      const waiters = this.#waiting.get(key);
-      if (waiters) waiters.push(resolve);
-      else this.#waiting.set(key, [resolve]);
-      if (this.#scheduled) return;
-      this.#scheduled = true;
-      setImmediate(() => {
-        this.#scheduled = false;
-        const groups = this.#waiting;
-        this.#waiting = new Map();
-        for (const [k, group] of groups) {
-          void this.#consumeGroup(k, group.length).then((waits) => group.forEach((done, i) => done(waits[i])));
-        }
-      });
+    let budget = this.#budgets.get(key);
+    if (!budget) {
+      if (this.#budgets.size >= this.#forgetAt) {
+        this.#forgetEnded();
+        this.#forgetAt = Math.max(BUDGETS_KEPT, 2 * this.#budgets.size);
+      }
+      budget = { left: 0, resetsAt: 0, admitted: 0, waiting: [], counting: false };
+      this.#budgets.set(key, budget);
+    }
+    this.#uncounted.add(key);
+    this.#scheduleCount();
+    if (budget.waiting.length === 0 && budget.left > this.#margin && Date.now() < budget.resetsAt) {
+      budget.left--;
+      budget.admitted++;
+      return ADMITTED;
+    }
+    const waiting = budget.waiting;
+    return new Promise((resolve) => waiting.push(resolve));
+  }
+
+  /** Sends the counts of this turn of the event loop: one call per sender, after its call in flight if any. */
+  #scheduleCount(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      const keys = this.#uncounted;
+      this.#uncounted = new Set();
+      for (const key of keys) {
+        const budget = this.#budgets.get(key);
+        if (budget && !budget.counting) void this.#count(key, budget);
+      }
     });
   }
 
-  async #consumeGroup(key: string, n: number): Promise<(number | undefined)[]> {
-    let res: RateLimiterRes;
+  async #count(key: string, budget: SenderBudget): Promise<void> {
+    const admitted = budget.admitted;
+    const waiting = budget.waiting;
+    const n = admitted + waiting.length;
+    if (n === 0) return;
+    budget.admitted = 0;
+    budget.waiting = [];
+    budget.counting = true;
+    // Until the store answers, the estimate assumes the waiting all fit.
+    budget.left -= waiting.length;
+    let res: RateLimiterRes | undefined;
     try {
-      await this.#deliveries.consume(key, n);
-      return new Array<undefined>(n).fill(undefined);
+      res = await this.#deliveries.consume(key, n);
     } catch (err) {
       // An Error (not a RateLimiterRes) means the store and its insurance both failed: let them through.
-      if (!(err instanceof RateLimiterRes)) return new Array<undefined>(n).fill(undefined);
-      res = err;
+      if (err instanceof RateLimiterRes) res = err;
     }
-    // consumedPoints is the total after this group; fewer than n means the key was refused without counting
-    // (blocked in memory), and none of the group fits.
-    const before = res.consumedPoints - n;
-    const fit = res.consumedPoints < n ? 0 : Math.max(0, Math.min(n, this.#deliveryPoints - before));
-    const wait = seconds(res.msBeforeNext);
-    return Array.from({ length: n }, (_, i) => (i < fit ? undefined : wait));
+    if (res) {
+      // consumedPoints is the total after this call; fewer than n means the key was refused without counting
+      // (blocked in memory), and none of the waiting fits. The admitted were counted first.
+      const blocked = res.consumedPoints < n;
+      const before = res.consumedPoints - n;
+      const fit = blocked ? 0 : Math.max(0, Math.min(waiting.length, this.#deliveryPoints - before - admitted));
+      const wait = seconds(res.msBeforeNext);
+      waiting.forEach((done, i) => done(i < fit ? undefined : wait));
+      budget.left = blocked ? 0 : this.#deliveryPoints - res.consumedPoints - budget.admitted;
+      budget.resetsAt = Date.now() + res.msBeforeNext;
+    } else {
+      for (const done of waiting) done(undefined);
+      budget.resetsAt = 0;
+    }
+    budget.counting = false;
+    if (budget.admitted > 0 || budget.waiting.length > 0) {
+      this.#uncounted.add(key);
+      this.#scheduleCount();
+    }
+  }
+
+  /** Drops the budgets whose window has ended and that have nothing in flight: the next count starts afresh. */
+  #forgetEnded(): void {
+    const now = Date.now();
+    for (const [key, budget] of this.#budgets) {
+      if (budget.resetsAt <= now && !budget.counting && budget.admitted === 0 && budget.waiting.length === 0) this.#budgets.delete(key);
+    }
   }
 
   /** Undefined while the sender's failed-authentication budget lasts, else the seconds until it refills. */

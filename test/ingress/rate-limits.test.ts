@@ -1,0 +1,104 @@
+/**
+ * The sender budget of the ingress (IngressLimiters.consumeDelivery): exact in one process however the
+ * deliveries are spread over turns of the event loop, and, far from the limit, admitted without waiting for
+ * the store (PostgreSQL), with every point still counted there.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { IngressLimiters } from '../../src/ingress/rate-limits.ts';
+import { DEFAULT_INGRESS_LIMITS } from '../../src/ingress/limits.ts';
+import { Bus } from '../../src/store/bus.ts';
+import type { Db } from '../../src/store/db.ts';
+import { newId } from '../../src/util/ids.ts';
+import { createTestDatabase, ENGINES } from '../support/db.ts';
+import type { TestDatabase } from '../support/db.ts';
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe.each(ENGINES)('sender budget on %s', (engine) => {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  async function database(): Promise<TestDatabase> {
+    const database = await createTestDatabase(engine);
+    cleanups.push(() => database.close());
+    return database;
+  }
+
+  function limitersOn(db: Db, senderPoints = DEFAULT_INGRESS_LIMITS.senderPoints): IngressLimiters {
+    const limiters = new IngressLimiters(db, new Bus(db), { ...DEFAULT_INGRESS_LIMITS, senderPoints });
+    cleanups.push(() => limiters.stop());
+    return limiters;
+  }
+
+  it('admits exactly the budget, in arrival order, from deliveries spread over many turns', async () => {
+    const { db } = await database();
+    const limiters = limitersOn(db);
+    const key = `${newId('wh')}|10.0.0.1`;
+    const answers: Promise<number | undefined>[] = [];
+    for (let turn = 0; turn < 40; turn++) {
+      for (let i = 0; i < 5; i++) answers.push(limiters.consumeDelivery(key));
+      await nextTurn();
+    }
+    const waits = await Promise.all(answers);
+    expect(waits.slice(0, 60).every((w) => w === undefined)).toBe(true);
+    expect(waits.slice(60).every((w) => typeof w === 'number' && w >= 1 && w <= 60)).toBe(true);
+    // Over the limit, the sender stays refused (on PostgreSQL from memory, without a count in the store).
+    for (let turn = 0; turn < 5; turn++) {
+      expect(await limiters.consumeDelivery(key)).toBeGreaterThanOrEqual(1);
+      await nextTurn();
+    }
+    // Another sender has a budget of its own.
+    expect(await limiters.consumeDelivery(`${newId('wh')}|10.0.0.1`)).toBeUndefined();
+  });
+
+  it.runIf(engine === 'postgres')('far from the limit, admits without waiting for the store and counts every delivery there', async () => {
+    const { db } = await database();
+    // The store answers only when the test says so.
+    let open!: () => void;
+    let gate = Promise.resolve();
+    const closeGate = (): void => {
+      gate = new Promise((resolve) => (open = resolve));
+    };
+    const gated: Db = Object.assign(Object.create(db) as Db, {
+      query: async (text: string, params?: readonly unknown[]) => {
+        if (text.includes('webhook_rate_limits')) await gate;
+        return db.query(text, params as never);
+      },
+    });
+    const limiters = limitersOn(gated);
+    const key = `${newId('wh')}|10.0.0.2`;
+
+    closeGate();
+    const first = limiters.consumeDelivery(key);
+    await nextTurn();
+    open();
+    expect(await first).toBeUndefined();
+
+    closeGate();
+    const next: (number | undefined)[] = [];
+    for (let i = 0; i < 10; i++) {
+      next.push(await limiters.consumeDelivery(key));
+      await nextTurn();
+    }
+    expect(next).toEqual(new Array(10).fill(undefined));
+    open();
+
+    await expect.poll(async () => {
+      const res = await db.query<{ points: number }>('SELECT points FROM webhook_rate_limits WHERE key = $1', [`dlv:${key}`]);
+      return res.rows[0]?.points;
+    }).toBe(11);
+  });
+
+  it.runIf(engine === 'postgres')('near the limit, waits for the store', async () => {
+    const { db } = await database();
+    const limiters = limitersOn(db, 8);
+    const key = `${newId('wh')}|10.0.0.3`;
+    // Two of 8 left (a quarter is the margin): the next one goes to the store, which has counted 6 more meanwhile.
+    for (let i = 0; i < 6; i++) expect(await limiters.consumeDelivery(key)).toBeUndefined();
+    await expect.poll(async () => (await db.query<{ points: number }>('SELECT points FROM webhook_rate_limits WHERE key = $1', [`dlv:${key}`])).rows[0]?.points).toBe(6);
+    await db.query('UPDATE webhook_rate_limits SET points = points + 2 WHERE key = $1', [`dlv:${key}`]);
+    expect(await limiters.consumeDelivery(key)).toBeGreaterThanOrEqual(1);
+  });
+});
