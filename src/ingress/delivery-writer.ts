@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../store/db.ts';
-import { GROUP_COMMIT_MAX_BATCH } from './limits.ts';
 import { isUniqueViolation } from '../store/errors.ts';
+import { GROUP_COMMIT_MAX_BATCH } from './limits.ts';
 import { acceptDeliveries, acceptNewDeliveries, findAccepted, IDENTITY_INDEX, identityKey, insertLogged } from './plans.ts';
 import type { AcceptInsert, AcceptResult, DeliveryInsert, DeliveryLabelCode } from './plans.ts';
 
