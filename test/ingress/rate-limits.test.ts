@@ -88,7 +88,7 @@ describe.each(ENGINES)('sender budget on %s', (engine) => {
     await expect.poll(async () => {
       const res = await db.query<{ points: number }>('SELECT points FROM webhook_rate_limits WHERE key = $1', [`dlv:${key}`]);
       return res.rows[0]?.points;
-    }).toBe(11);
+    }, { timeout: 10_000 }).toBe(11);
   });
 
   it.runIf(engine === 'postgres')('near the limit, waits for the store', async () => {
@@ -97,7 +97,9 @@ describe.each(ENGINES)('sender budget on %s', (engine) => {
     const key = `${newId('wh')}|10.0.0.3`;
     // Two of 8 left (a quarter is the margin): the next one goes to the store, which has counted 6 more meanwhile.
     for (let i = 0; i < 6; i++) expect(await limiters.consumeDelivery(key)).toBeUndefined();
-    await expect.poll(async () => (await db.query<{ points: number }>('SELECT points FROM webhook_rate_limits WHERE key = $1', [`dlv:${key}`])).rows[0]?.points).toBe(6);
+    await expect
+      .poll(async () => (await db.query<{ points: number }>('SELECT points FROM webhook_rate_limits WHERE key = $1', [`dlv:${key}`])).rows[0]?.points, { timeout: 10_000 })
+      .toBe(6);
     await db.query('UPDATE webhook_rate_limits SET points = points + 2 WHERE key = $1', [`dlv:${key}`]);
     expect(await limiters.consumeDelivery(key)).toBeGreaterThanOrEqual(1);
   });
