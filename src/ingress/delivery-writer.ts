@@ -3,7 +3,7 @@ import type { Db } from '../store/db.ts';
 import { isUniqueViolation } from '../store/errors.ts';
 import { GROUP_COMMIT_MAX_BATCH } from './limits.ts';
 import { acceptDeliveries, acceptNewDeliveries, findAccepted, IDENTITY_INDEX, identityKey, insertLogged } from './plans.ts';
-import type { AcceptInsert, AcceptResult, DeliveryInsert, DeliveryLabelCode } from './plans.ts';
+import type { AcceptGroup, AcceptInsert, AcceptResult, DeliveryInsert, DeliveryLabelCode } from './plans.ts';
 
 export type AcceptOutcome =
   | { outcome: 'accepted'; id: string }
@@ -30,8 +30,6 @@ interface PendingLog {
 
 type Pending = PendingAccept | PendingLog;
 
-type AcceptRows = readonly { row: AcceptInsert; secretVersion: number }[];
-
 /** Groups accepted with `ON CONFLICT` after one that repeated an accepted delivery. */
 const REPEAT_WINDOW_GROUPS = 100;
 
@@ -49,7 +47,7 @@ export class AcceptForm {
     return this.#conflictGroups;
   }
 
-  async accept(db: Db, rows: AcceptRows): Promise<AcceptResult> {
+  async accept(db: Db, rows: AcceptGroup): Promise<AcceptResult> {
     if (this.#conflictGroups > 0) {
       this.#conflictGroups--;
       const result = await acceptDeliveries(db, rows);

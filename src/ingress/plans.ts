@@ -81,6 +81,9 @@ export interface AcceptResult {
 /** A delivery to accept: an Accepted row always has its identity and its payload. */
 export type AcceptInsert = DeliveryInsert & { identity: string; payload: Buffer };
 
+/** A group to accept: each delivery with the secret version it authenticated against. */
+export type AcceptGroup = readonly { row: AcceptInsert; secretVersion: number }[];
+
 /** The columns of an accepted row that travel in the JSON parameter; the rest come from the webhook's row. */
 const ACCEPT_RECORD =
   'id text, webhook_uid text, identity text, identity_source text, sender_delivery_id text, received_at timestamptz, ' +
@@ -123,7 +126,7 @@ const ACCEPT_NEW = `WITH live AS (${LIVE_WEBHOOKS}),
  * all of them end to end, each row cut out by offset: the server copies bytes instead of lexing them out of JSON
  * text as base64 (that was 40% of the statement on PostgreSQL, more on PGlite).
  */
-function acceptParams(rows: readonly { row: AcceptInsert; secretVersion: number }[]): SqlValue[] {
+function acceptParams(rows: AcceptGroup): SqlValue[] {
   const uids = [...new Set(rows.map((r) => r.row.webhookUid))].sort();
   let payloadAt = 1; // substring() counts from 1
   const records = rows.map(({ row, secretVersion }, n) => {
@@ -165,7 +168,7 @@ function liveMap(rows: readonly LiveRow[]): AcceptResult['live'] {
  * unique-index locks in one order and cannot deadlock. The statement answers only the deliveries it did NOT
  * insert, which is none in the common case, and the live webhooks.
  */
-export async function acceptDeliveries(q: Queryable, rows: readonly { row: AcceptInsert; secretVersion: number }[]): Promise<AcceptResult> {
+export async function acceptDeliveries(q: Queryable, rows: AcceptGroup): Promise<AcceptResult> {
   if (rows.length === 0) return { accepted: new Set(), live: new Map() };
   const res = await q.query<{ kind: 'refused' | 'live'; value: string; secret_version: number | null; subscribed: boolean | null }>(
     ACCEPT_ANY,
@@ -190,7 +193,7 @@ export const IDENTITY_INDEX = 'webhook_deliveries_identity';
  * IDENTITY_INDEX, having written nothing; the caller then accepts the group with acceptDeliveries. Which rows
  * were inserted follows from the live webhooks the statement answers, since every row it joined was inserted.
  */
-export async function acceptNewDeliveries(q: Queryable, rows: readonly { row: AcceptInsert; secretVersion: number }[]): Promise<AcceptResult> {
+export async function acceptNewDeliveries(q: Queryable, rows: AcceptGroup): Promise<AcceptResult> {
   if (rows.length === 0) return { accepted: new Set(), live: new Map() };
   const res = await q.query<LiveRow>(ACCEPT_NEW, acceptParams(rows));
   const live = liveMap(res.rows);

@@ -234,7 +234,7 @@ function snapshotOf(commit: ManagedCommit): SourceSnapshot {
 }
 
 /** The identities, times, parent and message of a raw commit object (`git cat-file commit`). */
-export function parseCommitObject(raw: string): Omit<ManagedCommit, 'seq' | 'sha' | 'files'> {
+function parseCommitObject(raw: string): Omit<ManagedCommit, 'seq' | 'sha' | 'files'> {
   const end = raw.indexOf('\n\n');
   const headers = (end < 0 ? raw : raw.slice(0, end)).split('\n');
   const message = end < 0 ? '' : raw.slice(end + 2);

@@ -18,7 +18,7 @@ const BYTEA_OID = 17;
 type BindValue = string | Uint8Array | Latin1Bytes | null;
 
 /** Bytes go in binary format (bytea's is its bytes); everything else in text. */
-function isBinary(value: BindValue): boolean {
+function isBinary(value: unknown): value is Uint8Array | Latin1Bytes {
   return value instanceof Uint8Array || value instanceof Latin1Bytes;
 }
 
@@ -71,7 +71,7 @@ export class PgliteStatements {
       if (value === null || value === undefined) return null;
       const type = statement.paramTypes[i] ?? 0;
       // bytea travels as its bytes (binary format), as `pg` sends it, rather than as hex text in JavaScript
-      if (type === BYTEA_OID && (value instanceof Uint8Array || value instanceof Latin1Bytes)) return value;
+      if (type === BYTEA_OID && isBinary(value)) return value;
       if (value instanceof Latin1Bytes) value = Buffer.from(value.latin1, 'latin1');
       const serializer = pglite.serializers[type];
       return serializer ? serializer(value) : String(value);
