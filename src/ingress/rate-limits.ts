@@ -22,7 +22,19 @@ interface SenderBudget {
   waiting: ((wait: number | undefined) => void)[];
   /** A count for this sender is in flight; the next one waits for it, so that counts are never reordered. */
   counting: boolean;
+  /** When the last count was sent (epoch ms). */
+  countedAt: number;
+  /** A count of deliveries admitted on the estimate, due once COUNT_INTERVAL_MS has passed since the last. */
+  due: NodeJS.Timeout | undefined;
 }
+
+/**
+ * The shortest time between two counts of a sender whose deliveries were all admitted on the estimate. Without
+ * it a busy sender kept one count in flight at all times, an upsert for every round trip (on PostgreSQL about
+ * as many statements as the delivery groups themselves); a delivery that has to wait for the store is counted
+ * at once.
+ */
+export const COUNT_INTERVAL_MS = 50;
 
 const ADMITTED: Promise<undefined> = Promise.resolve(undefined);
 
@@ -78,6 +90,7 @@ export class IngressLimiters {
 
   stop(): void {
     this.#unsubscribe();
+    for (const budget of this.#budgets.values()) if (budget.due) clearTimeout(budget.due);
   }
 
   /** Spends one delivery; undefined when allowed, else the seconds to wait before the next is allowed. */
@@ -88,18 +101,39 @@ export class IngressLimiters {
         this.#forgetEnded();
         this.#forgetAt = Math.max(BUDGETS_KEPT, 2 * this.#budgets.size);
       }
-      budget = { left: 0, resetsAt: 0, admitted: 0, waiting: [], counting: false };
+      budget = { left: 0, resetsAt: 0, admitted: 0, waiting: [], counting: false, countedAt: 0, due: undefined };
       this.#budgets.set(key, budget);
+    }
+    const now = Date.now();
+    if (budget.waiting.length === 0 && budget.left > this.#margin && now < budget.resetsAt) {
+      budget.left--;
+      budget.admitted++;
+      this.#countLater(key, budget, now);
+      return ADMITTED;
+    }
+    this.#countNow(key, budget);
+    const waiting = budget.waiting;
+    return new Promise((resolve) => waiting.push(resolve));
+  }
+
+  /** Counts the sender's admitted deliveries COUNT_INTERVAL_MS after its last count (or after the one in flight). */
+  #countLater(key: string, budget: SenderBudget, now: number): void {
+    if (budget.due || budget.counting) return;
+    budget.due = setTimeout(() => {
+      budget.due = undefined;
+      this.#countNow(key, budget);
+    }, Math.max(0, budget.countedAt + COUNT_INTERVAL_MS - now));
+    budget.due.unref();
+  }
+
+  /** Counts the sender in this turn of the event loop (after its count in flight, if any). */
+  #countNow(key: string, budget: SenderBudget): void {
+    if (budget.due) {
+      clearTimeout(budget.due);
+      budget.due = undefined;
     }
     this.#uncounted.add(key);
     this.#scheduleCount();
-    if (budget.waiting.length === 0 && budget.left > this.#margin && Date.now() < budget.resetsAt) {
-      budget.left--;
-      budget.admitted++;
-      return ADMITTED;
-    }
-    const waiting = budget.waiting;
-    return new Promise((resolve) => waiting.push(resolve));
   }
 
   /** Sends the counts of this turn of the event loop: one call per sender, after its call in flight if any. */
@@ -125,6 +159,7 @@ export class IngressLimiters {
     budget.admitted = 0;
     budget.waiting = [];
     budget.counting = true;
+    budget.countedAt = Date.now();
     // Until the store answers, the estimate assumes the waiting all fit.
     budget.left -= waiting.length;
     let res: RateLimiterRes | undefined;
@@ -149,17 +184,15 @@ export class IngressLimiters {
       budget.resetsAt = 0;
     }
     budget.counting = false;
-    if (budget.admitted > 0 || budget.waiting.length > 0) {
-      this.#uncounted.add(key);
-      this.#scheduleCount();
-    }
+    if (budget.waiting.length > 0) this.#countNow(key, budget);
+    else if (budget.admitted > 0) this.#countLater(key, budget, Date.now());
   }
 
   /** Drops the budgets whose window has ended and that have nothing in flight: the next count starts afresh. */
   #forgetEnded(): void {
     const now = Date.now();
     for (const [key, budget] of this.#budgets) {
-      if (budget.resetsAt <= now && !budget.counting && budget.admitted === 0 && budget.waiting.length === 0) this.#budgets.delete(key);
+      if (budget.resetsAt <= now && !budget.counting && !budget.due && budget.admitted === 0 && budget.waiting.length === 0) this.#budgets.delete(key);
     }
   }
 

@@ -4,7 +4,7 @@
  * the store (PostgreSQL), with every point still counted there.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { IngressLimiters } from '../../src/ingress/rate-limits.ts';
+import { COUNT_INTERVAL_MS, IngressLimiters } from '../../src/ingress/rate-limits.ts';
 import { DEFAULT_INGRESS_LIMITS } from '../../src/ingress/limits.ts';
 import { Bus } from '../../src/store/bus.ts';
 import type { Db } from '../../src/store/db.ts';
@@ -89,6 +89,34 @@ describe.each(ENGINES)('sender budget on %s', (engine) => {
       const res = await db.query<{ points: number }>('SELECT points FROM webhook_rate_limits WHERE key = $1', [`dlv:${key}`]);
       return res.rows[0]?.points;
     }, { timeout: 10_000 }).toBe(11);
+  });
+
+  it.runIf(engine === 'postgres')('counts a busy sender far from its limit once per interval, every delivery included', async () => {
+    const { db } = await database();
+    let counts = 0;
+    const counted: Db = Object.assign(Object.create(db) as Db, {
+      query: async (text: string, params?: readonly unknown[]) => {
+        if (text.includes('webhook_rate_limits')) counts++;
+        return db.query(text, params as never);
+      },
+    });
+    const limiters = limitersOn(counted, 100_000);
+    const key = `${newId('wh')}|10.0.0.4`;
+    expect(await limiters.consumeDelivery(key)).toBeUndefined();
+    const started = Date.now();
+    let sent = 1;
+    while (Date.now() - started < 6 * COUNT_INTERVAL_MS) {
+      for (let i = 0; i < 5; i++) expect(await limiters.consumeDelivery(key)).toBeUndefined();
+      sent += 5;
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    const elapsed = Date.now() - started;
+    // One count per turn (the behaviour before) would be one every ≈ 2 ms here, in the hundreds.
+    expect(sent).toBeGreaterThan(100);
+    expect(counts).toBeLessThanOrEqual(Math.ceil(elapsed / COUNT_INTERVAL_MS) + 2);
+    await expect
+      .poll(async () => (await db.query<{ points: number }>('SELECT points FROM webhook_rate_limits WHERE key = $1', [`dlv:${key}`])).rows[0]?.points, { timeout: 10_000 })
+      .toBe(sent);
   });
 
   it.runIf(engine === 'postgres')('near the limit, waits for the store', async () => {
