@@ -13,8 +13,6 @@ import { Latin1Bytes } from './pglite-protocol.ts';
 
 const { serialize } = protocol;
 
-const BYTEA_OID = 17;
-
 type BindValue = string | Uint8Array | Latin1Bytes | null;
 
 /** Bytes go in binary format (bytea's is its bytes); everything else in text. */
@@ -69,11 +67,10 @@ export class PgliteStatements {
     const pglite = this.#pglite;
     const values = params.map((value, i) => {
       if (value === null || value === undefined) return null;
-      const type = statement.paramTypes[i] ?? 0;
-      // bytea travels as its bytes (binary format), as `pg` sends it, rather than as hex text in JavaScript
-      if (type === BYTEA_OID && isBinary(value)) return value;
-      if (value instanceof Latin1Bytes) value = Buffer.from(value.latin1, 'latin1');
-      const serializer = pglite.serializers[type];
+      // bytes travel in binary format, as `pg` sends a Buffer: a bytea as its bytes rather than as hex text made
+      // in JavaScript, an array built by src/store/binary-arrays.ts as it is
+      if (isBinary(value)) return value;
+      const serializer = pglite.serializers[statement.paramTypes[i] ?? 0];
       return serializer ? serializer(value) : String(value);
     });
     const { messages } = await pglite.execProtocol(this.#message.bindAndExecute(statement.name, values), { syncToFs: false });
