@@ -17,6 +17,8 @@ export const AUTOVACUUM_DEFAULTS: MaintenanceThresholds = { analyzeBase: 50, ana
 export interface MaintenancePass {
   analyzed: string[];
   vacuumed: string[];
+  /** Indexes given an empty free-space map (createIndexFreeSpaceMaps). */
+  freeSpaceMaps?: string[];
   /** Bytes of WAL the checkpoint closed, when the pass made one. */
   checkpointed?: number;
 }
@@ -68,6 +70,8 @@ export async function maintainTables(
       ORDER BY s.relname`,
   );
   const pass: MaintenancePass = { analyzed: [], vacuumed: [] };
+  const freeSpaceMaps = await createIndexFreeSpaceMaps(db);
+  if (freeSpaceMaps.length > 0) pass.freeSpaceMaps = freeSpaceMaps;
   for (const table of res.rows) {
     const vacuum = table.n_dead_tup > thresholds.vacuumBase + thresholds.vacuumScale * table.reltuples;
     const analyze = table.n_mod_since_analyze > thresholds.analyzeBase + thresholds.analyzeScale * table.reltuples;
@@ -83,6 +87,38 @@ export async function maintainTables(
   const checkpointed = await checkpointIfDue(db, checkpoints);
   if (checkpointed !== undefined) pass.checkpointed = checkpointed;
   return pass;
+}
+
+/**
+ * A btree's free-space map (its FSM fork) exists only once VACUUM has recycled one of its pages; until then
+ * PostgreSQL looks for the file again at every page split (GetFreeIndexPage, then smgrexists, an open(2) that
+ * fails). On PGlite that failed open is a thrown JavaScript exception and a path walk in Emscripten's file
+ * system: ≈ 4% of PGlite's thread under the ingress benchmark, mostly for the delivery log's identity index,
+ * whose random keys split pages all the time. Gives each btree index of the current schema that has no map an
+ * empty one, a single zeroed page, which PostgreSQL reads as a map page with no free space recorded (as it
+ * reads a page a crash left zeroed) and fills in as pages are freed. The page is written by the server itself,
+ * from a large object exported into the data directory (`lo_export` runs as the superuser PGlite is).
+ * Answers the indexes that got one.
+ */
+export async function createIndexFreeSpaceMaps(db: Db): Promise<string[]> {
+  const missing = await db.query<{ index: string; path: string }>(
+    `SELECT c.relname AS index, current_setting('data_directory') || '/' || pg_relation_filepath(c.oid) || '_fsm' AS path
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_am a ON a.oid = c.relam
+      WHERE c.relkind = 'i' AND a.amname = 'btree' AND c.relpersistence = 'p' AND n.nspname = current_schema()
+        AND pg_relation_size(c.oid, 'fsm') = 0
+      ORDER BY c.relname`,
+  );
+  if (missing.rows.length === 0) return [];
+  const page = await db.query<{ lo: number }>(
+    `SELECT lo_from_bytea(0, decode(repeat('00', current_setting('block_size')::int), 'hex')) AS lo`,
+  );
+  const lo = page.rows[0]!.lo;
+  try {
+    for (const { path } of missing.rows) await db.query('SELECT lo_export($1, $2)', [lo, path]);
+  } finally {
+    await db.query('SELECT lo_unlink($1)', [lo]);
+  }
+  return missing.rows.map((r) => r.index);
 }
 
 /**
@@ -122,8 +158,9 @@ export interface MaintenanceSchedule {
 }
 
 /**
- * Runs `maintainTables` every `intervalMs`, and `checkpointIfDue` every `checkpointCheckMs` between passes (never
- * two at once); answers the function that stops both and waits for the work under way.
+ * Runs createIndexFreeSpaceMaps at once, `maintainTables` every `intervalMs`, and `checkpointIfDue` every
+ * `checkpointCheckMs` between passes (never two at once); answers the function that stops them and waits for the
+ * work under way.
  */
 export function startTableMaintenance(db: Db, log: FastifyBaseLogger, schedule: MaintenanceSchedule): () => Promise<void> {
   const { intervalMs, checkpoints = CHECKPOINT_DEFAULTS } = schedule;
@@ -134,8 +171,8 @@ export function startTableMaintenance(db: Db, log: FastifyBaseLogger, schedule: 
     const started = performance.now();
     running = work()
       .then((done) => {
-        if (done.analyzed.length || done.vacuumed.length || done.checkpointed !== undefined) {
-          log.info({ ...done, ms: Math.round(performance.now() - started) }, 'maintained tables (ANALYZE/VACUUM/CHECKPOINT)');
+        if (done.analyzed.length || done.vacuumed.length || done.checkpointed !== undefined || done.freeSpaceMaps?.length) {
+          log.info({ ...done, ms: Math.round(performance.now() - started) }, 'maintained tables (ANALYZE/VACUUM/CHECKPOINT/free-space maps)');
         }
       })
       .catch((err: unknown) => log.warn({ err }, 'table maintenance failed'))
@@ -152,6 +189,11 @@ export function startTableMaintenance(db: Db, log: FastifyBaseLogger, schedule: 
   );
   passes.unref();
   checks.unref();
+  // the indexes' free-space maps at once, rather than a whole interval into the process's life
+  start(async () => {
+    const freeSpaceMaps = await createIndexFreeSpaceMaps(db);
+    return { analyzed: [], vacuumed: [], ...(freeSpaceMaps.length > 0 ? { freeSpaceMaps } : {}) };
+  });
   return async () => {
     clearInterval(passes);
     clearInterval(checks);
