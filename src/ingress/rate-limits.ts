@@ -26,13 +26,19 @@ interface SenderBudget {
   countedAt: number;
   /** A count of deliveries admitted on the estimate, due once COUNT_INTERVAL_MS has passed since the last. */
   due: NodeJS.Timeout | undefined;
+  /** When the last count came back (epoch ms) and the points it found spent in the window, by every process. */
+  lastCount: { at: number; spent: number } | undefined;
+  /** Counts may wait COUNT_INTERVAL_MS: all processes together spend far less than the margin in that time. */
+  lazy: boolean;
 }
 
 /**
- * The shortest time between two counts of a sender whose deliveries were all admitted on the estimate. Without
- * it a busy sender kept one count in flight at all times, an upsert for every round trip (on PostgreSQL about
- * as many statements as the delivery groups themselves); a delivery that has to wait for the store is counted
- * at once.
+ * The shortest time between two counts of a sender whose deliveries were all admitted on the estimate, when all
+ * processes together spend less than half the margin of its budget in that time (by its last two counts).
+ * Without it a busy sender kept one count in flight at all times, an upsert for every round trip (on PostgreSQL
+ * about as many statements as the delivery groups themselves). A sender that spends faster, relative to its
+ * budget, is counted a round trip apart as before, so that what other processes admit shows at once; a
+ * delivery that has to wait for the store is counted at once.
  */
 export const COUNT_INTERVAL_MS = 50;
 
@@ -101,7 +107,7 @@ export class IngressLimiters {
         this.#forgetEnded();
         this.#forgetAt = Math.max(BUDGETS_KEPT, 2 * this.#budgets.size);
       }
-      budget = { left: 0, resetsAt: 0, admitted: 0, waiting: [], counting: false, countedAt: 0, due: undefined };
+      budget = { left: 0, resetsAt: 0, admitted: 0, waiting: [], counting: false, countedAt: 0, due: undefined, lastCount: undefined, lazy: false };
       this.#budgets.set(key, budget);
     }
     const now = Date.now();
@@ -118,6 +124,10 @@ export class IngressLimiters {
 
   /** Counts the sender's admitted deliveries COUNT_INTERVAL_MS after its last count (or after the one in flight). */
   #countLater(key: string, budget: SenderBudget, now: number): void {
+    if (!budget.lazy) {
+      this.#countNow(key, budget);
+      return;
+    }
     if (budget.due || budget.counting) return;
     budget.due = setTimeout(() => {
       budget.due = undefined;
@@ -178,10 +188,17 @@ export class IngressLimiters {
       const wait = seconds(res.msBeforeNext);
       waiting.forEach((done, i) => done(i < fit ? undefined : wait));
       budget.left = blocked ? 0 : this.#deliveryPoints - res.consumedPoints - budget.admitted;
-      budget.resetsAt = Date.now() + res.msBeforeNext;
+      const now = Date.now();
+      budget.resetsAt = now + res.msBeforeNext;
+      const last = budget.lastCount;
+      budget.lastCount = { at: now, spent: res.consumedPoints };
+      // points per COUNT_INTERVAL_MS spent since the last count, by every process (unknown across a window's end)
+      const pace = last && res.consumedPoints >= last.spent && now > last.at ? ((res.consumedPoints - last.spent) * COUNT_INTERVAL_MS) / (now - last.at) : undefined;
+      budget.lazy = !blocked && pace !== undefined && pace < this.#margin / 2;
     } else {
       for (const done of waiting) done(undefined);
       budget.resetsAt = 0;
+      budget.lazy = false;
     }
     budget.counting = false;
     if (budget.waiting.length > 0) this.#countNow(key, budget);
