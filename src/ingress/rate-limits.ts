@@ -33,14 +33,22 @@ interface SenderBudget {
 }
 
 /**
- * The shortest time between two counts of a sender whose deliveries were all admitted on the estimate, when all
- * processes together spend less than half the margin of its budget in that time (by its last two counts).
+ * The shortest time between two counts of a sender whose deliveries were all admitted on the estimate, when its
+ * budget is LAZY_COUNT_MIN_POINTS or more, more than half of it is left and all processes together spend less than half the margin of its budget in that
+ * time (by its last two counts).
  * Without it a busy sender kept one count in flight at all times, an upsert for every round trip (on PostgreSQL
  * about as many statements as the delivery groups themselves). A sender that spends faster, relative to its
  * budget, is counted a round trip apart as before, so that what other processes admit shows at once; a
  * delivery that has to wait for the store is counted at once.
  */
 export const COUNT_INTERVAL_MS = 50;
+
+/**
+ * The smallest budget whose counts may wait COUNT_INTERVAL_MS. Only a sender with a large budget can send fast
+ * for long (a small one is soon refused from memory), and its margin, a quarter of the budget, is then large
+ * against what other processes admit in 50 ms: a budget of 60 a minute is counted a round trip apart always.
+ */
+export const LAZY_COUNT_MIN_POINTS = 1_000;
 
 const ADMITTED: Promise<undefined> = Promise.resolve(undefined);
 
@@ -72,6 +80,8 @@ export class IngressLimiters {
   readonly #deliveryPoints: number;
   /** Points that must be left, by the estimate, for a delivery to be admitted without waiting for a count. */
   readonly #margin: number;
+  /** The budget is large enough for counts to wait COUNT_INTERVAL_MS (LAZY_COUNT_MIN_POINTS). */
+  readonly #lazyCounts: boolean;
   readonly #bus: Bus;
   readonly #budgets = new Map<string, SenderBudget>();
   /** The number of budgets at which the ended ones are next forgotten (grows with the senders still active). */
@@ -86,6 +96,7 @@ export class IngressLimiters {
     this.#failedAuthPoints = limits.failedAuthPoints;
     this.#deliveryPoints = limits.senderPoints;
     this.#margin = Math.ceil(limits.senderPoints / 4);
+    this.#lazyCounts = limits.senderPoints >= LAZY_COUNT_MIN_POINTS;
     this.#deliveries = limiter(db, 'dlv', limits.senderPoints, limits.senderWindowSeconds);
     this.#failedAuth = limiter(db, 'auth', limits.failedAuthPoints, limits.failedAuthWindowSeconds);
     this.#unsubscribe = bus.subscribe(AUTH_BUDGET_EXHAUSTED_TOPIC, (data) => {
@@ -124,7 +135,9 @@ export class IngressLimiters {
 
   /** Counts the sender's admitted deliveries COUNT_INTERVAL_MS after its last count (or after the one in flight). */
   #countLater(key: string, budget: SenderBudget, now: number): void {
-    if (!budget.lazy) {
+    // Half the budget and more left: other processes' deliveries not yet counted cannot bring it near the limit
+    // before every process counts a round trip apart again.
+    if (!this.#lazyCounts || !budget.lazy || budget.left <= 2 * this.#margin) {
       this.#countNow(key, budget);
       return;
     }
