@@ -123,7 +123,7 @@ describe.each(ENGINES)('sender budget on %s', (engine) => {
   it.runIf(engine === 'postgres').each([
     [60, 1],
     [60, 12],
-    [LAZY_COUNT_MIN_POINTS, 0],
+    [LAZY_COUNT_MIN_POINTS, 1],
   ])('holds a budget of %i exactly across two processes, deliveries %i ms apart', async (points, gapMs) => {
     const { db } = await database();
     let counts = 0;
@@ -138,7 +138,7 @@ describe.each(ENGINES)('sender budget on %s', (engine) => {
     // one at a time, through the two processes in turn
     for (let i = 0; i < points; i++) {
       expect(await (i % 2 ? b : a).consumeDelivery(key), `delivery ${i}`).toBeUndefined();
-      await new Promise((resolve) => (gapMs ? setTimeout(resolve, gapMs) : setImmediate(resolve)));
+      await new Promise((resolve) => setTimeout(resolve, gapMs));
     }
     expect(await a.consumeDelivery(key)).toBeGreaterThanOrEqual(1);
     expect(await b.consumeDelivery(key)).toBeGreaterThanOrEqual(1);
