@@ -35,10 +35,10 @@ interface SenderBudget {
 /**
  * The shortest time between two counts of a sender whose deliveries were all admitted on the estimate, when its
  * budget is LAZY_COUNT_MIN_POINTS or more, more than half of it is left, and all processes together spend less
- * than half its margin in that time (by its last two counts). Without it a busy sender kept one count in flight at all times, an upsert for every round trip (on PostgreSQL
- * about as many statements as the delivery groups themselves). A sender that spends faster, relative to its
- * budget, is counted a round trip apart as before, so that what other processes admit shows at once; a
- * delivery that has to wait for the store is counted at once.
+ * than half its margin in that time (by its last two counts). Without it a busy sender kept one count in flight
+ * at all times, an upsert for every round trip (on PostgreSQL about as many statements as the delivery groups
+ * themselves). A sender that spends faster, relative to its budget, is counted a round trip apart as before, so
+ * that what other processes admit shows at once; a delivery that has to wait for the store is counted at once.
  */
 export const COUNT_INTERVAL_MS = 50;
 

@@ -14,6 +14,21 @@ import type { TestDatabase } from '../support/db.ts';
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+/** `db`, with `hook` awaited before each statement on the rate-limit counters. */
+function onCounterStatements(db: Db, hook: () => Promise<void> | void): Db {
+  return Object.assign(Object.create(db) as Db, {
+    query: async (text: string, params?: readonly unknown[]) => {
+      if (text.includes('webhook_rate_limits')) await hook();
+      return db.query(text, params as never);
+    },
+  });
+}
+
+/** The deliveries the store has counted for a sender. */
+async function storedPoints(db: Db, key: string): Promise<number | undefined> {
+  return (await db.query<{ points: number }>('SELECT points FROM webhook_rate_limits WHERE key = $1', [`dlv:${key}`])).rows[0]?.points;
+}
+
 describe.each(ENGINES)('sender budget on %s', (engine) => {
   const cleanups: (() => Promise<void> | void)[] = [];
   afterEach(async () => {
@@ -61,13 +76,7 @@ describe.each(ENGINES)('sender budget on %s', (engine) => {
     const closeGate = (): void => {
       gate = new Promise((resolve) => (open = resolve));
     };
-    const gated: Db = Object.assign(Object.create(db) as Db, {
-      query: async (text: string, params?: readonly unknown[]) => {
-        if (text.includes('webhook_rate_limits')) await gate;
-        return db.query(text, params as never);
-      },
-    });
-    const limiters = limitersOn(gated);
+    const limiters = limitersOn(onCounterStatements(db, () => gate));
     const key = `${newId('wh')}|10.0.0.2`;
 
     closeGate();
@@ -85,20 +94,14 @@ describe.each(ENGINES)('sender budget on %s', (engine) => {
     expect(next).toEqual(new Array(10).fill(undefined));
     open();
 
-    await expect.poll(async () => {
-      const res = await db.query<{ points: number }>('SELECT points FROM webhook_rate_limits WHERE key = $1', [`dlv:${key}`]);
-      return res.rows[0]?.points;
-    }, { timeout: 10_000 }).toBe(11);
+    await expect.poll(() => storedPoints(db, key), { timeout: 10_000 }).toBe(11);
   });
 
   it.runIf(engine === 'postgres')('counts a busy sender far from its limit once per interval, every delivery included', async () => {
     const { db } = await database();
     let counts = 0;
-    const counted: Db = Object.assign(Object.create(db) as Db, {
-      query: async (text: string, params?: readonly unknown[]) => {
-        if (text.includes('webhook_rate_limits')) counts++;
-        return db.query(text, params as never);
-      },
+    const counted = onCounterStatements(db, () => {
+      counts++;
     });
     const limiters = limitersOn(counted, 100_000);
     const key = `${newId('wh')}|10.0.0.4`;
@@ -115,9 +118,7 @@ describe.each(ENGINES)('sender budget on %s', (engine) => {
     expect(sent).toBeGreaterThan(100);
     // (the first counts, before the pace is known, are a round trip apart)
     expect(counts).toBeLessThanOrEqual(Math.ceil(elapsed / COUNT_INTERVAL_MS) + 4);
-    await expect
-      .poll(async () => (await db.query<{ points: number }>('SELECT points FROM webhook_rate_limits WHERE key = $1', [`dlv:${key}`])).rows[0]?.points, { timeout: 10_000 })
-      .toBe(sent);
+    await expect.poll(() => storedPoints(db, key), { timeout: 10_000 }).toBe(sent);
   });
 
   it.runIf(engine === 'postgres').each([
@@ -127,11 +128,8 @@ describe.each(ENGINES)('sender budget on %s', (engine) => {
   ])('holds a budget of %i exactly across two processes, deliveries %i ms apart', async (points, gapMs) => {
     const { db } = await database();
     let counts = 0;
-    const counted: Db = Object.assign(Object.create(db) as Db, {
-      query: async (text: string, params?: readonly unknown[]) => {
-        if (text.includes('webhook_rate_limits')) counts++;
-        return db.query(text, params as never);
-      },
+    const counted = onCounterStatements(db, () => {
+      counts++;
     });
     const [a, b] = [limitersOn(counted, points), limitersOn(counted, points)];
     const key = `${newId('wh')}|10.0.0.5`;
@@ -153,9 +151,7 @@ describe.each(ENGINES)('sender budget on %s', (engine) => {
     const key = `${newId('wh')}|10.0.0.3`;
     // Two of 8 left (a quarter is the margin): the next one goes to the store, which has counted 6 more meanwhile.
     for (let i = 0; i < 6; i++) expect(await limiters.consumeDelivery(key)).toBeUndefined();
-    await expect
-      .poll(async () => (await db.query<{ points: number }>('SELECT points FROM webhook_rate_limits WHERE key = $1', [`dlv:${key}`])).rows[0]?.points, { timeout: 10_000 })
-      .toBe(6);
+    await expect.poll(() => storedPoints(db, key), { timeout: 10_000 }).toBe(6);
     await db.query('UPDATE webhook_rate_limits SET points = points + 2 WHERE key = $1', [`dlv:${key}`]);
     expect(await limiters.consumeDelivery(key)).toBeGreaterThanOrEqual(1);
   });
