@@ -8,6 +8,8 @@ import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { AppError, isAppError, problemFor } from './errors.ts';
 import type { AppInstance, AppModule, ServiceContext } from './context.ts';
+import { DirectRoutes } from './direct-routes.ts';
+import type { DirectHandler, DirectRoute } from './direct-routes.ts';
 import { redactUrl } from './redact.ts';
 
 export const API_PREFIX = '/api/v1';
@@ -58,7 +60,7 @@ function toAppError(err: FastifyError): AppError {
  * The request id doubles as the problem documents' `trace_id`: the trace id of an incoming W3C `traceparent`
  * header when there is one (so a caller can find its request in our logs), otherwise 16 random bytes.
  */
-function traceIdOf(req: { headers: Record<string, string | string[] | undefined> }): string {
+export function traceIdOf(req: { headers: Record<string, string | string[] | undefined> }): string {
   const header = req.headers.traceparent;
   const match = typeof header === 'string' ? /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(header.trim()) : null;
   if (match && !/^0+$/.test(match[1]!)) return match[1]!;
@@ -97,10 +99,23 @@ export interface RegisteredRoute {
 }
 
 const ROUTE_TABLES = new WeakMap<object, RegisteredRoute[]>();
+const DIRECT_ROUTES = new WeakMap<object, DirectRoutes>();
 
 /** Every route of an app built by `buildApp` (HEAD routes left out), in registration order. */
 export function registeredRoutes(app: AppInstance): readonly RegisteredRoute[] {
   return ROUTE_TABLES.get(app) ?? [];
+}
+
+/**
+ * Serves every request under `prefix` from `handler`, straight from node:http (src/http/direct-routes.ts), and
+ * lists `routes` in the route table as public root routes. Requests made with `app.inject()` do not reach it.
+ */
+export function addDirectRoute(app: AppInstance, prefix: string, routes: readonly DirectRoute[], handler: DirectHandler): void {
+  const direct = DIRECT_ROUTES.get(app);
+  const table = ROUTE_TABLES.get(app);
+  if (!direct || !table) throw new Error('addDirectRoute needs an app built by buildApp');
+  direct.add(prefix, handler);
+  for (const route of routes) for (const method of route.methods) table.push({ method, url: route.url, public: true });
 }
 
 function requestValidator(coerceTypes: 'array' | false): Ajv {
@@ -111,7 +126,9 @@ function requestValidator(coerceTypes: 'array' | false): Ajv {
 
 /** Builds the whole HTTP application; never listens (tests use `inject` or `listen` themselves). */
 export async function buildApp(ctx: ServiceContext, modules: readonly AppModule[], options: BuildAppOptions = {}): Promise<AppInstance> {
+  const direct = new DirectRoutes();
   const app = Fastify({
+    serverFactory: (handler, serverOptions) => direct.server(handler, serverOptions),
     loggerInstance: ctx.log,
     genReqId: traceIdOf,
     bodyLimit: API_BODY_LIMIT,
@@ -128,6 +145,7 @@ export async function buildApp(ctx: ServiceContext, modules: readonly AppModule[
   const knownRoutes = FindMyWay();
   const table: RegisteredRoute[] = [];
   ROUTE_TABLES.set(app, table);
+  DIRECT_ROUTES.set(app, direct);
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {

@@ -59,7 +59,7 @@ export function createIngressModule(options: IngressOptions = {}): AppModule {
         inProgress,
       };
       runtimes.set(ctx, runtime);
-      await registerIngressRoutes(app, { ctx, limits, ...runtime });
+      registerIngressRoutes(app, { ctx, limits, ...runtime });
     },
     async start(ctx) {
       const runtime = runtimes.get(ctx);

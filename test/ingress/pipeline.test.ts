@@ -93,6 +93,8 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
       const over = await post(hook.url, jsonOfSize(WEBHOOK_BODY_LIMIT + 1), bearer(hook));
       expect(over.status).toBe(413);
       expect(over.body).toMatchObject({ code: 'payload_too_large', detail: expect.stringContaining('262144 bytes') });
+      // the rest of the body may still be on its way: the connection is not reused
+      expect(over.headers.connection).toBe('close');
       const rows = await deliveriesOf(server, hook.uid);
       expect(rows.map((r) => [r.label, r.size])).toEqual([
         ['accepted', WEBHOOK_BODY_LIMIT],
@@ -230,12 +232,21 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
   });
 
   describe('405', () => {
-    it.each(['GET', 'PUT', 'PATCH', 'DELETE'])('%s answers 405 with Allow: POST', async (method) => {
+    it.each(['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])('%s answers 405 with Allow: POST', async (method) => {
       const hook = await seedWebhook(server);
       const res = await send(hook.url, method, method === 'GET' ? undefined : '{}', bearer(hook));
       expect(res.status).toBe(405);
       expect(res.headers.allow).toBe('POST');
       expect(res.body.code).toBe('method_not_allowed');
+    });
+
+    it('HEAD answers 405 too, and every error names the trace of a traceparent header', async () => {
+      const hook = await seedWebhook(server);
+      expect((await send(hook.url, 'HEAD', undefined, bearer(hook))).status).toBe(405);
+      const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+      const res = await post(`${hook.url}/extra/segment`, '{}', { traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
+      expect(res.status).toBe(404);
+      expect(res.body).toMatchObject({ code: 'route_not_found', trace_id: traceId, instance: `/webhooks/w/${hook.uid}/[redacted]/segment` });
     });
   });
 

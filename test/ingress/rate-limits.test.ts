@@ -133,6 +133,7 @@ describe.each(ENGINES)('sender budget on %s', (engine) => {
     });
     const [a, b] = [limitersOn(counted, points), limitersOn(counted, points)];
     const key = `${newId('wh')}|10.0.0.5`;
+    const started = Date.now();
     // one at a time, through the two processes in turn
     for (let i = 0; i < points; i++) {
       expect(await (i % 2 ? b : a).consumeDelivery(key), `delivery ${i}`).toBeUndefined();
@@ -140,8 +141,11 @@ describe.each(ENGINES)('sender budget on %s', (engine) => {
     }
     expect(await a.consumeDelivery(key)).toBeGreaterThanOrEqual(1);
     expect(await b.consumeDelivery(key)).toBeGreaterThanOrEqual(1);
-    // a small budget is counted for every delivery; a large one less often while far from its limit
-    if (points < LAZY_COUNT_MIN_POINTS) expect(counts).toBeGreaterThanOrEqual(points);
+    const elapsed = Date.now() - started;
+    // A small budget is counted a round trip apart (deliveries admitted while a count is in flight join the
+    // next one, so on a loaded machine there can be fewer counts than deliveries), never once per interval;
+    // a large one less often than once a delivery while far from its limit.
+    if (points < LAZY_COUNT_MIN_POINTS) expect(counts).toBeGreaterThan(Math.ceil(elapsed / COUNT_INTERVAL_MS) + 4);
     else expect(counts).toBeLessThan(points);
   });
 
