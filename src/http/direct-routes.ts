@@ -84,9 +84,10 @@ const INFO_AND_BELOW = new Set(['trace', 'debug', 'info']);
  * The access log line Fastify writes for its own routes ("request completed", with the URL redacted by the
  * logger's `req` serializer), written when the response finishes; nothing is done below the info level.
  */
-export function logDirectRequest(log: FastifyBaseLogger, request: IncomingMessage, response: ServerResponse, traceId: string): void {
+export function logDirectRequest(log: FastifyBaseLogger, request: IncomingMessage, response: ServerResponse, trace: () => string): void {
   if (!INFO_AND_BELOW.has(log.level)) return;
   const started = performance.now();
+  const traceId = trace();
   response.once('finish', () => {
     log.info(
       { reqId: traceId, req: { method: request.method, url: request.url, id: traceId }, res: response, responseTime: performance.now() - started },

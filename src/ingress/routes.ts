@@ -117,17 +117,19 @@ function readBody(request: IncomingMessage): Promise<Buffer | { tooLarge: number
 export function registerIngressRoutes(app: AppInstance, deps: IngressDeps): void {
   const { ctx } = deps;
   addDirectRoute(app, PREFIX, ROUTES, (request, response) => {
-    const traceId = traceIdOf(request);
-    logDirectRequest(ctx.log, request, response, traceId);
+    // Made only when something shows it (an error, the info-level access log): a 202 names no trace.
+    let traceId: string | undefined;
+    const trace = () => (traceId ??= traceIdOf(request));
+    logDirectRequest(ctx.log, request, response, trace);
     serveDelivery(deps, request, response).catch((err: unknown) => {
       if (isAppError(err)) {
         // A refused body may still be arriving: the connection cannot be reused after it.
         const close: Record<string, string> = err.code === 'payload_too_large' ? { connection: 'close' } : {};
-        sendDirectProblem(request, response, err, traceId, close);
+        sendDirectProblem(request, response, err, trace(), close);
         return;
       }
-      ctx.log.error({ err, reqId: traceId }, 'webhook delivery failed');
-      sendDirectProblem(request, response, new AppError('internal_error', 'the delivery was not recorded; send it again', { cause: err }), traceId);
+      ctx.log.error({ err, reqId: trace() }, 'webhook delivery failed');
+      sendDirectProblem(request, response, new AppError('internal_error', 'the delivery was not recorded; send it again', { cause: err }), trace());
     });
   });
 }

@@ -450,13 +450,14 @@ function sameFiles(a: readonly FactoryFileInput[], b: readonly FactoryFileInput[
   return b.every((f) => byPath.get(f.path) === f.content);
 }
 
-export function definitionInvalid(diagnostics: readonly Diagnostic[]): AppError {
+/** 422 with the diagnostics; `hint`, what to do about them, ends the detail. */
+export function definitionInvalid(diagnostics: readonly Diagnostic[], hint?: string): AppError {
   const errors = diagnostics.filter((d) => d.severity === 'error');
   const first = errors[0];
   const detail = first
     ? `${errors.length} error${errors.length === 1 ? '' : 's'}; first: ${first.file}:${first.line}:${first.column} ${first.code} ${first.message}`
     : 'the definition is invalid';
-  return new AppError('definition_invalid', detail, { extensions: { diagnostics } });
+  return new AppError('definition_invalid', hint ? `${detail}; ${hint}` : detail, { extensions: { diagnostics } });
 }
 
 /** `where` is accepted for older callers; the message is built from the factory's source. */

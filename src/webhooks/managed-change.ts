@@ -6,7 +6,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { FactoryFileInput } from '../definitions/load.ts';
 import type { ServiceContext } from '../http/context.ts';
-import { AppError } from '../http/errors.ts';
+import type { Diagnostic } from '../definitions/diagnostic.ts';
+import { AppError, isAppError } from '../http/errors.ts';
 import { applyManagedChange, controllerFor, definitionInvalid, readOnlyError } from '../reconciler/index.ts';
 import type { ApplyOutcome, FactoryRow } from '../reconciler/model.ts';
 import * as factoryPlans from '../reconciler/plans.ts';
@@ -42,13 +43,26 @@ export async function changeManagedFactory(
   mutate: (files: FactoryFileInput[]) => FactoryFileInput[] | Promise<FactoryFileInput[]>,
 ): Promise<ApplyOutcome> {
   requireManaged(ctx, factory);
-  const outcome = await applyManagedChange(ctx, factory.id, mutate, { author: commitAuthor(request), message });
+  const outcome = await applyManagedChange(ctx, factory.id, mutate, { author: commitAuthor(request), message }).catch((err: unknown) => {
+    throw withoutDefinitionHint(factory, err);
+  });
   if (outcome.result === 'failed') {
     if (outcome.errors.some((d) => d.severity === 'error')) throw definitionInvalid(outcome.errors);
     throw new AppError('internal_error', outcome.message ?? `the change to factory ${factory.name} was committed but did not apply`);
   }
   await refreshWebhookRouting(ctx, factory.id);
   return outcome;
+}
+
+/**
+ * A managed factory created with only a name has no files, and a webhook or an automation cannot be added to
+ * it before its factory.yaml: the refusal says how to give it one.
+ */
+function withoutDefinitionHint(factory: FactoryRow, err: unknown): unknown {
+  if (!isAppError(err) || err.code !== 'definition_invalid') return err;
+  const diagnostics = (err.extensions.diagnostics ?? []) as Diagnostic[];
+  if (!diagnostics.some((d) => d.code === 'FF_MISSING_FACTORY')) return err;
+  return definitionInvalid(diagnostics, `factory ${factory.name} has no definition yet: apply its files first (POST /api/v1/factories/${factory.id}/apply)`);
 }
 
 /** The Markdown/YAML file at `path`, or undefined. */

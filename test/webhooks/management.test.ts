@@ -182,6 +182,7 @@ describe.each(ENGINES)('webhook management on managed factories on %s', (engine)
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('definition_invalid');
     expect(res.body.detail).toContain('FF_MISSING_FACTORY');
+    expect(res.body.detail).toContain(`apply its files first (POST /api/v1/factories/${empty}/apply)`);
   });
 });
 
