@@ -1,9 +1,9 @@
 /**
  * Routes served straight from `node:http`, ahead of Fastify's router: the webhook ingress, whose cost per
  * request is a target of its own (docs/decisions.md, "The ingress answers from node:http"). Fastify's request
- * and reply objects, its hook chain, the per-request child logger and the content-type parser cost about as much
- * CPU as the whole of a bare `node:http` server's request; a sender's POST needs none of them. Everything else
- * reaches Fastify unchanged.
+ * and reply objects, its hook chain, the per-request child logger and the content-type parser cost about a fifth
+ * of a bare `node:http` server's whole request; a sender's POST needs none of them. Everything else reaches
+ * Fastify unchanged.
  */
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
