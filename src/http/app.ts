@@ -6,11 +6,11 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import FindMyWay from 'find-my-way';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
-import { AppError, isAppError, problemFor } from './errors.ts';
+import { AppError, isAppError, problemFor, problemHeaders } from './errors.ts';
 import type { AppInstance, AppModule, ServiceContext } from './context.ts';
 import { DirectRoutes } from './direct-routes.ts';
 import type { DirectHandler, DirectRoute } from './direct-routes.ts';
-import { redactUrl } from './redact.ts';
+import { redactedPath, redactUrl } from './redact.ts';
 
 export const API_PREFIX = '/api/v1';
 /** The API's own body limit; the webhook ingress sets its own (256 KB) on its routes. */
@@ -21,13 +21,11 @@ export interface BuildAppOptions {
 }
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply {
-  for (const [name, value] of Object.entries(err.headers)) reply.header(name, value);
-  // The official clients retry every 409 and 5xx; tell them when retrying cannot help.
-  if (!err.retryable && (err.status === 409 || err.status >= 500)) reply.header('x-should-retry', 'false');
   return reply
+    .headers(problemHeaders(err))
     .code(err.status)
     .type('application/problem+json')
-    .send(problemFor(err, redactUrl(request.url.split('?')[0] ?? request.url), request.id));
+    .send(problemFor(err, redactedPath(request.url), request.id));
 }
 
 function toAppError(err: FastifyError): AppError {

@@ -9,8 +9,8 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AppError } from './errors.ts';
-import { problemFor } from './errors.ts';
-import { redactUrl } from './redact.ts';
+import { problemFor, problemHeaders } from './errors.ts';
+import { redactedPath } from './redact.ts';
 
 export type DirectHandler = (request: IncomingMessage, response: ServerResponse) => void;
 
@@ -65,11 +65,8 @@ export class DirectRoutes {
  * `x-should-retry: false` where retrying cannot help, `instance` with a URL token redacted, `trace_id`.
  */
 export function sendDirectProblem(request: IncomingMessage, response: ServerResponse, err: AppError, traceId: string, extraHeaders: Record<string, string> = {}): void {
-  const url = request.url ?? '/';
-  const body = JSON.stringify(problemFor(err, redactUrl(url.split('?')[0] ?? url), traceId));
-  const headers: Record<string, string> = { ...err.headers, ...extraHeaders, 'content-type': 'application/problem+json; charset=utf-8' };
-  if (!err.retryable && (err.status === 409 || err.status >= 500)) headers['x-should-retry'] = 'false';
-  sendDirect(response, err.status, headers, body);
+  const body = JSON.stringify(problemFor(err, redactedPath(request.url ?? '/'), traceId));
+  sendDirect(response, err.status, { ...problemHeaders(err), ...extraHeaders, 'content-type': 'application/problem+json; charset=utf-8' }, body);
 }
 
 /** Answers `body` with its length (no chunked encoding), unless the sender is gone or was answered already. */

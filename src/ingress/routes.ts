@@ -3,7 +3,7 @@ import { addDirectRoute, traceIdOf } from '../http/app.ts';
 import type { AppInstance, ServiceContext } from '../http/context.ts';
 import { logDirectRequest, sendDirect, sendDirectProblem } from '../http/direct-routes.ts';
 import { AppError, isAppError } from '../http/errors.ts';
-import { redactUrl } from '../http/redact.ts';
+import { redactedPath } from '../http/redact.ts';
 import { newId } from '../util/ids.ts';
 import { authenticate } from './authenticate.ts';
 import type { DeliveryWriter } from './delivery-writer.ts';
@@ -140,7 +140,7 @@ async function serveDelivery(deps: IngressDeps, request: IncomingMessage, respon
   inProgress.track(response);
   const url = request.url ?? '/';
   const target = parseIngressPath(url);
-  if (!target) throw new AppError('route_not_found', `${request.method ?? ''} ${redactUrl(url.split('?')[0] ?? url)}`);
+  if (!target) throw new AppError('route_not_found', `${request.method ?? ''} ${redactedPath(url)}`);
   if (request.method !== 'POST') {
     throw new AppError('method_not_allowed', `${request.method ?? ''} is not allowed; webhooks take POST`, { headers: { allow: 'POST' } });
   }

@@ -44,7 +44,7 @@ export async function changeManagedFactory(
 ): Promise<ApplyOutcome> {
   requireManaged(ctx, factory);
   const outcome = await applyManagedChange(ctx, factory.id, mutate, { author: commitAuthor(request), message }).catch((err: unknown) => {
-    throw withoutDefinitionHint(factory, err);
+    throw withDefinitionHint(factory, err);
   });
   if (outcome.result === 'failed') {
     if (outcome.errors.some((d) => d.severity === 'error')) throw definitionInvalid(outcome.errors);
@@ -58,7 +58,7 @@ export async function changeManagedFactory(
  * A managed factory created with only a name has no files, and a webhook or an automation cannot be added to
  * it before its factory.yaml: the refusal says how to give it one.
  */
-function withoutDefinitionHint(factory: FactoryRow, err: unknown): unknown {
+function withDefinitionHint(factory: FactoryRow, err: unknown): unknown {
   if (!isAppError(err) || err.code !== 'definition_invalid') return err;
   const diagnostics = (err.extensions.diagnostics ?? []) as Diagnostic[];
   if (!diagnostics.some((d) => d.code === 'FF_MISSING_FACTORY')) return err;
