@@ -68,7 +68,8 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-const fmt = (n: number, digits = 1) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const fmt = (n: number, digits = 1) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 async function createDatabase(pgUrl: string, name: string): Promise<string> {
   const admin = await openPostgres({ connectionString: pgUrl, maxConnections: 1 });
@@ -80,7 +81,10 @@ async function createDatabase(pgUrl: string, name: string): Promise<string> {
 /** When each run was claimed by this process's executors (its execution began). */
 const claimedAt = new Map<string, number>();
 
-async function startBenchServer(engine: 'pglite' | 'postgres', databaseUrl: string | undefined): Promise<{ server: RunningServer; key: string }> {
+async function startBenchServer(
+  engine: 'pglite' | 'postgres',
+  databaseUrl: string | undefined,
+): Promise<{ server: RunningServer; key: string }> {
   const key = generateApiKey();
   const execution = createExecutionModule({
     env: {},
@@ -88,13 +92,31 @@ async function startBenchServer(engine: 'pglite' | 'postgres', databaseUrl: stri
       const t = performance.now();
       for (const id of ids) claimedAt.set(id, t);
     },
-    settings: { concurrency: CONCURRENCY, harnesses: ['noop'], defaultHarness: 'noop', pollMs: 1_000, heartbeatMs: 5_000, leaseMs: 30_000 },
+    settings: {
+      concurrency: CONCURRENCY,
+      harnesses: ['noop'],
+      defaultHarness: 'noop',
+      pollMs: 1_000,
+      heartbeatMs: 5_000,
+      leaseMs: 30_000,
+    },
   });
   const config = loadConfig(
     {},
-    { port: 0, host: '127.0.0.1', dataDir: tmp(`agentyard-bench-exec-${engine}-`), bootstrapApiKey: key, logLevel: 'silent', masterKey: MASTER_KEY, databaseUrl },
+    {
+      port: 0,
+      host: '127.0.0.1',
+      dataDir: tmp(`agentyard-bench-exec-${engine}-`),
+      bootstrapApiKey: key,
+      logLevel: 'silent',
+      masterKey: MASTER_KEY,
+      databaseUrl,
+    },
   );
-  const server = await startServer(config, { log: createLogger('silent'), modules: MODULES.map((m) => (m.name === 'execution' ? execution : m)) });
+  const server = await startServer(config, {
+    log: createLogger('silent'),
+    modules: MODULES.map((m) => (m.name === 'execution' ? execution : m)),
+  });
   server.ctx.config.publicUrl = server.url;
   return { server, key };
 }
@@ -139,7 +161,10 @@ async function createRun(url: string, key: string, i: number): Promise<string> {
 /** Reads the run's SSE stream until its INPROGRESS state event; answers when it arrived. */
 async function inProgressOverSse(url: string, key: string, runId: string): Promise<number> {
   const controller = new AbortController();
-  const res = await fetch(`${url}/api/v1/agent/runs/${runId}/events`, { headers: { authorization: `Bearer ${key}` }, signal: controller.signal });
+  const res = await fetch(`${url}/api/v1/agent/runs/${runId}/events`, {
+    headers: { authorization: `Bearer ${key}` },
+    signal: controller.signal,
+  });
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = '';
   try {
@@ -170,7 +195,14 @@ interface Latency {
 }
 
 function emptyLatency(): Latency {
-  return { enqueueToClaimed: [], enqueueToStarted: [], committedToClaimed: [], committedToStarted: [], post: [], sse: [] };
+  return {
+    enqueueToClaimed: [],
+    enqueueToStarted: [],
+    committedToClaimed: [],
+    committedToStarted: [],
+    post: [],
+    sse: [],
+  };
 }
 
 function appendLatency(into: Latency, from: Latency): void {
@@ -183,7 +215,8 @@ const pause = () => new Promise((r) => setTimeout(r, 2));
 async function measureLatency(server: RunningServer, key: string, samples: number, warmup: number): Promise<Latency> {
   const bus = startedOnBus(server);
   const service = new RunService(server.ctx.db, server.ctx.bus);
-  const teamId = (await server.ctx.db.query<{ id: string }>('SELECT id FROM teams ORDER BY created_at LIMIT 1')).rows[0]!.id;
+  const teamId = (await server.ctx.db.query<{ id: string }>('SELECT id FROM teams ORDER BY created_at LIMIT 1'))
+    .rows[0]!.id;
   const result = emptyLatency();
   try {
     for (let i = 0; i < samples + warmup; i++) {
@@ -223,19 +256,25 @@ async function measureLatency(server: RunningServer, key: string, samples: numbe
 
 async function waitAllSucceeded(server: RunningServer, count: number): Promise<void> {
   for (;;) {
-    const res = await server.ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE state = 'SUCCEEDED' AND prompt LIKE 'backlog %'`);
+    const res = await server.ctx.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM runs WHERE state = 'SUCCEEDED' AND prompt LIKE 'backlog %'`,
+    );
     if (res.rows[0]!.n >= count) return;
     await new Promise((r) => setTimeout(r, 50));
   }
 }
 
 async function measureThroughput(server: RunningServer): Promise<{ runs: number; seconds: number; rate: number }> {
-  const teamId = (await server.ctx.db.query<{ id: string }>('SELECT id FROM teams ORDER BY created_at LIMIT 1')).rows[0]!.id;
+  const teamId = (await server.ctx.db.query<{ id: string }>('SELECT id FROM teams ORDER BY created_at LIMIT 1'))
+    .rows[0]!.id;
   // queue the backlog with the executors paused by a lock on nothing: inserts are visible only at commit
   const started = performance.now();
   for (let done = 0; done < RUNS; done += 500) {
     const rows = [];
-    for (let i = done; i < Math.min(RUNS, done + 500); i++) rows.push(await prepareQueuedRun(server.ctx.db, { teamId, prompt: `backlog ${i}`, source: 'API', creator: null }));
+    for (let i = done; i < Math.min(RUNS, done + 500); i++)
+      rows.push(
+        await prepareQueuedRun(server.ctx.db, { teamId, prompt: `backlog ${i}`, source: 'API', creator: null }),
+      );
     await insertRuns(server.ctx.db, rows);
     await server.ctx.bus.publish(RUNS_QUEUED_TOPIC, { run_id: null, worker_host: null });
   }
@@ -310,7 +349,9 @@ async function startGraphile(pgUrl: string): Promise<Graphile> {
       });
       const t0 = performance.now();
       for (let n = 0; n < RUNS; n += 500) {
-        await utils.addJobs(Array.from({ length: Math.min(500, RUNS - n) }, (_, k) => ({ identifier: 'drain', payload: { i: n + k } })));
+        await utils.addJobs(
+          Array.from({ length: Math.min(500, RUNS - n) }, (_, k) => ({ identifier: 'drain', payload: { i: n + k } })),
+        );
       }
       await done;
       return RUNS / ((performance.now() - t0) / 1000);
@@ -369,18 +410,39 @@ try {
           );
         }
       }
-      rows.push(latencyRow(`Agentyard on ${engine}: enqueue (RunService.create called) → claimed, execution begun`, latency.enqueueToClaimed));
+      rows.push(
+        latencyRow(
+          `Agentyard on ${engine}: enqueue (RunService.create called) → claimed, execution begun`,
+          latency.enqueueToClaimed,
+        ),
+      );
       rows.push(latencyRow(`Agentyard on ${engine}: enqueue → INPROGRESS committed`, latency.enqueueToStarted));
-      rows.push(latencyRow(`Agentyard on ${engine}: run committed (create resolved) → claimed, execution begun`, latency.committedToClaimed));
+      rows.push(
+        latencyRow(
+          `Agentyard on ${engine}: run committed (create resolved) → claimed, execution begun`,
+          latency.committedToClaimed,
+        ),
+      );
       rows.push(latencyRow(`Agentyard on ${engine}: run committed → INPROGRESS committed`, latency.committedToStarted));
       rows.push(latencyRow(`Agentyard on ${engine}: POST /agent/runs sent → INPROGRESS committed`, latency.post));
       rows.push(latencyRow(`Agentyard on ${engine}: POST sent → INPROGRESS received over SSE (client)`, latency.sse));
       if (graphile) {
         rows.push(latencyRow('graphile-worker 0.18 on postgres: addJob called → handler start', graphileAdded));
-        rows.push(latencyRow('graphile-worker 0.18 on postgres: job committed (addJob resolved) → handler start', graphileCommitted));
+        rows.push(
+          latencyRow(
+            'graphile-worker 0.18 on postgres: job committed (addJob resolved) → handler start',
+            graphileCommitted,
+          ),
+        );
         for (const [name, pick] of [
-          ['enqueue → the executor has it (RunService.create called → claimed) vs addJob called → handler start', (x: (typeof rounds)[number]) => x.enqueue],
-          ['committed → the executor has it (create resolved → claimed) vs job committed (addJob resolved) → handler start', (x: (typeof rounds)[number]) => x.committed],
+          [
+            'enqueue → the executor has it (RunService.create called → claimed) vs addJob called → handler start',
+            (x: (typeof rounds)[number]) => x.enqueue,
+          ],
+          [
+            'committed → the executor has it (create resolved → claimed) vs job committed (addJob resolved) → handler start',
+            (x: (typeof rounds)[number]) => x.committed,
+          ],
         ] as const) {
           const ours = median(rounds.map((x) => pick(x)[0]));
           const theirs = median(rounds.map((x) => pick(x)[1]));
@@ -390,11 +452,15 @@ try {
       }
       console.log(rows.slice(graphile ? -8 : -6).join('\n'));
       const t = await measureThroughput(server);
-      throughputRows.push(`| Agentyard on ${engine} (noop harness, ${CONCURRENCY} executors) | ${t.runs} | ${fmt(t.seconds, 2)} | ${fmt(t.rate, 0)} |`);
+      throughputRows.push(
+        `| Agentyard on ${engine} (noop harness, ${CONCURRENCY} executors) | ${t.runs} | ${fmt(t.seconds, 2)} | ${fmt(t.rate, 0)} |`,
+      );
       console.log(throughputRows.at(-1));
       if (graphile) {
         const rate = await graphile.drain();
-        throughputRows.push(`| graphile-worker 0.18 on postgres (no-op task, concurrency ${Math.min(CONCURRENCY, 64)}) | ${RUNS} | ${fmt(RUNS / rate, 2)} | ${fmt(rate, 0)} |`);
+        throughputRows.push(
+          `| graphile-worker 0.18 on postgres (no-op task, concurrency ${Math.min(CONCURRENCY, 64)}) | ${RUNS} | ${fmt(RUNS / rate, 2)} | ${fmt(rate, 0)} |`,
+        );
         console.log(throughputRows.at(-1));
       }
     } finally {

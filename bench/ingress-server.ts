@@ -11,18 +11,23 @@ import { MODULES } from '../src/modules.ts';
 import { startServer } from '../src/server.ts';
 import { newId, randomToken } from '../src/util/ids.ts';
 
-const config = loadConfig(process.env, { host: '127.0.0.1', port: Number(process.env.PORT ?? 0), roles: new Set(['ingress']) });
-const modules = MODULES.map((m) => (m.name === 'ingress' ? createIngressModule({ limits: { senderPoints: 1_000_000_000 } }) : m));
+const config = loadConfig(process.env, {
+  host: '127.0.0.1',
+  port: Number(process.env.PORT ?? 0),
+  roles: new Set(['ingress']),
+});
+const modules = MODULES.map((m) =>
+  m.name === 'ingress' ? createIngressModule({ limits: { senderPoints: 1_000_000_000 } }) : m,
+);
 const server = await startServer(config, { modules });
 const { db, cipher } = server.ctx;
 
 const team = (await db.query<{ id: string }>('SELECT id FROM teams ORDER BY created_at LIMIT 1')).rows[0]!.id;
 const factoryId = newId('fac');
-await db.query(`INSERT INTO factories (id, team_id, name, source, state) VALUES ($1, $2, $3, '{"type":"managed"}', 'applied')`, [
-  factoryId,
-  team,
-  `bench-${randomBytes(3).toString('hex')}`,
-]);
+await db.query(
+  `INSERT INTO factories (id, team_id, name, source, state) VALUES ($1, $2, $3, '{"type":"managed"}', 'applied')`,
+  [factoryId, team, `bench-${randomBytes(3).toString('hex')}`],
+);
 const token = randomToken(32);
 const whsec = `whsec_${randomBytes(32).toString('base64')}`;
 const hooks = { token: newId('wh'), signature: newId('wh') };

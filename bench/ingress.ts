@@ -58,10 +58,20 @@ interface Child {
   stop(): Promise<void>;
 }
 
-async function startChild(script: string, env: Record<string, string>, nodeFlags: readonly string[] = []): Promise<Child> {
+async function startChild(
+  script: string,
+  env: Record<string, string>,
+  nodeFlags: readonly string[] = [],
+): Promise<Child> {
   const child = spawn(process.execPath, [...nodeFlags, script], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', AGENTYARD_MASTER_KEY: 'b'.repeat(64), ...env },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      LOG_LEVEL: 'warn',
+      AGENTYARD_MASTER_KEY: 'b'.repeat(64),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const info = await new Promise<Child['info']>((resolve, reject) => {
@@ -104,7 +114,9 @@ function body(): string {
 type Mode = 'token' | 'signature';
 
 function requestFor(mode: Mode, target: Child['info'], baseline: boolean) {
-  const url = new URL(baseline ? `${target.url}/webhooks/w/bench` : mode === 'token' ? target.tokenUrl! : target.signatureUrl!);
+  const url = new URL(
+    baseline ? `${target.url}/webhooks/w/bench` : mode === 'token' ? target.tokenUrl! : target.signatureUrl!,
+  );
   const signer = mode === 'signature' ? new Webhook(serverUnderTest!.info.whsec!) : undefined;
   return {
     url: url.origin,
@@ -141,7 +153,12 @@ interface Load {
   total: number;
 }
 
-async function load(mode: Mode, target: Child['info'], baseline: boolean, options: { duration?: number; amount?: number; rate?: number }): Promise<Load> {
+async function load(
+  mode: Mode,
+  target: Child['info'],
+  baseline: boolean,
+  options: { duration?: number; amount?: number; rate?: number },
+): Promise<Load> {
   const r = requestFor(mode, target, baseline);
   const result = await autocannon({
     url: r.url,
@@ -183,7 +200,8 @@ async function startUnderTest(engine: 'pglite' | 'postgres'): Promise<Child> {
   return serverUnderTest;
 }
 
-const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const lines: string[] = [];
 function report(line: string): void {
   lines.push(line);
@@ -303,18 +321,26 @@ async function rss(): Promise<void> {
     }
     await new Promise((r) => setTimeout(r, 2_000));
     const atEnd = rssMb(pid);
-    report(`| ${engine} | ${fmt(at10k)} MB | ${fmt(sent)} | ${fmt(atEnd)} MB | **${fmt(atEnd / at10k, 2)}×** (target ≤ 1.5×) | ${failed} |`);
+    report(
+      `| ${engine} | ${fmt(at10k)} MB | ${fmt(sent)} | ${fmt(atEnd)} MB | **${fmt(atEnd / at10k, 2)}×** (target ≤ 1.5×) | ${failed} |`,
+    );
     await server.stop();
   }
 }
 
 try {
   if (!values['skip-throughput']) {
-    report(`\nThroughput (${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${DURATION} s per server, 1 KB JSON bodies, distinct identities)\n`);
-    report('| engine | mode | Agentyard accepted/s | bare node:http 202/s | ratio | latency at half the max rate | non-2xx + errors |');
+    report(
+      `\nThroughput (${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${DURATION} s per server, 1 KB JSON bodies, distinct identities)\n`,
+    );
+    report(
+      '| engine | mode | Agentyard accepted/s | bare node:http 202/s | ratio | latency at half the max rate | non-2xx + errors |',
+    );
     report('| --- | --- | ---: | ---: | ---: | --- | ---: |');
     await throughput();
-    report(`\nCPU per request in the measured rounds, µs (from /proc; ${availableParallelism()} cores on this machine)\n`);
+    report(
+      `\nCPU per request in the measured rounds, µs (from /proc; ${availableParallelism()} cores on this machine)\n`,
+    );
     report(
       '| engine | mode | HTTP thread | database | V8/libuv helpers | load generator | all | cores busy | bare server | its load generator | all (bare) | cores busy (bare) | ratio at equal CPU |',
     );

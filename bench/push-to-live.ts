@@ -25,7 +25,11 @@ import { createLogger } from '../src/log.ts';
 import { startServer } from '../src/server.ts';
 import { generateApiKey } from '../src/identity/api-keys.ts';
 
-const { values, positionals } = parseArgs({ args: process.argv.slice(2), allowPositionals: true, options: { postgres: { type: 'string' } } });
+const { values, positionals } = parseArgs({
+  args: process.argv.slice(2),
+  allowPositionals: true,
+  options: { postgres: { type: 'string' } },
+});
 const pushes = Number(positionals[0] ?? 20);
 const root = mkdtempSync(path.join(tmpdir(), 'agentyard-bench-push-'));
 const bare = path.join(root, 'remote.git');
@@ -75,7 +79,10 @@ const server = await startServer(config, { log: createLogger('silent') });
 const api = async (method: string, p: string, body?: unknown): Promise<{ status: number; body: any }> => {
   const res = await fetch(`${server.url}/api/v1${p}`, {
     method,
-    headers: { authorization: `Bearer ${adminKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      authorization: `Bearer ${adminKey}`,
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   const text = await res.text();
@@ -100,12 +107,21 @@ try {
 
   await api('PUT', '/secrets/bench-token', { value: TOKEN });
   await api('PUT', '/secrets/bench-push', { value: PUSH_SECRET });
-  const created = await api('POST', '/factories', { name: 'bench', source: { type: 'git', url: bare, poll_interval_seconds: 0, push_secret: 'bench-push' } });
+  const created = await api('POST', '/factories', {
+    name: 'bench',
+    source: { type: 'git', url: bare, poll_interval_seconds: 0, push_secret: 'bench-push' },
+  });
   const id = created.body.id as string;
-  for (let i = 0; i < 200 && (await api('GET', `/factories/${id}`)).body.status.state !== 'applied'; i++) await new Promise((r) => setTimeout(r, 50));
+  for (let i = 0; i < 200 && (await api('GET', `/factories/${id}`)).body.status.state !== 'applied'; i++)
+    await new Promise((r) => setTimeout(r, 50));
 
-  const ingressProbe = await fetch(`${server.url}/webhooks/w/wh_00000000000000000000000000`, { method: 'POST', body: '{}' });
-  const hasIngress = ingressProbe.status !== 404 || ((await ingressProbe.json().catch(() => ({}))) as { code?: string }).code === 'webhook_not_found';
+  const ingressProbe = await fetch(`${server.url}/webhooks/w/wh_00000000000000000000000000`, {
+    method: 'POST',
+    body: '{}',
+  });
+  const hasIngress =
+    ingressProbe.status !== 404 ||
+    ((await ingressProbe.json().catch(() => ({}))) as { code?: string }).code === 'webhook_not_found';
 
   // Webhooks per factory are capped at 20: each push replaces the previous bench webhook with a new file.
   let n = 0;
@@ -156,7 +172,9 @@ try {
         acceptedMs.push(performance.now() - t0);
       }
     }
-    console.log(`\n${mode === 'sync' ? 'push + POST /sync' : 'push + push notification (hook)'} — ${pushes} pushes, ${server.ctx.db.engine}`);
+    console.log(
+      `\n${mode === 'sync' ? 'push + POST /sync' : 'push + push notification (hook)'} — ${pushes} pushes, ${server.ctx.db.engine}`,
+    );
     console.log(report('git push', pushMs));
     console.log(report('push → webhook row live', liveMs));
     if (acceptedMs.length) console.log(report('push → ingress 202', acceptedMs));

@@ -106,7 +106,9 @@ function median(values: number[]): number {
  * the rounds is reported.
  */
 async function throughput(pgUrl: string | undefined): Promise<void> {
-  console.log(`\n## Run creation throughput (${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION} s, each after a 2 s warm-up)\n`);
+  console.log(
+    `\n## Run creation throughput (${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION} s, each after a 2 s warm-up)\n`,
+  );
   const servers: { name: string; url: string; key: string; stop: () => Promise<void> }[] = [];
   const bare = await startBareServer();
   servers.push({ name: 'bare node:http', url: bare.url, key: 'x', stop: bare.stop });
@@ -119,7 +121,11 @@ async function throughput(pgUrl: string | undefined): Promise<void> {
       await admin.close();
       databaseUrl = pgUrl!.replace(/\/postgres$/, '/bench_create');
     }
-    const server = await startAgentyard({ dataDir: tmp(`agentyard-bench-${engine}-`), apiKey: key, ...(databaseUrl ? { databaseUrl } : {}) });
+    const server = await startAgentyard({
+      dataDir: tmp(`agentyard-bench-${engine}-`),
+      apiKey: key,
+      ...(databaseUrl ? { databaseUrl } : {}),
+    });
     servers.push({ name: `Agentyard on ${engine}`, url: server.url, key, stop: server.stop });
   }
   const results = new Map<string, Throughput[]>(servers.map((s) => [s.name, []]));
@@ -129,7 +135,9 @@ async function throughput(pgUrl: string | undefined): Promise<void> {
       const figures = new Map<string, Throughput>();
       for (const server of servers) figures.set(server.name, await measureCreate(server.url, server.key));
       const bareRps = figures.get('bare node:http')!.rps;
-      const line = [...figures.entries()].map(([name, t]) => `${name} ${fmt(t.rps)}/s (${fmt(t.rps / bareRps, 2)})`).join(', ');
+      const line = [...figures.entries()]
+        .map(([name, t]) => `${name} ${fmt(t.rps)}/s (${fmt(t.rps / bareRps, 2)})`)
+        .join(', ');
       console.error(`round ${round}: ${line}`);
       for (const [name, t] of figures) {
         results.get(name)!.push(t);
@@ -139,7 +147,9 @@ async function throughput(pgUrl: string | undefined): Promise<void> {
   } finally {
     for (const server of servers) await server.stop();
   }
-  console.log('| Server | requests/s (median) | range | p50 ms | p99 ms | non-2xx | errors | ratio to bare (median) | ratios per round |');
+  console.log(
+    '| Server | requests/s (median) | range | p50 ms | p99 ms | non-2xx | errors | ratio to bare (median) | ratios per round |',
+  );
   console.log('|---|---:|---|---:|---:|---:|---:|---:|---|');
   for (const server of servers) {
     const runs = results.get(server.name)!;
@@ -147,7 +157,10 @@ async function throughput(pgUrl: string | undefined): Promise<void> {
     console.log(
       `| ${server.name} | ${fmt(median(rps))} | ${fmt(Math.min(...rps))}–${fmt(Math.max(...rps))} | ${fmt(median(runs.map((t) => t.p50)), 1)} | ` +
         `${fmt(median(runs.map((t) => t.p99)), 1)} | ${runs.reduce((n, t) => n + t.non2xx, 0)} | ${runs.reduce((n, t) => n + t.errors, 0)} | ` +
-        `${fmt(median(ratios.get(server.name)!), 2)} | ${ratios.get(server.name)!.map((r) => fmt(r, 2)).join(', ')} |`,
+        `${fmt(median(ratios.get(server.name)!), 2)} | ${ratios
+          .get(server.name)!
+          .map((r) => fmt(r, 2))
+          .join(', ')} |`,
     );
   }
 }
@@ -181,7 +194,8 @@ async function listSamples(url: string, key: string, q: ListQuery, requests: num
     const res = await fetch(`${url}/api/v1/agent/runs?${q.query}${cursor ? `&cursor=${cursor}` : ''}`, { headers });
     const body = (await res.json()) as { runs: unknown[]; page_info: { next_cursor?: string } };
     samples.push(performance.now() - started);
-    if (res.status !== 200 || body.runs.length !== 50) throw new Error(`list answered ${res.status} with ${body.runs?.length} runs`);
+    if (res.status !== 200 || body.runs.length !== 50)
+      throw new Error(`list answered ${res.status} with ${body.runs?.length} runs`);
     depth++;
     cursor = depth < 20 ? body.page_info.next_cursor : undefined;
     if (!cursor) depth = 0;
@@ -193,7 +207,9 @@ async function seed(db: Db, key: string): Promise<{ teamId: string; creatorId: s
   await migrate(db);
   await bootstrapIdentity(db, key);
   const row = (
-    await db.query<{ team_id: string; principal_id: string }>(`SELECT team_id, principal_id FROM api_keys WHERE instance_admin ORDER BY created_at LIMIT 1`)
+    await db.query<{ team_id: string; principal_id: string }>(
+      `SELECT team_id, principal_id FROM api_keys WHERE instance_admin ORDER BY created_at LIMIT 1`,
+    )
   ).rows[0]!;
   return { teamId: row.team_id, creatorId: row.principal_id };
 }
@@ -206,9 +222,15 @@ const LIST_REQUESTS_PER_ROUND = 100;
  * The sizes are measured in turns, round after round, so that the machine's load drift hits them alike.
  */
 async function listBenchmark(pgUrl: string | undefined): Promise<void> {
-  console.log(`\n## List latency (GET /agent/runs, pages of 50; ${LIST_ROUNDS} rounds of ${LIST_REQUESTS_PER_ROUND} sequential requests per size and query)\n`);
-  console.log('| Engine | Query | ' + SIZES.map((n) => `${fmt(n)} runs p50 / p99 ms`).join(' | ') + ` | p50 ratio ${fmt(SIZES.at(-1)!)} : ${fmt(SIZES[0]!)} |`);
-  console.log('|---|---|' + SIZES.map(() => '---:|').join('') + '---:|');
+  console.log(
+    `\n## List latency (GET /agent/runs, pages of 50; ${LIST_ROUNDS} rounds of ${LIST_REQUESTS_PER_ROUND} sequential requests per size and query)\n`,
+  );
+  console.log(
+    '| Engine | Query | ' +
+      SIZES.map((n) => `${fmt(n)} runs p50 / p99 ms`).join(' | ') +
+      ` | p50 ratio ${fmt(SIZES.at(-1)!)} : ${fmt(SIZES[0]!)} |`,
+  );
+  console.log(`|---|---|${SIZES.map(() => '---:|').join('')}---:|`);
   for (const engine of ENGINES) {
     const key = generateApiKey();
     const servers: { size: number; url: string; stop: () => Promise<void> }[] = [];
@@ -238,7 +260,8 @@ async function listBenchmark(pgUrl: string | undefined): Promise<void> {
       for (const q of LIST_QUERIES) {
         const samples = new Map<number, number[]>(SIZES.map((n) => [n, []]));
         for (let round = 0; round < LIST_ROUNDS; round++) {
-          for (const server of servers) samples.get(server.size)!.push(...(await listSamples(server.url, key, q, LIST_REQUESTS_PER_ROUND)));
+          for (const server of servers)
+            samples.get(server.size)!.push(...(await listSamples(server.url, key, q, LIST_REQUESTS_PER_ROUND)));
         }
         const stats = SIZES.map((n) => {
           const sorted = samples.get(n)!.sort((a, b) => a - b);
@@ -259,7 +282,9 @@ async function listBenchmark(pgUrl: string | undefined): Promise<void> {
 let pg: PostgresServer | undefined;
 try {
   if (ENGINES.includes('postgres')) pg = await startPostgresServer();
-  console.log(`# Run API benchmark — ${new Date().toISOString()}, Node ${process.version}, ${(await import('node:os')).cpus().length} CPUs`);
+  console.log(
+    `# Run API benchmark — ${new Date().toISOString()}, Node ${process.version}, ${(await import('node:os')).cpus().length} CPUs`,
+  );
   if (!values['skip-throughput']) await throughput(pg?.url);
   if (!values['skip-list']) await listBenchmark(pg?.url);
 } finally {

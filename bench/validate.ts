@@ -31,9 +31,15 @@ const agents = Math.max(1, Math.floor(total * 0.3));
 const skills = Math.floor(total * 0.1);
 const automations = total - 1 - webhooks - runners - agents - skills;
 
-write('factory.yaml', 'schemaVersion: v1alpha1\nname: Bench\nrepositories:\n  - {owner: acme, name: api}\nsecrets: [shared]\nagentDefaults:\n  model: auto\n  runner: runner-0\n');
+write(
+  'factory.yaml',
+  'schemaVersion: v1alpha1\nname: Bench\nrepositories:\n  - {owner: acme, name: api}\nsecrets: [shared]\nagentDefaults:\n  model: auto\n  runner: runner-0\n',
+);
 for (let i = 0; i < runners; i++) {
-  write(`runners/runner-${i}.yaml`, `description: Runner ${i}\nsetupCommands:\n  - npm ci\ninstanceShape: {vcpus: 4, memoryGb: 8}\nplatform:\n  linux:\n    dockerImage: node:24\n`);
+  write(
+    `runners/runner-${i}.yaml`,
+    `description: Runner ${i}\nsetupCommands:\n  - npm ci\ninstanceShape: {vcpus: 4, memoryGb: 8}\nplatform:\n  linux:\n    dockerImage: node:24\n`,
+  );
 }
 for (let i = 0; i < agents; i++) {
   const type = i === 0 ? 'FOREMAN' : 'IMPLEMENT';
@@ -43,7 +49,11 @@ for (let i = 0; i < agents; i++) {
   );
 }
 for (let i = 0; i < skills; i++) write(`skills/skill-${i}/SKILL.md`, `---\nname: skill-${i}\n---\nDo thing ${i}.\n`);
-for (let i = 0; i < webhooks; i++) write(`webhooks/hook-${i}.yaml`, `authMode: signature\nsignatureScheme: github\nsecretName: hook-${i}\ndeliveryIdHeader: X-GitHub-Delivery\n`);
+for (let i = 0; i < webhooks; i++)
+  write(
+    `webhooks/hook-${i}.yaml`,
+    `authMode: signature\nsignatureScheme: github\nsecretName: hook-${i}\ndeliveryIdHeader: X-GitHub-Delivery\n`,
+  );
 for (let i = 0; i < automations; i++) {
   write(
     `automations/automation-${i}/automation.md`,
@@ -58,11 +68,15 @@ function ms(start: number): string {
 try {
   let t = performance.now();
   const files = await readFactoryDir(dir);
-  console.log(`files: ${files.length} (${agents} agents, ${automations} automations, ${runners} runners, ${webhooks} webhooks, ${skills} skills)`);
+  console.log(
+    `files: ${files.length} (${agents} agents, ${automations} automations, ${runners} runners, ${webhooks} webhooks, ${skills} skills)`,
+  );
   console.log(`readFactoryDir: ${ms(t)}`);
   t = performance.now();
   let result = await validateFactory(files);
-  console.log(`validateFactory (cold, compiles schemas): ${ms(t)}  valid=${result.valid} diagnostics=${result.diagnostics.length}`);
+  console.log(
+    `validateFactory (cold, compiles schemas): ${ms(t)}  valid=${result.valid} diagnostics=${result.diagnostics.length}`,
+  );
   if (!result.valid) console.log(result.diagnostics.slice(0, 5));
   const runs = 5;
   t = performance.now();

@@ -41,7 +41,10 @@ function envInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number 
 export function parseRoles(raw: string | undefined): ReadonlySet<Role> {
   if (!raw) return new Set(ALL_ROLES);
   const roles = new Set<Role>();
-  for (const part of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const part of raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     if (!(ALL_ROLES as readonly string[]).includes(part)) {
       throw new Error(`unknown role "${part}" (expected some of ${ALL_ROLES.join(', ')})`);
     }
@@ -68,6 +71,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     factory: overrides.factory ?? (env.AGENTYARD_FACTORY || undefined),
     agentModels: overrides.agentModels ?? (env.AGENTYARD_MODELS || undefined),
     validateRateLimit: overrides.validateRateLimit ?? envInt(env, 'AGENTYARD_VALIDATE_RATE_LIMIT', 30),
-    pgliteMaintenanceSeconds: overrides.pgliteMaintenanceSeconds ?? envInt(env, 'AGENTYARD_PGLITE_MAINTENANCE_SECONDS', 60),
+    pgliteMaintenanceSeconds:
+      overrides.pgliteMaintenanceSeconds ?? envInt(env, 'AGENTYARD_PGLITE_MAINTENANCE_SECONDS', 60),
   };
 }

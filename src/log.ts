@@ -5,9 +5,16 @@ import { redactUrl } from './http/redact.ts';
 export function createLogger(level: string): FastifyBaseLogger {
   return pino({
     level,
-    redact: { paths: ['req.headers.authorization', 'req.headers.cookie', '*.secret', '*.key', '*.value'], censor: '[redacted]' },
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers.cookie', '*.secret', '*.key', '*.value'],
+      censor: '[redacted]',
+    },
     serializers: {
-      req: (req: { method: string; url: string; id: string }) => ({ method: req.method, url: redactUrl(req.url), id: req.id }),
+      req: (req: { method: string; url: string; id: string }) => ({
+        method: req.method,
+        url: redactUrl(req.url),
+        id: req.id,
+      }),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
     },
   }) as unknown as FastifyBaseLogger;

@@ -98,7 +98,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       async stop() {
         if (stopped) return;
         stopped = true;
-        for (const stop of stops.reverse()) await stop().catch((err: unknown) => log.error({ err }, 'stopping a module failed'));
+        for (const stop of stops.reverse())
+          await stop().catch((err: unknown) => log.error({ err }, 'stopping a module failed'));
         await app.close();
         await bus.stop();
         if (ownsDb) await db.close();

@@ -18,7 +18,14 @@ const extra = process.argv.slice(2);
 // this runner, which still prints the summary and fails
 const vitest = spawn(
   process.execPath,
-  [path.join(root, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${jsonFile}`, ...extra],
+  [
+    path.join(root, 'node_modules', 'vitest', 'vitest.mjs'),
+    'run',
+    '--reporter=default',
+    '--reporter=json',
+    `--outputFile.json=${jsonFile}`,
+    ...extra,
+  ],
   { cwd: root, stdio: 'inherit', env: process.env, detached: true },
 );
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -49,7 +56,9 @@ if (existsSync(jsonFile)) {
   const report = JSON.parse(readFileSync(jsonFile, 'utf8')) as VitestJson;
   // A file that fails to load counts as a failure even though it ran no test.
   const failed = report.numFailedTests + (report.numFailedTests === 0 ? report.numFailedTestSuites : 0);
-  console.log(`\n${report.numPassedTests} passed, ${failed} failed, ${report.numPendingTests + report.numTodoTests} skipped`);
+  console.log(
+    `\n${report.numPassedTests} passed, ${failed} failed, ${report.numPendingTests + report.numTodoTests} skipped`,
+  );
   if (report.numPassedTests === 0) exitCode = exitCode || 1;
 } else {
   console.log('\n0 passed, 1 failed');

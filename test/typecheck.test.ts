@@ -13,10 +13,23 @@ const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 const BUILD_INFO = path.join(ROOT, 'node_modules', '.cache', 'agentyard-typecheck', 'tsconfig.tsbuildinfo');
 
 it('type-checks the project (tsc --noEmit -p tsconfig.json)', async () => {
-  const args = [TSC, '--noEmit', '-p', 'tsconfig.json', '--incremental', '--tsBuildInfoFile', BUILD_INFO, '--pretty', 'false'];
+  const args = [
+    TSC,
+    '--noEmit',
+    '-p',
+    'tsconfig.json',
+    '--incremental',
+    '--tsBuildInfoFile',
+    BUILD_INFO,
+    '--pretty',
+    'false',
+  ];
   const outcome = await promisify(execFile)(process.execPath, args, { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 }).then(
     ({ stdout, stderr }) => ({ code: 0, output: stdout + stderr }),
-    (err: { code?: number | string; stdout?: string; stderr?: string }) => ({ code: err.code ?? 'unknown', output: `${err.stdout ?? ''}${err.stderr ?? ''}` }),
+    (err: { code?: number | string; stdout?: string; stderr?: string }) => ({
+      code: err.code ?? 'unknown',
+      output: `${err.stdout ?? ''}${err.stderr ?? ''}`,
+    }),
   );
   if (outcome.code !== 0) throw new Error(`tsc exited with ${outcome.code}:\n${outcome.output.trim()}`);
   expect(outcome.output.trim()).toBe('');

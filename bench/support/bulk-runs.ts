@@ -7,7 +7,13 @@ export const BULK_AGENTS = 10;
  * Inserts runs `from`..`to` (inclusive) into a team with generate_series, in statements of 50,000: a quarter
  * in each of four states, ten agent names (`config.name`), three models, one second apart from 2025-01-01.
  */
-export async function bulkInsertRuns(db: Db, teamId: string, creatorId: string, from: number, to: number): Promise<void> {
+export async function bulkInsertRuns(
+  db: Db,
+  teamId: string,
+  creatorId: string,
+  from: number,
+  to: number,
+): Promise<void> {
   const step = 50_000;
   for (let start = from; start <= to; start += step) {
     const end = Math.min(to, start + step - 1);

@@ -42,21 +42,39 @@ function stopper(child: ChildProcess): () => Promise<void> {
  * `agentyard serve` as a user starts it (bin/agentyard.js), API role only so that no executor claims the
  * runs the benchmark creates, request logging at warn level.
  */
-export async function startAgentyard(env: { dataDir: string; apiKey: string; databaseUrl?: string }): Promise<ServerProcess> {
+export async function startAgentyard(env: {
+  dataDir: string;
+  apiKey: string;
+  databaseUrl?: string;
+}): Promise<ServerProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, 'bin/agentyard.js', 'serve', '--port', String(port), '--host', '127.0.0.1', '--roles', 'api'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      AGENTYARD_DATA_DIR: env.dataDir,
-      AGENTYARD_BOOTSTRAP_API_KEY: env.apiKey,
-      AGENTYARD_MASTER_KEY: 'b'.repeat(64),
-      LOG_LEVEL: 'warn',
-      ...(env.databaseUrl ? { DATABASE_URL: env.databaseUrl } : {}),
+  const child = spawn(
+    process.execPath,
+    [
+      ...SERVICE_NODE_FLAGS,
+      'bin/agentyard.js',
+      'serve',
+      '--port',
+      String(port),
+      '--host',
+      '127.0.0.1',
+      '--roles',
+      'api',
+    ],
+    {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        AGENTYARD_DATA_DIR: env.dataDir,
+        AGENTYARD_BOOTSTRAP_API_KEY: env.apiKey,
+        AGENTYARD_MASTER_KEY: 'b'.repeat(64),
+        LOG_LEVEL: 'warn',
+        ...(env.databaseUrl ? { DATABASE_URL: env.databaseUrl } : {}),
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
     },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  );
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
     stderr += d.toString();
@@ -67,7 +85,10 @@ export async function startAgentyard(env: { dataDir: string; apiKey: string; dat
 }
 
 export async function startBareServer(): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['bench/support/bare-server.ts'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['bench/support/bare-server.ts'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout?.on('data', (d: Buffer) => {
       const match = /READY (\S+)/.exec(d.toString());

@@ -112,7 +112,8 @@ export class OutboxEvaluator {
       await plans.markEvaluated(tx, deliveryIds);
       return { deliveries: deliveries.length, runs };
     });
-    for (const run of result.runs) await this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: run.runId, worker_host: run.workerHost });
+    for (const run of result.runs)
+      await this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: run.runId, worker_host: run.workerHost });
     return result;
   }
 
@@ -134,7 +135,10 @@ export class OutboxEvaluator {
         } catch (err) {
           // The automation's stored configuration is not a valid run: record why, never retry it forever.
           if (!isAppError(err)) throw err;
-          this.#log.warn({ err, automation_id: sub.automation_id, delivery_id: delivery.id }, 'an automation could not start its run');
+          this.#log.warn(
+            { err, automation_id: sub.automation_id, delivery_id: delivery.id },
+            'an automation could not start its run',
+          );
           await plans.recordFiring(tx, delivery.id, sub.automation_id, { error: err.message });
         }
       }
@@ -148,7 +152,8 @@ export function firstMatchPerAutomation(subs: readonly Subscription[], payload: 
   const chosen = new Map<string, Subscription>();
   for (const sub of subs) {
     if (chosen.has(sub.automation_id)) continue;
-    if (sub.payload_filter === null || matchPayloadFilter(sub.payload_filter, payload).matched) chosen.set(sub.automation_id, sub);
+    if (sub.payload_filter === null || matchPayloadFilter(sub.payload_filter, payload).matched)
+      chosen.set(sub.automation_id, sub);
   }
   return [...chosen.values()];
 }
@@ -159,7 +164,13 @@ function runInputFor(delivery: OutboxDelivery, sub: Subscription): CreateRunInpu
     webhook: { uid: delivery.webhook_uid, name: delivery.webhook_name },
     deliveryId: delivery.id,
   };
-  const automation = { id: sub.automation_id, name: sub.automation_name, team_id: sub.team_id, factory_id: sub.factory_id, config: sub.config };
+  const automation = {
+    id: sub.automation_id,
+    name: sub.automation_name,
+    team_id: sub.team_id,
+    factory_id: sub.factory_id,
+    config: sub.config,
+  };
   return {
     ...automationRunBase(automation, sub.agent_prompt),
     prompt: runPrompt(envelope),

@@ -12,7 +12,15 @@ import { getAutomation } from './views.ts';
 import type { AutomationRecord } from './views.ts';
 
 /** The execution keys an automation file may declare (they override the agent's and the factory defaults). */
-export const AUTOMATION_SETTING_KEYS = ['model', 'harness', 'runner', 'environmentId', 'secrets', 'mcpServers', 'workerHost'] as const;
+export const AUTOMATION_SETTING_KEYS = [
+  'model',
+  'harness',
+  'runner',
+  'environmentId',
+  'secrets',
+  'mcpServers',
+  'workerHost',
+] as const;
 export type AutomationSettings = Partial<Record<(typeof AUTOMATION_SETTING_KEYS)[number], unknown>>;
 
 export interface CreateAutomationInput {
@@ -49,7 +57,9 @@ function automationFile(input: CreateAutomationInput): string {
   const frontmatter = {
     enabled: input.enabled ?? true,
     ...(input.agent ? { agent: input.agent } : {}),
-    ...Object.fromEntries(AUTOMATION_SETTING_KEYS.filter((k) => input.settings?.[k] !== undefined).map((k) => [k, input.settings![k]])),
+    ...Object.fromEntries(
+      AUTOMATION_SETTING_KEYS.filter((k) => input.settings?.[k] !== undefined).map((k) => [k, input.settings![k]]),
+    ),
     triggers: input.triggers,
   };
   return joinFrontmatter(stringify(frontmatter), input.prompt);
@@ -77,19 +87,26 @@ export class AutomationManagement {
     const { teamId } = request.principal;
     const factory = await teamFactory(this.#ctx, teamId, factoryId);
     if (!RESOURCE_NAME.test(input.name)) {
-      throw new AppError('invalid_request', `name "${input.name}" must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit`);
+      throw new AppError(
+        'invalid_request',
+        `name "${input.name}" must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit`,
+      );
     }
-    if (!input.prompt.trim()) throw new AppError('invalid_request', 'prompt must not be empty: it is what every run starts with');
+    if (!input.prompt.trim())
+      throw new AppError('invalid_request', 'prompt must not be empty: it is what every run starts with');
     await changeManagedFactory(this.#ctx, factory, request, `Create automation ${input.name}`, (files) => {
       if (files.some((f) => automationPaths(input.name)(f.path))) {
-        throw new AppError('automation_name_taken', `factory ${factory.name} already has an automation named "${input.name}"`);
+        throw new AppError(
+          'automation_name_taken',
+          `factory ${factory.name} already has an automation named "${input.name}"`,
+        );
       }
       return [...files, { path: `automations/${input.name}/automation.md`, content: automationFile(input) }];
     });
-    const res = await this.#ctx.db.query<{ id: string }>('SELECT id FROM automations WHERE factory_id = $1 AND name = $2 AND deleted_at IS NULL', [
-      factory.id,
-      input.name,
-    ]);
+    const res = await this.#ctx.db.query<{ id: string }>(
+      'SELECT id FROM automations WHERE factory_id = $1 AND name = $2 AND deleted_at IS NULL',
+      [factory.id, input.name],
+    );
     const id = res.rows[0]?.id;
     if (!id) throw new AppError('internal_error', `automation ${input.name} was applied but is not live`);
     return this.#live(teamId, id);
@@ -99,15 +116,20 @@ export class AutomationManagement {
     const { teamId } = request.principal;
     const row = await this.#live(teamId, id);
     if (input.name !== undefined && input.name !== row.name) {
-      throw new AppError('invalid_request', `name: automation ${row.name} cannot be renamed; create a new automation and delete this one`);
+      throw new AppError(
+        'invalid_request',
+        `name: automation ${row.name} cannot be renamed; create a new automation and delete this one`,
+      );
     }
-    if (input.prompt !== undefined && !input.prompt.trim()) throw new AppError('invalid_request', 'prompt must not be empty: it is what every run starts with');
+    if (input.prompt !== undefined && !input.prompt.trim())
+      throw new AppError('invalid_request', 'prompt must not be empty: it is what every run starts with');
     const factory = await teamFactory(this.#ctx, teamId, row.factory_id);
     const what = input.enabled === undefined ? 'Update' : input.enabled ? 'Enable' : 'Disable';
     await changeManagedFactory(this.#ctx, factory, request, `${what} automation ${row.name}`, (files) => {
       const file = fileAt(files, row.file);
       const parts = file ? splitFrontmatter(file.content) : undefined;
-      if (!file || !parts) throw new AppError('resource_not_found', `automation ${id} has no readable file ${row.file} any more`);
+      if (!file || !parts)
+        throw new AppError('resource_not_found', `automation ${id} has no readable file ${row.file} any more`);
       const doc = parseDocument(parts.frontmatter);
       if (input.enabled !== undefined) doc.set('enabled', input.enabled);
       if (input.agent === null) doc.delete('agent');
@@ -129,7 +151,8 @@ export class AutomationManagement {
     const factory = await teamFactory(this.#ctx, teamId, row.factory_id);
     await changeManagedFactory(this.#ctx, factory, request, `Delete automation ${row.name}`, (files) => {
       const belongs = automationPaths(row.name);
-      if (!files.some((f) => belongs(f.path))) throw new AppError('resource_not_found', `automation ${id} has no file ${row.file} any more`);
+      if (!files.some((f) => belongs(f.path)))
+        throw new AppError('resource_not_found', `automation ${id} has no file ${row.file} any more`);
       return files.filter((f) => !belongs(f.path));
     });
   }

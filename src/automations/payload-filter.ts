@@ -25,7 +25,11 @@ export interface PayloadFilterOperators {
   exists?: boolean;
 }
 
-export type PayloadFilterCondition = PayloadFilterScalar | readonly PayloadFilterScalar[] | PayloadFilterOperators | PayloadFilter;
+export type PayloadFilterCondition =
+  | PayloadFilterScalar
+  | readonly PayloadFilterScalar[]
+  | PayloadFilterOperators
+  | PayloadFilter;
 
 export interface PayloadFilter {
   readonly [field: string]: PayloadFilterCondition;
@@ -68,7 +72,10 @@ function matchNested(filter: PayloadFilter, present: boolean, value: unknown, pa
       if (miss === undefined) return undefined;
       first ??= miss;
     }
-    return { path, reason: `no element of the array matches the nested filter (element 0: ${first!.path}: ${first!.reason})` };
+    return {
+      path,
+      reason: `no element of the array matches the nested filter (element 0: ${first!.path}: ${first!.reason})`,
+    };
   }
   return matchFields(filter, present ? value : undefined, path);
 }
@@ -84,7 +91,12 @@ function matchFields(filter: PayloadFilter, container: unknown, path: string): M
   return undefined;
 }
 
-function matchCondition(condition: PayloadFilterCondition, present: boolean, value: unknown, path: string): Miss | undefined {
+function matchCondition(
+  condition: PayloadFilterCondition,
+  present: boolean,
+  value: unknown,
+  path: string,
+): Miss | undefined {
   if (Array.isArray(condition)) return matchIn(condition, present, value, path);
   if (isObject(condition)) {
     return isOperatorObject(condition)
@@ -97,33 +109,57 @@ function matchCondition(condition: PayloadFilterCondition, present: boolean, val
 function matchEquals(expected: PayloadFilterScalar, present: boolean, value: unknown, path: string): Miss | undefined {
   if (!present) return { path, reason: `the field is missing (expected ${show(expected)})` };
   if (Array.isArray(value)) {
-    return value.some((element) => element === expected) ? undefined : { path, reason: `no element of ${show(value)} equals ${show(expected)}` };
+    return value.some((element) => element === expected)
+      ? undefined
+      : { path, reason: `no element of ${show(value)} equals ${show(expected)}` };
   }
   return value === expected ? undefined : { path, reason: `expected ${show(expected)}, got ${show(value)}` };
 }
 
-function matchIn(list: readonly PayloadFilterScalar[], present: boolean, value: unknown, path: string): Miss | undefined {
+function matchIn(
+  list: readonly PayloadFilterScalar[],
+  present: boolean,
+  value: unknown,
+  path: string,
+): Miss | undefined {
   if (!present) return { path, reason: `the field is missing (expected one of ${show(list)})` };
   if (Array.isArray(value)) {
     return value.some((element) => list.includes(element as PayloadFilterScalar))
       ? undefined
       : { path, reason: `no element of ${show(value)} is one of ${show(list)}` };
   }
-  return list.includes(value as PayloadFilterScalar) ? undefined : { path, reason: `${show(value)} is not one of ${show(list)}` };
+  return list.includes(value as PayloadFilterScalar)
+    ? undefined
+    : { path, reason: `${show(value)} is not one of ${show(list)}` };
 }
 
-function matchNotIn(list: readonly PayloadFilterScalar[], present: boolean, value: unknown, path: string): Miss | undefined {
+function matchNotIn(
+  list: readonly PayloadFilterScalar[],
+  present: boolean,
+  value: unknown,
+  path: string,
+): Miss | undefined {
   if (!present) return undefined;
   if (Array.isArray(value)) {
     const hit = value.findIndex((element) => list.includes(element as PayloadFilterScalar));
-    return hit === -1 ? undefined : { path, reason: `element ${show(value[hit])} of the array is in not_in ${show(list)}` };
+    return hit === -1
+      ? undefined
+      : { path, reason: `element ${show(value[hit])} of the array is in not_in ${show(list)}` };
   }
-  return list.includes(value as PayloadFilterScalar) ? { path, reason: `${show(value)} is in not_in ${show(list)}` } : undefined;
+  return list.includes(value as PayloadFilterScalar)
+    ? { path, reason: `${show(value)} is in not_in ${show(list)}` }
+    : undefined;
 }
 
-function matchOperators(operators: PayloadFilterOperators, present: boolean, value: unknown, path: string): Miss | undefined {
+function matchOperators(
+  operators: PayloadFilterOperators,
+  present: boolean,
+  value: unknown,
+  path: string,
+): Miss | undefined {
   if (operators.exists === true && !present) return { path, reason: 'the field is missing (exists: true)' };
-  if (operators.exists === false && present) return { path, reason: `the field is present (exists: false), value ${show(value)}` };
+  if (operators.exists === false && present)
+    return { path, reason: `the field is present (exists: false), value ${show(value)}` };
   if (operators.in !== undefined) {
     const miss = matchIn(operators.in, present, value, path);
     if (miss !== undefined) return miss;
@@ -142,7 +178,8 @@ function structureProblem(filter: unknown): Miss | undefined {
 
 function checkNested(node: Record<string, unknown>, path: string, depth: number): Miss | undefined {
   // Also what stops a cyclic object from recursing forever.
-  if (depth > payloadFilterLimits.maxDepth) return { path, reason: `nesting is deeper than ${payloadFilterLimits.maxDepth} levels` };
+  if (depth > payloadFilterLimits.maxDepth)
+    return { path, reason: `nesting is deeper than ${payloadFilterLimits.maxDepth} levels` };
   for (const [key, value] of Object.entries(node)) {
     const at = pointer(path, key);
     if (isScalar(value)) continue;
@@ -153,7 +190,10 @@ function checkNested(node: Record<string, unknown>, path: string, depth: number)
       const problem = isOperatorObject(value) ? checkOperators(value, at) : checkNested(value, at, depth + 1);
       if (problem !== undefined) return problem;
     } else {
-      return { path: at, reason: 'a condition must be a value, a list of values, an operator object or a nested object' };
+      return {
+        path: at,
+        reason: 'a condition must be a value, a list of values, an operator object or a nested object',
+      };
     }
   }
   return undefined;
@@ -161,7 +201,8 @@ function checkNested(node: Record<string, unknown>, path: string, depth: number)
 
 function checkOperators(node: Record<string, unknown>, path: string): Miss | undefined {
   const fields = Object.keys(node).filter((key) => !OPERATORS.has(key));
-  if (fields.length > 0) return { path, reason: `an operator object cannot also hold field keys (${fields.join(', ')})` };
+  if (fields.length > 0)
+    return { path, reason: `an operator object cannot also hold field keys (${fields.join(', ')})` };
   for (const operator of ['in', 'not_in'] as const) {
     if (!Object.hasOwn(node, operator)) continue;
     const list = node[operator];
@@ -169,7 +210,8 @@ function checkOperators(node: Record<string, unknown>, path: string): Miss | und
     const problem = checkList(list, path);
     if (problem !== undefined) return problem;
   }
-  if (Object.hasOwn(node, 'exists') && typeof node.exists !== 'boolean') return { path, reason: 'exists takes true or false' };
+  if (Object.hasOwn(node, 'exists') && typeof node.exists !== 'boolean')
+    return { path, reason: 'exists takes true or false' };
   return undefined;
 }
 
@@ -195,7 +237,12 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 }
 
 function isScalar(value: unknown): value is PayloadFilterScalar {
-  return value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
+  return (
+    value === null ||
+    typeof value === 'string' ||
+    typeof value === 'boolean' ||
+    (typeof value === 'number' && Number.isFinite(value))
+  );
 }
 
 function pointer(parent: string, key: string): string {

@@ -24,7 +24,10 @@ export async function claimOutbox(q: Queryable, limit: number): Promise<OutboxDe
 }
 
 export async function markEvaluated(q: Queryable, deliveryIds: readonly string[]): Promise<void> {
-  await q.query('UPDATE webhook_deliveries SET outbox_pending = false, evaluated_at = ay_now() WHERE id = ANY($1::text[])', [deliveryIds]);
+  await q.query(
+    'UPDATE webhook_deliveries SET outbox_pending = false, evaluated_at = ay_now() WHERE id = ANY($1::text[])',
+    [deliveryIds],
+  );
 }
 
 /** A webhook trigger of an automation, with the automation's columns a run needs. */
@@ -60,7 +63,12 @@ export async function claimFiring(q: Queryable, deliveryId: string, automationId
   return res.rows.length === 1;
 }
 
-export async function recordFiring(q: Queryable, deliveryId: string, automationId: string, outcome: { runId: string } | { error: string }): Promise<void> {
+export async function recordFiring(
+  q: Queryable,
+  deliveryId: string,
+  automationId: string,
+  outcome: { runId: string } | { error: string },
+): Promise<void> {
   await q.query('UPDATE automation_firings SET run_id = $3, error = $4 WHERE delivery_id = $1 AND automation_id = $2', [
     deliveryId,
     automationId,

@@ -15,7 +15,8 @@ export async function registerAutomationReadRoutes(app: AppInstance, ctx: Servic
     {
       schema: {
         tags: TAGS,
-        summary: 'An automation, with its webhook triggers and whether it fires (a deleted webhook leaves it visible, not firing)',
+        summary:
+          'An automation, with its webhook triggers and whether it fires (a deleted webhook leaves it visible, not firing)',
         params: s.AutomationIdParams,
         response: { 200: s.AutomationSchema },
       },
@@ -32,7 +33,8 @@ export async function registerAutomationReadRoutes(app: AppInstance, ctx: Servic
     {
       schema: {
         tags: TAGS,
-        summary: "Would this automation fire for a stored delivery? The webhook check and the payload check, with the path of a payload miss",
+        summary:
+          'Would this automation fire for a stored delivery? The webhook check and the payload check, with the path of a payload miss',
         params: s.AutomationIdParams,
         body: s.TestFilterBody,
         response: { 200: s.TestFilterResultSchema },
@@ -43,7 +45,15 @@ export async function registerAutomationReadRoutes(app: AppInstance, ctx: Servic
       const automation = await getAutomation(ctx.db, teamId, request.params.id);
       if (!automation) throw new AppError('resource_not_found', `automation ${request.params.id} does not exist`);
       const deliveryId = request.body.delivery_id;
-      const res = await ctx.db.query<{ id: string; webhook_uid: string; label: string; payload: Uint8Array | null; duplicate_of: string | null; name: string; deleted: boolean }>(
+      const res = await ctx.db.query<{
+        id: string;
+        webhook_uid: string;
+        label: string;
+        payload: Uint8Array | null;
+        duplicate_of: string | null;
+        name: string;
+        deleted: boolean;
+      }>(
         `SELECT d.id, d.webhook_uid, d.label, COALESCE(d.payload, o.payload) AS payload, d.duplicate_of,
                 COALESCE(w.name, d.webhook_name) AS name, (w.uid IS NULL OR w.deleted_at IS NOT NULL) AS deleted
            FROM webhook_deliveries d
@@ -56,30 +66,42 @@ export async function registerAutomationReadRoutes(app: AppInstance, ctx: Servic
       if (!delivery) throw new AppError('resource_not_found', `delivery ${deliveryId} does not exist (or was purged)`);
       const parsed = delivery.payload ? parseJsonBody(delivery.payload) : undefined;
       if (!parsed) {
-        throw new AppError('invalid_request', `delivery_id: delivery ${deliveryId} was rejected (${delivery.label}) and has no stored payload to test against`);
+        throw new AppError(
+          'invalid_request',
+          `delivery_id: delivery ${deliveryId} was rejected (${delivery.label}) and has no stored payload to test against`,
+        );
       }
-      const triggers = (await triggerStatuses(ctx.db, automation.id)).map((t) => ({ triggerIndex: t.trigger_index, webhookUid: t.webhook_uid, payload: t.payload_filter }));
+      const triggers = (await triggerStatuses(ctx.db, automation.id)).map((t) => ({
+        triggerIndex: t.trigger_index,
+        webhookUid: t.webhook_uid,
+        payload: t.payload_filter,
+      }));
       return {
         automation_id: automation.id,
         delivery_id: delivery.id,
         webhook_uid: delivery.webhook_uid,
-        ...testFilter({ triggers, delivery: { webhookUid: delivery.webhook_uid, payload: parsed.value }, webhook: { name: delivery.name, deleted: delivery.deleted } }),
+        ...testFilter({
+          triggers,
+          delivery: { webhookUid: delivery.webhook_uid, payload: parsed.value },
+          webhook: { name: delivery.name, deleted: delivery.deleted },
+        }),
       };
     },
   );
 }
 
-
 export async function registerAutomationManagementRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
   const automations = new AutomationManagement(ctx);
-  const view = async (row: Awaited<ReturnType<AutomationManagement['create']>>) => automationView(row, await triggerStatuses(ctx.db, row.id));
+  const view = async (row: Awaited<ReturnType<AutomationManagement['create']>>) =>
+    automationView(row, await triggerStatuses(ctx.db, row.id));
 
   app.post(
     '/factories/:id/automations',
     {
       schema: {
         tags: TAGS,
-        summary: 'Create an automation on a managed factory: the file automations/<name>/automation.md, committed and applied (team admins)',
+        summary:
+          'Create an automation on a managed factory: the file automations/<name>/automation.md, committed and applied (team admins)',
         params: s.FactoryIdParams,
         body: s.CreateAutomationBody,
         response: { 201: s.AutomationSchema },
@@ -96,7 +118,8 @@ export async function registerAutomationManagementRoutes(app: AppInstance, ctx: 
     {
       schema: {
         tags: TAGS,
-        summary: "Change an automation of a managed factory (prompt, enabled, agent, triggers, settings) as a change of its file (team admins)",
+        summary:
+          'Change an automation of a managed factory (prompt, enabled, agent, triggers, settings) as a change of its file (team admins)',
         params: s.AutomationIdParams,
         body: s.PatchAutomationBody,
         response: { 200: s.AutomationSchema },
@@ -110,7 +133,13 @@ export async function registerAutomationManagementRoutes(app: AppInstance, ctx: 
 
   app.delete(
     '/automations/:id',
-    { schema: { tags: TAGS, summary: 'Delete an automation of a managed factory: its file is removed (team admins)', params: s.AutomationIdParams } },
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Delete an automation of a managed factory: its file is removed (team admins)',
+        params: s.AutomationIdParams,
+      },
+    },
     async (request, reply) => {
       requireTeamAdmin(request);
       await automations.delete(request, request.params.id);

@@ -10,7 +10,12 @@ export const TriggerStatusSchema = Type.Object({
   trigger_index: Type.Integer({ description: 'Position of the trigger in the automation file (0-based)' }),
   webhook_uid: Str,
   webhook_name: NullableStr,
-  webhook_state: Type.Union([Type.Literal('enabled'), Type.Literal('disabled'), Type.Literal('deleted'), Type.Literal('unknown')]),
+  webhook_state: Type.Union([
+    Type.Literal('enabled'),
+    Type.Literal('disabled'),
+    Type.Literal('deleted'),
+    Type.Literal('unknown'),
+  ]),
   payload_filter: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
 });
 
@@ -22,7 +27,9 @@ export const AutomationSchema = Type.Object({
   enabled: Type.Boolean(),
   agent: NullableStr,
   prompt: Type.String({ description: "The automation's body: the prompt each run starts with" }),
-  config: Type.Record(Type.String(), Type.Unknown(), { description: 'The run configuration the automation starts runs with' }),
+  config: Type.Record(Type.String(), Type.Unknown(), {
+    description: 'The run configuration the automation starts runs with',
+  }),
   triggers: Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: 'As in the definition file' }),
   webhook_triggers: Type.Array(TriggerStatusSchema),
   firing: Type.Boolean({ description: 'Whether a trigger of this automation can start runs now' }),
@@ -31,7 +38,10 @@ export const AutomationSchema = Type.Object({
   updated_at: DateTime,
 });
 
-export const TestFilterBody = Type.Object({ delivery_id: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false });
+export const TestFilterBody = Type.Object(
+  { delivery_id: Type.String({ minLength: 1, maxLength: 64 }) },
+  { additionalProperties: false },
+);
 
 export const TestFilterResultSchema = Type.Object({
   result: Type.Union([Type.Literal('Would trigger'), Type.Literal('Would not trigger')]),
@@ -43,7 +53,9 @@ export const TestFilterResultSchema = Type.Object({
     passed: Type.Boolean(),
     detail: Str,
     trigger_index: Type.Optional(Type.Integer()),
-    path: Type.Optional(Type.String({ description: 'JSON pointer into the payload where the filter failed ("" = the payload itself)' })),
+    path: Type.Optional(
+      Type.String({ description: 'JSON pointer into the payload where the filter failed ("" = the payload itself)' }),
+    ),
     reason: Type.Optional(Str),
   }),
 });
@@ -51,7 +63,8 @@ export const TestFilterResultSchema = Type.Object({
 export const FactoryIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
 
 const TriggerInput = Type.Record(Type.String(), Type.Unknown(), {
-  description: 'A trigger as in the file: {provider: webhook, event: received, filter: {webhook_ids: [<uid>], payload?}} (or a schedule trigger)',
+  description:
+    'A trigger as in the file: {provider: webhook, event: received, filter: {webhook_ids: [<uid>], payload?}} (or a schedule trigger)',
 });
 
 const SettingsSchema = Type.Object(
@@ -66,14 +79,19 @@ const SettingsSchema = Type.Object(
   },
   {
     additionalProperties: false,
-    description: "Execution keys written into the file's frontmatter as given (they override the agent's and agentDefaults); null removes one (PATCH)",
+    description:
+      "Execution keys written into the file's frontmatter as given (they override the agent's and agentDefaults); null removes one (PATCH)",
   },
 );
 
 export const CreateAutomationBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 64, description: 'The directory: automations/<name>/automation.md' }),
-    prompt: Type.String({ minLength: 1, maxLength: 262_144, description: 'The body of the file: what every run starts with' }),
+    prompt: Type.String({
+      minLength: 1,
+      maxLength: 262_144,
+      description: 'The body of the file: what every run starts with',
+    }),
     enabled: Type.Optional(Type.Boolean()),
     agent: Type.Optional(Type.String({ description: 'A declared agent; the foreman when left out' })),
     triggers: Type.Array(TriggerInput, { minItems: 1, maxItems: 50 }),

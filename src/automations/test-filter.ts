@@ -31,8 +31,12 @@ export function testFilter({ triggers, delivery, webhook }: TestFilterInput): Te
   let webhookCheck: TestFilterResult['webhook_check'];
   if (triggers.length === 0) webhookCheck = { passed: false, detail: 'the automation has no webhook trigger' };
   else if (selecting.length === 0) {
-    webhookCheck = { passed: false, detail: `no trigger selects webhook ${hookName}; its webhook triggers select ${[...new Set(triggers.map((t) => t.webhookUid))].join(', ')}` };
-  } else if (webhook.deleted) webhookCheck = { passed: false, detail: `webhook ${hookName} was deleted: triggers selecting it never fire` };
+    webhookCheck = {
+      passed: false,
+      detail: `no trigger selects webhook ${hookName}; its webhook triggers select ${[...new Set(triggers.map((t) => t.webhookUid))].join(', ')}`,
+    };
+  } else if (webhook.deleted)
+    webhookCheck = { passed: false, detail: `webhook ${hookName} was deleted: triggers selecting it never fire` };
   else webhookCheck = { passed: true, detail: `trigger ${selecting[0]!.triggerIndex + 1} selects webhook ${hookName}` };
 
   // With no trigger on this webhook, the filters of the others still say whether the payload would match.
@@ -40,12 +44,20 @@ export function testFilter({ triggers, delivery, webhook }: TestFilterInput): Te
   let payloadCheck: TestFilterResult['payload_check'] | undefined;
   for (const t of candidates) {
     if (t.payload === null) {
-      payloadCheck = { passed: true, detail: `trigger ${t.triggerIndex + 1} has no payload filter: every delivery matches`, trigger_index: t.triggerIndex };
+      payloadCheck = {
+        passed: true,
+        detail: `trigger ${t.triggerIndex + 1} has no payload filter: every delivery matches`,
+        trigger_index: t.triggerIndex,
+      };
       break;
     }
     const outcome = matchPayloadFilter(t.payload, delivery.payload);
     if (outcome.matched) {
-      payloadCheck = { passed: true, detail: `the payload matches the filter of trigger ${t.triggerIndex + 1}`, trigger_index: t.triggerIndex };
+      payloadCheck = {
+        passed: true,
+        detail: `the payload matches the filter of trigger ${t.triggerIndex + 1}`,
+        trigger_index: t.triggerIndex,
+      };
       break;
     }
     payloadCheck ??= {

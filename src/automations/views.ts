@@ -30,7 +30,10 @@ export async function triggerStatuses(q: Queryable, automationId: string): Promi
 }
 
 /** The webhook triggers of several automations in one query, by automation id, in trigger order. */
-export async function triggerStatusesOf(q: Queryable, automationIds: readonly string[]): Promise<Map<string, TriggerStatus[]>> {
+export async function triggerStatusesOf(
+  q: Queryable,
+  automationIds: readonly string[],
+): Promise<Map<string, TriggerStatus[]>> {
   const byAutomation = new Map<string, TriggerStatus[]>();
   if (automationIds.length === 0) return byAutomation;
   const res = await q.query<TriggerStatus & { automation_id: string }>(
@@ -63,8 +66,10 @@ export function firingOf(
   for (const t of triggers) {
     const hook = t.webhook_name ? `${t.webhook_name} (${t.webhook_uid})` : t.webhook_uid;
     if (t.webhook_state === 'deleted') reasons.push(`trigger ${t.trigger_index + 1}: webhook ${hook} was deleted`);
-    else if (t.webhook_state === 'disabled') reasons.push(`trigger ${t.trigger_index + 1}: webhook ${hook} is disabled`);
-    else if (t.webhook_state === 'unknown') reasons.push(`trigger ${t.trigger_index + 1}: webhook ${hook} does not exist`);
+    else if (t.webhook_state === 'disabled')
+      reasons.push(`trigger ${t.trigger_index + 1}: webhook ${hook} is disabled`);
+    else if (t.webhook_state === 'unknown')
+      reasons.push(`trigger ${t.trigger_index + 1}: webhook ${hook} does not exist`);
   }
   const firing = enabled && (scheduleTriggers > 0 || triggers.some((t) => t.webhook_state === 'enabled'));
   if (triggers.length === 0 && scheduleTriggers === 0) reasons.push('no trigger of the automation fires here');
@@ -90,7 +95,13 @@ export function automationView(row: AutomationRecord, triggers: readonly Trigger
 }
 
 /** The API view of several automations (a factory's list), their trigger statuses read in one query. */
-export async function automationViews(q: Queryable, rows: readonly AutomationRecord[]): Promise<ReturnType<typeof automationView>[]> {
-  const statuses = await triggerStatusesOf(q, rows.map((r) => r.id));
+export async function automationViews(
+  q: Queryable,
+  rows: readonly AutomationRecord[],
+): Promise<ReturnType<typeof automationView>[]> {
+  const statuses = await triggerStatusesOf(
+    q,
+    rows.map((r) => r.id),
+  );
   return rows.map((row) => automationView(row, statuses.get(row.id) ?? []));
 }

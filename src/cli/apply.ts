@@ -2,7 +2,17 @@ import { parseArgs } from 'node:util';
 import { formatText } from '../definitions/diagnostic.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import type { Change, PlanWarning } from '../reconciler/model.ts';
-import { CliError, SERVER_OPTIONS, ServerClient, describeProblem, formatChanges, formatWarnings, readTree, reportCliError, summary } from './plan.ts';
+import {
+  CliError,
+  SERVER_OPTIONS,
+  ServerClient,
+  describeProblem,
+  formatChanges,
+  formatWarnings,
+  readTree,
+  reportCliError,
+  summary,
+} from './plan.ts';
 
 const USAGE = `Usage: agentyard apply DIR --factory NAME [--message TEXT] [--server URL] [--key KEY] [--json]
 
@@ -22,7 +32,11 @@ interface Outcome {
 
 export async function applyCommand(argv: string[]): Promise<number> {
   try {
-    const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { ...SERVER_OPTIONS, message: { type: 'string', short: 'm' } } });
+    const { values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { ...SERVER_OPTIONS, message: { type: 'string', short: 'm' } },
+    });
     if (values.help) {
       process.stdout.write(`${USAGE}\n`);
       return 0;
@@ -31,14 +45,21 @@ export async function applyCommand(argv: string[]): Promise<number> {
     const client = new ServerClient(values.server, values.key);
     const files = await readTree(positionals[0]!);
     const id = await client.factoryId(values.factory);
-    const res = await client.call<Outcome>('POST', `/factories/${id}/apply`, { files, ...(values.message ? { message: values.message } : {}) });
+    const res = await client.call<Outcome>('POST', `/factories/${id}/apply`, {
+      files,
+      ...(values.message ? { message: values.message } : {}),
+    });
     if (values.json) process.stdout.write(`${JSON.stringify(res.body, null, 2)}\n`);
     if (res.status === 422 && res.body.code === 'definition_invalid') {
       if (!values.json) process.stdout.write(formatText(res.body.diagnostics ?? []));
       process.stderr.write(`agentyard apply: ${values.factory}: refused; nothing was committed or changed\n`);
       return 1;
     }
-    if (res.status !== 200) throw new CliError(`apply ${values.factory}: ${describeProblem(res.status, res.body)}`, res.status === 409 ? 1 : 2);
+    if (res.status !== 200)
+      throw new CliError(
+        `apply ${values.factory}: ${describeProblem(res.status, res.body)}`,
+        res.status === 409 ? 1 : 2,
+      );
     const outcome = res.body;
     if (values.json) return outcome.result === 'failed' ? 1 : 0;
     if (outcome.result === 'failed') {
@@ -46,10 +67,14 @@ export async function applyCommand(argv: string[]): Promise<number> {
       process.stderr.write(`agentyard apply: ${outcome.message ?? 'failed'}\n`);
       return 1;
     }
-    process.stdout.write(`${outcome.message ?? outcome.result}${outcome.result === 'unchanged' ? ' (no changes)' : ''}\n`);
+    process.stdout.write(
+      `${outcome.message ?? outcome.result}${outcome.result === 'unchanged' ? ' (no changes)' : ''}\n`,
+    );
     if (outcome.changes.length) process.stdout.write(formatChanges(outcome.changes));
     if (outcome.warnings.length) process.stdout.write(`\n${formatWarnings(outcome.warnings)}`);
-    process.stdout.write(`\n${summary(outcome.changes).replace(/to (create|change|delete)/g, (_, verb: string) => `${verb === 'change' ? 'changed' : `${verb}d`}`)}.\n`);
+    process.stdout.write(
+      `\n${summary(outcome.changes).replace(/to (create|change|delete)/g, (_, verb: string) => `${verb === 'change' ? 'changed' : `${verb}d`}`)}.\n`,
+    );
     return 0;
   } catch (err) {
     return reportCliError('apply', err);

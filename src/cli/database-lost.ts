@@ -11,7 +11,11 @@ const SHUTDOWN_AFTER_DATABASE_LOST_MS = 5_000;
  * supervisor must restart the process. Exits even if stopping hangs, and even if a module's loop or timer
  * would keep a useless process alive.
  */
-export async function exitOnDatabaseLost(server: { stop(): Promise<void> }, log: FastifyBaseLogger, cause: Error): Promise<never> {
+export async function exitOnDatabaseLost(
+  server: { stop(): Promise<void> },
+  log: FastifyBaseLogger,
+  cause: Error,
+): Promise<never> {
   log.fatal({ err: cause }, `the database engine has stopped (${cause.message}); exiting`);
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<void>((resolve) => {

@@ -47,11 +47,16 @@ export class ServerClient {
     try {
       res = await fetch(`${this.base}${path}`, {
         method,
-        headers: { authorization: `Bearer ${this.#key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          authorization: `Bearer ${this.#key}`,
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       });
     } catch (err) {
-      throw new CliError(`cannot reach ${this.base}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`);
+      throw new CliError(
+        `cannot reach ${this.base}: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`,
+      );
     }
     const text = await res.text();
     let parsed: unknown = {};
@@ -99,7 +104,9 @@ const SIGN: Record<Change['action'], string> = { created: '+', updated: '~', del
 export function formatChanges(changes: readonly Change[]): string {
   return changes
     .map((c) => {
-      const ids = [c.file, c.uid ? `uid ${c.uid}` : c.uid === null ? 'uid assigned at apply' : undefined].filter(Boolean).join(', ');
+      const ids = [c.file, c.uid ? `uid ${c.uid}` : c.uid === null ? 'uid assigned at apply' : undefined]
+        .filter(Boolean)
+        .join(', ');
       const fields = c.fields?.length ? `: ${c.fields.join(', ')}` : '';
       const detail = c.detail ? ` — ${c.detail}` : '';
       return `  ${SIGN[c.action]} ${c.kind} ${c.name} (${ids})${fields}${detail}\n`;
@@ -152,13 +159,18 @@ export async function planCommand(argv: string[]): Promise<number> {
     if (!plan.valid) {
       process.stdout.write(formatText(plan.diagnostics));
       const errors = plan.diagnostics.filter((d) => d.severity === 'error').length;
-      process.stderr.write(`${values.factory}: the tree would be refused (${errors} error${errors === 1 ? '' : 's'}); nothing would change\n`);
+      process.stderr.write(
+        `${values.factory}: the tree would be refused (${errors} error${errors === 1 ? '' : 's'}); nothing would change\n`,
+      );
       return 1;
     }
-    process.stdout.write(`Plan for factory ${values.factory} (applied revision: ${plan.applied_revision ?? 'none'}):\n`);
+    process.stdout.write(
+      `Plan for factory ${values.factory} (applied revision: ${plan.applied_revision ?? 'none'}):\n`,
+    );
     process.stdout.write(plan.changes.length ? formatChanges(plan.changes) : '  no changes\n');
     const notes = plan.diagnostics.filter((d) => d.severity !== 'error');
-    if (plan.warnings.length || notes.length) process.stdout.write(`\n${formatWarnings(plan.warnings)}${formatText(notes)}`);
+    if (plan.warnings.length || notes.length)
+      process.stdout.write(`\n${formatWarnings(plan.warnings)}${formatText(notes)}`);
     process.stdout.write(`\n${summary(plan.changes)}.\n`);
     return 0;
   } catch (err) {
@@ -171,7 +183,11 @@ export function reportCliError(command: string, err: unknown): number {
     process.stderr.write(`${err.message.startsWith('Usage:') ? '' : `agentyard ${command}: `}${err.message}\n`);
     return err.exitCode;
   }
-  if (err instanceof TypeError && 'code' in err && String((err as { code: unknown }).code).startsWith('ERR_PARSE_ARGS')) {
+  if (
+    err instanceof TypeError &&
+    'code' in err &&
+    String((err as { code: unknown }).code).startsWith('ERR_PARSE_ARGS')
+  ) {
     process.stderr.write(`agentyard ${command}: ${err.message}\n`);
     return 2;
   }

@@ -37,7 +37,9 @@ export async function validateCommand(argv: string[]): Promise<number> {
   }
   const format = (values.json ? 'json' : (values.format ?? 'text')) as DiagnosticFormat;
   if (!FORMATS.includes(format) || positionals.length !== 1) {
-    process.stderr.write(`${!FORMATS.includes(format) ? `agentyard validate: unknown format "${format}"\n\n` : ''}${USAGE}\n`);
+    process.stderr.write(
+      `${!FORMATS.includes(format) ? `agentyard validate: unknown format "${format}"\n\n` : ''}${USAGE}\n`,
+    );
     return 2;
   }
   const dir = positionals[0]!;
@@ -45,7 +47,9 @@ export async function validateCommand(argv: string[]): Promise<number> {
   try {
     files = await readFactoryDir(dir);
   } catch (error) {
-    process.stderr.write(`agentyard validate: cannot read ${dir}: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(
+      `agentyard validate: cannot read ${dir}: ${error instanceof Error ? error.message : String(error)}\n`,
+    );
     return 2;
   }
   const result = await validateFactory(files);
@@ -65,7 +69,9 @@ export async function validateCommand(argv: string[]): Promise<number> {
       const warnings = result.diagnostics.length - errors;
       const deferred = result.stateDependentChecksNotRun.length;
       const summary = `${files.length} files: ${errors} error${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'}`;
-      const note = deferred ? `; ${deferred} state-dependent check${deferred === 1 ? '' : 's'} (secrets, team runners, webhook UIDs) run at apply` : '';
+      const note = deferred
+        ? `; ${deferred} state-dependent check${deferred === 1 ? '' : 's'} (secrets, team runners, webhook UIDs) run at apply`
+        : '';
       process.stderr.write(`${summary}${note}\n`);
     }
   }

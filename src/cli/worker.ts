@@ -61,7 +61,13 @@ export async function workerCommand(argv: string[]): Promise<number> {
   const dataDir = path.resolve(values['data-dir'] ?? process.env.AGENTYARD_DATA_DIR ?? '.agentyard-worker');
   const settings = executionSettings(dataDir, env, {
     concurrency: capacity,
-    passEnv: [...PROVIDER_KEY_VARS, ...(env.AGENTYARD_AGENT_PASS_ENV ?? '').split(',').map((s) => s.trim()).filter(Boolean)],
+    passEnv: [
+      ...PROVIDER_KEY_VARS,
+      ...(env.AGENTYARD_AGENT_PASS_ENV ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ],
   });
   const line = (level: string) => (msg: string, fields?: Record<string, unknown>) =>
     process.stderr.write(`${new Date().toISOString()} ${level} ${msg}${fields ? ` ${JSON.stringify(fields)}` : ''}\n`);

@@ -50,14 +50,24 @@ function seg(key: string): string {
 /**
  * A filter value: a bare list (= `in`) or `{in, not_in}`. Returns the matcher, or undefined after reporting.
  */
-function checkMatcher(env: TriggerEnv, pointer: string, key: string, value: unknown, options: { inOnly: boolean; nameAlias: boolean }): FilterMatcher | undefined {
+function checkMatcher(
+  env: TriggerEnv,
+  pointer: string,
+  key: string,
+  value: unknown,
+  options: { inOnly: boolean; nameAlias: boolean },
+): FilterMatcher | undefined {
   const integers = INTEGER_FILTER_KEYS.has(key);
   const checkValues = (list: unknown[], at: string): boolean => {
     let ok = true;
     list.forEach((item, i) => {
       const good = integers ? Number.isInteger(item) : typeof item === 'string' && item.trim() !== '';
       if (!good) {
-        env.report('FF_INVALID_FILTER', `${at}/${i}`, `\`${key}\` values must be ${integers ? 'integers' : 'non-empty strings'}`);
+        env.report(
+          'FF_INVALID_FILTER',
+          `${at}/${i}`,
+          `\`${key}\` values must be ${integers ? 'integers' : 'non-empty strings'}`,
+        );
         ok = false;
       } else if (UUID_FILTER_KEYS.has(key) && !options.nameAlias && typeof item === 'string' && !UUID.test(item)) {
         env.report('FF_INVALID_FILTER', `${at}/${i}`, `\`${key}\` values are Linear UUIDs; \`${item}\` is not one`);
@@ -70,11 +80,19 @@ function checkMatcher(env: TriggerEnv, pointer: string, key: string, value: unkn
     return checkValues(value, pointer) ? { in: value as (string | number)[] } : undefined;
   }
   if (options.nameAlias) {
-    env.report('FF_INVALID_FILTER', pointer, `\`${key}\` is a name alias: a plain list of names (no \`in\`/\`not_in\`)`);
+    env.report(
+      'FF_INVALID_FILTER',
+      pointer,
+      `\`${key}\` is a name alias: a plain list of names (no \`in\`/\`not_in\`)`,
+    );
     return undefined;
   }
   if (!isMapping(value)) {
-    env.report('FF_INVALID_FILTER', pointer, `\`${key}\` must be a list of values or a mapping with \`in\` and/or \`not_in\``);
+    env.report(
+      'FF_INVALID_FILTER',
+      pointer,
+      `\`${key}\` must be a list of values or a mapping with \`in\` and/or \`not_in\``,
+    );
     return undefined;
   }
   const matcher: FilterMatcher = {};
@@ -82,7 +100,12 @@ function checkMatcher(env: TriggerEnv, pointer: string, key: string, value: unkn
   for (const [op, list] of Object.entries(value)) {
     const at = `${pointer}/${seg(op)}`;
     if (op !== 'in' && op !== 'not_in') {
-      env.report('FF_INVALID_FILTER', at, `unknown matcher \`${op}\` in \`${key}\`; use \`in\` or \`not_in\`${didYouMean(op, ['in', 'not_in'])}`, { target: 'key' });
+      env.report(
+        'FF_INVALID_FILTER',
+        at,
+        `unknown matcher \`${op}\` in \`${key}\`; use \`in\` or \`not_in\`${didYouMean(op, ['in', 'not_in'])}`,
+        { target: 'key' },
+      );
       ok = false;
       continue;
     }
@@ -104,11 +127,16 @@ function checkMatcher(env: TriggerEnv, pointer: string, key: string, value: unkn
     return undefined;
   }
   if (ok && matcher.in && matcher.not_in) {
-    const fold = (v: string | number): string => (CASE_SENSITIVE_FILTER_KEYS.has(key) ? String(v) : String(v).toLowerCase());
+    const fold = (v: string | number): string =>
+      CASE_SENSITIVE_FILTER_KEYS.has(key) ? String(v) : String(v).toLowerCase();
     const excluded = new Set(matcher.not_in.map(fold));
     const both = matcher.in.find((v) => excluded.has(fold(v)));
     if (both !== undefined) {
-      env.report('FF_INVALID_FILTER', pointer, `\`${key}\` lists ${JSON.stringify(both)} in both \`in\` and \`not_in\``);
+      env.report(
+        'FF_INVALID_FILTER',
+        pointer,
+        `\`${key}\` lists ${JSON.stringify(both)} in both \`in\` and \`not_in\``,
+      );
       return undefined;
     }
   }
@@ -117,19 +145,33 @@ function checkMatcher(env: TriggerEnv, pointer: string, key: string, value: unkn
 
 function checkWebhookTrigger(env: TriggerEnv, base: string, raw: RawTrigger): Trigger | undefined {
   if (raw.schedule !== undefined) {
-    env.report('FF_INVALID_TRIGGER', `${base}/schedule`, '`schedule` is only valid on a `schedule`/`cron_fired` trigger', { target: 'key' });
+    env.report(
+      'FF_INVALID_TRIGGER',
+      `${base}/schedule`,
+      '`schedule` is only valid on a `schedule`/`cron_fired` trigger',
+      { target: 'key' },
+    );
   }
   const filter = raw.filter ?? {};
   let ok = raw.schedule === undefined;
   for (const key of Object.keys(filter)) {
     if (key !== 'webhook_ids' && key !== 'payload') {
-      env.report('FF_INVALID_FILTER', `${base}/filter/${seg(key)}`, `\`${key}\` is not a filter key of webhook/received (use \`webhook_ids\` and \`payload\`)${didYouMean(key, ['webhook_ids', 'payload'])}`, { target: 'key' });
+      env.report(
+        'FF_INVALID_FILTER',
+        `${base}/filter/${seg(key)}`,
+        `\`${key}\` is not a filter key of webhook/received (use \`webhook_ids\` and \`payload\`)${didYouMean(key, ['webhook_ids', 'payload'])}`,
+        { target: 'key' },
+      );
       ok = false;
     }
   }
   const idsPointer = `${base}/filter/webhook_ids`;
   if (!('webhook_ids' in filter)) {
-    env.report('FF_MISSING_REQUIRED', raw.filter ? `${base}/filter` : base, 'a webhook trigger needs `filter.webhook_ids` with the UID of one webhook');
+    env.report(
+      'FF_MISSING_REQUIRED',
+      raw.filter ? `${base}/filter` : base,
+      'a webhook trigger needs `filter.webhook_ids` with the UID of one webhook',
+    );
     return undefined;
   }
   const matcher = checkMatcher(env, idsPointer, 'webhook_ids', filter.webhook_ids, { inOnly: true, nameAlias: false });
@@ -137,7 +179,11 @@ function checkWebhookTrigger(env: TriggerEnv, base: string, raw: RawTrigger): Tr
   const ids = matcher.in ?? [];
   const listPointer = Array.isArray(filter.webhook_ids) ? idsPointer : `${idsPointer}/in`;
   if (ids.length !== 1) {
-    env.report('FF_INVALID_TRIGGER', listPointer, `\`webhook_ids\` must hold exactly one webhook UID (it has ${ids.length}); use one trigger per webhook`);
+    env.report(
+      'FF_INVALID_TRIGGER',
+      listPointer,
+      `\`webhook_ids\` must hold exactly one webhook UID (it has ${ids.length}); use one trigger per webhook`,
+    );
     return undefined;
   }
   const uid = String(ids[0]);
@@ -147,8 +193,14 @@ function checkWebhookTrigger(env: TriggerEnv, base: string, raw: RawTrigger): Tr
     const known = context?.webhookUidForName?.(uid);
     const hint = known
       ? `use the UID ${known}`
-      : 'use the UID the webhook gets when webhooks/' + uid + '.yaml first applies (shown by `agentyard plan` and the API)';
-    env.report('FF_INVALID_REFERENCE', uidPointer, `\`${uid}\` is a webhook file name; \`webhook_ids\` takes UIDs, not names: ${hint}`);
+      : 'use the UID the webhook gets when webhooks/' +
+        uid +
+        '.yaml first applies (shown by `agentyard plan` and the API)';
+    env.report(
+      'FF_INVALID_REFERENCE',
+      uidPointer,
+      `\`${uid}\` is a webhook file name; \`webhook_ids\` takes UIDs, not names: ${hint}`,
+    );
     return undefined;
   }
   if (!isWebhookUid(uid)) {
@@ -178,18 +230,31 @@ interface ScheduleNames {
   unnamed: number;
 }
 
-function checkScheduleTrigger(env: TriggerEnv, base: string, raw: RawTrigger, seen: ScheduleNames): Trigger | undefined {
+function checkScheduleTrigger(
+  env: TriggerEnv,
+  base: string,
+  raw: RawTrigger,
+  seen: ScheduleNames,
+): Trigger | undefined {
   const filter = raw.filter ?? {};
   let ok = true;
   for (const key of Object.keys(filter)) {
     if (key !== 'schedule_ids') {
-      env.report('FF_INVALID_FILTER', `${base}/filter/${seg(key)}`, `\`${key}\` is not a filter key of schedule/cron_fired (only \`schedule_ids\`)${didYouMean(key, ['schedule_ids'])}`, { target: 'key' });
+      env.report(
+        'FF_INVALID_FILTER',
+        `${base}/filter/${seg(key)}`,
+        `\`${key}\` is not a filter key of schedule/cron_fired (only \`schedule_ids\`)${didYouMean(key, ['schedule_ids'])}`,
+        { target: 'key' },
+      );
       ok = false;
     }
   }
   let scheduleIds: string[] = [];
   if ('schedule_ids' in filter) {
-    const matcher = checkMatcher(env, `${base}/filter/schedule_ids`, 'schedule_ids', filter.schedule_ids, { inOnly: true, nameAlias: false });
+    const matcher = checkMatcher(env, `${base}/filter/schedule_ids`, 'schedule_ids', filter.schedule_ids, {
+      inOnly: true,
+      nameAlias: false,
+    });
     if (!matcher) ok = false;
     else scheduleIds = (matcher.in ?? []).map(String);
   }
@@ -215,11 +280,20 @@ function checkScheduleTrigger(env: TriggerEnv, base: string, raw: RawTrigger, se
     if (name === null) {
       seen.unnamed++;
       if (seen.unnamed > 1) {
-        env.report('FF_INVALID_TRIGGER', `${base}/schedule`, 'at most one schedule of an automation may be unnamed; give it a `name`', { target: 'key' });
+        env.report(
+          'FF_INVALID_TRIGGER',
+          `${base}/schedule`,
+          'at most one schedule of an automation may be unnamed; give it a `name`',
+          { target: 'key' },
+        );
         ok = false;
       }
     } else if (seen.names.has(name)) {
-      env.report('FF_INVALID_TRIGGER', `${base}/schedule/name`, `another schedule of this automation is named \`${name}\``);
+      env.report(
+        'FF_INVALID_TRIGGER',
+        `${base}/schedule/name`,
+        `another schedule of this automation is named \`${name}\``,
+      );
       ok = false;
     } else {
       seen.names.add(name);
@@ -229,15 +303,29 @@ function checkScheduleTrigger(env: TriggerEnv, base: string, raw: RawTrigger, se
   return ok ? { kind: 'schedule', provider: 'schedule', event: 'cron_fired', schedule, scheduleIds } : undefined;
 }
 
-function checkProviderTrigger(env: TriggerEnv, base: string, raw: RawTrigger, events: Record<string, string[]>): Trigger | undefined {
+function checkProviderTrigger(
+  env: TriggerEnv,
+  base: string,
+  raw: RawTrigger,
+  events: Record<string, string[]>,
+): Trigger | undefined {
   const keys = events[raw.event];
   if (!keys) {
-    env.report('FF_INVALID_EVENT', `${base}/event`, `unknown ${raw.provider} event \`${raw.event}\`${didYouMean(raw.event, Object.keys(events))}`);
+    env.report(
+      'FF_INVALID_EVENT',
+      `${base}/event`,
+      `unknown ${raw.provider} event \`${raw.event}\`${didYouMean(raw.event, Object.keys(events))}`,
+    );
     return undefined;
   }
   let ok = true;
   if (raw.schedule !== undefined) {
-    env.report('FF_INVALID_TRIGGER', `${base}/schedule`, '`schedule` is only valid on a `schedule`/`cron_fired` trigger', { target: 'key' });
+    env.report(
+      'FF_INVALID_TRIGGER',
+      `${base}/schedule`,
+      '`schedule` is only valid on a `schedule`/`cron_fired` trigger',
+      { target: 'key' },
+    );
     ok = false;
   }
   const aliases = FILTER_KEY_ALIASES[raw.provider] ?? {};
@@ -249,18 +337,28 @@ function checkProviderTrigger(env: TriggerEnv, base: string, raw: RawTrigger, ev
     const canonical = alias?.canonical ?? key;
     if (!keys.includes(canonical)) {
       const known = [...keys, ...Object.keys(aliases).filter((a) => keys.includes(aliases[a]!.canonical))];
-      env.report('FF_INVALID_FILTER', pointer, `\`${key}\` is not a filter key of ${raw.provider}/${raw.event} (allowed: ${keys.join(', ')})${didYouMean(key, known)}`, { target: 'key' });
+      env.report(
+        'FF_INVALID_FILTER',
+        pointer,
+        `\`${key}\` is not a filter key of ${raw.provider}/${raw.event} (allowed: ${keys.join(', ')})${didYouMean(key, known)}`,
+        { target: 'key' },
+      );
       ok = false;
       continue;
     }
     const earlier = spelledAs.get(canonical);
     if (earlier !== undefined) {
-      env.report('FF_INVALID_FILTER', pointer, `\`${key}\` and \`${earlier}\` are the same filter; keep one`, { target: 'key' });
+      env.report('FF_INVALID_FILTER', pointer, `\`${key}\` and \`${earlier}\` are the same filter; keep one`, {
+        target: 'key',
+      });
       ok = false;
       continue;
     }
     spelledAs.set(canonical, key);
-    const matcher = checkMatcher(env, pointer, canonical, value, { inOnly: IN_ONLY_FILTER_KEYS.has(canonical), nameAlias: alias?.nameAlias ?? false });
+    const matcher = checkMatcher(env, pointer, canonical, value, {
+      inOnly: IN_ONLY_FILTER_KEYS.has(canonical),
+      nameAlias: alias?.nameAlias ?? false,
+    });
     if (!matcher) {
       ok = false;
       continue;
@@ -272,21 +370,41 @@ function checkProviderTrigger(env: TriggerEnv, base: string, raw: RawTrigger, ev
 }
 
 /** Checks one trigger (after the schema check) and returns its normalised form, or undefined after reporting. */
-export function checkTrigger(env: TriggerEnv, base: string, raw: RawTrigger, schedules: ScheduleNames): Trigger | undefined {
+export function checkTrigger(
+  env: TriggerEnv,
+  base: string,
+  raw: RawTrigger,
+  schedules: ScheduleNames,
+): Trigger | undefined {
   const events = TRIGGER_CATALOGUE[raw.provider];
   if (!events) {
-    env.report('FF_INVALID_EVENT', `${base}/provider`, `unknown trigger provider \`${raw.provider}\`${didYouMean(raw.provider, Object.keys(TRIGGER_CATALOGUE))}`);
+    env.report(
+      'FF_INVALID_EVENT',
+      `${base}/provider`,
+      `unknown trigger provider \`${raw.provider}\`${didYouMean(raw.provider, Object.keys(TRIGGER_CATALOGUE))}`,
+    );
     return undefined;
   }
   if (!TRIGGER_PROVIDERS_RUN_HERE.has(raw.provider)) {
-    env.report('FF_NOT_SUPPORTED_HERE', `${base}/provider`, `\`${raw.provider}\` triggers are accepted but this service does not receive ${raw.provider} events; the automation will not fire from this trigger`, { severity: 'warning' });
+    env.report(
+      'FF_NOT_SUPPORTED_HERE',
+      `${base}/provider`,
+      `\`${raw.provider}\` triggers are accepted but this service does not receive ${raw.provider} events; the automation will not fire from this trigger`,
+      { severity: 'warning' },
+    );
   }
   if (raw.provider === 'webhook' || raw.provider === 'schedule') {
     if (!events[raw.event]) {
-      env.report('FF_INVALID_EVENT', `${base}/event`, `unknown ${raw.provider} event \`${raw.event}\` (use \`${Object.keys(events)[0]}\`)`);
+      env.report(
+        'FF_INVALID_EVENT',
+        `${base}/event`,
+        `unknown ${raw.provider} event \`${raw.event}\` (use \`${Object.keys(events)[0]}\`)`,
+      );
       return undefined;
     }
-    return raw.provider === 'webhook' ? checkWebhookTrigger(env, base, raw) : checkScheduleTrigger(env, base, raw, schedules);
+    return raw.provider === 'webhook'
+      ? checkWebhookTrigger(env, base, raw)
+      : checkScheduleTrigger(env, base, raw, schedules);
   }
   return checkProviderTrigger(env, base, raw, events);
 }

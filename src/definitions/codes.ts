@@ -20,11 +20,13 @@ export const DIAGNOSTIC_CODES = {
   FF_MISSING_REQUIRED: 'A required key is absent, or a required list is empty.',
   FF_TYPE_MISMATCH: 'A value has the wrong YAML type.',
   FF_INVALID_VALUE: 'A value violates a format, range or exclusivity rule.',
-  FF_INVALID_REFERENCE: 'A name does not resolve: an agent, runner, secret or webhook UID; or an unknown `agentType`/`credentialStrategy`.',
+  FF_INVALID_REFERENCE:
+    'A name does not resolve: an agent, runner, secret or webhook UID; or an unknown `agentType`/`credentialStrategy`.',
   FF_INVALID_MCP: 'An `mcpServers` entry is not exactly `{warpId: <non-empty string>}`.',
   FF_INVALID_TRIGGER: 'A trigger is structurally wrong (schedule rules, webhook trigger shape).',
   FF_INVALID_EVENT: 'The trigger provider or event is unknown.',
-  FF_INVALID_FILTER: 'A filter key is not valid for the provider and event, or a filter value is outside its domain (payload filter grammar and limits included).',
+  FF_INVALID_FILTER:
+    'A filter key is not valid for the provider and event, or a filter value is outside its domain (payload filter grammar and limits included).',
   FF_LIMIT_EXCEEDED: 'agentyard: a per-factory limit is exceeded (more than 20 webhooks, a file larger than 256 KiB).',
   FF_NOT_SUPPORTED_HERE:
     'agentyard (warning): a valid key or file for a feature this service does not run (integrations, cloud providers, benchmarks, scorer self-improvement, non-webhook triggers).',

@@ -11,7 +11,12 @@ const FIELDS = [
   { name: 'minute', min: 0, max: 59 },
   { name: 'hour', min: 0, max: 23 },
   { name: 'day-of-month', min: 1, max: 31 },
-  { name: 'month', min: 1, max: 12, names: ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'] },
+  {
+    name: 'month',
+    min: 1,
+    max: 12,
+    names: ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'],
+  },
   { name: 'day-of-week', min: 0, max: 6, names: ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] },
 ] as const;
 
@@ -54,7 +59,8 @@ function checkField(text: string, field: (typeof FIELDS)[number]): string | unde
 /** undefined when `expression` is a valid schedule, else why not. */
 export function checkCron(expression: string): string | undefined {
   const expr = expression.trim();
-  if (/^(CRON_)?TZ=/i.test(expr)) return 'time zones are not supported; schedules always run in UTC (remove the TZ= prefix)';
+  if (/^(CRON_)?TZ=/i.test(expr))
+    return 'time zones are not supported; schedules always run in UTC (remove the TZ= prefix)';
   if (expr.startsWith('@')) {
     if (DESCRIPTORS.has(expr)) return undefined;
     const every = /^@every\s+(\S+)$/.exec(expr);

@@ -39,9 +39,7 @@ export function normalizeDiagnostics(diagnostics: readonly Diagnostic[]): Diagno
 
 /** `file:line:column: severity code: message`, one line per diagnostic. */
 export function formatText(diagnostics: readonly Diagnostic[]): string {
-  return diagnostics
-    .map((d) => `${d.file}:${d.line}:${d.column}: ${d.severity} ${d.code}: ${d.message}\n`)
-    .join('');
+  return diagnostics.map((d) => `${d.file}:${d.line}:${d.column}: ${d.severity} ${d.code}: ${d.message}\n`).join('');
 }
 
 /** A JSON array of diagnostics (stable key order). */

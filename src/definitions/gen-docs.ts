@@ -14,7 +14,13 @@ import { PAYLOAD_FILTER_LIMITS } from './payload-filter-grammar.ts';
 import { SCHEMA_VERSION, getSchemaBundle } from './schemas.ts';
 import type { JsonSchema } from './schemas.ts';
 import { KNOWN_SIGNATURE_SCHEMES } from './signature-schemes.ts';
-import { FILTER_KEY_ALIASES, IN_ONLY_FILTER_KEYS, INTEGER_FILTER_KEYS, TRIGGER_CATALOGUE, TRIGGER_PROVIDERS_RUN_HERE } from './triggers.ts';
+import {
+  FILTER_KEY_ALIASES,
+  IN_ONLY_FILTER_KEYS,
+  INTEGER_FILTER_KEYS,
+  TRIGGER_CATALOGUE,
+  TRIGGER_PROVIDERS_RUN_HERE,
+} from './triggers.ts';
 import { MAX_WEBHOOKS_PER_FACTORY } from './validate.ts';
 
 export const DOC_PATH = fileURLToPath(new URL('../../docs/factory-files.md', import.meta.url));
@@ -78,7 +84,10 @@ function rows(bundle: Bundle, owner: string, raw: JsonSchema, prefix: string, ou
     const path = prefix ? `${prefix}.${key}` : key;
     const resolved = deref(bundle, o, child);
     const notRun = resolved.schema['x-agentyard-not-run-here'];
-    const description = [cell(resolved.schema.description), notRun ? `*Accepted, not run here (warning \`FF_NOT_SUPPORTED_HERE\`).*` : '']
+    const description = [
+      cell(resolved.schema.description),
+      notRun ? `*Accepted, not run here (warning \`FF_NOT_SUPPORTED_HERE\`).*` : '',
+    ]
       .filter(Boolean)
       .join(' ');
     out.push({ key: path, type: typeName(bundle, o, child), required: required.has(key), description });
@@ -102,7 +111,11 @@ function keyTable(bundle: Bundle, name: string): string {
 const FILE_KINDS: [string, string, string][] = [
   ['factory.schema.json', '`factory.yaml`', 'YAML'],
   ['agent.schema.json', '`agents/<name>/agent.md`', 'Markdown: frontmatter + body (the agent prompt)'],
-  ['automation.schema.json', '`automations/<name>/automation.md` (legacy flat `automations/<name>.md`)', 'Markdown: frontmatter + body (the run prompt)'],
+  [
+    'automation.schema.json',
+    '`automations/<name>/automation.md` (legacy flat `automations/<name>.md`)',
+    'Markdown: frontmatter + body (the run prompt)',
+  ],
   ['runner.schema.json', '`runners/<name>.yaml`', 'YAML'],
   ['scorer.schema.json', '`scorers/<name>/scorer.md`', 'Markdown: frontmatter + body (the rubric)'],
   ['webhook.schema.json', '`webhooks/<name>.yaml`', 'YAML'],
@@ -121,9 +134,14 @@ function triggerTable(): string {
     for (const [keys, names] of byKeys) {
       const shown = keys
         .split(', ')
-        .map((k) => `\`${k}\`${IN_ONLY_FILTER_KEYS.has(k) ? ' (`in` only)' : ''}${INTEGER_FILTER_KEYS.has(k) ? ' (integers)' : ''}`)
+        .map(
+          (k) =>
+            `\`${k}\`${IN_ONLY_FILTER_KEYS.has(k) ? ' (`in` only)' : ''}${INTEGER_FILTER_KEYS.has(k) ? ' (integers)' : ''}`,
+        )
         .join(', ');
-      lines.push(`| \`${provider}\` | ${names.map((n) => `\`${n}\``).join(', ')} | ${shown} | ${TRIGGER_PROVIDERS_RUN_HERE.has(provider) ? 'yes' : 'no (warning)'} |`);
+      lines.push(
+        `| \`${provider}\` | ${names.map((n) => `\`${n}\``).join(', ')} | ${shown} | ${TRIGGER_PROVIDERS_RUN_HERE.has(provider) ? 'yes' : 'no (warning)'} |`,
+      );
     }
   }
   return lines.join('\n');
@@ -133,7 +151,9 @@ function aliasTable(): string {
   const lines = ['| Provider | Alias | Canonical key | Kind |', '|---|---|---|---|'];
   for (const [provider, aliases] of Object.entries(FILTER_KEY_ALIASES)) {
     for (const [alias, { canonical, nameAlias }] of Object.entries(aliases)) {
-      lines.push(`| \`${provider}\` | \`${alias}\` | \`${canonical}\` | ${nameAlias ? 'names resolved to IDs at apply (plain list, no `in`/`not_in`)' : 'spelling alias'} |`);
+      lines.push(
+        `| \`${provider}\` | \`${alias}\` | \`${canonical}\` | ${nameAlias ? 'names resolved to IDs at apply (plain list, no `in`/`not_in`)' : 'spelling alias'} |`,
+      );
     }
   }
   return lines.join('\n');
@@ -177,7 +197,9 @@ duplicate keys and non-scalar keys are refused. Markdown resources open and clos
 
   for (const [name, where, format] of FILE_KINDS) {
     const schema = bundle[name]!;
-    parts.push(`## ${where}\n\n${cell(schema.description)} Format: ${format}. Schema: \`${name}\`.\n\n${keyTable(bundle, name)}`);
+    parts.push(
+      `## ${where}\n\n${cell(schema.description)} Format: ${format}. Schema: \`${name}\`.\n\n${keyTable(bundle, name)}`,
+    );
   }
 
   parts.push(`## Triggers

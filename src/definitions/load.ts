@@ -48,10 +48,7 @@ const TOP_DIRECTORIES = new Set(['agents', 'automations', 'runners', 'scorers', 
 
 const IGNORED_BASENAME = /^(readme|changelog|license|contributing)(\.[A-Za-z0-9]+)?$/i;
 
-type Classification =
-  | { kind: FileKind; name: string; owner?: string }
-  | { unsupported: string }
-  | { ignore: true };
+type Classification = { kind: FileKind; name: string; owner?: string } | { unsupported: string } | { ignore: true };
 
 const ignore: Classification = { ignore: true };
 
@@ -84,9 +81,11 @@ function classify(path: string): Classification {
   const n = segments.length;
   switch (top) {
     case 'agents':
-      if (n >= 5 && segments[2] === 'skills' && base === 'SKILL.md') return { kind: 'agent-skill', name: segments[n - 2]!, owner: segments[1]! };
+      if (n >= 5 && segments[2] === 'skills' && base === 'SKILL.md')
+        return { kind: 'agent-skill', name: segments[n - 2]!, owner: segments[1]! };
       if (n === 3 && base === 'agent.md') return { kind: 'agent', name: segments[1]! };
-      if (base === 'agent.md' || (n === 2 && base.endsWith('.md'))) return { unsupported: 'an agent lives at agents/<name>/agent.md' };
+      if (base === 'agent.md' || (n === 2 && base.endsWith('.md')))
+        return { unsupported: 'an agent lives at agents/<name>/agent.md' };
       return ignore;
     case 'automations':
       if (n === 3 && base === 'automation.md') return { kind: 'automation', name: segments[1]! };
@@ -95,7 +94,8 @@ function classify(path: string): Classification {
       return ignore;
     case 'scorers':
       if (n === 3 && base === 'scorer.md') return { kind: 'scorer', name: segments[1]! };
-      if (base === 'scorer.md' || (n === 2 && base.endsWith('.md'))) return { unsupported: 'a scorer lives at scorers/<name>/scorer.md' };
+      if (base === 'scorer.md' || (n === 2 && base.endsWith('.md')))
+        return { unsupported: 'a scorer lives at scorers/<name>/scorer.md' };
       return ignore;
     case 'runners':
       return flatYaml(segments, 'runner', 'runner');
@@ -108,14 +108,18 @@ function classify(path: string): Classification {
       if (!/\.ya?ml$/.test(base)) return ignore;
       const yml = base.endsWith('.yml');
       if (n === 3 && stem(base) === 'suite') {
-        return yml ? { unsupported: 'a suite file is benchmarks/<suite>/suite.yaml' } : { kind: 'benchmark-suite', name: segments[1]! };
+        return yml
+          ? { unsupported: 'a suite file is benchmarks/<suite>/suite.yaml' }
+          : { kind: 'benchmark-suite', name: segments[1]! };
       }
       if (n === 4 && segments[2] === 'tasks') {
         return yml
           ? { unsupported: 'task files use the .yaml extension' }
           : { kind: 'benchmark-task', name: stem(base), owner: segments[1]! };
       }
-      return { unsupported: 'benchmark files live at benchmarks/<suite>/suite.yaml and benchmarks/<suite>/tasks/<task>.yaml' };
+      return {
+        unsupported: 'benchmark files live at benchmarks/<suite>/suite.yaml and benchmarks/<suite>/tasks/<task>.yaml',
+      };
     }
     default:
       return ignore;
@@ -141,8 +145,18 @@ export function loadFactoryFiles(inputs: readonly FactoryFileInput[]): LoadedTre
       continue;
     }
     seenPaths.add(path);
-    if (input.symlink && !path.split('/').some((s) => s.startsWith('.')) && (path === 'factory.yaml' || TOP_DIRECTORIES.has(path.split('/')[0]!))) {
-      diagnostics.push(problem(path, 'FF_UNSUPPORTED_PATH', 'is a symbolic link, which is never followed; resource files and directories must be real'));
+    if (
+      input.symlink &&
+      !path.split('/').some((s) => s.startsWith('.')) &&
+      (path === 'factory.yaml' || TOP_DIRECTORIES.has(path.split('/')[0]!))
+    ) {
+      diagnostics.push(
+        problem(
+          path,
+          'FF_UNSUPPORTED_PATH',
+          'is a symbolic link, which is never followed; resource files and directories must be real',
+        ),
+      );
       continue;
     }
     const c = classify(path);
@@ -158,7 +172,11 @@ export function loadFactoryFiles(inputs: readonly FactoryFileInput[]): LoadedTre
       const bad = names.find((name) => !RESOURCE_NAME.test(name));
       if (c.kind !== 'factory' && bad !== undefined) {
         diagnostics.push(
-          problem(path, 'FF_UNSUPPORTED_PATH', `resource name \`${bad}\` must be 1-64 letters, digits, \`.\`, \`_\` or \`-\`, starting with a letter or digit`),
+          problem(
+            path,
+            'FF_UNSUPPORTED_PATH',
+            `resource name \`${bad}\` must be 1-64 letters, digits, \`.\`, \`_\` or \`-\`, starting with a letter or digit`,
+          ),
         );
         continue;
       }
@@ -172,16 +190,29 @@ export function loadFactoryFiles(inputs: readonly FactoryFileInput[]): LoadedTre
       if (other !== undefined) {
         const flat = path.split('/').length === 2 ? path : other;
         const dir = flat === path ? other : path;
-        diagnostics.push(problem(flat, 'FF_DUPLICATE_PATH', `automation \`${c.name}\` is also declared at ${dir}; keep one of the two forms`));
+        diagnostics.push(
+          problem(
+            flat,
+            'FF_DUPLICATE_PATH',
+            `automation \`${c.name}\` is also declared at ${dir}; keep one of the two forms`,
+          ),
+        );
         const index = files.findIndex((f) => f.path === flat);
         if (index >= 0) files.splice(index, 1);
         if (flat === path) continue;
       }
       automations.set(c.name, path);
     }
-    files.push({ path, content: input.content, kind: c.kind, name: c.name, ...(c.owner !== undefined ? { owner: c.owner } : {}) });
+    files.push({
+      path,
+      content: input.content,
+      kind: c.kind,
+      name: c.name,
+      ...(c.owner !== undefined ? { owner: c.owner } : {}),
+    });
   }
-  if (!hasFactory) diagnostics.push(problem('factory.yaml', 'FF_MISSING_FACTORY', 'no factory.yaml at the root of the factory tree'));
+  if (!hasFactory)
+    diagnostics.push(problem('factory.yaml', 'FF_MISSING_FACTORY', 'no factory.yaml at the root of the factory tree'));
   return { files, diagnostics };
 }
 

@@ -205,7 +205,15 @@ export interface BenchmarkSuiteDefinition {
   name: string;
   description: string | null;
   agent: string;
-  tasks: { slug: string; file: string; title: string; prompt: string; successCriteria: string; sourceRunId: string | null; startingRepoRefs: string[] }[];
+  tasks: {
+    slug: string;
+    file: string;
+    title: string;
+    prompt: string;
+    successCriteria: string;
+    sourceRunId: string | null;
+    startingRepoRefs: string[];
+  }[];
 }
 
 export interface FactoryDefinition {

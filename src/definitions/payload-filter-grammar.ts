@@ -30,7 +30,12 @@ function isMapping(value: unknown): value is Record<string, unknown> {
 }
 
 function isScalar(value: unknown): boolean {
-  return value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
+  return (
+    value === null ||
+    typeof value === 'string' ||
+    typeof value === 'boolean' ||
+    (typeof value === 'number' && Number.isFinite(value))
+  );
 }
 
 function pointer(parent: string, key: string | number): string {
@@ -84,7 +89,8 @@ export function checkPayloadFilter(filter: unknown): PayloadFilterProblem[] {
       if (!Array.isArray(value)) report(pointer(path, op), `\`${op}\` takes a list of values`);
       else checkList(pointer(path, op), value, `\`${op}\``);
     }
-    if ('exists' in node && typeof node.exists !== 'boolean') report(pointer(path, 'exists'), '`exists` takes true or false');
+    if ('exists' in node && typeof node.exists !== 'boolean')
+      report(pointer(path, 'exists'), '`exists` takes true or false');
     if (Array.isArray(node.in) && Array.isArray(node.not_in)) {
       const excluded = new Set(node.not_in.map((v) => JSON.stringify(v)));
       for (const v of node.in) {
@@ -129,7 +135,10 @@ export function checkPayloadFilter(filter: unknown): PayloadFilterProblem[] {
   walk('', filter, 1);
   const bytes = Buffer.byteLength(JSON.stringify(filter), 'utf8');
   if (bytes > PAYLOAD_FILTER_LIMITS.maxSerializedBytes) {
-    problems.push({ path: '', message: `\`payload\` is ${bytes} bytes as JSON; at most ${PAYLOAD_FILTER_LIMITS.maxSerializedBytes} are allowed` });
+    problems.push({
+      path: '',
+      message: `\`payload\` is ${bytes} bytes as JSON; at most ${PAYLOAD_FILTER_LIMITS.maxSerializedBytes} are allowed`,
+    });
   }
   return problems;
 }

@@ -27,9 +27,13 @@ export class ClientRateLimit {
     } catch (err) {
       if (!(err instanceof RateLimiterRes)) throw err;
       const wait = Math.max(1, Math.ceil(err.msBeforeNext / 1000));
-      throw new AppError('rate_limited', `more than ${this.#points} requests per ${this.#windowSeconds} s from this client; retry in ${wait} s`, {
-        headers: { 'retry-after': String(wait) },
-      });
+      throw new AppError(
+        'rate_limited',
+        `more than ${this.#points} requests per ${this.#windowSeconds} s from this client; retry in ${wait} s`,
+        {
+          headers: { 'retry-after': String(wait) },
+        },
+      );
     }
   }
 }

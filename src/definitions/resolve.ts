@@ -1,4 +1,11 @@
-import type { ExecutionOverrides, HarnessAuth, HarnessType, McpServerRef, ResolvedExecution, ResolvedHarness } from './model.ts';
+import type {
+  ExecutionOverrides,
+  HarnessAuth,
+  HarnessType,
+  McpServerRef,
+  ResolvedExecution,
+  ResolvedHarness,
+} from './model.ts';
 
 /** Where a resolved value was declared, so that a problem found after resolution points at the right key. */
 export interface Origin {
@@ -33,7 +40,7 @@ export function normalizeHarnessType(type: string): HarnessType {
 }
 
 function has<T extends object>(value: T, key: string): boolean {
-  return Object.prototype.hasOwnProperty.call(value, key);
+  return Object.hasOwn(value, key);
 }
 
 /**
@@ -71,9 +78,10 @@ export function resolveExecution(levels: readonly ExecutionLevel[]): Resolution 
       if (!model) {
         problems.push({
           origin: at('harness'),
-          message: typeChanged && harness.model
-            ? `harness type changes to \`${type}\`, so \`harness.model\` must be set too (the inherited model belongs to \`${harness.type}\`)`
-            : '`harness.model` is required: no model is inherited',
+          message:
+            typeChanged && harness.model
+              ? `harness type changes to \`${type}\`, so \`harness.model\` must be set too (the inherited model belongs to \`${harness.type}\`)`
+              : '`harness.model` is required: no model is inherited',
         });
       }
       const reasoningLevel = has(h, 'reasoningLevel') ? h.reasoningLevel || null : base.reasoningLevel;

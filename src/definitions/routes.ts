@@ -45,7 +45,12 @@ export function matchesEtag(header: string | undefined, etag: string): boolean {
   return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === bare);
 }
 
-function sendCacheable(request: FastifyRequest, reply: FastifyReply, entry: Cached, contentType = 'application/json'): FastifyReply {
+function sendCacheable(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  entry: Cached,
+  contentType = 'application/json',
+): FastifyReply {
   reply.header('etag', entry.etag).header('cache-control', 'public, max-age=300').header('vary', 'accept-encoding');
   if (matchesEtag(request.headers['if-none-match'], entry.etag)) return reply.code(304).send();
   return reply.type(`${contentType}; charset=utf-8`).send(entry.body);
@@ -57,7 +62,10 @@ function documentNames(): string[] {
 
 function checkVersion(version: string): void {
   if (version !== SCHEMA_VERSION) {
-    throw new AppError('resource_not_found', `schema version "${version}" is not published here; known versions: ${SCHEMA_VERSION}`);
+    throw new AppError(
+      'resource_not_found',
+      `schema version "${version}" is not published here; known versions: ${SCHEMA_VERSION}`,
+    );
   }
 }
 
@@ -81,7 +89,9 @@ const ValidateResponseSchema = Type.Object({
   valid: Type.Boolean(),
   schema_version: Type.String(),
   diagnostics: Type.Array(DiagnosticSchema),
-  deferred_resolutions: Type.Array(Type.Object({ path: Type.String(), field: Type.String(), kind: Type.String(), json_pointer: Type.String() })),
+  deferred_resolutions: Type.Array(
+    Type.Object({ path: Type.String(), field: Type.String(), kind: Type.String(), json_pointer: Type.String() }),
+  ),
   state_dependent_checks_not_run: Type.Array(
     Type.Object({ check: Type.String(), path: Type.String(), json_pointer: Type.String(), subject: Type.String() }),
   ),
@@ -93,28 +103,48 @@ const ValidateResponseSchema = Type.Object({
 });
 
 function diagnosticView(d: Diagnostic) {
-  return { code: d.code, path: d.file, line: d.line, column: d.column, message: d.message, severity: d.severity, json_pointer: d.path };
+  return {
+    code: d.code,
+    path: d.file,
+    line: d.line,
+    column: d.column,
+    message: d.message,
+    severity: d.severity,
+    json_pointer: d.path,
+  };
 }
 
 /** Refuses requests over the caps, naming the file. */
 export function checkValidateLimits(files: readonly { path: string; content: string }[]): void {
   if (files.length > VALIDATE_LIMITS.files) {
-    throw new AppError('invalid_request', `files: at most ${VALIDATE_LIMITS.files} files per request, got ${files.length}`);
+    throw new AppError(
+      'invalid_request',
+      `files: at most ${VALIDATE_LIMITS.files} files per request, got ${files.length}`,
+    );
   }
   let total = 0;
   for (const [i, file] of files.entries()) {
     const path = file.path;
     if (path === '' || path.startsWith('/') || path.split(/[\\/]/).includes('..')) {
-      throw new AppError('invalid_request', `files[${i}].path must be a relative path inside the factory, got "${path}"`);
+      throw new AppError(
+        'invalid_request',
+        `files[${i}].path must be a relative path inside the factory, got "${path}"`,
+      );
     }
     const bytes = Buffer.byteLength(file.content, 'utf8');
     if (bytes > VALIDATE_LIMITS.fileBytes) {
-      throw new AppError('payload_too_large', `files[${i}] (${path}) is ${bytes} bytes; at most ${VALIDATE_LIMITS.fileBytes / 1024} KiB per file`);
+      throw new AppError(
+        'payload_too_large',
+        `files[${i}] (${path}) is ${bytes} bytes; at most ${VALIDATE_LIMITS.fileBytes / 1024} KiB per file`,
+      );
     }
     total += bytes;
   }
   if (total > VALIDATE_LIMITS.totalBytes) {
-    throw new AppError('payload_too_large', `files: ${total} bytes in all; at most ${VALIDATE_LIMITS.totalBytes / (1024 * 1024)} MiB per request`);
+    throw new AppError(
+      'payload_too_large',
+      `files: ${total} bytes in all; at most ${VALIDATE_LIMITS.totalBytes / (1024 * 1024)} MiB per request`,
+    );
   }
 }
 
@@ -136,7 +166,11 @@ async function optionalPrincipal(ctx: ServiceContext, request: FastifyRequest): 
   const match = /^Bearer\s+(.+)$/i.exec(header);
   // A key that was sent but does not work is an error, never silently a narrower validation.
   const principal = match ? await ctx.authenticator.authenticate(match[1]!.trim()) : undefined;
-  if (!principal) throw new AppError('authentication_required', 'the API key is invalid, expired or revoked (or send no Authorization header)');
+  if (!principal)
+    throw new AppError(
+      'authentication_required',
+      'the API key is invalid, expired or revoked (or send no Authorization header)',
+    );
   return principal;
 }
 
@@ -186,7 +220,10 @@ export async function registerFactoryFileRoutes(app: AppInstance, ctx: ServiceCo
     },
     async (request, reply) => {
       checkVersion(request.params.version);
-      const entry = cached(`bundle ${SCHEMA_VERSION}`, () => ({ schema_version: SCHEMA_VERSION, documents: getSchemaBundle() }));
+      const entry = cached(`bundle ${SCHEMA_VERSION}`, () => ({
+        schema_version: SCHEMA_VERSION,
+        documents: getSchemaBundle(),
+      }));
       return sendCacheable(request, reply, entry);
     },
   );
@@ -208,9 +245,17 @@ export async function registerFactoryFileRoutes(app: AppInstance, ctx: ServiceCo
       const name = documentFileName(request.params.document);
       const bundle = getSchemaBundle();
       if (!(name in bundle)) {
-        throw new AppError('resource_not_found', `no schema document "${request.params.document}"; documents: ${documentNames().join(', ')}`);
+        throw new AppError(
+          'resource_not_found',
+          `no schema document "${request.params.document}"; documents: ${documentNames().join(', ')}`,
+        );
       }
-      return sendCacheable(request, reply, cached(`doc ${SCHEMA_VERSION} ${name}`, () => bundle[name]), 'application/schema+json');
+      return sendCacheable(
+        request,
+        reply,
+        cached(`doc ${SCHEMA_VERSION} ${name}`, () => bundle[name]),
+        'application/schema+json',
+      );
     },
   );
 
@@ -229,7 +274,9 @@ export async function registerFactoryFileRoutes(app: AppInstance, ctx: ServiceCo
           'requests per minute from one client are limited (AGENTYARD_VALIDATE_RATE_LIMIT, 429 rate_limited with Retry-After).',
         security: [{}, { bearerAuth: [] }],
         body: Type.Object({
-          files: Type.Array(Type.Object({ path: Type.String(), content: Type.String() }), { description: 'factory.yaml and resource files' }),
+          files: Type.Array(Type.Object({ path: Type.String(), content: Type.String() }), {
+            description: 'factory.yaml and resource files',
+          }),
         }),
         response: { 200: ValidateResponseSchema },
       },
@@ -246,7 +293,12 @@ export async function registerFactoryFileRoutes(app: AppInstance, ctx: ServiceCo
         valid: result.valid,
         schema_version: result.schemaVersion,
         diagnostics: result.diagnostics.map(diagnosticView),
-        deferred_resolutions: result.deferredResolutions.map((d) => ({ path: d.file, field: d.field, kind: d.kind, json_pointer: d.path })),
+        deferred_resolutions: result.deferredResolutions.map((d) => ({
+          path: d.file,
+          field: d.field,
+          kind: d.kind,
+          json_pointer: d.path,
+        })),
         state_dependent_checks_not_run: result.stateDependentChecksNotRun.map((c) => ({
           check: c.check,
           path: c.file,

@@ -9,7 +9,15 @@ import { KNOWN_SIGNATURE_SCHEMES } from './signature-schemes.ts';
 export const SCHEMA_VERSION = 'v1alpha1';
 
 /** The file kinds that have a schema. */
-export type SchemaKind = 'factory' | 'agent' | 'automation' | 'runner' | 'scorer' | 'webhook' | 'benchmark-suite' | 'benchmark-task';
+export type SchemaKind =
+  | 'factory'
+  | 'agent'
+  | 'automation'
+  | 'runner'
+  | 'scorer'
+  | 'webhook'
+  | 'benchmark-suite'
+  | 'benchmark-task';
 
 export const SCHEMA_KINDS: readonly SchemaKind[] = [
   'factory',
@@ -71,7 +79,13 @@ const validators = new Map<SchemaKind, ValidateFunction>();
 
 function instance(): Ajv2020 {
   if (ajv) return ajv;
-  const created = new Ajv2020({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true, allowMatchingProperties: true });
+  const created = new Ajv2020({
+    allErrors: true,
+    verbose: true,
+    strict: true,
+    allowUnionTypes: true,
+    allowMatchingProperties: true,
+  });
   addFormats.default(created);
   ajvErrors.default(created);
   created.addKeyword({ keyword: 'x-agentyard-code', schemaType: 'string' });
@@ -81,7 +95,8 @@ function instance(): Ajv2020 {
     errors: true,
     // Present and meaningful (not false, null or an empty list) → a warning, never an error.
     validate: function notRunHere(reason: string, data: unknown): boolean {
-      if (data === false || data === null || data === undefined || (Array.isArray(data) && data.length === 0)) return true;
+      if (data === false || data === null || data === undefined || (Array.isArray(data) && data.length === 0))
+        return true;
       (notRunHere as unknown as { errors: Partial<ErrorObject>[] }).errors = [
         { keyword: 'x-agentyard-not-run-here', message: reason, params: {} },
       ];
@@ -190,19 +205,27 @@ function translate(error: ErrorObject, custom?: string): SchemaIssue | undefined
       const key = String(params.missingProperty);
       const pointer = `${base}/${escapeSegment(key)}`;
       const where = base ? `\`${field}\` is missing` : 'missing';
-      return { ...issue('FF_MISSING_REQUIRED', `${where} the required key \`${key}\``), pointer, field: fieldName(pointer) };
+      return {
+        ...issue('FF_MISSING_REQUIRED', `${where} the required key \`${key}\``),
+        pointer,
+        field: fieldName(pointer),
+      };
     }
     case 'type': {
       const expected = String(params.type)
         .split(',')
         .map((t) => TYPE_NAMES[t] ?? t)
         .join(' or ');
-      const hint = params.type === 'string' && typeof error.data === 'number' ? ` (quote it: "${String(error.data)}")` : '';
+      const hint =
+        params.type === 'string' && typeof error.data === 'number' ? ` (quote it: "${String(error.data)}")` : '';
       return issue('FF_TYPE_MISMATCH', `\`${field}\` must be ${expected}, not ${describeType(error.data)}${hint}`);
     }
     case 'enum': {
       const values = (params.allowedValues as unknown[]).filter((v) => v !== null).map((v) => `\`${String(v)}\``);
-      return issue('FF_INVALID_VALUE', `\`${field}\` must be one of ${values.join(', ')} (got ${JSON.stringify(error.data)})`);
+      return issue(
+        'FF_INVALID_VALUE',
+        `\`${field}\` must be one of ${values.join(', ')} (got ${JSON.stringify(error.data)})`,
+      );
     }
     case 'const':
       return issue('FF_INVALID_VALUE', `\`${field}\` must be ${JSON.stringify(params.allowedValue)}`);
@@ -215,7 +238,10 @@ function translate(error: ErrorObject, custom?: string): SchemaIssue | undefined
       const pointer = `${base}/${String(params.i)}`;
       const duplicate = Array.isArray(error.data) ? error.data[Number(params.i)] : undefined;
       return {
-        ...issue('FF_DUPLICATE_KEY', `\`${field}\` lists ${JSON.stringify(duplicate)} twice (items ${String(params.j)} and ${String(params.i)})`),
+        ...issue(
+          'FF_DUPLICATE_KEY',
+          `\`${field}\` lists ${JSON.stringify(duplicate)} twice (items ${String(params.j)} and ${String(params.i)})`,
+        ),
         pointer,
         at: pointer,
       };
@@ -226,7 +252,11 @@ function translate(error: ErrorObject, custom?: string): SchemaIssue | undefined
     case 'exclusiveMaximum':
       return issue('FF_INVALID_VALUE', `\`${field}\` must be ${String(params.comparison)} ${String(params.limit)}`);
     case 'x-agentyard-not-run-here':
-      return { ...issue('FF_NOT_SUPPORTED_HERE', `${error.message ?? 'not run by this service'}`), severity: 'warning', target: 'key' };
+      return {
+        ...issue('FF_NOT_SUPPORTED_HERE', `${error.message ?? 'not run by this service'}`),
+        severity: 'warning',
+        target: 'key',
+      };
     case 'pattern':
     case 'minLength':
     case 'maxLength':
@@ -248,7 +278,10 @@ export function checkSchema(kind: SchemaKind, value: unknown): SchemaIssue[] {
     if (error.keyword === 'errorMessage') {
       // ajv-errors replaced the original error(s); keep their keyword for the code, its wording for the text.
       for (const original of (error.params as { errors: ErrorObject[] }).errors) {
-        const translated = translate({ ...original, parentSchema: original.parentSchema ?? error.parentSchema }, error.message);
+        const translated = translate(
+          { ...original, parentSchema: original.parentSchema ?? error.parentSchema },
+          error.message,
+        );
         if (translated) issues.push(translated);
       }
       continue;

@@ -5,8 +5,24 @@
 
 const GH_PR = ['repos', 'base_branches', 'pr_numbers', 'paths', 'assignees', 'authors', 'labels'];
 const GH_CHECK_SUITE = ['repos', 'conclusions', 'branches', 'labels', 'authors'];
-const LINEAR_ISSUE = ['team_ids', 'project_ids', 'labels', 'state_ids', 'assignee_ids', 'mentioned_user_ids', 'creator_ids'];
-const LINEAR_COMMENT = ['team_ids', 'project_ids', 'labels', 'state_ids', 'issue_ids', 'mentioned_user_ids', 'creator_ids'];
+const LINEAR_ISSUE = [
+  'team_ids',
+  'project_ids',
+  'labels',
+  'state_ids',
+  'assignee_ids',
+  'mentioned_user_ids',
+  'creator_ids',
+];
+const LINEAR_COMMENT = [
+  'team_ids',
+  'project_ids',
+  'labels',
+  'state_ids',
+  'issue_ids',
+  'mentioned_user_ids',
+  'creator_ids',
+];
 const SLACK_MESSAGE = ['channel_ids', 'user_ids', 'keywords'];
 
 function events(keys: string[], names: string[]): Record<string, string[]> {
@@ -79,7 +95,12 @@ export const UUID_FILTER_KEYS: ReadonlySet<string> = new Set([
 ]);
 
 /** Keys compared case-sensitively when checking that no value is in both `in` and `not_in`. */
-export const CASE_SENSITIVE_FILTER_KEYS: ReadonlySet<string> = new Set(['paths', 'project_keys', 'status_ids', 'stages']);
+export const CASE_SENSITIVE_FILTER_KEYS: ReadonlySet<string> = new Set([
+  'paths',
+  'project_keys',
+  'status_ids',
+  'stages',
+]);
 
 /**
  * Authoring aliases, rewritten to the canonical key. Name aliases (`nameAlias`) hold names that the

@@ -112,12 +112,15 @@ function prompt(source: ParsedSource): string {
 function overridesOf(value: Json): ExecutionOverrides {
   const out: ExecutionOverrides = {};
   for (const key of ['model', 'harness', 'runner', 'environmentId', 'secrets', 'mcpServers', 'workerHost'] as const) {
-    if (Object.prototype.hasOwnProperty.call(value, key)) (out as Record<string, unknown>)[key] = value[key];
+    if (Object.hasOwn(value, key)) (out as Record<string, unknown>)[key] = value[key];
   }
   return out;
 }
 
-export async function validateFactory(files: readonly FactoryFileInput[], context?: ValidationContext): Promise<ValidationResult> {
+export async function validateFactory(
+  files: readonly FactoryFileInput[],
+  context?: ValidationContext,
+): Promise<ValidationResult> {
   return new FactoryValidation(context).run(files);
 }
 
@@ -135,7 +138,13 @@ class FactoryValidation {
     this.context = context;
   }
 
-  private report(source: ParsedSource, code: DiagnosticCode, pointer: string, message: string, options?: ReportOptions): void {
+  private report(
+    source: ParsedSource,
+    code: DiagnosticCode,
+    pointer: string,
+    message: string,
+    options?: ReportOptions,
+  ): void {
     this.reporter.add(source, code, pointer, message, options);
   }
 
@@ -171,13 +180,19 @@ class FactoryValidation {
     const webhookNames = new Set(of('webhook').map((c) => c.file.name));
 
     const factory = factoryFile ? this.checkFactory(factoryFile) : undefined;
-    const runners = of('runner').map((c) => this.checkRunner(c)).filter((r) => r !== undefined);
+    const runners = of('runner')
+      .map((c) => this.checkRunner(c))
+      .filter((r) => r !== undefined);
     const foreman = this.checkForeman(of('agent'), factoryFile);
-    const agentDecls = of('agent').map((c) => this.checkAgent(c)).filter((a) => a !== undefined);
+    const agentDecls = of('agent')
+      .map((c) => this.checkAgent(c))
+      .filter((a) => a !== undefined);
     const automationDecls = of('automation')
       .map((c) => this.checkAutomation(c, agentNames, foreman, webhookNames))
       .filter((a) => a !== undefined);
-    const scorers = of('scorer').map((c) => this.checkScorer(c, agentNames)).filter((s) => s !== undefined);
+    const scorers = of('scorer')
+      .map((c) => this.checkScorer(c, agentNames))
+      .filter((s) => s !== undefined);
     const webhooks = this.checkWebhooks(of('webhook'));
     const benchmarks = this.checkBenchmarks(of('benchmark-suite'), of('benchmark-task'), agentNames);
 
@@ -189,7 +204,12 @@ class FactoryValidation {
       const level: ExecutionLevel = { declared: decl.declared, file: decl.file, base: '' };
       agentLevels.set(decl.name, level);
       if (!factory) continue;
-      const execution = this.resolve([factory.defaultsLevel, level], factory.settings, runnerByName, `agent \`${decl.name}\``);
+      const execution = this.resolve(
+        [factory.defaultsLevel, level],
+        factory.settings,
+        runnerByName,
+        `agent \`${decl.name}\``,
+      );
       agents.push({
         ...decl,
         execution,
@@ -200,8 +220,15 @@ class FactoryValidation {
     for (const decl of automationDecls) {
       if (!factory) continue;
       const agentLevel = agentLevels.get(decl.agent);
-      const levels = [factory.defaultsLevel, ...(agentLevel ? [agentLevel] : []), { declared: decl.declared, file: decl.file, base: '' }];
-      automations.push({ ...decl, execution: this.resolve(levels, factory.settings, runnerByName, `automation \`${decl.name}\``) });
+      const levels = [
+        factory.defaultsLevel,
+        ...(agentLevel ? [agentLevel] : []),
+        { declared: decl.declared, file: decl.file, base: '' },
+      ];
+      automations.push({
+        ...decl,
+        execution: this.resolve(levels, factory.settings, runnerByName, `automation \`${decl.name}\``),
+      });
     }
     for (const skill of skills) {
       if (skill.kind === 'agent-skill' && !agentNames.has(skill.owner!)) {
@@ -256,7 +283,8 @@ class FactoryValidation {
     let ok = true;
     for (const issue of schema ? checkSchema(schema, source.value) : []) {
       let message = issue.message;
-      if (issue.code === 'FF_UNKNOWN_FIELD' && issue.unknownKey !== undefined) message += didYouMean(issue.unknownKey, issue.allowed ?? []);
+      if (issue.code === 'FF_UNKNOWN_FIELD' && issue.unknownKey !== undefined)
+        message += didYouMean(issue.unknownKey, issue.allowed ?? []);
       this.report(source, issue.code, issue.pointer, message, {
         target: issue.target,
         severity: issue.severity,
@@ -279,17 +307,25 @@ class FactoryValidation {
     };
     const schemaVersion = str(v.schemaVersion) ?? SCHEMA_VERSION;
     if (schemaVersion !== SCHEMA_VERSION) {
-      error('FF_UNSUPPORTED_VERSION', '/schemaVersion', `schemaVersion \`${schemaVersion}\` is not supported; use \`${SCHEMA_VERSION}\``);
+      error(
+        'FF_UNSUPPORTED_VERSION',
+        '/schemaVersion',
+        `schemaVersion \`${schemaVersion}\` is not supported; use \`${SCHEMA_VERSION}\``,
+      );
     }
     const alias = str(v.alias);
     if (alias !== null && [...alias.trim()].length > MAX_ALIAS_LENGTH) {
       error('FF_INVALID_VALUE', '/alias', `\`alias\` must be at most ${MAX_ALIAS_LENGTH} characters after trimming`);
     }
-    const repositories = (v.repositories as { owner: string; name: string }[]).map((r) => ({ owner: r.owner.trim(), name: r.name.trim() }));
+    const repositories = (v.repositories as { owner: string; name: string }[]).map((r) => ({
+      owner: r.owner.trim(),
+      name: r.name.trim(),
+    }));
     const seenRepos = new Set<string>();
     repositories.forEach((r, i) => {
       const key = `${r.owner}/${r.name}`.toLowerCase();
-      if (seenRepos.has(key)) error('FF_DUPLICATE_KEY', `/repositories/${i}`, `repository \`${r.owner}/${r.name}\` is listed twice`);
+      if (seenRepos.has(key))
+        error('FF_DUPLICATE_KEY', `/repositories/${i}`, `repository \`${r.owner}/${r.name}\` is listed twice`);
       seenRepos.add(key);
     });
     let integrations: { type: string }[] | undefined;
@@ -299,30 +335,48 @@ class FactoryValidation {
       (v.integrations as { type: string }[]).forEach((entry, i) => {
         const type = entry.type.trim().toLowerCase();
         const at = `/integrations/${i}/type`;
-        if (type === 'github') error('FF_INVALID_VALUE', at, 'GitHub is not an integration here: it is reached through `repositories`');
-        else if (!INTEGRATION_TYPES.has(type)) error('FF_INVALID_VALUE', at, `unknown integration \`${entry.type}\`; use slack, linear, jira or microsoft-teams${didYouMean(type, INTEGRATION_TYPES)}`);
+        if (type === 'github')
+          error('FF_INVALID_VALUE', at, 'GitHub is not an integration here: it is reached through `repositories`');
+        else if (!INTEGRATION_TYPES.has(type))
+          error(
+            'FF_INVALID_VALUE',
+            at,
+            `unknown integration \`${entry.type}\`; use slack, linear, jira or microsoft-teams${didYouMean(type, INTEGRATION_TYPES)}`,
+          );
         else if (types.has(type)) error('FF_DUPLICATE_KEY', at, `integration \`${type}\` is listed twice`);
         types.add(type);
         integrations!.push({ type });
       });
-      if (types.has('linear') && types.has('jira')) error('FF_INVALID_VALUE', '/integrations', 'at most one issue tracker: choose linear or jira', 'key');
+      if (types.has('linear') && types.has('jira'))
+        error('FF_INVALID_VALUE', '/integrations', 'at most one issue tracker: choose linear or jira', 'key');
     }
     const defaults = v.agentDefaults as Json;
     const hasModel = typeof defaults.model === 'string';
     const hasHarness = defaults.harness !== undefined && defaults.harness !== null;
     if (!hasModel && !hasHarness) {
-      error('FF_MISSING_REQUIRED', '/agentDefaults/model', '`agentDefaults` must set exactly one of `model` or `harness`');
+      error(
+        'FF_MISSING_REQUIRED',
+        '/agentDefaults/model',
+        '`agentDefaults` must set exactly one of `model` or `harness`',
+      );
     } else if (hasHarness) {
       const harness = defaults.harness as Json;
       for (const key of ['type', 'model']) {
-        if (typeof harness[key] !== 'string') error('FF_MISSING_REQUIRED', `/agentDefaults/harness/${key}`, `\`agentDefaults.harness\` needs \`${key}\``);
+        if (typeof harness[key] !== 'string')
+          error('FF_MISSING_REQUIRED', `/agentDefaults/harness/${key}`, `\`agentDefaults.harness\` needs \`${key}\``);
       }
     }
     if (!this.checkExecutionKeys(source, defaults, '/agentDefaults', true)) ok = false;
     if (str(defaults.runner) === null && str(defaults.environmentId) === null) {
-      error('FF_MISSING_REQUIRED', '/agentDefaults/runner', '`agentDefaults` must name a `runner` (or set `environmentId`) so every run has somewhere to execute');
+      error(
+        'FF_MISSING_REQUIRED',
+        '/agentDefaults/runner',
+        '`agentDefaults` must name a `runner` (or set `environmentId`) so every run has somewhere to execute',
+      );
     }
-    (Array.isArray(v.secrets) ? (v.secrets as string[]) : []).forEach((name, i) => this.secretRefs.push({ name, source, pointer: `/secrets/${i}` }));
+    (Array.isArray(v.secrets) ? (v.secrets as string[]) : []).forEach((name, i) =>
+      this.secretRefs.push({ name, source, pointer: `/secrets/${i}` }),
+    );
     if (!ok) return undefined;
     const cloud = (v.cloudProviders ?? v.providers) as CloudProviders | undefined;
     const settings: FactorySettings = {
@@ -339,7 +393,10 @@ class FactoryValidation {
       cloudProviders: cloud,
       agentDefaults: overridesOf(defaults),
     };
-    return { settings, defaultsLevel: { declared: settings.agentDefaults, file: checked.file.path, base: '/agentDefaults' } };
+    return {
+      settings,
+      defaultsLevel: { declared: settings.agentDefaults, file: checked.file.path, base: '/agentDefaults' },
+    };
   }
 
   /**
@@ -353,33 +410,58 @@ class FactoryValidation {
       ok = false;
     };
     if (v.model !== undefined && v.harness !== undefined) {
-      error('FF_INVALID_VALUE', `${base}/harness`, '`model` and `harness` are mutually exclusive (`model: X` is short for `harness: {type: oz, model: X}`)');
+      error(
+        'FF_INVALID_VALUE',
+        `${base}/harness`,
+        '`model` and `harness` are mutually exclusive (`model: X` is short for `harness: {type: oz, model: X}`)',
+      );
     }
     const harness = v.harness as Json | undefined | null;
     if (harness) {
-      const keys = ['type', 'model', 'reasoningLevel', 'auth'].filter((k) => Object.prototype.hasOwnProperty.call(harness, k));
+      const keys = ['type', 'model', 'reasoningLevel', 'auth'].filter((k) => Object.hasOwn(harness, k));
       if (!isDefaults && keys.length === 0) {
-        error('FF_MISSING_REQUIRED', `${base}/harness`, 'a harness override must set at least one of `type`, `model`, `reasoningLevel`, `auth`');
+        error(
+          'FF_MISSING_REQUIRED',
+          `${base}/harness`,
+          'a harness override must set at least one of `type`, `model`, `reasoningLevel`, `auth`',
+        );
       }
       if (harness.type === 'oz') {
-        if (harness.reasoningLevel) error('FF_INVALID_VALUE', `${base}/harness/reasoningLevel`, 'the oz harness has no `reasoningLevel`');
+        if (harness.reasoningLevel)
+          error('FF_INVALID_VALUE', `${base}/harness/reasoningLevel`, 'the oz harness has no `reasoningLevel`');
         if (harness.auth) error('FF_INVALID_VALUE', `${base}/harness/auth`, 'the oz harness takes no `auth`');
       }
       const auth = harness.auth as Json | null | undefined;
       if (auth) {
         if (auth.source === 'managedSecret') {
-          if (typeof auth.secretName !== 'string') error('FF_MISSING_REQUIRED', `${base}/harness/auth/secretName`, '`auth.source: managedSecret` needs `secretName`');
+          if (typeof auth.secretName !== 'string')
+            error(
+              'FF_MISSING_REQUIRED',
+              `${base}/harness/auth/secretName`,
+              '`auth.source: managedSecret` needs `secretName`',
+            );
           else this.secretRefs.push({ name: auth.secretName, source, pointer: `${base}/harness/auth/secretName` });
         } else if (auth.secretName !== undefined) {
-          error('FF_INVALID_VALUE', `${base}/harness/auth/secretName`, '`auth.source: workerEnvironment` takes no `secretName`: the worker environment provides the key');
+          error(
+            'FF_INVALID_VALUE',
+            `${base}/harness/auth/secretName`,
+            '`auth.source: workerEnvironment` takes no `secretName`: the worker environment provides the key',
+          );
         }
       }
     }
     const workerHost = str(v.workerHost);
     if (workerHost && workerHost !== 'warp' && workerHost.toLowerCase().startsWith('warp')) {
-      error('FF_INVALID_VALUE', `${base}/workerHost`, `worker IDs must not start with \`warp\` (\`warp\` alone means service-hosted)`);
+      error(
+        'FF_INVALID_VALUE',
+        `${base}/workerHost`,
+        `worker IDs must not start with \`warp\` (\`warp\` alone means service-hosted)`,
+      );
     }
-    if (Array.isArray(v.secrets)) (v.secrets as string[]).forEach((name, i) => this.secretRefs.push({ name, source, pointer: `${base}/secrets/${i}` }));
+    if (Array.isArray(v.secrets))
+      (v.secrets as string[]).forEach((name, i) =>
+        this.secretRefs.push({ name, source, pointer: `${base}/secrets/${i}` }),
+      );
     if (typeof v.runner === 'string') this.runnerRefs.push({ name: v.runner, source, pointer: `${base}/runner` });
     return ok;
   }
@@ -390,7 +472,12 @@ class FactoryValidation {
     const foremen = agents.filter((a) => a.value && (a.value.agentType === 'FOREMAN' || a.value.agentType === 'MAIN'));
     const unreadable = agents.some((a) => !a.value);
     foremen.slice(1).forEach((a) => {
-      this.report(a.source, 'FF_DUPLICATE_KEY', '/agentType', `agent \`${a.file.name}\` is a second foreman (\`${foremen[0]!.file.name}\` is one); exactly one agent may be FOREMAN/MAIN`);
+      this.report(
+        a.source,
+        'FF_DUPLICATE_KEY',
+        '/agentType',
+        `agent \`${a.file.name}\` is a second foreman (\`${foremen[0]!.file.name}\` is one); exactly one agent may be FOREMAN/MAIN`,
+      );
     });
     if (foremen.length === 0 && !unreadable && factoryFile) {
       const message =
@@ -431,15 +518,26 @@ class FactoryValidation {
     let ok = this.checkExecutionKeys(source, v, '', false);
     const agent = str(v.agent) ?? foreman;
     if (typeof v.agent === 'string' && !agentNames.has(v.agent)) {
-      this.report(source, 'FF_INVALID_REFERENCE', '/agent', `no agent named \`${v.agent}\` (agents/${v.agent}/agent.md)${didYouMean(v.agent, agentNames)}`);
+      this.report(
+        source,
+        'FF_INVALID_REFERENCE',
+        '/agent',
+        `no agent named \`${v.agent}\` (agents/${v.agent}/agent.md)${didYouMean(v.agent, agentNames)}`,
+      );
       ok = false;
     }
     const body = prompt(source);
     if (!body) {
-      this.report(source, 'FF_MISSING_REQUIRED', '', 'the body after the frontmatter is the prompt each run starts with, and it is empty', {
-        severity: 'warning',
-        position: { line: source.bodyLine ?? 1, column: 1 },
-      });
+      this.report(
+        source,
+        'FF_MISSING_REQUIRED',
+        '',
+        'the body after the frontmatter is the prompt each run starts with, and it is empty',
+        {
+          severity: 'warning',
+          position: { line: source.bodyLine ?? 1, column: 1 },
+        },
+      );
     }
     const env: TriggerEnv = {
       report: (code, pointer, message, options) => {
@@ -480,18 +578,30 @@ class FactoryValidation {
     const { execution, origins, problems } = resolveExecution(levels);
     for (const p of problems) this.reportAt(p.origin, 'FF_MISSING_REQUIRED', p.message);
     // A conflict between two inherited settings is reported where the later (overriding) one is declared.
-    const depth = (origin: Origin | undefined): number => (origin ? levels.findIndex((l) => l.file === origin.file) : -1);
-    const later = (a: Origin | undefined, b: Origin | undefined): Origin | undefined => (depth(b) > depth(a) ? b : (a ?? b));
+    const depth = (origin: Origin | undefined): number =>
+      origin ? levels.findIndex((l) => l.file === origin.file) : -1;
+    const later = (a: Origin | undefined, b: Origin | undefined): Origin | undefined =>
+      depth(b) > depth(a) ? b : (a ?? b);
     const auth = execution.harness.auth;
     if (auth?.source === 'workerEnvironment' && !isSelfHostedWorker(execution.workerHost)) {
       const at = later(origins.auth, origins.workerHost);
       const host = execution.workerHost === null ? 'the workspace default host' : `\`${execution.workerHost}\``;
-      if (at) this.reportAt(at, 'FF_INVALID_VALUE', `${subject} uses \`auth.source: workerEnvironment\` but runs on ${host}; that needs a self-hosted \`workerHost\` (the key comes from the worker)`);
+      if (at)
+        this.reportAt(
+          at,
+          'FF_INVALID_VALUE',
+          `${subject} uses \`auth.source: workerEnvironment\` but runs on ${host}; that needs a self-hosted \`workerHost\` (the key comes from the worker)`,
+        );
     }
     const runner = execution.runner ? runners.get(execution.runner) : undefined;
     if (runner?.platform.os === 'macos' && isSelfHostedWorker(execution.workerHost)) {
       const at = later(origins.runner, origins.workerHost);
-      if (at) this.reportAt(at, 'FF_INVALID_VALUE', `${subject} runs on runner \`${runner.name}\` (macOS) and self-hosted worker \`${execution.workerHost}\`; self-hosted workers run Linux only`);
+      if (at)
+        this.reportAt(
+          at,
+          'FF_INVALID_VALUE',
+          `${subject} runs on runner \`${runner.name}\` (macOS) and self-hosted worker \`${execution.workerHost}\`; self-hosted workers run Linux only`,
+        );
     }
     const secrets = [...new Set([...execution.secrets, ...factory.secrets])];
     return {
@@ -508,7 +618,12 @@ class FactoryValidation {
     const { source, value: v } = checked;
     if (!v) return undefined;
     let ok = true;
-    const error = (pointer: string, message: string, code: DiagnosticCode = 'FF_INVALID_VALUE', target?: PositionTarget): void => {
+    const error = (
+      pointer: string,
+      message: string,
+      code: DiagnosticCode = 'FF_INVALID_VALUE',
+      target?: PositionTarget,
+    ): void => {
       this.report(source, code, pointer, message, target ? { target } : {});
       ok = false;
     };
@@ -519,19 +634,29 @@ class FactoryValidation {
     const shape = v.instanceShape as { vcpus: number; memoryGb: number } | undefined;
     if (os === 'linux') {
       if (!linux) {
-        error(v.platform ? '/platform/linux' : '/platform', 'a Linux runner needs `platform.linux.dockerImage`', 'FF_MISSING_REQUIRED');
+        error(
+          v.platform ? '/platform/linux' : '/platform',
+          'a Linux runner needs `platform.linux.dockerImage`',
+          'FF_MISSING_REQUIRED',
+        );
       }
       if (mac) error('/platform/mac', '`platform.mac` is only valid with `os: macos`', 'FF_INVALID_VALUE', 'key');
       if (shape) {
         const pow2 = (n: number): boolean => n > 0 && (n & (n - 1)) === 0;
-        if (!pow2(shape.vcpus) || shape.vcpus > LINUX_MAX_VCPUS) error('/instanceShape/vcpus', `Linux \`vcpus\` must be a power of two up to ${LINUX_MAX_VCPUS}`);
-        if (!pow2(shape.memoryGb) || shape.memoryGb > LINUX_MAX_MEMORY_GB) error('/instanceShape/memoryGb', `Linux \`memoryGb\` must be a power of two up to ${LINUX_MAX_MEMORY_GB}`);
+        if (!pow2(shape.vcpus) || shape.vcpus > LINUX_MAX_VCPUS)
+          error('/instanceShape/vcpus', `Linux \`vcpus\` must be a power of two up to ${LINUX_MAX_VCPUS}`);
+        if (!pow2(shape.memoryGb) || shape.memoryGb > LINUX_MAX_MEMORY_GB)
+          error('/instanceShape/memoryGb', `Linux \`memoryGb\` must be a power of two up to ${LINUX_MAX_MEMORY_GB}`);
       }
     } else {
       if (linux) error('/platform/linux', '`platform.linux` is only valid with `os: linux`', 'FF_INVALID_VALUE', 'key');
-      if (platform.arch !== undefined && platform.arch !== 'aarch64') error('/platform/arch', 'macOS runners are `aarch64` only');
+      if (platform.arch !== undefined && platform.arch !== 'aarch64')
+        error('/platform/arch', 'macOS runners are `aarch64` only');
       if (shape && !MACOS_SHAPES.has(`${shape.vcpus}/${shape.memoryGb}`)) {
-        error('/instanceShape', `macOS shapes are ${[...MACOS_SHAPES].map((s) => s.replace('/', ' vCPU/') + ' GB').join(', ')}`);
+        error(
+          '/instanceShape',
+          `macOS shapes are ${[...MACOS_SHAPES].map((s) => `${s.replace('/', ' vCPU/')} GB`).join(', ')}`,
+        );
       }
     }
     if (!ok) return undefined;
@@ -557,7 +682,12 @@ class FactoryValidation {
       if (!exists) {
         this.skipped('team_runner', ref.source, ref.pointer, ref.name);
       } else if (!exists(ref.name)) {
-        this.report(ref.source, 'FF_INVALID_REFERENCE', ref.pointer, `no runner named \`${ref.name}\`: neither runners/${ref.name}.yaml nor a team runner${didYouMean(ref.name, runnerNames)}`);
+        this.report(
+          ref.source,
+          'FF_INVALID_REFERENCE',
+          ref.pointer,
+          `no runner named \`${ref.name}\`: neither runners/${ref.name}.yaml nor a team runner${didYouMean(ref.name, runnerNames)}`,
+        );
       }
     }
   }
@@ -575,16 +705,21 @@ class FactoryValidation {
         found = Promise.resolve(exists(ref.name));
         cache.set(ref.name, found);
       }
-      if (!(await found)) this.report(ref.source, 'FF_INVALID_REFERENCE', ref.pointer, `no managed secret named \`${ref.name}\``);
+      if (!(await found))
+        this.report(ref.source, 'FF_INVALID_REFERENCE', ref.pointer, `no managed secret named \`${ref.name}\``);
     }
     const urlSafe = this.context?.secretIsUrlSafe;
     for (const ref of this.urlSafeRefs) {
       if (!urlSafe) {
         this.skipped('secret_url_safe', ref.source, '/secretName', ref.name);
       } else if (exists && !(await cache.get(ref.name))) {
-        continue;
       } else if (!(await urlSafe(ref.name))) {
-        this.report(ref.source, 'FF_INVALID_VALUE', '/secretName', `secret \`${ref.name}\` is not URL-safe; a \`url_token\` secret may hold only A-Z a-z 0-9 - . _ ~`);
+        this.report(
+          ref.source,
+          'FF_INVALID_VALUE',
+          '/secretName',
+          `secret \`${ref.name}\` is not URL-safe; a \`url_token\` secret may hold only A-Z a-z 0-9 - . _ ~`,
+        );
       }
     }
   }
@@ -601,21 +736,29 @@ class FactoryValidation {
     };
     const agents = v.agents as string[];
     agents.forEach((name, i) => {
-      if (!agentNames.has(name)) error('FF_INVALID_REFERENCE', `/agents/${i}`, `no agent named \`${name}\`${didYouMean(name, agentNames)}`);
+      if (!agentNames.has(name))
+        error('FF_INVALID_REFERENCE', `/agents/${i}`, `no agent named \`${name}\`${didYouMean(name, agentNames)}`);
     });
     const labels = v.labels as { value: string; score: number; description?: string }[];
     const values = new Set<string>();
     labels.forEach((label, i) => {
-      if (values.has(label.value)) error('FF_DUPLICATE_KEY', `/labels/${i}/value`, `label \`${label.value}\` is declared twice`);
+      if (values.has(label.value))
+        error('FF_DUPLICATE_KEY', `/labels/${i}/value`, `label \`${label.value}\` is declared twice`);
       values.add(label.value);
     });
     const passing = v.passingScore as number;
     if (!labels.some((l) => l.score >= passing) || !labels.some((l) => l.score < passing)) {
-      error('FF_INVALID_VALUE', '/passingScore', '`passingScore` must have at least one label scoring at or above it and at least one below');
+      error(
+        'FF_INVALID_VALUE',
+        '/passingScore',
+        '`passingScore` must have at least one label scoring at or above it and at least one below',
+      );
     }
     const rubric = prompt(source);
     if (!rubric) {
-      error('FF_MISSING_REQUIRED', '', 'the body (the scoring rubric) is required and is empty', { position: { line: source.bodyLine ?? 1, column: 1 } });
+      error('FF_MISSING_REQUIRED', '', 'the body (the scoring rubric) is required and is empty', {
+        position: { line: source.bodyLine ?? 1, column: 1 },
+      });
     }
     if (!ok) return undefined;
     return {
@@ -642,9 +785,15 @@ class FactoryValidation {
     files.forEach((checked, index) => {
       const { source, value: v } = checked;
       if (index >= MAX_WEBHOOKS_PER_FACTORY) {
-        this.report(source, 'FF_LIMIT_EXCEEDED', '', `a factory may declare at most ${MAX_WEBHOOKS_PER_FACTORY} webhooks; this is number ${index + 1}`, {
-          position: { line: 1, column: 1 },
-        });
+        this.report(
+          source,
+          'FF_LIMIT_EXCEEDED',
+          '',
+          `a factory may declare at most ${MAX_WEBHOOKS_PER_FACTORY} webhooks; this is number ${index + 1}`,
+          {
+            position: { line: 1, column: 1 },
+          },
+        );
         return;
       }
       if (!v) return;
@@ -656,12 +805,23 @@ class FactoryValidation {
         ok = false;
       }
       if (authMode !== 'signature' && scheme !== null) {
-        this.report(source, 'FF_INVALID_VALUE', '/signatureScheme', `\`signatureScheme\` is only valid with \`authMode: signature\` (this webhook uses \`${authMode}\`)`, { target: 'key' });
+        this.report(
+          source,
+          'FF_INVALID_VALUE',
+          '/signatureScheme',
+          `\`signatureScheme\` is only valid with \`authMode: signature\` (this webhook uses \`${authMode}\`)`,
+          { target: 'key' },
+        );
         ok = false;
       }
       const header = str(v.deliveryIdHeader);
       if (header !== null && CREDENTIAL_HEADERS.has(header.toLowerCase())) {
-        this.report(source, 'FF_INVALID_VALUE', '/deliveryIdHeader', `\`${header}\` carries credentials or a signature and cannot be the delivery ID header`);
+        this.report(
+          source,
+          'FF_INVALID_VALUE',
+          '/deliveryIdHeader',
+          `\`${header}\` carries credentials or a signature and cannot be the delivery ID header`,
+        );
         ok = false;
       }
       const secretName = v.secretName as string;
@@ -683,12 +843,22 @@ class FactoryValidation {
 
   // ---------------------------------------------------------------- benchmarks
 
-  private checkBenchmarks(suites: Checked[], tasks: Checked[], agentNames: ReadonlySet<string>): BenchmarkSuiteDefinition[] {
+  private checkBenchmarks(
+    suites: Checked[],
+    tasks: Checked[],
+    agentNames: ReadonlySet<string>,
+  ): BenchmarkSuiteDefinition[] {
     const out: BenchmarkSuiteDefinition[] = [];
     const suiteSlugs = new Set(suites.map((s) => s.file.name));
     for (const task of tasks) {
       if (!suiteSlugs.has(task.file.owner!)) {
-        this.report(task.source, 'FF_INVALID_REFERENCE', '', `task of suite \`${task.file.owner}\`, which has no benchmarks/${task.file.owner}/suite.yaml`, { position: { line: 1, column: 1 } });
+        this.report(
+          task.source,
+          'FF_INVALID_REFERENCE',
+          '',
+          `task of suite \`${task.file.owner}\`, which has no benchmarks/${task.file.owner}/suite.yaml`,
+          { position: { line: 1, column: 1 } },
+        );
       }
     }
     const names = new Map<string, string>();
@@ -705,20 +875,36 @@ class FactoryValidation {
       names.set(name, suite.file.path);
       const agent = v.agent as string;
       if (!agentNames.has(agent)) {
-        this.report(source, 'FF_INVALID_REFERENCE', '/agent', `no agent named \`${agent}\`${didYouMean(agent, agentNames)}`);
+        this.report(
+          source,
+          'FF_INVALID_REFERENCE',
+          '/agent',
+          `no agent named \`${agent}\`${didYouMean(agent, agentNames)}`,
+        );
         ok = false;
       }
       const own = new Map(tasks.filter((t) => t.file.owner === suite.file.name).map((t) => [t.file.name, t]));
       const listed = (v.tasks as string[] | undefined) ?? [];
       listed.forEach((slug, i) => {
         if (!own.has(slug)) {
-          this.report(source, 'FF_INVALID_REFERENCE', `/tasks/${i}`, `no task file benchmarks/${suite.file.name}/tasks/${slug}.yaml`);
+          this.report(
+            source,
+            'FF_INVALID_REFERENCE',
+            `/tasks/${i}`,
+            `no task file benchmarks/${suite.file.name}/tasks/${slug}.yaml`,
+          );
           ok = false;
         }
       });
       for (const [slug, task] of own) {
         if (!listed.includes(slug)) {
-          this.report(task.source, 'FF_INVALID_REFERENCE', '', `task \`${slug}\` is not listed in \`tasks\` of benchmarks/${suite.file.name}/suite.yaml`, { position: { line: 1, column: 1 } });
+          this.report(
+            task.source,
+            'FF_INVALID_REFERENCE',
+            '',
+            `task \`${slug}\` is not listed in \`tasks\` of benchmarks/${suite.file.name}/suite.yaml`,
+            { position: { line: 1, column: 1 } },
+          );
           ok = false;
         }
       }

@@ -124,7 +124,11 @@ function checkRestrictedSyntax(doc: Document.Parsed, source: string, locator: So
       const parsed = node as ParsedNode;
       const start = parsed.range[0];
       if (isAlias(node)) {
-        emit('FF_ALIAS', `aliases are not supported (\`*${node.source}\`); repeat the value instead`, locator.at(start));
+        emit(
+          'FF_ALIAS',
+          `aliases are not supported (\`*${node.source}\`); repeat the value instead`,
+          locator.at(start),
+        );
         return;
       }
       if (node.anchor) {
@@ -135,7 +139,11 @@ function checkRestrictedSyntax(doc: Document.Parsed, source: string, locator: So
         let at = source.lastIndexOf('!', start);
         while (at > 0 && source[at - 1] === '!') at--;
         const written = at >= 0 ? (/^!\S*/.exec(source.slice(at))?.[0] ?? node.tag) : node.tag;
-        emit('FF_TAG', `explicit tags are not supported (\`${written}\`); write a plain value`, locator.at(at >= 0 ? at : start));
+        emit(
+          'FF_TAG',
+          `explicit tags are not supported (\`${written}\`); write a plain value`,
+          locator.at(at >= 0 ? at : start),
+        );
       }
     },
   });
@@ -165,16 +173,29 @@ function parseBlock(
 
   if (docs.length > 1) {
     const second = docs[1]!;
-    emit('FF_INVALID_DOCUMENT', 'a file holds exactly one YAML document; remove the extra `---` document', locator.at(second.range[0]));
+    emit(
+      'FF_INVALID_DOCUMENT',
+      'a file holds exactly one YAML document; remove the extra `---` document',
+      locator.at(second.range[0]),
+    );
   }
   for (const d of docs) {
     for (const error of d.errors) {
       const pos = locator.at(error.pos[0]);
       if (error.code === 'DUPLICATE_KEY') emit('FF_DUPLICATE_KEY', 'duplicate key in a mapping', pos);
-      else emit('FF_INVALID_YAML', `YAML syntax error: ${error.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`, pos);
+      else
+        emit(
+          'FF_INVALID_YAML',
+          `YAML syntax error: ${error.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`,
+          pos,
+        );
     }
   }
-  if (!doc || doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null && !doc.contents.source)) {
+  if (
+    !doc ||
+    doc.contents === null ||
+    (isScalar(doc.contents) && doc.contents.value === null && !doc.contents.source)
+  ) {
     if (docs.length <= 1 && !emptyAllowed && diagnostics.length === 0) {
       emit('FF_INVALID_DOCUMENT', 'the file is empty; it must hold a YAML mapping', rootPosition ?? START);
     }
@@ -182,7 +203,11 @@ function parseBlock(
   }
   checkRestrictedSyntax(doc, block.text, locator, emit);
   if (!isMap(doc.contents)) {
-    emit('FF_INVALID_DOCUMENT', 'the document root must be a mapping of keys to values', locator.at(doc.contents.range[0]));
+    emit(
+      'FF_INVALID_DOCUMENT',
+      'the document root must be a mapping of keys to values',
+      locator.at(doc.contents.range[0]),
+    );
   }
   if (diagnostics.length > 0) return done();
   return done(doc.toJS({ maxAliasCount: 0 }) as Record<string, unknown>);
@@ -221,7 +246,11 @@ export function parseMarkdownSource(file: string, raw: string): ParsedSource {
   }
   const starts = lineStarts(text);
   if (lineAt(text, starts, 0).trimEnd() !== '---') {
-    emit('FF_MALFORMED_FRONTMATTER', 'a Markdown resource must start with a `---` line that opens the frontmatter', START);
+    emit(
+      'FF_MALFORMED_FRONTMATTER',
+      'a Markdown resource must start with a `---` line that opens the frontmatter',
+      START,
+    );
     return fail();
   }
   let close = -1;

@@ -84,7 +84,13 @@ export class ServiceExecutor implements HandOffTarget {
 
   #claimOptions(limit: number): ClaimOptions {
     const { settings } = this.#deps;
-    return { limit, harnesses: settings.harnesses, defaultHarness: settings.defaultHarness, executor: this.executorName, leaseMs: settings.leaseMs };
+    return {
+      limit,
+      harnesses: settings.harnesses,
+      defaultHarness: settings.defaultHarness,
+      executor: this.executorName,
+      leaseMs: settings.leaseMs,
+    };
   }
 
   reserve(n: number): ClaimOptions {
@@ -111,10 +117,15 @@ export class ServiceExecutor implements HandOffTarget {
       bus.subscribe(RUNS_QUEUED_TOPIC, (data) => {
         if (!(data as { worker_host?: string | null } | null)?.worker_host) this.wake();
       }),
-      bus.subscribe(RUN_CHANGED_TOPIC, (data) => this.#onRunChanged(data as { run_id?: string; state?: string; followup_id?: string } | null)),
+      bus.subscribe(RUN_CHANGED_TOPIC, (data) =>
+        this.#onRunChanged(data as { run_id?: string; state?: string; followup_id?: string } | null),
+      ),
     );
     const every = (ms: number, fn: () => Promise<void>) => {
-      const t = setInterval(() => void fn().catch((err: unknown) => this.#deps.log.warn({ err }, 'executor tick failed')), ms);
+      const t = setInterval(
+        () => void fn().catch((err: unknown) => this.#deps.log.warn({ err }, 'executor tick failed')),
+        ms,
+      );
       t.unref();
       this.#timers.push(t);
     };
@@ -134,7 +145,9 @@ export class ServiceExecutor implements HandOffTarget {
 
   #handOffColumnsMatch(): boolean {
     if (insertsHandOffColumns()) return true;
-    this.#deps.log.warn('runs are inserted with columns the hand-off statement (migration 0036) does not list: new runs wait for a claim of their own');
+    this.#deps.log.warn(
+      'runs are inserted with columns the hand-off statement (migration 0036) does not list: new runs wait for a claim of their own',
+    );
     return false;
   }
 
@@ -202,7 +215,12 @@ export class ServiceExecutor implements HandOffTarget {
   }
 
   #launch(claimed: Claimed, plan: ExecutionPlan | Error): void {
-    const active: Active = { runId: claimed.run.id, executionId: claimed.executionId, runner: undefined, delivered: new Set() };
+    const active: Active = {
+      runId: claimed.run.id,
+      executionId: claimed.executionId,
+      runner: undefined,
+      delivered: new Set(),
+    };
     this.#active.set(claimed.executionId, active);
     this.#byRun.set(claimed.run.id, claimed.executionId);
     const done = this.#execute(claimed, plan, active)
@@ -228,7 +246,12 @@ export class ServiceExecutor implements HandOffTarget {
         runId: run.id,
         outcome: planError
           ? { kind: 'failed', exitCode: null, message: plan.message, errorCode: plan.errorCode }
-          : { kind: 'error', exitCode: null, message: 'the execution could not be prepared', errorCode: 'environment_setup_failed' },
+          : {
+              kind: 'error',
+              exitCode: null,
+              message: 'the execution could not be prepared',
+              errorCode: 'environment_setup_failed',
+            },
       });
       return;
     }
@@ -319,7 +342,10 @@ export class ServiceExecutor implements HandOffTarget {
     await this.#handOff?.drain();
     await Promise.all([...this.#accepting]);
     for (const a of this.#active.values()) {
-      void a.runner?.stop('shutdown', { message: 'the server executing the run shut down', errorCode: 'executor_stopped' });
+      void a.runner?.stop('shutdown', {
+        message: 'the server executing the run shut down',
+        errorCode: 'executor_stopped',
+      });
     }
     await Promise.all([...this.#finishing]);
     await this.#deps.db.query('DELETE FROM executor_processes WHERE id = $1', [this.#deps.processId]).catch(() => {});

@@ -28,9 +28,33 @@ export interface HandOffTarget {
 
 /** The columns ay_create_and_claim_service_runs (migration 0036) inserts. */
 const HAND_OFF_COLUMNS = [
-  'id', 'team_id', 'title', 'prompt', 'state', 'source', 'config', 'config_name', 'model_id', 'environment_id', 'skill_spec',
-  'worker_host', 'creator_id', 'creator_type', 'creator_name', 'creator_email', 'factory_id', 'automation_id', 'delivery_id',
-  'schedule_id', 'parent_run_id', 'conversation_id', 'session_id', 'metadata', 'executor_id', 'executor_type', 'executor_name',
+  'id',
+  'team_id',
+  'title',
+  'prompt',
+  'state',
+  'source',
+  'config',
+  'config_name',
+  'model_id',
+  'environment_id',
+  'skill_spec',
+  'worker_host',
+  'creator_id',
+  'creator_type',
+  'creator_name',
+  'creator_email',
+  'factory_id',
+  'automation_id',
+  'delivery_id',
+  'schedule_id',
+  'parent_run_id',
+  'conversation_id',
+  'session_id',
+  'metadata',
+  'executor_id',
+  'executor_type',
+  'executor_name',
 ];
 
 /** A run with every field set, to see which columns insertRuns writes. */

@@ -122,9 +122,9 @@ export function createExecutionModule(options: ExecutionModuleOptions = {}): App
         });
         await executor.start();
         // runs that nothing here or anywhere can take say what they wait for
-        let pending: NodeJS.Timeout | undefined;
+        let _pending: NodeJS.Timeout | undefined;
         const annotate = () => {
-          pending = undefined;
+          _pending = undefined;
           void annotateWaitingRuns(ctx.db, settings.heartbeatMs * PRESENCE_HEARTBEATS).catch((err: unknown) =>
             ctx.log.debug({ err }, 'annotating waiting runs failed'),
           );
@@ -134,7 +134,7 @@ export function createExecutionModule(options: ExecutionModuleOptions = {}): App
         timers.push(t);
         unsubscribe.push(
           ctx.bus.subscribe(RUNS_QUEUED_TOPIC, () => {
-            pending ??= setTimeout(annotate, 250).unref();
+            _pending ??= setTimeout(annotate, 250).unref();
           }),
         );
       }

@@ -59,7 +59,10 @@ export function PLAN_INPUT_COLUMNS(runId: string, executionId: string): string {
 }
 
 /** What plans need from the database, for several claimed runs in one query. */
-async function loadInputs(q: Queryable, claims: readonly { runId: string; executionId: string }[]): Promise<Map<string, PlanInputs>> {
+async function loadInputs(
+  q: Queryable,
+  claims: readonly { runId: string; executionId: string }[],
+): Promise<Map<string, PlanInputs>> {
   const res = await q.query<PlanInputs>(
     `SELECT x.run_id, ${PLAN_INPUT_COLUMNS('x.run_id', 'x.execution_id')}
      FROM unnest($1::text[], $2::text[]) AS x(run_id, execution_id)`,
@@ -86,10 +89,17 @@ export async function buildPlans(
 ): Promise<(ExecutionPlan | Error)[]> {
   if (requests.length === 0) return [];
   const missing = requests.filter((r) => !r.inputs);
-  const loaded = missing.length ? await loadInputs(q, missing.map((r) => ({ runId: r.run.id, executionId: r.executionId }))) : new Map<string, PlanInputs>();
+  const loaded = missing.length
+    ? await loadInputs(
+        q,
+        missing.map((r) => ({ runId: r.run.id, executionId: r.executionId })),
+      )
+    : new Map<string, PlanInputs>();
   return Promise.all(
     requests.map((r) =>
-      planFrom(q, secrets, r, r.inputs ?? loaded.get(r.run.id)!, publicUrl).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err)))),
+      planFrom(q, secrets, r, r.inputs ?? loaded.get(r.run.id)!, publicUrl).catch((err: unknown) =>
+        err instanceof Error ? err : new Error(String(err)),
+      ),
     ),
   );
 }
@@ -110,7 +120,13 @@ function settled<T>(result: PromiseSettledResult<T>): T {
   return result.value;
 }
 
-async function planFrom(q: Queryable, secrets: SecretProvider, input: PlanRequest, inputs: PlanInputs, publicUrl: string): Promise<ExecutionPlan> {
+async function planFrom(
+  q: Queryable,
+  secrets: SecretProvider,
+  input: PlanRequest,
+  inputs: PlanInputs,
+  publicUrl: string,
+): Promise<ExecutionPlan> {
   const { run, harness } = input;
   const config = run.config;
   const previous = inputs.previous;
@@ -130,7 +146,10 @@ async function planFrom(q: Queryable, secrets: SecretProvider, input: PlanReques
     continuesWithoutSession || secretName || run.skill_spec
       ? await Promise.allSettled([
           continuesWithoutSession
-            ? q.query<{ data: { text?: string } }>(`SELECT data FROM run_events WHERE run_id = $1 AND type = 'result' ORDER BY sequence DESC LIMIT 1`, [run.id])
+            ? q.query<{ data: { text?: string } }>(
+                `SELECT data FROM run_events WHERE run_id = $1 AND type = 'result' ORDER BY sequence DESC LIMIT 1`,
+                [run.id],
+              )
             : undefined,
           secretName ? secrets.get(run.team_id, secretName) : undefined,
           run.skill_spec ? resolveSkill(q, run, run.skill_spec) : undefined,
@@ -159,12 +178,19 @@ async function planFrom(q: Queryable, secrets: SecretProvider, input: PlanReques
   if (secretName) {
     const value = settled(secretRead);
     if (value === undefined) {
-      throw new PlanError('secret_not_found', `the harness auth secret "${secretName}" does not exist in the team (PUT /api/v1/secrets/${secretName})`);
+      throw new PlanError(
+        'secret_not_found',
+        `the harness auth secret "${secretName}" does not exist in the team (PUT /api/v1/secrets/${secretName})`,
+      );
     }
     for (const name of SECRET_ENV_OF[harness]) secretEnv[name] = value.trim();
   }
 
-  const attachments = inputs.attachments.map((a) => ({ fileName: a.file_name, mimeType: a.mime_type, base64: a.data.replace(/\s+/g, '') }));
+  const attachments = inputs.attachments.map((a) => ({
+    fileName: a.file_name,
+    mimeType: a.mime_type,
+    base64: a.data.replace(/\s+/g, ''),
+  }));
   const skill = settled(skillRead);
   return {
     executionId: input.executionId,

@@ -78,17 +78,20 @@ export async function claimServiceRuns(db: Db, options: ClaimOptions): Promise<C
   const { spellings, types } = harnessParams(options);
   if (options.limit <= 0 || spellings.length === 0) return [];
   const t = transitionFor('claim');
-  const res = await db.query<ClaimRow>('SELECT * FROM ay_claim_service_runs($1::text[], $2::int, $3::text[], $4::text[], $5::text[], $6, $7::int, $8, $9::text[])', [
-    spellings,
-    options.limit,
-    newExecutionIds(options.limit),
-    spellings,
-    types,
-    options.executor,
-    options.leaseMs,
-    t.to,
-    [...t.from],
-  ]);
+  const res = await db.query<ClaimRow>(
+    'SELECT * FROM ay_claim_service_runs($1::text[], $2::int, $3::text[], $4::text[], $5::text[], $6, $7::int, $8, $9::text[])',
+    [
+      spellings,
+      options.limit,
+      newExecutionIds(options.limit),
+      spellings,
+      types,
+      options.executor,
+      options.leaseMs,
+      t.to,
+      [...t.from],
+    ],
+  );
   return claimedFrom(res.rows);
 }
 
@@ -103,19 +106,47 @@ export async function createAndClaimServiceRuns(db: Db, records: string, options
   const t = transitionFor('claim');
   const res = await db.query<ClaimRow>(
     'SELECT * FROM ay_create_and_claim_service_runs($1::jsonb, $2::text[], $3::int, $4::text[], $5::text[], $6::text[], $7, $8::int, $9, $10::text[])',
-    [records, spellings, limit, newExecutionIds(limit), spellings, types, options.executor, options.leaseMs, t.to, [...t.from]],
+    [
+      records,
+      spellings,
+      limit,
+      newExecutionIds(limit),
+      spellings,
+      types,
+      options.executor,
+      options.leaseMs,
+      t.to,
+      [...t.from],
+    ],
   );
   return claimedFrom(res.rows);
 }
 
 /** Claims up to `limit` queued runs of the team whose `worker_host` is the worker's ID (ay_claim_worker_runs). */
-export async function claimWorkerRuns(db: Db, teamId: string, workerId: string, options: ClaimOptions): Promise<Claimed[]> {
+export async function claimWorkerRuns(
+  db: Db,
+  teamId: string,
+  workerId: string,
+  options: ClaimOptions,
+): Promise<Claimed[]> {
   const { spellings, types } = harnessParams(options);
   if (options.limit <= 0 || spellings.length === 0) return [];
   const t = transitionFor('claim');
   const res = await db.query<ClaimRow>(
     'SELECT * FROM ay_claim_worker_runs($1, $2, $3::text[], $4::int, $5::text[], $6::text[], $7::text[], $8, $9::int, $10, $11::text[])',
-    [teamId, workerId, spellings, options.limit, newExecutionIds(options.limit), spellings, types, options.executor, options.leaseMs, t.to, [...t.from]],
+    [
+      teamId,
+      workerId,
+      spellings,
+      options.limit,
+      newExecutionIds(options.limit),
+      spellings,
+      types,
+      options.executor,
+      options.leaseMs,
+      t.to,
+      [...t.from],
+    ],
   );
   return claimedFrom(res.rows);
 }

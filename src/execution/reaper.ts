@@ -79,7 +79,10 @@ export class Reaper {
       );
       for (const e of expired.rows) {
         const started = e.started_at !== null;
-        await tx.query(`UPDATE executions SET ended_at = ay_now(), outcome = $2 WHERE id = $1`, [e.id, started ? 'lost' : 'released']);
+        await tx.query(`UPDATE executions SET ended_at = ay_now(), outcome = $2 WHERE id = $1`, [
+          e.id,
+          started ? 'lost' : 'released',
+        ]);
         const at = e.lease_expires_at.toISOString();
         const run = started
           ? await applyRunEvent(tx, e.run_id, 'error', {
@@ -91,7 +94,9 @@ export class Reaper {
             })
           : await applyRunEvent(tx, e.run_id, 'release', {
               executionId: e.id,
-              statusMessage: { message: `Back in the queue: ${e.executor} did not start the run before its lease expired (${at}).` },
+              statusMessage: {
+                message: `Back in the queue: ${e.executor} did not start the run before its lease expired (${at}).`,
+              },
             });
         if (run) changes.push({ runId: run.id, state: run.state, workerHost: run.worker_host });
       }
@@ -100,7 +105,8 @@ export class Reaper {
     for (const c of changes) {
       this.#deps.log.warn({ runId: c.runId, state: c.state }, 'execution lease expired');
       await this.#deps.bus.publish(RUN_CHANGED_TOPIC, { run_id: c.runId, state: c.state });
-      if (c.state === 'QUEUED') await this.#deps.bus.publish(RUNS_QUEUED_TOPIC, { run_id: c.runId, worker_host: c.workerHost });
+      if (c.state === 'QUEUED')
+        await this.#deps.bus.publish(RUNS_QUEUED_TOPIC, { run_id: c.runId, worker_host: c.workerHost });
     }
     return count;
   }

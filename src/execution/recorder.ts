@@ -23,7 +23,11 @@ import { runFromJson } from './queue.ts';
 import type { AgentEvent, ExecutionOutcome } from './plan.ts';
 
 /** The state-machine event an outcome applies to its run (none: the run is left as it is). */
-const OUTCOME_EVENT: Partial<Record<ExecutionOutcome['kind'], RunEvent>> = { succeeded: 'succeed', failed: 'fail', error: 'error' };
+const OUTCOME_EVENT: Partial<Record<ExecutionOutcome['kind'], RunEvent>> = {
+  succeeded: 'succeed',
+  failed: 'fail',
+  error: 'error',
+};
 
 /** Run ids per bus message (a NOTIFY payload stays under 8000 bytes). */
 const IDS_PER_MESSAGE = 150;
@@ -67,7 +71,8 @@ function artifactsOf(events: readonly AgentEvent[]): unknown[] {
   return events
     .filter((e) => e.type === 'artifact' && typeof e.data.artifact_type === 'string')
     .map((e) => {
-      const data = e.data.data && typeof e.data.data === 'object' ? { ...(e.data.data as Record<string, unknown>) } : {};
+      const data =
+        e.data.data && typeof e.data.data === 'object' ? { ...(e.data.data as Record<string, unknown>) } : {};
       data.artifact_uid ??= `art_${ulid()}`;
       return { artifact_type: e.data.artifact_type, created_at: new Date().toISOString(), data };
     });
@@ -99,7 +104,9 @@ export class ExecutionRecorder {
   readonly #log: FastifyBaseLogger;
   readonly #starts = new Batcher<StartInput, boolean>((items) => retryOnConflict(() => this.#writeStarts(items)));
   readonly #events = new Batcher<EventsInput, void>((items) => retryOnConflict(() => this.#writeEvents(items)));
-  readonly #ends = new Batcher<FinishInput, RunRow | undefined>((items) => retryOnConflict(() => this.#writeEnds(items)));
+  readonly #ends = new Batcher<FinishInput, RunRow | undefined>((items) =>
+    retryOnConflict(() => this.#writeEnds(items)),
+  );
 
   constructor(db: Db, bus: Bus, log: FastifyBaseLogger) {
     this.#db = db;
@@ -163,7 +170,9 @@ export class ExecutionRecorder {
   async #writeEvents(items: EventsInput[]): Promise<void[]> {
     const batches = items.map((i) => ({ runId: i.runId, executionId: i.executionId, events: toNewEvents(i.events) }));
     const followups = items.flatMap((i) =>
-      i.events.filter((e) => e.type === 'followup' && typeof e.data.followup_id === 'string').map((e) => [e.data.followup_id as string, i.executionId] as const),
+      i.events
+        .filter((e) => e.type === 'followup' && typeof e.data.followup_id === 'string')
+        .map((e) => [e.data.followup_id as string, i.executionId] as const),
     );
     const artifacts = items.map((i) => [i.runId, artifactsOf(i.events)] as const).filter(([, a]) => a.length > 0);
     // Events alone are one statement, atomic without a transaction: one round trip instead of three (BEGIN and
@@ -175,7 +184,10 @@ export class ExecutionRecorder {
             const last = await appendEventsOfRuns(tx, batches);
             if (followups.length) await this.#consume(tx, followups);
             for (const [runId, a] of artifacts) {
-              await tx.query(`UPDATE runs SET artifacts = artifacts || $2::jsonb, updated_at = ay_now() WHERE id = $1`, [runId, JSON.stringify(a)]);
+              await tx.query(
+                `UPDATE runs SET artifacts = artifacts || $2::jsonb, updated_at = ay_now() WHERE id = $1`,
+                [runId, JSON.stringify(a)],
+              );
             }
             return [...last.keys()];
           });
@@ -210,7 +222,10 @@ export class ExecutionRecorder {
     return this.#verdicts(executionIds, res.rows);
   }
 
-  #verdicts(ids: readonly string[], rows: { id: string; ended: boolean; state: string | null; current: string | null }[]): LiveCheck[] {
+  #verdicts(
+    ids: readonly string[],
+    rows: { id: string; ended: boolean; state: string | null; current: string | null }[],
+  ): LiveCheck[] {
     const byId = new Map(rows.map((r) => [r.id, r]));
     return ids.map((executionId) => {
       const row = byId.get(executionId);
@@ -224,7 +239,10 @@ export class ExecutionRecorder {
   /** Gives a claimed run that never started back to the queue (at capacity, shutting down). */
   async release(executionId: string, runId: string, message: string): Promise<void> {
     const released = await this.#db.transaction(async (tx) => {
-      const ended = await tx.query(`UPDATE executions SET ended_at = ay_now(), outcome = 'released' WHERE id = $1 AND ended_at IS NULL RETURNING id`, [executionId]);
+      const ended = await tx.query(
+        `UPDATE executions SET ended_at = ay_now(), outcome = 'released' WHERE id = $1 AND ended_at IS NULL RETURNING id`,
+        [executionId],
+      );
       if (ended.rowCount === 0) return undefined;
       return applyRunEvent(tx, runId, 'release', { executionId, statusMessage: { message } });
     });
@@ -254,7 +272,12 @@ export class ExecutionRecorder {
         items.map((i) => i.outcome.agentSessionId ?? null),
         items.map((i) => i.outcome.workspace ?? null),
         items.map((i) => OUTCOME_EVENT[i.outcome.kind] ?? null),
-        items.map((i) => JSON.stringify({ message: i.outcome.message, ...(i.outcome.errorCode ? { error_code: i.outcome.errorCode } : {}) })),
+        items.map((i) =>
+          JSON.stringify({
+            message: i.outcome.message,
+            ...(i.outcome.errorCode ? { error_code: i.outcome.errorCode } : {}),
+          }),
+        ),
         items.map((i) => {
           const usage = usageToAdd(i.usage);
           return usage ? JSON.stringify(usage) : null;
@@ -269,7 +292,11 @@ export class ExecutionRecorder {
     }
     return items.map((i) => {
       const row = rows.get(i.runId);
-      if (!row) this.#log.debug({ runId: i.runId, executionId: i.executionId, outcome: i.outcome.kind }, 'execution ended; the run had moved on');
+      if (!row)
+        this.#log.debug(
+          { runId: i.runId, executionId: i.executionId, outcome: i.outcome.kind },
+          'execution ended; the run had moved on',
+        );
       return row;
     });
   }

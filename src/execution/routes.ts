@@ -22,13 +22,18 @@ const STALE_HEARTBEATS = 3;
 /** Connections seen within this window are listed. */
 const RECENT_MS = 24 * 3_600_000;
 
-export async function registerWorkerRoutes(app: AppInstance, ctx: ServiceContext, heartbeatMs: () => number): Promise<void> {
+export async function registerWorkerRoutes(
+  app: AppInstance,
+  ctx: ServiceContext,
+  heartbeatMs: () => number,
+): Promise<void> {
   app.get(
     '/workers',
     {
       schema: {
         tags: ['workers'],
-        summary: "The team's self-hosted workers: connected ones, and those seen in the last 24 hours (one entry per connection; several workers may share an ID)",
+        summary:
+          "The team's self-hosted workers: connected ones, and those seen in the last 24 hours (one entry per connection; several workers may share an ID)",
         response: { 200: Type.Object({ workers: Type.Array(WorkerSchema) }) },
       },
     },

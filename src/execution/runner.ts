@@ -26,7 +26,23 @@ const MAX_STDERR_EVENTS = 200;
 const SIZE_CHECK_MS = 5_000;
 
 /** The environment every agent starts from; nothing else of the executor's own environment is passed. */
-const BASE_ENV_VARS = ['PATH', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'USER', 'LOGNAME', 'SHELL', 'TMPDIR', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'NODE_EXTRA_CA_CERTS', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY'];
+const BASE_ENV_VARS = [
+  'PATH',
+  'LANG',
+  'LC_ALL',
+  'LC_CTYPE',
+  'TZ',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'TMPDIR',
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+  'NODE_EXTRA_CA_CERTS',
+  'HTTPS_PROXY',
+  'HTTP_PROXY',
+  'NO_PROXY',
+];
 
 /** Replaces every secret value in the strings of `value`. */
 export function redact<T>(value: T, secrets: readonly string[]): T {
@@ -34,7 +50,8 @@ export function redact<T>(value: T, secrets: readonly string[]): T {
   const walk = (v: unknown): unknown => {
     if (typeof v === 'string') return secrets.reduce((s, secret) => s.split(secret).join('[redacted]'), v);
     if (Array.isArray(v)) return v.map(walk);
-    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, walk(x)]));
+    if (v && typeof v === 'object')
+      return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, walk(x)]));
     return v;
   };
   return walk(value) as T;
@@ -43,10 +60,18 @@ export function redact<T>(value: T, secrets: readonly string[]): T {
 /** The prompt with what the workspace holds for the agent: the skill and the attachments. */
 export function promptWithNotes(plan: ExecutionPlan, fileNames: readonly string[]): string {
   const notes: string[] = [];
-  if (plan.skill?.resolved) notes.push(`Use the skill "${plan.skill.name}": read .agents/skills/${plan.skill.name}/SKILL.md in the working directory and follow it.`);
-  else if (plan.skill) notes.push(`The skill "${plan.skill.spec}" was requested but could not be provided (${plan.skill.reason}).`);
+  if (plan.skill?.resolved)
+    notes.push(
+      `Use the skill "${plan.skill.name}": read .agents/skills/${plan.skill.name}/SKILL.md in the working directory and follow it.`,
+    );
+  else if (plan.skill)
+    notes.push(`The skill "${plan.skill.spec}" was requested but could not be provided (${plan.skill.reason}).`);
   if (fileNames.length) notes.push(`Files attached to this run, in the working directory: ${fileNames.join(', ')}.`);
-  const body = plan.prompt.trim() ? plan.prompt : plan.skill ? `Carry out the skill "${plan.skill.name}".` : plan.prompt;
+  const body = plan.prompt.trim()
+    ? plan.prompt
+    : plan.skill
+      ? `Carry out the skill "${plan.skill.name}".`
+      : plan.prompt;
   return notes.length ? `${body}\n\n---\n${notes.join('\n')}\n` : body;
 }
 
@@ -118,7 +143,12 @@ export class ExecutionRunner {
     await this.#process?.stop(this.#settings.killGraceMs);
   }
 
-  #outcome(kind: ExecutionOutcome['kind'], exitCode: number | null, message: string, errorCode?: string): ExecutionOutcome {
+  #outcome(
+    kind: ExecutionOutcome['kind'],
+    exitCode: number | null,
+    message: string,
+    errorCode?: string,
+  ): ExecutionOutcome {
     return {
       kind,
       exitCode,
@@ -138,7 +168,11 @@ export class ExecutionRunner {
       case 'shutdown':
         return this.#outcome('error', exitCode, 'the executor shut down', 'executor_stopped');
       default:
-        return this.#outcome('lost', exitCode, 'stopped: the execution is no longer the run’s (lease lost or taken over)');
+        return this.#outcome(
+          'lost',
+          exitCode,
+          'stopped: the execution is no longer the run’s (lease lost or taken over)',
+        );
     }
   }
 
@@ -168,7 +202,6 @@ export class ExecutionRunner {
     };
   }
 
-
   /** What the agent starts with, recorded once it starts: the skill, left-out MCP servers, follow-ups in the prompt. */
   #emitPrelude(): void {
     const plan = this.plan;
@@ -177,17 +210,35 @@ export class ExecutionRunner {
         {
           type: 'skill',
           data: plan.skill.resolved
-            ? { spec: plan.skill.spec, name: plan.skill.name, resolved: true, skill_path: `.agents/skills/${plan.skill.name}/SKILL.md`, source: plan.skill.source }
+            ? {
+                spec: plan.skill.spec,
+                name: plan.skill.name,
+                resolved: true,
+                skill_path: `.agents/skills/${plan.skill.name}/SKILL.md`,
+                source: plan.skill.source,
+              }
             : { spec: plan.skill.spec, name: plan.skill.name, resolved: false, reason: plan.skill.reason },
         },
       ]);
     }
     const unresolvedMcp = Object.entries(plan.mcpServers).filter(([, s]) => !s.command && !s.url);
     if (unresolvedMcp.length) {
-      this.#emit([{ type: 'status', data: { message: `MCP servers named only by a hosted id were left out: ${unresolvedMcp.map(([n]) => n).join(', ')}` } }]);
+      this.#emit([
+        {
+          type: 'status',
+          data: {
+            message: `MCP servers named only by a hosted id were left out: ${unresolvedMcp.map(([n]) => n).join(', ')}`,
+          },
+        },
+      ]);
     }
     if (plan.followups.length) {
-      this.#emit(plan.followups.map((f) => ({ type: 'followup' as const, data: { followup_id: f.id, message: f.message, delivery: 'prompt' } })));
+      this.#emit(
+        plan.followups.map((f) => ({
+          type: 'followup' as const,
+          data: { followup_id: f.id, message: f.message, delivery: 'prompt' },
+        })),
+      );
     }
   }
 
@@ -207,7 +258,12 @@ export class ExecutionRunner {
     try {
       fileNames = await this.#prepareWorkspace();
     } catch (err) {
-      return this.#outcome('error', null, `the workspace could not be prepared: ${(err as Error).message}`, 'environment_setup_failed');
+      return this.#outcome(
+        'error',
+        null,
+        `the workspace could not be prepared: ${(err as Error).message}`,
+        'environment_setup_failed',
+      );
     }
     const ws = this.#workspace!;
     const prompt = promptWithNotes(plan, fileNames);
@@ -217,9 +273,20 @@ export class ExecutionRunner {
     const bin = this.#settings.bins[plan.harness];
     let invocation: Invocation;
     try {
-      invocation = await adapter.prepare({ plan, workspace: ws, bin, extraArgs: plan.harness === 'command' ? this.#settings.commandArgs : [], prompt });
+      invocation = await adapter.prepare({
+        plan,
+        workspace: ws,
+        bin,
+        extraArgs: plan.harness === 'command' ? this.#settings.commandArgs : [],
+        prompt,
+      });
     } catch (err) {
-      return this.#outcome('error', null, `the ${plan.harness} harness could not be prepared: ${(err as Error).message}`, 'environment_setup_failed');
+      return this.#outcome(
+        'error',
+        null,
+        `the ${plan.harness} harness could not be prepared: ${(err as Error).message}`,
+        'environment_setup_failed',
+      );
     }
     if (!(await this.#hooks.starting({ workspace: ws.dir })) || this.#stopReason) return this.#stopped(null);
     this.#emitPrelude();
@@ -261,21 +328,25 @@ export class ExecutionRunner {
     this.#process = proc;
     if (this.#stopReason) void proc.stop(this.#settings.killGraceMs);
 
-    const sizeTimer = setInterval(() => {
-      void workspaceSize(ws.dir, this.#settings.workspaceMaxBytes).then((bytes) => {
-        if (bytes > this.#settings.workspaceMaxBytes) {
-          void this.stop('shutdown', {
-            message: `the workspace grew past ${Math.round(this.#settings.workspaceMaxBytes / 1048576)} MB (AGENTYARD_WORKSPACE_MAX_MB)`,
-            errorCode: 'workspace_too_large',
-          });
-        }
-      });
-    }, Math.min(SIZE_CHECK_MS, this.#settings.heartbeatMs * 5));
+    const sizeTimer = setInterval(
+      () => {
+        void workspaceSize(ws.dir, this.#settings.workspaceMaxBytes).then((bytes) => {
+          if (bytes > this.#settings.workspaceMaxBytes) {
+            void this.stop('shutdown', {
+              message: `the workspace grew past ${Math.round(this.#settings.workspaceMaxBytes / 1048576)} MB (AGENTYARD_WORKSPACE_MAX_MB)`,
+              errorCode: 'workspace_too_large',
+            });
+          }
+        });
+      },
+      Math.min(SIZE_CHECK_MS, this.#settings.heartbeatMs * 5),
+    );
     sizeTimer.unref();
     const exit = await proc.exited;
     clearInterval(sizeTimer);
     onEvents(parser.end());
-    if (stderrDropped) this.#emit([{ type: 'log', data: { stream: 'stderr', text: `[${stderrDropped} more stderr lines not kept]` } }]);
+    if (stderrDropped)
+      this.#emit([{ type: 'log', data: { stream: 'stderr', text: `[${stderrDropped} more stderr lines not kept]` } }]);
 
     if (exit.spawnError) {
       const code = exit.spawnError.code;
@@ -288,7 +359,11 @@ export class ExecutionRunner {
     if (this.#stopReason || this.#stopError) return this.#stopped(exit.code);
     const reading = adapter.readExit(exit.code, exit.signal, lastResult);
     let message = reading.message;
-    if (reading.kind !== 'succeeded' && !(typeof lastResult?.data.text === 'string' && lastResult.data.text) && stderrTail.length) {
+    if (
+      reading.kind !== 'succeeded' &&
+      !(typeof lastResult?.data.text === 'string' && lastResult.data.text) &&
+      stderrTail.length
+    ) {
       message += ` (${stderrTail.at(-1)!.slice(0, 300)})`;
     }
     return this.#outcome(reading.kind, exit.code, message, reading.errorCode);

@@ -30,7 +30,10 @@ export function harnessSpellings(harnesses: readonly HarnessType[], defaultHarne
 }
 
 /** The harness a run's `harness.type` asks for; `oz` (or none) is the executor's default harness. */
-export function harnessFor(requested: string | undefined | null, defaultHarness: HarnessType | undefined): HarnessType | undefined {
+export function harnessFor(
+  requested: string | undefined | null,
+  defaultHarness: HarnessType | undefined,
+): HarnessType | undefined {
   const type = requested?.trim().toLowerCase() || 'oz';
   if (type === 'oz') return defaultHarness;
   return HARNESS_ALIASES[type];
@@ -69,20 +72,30 @@ export interface ExecutionSettings {
 }
 
 /** Provider key variables a self-hosted worker hands to agents by default (`auth: workerEnvironment`). */
-export const PROVIDER_KEY_VARS = ['ANTHROPIC_API_KEY', 'OPENAI_API_KEY', 'CODEX_API_KEY', 'GEMINI_API_KEY', 'GOOGLE_API_KEY'];
+export const PROVIDER_KEY_VARS = [
+  'ANTHROPIC_API_KEY',
+  'OPENAI_API_KEY',
+  'CODEX_API_KEY',
+  'GEMINI_API_KEY',
+  'GOOGLE_API_KEY',
+];
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer of at least ${min}, got "${raw}"`);
+  if (!Number.isInteger(value) || value < min)
+    throw new Error(`${name} must be an integer of at least ${min}, got "${raw}"`);
   return value;
 }
 
 function harnessList(name: string, raw: string | undefined): HarnessType[] {
   if (!raw) return [];
   const list: HarnessType[] = [];
-  for (const part of raw.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean)) {
+  for (const part of raw
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean)) {
     const type = HARNESS_ALIASES[part];
     if (!type) throw new Error(`${name}: unknown harness "${part}" (expected some of ${HARNESS_TYPES.join(', ')})`);
     if (!list.includes(type)) list.push(type);
@@ -91,7 +104,11 @@ function harnessList(name: string, raw: string | undefined): HarnessType[] {
 }
 
 /** Settings from the environment, with overrides (tests, the worker command). */
-export function executionSettings(dataDir: string, env: NodeJS.ProcessEnv = process.env, overrides: Partial<ExecutionSettings> = {}): ExecutionSettings {
+export function executionSettings(
+  dataDir: string,
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: Partial<ExecutionSettings> = {},
+): ExecutionSettings {
   let harnesses = overrides.harnesses ?? harnessList('AGENTYARD_HARNESSES', env.AGENTYARD_HARNESSES);
   let defaultHarness: HarnessType | undefined;
   if ('defaultHarness' in overrides) {
@@ -102,12 +119,18 @@ export function executionSettings(dataDir: string, env: NodeJS.ProcessEnv = proc
     if (raw === 'none') defaultHarness = undefined;
     else if (raw) {
       defaultHarness = HARNESS_ALIASES[raw];
-      if (!defaultHarness) throw new Error(`AGENTYARD_DEFAULT_HARNESS: unknown harness "${raw}" (expected one of ${HARNESS_TYPES.join(', ')}, or none)`);
+      if (!defaultHarness)
+        throw new Error(
+          `AGENTYARD_DEFAULT_HARNESS: unknown harness "${raw}" (expected one of ${HARNESS_TYPES.join(', ')}, or none)`,
+        );
     } else defaultHarness = harnesses[0];
   }
   if (defaultHarness && !harnesses.includes(defaultHarness)) harnesses = [defaultHarness, ...harnesses];
   const leaseMs = overrides.leaseMs ?? int(env, 'AGENTYARD_LEASE_MS', 30_000, 100);
-  const heartbeatMs = Math.min(overrides.heartbeatMs ?? int(env, 'AGENTYARD_HEARTBEAT_MS', 5_000, 20), Math.floor(leaseMs / 3));
+  const heartbeatMs = Math.min(
+    overrides.heartbeatMs ?? int(env, 'AGENTYARD_HEARTBEAT_MS', 5_000, 20),
+    Math.floor(leaseMs / 3),
+  );
   let commandArgs: string[] = [];
   if (env.AGENTYARD_HARNESS_COMMAND_ARGS) {
     const parsed: unknown = JSON.parse(env.AGENTYARD_HARNESS_COMMAND_ARGS);
@@ -133,7 +156,8 @@ export function executionSettings(dataDir: string, env: NodeJS.ProcessEnv = proc
     pollMs: overrides.pollMs ?? int(env, 'AGENTYARD_EXECUTOR_POLL_MS', 1_000, 10),
     workspaceRoot: overrides.workspaceRoot ?? path.join(dataDir, 'workspaces'),
     workspaceMaxBytes: overrides.workspaceMaxBytes ?? int(env, 'AGENTYARD_WORKSPACE_MAX_MB', 2048, 1) * 1024 * 1024,
-    workspaceRetentionMs: overrides.workspaceRetentionMs ?? int(env, 'AGENTYARD_WORKSPACE_RETENTION_HOURS', 24, 0) * 3_600_000,
+    workspaceRetentionMs:
+      overrides.workspaceRetentionMs ?? int(env, 'AGENTYARD_WORKSPACE_RETENTION_HOURS', 24, 0) * 3_600_000,
     killGraceMs: overrides.killGraceMs ?? 1_000,
     passEnv:
       overrides.passEnv ??

@@ -69,10 +69,22 @@ export async function resolveSkill(
 ): Promise<PlanSkill> {
   const { name, dir } = parseSkillSpec(spec);
   const found = (
-    await q.query<SkillLookup>(LOOKUP, [run.factory_id, run.team_id, run.automation_id, run.config_name, dir !== undefined ? [dir] : null, name])
+    await q.query<SkillLookup>(LOOKUP, [
+      run.factory_id,
+      run.team_id,
+      run.automation_id,
+      run.config_name,
+      dir !== undefined ? [dir] : null,
+      name,
+    ])
   ).rows[0]!;
   if (found.factories.length === 0) {
-    return { spec, name, resolved: false, reason: 'the run belongs to no factory, and skills are read from factory files only' };
+    return {
+      spec,
+      name,
+      resolved: false,
+      reason: 'the run belongs to no factory, and skills are read from factory files only',
+    };
   }
   const dirs = found.dirs;
   if (found.factory_name !== null && found.prefix !== null) {
@@ -83,7 +95,12 @@ export async function resolveSkill(
       .map((f) => ({ path: f.path.slice(prefix.length), content: f.content }));
     const bytes = planFiles.reduce((n, f) => n + Buffer.byteLength(f.content), 0);
     if (bytes > MAX_SKILL_BYTES) {
-      return { spec, name, resolved: false, reason: `${prefix}SKILL.md of factory ${found.factory_name} has ${bytes} bytes of files (limit ${MAX_SKILL_BYTES})` };
+      return {
+        spec,
+        name,
+        resolved: false,
+        reason: `${prefix}SKILL.md of factory ${found.factory_name} has ${bytes} bytes of files (limit ${MAX_SKILL_BYTES})`,
+      };
     }
     return { spec, name, resolved: true, source: `factory ${found.factory_name}: ${prefix}SKILL.md`, files: planFiles };
   }

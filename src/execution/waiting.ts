@@ -27,12 +27,16 @@ interface Offer {
 }
 
 function offers(offer: Offer, requested: string): boolean {
-  const def = offer.default_harness && isHarnessType(offer.default_harness) ? (offer.default_harness as HarnessType) : undefined;
+  const def =
+    offer.default_harness && isHarnessType(offer.default_harness) ? (offer.default_harness as HarnessType) : undefined;
   const wanted = harnessFor(requested, def);
   return wanted !== undefined && offer.harnesses.includes(wanted);
 }
 
-export function waitingMessage(run: Pick<WaitingRun, 'team_id' | 'worker_host' | 'harness'>, present: readonly Offer[]): string | null {
+export function waitingMessage(
+  run: Pick<WaitingRun, 'team_id' | 'worker_host' | 'harness'>,
+  present: readonly Offer[],
+): string | null {
   const harness = run.harness === 'oz' ? 'default' : run.harness;
   if (run.worker_host) {
     const workers = present.filter((o) => o.team_id === run.team_id && o.worker_id === run.worker_host);

@@ -19,7 +19,11 @@ export interface Workspace {
 
 const EXECUTION_DIR = /^exe_[0-9a-z]{26}$/;
 
-export async function createWorkspace(root: string, executionId: string, previousExecutionId?: string): Promise<Workspace> {
+export async function createWorkspace(
+  root: string,
+  executionId: string,
+  previousExecutionId?: string,
+): Promise<Workspace> {
   if (!EXECUTION_DIR.test(executionId)) throw new Error(`not an execution id: ${executionId}`);
   await mkdir(root, { recursive: true, mode: 0o700 });
   const dir = path.join(root, executionId);
@@ -46,7 +50,12 @@ export function insideWorkspace(dir: string, relative: string): string {
 }
 
 /** Writes a file in the workspace (creating directories); secrets and configuration files are 0600. */
-export async function writeWorkspaceFile(dir: string, relative: string, content: string | Buffer, mode = 0o600): Promise<string> {
+export async function writeWorkspaceFile(
+  dir: string,
+  relative: string,
+  content: string | Buffer,
+  mode = 0o600,
+): Promise<string> {
   const target = insideWorkspace(dir, relative);
   await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
   await writeFile(target, content, { mode });
@@ -64,7 +73,10 @@ export function attachmentFileName(name: string): string {
  * Puts what the plan brings into a workspace: its attachments (under safe file names) and the files of its
  * resolved skill under `.agents/skills/<name>/`. Answers the attachments' file names.
  */
-export async function writePlanFiles(dir: string, plan: Pick<ExecutionPlan, 'attachments' | 'skill'>): Promise<string[]> {
+export async function writePlanFiles(
+  dir: string,
+  plan: Pick<ExecutionPlan, 'attachments' | 'skill'>,
+): Promise<string[]> {
   const names: string[] = [];
   for (const a of plan.attachments) {
     const name = attachmentFileName(a.fileName);
@@ -72,7 +84,8 @@ export async function writePlanFiles(dir: string, plan: Pick<ExecutionPlan, 'att
     names.push(name);
   }
   if (plan.skill?.resolved) {
-    for (const f of plan.skill.files) await writeWorkspaceFile(dir, path.join('.agents', 'skills', plan.skill.name, f.path), f.content, 0o644);
+    for (const f of plan.skill.files)
+      await writeWorkspaceFile(dir, path.join('.agents', 'skills', plan.skill.name, f.path), f.content, 0o644);
   }
   return names;
 }
@@ -116,7 +129,10 @@ export async function removeWorkspace(dir: string): Promise<void> {
  * Removes the workspaces under `root` that `keep` does not want (called with the execution id and the
  * directory's last modification time).
  */
-export async function sweepWorkspaces(root: string, keep: (executionId: string, modifiedAt: Date) => boolean): Promise<string[]> {
+export async function sweepWorkspaces(
+  root: string,
+  keep: (executionId: string, modifiedAt: Date) => boolean,
+): Promise<string[]> {
   let names: string[];
   try {
     names = await readdir(root);

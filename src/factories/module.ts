@@ -15,7 +15,10 @@ export const factoriesModule: AppModule = {
     if (ctx.config.roles.has('controller')) await controller.start();
     if (ctx.config.factory) {
       const factory = await new FactoryService(ctx).ensureStartupFactory(ctx.config.factory);
-      ctx.log.info({ factory_id: factory.id, name: factory.name }, `factory ${factory.name} follows ${ctx.config.factory}`);
+      ctx.log.info(
+        { factory_id: factory.id, name: factory.name },
+        `factory ${factory.name} follows ${ctx.config.factory}`,
+      );
     }
     return () => controller.stop();
   },

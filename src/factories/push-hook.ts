@@ -11,7 +11,11 @@ function same(a: string, b: string): boolean {
  * `X-Hub-Signature-256: sha256=<HMAC-SHA256 of the body>`, GitLab's `X-Gitlab-Token: <secret>`, or
  * `Authorization: Bearer <secret>` (CI scripts, other hosts). Comparisons are constant-time.
  */
-export function verifyPushNotification(headers: Record<string, string | string[] | undefined>, body: Buffer, secret: string): boolean {
+export function verifyPushNotification(
+  headers: Record<string, string | string[] | undefined>,
+  body: Buffer,
+  secret: string,
+): boolean {
   const header = (name: string): string | undefined => {
     const v = headers[name];
     return Array.isArray(v) ? v[0] : v;
@@ -31,7 +35,9 @@ export function verifyPushNotification(headers: Record<string, string | string[]
 export function pushedBranch(body: Buffer): string | undefined {
   try {
     const parsed = JSON.parse(body.toString('utf8')) as { ref?: unknown };
-    return typeof parsed.ref === 'string' && parsed.ref.startsWith('refs/heads/') ? parsed.ref.slice('refs/heads/'.length) : undefined;
+    return typeof parsed.ref === 'string' && parsed.ref.startsWith('refs/heads/')
+      ? parsed.ref.slice('refs/heads/'.length)
+      : undefined;
   } catch {
     return undefined;
   }

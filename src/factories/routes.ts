@@ -40,14 +40,20 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
     {
       schema: {
         tags: TAGS,
-        summary: 'Create a factory (team admins; a directory source needs an instance admin). No source = a managed factory.',
-        body: Type.Object({ name: Type.String({ pattern: s.FACTORY_NAME_PATTERN }), source: Type.Optional(s.SourceInputSchema) }, { additionalProperties: false }),
+        summary:
+          'Create a factory (team admins; a directory source needs an instance admin). No source = a managed factory.',
+        body: Type.Object(
+          { name: Type.String({ pattern: s.FACTORY_NAME_PATTERN }), source: Type.Optional(s.SourceInputSchema) },
+          { additionalProperties: false },
+        ),
         response: { 201: s.FactorySchema },
       },
     },
     async (request, reply) => {
       requireTeamAdmin(request);
-      const row = await factories.create(request.principal.teamId, request.body, { instanceAdmin: request.principal.instanceAdmin });
+      const row = await factories.create(request.principal.teamId, request.body, {
+        instanceAdmin: request.principal.instanceAdmin,
+      });
       return reply.code(201).send(view(row));
     },
   );
@@ -58,20 +64,38 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
       schema: {
         tags: TAGS,
         summary: "List the team's factories, oldest first",
-        querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50 })), cursor: Type.Optional(Type.String()), search: Type.Optional(Type.String()) }),
+        querystring: Type.Object({
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50 })),
+          cursor: Type.Optional(Type.String()),
+          search: Type.Optional(Type.String()),
+        }),
         response: { 200: Type.Object({ factories: Type.Array(s.FactorySchema), page_info: s.PageInfoSchema }) },
       },
     },
     async (request) => {
       const q = request.query;
-      const { rows, nextCursor } = await factories.list(request.principal.teamId, { limit: q.limit ?? 50, cursor: q.cursor, search: q.search });
-      return { factories: rows.map(view), page_info: { has_next_page: nextCursor !== undefined, ...(nextCursor ? { next_cursor: nextCursor } : {}) } };
+      const { rows, nextCursor } = await factories.list(request.principal.teamId, {
+        limit: q.limit ?? 50,
+        cursor: q.cursor,
+        search: q.search,
+      });
+      return {
+        factories: rows.map(view),
+        page_info: { has_next_page: nextCursor !== undefined, ...(nextCursor ? { next_cursor: nextCursor } : {}) },
+      };
     },
   );
 
   app.get(
     '/factories/:id',
-    { schema: { tags: TAGS, summary: 'A factory and its status', params: s.FactoryIdParams, response: { 200: s.FactorySchema } } },
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'A factory and its status',
+        params: s.FactoryIdParams,
+        response: { 200: s.FactorySchema },
+      },
+    },
     async (request) => view(await factories.get(request.principal.teamId, request.params.id)),
   );
 
@@ -99,7 +123,10 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
         tags: TAGS,
         summary: 'Apply history, newest first: revision, commit, result, errors, warnings and changes',
         params: s.FactoryIdParams,
-        querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })), cursor: Type.Optional(Type.String()) }),
+        querystring: Type.Object({
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+          cursor: Type.Optional(Type.String()),
+        }),
         response: { 200: Type.Object({ applies: Type.Array(s.ApplySchema), page_info: s.PageInfoSchema }) },
       },
     },
@@ -107,11 +134,20 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
       const factory = await factories.get(request.principal.teamId, request.params.id);
       const limit = request.query.limit ?? 20;
       const before = request.query.cursor ? decodeCursor(request.query.cursor) : undefined;
-      const rows = await plans.listApplies(ctx.db, factory.id, limit + 1, before ? { startedAt: before.c, id: before.i } : undefined);
+      const rows = await plans.listApplies(
+        ctx.db,
+        factory.id,
+        limit + 1,
+        before ? { startedAt: before.c, id: before.i } : undefined,
+      );
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
-      const next = rows.length > limit && last ? encodeCursor({ c: last.started_at.toISOString(), i: last.id }) : undefined;
-      return { applies: page.map(applyView), page_info: { has_next_page: next !== undefined, ...(next ? { next_cursor: next } : {}) } };
+      const next =
+        rows.length > limit && last ? encodeCursor({ c: last.started_at.toISOString(), i: last.id }) : undefined;
+      return {
+        applies: page.map(applyView),
+        page_info: { has_next_page: next !== undefined, ...(next ? { next_cursor: next } : {}) },
+      };
     },
   );
 
@@ -129,7 +165,16 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
       const factory = await factories.get(request.principal.teamId, request.params.id);
       const result = await sync(factory, 'sync');
       if (!result) {
-        return reply.code(202).send({ result: 'queued', revision: null, reason: null, message: 'sync requested from the controller', apply_id: null, errors: [], warnings: [], changes: [] });
+        return reply.code(202).send({
+          result: 'queued',
+          revision: null,
+          reason: null,
+          message: 'sync requested from the controller',
+          apply_id: null,
+          errors: [],
+          warnings: [],
+          changes: [],
+        });
       }
       const fresh = await factories.get(request.principal.teamId, factory.id);
       return outcomeView(result, statusView(fresh));
@@ -142,7 +187,9 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
     const hook = plugin.withTypeProvider<TypeBoxTypeProvider>();
     hook.removeAllContentTypeParsers();
     // GitHub caps webhook payloads at 25 MB, and the signature covers all of it.
-    hook.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: PUSH_BODY_LIMIT }, (_req, body, done) => done(null, body));
+    hook.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: PUSH_BODY_LIMIT }, (_req, body, done) =>
+      done(null, body),
+    );
     hook.post(
       '/factories/:id/sync/push',
       {
@@ -150,7 +197,8 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
         bodyLimit: PUSH_BODY_LIMIT,
         schema: {
           tags: TAGS,
-          summary: "Push notification from a Git host (GitHub/GitLab webhook); authenticated with the factory's push_secret",
+          summary:
+            "Push notification from a Git host (GitHub/GitLab webhook); authenticated with the factory's push_secret",
           params: s.FactoryIdParams,
           security: [],
           response: { 202: Type.Object({ result: Type.String(), message: Type.String() }) },
@@ -159,16 +207,23 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
       async (request, reply) => {
         const factory = await plans.getFactory(ctx.db, request.params.id);
         const notFound = new AppError('resource_not_found', 'no factory with a push hook here');
-        if (!factory || factory.source.type !== 'git' || !factory.source.push_secret) throw notFound;
+        if (factory?.source.type !== 'git' || !factory.source.push_secret) throw notFound;
         const secret = await secretProviderFor(ctx).get(factory.team_id, factory.source.push_secret);
         const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
         if (!secret || secret.length > MAX_SECRET_BYTES || !verifyPushNotification(request.headers, body, secret)) {
-          throw new AppError('authentication_required', 'the push notification does not carry the push secret (X-Hub-Signature-256, X-Gitlab-Token or a bearer secret)');
+          throw new AppError(
+            'authentication_required',
+            'the push notification does not carry the push secret (X-Hub-Signature-256, X-Gitlab-Token or a bearer secret)',
+          );
         }
-        if (request.headers['x-github-event'] === 'ping') return reply.code(202).send({ result: 'ignored', message: 'ping' });
+        if (request.headers['x-github-event'] === 'ping')
+          return reply.code(202).send({ result: 'ignored', message: 'ping' });
         const branch = pushedBranch(body);
         if (branch !== undefined && branch !== factory.source.branch) {
-          return reply.code(202).send({ result: 'ignored', message: `push to ${branch}, not the production branch ${factory.source.branch}` });
+          return reply.code(202).send({
+            result: 'ignored',
+            message: `push to ${branch}, not the production branch ${factory.source.branch}`,
+          });
         }
         void sync(factory, 'push')?.catch(() => {});
         return reply.code(202).send({ result: 'queued', message: `fetching ${factory.source.branch}` });
@@ -179,7 +234,12 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
   app.get(
     '/factories/:id/webhooks',
     {
-      schema: { tags: TAGS, summary: "The factory's live webhooks with their ingress URLs", params: s.FactoryIdParams, response: { 200: Type.Object({ webhooks: Type.Array(s.WebhookSchema) }) } },
+      schema: {
+        tags: TAGS,
+        summary: "The factory's live webhooks with their ingress URLs",
+        params: s.FactoryIdParams,
+        response: { 200: Type.Object({ webhooks: Type.Array(s.WebhookSchema) }) },
+      },
     },
     async (request) => {
       const factory = await factories.get(request.principal.teamId, request.params.id);
@@ -193,7 +253,8 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
     {
       schema: {
         tags: TAGS,
-        summary: "The factory's live automations, each as GET /automations/{id} shows it (webhook triggers, whether it fires)",
+        summary:
+          "The factory's live automations, each as GET /automations/{id} shows it (webhook triggers, whether it fires)",
         params: s.FactoryIdParams,
         response: { 200: Type.Object({ automations: Type.Array(AutomationSchema) }) },
       },
@@ -237,7 +298,8 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
     {
       schema: {
         tags: TAGS,
-        summary: 'What applying these files would create, change and delete, with the checks that need live state; applies nothing',
+        summary:
+          'What applying these files would create, change and delete, with the checks that need live state; applies nothing',
         params: s.FactoryIdParams,
         body: s.FilesBodySchema,
         response: { 200: s.PlanResultSchema },
@@ -245,7 +307,10 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
     },
     async (request) => {
       const factory = await factories.get(request.principal.teamId, request.params.id);
-      const prepared = await controller.reconciler.prepare(factory, request.body.files, { forApply: false, refreshSecrets: true });
+      const prepared = await controller.reconciler.prepare(factory, request.body.files, {
+        forApply: false,
+        refreshSecrets: true,
+      });
       const v = prepared.validation;
       return {
         valid: v.valid,
@@ -289,7 +354,8 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
     {
       schema: {
         tags: TAGS,
-        summary: "Send work to a factory: a run of its foreman with the definition's defaults (agentDefaults, workerHost)",
+        summary:
+          "Send work to a factory: a run of its foreman with the definition's defaults (agentDefaults, workerHost)",
         params: s.FactoryIdParams,
         body: s.CreateFactoryRunBody,
         response: { 200: s.RunCreatedSchema },
@@ -320,9 +386,17 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
     async (request) => {
       const q = request.query;
       const teamUid = q.team_uid ?? (request.headers['x-warp-team-uid'] as string | undefined);
-      if (teamUid && teamUid !== request.principal.teamId) throw new AppError('not_authorized', `this key does not belong to team ${teamUid}`);
-      const { rows, nextCursor } = await factories.list(request.principal.teamId, { limit: q.limit ?? 50, cursor: q.cursor, search: q.search });
-      return { factories: rows.map(referenceFactoryView), page_info: { has_next_page: nextCursor !== undefined, ...(nextCursor ? { next_cursor: nextCursor } : {}) } };
+      if (teamUid && teamUid !== request.principal.teamId)
+        throw new AppError('not_authorized', `this key does not belong to team ${teamUid}`);
+      const { rows, nextCursor } = await factories.list(request.principal.teamId, {
+        limit: q.limit ?? 50,
+        cursor: q.cursor,
+        search: q.search,
+      });
+      return {
+        factories: rows.map(referenceFactoryView),
+        page_info: { has_next_page: nextCursor !== undefined, ...(nextCursor ? { next_cursor: nextCursor } : {}) },
+      };
     },
   );
 
@@ -339,13 +413,21 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
         tags: TAGS,
         summary: "Send work to a factory's foreman (product API shape)",
         params: Type.Object({ uid: Type.String() }),
-        body: Type.Object({ prompt: Type.String(), title: Type.Optional(Type.String()), ticket_ref: Type.Optional(Type.String()), ticket_url: Type.Optional(Type.String()) }),
+        body: Type.Object({
+          prompt: Type.String(),
+          title: Type.Optional(Type.String()),
+          ticket_ref: Type.Optional(Type.String()),
+          ticket_url: Type.Optional(Type.String()),
+        }),
       },
     },
     async (request) => {
       const body = request.body;
       if (!body.prompt.trim()) throw new AppError('invalid_request', 'prompt must not be empty');
-      const { run, foreman } = await factories.createRun(request.principal, request.params.uid, { prompt: body.prompt, title: body.title });
+      const { run, foreman } = await factories.createRun(request.principal, request.params.uid, {
+        prompt: body.prompt,
+        title: body.title,
+      });
       const ticketRef = body.ticket_ref?.trim() || `adhoc:${run.id}`;
       return {
         factory_uid: request.params.uid,

@@ -65,9 +65,16 @@ export const StatusSchema = Type.Object({
   attempted_revision: NullableStr,
   applied_at: NullableDateTime,
   attempted_at: NullableDateTime,
-  errors: Type.Array(DiagnosticSchema, { description: 'Diagnostics of the last attempted revision (warnings included).' }),
+  errors: Type.Array(DiagnosticSchema, {
+    description: 'Diagnostics of the last attempted revision (warnings included).',
+  }),
   source_error: Type.Union([
-    Type.Object({ reason: Str, kind: Type.Union([Type.Literal('transient'), Type.Literal('terminal')]), message: Str, at: DateTime }),
+    Type.Object({
+      reason: Str,
+      kind: Type.Union([Type.Literal('transient'), Type.Literal('terminal')]),
+      message: Str,
+      at: DateTime,
+    }),
     Type.Null(),
   ]),
   fetched_at: NullableDateTime,
@@ -78,9 +85,13 @@ export const FactorySchema = Type.Object({
   name: Str,
   team_id: Str,
   source: SourceSchema,
-  read_only: Type.Boolean({ description: 'Repository- and directory-backed factories are changed through their files.' }),
+  read_only: Type.Boolean({
+    description: 'Repository- and directory-backed factories are changed through their files.',
+  }),
   status: StatusSchema,
-  push_hook_url: Type.Optional(Type.String({ description: 'Where a Git host posts push events (when source.push_secret is set).' })),
+  push_hook_url: Type.Optional(
+    Type.String({ description: 'Where a Git host posts push events (when source.push_secret is set).' }),
+  ),
   created_at: DateTime,
   updated_at: DateTime,
 });
@@ -105,7 +116,14 @@ export const ApplySchema = Type.Object({
 });
 
 export const OutcomeSchema = Type.Object({
-  result: Type.Union([Type.Literal('applied'), Type.Literal('unchanged'), Type.Literal('failed'), Type.Literal('skipped'), Type.Literal('none'), Type.Literal('queued')]),
+  result: Type.Union([
+    Type.Literal('applied'),
+    Type.Literal('unchanged'),
+    Type.Literal('failed'),
+    Type.Literal('skipped'),
+    Type.Literal('none'),
+    Type.Literal('queued'),
+  ]),
   revision: NullableStr,
   reason: NullableStr,
   message: NullableStr,
@@ -125,12 +143,17 @@ export const WebhookSchema = Type.Object({
   secret_name: NullableStr,
   delivery_id_header: NullableStr,
   enabled: Type.Boolean(),
-  ingress_url: Type.String({ description: 'For url_token the last segment is a `{token}` placeholder for the secret.' }),
+  ingress_url: Type.String({
+    description: 'For url_token the last segment is a `{token}` placeholder for the secret.',
+  }),
   created_at: DateTime,
   updated_at: DateTime,
 });
 
-export const FileSchema = Type.Object({ path: Type.String({ minLength: 1, maxLength: 1024 }), content: Type.String() }, { additionalProperties: false });
+export const FileSchema = Type.Object(
+  { path: Type.String({ minLength: 1, maxLength: 1024 }), content: Type.String() },
+  { additionalProperties: false },
+);
 export const FilesBodySchema = Type.Object(
   { files: Type.Array(FileSchema, { maxItems: 5000 }), message: Type.Optional(Type.String({ maxLength: 10_000 })) },
   { additionalProperties: false },

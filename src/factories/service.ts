@@ -43,17 +43,29 @@ export class FactoryService {
     this.#ctx = ctx;
   }
 
-  async create(teamId: string, input: { name: string; source?: SourceInput | undefined }, options: { instanceAdmin: boolean }): Promise<FactoryRow> {
-    if (!FACTORY_NAME.test(input.name)) throw new AppError('invalid_request', `name "${input.name}" must be 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit`);
+  async create(
+    teamId: string,
+    input: { name: string; source?: SourceInput | undefined },
+    options: { instanceAdmin: boolean },
+  ): Promise<FactoryRow> {
+    if (!FACTORY_NAME.test(input.name))
+      throw new AppError(
+        'invalid_request',
+        `name "${input.name}" must be 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit`,
+      );
     const source = normalizeSourceSpec(input.source);
     if (source.type === 'directory' && !options.instanceAdmin) {
-      throw new AppError('not_authorized', 'a directory source reads files of the server host: only instance admins may create one');
+      throw new AppError(
+        'not_authorized',
+        'a directory source reads files of the server host: only instance admins may create one',
+      );
     }
     let row: FactoryRow;
     try {
       row = await plans.insertFactory(this.#ctx.db, { id: newId('fac'), teamId, name: input.name, source });
     } catch (err) {
-      if (isUniqueViolation(err)) throw new AppError('factory_name_taken', `the team already has a factory named "${input.name}"`);
+      if (isUniqueViolation(err))
+        throw new AppError('factory_name_taken', `the team already has a factory named "${input.name}"`);
       throw err;
     }
     await this.#announce(row, 'created');
@@ -79,7 +91,10 @@ export class FactoryService {
     return row;
   }
 
-  async list(teamId: string, options: { limit: number; cursor?: string | undefined; search?: string | undefined }): Promise<{ rows: FactoryRow[]; nextCursor: string | undefined }> {
+  async list(
+    teamId: string,
+    options: { limit: number; cursor?: string | undefined; search?: string | undefined },
+  ): Promise<{ rows: FactoryRow[]; nextCursor: string | undefined }> {
     const after = options.cursor ? decodeCursor(options.cursor) : undefined;
     const rows = await plans.listTeamFactories(this.#ctx.db, teamId, {
       limit: options.limit + 1,
@@ -88,7 +103,13 @@ export class FactoryService {
     });
     const page = rows.slice(0, options.limit);
     const last = page[page.length - 1];
-    return { rows: page, nextCursor: rows.length > options.limit && last ? encodeCursor({ c: last.created_at.toISOString(), i: last.id }) : undefined };
+    return {
+      rows: page,
+      nextCursor:
+        rows.length > options.limit && last
+          ? encodeCursor({ c: last.created_at.toISOString(), i: last.id })
+          : undefined,
+    };
   }
 
   /** Deletes the factory; its webhooks answer 404 at once and their delivery history stays. */
@@ -107,12 +128,19 @@ export class FactoryService {
    * Sends work to the factory: a run of its foreman with the applied definition's settings
    * (agentDefaults → foreman agent: model, harness, workerHost, MCP servers...), overridable per request.
    */
-  async createRun(principal: Principal, id: string, input: { prompt: string; title?: string | undefined; config?: Record<string, unknown> | undefined }): Promise<{ run: RunRow; factory: FactoryRow; foreman: string }> {
+  async createRun(
+    principal: Principal,
+    id: string,
+    input: { prompt: string; title?: string | undefined; config?: Record<string, unknown> | undefined },
+  ): Promise<{ run: RunRow; factory: FactoryRow; foreman: string }> {
     const factory = await this.get(principal.teamId, id);
     const definition = factory.definition;
-    if (!definition) throw new AppError('conflict', `factory ${factory.name} has no applied definition yet (state ${factory.state})`);
+    if (!definition)
+      throw new AppError('conflict', `factory ${factory.name} has no applied definition yet (state ${factory.state})`);
     const foreman = definition.agents.find((a) => a.name === definition.foreman);
-    const defaults: AgentConfig = foreman ? runConfigFor(foreman.execution, foreman.name) : { name: definition.foreman };
+    const defaults: AgentConfig = foreman
+      ? runConfigFor(foreman.execution, foreman.name)
+      : { name: definition.foreman };
     if (foreman?.prompt) defaults.base_prompt = foreman.prompt;
     const config: AgentConfig = { ...defaults, ...(input.config ?? {}) };
     const run = await this.#ctx.db.transaction((tx) =>
@@ -123,7 +151,12 @@ export class FactoryService {
         config,
         source: 'FACTORY',
         factoryId: factory.id,
-        creator: { id: principal.subject.id, type: principal.subject.type, displayName: principal.subject.displayName, email: principal.subject.email },
+        creator: {
+          id: principal.subject.id,
+          type: principal.subject.type,
+          displayName: principal.subject.displayName,
+          email: principal.subject.email,
+        },
       }),
     );
     await this.#ctx.bus.publish(RUNS_QUEUED_TOPIC, { run_id: run.id, worker_host: run.worker_host });
@@ -137,11 +170,18 @@ export class FactoryService {
   async ensureStartupFactory(target: string): Promise<FactoryRow> {
     const git = looksLikeGitUrl(target);
     const trimmed = target.replace(/\/+$/, '');
-    const base = git ? trimmed.split(/[/:]/).pop()!.replace(/\.git$/, '') : path.basename(path.resolve(trimmed));
+    const base = git
+      ? trimmed
+          .split(/[/:]/)
+          .pop()!
+          .replace(/\.git$/, '')
+      : path.basename(path.resolve(trimmed));
     const name = (base.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '') || 'factory').slice(0, 100);
     const source = normalizeSourceSpec(git ? { type: 'git', url: target } : { type: 'directory', path: target });
     const { db } = this.#ctx;
-    const teams = await db.query<{ id: string }>("SELECT id FROM teams ORDER BY (name = 'default') DESC, created_at LIMIT 1");
+    const teams = await db.query<{ id: string }>(
+      "SELECT id FROM teams ORDER BY (name = 'default') DESC, created_at LIMIT 1",
+    );
     const teamId = teams.rows[0]?.id;
     if (!teamId) throw new Error('no team exists to hold the factory');
     const existing = await plans.findFactoryByName(db, teamId, name);
@@ -151,6 +191,10 @@ export class FactoryService {
       await this.#announce(updated, 'updated');
       return updated;
     }
-    return this.create(teamId, { name, source: git ? { type: 'git', url: target } : { type: 'directory', path: target } }, { instanceAdmin: true });
+    return this.create(
+      teamId,
+      { name, source: git ? { type: 'git', url: target } : { type: 'directory', path: target } },
+      { instanceAdmin: true },
+    );
   }
 }

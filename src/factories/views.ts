@@ -79,7 +79,12 @@ export function applyView(row: ApplyRow) {
     reason: row.reason,
     message: row.message,
     trigger: row.trigger,
-    commit: { sha: row.commit_sha, author: row.commit_author, message: row.commit_message, time: iso(row.committed_at) },
+    commit: {
+      sha: row.commit_sha,
+      author: row.commit_author,
+      message: row.commit_message,
+      time: iso(row.committed_at),
+    },
     errors: row.errors,
     warnings: row.warnings,
     changes: row.changes,
@@ -102,11 +107,17 @@ export function outcomeView(outcome: ApplyOutcome, status?: ReturnType<typeof st
   };
 }
 
-function harnessOf(defaults: ExecutionOverrides): { type: string; model_id: string | null; reasoning_level: string | null } | null {
+function harnessOf(
+  defaults: ExecutionOverrides,
+): { type: string; model_id: string | null; reasoning_level: string | null } | null {
   if (typeof defaults.model === 'string') return { type: 'oz', model_id: defaults.model, reasoning_level: null };
   const h = defaults.harness;
   if (!h?.type) return null;
-  return { type: h.type === ('claude-code' as string) ? 'claude' : h.type, model_id: h.model ?? null, reasoning_level: h.reasoningLevel ?? null };
+  return {
+    type: h.type === ('claude-code' as string) ? 'claude' : h.type,
+    model_id: h.model ?? null,
+    reasoning_level: h.reasoningLevel ?? null,
+  };
 }
 
 /** The Factory object of the product's public factory API (`GET /factory/{uid}`). */
@@ -139,9 +150,15 @@ export function referenceFactoryView(row: FactoryRow) {
       default_runner_uid: defaults.runner ?? null,
       worker_host: defaults.workerHost ?? null,
       secrets: [...new Set([...(defaults.secrets ?? []), ...(settings?.secrets ?? [])])].map((name) => ({ name })),
-      mcp_servers: Object.fromEntries(Object.entries({ ...(settings?.mcpServers ?? {}), ...(defaults.mcpServers ?? {}) }).map(([n, s]) => [n, { warp_id: s.warpId }])),
+      mcp_servers: Object.fromEntries(
+        Object.entries({ ...(settings?.mcpServers ?? {}), ...(defaults.mcpServers ?? {}) }).map(([n, s]) => [
+          n,
+          { warp_id: s.warpId },
+        ]),
+      ),
       harness,
-      harness_auth_secrets: auth?.source === 'managedSecret' && harness ? { [`${harness.type}_auth_secret_name`]: auth.secretName } : null,
+      harness_auth_secrets:
+        auth?.source === 'managedSecret' && harness ? { [`${harness.type}_auth_secret_name`]: auth.secretName } : null,
     },
   };
 }

@@ -32,7 +32,9 @@ function toAppError(err: FastifyError): AppError {
   if (isAppError(err)) return err;
   if (err.validation) {
     const first = err.validation[0];
-    const where = first ? `${err.validationContext ?? 'body'}${first.instancePath.replaceAll('/', '.')}` : err.validationContext;
+    const where = first
+      ? `${err.validationContext ?? 'body'}${first.instancePath.replaceAll('/', '.')}`
+      : err.validationContext;
     const params = (first?.params ?? {}) as Record<string, unknown>;
     const field = typeof params.missingProperty === 'string' ? `${where}.${params.missingProperty}` : where;
     return new AppError('invalid_request', `${field} ${first?.message ?? 'is invalid'}`.trim());
@@ -50,7 +52,8 @@ function toAppError(err: FastifyError): AppError {
   }
   if (err instanceof SyntaxError) return new AppError('invalid_json', err.message);
   if (err.statusCode === 413) return new AppError('payload_too_large', err.message);
-  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return new AppError('invalid_request', err.message);
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500)
+    return new AppError('invalid_request', err.message);
   return new AppError('internal_error', undefined, { cause: err });
 }
 
@@ -60,7 +63,8 @@ function toAppError(err: FastifyError): AppError {
  */
 export function traceIdOf(req: { headers: Record<string, string | string[] | undefined> }): string {
   const header = req.headers.traceparent;
-  const match = typeof header === 'string' ? /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(header.trim()) : null;
+  const match =
+    typeof header === 'string' ? /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(header.trim()) : null;
   if (match && !/^0+$/.test(match[1]!)) return match[1]!;
   // randomUUID draws from a cached entropy pool: cheaper per request than randomBytes.
   return randomUUID().replaceAll('-', '');
@@ -108,7 +112,12 @@ export function registeredRoutes(app: AppInstance): readonly RegisteredRoute[] {
  * Serves every request under `prefix` from `handler`, straight from node:http (src/http/direct-routes.ts), and
  * lists `routes` in the route table as public root routes. Requests made with `app.inject()` do not reach it.
  */
-export function addDirectRoute(app: AppInstance, prefix: string, routes: readonly DirectRoute[], handler: DirectHandler): void {
+export function addDirectRoute(
+  app: AppInstance,
+  prefix: string,
+  routes: readonly DirectRoute[],
+  handler: DirectHandler,
+): void {
   const direct = DIRECT_ROUTES.get(app);
   const table = ROUTE_TABLES.get(app);
   if (!direct || !table) throw new Error('addDirectRoute needs an app built by buildApp');
@@ -117,13 +126,23 @@ export function addDirectRoute(app: AppInstance, prefix: string, routes: readonl
 }
 
 function requestValidator(coerceTypes: 'array' | false): Ajv {
-  const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, addUsedSchema: false, allErrors: false });
+  const ajv = new Ajv({
+    coerceTypes,
+    useDefaults: true,
+    removeAdditional: false,
+    addUsedSchema: false,
+    allErrors: false,
+  });
   addFormats.default(ajv);
   return ajv;
 }
 
 /** Builds the whole HTTP application; never listens (tests use `inject` or `listen` themselves). */
-export async function buildApp(ctx: ServiceContext, modules: readonly AppModule[], options: BuildAppOptions = {}): Promise<AppInstance> {
+export async function buildApp(
+  ctx: ServiceContext,
+  modules: readonly AppModule[],
+  _options: BuildAppOptions = {},
+): Promise<AppInstance> {
   const direct = new DirectRoutes();
   const app = Fastify({
     serverFactory: (handler, serverOptions) => direct.server(handler, serverOptions),
@@ -137,7 +156,9 @@ export async function buildApp(ctx: ServiceContext, modules: readonly AppModule[
   // Query strings, params and headers are text, so their validator coerces ("20" → 20, one value → array);
   // a JSON body is typed already and is not coerced (`{"prompt": 42}` is a 400 naming the field).
   const validators = { coercing: requestValidator('array'), strict: requestValidator(false) };
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? validators.strict : validators.coercing).compile(schema));
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    (httpPart === 'body' ? validators.strict : validators.coercing).compile(schema),
+  );
 
   // Route patterns by method, to tell a wrong method (405) from an unknown path (404).
   const knownRoutes = FindMyWay();
@@ -148,7 +169,11 @@ export async function buildApp(ctx: ServiceContext, modules: readonly AppModule[
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
       if (method === 'HEAD') continue;
-      table.push({ method, url: route.url, public: route.config?.public === true || !route.url.startsWith(API_PREFIX) });
+      table.push({
+        method,
+        url: route.url,
+        public: route.config?.public === true || !route.url.startsWith(API_PREFIX),
+      });
       try {
         knownRoutes.on(method as 'GET', route.url, () => {});
       } catch {
@@ -177,12 +202,16 @@ export async function buildApp(ctx: ServiceContext, modules: readonly AppModule[
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '/';
-    const allowed = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((m) => m !== request.method && knownRoutes.find(m as 'GET', path));
+    const allowed = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].filter(
+      (m) => m !== request.method && knownRoutes.find(m as 'GET', path),
+    );
     if (allowed.length > 0) {
       return sendProblem(
         request,
         reply,
-        new AppError('method_not_allowed', `${request.method} is not allowed on ${redactUrl(path)}`, { headers: { allow: allowed.join(', ') } }),
+        new AppError('method_not_allowed', `${request.method} is not allowed on ${redactUrl(path)}`, {
+          headers: { allow: allowed.join(', ') },
+        }),
       );
     }
     return sendProblem(request, reply, new AppError('route_not_found', `${request.method} ${redactUrl(path)}`));
@@ -194,18 +223,28 @@ export async function buildApp(ctx: ServiceContext, modules: readonly AppModule[
       info: {
         title: 'Agentyard API',
         version: '1.0.0',
-        description: 'Run API (wire-compatible with the official oz-agent-sdk clients), factories, webhooks and secrets.',
+        description:
+          'Run API (wire-compatible with the official oz-agent-sdk clients), factories, webhooks and secrets.',
       },
       servers: [{ url: API_PREFIX }],
-      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } }, schemas: { Problem: PROBLEM_SCHEMA } },
+      components: {
+        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } },
+        schemas: { Problem: PROBLEM_SCHEMA },
+      },
       security: [{ bearerAuth: [] }],
     },
     transform: ({ schema, url }) => {
-      const transformed = { schema: schema ?? {}, url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url };
+      const transformed = {
+        schema: schema ?? {},
+        url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url,
+      };
       if (!url.startsWith(API_PREFIX)) transformed.schema = { ...transformed.schema, hide: true };
       // Every operation may answer a problem document (docs/errors.md); declare it once per operation.
       const response = (transformed.schema as { response?: Record<string, unknown> }).response ?? {};
-      transformed.schema = { ...transformed.schema, response: { ...response, '4XX': PROBLEM_RESPONSE, '5XX': PROBLEM_RESPONSE } };
+      transformed.schema = {
+        ...transformed.schema,
+        response: { ...response, '4XX': PROBLEM_RESPONSE, '5XX': PROBLEM_RESPONSE },
+      };
       return transformed;
     },
   });

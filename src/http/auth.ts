@@ -6,5 +6,6 @@ export function requireTeamAdmin(request: FastifyRequest): void {
 }
 
 export function requireInstanceAdmin(request: FastifyRequest): void {
-  if (!request.principal.instanceAdmin) throw new AppError('not_authorized', 'this operation needs an instance admin key');
+  if (!request.principal.instanceAdmin)
+    throw new AppError('not_authorized', 'this operation needs an instance admin key');
 }

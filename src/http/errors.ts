@@ -104,7 +104,9 @@ export interface ProblemDocument {
 /** The headers of an error's answer: its own, and `x-should-retry: false` where retrying cannot help. */
 export function problemHeaders(err: AppError): Record<string, string> {
   // The official clients retry every 409 and 5xx.
-  return !err.retryable && (err.status === 409 || err.status >= 500) ? { ...err.headers, 'x-should-retry': 'false' } : err.headers;
+  return !err.retryable && (err.status === 409 || err.status >= 500)
+    ? { ...err.headers, 'x-should-retry': 'false' }
+    : err.headers;
 }
 
 export function problemFor(err: AppError, instance: string | undefined, traceId: string | undefined): ProblemDocument {

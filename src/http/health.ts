@@ -43,7 +43,10 @@ async function databaseCheck(ctx: ServiceContext): Promise<string | undefined> {
 /** Runs every readiness check; `ready` only when all pass. */
 export async function readiness(ctx: ServiceContext): Promise<{ ready: boolean; checks: Record<string, string> }> {
   const results: Record<string, string> = {};
-  const entries: [string, ReadinessCheck][] = [['database', () => databaseCheck(ctx)], ...(checks.get(ctx) ?? new Map())];
+  const entries: [string, ReadinessCheck][] = [
+    ['database', () => databaseCheck(ctx)],
+    ...(checks.get(ctx) ?? new Map()),
+  ];
   await Promise.all(
     entries.map(async ([name, check]) => {
       try {
@@ -68,7 +71,9 @@ export const healthModule: AppModule = {
   async root(app, ctx) {
     app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
       const result = await readiness(ctx);
-      return reply.code(result.ready ? 200 : 503).send({ status: result.ready ? 'ok' : 'unavailable', checks: result.checks });
+      return reply
+        .code(result.ready ? 200 : 503)
+        .send({ status: result.ready ? 'ok' : 'unavailable', checks: result.checks });
     });
     app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
       const { registry } = metricsFor(ctx);
@@ -88,7 +93,10 @@ export const healthModule: AppModule = {
       }
       if (msg.result !== 'failed') return;
       void ctx.db
-        .query<{ reason: string | null; source_error: { reason?: string } | null }>('SELECT reason, source_error FROM factories WHERE id = $1', [msg.factory_id])
+        .query<{ reason: string | null; source_error: { reason?: string } | null }>(
+          'SELECT reason, source_error FROM factories WHERE id = $1',
+          [msg.factory_id],
+        )
         .then((res) => {
           const row = res.rows[0];
           if (msg.revision) metrics.refusals.inc({ reason: row?.reason ?? 'Unknown' });

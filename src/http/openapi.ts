@@ -35,7 +35,12 @@ export async function renderOpenApi(): Promise<string> {
       agentModels: undefined,
     },
   );
-  const server = await startServer(config, { db, listen: false, log: createLogger('silent'), modules: MODULES.map((m) => ({ ...m, start: undefined })) });
+  const server = await startServer(config, {
+    db,
+    listen: false,
+    log: createLogger('silent'),
+    modules: MODULES.map((m) => ({ ...m, start: undefined })),
+  });
   try {
     return `${JSON.stringify(sortKeys(server.app.swagger()), null, 2)}\n`;
   } finally {

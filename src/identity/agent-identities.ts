@@ -53,7 +53,10 @@ function isEmpty(value: unknown): boolean {
 }
 
 /** Applies the optional members: `null` or absent leaves a member unchanged, an empty value clears it. */
-export function mergeSettings(current: Record<string, unknown>, body: Record<string, unknown>): Record<string, unknown> {
+export function mergeSettings(
+  current: Record<string, unknown>,
+  body: Record<string, unknown>,
+): Record<string, unknown> {
   const next: Record<string, unknown> = { ...current };
   for (const [key, value] of Object.entries(body)) {
     if (RESERVED.has(key) || value === null || value === undefined) continue;
@@ -92,7 +95,13 @@ export async function registerAgentIdentityRoutes(app: AppInstance, ctx: Service
       const settings = mergeSettings({}, body);
       const row = await ctx.db.transaction(async (tx) => {
         const principalId = newId('sa');
-        await plans.insertPrincipal(tx, { id: principalId, teamId, kind: 'service_account', displayName: body.name, email: null });
+        await plans.insertPrincipal(tx, {
+          id: principalId,
+          teamId,
+          kind: 'service_account',
+          displayName: body.name,
+          email: null,
+        });
         return plans.insertAgentIdentity(tx, { id: newId('agt'), teamId, principalId, name: body.name, settings });
       });
       return reply.code(201).send(agentIdentityView(row));
@@ -111,14 +120,25 @@ export async function registerAgentIdentityRoutes(app: AppInstance, ctx: Service
       },
     },
     async (request) => ({
-      agents: (await plans.listAgentIdentities(ctx.db, request.principal.teamId, request.query.factory_uid)).map(agentIdentityView),
+      agents: (await plans.listAgentIdentities(ctx.db, request.principal.teamId, request.query.factory_uid)).map(
+        agentIdentityView,
+      ),
     }),
   );
 
   app.get(
     '/agent/identities/:uid',
-    { schema: { tags: ['agents'], operationId: 'getAgent', summary: 'Get an agent identity', params: UidParams, response: { 200: AgentResponseSchema } } },
-    async (request) => agentIdentityView(await resolveAgentIdentity(ctx.db, request.principal.teamId, request.params.uid)),
+    {
+      schema: {
+        tags: ['agents'],
+        operationId: 'getAgent',
+        summary: 'Get an agent identity',
+        params: UidParams,
+        response: { 200: AgentResponseSchema },
+      },
+    },
+    async (request) =>
+      agentIdentityView(await resolveAgentIdentity(ctx.db, request.principal.teamId, request.params.uid)),
   );
 
   app.put(
@@ -129,7 +149,9 @@ export async function registerAgentIdentityRoutes(app: AppInstance, ctx: Service
         operationId: 'updateAgent',
         summary: 'Update an agent identity (team admins); null or absent members stay, empty values clear',
         params: UidParams,
-        body: Type.Optional(Type.Object({ name: Type.Optional(Type.Union([NAME, Type.Null()])) }, { additionalProperties: true })),
+        body: Type.Optional(
+          Type.Object({ name: Type.Optional(Type.Union([NAME, Type.Null()])) }, { additionalProperties: true }),
+        ),
         response: { 200: AgentResponseSchema },
       },
     },
@@ -161,7 +183,9 @@ export async function registerAgentIdentityRoutes(app: AppInstance, ctx: Service
     },
     async (request, reply) => {
       requireTeamAdmin(request);
-      const deleted = await ctx.db.transaction((tx) => plans.deleteAgentIdentity(tx, request.principal.teamId, request.params.uid));
+      const deleted = await ctx.db.transaction((tx) =>
+        plans.deleteAgentIdentity(tx, request.principal.teamId, request.params.uid),
+      );
       if (!deleted) throw new AppError('resource_not_found', `agent ${request.params.uid} does not exist`);
       ctx.authenticator.invalidateAll();
       await ctx.bus.publish(CREDENTIALS_REVOKED_TOPIC, { agent_uid: request.params.uid });

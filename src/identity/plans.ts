@@ -103,7 +103,10 @@ export async function getApiKey(q: Queryable, teamId: string, id: string): Promi
 }
 
 export async function revokeApiKey(q: Queryable, teamId: string, id: string): Promise<ApiKeyRow | undefined> {
-  await q.query('UPDATE api_keys SET revoked_at = coalesce(revoked_at, ay_now()) WHERE team_id = $1 AND id = $2', [teamId, id]);
+  await q.query('UPDATE api_keys SET revoked_at = coalesce(revoked_at, ay_now()) WHERE team_id = $1 AND id = $2', [
+    teamId,
+    id,
+  ]);
   return getApiKey(q, teamId, id);
 }
 
@@ -120,7 +123,12 @@ export async function principalForKeyHash(q: Queryable, keyHash: string): Promis
     keyId: row.id,
     role: row.role,
     instanceAdmin: row.instance_admin,
-    subject: { id: row.principal_id, type: row.principal_kind, displayName: row.principal_name, email: row.principal_email },
+    subject: {
+      id: row.principal_id,
+      type: row.principal_kind,
+      displayName: row.principal_name,
+      email: row.principal_email,
+    },
   };
 }
 
@@ -161,7 +169,11 @@ export async function insertAgentIdentity(
   return res.rows[0]!;
 }
 
-export async function listAgentIdentities(q: Queryable, teamId: string, factoryUid?: string): Promise<AgentIdentityRow[]> {
+export async function listAgentIdentities(
+  q: Queryable,
+  teamId: string,
+  factoryUid?: string,
+): Promise<AgentIdentityRow[]> {
   if (factoryUid !== undefined) {
     return (
       await q.query<AgentIdentityRow>(
@@ -170,11 +182,21 @@ export async function listAgentIdentities(q: Queryable, teamId: string, factoryU
       )
     ).rows;
   }
-  return (await q.query<AgentIdentityRow>('SELECT * FROM agent_identities WHERE team_id = $1 ORDER BY created_at, id', [teamId])).rows;
+  return (
+    await q.query<AgentIdentityRow>('SELECT * FROM agent_identities WHERE team_id = $1 ORDER BY created_at, id', [
+      teamId,
+    ])
+  ).rows;
 }
 
-export async function getAgentIdentity(q: Queryable, teamId: string, id: string): Promise<AgentIdentityRow | undefined> {
-  return (await q.query<AgentIdentityRow>('SELECT * FROM agent_identities WHERE team_id = $1 AND id = $2', [teamId, id])).rows[0];
+export async function getAgentIdentity(
+  q: Queryable,
+  teamId: string,
+  id: string,
+): Promise<AgentIdentityRow | undefined> {
+  return (
+    await q.query<AgentIdentityRow>('SELECT * FROM agent_identities WHERE team_id = $1 AND id = $2', [teamId, id])
+  ).rows[0];
 }
 
 export async function updateAgentIdentity(
@@ -196,10 +218,10 @@ export async function updateAgentIdentity(
 
 /** Deletes the identity with its service account (and so its API keys); answers whether it existed. */
 export async function deleteAgentIdentity(q: Queryable, teamId: string, id: string): Promise<boolean> {
-  const res = await q.query<{ principal_id: string }>('DELETE FROM agent_identities WHERE team_id = $1 AND id = $2 RETURNING principal_id', [
-    teamId,
-    id,
-  ]);
+  const res = await q.query<{ principal_id: string }>(
+    'DELETE FROM agent_identities WHERE team_id = $1 AND id = $2 RETURNING principal_id',
+    [teamId, id],
+  );
   const row = res.rows[0];
   if (!row) return false;
   await q.query('DELETE FROM principals WHERE id = $1 AND team_id = $2', [row.principal_id, teamId]);

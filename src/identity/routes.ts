@@ -29,22 +29,35 @@ function teamView(row: TeamRow) {
 const TEAM_NAME = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9][A-Za-z0-9 ._-]*$' });
 
 export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
-  app.get('/whoami', { schema: { tags: ['identity'], operationId: 'whoami', summary: 'The caller: team, principal and key' } }, async (request) => {
-    const p = request.principal;
-    const team = await plans.getTeam(ctx.db, p.teamId);
-    return {
-      team: team ? teamView(team) : { id: p.teamId },
-      principal: { uid: p.subject.id, type: p.subject.type, display_name: p.subject.displayName, email: p.subject.email },
-      key_id: p.keyId,
-      role: p.role,
-      instance_admin: p.instanceAdmin,
-    };
-  });
+  app.get(
+    '/whoami',
+    { schema: { tags: ['identity'], operationId: 'whoami', summary: 'The caller: team, principal and key' } },
+    async (request) => {
+      const p = request.principal;
+      const team = await plans.getTeam(ctx.db, p.teamId);
+      return {
+        team: team ? teamView(team) : { id: p.teamId },
+        principal: {
+          uid: p.subject.id,
+          type: p.subject.type,
+          display_name: p.subject.displayName,
+          email: p.subject.email,
+        },
+        key_id: p.keyId,
+        role: p.role,
+        instance_admin: p.instanceAdmin,
+      };
+    },
+  );
 
-  app.get('/api-keys', { schema: { tags: ['identity'], operationId: 'listApiKeys', summary: "List the team's API keys (by prefix)" } }, async (request) => {
-    requireTeamAdmin(request);
-    return { api_keys: (await plans.listApiKeys(ctx.db, request.principal.teamId)).map(keyView) };
-  });
+  app.get(
+    '/api-keys',
+    { schema: { tags: ['identity'], operationId: 'listApiKeys', summary: "List the team's API keys (by prefix)" } },
+    async (request) => {
+      requireTeamAdmin(request);
+      return { api_keys: (await plans.listApiKeys(ctx.db, request.principal.teamId)).map(keyView) };
+    },
+  );
 
   app.post(
     '/api-keys',
@@ -76,7 +89,12 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
           role: body.role ?? 'member',
           ...(body.principal_id
             ? { principalId: body.principal_id }
-            : { newPrincipal: { kind: 'service_account' as const, displayName: body.service_account?.display_name ?? body.name } }),
+            : {
+                newPrincipal: {
+                  kind: 'service_account' as const,
+                  displayName: body.service_account?.display_name ?? body.name,
+                },
+              }),
           expiresAt: body.expires_at ? new Date(body.expires_at) : null,
         }),
       );
@@ -87,7 +105,14 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
 
   app.delete(
     '/api-keys/:keyId',
-    { schema: { tags: ['identity'], operationId: 'revokeApiKey', summary: 'Revoke an API key', params: Type.Object({ keyId: Type.String() }) } },
+    {
+      schema: {
+        tags: ['identity'],
+        operationId: 'revokeApiKey',
+        summary: 'Revoke an API key',
+        params: Type.Object({ keyId: Type.String() }),
+      },
+    },
     async (request) => {
       requireTeamAdmin(request);
       const row = await plans.revokeApiKey(ctx.db, request.principal.teamId, request.params.keyId);
@@ -105,7 +130,11 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
         tags: ['identity'],
         operationId: 'createTeam',
         summary: "Create a team (instance admins); the answer holds the team's first admin key, shown once",
-        body: Type.Object({ name: TEAM_NAME, admin_name: Type.Optional(Type.String()), admin_email: Type.Optional(Type.String()) }),
+        body: Type.Object({
+          name: TEAM_NAME,
+          admin_name: Type.Optional(Type.String()),
+          admin_email: Type.Optional(Type.String()),
+        }),
       },
     },
     async (request, reply) => {
@@ -127,12 +156,18 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
           throw err;
         });
       const key = (await plans.getApiKey(ctx.db, created.team.id, created.adminKey.id))!;
-      return reply.code(201).send({ team: teamView(created.team), admin_key: { ...keyView(key), key: created.adminKey.key } });
+      return reply
+        .code(201)
+        .send({ team: teamView(created.team), admin_key: { ...keyView(key), key: created.adminKey.key } });
     },
   );
 
-  app.get('/teams', { schema: { tags: ['identity'], operationId: 'listTeams', summary: 'List teams (instance admins)' } }, async (request) => {
-    requireInstanceAdmin(request);
-    return { teams: (await plans.listTeams(ctx.db)).map(teamView) };
-  });
+  app.get(
+    '/teams',
+    { schema: { tags: ['identity'], operationId: 'listTeams', summary: 'List teams (instance admins)' } },
+    async (request) => {
+      requireInstanceAdmin(request);
+      return { teams: (await plans.listTeams(ctx.db)).map(teamView) };
+    },
+  );
 }

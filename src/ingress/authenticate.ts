@@ -45,16 +45,29 @@ export function authenticate(route: WebhookRoute, request: AuthRequest): AuthOut
   switch (route.authMode) {
     case 'token': {
       const token = bearer(request.headers);
-      if (token === undefined) return { ok: false, reason: 'send the webhook secret as "Authorization: Bearer <secret>"' };
-      return matchesRouteSecret(token, route, secret) ? { ok: true, providerDeliveryId: undefined } : { ok: false, reason: 'the bearer token is wrong' };
+      if (token === undefined)
+        return { ok: false, reason: 'send the webhook secret as "Authorization: Bearer <secret>"' };
+      return matchesRouteSecret(token, route, secret)
+        ? { ok: true, providerDeliveryId: undefined }
+        : { ok: false, reason: 'the bearer token is wrong' };
     }
     case 'url_token': {
-      if (request.urlToken === undefined) return { ok: false, reason: 'this webhook takes its token as the last segment of the URL' };
-      return matchesRouteSecret(request.urlToken, route, secret) ? { ok: true, providerDeliveryId: undefined } : { ok: false, reason: 'the URL token is wrong' };
+      if (request.urlToken === undefined)
+        return { ok: false, reason: 'this webhook takes its token as the last segment of the URL' };
+      return matchesRouteSecret(request.urlToken, route, secret)
+        ? { ok: true, providerDeliveryId: undefined }
+        : { ok: false, reason: 'the URL token is wrong' };
     }
     case 'signature': {
-      if (!route.scheme) return { ok: false, reason: `the signature scheme "${route.schemeId ?? ''}" is not supported` };
-      const result = route.scheme.verify({ rawBody: request.rawBody, headers: request.headers, secret, url: request.url, now: request.now });
+      if (!route.scheme)
+        return { ok: false, reason: `the signature scheme "${route.schemeId ?? ''}" is not supported` };
+      const result = route.scheme.verify({
+        rawBody: request.rawBody,
+        headers: request.headers,
+        secret,
+        url: request.url,
+        now: request.now,
+      });
       if (result.ok) return { ok: true, providerDeliveryId: result.deliveryId };
       return { ok: false, reason: result.message };
     }

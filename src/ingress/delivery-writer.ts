@@ -2,7 +2,14 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../store/db.ts';
 import { isUniqueViolation } from '../store/errors.ts';
 import { GROUP_COMMIT_MAX_BATCH } from './limits.ts';
-import { acceptDeliveries, acceptNewDeliveries, findAccepted, IDENTITY_INDEX, identityKey, insertLogged } from './plans.ts';
+import {
+  acceptDeliveries,
+  acceptNewDeliveries,
+  findAccepted,
+  IDENTITY_INDEX,
+  identityKey,
+  insertLogged,
+} from './plans.ts';
 import type { AcceptGroup, AcceptInsert, AcceptResult, DeliveryInsert, DeliveryLabelCode } from './plans.ts';
 
 export type AcceptOutcome =
@@ -51,7 +58,12 @@ export class AcceptForm {
     if (this.#conflictGroups > 0) {
       this.#conflictGroups--;
       const result = await acceptDeliveries(db, rows);
-      if (rows.some(({ row, secretVersion }) => !result.accepted.has(row.id) && result.live.get(row.webhookUid)?.secretVersion === secretVersion)) {
+      if (
+        rows.some(
+          ({ row, secretVersion }) =>
+            !result.accepted.has(row.id) && result.live.get(row.webhookUid)?.secretVersion === secretVersion,
+        )
+      ) {
         this.#conflictGroups = REPEAT_WINDOW_GROUPS;
       }
       return result;
@@ -94,7 +106,8 @@ export interface DeliveryWriterOptions {
 export class DeliveryWriter {
   readonly #db: Db;
   readonly #log: FastifyBaseLogger;
-  readonly #options: Required<Pick<DeliveryWriterOptions, 'concurrency' | 'maxBatch'>> & Omit<DeliveryWriterOptions, 'concurrency' | 'maxBatch'>;
+  readonly #options: Required<Pick<DeliveryWriterOptions, 'concurrency' | 'maxBatch'>> &
+    Omit<DeliveryWriterOptions, 'concurrency' | 'maxBatch'>;
   #queue: Pending[] = [];
   #running = 0;
   #scheduled = false;
@@ -235,7 +248,10 @@ async function writeBatch(
   if (acceptedCount > 0) on.onLogged?.('accepted', acceptedCount);
 
   const missing = lost.filter((p) => !acceptedIdByKey.has(identityKey(p.row.webhookUid, p.row.identity)));
-  const existing = await findAccepted(db, missing.map((p) => p.row));
+  const existing = await findAccepted(
+    db,
+    missing.map((p) => p.row),
+  );
   for (const p of lost) {
     const key = identityKey(p.row.webhookUid, p.row.identity);
     const duplicateOf = acceptedIdByKey.get(key) ?? existing.get(key) ?? null;

@@ -31,7 +31,12 @@ function fromSender(value: string, source: IdentitySource): DeliveryIdentity {
  * Sender IDs share one namespace whichever header carried them, so a retry is recognised even if the
  * webhook's configuration changed in between.
  */
-export function deliveryIdentity(route: WebhookRoute, headers: HeaderMap, providerDeliveryId: string | undefined, rawBody: Buffer): DeliveryIdentity {
+export function deliveryIdentity(
+  route: WebhookRoute,
+  headers: HeaderMap,
+  providerDeliveryId: string | undefined,
+  rawBody: Buffer,
+): DeliveryIdentity {
   const configured = route.deliveryIdHeader ? header(headers, route.deliveryIdHeader) : undefined;
   if (configured !== undefined) return fromSender(configured, 'delivery_id_header');
   if (route.authMode === 'signature' && providerDeliveryId) return fromSender(providerDeliveryId, 'provider');
@@ -42,6 +47,8 @@ export function deliveryIdentity(route: WebhookRoute, headers: HeaderMap, provid
 
 /** The sender's ID of a rejected delivery, when a header names one (no body hash: the body is not trusted). */
 export function claimedDeliveryId(route: WebhookRoute, headers: HeaderMap): string | undefined {
-  const value = (route.deliveryIdHeader ? header(headers, route.deliveryIdHeader) : undefined) ?? header(headers, AGENTYARD_DELIVERY_ID_HEADER);
+  const value =
+    (route.deliveryIdHeader ? header(headers, route.deliveryIdHeader) : undefined) ??
+    header(headers, AGENTYARD_DELIVERY_ID_HEADER);
   return value?.slice(0, MAX_ID_LENGTH);
 }

@@ -39,7 +39,7 @@ export function createIngressModule(options: IngressOptions = {}): AppModule {
     name: 'ingress',
     async root(app, ctx) {
       if (!ctx.config.roles.has('ingress')) return;
-      let announce: NodeJS.Timeout | undefined;
+      let _announce: NodeJS.Timeout | undefined;
       const metrics = metricsFor(ctx);
       const inProgress = new DeliveriesInProgress();
       const runtime: IngressRuntime = {
@@ -48,8 +48,8 @@ export function createIngressModule(options: IngressOptions = {}): AppModule {
         writer: new DeliveryWriter(ctx.db, ctx.log, {
           // At most one announcement per 20 ms, however many batches commit.
           onQueued: () => {
-            announce ??= setTimeout(() => {
-              announce = undefined;
+            _announce ??= setTimeout(() => {
+              _announce = undefined;
               void ctx.bus.publish(DELIVERIES_ACCEPTED_TOPIC).catch(() => {});
             }, 20);
           },

@@ -3,7 +3,12 @@ import { int4Array, textArray, timestamptzArray } from '../store/binary-arrays.t
 import type { Queryable, SqlValue } from '../store/db.ts';
 import type { IdentitySource } from './identity.ts';
 
-export type DeliveryLabelCode = 'accepted' | 'duplicate' | 'rejected_auth' | 'rejected_invalid_json' | 'rejected_too_large';
+export type DeliveryLabelCode =
+  | 'accepted'
+  | 'duplicate'
+  | 'rejected_auth'
+  | 'rejected_invalid_json'
+  | 'rejected_too_large';
 
 /** The labels as the spec names them. */
 export const DELIVERY_LABELS = {
@@ -69,7 +74,10 @@ function rowsJson(rows: readonly DeliveryInsert[]): string {
  */
 export async function insertLogged(q: Queryable, rows: readonly DeliveryInsert[]): Promise<void> {
   if (rows.length === 0) return;
-  await q.query(`INSERT INTO webhook_deliveries (${NAMES}) SELECT ${VALUES} FROM json_to_recordset($1::json) AS r(${RECORD})`, [rowsJson(rows)]);
+  await q.query(
+    `INSERT INTO webhook_deliveries (${NAMES}) SELECT ${VALUES} FROM json_to_recordset($1::json) AS r(${RECORD})`,
+    [rowsJson(rows)],
+  );
 }
 
 export interface AcceptResult {
@@ -102,7 +110,9 @@ const LIVE_WEBHOOKS = `SELECT w.uid, w.team_id, w.factory_id, w.name, w.secret_v
          FROM webhooks w WHERE w.uid = ANY($2::text[]) AND w.enabled AND w.deleted_at IS NULL ORDER BY w.uid FOR SHARE OF w`;
 
 /** Inserts the rows of `source` (as r) whose webhook is in `live` with the secret version they authenticated against. */
-const insertAccepted = (source: string): string => `INSERT INTO webhook_deliveries (id, webhook_uid, team_id, factory_id, webhook_name, label, identity, identity_source,
+const insertAccepted = (
+  source: string,
+): string => `INSERT INTO webhook_deliveries (id, webhook_uid, team_id, factory_id, webhook_name, label, identity, identity_source,
                                        sender_delivery_id, size, received_at, payload, headers, sender_ip, outbox_pending)
        SELECT r.id, r.webhook_uid, live.team_id, live.factory_id, live.name, 'accepted', r.identity, r.identity_source,
               r.sender_delivery_id, r.size, r.received_at, substring($3::bytea FROM r.payload_at FOR r.payload_length), r.headers::jsonb,
@@ -177,10 +187,12 @@ function liveMap(rows: readonly LiveRow[]): AcceptResult['live'] {
  */
 export async function acceptDeliveries(q: Queryable, rows: AcceptGroup): Promise<AcceptResult> {
   if (rows.length === 0) return { accepted: new Set(), live: new Map() };
-  const res = await q.query<{ kind: 'refused' | 'live'; value: string; secret_version: number | null; subscribed: boolean | null }>(
-    ACCEPT_ANY,
-    acceptParams(rows),
-  );
+  const res = await q.query<{
+    kind: 'refused' | 'live';
+    value: string;
+    secret_version: number | null;
+    subscribed: boolean | null;
+  }>(ACCEPT_ANY, acceptParams(rows));
   const refused = new Set<string>();
   const live: LiveRow[] = [];
   for (const r of res.rows) {
@@ -205,12 +217,16 @@ export async function acceptNewDeliveries(q: Queryable, rows: AcceptGroup): Prom
   const res = await q.query<LiveRow>(ACCEPT_NEW, acceptParams(rows));
   const live = liveMap(res.rows);
   const accepted = new Set<string>();
-  for (const { row, secretVersion } of rows) if (live.get(row.webhookUid)?.secretVersion === secretVersion) accepted.add(row.id);
+  for (const { row, secretVersion } of rows)
+    if (live.get(row.webhookUid)?.secretVersion === secretVersion) accepted.add(row.id);
   return { accepted, live };
 }
 
 /** Accepted deliveries holding any of these (webhook, identity) keys. */
-export async function findAccepted(q: Queryable, keys: readonly { webhookUid: string; identity: string }[]): Promise<Map<string, string>> {
+export async function findAccepted(
+  q: Queryable,
+  keys: readonly { webhookUid: string; identity: string }[],
+): Promise<Map<string, string>> {
   if (keys.length === 0) return new Map();
   const res = await q.query<{ id: string; webhook_uid: string; identity: string }>(
     `SELECT d.id, d.webhook_uid, d.identity FROM webhook_deliveries d

@@ -117,7 +117,17 @@ export class IngressLimiters {
         this.#forgetEnded();
         this.#forgetAt = Math.max(BUDGETS_KEPT, 2 * this.#budgets.size);
       }
-      budget = { left: 0, resetsAt: 0, admitted: 0, waiting: [], counting: false, countedAt: 0, due: undefined, lastCount: undefined, lazy: false };
+      budget = {
+        left: 0,
+        resetsAt: 0,
+        admitted: 0,
+        waiting: [],
+        counting: false,
+        countedAt: 0,
+        due: undefined,
+        lastCount: undefined,
+        lazy: false,
+      };
       this.#budgets.set(key, budget);
     }
     const now = Date.now();
@@ -141,10 +151,13 @@ export class IngressLimiters {
       return;
     }
     if (budget.due || budget.counting) return;
-    budget.due = setTimeout(() => {
-      budget.due = undefined;
-      this.#countNow(key, budget);
-    }, Math.max(0, budget.countedAt + COUNT_INTERVAL_MS - now));
+    budget.due = setTimeout(
+      () => {
+        budget.due = undefined;
+        this.#countNow(key, budget);
+      },
+      Math.max(0, budget.countedAt + COUNT_INTERVAL_MS - now),
+    );
     budget.due.unref();
   }
 
@@ -205,7 +218,10 @@ export class IngressLimiters {
       const last = budget.lastCount;
       budget.lastCount = { at: now, spent: res.consumedPoints };
       // points per COUNT_INTERVAL_MS spent since the last count, by every process (unknown across a window's end)
-      const pace = last && res.consumedPoints >= last.spent && now > last.at ? ((res.consumedPoints - last.spent) * COUNT_INTERVAL_MS) / (now - last.at) : undefined;
+      const pace =
+        last && res.consumedPoints >= last.spent && now > last.at
+          ? ((res.consumedPoints - last.spent) * COUNT_INTERVAL_MS) / (now - last.at)
+          : undefined;
       budget.lazy = !blocked && pace !== undefined && pace < this.#margin / 2;
     } else {
       for (const done of waiting) done(undefined);
@@ -221,7 +237,14 @@ export class IngressLimiters {
   #forgetEnded(): void {
     const now = Date.now();
     for (const [key, budget] of this.#budgets) {
-      if (budget.resetsAt <= now && !budget.counting && !budget.due && budget.admitted === 0 && budget.waiting.length === 0) this.#budgets.delete(key);
+      if (
+        budget.resetsAt <= now &&
+        !budget.counting &&
+        !budget.due &&
+        budget.admitted === 0 &&
+        budget.waiting.length === 0
+      )
+        this.#budgets.delete(key);
     }
   }
 
@@ -269,7 +292,9 @@ function limiter(db: Db, keyPrefix: string, points: number, duration: number): R
   if (db.engine !== 'postgres') return new RateLimiterMemory({ keyPrefix, points, duration });
   return new RateLimiterPostgres({
     // rate-limiter-flexible speaks `query({text, values})`; our Db speaks `query(text, values)`.
-    storeClient: { query: (q: { text: string; values?: unknown[] }) => db.query(q.text, (q.values ?? []) as SqlValue[]) },
+    storeClient: {
+      query: (q: { text: string; values?: unknown[] }) => db.query(q.text, (q.values ?? []) as SqlValue[]),
+    },
     storeType: 'client',
     tableName: TABLE,
     tableCreated: true,

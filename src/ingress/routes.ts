@@ -36,7 +36,10 @@ export interface IngressDeps {
 
 const PREFIX = '/webhooks/w/';
 /** As the route table lists them: POST is served, the other methods answer 405. */
-const ROUTES = ['/webhooks/w/:uid', '/webhooks/w/:uid/:token'].map((url) => ({ methods: ['POST', 'GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'], url }));
+const ROUTES = ['/webhooks/w/:uid', '/webhooks/w/:uid/:token'].map((url) => ({
+  methods: ['POST', 'GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+  url,
+}));
 /** Longer path segments are no webhook's (the API's routes take at most this much too). */
 const MAX_SEGMENT_LENGTH = 500;
 
@@ -129,7 +132,12 @@ export function registerIngressRoutes(app: AppInstance, deps: IngressDeps): void
         return;
       }
       ctx.log.error({ err, reqId: trace() }, 'webhook delivery failed');
-      sendDirectProblem(request, response, new AppError('internal_error', 'the delivery was not recorded; send it again', { cause: err }), trace());
+      sendDirectProblem(
+        request,
+        response,
+        new AppError('internal_error', 'the delivery was not recorded; send it again', { cause: err }),
+        trace(),
+      );
     });
   });
 }
@@ -142,7 +150,9 @@ async function serveDelivery(deps: IngressDeps, request: IncomingMessage, respon
   const target = parseIngressPath(url);
   if (!target) throw new AppError('route_not_found', `${request.method ?? ''} ${redactedPath(url)}`);
   if (request.method !== 'POST') {
-    throw new AppError('method_not_allowed', `${request.method ?? ''} is not allowed; webhooks take POST`, { headers: { allow: 'POST' } });
+    throw new AppError('method_not_allowed', `${request.method ?? ''} is not allowed; webhooks take POST`, {
+      headers: { allow: 'POST' },
+    });
   }
   let route = routing.get(target.uid);
   // A token segment on a webhook that takes none is a wrong URL, as is an unknown UID.
@@ -152,21 +162,40 @@ async function serveDelivery(deps: IngressDeps, request: IncomingMessage, respon
   const limitKey = `${route.uid}|${senderIp ?? ''}`;
   const wait = await limiters.consumeDelivery(limitKey);
   if (wait !== undefined) {
-    throw new AppError('webhook_rate_limited', `more than ${limits.senderPoints} deliveries per ${limits.senderWindowSeconds} s from this sender; retry in ${wait} s`, {
-      headers: { 'retry-after': String(wait) },
-    });
+    throw new AppError(
+      'webhook_rate_limited',
+      `more than ${limits.senderPoints} deliveries per ${limits.senderWindowSeconds} s from this sender; retry in ${wait} s`,
+      {
+        headers: { 'retry-after': String(wait) },
+      },
+    );
   }
   const blocked = limiters.failedAuthBlocked(limitKey);
   if (blocked !== undefined) {
-    throw new AppError('webhook_auth_rate_limited', `too many failed authentications from this sender; retry in ${blocked} s`, {
-      headers: { 'retry-after': String(blocked) },
-    });
+    throw new AppError(
+      'webhook_auth_rate_limited',
+      `too many failed authentications from this sender; retry in ${blocked} s`,
+      {
+        headers: { 'retry-after': String(blocked) },
+      },
+    );
   }
-  const state: IngressState = { route, limitKey, receivedAt, contentType: one(request.headers['content-type']), senderIp };
+  const state: IngressState = {
+    route,
+    limitKey,
+    receivedAt,
+    contentType: one(request.headers['content-type']),
+    senderIp,
+  };
   const logRejected = async (label: DeliveryLabelCode, reason: string, size: number): Promise<string> => {
     const id = newId('dlv');
     const senderDeliveryId = claimedDeliveryId(state.route, request.headers);
-    await writer.log({ ...baseRow(request, state, id, size), label, reason, senderDeliveryId: senderDeliveryId ?? null });
+    await writer.log({
+      ...baseRow(request, state, id, size),
+      label,
+      reason,
+      senderDeliveryId: senderDeliveryId ?? null,
+    });
     return id;
   };
 
@@ -177,7 +206,13 @@ async function serveDelivery(deps: IngressDeps, request: IncomingMessage, respon
     throw new AppError('payload_too_large', reason, { extensions: { delivery_id: id } });
   }
 
-  const authRequest = { headers: request.headers, rawBody: body, urlToken: target.token, url: `${ctx.config.webhookBaseUrl}${url}`, now: receivedAt };
+  const authRequest = {
+    headers: request.headers,
+    rawBody: body,
+    urlToken: target.token,
+    url: `${ctx.config.webhookBaseUrl}${url}`,
+    now: receivedAt,
+  };
   let auth = authenticate(route, authRequest);
   if (!auth.ok) {
     // The webhook may have changed a moment ago (a rotation, a delete through another process or an apply
@@ -214,7 +249,12 @@ async function serveDelivery(deps: IngressDeps, request: IncomingMessage, respon
   switch (result.outcome) {
     case 'accepted':
     case 'duplicate':
-      sendDirect(response, 202, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify({ delivery_id: result.id }));
+      sendDirect(
+        response,
+        202,
+        { 'content-type': 'application/json; charset=utf-8' },
+        JSON.stringify({ delivery_id: result.id }),
+      );
       return;
     case 'gone':
       throw webhookNotFound();

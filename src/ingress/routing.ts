@@ -119,7 +119,9 @@ export class RoutingSnapshot {
   }
 
   #serial(load: () => Promise<void>): Promise<void> {
-    const run = this.#chain.then(load).catch((err: unknown) => this.#log.error({ err }, 'webhook routing snapshot refresh failed'));
+    const run = this.#chain
+      .then(load)
+      .catch((err: unknown) => this.#log.error({ err }, 'webhook routing snapshot refresh failed'));
     this.#chain = run;
     return run;
   }
@@ -130,7 +132,10 @@ export class RoutingSnapshot {
       try {
         secret = this.#cipher.decrypt(row.secret_ciphertext);
       } catch (err) {
-        this.#log.error({ err, webhook: row.uid }, 'cannot decrypt the webhook secret (another master key?); deliveries will be rejected');
+        this.#log.error(
+          { err, webhook: row.uid },
+          'cannot decrypt the webhook secret (another master key?); deliveries will be rejected',
+        );
       }
     }
     return {
@@ -139,7 +144,8 @@ export class RoutingSnapshot {
       factoryId: row.factory_id,
       name: row.name,
       authMode: row.auth_mode,
-      scheme: row.auth_mode === 'signature' && row.signature_scheme ? getSignatureScheme(row.signature_scheme) : undefined,
+      scheme:
+        row.auth_mode === 'signature' && row.signature_scheme ? getSignatureScheme(row.signature_scheme) : undefined,
       schemeId: row.signature_scheme,
       // An empty value is a placeholder, not a secret: nothing may authenticate against it.
       secret: secret === '' ? null : secret,

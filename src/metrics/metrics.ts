@@ -55,7 +55,9 @@ export function createMetrics(db: Queryable): Metrics {
   collectDefaultMetrics({ register: registry, prefix: 'agentyard_' });
   const queues = new Map<string, () => number>();
 
-  const runs = cached(async () => (await db.query<Record<(typeof LIVE_RUN_STATES)[number], string>>(RUN_COUNTS)).rows[0]!);
+  const runs = cached(
+    async () => (await db.query<Record<(typeof LIVE_RUN_STATES)[number], string>>(RUN_COUNTS)).rows[0]!,
+  );
   const outbox = cached(async () => (await db.query<{ n: string }>(OUTBOX_COUNT)).rows[0]!);
 
   new Gauge({
@@ -89,8 +91,18 @@ export function createMetrics(db: Queryable): Metrics {
 
   return {
     registry,
-    applies: new Counter({ name: 'agentyard_factory_applies_total', help: 'Factory revisions applied by this process.', labelNames: ['result'], registers: [registry] }),
-    refusals: new Counter({ name: 'agentyard_factory_refusals_total', help: 'Factory revisions refused by this process, by reason.', labelNames: ['reason'], registers: [registry] }),
+    applies: new Counter({
+      name: 'agentyard_factory_applies_total',
+      help: 'Factory revisions applied by this process.',
+      labelNames: ['result'],
+      registers: [registry],
+    }),
+    refusals: new Counter({
+      name: 'agentyard_factory_refusals_total',
+      help: 'Factory revisions refused by this process, by reason.',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
     fetchFailures: new Counter({
       name: 'agentyard_factory_fetch_failures_total',
       help: 'Failed fetches of factory sources by this process, by reason.',

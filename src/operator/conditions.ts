@@ -15,7 +15,9 @@ export const MAX_MESSAGE_LENGTH = 32_768;
 const TRIMMED = '… (trimmed)';
 
 function trimMessage(message: string): string {
-  return message.length <= MAX_MESSAGE_LENGTH ? message : message.slice(0, MAX_MESSAGE_LENGTH - TRIMMED.length) + TRIMMED;
+  return message.length <= MAX_MESSAGE_LENGTH
+    ? message
+    : message.slice(0, MAX_MESSAGE_LENGTH - TRIMMED.length) + TRIMMED;
 }
 
 /** Conditions that exist only while True (kstatus: abnormal-true). */
@@ -50,7 +52,8 @@ export class ConditionSet {
   }
 
   set(type: string, status: ConditionStatus, reason: string, message: string): void {
-    if (!/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/.test(reason)) throw new Error(`condition reason "${reason}" is not PascalCase`);
+    if (!/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/.test(reason))
+      throw new Error(`condition reason "${reason}" is not PascalCase`);
     if (ONLY_WHEN_TRUE.has(type) && status !== 'True') {
       this.#byType.delete(type);
       return;
@@ -64,7 +67,11 @@ export class ConditionSet {
       status,
       reason,
       message: text,
-      lastTransitionTime: unchanged ? previous.lastTransitionTime : this.#now().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      lastTransitionTime: unchanged
+        ? previous.lastTransitionTime
+        : this.#now()
+            .toISOString()
+            .replace(/\.\d{3}Z$/, 'Z'),
       observedGeneration: this.#generation,
     });
   }
@@ -78,6 +85,8 @@ export class ConditionSet {
       const i = ORDER.indexOf(t);
       return i === -1 ? ORDER.length : i;
     };
-    return [...this.#byType.values()].sort((a, b) => rank(a.type) - rank(b.type) || (a.type < b.type ? -1 : a.type > b.type ? 1 : 0));
+    return [...this.#byType.values()].sort(
+      (a, b) => rank(a.type) - rank(b.type) || (a.type < b.type ? -1 : a.type > b.type ? 1 : 0),
+    );
   }
 }

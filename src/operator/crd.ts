@@ -16,7 +16,9 @@ export const FACTORY_CRD_NAME = `${FACTORY_PLURAL}.${GROUP}`;
  * by the CRD generator.
  */
 export function factoryJsonSchema(): JsonSchema {
-  const schema = JSON.parse(readFileSync(new URL('./schemas/factory-crd.schema.json', import.meta.url), 'utf8')) as JsonSchema;
+  const schema = JSON.parse(
+    readFileSync(new URL('./schemas/factory-crd.schema.json', import.meta.url), 'utf8'),
+  ) as JsonSchema;
   const defs = schema.$defs as Record<string, JsonSchema>;
   defs.Diagnostic = JSON.parse(JSON.stringify(DiagnosticSchema)) as JsonSchema;
   return schema;
@@ -91,20 +93,27 @@ export function toStructural(node: JsonSchema, root: JsonSchema = node, at = '#'
     }
     if (key === 'type' && Array.isArray(value)) {
       const types = value.filter((t) => t !== 'null');
-      if (types.length !== 1) throw new Error(`CRD schema ${at}: a union of types (${value.join(', ')}) is not structural`);
+      if (types.length !== 1)
+        throw new Error(`CRD schema ${at}: a union of types (${value.join(', ')}) is not structural`);
       out.type = types[0];
       if (value.includes('null')) out.nullable = true;
       continue;
     }
     if (key === 'additionalProperties') {
       if (value === false) continue;
-      out.additionalProperties = typeof value === 'object' && value ? toStructural(value as JsonSchema, root, `${at}/additionalProperties`) : value;
+      out.additionalProperties =
+        typeof value === 'object' && value
+          ? toStructural(value as JsonSchema, root, `${at}/additionalProperties`)
+          : value;
       continue;
     }
     if (!STRUCTURAL_KEYWORDS.has(key)) throw new Error(`CRD schema ${at}: keyword "${key}" is not supported in a CRD`);
     if (key === 'properties') {
       out.properties = Object.fromEntries(
-        Object.entries(value as Record<string, JsonSchema>).map(([name, sub]) => [name, toStructural(sub, root, `${at}/properties/${name}`)]),
+        Object.entries(value as Record<string, JsonSchema>).map(([name, sub]) => [
+          name,
+          toStructural(sub, root, `${at}/properties/${name}`),
+        ]),
       );
     } else if (key === 'items') {
       out.items = toStructural(value as JsonSchema, root, `${at}/items`);

@@ -73,11 +73,17 @@ export class EventRecorder {
         lastTimestamp: new Date(now),
         count: 1,
       };
-      await this.#core.createNamespacedEvent({ namespace, body }, requestOptions({ signal: AbortSignal.timeout(10_000) }));
+      await this.#core.createNamespacedEvent(
+        { namespace, body },
+        requestOptions({ signal: AbortSignal.timeout(10_000) }),
+      );
       this.#recent.set(key, { name, namespace, count: 1, at: now });
     } catch (err) {
       if (previous) this.#recent.delete(key);
-      this.#log.warn({ err: apiMessage(err), reason }, `cannot record event ${reason} on ${obj.kind} ${namespace}/${meta.name}`);
+      this.#log.warn(
+        { err: apiMessage(err), reason },
+        `cannot record event ${reason} on ${obj.kind} ${namespace}/${meta.name}`,
+      );
     }
   }
 

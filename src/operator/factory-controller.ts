@@ -74,10 +74,17 @@ export class FactoryResourceController {
     this.informer = new Informer<FactoryResource>({
       name: 'factories',
       config,
-      path: namespace ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${FACTORY_PLURAL}` : `/apis/${GROUP}/${VERSION}/${FACTORY_PLURAL}`,
+      path: namespace
+        ? `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${FACTORY_PLURAL}`
+        : `/apis/${GROUP}/${VERSION}/${FACTORY_PLURAL}`,
       list: async () => {
         const answer = namespace
-          ? await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: FACTORY_PLURAL })
+          ? await custom.listNamespacedCustomObject({
+              group: GROUP,
+              version: VERSION,
+              namespace,
+              plural: FACTORY_PLURAL,
+            })
           : await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: FACTORY_PLURAL });
         const list = answer as {
           metadata?: { resourceVersion?: string };
@@ -103,10 +110,13 @@ export class FactoryResourceController {
       if (id) void this.#enqueueFactory(id);
     });
     const removeQueue = metrics.addQueue('factories', () => this.queue.length);
-    const resync = setInterval(() => {
-      for (const obj of this.informer.list()) this.queue.add(objectKey(obj));
-      void this.#sweepOrphans().catch((err: unknown) => this.#o.log.warn({ err }, 'factory orphan sweep failed'));
-    }, this.#o.resyncMs ?? 5 * 60_000);
+    const resync = setInterval(
+      () => {
+        for (const obj of this.informer.list()) this.queue.add(objectKey(obj));
+        void this.#sweepOrphans().catch((err: unknown) => this.#o.log.warn({ err }, 'factory orphan sweep failed'));
+      },
+      this.#o.resyncMs ?? 5 * 60_000,
+    );
     resync.unref();
     try {
       await this.informer.start();
@@ -155,7 +165,12 @@ export class FactoryResourceController {
       return await this.#reconcileFactory(obj, status, conditions);
     } catch (err) {
       if (!(err instanceof TerminalError)) {
-        conditions.set(READY, 'False', 'ReconciliationFailed', `reconcile: ${err instanceof Error ? err.message : String(err)}`);
+        conditions.set(
+          READY,
+          'False',
+          'ReconciliationFailed',
+          `reconcile: ${err instanceof Error ? err.message : String(err)}`,
+        );
       }
       throw err;
     } finally {
@@ -165,7 +180,11 @@ export class FactoryResourceController {
     }
   }
 
-  async #reconcileFactory(obj: FactoryResource, status: FactoryStatus, conditions: ConditionSet): Promise<Result | void> {
+  async #reconcileFactory(
+    obj: FactoryResource,
+    status: FactoryStatus,
+    conditions: ConditionSet,
+  ): Promise<Result | void> {
     const { ctx } = this.#o;
     const namespace = obj.metadata!.namespace!;
     const name = obj.metadata!.name!;
@@ -183,7 +202,8 @@ export class FactoryResourceController {
     try {
       source = this.#sourceSpec(spec, credentials);
     } catch (err) {
-      const message = err instanceof AppError ? (err.detail ?? err.message).replace(/^source\./, 'spec.source.git.') : String(err);
+      const message =
+        err instanceof AppError ? (err.detail ?? err.message).replace(/^source\./, 'spec.source.git.') : String(err);
       conditions.set(STALLED, 'True', 'InvalidSpec', message);
       conditions.set(READY, 'False', 'InvalidSpec', message);
       throw new TerminalError(message);
@@ -215,13 +235,25 @@ export class FactoryResourceController {
 
     const row = await reconcilerPlans.getFactory(ctx.db, kf.factory_id);
     if (!row) throw new Error(`factory ${kf.factory_id} disappeared`);
-    this.#mirror(row, kf, status, conditions, await reconcilerPlans.listFactoryWebhooks(ctx.db, kf.factory_id, { includeDeleted: false }));
+    this.#mirror(
+      row,
+      kf,
+      status,
+      conditions,
+      await reconcilerPlans.listFactoryWebhooks(ctx.db, kf.factory_id, { includeDeleted: false }),
+    );
     if (source.credentials_secret?.endsWith('/token') && row.source_error?.reason === 'CredentialsNotFound') {
       return { requeueAfterMs: this.#o.missingCredentialsRetryMs ?? 60_000 };
     }
   }
 
-  #mirror(row: FactoryRow, kf: KubernetesFactoryRow, status: FactoryStatus, conditions: ConditionSet, webhooks: Parameters<typeof webhookStatus>[0]): void {
+  #mirror(
+    row: FactoryRow,
+    kf: KubernetesFactoryRow,
+    status: FactoryStatus,
+    conditions: ConditionSet,
+    webhooks: Parameters<typeof webhookStatus>[0],
+  ): void {
     setFactoryConditions(conditions, row, { suspended: kf.suspended });
     status.appliedRevision = row.applied_revision ?? undefined;
     status.attemptedRevision = row.attempted_revision ?? undefined;
@@ -236,7 +268,10 @@ export class FactoryResourceController {
     const ref = spec.source.git.credentialsSecretRef;
     if (!ref) return null;
     try {
-      const secret = await this.#o.clients.core.readNamespacedSecret({ name: ref.name, namespace }, requestOptions({ signal: AbortSignal.timeout(10_000) }));
+      const secret = await this.#o.clients.core.readNamespacedSecret(
+        { name: ref.name, namespace },
+        requestOptions({ signal: AbortSignal.timeout(10_000) }),
+      );
       return `${ref.name}/${secret.data?.['ssh-privatekey'] !== undefined ? 'ssh-privatekey' : 'token'}`;
     } catch (err) {
       if (isNotFound(err)) return `${ref.name}/token`;
@@ -267,7 +302,11 @@ export class FactoryResourceController {
     const uid = obj.metadata!.uid!;
     const namespace = obj.metadata!.namespace!;
     const name = obj.metadata!.name!;
-    const settings = { executor: spec.executor ?? 'kubernetes', suspended: spec.suspend ?? false, ingressBaseUrl: spec.ingress?.baseUrl?.replace(/\/+$/, '') ?? null };
+    const settings = {
+      executor: spec.executor ?? 'kubernetes',
+      suspended: spec.suspend ?? false,
+      ingressBaseUrl: spec.ingress?.baseUrl?.replace(/\/+$/, '') ?? null,
+    };
     const controller = controllerFor(ctx);
     let kf = await plans.findKubernetesFactoryByUid(ctx.db, uid);
     if (!kf) {
@@ -297,7 +336,11 @@ export class FactoryResourceController {
         await controller.track(updated);
       }
     }
-    if (kf.executor !== settings.executor || kf.suspended !== settings.suspended || kf.ingress_base_url !== settings.ingressBaseUrl) {
+    if (
+      kf.executor !== settings.executor ||
+      kf.suspended !== settings.suspended ||
+      kf.ingress_base_url !== settings.ingressBaseUrl
+    ) {
       kf = (await plans.updateKubernetesFactory(ctx.db, kf.factory_id, settings)) ?? kf;
     }
     return { kf, created: false };
@@ -313,7 +356,14 @@ export class FactoryResourceController {
     try {
       // A merge patch replaces lists whole: conditions, errors and webhooks are written as computed.
       await this.#o.clients.custom.patchNamespacedCustomObjectStatus(
-        { group: GROUP, version: VERSION, namespace, plural: FACTORY_PLURAL, name: obj.metadata!.name!, body: { status: { ...nullMissing(previous, next), ...next } } },
+        {
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: FACTORY_PLURAL,
+          name: obj.metadata!.name!,
+          body: { status: { ...nullMissing(previous, next), ...next } },
+        },
         requestOptions({ patch: 'merge', signal: AbortSignal.timeout(15_000) }),
       );
     } catch (err) {
@@ -346,30 +396,41 @@ export class FactoryResourceController {
     const kf = await plans.findKubernetesFactoryByUid(this.#o.ctx.db, obj.metadata.uid!);
     if (kf) await this.#deleteFactory(kf, 'the Factory was deleted');
     await this.#o.cleanup?.deleteFactoryJobs(obj.metadata.namespace!, obj.metadata.uid!);
-    await this.#o.clients.custom.patchNamespacedCustomObject(
-      {
-        group: GROUP,
-        version: VERSION,
-        namespace: obj.metadata.namespace!,
-        plural: FACTORY_PLURAL,
-        name: obj.metadata.name!,
-        body: [
-          { op: 'test', path: '/metadata/resourceVersion', value: obj.metadata.resourceVersion },
-          { op: 'replace', path: '/metadata/finalizers', value: obj.metadata.finalizers.filter((f) => f !== FINALIZER) },
-        ],
-      },
-      requestOptions({ patch: 'json', signal: AbortSignal.timeout(15_000) }),
-    ).catch((err: unknown) => {
-      if (!isNotFound(err)) throw err;
-    });
-    this.#o.log.info({ namespace: obj.metadata.namespace, name: obj.metadata.name }, `Factory ${obj.metadata.namespace}/${obj.metadata.name} finalized`);
+    await this.#o.clients.custom
+      .patchNamespacedCustomObject(
+        {
+          group: GROUP,
+          version: VERSION,
+          namespace: obj.metadata.namespace!,
+          plural: FACTORY_PLURAL,
+          name: obj.metadata.name!,
+          body: [
+            { op: 'test', path: '/metadata/resourceVersion', value: obj.metadata.resourceVersion },
+            {
+              op: 'replace',
+              path: '/metadata/finalizers',
+              value: obj.metadata.finalizers.filter((f) => f !== FINALIZER),
+            },
+          ],
+        },
+        requestOptions({ patch: 'json', signal: AbortSignal.timeout(15_000) }),
+      )
+      .catch((err: unknown) => {
+        if (!isNotFound(err)) throw err;
+      });
+    this.#o.log.info(
+      { namespace: obj.metadata.namespace, name: obj.metadata.name },
+      `Factory ${obj.metadata.namespace}/${obj.metadata.name} finalized`,
+    );
   }
 
   async #deleteFactory(kf: KubernetesFactoryRow, why: string): Promise<void> {
     const { ctx } = this.#o;
     for (const run of await plans.listActiveFactoryRuns(ctx.db, kf.factory_id)) {
       const event = run.state === 'PENDING' ? 'error' : 'cancel';
-      const moved = await applyRunEvent(ctx.db, run.id, event, { statusMessage: { message: `${why}: its runs were stopped`, error_code: 'factory_deleted' } });
+      const moved = await applyRunEvent(ctx.db, run.id, event, {
+        statusMessage: { message: `${why}: its runs were stopped`, error_code: 'factory_deleted' },
+      });
       if (moved) await ctx.bus.publish(RUN_CHANGED_TOPIC, { run_id: run.id, state: moved.state });
     }
     const row = await reconcilerPlans.getFactory(ctx.db, kf.factory_id);
@@ -391,7 +452,10 @@ export class FactoryResourceController {
     for (const kf of await plans.listKubernetesFactories(this.#o.ctx.db, this.#o.watchNamespace)) {
       // Read the cache after the row: a row exists only once its Factory was in the cache.
       if (!this.informer.synced || this.informer.get(kf.name, kf.namespace)?.metadata?.uid === kf.uid) continue;
-      this.#o.log.info({ namespace: kf.namespace, name: kf.name }, `Factory ${kf.namespace}/${kf.name} is gone: deleting its factory`);
+      this.#o.log.info(
+        { namespace: kf.namespace, name: kf.name },
+        `Factory ${kf.namespace}/${kf.name} is gone: deleting its factory`,
+      );
       await this.#deleteFactory(kf, 'the Factory no longer exists');
       await this.#o.cleanup?.deleteFactoryJobs(kf.namespace, kf.uid);
     }
@@ -402,7 +466,11 @@ export class FactoryResourceController {
 function sameJson(a: unknown, b: unknown): boolean {
   const sorted = (v: unknown): unknown =>
     v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([x], [y]) => (x < y ? -1 : 1)).map(([k, x]) => [k, sorted(x)]))
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>)
+            .sort(([x], [y]) => (x < y ? -1 : 1))
+            .map(([k, x]) => [k, sorted(x)]),
+        )
       : v;
   return JSON.stringify(sorted(a)) === JSON.stringify(sorted(b));
 }
@@ -410,6 +478,7 @@ function sameJson(a: unknown, b: unknown): boolean {
 /** Members present before but absent now must be sent as null, or a merge patch keeps them. */
 function nullMissing(previous: FactoryStatus | undefined, next: FactoryStatus): Record<string, null> {
   const out: Record<string, null> = {};
-  for (const key of Object.keys(previous ?? {})) if ((next as Record<string, unknown>)[key] === undefined) out[key] = null;
+  for (const key of Object.keys(previous ?? {}))
+    if ((next as Record<string, unknown>)[key] === undefined) out[key] = null;
   return out;
 }

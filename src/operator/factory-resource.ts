@@ -65,8 +65,10 @@ function compile(): ValidateFunction {
 function describeError(e: ErrorObject): string {
   const at = `spec${e.instancePath.replaceAll('/', '.')}`;
   if (e.keyword === 'required') return `${at}.${(e.params as { missingProperty: string }).missingProperty} is required`;
-  if (e.keyword === 'additionalProperties') return `${at}.${(e.params as { additionalProperty: string }).additionalProperty} is not a known field`;
-  if (e.keyword === 'enum') return `${at} must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
+  if (e.keyword === 'additionalProperties')
+    return `${at}.${(e.params as { additionalProperty: string }).additionalProperty} is not a known field`;
+  if (e.keyword === 'enum')
+    return `${at} must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
   return `${at} ${e.message ?? 'is invalid'}`;
 }
 
@@ -74,7 +76,9 @@ function describeError(e: ErrorObject): string {
  * Checks a Factory's spec against the same JSON Schema the CRD is generated from, and fills in defaults.
  * The API server already enforces the CRD schema; this guards against objects stored under an older CRD.
  */
-export function validateFactorySpec(spec: unknown): { spec: Required<Pick<FactorySpec, 'suspend' | 'executor'>> & FactorySpec } | { error: string } {
+export function validateFactorySpec(
+  spec: unknown,
+): { spec: Required<Pick<FactorySpec, 'suspend' | 'executor'>> & FactorySpec } | { error: string } {
   const copy = structuredClone(spec ?? {});
   const validate = compile();
   if (!validate(copy)) return { error: (validate.errors ?? []).map(describeError).join('; ') };
@@ -91,7 +95,8 @@ const UNIT_SECONDS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600 }
 export function parseDuration(text: string): number {
   if (text === '0') return 0;
   const parts = [...text.matchAll(/([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)/g)];
-  if (!parts.length || parts.map((p) => p[0]).join('') !== text) throw new Error(`"${text}" is not a duration (like 30s, 5m, 1h)`);
+  if (!parts.length || parts.map((p) => p[0]).join('') !== text)
+    throw new Error(`"${text}" is not a duration (like 30s, 5m, 1h)`);
   const total = parts.reduce((sum, p) => sum + Number(p[1]) * UNIT_SECONDS[p[2]!]!, 0);
   return total === 0 ? 0 : Math.max(1, Math.ceil(total));
 }

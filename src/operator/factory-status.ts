@@ -26,7 +26,13 @@ function location(d: Diagnostic): string {
 export function setFactoryConditions(conditions: ConditionSet, row: FactoryRow, options: { suspended: boolean }): void {
   const source = row.source_error;
   if (source) conditions.set(SOURCE_READY, 'False', source.reason, source.message);
-  else if (row.fetched_at) conditions.set(SOURCE_READY, 'True', 'Succeeded', row.attempted_revision ? `Fetched revision: ${row.attempted_revision}` : 'Fetched the source');
+  else if (row.fetched_at)
+    conditions.set(
+      SOURCE_READY,
+      'True',
+      'Succeeded',
+      row.attempted_revision ? `Fetched revision: ${row.attempted_revision}` : 'Fetched the source',
+    );
   else conditions.set(SOURCE_READY, 'Unknown', 'Progressing', 'Waiting for the first fetch of the source');
 
   const first = firstError(row.errors);
@@ -49,9 +55,19 @@ export function setFactoryConditions(conditions: ConditionSet, row: FactoryRow, 
   } else if (sourceReady.status === 'False') {
     conditions.set(READY, 'False', sourceReady.reason, sourceReady.message + serving);
   } else if (applied.status === 'True') {
-    conditions.set(READY, 'True', options.suspended ? 'Suspended' : 'Succeeded', options.suspended ? `${applied.message} (reconciliation suspended)` : applied.message);
+    conditions.set(
+      READY,
+      'True',
+      options.suspended ? 'Suspended' : 'Succeeded',
+      options.suspended ? `${applied.message} (reconciliation suspended)` : applied.message,
+    );
   } else {
-    conditions.set(READY, 'Unknown', 'Progressing', options.suspended ? 'Reconciliation is suspended' : 'Reconciliation in progress');
+    conditions.set(
+      READY,
+      'Unknown',
+      'Progressing',
+      options.suspended ? 'Reconciliation is suspended' : 'Reconciliation in progress',
+    );
   }
 }
 
@@ -74,13 +90,21 @@ const MISSING_SECRET = /^no managed secret named `([^`]+)`/;
  * The Events a status change deserves (on transitions only, never for a no-op): an apply, a refusal, a
  * source failure and recovery, and one SecretNotFound per missing Secret a refused revision names.
  */
-export function statusEvents(previous: FactoryStatus | undefined, next: FactoryStatus, namespace: string): PlannedEvent[] {
+export function statusEvents(
+  previous: FactoryStatus | undefined,
+  next: FactoryStatus,
+  namespace: string,
+): PlannedEvent[] {
   const events: PlannedEvent[] = [];
   const cond = (s: FactoryStatus | undefined, type: string) => s?.conditions?.find((c) => c.type === type);
   const applied = cond(next, APPLIED);
   const before = cond(previous, APPLIED);
   if (next.appliedRevision && next.appliedRevision !== previous?.appliedRevision) {
-    events.push({ type: 'Normal', reason: 'Applied', message: applied?.status === 'True' ? applied.message : `Applied revision: ${next.appliedRevision}` });
+    events.push({
+      type: 'Normal',
+      reason: 'Applied',
+      message: applied?.status === 'True' ? applied.message : `Applied revision: ${next.appliedRevision}`,
+    });
   } else if (applied?.status === 'True' && before?.status === 'False') {
     events.push({ type: 'Normal', reason: 'Applied', message: applied.message });
   }

@@ -76,7 +76,13 @@ export async function prepareJobInvocation(
   const { harness, id: executionId } = execution;
   let plan;
   try {
-    plan = await buildPlan(deps.db, deps.secrets, { run, executionId, attempt: execution.attempt, harness, publicUrl: deps.publicUrl });
+    plan = await buildPlan(deps.db, deps.secrets, {
+      run,
+      executionId,
+      attempt: execution.attempt,
+      harness,
+      publicUrl: deps.publicUrl,
+    });
   } catch (err) {
     const code = (err as { errorCode?: string }).errorCode;
     if (code) throw new InvocationError(code, (err as Error).message);
@@ -103,17 +109,30 @@ export async function prepareJobInvocation(
         prompt,
       });
       command = [invocation.command, ...invocation.args].map(inPod);
-      env = Object.fromEntries(Object.entries(invocation.env).filter(([k]) => !(k in plan.secretEnv)).map(([k, v]) => [k, inPod(v)]));
+      env = Object.fromEntries(
+        Object.entries(invocation.env)
+          .filter(([k]) => !(k in plan.secretEnv))
+          .map(([k, v]) => [k, inPod(v)]),
+      );
       stdin = invocation.input === undefined ? undefined : inPod(invocation.input);
     }
     const files: JobInvocation['files'] = [];
-    for (const rel of await listFiles(ws.dir)) files.push({ path: rel.split(path.sep).join('/'), content: await readFile(path.join(ws.dir, rel)) });
+    for (const rel of await listFiles(ws.dir))
+      files.push({ path: rel.split(path.sep).join('/'), content: await readFile(path.join(ws.dir, rel)) });
     return {
       harness,
       executionId,
       followupIds: plan.followups.map((f) => f.id),
       command,
-      env: { ...env, HOME: `${WORKSPACE_DIR}/${path.relative(ws.dir, ws.home).split(path.sep).join('/')}`, AGENTYARD_WORKSPACE: WORKSPACE_DIR, AGENTYARD_EXECUTION_ID: executionId, TERM: 'dumb', NO_COLOR: '1', CI: 'true' },
+      env: {
+        ...env,
+        HOME: `${WORKSPACE_DIR}/${path.relative(ws.dir, ws.home).split(path.sep).join('/')}`,
+        AGENTYARD_WORKSPACE: WORKSPACE_DIR,
+        AGENTYARD_EXECUTION_ID: executionId,
+        TERM: 'dumb',
+        NO_COLOR: '1',
+        CI: 'true',
+      },
       secretEnv: { ...plan.secretEnv },
       stdin,
       files,

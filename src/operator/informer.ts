@@ -41,7 +41,13 @@ export class Informer<T extends KubernetesObject> {
     this.name = options.name;
     this.#o = options;
     this.#restartDelay = options.restartBaseMs ?? 1_000;
-    this.#listWatch = new ListWatch<T>(options.path, new Watch(options.config), options.list, false, options.labelSelector);
+    this.#listWatch = new ListWatch<T>(
+      options.path,
+      new Watch(options.config),
+      options.list,
+      false,
+      options.labelSelector,
+    );
     this.#listWatch.on('error', (err: unknown) => this.#onError(err));
   }
 
@@ -102,7 +108,10 @@ export class Informer<T extends KubernetesObject> {
     if (this.#stopped || this.#restartTimer) return;
     const delay = this.#restartDelay;
     this.#restartDelay = Math.min(delay * 2, this.#o.restartMaxMs ?? 30_000);
-    this.#o.log.warn({ informer: this.name, err: this.#lastError, restartInMs: delay }, `informer ${this.name} stopped: ${this.#lastError}; restarting`);
+    this.#o.log.warn(
+      { informer: this.name, err: this.#lastError, restartInMs: delay },
+      `informer ${this.name} stopped: ${this.#lastError}; restarting`,
+    );
     this.#restartTimer = setTimeout(() => {
       this.#restartTimer = undefined;
       if (!this.#stopped) void this.#startOnce();
@@ -120,7 +129,11 @@ export class Informer<T extends KubernetesObject> {
 }
 
 /** Waits until every informer synced at least once, or the signal aborts. */
-export async function waitForSync(informers: readonly Informer<KubernetesObject>[], signal: AbortSignal, pollMs = 100): Promise<boolean> {
+export async function waitForSync(
+  informers: readonly Informer<KubernetesObject>[],
+  signal: AbortSignal,
+  pollMs = 100,
+): Promise<boolean> {
   while (!signal.aborted) {
     if (informers.every((i) => i.synced)) return true;
     await new Promise((r) => setTimeout(r, pollMs));

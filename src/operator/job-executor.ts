@@ -14,7 +14,16 @@ import type { EventRecorder } from './events.ts';
 import type { FactoryCleanup } from './factory-controller.ts';
 import { InvocationError, jobHarness, prepareJobInvocation } from './harness.ts';
 import { Informer } from './informer.ts';
-import { FACTORY_UID_LABEL, MANAGED_BY, RUN_ID_LABEL, RunSecretTooLarge, buildJob, buildRunSecret, jobNameFor, jobOutcome } from './job-spec.ts';
+import {
+  FACTORY_UID_LABEL,
+  MANAGED_BY,
+  RUN_ID_LABEL,
+  RunSecretTooLarge,
+  buildJob,
+  buildRunSecret,
+  jobNameFor,
+  jobOutcome,
+} from './job-spec.ts';
 import { newId } from '../util/ids.ts';
 import type { JobSettings } from './job-spec.ts';
 import type { KubeClients } from './kube.ts';
@@ -123,7 +132,8 @@ export class JobExecutor implements FactoryCleanup {
     const poll = setInterval(() => {
       this.dispatch();
       // Now and then: renew the leases of open Jobs, and look at each again (missed events, runs ended elsewhere).
-      if (++polls % 12 === 0) void this.#heartbeat().catch((err: unknown) => this.#o.log.warn({ err }, 'renewing Job leases failed'));
+      if (++polls % 12 === 0)
+        void this.#heartbeat().catch((err: unknown) => this.#o.log.warn({ err }, 'renewing Job leases failed'));
     }, this.#o.pollMs ?? 5_000);
     poll.unref();
     try {
@@ -149,7 +159,8 @@ export class JobExecutor implements FactoryCleanup {
   }
 
   async #enqueueOpen(): Promise<void> {
-    for (const row of await plans.listOpenRunJobs(this.#o.ctx.db, this.#o.watchNamespace).catch(() => [])) this.queue.add(row.run_id);
+    for (const row of await plans.listOpenRunJobs(this.#o.ctx.db, this.#o.watchNamespace).catch(() => []))
+      this.queue.add(row.run_id);
   }
 
   async #heartbeat(): Promise<void> {
@@ -169,7 +180,9 @@ export class JobExecutor implements FactoryCleanup {
     this.#dispatching = (async () => {
       do {
         this.#again = false;
-        await this.#dispatchOnce().catch((err: unknown) => this.#o.log.error({ err }, 'dispatching runs to Jobs failed'));
+        await this.#dispatchOnce().catch((err: unknown) =>
+          this.#o.log.error({ err }, 'dispatching runs to Jobs failed'),
+        );
       } while (this.#again && !this.#signal?.aborted);
     })().finally(() => {
       this.#dispatching = undefined;
@@ -184,13 +197,21 @@ export class JobExecutor implements FactoryCleanup {
     const claimed = await db.transaction(async (tx) => {
       const out: Claim[] = [];
       const unsupported: { run: RunRow }[] = [];
-      for (const candidate of await plans.lockQueuedKubernetesRuns(tx, [...SERVICE_WORKER_HOSTS], capacity, this.#o.watchNamespace)) {
+      for (const candidate of await plans.lockQueuedKubernetesRuns(
+        tx,
+        [...SERVICE_WORKER_HOSTS],
+        capacity,
+        this.#o.watchNamespace,
+      )) {
         const queued = await getRunById(tx, candidate.id);
         if (!queued) continue;
         const harness = jobHarness(queued, settings.harness);
         if (!harness) {
           const ended = await applyRunEvent(tx, queued.id, 'error', {
-            statusMessage: { message: `no harness runs "${queued.config.harness?.type ?? 'oz'}" in Kubernetes Jobs (AGENTYARD_JOB_DEFAULT_HARNESS)`, error_code: 'harness_unavailable' },
+            statusMessage: {
+              message: `no harness runs "${queued.config.harness?.type ?? 'oz'}" in Kubernetes Jobs (AGENTYARD_JOB_DEFAULT_HARNESS)`,
+              error_code: 'harness_unavailable',
+            },
           });
           if (ended) unsupported.push({ run: ended });
           continue;
@@ -207,12 +228,19 @@ export class JobExecutor implements FactoryCleanup {
           harness,
           leaseMs: JOB_LEASE_MS,
         });
-        await plans.insertRunJob(tx, { runId: run.id, executionId, factoryId: candidate.factory_id, namespace: candidate.namespace, jobName });
+        await plans.insertRunJob(tx, {
+          runId: run.id,
+          executionId,
+          factoryId: candidate.factory_id,
+          namespace: candidate.namespace,
+          jobName,
+        });
         out.push({ run, executionId, attempt, harness, jobName, kf: candidate });
       }
       return { out, unsupported };
     });
-    for (const { run } of claimed.unsupported) await this.#o.ctx.bus.publish(RUN_CHANGED_TOPIC, { run_id: run.id, state: run.state });
+    for (const { run } of claimed.unsupported)
+      await this.#o.ctx.bus.publish(RUN_CHANGED_TOPIC, { run_id: run.id, state: run.state });
     for (const claim of claimed.out) {
       await this.#o.ctx.bus.publish(RUN_CHANGED_TOPIC, { run_id: claim.run.id, state: claim.run.state });
       await this.#launch(claim);
@@ -232,12 +260,20 @@ export class JobExecutor implements FactoryCleanup {
       const agent = definition?.agents.find((a) => a.name === run.config.name);
       const runnerName = run.config.runner_id ?? agent?.execution.runner ?? undefined;
       const runner = runnerName ? definition?.runners.find((r) => r.name === runnerName) : undefined;
-      if (runner && runner.platform.os !== 'linux') throw new LaunchFailure('runner_unsupported', `runner ${runner.name} is a ${runner.platform.os} runner; Kubernetes Jobs run Linux images only`);
+      if (runner && runner.platform.os !== 'linux')
+        throw new LaunchFailure(
+          'runner_unsupported',
+          `runner ${runner.name} is a ${runner.platform.os} runner; Kubernetes Jobs run Linux images only`,
+        );
       const provider = secretProviderFor(ctx);
       const secrets = new Map<string, string>();
       for (const secretName of agent?.execution.secrets ?? definition?.factory.secrets ?? []) {
         const value = await provider.get(run.team_id, secretName);
-        if (value === undefined) throw new LaunchFailure('secret_not_found', `the managed secret "${secretName}" the agent declares does not exist (a Secret in namespace ${namespace})`);
+        if (value === undefined)
+          throw new LaunchFailure(
+            'secret_not_found',
+            `the managed secret "${secretName}" the agent declares does not exist (a Secret in namespace ${namespace})`,
+          );
         secrets.set(secretName, value);
       }
       let invocation;
@@ -252,7 +288,16 @@ export class JobExecutor implements FactoryCleanup {
         if (err instanceof InvocationError) throw new LaunchFailure(err.errorCode, err.message);
         throw err;
       }
-      const input = { run, jobName: name, namespace, factory: { name: kf.name, uid: kf.uid }, runner, invocation, secrets, settings };
+      const input = {
+        run,
+        jobName: name,
+        namespace,
+        factory: { name: kf.name, uid: kf.uid },
+        runner,
+        invocation,
+        secrets,
+        settings,
+      };
       const body = buildJob(input);
       try {
         created = await clients.batch.createNamespacedJob({ namespace, body }, requestOptions({ signal }));
@@ -267,7 +312,10 @@ export class JobExecutor implements FactoryCleanup {
         if (!isConflict(err)) throw err;
       }
       await plans.setRunJobLaunched(ctx.db, run.id, created.metadata!.uid!, invocation.followupIds);
-      await clients.batch.patchNamespacedJob({ name, namespace, body: { spec: { suspend: false } } }, requestOptions({ patch: 'merge', signal }));
+      await clients.batch.patchNamespacedJob(
+        { name, namespace, body: { spec: { suspend: false } } },
+        requestOptions({ patch: 'merge', signal }),
+      );
       log.info({ run_id: run.id, job: `${namespace}/${name}` }, `run ${run.id} runs as Job ${namespace}/${name}`);
     } catch (err) {
       await this.#launchFailed(claim, created, err);
@@ -279,17 +327,29 @@ export class JobExecutor implements FactoryCleanup {
     const { run, kf, jobName } = claim;
     const code = statusCode(err);
     // The API server is unreachable or overloaded: give the run back to the queue. Anything else is the run's own problem.
-    const transient = !(err instanceof LaunchFailure) && !(err instanceof RunSecretTooLarge) && (code === undefined || code >= 500 || code === 429);
+    const transient =
+      !(err instanceof LaunchFailure) &&
+      !(err instanceof RunSecretTooLarge) &&
+      (code === undefined || code >= 500 || code === 429);
     const failure =
       err instanceof LaunchFailure
         ? err
         : err instanceof RunSecretTooLarge
           ? new LaunchFailure('run_too_large', err.message)
-          : new LaunchFailure('job_create_failed', `creating the run's Job ${kf.namespace}/${jobName} failed: ${apiMessage(err)}`);
-    log.warn({ run_id: run.id, err: failure.message }, `run ${run.id}: ${failure.message}${transient ? ' (queued again)' : ''}`);
+          : new LaunchFailure(
+              'job_create_failed',
+              `creating the run's Job ${kf.namespace}/${jobName} failed: ${apiMessage(err)}`,
+            );
+    log.warn(
+      { run_id: run.id, err: failure.message },
+      `run ${run.id}: ${failure.message}${transient ? ' (queued again)' : ''}`,
+    );
     if (created) {
       await clients.batch
-        .deleteNamespacedJob({ name: jobName, namespace: kf.namespace, propagationPolicy: 'Foreground' }, requestOptions({ signal: AbortSignal.timeout(10_000) }))
+        .deleteNamespacedJob(
+          { name: jobName, namespace: kf.namespace, propagationPolicy: 'Foreground' },
+          requestOptions({ signal: AbortSignal.timeout(10_000) }),
+        )
         .catch(() => {});
     }
     if (transient) {
@@ -297,7 +357,11 @@ export class JobExecutor implements FactoryCleanup {
       await this.#recorder.release(claim.executionId, run.id, failure.message);
     } else {
       await plans.finishRunJob(ctx.db, run.id);
-      await this.#recorder.finished({ executionId: claim.executionId, runId: run.id, outcome: { kind: 'error', exitCode: null, message: failure.message, errorCode: failure.code } });
+      await this.#recorder.finished({
+        executionId: claim.executionId,
+        runId: run.id,
+        outcome: { kind: 'error', exitCode: null, message: failure.message, errorCode: failure.code },
+      });
     }
   }
 
@@ -319,37 +383,71 @@ export class JobExecutor implements FactoryCleanup {
     const current = (run as RunRow & { execution_id?: string | null }).execution_id;
     if (isTerminal(run.state) || (current !== undefined && current !== executionId)) {
       // Cancelled, or ended elsewhere: the Job has nothing left to do.
-      if (job && !job.metadata?.deletionTimestamp && jobOutcome(job).kind === 'running') await this.#deleteJob(row.namespace, row.job_name);
-      await finish({ kind: run.state === 'CANCELLED' ? 'cancelled' : 'lost', exitCode: null, message: `the run is ${run.state}; ${where} was deleted` });
+      if (job && !job.metadata?.deletionTimestamp && jobOutcome(job).kind === 'running')
+        await this.#deleteJob(row.namespace, row.job_name);
+      await finish({
+        kind: run.state === 'CANCELLED' ? 'cancelled' : 'lost',
+        exitCode: null,
+        message: `the run is ${run.state}; ${where} was deleted`,
+      });
       return;
     }
     if (!job) {
       // Launching: the Job may not be in the cache yet. Once it was created, its absence means it was deleted.
       if (!row.job_uid || !this.informer.synced) return;
-      const live = await clients.batch.readNamespacedJob({ name: row.job_name, namespace: row.namespace }, requestOptions({ signal: AbortSignal.timeout(10_000) })).catch((err: unknown) => {
-        if (isNotFound(err)) return undefined;
-        throw err;
-      });
+      const live = await clients.batch
+        .readNamespacedJob(
+          { name: row.job_name, namespace: row.namespace },
+          requestOptions({ signal: AbortSignal.timeout(10_000) }),
+        )
+        .catch((err: unknown) => {
+          if (isNotFound(err)) return undefined;
+          throw err;
+        });
       if (live && live.metadata?.uid === row.job_uid) return;
-      await finish({ kind: 'error', exitCode: null, message: `the run's ${where} was deleted before the run finished`, errorCode: 'job_deleted' });
+      await finish({
+        kind: 'error',
+        exitCode: null,
+        message: `the run's ${where} was deleted before the run finished`,
+        errorCode: 'job_deleted',
+      });
       return;
     }
     if (row.job_uid && job.metadata?.uid !== row.job_uid) return;
     const outcome = jobOutcome(job);
     if (outcome.kind === 'running') {
       if (outcome.started && run.state === 'CLAIMED') {
-        await this.#recorder.started({ executionId, runId, workspace: '/workspace', leaseMs: JOB_LEASE_MS, followupIds: row.followup_ids, where });
+        await this.#recorder.started({
+          executionId,
+          runId,
+          workspace: '/workspace',
+          leaseMs: JOB_LEASE_MS,
+          followupIds: row.followup_ids,
+          where,
+        });
       }
       return;
     }
     if (run.state === 'CLAIMED') {
       // The Job ended before its start was seen: the run did start.
-      await this.#recorder.started({ executionId, runId, workspace: '/workspace', leaseMs: JOB_LEASE_MS, followupIds: row.followup_ids, where });
+      await this.#recorder.started({
+        executionId,
+        runId,
+        workspace: '/workspace',
+        leaseMs: JOB_LEASE_MS,
+        followupIds: row.followup_ids,
+        where,
+      });
     }
     if (outcome.kind === 'succeeded') {
       await finish({ kind: 'succeeded', exitCode: 0, message: `${where} completed` });
     } else {
-      await finish({ kind: outcome.event === 'fail' ? 'failed' : 'error', exitCode: null, message: outcome.message, errorCode: outcome.code });
+      await finish({
+        kind: outcome.event === 'fail' ? 'failed' : 'error',
+        exitCode: null,
+        message: outcome.message,
+        errorCode: outcome.code,
+      });
       await this.#o.events.record(job, 'Warning', 'RunFailed', `run ${runId}: ${outcome.message}`);
     }
     if (settings.deleteFinishedJobs) await this.#deleteJob(row.namespace, row.job_name);
@@ -357,7 +455,10 @@ export class JobExecutor implements FactoryCleanup {
 
   async #deleteJob(namespace: string, name: string): Promise<void> {
     try {
-      await this.#o.clients.batch.deleteNamespacedJob({ name, namespace, propagationPolicy: 'Foreground' }, requestOptions({ signal: AbortSignal.timeout(10_000) }));
+      await this.#o.clients.batch.deleteNamespacedJob(
+        { name, namespace, propagationPolicy: 'Foreground' },
+        requestOptions({ signal: AbortSignal.timeout(10_000) }),
+      );
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
@@ -365,7 +466,9 @@ export class JobExecutor implements FactoryCleanup {
 
   /** Deletes every Job of a Factory (its finalizer, or a Factory found gone). */
   async deleteFactoryJobs(namespace: string, factoryUid: string): Promise<void> {
-    const jobs = this.informer.list(namespace).filter((j) => j.metadata?.labels?.[FACTORY_UID_LABEL] === factoryUid && !j.metadata?.deletionTimestamp);
+    const jobs = this.informer
+      .list(namespace)
+      .filter((j) => j.metadata?.labels?.[FACTORY_UID_LABEL] === factoryUid && !j.metadata?.deletionTimestamp);
     for (const job of jobs) await this.#deleteJob(namespace, job.metadata!.name!);
   }
 }

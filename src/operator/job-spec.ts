@@ -7,7 +7,10 @@ import { API_VERSION, FACTORY_KIND } from './crd.ts';
 export const RUN_ID_LABEL = 'agentyard.dev/run-id';
 /** Label of the Jobs (and their Secrets) of a Factory's runs. */
 export const FACTORY_UID_LABEL = 'agentyard.dev/factory-uid';
-export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'agentyard', 'app.kubernetes.io/part-of': 'agentyard' } as const;
+export const MANAGED_BY = {
+  'app.kubernetes.io/managed-by': 'agentyard',
+  'app.kubernetes.io/part-of': 'agentyard',
+} as const;
 /** Where the run's files (prompt, run.json, event-payload.json, attachments) are mounted, read-only. */
 export const RUN_DIR = '/agentyard/run';
 /** Where managed secret values are mounted as files (also set as environment variables when the name allows). */
@@ -74,7 +77,11 @@ export function jobNameFor(executionId: string): string {
 
 export const EXECUTION_ID_LABEL = 'agentyard.dev/execution-id';
 
-export function labelsFor(run: RunRow, factory: { name: string; uid: string }, executionId: string): Record<string, string> {
+export function labelsFor(
+  run: RunRow,
+  factory: { name: string; uid: string },
+  executionId: string,
+): Record<string, string> {
   return {
     ...MANAGED_BY,
     'app.kubernetes.io/component': 'agent-run',
@@ -86,13 +93,25 @@ export function labelsFor(run: RunRow, factory: { name: string; uid: string }, e
 }
 
 export function factoryOwner(factory: { name: string; uid: string }): V1OwnerReference {
-  return { apiVersion: API_VERSION, kind: FACTORY_KIND, name: factory.name, uid: factory.uid, controller: true, blockOwnerDeletion: true };
+  return {
+    apiVersion: API_VERSION,
+    kind: FACTORY_KIND,
+    name: factory.name,
+    uid: factory.uid,
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }
 
 /** CPU and memory requests and limits from the runner's instanceShape (vCPUs and GiB). */
-export function resourcesFor(runner: RunnerDefinition | undefined, settings: JobSettings): { cpu: string; memory: string } {
+export function resourcesFor(
+  runner: RunnerDefinition | undefined,
+  settings: JobSettings,
+): { cpu: string; memory: string } {
   const shape = runner?.instanceShape;
-  return shape ? { cpu: String(shape.vcpus), memory: `${shape.memoryGb}Gi` } : { cpu: settings.defaultCpu, memory: settings.defaultMemory };
+  return shape
+    ? { cpu: String(shape.vcpus), memory: `${shape.memoryGb}Gi` }
+    : { cpu: settings.defaultCpu, memory: settings.defaultMemory };
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -123,7 +142,16 @@ export function buildRunSecret(input: JobInput, job: { name: string; uid: string
   put(
     KEY.run,
     JSON.stringify(
-      { run_id: run.id, execution_id: invocation.executionId, harness: invocation.harness, title: run.title, session_id: run.session_id, source: run.source, factory_id: run.factory_id, config: run.config },
+      {
+        run_id: run.id,
+        execution_id: invocation.executionId,
+        harness: invocation.harness,
+        title: run.title,
+        session_id: run.session_id,
+        source: run.source,
+        factory_id: run.factory_id,
+        config: run.config,
+      },
       null,
       2,
     ),
@@ -134,7 +162,9 @@ export function buildRunSecret(input: JobInput, job: { name: string; uid: string
   for (const [name, value] of input.secrets) put(KEY.secret(name), value);
   const size = Object.values(data).reduce((n, v) => n + v.length, 0);
   if (size > MAX_RUN_SECRET_BYTES) {
-    throw new RunSecretTooLarge(`the run's files and secrets take ${Math.ceil(size / 1024)} KiB encoded; a Kubernetes Secret holds at most ${MAX_RUN_SECRET_BYTES / 1024} KiB`);
+    throw new RunSecretTooLarge(
+      `the run's files and secrets take ${Math.ceil(size / 1024)} KiB encoded; a Kubernetes Secret holds at most ${MAX_RUN_SECRET_BYTES / 1024} KiB`,
+    );
   }
   return {
     apiVersion: 'v1',
@@ -143,7 +173,16 @@ export function buildRunSecret(input: JobInput, job: { name: string; uid: string
       name: job.name,
       namespace: input.namespace,
       labels: labelsFor(run, input.factory, invocation.executionId),
-      ownerReferences: [{ apiVersion: 'batch/v1', kind: 'Job', name: job.name, uid: job.uid, controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [
+        {
+          apiVersion: 'batch/v1',
+          kind: 'Job',
+          name: job.name,
+          uid: job.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
     },
     type: 'Opaque',
     immutable: true,
@@ -192,16 +231,23 @@ export function buildJob(input: JobInput): V1Job {
     ...(invocation.stdin !== undefined ? [{ key: KEY.stdin, path: KEY.stdin }] : []),
   ];
   const secretNames = [...input.secrets.keys()];
-  const fromSecret = (envName: string, key: string): V1EnvVar => ({ name: envName, valueFrom: { secretKeyRef: { name, key } } });
+  const fromSecret = (envName: string, key: string): V1EnvVar => ({
+    name: envName,
+    valueFrom: { secretKeyRef: { name, key } },
+  });
   const env: V1EnvVar[] = [
     { name: 'AGENTYARD_RUN_ID', value: run.id },
     { name: 'AGENTYARD_RUN_DIR', value: RUN_DIR },
     { name: 'AGENTYARD_PROMPT_FILE', value: `${RUN_DIR}/${KEY.prompt}` },
     ...(secretNames.length ? [{ name: 'AGENTYARD_SECRETS_DIR', value: SECRETS_DIR }] : []),
-    ...(invocation.files.some((f) => f.path === 'event-payload.json') ? [{ name: 'AGENTYARD_EVENT_PAYLOAD', value: `${WORKSPACE_DIR}/event-payload.json` }] : []),
+    ...(invocation.files.some((f) => f.path === 'event-payload.json')
+      ? [{ name: 'AGENTYARD_EVENT_PAYLOAD', value: `${WORKSPACE_DIR}/event-payload.json` }]
+      : []),
     ...Object.entries(invocation.env).map(([k, v]) => ({ name: k, value: v })),
     ...Object.keys(invocation.secretEnv).map((k) => fromSecret(k, KEY.env(k))),
-    ...secretNames.filter((n) => ENV_NAME.test(n) && !RESERVED_ENV.test(n) && !(n in invocation.secretEnv)).map((n) => fromSecret(n, KEY.secret(n))),
+    ...secretNames
+      .filter((n) => ENV_NAME.test(n) && !RESERVED_ENV.test(n) && !(n in invocation.secretEnv))
+      .map((n) => fromSecret(n, KEY.secret(n))),
   ];
   const containerSecurity = { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } };
   const resources = { requests: { cpu, memory }, limits: { cpu, memory } };
@@ -232,19 +278,22 @@ export function buildJob(input: JobInput): V1Job {
           automountServiceAccountToken: false,
           enableServiceLinks: false,
           securityContext: { seccompProfile: { type: 'RuntimeDefault' } },
-          initContainers: invocation.files.length === 0 ? [] : [
-            {
-              name: 'workspace',
-              image,
-              command: ['/bin/sh', '-c', COPY_PREPARED],
-              securityContext: containerSecurity,
-              resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu, memory } },
-              volumeMounts: [
-                { name: 'workspace', mountPath: WORKSPACE_DIR },
-                { name: 'prepared', mountPath: PREPARED_DIR, readOnly: true },
-              ],
-            },
-          ],
+          initContainers:
+            invocation.files.length === 0
+              ? []
+              : [
+                  {
+                    name: 'workspace',
+                    image,
+                    command: ['/bin/sh', '-c', COPY_PREPARED],
+                    securityContext: containerSecurity,
+                    resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu, memory } },
+                    volumeMounts: [
+                      { name: 'workspace', mountPath: WORKSPACE_DIR },
+                      { name: 'prepared', mountPath: PREPARED_DIR, readOnly: true },
+                    ],
+                  },
+                ],
           containers: [
             {
               name: 'agent',
@@ -262,14 +311,35 @@ export function buildJob(input: JobInput): V1Job {
             },
           ],
           volumes: [
-            { name: 'workspace', emptyDir: settings.workspaceSizeLimit ? { sizeLimit: settings.workspaceSizeLimit } : {} },
+            {
+              name: 'workspace',
+              emptyDir: settings.workspaceSizeLimit ? { sizeLimit: settings.workspaceSizeLimit } : {},
+            },
             { name: 'run', secret: { secretName: name, items: runItems, defaultMode: 0o444 } },
             // An empty items list would project every key, secrets included: no files, no volume.
             ...(invocation.files.length
-              ? [{ name: 'prepared', secret: { secretName: name, items: invocation.files.map((f, i) => ({ key: KEY.file(i), path: f.path })), defaultMode: 0o444 } }]
+              ? [
+                  {
+                    name: 'prepared',
+                    secret: {
+                      secretName: name,
+                      items: invocation.files.map((f, i) => ({ key: KEY.file(i), path: f.path })),
+                      defaultMode: 0o444,
+                    },
+                  },
+                ]
               : []),
             ...(secretNames.length
-              ? [{ name: 'secrets', secret: { secretName: name, items: secretNames.map((n) => ({ key: KEY.secret(n), path: n })), defaultMode: 0o400 } }]
+              ? [
+                  {
+                    name: 'secrets',
+                    secret: {
+                      secretName: name,
+                      items: secretNames.map((n) => ({ key: KEY.secret(n), path: n })),
+                      defaultMode: 0o400,
+                    },
+                  },
+                ]
               : []),
           ],
         },
@@ -295,15 +365,35 @@ export function jobOutcome(job: V1Job): JobOutcome {
     const detail = failed.message ? `: ${failed.message}` : '';
     if (reason === 'DeadlineExceeded') {
       const limit = job.spec?.activeDeadlineSeconds;
-      return { kind: 'failed', event: 'error', code: 'run_timed_out', message: `the run's Job timed out${limit ? ` after ${limit} s (activeDeadlineSeconds)` : ''}${detail}` };
+      return {
+        kind: 'failed',
+        event: 'error',
+        code: 'run_timed_out',
+        message: `the run's Job timed out${limit ? ` after ${limit} s (activeDeadlineSeconds)` : ''}${detail}`,
+      };
     }
     if (reason === 'PodFailurePolicy' && /DisruptionTarget/.test(failed.message ?? '')) {
-      return { kind: 'failed', event: 'error', code: 'run_evicted', message: `the run's pod was evicted or preempted by Kubernetes${detail}` };
+      return {
+        kind: 'failed',
+        event: 'error',
+        code: 'run_evicted',
+        message: `the run's pod was evicted or preempted by Kubernetes${detail}`,
+      };
     }
     if (reason === 'BackoffLimitExceeded') {
-      return { kind: 'failed', event: 'fail', code: 'agent_failed', message: `the agent exited with an error${detail}` };
+      return {
+        kind: 'failed',
+        event: 'fail',
+        code: 'agent_failed',
+        message: `the agent exited with an error${detail}`,
+      };
     }
-    return { kind: 'failed', event: 'error', code: 'job_failed', message: `the run's Job failed (${reason || 'no reason given'})${detail}` };
+    return {
+      kind: 'failed',
+      event: 'error',
+      code: 'job_failed',
+      message: `the run's Job failed (${reason || 'no reason given'})${detail}`,
+    };
   }
   const started = (job.status?.active ?? 0) > 0 || (job.status?.ready ?? 0) > 0 || job.status?.startTime !== undefined;
   return { kind: 'running', started: started && job.spec?.suspend !== true };

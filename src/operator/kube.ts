@@ -28,7 +28,8 @@ export function loadKubeConfig(env: NodeJS.ProcessEnv = process.env): KubeConfig
   if (env.KUBECONFIG) config.loadFromDefault();
   else if (env.KUBERNETES_SERVICE_HOST) config.loadFromCluster();
   else config.loadFromDefault();
-  if (!config.getCurrentCluster()) throw new Error('no Kubernetes cluster configured: set KUBECONFIG or run in a pod with a service account');
+  if (!config.getCurrentCluster())
+    throw new Error('no Kubernetes cluster configured: set KUBECONFIG or run in a pod with a service account');
   return config;
 }
 
@@ -43,7 +44,10 @@ export function kubeClients(config: KubeConfig): KubeClients {
 }
 
 /** `AGENTYARD_NAMESPACE`, else the pod's namespace from its service account, else `default`. */
-export function operatorNamespace(env: NodeJS.ProcessEnv = process.env, namespaceFile = SERVICE_ACCOUNT_NAMESPACE_FILE): string {
+export function operatorNamespace(
+  env: NodeJS.ProcessEnv = process.env,
+  namespaceFile = SERVICE_ACCOUNT_NAMESPACE_FILE,
+): string {
   if (env.AGENTYARD_NAMESPACE) return env.AGENTYARD_NAMESPACE;
   try {
     const fromFile = readFileSync(namespaceFile, 'utf8').trim();
@@ -58,9 +62,18 @@ export function operatorNamespace(env: NodeJS.ProcessEnv = process.env, namespac
  * Per-request options for the generated clients: a patch content type and an AbortSignal (the clients'
  * middleware expects their own Observable type).
  */
-export function requestOptions(options: { patch?: 'merge' | 'json' | 'strategic'; signal?: AbortSignal | undefined }): ConfigurationOptions {
+export function requestOptions(options: {
+  patch?: 'merge' | 'json' | 'strategic';
+  signal?: AbortSignal | undefined;
+}): ConfigurationOptions {
   const contentType =
-    options.patch === 'merge' ? PatchStrategy.MergePatch : options.patch === 'json' ? PatchStrategy.JsonPatch : options.patch === 'strategic' ? PatchStrategy.StrategicMergePatch : undefined;
+    options.patch === 'merge'
+      ? PatchStrategy.MergePatch
+      : options.patch === 'json'
+        ? PatchStrategy.JsonPatch
+        : options.patch === 'strategic'
+          ? PatchStrategy.StrategicMergePatch
+          : undefined;
   return {
     middleware: [
       {

@@ -40,18 +40,28 @@ export interface LeaderElectionOptions {
   clock?: ElectionClock;
 }
 
-export const DEFAULT_ELECTION = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, jitterFactor: 1.2 } as const;
+export const DEFAULT_ELECTION = {
+  leaseDurationMs: 15_000,
+  renewDeadlineMs: 10_000,
+  retryPeriodMs: 2_000,
+  jitterFactor: 1.2,
+} as const;
 
 /**
  * client-go's rule: the lease must outlast the renew deadline, which must leave room for more than one
  * jittered retry; otherwise a leader could lose its lease while still believing it leads.
  */
-export function validateElectionOptions(o: Pick<LeaderElectionOptions, 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs' | 'jitterFactor' | 'identity'>): void {
+export function validateElectionOptions(
+  o: Pick<LeaderElectionOptions, 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs' | 'jitterFactor' | 'identity'>,
+): void {
   if (!o.identity) throw new Error('leader election: identity must not be empty');
-  if (!(o.retryPeriodMs > 0) || !(o.renewDeadlineMs > 0) || !(o.leaseDurationMs > 0)) throw new Error('leader election: durations must be positive');
+  if (!(o.retryPeriodMs > 0) || !(o.renewDeadlineMs > 0) || !(o.leaseDurationMs > 0))
+    throw new Error('leader election: durations must be positive');
   if (!(o.jitterFactor >= 0)) throw new Error('leader election: jitter must not be negative');
-  if (!(o.leaseDurationMs > o.renewDeadlineMs)) throw new Error('leader election: leaseDuration must be greater than renewDeadline');
-  if (!(o.renewDeadlineMs > o.jitterFactor * o.retryPeriodMs)) throw new Error('leader election: renewDeadline must be greater than jitter × retryPeriod');
+  if (!(o.leaseDurationMs > o.renewDeadlineMs))
+    throw new Error('leader election: leaseDuration must be greater than renewDeadline');
+  if (!(o.renewDeadlineMs > o.jitterFactor * o.retryPeriodMs))
+    throw new Error('leader election: renewDeadline must be greater than jitter × retryPeriod');
 }
 
 export interface LeadershipCallbacks {
@@ -73,7 +83,13 @@ function microTime(date: Date): Date {
 }
 
 function recordKey(spec: V1LeaseSpec | undefined): string {
-  return JSON.stringify([spec?.holderIdentity ?? '', String(spec?.renewTime ?? ''), String(spec?.acquireTime ?? ''), spec?.leaseTransitions ?? 0, spec?.leaseDurationSeconds ?? 0]);
+  return JSON.stringify([
+    spec?.holderIdentity ?? '',
+    String(spec?.renewTime ?? ''),
+    String(spec?.acquireTime ?? ''),
+    spec?.leaseTransitions ?? 0,
+    spec?.leaseDurationSeconds ?? 0,
+  ]);
 }
 
 /**
@@ -115,7 +131,10 @@ export class LeaderElector {
   async run(signal: AbortSignal, callbacks: LeadershipCallbacks): Promise<ElectionEnd> {
     if (!(await this.#acquire(signal, callbacks))) return 'cancelled';
     this.#leading = true;
-    this.#o.log.info({ lease: `${this.#o.namespace}/${this.#o.leaseName}`, identity: this.#o.identity }, 'became the leader');
+    this.#o.log.info(
+      { lease: `${this.#o.namespace}/${this.#o.leaseName}`, identity: this.#o.identity },
+      'became the leader',
+    );
     const leadership = new AbortController();
     const stopLeading = (): void => leadership.abort();
     signal.addEventListener('abort', stopLeading, { once: true });
@@ -135,7 +154,8 @@ export class LeaderElector {
     }
     const end: ElectionEnd = signal.aborted ? 'cancelled' : 'lost';
     await this.#release();
-    if (end === 'lost') this.#o.log.error({ identity: this.#o.identity }, 'leader election lost: stopped the controllers');
+    if (end === 'lost')
+      this.#o.log.error({ identity: this.#o.identity }, 'leader election lost: stopped the controllers');
     callbacks.onStoppedLeading?.();
     return end;
   }
@@ -204,7 +224,13 @@ export class LeaderElector {
             namespace,
             body: {
               metadata: { name, namespace, labels: { 'app.kubernetes.io/part-of': 'agentyard' } },
-              spec: { holderIdentity: identity, leaseDurationSeconds: durationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 },
+              spec: {
+                holderIdentity: identity,
+                leaseDurationSeconds: durationSeconds,
+                acquireTime: now,
+                renewTime: now,
+                leaseTransitions: 0,
+              },
             },
           },
           requestOptions({ signal }),
@@ -212,7 +238,8 @@ export class LeaderElector {
         this.#observe(created);
         return true;
       } catch (createErr) {
-        if (!isConflict(createErr)) this.#o.log.warn({ err: apiMessage(createErr) }, `leader election: cannot create lease ${namespace}/${name}`);
+        if (!isConflict(createErr))
+          this.#o.log.warn({ err: apiMessage(createErr) }, `leader election: cannot create lease ${namespace}/${name}`);
         return false;
       }
     }
@@ -229,11 +256,15 @@ export class LeaderElector {
       leaseTransitions: holder === identity ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
     };
     try {
-      const updated = await this.#api.replaceNamespacedLease({ name, namespace, body: { ...lease, spec: next } }, requestOptions({ signal }));
+      const updated = await this.#api.replaceNamespacedLease(
+        { name, namespace, body: { ...lease, spec: next } },
+        requestOptions({ signal }),
+      );
       this.#observe(updated);
       return true;
     } catch (err) {
-      if (!isConflict(err)) this.#o.log.warn({ err: apiMessage(err) }, `leader election: cannot update lease ${namespace}/${name}`);
+      if (!isConflict(err))
+        this.#o.log.warn({ err: apiMessage(err) }, `leader election: cannot update lease ${namespace}/${name}`);
       return false;
     }
   }
@@ -242,16 +273,34 @@ export class LeaderElector {
   async #release(): Promise<void> {
     const { namespace, leaseName: name, identity } = this.#o;
     try {
-      const lease = await this.#api.readNamespacedLease({ name, namespace }, requestOptions({ signal: AbortSignal.timeout(5_000) }));
+      const lease = await this.#api.readNamespacedLease(
+        { name, namespace },
+        requestOptions({ signal: AbortSignal.timeout(5_000) }),
+      );
       if (lease.spec?.holderIdentity !== identity) return;
       const now = microTime(new Date(this.#clock.now()));
       await this.#api.replaceNamespacedLease(
-        { name, namespace, body: { ...lease, spec: { leaseDurationSeconds: 1, renewTime: now, acquireTime: now, leaseTransitions: lease.spec.leaseTransitions ?? 0 } } },
+        {
+          name,
+          namespace,
+          body: {
+            ...lease,
+            spec: {
+              leaseDurationSeconds: 1,
+              renewTime: now,
+              acquireTime: now,
+              leaseTransitions: lease.spec.leaseTransitions ?? 0,
+            },
+          },
+        },
         requestOptions({ signal: AbortSignal.timeout(5_000) }),
       );
       this.#o.log.info({ identity }, 'released the leader lease');
     } catch (err) {
-      this.#o.log.warn({ err: apiMessage(err) }, `leader election: cannot release lease ${namespace}/${name}; it expires by itself`);
+      this.#o.log.warn(
+        { err: apiMessage(err) },
+        `leader election: cannot release lease ${namespace}/${name}; it expires by itself`,
+      );
     }
   }
 }

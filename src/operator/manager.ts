@@ -59,7 +59,8 @@ function jobHarnessSettings(env: NodeJS.ProcessEnv): HarnessSettings {
   let commandArgs = defaults.commandArgs;
   if (env.AGENTYARD_JOB_HARNESS_COMMAND_ARGS) {
     const parsed: unknown = JSON.parse(env.AGENTYARD_JOB_HARNESS_COMMAND_ARGS);
-    if (!Array.isArray(parsed) || !parsed.every((a) => typeof a === 'string')) throw new Error('AGENTYARD_JOB_HARNESS_COMMAND_ARGS must be a JSON array of strings');
+    if (!Array.isArray(parsed) || !parsed.every((a) => typeof a === 'string'))
+      throw new Error('AGENTYARD_JOB_HARNESS_COMMAND_ARGS must be a JSON array of strings');
     commandArgs = parsed;
   }
   return {
@@ -80,7 +81,8 @@ export function operatorSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): O
   const settings: OperatorSettings = {
     namespace: operatorNamespace(env),
     leaseName: env.AGENTYARD_LEASE_NAME || 'agentyard-operator',
-    identity: env.AGENTYARD_IDENTITY || `${env.POD_NAME || env.HOSTNAME || hostname()}_${randomBytes(4).toString('hex')}`,
+    identity:
+      env.AGENTYARD_IDENTITY || `${env.POD_NAME || env.HOSTNAME || hostname()}_${randomBytes(4).toString('hex')}`,
     leaseDurationMs: seconds('AGENTYARD_LEASE_DURATION_SECONDS', DEFAULT_ELECTION.leaseDurationMs),
     renewDeadlineMs: seconds('AGENTYARD_LEASE_RENEW_DEADLINE_SECONDS', DEFAULT_ELECTION.renewDeadlineMs),
     retryPeriodMs: seconds('AGENTYARD_LEASE_RETRY_PERIOD_SECONDS', DEFAULT_ELECTION.retryPeriodMs),
@@ -91,8 +93,16 @@ export function operatorSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): O
     jobs: {
       ...DEFAULT_JOB_SETTINGS,
       defaultImage: env.AGENTYARD_JOB_DEFAULT_IMAGE || DEFAULT_JOB_SETTINGS.defaultImage,
-      ttlSecondsAfterFinished: envNumber(env, 'AGENTYARD_JOB_TTL_SECONDS', DEFAULT_JOB_SETTINGS.ttlSecondsAfterFinished),
-      activeDeadlineSeconds: envNumber(env, 'AGENTYARD_JOB_ACTIVE_DEADLINE_SECONDS', DEFAULT_JOB_SETTINGS.activeDeadlineSeconds),
+      ttlSecondsAfterFinished: envNumber(
+        env,
+        'AGENTYARD_JOB_TTL_SECONDS',
+        DEFAULT_JOB_SETTINGS.ttlSecondsAfterFinished,
+      ),
+      activeDeadlineSeconds: envNumber(
+        env,
+        'AGENTYARD_JOB_ACTIVE_DEADLINE_SECONDS',
+        DEFAULT_JOB_SETTINGS.activeDeadlineSeconds,
+      ),
       deleteFinishedJobs: env.AGENTYARD_JOB_DELETE_FINISHED === 'true',
       serviceAccountName: env.AGENTYARD_JOB_SERVICE_ACCOUNT || undefined,
       maxConcurrentJobs: envNumber(env, 'AGENTYARD_JOB_MAX_CONCURRENT', DEFAULT_JOB_SETTINGS.maxConcurrentJobs),
@@ -145,7 +155,14 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
   const server = await startServer(config, { ...(options.db ? { db: options.db } : {}), log });
   const { ctx } = server;
   const clients = kubeClients(options.kubeConfig);
-  useSecretProvider(ctx, new KubernetesSecretProvider({ core: clients.core, db: ctx.db, fallback: new DatabaseSecretProvider(ctx.db, ctx.cipher) }));
+  useSecretProvider(
+    ctx,
+    new KubernetesSecretProvider({
+      core: clients.core,
+      db: ctx.db,
+      fallback: new DatabaseSecretProvider(ctx.db, ctx.cipher),
+    }),
+  );
   const metrics = metricsFor(ctx);
   const events = new EventRecorder(clients.core, log, settings.identity);
   const teams = new NamespaceTeams({ db: ctx.db, core: clients.core, log, apiKeySecret: settings.apiKeySecret });
@@ -171,8 +188,26 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
 
   const lead = async (signal: AbortSignal): Promise<void> => {
     const reconcileLoops = controllerFor(ctx);
-    jobs = new JobExecutor({ ctx, clients, settings: settings.jobs, events, metrics, log, watchNamespace: settings.watchNamespace });
-    factories = new FactoryResourceController({ ctx, clients, teams, events, metrics, log, cleanup: jobs, resyncMs: settings.resyncMs, watchNamespace: settings.watchNamespace });
+    jobs = new JobExecutor({
+      ctx,
+      clients,
+      settings: settings.jobs,
+      events,
+      metrics,
+      log,
+      watchNamespace: settings.watchNamespace,
+    });
+    factories = new FactoryResourceController({
+      ctx,
+      clients,
+      teams,
+      events,
+      metrics,
+      log,
+      cleanup: jobs,
+      resyncMs: settings.resyncMs,
+      watchNamespace: settings.watchNamespace,
+    });
     const running = [factories.run(signal), jobs.run(signal)];
     await reconcileLoops.start();
     const results = await Promise.allSettled(running);

@@ -52,7 +52,10 @@ export class NamespaceTeams {
       return created.team.id;
     });
     this.#known.set(namespace, teamId);
-    this.#o.log.info({ namespace, team_id: teamId }, `created team ${name} for the factories of namespace ${namespace}`);
+    this.#o.log.info(
+      { namespace, team_id: teamId },
+      `created team ${name} for the factories of namespace ${namespace}`,
+    );
     return teamId;
   }
 

@@ -29,30 +29,46 @@ export interface RunJobRow {
 // ------------------------------------------------------------------ namespaces and teams
 
 export async function findNamespaceTeam(q: Queryable, namespace: string): Promise<string | undefined> {
-  const res = await q.query<{ team_id: string }>('SELECT team_id FROM kubernetes_namespaces WHERE namespace = $1', [namespace]);
+  const res = await q.query<{ team_id: string }>('SELECT team_id FROM kubernetes_namespaces WHERE namespace = $1', [
+    namespace,
+  ]);
   return res.rows[0]?.team_id;
 }
 
 export async function findTeamNamespace(q: Queryable, teamId: string): Promise<string | undefined> {
-  const res = await q.query<{ namespace: string }>('SELECT namespace FROM kubernetes_namespaces WHERE team_id = $1', [teamId]);
+  const res = await q.query<{ namespace: string }>('SELECT namespace FROM kubernetes_namespaces WHERE team_id = $1', [
+    teamId,
+  ]);
   return res.rows[0]?.namespace;
 }
 
 /** Records the namespace's team; answers false when another process recorded one first. */
 export async function insertNamespaceTeam(q: Queryable, namespace: string, teamId: string): Promise<boolean> {
-  const res = await q.query('INSERT INTO kubernetes_namespaces (namespace, team_id) VALUES ($1, $2) ON CONFLICT (namespace) DO NOTHING', [namespace, teamId]);
+  const res = await q.query(
+    'INSERT INTO kubernetes_namespaces (namespace, team_id) VALUES ($1, $2) ON CONFLICT (namespace) DO NOTHING',
+    [namespace, teamId],
+  );
   return (res.rowCount ?? 0) > 0;
 }
 
 // ------------------------------------------------------------------ Factory resources
 
 export async function findKubernetesFactoryByUid(q: Queryable, uid: string): Promise<KubernetesFactoryRow | undefined> {
-  const res = await q.query<KubernetesFactoryRow>('SELECT * FROM kubernetes_factories WHERE uid = $1 AND deleted_at IS NULL', [uid]);
+  const res = await q.query<KubernetesFactoryRow>(
+    'SELECT * FROM kubernetes_factories WHERE uid = $1 AND deleted_at IS NULL',
+    [uid],
+  );
   return res.rows[0];
 }
 
-export async function findKubernetesFactory(q: Queryable, factoryId: string): Promise<KubernetesFactoryRow | undefined> {
-  const res = await q.query<KubernetesFactoryRow>('SELECT * FROM kubernetes_factories WHERE factory_id = $1 AND deleted_at IS NULL', [factoryId]);
+export async function findKubernetesFactory(
+  q: Queryable,
+  factoryId: string,
+): Promise<KubernetesFactoryRow | undefined> {
+  const res = await q.query<KubernetesFactoryRow>(
+    'SELECT * FROM kubernetes_factories WHERE factory_id = $1 AND deleted_at IS NULL',
+    [factoryId],
+  );
   return res.rows[0];
 }
 
@@ -67,7 +83,15 @@ export async function listKubernetesFactories(q: Queryable, namespace?: string):
 
 export async function insertKubernetesFactory(
   q: Queryable,
-  row: { factoryId: string; namespace: string; name: string; uid: string; executor: Executor; suspended: boolean; ingressBaseUrl: string | null },
+  row: {
+    factoryId: string;
+    namespace: string;
+    name: string;
+    uid: string;
+    executor: Executor;
+    suspended: boolean;
+    ingressBaseUrl: string | null;
+  },
 ): Promise<KubernetesFactoryRow> {
   const res = await q.query<KubernetesFactoryRow>(
     `INSERT INTO kubernetes_factories (factory_id, namespace, name, uid, executor, suspended, ingress_base_url)
@@ -91,7 +115,10 @@ export async function updateKubernetesFactory(
 }
 
 export async function softDeleteKubernetesFactory(q: Queryable, factoryId: string): Promise<void> {
-  await q.query('UPDATE kubernetes_factories SET deleted_at = ay_now(), updated_at = ay_now() WHERE factory_id = $1 AND deleted_at IS NULL', [factoryId]);
+  await q.query(
+    'UPDATE kubernetes_factories SET deleted_at = ay_now(), updated_at = ay_now() WHERE factory_id = $1 AND deleted_at IS NULL',
+    [factoryId],
+  );
 }
 
 /** IDs of the factory's runs that have not ended. */
@@ -132,13 +159,10 @@ export async function insertRunJob(
   q: Queryable,
   row: { runId: string; executionId: string; factoryId: string; namespace: string; jobName: string },
 ): Promise<void> {
-  await q.query('INSERT INTO kubernetes_run_jobs (run_id, execution_id, factory_id, namespace, job_name) VALUES ($1, $2, $3, $4, $5)', [
-    row.runId,
-    row.executionId,
-    row.factoryId,
-    row.namespace,
-    row.jobName,
-  ]);
+  await q.query(
+    'INSERT INTO kubernetes_run_jobs (run_id, execution_id, factory_id, namespace, job_name) VALUES ($1, $2, $3, $4, $5)',
+    [row.runId, row.executionId, row.factoryId, row.namespace, row.jobName],
+  );
 }
 
 /** The execution row of a run's Job (the Job is its executor; its lease is renewed while the Job lives). */
@@ -155,12 +179,16 @@ export async function insertJobExecution(
   return Number(res.rows[0]!.attempt);
 }
 
-export async function setRunJobLaunched(q: Queryable, runId: string, jobUid: string, followupIds: readonly string[]): Promise<void> {
-  await q.query('UPDATE kubernetes_run_jobs SET job_uid = $2, followup_ids = $3 WHERE run_id = $1 AND finished_at IS NULL', [
-    runId,
-    jobUid,
-    JSON.stringify(followupIds),
-  ]);
+export async function setRunJobLaunched(
+  q: Queryable,
+  runId: string,
+  jobUid: string,
+  followupIds: readonly string[],
+): Promise<void> {
+  await q.query(
+    'UPDATE kubernetes_run_jobs SET job_uid = $2, followup_ids = $3 WHERE run_id = $1 AND finished_at IS NULL',
+    [runId, jobUid, JSON.stringify(followupIds)],
+  );
 }
 
 export async function deleteRunJob(q: Queryable, runId: string): Promise<void> {
@@ -168,19 +196,24 @@ export async function deleteRunJob(q: Queryable, runId: string): Promise<void> {
 }
 
 export async function countOpenRunJobs(q: Queryable, namespace?: string): Promise<number> {
-  const res = await q.query<{ n: string }>('SELECT count(*) AS n FROM kubernetes_run_jobs WHERE finished_at IS NULL AND ($1::text IS NULL OR namespace = $1)', [
-    namespace ?? null,
-  ]);
+  const res = await q.query<{ n: string }>(
+    'SELECT count(*) AS n FROM kubernetes_run_jobs WHERE finished_at IS NULL AND ($1::text IS NULL OR namespace = $1)',
+    [namespace ?? null],
+  );
   return Number(res.rows[0]?.n ?? 0);
 }
 
 /** The run's open Job (not settled yet), if any. */
 export async function getOpenRunJob(q: Queryable, runId: string): Promise<RunJobRow | undefined> {
-  return (await q.query<RunJobRow>('SELECT * FROM kubernetes_run_jobs WHERE run_id = $1 AND finished_at IS NULL', [runId])).rows[0];
+  return (
+    await q.query<RunJobRow>('SELECT * FROM kubernetes_run_jobs WHERE run_id = $1 AND finished_at IS NULL', [runId])
+  ).rows[0];
 }
 
 export async function finishRunJob(q: Queryable, runId: string): Promise<void> {
-  await q.query('UPDATE kubernetes_run_jobs SET finished_at = ay_now() WHERE run_id = $1 AND finished_at IS NULL', [runId]);
+  await q.query('UPDATE kubernetes_run_jobs SET finished_at = ay_now() WHERE run_id = $1 AND finished_at IS NULL', [
+    runId,
+  ]);
 }
 
 /** Jobs whose run has not been settled by them yet, with the run's current state. */

@@ -49,12 +49,18 @@ export async function runWorkers(options: WorkerOptions): Promise<void> {
         if (err instanceof TerminalError) {
           queue.forget(key);
           options.observe?.('terminal', (performance.now() - started) / 1000);
-          log.warn({ controller: options.name, key, err: err.message }, `${options.name} ${key}: ${err.message} (not retried)`);
+          log.warn(
+            { controller: options.name, key, err: err.message },
+            `${options.name} ${key}: ${err.message} (not retried)`,
+          );
         } else {
           options.observe?.('error', (performance.now() - started) / 1000);
           if (signal.aborted) continue;
           const delay = queue.addRateLimited(key);
-          log.warn({ controller: options.name, key, err, retryInMs: delay }, `${options.name} ${key}: reconcile failed; retrying in ${delay} ms`);
+          log.warn(
+            { controller: options.name, key, err, retryInMs: delay },
+            `${options.name} ${key}: reconcile failed; retrying in ${delay} ms`,
+          );
         }
       } finally {
         queue.done(key);

@@ -51,7 +51,10 @@ export class KubernetesSecretProvider implements SecretProvider {
     const ref = parseSecretReference(reference);
     if (!ref) return undefined;
     try {
-      const secret = await this.#core.readNamespacedSecret({ name: ref.name, namespace }, requestOptions({ signal: AbortSignal.timeout(10_000) }));
+      const secret = await this.#core.readNamespacedSecret(
+        { name: ref.name, namespace },
+        requestOptions({ signal: AbortSignal.timeout(10_000) }),
+      );
       const encoded = secret.data?.[ref.key];
       if (encoded !== undefined) return Buffer.from(encoded, 'base64').toString('utf8');
       return secret.stringData?.[ref.key];

@@ -63,7 +63,8 @@ export class FactoryController {
       }),
       bus.subscribe(FACTORY_SYNC_REQUESTED_TOPIC, (data) => {
         const msg = data as { factory_id?: string; trigger?: ApplyTrigger } | null;
-        if (msg?.factory_id && this.#tracked.has(msg.factory_id)) void this.request(msg.factory_id, msg.trigger ?? 'sync', true).catch(() => {});
+        if (msg?.factory_id && this.#tracked.has(msg.factory_id))
+          void this.request(msg.factory_id, msg.trigger ?? 'sync', true).catch(() => {});
       }),
     );
     for (const factory of await plans.listAllFactories(db)) await this.track(factory);
@@ -83,20 +84,34 @@ export class FactoryController {
     const existing = this.#tracked.get(factory.id);
     if (existing?.key === key) return;
     if (existing) await this.#stopTracking(factory.id, existing);
-    const tracked: Tracked = { key, timer: undefined, stopWatching: undefined, retry: undefined, backoffMs: FIRST_BACKOFF_MS };
+    const tracked: Tracked = {
+      key,
+      timer: undefined,
+      stopWatching: undefined,
+      retry: undefined,
+      backoffMs: FIRST_BACKOFF_MS,
+    };
     this.#tracked.set(factory.id, tracked);
     const spec = factory.source;
     if (spec.type === 'git' && spec.poll_interval_seconds > 0) {
-      tracked.timer = setInterval(() => void this.request(factory.id, 'poll', false).catch(() => {}), spec.poll_interval_seconds * 1000);
+      tracked.timer = setInterval(
+        () => void this.request(factory.id, 'poll', false).catch(() => {}),
+        spec.poll_interval_seconds * 1000,
+      );
       tracked.timer.unref();
     }
     if (spec.type === 'directory') {
       const source = this.reconciler.sourceFor(factory);
       if (source instanceof DirectorySource) {
         try {
-          tracked.stopWatching = await source.watch(() => void this.request(factory.id, 'watch', false).catch(() => {}));
+          tracked.stopWatching = await source.watch(
+            () => void this.request(factory.id, 'watch', false).catch(() => {}),
+          );
         } catch (err) {
-          this.#deps.log.warn({ err, factory_id: factory.id }, `watch ${source.describe()}: cannot watch; changes apply on sync only`);
+          this.#deps.log.warn(
+            { err, factory_id: factory.id },
+            `watch ${source.describe()}: cannot watch; changes apply on sync only`,
+          );
         }
       }
     }
@@ -173,14 +188,16 @@ export class FactoryController {
   /** Removes the local copy of a deleted factory's git source (the managed repository is kept as its history). */
   async forgetFactory(factory: FactoryRow): Promise<void> {
     await this.untrack(factory.id);
-    if (factory.source.type === 'git') await rm(path.join(this.#deps.dataDir, 'sources', factory.id), { recursive: true, force: true });
+    if (factory.source.type === 'git')
+      await rm(path.join(this.#deps.dataDir, 'sources', factory.id), { recursive: true, force: true });
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
     for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
     for (const [id, tracked] of [...this.#tracked]) await this.#stopTracking(id, tracked);
-    for (const job of this.#pending.values()) for (const w of job.waiters) w.reject(new AppError('resource_unavailable', 'the server is stopping'));
+    for (const job of this.#pending.values())
+      for (const w of job.waiters) w.reject(new AppError('resource_unavailable', 'the server is stopping'));
     this.#pending.clear();
     await Promise.allSettled([...this.#running.values()]);
   }

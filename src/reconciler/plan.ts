@@ -7,7 +7,13 @@ import { runConfigFor, storedTrigger } from './run-config.ts';
 
 export type WebhookOp =
   | { op: 'create'; uid: string | null; values: WebhookValues; secret: string }
-  | { op: 'update'; uid: string; values: WebhookValues; fields: string[]; /** null: keep the value in force */ secret: string | null }
+  | {
+      op: 'update';
+      uid: string;
+      values: WebhookValues;
+      fields: string[] /** null: keep the value in force */;
+      secret: string | null;
+    }
   | { op: 'delete'; uid: string; name: string; file: string };
 
 export type AutomationOp =
@@ -78,7 +84,10 @@ const WEBHOOK_FIELD_NAMES: Record<keyof WebhookValues, string> = {
   enabled: 'enabled',
 };
 
-export function automationValues(def: AutomationDefinition): { values: AutomationValues; triggers: WebhookTriggerRow[] } {
+export function automationValues(def: AutomationDefinition): {
+  values: AutomationValues;
+  triggers: WebhookTriggerRow[];
+} {
   const triggers: WebhookTriggerRow[] = [];
   def.triggers.forEach((t, i) => {
     if (t.kind === 'webhook') triggers.push({ webhookUid: t.webhookUid, triggerIndex: i, payloadFilter: t.payload });
@@ -112,7 +121,12 @@ function lineOf(files: readonly FactoryFileInput[], file: string, needle: string
 /** Summaries for the parts of a definition that have no live rows (agents, runners...): informative only. */
 function definitionChanges(applied: FactoryDefinition | null, next: FactoryDefinition): Change[] {
   const changes: Change[] = [];
-  const diff = <T extends { file: string }>(kind: ChangeKind, before: readonly T[], after: readonly T[], key: (t: T) => string): void => {
+  const diff = <T extends { file: string }>(
+    kind: ChangeKind,
+    before: readonly T[],
+    after: readonly T[],
+    key: (t: T) => string,
+  ): void => {
     const old = new Map(before.map((t) => [key(t), t]));
     for (const item of after) {
       const prev = old.get(key(item));
@@ -164,10 +178,18 @@ export function computePlan(input: PlanInput): Plan {
       webhooks.push({ op: 'create', uid: input.newUid?.() ?? null, values, secret: provided });
       continue;
     }
-    const fields = differingFields(liveWebhookValues(row), values, Object.keys(WEBHOOK_FIELD_NAMES) as (keyof WebhookValues)[]);
+    const fields = differingFields(
+      liveWebhookValues(row),
+      values,
+      Object.keys(WEBHOOK_FIELD_NAMES) as (keyof WebhookValues)[],
+    );
     let secret: string | null = null;
     const inForce = row.secret_ciphertext ? input.decrypt(row.secret_ciphertext) : undefined;
-    if ((input.refreshSecrets || inForce === undefined || fields.includes('secretName')) && provided !== undefined && provided !== inForce) {
+    if (
+      (input.refreshSecrets || inForce === undefined || fields.includes('secretName')) &&
+      provided !== undefined &&
+      provided !== inForce
+    ) {
       secret = provided;
       fields.push('secret');
     }
@@ -210,14 +232,23 @@ export function computePlan(input: PlanInput): Plan {
         });
       }
     } else if (op.op === 'update') {
-      changes.push({ kind: 'webhook', name: op.values.name, file: op.values.file, action: 'updated', uid: op.uid, fields: op.fields });
+      changes.push({
+        kind: 'webhook',
+        name: op.values.name,
+        file: op.values.file,
+        action: 'updated',
+        uid: op.uid,
+        fields: op.fields,
+      });
     } else {
       changes.push({ kind: 'webhook', name: op.name, file: op.file, action: 'deleted', uid: op.uid });
     }
   }
 
   // Triggers that name a webhook this apply deletes, or one deleted before: they stay, and never fire.
-  const deletedNow = new Map(webhooks.filter((w) => w.op === 'delete').map((w) => [w.uid, w as Extract<WebhookOp, { op: 'delete' }>]));
+  const deletedNow = new Map(
+    webhooks.filter((w) => w.op === 'delete').map((w) => [w.uid, w as Extract<WebhookOp, { op: 'delete' }>]),
+  );
   const deletedBefore = new Map(input.webhooks.filter((w) => w.deleted_at !== null).map((w) => [w.uid, w]));
   for (const automation of definition.automations) {
     automation.triggers.forEach((trigger, i) => {
@@ -265,7 +296,15 @@ export function computePlan(input: PlanInput): Plan {
       changes.push({ kind: 'automation', name: def.name, file: def.file, action: 'created', id });
       continue;
     }
-    const current: AutomationValues = { name: row.name, file: row.file, enabled: row.enabled, prompt: row.prompt, agent: row.agent, config: row.config, triggers: row.triggers };
+    const current: AutomationValues = {
+      name: row.name,
+      file: row.file,
+      enabled: row.enabled,
+      prompt: row.prompt,
+      agent: row.agent,
+      config: row.config,
+      triggers: row.triggers,
+    };
     const fields = differingFields(current, values, ['file', 'enabled', 'prompt', 'agent', 'config', 'triggers']);
     if (fields.length > 0) {
       automations.push({ op: 'update', id: row.id, values, triggers, fields });

@@ -19,21 +19,26 @@ const FACTORY_LOCK_SEED = 7_242_010;
 
 // ------------------------------------------------------------------ factories
 
-export async function insertFactory(q: Queryable, f: { id: string; teamId: string; name: string; source: SourceSpec }): Promise<FactoryRow> {
-  const res = await q.query<FactoryRow>('INSERT INTO factories (id, team_id, name, source) VALUES ($1, $2, $3, $4) RETURNING *', [
-    f.id,
-    f.teamId,
-    f.name,
-    JSON.stringify(f.source),
-  ]);
+export async function insertFactory(
+  q: Queryable,
+  f: { id: string; teamId: string; name: string; source: SourceSpec },
+): Promise<FactoryRow> {
+  const res = await q.query<FactoryRow>(
+    'INSERT INTO factories (id, team_id, name, source) VALUES ($1, $2, $3, $4) RETURNING *',
+    [f.id, f.teamId, f.name, JSON.stringify(f.source)],
+  );
   return res.rows[0]!;
 }
 
-export async function updateFactorySource(q: Queryable, id: string, source: SourceSpec): Promise<FactoryRow | undefined> {
-  const res = await q.query<FactoryRow>('UPDATE factories SET source = $2, updated_at = ay_now() WHERE id = $1 AND deleted_at IS NULL RETURNING *', [
-    id,
-    JSON.stringify(source),
-  ]);
+export async function updateFactorySource(
+  q: Queryable,
+  id: string,
+  source: SourceSpec,
+): Promise<FactoryRow | undefined> {
+  const res = await q.query<FactoryRow>(
+    'UPDATE factories SET source = $2, updated_at = ay_now() WHERE id = $1 AND deleted_at IS NULL RETURNING *',
+    [id, JSON.stringify(source)],
+  );
   return res.rows[0];
 }
 
@@ -43,12 +48,18 @@ export async function getFactory(q: Queryable, id: string): Promise<FactoryRow |
 }
 
 export async function getTeamFactory(q: Queryable, teamId: string, id: string): Promise<FactoryRow | undefined> {
-  const res = await q.query<FactoryRow>('SELECT * FROM factories WHERE id = $1 AND team_id = $2 AND deleted_at IS NULL', [id, teamId]);
+  const res = await q.query<FactoryRow>(
+    'SELECT * FROM factories WHERE id = $1 AND team_id = $2 AND deleted_at IS NULL',
+    [id, teamId],
+  );
   return res.rows[0];
 }
 
 export async function findFactoryByName(q: Queryable, teamId: string, name: string): Promise<FactoryRow | undefined> {
-  const res = await q.query<FactoryRow>('SELECT * FROM factories WHERE team_id = $1 AND name = $2 AND deleted_at IS NULL', [teamId, name]);
+  const res = await q.query<FactoryRow>(
+    'SELECT * FROM factories WHERE team_id = $1 AND name = $2 AND deleted_at IS NULL',
+    [teamId, name],
+  );
   return res.rows[0];
 }
 
@@ -74,7 +85,10 @@ export async function listTeamFactories(
     where += ` AND (name ILIKE ${p} OR definition->'factory'->>'name' ILIKE ${p} OR definition->'factory'->>'alias' ILIKE ${p})`;
   }
   params.push(options.limit);
-  const res = await q.query<FactoryRow>(`SELECT * FROM factories WHERE ${where} ORDER BY created_at, id LIMIT $${params.length}`, params as string[]);
+  const res = await q.query<FactoryRow>(
+    `SELECT * FROM factories WHERE ${where} ORDER BY created_at, id LIMIT $${params.length}`,
+    params as string[],
+  );
   return res.rows;
 }
 
@@ -85,9 +99,18 @@ export async function softDeleteFactory(q: Queryable, teamId: string, id: string
     [id, teamId],
   );
   if (!res.rows[0]) return undefined;
-  await q.query('UPDATE webhooks SET deleted_at = ay_now(), updated_at = ay_now() WHERE factory_id = $1 AND deleted_at IS NULL', [id]);
-  await q.query('DELETE FROM automation_webhook_triggers WHERE automation_id IN (SELECT id FROM automations WHERE factory_id = $1)', [id]);
-  await q.query('UPDATE automations SET deleted_at = ay_now(), updated_at = ay_now() WHERE factory_id = $1 AND deleted_at IS NULL', [id]);
+  await q.query(
+    'UPDATE webhooks SET deleted_at = ay_now(), updated_at = ay_now() WHERE factory_id = $1 AND deleted_at IS NULL',
+    [id],
+  );
+  await q.query(
+    'DELETE FROM automation_webhook_triggers WHERE automation_id IN (SELECT id FROM automations WHERE factory_id = $1)',
+    [id],
+  );
+  await q.query(
+    'UPDATE automations SET deleted_at = ay_now(), updated_at = ay_now() WHERE factory_id = $1 AND deleted_at IS NULL',
+    [id],
+  );
   return res.rows[0];
 }
 
@@ -106,7 +129,13 @@ export async function recordSourceFailure(q: Queryable, id: string, failure: Sou
 export async function markRevisionApplied(
   q: Queryable,
   id: string,
-  r: { revision: string; definition: FactoryDefinition | null; liveChanged: boolean; message: string; warnings: Diagnostic[] },
+  r: {
+    revision: string;
+    definition: FactoryDefinition | null;
+    liveChanged: boolean;
+    message: string;
+    warnings: Diagnostic[];
+  },
 ): Promise<void> {
   await q.query(
     `UPDATE factories SET state = 'applied', reason = 'Applied', message = $3, errors = $4,
@@ -116,7 +145,14 @@ export async function markRevisionApplied(
        generation = generation + CASE WHEN $6 THEN 1 ELSE 0 END,
        updated_at = ay_now()
      WHERE id = $1`,
-    [id, r.revision, r.message, JSON.stringify(r.warnings), r.definition === null ? null : JSON.stringify(r.definition), r.liveChanged],
+    [
+      id,
+      r.revision,
+      r.message,
+      JSON.stringify(r.warnings),
+      r.definition === null ? null : JSON.stringify(r.definition),
+      r.liveChanged,
+    ],
   );
 }
 
@@ -184,7 +220,12 @@ export async function insertApply(
 }
 
 /** Newest first, after the keyset cursor. */
-export async function listApplies(q: Queryable, factoryId: string, limit: number, before?: { startedAt: string; id: string }): Promise<ApplyRow[]> {
+export async function listApplies(
+  q: Queryable,
+  factoryId: string,
+  limit: number,
+  before?: { startedAt: string; id: string },
+): Promise<ApplyRow[]> {
   const params: (string | number)[] = [factoryId];
   let where = 'factory_id = $1';
   if (before) {
@@ -192,13 +233,20 @@ export async function listApplies(q: Queryable, factoryId: string, limit: number
     where += ' AND (started_at, id) < ($2::timestamptz, $3)';
   }
   params.push(limit);
-  const res = await q.query<ApplyRow>(`SELECT * FROM factory_applies WHERE ${where} ORDER BY started_at DESC, id DESC LIMIT $${params.length}`, params);
+  const res = await q.query<ApplyRow>(
+    `SELECT * FROM factory_applies WHERE ${where} ORDER BY started_at DESC, id DESC LIMIT $${params.length}`,
+    params,
+  );
   return res.rows;
 }
 
 // ------------------------------------------------------------------ live state
 
-export async function listFactoryWebhooks(q: Queryable, factoryId: string, options: { includeDeleted: boolean }): Promise<WebhookRow[]> {
+export async function listFactoryWebhooks(
+  q: Queryable,
+  factoryId: string,
+  options: { includeDeleted: boolean },
+): Promise<WebhookRow[]> {
   const res = await q.query<WebhookRow>(
     `SELECT * FROM webhooks WHERE factory_id = $1 ${options.includeDeleted ? '' : 'AND deleted_at IS NULL'} ORDER BY name, created_at`,
     [factoryId],
@@ -207,12 +255,18 @@ export async function listFactoryWebhooks(q: Queryable, factoryId: string, optio
 }
 
 export async function listFactoryAutomations(q: Queryable, factoryId: string): Promise<AutomationRow[]> {
-  const res = await q.query<AutomationRow>('SELECT * FROM automations WHERE factory_id = $1 AND deleted_at IS NULL ORDER BY name', [factoryId]);
+  const res = await q.query<AutomationRow>(
+    'SELECT * FROM automations WHERE factory_id = $1 AND deleted_at IS NULL ORDER BY name',
+    [factoryId],
+  );
   return res.rows;
 }
 
 /** The columns of a webhook row the reconciler writes from its file (a field the definition gains is not one). */
-export type WebhookValues = Pick<WebhookDefinition, 'name' | 'file' | 'authMode' | 'signatureScheme' | 'secretName' | 'deliveryIdHeader' | 'enabled'>;
+export type WebhookValues = Pick<
+  WebhookDefinition,
+  'name' | 'file' | 'authMode' | 'signatureScheme' | 'secretName' | 'deliveryIdHeader' | 'enabled'
+>;
 
 export async function insertWebhook(
   q: Queryable,
@@ -221,12 +275,29 @@ export async function insertWebhook(
   await q.query(
     `INSERT INTO webhooks (uid, team_id, factory_id, name, file, auth_mode, signature_scheme, secret_name, secret_ciphertext, delivery_id_header, enabled)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-    [w.uid, w.teamId, w.factoryId, w.name, w.file, w.authMode, w.signatureScheme, w.secretName, w.secretCiphertext, w.deliveryIdHeader, w.enabled],
+    [
+      w.uid,
+      w.teamId,
+      w.factoryId,
+      w.name,
+      w.file,
+      w.authMode,
+      w.signatureScheme,
+      w.secretName,
+      w.secretCiphertext,
+      w.deliveryIdHeader,
+      w.enabled,
+    ],
   );
 }
 
 /** Updates a live webhook; a new secret value (ciphertext given) bumps `secret_version`. */
-export async function updateWebhook(q: Queryable, uid: string, w: WebhookValues, secretCiphertext: Buffer | null): Promise<void> {
+export async function updateWebhook(
+  q: Queryable,
+  uid: string,
+  w: WebhookValues,
+  secretCiphertext: Buffer | null,
+): Promise<void> {
   await q.query(
     `UPDATE webhooks SET file = $2, auth_mode = $3, signature_scheme = $4, secret_name = $5, delivery_id_header = $6, enabled = $7,
        secret_ciphertext = COALESCE($8, secret_ciphertext),
@@ -238,17 +309,37 @@ export async function updateWebhook(q: Queryable, uid: string, w: WebhookValues,
 }
 
 export async function softDeleteWebhook(q: Queryable, uid: string): Promise<void> {
-  await q.query('UPDATE webhooks SET deleted_at = ay_now(), updated_at = ay_now() WHERE uid = $1 AND deleted_at IS NULL', [uid]);
+  await q.query(
+    'UPDATE webhooks SET deleted_at = ay_now(), updated_at = ay_now() WHERE uid = $1 AND deleted_at IS NULL',
+    [uid],
+  );
 }
 
 /** The columns an apply writes. */
-export type AutomationValues = Pick<AutomationRow, 'name' | 'file' | 'enabled' | 'prompt' | 'agent' | 'config' | 'triggers'>;
+export type AutomationValues = Pick<
+  AutomationRow,
+  'name' | 'file' | 'enabled' | 'prompt' | 'agent' | 'config' | 'triggers'
+>;
 
-export async function insertAutomation(q: Queryable, a: AutomationValues & { id: string; teamId: string; factoryId: string }): Promise<void> {
+export async function insertAutomation(
+  q: Queryable,
+  a: AutomationValues & { id: string; teamId: string; factoryId: string },
+): Promise<void> {
   await q.query(
     `INSERT INTO automations (id, team_id, factory_id, name, file, enabled, prompt, agent, config, triggers)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-    [a.id, a.teamId, a.factoryId, a.name, a.file, a.enabled, a.prompt, a.agent, JSON.stringify(a.config), JSON.stringify(a.triggers)],
+    [
+      a.id,
+      a.teamId,
+      a.factoryId,
+      a.name,
+      a.file,
+      a.enabled,
+      a.prompt,
+      a.agent,
+      JSON.stringify(a.config),
+      JSON.stringify(a.triggers),
+    ],
   );
 }
 
@@ -262,7 +353,10 @@ export async function updateAutomation(q: Queryable, id: string, a: AutomationVa
 
 export async function softDeleteAutomation(q: Queryable, id: string): Promise<void> {
   await q.query('DELETE FROM automation_webhook_triggers WHERE automation_id = $1', [id]);
-  await q.query('UPDATE automations SET deleted_at = ay_now(), updated_at = ay_now() WHERE id = $1 AND deleted_at IS NULL', [id]);
+  await q.query(
+    'UPDATE automations SET deleted_at = ay_now(), updated_at = ay_now() WHERE id = $1 AND deleted_at IS NULL',
+    [id],
+  );
 }
 
 export interface WebhookTriggerRow {
@@ -271,35 +365,43 @@ export interface WebhookTriggerRow {
   payloadFilter: Record<string, unknown> | null;
 }
 
-export async function replaceAutomationTriggers(q: Queryable, automationId: string, triggers: readonly WebhookTriggerRow[]): Promise<void> {
+export async function replaceAutomationTriggers(
+  q: Queryable,
+  automationId: string,
+  triggers: readonly WebhookTriggerRow[],
+): Promise<void> {
   await q.query('DELETE FROM automation_webhook_triggers WHERE automation_id = $1', [automationId]);
   for (const t of triggers) {
-    await q.query('INSERT INTO automation_webhook_triggers (automation_id, webhook_uid, trigger_index, payload_filter) VALUES ($1, $2, $3, $4)', [
-      automationId,
-      t.webhookUid,
-      t.triggerIndex,
-      t.payloadFilter === null ? null : JSON.stringify(t.payloadFilter),
-    ]);
+    await q.query(
+      'INSERT INTO automation_webhook_triggers (automation_id, webhook_uid, trigger_index, payload_filter) VALUES ($1, $2, $3, $4)',
+      [automationId, t.webhookUid, t.triggerIndex, t.payloadFilter === null ? null : JSON.stringify(t.payloadFilter)],
+    );
   }
 }
 
 // ------------------------------------------------------------------ files
 
-export async function replaceFactoryFiles(q: Queryable, factoryId: string, files: readonly FactoryFileInput[]): Promise<void> {
+export async function replaceFactoryFiles(
+  q: Queryable,
+  factoryId: string,
+  files: readonly FactoryFileInput[],
+): Promise<void> {
   await q.query('DELETE FROM factory_files WHERE factory_id = $1', [factoryId]);
   const real = files.filter((f) => !f.symlink);
   // In slices: one statement per file would make a 1,000-file apply slow on the embedded engine.
   for (let i = 0; i < real.length; i += 500) {
     const slice = real.slice(i, i + 500);
-    await q.query('INSERT INTO factory_files (factory_id, path, content) SELECT $1, p, c FROM unnest($2::text[], $3::text[]) AS t(p, c)', [
-      factoryId,
-      slice.map((f) => f.path),
-      slice.map((f) => f.content),
-    ]);
+    await q.query(
+      'INSERT INTO factory_files (factory_id, path, content) SELECT $1, p, c FROM unnest($2::text[], $3::text[]) AS t(p, c)',
+      [factoryId, slice.map((f) => f.path), slice.map((f) => f.content)],
+    );
   }
 }
 
 export async function listFactoryFiles(q: Queryable, factoryId: string): Promise<FactoryFileInput[]> {
-  const res = await q.query<{ path: string; content: string }>('SELECT path, content FROM factory_files WHERE factory_id = $1 ORDER BY path', [factoryId]);
+  const res = await q.query<{ path: string; content: string }>(
+    'SELECT path, content FROM factory_files WHERE factory_id = $1 ORDER BY path',
+    [factoryId],
+  );
   return res.rows;
 }

@@ -19,7 +19,13 @@ import type { Source, SourceSnapshot } from '../sources/types.ts';
 import type { Bus } from '../store/bus.ts';
 import type { Db, Queryable } from '../store/db.ts';
 import { newId } from '../util/ids.ts';
-import { appliedMessage, applyFailedMessage, deletionBlockedMessage, fetchFailedMessage, validationFailedMessage } from './messages.ts';
+import {
+  appliedMessage,
+  applyFailedMessage,
+  deletionBlockedMessage,
+  fetchFailedMessage,
+  validationFailedMessage,
+} from './messages.ts';
 import type { ApplyOutcome, ApplyTrigger, FactoryRow, RevisionReason, SourceFailure } from './model.ts';
 import { computePlan } from './plan.ts';
 import type { Plan } from './plan.ts';
@@ -71,7 +77,13 @@ function decide(factory: FactoryRow, revision: string, explicit: boolean): Decis
     if (!explicit && factory.attempted_revision === revision && factory.state === 'applied') return 'skip';
     return 'unchanged';
   }
-  if (!explicit && revision === factory.attempted_revision && factory.state === 'failed' && REFUSED.has(factory.reason ?? '')) return 'skip';
+  if (
+    !explicit &&
+    revision === factory.attempted_revision &&
+    factory.state === 'failed' &&
+    REFUSED.has(factory.reason ?? '')
+  )
+    return 'skip';
   return 'apply';
 }
 
@@ -85,7 +97,18 @@ const MAX_MANAGED_ATTEMPTS = 20;
 const MANAGED_RETRY_PAUSE_MS = 10;
 
 function outcome(factoryId: string, partial: Partial<ApplyOutcome> & Pick<ApplyOutcome, 'result'>): ApplyOutcome {
-  return { factoryId, revision: null, reason: null, message: null, errors: [], warnings: [], changes: [], applyId: null, transient: false, ...partial };
+  return {
+    factoryId,
+    revision: null,
+    reason: null,
+    message: null,
+    errors: [],
+    warnings: [],
+    changes: [],
+    applyId: null,
+    transient: false,
+    ...partial,
+  };
 }
 
 function warningDiagnostics(validation: ValidationResult): Diagnostic[] {
@@ -114,7 +137,11 @@ export class Reconciler {
     const key = JSON.stringify(factory.source);
     const cached = this.#sources.get(factory.id);
     if (cached && cached.key === key) return cached.source;
-    const source = createSource(factory, { dataDir: this.#deps.dataDir, secrets: this.#deps.secrets, db: this.#deps.db });
+    const source = createSource(factory, {
+      dataDir: this.#deps.dataDir,
+      secrets: this.#deps.secrets,
+      db: this.#deps.db,
+    });
     this.#sources.set(factory.id, { key, source });
     return source;
   }
@@ -135,14 +162,28 @@ export class Reconciler {
     } catch (err) {
       const failure: SourceFailure = isSourceError(err)
         ? { reason: err.reason, kind: err.kind, message: err.message, at: new Date().toISOString() }
-        : { reason: 'FetchFailed', kind: 'transient', message: fetchFailedMessage(source.describe(), err), at: new Date().toISOString() };
+        : {
+            reason: 'FetchFailed',
+            kind: 'transient',
+            message: fetchFailedMessage(source.describe(), err),
+            at: new Date().toISOString(),
+          };
       const changed = factory.source_error?.message !== failure.message;
       await plans.recordSourceFailure(this.#deps.db, factoryId, failure);
       if (changed) {
         this.#deps.log.warn({ factory_id: factoryId, reason: failure.reason }, failure.message);
-        await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, { factory_id: factoryId, event: 'reconciled', result: 'failed' });
+        await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, {
+          factory_id: factoryId,
+          event: 'reconciled',
+          result: 'failed',
+        });
       }
-      return outcome(factoryId, { result: 'failed', reason: failure.reason, message: failure.message, transient: failure.kind === 'transient' });
+      return outcome(factoryId, {
+        result: 'failed',
+        reason: failure.reason,
+        message: failure.message,
+        transient: failure.kind === 'transient',
+      });
     }
     // A successful fetch clears a source error and moves `fetched_at`, the time of the last good fetch.
     await plans.recordSourceFailure(this.#deps.db, factoryId, null);
@@ -154,7 +195,11 @@ export class Reconciler {
    * Validates a tree against the factory's live state and diffs it, without writing. `forApply` assigns
    * UIDs to new webhooks; a dry run (`plan`) shows them as null.
    */
-  async prepare(factory: FactoryRow, files: readonly FactoryFileInput[], options: { forApply: boolean; refreshSecrets: boolean }): Promise<Prepared> {
+  async prepare(
+    factory: FactoryRow,
+    files: readonly FactoryFileInput[],
+    options: { forApply: boolean; refreshSecrets: boolean },
+  ): Promise<Prepared> {
     const db = this.#deps.db;
     const generation = factory.generation;
     const webhooks = await plans.listFactoryWebhooks(db, factory.id, { includeDeleted: true });
@@ -203,33 +248,70 @@ export class Reconciler {
   }
 
   /** Reconciles a given revision (fetched, or just committed to a managed repository). */
-  async reconcileSnapshot(initial: FactoryRow, snapshot: SourceSnapshot, options: ReconcileOptions, prepared?: Prepared): Promise<ApplyOutcome> {
+  async reconcileSnapshot(
+    initial: FactoryRow,
+    snapshot: SourceSnapshot,
+    options: ReconcileOptions,
+    prepared?: Prepared,
+  ): Promise<ApplyOutcome> {
     const { db } = this.#deps;
     const started = new Date();
     const revision = snapshot.revision;
     let factory = initial;
     for (let attempt = 1; ; attempt++) {
       const decision = decide(factory, revision, options.explicit);
-      if (decision === 'skip') return outcome(factory.id, { result: 'skipped', revision, reason: factory.reason, message: factory.message });
+      if (decision === 'skip')
+        return outcome(factory.id, { result: 'skipped', revision, reason: factory.reason, message: factory.message });
       if (decision === 'unchanged') return this.#recordUnchanged(factory, snapshot, options, started);
 
       let ready: Prepared;
       try {
-        ready = prepared && prepared.generation === factory.generation ? prepared : await this.prepare(factory, snapshot.files, { forApply: true, refreshSecrets: true });
+        ready =
+          prepared && prepared.generation === factory.generation
+            ? prepared
+            : await this.prepare(factory, snapshot.files, { forApply: true, refreshSecrets: true });
       } catch (err) {
         // The secret provider or the database failed (not the definition): worth another try soon.
         this.#deps.log.error({ err, factory_id: factory.id, revision }, 'prepare failed');
-        return this.#recordFailure(factory, snapshot, options, started, 'ApplyFailed', applyFailedMessage(revision, err), [], []);
+        return this.#recordFailure(
+          factory,
+          snapshot,
+          options,
+          started,
+          'ApplyFailed',
+          applyFailedMessage(revision, err),
+          [],
+          [],
+        );
       }
       prepared = undefined;
       if (!ready.plan) {
         const errors = ready.validation.diagnostics;
-        return this.#recordFailure(factory, snapshot, options, started, 'ValidationFailed', validationFailedMessage(revision, errors), errors, []);
+        return this.#recordFailure(
+          factory,
+          snapshot,
+          options,
+          started,
+          'ValidationFailed',
+          validationFailedMessage(revision, errors),
+          errors,
+          [],
+        );
       }
       const plan = ready.plan;
       if (plan.deletesEverything && AUTOMATIC.has(options.trigger) && !options.explicit) {
         const count = plan.webhooks.length + plan.automations.length;
-        return this.#recordFailure(factory, snapshot, options, started, 'DeletionBlocked', deletionBlockedMessage(revision, count), warningDiagnostics(ready.validation), plan.warnings, plan.changes);
+        return this.#recordFailure(
+          factory,
+          snapshot,
+          options,
+          started,
+          'DeletionBlocked',
+          deletionBlockedMessage(revision, count),
+          warningDiagnostics(ready.validation),
+          plan.warnings,
+          plan.changes,
+        );
       }
       let result: ApplyOutcome | { retry: FactoryRow } | { superseded: true };
       try {
@@ -237,12 +319,19 @@ export class Reconciler {
           await plans.lockFactory(tx, factory.id);
           const fresh = await plans.getFactory(tx, factory.id);
           if (!fresh) throw new FactoryGoneError(factory.id);
-          if (decide(fresh, revision, options.explicit) !== 'apply' || fresh.generation !== ready.generation) return { retry: fresh };
+          if (decide(fresh, revision, options.explicit) !== 'apply' || fresh.generation !== ready.generation)
+            return { retry: fresh };
           if (await this.#supersededManagedCommit(tx, fresh, snapshot)) return { superseded: true as const };
           await this.#write(tx, fresh, plan, snapshot);
           const warnings = warningDiagnostics(ready.validation);
           const message = appliedMessage(revision);
-          await plans.markRevisionApplied(tx, fresh.id, { revision, definition: ready.validation.definition!, liveChanged: plan.liveChanged, message, warnings });
+          await plans.markRevisionApplied(tx, fresh.id, {
+            revision,
+            definition: ready.validation.definition!,
+            liveChanged: plan.liveChanged,
+            message,
+            warnings,
+          });
           const row = await plans.insertApply(tx, {
             ...this.#historyBase(fresh.id, snapshot, options, started),
             result: 'applied',
@@ -252,25 +341,59 @@ export class Reconciler {
             warnings: plan.warnings,
             changes: plan.changes,
           });
-          return outcome(fresh.id, { result: 'applied', revision, reason: 'Applied', message, errors: warnings, warnings: plan.warnings, changes: plan.changes, applyId: row.id });
+          return outcome(fresh.id, {
+            result: 'applied',
+            revision,
+            reason: 'Applied',
+            message,
+            errors: warnings,
+            warnings: plan.warnings,
+            changes: plan.changes,
+            applyId: row.id,
+          });
         });
       } catch (err) {
         if (err instanceof FactoryGoneError) throw err;
         this.#deps.log.error({ err, factory_id: factory.id, revision }, 'apply failed');
-        return this.#recordFailure(factory, snapshot, options, started, 'ApplyFailed', applyFailedMessage(revision, err), [], plan.warnings);
+        return this.#recordFailure(
+          factory,
+          snapshot,
+          options,
+          started,
+          'ApplyFailed',
+          applyFailedMessage(revision, err),
+          [],
+          plan.warnings,
+        );
       }
       if ('superseded' in result) {
-        return outcome(factory.id, { result: 'skipped', revision, message: `${revision} is no longer the head of the managed repository: a newer commit replaces it` });
+        return outcome(factory.id, {
+          result: 'skipped',
+          revision,
+          message: `${revision} is no longer the head of the managed repository: a newer commit replaces it`,
+        });
       }
       if ('retry' in result) {
         // Another process applied (or refused) something meanwhile: decide again against what it left.
-        if (attempt >= MAX_PLAN_ATTEMPTS) throw new AppError('conflict', `factory ${factory.id} kept changing while ${revision} was being applied; retry`);
+        if (attempt >= MAX_PLAN_ATTEMPTS)
+          throw new AppError(
+            'conflict',
+            `factory ${factory.id} kept changing while ${revision} was being applied; retry`,
+          );
         factory = result.retry;
         continue;
       }
-      this.#deps.log.info({ factory_id: factory.id, revision, changes: result.changes.length }, result.message ?? 'applied');
+      this.#deps.log.info(
+        { factory_id: factory.id, revision, changes: result.changes.length },
+        result.message ?? 'applied',
+      );
       if (plan.liveChanged) await this.#deps.bus.publish(WEBHOOKS_CHANGED_TOPIC, { factory_id: factory.id });
-      await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, { factory_id: factory.id, event: 'reconciled', result: 'applied', revision });
+      await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, {
+        factory_id: factory.id,
+        event: 'reconciled',
+        result: 'applied',
+        revision,
+      });
       return result;
     }
   }
@@ -305,7 +428,13 @@ export class Reconciler {
     for (const op of plan.webhooks) if (op.op === 'delete') await plans.softDeleteWebhook(tx, op.uid);
     for (const op of plan.webhooks) {
       if (op.op === 'create') {
-        await plans.insertWebhook(tx, { ...op.values, uid: op.uid!, teamId: factory.team_id, factoryId: factory.id, secretCiphertext: cipher.encrypt(op.secret) });
+        await plans.insertWebhook(tx, {
+          ...op.values,
+          uid: op.uid!,
+          teamId: factory.team_id,
+          factoryId: factory.id,
+          secretCiphertext: cipher.encrypt(op.secret),
+        });
       } else if (op.op === 'update') {
         await plans.updateWebhook(tx, op.uid, op.values, op.secret === null ? null : cipher.encrypt(op.secret));
       }
@@ -325,7 +454,12 @@ export class Reconciler {
   }
 
   /** The applied revision again: nothing live changes; history records it when asked for or when status moves. */
-  async #recordUnchanged(factory: FactoryRow, snapshot: SourceSnapshot, options: ReconcileOptions, started: Date): Promise<ApplyOutcome> {
+  async #recordUnchanged(
+    factory: FactoryRow,
+    snapshot: SourceSnapshot,
+    options: ReconcileOptions,
+    started: Date,
+  ): Promise<ApplyOutcome> {
     const revision = snapshot.revision;
     const message = appliedMessage(revision);
     const written = await this.#deps.db.transaction(async (tx) => {
@@ -334,12 +468,31 @@ export class Reconciler {
       if (!fresh) throw new FactoryGoneError(factory.id);
       const decision = decide(fresh, revision, options.explicit);
       if (decision !== 'unchanged') return undefined;
-      await plans.markRevisionApplied(tx, fresh.id, { revision, definition: null, liveChanged: false, message, warnings: fresh.state === 'applied' ? fresh.errors : [] });
-      const row = await plans.insertApply(tx, { ...this.#historyBase(fresh.id, snapshot, options, started), result: 'unchanged', reason: 'Applied', message, errors: [], warnings: [], changes: [] });
+      await plans.markRevisionApplied(tx, fresh.id, {
+        revision,
+        definition: null,
+        liveChanged: false,
+        message,
+        warnings: fresh.state === 'applied' ? fresh.errors : [],
+      });
+      const row = await plans.insertApply(tx, {
+        ...this.#historyBase(fresh.id, snapshot, options, started),
+        result: 'unchanged',
+        reason: 'Applied',
+        message,
+        errors: [],
+        warnings: [],
+        changes: [],
+      });
       return row.id;
     });
     if (written === undefined) return outcome(factory.id, { result: 'skipped', revision });
-    await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, { factory_id: factory.id, event: 'reconciled', result: 'unchanged', revision });
+    await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, {
+      factory_id: factory.id,
+      event: 'reconciled',
+      result: 'unchanged',
+      revision,
+    });
     return outcome(factory.id, { result: 'unchanged', revision, reason: 'Applied', message, applyId: written });
   }
 
@@ -362,13 +515,36 @@ export class Reconciler {
       // Another process recorded this revision meanwhile: once is enough.
       if (decide(fresh, revision, options.explicit) !== 'apply') return undefined;
       await plans.markRevisionFailed(tx, fresh.id, { revision, reason, message, errors });
-      const row = await plans.insertApply(tx, { ...this.#historyBase(fresh.id, snapshot, options, started), result: 'failed', reason, message, errors, warnings, changes });
+      const row = await plans.insertApply(tx, {
+        ...this.#historyBase(fresh.id, snapshot, options, started),
+        result: 'failed',
+        reason,
+        message,
+        errors,
+        warnings,
+        changes,
+      });
       return row.id;
     });
     if (applyId === undefined) return outcome(factory.id, { result: 'skipped', revision });
     this.#deps.log.warn({ factory_id: factory.id, revision, reason }, message);
-    await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, { factory_id: factory.id, event: 'reconciled', result: 'failed', revision });
-    return outcome(factory.id, { result: 'failed', revision, reason, message, errors, warnings, changes, applyId, transient: reason === 'ApplyFailed' });
+    await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, {
+      factory_id: factory.id,
+      event: 'reconciled',
+      result: 'failed',
+      revision,
+    });
+    return outcome(factory.id, {
+      result: 'failed',
+      revision,
+      reason,
+      message,
+      errors,
+      warnings,
+      changes,
+      applyId,
+      transient: reason === 'ApplyFailed',
+    });
   }
 
   // ---------------------------------------------------------------- managed factories
@@ -406,14 +582,23 @@ export class Reconciler {
         } catch (err) {
           // Another process committed first: start again from its commit, so that both changes are kept.
           if (!isSourceError(err) || err.reason !== 'Conflict') throw err;
-          if (attempt >= MAX_MANAGED_ATTEMPTS) throw new AppError('conflict', `factory ${factoryId} kept changing while this change was being committed; retry`);
+          if (attempt >= MAX_MANAGED_ATTEMPTS)
+            throw new AppError(
+              'conflict',
+              `factory ${factoryId} kept changing while this change was being committed; retry`,
+            );
           await sleep(Math.random() * MANAGED_RETRY_PAUSE_MS * attempt);
           continue;
         }
         const snapshot: SourceSnapshot = {
           revision: `main@sha1:${sha}`,
           files: next,
-          commit: { sha, author: `${commit.author.name} <${commit.author.email}>`, message: commit.message, time: new Date() },
+          commit: {
+            sha,
+            author: `${commit.author.name} <${commit.author.email}>`,
+            message: commit.message,
+            time: new Date(),
+          },
         };
         return this.#applyManaged(factory, snapshot, prepared);
       }
@@ -436,7 +621,8 @@ function normalizeFiles(files: readonly FactoryFileInput[]): FactoryFileInput[] 
     if (!p || p.split('/').some((s) => s === '' || s === '.' || s === '..') || p.includes('\0')) {
       throw new AppError('invalid_request', `file path "${file.path}" must be relative, without "." or ".." segments`);
     }
-    if (file.symlink) throw new AppError('invalid_request', `${p}: symbolic links cannot be written to a managed factory`);
+    if (file.symlink)
+      throw new AppError('invalid_request', `${p}: symbolic links cannot be written to a managed factory`);
     if (seen.has(p)) throw new AppError('invalid_request', `${p} appears twice`);
     seen.add(p);
     out.push({ path: p, content: file.content });
@@ -471,7 +657,10 @@ export function readOnlyError(factory: FactoryRow, _where?: string): AppError {
         : `factory ${factory.name} is managed here`;
   return new AppError('factory_read_only', detail, {
     extensions: {
-      source: source.type === 'git' ? { type: 'git', url: sanitizeUrl(source.url), branch: source.branch } : { type: source.type },
+      source:
+        source.type === 'git'
+          ? { type: 'git', url: sanitizeUrl(source.url), branch: source.branch }
+          : { type: source.type },
     },
   });
 }

@@ -18,15 +18,21 @@ export function runConfigFor(execution: ResolvedExecution, name: string): AgentC
   if (harness.type === 'oz') {
     config.model_id = harness.model;
   } else {
-    config.harness = { type: harness.type, model_id: harness.model, ...(harness.reasoningLevel ? { reasoning_level: harness.reasoningLevel } : {}) };
+    config.harness = {
+      type: harness.type,
+      model_id: harness.model,
+      ...(harness.reasoningLevel ? { reasoning_level: harness.reasoningLevel } : {}),
+    };
     const key = AUTH_SECRET_KEY[harness.type];
-    if (harness.auth?.source === 'managedSecret' && key) config.harness_auth_secrets = { [key]: harness.auth.secretName };
+    if (harness.auth?.source === 'managedSecret' && key)
+      config.harness_auth_secrets = { [key]: harness.auth.secretName };
   }
   if (execution.environmentId) config.environment_id = execution.environmentId;
   if (execution.workerHost) config.worker_host = execution.workerHost;
   if (execution.runner) config.runner_id = execution.runner;
   const servers = Object.entries(execution.mcpServers);
-  if (servers.length > 0) config.mcp_servers = Object.fromEntries(servers.map(([n, ref]) => [n, { warp_id: ref.warpId }]));
+  if (servers.length > 0)
+    config.mcp_servers = Object.fromEntries(servers.map(([n, ref]) => [n, { warp_id: ref.warpId }]));
   return config;
 }
 
@@ -37,16 +43,30 @@ export function storedTrigger(trigger: Trigger): StoredTrigger {
       return {
         provider: 'webhook',
         event: 'received',
-        filter: { webhook_ids: [trigger.webhookUid], ...(trigger.payload !== null ? { payload: trigger.payload } : {}) },
+        filter: {
+          webhook_ids: [trigger.webhookUid],
+          ...(trigger.payload !== null ? { payload: trigger.payload } : {}),
+        },
       };
     case 'schedule':
       return {
         provider: 'schedule',
         event: 'cron_fired',
         ...(trigger.scheduleIds.length > 0 ? { filter: { schedule_ids: trigger.scheduleIds } } : {}),
-        ...(trigger.schedule ? { schedule: { ...(trigger.schedule.name !== null ? { name: trigger.schedule.name } : {}), cron: trigger.schedule.cron } } : {}),
+        ...(trigger.schedule
+          ? {
+              schedule: {
+                ...(trigger.schedule.name !== null ? { name: trigger.schedule.name } : {}),
+                cron: trigger.schedule.cron,
+              },
+            }
+          : {}),
       };
     case 'provider':
-      return { provider: trigger.provider, event: trigger.event, ...(Object.keys(trigger.filter).length > 0 ? { filter: trigger.filter } : {}) };
+      return {
+        provider: trigger.provider,
+        event: trigger.event,
+        ...(Object.keys(trigger.filter).length > 0 ? { filter: trigger.filter } : {}),
+      };
   }
 }

@@ -21,7 +21,10 @@ interface DownloadGrant {
  * A download URL carries its own authorisation, sealed with the instance master key (AES-256-GCM, so it can
  * be neither read nor forged), because clients fetch `download_url` without the API key.
  */
-export function sealDownloadToken(cipher: SecretCipher, grant: { teamId: string; runId: string; fileName: string; expiresAt: number }): string {
+export function sealDownloadToken(
+  cipher: SecretCipher,
+  grant: { teamId: string; runId: string; fileName: string; expiresAt: number },
+): string {
   const payload: DownloadGrant = { t: grant.teamId, r: grant.runId, f: grant.fileName, e: grant.expiresAt };
   return cipher.encrypt(JSON.stringify(payload)).toString('base64url');
 }
@@ -102,7 +105,10 @@ export async function registerAttachmentRoutes(app: AppInstance, ctx: ServiceCon
       const asciiName = file.file_name.replace(/[^\x20-\x7e]|["\\]/g, '_');
       return reply
         .type(file.mime_type)
-        .header('content-disposition', `attachment; filename="${asciiName}"; filename*=UTF-8''${encodeURIComponent(file.file_name)}`)
+        .header(
+          'content-disposition',
+          `attachment; filename="${asciiName}"; filename*=UTF-8''${encodeURIComponent(file.file_name)}`,
+        )
         .header('cache-control', 'private, max-age=300')
         .send(file.data);
     },

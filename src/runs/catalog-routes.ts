@@ -29,7 +29,12 @@ const ModelInfoSchema = Type.Object(
   {
     id: Str,
     display_name: Str,
-    provider: Type.Union([Type.Literal('OPENAI'), Type.Literal('ANTHROPIC'), Type.Literal('GOOGLE'), Type.Literal('UNKNOWN')]),
+    provider: Type.Union([
+      Type.Literal('OPENAI'),
+      Type.Literal('ANTHROPIC'),
+      Type.Literal('GOOGLE'),
+      Type.Literal('UNKNOWN'),
+    ]),
     vision_supported: Type.Boolean(),
     description: OptStr,
     reasoning_level: OptStr,
@@ -74,7 +79,12 @@ export function agentsOfFactories(rows: FactoryAgentsRow[]): Map<string, AgentVa
         id: `${repo.owner}/${repo.name}:${skillPath}`,
         description: text(agent.description),
         base_prompt: text(agent.prompt),
-        source: { owner: repo.owner, name: repo.name, skill_path: skillPath, ...(workerHost ? { worker_host: workerHost } : {}) },
+        source: {
+          owner: repo.owner,
+          name: repo.name,
+          skill_path: skillPath,
+          ...(workerHost ? { worker_host: workerHost } : {}),
+        },
         environments: [],
         last_run_timestamp: null,
         factory_uid: row.id,
@@ -148,12 +158,15 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
       schema: {
         tags: ['agents'],
         operationId: 'listEnvironments',
-        summary: 'Cloud environments (Agentyard has none yet: runs use the runner of their factory or the executor default)',
+        summary:
+          'Cloud environments (Agentyard has none yet: runs use the runner of their factory or the executor default)',
         querystring: Type.Object(
           { sort_by: Type.Optional(Type.Union([Type.Literal('name'), Type.Literal('last_updated')])) },
           { additionalProperties: true },
         ),
-        response: { 200: Type.Object({ environments: Type.Array(Type.Object({ uid: Str }, { additionalProperties: true })) }) },
+        response: {
+          200: Type.Object({ environments: Type.Array(Type.Object({ uid: Str }, { additionalProperties: true })) }),
+        },
       },
     },
     async () => ({ environments: [] }),
@@ -169,7 +182,13 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
         params: Type.Object({ artifactUid: Type.String({ minLength: 1 }) }),
         response: {
           200: Type.Object(
-            { artifact_uid: Str, artifact_type: Str, created_at: Type.String({ format: 'date-time' }), run_id: Str, data: Type.Unknown() },
+            {
+              artifact_uid: Str,
+              artifact_type: Str,
+              created_at: Type.String({ format: 'date-time' }),
+              run_id: Str,
+              data: Type.Unknown(),
+            },
             { additionalProperties: true },
           ),
         },

@@ -33,8 +33,10 @@ export function openTranscriptToken(cipher: SecretCipher, token: string, now = D
   } catch {
     throw new AppError('resource_not_found', 'no such transcript (the download link is invalid)');
   }
-  if (grant.k !== 'transcript' || typeof grant.e !== 'number') throw new AppError('resource_not_found', 'no such transcript (the download link is invalid)');
-  if (grant.e < now) throw new AppError('resource_not_found', 'the transcript link has expired; ask for the transcript again');
+  if (grant.k !== 'transcript' || typeof grant.e !== 'number')
+    throw new AppError('resource_not_found', 'no such transcript (the download link is invalid)');
+  if (grant.e < now)
+    throw new AppError('resource_not_found', 'the transcript link has expired; ask for the transcript again');
   return grant;
 }
 
@@ -74,7 +76,8 @@ export async function registerConversationRoutes(app: AppInstance, ctx: ServiceC
     {
       schema: {
         tags: ['runs'],
-        summary: "The run's conversation: one step per execution, with the prompt, follow-ups, agent messages, tool calls and results",
+        summary:
+          "The run's conversation: one step per execution, with the prompt, follow-ups, agent messages, tool calls and results",
         params: RunIdParamsSchema,
         response: { 200: ConversationSchema },
       },
@@ -108,7 +111,8 @@ export async function registerConversationRoutes(app: AppInstance, ctx: ServiceC
     {
       schema: {
         tags: ['runs'],
-        summary: "Redirects (302) to a download URL of the run's transcript (JSON lines, valid for an hour); 404 when the run never executed",
+        summary:
+          "Redirects (302) to a download URL of the run's transcript (JSON lines, valid for an hour); 404 when the run never executed",
         params: RunIdParamsSchema,
         response: { 302: Type.Null({ description: 'Location: the download URL' }) },
       },
@@ -117,7 +121,8 @@ export async function registerConversationRoutes(app: AppInstance, ctx: ServiceC
       const teamId = request.principal.teamId;
       const run = await runOf(teamId, request.params.runId);
       const executed = await ctx.db.query('SELECT 1 FROM executions WHERE run_id = $1 LIMIT 1', [run.id]);
-      if (executed.rowCount === 0) throw new AppError('resource_not_found', `run ${run.id} has no transcript: it has not executed yet`);
+      if (executed.rowCount === 0)
+        throw new AppError('resource_not_found', `run ${run.id} has no transcript: it has not executed yet`);
       const token = sealTranscriptToken(ctx.cipher, teamId, run.id, Date.now() + TRANSCRIPT_URL_TTL_MS);
       return reply.redirect(`${ctx.config.publicUrl}/api/v1/agent/transcripts/${token}`, 302);
     },
@@ -129,7 +134,8 @@ export async function registerConversationRoutes(app: AppInstance, ctx: ServiceC
       config: { public: true },
       schema: {
         tags: ['runs'],
-        summary: "Download a run's transcript by the URL /transcript redirected to (no API key: the URL is the credential). JSON lines: a header, then every event.",
+        summary:
+          "Download a run's transcript by the URL /transcript redirected to (no API key: the URL is the credential). JSON lines: a header, then every event.",
         params: Type.Object({ token: Type.String() }),
         security: [],
         produces: ['application/x-ndjson'],
@@ -141,9 +147,23 @@ export async function registerConversationRoutes(app: AppInstance, ctx: ServiceC
       if (!run) throw new AppError('resource_not_found', 'no such transcript');
       const events = await loadAllEvents(ctx.db, run.id);
       const lines = [
-        JSON.stringify({ kind: 'run', run_id: run.id, title: run.title, prompt: run.prompt, state: run.state, created_at: run.created_at.toISOString() }),
+        JSON.stringify({
+          kind: 'run',
+          run_id: run.id,
+          title: run.title,
+          prompt: run.prompt,
+          state: run.state,
+          created_at: run.created_at.toISOString(),
+        }),
         ...events.map((e) =>
-          JSON.stringify({ kind: 'event', sequence: e.sequence, type: e.type, execution_id: e.execution_id, occurred_at: e.occurred_at.toISOString(), data: e.data }),
+          JSON.stringify({
+            kind: 'event',
+            sequence: e.sequence,
+            type: e.type,
+            execution_id: e.execution_id,
+            occurred_at: e.occurred_at.toISOString(),
+            data: e.data,
+          }),
         ),
       ];
       return reply

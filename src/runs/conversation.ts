@@ -60,15 +60,22 @@ function category(value: unknown): string {
 }
 
 function objectOf(value: unknown): Record<string, unknown> {
-  return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : { value: value ?? null };
+  return value && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : { value: value ?? null };
 }
 
 /** One run's steps (the conversation of a run, or its part of a longer conversation). */
-export function runSteps(run: RunRow, executions: readonly ExecutionSummary[], events: readonly StoredRunEvent[]): ConversationStep[] {
+export function runSteps(
+  run: RunRow,
+  executions: readonly ExecutionSummary[],
+  events: readonly StoredRunEvent[],
+): ConversationStep[] {
   const steps = new Map<string, ConversationStep>();
   const ordered: ConversationStep[] = [];
   const stepFor = (executionId: string | null): ConversationStep => {
-    const key = executionId && executions.some((e) => e.id === executionId) ? executionId : (ordered.at(-1)?.id ?? run.id);
+    const key =
+      executionId && executions.some((e) => e.id === executionId) ? executionId : (ordered.at(-1)?.id ?? run.id);
     let step = steps.get(key);
     if (!step) {
       const exec = executions.find((e) => e.id === key);
@@ -94,7 +101,13 @@ export function runSteps(run: RunRow, executions: readonly ExecutionSummary[], e
   const first = stepFor(executions[0]?.id ?? null);
   first.messages.push(prompt);
 
-  const push = (step: ConversationStep, role: ConversationMessage['role'], block: ContentBlock, id: string, at: string): void => {
+  const push = (
+    step: ConversationStep,
+    role: ConversationMessage['role'],
+    block: ContentBlock,
+    id: string,
+    at: string,
+  ): void => {
     const last = step.messages.at(-1);
     // consecutive blocks of one role form one message
     if (last && last.role === role && role !== 'user') {
@@ -118,10 +131,29 @@ export function runSteps(run: RunRow, executions: readonly ExecutionSummary[], e
       }
       case 'followup':
         // follow-ups built into an execution's prompt are the start of that step
-        if (typeof d.message === 'string') step.messages.push({ role: 'user', content: [{ type: 'text', text: d.message, message_id: id }], message_ids: [id], timestamp: at });
+        if (typeof d.message === 'string')
+          step.messages.push({
+            role: 'user',
+            content: [{ type: 'text', text: d.message, message_id: id }],
+            message_ids: [id],
+            timestamp: at,
+          });
         break;
       case 'tool_call':
-        push(step, 'assistant', { type: 'action', id: String(d.id ?? id), category: category(d.category), name: String(d.name ?? 'tool'), input: objectOf(d.input), message_id: id }, id, at);
+        push(
+          step,
+          'assistant',
+          {
+            type: 'action',
+            id: String(d.id ?? id),
+            category: category(d.category),
+            name: String(d.name ?? 'tool'),
+            input: objectOf(d.input),
+            message_id: id,
+          },
+          id,
+          at,
+        );
         break;
       case 'tool_result':
         push(
@@ -142,7 +174,13 @@ export function runSteps(run: RunRow, executions: readonly ExecutionSummary[], e
         break;
       case 'skill': {
         const input: Record<string, unknown> = { skill_path: d.skill_path ?? d.spec, skill_spec: d.spec, name: d.name };
-        push(step, 'assistant', { type: 'action', id: `skill-${e.sequence}`, category: 'skill', name: 'read_skill', input, message_id: id }, id, at);
+        push(
+          step,
+          'assistant',
+          { type: 'action', id: `skill-${e.sequence}`, category: 'skill', name: 'read_skill', input, message_id: id },
+          id,
+          at,
+        );
         push(
           step,
           'tool',
@@ -161,7 +199,8 @@ export function runSteps(run: RunRow, executions: readonly ExecutionSummary[], e
         break;
       }
       case 'result':
-        if (typeof d.text === 'string' && d.text) step.summary = d.text.length > 2000 ? `${d.text.slice(0, 1999)}…` : d.text;
+        if (typeof d.text === 'string' && d.text)
+          step.summary = d.text.length > 2000 ? `${d.text.slice(0, 1999)}…` : d.text;
         push(step, 'system', { type: 'event', name: 'result', data: d, message_id: id }, id, at);
         break;
       case 'state':
@@ -197,14 +236,24 @@ export async function loadAllEvents(q: Queryable, runId: string): Promise<Stored
 }
 
 /** The conversation of runs (one run, or every run of a conversation id), oldest run first. */
-export async function buildConversation(q: Queryable, conversationId: string, runs: readonly RunRow[]): Promise<ConversationResponse> {
+export async function buildConversation(
+  q: Queryable,
+  conversationId: string,
+  runs: readonly RunRow[],
+): Promise<ConversationResponse> {
   const executions = await loadExecutions(
     q,
     runs.map((r) => r.id),
   );
   const steps: ConversationStep[] = [];
   for (const run of runs) {
-    steps.push(...runSteps(run, executions.filter((e) => e.run_id === run.id), await loadAllEvents(q, run.id)));
+    steps.push(
+      ...runSteps(
+        run,
+        executions.filter((e) => e.run_id === run.id),
+        await loadAllEvents(q, run.id),
+      ),
+    );
   }
   return { conversation_id: conversationId, steps };
 }

@@ -47,7 +47,11 @@ function parseLastEventId(header: string | string[] | undefined, since: number |
   const raw = Array.isArray(header) ? header[0] : header;
   if (raw !== undefined && raw.trim() !== '') {
     const n = Number(raw.trim());
-    if (!Number.isSafeInteger(n) || n < 0) throw new AppError('invalid_request', `Last-Event-ID must be an event sequence (a non-negative integer), got "${raw}"`);
+    if (!Number.isSafeInteger(n) || n < 0)
+      throw new AppError(
+        'invalid_request',
+        `Last-Event-ID must be an event sequence (a non-negative integer), got "${raw}"`,
+      );
     return n;
   }
   return since ?? 0;
@@ -72,7 +76,9 @@ export async function registerEventRoutes(app: AppInstance, ctx: ServiceContext)
           "The run's events as server-sent events (text/event-stream): the history, then live ones. `id:` is the event's sequence; resume with Last-Event-ID (or ?since=). The stream ends with an `end` event once the run is finished and every event is sent; ?follow=false ends it after the history.",
         params: RunIdParamsSchema,
         querystring: Type.Object({
-          since: Type.Optional(Type.Integer({ minimum: 0, description: 'Send the events after this sequence (Last-Event-ID wins)' })),
+          since: Type.Optional(
+            Type.Integer({ minimum: 0, description: 'Send the events after this sequence (Last-Event-ID wins)' }),
+          ),
           follow: Type.Optional(Type.Boolean({ default: true })),
         }),
         produces: ['text/event-stream'],
@@ -126,7 +132,11 @@ export async function registerEventRoutes(app: AppInstance, ctx: ServiceContext)
           dirty = false;
           const events = await listRunEvents(ctx.db, runId, last, 500);
           if (events.length > 0) {
-            res.write(events.map((e) => `id: ${e.sequence}\nevent: ${e.type}\ndata: ${JSON.stringify(eventDocument(e))}\n\n`).join(''));
+            res.write(
+              events
+                .map((e) => `id: ${e.sequence}\nevent: ${e.type}\ndata: ${JSON.stringify(eventDocument(e))}\n\n`)
+                .join(''),
+            );
             for (const e of events) if (e.type === 'state' && typeof e.data.state === 'string') state = e.data.state;
             last = events.at(-1)!.sequence;
             lastSent = Date.now();
@@ -172,7 +182,8 @@ export async function registerEventRoutes(app: AppInstance, ctx: ServiceContext)
     {
       schema: {
         tags: ['runs'],
-        summary: 'Events of runs after a sequence (internal poll endpoint of the reference); `since` applies to each run’s own sequence',
+        summary:
+          'Events of runs after a sequence (internal poll endpoint of the reference); `since` applies to each run’s own sequence',
         querystring: Type.Object({
           run_ids: Type.Array(Type.String(), { minItems: 1, maxItems: 100 }),
           since: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
@@ -182,17 +193,24 @@ export async function registerEventRoutes(app: AppInstance, ctx: ServiceContext)
       },
     },
     async (request) => {
-      const own = await ctx.db.query<{ id: string }>('SELECT id FROM runs WHERE team_id = $1 AND id = ANY($2::text[])', [
-        request.principal.teamId,
-        request.query.run_ids,
-      ]);
+      const own = await ctx.db.query<{ id: string }>(
+        'SELECT id FROM runs WHERE team_id = $1 AND id = ANY($2::text[])',
+        [request.principal.teamId, request.query.run_ids],
+      );
       const ids = own.rows.map((r) => r.id);
       if (ids.length === 0) return [];
       const events = await listEventsOfRuns(ctx.db, ids, request.query.since ?? 0, request.query.limit ?? 100);
       return events.map((e) => ({
         event_type: referenceEventType(e),
         run_id: e.run_id,
-        ref_id: typeof e.data.followup_id === 'string' ? e.data.followup_id : typeof e.data.ref_id === 'string' ? e.data.ref_id : typeof e.data.id === 'string' ? e.data.id : null,
+        ref_id:
+          typeof e.data.followup_id === 'string'
+            ? e.data.followup_id
+            : typeof e.data.ref_id === 'string'
+              ? e.data.ref_id
+              : typeof e.data.id === 'string'
+                ? e.data.id
+                : null,
         execution_id: e.execution_id,
         occurred_at: e.occurred_at.toISOString(),
         sequence: e.sequence,
@@ -230,7 +248,15 @@ export async function registerEventRoutes(app: AppInstance, ctx: ServiceContext)
           });
         }
         return appendRunEvents(tx, runId, body.execution_id ?? null, [
-          { type: 'status', data: { message: `Reported: ${body.event_type}`, event_type: body.event_type, reported: true, ...(body.ref_id ? { ref_id: body.ref_id } : {}) } },
+          {
+            type: 'status',
+            data: {
+              message: `Reported: ${body.event_type}`,
+              event_type: body.event_type,
+              reported: true,
+              ...(body.ref_id ? { ref_id: body.ref_id } : {}),
+            },
+          },
         ]);
       });
       await ctx.bus.publish(RUN_EVENTS_TOPIC, { run_id: runId, sequence });

@@ -61,12 +61,16 @@ export const MAX_EVENT_TEXT = 64 * 1024;
 
 function clip(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') {
-    return value.length > MAX_EVENT_TEXT ? `${value.slice(0, MAX_EVENT_TEXT)}… [${value.length - MAX_EVENT_TEXT} characters cut]` : value;
+    return value.length > MAX_EVENT_TEXT
+      ? `${value.slice(0, MAX_EVENT_TEXT)}… [${value.length - MAX_EVENT_TEXT} characters cut]`
+      : value;
   }
   if (depth > 8) return '[nested too deeply]';
   if (Array.isArray(value)) return value.slice(0, 1000).map((v) => clip(v, depth + 1));
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, clip(v, depth + 1)]));
+    return Object.fromEntries(
+      Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, clip(v, depth + 1)]),
+    );
   }
   return value;
 }
@@ -167,7 +171,12 @@ export async function listRunEvents(q: Queryable, runId: string, after = 0, limi
 }
 
 /** Events of several runs after `after` (per run), ordered by run then sequence (`GET /agent/events`). */
-export async function listEventsOfRuns(q: Queryable, runIds: readonly string[], after: number, limit: number): Promise<StoredRunEvent[]> {
+export async function listEventsOfRuns(
+  q: Queryable,
+  runIds: readonly string[],
+  after: number,
+  limit: number,
+): Promise<StoredRunEvent[]> {
   const res = await q.query<StoredRunEvent>(
     `SELECT run_id, sequence, execution_id, type, data, occurred_at FROM run_events
      WHERE run_id = ANY($1::text[]) AND sequence > $2 ORDER BY occurred_at, run_id, sequence LIMIT $3`,

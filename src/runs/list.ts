@@ -127,14 +127,22 @@ function mergedStates(query: ListRunsQuery): readonly string[] | undefined {
   const f = query.filters;
   if (query.sortBy !== 'updated_at' && query.sortBy !== 'created_at') return undefined;
   if (f.states?.length === 1 || f.ancestorRunId !== undefined) return undefined;
-  const ownIndex = f.configName !== undefined || f.creator !== undefined || f.executor !== undefined || f.factoryId !== undefined || f.scheduleId !== undefined;
+  const ownIndex =
+    f.configName !== undefined ||
+    f.creator !== undefined ||
+    f.executor !== undefined ||
+    f.factoryId !== undefined ||
+    f.scheduleId !== undefined;
   if (query.sortBy === 'updated_at' && ownIndex) return undefined;
   const wanted = f.states?.length ? new Set(f.states) : undefined;
   const states = RUN_STATES.filter((state) => !wanted || wanted.has(state));
   return states.length > 0 ? states : undefined;
 }
 
-export async function listRuns(q: Queryable, query: ListRunsQuery): Promise<{ rows: RunRow[]; nextCursor: string | undefined }> {
+export async function listRuns(
+  q: Queryable,
+  query: ListRunsQuery,
+): Promise<{ rows: RunRow[]; nextCursor: string | undefined }> {
   const params: SqlValue[] = [query.teamId];
   const where: string[] = ['team_id = $1'];
   const add = (sql: (p: string) => string, value: SqlValue): void => {
@@ -161,12 +169,18 @@ export async function listRuns(q: Queryable, query: ListRunsQuery): Promise<{ ro
   if (f.factoryId !== undefined) add((p) => `factory_id = ${p}`, f.factoryId);
   if (f.automationId !== undefined) add((p) => `automation_id = ${p}`, f.automationId);
   // executor_id is stored only when it differs from the creator (migration 0004).
-  if (f.executor !== undefined) add((p) => `(executor_id = ${p} OR (executor_id IS NULL AND creator_id = ${p}))`, f.executor);
+  if (f.executor !== undefined)
+    add((p) => `(executor_id = ${p} OR (executor_id IS NULL AND creator_id = ${p}))`, f.executor);
   if (f.workerHost !== undefined) add((p) => `worker_host = ${p}`, f.workerHost);
   if (f.artifactType !== undefined) {
-    add((p) => `artifacts <> '[]'::jsonb AND artifacts @> jsonb_build_array(jsonb_build_object('artifact_type', ${p}::text))`, f.artifactType);
+    add(
+      (p) =>
+        `artifacts <> '[]'::jsonb AND artifacts @> jsonb_build_array(jsonb_build_object('artifact_type', ${p}::text))`,
+      f.artifactType,
+    );
   }
-  if (f.metadata && Object.keys(f.metadata).length > 0) add((p) => `metadata @> ${p}::jsonb`, JSON.stringify(f.metadata));
+  if (f.metadata && Object.keys(f.metadata).length > 0)
+    add((p) => `metadata @> ${p}::jsonb`, JSON.stringify(f.metadata));
   if (f.q !== undefined && f.q !== '') {
     const pattern = `%${f.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     add((p) => `(title ILIKE ${p} OR prompt ILIKE ${p} OR coalesce(skill_spec, '') ILIKE ${p})`, pattern);
@@ -203,6 +217,8 @@ export async function listRuns(q: Queryable, query: ListRunsQuery): Promise<{ ro
   const rows = res.rows.slice(0, query.limit);
   const last = rows.at(-1);
   const nextCursor =
-    res.rows.length > query.limit && last ? encodeCursor({ s: query.sortBy, o: query.sortOrder, v: keys.map((k) => k.read(last)) }) : undefined;
+    res.rows.length > query.limit && last
+      ? encodeCursor({ s: query.sortBy, o: query.sortOrder, v: keys.map((k) => k.read(last)) })
+      : undefined;
   return { rows, nextCursor };
 }

@@ -45,7 +45,11 @@ export interface AgentConfig {
   computer_use_enabled?: boolean;
   idle_timeout_minutes?: number;
   harness?: { type?: string; model_id?: string; reasoning_level?: string };
-  harness_auth_secrets?: { claude_auth_secret_name?: string; codex_auth_secret_name?: string; gemini_auth_secret_name?: string };
+  harness_auth_secrets?: {
+    claude_auth_secret_name?: string;
+    codex_auth_secret_name?: string;
+    gemini_auth_secret_name?: string;
+  };
   skills?: string[];
   runner_id?: string;
   [key: string]: unknown;
@@ -170,9 +174,17 @@ export function toRunItem(row: RunRow, publicUrl: string): RunItem {
         }
       : {}),
     ...(row.executor_id && row.executor_type
-      ? { executor: { type: row.executor_type, uid: row.executor_id, display_name: row.executor_name ?? row.executor_id } }
+      ? {
+          executor: {
+            type: row.executor_type,
+            uid: row.executor_id,
+            display_name: row.executor_name ?? row.executor_id,
+          },
+        }
       : row.creator_id && row.creator_type
-        ? { executor: { type: row.creator_type, uid: row.creator_id, display_name: row.creator_name ?? row.creator_id } }
+        ? {
+            executor: { type: row.creator_type, uid: row.creator_id, display_name: row.creator_name ?? row.creator_id },
+          }
         : {}),
     agent_config: row.config,
     ...(row.conversation_id ? { conversation_id: row.conversation_id } : {}),
@@ -183,7 +195,9 @@ export function toRunItem(row: RunRow, publicUrl: string): RunItem {
     metadata: row.metadata,
     ...(row.request_usage ? { request_usage: row.request_usage } : {}),
     ...(row.started_at ? { run_time: runTime(row.started_at, row.finished_at)! } : {}),
-    ...(row.skill_spec ? { agent_skill: { ...(skillName ? { name: skillName } : {}), full_path: row.skill_spec } } : {}),
+    ...(row.skill_spec
+      ? { agent_skill: { ...(skillName ? { name: skillName } : {}), full_path: row.skill_spec } }
+      : {}),
     ...(row.factory_id ? { factory_uid: row.factory_id } : {}),
     ...(row.automation_id ? { automation_id: row.automation_id } : {}),
     ...(row.delivery_id ? { delivery_id: row.delivery_id } : {}),

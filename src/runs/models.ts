@@ -52,7 +52,8 @@ function checkModel(value: unknown, index: number): ModelInfo {
     ...m,
     id: m.id,
     display_name: typeof m.display_name === 'string' ? m.display_name : m.id,
-    provider: m.provider && ['OPENAI', 'ANTHROPIC', 'GOOGLE', 'UNKNOWN'].includes(m.provider) ? m.provider : providerOf(m.id),
+    provider:
+      m.provider && ['OPENAI', 'ANTHROPIC', 'GOOGLE', 'UNKNOWN'].includes(m.provider) ? m.provider : providerOf(m.id),
     vision_supported: typeof m.vision_supported === 'boolean' ? m.vision_supported : true,
   };
 }
@@ -65,7 +66,10 @@ export function parseModelCatalogue(raw: string | undefined): ModelCatalogue {
   if (raw === undefined || raw.trim() === '') return DEFAULT_MODELS;
   const text = raw.trim();
   if (!text.startsWith('[') && !text.startsWith('{')) {
-    const ids = text.split(',').map((s) => s.trim()).filter(Boolean);
+    const ids = text
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     if (ids.length === 0) return DEFAULT_MODELS;
     return fromIds(ids);
   }
@@ -78,8 +82,11 @@ export function parseModelCatalogue(raw: string | undefined): ModelCatalogue {
   const list = Array.isArray(parsed) ? parsed : (parsed as { models?: unknown }).models;
   if (!Array.isArray(list) || list.length === 0) throw new Error('AGENTYARD_MODELS must list at least one model');
   const models = list.map((item, i) => (typeof item === 'string' ? fromIds([item]).models[0]! : checkModel(item, i)));
-  const configuredDefault = Array.isArray(parsed) ? undefined : (parsed as { default_model_id?: unknown }).default_model_id;
+  const configuredDefault = Array.isArray(parsed)
+    ? undefined
+    : (parsed as { default_model_id?: unknown }).default_model_id;
   const defaultId = typeof configuredDefault === 'string' ? configuredDefault : models[0]!.id;
-  if (!models.some((m) => m.id === defaultId)) throw new Error(`AGENTYARD_MODELS: default_model_id "${defaultId}" is not in models`);
+  if (!models.some((m) => m.id === defaultId))
+    throw new Error(`AGENTYARD_MODELS: default_model_id "${defaultId}" is not in models`);
   return { default_model_id: defaultId, models };
 }

@@ -117,7 +117,11 @@ export function insertRunsParameter(runs: readonly InsertRun[]): string {
  * host), so nothing is read back: on PGlite, parsing RETURNING rows cost about a tenth of the insert.
  * `notify`: NOTIFYs sent by the same statement, so only if the runs commit, and without a round trip of their own.
  */
-export async function insertRuns(q: Queryable, runs: readonly InsertRun[], notify?: WireMessages): Promise<CreatedRun[]> {
+export async function insertRuns(
+  q: Queryable,
+  runs: readonly InsertRun[],
+  notify?: WireMessages,
+): Promise<CreatedRun[]> {
   let inserted: number | null;
   if (notify && notify.payloads.length > 0) {
     const res = await q.query<{ inserted: number }>(
@@ -133,7 +137,11 @@ export async function insertRuns(q: Queryable, runs: readonly InsertRun[], notif
   return runs.map((r) => ({ id: r.id, state: r.state, worker_host: r.workerHost }));
 }
 
-export async function insertAttachment(q: Queryable, runId: string, a: { fileName: string; mimeType: string; data: Buffer }): Promise<void> {
+export async function insertAttachment(
+  q: Queryable,
+  runId: string,
+  a: { fileName: string; mimeType: string; data: Buffer },
+): Promise<void> {
   await q.query(
     `INSERT INTO run_attachments (run_id, file_name, mime_type, data) VALUES ($1, $2, $3, $4)
      ON CONFLICT (run_id, file_name) DO UPDATE SET mime_type = excluded.mime_type, data = excluded.data`,
@@ -141,7 +149,10 @@ export async function insertAttachment(q: Queryable, runId: string, a: { fileNam
   );
 }
 
-export async function listAttachments(q: Queryable, runId: string): Promise<{ file_name: string; mime_type: string; data: Buffer }[]> {
+export async function listAttachments(
+  q: Queryable,
+  runId: string,
+): Promise<{ file_name: string; mime_type: string; data: Buffer }[]> {
   const res = await q.query<{ file_name: string; mime_type: string; data: Uint8Array }>(
     'SELECT file_name, mime_type, data FROM run_attachments WHERE run_id = $1 ORDER BY file_name',
     [runId],
@@ -149,7 +160,10 @@ export async function listAttachments(q: Queryable, runId: string): Promise<{ fi
   return res.rows.map((r) => ({ ...r, data: Buffer.from(r.data) }));
 }
 
-export async function listAttachmentMeta(q: Queryable, runId: string): Promise<{ file_name: string; mime_type: string; size_bytes: number }[]> {
+export async function listAttachmentMeta(
+  q: Queryable,
+  runId: string,
+): Promise<{ file_name: string; mime_type: string; size_bytes: number }[]> {
   const res = await q.query<{ file_name: string; mime_type: string; size_bytes: number }>(
     'SELECT file_name, mime_type, octet_length(data)::int AS size_bytes FROM run_attachments WHERE run_id = $1 ORDER BY file_name',
     [runId],
@@ -263,7 +277,8 @@ export interface FollowupRow {
 }
 
 export async function listFollowups(q: Queryable, runId: string): Promise<FollowupRow[]> {
-  return (await q.query<FollowupRow>('SELECT * FROM run_followups WHERE run_id = $1 ORDER BY created_at, id', [runId])).rows;
+  return (await q.query<FollowupRow>('SELECT * FROM run_followups WHERE run_id = $1 ORDER BY created_at, id', [runId]))
+    .rows;
 }
 
 export async function findIdempotencyKey(
@@ -280,8 +295,17 @@ export async function findIdempotencyKey(
 }
 
 /** Records the key for a new run; answers false when another request holds the key already. */
-export async function claimIdempotencyKey(q: Queryable, teamId: string, key: string, requestHash: string, runId: string): Promise<boolean> {
-  await q.query(`DELETE FROM run_idempotency_keys WHERE team_id = $1 AND key = $2 AND created_at <= now() - interval '24 hours'`, [teamId, key]);
+export async function claimIdempotencyKey(
+  q: Queryable,
+  teamId: string,
+  key: string,
+  requestHash: string,
+  runId: string,
+): Promise<boolean> {
+  await q.query(
+    `DELETE FROM run_idempotency_keys WHERE team_id = $1 AND key = $2 AND created_at <= now() - interval '24 hours'`,
+    [teamId, key],
+  );
   const res = await q.query(
     `INSERT INTO run_idempotency_keys (team_id, key, request_hash, run_id) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
     [teamId, key, requestHash, runId],

@@ -23,7 +23,8 @@ export function parseTimestamp(name: string, value: string | undefined): Date | 
   if (value === undefined || value === '') return undefined;
   const naive = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?$/.test(value);
   const date = new Date(naive ? `${value.length === 10 ? `${value}T00:00:00` : value}Z` : value);
-  if (Number.isNaN(date.getTime())) throw new AppError('invalid_request', `${name} must be an RFC 3339 timestamp, got "${value}"`);
+  if (Number.isNaN(date.getTime()))
+    throw new AppError('invalid_request', `${name} must be an RFC 3339 timestamp, got "${value}"`);
   return date;
 }
 
@@ -76,7 +77,6 @@ function filtersOf(q: ListQuery): RunFilters {
 }
 
 export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, runs: RunService): Promise<void> {
-
   const createRun = async (
     request: FastifyRequest<{ Body: Static<typeof schemas.RunAgentRequestSchema> | undefined }>,
     reply: FastifyReply,
@@ -96,10 +96,12 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
     ];
     const names = new Set<string>();
     for (const [i, a] of attachments.entries()) {
-      if (names.has(a.fileName)) throw new AppError('invalid_request', `attachments[${i}].file_name "${a.fileName}" is used twice`);
+      if (names.has(a.fileName))
+        throw new AppError('invalid_request', `attachments[${i}].file_name "${a.fileName}" is used twice`);
       names.add(a.fileName);
     }
-    if (attachments.length > MAX_ATTACHMENTS) throw new AppError('invalid_request', `attachments: at most ${MAX_ATTACHMENTS} files`);
+    if (attachments.length > MAX_ATTACHMENTS)
+      throw new AppError('invalid_request', `attachments: at most ${MAX_ATTACHMENTS} files`);
     const idempotencyKey = request.headers['idempotency-key'];
     if (typeof idempotencyKey === 'string' && idempotencyKey.length > 255) {
       throw new AppError('invalid_request', 'the Idempotency-Key header must be at most 255 characters');
@@ -135,7 +137,11 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
     },
   };
   app.post('/agent/runs', createOptions, createRun);
-  app.post('/agent/run', { ...createOptions, schema: { ...createOptions.schema, operationId: 'runAgent', summary: 'Create a run (alias)' } }, createRun);
+  app.post(
+    '/agent/run',
+    { ...createOptions, schema: { ...createOptions.schema, operationId: 'runAgent', summary: 'Create a run (alias)' } },
+    createRun,
+  );
 
   const list = async (q: ListQuery, teamId: string) => {
     const { rows, nextCursor } = await listRuns(ctx.db, {
@@ -154,20 +160,43 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
 
   app.get(
     '/agent/runs',
-    { schema: { tags: ['runs'], operationId: 'listRuns', summary: 'List runs', querystring: schemas.ListRunsQuerySchema, response: { 200: schemas.ListRunsResponseSchema } } },
+    {
+      schema: {
+        tags: ['runs'],
+        operationId: 'listRuns',
+        summary: 'List runs',
+        querystring: schemas.ListRunsQuerySchema,
+        response: { 200: schemas.ListRunsResponseSchema },
+      },
+    },
     async (request) => list(request.query, request.principal.teamId),
   );
 
   app.get(
     '/agent/runs/:runId',
-    { schema: { tags: ['runs'], operationId: 'getRun', summary: 'Get a run', params: schemas.RunIdParamsSchema, response: { 200: schemas.RunItemSchema } } },
+    {
+      schema: {
+        tags: ['runs'],
+        operationId: 'getRun',
+        summary: 'Get a run',
+        params: schemas.RunIdParamsSchema,
+        response: { 200: schemas.RunItemSchema },
+      },
+    },
     async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), ctx.config.publicUrl),
   );
 
   // Legacy clients (warp-sdk ≤0.3) used /agent/tasks.
   app.get(
     '/agent/tasks',
-    { schema: { tags: ['runs'], operationId: 'listTasks', summary: 'List runs (legacy alias)', querystring: schemas.ListRunsQuerySchema } },
+    {
+      schema: {
+        tags: ['runs'],
+        operationId: 'listTasks',
+        summary: 'List runs (legacy alias)',
+        querystring: schemas.ListRunsQuerySchema,
+      },
+    },
     async (request) => {
       const page = await list(request.query, request.principal.teamId);
       return { tasks: page.runs, page_info: page.page_info };
@@ -175,7 +204,14 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
   );
   app.get(
     '/agent/tasks/:runId',
-    { schema: { tags: ['runs'], operationId: 'getTask', summary: 'Get a run (legacy alias)', params: schemas.RunIdParamsSchema } },
+    {
+      schema: {
+        tags: ['runs'],
+        operationId: 'getTask',
+        summary: 'Get a run (legacy alias)',
+        params: schemas.RunIdParamsSchema,
+      },
+    },
     async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), ctx.config.publicUrl),
   );
 
@@ -192,7 +228,10 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
     },
     async (request, reply) => {
       const run = await runs.cancel(request.principal.teamId, request.params.runId);
-      return reply.type('application/json').serializer((v: unknown) => JSON.stringify(v)).send(run.id);
+      return reply
+        .type('application/json')
+        .serializer((v: unknown) => JSON.stringify(v))
+        .send(run.id);
     },
   );
 
@@ -205,7 +244,9 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
         summary: 'Send a follow-up message to a run',
         params: schemas.RunIdParamsSchema,
         body: Type.Optional(schemas.RunFollowupRequestSchema),
-        response: { 200: Type.Object({ followup_id: Type.String(), run_id: Type.String(), state: schemas.RunStateSchema }) },
+        response: {
+          200: Type.Object({ followup_id: Type.String(), run_id: Type.String(), state: schemas.RunStateSchema }),
+        },
       },
     },
     async (request) => {

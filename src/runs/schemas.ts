@@ -81,7 +81,9 @@ export const RunItemSchema = Type.Object(
     updated_at: DateTime,
     started_at: Type.Union([DateTime, Type.Null()]),
     execution_location: Type.Union([Type.Literal('LOCAL'), Type.Literal('REMOTE')]),
-    status_message: Type.Optional(Type.Object({ message: Str, error_code: OptStr, retryable: Type.Optional(Type.Boolean()) })),
+    status_message: Type.Optional(
+      Type.Object({ message: Str, error_code: OptStr, retryable: Type.Optional(Type.Boolean()) }),
+    ),
     source: RunSourceSchema,
     session_id: Str,
     session_link: Type.String({ format: 'uri' }),
@@ -120,7 +122,14 @@ export const ListRunsQuerySchema = Type.Object(
   {
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 20 })),
     cursor: OptStr,
-    sort_by: Type.Optional(Type.Union([Type.Literal('updated_at'), Type.Literal('created_at'), Type.Literal('title'), Type.Literal('agent')])),
+    sort_by: Type.Optional(
+      Type.Union([
+        Type.Literal('updated_at'),
+        Type.Literal('created_at'),
+        Type.Literal('title'),
+        Type.Literal('agent'),
+      ]),
+    ),
     sort_order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])),
     state: Type.Optional(Type.Array(RunStateSchema)),
     name: OptStr,

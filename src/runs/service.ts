@@ -44,7 +44,11 @@ export interface CreateRunInput {
 const MAX_TITLE = 120;
 
 export function titleFromPrompt(prompt: string, fallback: string): string {
-  const firstLine = prompt.split('\n').map((l) => l.trim()).find((l) => l.length > 0) ?? '';
+  const firstLine =
+    prompt
+      .split('\n')
+      .map((l) => l.trim())
+      .find((l) => l.length > 0) ?? '';
   if (!firstLine) return fallback;
   return firstLine.length > MAX_TITLE ? `${firstLine.slice(0, MAX_TITLE - 1).trimEnd()}…` : firstLine;
 }
@@ -53,7 +57,10 @@ function checkMcpServers(servers: Record<string, McpServerConfig>): void {
   for (const [name, server] of Object.entries(servers)) {
     const kinds = (['warp_id', 'command', 'url'] as const).filter((k) => server[k] !== undefined && server[k] !== '');
     if (kinds.length !== 1) {
-      throw new AppError('invalid_request', `config.mcp_servers.${name} must set exactly one of warp_id, command or url`);
+      throw new AppError(
+        'invalid_request',
+        `config.mcp_servers.${name} must set exactly one of warp_id, command or url`,
+      );
     }
     if (server.url !== undefined && !URL.canParse(server.url)) {
       throw new AppError('invalid_request', `config.mcp_servers.${name}.url is not a valid URL`);
@@ -68,7 +75,8 @@ export function checkMetadata(metadata: Record<string, string>): void {
   const entries = Object.entries(metadata);
   if (entries.length > 20) throw new AppError('invalid_request', 'metadata has more than 20 keys');
   for (const [key, value] of entries) {
-    if (!METADATA_KEY.test(key)) throw new AppError('invalid_request', `metadata key "${key}" must be 1-64 characters of [a-zA-Z0-9._-]`);
+    if (!METADATA_KEY.test(key))
+      throw new AppError('invalid_request', `metadata key "${key}" must be 1-64 characters of [a-zA-Z0-9._-]`);
     if (typeof value !== 'string' || Buffer.byteLength(value) > 256 || value.includes('\0')) {
       throw new AppError('invalid_request', `metadata.${key} must be a string of at most 256 bytes without NUL`);
     }
@@ -76,21 +84,36 @@ export function checkMetadata(metadata: Record<string, string>): void {
 }
 
 /** Validates and resolves the request's configuration into what the run records and executes. */
-export function resolveConfig(input: { prompt?: string | undefined; skill?: string | undefined; config?: AgentConfig | undefined }): AgentConfig {
+export function resolveConfig(input: {
+  prompt?: string | undefined;
+  skill?: string | undefined;
+  config?: AgentConfig | undefined;
+}): AgentConfig {
   const config: AgentConfig = { ...(input.config ?? {}) };
   if (input.skill) config.skill_spec = input.skill;
   if (config.skill_spec !== undefined && !/^[^\s:]+:.+$/.test(config.skill_spec)) {
-    throw new AppError('invalid_request', 'skill must look like "repo:skill", "owner/repo:skill" or "owner/repo:path/to/SKILL.md"');
+    throw new AppError(
+      'invalid_request',
+      'skill must look like "repo:skill", "owner/repo:skill" or "owner/repo:path/to/SKILL.md"',
+    );
   }
   if (!input.prompt?.trim() && !config.skill_spec) {
     throw new AppError('invalid_request', 'prompt is required (or a skill, or config.skill_spec)');
   }
   if (config.skill_spec && config.name === undefined) {
-    const skillName = config.skill_spec.split(':').pop()!.replace(/\/SKILL\.md$/i, '').split('/').pop();
+    const skillName = config.skill_spec
+      .split(':')
+      .pop()!
+      .replace(/\/SKILL\.md$/i, '')
+      .split('/')
+      .pop();
     if (skillName) config.name = skillName;
   }
   if (config.mcp_servers) checkMcpServers(config.mcp_servers);
-  if (config.idle_timeout_minutes !== undefined && (config.idle_timeout_minutes < 1 || config.idle_timeout_minutes > 60)) {
+  if (
+    config.idle_timeout_minutes !== undefined &&
+    (config.idle_timeout_minutes < 1 || config.idle_timeout_minutes > 60)
+  ) {
     throw new AppError('invalid_request', 'config.idle_timeout_minutes must be between 1 and 60');
   }
   // Python SDK 0.11 sends `harness.auth_secret_name`; the spec calls it harness_auth_secrets.
@@ -113,7 +136,9 @@ export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Pro
   const config = resolveConfig(input);
   if (input.metadata) checkMetadata(input.metadata);
   const prompt = input.prompt ?? '';
-  const identity = input.agentIdentityUid ? await resolveAgentIdentity(q, input.teamId, input.agentIdentityUid) : undefined;
+  const identity = input.agentIdentityUid
+    ? await resolveAgentIdentity(q, input.teamId, input.agentIdentityUid)
+    : undefined;
   return {
     id: newId('run'),
     teamId: input.teamId,
@@ -124,7 +149,9 @@ export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Pro
     config,
     workerHost: workerHostOf(config),
     creator: input.creator,
-    executor: identity ? { id: identity.principal_id, type: 'service_account', displayName: identity.name } : input.creator,
+    executor: identity
+      ? { id: identity.principal_id, type: 'service_account', displayName: identity.name }
+      : input.creator,
     factoryId: input.factoryId ?? null,
     automationId: input.automationId ?? null,
     deliveryId: input.deliveryId ?? null,
@@ -156,7 +183,9 @@ function requestHash(body: unknown): string {
     }
     return value;
   };
-  return createHash('sha256').update(JSON.stringify(canonical(body) ?? null)).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify(canonical(body) ?? null))
+    .digest('hex');
 }
 
 /**
@@ -178,9 +207,12 @@ export function offerHandOff(db: Db, handOff: RunHandOff): () => void {
 }
 
 /** The `runs.queued` messages for new runs: one per worker host (a hint means "look at the queue", not one per run). */
-function queuedHints(runs: readonly Pick<plans.CreatedRun, 'id' | 'worker_host'>[]): { run_id: string; worker_host: string | null }[] {
+function queuedHints(
+  runs: readonly Pick<plans.CreatedRun, 'id' | 'worker_host'>[],
+): { run_id: string; worker_host: string | null }[] {
   const byHost = new Map<string | null, { run_id: string; worker_host: string | null }>();
-  for (const run of runs) if (!byHost.has(run.worker_host)) byHost.set(run.worker_host, { run_id: run.id, worker_host: run.worker_host });
+  for (const run of runs)
+    if (!byHost.has(run.worker_host)) byHost.set(run.worker_host, { run_id: run.id, worker_host: run.worker_host });
   return [...byHost.values()];
 }
 
@@ -197,7 +229,8 @@ export class RunService {
     this.#db = db;
     this.#bus = bus;
     this.#batcher = new RunInsertBatcher(db, {
-      notifications: (runs) => bus.wireMessages(RUNS_QUEUED_TOPIC, queuedHints(runs.map((r) => ({ id: r.id, worker_host: r.workerHost })))),
+      notifications: (runs) =>
+        bus.wireMessages(RUNS_QUEUED_TOPIC, queuedHints(runs.map((r) => ({ id: r.id, worker_host: r.workerHost })))),
       inserted: (runs) => {
         for (const hint of queuedHints(runs)) bus.emitLocal(RUNS_QUEUED_TOPIC, hint);
       },
@@ -208,7 +241,10 @@ export class RunService {
    * Creates a run. With an idempotency key, the same key and body within 24 hours answer the run created the
    * first time (`replayed: true`); the same key with another body is refused.
    */
-  async create(input: CreateRunInput, idempotency?: { key: string; body: unknown }): Promise<{ run: plans.CreatedRun; replayed: boolean }> {
+  async create(
+    input: CreateRunInput,
+    idempotency?: { key: string; body: unknown },
+  ): Promise<{ run: plans.CreatedRun; replayed: boolean }> {
     if (!idempotency && !input.attachments?.length) {
       // The common case needs no transaction: one row, written with the other creations of the moment.
       const row = await prepareQueuedRun(this.#db, input);
@@ -223,7 +259,11 @@ export class RunService {
           if (existing) return this.#replay(tx, input.teamId, existing, hash);
         }
         const run = await insertQueuedRun(tx, input);
-        if (idempotency && hash && !(await plans.claimIdempotencyKey(tx, input.teamId, idempotency.key, hash, run.id))) {
+        if (
+          idempotency &&
+          hash &&
+          !(await plans.claimIdempotencyKey(tx, input.teamId, idempotency.key, hash, run.id))
+        ) {
           throw new IdempotencyRace();
         }
         return { run, replayed: false };
@@ -236,7 +276,8 @@ export class RunService {
       // A concurrent request with the same key committed first (the claim waited for it): our run was rolled
       // back, and the second attempt answers theirs, or 422 if their body differed.
       result = await attempt().catch((again: unknown) => {
-        if (again instanceof IdempotencyRace) throw new AppError('conflict', 'a request with this Idempotency-Key is in progress; retry');
+        if (again instanceof IdempotencyRace)
+          throw new AppError('conflict', 'a request with this Idempotency-Key is in progress; retry');
         throw again;
       });
     }
@@ -251,7 +292,10 @@ export class RunService {
     hash: string,
   ): Promise<{ run: RunRow; replayed: boolean }> {
     if (existing.request_hash !== hash) {
-      throw new AppError('idempotency_key_reused', 'this Idempotency-Key was used with a different request body in the last 24 hours');
+      throw new AppError(
+        'idempotency_key_reused',
+        'this Idempotency-Key was used with a different request body in the last 24 hours',
+      );
     }
     const run = await plans.getRun(tx, teamId, existing.run_id);
     if (!run) throw new AppError('resource_not_found', `run ${existing.run_id}`);

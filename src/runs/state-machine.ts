@@ -2,7 +2,17 @@
  * The one place that knows which run state may follow which. Every state change in the database goes
  * through `allowedSources(target)` so that it is a compare-and-set on the current state.
  */
-export const RUN_STATES = ['QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS', 'SUCCEEDED', 'FAILED', 'BLOCKED', 'ERROR', 'CANCELLED'] as const;
+export const RUN_STATES = [
+  'QUEUED',
+  'PENDING',
+  'CLAIMED',
+  'INPROGRESS',
+  'SUCCEEDED',
+  'FAILED',
+  'BLOCKED',
+  'ERROR',
+  'CANCELLED',
+] as const;
 export type RunState = (typeof RUN_STATES)[number];
 
 export const TERMINAL_STATES: ReadonlySet<RunState> = new Set(['SUCCEEDED', 'FAILED', 'BLOCKED', 'ERROR', 'CANCELLED']);

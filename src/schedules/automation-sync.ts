@@ -24,7 +24,10 @@ export function inlineSchedulesOf(triggers: unknown): InlineSchedule[] {
     if (trigger.provider !== 'schedule' && trigger.kind !== 'schedule') continue;
     const schedule = trigger.schedule as { name?: unknown; cron?: unknown } | null | undefined;
     if (!schedule || typeof schedule.cron !== 'string') continue;
-    found.push({ name: typeof schedule.name === 'string' && schedule.name !== '' ? schedule.name : null, cron: schedule.cron.trim() });
+    found.push({
+      name: typeof schedule.name === 'string' && schedule.name !== '' ? schedule.name : null,
+      cron: schedule.cron.trim(),
+    });
   }
   return found;
 }

@@ -29,12 +29,22 @@ const DESCRIPTORS: Readonly<Record<string, string>> = {
   '@hourly': '0 * * * *',
 };
 
-const UNIT_MS: Readonly<Record<string, number>> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const UNIT_MS: Readonly<Record<string, number>> = {
+  ns: 1e-6,
+  us: 1e-3,
+  µs: 1e-3,
+  μs: 1e-3,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+};
 
 /** A Go duration (`90s`, `1h30m`, `1.5h`) in milliseconds. */
 export function goDurationMs(text: string): number {
   let total = 0;
-  for (const m of text.matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) total += Number(m[1]) * UNIT_MS[m[2]!]!;
+  for (const m of text.matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g))
+    total += Number(m[1]) * UNIT_MS[m[2]!]!;
   return total;
 }
 

@@ -37,7 +37,10 @@ function messageOf(err: unknown): string {
 let savepointCounter = 0;
 
 /** Runs `fn` under a savepoint: a failure undoes only its own writes, and the transaction goes on. */
-async function underSavepoint<T>(tx: Queryable, fn: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+async function underSavepoint<T>(
+  tx: Queryable,
+  fn: () => Promise<T>,
+): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
   const name = `schedule_fire_${++savepointCounter}`;
   await tx.query(`SAVEPOINT ${name}`);
   try {
@@ -62,7 +65,10 @@ function automationRunInput(schedule: ScheduleRow, automation: LiveAutomation): 
 }
 
 /** The runs one fire asks for: the schedule's own, then one per automation selecting it by id. */
-async function runInputsOf(tx: Queryable, schedule: ScheduleRow): Promise<{ inputs: CreateRunInput[]; problems: string[] }> {
+async function runInputsOf(
+  tx: Queryable,
+  schedule: ScheduleRow,
+): Promise<{ inputs: CreateRunInput[]; problems: string[] }> {
   const inputs: CreateRunInput[] = [];
   const problems: string[] = [];
   let owner: string | null = null;
@@ -129,8 +135,12 @@ async function fireOne(tx: Queryable, schedule: ScheduleRow, options: FireOption
       await tx.query('UPDATE runs SET schedule_info = $2 WHERE id = $1', [run.id, info]);
       return run;
     });
-    if (outcome.ok) created.push({ run_id: outcome.value.id, worker_host: outcome.value.worker_host, schedule_id: schedule.id });
-    else problems.push(input.automationId ? `automation ${input.automationId}: ${messageOf(outcome.error)}` : messageOf(outcome.error));
+    if (outcome.ok)
+      created.push({ run_id: outcome.value.id, worker_host: outcome.value.worker_host, schedule_id: schedule.id });
+    else
+      problems.push(
+        input.automationId ? `automation ${input.automationId}: ${messageOf(outcome.error)}` : messageOf(outcome.error),
+      );
   }
   const error = problems.length ? problems.join('; ') : null;
   await tx.query('UPDATE schedule_fires SET run_ids = $3, error = $4 WHERE schedule_id = $1 AND scheduled_for = $2', [

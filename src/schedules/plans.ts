@@ -23,13 +23,32 @@ export async function insertApiSchedule(
        created_by, updated_by)
      VALUES ($1, $2, 'api', $3, $4, $5, $6, $7, $8, $9, $10, $10)
      RETURNING *`,
-    [s.id, s.teamId, s.name, s.cronSchedule, s.enabled, s.prompt, JSON.stringify(s.agentConfig), JSON.stringify(s.metadata), s.nextRunAt, JSON.stringify(s.createdBy)],
+    [
+      s.id,
+      s.teamId,
+      s.name,
+      s.cronSchedule,
+      s.enabled,
+      s.prompt,
+      JSON.stringify(s.agentConfig),
+      JSON.stringify(s.metadata),
+      s.nextRunAt,
+      JSON.stringify(s.createdBy),
+    ],
   );
   return res.rows[0]!;
 }
 
-export async function getSchedule(q: Queryable, teamId: string, id: string, forUpdate = false): Promise<ScheduleRow | undefined> {
-  const res = await q.query<ScheduleRow>(`SELECT * FROM schedules WHERE team_id = $1 AND id = $2${forUpdate ? ' FOR UPDATE' : ''}`, [teamId, id]);
+export async function getSchedule(
+  q: Queryable,
+  teamId: string,
+  id: string,
+  forUpdate = false,
+): Promise<ScheduleRow | undefined> {
+  const res = await q.query<ScheduleRow>(
+    `SELECT * FROM schedules WHERE team_id = $1 AND id = $2${forUpdate ? ' FOR UPDATE' : ''}`,
+    [teamId, id],
+  );
   return res.rows[0];
 }
 
@@ -47,12 +66,28 @@ export async function replaceApiSchedule(
     `UPDATE schedules SET name = $2, cron_schedule = $3, enabled = $4, prompt = $5, agent_config = $6, metadata = $7,
        next_run_at = $8, updated_by = $9, updated_at = ay_now()
      WHERE id = $1 RETURNING *`,
-    [id, s.name, s.cronSchedule, s.enabled, s.prompt, JSON.stringify(s.agentConfig), JSON.stringify(s.metadata), s.nextRunAt, JSON.stringify(s.updatedBy)],
+    [
+      id,
+      s.name,
+      s.cronSchedule,
+      s.enabled,
+      s.prompt,
+      JSON.stringify(s.agentConfig),
+      JSON.stringify(s.metadata),
+      s.nextRunAt,
+      JSON.stringify(s.updatedBy),
+    ],
   );
   return res.rows[0]!;
 }
 
-export async function setEnabled(q: Queryable, id: string, enabled: boolean, nextRunAt: Date | null, updatedBy: CreatorInfo): Promise<ScheduleRow> {
+export async function setEnabled(
+  q: Queryable,
+  id: string,
+  enabled: boolean,
+  nextRunAt: Date | null,
+  updatedBy: CreatorInfo,
+): Promise<ScheduleRow> {
   const res = await q.query<ScheduleRow>(
     `UPDATE schedules SET enabled = $2, next_run_at = $3, updated_by = $4, updated_at = ay_now() WHERE id = $1 RETURNING *`,
     [id, enabled, nextRunAt, JSON.stringify(updatedBy)],
@@ -75,7 +110,9 @@ export async function claimDue(q: Queryable, now: Date, limit: number): Promise<
 }
 
 export async function earliestNextRun(q: Queryable): Promise<Date | null> {
-  const res = await q.query<{ next: Date | null }>('SELECT min(next_run_at) AS next FROM schedules WHERE enabled AND next_run_at IS NOT NULL');
+  const res = await q.query<{ next: Date | null }>(
+    'SELECT min(next_run_at) AS next FROM schedules WHERE enabled AND next_run_at IS NOT NULL',
+  );
   return res.rows[0]?.next ?? null;
 }
 
@@ -92,7 +129,11 @@ export async function recordFire(
   return res.rowCount > 0;
 }
 
-export async function markFired(q: Queryable, id: string, f: { nextRunAt: Date | null; ranAt: Date | null; error: string | null }): Promise<void> {
+export async function markFired(
+  q: Queryable,
+  id: string,
+  f: { nextRunAt: Date | null; ranAt: Date | null; error: string | null },
+): Promise<void> {
   await q.query(
     `UPDATE schedules SET next_run_at = $2, last_ran_at = coalesce($3, last_ran_at), last_spawn_error = $4 WHERE id = $1`,
     [id, f.nextRunAt, f.ranAt, f.error],
@@ -128,7 +169,11 @@ export async function liveAutomationsOfFactory(q: Queryable, factoryId: string):
  * Enabled automations of the team with a schedule trigger selecting `scheduleId` through
  * `filter.schedule_ids` (a bare list or `{in: [...]}`, as written in the file).
  */
-export async function automationsSelectingSchedule(q: Queryable, teamId: string, scheduleId: string): Promise<LiveAutomation[]> {
+export async function automationsSelectingSchedule(
+  q: Queryable,
+  teamId: string,
+  scheduleId: string,
+): Promise<LiveAutomation[]> {
   const res = await q.query<LiveAutomation>(
     `${LIVE_AUTOMATION} AND a.team_id = $1 AND a.enabled AND EXISTS (
        SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(a.triggers) = 'array' THEN a.triggers ELSE '[]'::jsonb END) t
@@ -161,14 +206,32 @@ export interface AutomationScheduleFields {
 
 export async function insertAutomationSchedule(
   q: Queryable,
-  s: AutomationScheduleFields & { id: string; teamId: string; factoryId: string; automationName: string; triggerName: string },
+  s: AutomationScheduleFields & {
+    id: string;
+    teamId: string;
+    factoryId: string;
+    automationName: string;
+    triggerName: string;
+  },
 ): Promise<void> {
   await q.query(
     `INSERT INTO schedules (id, team_id, origin, name, cron_schedule, enabled, prompt, factory_id, automation_name,
        automation_id, trigger_name, next_run_at)
      VALUES ($1, $2, 'automation', $3, $4, $5, $6, $7, $8, $9, $10, $11)
      ON CONFLICT (factory_id, automation_name, trigger_name) WHERE origin = 'automation' DO NOTHING`,
-    [s.id, s.teamId, s.name, s.cronSchedule, s.enabled, s.prompt, s.factoryId, s.automationName, s.automationId, s.triggerName, s.nextRunAt],
+    [
+      s.id,
+      s.teamId,
+      s.name,
+      s.cronSchedule,
+      s.enabled,
+      s.prompt,
+      s.factoryId,
+      s.automationName,
+      s.automationId,
+      s.triggerName,
+      s.nextRunAt,
+    ],
   );
 }
 

@@ -34,13 +34,28 @@ export async function registerScheduleRoutes(app: AppInstance, schedules: Schedu
 
   app.get(
     '/agent/schedules',
-    { schema: { tags, operationId: 'listScheduledAgents', summary: "The team's schedules, sorted by name", response: { 200: schemas.ListSchedulesResponseSchema } } },
+    {
+      schema: {
+        tags,
+        operationId: 'listScheduledAgents',
+        summary: "The team's schedules, sorted by name",
+        response: { 200: schemas.ListSchedulesResponseSchema },
+      },
+    },
     async (request) => ({ schedules: (await schedules.list(request.principal.teamId)).map(toScheduledAgentItem) }),
   );
 
   app.get(
     '/agent/schedules/:scheduleId',
-    { schema: { tags, operationId: 'getScheduledAgent', summary: 'One schedule, with its next and last fire', params: schemas.ScheduleIdParamsSchema, response: item } },
+    {
+      schema: {
+        tags,
+        operationId: 'getScheduledAgent',
+        summary: 'One schedule, with its next and last fire',
+        params: schemas.ScheduleIdParamsSchema,
+        response: item,
+      },
+    },
     async (request) => toScheduledAgentItem(await schedules.get(request.principal.teamId, request.params.scheduleId)),
   );
 
@@ -57,7 +72,9 @@ export async function registerScheduleRoutes(app: AppInstance, schedules: Schedu
       },
     },
     async (request) =>
-      toScheduledAgentItem(await schedules.replace(request.principal.teamId, request.params.scheduleId, callerOf(request), request.body)),
+      toScheduledAgentItem(
+        await schedules.replace(request.principal.teamId, request.params.scheduleId, callerOf(request), request.body),
+      ),
   );
 
   app.delete(
@@ -79,9 +96,19 @@ export async function registerScheduleRoutes(app: AppInstance, schedules: Schedu
 
   app.post(
     '/agent/schedules/:scheduleId/pause',
-    { schema: { tags, operationId: 'pauseScheduledAgent', summary: 'Pause a schedule: it does not fire until resumed', params: schemas.ScheduleIdParamsSchema, response: item } },
+    {
+      schema: {
+        tags,
+        operationId: 'pauseScheduledAgent',
+        summary: 'Pause a schedule: it does not fire until resumed',
+        params: schemas.ScheduleIdParamsSchema,
+        response: item,
+      },
+    },
     async (request) =>
-      toScheduledAgentItem(await schedules.setEnabled(request.principal.teamId, request.params.scheduleId, callerOf(request), false)),
+      toScheduledAgentItem(
+        await schedules.setEnabled(request.principal.teamId, request.params.scheduleId, callerOf(request), false),
+      ),
   );
 
   app.post(
@@ -96,6 +123,8 @@ export async function registerScheduleRoutes(app: AppInstance, schedules: Schedu
       },
     },
     async (request) =>
-      toScheduledAgentItem(await schedules.setEnabled(request.principal.teamId, request.params.scheduleId, callerOf(request), true)),
+      toScheduledAgentItem(
+        await schedules.setEnabled(request.principal.teamId, request.params.scheduleId, callerOf(request), true),
+      ),
   );
 }

@@ -74,7 +74,8 @@ export class Scheduler {
   async tick(): Promise<FireOutcome & { now: Date }> {
     const now = this.#clock.now();
     const outcome = await fireDueSchedules(this.#db, { now, firedBy: this.#id });
-    for (const run of outcome.runs) await this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: run.run_id, worker_host: run.worker_host });
+    for (const run of outcome.runs)
+      await this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: run.run_id, worker_host: run.worker_host });
     if (outcome.fired) this.#log.info({ fired: outcome.fired, runs: outcome.runs.length }, 'schedules fired');
     if (now.getTime() - this.#lastPrune >= PRUNE_EVERY_MS) {
       this.#lastPrune = now.getTime();

@@ -19,17 +19,24 @@ const Metadata = Type.Record(Type.String(), Type.String());
 const scheduleBody = {
   name: Type.String({ description: 'Shown in lists; schedules are listed by name' }),
   cron_schedule: Type.String({
-    description: 'When it fires, in UTC: 5 fields (minute hour day-of-month month day-of-week), or @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly, @every <duration> (e.g. @every 15m)',
+    description:
+      'When it fires, in UTC: 5 fields (minute hour day-of-month month day-of-week), or @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly, @every <duration> (e.g. @every 15m)',
   }),
-  prompt: Type.Optional(Type.String({ description: 'What each run is told; required unless agent_config.skill_spec is set' })),
+  prompt: Type.Optional(
+    Type.String({ description: 'What each run is told; required unless agent_config.skill_spec is set' }),
+  ),
   agent_config: Type.Optional(AgentConfigSchema),
-  metadata: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'Copied onto every run the schedule starts' })),
+  metadata: Type.Optional(
+    Type.Record(Type.String(), Type.String(), { description: 'Copied onto every run the schedule starts' }),
+  ),
 };
 
 export const CreateScheduleRequestSchema = Type.Object({
   ...scheduleBody,
   enabled: Type.Optional(Type.Boolean({ default: true })),
-  team: Type.Optional(Type.Boolean({ description: 'Accepted for compatibility; every schedule belongs to the team of the API key' })),
+  team: Type.Optional(
+    Type.Boolean({ description: 'Accepted for compatibility; every schedule belongs to the team of the API key' }),
+  ),
 });
 
 export const UpdateScheduleRequestSchema = Type.Object({
@@ -53,7 +60,9 @@ export const ScheduledAgentItemSchema = Type.Object(
     history: Type.Object({ last_ran: NullableDateTime, next_run: NullableDateTime }),
     scope: Type.Object({ type: Type.Literal('Team'), uid: Str }),
     metadata: Metadata,
-    factory_uid: Type.Optional(Type.String({ description: 'Set when an automation file declares this schedule (read-only here)' })),
+    factory_uid: Type.Optional(
+      Type.String({ description: 'Set when an automation file declares this schedule (read-only here)' }),
+    ),
     automation_id: OptStr,
     automation_name: OptStr,
   },

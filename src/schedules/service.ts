@@ -31,16 +31,23 @@ export function checkScheduleInput(input: ScheduleInput, enabledDefault: boolean
   try {
     parseCron(cron);
   } catch (err) {
-    throw new AppError('invalid_request', `cron_schedule "${cron}" is not valid: ${err instanceof Error ? err.message : String(err)}`);
+    throw new AppError(
+      'invalid_request',
+      `cron_schedule "${cron}" is not valid: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
   const agentConfig = input.agent_config ?? {};
   const prompt = input.prompt ?? '';
-  if (!prompt.trim() && !agentConfig.skill_spec) throw new AppError('invalid_request', 'prompt is required unless agent_config.skill_spec is set');
+  if (!prompt.trim() && !agentConfig.skill_spec)
+    throw new AppError('invalid_request', 'prompt is required unless agent_config.skill_spec is set');
   try {
     resolveConfig({ prompt, config: agentConfig });
   } catch (err) {
     if (!isAppError(err) || !err.detail) throw err;
-    throw new AppError('invalid_request', err.detail.replace(/^config\./, 'agent_config.').replace(/^skill must/, 'agent_config.skill_spec must'));
+    throw new AppError(
+      'invalid_request',
+      err.detail.replace(/^config\./, 'agent_config.').replace(/^skill must/, 'agent_config.skill_spec must'),
+    );
   }
   const metadata = input.metadata ?? {};
   checkMetadata(metadata);
@@ -52,7 +59,10 @@ function nextFromNow(cron: string, now: Date): Date {
   try {
     return parseCron(cron).nextAfter(now);
   } catch (err) {
-    throw new AppError('invalid_request', `cron_schedule "${cron}" is no longer valid (${err instanceof Error ? err.message : String(err)}); replace it with PUT`);
+    throw new AppError(
+      'invalid_request',
+      `cron_schedule "${cron}" is no longer valid (${err instanceof Error ? err.message : String(err)}); replace it with PUT`,
+    );
   }
 }
 
@@ -80,7 +90,13 @@ export class ScheduleService {
   async create(teamId: string, creator: CreatorInfo, input: ScheduleInput): Promise<ScheduleRow> {
     const fields = checkScheduleInput(input, true);
     const nextRunAt = fields.enabled ? parseCron(fields.cronSchedule).nextAfter(this.#clock.now()) : null;
-    const row = await plans.insertApiSchedule(this.#db, { ...fields, nextRunAt, id: newId('sch'), teamId, createdBy: creator });
+    const row = await plans.insertApiSchedule(this.#db, {
+      ...fields,
+      nextRunAt,
+      id: newId('sch'),
+      teamId,
+      createdBy: creator,
+    });
     await this.#changed(row);
     return row;
   }
@@ -103,7 +119,11 @@ export class ScheduleService {
       if (!current) throw new AppError('resource_not_found', `schedule ${id} does not exist`);
       refuseIfManaged(current);
       const rearm = fields.cronSchedule !== current.cron_schedule || !current.enabled || current.next_run_at === null;
-      const nextRunAt = !fields.enabled ? null : rearm ? parseCron(fields.cronSchedule).nextAfter(this.#clock.now()) : current.next_run_at;
+      const nextRunAt = !fields.enabled
+        ? null
+        : rearm
+          ? parseCron(fields.cronSchedule).nextAfter(this.#clock.now())
+          : current.next_run_at;
       return plans.replaceApiSchedule(tx, id, { ...fields, nextRunAt, updatedBy: updater });
     });
     await this.#changed(row);

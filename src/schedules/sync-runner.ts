@@ -36,7 +36,10 @@ export class AutomationScheduleSync {
       const factoryId = (data as { factory_id?: unknown } | null)?.factory_id;
       void (typeof factoryId === 'string' ? this.syncFactory(factoryId) : this.syncAll());
     };
-    const unsubscribes = [this.#bus.subscribe(WEBHOOKS_CHANGED_TOPIC, onChange), this.#bus.subscribe(FACTORIES_CHANGED_TOPIC, onChange)];
+    const unsubscribes = [
+      this.#bus.subscribe(WEBHOOKS_CHANGED_TOPIC, onChange),
+      this.#bus.subscribe(FACTORIES_CHANGED_TOPIC, onChange),
+    ];
     this.#unsubscribe = () => unsubscribes.forEach((u) => u());
     await this.syncAll();
     this.#loop = (async () => {
@@ -70,13 +73,18 @@ export class AutomationScheduleSync {
       this.#log.warn({ factory: factoryId, ...skipped }, 'automation schedule left out: its cron does not parse');
     }
     if (result.created || result.updated || result.deleted) {
-      this.#log.info({ factory: factoryId, created: result.created, updated: result.updated, deleted: result.deleted }, 'automation schedules synced');
+      this.#log.info(
+        { factory: factoryId, created: result.created, updated: result.updated, deleted: result.deleted },
+        'automation schedules synced',
+      );
       await this.#bus.publish(SCHEDULES_CHANGED_TOPIC, { factory_id: factoryId });
     }
   }
 
   #serial(work: () => Promise<void>): Promise<void> {
-    const run = this.#chain.then(work).catch((err: unknown) => this.#log.error({ err }, 'automation schedule sync failed'));
+    const run = this.#chain
+      .then(work)
+      .catch((err: unknown) => this.#log.error({ err }, 'automation schedule sync failed'));
     this.#chain = run;
     return run;
   }

@@ -10,7 +10,8 @@ export class SecretCipher {
   readonly #key: Buffer;
 
   constructor(key: Buffer) {
-    if (key.length !== 32) throw new Error('the master key must be 32 bytes (64 hex characters or 44 base64 characters)');
+    if (key.length !== 32)
+      throw new Error('the master key must be 32 bytes (64 hex characters or 44 base64 characters)');
     this.#key = key;
   }
 
@@ -51,9 +52,11 @@ export async function loadMasterKey(configured: string | undefined, dataDir: str
   }
   const key = randomBytes(32);
   await mkdir(dataDir, { recursive: true });
-  await writeFile(file, `${key.toString('hex')}\n`, { mode: 0o600, flag: 'wx' }).catch(async (err: NodeJS.ErrnoException) => {
-    if (err.code !== 'EEXIST') throw err;
-  });
+  await writeFile(file, `${key.toString('hex')}\n`, { mode: 0o600, flag: 'wx' }).catch(
+    async (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw err;
+    },
+  );
   await chmod(file, 0o600);
   return parseMasterKey(await readFile(file, 'utf8'));
 }

@@ -9,7 +9,12 @@ export interface SecretRow {
 }
 
 /** Inserts or replaces the value; answers whether the secret already existed. */
-export async function upsertSecret(q: Queryable, teamId: string, name: string, ciphertext: Buffer): Promise<{ row: SecretRow; created: boolean }> {
+export async function upsertSecret(
+  q: Queryable,
+  teamId: string,
+  name: string,
+  ciphertext: Buffer,
+): Promise<{ row: SecretRow; created: boolean }> {
   const res = await q.query<SecretRow & { created: boolean }>(
     `INSERT INTO secrets (team_id, name, ciphertext) VALUES ($1, $2, $3)
      ON CONFLICT (team_id, name) DO UPDATE SET ciphertext = EXCLUDED.ciphertext, updated_at = ay_now()
@@ -21,17 +26,26 @@ export async function upsertSecret(q: Queryable, teamId: string, name: string, c
 }
 
 export async function listSecrets(q: Queryable, teamId: string): Promise<SecretRow[]> {
-  const res = await q.query<SecretRow>('SELECT team_id, name, created_at, updated_at FROM secrets WHERE team_id = $1 ORDER BY name', [teamId]);
+  const res = await q.query<SecretRow>(
+    'SELECT team_id, name, created_at, updated_at FROM secrets WHERE team_id = $1 ORDER BY name',
+    [teamId],
+  );
   return res.rows;
 }
 
 export async function getSecretMeta(q: Queryable, teamId: string, name: string): Promise<SecretRow | undefined> {
-  const res = await q.query<SecretRow>('SELECT team_id, name, created_at, updated_at FROM secrets WHERE team_id = $1 AND name = $2', [teamId, name]);
+  const res = await q.query<SecretRow>(
+    'SELECT team_id, name, created_at, updated_at FROM secrets WHERE team_id = $1 AND name = $2',
+    [teamId, name],
+  );
   return res.rows[0];
 }
 
 export async function getSecretCiphertext(q: Queryable, teamId: string, name: string): Promise<Uint8Array | undefined> {
-  const res = await q.query<{ ciphertext: Uint8Array }>('SELECT ciphertext FROM secrets WHERE team_id = $1 AND name = $2', [teamId, name]);
+  const res = await q.query<{ ciphertext: Uint8Array }>(
+    'SELECT ciphertext FROM secrets WHERE team_id = $1 AND name = $2',
+    [teamId, name],
+  );
   return res.rows[0]?.ciphertext;
 }
 

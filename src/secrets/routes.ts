@@ -33,7 +33,14 @@ export async function registerSecretRoutes(app: AppInstance, ctx: ServiceContext
 
   app.get(
     '/secrets/:name',
-    { schema: { tags: ['secrets'], summary: 'One managed secret (name and timestamps, never the value)', params: NameParams, response: { 200: SecretSchema } } },
+    {
+      schema: {
+        tags: ['secrets'],
+        summary: 'One managed secret (name and timestamps, never the value)',
+        params: NameParams,
+        response: { 200: SecretSchema },
+      },
+    },
     async (request) => secretView(await secrets.get(request.principal.teamId, request.params.name)),
   );
 
@@ -44,7 +51,10 @@ export async function registerSecretRoutes(app: AppInstance, ctx: ServiceContext
         tags: ['secrets'],
         summary: 'Create or replace a managed secret (team admins). A webhook uses a new value from its next apply.',
         params: NameParams,
-        body: Type.Object({ value: Type.String({ minLength: 1, maxLength: MAX_SECRET_BYTES }) }, { additionalProperties: false }),
+        body: Type.Object(
+          { value: Type.String({ minLength: 1, maxLength: MAX_SECRET_BYTES }) },
+          { additionalProperties: false },
+        ),
         response: { 200: SecretSchema, 201: SecretSchema },
       },
     },
@@ -58,7 +68,14 @@ export async function registerSecretRoutes(app: AppInstance, ctx: ServiceContext
 
   app.delete(
     '/secrets/:name',
-    { schema: { tags: ['secrets'], summary: 'Delete a managed secret (team admins)', params: NameParams, response: { 200: SecretSchema } } },
+    {
+      schema: {
+        tags: ['secrets'],
+        summary: 'Delete a managed secret (team admins)',
+        params: NameParams,
+        response: { 200: SecretSchema },
+      },
+    },
     async (request) => {
       requireTeamAdmin(request);
       const row = await secrets.delete(request.principal.teamId, request.params.name);

@@ -13,7 +13,8 @@ export const MAX_SECRET_BYTES = 64 * 1024;
 export const SECRETS_CHANGED_TOPIC = 'secrets.changed';
 
 export function checkSecretName(name: string): void {
-  if (!SECRET_NAME.test(name)) throw new AppError('invalid_request', `secret name "${name}" must be ${SECRET_NAME_RULE}`);
+  if (!SECRET_NAME.test(name))
+    throw new AppError('invalid_request', `secret name "${name}" must be ${SECRET_NAME_RULE}`);
 }
 
 /** Team-scoped managed secrets, encrypted at rest. Values are written here and read only through a SecretProvider. */
@@ -29,7 +30,8 @@ export class SecretService {
   async put(teamId: string, name: string, value: string): Promise<{ row: SecretRow; created: boolean }> {
     checkSecretName(name);
     if (value.length === 0) throw new AppError('invalid_request', 'value must not be empty');
-    if (Buffer.byteLength(value, 'utf8') > MAX_SECRET_BYTES) throw new AppError('invalid_request', `value must be at most ${MAX_SECRET_BYTES / 1024} KiB`);
+    if (Buffer.byteLength(value, 'utf8') > MAX_SECRET_BYTES)
+      throw new AppError('invalid_request', `value must be at most ${MAX_SECRET_BYTES / 1024} KiB`);
     return plans.upsertSecret(this.#db, teamId, name, this.#cipher.encrypt(value));
   }
 

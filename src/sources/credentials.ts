@@ -28,7 +28,11 @@ function shellQuote(value: string): string {
  *   set through GIT_CONFIG_* environment variables. The token never enters the URL, the command line (so no
  *   process listing shows it), the repository's config, or an error message.
  */
-export async function gitAuthFor(secret: string | undefined, kind: GitUrlKind, knownHostsFile: string): Promise<GitAuth> {
+export async function gitAuthFor(
+  secret: string | undefined,
+  kind: GitUrlKind,
+  knownHostsFile: string,
+): Promise<GitAuth> {
   if (secret === undefined) return NO_AUTH;
   if (isSshPrivateKey(secret)) {
     if (kind !== 'ssh') throw new Error('the credentials secret holds an SSH key but the URL is not an SSH URL');
@@ -50,7 +54,8 @@ export async function gitAuthFor(secret: string | undefined, kind: GitUrlKind, k
       dispose: () => rm(dir, { recursive: true, force: true }),
     };
   }
-  if (kind !== 'https' && kind !== 'http') throw new Error('the credentials secret holds a token, which only an HTTPS URL can use');
+  if (kind !== 'https' && kind !== 'http')
+    throw new Error('the credentials secret holds a token, which only an HTTPS URL can use');
   const token = secret.trim();
   const basic = Buffer.from(token.includes(':') ? token : `x-access-token:${token}`, 'utf8').toString('base64');
   return {

@@ -13,7 +13,13 @@ export const DIRECTORY_DEBOUNCE_MS = 300;
 export function treeDigest(files: readonly FactoryFileInput[]): string {
   const hash = createHash('sha256');
   for (const file of [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
-    hash.update(file.path).update('\0').update(file.symlink ? 'l' : 'f').update('\0').update(file.content).update('\0');
+    hash
+      .update(file.path)
+      .update('\0')
+      .update(file.symlink ? 'l' : 'f')
+      .update('\0')
+      .update(file.content)
+      .update('\0');
   }
   return hash.digest('hex');
 }
@@ -36,12 +42,18 @@ export class DirectorySource implements Source {
       files = await readFactoryDir(this.#dir);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR') throw new SourceError('terminal', 'PathNotFound', `read ${this.describe()}: no such directory`);
-      if (code === 'EACCES') throw new SourceError('terminal', 'PermissionDenied', `read ${this.describe()}: permission denied`);
+      if (code === 'ENOENT' || code === 'ENOTDIR')
+        throw new SourceError('terminal', 'PathNotFound', `read ${this.describe()}: no such directory`);
+      if (code === 'EACCES')
+        throw new SourceError('terminal', 'PermissionDenied', `read ${this.describe()}: permission denied`);
       // A file vanishing between listing and reading (an editor's rename) is worth another look.
       throw new SourceError('transient', 'ReadFailed', `read ${this.describe()}: ${(err as Error).message}`);
     }
-    return { revision: `directory@sha256:${treeDigest(files)}`, files, commit: { sha: null, author: null, message: null, time: null } };
+    return {
+      revision: `directory@sha256:${treeDigest(files)}`,
+      files,
+      commit: { sha: null, author: null, message: null, time: null },
+    };
   }
 
   /** Calls `onChange` once per burst of file events, `debounceMs` after the last one. Resolves to a stop function. */
@@ -51,7 +63,9 @@ export class DirectorySource implements Source {
       ignoreInitial: true,
       ignored: (file: string) => {
         const rel = path.relative(this.#dir, file);
-        return rel !== '' && rel.split(path.sep).some((segment) => segment.startsWith('.') || segment === 'node_modules');
+        return (
+          rel !== '' && rel.split(path.sep).some((segment) => segment.startsWith('.') || segment === 'node_modules')
+        );
       },
     });
     watcher.on('all', () => {

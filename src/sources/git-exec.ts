@@ -45,7 +45,8 @@ export function gitClient(dir: string, extraEnv: Record<string, string> = {}): S
 }
 
 /** Variables git may inherit: paths, locale and proxies. Editors, pagers and GIT_* settings of the server's shell are not passed. */
-const INHERITED = /^(PATH|HOME|TMPDIR|TEMP|TMP|USER|LOGNAME|LANG|SYSTEMROOT|(https?|no|all)_proxy|(HTTPS?|NO|ALL)_PROXY|SSL_CERT_FILE|SSL_CERT_DIR)$/;
+const INHERITED =
+  /^(PATH|HOME|TMPDIR|TEMP|TMP|USER|LOGNAME|LANG|SYSTEMROOT|(https?|no|all)_proxy|(HTTPS?|NO|ALL)_PROXY|SSL_CERT_FILE|SSL_CERT_DIR)$/;
 
 export function inheritedEnv(): Record<string, string> {
   const env: Record<string, string> = {};
@@ -82,7 +83,11 @@ export function readBlobs(gitDir: string, objects: readonly string[]): Promise<M
       resolve(out);
       return;
     }
-    const child = spawn('git', ['cat-file', '--batch'], { cwd: gitDir, env: { ...inheritedEnv(), ...BASE_GIT_ENV }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('git', ['cat-file', '--batch'], {
+      cwd: gitDir,
+      env: { ...inheritedEnv(), ...BASE_GIT_ENV },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     const chunks: Buffer[] = [];
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -121,7 +126,12 @@ const READ_EXTENSIONS = /\.(ya?ml|md)$/;
  * such (the loader reports them); submodules are skipped, and so are files the loader does not read unless
  * `everyFile` (a managed repository's record keeps whole trees).
  */
-export async function readTree(git: SimpleGit, gitDir: string, treeish: string, options: { everyFile?: boolean } = {}): Promise<FactoryFileInput[]> {
+export async function readTree(
+  git: SimpleGit,
+  gitDir: string,
+  treeish: string,
+  options: { everyFile?: boolean } = {},
+): Promise<FactoryFileInput[]> {
   const entries = parseLsTree(await git.raw(['ls-tree', '-r', '-z', '--full-tree', treeish]));
   const files: FactoryFileInput[] = [];
   const wanted: TreeEntry[] = [];
@@ -131,7 +141,8 @@ export async function readTree(git: SimpleGit, gitDir: string, treeish: string, 
     else if (options.everyFile || READ_EXTENSIONS.test(entry.path)) wanted.push(entry);
   }
   const blobs = await readBlobs(gitDir, [...new Set(wanted.map((e) => e.object))]);
-  for (const entry of wanted) files.push({ path: entry.path, content: blobs.get(entry.object)?.toString('utf8') ?? '' });
+  for (const entry of wanted)
+    files.push({ path: entry.path, content: blobs.get(entry.object)?.toString('utf8') ?? '' });
   return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 

@@ -18,8 +18,16 @@ export interface GitSourceOptions {
 /** Failures no retry fixes until someone changes the repository, the source or the credentials. */
 const TERMINAL_PATTERNS: [RegExp, string, string][] = [
   [/couldn't find remote ref|no such ref|invalid refspec/i, 'BranchNotFound', 'branch not found'],
-  [/authentication failed|permission denied|could not read (username|password)|terminal prompts disabled|403|401/i, 'AuthenticationFailed', 'authentication failed'],
-  [/repository not found|does not appear to be a git repository|not a git repository|no such file or directory|404/i, 'RepositoryNotFound', 'repository not found'],
+  [
+    /authentication failed|permission denied|could not read (username|password)|terminal prompts disabled|403|401/i,
+    'AuthenticationFailed',
+    'authentication failed',
+  ],
+  [
+    /repository not found|does not appear to be a git repository|not a git repository|no such file or directory|404/i,
+    'RepositoryNotFound',
+    'repository not found',
+  ],
 ];
 
 function isLoopback(url: string): boolean {
@@ -33,9 +41,15 @@ function isLoopback(url: string): boolean {
 /** The last meaningful line of git's stderr, without credentials. */
 function gitCause(err: unknown, secrets: string[]): string {
   const text = err instanceof Error ? err.message : String(err);
-  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l && !/^hint:/i.test(l));
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !/^hint:/i.test(l));
   const fatal = lines.filter((l) => /^(fatal|error):/i.test(l));
-  return sanitizeMessage((fatal.length ? fatal.join('; ') : (lines[lines.length - 1] ?? text)).replace(/^(fatal|error):\s*/i, ''), secrets);
+  return sanitizeMessage(
+    (fatal.length ? fatal.join('; ') : (lines[lines.length - 1] ?? text)).replace(/^(fatal|error):\s*/i, ''),
+    secrets,
+  );
 }
 
 /**
@@ -73,7 +87,6 @@ export class GitSource implements Source {
     return this.#git;
   }
 
-
   async #fetch(): Promise<SourceSnapshot> {
     const spec = this.#spec;
     const where = this.describe();
@@ -82,7 +95,11 @@ export class GitSource implements Source {
     const repo = await this.#repo();
     const secret = await this.#credentials();
     if (secret !== undefined && kind === 'http' && !isLoopback(spec.url)) {
-      throw new SourceError('terminal', 'InsecureURL', `fetch ${where}: refusing to send credentials over plain http; use an https:// URL`);
+      throw new SourceError(
+        'terminal',
+        'InsecureURL',
+        `fetch ${where}: refusing to send credentials over plain http; use an https:// URL`,
+      );
     }
     let auth;
     try {
@@ -92,7 +109,16 @@ export class GitSource implements Source {
     }
     const remoteRef = `refs/remotes/origin/${spec.branch}`;
     try {
-      await gitClient(this.#dir, auth.env).raw(['fetch', '--quiet', '--prune', '--no-tags', '--force', '--', spec.url, `+refs/heads/${spec.branch}:${remoteRef}`]);
+      await gitClient(this.#dir, auth.env).raw([
+        'fetch',
+        '--quiet',
+        '--prune',
+        '--no-tags',
+        '--force',
+        '--',
+        spec.url,
+        `+refs/heads/${spec.branch}:${remoteRef}`,
+      ]);
     } catch (err) {
       const cause = gitCause(err, auth.secrets);
       const terminal = TERMINAL_PATTERNS.find(([pattern]) => pattern.test(cause));
@@ -108,7 +134,11 @@ export class GitSource implements Source {
     if (spec.path) {
       const type = (await repo.raw(['cat-file', '-t', `${sha}:${spec.path}`]).catch(() => '')).trim();
       if (type !== 'tree') {
-        throw new SourceError('terminal', 'PathNotFound', `read ${revision}: ${spec.path} is ${type === 'blob' ? 'a file, not a directory' : 'not in the repository'}`);
+        throw new SourceError(
+          'terminal',
+          'PathNotFound',
+          `read ${revision}: ${spec.path} is ${type === 'blob' ? 'a file, not a directory' : 'not in the repository'}`,
+        );
       }
       treeish = `${sha}:${spec.path}`;
     }

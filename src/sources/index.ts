@@ -8,7 +8,15 @@ import { SourceError } from './types.ts';
 import type { Source, SourceSpec } from './types.ts';
 import { sanitizeUrl } from './url.ts';
 
-export type { Source, SourceSnapshot, SourceSpec, SourceCommit, GitSourceSpec, DirectorySourceSpec, ManagedSourceSpec } from './types.ts';
+export type {
+  Source,
+  SourceSnapshot,
+  SourceSpec,
+  SourceCommit,
+  GitSourceSpec,
+  DirectorySourceSpec,
+  ManagedSourceSpec,
+} from './types.ts';
 export { SourceError, isSourceError } from './types.ts';
 export { DirectorySource } from './directory.ts';
 export { GitSource } from './git.ts';
@@ -40,7 +48,11 @@ export function createSource(factory: { id: string; team_id: string; source: Sou
           if (!spec.credentials_secret) return undefined;
           const value = await deps.secrets.get(factory.team_id, spec.credentials_secret);
           if (value === undefined) {
-            throw new SourceError('terminal', 'CredentialsNotFound', `fetch ${sanitizeUrl(spec.url)}: no managed secret named ${spec.credentials_secret} (source.credentials_secret)`);
+            throw new SourceError(
+              'terminal',
+              'CredentialsNotFound',
+              `fetch ${sanitizeUrl(spec.url)}: no managed secret named ${spec.credentials_secret} (source.credentials_secret)`,
+            );
           }
           return value;
         },
@@ -48,6 +60,9 @@ export function createSource(factory: { id: string; team_id: string; source: Sou
     case 'directory':
       return new DirectorySource(spec.path);
     case 'managed':
-      return new ManagedRepository(managedRepositoryDir(deps.dataDir, factory.id), { db: deps.db, factoryId: factory.id });
+      return new ManagedRepository(managedRepositoryDir(deps.dataDir, factory.id), {
+        db: deps.db,
+        factoryId: factory.id,
+      });
   }
 }

@@ -50,23 +50,42 @@ export async function listManagedCommits(q: Queryable, factoryId: string, afterS
 }
 
 /** The trees of the given commits, by seq. */
-export async function managedCommitFiles(q: Queryable, factoryId: string, seqs: readonly number[]): Promise<Map<number, FactoryFileInput[]>> {
+export async function managedCommitFiles(
+  q: Queryable,
+  factoryId: string,
+  seqs: readonly number[],
+): Promise<Map<number, FactoryFileInput[]>> {
   if (seqs.length === 0) return new Map();
-  const res = await q.query<{ seq: number; files: FactoryFileInput[] }>('SELECT seq, files FROM managed_commits WHERE factory_id = $1 AND seq = ANY($2::int4[])', [
-    factoryId,
-    [...seqs],
-  ]);
+  const res = await q.query<{ seq: number; files: FactoryFileInput[] }>(
+    'SELECT seq, files FROM managed_commits WHERE factory_id = $1 AND seq = ANY($2::int4[])',
+    [factoryId, [...seqs]],
+  );
   return new Map(res.rows.map((r) => [r.seq, r.files]));
 }
 
 /** Records commits in one transaction; a seq another process took first fails the whole insert (see isCommitTaken). */
-export async function insertManagedCommits(db: Db, factoryId: string, commits: readonly ManagedCommit[]): Promise<void> {
+export async function insertManagedCommits(
+  db: Db,
+  factoryId: string,
+  commits: readonly ManagedCommit[],
+): Promise<void> {
   await db.transaction(async (tx) => {
     for (const c of commits) {
       await tx.query(
         `INSERT INTO managed_commits (factory_id, seq, sha, parent_sha, author_name, author_email, authored_at, committed_at, message, files)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)`,
-        [factoryId, c.seq, c.sha, c.parentSha, c.authorName, c.authorEmail, c.authoredAt, c.committedAt, c.message, JSON.stringify(c.files)],
+        [
+          factoryId,
+          c.seq,
+          c.sha,
+          c.parentSha,
+          c.authorName,
+          c.authorEmail,
+          c.authoredAt,
+          c.committedAt,
+          c.message,
+          JSON.stringify(c.files),
+        ],
       );
     }
   });
@@ -79,6 +98,9 @@ export function isCommitTaken(err: unknown): boolean {
 
 /** The id of the factory's newest recorded commit, or null when none is recorded. */
 export async function managedHeadSha(q: Queryable, factoryId: string): Promise<string | null> {
-  const res = await q.query<{ sha: string }>('SELECT sha FROM managed_commits WHERE factory_id = $1 ORDER BY seq DESC LIMIT 1', [factoryId]);
+  const res = await q.query<{ sha: string }>(
+    'SELECT sha FROM managed_commits WHERE factory_id = $1 ORDER BY seq DESC LIMIT 1',
+    [factoryId],
+  );
   return res.rows[0]?.sha ?? null;
 }

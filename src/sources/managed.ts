@@ -91,7 +91,12 @@ export class ManagedRepository implements Source {
    * (undefined = no commit yet), in this process and in the database. Answers the new commit, or throws a
    * transient `Conflict` when `main` moved.
    */
-  commit(files: readonly FactoryFileInput[], author: CommitAuthor, message: string, parent: string | undefined): Promise<string> {
+  commit(
+    files: readonly FactoryFileInput[],
+    author: CommitAuthor,
+    message: string,
+    parent: string | undefined,
+  ): Promise<string> {
     return this.#queue.run(async () => {
       const head = await this.#sync();
       if (head?.sha !== parent) throw this.#moved(parent, head?.sha);
@@ -122,7 +127,11 @@ export class ManagedRepository implements Source {
   }
 
   #moved(expected: string | undefined, found: string | undefined): SourceError {
-    return new SourceError('transient', 'Conflict', `commit to ${this.describe()}: the branch moved (expected ${expected ?? 'no commit'}, found ${found ?? 'no commit'})`);
+    return new SourceError(
+      'transient',
+      'Conflict',
+      `commit to ${this.describe()}: the branch moved (expected ${expected ?? 'no commit'}, found ${found ?? 'no commit'})`,
+    );
   }
 
   /** Brings the mirror up to the recorded head and answers it (undefined: no commit yet). */
@@ -146,7 +155,11 @@ export class ManagedRepository implements Source {
       const last = missing[missing.length - 1]!;
       const sha = await this.#import(missing);
       if (sha !== last.sha) {
-        throw new SourceError('terminal', 'HistoryMismatch', `${this.describe()}: commit ${last.seq} imports as ${sha}, recorded as ${last.sha}`);
+        throw new SourceError(
+          'terminal',
+          'HistoryMismatch',
+          `${this.describe()}: commit ${last.seq} imports as ${sha}, recorded as ${last.sha}`,
+        );
       }
     }
     await this.#pointBranchAt(head.sha);
@@ -170,9 +183,16 @@ export class ManagedRepository implements Source {
       const mark = i + 1;
       // `reset` first: a commit without a parent must not take whatever `main` points at as one.
       chunks.push(Buffer.from(`reset ${BRANCH_REF}\ncommit ${BRANCH_REF}\nmark :${mark}\n`));
-      chunks.push(Buffer.from(`author ${commit.authorName} <${commit.authorEmail}> ${commit.authoredAt} +0000\ncommitter ${COMMITTER} ${commit.committedAt} +0000\n`));
+      chunks.push(
+        Buffer.from(
+          `author ${commit.authorName} <${commit.authorEmail}> ${commit.authoredAt} +0000\ncommitter ${COMMITTER} ${commit.committedAt} +0000\n`,
+        ),
+      );
       data(commit.message);
-      if (commit.parentSha) chunks.push(Buffer.from(`from ${marks.has(commit.parentSha) ? `:${marks.get(commit.parentSha)}` : commit.parentSha}\n`));
+      if (commit.parentSha)
+        chunks.push(
+          Buffer.from(`from ${marks.has(commit.parentSha) ? `:${marks.get(commit.parentSha)}` : commit.parentSha}\n`),
+        );
       chunks.push(Buffer.from('deleteall\n'));
       for (const file of commit.files) {
         chunks.push(Buffer.from(`M 100644 inline ${importPath(file.path)}\n`));
@@ -183,7 +203,8 @@ export class ManagedRepository implements Source {
     }
     await fastImport(this.#dir, Buffer.concat(chunks));
     const sha = await this.#branchHead();
-    if (!sha || sha === commits[commits.length - 1]?.parentSha) throw new Error('git fast-import did not advance the branch');
+    if (!sha || sha === commits[commits.length - 1]?.parentSha)
+      throw new Error('git fast-import did not advance the branch');
     return sha;
   }
 
@@ -207,7 +228,10 @@ export class ManagedRepository implements Source {
     const commits: ManagedCommit[] = [];
     for (const [i, sha] of shas.entries()) {
       // A managed tree holds regular files only (fast-import writes every one as 100644).
-      const files = (await readTree(git, this.#dir, sha, { everyFile: true })).map((f) => ({ path: f.path, content: f.content }));
+      const files = (await readTree(git, this.#dir, sha, { everyFile: true })).map((f) => ({
+        path: f.path,
+        content: f.content,
+      }));
       commits.push({ ...parseCommitObject(await git.raw(['cat-file', 'commit', sha])), seq: i + 1, sha, files });
     }
     try {
@@ -221,7 +245,10 @@ export class ManagedRepository implements Source {
   /** The commit `main` of this mirror points at, or undefined. */
   async #branchHead(): Promise<string | undefined> {
     const git = await this.#repo();
-    return (await git.raw(['rev-parse', '--verify', '--quiet', `${BRANCH_REF}^{commit}`]).catch(() => '')).trim() || undefined;
+    return (
+      (await git.raw(['rev-parse', '--verify', '--quiet', `${BRANCH_REF}^{commit}`]).catch(() => '')).trim() ||
+      undefined
+    );
   }
 }
 
@@ -229,7 +256,12 @@ function snapshotOf(commit: ManagedCommit): SourceSnapshot {
   return {
     revision: `${MANAGED_BRANCH}@sha1:${commit.sha}`,
     files: commit.files.map((f) => ({ path: f.path, content: f.content })),
-    commit: { sha: commit.sha, author: `${commit.authorName} <${commit.authorEmail}>`, message: commit.message.trim(), time: new Date(commit.authoredAt * 1000) },
+    commit: {
+      sha: commit.sha,
+      author: `${commit.authorName} <${commit.authorEmail}>`,
+      message: commit.message.trim(),
+      time: new Date(commit.authoredAt * 1000),
+    },
   };
 }
 
@@ -247,18 +279,33 @@ function parseCommitObject(raw: string): Omit<ManagedCommit, 'seq' | 'sha' | 'fi
     else if (line.startsWith('committer ')) committedAt = Number(/ (\d+) [+-]\d{4}$/.exec(line)?.[1] ?? 0);
   }
   if (!author) throw new SourceError('terminal', 'ReadFailed', 'a managed commit has no author line');
-  return { parentSha, authorName: author[1]!, authorEmail: author[2]!, authoredAt: Number(author[3]), committedAt, message };
+  return {
+    parentSha,
+    authorName: author[1]!,
+    authorEmail: author[2]!,
+    authoredAt: Number(author[3]),
+    committedAt,
+    message,
+  };
 }
 
 function fastImport(gitDir: string, stream: Buffer): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn('git', ['fast-import', '--quiet', '--force', '--done'], { cwd: gitDir, env: { ...inheritedEnv(), ...BASE_GIT_ENV }, stdio: ['pipe', 'ignore', 'pipe'] });
+    const child = spawn('git', ['fast-import', '--quiet', '--force', '--done'], {
+      cwd: gitDir,
+      env: { ...inheritedEnv(), ...BASE_GIT_ENV },
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString('utf8');
     });
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`git fast-import exited with ${code}: ${stderr.trim().split('\n')[0]}`))));
+    child.on('close', (code) =>
+      code === 0
+        ? resolve()
+        : reject(new Error(`git fast-import exited with ${code}: ${stderr.trim().split('\n')[0]}`)),
+    );
     child.stdin.end(Buffer.concat([stream, Buffer.from('done\n')]));
   });
 }

@@ -24,18 +24,26 @@ const BRANCH = /^(?!-)(?!.*\.\.)(?!.*\/\/)(?!.*@\{)(?!.*\.lock$)(?!.*\/$)(?!.*\.
 
 function checkSecretRef(field: string, value: string | undefined): string | null {
   if (value === undefined || value === '') return null;
-  if (!SECRET_NAME.test(value)) throw new AppError('invalid_request', `source.${field} "${value}" must be ${SECRET_NAME_RULE}`);
+  if (!SECRET_NAME.test(value))
+    throw new AppError('invalid_request', `source.${field} "${value}" must be ${SECRET_NAME_RULE}`);
   return value;
 }
 
 /** A repository sub-path: relative, `/`-separated, no `..`; '' and '.' mean the root. */
 export function normalizeSubPath(value: string | undefined): string | null {
   if (value === undefined) return null;
-  const trimmed = value.trim().replace(/\\/g, '/').replace(/^\.?\/+/, '').replace(/\/+$/, '');
+  const trimmed = value
+    .trim()
+    .replace(/\\/g, '/')
+    .replace(/^\.?\/+/, '')
+    .replace(/\/+$/, '');
   if (trimmed === '' || trimmed === '.') return null;
   const segments = trimmed.split('/');
   if (segments.some((s) => s === '..' || s === '' || s === '.')) {
-    throw new AppError('invalid_request', `source.path "${value}" must be a relative directory inside the repository, without "." or ".." segments`);
+    throw new AppError(
+      'invalid_request',
+      `source.path "${value}" must be a relative directory inside the repository, without "." or ".." segments`,
+    );
   }
   return segments.join('/');
 }
@@ -51,7 +59,8 @@ export function normalizeSourceSpec(input: SourceInput | undefined, cwd = proces
   if (type === 'directory') {
     if (!input?.path) throw new AppError('invalid_request', 'source.path is required for a directory source');
     for (const key of ['url', 'branch', 'poll_interval_seconds', 'credentials_secret', 'push_secret'] as const) {
-      if (input[key] !== undefined) throw new AppError('invalid_request', `source.${key} is not a setting of a directory source`);
+      if (input[key] !== undefined)
+        throw new AppError('invalid_request', `source.${key} is not a setting of a directory source`);
     }
     return { type: 'directory', path: path.resolve(cwd, input.path) };
   }
@@ -60,16 +69,31 @@ export function normalizeSourceSpec(input: SourceInput | undefined, cwd = proces
   if (!url) throw new AppError('invalid_request', 'source.url is required for a git source');
   const kind = classifyGitUrl(url);
   if (!kind) {
-    throw new AppError('invalid_request', `source.url "${sanitizeUrl(url)}" must be an https://, http://, ssh:// (or user@host:path), file:// URL or an absolute local path`);
+    throw new AppError(
+      'invalid_request',
+      `source.url "${sanitizeUrl(url)}" must be an https://, http://, ssh:// (or user@host:path), file:// URL or an absolute local path`,
+    );
   }
-  if (kind !== 'local' && kind !== 'file' && /^[a-z][a-z0-9+.-]*:\/\/[^/@]*@/i.test(url) && /:\/\/[^/@]*:[^/@]*@/.test(url)) {
-    throw new AppError('invalid_request', 'source.url must not hold a password or token; put it in a managed secret named by source.credentials_secret');
+  if (
+    kind !== 'local' &&
+    kind !== 'file' &&
+    /^[a-z][a-z0-9+.-]*:\/\/[^/@]*@/i.test(url) &&
+    /:\/\/[^/@]*:[^/@]*@/.test(url)
+  ) {
+    throw new AppError(
+      'invalid_request',
+      'source.url must not hold a password or token; put it in a managed secret named by source.credentials_secret',
+    );
   }
   const branch = input?.branch?.trim() || DEFAULT_BRANCH;
-  if (!BRANCH.test(branch)) throw new AppError('invalid_request', `source.branch "${branch}" is not a valid branch name`);
+  if (!BRANCH.test(branch))
+    throw new AppError('invalid_request', `source.branch "${branch}" is not a valid branch name`);
   const interval = input?.poll_interval_seconds ?? DEFAULT_POLL_INTERVAL_SECONDS;
   if (!Number.isInteger(interval) || interval < 0 || interval > MAX_POLL_INTERVAL_SECONDS) {
-    throw new AppError('invalid_request', `source.poll_interval_seconds must be an integer from 0 (never poll) to ${MAX_POLL_INTERVAL_SECONDS}`);
+    throw new AppError(
+      'invalid_request',
+      `source.poll_interval_seconds must be an integer from 0 (never poll) to ${MAX_POLL_INTERVAL_SECONDS}`,
+    );
   }
   return {
     type: 'git',

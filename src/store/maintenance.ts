@@ -12,7 +12,12 @@ export interface MaintenanceThresholds {
   vacuumScale: number;
 }
 
-export const AUTOVACUUM_DEFAULTS: MaintenanceThresholds = { analyzeBase: 50, analyzeScale: 0.1, vacuumBase: 50, vacuumScale: 0.2 };
+export const AUTOVACUUM_DEFAULTS: MaintenanceThresholds = {
+  analyzeBase: 50,
+  analyzeScale: 0.1,
+  vacuumBase: 50,
+  vacuumScale: 0.2,
+};
 
 export interface MaintenancePass {
   analyzed: string[];
@@ -127,7 +132,10 @@ export async function createIndexFreeSpaceMaps(db: Db): Promise<string[]> {
  * one is due; answers the bytes of WAL it closed, or undefined. After a checkpoint PostgreSQL recycles the WAL
  * segments before it, so new segments stop being created (and zero-filled) as well.
  */
-export async function checkpointIfDue(db: Db, policy: CheckpointPolicy = CHECKPOINT_DEFAULTS): Promise<number | undefined> {
+export async function checkpointIfDue(
+  db: Db,
+  policy: CheckpointPolicy = CHECKPOINT_DEFAULTS,
+): Promise<number | undefined> {
   const res = await db.query<{ since_redo: number; since_checkpoint: number; age_ms: number }>(
     `SELECT (pg_current_wal_lsn() - redo_lsn)::float8 AS since_redo,
             (pg_current_wal_lsn() - checkpoint_lsn)::float8 AS since_checkpoint,
@@ -136,7 +144,9 @@ export async function checkpointIfDue(db: Db, policy: CheckpointPolicy = CHECKPO
   );
   const wal = res.rows[0];
   if (!wal) return undefined;
-  const due = wal.since_redo >= policy.walBytes || (wal.age_ms >= policy.maxAgeMs && wal.since_checkpoint > CHECKPOINT_RECORD_BYTES);
+  const due =
+    wal.since_redo >= policy.walBytes ||
+    (wal.age_ms >= policy.maxAgeMs && wal.since_checkpoint > CHECKPOINT_RECORD_BYTES);
   if (!due) return undefined;
   await db.exec('CHECKPOINT');
   return wal.since_redo;
@@ -162,7 +172,11 @@ export interface MaintenanceSchedule {
  * `checkpointCheckMs` between passes (never two at once); answers the function that stops them and waits for the
  * work under way.
  */
-export function startTableMaintenance(db: Db, log: FastifyBaseLogger, schedule: MaintenanceSchedule): () => Promise<void> {
+export function startTableMaintenance(
+  db: Db,
+  log: FastifyBaseLogger,
+  schedule: MaintenanceSchedule,
+): () => Promise<void> {
   const { intervalMs, checkpoints = CHECKPOINT_DEFAULTS } = schedule;
   const checkpointCheckMs = Math.min(intervalMs, schedule.checkpointCheckMs ?? CHECKPOINT_CHECK_MS);
   let running: Promise<void> | undefined;
@@ -171,8 +185,16 @@ export function startTableMaintenance(db: Db, log: FastifyBaseLogger, schedule: 
     const started = performance.now();
     running = work()
       .then((done) => {
-        if (done.analyzed.length || done.vacuumed.length || done.checkpointed !== undefined || done.freeSpaceMaps?.length) {
-          log.info({ ...done, ms: Math.round(performance.now() - started) }, 'maintained tables (ANALYZE/VACUUM/CHECKPOINT/free-space maps)');
+        if (
+          done.analyzed.length ||
+          done.vacuumed.length ||
+          done.checkpointed !== undefined ||
+          done.freeSpaceMaps?.length
+        ) {
+          log.info(
+            { ...done, ms: Math.round(performance.now() - started) },
+            'maintained tables (ANALYZE/VACUUM/CHECKPOINT/free-space maps)',
+          );
         }
       })
       .catch((err: unknown) => log.warn({ err }, 'table maintenance failed'))

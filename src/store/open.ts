@@ -13,7 +13,10 @@ export interface OpenDatabaseOptions {
 /** `DATABASE_URL` set → a PostgreSQL server through `pg`; otherwise PGlite in `<dataDir>/pgdata`, in a thread of its own. */
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Db> {
   if (options.databaseUrl) {
-    return openPostgres({ connectionString: options.databaseUrl, ...(options.schema ? { schema: options.schema } : {}) });
+    return openPostgres({
+      connectionString: options.databaseUrl,
+      ...(options.schema ? { schema: options.schema } : {}),
+    });
   }
   const dataDir = path.join(options.dataDir, 'pgdata');
   await mkdir(dataDir, { recursive: true });

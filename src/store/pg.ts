@@ -54,7 +54,10 @@ class StatementNames {
 
 /** PostgreSQL refuses to run a prepared plan whose result columns changed since it was prepared. */
 function isStalePlan(err: unknown): boolean {
-  return (err as { code?: string }).code === '0A000' && /cached plan must not change result type/.test(String((err as Error).message));
+  return (
+    (err as { code?: string }).code === '0A000' &&
+    /cached plan must not change result type/.test(String((err as Error).message))
+  );
 }
 
 export async function openPostgres(options: PgOptions): Promise<Db> {
@@ -69,7 +72,11 @@ export async function openPostgres(options: PgOptions): Promise<Db> {
 
   const prepared = options.preparedStatements ?? process.env.AGENTYARD_PG_PREPARED_STATEMENTS !== 'off';
   const names = prepared ? new StatementNames() : undefined;
-  const query = async <Row>(client: pg.Pool | pg.PoolClient, text: string, params?: readonly SqlValue[]): Promise<QueryResult<Row>> => {
+  const query = async <Row>(
+    client: pg.Pool | pg.PoolClient,
+    text: string,
+    params?: readonly SqlValue[],
+  ): Promise<QueryResult<Row>> => {
     const values = params as unknown[] | undefined;
     // only statements with parameters: a text without any may hold several statements, which cannot be prepared
     const name = values?.length ? names?.nameOf(text) : undefined;

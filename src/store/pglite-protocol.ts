@@ -40,7 +40,11 @@ export function encodeParams(params: readonly SqlValue[]): { params: SqlValue[];
  * The parameters of a query as PGlite's thread runs them: bytes stay a string until they are written into
  * the Bind message (Latin1Bytes), or become a Buffer for `PGlite.query` (`asBuffers`, inside a transaction).
  */
-export function decodeParams(params: readonly SqlValue[], bytesAt: readonly number[] | undefined, asBuffers: boolean): readonly SqlValue[] {
+export function decodeParams(
+  params: readonly SqlValue[],
+  bytesAt: readonly number[] | undefined,
+  asBuffers: boolean,
+): readonly SqlValue[] {
   if (!bytesAt) return params;
   const decoded = [...params];
   for (const i of bytesAt) {
@@ -83,7 +87,20 @@ export interface SerializedError {
   fields: Record<string, string | number | undefined>;
 }
 
-const ERROR_FIELDS = ['code', 'severity', 'detail', 'hint', 'position', 'where', 'schema', 'table', 'column', 'dataType', 'constraint', 'routine'] as const;
+const ERROR_FIELDS = [
+  'code',
+  'severity',
+  'detail',
+  'hint',
+  'position',
+  'where',
+  'schema',
+  'table',
+  'column',
+  'dataType',
+  'constraint',
+  'routine',
+] as const;
 
 export function serializeError(err: unknown): SerializedError {
   if (!(err instanceof Error)) return { name: 'Error', message: String(err), fields: {} };

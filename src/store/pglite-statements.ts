@@ -73,7 +73,9 @@ export class PgliteStatements {
       const serializer = pglite.serializers[statement.paramTypes[i] ?? 0];
       return serializer ? serializer(value) : String(value);
     });
-    const { messages } = await pglite.execProtocol(this.#message.bindAndExecute(statement.name, values), { syncToFs: false });
+    const { messages } = await pglite.execProtocol(this.#message.bindAndExecute(statement.name, values), {
+      syncToFs: false,
+    });
     await pglite.syncToFs();
     return parse.parseResults(messages, pglite.parsers)[0] as Results<Row>;
   }
@@ -104,7 +106,9 @@ export class PgliteStatements {
     if (!prepared) return;
     this.#prepared.delete(text);
     await this.#pglite
-      .execProtocol(concat([serialize.close({ type: 'S', name: prepared.name }), serialize.sync()]), { syncToFs: false })
+      .execProtocol(concat([serialize.close({ type: 'S', name: prepared.name }), serialize.sync()]), {
+        syncToFs: false,
+      })
       .catch(() => {});
   }
 }
@@ -131,10 +135,12 @@ export class BindMessage {
   bindAndExecute(statement: string, values: readonly BindValue[]): Uint8Array {
     const binary = values.some(isBinary);
     let size = 1 + 4 + 1 + Buffer.byteLength(statement) + 1 + 2 + (binary ? 2 * values.length : 0) + 2 + 2;
-    for (const value of values) size += 4 + (value === null ? 0 : typeof value === 'string' ? Buffer.byteLength(value) : value.length);
+    for (const value of values)
+      size += 4 + (value === null ? 0 : typeof value === 'string' ? Buffer.byteLength(value) : value.length);
     const total = size + DESCRIBE_EXECUTE_SYNC.length;
     // a rare large statement (an attachment) gets a buffer of its own rather than one kept for good
-    if (this.#buffer.length < total && total <= MAX_KEPT_BUFFER) this.#buffer = Buffer.allocUnsafeSlow(Math.min(MAX_KEPT_BUFFER, Math.max(total, this.#buffer.length * 2)));
+    if (this.#buffer.length < total && total <= MAX_KEPT_BUFFER)
+      this.#buffer = Buffer.allocUnsafeSlow(Math.min(MAX_KEPT_BUFFER, Math.max(total, this.#buffer.length * 2)));
     const out = this.#buffer.length >= total ? this.#buffer : Buffer.allocUnsafeSlow(total);
     let at = 0;
     out[at++] = 0x42; // 'B'

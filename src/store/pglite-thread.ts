@@ -38,7 +38,10 @@ export async function terminatePgliteThreadsForTesting(): Promise<void> {
 const WORKER_HEAP_LIMITS = { maxYoungGenerationSizeMb: 8 };
 
 export async function openPgliteThread(options: PgliteWorkerData): Promise<Db> {
-  const worker = new Worker(new URL('./pglite-worker.ts', import.meta.url), { workerData: options, resourceLimits: WORKER_HEAP_LIMITS });
+  const worker = new Worker(new URL('./pglite-worker.ts', import.meta.url), {
+    workerData: options,
+    resourceLimits: WORKER_HEAP_LIMITS,
+  });
   const pending = new Map<number, Pending>();
   const listeners = new Map<number, (payload: string) => void>();
   let nextId = 1;
@@ -48,7 +51,8 @@ export async function openPgliteThread(options: PgliteWorkerData): Promise<Db> {
   const lostListeners = new Set<(cause: Error) => void>();
 
   await new Promise<void>((resolve, reject) => {
-    const onExit = (code: number): void => reject(new Error(`the PGlite thread exited (${code}) while opening the database`));
+    const onExit = (code: number): void =>
+      reject(new Error(`the PGlite thread exited (${code}) while opening the database`));
     worker.once('error', reject);
     worker.once('exit', onExit);
     worker.once('message', (reply: Reply) => {
@@ -105,8 +109,17 @@ export async function openPgliteThread(options: PgliteWorkerData): Promise<Db> {
     });
   };
 
-  const query = async <Row>(text: string, params: readonly SqlValue[] | undefined, tx?: number): Promise<QueryResult<Row>> => {
-    const reply = await call({ op: 'query', text, ...(params ? encodeParams(params) : {}), ...(tx !== undefined ? { tx } : {}) });
+  const query = async <Row>(
+    text: string,
+    params: readonly SqlValue[] | undefined,
+    tx?: number,
+  ): Promise<QueryResult<Row>> => {
+    const reply = await call({
+      op: 'query',
+      text,
+      ...(params ? encodeParams(params) : {}),
+      ...(tx !== undefined ? { tx } : {}),
+    });
     return { rows: (reply.rows ?? []) as Row[], rowCount: reply.rowCount ?? 0 };
   };
 

@@ -105,23 +105,39 @@ async function main(port: MessagePort, data: PgliteWorkerData): Promise<void> {
         if (request.tx !== undefined) {
           const inbox = transactions.get(request.tx);
           if (inbox) inbox.push(request);
-          else send({ kind: 'error', id: request.id, error: serializeError(new Error(`transaction ${request.tx} is not open`)) });
+          else
+            send({
+              kind: 'error',
+              id: request.id,
+              error: serializeError(new Error(`transaction ${request.tx} is not open`)),
+            });
           return;
         }
-        answer(request.id, db.query(request.text, request.params && decodeParams(request.params, request.bytesAt, false)));
+        answer(
+          request.id,
+          db.query(request.text, request.params && decodeParams(request.params, request.bytesAt, false)),
+        );
         return;
       }
       case 'end': {
         const inbox = transactions.get(request.tx);
         if (inbox) inbox.push(request);
-        else send({ kind: 'error', id: request.id, error: serializeError(new Error(`transaction ${request.tx} is not open`)) });
+        else
+          send({
+            kind: 'error',
+            id: request.id,
+            error: serializeError(new Error(`transaction ${request.tx} is not open`)),
+          });
         return;
       }
       case 'begin':
         runTransaction(request.id);
         return;
       case 'exec':
-        answer(request.id, db.exec(request.sql).then(() => ({})));
+        answer(
+          request.id,
+          db.exec(request.sql).then(() => ({})),
+        );
         return;
       case 'listen': {
         const subscription = nextSubscription++;
@@ -139,7 +155,10 @@ async function main(port: MessagePort, data: PgliteWorkerData): Promise<void> {
       case 'unlisten': {
         const unsubscribe = subscriptions.get(request.subscription);
         subscriptions.delete(request.subscription);
-        answer(request.id, (unsubscribe ? unsubscribe() : Promise.resolve()).then(() => ({})));
+        answer(
+          request.id,
+          (unsubscribe ? unsubscribe() : Promise.resolve()).then(() => ({})),
+        );
         return;
       }
       case 'close':

@@ -23,8 +23,11 @@ export async function wrapPglite(pglite: PGlite, schema?: string, ownsInstance =
   if (schema) await pglite.exec(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
   const shared = !ownsInstance && schema !== undefined;
 
-  const run = async <Row>(q: Pick<PGlite, 'query' | 'exec'>, text: string, params?: readonly SqlValue[]): Promise<QueryResult<Row>> =>
-    queryResult(await q.query<Row>(text, params as unknown[] | undefined));
+  const run = async <Row>(
+    q: Pick<PGlite, 'query' | 'exec'>,
+    text: string,
+    params?: readonly SqlValue[],
+  ): Promise<QueryResult<Row>> => queryResult(await q.query<Row>(text, params as unknown[] | undefined));
 
   if (schema && !shared) await pglite.exec(searchPath);
   // a prepared statement is planned for the search path of its time: only a wrapper that owns it uses them

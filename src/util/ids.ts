@@ -41,7 +41,24 @@ export function ulid(now = Date.now()): string {
   return time + rand;
 }
 
-export type IdPrefix = 'team' | 'usr' | 'sa' | 'key' | 'run' | 'fu' | 'fac' | 'wh' | 'auto' | 'dlv' | 'apl' | 'sec' | 'exe' | 'sch' | 'evt' | 'wrk' | 'agt';
+export type IdPrefix =
+  | 'team'
+  | 'usr'
+  | 'sa'
+  | 'key'
+  | 'run'
+  | 'fu'
+  | 'fac'
+  | 'wh'
+  | 'auto'
+  | 'dlv'
+  | 'apl'
+  | 'sec'
+  | 'exe'
+  | 'sch'
+  | 'evt'
+  | 'wrk'
+  | 'agt';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid()}`;

@@ -64,13 +64,16 @@ interface Cursor {
 }
 
 function encodeCursor(row: DeliveryLogRow): string {
-  return Buffer.from(JSON.stringify({ t: row.received_at.toISOString(), i: row.id } satisfies Cursor)).toString('base64url');
+  return Buffer.from(JSON.stringify({ t: row.received_at.toISOString(), i: row.id } satisfies Cursor)).toString(
+    'base64url',
+  );
 }
 
 function decodeCursor(text: string): Cursor {
   try {
     const cursor = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as Cursor;
-    if (typeof cursor.t === 'string' && typeof cursor.i === 'string' && !Number.isNaN(Date.parse(cursor.t))) return cursor;
+    if (typeof cursor.t === 'string' && typeof cursor.i === 'string' && !Number.isNaN(Date.parse(cursor.t)))
+      return cursor;
   } catch {
     // fall through
   }
@@ -99,13 +102,23 @@ export async function listDeliveries(
   return { rows, nextCursor: res.rows.length > page.limit ? encodeCursor(rows.at(-1)!) : undefined };
 }
 
-export async function getDelivery(q: Queryable, webhookUid: string, deliveryId: string): Promise<DeliveryLogRow | undefined> {
-  const res = await q.query<DeliveryLogRow>(`SELECT ${COLUMNS} FROM webhook_deliveries WHERE webhook_uid = $1 AND id = $2`, [webhookUid, deliveryId]);
+export async function getDelivery(
+  q: Queryable,
+  webhookUid: string,
+  deliveryId: string,
+): Promise<DeliveryLogRow | undefined> {
+  const res = await q.query<DeliveryLogRow>(
+    `SELECT ${COLUMNS} FROM webhook_deliveries WHERE webhook_uid = $1 AND id = $2`,
+    [webhookUid, deliveryId],
+  );
   return res.rows[0];
 }
 
 /** The stored body of an accepted delivery (exact bytes), by delivery ID alone. */
-export async function getDeliveryPayload(q: Queryable, deliveryId: string): Promise<{ webhook_uid: string; team_id: string; payload: Uint8Array } | undefined> {
+export async function getDeliveryPayload(
+  q: Queryable,
+  deliveryId: string,
+): Promise<{ webhook_uid: string; team_id: string; payload: Uint8Array } | undefined> {
   const res = await q.query<{ webhook_uid: string; team_id: string; payload: Uint8Array }>(
     "SELECT webhook_uid, team_id, payload FROM webhook_deliveries WHERE id = $1 AND label = 'accepted' AND payload IS NOT NULL",
     [deliveryId],

@@ -22,7 +22,8 @@ export async function teamFactory(ctx: ServiceContext, teamId: string, factoryId
 
 /** Refuses a write to a factory whose files live elsewhere, naming where. */
 export function requireManaged(ctx: ServiceContext, factory: FactoryRow): void {
-  if (factory.source.type !== 'managed') throw readOnlyError(factory, controllerFor(ctx).reconciler.sourceFor(factory).describe());
+  if (factory.source.type !== 'managed')
+    throw readOnlyError(factory, controllerFor(ctx).reconciler.sourceFor(factory).describe());
 }
 
 export function commitAuthor(request: FastifyRequest): { name: string; email: string } {
@@ -43,12 +44,17 @@ export async function changeManagedFactory(
   mutate: (files: FactoryFileInput[]) => FactoryFileInput[] | Promise<FactoryFileInput[]>,
 ): Promise<ApplyOutcome> {
   requireManaged(ctx, factory);
-  const outcome = await applyManagedChange(ctx, factory.id, mutate, { author: commitAuthor(request), message }).catch((err: unknown) => {
-    throw withDefinitionHint(factory, err);
-  });
+  const outcome = await applyManagedChange(ctx, factory.id, mutate, { author: commitAuthor(request), message }).catch(
+    (err: unknown) => {
+      throw withDefinitionHint(factory, err);
+    },
+  );
   if (outcome.result === 'failed') {
     if (outcome.errors.some((d) => d.severity === 'error')) throw definitionInvalid(outcome.errors);
-    throw new AppError('internal_error', outcome.message ?? `the change to factory ${factory.name} was committed but did not apply`);
+    throw new AppError(
+      'internal_error',
+      outcome.message ?? `the change to factory ${factory.name} was committed but did not apply`,
+    );
   }
   await refreshWebhookRouting(ctx, factory.id);
   return outcome;
@@ -62,7 +68,10 @@ function withDefinitionHint(factory: FactoryRow, err: unknown): unknown {
   if (!isAppError(err) || err.code !== 'definition_invalid') return err;
   const diagnostics = (err.extensions.diagnostics ?? []) as Diagnostic[];
   if (!diagnostics.some((d) => d.code === 'FF_MISSING_FACTORY')) return err;
-  return definitionInvalid(diagnostics, `factory ${factory.name} has no definition yet: apply its files first (POST /api/v1/factories/${factory.id}/apply)`);
+  return definitionInvalid(
+    diagnostics,
+    `factory ${factory.name} has no definition yet: apply its files first (POST /api/v1/factories/${factory.id}/apply)`,
+  );
 }
 
 /** The Markdown/YAML file at `path`, or undefined. */

@@ -48,7 +48,13 @@ export interface SecretShownOnce {
 
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/;
 
-function webhookFile(input: { authMode: AuthMode; signatureScheme: string | null; secretName: string; deliveryIdHeader: string | null; enabled: boolean }): string {
+function webhookFile(input: {
+  authMode: AuthMode;
+  signatureScheme: string | null;
+  secretName: string;
+  deliveryIdHeader: string | null;
+  enabled: boolean;
+}): string {
   return stringify({
     authMode: input.authMode,
     ...(input.signatureScheme ? { signatureScheme: input.signatureScheme } : {}),
@@ -90,19 +96,36 @@ export class WebhookManagement {
     return { row, factory: await teamFactory(this.#ctx, teamId, row.factory_id) };
   }
 
-  async create(request: FastifyRequest, factoryId: string, input: CreateWebhookInput): Promise<{ row: WebhookRow; shown: SecretShownOnce }> {
+  async create(
+    request: FastifyRequest,
+    factoryId: string,
+    input: CreateWebhookInput,
+  ): Promise<{ row: WebhookRow; shown: SecretShownOnce }> {
     const { teamId } = request.principal;
     const factory = await teamFactory(this.#ctx, teamId, factoryId);
     requireManaged(this.#ctx, factory);
     const name = input.name;
-    if (!RESOURCE_NAME.test(name)) throw new AppError('invalid_request', `name "${name}" must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit`);
+    if (!RESOURCE_NAME.test(name))
+      throw new AppError(
+        'invalid_request',
+        `name "${name}" must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit`,
+      );
     const authMode = input.auth_mode ?? 'token';
     const scheme = authMode === 'signature' ? (input.signature_scheme ?? null) : null;
-    if (authMode === 'signature' && !scheme) throw new AppError('invalid_request', 'signature_scheme is required when auth_mode is signature');
-    if (authMode !== 'signature' && input.signature_scheme) throw new AppError('invalid_request', 'signature_scheme applies only to auth_mode signature');
-    if (scheme && !getSignatureScheme(scheme)) throw new AppError('invalid_request', `signature_scheme "${scheme}" is not one of ${SIGNATURE_SCHEME_IDS.join(', ')}`);
+    if (authMode === 'signature' && !scheme)
+      throw new AppError('invalid_request', 'signature_scheme is required when auth_mode is signature');
+    if (authMode !== 'signature' && input.signature_scheme)
+      throw new AppError('invalid_request', 'signature_scheme applies only to auth_mode signature');
+    if (scheme && !getSignatureScheme(scheme))
+      throw new AppError(
+        'invalid_request',
+        `signature_scheme "${scheme}" is not one of ${SIGNATURE_SCHEME_IDS.join(', ')}`,
+      );
     if (authMode !== 'signature' && input.secret !== undefined) {
-      throw new AppError('invalid_request', `secret: the service generates the secret of a ${authMode} webhook; leave it out (or name an existing secret with secret_name)`);
+      throw new AppError(
+        'invalid_request',
+        `secret: the service generates the secret of a ${authMode} webhook; leave it out (or name an existing secret with secret_name)`,
+      );
     }
     if (input.delivery_id_header !== undefined && !HEADER_NAME.test(input.delivery_id_header)) {
       throw new AppError('invalid_request', `delivery_id_header "${input.delivery_id_header}" is not a header name`);
@@ -124,37 +147,62 @@ export class WebhookManagement {
           throw new AppError('webhook_name_taken', `factory ${factory.name} already has a webhook named "${name}"`);
         }
         if (existing.length >= MAX_WEBHOOKS_PER_FACTORY) {
-          throw new AppError('webhook_limit_reached', `factory ${factory.name} already has ${existing.length} webhooks; at most ${MAX_WEBHOOKS_PER_FACTORY} are allowed`);
+          throw new AppError(
+            'webhook_limit_reached',
+            `factory ${factory.name} already has ${existing.length} webhooks; at most ${MAX_WEBHOOKS_PER_FACTORY} are allowed`,
+          );
         }
         // A change that lost the head to another process's commit runs again: the secret it made is its own.
         const current = createdSecret ? undefined : await secretPlans.getSecretMeta(this.#ctx.db, teamId, secretName);
         if (current && input.secret !== undefined) {
-          throw new AppError('invalid_request', `secret_name: the team already has a secret named "${secretName}"; leave out secret to use its value, or name another secret`);
+          throw new AppError(
+            'invalid_request',
+            `secret_name: the team already has a secret named "${secretName}"; leave out secret to use its value, or name another secret`,
+          );
         }
         if (!current && !createdSecret) {
           // token and url_token: ours; signature: the provider's, or one we generate for senders that take ours,
           // or none yet (an empty placeholder: every delivery is refused until rotate-secret sets it).
-          const value = authMode === 'signature' ? (input.secret ?? (scheme ? generateSecretFor(scheme) : undefined) ?? '') : randomToken(32);
+          const value =
+            authMode === 'signature'
+              ? (input.secret ?? (scheme ? generateSecretFor(scheme) : undefined) ?? '')
+              : randomToken(32);
           await secretPlans.upsertSecret(this.#ctx.db, teamId, secretName, this.#ctx.cipher.encrypt(value));
           createdSecret = true;
           shown = value === '' ? {} : { secret: value };
         }
-        return replaceFile(files, path, webhookFile({ authMode, signatureScheme: scheme, secretName, deliveryIdHeader: input.delivery_id_header ?? null, enabled: input.enabled ?? true }));
+        return replaceFile(
+          files,
+          path,
+          webhookFile({
+            authMode,
+            signatureScheme: scheme,
+            secretName,
+            deliveryIdHeader: input.delivery_id_header ?? null,
+            enabled: input.enabled ?? true,
+          }),
+        );
       });
     } catch (err) {
       if (createdSecret) await secretPlans.deleteSecret(this.#ctx.db, teamId, secretName).catch(() => {});
       throw err;
     }
-    const row = (await factoryPlans.listFactoryWebhooks(this.#ctx.db, factory.id, { includeDeleted: false })).find((w) => w.name === name);
+    const row = (await factoryPlans.listFactoryWebhooks(this.#ctx.db, factory.id, { includeDeleted: false })).find(
+      (w) => w.name === name,
+    );
     if (!row) throw new AppError('internal_error', `webhook ${name} was applied but is not live`);
-    if (shown.secret !== undefined && row.auth_mode === 'url_token') shown.ingress_url_with_token = `${this.#ctx.config.webhookBaseUrl}/webhooks/w/${row.uid}/${shown.secret}`;
+    if (shown.secret !== undefined && row.auth_mode === 'url_token')
+      shown.ingress_url_with_token = `${this.#ctx.config.webhookBaseUrl}/webhooks/w/${row.uid}/${shown.secret}`;
     return { row, shown };
   }
 
   async patch(request: FastifyRequest, uid: string, input: PatchWebhookInput): Promise<WebhookRow> {
     const { row, factory } = await this.#live(request.principal.teamId, uid);
     if (input.name !== undefined && input.name !== row.name) {
-      throw new AppError('webhook_rename_unsupported', `webhook ${row.name} cannot be renamed (its UID belongs to its name); create a new webhook and delete this one`);
+      throw new AppError(
+        'webhook_rename_unsupported',
+        `webhook ${row.name} cannot be renamed (its UID belongs to its name); create a new webhook and delete this one`,
+      );
     }
     if (input.delivery_id_header && !HEADER_NAME.test(input.delivery_id_header)) {
       throw new AppError('invalid_request', `delivery_id_header "${input.delivery_id_header}" is not a header name`);
@@ -175,7 +223,8 @@ export class WebhookManagement {
   async delete(request: FastifyRequest, uid: string): Promise<void> {
     const { row, factory } = await this.#live(request.principal.teamId, uid);
     await changeManagedFactory(this.#ctx, factory, request, `Delete webhook ${row.name}`, (files) => {
-      if (!fileAt(files, row.file)) throw new AppError('resource_not_found', `webhook ${uid} has no file ${row.file} any more`);
+      if (!fileAt(files, row.file))
+        throw new AppError('resource_not_found', `webhook ${uid} has no file ${row.file} any more`);
       return files.filter((f) => f.path !== row.file);
     });
   }
@@ -184,19 +233,30 @@ export class WebhookManagement {
    * A new secret, in force at once: the managed secret and the webhook's secret in force change in one
    * transaction (under the factory's apply lock), and the old value stops working immediately.
    */
-  async rotate(request: FastifyRequest, uid: string, input: { secret?: string | undefined }): Promise<{ row: WebhookRow; shown: SecretShownOnce }> {
+  async rotate(
+    request: FastifyRequest,
+    uid: string,
+    input: { secret?: string | undefined },
+  ): Promise<{ row: WebhookRow; shown: SecretShownOnce }> {
     const { teamId } = request.principal;
     const { row, factory } = await this.#live(teamId, uid);
     requireManaged(this.#ctx, factory);
     if (!row.secret_name) throw new AppError('invalid_request', `webhook ${row.name} names no managed secret`);
     let value: string;
     if (row.auth_mode !== 'signature') {
-      if (input.secret !== undefined) throw new AppError('invalid_request', `secret: the service generates the secret of a ${row.auth_mode} webhook; leave it out`);
+      if (input.secret !== undefined)
+        throw new AppError(
+          'invalid_request',
+          `secret: the service generates the secret of a ${row.auth_mode} webhook; leave it out`,
+        );
       value = randomToken(32);
     } else {
       const generated = input.secret ?? (row.signature_scheme ? generateSecretFor(row.signature_scheme) : undefined);
       if (generated === undefined || generated === '') {
-        throw new AppError('invalid_request', `secret: ${row.signature_scheme} issues its own signing secret; pass the provider's new secret as secret`);
+        throw new AppError(
+          'invalid_request',
+          `secret: ${row.signature_scheme} issues its own signing secret; pass the provider's new secret as secret`,
+        );
       }
       const problem = secretProblem('signature', row.signature_scheme, generated);
       if (problem) throw new AppError('invalid_request', `secret: ${problem}`);
@@ -216,7 +276,12 @@ export class WebhookManagement {
     const fresh = await teamWebhook(this.#ctx.db, teamId, uid);
     return {
       row: fresh,
-      shown: { secret: value, ...(row.auth_mode === 'url_token' ? { ingress_url_with_token: `${this.#ctx.config.webhookBaseUrl}/webhooks/w/${uid}/${value}` } : {}) },
+      shown: {
+        secret: value,
+        ...(row.auth_mode === 'url_token'
+          ? { ingress_url_with_token: `${this.#ctx.config.webhookBaseUrl}/webhooks/w/${uid}/${value}` }
+          : {}),
+      },
     };
   }
 }

@@ -24,10 +24,16 @@ export async function registerDeliveryLogRoutes(app: AppInstance, ctx: ServiceCo
     },
     async (request) => {
       const hook = await teamWebhook(ctx.db, request.principal.teamId, request.params.uid);
-      const page = await listDeliveries(ctx.db, hook.uid, { limit: request.query.limit ?? 50, cursor: request.query.cursor });
+      const page = await listDeliveries(ctx.db, hook.uid, {
+        limit: request.query.limit ?? 50,
+        cursor: request.query.cursor,
+      });
       return {
         deliveries: page.rows.map(toDeliveryItem),
-        page_info: { has_next_page: page.nextCursor !== undefined, ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}) },
+        page_info: {
+          has_next_page: page.nextCursor !== undefined,
+          ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
+        },
       };
     },
   );
@@ -45,7 +51,11 @@ export async function registerDeliveryLogRoutes(app: AppInstance, ctx: ServiceCo
     async (request) => {
       const hook = await teamWebhook(ctx.db, request.principal.teamId, request.params.uid);
       const row = await getDelivery(ctx.db, hook.uid, request.params.deliveryId);
-      if (!row) throw new AppError('resource_not_found', `delivery ${request.params.deliveryId} of webhook ${hook.uid} does not exist (or was purged)`);
+      if (!row)
+        throw new AppError(
+          'resource_not_found',
+          `delivery ${request.params.deliveryId} of webhook ${hook.uid} does not exist (or was purged)`,
+        );
       const item = toDeliveryItem(row);
       if (row.label !== 'accepted') return { ...item, runs: [] };
       const stored = await getDeliveryPayload(ctx.db, row.id);
@@ -56,7 +66,9 @@ export async function registerDeliveryLogRoutes(app: AppInstance, ctx: ServiceCo
         evaluation: row.outbox_pending ? ('pending' as const) : ('evaluated' as const),
         ...(row.evaluated_at ? { evaluated_at: row.evaluated_at.toISOString() } : {}),
         runs: firings.filter((f) => f.run_id).map((f) => ({ run_id: f.run_id!, automation_id: f.automation_id })),
-        ...(firings.some((f) => f.error) ? { errors: firings.filter((f) => f.error).map((f) => ({ automation_id: f.automation_id, error: f.error! })) } : {}),
+        ...(firings.some((f) => f.error)
+          ? { errors: firings.filter((f) => f.error).map((f) => ({ automation_id: f.automation_id, error: f.error! })) }
+          : {}),
       };
     },
   );
@@ -75,7 +87,10 @@ export async function registerDeliveryLogRoutes(app: AppInstance, ctx: ServiceCo
       const hook = await teamWebhook(ctx.db, request.principal.teamId, request.params.uid);
       const stored = await getDeliveryPayload(ctx.db, request.params.deliveryId);
       if (!stored || stored.webhook_uid !== hook.uid) {
-        throw new AppError('resource_not_found', `delivery ${request.params.deliveryId} of webhook ${hook.uid} has no stored payload (only accepted deliveries keep theirs)`);
+        throw new AppError(
+          'resource_not_found',
+          `delivery ${request.params.deliveryId} of webhook ${hook.uid} has no stored payload (only accepted deliveries keep theirs)`,
+        );
       }
       return reply.type('application/json').send(Buffer.from(stored.payload));
     },
@@ -109,7 +124,8 @@ export async function registerWebhookManagementRoutes(app: AppInstance, ctx: Ser
     {
       schema: {
         tags: TAGS,
-        summary: 'Create a webhook on a managed factory (a webhooks/<name>.yaml file, committed and applied); shows the secret once (team admins)',
+        summary:
+          'Create a webhook on a managed factory (a webhooks/<name>.yaml file, committed and applied); shows the secret once (team admins)',
         params: s.FactoryIdParams,
         body: s.CreateWebhookBody,
         response: { 201: s.WebhookWithSecretSchema },
@@ -124,7 +140,14 @@ export async function registerWebhookManagementRoutes(app: AppInstance, ctx: Ser
 
   app.get(
     '/webhooks/:uid',
-    { schema: { tags: TAGS, summary: 'A webhook (a deleted one too, with state deleted)', params: s.WebhookUidParams, response: { 200: s.WebhookSchema } } },
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'A webhook (a deleted one too, with state deleted)',
+        params: s.WebhookUidParams,
+        response: { 200: s.WebhookSchema },
+      },
+    },
     async (request) => webhookView(await teamWebhook(ctx.db, request.principal.teamId, request.params.uid), ctx),
   );
 
@@ -133,7 +156,8 @@ export async function registerWebhookManagementRoutes(app: AppInstance, ctx: Ser
     {
       schema: {
         tags: TAGS,
-        summary: 'Enable, disable or change the delivery ID header of a webhook of a managed factory (team admins); renaming is refused',
+        summary:
+          'Enable, disable or change the delivery ID header of a webhook of a managed factory (team admins); renaming is refused',
         params: s.WebhookUidParams,
         body: s.PatchWebhookBody,
         response: { 200: s.WebhookSchema },
@@ -150,7 +174,8 @@ export async function registerWebhookManagementRoutes(app: AppInstance, ctx: Ser
     {
       schema: {
         tags: TAGS,
-        summary: 'Delete a webhook of a managed factory: senders get 404 at once; history and automations stay (team admins)',
+        summary:
+          'Delete a webhook of a managed factory: senders get 404 at once; history and automations stay (team admins)',
         params: s.WebhookUidParams,
       },
     },
@@ -166,7 +191,8 @@ export async function registerWebhookManagementRoutes(app: AppInstance, ctx: Ser
     {
       schema: {
         tags: TAGS,
-        summary: "A new secret, in force at once (the old one stops working); signature webhooks take the provider's new secret (team admins)",
+        summary:
+          "A new secret, in force at once (the old one stops working); signature webhooks take the provider's new secret (team admins)",
         params: s.WebhookUidParams,
         body: s.RotateSecretBody,
         response: { 200: s.WebhookWithSecretSchema },

@@ -5,7 +5,10 @@ const OptStr = Type.Optional(Type.String());
 const DateTime = Type.String({ format: 'date-time' });
 
 export const WebhookUidParams = Type.Object({ uid: Type.String({ minLength: 1, maxLength: 64 }) });
-export const DeliveryParams = Type.Object({ uid: Type.String({ minLength: 1, maxLength: 64 }), deliveryId: Type.String({ minLength: 1, maxLength: 64 }) });
+export const DeliveryParams = Type.Object({
+  uid: Type.String({ minLength: 1, maxLength: 64 }),
+  deliveryId: Type.String({ minLength: 1, maxLength: 64 }),
+});
 
 export const DeliveryListQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
@@ -13,24 +16,44 @@ export const DeliveryListQuery = Type.Object({
 });
 
 const LabelSchema = Type.Union(
-  [Type.Literal('Accepted'), Type.Literal('Duplicate'), Type.Literal('Rejected (auth)'), Type.Literal('Rejected (invalid JSON)'), Type.Literal('Rejected (too large)')],
+  [
+    Type.Literal('Accepted'),
+    Type.Literal('Duplicate'),
+    Type.Literal('Rejected (auth)'),
+    Type.Literal('Rejected (invalid JSON)'),
+    Type.Literal('Rejected (too large)'),
+  ],
   { description: 'The delivery label as the spec names it' },
 );
 const StatusSchema = Type.Union(
-  [Type.Literal('accepted'), Type.Literal('duplicate'), Type.Literal('rejected_auth'), Type.Literal('rejected_invalid_json'), Type.Literal('rejected_too_large')],
+  [
+    Type.Literal('accepted'),
+    Type.Literal('duplicate'),
+    Type.Literal('rejected_auth'),
+    Type.Literal('rejected_invalid_json'),
+    Type.Literal('rejected_too_large'),
+  ],
   { description: 'The label as a code' },
 );
 
 export const DeliveryItemSchema = Type.Object({
-  delivery_id: Type.String({ description: 'The ID answered to the sender in the 202 (or in the problem document of a rejection)' }),
+  delivery_id: Type.String({
+    description: 'The ID answered to the sender in the 202 (or in the problem document of a rejection)',
+  }),
   webhook_uid: Str,
   label: LabelSchema,
   status: StatusSchema,
-  size: Type.Integer({ description: 'Body size in bytes (for a too-large body: its declared length, or the limit plus one)' }),
+  size: Type.Integer({
+    description: 'Body size in bytes (for a too-large body: its declared length, or the limit plus one)',
+  }),
   received_at: DateTime,
-  sender_delivery_id: Type.Optional(Type.String({ description: "The sender's own event ID, when a header carried one" })),
+  sender_delivery_id: Type.Optional(
+    Type.String({ description: "The sender's own event ID, when a header carried one" }),
+  ),
   identity_source: Type.Optional(
-    Type.String({ description: 'What made the dedupe identity: delivery_id_header, provider, agentyard_header or body_sha256' }),
+    Type.String({
+      description: 'What made the dedupe identity: delivery_id_header, provider, agentyard_header or body_sha256',
+    }),
   ),
   duplicate_of: Type.Optional(Type.String({ description: 'For a Duplicate: the accepted delivery it repeats' })),
   reason: Type.Optional(Type.String({ description: 'Why it was rejected, as the sender was told' })),
@@ -43,11 +66,23 @@ export const DeliveryListSchema = Type.Object({
 
 export const DeliveryDetailSchema = Type.Object({
   ...DeliveryItemSchema.properties,
-  payload: Type.Optional(Type.Unknown({ description: 'The stored JSON body (accepted deliveries only); GET …/payload gives the exact bytes' })),
-  evaluation: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('evaluated')], { description: 'Whether the automations have looked at it yet' })),
+  payload: Type.Optional(
+    Type.Unknown({
+      description: 'The stored JSON body (accepted deliveries only); GET …/payload gives the exact bytes',
+    }),
+  ),
+  evaluation: Type.Optional(
+    Type.Union([Type.Literal('pending'), Type.Literal('evaluated')], {
+      description: 'Whether the automations have looked at it yet',
+    }),
+  ),
   evaluated_at: Type.Optional(DateTime),
   runs: Type.Array(Type.Object({ run_id: Str, automation_id: Str }), { description: 'The runs this delivery started' }),
-  errors: Type.Optional(Type.Array(Type.Object({ automation_id: Str, error: Str }), { description: 'Automations whose run could not be created, and why' })),
+  errors: Type.Optional(
+    Type.Array(Type.Object({ automation_id: Str, error: Str }), {
+      description: 'Automations whose run could not be created, and why',
+    }),
+  ),
 });
 
 export const FactoryIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
@@ -57,17 +92,31 @@ const NullableStr = Type.Union([Type.String(), Type.Null()]);
 
 export const CreateWebhookBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 64, description: 'The file stem: webhooks/<name>.yaml. Cannot be changed later.' }),
+    name: Type.String({
+      minLength: 1,
+      maxLength: 64,
+      description: 'The file stem: webhooks/<name>.yaml. Cannot be changed later.',
+    }),
     auth_mode: Type.Optional(AuthModeSchema),
-    signature_scheme: Type.Optional(Type.String({ description: 'Required when auth_mode is signature (standard_webhooks, stripe, github, …)' })),
+    signature_scheme: Type.Optional(
+      Type.String({ description: 'Required when auth_mode is signature (standard_webhooks, stripe, github, …)' }),
+    ),
     secret: Type.Optional(
       Type.String({
         maxLength: 4096,
-        description: "signature only: the provider's signing secret. Leave out to have one generated (senders that take ours) or to set it later with rotate-secret.",
+        description:
+          "signature only: the provider's signing secret. Leave out to have one generated (senders that take ours) or to set it later with rotate-secret.",
       }),
     ),
-    secret_name: Type.Optional(Type.String({ description: 'The managed team secret holding the credential; webhook-<name> by default. An existing secret may be named.' })),
-    delivery_id_header: Type.Optional(Type.String({ description: 'A header in which the sender puts its own event ID' })),
+    secret_name: Type.Optional(
+      Type.String({
+        description:
+          'The managed team secret holding the credential; webhook-<name> by default. An existing secret may be named.',
+      }),
+    ),
+    delivery_id_header: Type.Optional(
+      Type.String({ description: 'A header in which the sender puts its own event ID' }),
+    ),
     enabled: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
@@ -83,7 +132,11 @@ export const PatchWebhookBody = Type.Object(
 );
 
 export const RotateSecretBody = Type.Object(
-  { secret: Type.Optional(Type.String({ maxLength: 4096, description: "signature only: the provider's new signing secret" })) },
+  {
+    secret: Type.Optional(
+      Type.String({ maxLength: 4096, description: "signature only: the provider's new signing secret" }),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -98,8 +151,13 @@ export const WebhookSchema = Type.Object({
   delivery_id_header: NullableStr,
   enabled: Type.Boolean(),
   state: Type.Union([Type.Literal('enabled'), Type.Literal('disabled'), Type.Literal('deleted')]),
-  has_secret: Type.Boolean({ description: 'False until a signature webhook created without a secret gets one (deliveries are refused until then)' }),
-  ingress_url: Type.String({ description: 'For url_token the last segment is a `{token}` placeholder for the secret.' }),
+  has_secret: Type.Boolean({
+    description:
+      'False until a signature webhook created without a secret gets one (deliveries are refused until then)',
+  }),
+  ingress_url: Type.String({
+    description: 'For url_token the last segment is a `{token}` placeholder for the secret.',
+  }),
   created_at: DateTime,
   updated_at: DateTime,
   deleted_at: Type.Optional(DateTime),
@@ -107,6 +165,12 @@ export const WebhookSchema = Type.Object({
 
 export const WebhookWithSecretSchema = Type.Object({
   ...WebhookSchema.properties,
-  secret: Type.Optional(Type.String({ description: 'Shown once, here only; absent when an existing secret was referenced or none is set yet' })),
-  ingress_url_with_token: Type.Optional(Type.String({ description: 'url_token only, shown once: the URL with the secret as its last segment' })),
+  secret: Type.Optional(
+    Type.String({
+      description: 'Shown once, here only; absent when an existing secret was referenced or none is set yet',
+    }),
+  ),
+  ingress_url_with_token: Type.Optional(
+    Type.String({ description: 'url_token only, shown once: the URL with the secret as its last segment' }),
+  ),
 });

@@ -81,7 +81,10 @@ export class WorkerClient {
   async #sweep(): Promise<void> {
     const { workspaceRoot, workspaceRetentionMs } = this.#o.settings;
     const now = Date.now();
-    await sweepWorkspaces(workspaceRoot, (id, modifiedAt) => this.#runners.has(id) || now - modifiedAt.getTime() <= workspaceRetentionMs);
+    await sweepWorkspaces(
+      workspaceRoot,
+      (id, modifiedAt) => this.#runners.has(id) || now - modifiedAt.getTime() <= workspaceRetentionMs,
+    );
   }
 
   #connect(): void {
@@ -122,7 +125,9 @@ export class WorkerClient {
       this.#welcomed = false;
       if (this.#stopped) return;
       const delay = Math.round(this.#backoff * (0.75 + Math.random() * 0.5));
-      this.#o.log.warn(`disconnected (${code}${reason.length ? ` ${reason.toString()}` : ''}); reconnecting in ${delay} ms`);
+      this.#o.log.warn(
+        `disconnected (${code}${reason.length ? ` ${reason.toString()}` : ''}); reconnecting in ${delay} ms`,
+      );
       this.#backoff = Math.min(this.#backoff * 2, this.#o.maxBackoffMs ?? 30_000);
       this.#reconnect = setTimeout(() => this.#connect(), delay);
     });
@@ -144,7 +149,7 @@ export class WorkerClient {
     if (this.#outbox.length >= MAX_OUTBOX) {
       // the oldest event goes first; the start and end of an execution are kept
       const oldestEvent = this.#outbox.findIndex((m) => m.type === 'event');
-      this.#outbox.splice(oldestEvent >= 0 ? oldestEvent : 0, 1);
+      this.#outbox.splice(Math.max(oldestEvent, 0), 1);
     }
     this.#outbox.push(msg);
   }
@@ -163,7 +168,9 @@ export class WorkerClient {
         );
         this.#heartbeat.unref();
         this.#sendNow({ type: 'heartbeat', load: this.#runners.size, running: [...this.#runners.keys()] });
-        this.#o.log.info(`connected to ${connectUrl(this.#o.serverUrl)} as worker "${this.#o.workerId}"`, { connection: msg.connection_id });
+        this.#o.log.info(`connected to ${connectUrl(this.#o.serverUrl)} as worker "${this.#o.workerId}"`, {
+          connection: msg.connection_id,
+        });
         this.#connected?.();
         this.#connected = undefined;
         break;
@@ -186,9 +193,15 @@ export class WorkerClient {
   #assignment(executionId: string, plan: ExecutionPlan): void {
     const settings = this.#o.settings;
     if (this.#stopped) return this.#send({ type: 'rejected', execution_id: executionId, reason: 'shutting_down' });
-    if (this.#runners.size >= this.#o.capacity) return this.#send({ type: 'rejected', execution_id: executionId, reason: 'at_capacity' });
+    if (this.#runners.size >= this.#o.capacity)
+      return this.#send({ type: 'rejected', execution_id: executionId, reason: 'at_capacity' });
     if (!settings.harnesses.includes(plan.harness)) {
-      return this.#send({ type: 'rejected', execution_id: executionId, reason: 'harness_unavailable', message: `this worker has no ${plan.harness} harness` });
+      return this.#send({
+        type: 'rejected',
+        execution_id: executionId,
+        reason: 'harness_unavailable',
+        message: `this worker has no ${plan.harness} harness`,
+      });
     }
     const pipe = new EventPipe(
       async (events) => this.#send({ type: 'event', execution_id: executionId, events }),
@@ -214,7 +227,12 @@ export class WorkerClient {
   }
 
   #endMessage(executionId: string, outcome: ExecutionOutcome, usage: Readonly<Record<string, number>>): WorkerMessage {
-    const common = { execution_id: executionId, exit_code: outcome.exitCode, usage: { ...usage }, ...(outcome.agentSessionId ? { agent_session_id: outcome.agentSessionId } : {}) };
+    const common = {
+      execution_id: executionId,
+      exit_code: outcome.exitCode,
+      usage: { ...usage },
+      ...(outcome.agentSessionId ? { agent_session_id: outcome.agentSessionId } : {}),
+    };
     if (outcome.kind === 'succeeded') return { type: 'completed', message: outcome.message, ...common };
     return {
       type: 'failed',
@@ -230,7 +248,11 @@ export class WorkerClient {
     this.#stopped = true;
     if (this.#reconnect) clearTimeout(this.#reconnect);
     if (this.#sweeper) clearInterval(this.#sweeper);
-    for (const r of this.#runners.values()) void r.stop('shutdown', { message: `self-hosted worker "${this.#o.workerId}" shut down`, errorCode: 'executor_stopped' });
+    for (const r of this.#runners.values())
+      void r.stop('shutdown', {
+        message: `self-hosted worker "${this.#o.workerId}" shut down`,
+        errorCode: 'executor_stopped',
+      });
     await Promise.all([...this.#finished]);
     if (this.#heartbeat) clearInterval(this.#heartbeat);
     const ws = this.#ws;

@@ -99,9 +99,14 @@ export class WorkerHub {
         if (!host) return;
         for (const c of this.#connections.values()) if (c.workerId === host) this.#dispatch(c);
       }),
-      bus.subscribe(RUN_CHANGED_TOPIC, (data) => this.#onRunChanged(data as { run_id?: string; state?: string; followup_id?: string } | null)),
+      bus.subscribe(RUN_CHANGED_TOPIC, (data) =>
+        this.#onRunChanged(data as { run_id?: string; state?: string; followup_id?: string } | null),
+      ),
     );
-    this.#timer = setInterval(() => void this.#poll().catch((err: unknown) => this.#deps.log.warn({ err }, 'worker poll failed')), this.#deps.pollMs);
+    this.#timer = setInterval(
+      () => void this.#poll().catch((err: unknown) => this.#deps.log.warn({ err }, 'worker poll failed')),
+      this.#deps.pollMs,
+    );
     this.#timer.unref();
   }
 
@@ -118,7 +123,9 @@ export class WorkerHub {
       (principal) => {
         if (!principal) return refuse(401, 'Unauthorized');
         if (principal.subject.type !== 'service_account' && principal.role !== 'admin') return refuse(403, 'Forbidden');
-        this.#wss.handleUpgrade(request, socket, head, (ws) => this.#accept(ws, principal.teamId, request.socket.remoteAddress ?? ''));
+        this.#wss.handleUpgrade(request, socket, head, (ws) =>
+          this.#accept(ws, principal.teamId, request.socket.remoteAddress ?? ''),
+        );
       },
       () => refuse(500, 'Internal Server Error'),
     );
@@ -135,7 +142,8 @@ export class WorkerHub {
         return;
       }
       if (!connection) {
-        if (msg.type !== 'hello') return this.#send(ws, { type: 'error', code: 'hello_first', message: 'send hello first' });
+        if (msg.type !== 'hello')
+          return this.#send(ws, { type: 'error', code: 'hello_first', message: 'send hello first' });
         clearTimeout(helloTimer);
         void this.#hello(ws, teamId, remote, msg).then(
           (c) => {
@@ -163,17 +171,28 @@ export class WorkerHub {
 
   async #hello(ws: WebSocket, teamId: string, remote: string, hello: HelloMessage): Promise<Connection | undefined> {
     if (hello.protocol !== WORKER_PROTOCOL_VERSION) {
-      this.#send(ws, { type: 'error', code: 'protocol_mismatch', message: `this server speaks worker protocol ${WORKER_PROTOCOL_VERSION}, not ${hello.protocol}` });
+      this.#send(ws, {
+        type: 'error',
+        code: 'protocol_mismatch',
+        message: `this server speaks worker protocol ${WORKER_PROTOCOL_VERSION}, not ${hello.protocol}`,
+      });
       ws.close(CLOSE_CODES.protocolMismatch, 'protocol mismatch');
       return undefined;
     }
     if (!WORKER_ID.test(hello.worker_id) || hello.worker_id === 'service' || hello.worker_id.startsWith('warp')) {
-      this.#send(ws, { type: 'error', code: 'bad_worker_id', message: `worker id "${hello.worker_id}" is not allowed (1-63 of [A-Za-z0-9._-], not "service" or warp…)` });
+      this.#send(ws, {
+        type: 'error',
+        code: 'bad_worker_id',
+        message: `worker id "${hello.worker_id}" is not allowed (1-63 of [A-Za-z0-9._-], not "service" or warp…)`,
+      });
       ws.close(CLOSE_CODES.badMessage, 'bad worker id');
       return undefined;
     }
     const harnesses = (hello.harnesses ?? []).filter(isHarnessType) as HarnessType[];
-    const def = hello.default_harness && isHarnessType(hello.default_harness) && harnesses.includes(hello.default_harness) ? hello.default_harness : undefined;
+    const def =
+      hello.default_harness && isHarnessType(hello.default_harness) && harnesses.includes(hello.default_harness)
+        ? hello.default_harness
+        : undefined;
     const capacity = Math.max(1, Math.min(256, Math.floor(Number(hello.capacity) || 1)));
     const c: Connection = {
       id: newId('wrk'),
@@ -192,7 +211,18 @@ export class WorkerHub {
     await this.#deps.db.query(
       `INSERT INTO worker_connections (id, team_id, worker_id, capacity, harnesses, default_harness, host, version, protocol, server_id)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-      [c.id, teamId, c.workerId, capacity, harnesses, def ?? null, c.host, String(hello.version ?? '').slice(0, 100), hello.protocol, this.#deps.serverId],
+      [
+        c.id,
+        teamId,
+        c.workerId,
+        capacity,
+        harnesses,
+        def ?? null,
+        c.host,
+        String(hello.version ?? '').slice(0, 100),
+        hello.protocol,
+        this.#deps.serverId,
+      ],
     );
     // executions the worker still runs after a reconnect: this connection renews their leases from now on
     const running = (hello.running ?? []).filter((id) => typeof id === 'string');
@@ -227,7 +257,10 @@ export class WorkerHub {
       lease_ms: this.#deps.leaseMs,
       stale,
     });
-    this.#deps.log.info({ workerId: c.workerId, connectionId: c.id, capacity, harnesses }, 'self-hosted worker connected');
+    this.#deps.log.info(
+      { workerId: c.workerId, connectionId: c.id, capacity, harnesses },
+      'self-hosted worker connected',
+    );
     this.#dispatch(c);
     return c;
   }
@@ -241,7 +274,10 @@ export class WorkerHub {
     await this.#deps.db
       .query('UPDATE worker_connections SET disconnected_at = ay_now(), last_seen_at = ay_now() WHERE id = $1', [c.id])
       .catch(() => {});
-    this.#deps.log.info({ workerId: c.workerId, connectionId: c.id, running: c.assigned.size }, 'self-hosted worker disconnected');
+    this.#deps.log.info(
+      { workerId: c.workerId, connectionId: c.id, running: c.assigned.size },
+      'self-hosted worker disconnected',
+    );
   }
 
   /** Assigns queued runs to a connection while it has free slots (one pass at a time per connection). */
@@ -283,7 +319,12 @@ export class WorkerHub {
           runId: cl.run.id,
           outcome: planError
             ? { kind: 'failed', exitCode: null, message: plan.message, errorCode: plan.errorCode }
-            : { kind: 'error', exitCode: null, message: 'the execution could not be prepared', errorCode: 'environment_setup_failed' },
+            : {
+                kind: 'error',
+                exitCode: null,
+                message: 'the execution could not be prepared',
+                errorCode: 'environment_setup_failed',
+              },
         });
         continue;
       }
@@ -302,20 +343,27 @@ export class WorkerHub {
 
   #handle(c: Connection, msg: WorkerMessage): void {
     if (msg.type === 'heartbeat') {
-      void this.#heartbeat(c, msg.running ?? [], Number(msg.load) || 0).catch((err: unknown) => this.#deps.log.warn({ err }, 'worker heartbeat failed'));
+      void this.#heartbeat(c, msg.running ?? [], Number(msg.load) || 0).catch((err: unknown) =>
+        this.#deps.log.warn({ err }, 'worker heartbeat failed'),
+      );
       return;
     }
     if (msg.type === 'hello') return;
     const a = c.assigned.get(msg.execution_id);
     if (!a) {
       // not this connection's (ended by the reaper, or another worker's): tell it to stop
-      if (msg.type !== 'completed' && msg.type !== 'failed' && msg.type !== 'rejected') this.#send(c.ws, { type: 'cancel', execution_id: msg.execution_id, reason: 'lost' });
+      if (msg.type !== 'completed' && msg.type !== 'failed' && msg.type !== 'rejected')
+        this.#send(c.ws, { type: 'cancel', execution_id: msg.execution_id, reason: 'lost' });
       return;
     }
     const { recorder } = this.#deps;
     const executionId = msg.execution_id;
     const then = (fn: () => Promise<void>) => {
-      a.chain = a.chain.then(fn).catch((err: unknown) => this.#deps.log.warn({ err, executionId, type: msg.type }, 'recording a worker message failed'));
+      a.chain = a.chain
+        .then(fn)
+        .catch((err: unknown) =>
+          this.#deps.log.warn({ err, executionId, type: msg.type }, 'recording a worker message failed'),
+        );
     };
     switch (msg.type) {
       case 'claimed':
@@ -335,12 +383,24 @@ export class WorkerHub {
       case 'rejected':
         c.assigned.delete(executionId);
         c.pausedUntil = Date.now() + this.#deps.pollMs;
-        then(() => recorder.release(executionId, a.runId, `Back in the queue: self-hosted worker "${c.workerId}" rejected it (${msg.reason})`));
+        then(() =>
+          recorder.release(
+            executionId,
+            a.runId,
+            `Back in the queue: self-hosted worker "${c.workerId}" rejected it (${msg.reason})`,
+          ),
+        );
         break;
       case 'event': {
         // a worker reports what its agent did; state changes are the server's to record
         const events = msg.events.filter(
-          (e) => e && typeof e === 'object' && REPORTABLE.has(e.type) && e.data && typeof e.data === 'object' && !Array.isArray(e.data),
+          (e) =>
+            e &&
+            typeof e === 'object' &&
+            REPORTABLE.has(e.type) &&
+            e.data &&
+            typeof e.data === 'object' &&
+            !Array.isArray(e.data),
         );
         then(() => recorder.events(a.runId, executionId, events));
         break;
@@ -370,7 +430,10 @@ export class WorkerHub {
 
   async #heartbeat(c: Connection, running: string[], load: number): Promise<void> {
     const ids = running.filter((id) => c.assigned.has(id));
-    await this.#deps.db.query('UPDATE worker_connections SET last_seen_at = ay_now(), load = $2 WHERE id = $1', [c.id, load]);
+    await this.#deps.db.query('UPDATE worker_connections SET last_seen_at = ay_now(), load = $2 WHERE id = $1', [
+      c.id,
+      load,
+    ]);
     const checks = await this.#deps.recorder.heartbeat(ids, this.#deps.leaseMs);
     for (const check of checks) {
       const a = c.assigned.get(check.executionId);
@@ -414,7 +477,11 @@ export class WorkerHub {
       const target = live.find(([, , a]) => a.runId === f.run_id);
       if (!target || target[2].delivered.has(f.id)) continue;
       target[2].delivered.add(f.id);
-      this.#send(target[0].ws, { type: 'followup', execution_id: target[1], followup: { id: f.id, message: f.message } });
+      this.#send(target[0].ws, {
+        type: 'followup',
+        execution_id: target[1],
+        followup: { id: f.id, message: f.message },
+      });
     }
   }
 

@@ -77,7 +77,14 @@ export interface FailedMessage {
   usage?: Record<string, number>;
 }
 
-export type WorkerMessage = HelloMessage | ClaimedMessage | RejectedMessage | HeartbeatMessage | EventMessage | CompletedMessage | FailedMessage;
+export type WorkerMessage =
+  | HelloMessage
+  | ClaimedMessage
+  | RejectedMessage
+  | HeartbeatMessage
+  | EventMessage
+  | CompletedMessage
+  | FailedMessage;
 
 // ---- server → worker
 
@@ -129,10 +136,13 @@ export function parseWorkerMessage(raw: string): WorkerMessage | { error: string
   }
   if (!value || typeof value !== 'object' || Array.isArray(value)) return { error: 'not a JSON object' };
   const type = (value as { type?: unknown }).type;
-  if (typeof type !== 'string' || !WORKER_TYPES.has(type)) return { error: `unknown message type ${JSON.stringify(type)}` };
+  if (typeof type !== 'string' || !WORKER_TYPES.has(type))
+    return { error: `unknown message type ${JSON.stringify(type)}` };
   const m = value as Record<string, unknown>;
-  if (type !== 'hello' && type !== 'heartbeat' && typeof m.execution_id !== 'string') return { error: `${type}: execution_id must be a string` };
-  if (type === 'hello' && (typeof m.worker_id !== 'string' || typeof m.protocol !== 'number')) return { error: 'hello: worker_id and protocol are required' };
+  if (type !== 'hello' && type !== 'heartbeat' && typeof m.execution_id !== 'string')
+    return { error: `${type}: execution_id must be a string` };
+  if (type === 'hello' && (typeof m.worker_id !== 'string' || typeof m.protocol !== 'number'))
+    return { error: 'hello: worker_id and protocol are required' };
   if (type === 'event' && !Array.isArray(m.events)) return { error: 'event: events must be an array' };
   return value as WorkerMessage;
 }

@@ -33,14 +33,26 @@ describe.each(ENGINES)('automations end to end on %s', (engine) => {
     const [hook] = await git.webhooks();
     await git.commit(
       {
-        'automations/critical/automation.md': automationMd(hook.uid, { payload: 'severity: [critical]', prompt: 'Page the owner of the failing service.' }),
-        'automations/every-alert/automation.md': automationMd(hook.uid, { prompt: 'Write the alert into the incident log.' }),
-        'automations/resolved/automation.md': automationMd(hook.uid, { payload: 'action: resolved', prompt: 'Close the incident.' }),
+        'automations/critical/automation.md': automationMd(hook.uid, {
+          payload: 'severity: [critical]',
+          prompt: 'Page the owner of the failing service.',
+        }),
+        'automations/every-alert/automation.md': automationMd(hook.uid, {
+          prompt: 'Write the alert into the incident log.',
+        }),
+        'automations/resolved/automation.md': automationMd(hook.uid, {
+          payload: 'action: resolved',
+          prompt: 'Close the incident.',
+        }),
       },
       'automations for alerts',
     );
     expect((await git.sync()).result).toBe('applied');
-    const automations = (await server.api('GET', `/factories/${git.id}/automations`)).body.automations as { id: string; name: string; firing: boolean }[];
+    const automations = (await server.api('GET', `/factories/${git.id}/automations`)).body.automations as {
+      id: string;
+      name: string;
+      firing: boolean;
+    }[];
     const idOf = (name: string) => automations.find((a) => a.name === name)!.id;
     // The factory's list shows each automation as GET /automations/{id} does, whether it fires included.
     expect(automations.map((a) => a.firing)).toEqual([true, true, true]);
@@ -60,18 +72,28 @@ describe.each(ENGINES)('automations end to end on %s', (engine) => {
 
     const runs = await runsOfDeliveries(server, [deliveryId]);
     expect(runs.map((r) => r.automation_id).sort()).toEqual([idOf('critical'), idOf('every-alert')].sort());
-    const item = (await server.api('GET', `/agent/runs/${runs.find((r) => r.automation_id === idOf('critical'))!.id}`)).body;
+    const item = (await server.api('GET', `/agent/runs/${runs.find((r) => r.automation_id === idOf('critical'))!.id}`))
+      .body;
     expect(item).toMatchObject({
       source: 'WEBHOOK',
       delivery_id: deliveryId,
       factory_uid: git.id,
       creator: { type: 'service_account', uid: idOf('critical'), display_name: 'automation critical' },
-      agent_config: { name: 'critical', model_id: 'auto', worker_host: 'build-box-1', runner_id: 'default', base_prompt: expect.stringContaining('You are the on-call foreman.') },
+      agent_config: {
+        name: 'critical',
+        model_id: 'auto',
+        worker_host: 'build-box-1',
+        runner_id: 'default',
+        base_prompt: expect.stringContaining('You are the on-call foreman.'),
+      },
     });
     expect(item.prompt).toMatch(/^Page the owner of the failing service\.\n/);
     expect(item.prompt).toContain(`Webhook: alerts (${hook.uid})`);
     expect(item.prompt).toContain(`Delivery ID: ${deliveryId}`);
-    const attachment = await server.server.ctx.db.query<{ data: Uint8Array }>("SELECT data FROM run_attachments WHERE run_id = $1 AND file_name = 'event-payload.json'", [item.run_id]);
+    const attachment = await server.server.ctx.db.query<{ data: Uint8Array }>(
+      "SELECT data FROM run_attachments WHERE run_id = $1 AND file_name = 'event-payload.json'",
+      [item.run_id],
+    );
     expect(Buffer.from(attachment.rows[0]!.data).toString()).toBe(body);
 
     const detail = await server.api('GET', `/webhooks/${hook.uid}/deliveries/${deliveryId}`);
@@ -87,8 +109,15 @@ describe.each(ENGINES)('automations end to end on %s', (engine) => {
     expect((await git.sync()).result).toBe('applied');
     expect((await post(hook.ingress_url, body, {})).status).toBe(404);
     const after = await server.api('GET', `/automations/${idOf('critical')}`);
-    expect(after.body).toMatchObject({ firing: false, webhook_triggers: [{ webhook_uid: hook.uid, webhook_state: 'deleted' }] });
-    const listed = (await server.api('GET', `/factories/${git.id}/automations`)).body.automations as { id: string; firing: boolean; not_firing_reasons: string[] }[];
+    expect(after.body).toMatchObject({
+      firing: false,
+      webhook_triggers: [{ webhook_uid: hook.uid, webhook_state: 'deleted' }],
+    });
+    const listed = (await server.api('GET', `/factories/${git.id}/automations`)).body.automations as {
+      id: string;
+      firing: boolean;
+      not_firing_reasons: string[];
+    }[];
     expect(listed.find((a) => a.id === idOf('critical'))).toEqual(after.body);
     for (const a of listed) {
       expect(a.firing).toBe(false);
@@ -103,15 +132,28 @@ describe.each(ENGINES)('automations end to end on %s', (engine) => {
       name: 'big-orders',
       prompt: 'Check the large order for fraud.',
       settings: { workerHost: 'fraud-box' },
-      triggers: [{ provider: 'webhook', event: 'received', filter: { webhook_ids: [hook.uid], payload: { size: ['large'] } } }],
+      triggers: [
+        { provider: 'webhook', event: 'received', filter: { webhook_ids: [hook.uid], payload: { size: ['large'] } } },
+      ],
     });
     expect(created.status, created.text).toBe(201);
-    expect(created.body).toMatchObject({ name: 'big-orders', enabled: true, firing: true, file: 'automations/big-orders/automation.md', config: { worker_host: 'fraud-box' } });
+    expect(created.body).toMatchObject({
+      name: 'big-orders',
+      enabled: true,
+      firing: true,
+      file: 'automations/big-orders/automation.md',
+      config: { worker_host: 'fraud-box' },
+    });
     const definition = (await server.api('GET', `/factories/${factoryId}/definition`)).body;
-    const file = definition.files.find((f: { path: string }) => f.path === 'automations/big-orders/automation.md').content as string;
+    const file = definition.files.find((f: { path: string }) => f.path === 'automations/big-orders/automation.md')
+      .content as string;
     expect(file).toMatch(/^---\n/);
     expect(file).toContain('Check the large order for fraud.');
-    expect(parse(file.split('---\n')[1]!)).toMatchObject({ enabled: true, workerHost: 'fraud-box', triggers: [{ filter: { webhook_ids: [hook.uid] } }] });
+    expect(parse(file.split('---\n')[1]!)).toMatchObject({
+      enabled: true,
+      workerHost: 'fraud-box',
+      triggers: [{ filter: { webhook_ids: [hook.uid] } }],
+    });
 
     const send = async (payload: unknown) => {
       const res = await post(hook.ingress_url, JSON.stringify(payload), { authorization: `Bearer ${hook.secret}` });
@@ -140,15 +182,28 @@ describe.each(ENGINES)('automations end to end on %s', (engine) => {
     expect(await send({ size: 'small', n: 4 })).toBe(1);
 
     expect((await server.api('PATCH', `/automations/${created.body.id}`, { name: 'other' })).status).toBe(400);
-    const taken = await server.api('POST', `/factories/${factoryId}/automations`, { name: 'big-orders', prompt: 'x', triggers: [{ provider: 'webhook', event: 'received', filter: { webhook_ids: [hook.uid] } }] });
+    const taken = await server.api('POST', `/factories/${factoryId}/automations`, {
+      name: 'big-orders',
+      prompt: 'x',
+      triggers: [{ provider: 'webhook', event: 'received', filter: { webhook_ids: [hook.uid] } }],
+    });
     expect(taken.body.code).toBe('automation_name_taken');
-    const invalid = await server.api('POST', `/factories/${factoryId}/automations`, { name: 'bad', prompt: 'x', triggers: [{ provider: 'webhook', event: 'received', filter: { webhook_ids: ['alerts'] } }] });
+    const invalid = await server.api('POST', `/factories/${factoryId}/automations`, {
+      name: 'bad',
+      prompt: 'x',
+      triggers: [{ provider: 'webhook', event: 'received', filter: { webhook_ids: ['alerts'] } }],
+    });
     expect(invalid.status).toBe(422);
-    expect(invalid.body).toMatchObject({ code: 'definition_invalid', detail: expect.stringContaining('automations/bad/automation.md') });
+    expect(invalid.body).toMatchObject({
+      code: 'definition_invalid',
+      detail: expect.stringContaining('automations/bad/automation.md'),
+    });
 
     expect((await server.api('DELETE', `/automations/${created.body.id}`)).status).toBe(204);
     expect((await server.api('GET', `/automations/${created.body.id}`)).status).toBe(404);
-    expect((await server.api('GET', `/factories/${factoryId}/definition`)).body.files.map((f: { path: string }) => f.path)).not.toContain('automations/big-orders/automation.md');
+    expect(
+      (await server.api('GET', `/factories/${factoryId}/definition`)).body.files.map((f: { path: string }) => f.path),
+    ).not.toContain('automations/big-orders/automation.md');
     expect(await send({ size: 'large', n: 5 })).toBe(0);
   });
 });

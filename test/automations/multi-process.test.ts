@@ -14,13 +14,25 @@ import { runsOfDeliveries, seedAutomation, waitEvaluated } from './support.ts';
 
 const WITHOUT_EVALUATOR = MODULES.filter((m) => m.name !== 'automations');
 
-async function acceptMany(server: TestServer, count: number, automations: number): Promise<{ ids: string[]; automationIds: string[] }> {
+async function acceptMany(
+  server: TestServer,
+  count: number,
+  automations: number,
+): Promise<{ ids: string[]; automationIds: string[] }> {
   const factoryId = await seedFactory(server);
   // Several webhooks, so that the sender rate limit (60 per minute per webhook) is no obstacle.
-  const hooks = await Promise.all(Array.from({ length: Math.ceil(count / 50) }, () => seedWebhook(server, { factoryId })));
+  const hooks = await Promise.all(
+    Array.from({ length: Math.ceil(count / 50) }, () => seedWebhook(server, { factoryId })),
+  );
   const automationIds: string[] = [];
   for (let i = 0; i < automations; i++) {
-    automationIds.push(await seedAutomation(server, { factoryId, name: `auto-${i}`, triggers: hooks.map((h) => ({ webhookUid: h.uid })) }));
+    automationIds.push(
+      await seedAutomation(server, {
+        factoryId,
+        name: `auto-${i}`,
+        triggers: hooks.map((h) => ({ webhookUid: h.uid })),
+      }),
+    );
   }
   const ids: string[] = [];
   for (let i = 0; i < count; i += 25) {
@@ -38,7 +50,11 @@ async function acceptMany(server: TestServer, count: number, automations: number
   return { ids, automationIds };
 }
 
-function expectOneRunPerPair(runs: { delivery_id: string | null; automation_id: string | null }[], deliveries: number, automations: number): void {
+function expectOneRunPerPair(
+  runs: { delivery_id: string | null; automation_id: string | null }[],
+  deliveries: number,
+  automations: number,
+): void {
   expect(runs).toHaveLength(deliveries * automations);
   expect(new Set(runs.map((r) => `${r.delivery_id}/${r.automation_id}`)).size).toBe(deliveries * automations);
 }
@@ -56,7 +72,9 @@ describe.runIf(ENGINES.includes('postgres'))('evaluation across processes on Pos
     const { ids } = await acceptMany(a, 150, 2);
     const b = await startTestServer('postgres', { database: a.database, modules: WITHOUT_EVALUATOR });
     try {
-      const evaluators = [a, b, a, b].map((s) => new OutboxEvaluator(s.server.ctx.db, s.server.ctx.bus, s.server.ctx.log, { batchSize: 7 }));
+      const evaluators = [a, b, a, b].map(
+        (s) => new OutboxEvaluator(s.server.ctx.db, s.server.ctx.bus, s.server.ctx.log, { batchSize: 7 }),
+      );
       for (const e of evaluators) e.kick();
       await Promise.all(evaluators.map((e) => e.idle()));
       await waitEvaluated(a, ids);
@@ -86,7 +104,9 @@ describe.runIf(ENGINES.includes('postgres'))('evaluation across processes on Pos
     await survivor.idle();
     // Rows the killed process had locked come free when PostgreSQL notices its connection is gone.
     for (let i = 0; i < 100; i++) {
-      const pending = await a.server.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_deliveries WHERE outbox_pending');
+      const pending = await a.server.ctx.db.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM webhook_deliveries WHERE outbox_pending',
+      );
       if (pending.rows[0]!.n === 0) break;
       await new Promise((r) => setTimeout(r, 100));
       survivor.kick();

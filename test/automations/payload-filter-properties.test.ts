@@ -2,10 +2,15 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { matchPayloadFilter, payloadFilterLimits } from '../../src/automations/payload-filter.ts';
-import type { PayloadFilter, PayloadFilterCondition, PayloadFilterScalar } from '../../src/automations/payload-filter.ts';
+import type {
+  PayloadFilter,
+  PayloadFilterCondition,
+  PayloadFilterScalar,
+} from '../../src/automations/payload-filter.ts';
 import { checkPayloadFilter } from '../../src/definitions/payload-filter-grammar.ts';
 
-const matches = (filter: unknown, payload: unknown): boolean => matchPayloadFilter(filter as PayloadFilter, payload).matched;
+const matches = (filter: unknown, payload: unknown): boolean =>
+  matchPayloadFilter(filter as PayloadFilter, payload).matched;
 
 // Small domains so that generated filters and payloads often talk about the same keys and values.
 const key = fc.constantFrom('a', 'b', 'c', 'state', 'id');
@@ -18,7 +23,12 @@ const scalar: fc.Arbitrary<PayloadFilterScalar> = fc.oneof(
 const list = fc.array(scalar, { maxLength: 4 });
 
 const { payload } = fc.letrec<{ payload: unknown; object: Record<string, unknown> }>((tie) => ({
-  payload: fc.oneof({ depthSize: 'small', withCrossShrink: true }, scalar, fc.array(tie('payload'), { maxLength: 3 }), tie('object')),
+  payload: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    scalar,
+    fc.array(tie('payload'), { maxLength: 3 }),
+    tie('object'),
+  ),
   object: fc.dictionary(key, tie('payload'), { maxKeys: 4 }),
 }));
 const payloadObject = fc.dictionary(key, payload, { maxKeys: 4 });
@@ -46,7 +56,8 @@ function filterFromLeaves(value: Record<string, unknown>, depth = 1): PayloadFil
     else if (Array.isArray(v)) {
       const element = v.find((e) => e === null || typeof e !== 'object');
       entries.push([k, element === undefined ? { exists: true } : (element as PayloadFilterScalar)]);
-    } else if (depth < payloadFilterLimits.maxDepth) entries.push([k, filterFromLeaves(v as Record<string, unknown>, depth + 1)]);
+    } else if (depth < payloadFilterLimits.maxDepth)
+      entries.push([k, filterFromLeaves(v as Record<string, unknown>, depth + 1)]);
     else entries.push([k, { exists: true }]);
   }
   // fromEntries defines own properties, so a "__proto__" field stays a field (as from JSON.parse)
@@ -67,11 +78,13 @@ describe('payload filter properties', () => {
     fc.assert(fc.property(jsonObject, (p) => matches(filterFromLeaves(p), p)));
   });
 
-  it('in with the field\'s own value always matches', () => {
+  it("in with the field's own value always matches", () => {
     fc.assert(
       fc.property(key, scalar, list, payloadObject, (k, v, others, rest) => {
         const p = { ...rest, [k]: v };
-        return matches({ [k]: { in: [...others, v] } }, p) && matches({ [k]: [v, ...others] }, p) && matches({ [k]: v }, p);
+        return (
+          matches({ [k]: { in: [...others, v] } }, p) && matches({ [k]: [v, ...others] }, p) && matches({ [k]: v }, p)
+        );
       }),
     );
   });
@@ -125,12 +138,18 @@ describe('payload filter properties', () => {
 
   it('adding a key never turns a miss into a hit (and a hit with more keys is a hit with fewer)', () => {
     fc.assert(
-      fc.property(filter, key, filter.chain((f) => fc.constantFrom(...(Object.values(f).length ? Object.values(f) : [1]))), payload, (f, k, c, p) => {
-        fc.pre(!Object.hasOwn(f, k));
-        const bigger = { ...f, [k]: c };
-        if (!matches(f, p)) return !matches(bigger, p);
-        return !matches(bigger, p) || matches(f, p);
-      }),
+      fc.property(
+        filter,
+        key,
+        filter.chain((f) => fc.constantFrom(...(Object.values(f).length ? Object.values(f) : [1]))),
+        payload,
+        (f, k, c, p) => {
+          fc.pre(!Object.hasOwn(f, k));
+          const bigger = { ...f, [k]: c };
+          if (!matches(f, p)) return !matches(bigger, p);
+          return !matches(bigger, p) || matches(f, p);
+        },
+      ),
     );
   });
 
@@ -155,11 +174,15 @@ describe('payload filter properties', () => {
 
   it('never throws and always answers a well-formed result, whatever it is given', () => {
     fc.assert(
-      fc.property(fc.anything({ withNullPrototype: true, withBigInt: true, withDate: true, withMap: true }), fc.anything(), (f, p) => {
-        const result = matchPayloadFilter(f as PayloadFilter, p);
-        if (result.matched) return Object.keys(result).length === 1;
-        return typeof result.reason === 'string' && result.reason.length > 0 && /^(\/[^/]*)*$/.test(result.path);
-      }),
+      fc.property(
+        fc.anything({ withNullPrototype: true, withBigInt: true, withDate: true, withMap: true }),
+        fc.anything(),
+        (f, p) => {
+          const result = matchPayloadFilter(f as PayloadFilter, p);
+          if (result.matched) return Object.keys(result).length === 1;
+          return typeof result.reason === 'string' && result.reason.length > 0 && /^(\/[^/]*)*$/.test(result.path);
+        },
+      ),
     );
   });
 

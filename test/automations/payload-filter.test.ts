@@ -3,7 +3,8 @@ import { matchPayloadFilter, payloadFilterLimits } from '../../src/automations/p
 import type { PayloadFilter, PayloadFilterResult } from '../../src/automations/payload-filter.ts';
 
 const hit = { matched: true };
-const match = (filter: unknown, payload: unknown): PayloadFilterResult => matchPayloadFilter(filter as PayloadFilter, payload);
+const match = (filter: unknown, payload: unknown): PayloadFilterResult =>
+  matchPayloadFilter(filter as PayloadFilter, payload);
 const miss = (path: string) => expect.objectContaining({ matched: false, path });
 
 const pr = {
@@ -11,7 +12,10 @@ const pr = {
   number: 7,
   draft: false,
   merged_at: null,
-  labels: [{ name: 'bug', color: 'red' }, { name: 'ui', color: 'blue' }],
+  labels: [
+    { name: 'bug', color: 'red' },
+    { name: 'ui', color: 'blue' },
+  ],
   tags: ['a', 'b'],
   pull_request: { state: 'open', head: { ref: 'feature/x' }, additions: 12 },
   repository: { full_name: 'acme/app' },
@@ -24,7 +28,11 @@ describe('AND and nesting', () => {
     ['every key must match', { action: 'opened', number: 8 }, miss('/number')],
     ['the first failing key is reported', { action: 'closed', number: 8 }, miss('/action')],
     ['nested objects reach nested fields', { pull_request: { state: 'open', head: { ref: 'feature/x' } } }, hit],
-    ['a nested mismatch names the full path', { pull_request: { head: { ref: 'main' } } }, miss('/pull_request/head/ref')],
+    [
+      'a nested mismatch names the full path',
+      { pull_request: { head: { ref: 'main' } } },
+      miss('/pull_request/head/ref'),
+    ],
     ['an empty nested object matches', { pull_request: {} }, hit],
     ['an empty nested object matches a missing field too', { issue: {} }, hit],
   ])('%s', (_name, filter, expected) => {
@@ -50,7 +58,11 @@ describe('bare scalars: strict equality', () => {
   });
 
   it('explains a mismatch with both values', () => {
-    expect(match({ action: 'closed' }, pr)).toEqual({ matched: false, path: '/action', reason: 'expected "closed", got "opened"' });
+    expect(match({ action: 'closed' }, pr)).toEqual({
+      matched: false,
+      path: '/action',
+      reason: 'expected "closed", got "opened"',
+    });
     expect(match({ number: '7' }, pr)).toMatchObject({ reason: 'expected "7", got 7' });
   });
 });
@@ -71,7 +83,11 @@ describe('lists and operators', () => {
     ['exists: false on a present field', { number: { exists: false } }, miss('/number')],
     ['operators combine with AND (both hold)', { action: { exists: true, in: ['opened'], not_in: ['closed'] } }, hit],
     ['operators combine with AND (in fails)', { action: { exists: true, in: ['edited'] } }, miss('/action')],
-    ['operators combine with AND (not_in fails)', { action: { in: ['opened', 'edited'], not_in: ['opened'] } }, miss('/action')],
+    [
+      'operators combine with AND (not_in fails)',
+      { action: { in: ['opened', 'edited'], not_in: ['opened'] } },
+      miss('/action'),
+    ],
     ['not_in over an object value matches (an object is in no list)', { pull_request: { not_in: ['open'] } }, hit],
     ['in over an object value misses', { pull_request: { in: ['open'] } }, miss('/pull_request')],
     ['an empty in list matches nothing', { action: { in: [] } }, miss('/action')],
@@ -91,7 +107,11 @@ describe('missing fields', () => {
     ['in does not', { closed_at: { in: ['x'] } }, miss('/closed_at')],
     ['exists: true does not', { closed_at: { exists: true } }, miss('/closed_at')],
     ['not_in + in does not', { closed_at: { in: ['x'], not_in: ['y'] } }, miss('/closed_at')],
-    ['a missing parent makes every nested field missing (equality)', { issue: { state: 'open' } }, miss('/issue/state')],
+    [
+      'a missing parent makes every nested field missing (equality)',
+      { issue: { state: 'open' } },
+      miss('/issue/state'),
+    ],
     ['a missing parent makes every nested field missing (not_in)', { issue: { state: { not_in: ['closed'] } } }, hit],
     ['a missing parent makes every nested field missing (exists: false)', { issue: { state: { exists: false } } }, hit],
     ['a scalar parent has no fields', { action: { length: { exists: false } } }, hit],
@@ -127,10 +147,22 @@ describe('arrays in the payload', () => {
     ['not_in misses when any element is listed', { tags: { not_in: ['z', 'a'] } }, miss('/tags')],
     ['exists: true holds for an array', { tags: { exists: true } }, hit],
     ['a nested filter matches when one element matches all of it', { labels: { name: 'ui', color: 'blue' } }, hit],
-    ['a nested filter does not mix fields of different elements', { labels: { name: 'ui', color: 'red' } }, miss('/labels')],
+    [
+      'a nested filter does not mix fields of different elements',
+      { labels: { name: 'ui', color: 'red' } },
+      miss('/labels'),
+    ],
     ['a nested filter with in', { labels: { name: ['docs', 'bug'] } }, hit],
-    ['a nested filter with not_in: any element outside the list is enough', { labels: { name: { not_in: ['bug'] } } }, hit],
-    ['a nested filter with not_in: misses when every element is listed', { labels: { name: { not_in: ['bug', 'ui'] } } }, miss('/labels')],
+    [
+      'a nested filter with not_in: any element outside the list is enough',
+      { labels: { name: { not_in: ['bug'] } } },
+      hit,
+    ],
+    [
+      'a nested filter with not_in: misses when every element is listed',
+      { labels: { name: { not_in: ['bug', 'ui'] } } },
+      miss('/labels'),
+    ],
   ])('%s', (_name, filter, expected) => {
     expect(match(filter, pr)).toEqual(expected);
   });
@@ -214,7 +246,10 @@ describe('structurally invalid filters never throw and never match', () => {
   });
 
   it('reports a structural problem even when an earlier key would already miss', () => {
-    expect(match({ action: 'closed', number: { exists: 'no' } }, pr)).toMatchObject({ path: '/number', reason: expect.stringMatching(/^invalid filter/) });
+    expect(match({ action: 'closed', number: { exists: 'no' } }, pr)).toMatchObject({
+      path: '/number',
+      reason: expect.stringMatching(/^invalid filter/),
+    });
   });
 
   it(`accepts nesting of exactly ${payloadFilterLimits.maxDepth} levels`, () => {

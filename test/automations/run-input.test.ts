@@ -5,7 +5,12 @@ import { runConfigFor } from '../../src/reconciler/run-config.ts';
 describe('what a run started by an automation has in common, whatever fired it', () => {
   const config = runConfigFor(
     {
-      harness: { type: 'claude', model: 'claude-sonnet-4', reasoningLevel: 'high', auth: { source: 'managedSecret', secretName: 'ANTHROPIC' } },
+      harness: {
+        type: 'claude',
+        model: 'claude-sonnet-4',
+        reasoningLevel: 'high',
+        auth: { source: 'managedSecret', secretName: 'ANTHROPIC' },
+      },
       runner: 'linux-small',
       runnerSource: 'file',
       environmentId: null,
@@ -36,7 +41,10 @@ describe('what a run started by an automation has in common, whatever fired it',
   });
 
   it('keeps a base prompt the configuration names, and adds none when the agent has no prompt', () => {
-    expect(automationRunBase({ ...automation, config: { ...config, base_prompt: 'Own prompt.' } }, 'You are the foreman.').config.base_prompt).toBe('Own prompt.');
+    expect(
+      automationRunBase({ ...automation, config: { ...config, base_prompt: 'Own prompt.' } }, 'You are the foreman.')
+        .config.base_prompt,
+    ).toBe('Own prompt.');
     expect(automationRunBase(automation, null).config).toEqual(config);
     expect(automationRunBase(automation, '').config).not.toHaveProperty('base_prompt');
   });

@@ -31,18 +31,22 @@ export async function seedAutomation(server: TestServer, a: SeedAutomation): Pro
       a.prompt ?? `Handle the ${a.name} event.`,
       a.agent ?? null,
       JSON.stringify(a.config ?? { name: a.name }),
-      JSON.stringify(a.triggers.map((t) => ({ provider: 'webhook', event: 'received', filter: { webhook_ids: [t.webhookUid], ...(t.payload ? { payload: t.payload } : {}) } }))),
+      JSON.stringify(
+        a.triggers.map((t) => ({
+          provider: 'webhook',
+          event: 'received',
+          filter: { webhook_ids: [t.webhookUid], ...(t.payload ? { payload: t.payload } : {}) },
+        })),
+      ),
       a.deleted ?? false,
     ],
   );
   for (const [i, t] of a.triggers.entries()) {
     if (a.deleted) break;
-    await db.query('INSERT INTO automation_webhook_triggers (automation_id, webhook_uid, trigger_index, payload_filter) VALUES ($1, $2, $3, $4)', [
-      id,
-      t.webhookUid,
-      i,
-      t.payload ? JSON.stringify(t.payload) : null,
-    ]);
+    await db.query(
+      'INSERT INTO automation_webhook_triggers (automation_id, webhook_uid, trigger_index, payload_filter) VALUES ($1, $2, $3, $4)',
+      [id, t.webhookUid, i, t.payload ? JSON.stringify(t.payload) : null],
+    );
   }
   return id;
 }
@@ -51,12 +55,24 @@ export async function seedAutomation(server: TestServer, a: SeedAutomation): Pro
  * Gives a seeded factory an applied definition with agents (their prompts are the runs' base prompts) and,
  * when given, the name of its foreman.
  */
-export async function setAgents(server: TestServer, factoryId: string, agents: { name: string; prompt: string }[], foreman?: string): Promise<void> {
-  await server.server.ctx.db.query('UPDATE factories SET definition = $2 WHERE id = $1', [factoryId, JSON.stringify({ agents, ...(foreman ? { foreman } : {}) })]);
+export async function setAgents(
+  server: TestServer,
+  factoryId: string,
+  agents: { name: string; prompt: string }[],
+  foreman?: string,
+): Promise<void> {
+  await server.server.ctx.db.query('UPDATE factories SET definition = $2 WHERE id = $1', [
+    factoryId,
+    JSON.stringify({ agents, ...(foreman ? { foreman } : {}) }),
+  ]);
 }
 
 /** Waits until the outbox holds nothing for these deliveries (the evaluator has handled them). */
-export async function waitEvaluated(server: TestServer, deliveryIds: readonly string[], timeoutMs = 15_000): Promise<void> {
+export async function waitEvaluated(
+  server: TestServer,
+  deliveryIds: readonly string[],
+  timeoutMs = 15_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const res = await server.server.ctx.db.query<{ n: number }>(

@@ -19,10 +19,13 @@ describe.each(ENGINES)('test filter and automation status on %s', (engine) => {
     const automationId = await seedAutomation(server, {
       factoryId,
       name: 'critical',
-      triggers: [{ webhookUid: hook.uid, payload: { severity: { in: ['critical', 'high'] }, service: { name: 'api' } } }],
+      triggers: [
+        { webhookUid: hook.uid, payload: { severity: { in: ['critical', 'high'] }, service: { name: 'api' } } },
+      ],
     });
     const deliver = async (target: typeof hook, body: unknown, headers: Record<string, string> = {}) =>
-      (await post(target.url, JSON.stringify(body), { authorization: `Bearer ${target.secret}`, ...headers })).body.delivery_id as string;
+      (await post(target.url, JSON.stringify(body), { authorization: `Bearer ${target.secret}`, ...headers })).body
+        .delivery_id as string;
     return { factoryId, hook, other, automationId, deliver };
   }
 
@@ -54,7 +57,11 @@ describe.each(ENGINES)('test filter and automation status on %s', (engine) => {
     const f = await fixture();
     const deliveryId = await f.deliver(f.other, { severity: 'critical', service: { name: 'api' } });
     const res = await server.api('POST', `/automations/${f.automationId}/test-filter`, { delivery_id: deliveryId });
-    expect(res.body).toMatchObject({ result: 'Would not trigger', webhook_check: { passed: false }, payload_check: { passed: true } });
+    expect(res.body).toMatchObject({
+      result: 'Would not trigger',
+      webhook_check: { passed: false },
+      payload_check: { passed: true },
+    });
     expect(res.body.webhook_check.detail).toContain(`no trigger selects webhook deploys (${f.other.uid})`);
   });
 
@@ -69,15 +76,28 @@ describe.each(ENGINES)('test filter and automation status on %s', (engine) => {
     const refused = await server.api('POST', `/automations/${f.automationId}/test-filter`, { delivery_id: rejected });
     expect(refused.status).toBe(400);
     expect(refused.body.detail).toContain('no stored payload');
-    expect((await server.api('POST', `/automations/${f.automationId}/test-filter`, { delivery_id: 'dlv_00000000000000000000000000' })).status).toBe(404);
-    expect((await server.api('POST', '/automations/auto_00000000000000000000000000/test-filter', { delivery_id: rejected })).status).toBe(404);
+    expect(
+      (
+        await server.api('POST', `/automations/${f.automationId}/test-filter`, {
+          delivery_id: 'dlv_00000000000000000000000000',
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (await server.api('POST', '/automations/auto_00000000000000000000000000/test-filter', { delivery_id: rejected }))
+        .status,
+    ).toBe(404);
   });
 
   it('a deleted webhook: the automation stays visible, not firing, and test filter says why', async () => {
     const f = await fixture();
     const deliveryId = await f.deliver(f.hook, { severity: 'critical', service: { name: 'api' } });
     const before = await server.api('GET', `/automations/${f.automationId}`);
-    expect(before.body).toMatchObject({ firing: true, not_firing_reasons: [], webhook_triggers: [{ webhook_uid: f.hook.uid, webhook_state: 'enabled', webhook_name: 'alerts' }] });
+    expect(before.body).toMatchObject({
+      firing: true,
+      not_firing_reasons: [],
+      webhook_triggers: [{ webhook_uid: f.hook.uid, webhook_state: 'enabled', webhook_name: 'alerts' }],
+    });
 
     await updateWebhook(server, f.hook, { enabled: false });
     const disabled = await server.api('GET', `/automations/${f.automationId}`);
@@ -86,9 +106,17 @@ describe.each(ENGINES)('test filter and automation status on %s', (engine) => {
     await updateWebhook(server, f.hook, { deleted: true });
     const after = await server.api('GET', `/automations/${f.automationId}`);
     expect(after.status).toBe(200);
-    expect(after.body).toMatchObject({ name: 'critical', firing: false, webhook_triggers: [{ webhook_state: 'deleted' }] });
+    expect(after.body).toMatchObject({
+      name: 'critical',
+      firing: false,
+      webhook_triggers: [{ webhook_state: 'deleted' }],
+    });
     expect(after.body.not_firing_reasons).toEqual([`trigger 1: webhook alerts (${f.hook.uid}) was deleted`]);
     const res = await server.api('POST', `/automations/${f.automationId}/test-filter`, { delivery_id: deliveryId });
-    expect(res.body).toMatchObject({ result: 'Would not trigger', webhook_check: { passed: false, detail: expect.stringContaining('was deleted') }, payload_check: { passed: true } });
+    expect(res.body).toMatchObject({
+      result: 'Would not trigger',
+      webhook_check: { passed: false, detail: expect.stringContaining('was deleted') },
+      payload_check: { passed: true },
+    });
   });
 });

@@ -19,27 +19,48 @@ const CHART = path.join(ROOT, 'charts/agentyard');
 const availability = kubernetesAvailability();
 const bin = (name: string) => path.join(availability.cacheDir, 'bin', name);
 
-type Manifest = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; spec?: any; rules?: any[]; data?: Record<string, string> };
+type Manifest = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  spec?: any;
+  rules?: any[];
+  data?: Record<string, string>;
+};
 
 const VALUE_SETS: Record<string, string[]> = {
   defaults: [],
   postgres: [
-    '--set', 'database.existingSecret=agentyard-db',
-    '--set', 'replicaCount=3',
-    '--set', 'ingress.enabled=true',
-    '--set', 'ingress.host=agentyard.example.com',
-    '--set', 'ingress.className=nginx',
-    '--set', 'operator.watchNamespace=teams',
-    '--set', 'masterKey.existingSecret=agentyard-key',
-    '--set', 'publicUrl=https://agentyard.example.com',
+    '--set',
+    'database.existingSecret=agentyard-db',
+    '--set',
+    'replicaCount=3',
+    '--set',
+    'ingress.enabled=true',
+    '--set',
+    'ingress.host=agentyard.example.com',
+    '--set',
+    'ingress.className=nginx',
+    '--set',
+    'operator.watchNamespace=teams',
+    '--set',
+    'masterKey.existingSecret=agentyard-key',
+    '--set',
+    'publicUrl=https://agentyard.example.com',
   ],
   tuned: [
-    '--set', 'executor.workspaceSizeLimit=10Gi',
-    '--set', 'executor.deleteFinishedJobs=true',
-    '--set', 'executor.serviceAccountName=agent-runs',
-    '--set', 'podDisruptionBudget.enabled=false',
-    '--set', 'logLevel=debug',
-    '--set', 'persistence.storageClassName=fast',
+    '--set',
+    'executor.workspaceSizeLimit=10Gi',
+    '--set',
+    'executor.deleteFinishedJobs=true',
+    '--set',
+    'executor.serviceAccountName=agent-runs',
+    '--set',
+    'podDisruptionBudget.enabled=false',
+    '--set',
+    'logLevel=debug',
+    '--set',
+    'persistence.storageClassName=fast',
   ],
 };
 
@@ -65,7 +86,8 @@ async function render(set: string): Promise<{ text: string; docs: Manifest[] }> 
   return { text, docs };
 }
 
-const find = (docs: Manifest[], kind: string, name?: string) => docs.find((d) => d.kind === kind && (!name || d.metadata.name === name));
+const find = (docs: Manifest[], kind: string, name?: string) =>
+  docs.find((d) => d.kind === kind && (!name || d.metadata.name === name));
 
 if (availability.missing && REQUIRE_KUBERNETES) {
   describe('Helm chart', () => {
@@ -87,20 +109,36 @@ describe.skipIf(availability.missing !== undefined)('Helm chart', () => {
     expect(deployment.spec.replicas).toBe(1);
     expect(deployment.spec.strategy).toEqual({ type: 'Recreate' });
     const pod = deployment.spec.template.spec;
-    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(pod.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      runAsUser: 10001,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
     const container = pod.containers[0];
     expect(container.args).toEqual(['operator']);
-    expect(container.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] } });
+    expect(container.securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ['ALL'] },
+    });
     expect(container.livenessProbe.httpGet.path).toBe('/healthz');
     expect(container.readinessProbe.httpGet.path).toBe('/readyz');
     expect(container.volumeMounts.map((m: { mountPath: string }) => m.mountPath).sort()).toEqual(['/data', '/tmp']);
-    expect(pod.volumes.find((v: { name: string }) => v.name === 'data').persistentVolumeClaim.claimName).toBe('agentyard-data');
+    expect(pod.volumes.find((v: { name: string }) => v.name === 'data').persistentVolumeClaim.claimName).toBe(
+      'agentyard-data',
+    );
     expect(find(docs, 'PersistentVolumeClaim', 'agentyard-data')).toBeDefined();
     const env = Object.fromEntries(container.env.map((e: { name: string }) => [e.name, e]));
     expect(env.DATABASE_URL).toBeUndefined();
     expect(env.AGENTYARD_NAMESPACE.valueFrom.fieldRef.fieldPath).toBe('metadata.namespace');
-    expect(env.AGENTYARD_MASTER_KEY.valueFrom.secretKeyRef).toEqual({ name: 'agentyard-master-key', key: 'master-key' });
-    const key = Buffer.from(find(docs, 'Secret', 'agentyard-master-key')!.data!['master-key']!, 'base64').toString('utf8');
+    expect(env.AGENTYARD_MASTER_KEY.valueFrom.secretKeyRef).toEqual({
+      name: 'agentyard-master-key',
+      key: 'master-key',
+    });
+    const key = Buffer.from(find(docs, 'Secret', 'agentyard-master-key')!.data!['master-key']!, 'base64').toString(
+      'utf8',
+    );
     expect(key).toMatch(/^[0-9a-f]{64}$/);
     expect(find(docs, 'PodDisruptionBudget')!.spec.maxUnavailable).toBe(1);
     expect(find(docs, 'Ingress')).toBeUndefined();
@@ -121,7 +159,12 @@ describe.skipIf(availability.missing !== undefined)('Helm chart', () => {
     const election = find(docs, 'Role', 'agentyard-leader-election')!;
     expect(election.metadata.namespace).toBe('agentyard');
     expect(election.rules).toEqual([
-      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['agentyard-operator'], verbs: ['get', 'update'] },
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        resourceNames: ['agentyard-operator'],
+        verbs: ['get', 'update'],
+      },
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
     ]);
   });
@@ -144,15 +187,25 @@ describe.skipIf(availability.missing !== undefined)('Helm chart', () => {
     expect(find(docs, 'RoleBinding', 'agentyard')!.metadata.namespace).toBe('teams');
     const ingress = find(docs, 'Ingress')!;
     expect(ingress.spec.rules[0].host).toBe('agentyard.example.com');
-    expect(ingress.spec.rules[0].http.paths.map((p: { path: string }) => p.path)).toEqual(['/webhooks', '/api', '/sessions']);
+    expect(ingress.spec.rules[0].http.paths.map((p: { path: string }) => p.path)).toEqual([
+      '/webhooks',
+      '/api',
+      '/sessions',
+    ]);
   });
 
   it.each([
     [['--set', 'replicaCount=2'], /replicaCount=2 needs PostgreSQL: set database.existingSecret/],
     [['--set', 'persistence.enabled=false'], /persistence.enabled=false needs PostgreSQL/],
     [['--set', 'ingress.enabled=true'], /ingress.enabled=true needs ingress.host/],
-    [['--set', 'operator.renewDeadlineSeconds=20'], /leaseDurationSeconds must be greater than operator.renewDeadlineSeconds/],
-    [['--set', 'operator.retryPeriodSeconds=9'], /renewDeadlineSeconds must be greater than 1.2 × operator.retryPeriodSeconds/],
+    [
+      ['--set', 'operator.renewDeadlineSeconds=20'],
+      /leaseDurationSeconds must be greater than operator.renewDeadlineSeconds/,
+    ],
+    [
+      ['--set', 'operator.retryPeriodSeconds=9'],
+      /renewDeadlineSeconds must be greater than 1.2 × operator.retryPeriodSeconds/,
+    ],
   ])('refuses %j with a message naming the value', async (args, message) => {
     expect(await helmFails(['template', 'agentyard', CHART, ...args])).toMatch(message);
   });
@@ -177,12 +230,24 @@ describe.skipIf(availability.missing !== undefined)('Helm chart', () => {
       await k8s.kubectl(['apply', '-f', path.join(CHART, 'crds')]);
       await k8s.kubectl(['wait', '--for', 'condition=established', '--timeout=60s', 'crd/factories.agentyard.dev']);
       // JSON schemas of every kind the server knows, the Factory CRD included (k8s-test-env.sh schemas).
-      const { stdout } = await run('bash', [k8s.script, 'schemas', k8s.cacheDir], { env: { ...process.env, K8S_TEST_RUN_DIR: k8s.runDir }, maxBuffer: 16 << 20 });
+      const { stdout } = await run('bash', [k8s.script, 'schemas', k8s.cacheDir], {
+        env: { ...process.env, K8S_TEST_RUN_DIR: k8s.runDir },
+        maxBuffer: 16 << 20,
+      });
       const line = stdout.trim().split('\n').pop()!;
       const location = /-schema-location '([^']+)'/.exec(line)?.[1];
       const version = /-kubernetes-version (\S+)/.exec(line)?.[1];
       if (!location || !version) throw new Error(`unexpected output of k8s-test-env.sh schemas: ${line}`);
-      kubeconform = ['-strict', '-summary', '-output', 'json', '-kubernetes-version', version, '-schema-location', location];
+      kubeconform = [
+        '-strict',
+        '-summary',
+        '-output',
+        'json',
+        '-kubernetes-version',
+        version,
+        '-schema-location',
+        location,
+      ];
     }, 300_000);
 
     afterAll(async () => {
@@ -196,7 +261,9 @@ describe.skipIf(availability.missing !== undefined)('Helm chart', () => {
       const file = path.join(dir, `${set}.yaml`);
       writeFileSync(file, text);
       const { stdout } = await run(bin('kubeconform'), [...kubeconform, file], { maxBuffer: 16 << 20 });
-      const report = JSON.parse(stdout) as { summary: { valid: number; invalid: number; errors: number; skipped: number } };
+      const report = JSON.parse(stdout) as {
+        summary: { valid: number; invalid: number; errors: number; skipped: number };
+      };
       expect(report.summary).toMatchObject({ invalid: 0, errors: 0, skipped: 0 });
       expect(report.summary.valid).toBeGreaterThanOrEqual(8);
     });
@@ -228,8 +295,13 @@ spec:
       );
       const { stdout } = await run(bin('kubeconform'), [...kubeconform, file], { maxBuffer: 1 << 20 });
       expect(JSON.parse(stdout).summary).toMatchObject({ valid: 1, invalid: 0, errors: 0 });
-      writeFileSync(file, `apiVersion: agentyard.dev/v1alpha1\nkind: Factory\nmetadata:\n  name: bad\nspec:\n  source:\n    git:\n      url: x\n      pollInterval: soon\n`);
-      const bad = await run(bin('kubeconform'), [...kubeconform, file], { maxBuffer: 1 << 20 }).catch((err: { stdout: string }) => err);
+      writeFileSync(
+        file,
+        `apiVersion: agentyard.dev/v1alpha1\nkind: Factory\nmetadata:\n  name: bad\nspec:\n  source:\n    git:\n      url: x\n      pollInterval: soon\n`,
+      );
+      const bad = await run(bin('kubeconform'), [...kubeconform, file], { maxBuffer: 1 << 20 }).catch(
+        (err: { stdout: string }) => err,
+      );
       expect(JSON.parse(bad.stdout).summary).toMatchObject({ invalid: 1 });
     });
 

@@ -29,10 +29,18 @@ describe.each(ENGINES)('official Python client against a live server on %s', (en
 
   it('creates, retrieves, lists with filters and auto-pagination, cancels, maps errors, and uses the newer endpoints', async () => {
     const { stdout, stderr } = await run(python, [SCRIPT], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, OZ_API_BASE_URL: s.apiUrl, WARP_API_KEY: s.adminKey, COMPAT_TAG: engine },
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        OZ_API_BASE_URL: s.apiUrl,
+        WARP_API_KEY: s.adminKey,
+        COMPAT_TAG: engine,
+      },
       timeout: 180_000,
     }).catch((err: { stdout?: string; stderr?: string; message: string }) => {
-      throw new Error(`oz-agent-sdk ${version} (Python) failed against the server:\n${err.stderr ?? ''}\n${err.stdout ?? ''}\n${err.message}`);
+      throw new Error(
+        `oz-agent-sdk ${version} (Python) failed against the server:\n${err.stderr ?? ''}\n${err.stdout ?? ''}\n${err.message}`,
+      );
     });
     const summary = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
       sdk_version: string;

@@ -11,7 +11,8 @@ const run = promisify(execFile);
 const REFRESH_MS = 12 * 60 * 60 * 1000;
 
 export const PYTHON_VENV = process.env.AGENTYARD_PYVENV ?? path.join(homedir(), '.cache', 'agentyard-pyvenv');
-export const NPM_CLIENT_DIR = process.env.AGENTYARD_NPM_CLIENT_DIR ?? path.join(homedir(), '.cache', 'agentyard-oz-npm');
+export const NPM_CLIENT_DIR =
+  process.env.AGENTYARD_NPM_CLIENT_DIR ?? path.join(homedir(), '.cache', 'agentyard-oz-npm');
 
 function fresh(stamp: string): boolean {
   return existsSync(stamp) && Date.now() - statSync(stamp).mtimeMs < REFRESH_MS;
@@ -23,7 +24,9 @@ async function loud<T>(what: string, fn: () => Promise<T>): Promise<T> {
   } catch (err) {
     const e = err as { stderr?: string; message: string };
     // Never skip: a compatibility suite that silently does nothing would hide a broken client.
-    throw new Error(`${what} failed; the compatibility tests need it (network access to the registry):\n${e.stderr ?? e.message}`);
+    throw new Error(
+      `${what} failed; the compatibility tests need it (network access to the registry):\n${e.stderr ?? e.message}`,
+    );
   }
 }
 
@@ -51,7 +54,9 @@ export async function ensurePythonClient(): Promise<{ python: string; version: s
     );
     writeFileSync(stamp, newest);
   }
-  const { stdout } = await loud('importing oz_agent_sdk', () => run(python, ['-c', 'import oz_agent_sdk; print(oz_agent_sdk.__version__)']));
+  const { stdout } = await loud('importing oz_agent_sdk', () =>
+    run(python, ['-c', 'import oz_agent_sdk; print(oz_agent_sdk.__version__)']),
+  );
   return { python, version: stdout.trim() };
 }
 
@@ -71,10 +76,14 @@ export async function newestNpmClient(): Promise<NpmClient> {
   if (fresh(stamp)) {
     newest = readFileSync(stamp, 'utf8').trim();
   } else {
-    const { stdout } = await loud('npm view oz-agent-sdk version', () => run('npm', ['view', 'oz-agent-sdk', 'version'], { timeout: 120_000 }));
+    const { stdout } = await loud('npm view oz-agent-sdk version', () =>
+      run('npm', ['view', 'oz-agent-sdk', 'version'], { timeout: 120_000 }),
+    );
     newest = stdout.trim();
   }
-  const bundled = JSON.parse(readFileSync(new URL('../../node_modules/oz-agent-sdk/package.json', import.meta.url), 'utf8')) as { version: string };
+  const bundled = JSON.parse(
+    readFileSync(new URL('../../node_modules/oz-agent-sdk/package.json', import.meta.url), 'utf8'),
+  ) as { version: string };
   mkdirSync(NPM_CLIENT_DIR, { recursive: true });
   if (newest === bundled.version) {
     writeFileSync(stamp, newest);
@@ -86,7 +95,9 @@ export async function newestNpmClient(): Promise<NpmClient> {
     : undefined;
   if (installedVersion !== newest) {
     await loud(`npm install oz-agent-sdk@${newest}`, () =>
-      run('npm', ['install', '--no-save', '--no-package-lock', '--prefix', NPM_CLIENT_DIR, `oz-agent-sdk@${newest}`], { timeout: 300_000 }),
+      run('npm', ['install', '--no-save', '--no-package-lock', '--prefix', NPM_CLIENT_DIR, `oz-agent-sdk@${newest}`], {
+        timeout: 300_000,
+      }),
     );
   }
   writeFileSync(stamp, newest);

@@ -24,7 +24,10 @@ interface RunLike {
 }
 
 /** All runs of a list query: the client's own iterator when it has one (1.1+), else the cursor by hand (α8). */
-async function listAll(client: InstanceType<Sdk['OzAPI']>, query: Record<string, unknown>): Promise<{ ids: string[]; pages: number }> {
+async function listAll(
+  client: InstanceType<Sdk['OzAPI']>,
+  query: Record<string, unknown>,
+): Promise<{ ids: string[]; pages: number }> {
   const first = client.agent.runs.list(query as never) as unknown;
   if (first && typeof first === 'object' && Symbol.asyncIterator in first) {
     const ids: string[] = [];
@@ -53,7 +56,8 @@ describe.each(ENGINES)('official TypeScript client against a live server on %s',
     const newest = await newestNpmClient();
     const bundledVersion = (await import('oz-agent-sdk/version')).VERSION;
     clients.push({ label: `${bundledVersion} (devDependency)`, sdk: bundled });
-    if (newest.version !== bundledVersion) clients.push({ label: `${newest.version} (newest on npm)`, sdk: newest.module });
+    if (newest.version !== bundledVersion)
+      clients.push({ label: `${newest.version} (newest on npm)`, sdk: newest.module });
     s = await startTestServer(engine);
   }, 600_000);
   afterAll(async () => {
@@ -69,18 +73,31 @@ describe.each(ENGINES)('official TypeScript client against a live server on %s',
       // create (α8 posts to /agent/run) with the legacy `images` member, and retrieve
       const created = await client.agent.run({
         prompt: `TS compat ${tag}`,
-        config: { name: `ts-${tag}`, model_id: 'model-t', mcp_servers: { docs: { url: 'https://mcp.example.com/sse' } } },
+        config: {
+          name: `ts-${tag}`,
+          model_id: 'model-t',
+          mcp_servers: { docs: { url: 'https://mcp.example.com/sse' } },
+        },
         images: [{ data: Buffer.from('fake png').toString('base64'), mime_type: 'image/png' }],
       } as never);
       expect(created.state, label).toBe('QUEUED');
       const run = await client.agent.runs.retrieve(created.run_id);
-      expect(run).toMatchObject({ run_id: created.run_id, task_id: created.run_id, title: `TS compat ${tag}`, state: 'QUEUED', source: 'API' });
+      expect(run).toMatchObject({
+        run_id: created.run_id,
+        task_id: created.run_id,
+        title: `TS compat ${tag}`,
+        state: 'QUEUED',
+        source: 'API',
+      });
       expect(run.agent_config).toMatchObject({ name: `ts-${tag}`, model_id: 'model-t' });
       expect(run.creator?.type).toBe('user');
 
       // list with filters across several pages
       const pageIds: string[] = [];
-      for (let i = 0; i < 11; i++) pageIds.push((await client.agent.run({ prompt: `page ${i}`, config: { name: `pages-${tag}`, model_id: 'm-p' } })).run_id);
+      for (let i = 0; i < 11; i++)
+        pageIds.push(
+          (await client.agent.run({ prompt: `page ${i}`, config: { name: `pages-${tag}`, model_id: 'm-p' } })).run_id,
+        );
       const { ids, pages } = await listAll(client, { name: `pages-${tag}`, limit: 4 });
       expect(new Set(ids)).toEqual(new Set(pageIds));
       expect(ids.length).toBe(11);
@@ -131,7 +148,10 @@ describe.each(ENGINES)('official TypeScript client against a live server on %s',
       const created = await client.agent.run({ prompt: 'from the environment' });
       expect((await client.agent.runs.retrieve(created.run_id)).prompt).toBe('from the environment');
     } finally {
-      for (const [name, value] of [['OZ_API_BASE_URL', saved.base], ['WARP_API_KEY', saved.key]] as const) {
+      for (const [name, value] of [
+        ['OZ_API_BASE_URL', saved.base],
+        ['WARP_API_KEY', saved.key],
+      ] as const) {
         if (value === undefined) delete process.env[name];
         else process.env[name] = value;
       }

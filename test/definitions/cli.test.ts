@@ -20,22 +20,30 @@ function brokenTree(): string {
   const dir = mkdtempSync(join(tmpdir(), 'validate-cli-'));
   dirs.push(dir);
   cpSync(join(ROOT, 'test/definitions/fixtures/base'), dir, { recursive: true });
-  writeFileSync(join(dir, 'factory.yaml'), 'name: x\nrepositories: [{owner: a, name: b}]\nagentDefaults:\n  model: auto\n  runer: linux\n');
+  writeFileSync(
+    join(dir, 'factory.yaml'),
+    'name: x\nrepositories: [{owner: a, name: b}]\nagentDefaults:\n  model: auto\n  runer: linux\n',
+  );
   mkdirSync(join(dir, 'scorers'), { recursive: true });
   return dir;
 }
 
 describe('agentyard validate', () => {
-  it.each(['examples/token-webhook', 'examples/github-signature', 'examples/self-hosted-worker'])('accepts %s (exit 0)', (example) => {
-    const { code, stdout, stderr } = run(example);
-    expect(stdout).toBe('');
-    expect(stderr).toMatch(/0 errors/);
-    expect(code).toBe(0);
-  });
+  it.each(['examples/token-webhook', 'examples/github-signature', 'examples/self-hosted-worker'])(
+    'accepts %s (exit 0)',
+    (example) => {
+      const { code, stdout, stderr } = run(example);
+      expect(stdout).toBe('');
+      expect(stderr).toMatch(/0 errors/);
+      expect(code).toBe(0);
+    },
+  );
 
   it('prints one text line per problem and exits 1', () => {
     const { code, stdout } = run(brokenTree());
-    expect(stdout).toBe('factory.yaml:5:3: error FF_UNKNOWN_FIELD: unknown key `runer` in `agentDefaults`; did you mean `runner`?\n');
+    expect(stdout).toBe(
+      'factory.yaml:5:3: error FF_UNKNOWN_FIELD: unknown key `runer` in `agentDefaults`; did you mean `runner`?\n',
+    );
     expect(code).toBe(1);
   });
 
@@ -45,7 +53,15 @@ describe('agentyard validate', () => {
     expect(body.valid).toBe(false);
     expect(body.schema_version).toBe('v1alpha1');
     expect(body.diagnostics).toEqual([
-      { file: 'factory.yaml', line: 5, column: 3, path: '/agentDefaults/runer', code: 'FF_UNKNOWN_FIELD', message: 'unknown key `runer` in `agentDefaults`; did you mean `runner`?', severity: 'error' },
+      {
+        file: 'factory.yaml',
+        line: 5,
+        column: 3,
+        path: '/agentDefaults/runer',
+        code: 'FF_UNKNOWN_FIELD',
+        message: 'unknown key `runer` in `agentDefaults`; did you mean `runner`?',
+        severity: 'error',
+      },
     ]);
     expect(code).toBe(1);
   });
@@ -60,7 +76,10 @@ describe('agentyard validate', () => {
     const dir = mkdtempSync(join(tmpdir(), 'validate-cli-'));
     dirs.push(dir);
     cpSync(join(ROOT, 'test/definitions/fixtures/base'), dir, { recursive: true });
-    writeFileSync(join(dir, 'factory.yaml'), 'name: x\nrepositories: [{owner: a, name: b}]\nintegrations: [{type: slack}]\nagentDefaults: {model: auto, runner: linux}\n');
+    writeFileSync(
+      join(dir, 'factory.yaml'),
+      'name: x\nrepositories: [{owner: a, name: b}]\nintegrations: [{type: slack}]\nagentDefaults: {model: auto, runner: linux}\n',
+    );
     const { code, stdout } = run(dir);
     expect(stdout).toContain('warning FF_NOT_SUPPORTED_HERE');
     expect(code).toBe(0);

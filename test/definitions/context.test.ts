@@ -5,7 +5,8 @@ import { OTHER_UID, tree, UID, webhookAutomation } from './support.ts';
 
 const files = () =>
   tree({
-    'factory.yaml': 'name: T\nrepositories: [{owner: a, name: b}]\nsecrets: [shared]\nagentDefaults:\n  model: auto\n  runner: team-pool\n',
+    'factory.yaml':
+      'name: T\nrepositories: [{owner: a, name: b}]\nsecrets: [shared]\nagentDefaults:\n  model: auto\n  runner: team-pool\n',
     'webhooks/alerts.yaml': 'authMode: url_token\nsecretName: alerts-token\n',
     'automations/a/automation.md': webhookAutomation(UID),
   });
@@ -18,7 +19,13 @@ describe('state-dependent checks', () => {
     const result = await validateFactory(files());
     expect(result.valid).toBe(true);
     expect(result.stateDependentChecksNotRun.map((c) => `${c.check}:${c.subject}`).sort()).toEqual(
-      ['secret_exists:alerts-token', 'secret_exists:shared', 'secret_url_safe:alerts-token', 'team_runner:team-pool', `webhook_uid:${UID}`].sort(),
+      [
+        'secret_exists:alerts-token',
+        'secret_exists:shared',
+        'secret_url_safe:alerts-token',
+        'team_runner:team-pool',
+        `webhook_uid:${UID}`,
+      ].sort(),
     );
   });
 
@@ -32,7 +39,7 @@ describe('state-dependent checks', () => {
     const result = await validateFactory(files(), context);
     expect(result.stateDependentChecksNotRun).toEqual([]);
     expect(lines(result.diagnostics)).toEqual([
-      'automations/a/automation.md:6:21 FF_INVALID_REFERENCE no webhook of this factory has the UID ' + UID,
+      `automations/a/automation.md:6:21 FF_INVALID_REFERENCE no webhook of this factory has the UID ${UID}`,
       'factory.yaml:3:11 FF_INVALID_REFERENCE no managed secret named `shared`',
       'factory.yaml:6:11 FF_INVALID_REFERENCE no runner named `team-pool`: neither runners/team-pool.yaml nor a team runner',
       'webhooks/alerts.yaml:2:13 FF_INVALID_VALUE secret `alerts-token` is not URL-safe; a `url_token` secret may hold only A-Z a-z 0-9 - . _ ~',
@@ -52,9 +59,17 @@ describe('state-dependent checks', () => {
   });
 
   it('a webhook file name in webhook_ids names the UID when the context knows it', async () => {
-    const input = tree({ 'webhooks/alerts.yaml': 'secretName: s\n', 'automations/a/automation.md': webhookAutomation('alerts') });
+    const input = tree({
+      'webhooks/alerts.yaml': 'secretName: s\n',
+      'automations/a/automation.md': webhookAutomation('alerts'),
+    });
     const offline = await validateFactory(input);
-    expect(offline.diagnostics[0]).toMatchObject({ file: 'automations/a/automation.md', line: 6, column: 21, code: 'FF_INVALID_REFERENCE' });
+    expect(offline.diagnostics[0]).toMatchObject({
+      file: 'automations/a/automation.md',
+      line: 6,
+      column: 21,
+      code: 'FF_INVALID_REFERENCE',
+    });
     const online = await validateFactory(input, { webhookUidForName: (name) => (name === 'alerts' ? UID : undefined) });
     expect(online.diagnostics[0]!.message).toContain(`use the UID ${UID}`);
   });

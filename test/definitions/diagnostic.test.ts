@@ -1,9 +1,31 @@
 import { describe, expect, it } from 'vitest';
-import { formatDiagnostics, formatGithub, formatJson, formatText, normalizeDiagnostics } from '../../src/definitions/diagnostic.ts';
+import {
+  formatDiagnostics,
+  formatGithub,
+  formatJson,
+  formatText,
+  normalizeDiagnostics,
+} from '../../src/definitions/diagnostic.ts';
 import type { Diagnostic } from '../../src/definitions/diagnostic.ts';
 
-const error: Diagnostic = { file: 'factory.yaml', line: 7, column: 3, path: '/agentDefaults/runer', code: 'FF_UNKNOWN_FIELD', message: 'unknown key `runer`; did you mean `runner`?', severity: 'error' };
-const warning: Diagnostic = { file: 'a, b:c.md', line: 1, column: 1, path: '', code: 'FF_NOT_SUPPORTED_HERE', message: '100% line1\nline2', severity: 'warning' };
+const error: Diagnostic = {
+  file: 'factory.yaml',
+  line: 7,
+  column: 3,
+  path: '/agentDefaults/runer',
+  code: 'FF_UNKNOWN_FIELD',
+  message: 'unknown key `runer`; did you mean `runner`?',
+  severity: 'error',
+};
+const warning: Diagnostic = {
+  file: 'a, b:c.md',
+  line: 1,
+  column: 1,
+  path: '',
+  code: 'FF_NOT_SUPPORTED_HERE',
+  message: '100% line1\nline2',
+  severity: 'warning',
+};
 
 describe('formatters', () => {
   it('text: file:line:column: severity code: message', () => {

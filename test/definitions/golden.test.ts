@@ -26,7 +26,8 @@ async function caseTree(name: string): Promise<FactoryFileInput[]> {
       : [],
   );
   const byPath = new Map<string, FactoryFileInput>();
-  for (const file of base) if (![...removed].some((r) => file.path === r || file.path.startsWith(`${r}/`))) byPath.set(file.path, file);
+  for (const file of base)
+    if (![...removed].some((r) => file.path === r || file.path.startsWith(`${r}/`))) byPath.set(file.path, file);
   for (const file of overlay) byPath.set(file.path, file);
   return [...byPath.values()];
 }

@@ -14,24 +14,46 @@ describe('resolveExecution', () => {
 
   it('merges sparse harness overrides and normalises claude-code', () => {
     const r = resolveExecution([
-      level({ harness: { type: 'claude-code', model: 'opus', reasoningLevel: 'high', auth: { source: 'managedSecret', secretName: 'k' } } }),
+      level({
+        harness: {
+          type: 'claude-code',
+          model: 'opus',
+          reasoningLevel: 'high',
+          auth: { source: 'managedSecret', secretName: 'k' },
+        },
+      }),
       level({ harness: { reasoningLevel: 'low' } }),
     ]);
-    expect(r.execution.harness).toEqual({ type: 'claude', model: 'opus', reasoningLevel: 'low', auth: { source: 'managedSecret', secretName: 'k' } });
+    expect(r.execution.harness).toEqual({
+      type: 'claude',
+      model: 'opus',
+      reasoningLevel: 'low',
+      auth: { source: 'managedSecret', secretName: 'k' },
+    });
     expect(r.problems).toEqual([]);
   });
 
   it('clears reasoningLevel and auth with null, keeps them when omitted', () => {
-    const base = level({ harness: { type: 'codex', model: 'gpt-5.3-codex', reasoningLevel: 'high', auth: { source: 'workerEnvironment' } } });
-    expect(resolveExecution([base, level({ harness: { reasoningLevel: null, auth: null } })]).execution.harness).toMatchObject({ reasoningLevel: null, auth: null });
-    expect(resolveExecution([base, level({ harness: { model: 'o4' } })]).execution.harness).toMatchObject({ model: 'o4', reasoningLevel: 'high' });
+    const base = level({
+      harness: { type: 'codex', model: 'gpt-5.3-codex', reasoningLevel: 'high', auth: { source: 'workerEnvironment' } },
+    });
+    expect(
+      resolveExecution([base, level({ harness: { reasoningLevel: null, auth: null } })]).execution.harness,
+    ).toMatchObject({ reasoningLevel: null, auth: null });
+    expect(resolveExecution([base, level({ harness: { model: 'o4' } })]).execution.harness).toMatchObject({
+      model: 'o4',
+      reasoningLevel: 'high',
+    });
   });
 
   it('drops the inherited model when the harness type changes, and requires a new one', () => {
     const r = resolveExecution([level({ model: 'auto' }, '/agentDefaults'), level({ harness: { type: 'gemini' } })]);
     expect(r.problems).toHaveLength(1);
     expect(r.problems[0]!.origin).toEqual({ file: 'f', pointer: '/harness' });
-    const ok = resolveExecution([level({ model: 'auto' }), level({ harness: { type: 'gemini', model: 'gemini-2.5-pro' } })]);
+    const ok = resolveExecution([
+      level({ model: 'auto' }),
+      level({ harness: { type: 'gemini', model: 'gemini-2.5-pro' } }),
+    ]);
     expect(ok.execution.harness).toEqual({ type: 'gemini', model: 'gemini-2.5-pro', reasoningLevel: null, auth: null });
   });
 
@@ -46,7 +68,10 @@ describe('resolveExecution', () => {
   });
 
   it('replaces secrets and mcpServers instead of merging', () => {
-    const r = resolveExecution([level({ model: 'm', secrets: ['a', 'b'], mcpServers: { x: { warpId: '1' } } }), level({ secrets: [], mcpServers: { y: { warpId: '2' } } })]);
+    const r = resolveExecution([
+      level({ model: 'm', secrets: ['a', 'b'], mcpServers: { x: { warpId: '1' } } }),
+      level({ secrets: [], mcpServers: { y: { warpId: '2' } } }),
+    ]);
     expect(r.execution.secrets).toEqual([]);
     expect(r.execution.mcpServers).toEqual({ y: { warpId: '2' } });
   });
@@ -59,8 +84,12 @@ describe('validateFactory: resolved definition', () => {
         'factory.yaml':
           'name: T\nrepositories: [{owner: a, name: b}]\nsecrets: [factory-secret]\nmcpServers: {docs: {warpId: d1}}\n' +
           'agentDefaults:\n  model: auto\n  runner: linux\n  secrets: [default-secret]\n  workerHost: box-1\n',
-        'agents/coder/agent.md': '---\nharness: {type: claude, model: opus}\nsecrets: [coder-secret]\nmcpServers: {search: {warpId: s1}}\n---\nCode.\n',
-        'automations/hook/automation.md': webhookAutomation(UID, 'agent: coder\nharness: {reasoningLevel: high}\nworkerHost: null\nsecrets: []\n'),
+        'agents/coder/agent.md':
+          '---\nharness: {type: claude, model: opus}\nsecrets: [coder-secret]\nmcpServers: {search: {warpId: s1}}\n---\nCode.\n',
+        'automations/hook/automation.md': webhookAutomation(
+          UID,
+          'agent: coder\nharness: {reasoningLevel: high}\nworkerHost: null\nsecrets: []\n',
+        ),
       }),
     );
     expect(result.diagnostics).toEqual([]);
@@ -84,7 +113,9 @@ describe('validateFactory: resolved definition', () => {
     expect(automation.execution.harness).toEqual({ type: 'claude', model: 'opus', reasoningLevel: 'high', auth: null });
     expect(automation.execution.workerHost).toBeNull();
     expect(automation.execution.secrets).toEqual(['factory-secret']);
-    expect(automation.triggers).toEqual([{ kind: 'webhook', provider: 'webhook', event: 'received', webhookUid: UID, payload: null }]);
+    expect(automation.triggers).toEqual([
+      { kind: 'webhook', provider: 'webhook', event: 'received', webhookUid: UID, payload: null },
+    ]);
   });
 
   it('defaults: schemaVersion v1alpha1, agentType CUSTOM, automation agent = foreman, enabled true, webhook token mode', async () => {
@@ -102,17 +133,32 @@ describe('validateFactory: resolved definition', () => {
     expect(def.agents[0]!.agentType).toBe('FOREMAN');
     expect(def.automations[0]).toMatchObject({ agent: 'foreman', enabled: true, prompt: 'Handle it.' });
     expect(def.webhooks).toEqual([
-      { name: 'inbox', file: 'webhooks/inbox.yaml', authMode: 'token', signatureScheme: null, secretName: 'inbox-token', deliveryIdHeader: null, enabled: true },
+      {
+        name: 'inbox',
+        file: 'webhooks/inbox.yaml',
+        authMode: 'token',
+        signatureScheme: null,
+        secretName: 'inbox-token',
+        deliveryIdHeader: null,
+        enabled: true,
+      },
     ]);
     expect(def.factory.credentialStrategy).toBeUndefined();
     expect(def.factory.integrations).toBeUndefined();
   });
 
   it('marks runners that are not files as team runners and lists the check as not run', async () => {
-    const result = await validateFactory(tree({ 'agents/foreman/agent.md': '---\nagentType: FOREMAN\nrunner: gpu-pool\n---\n' }));
+    const result = await validateFactory(
+      tree({ 'agents/foreman/agent.md': '---\nagentType: FOREMAN\nrunner: gpu-pool\n---\n' }),
+    );
     expect(result.valid).toBe(true);
     expect(result.definition!.agents[0]!.execution).toMatchObject({ runner: 'gpu-pool', runnerSource: 'team' });
-    expect(result.stateDependentChecksNotRun).toContainEqual({ check: 'team_runner', file: 'agents/foreman/agent.md', path: '/runner', subject: 'gpu-pool' });
+    expect(result.stateDependentChecksNotRun).toContainEqual({
+      check: 'team_runner',
+      file: 'agents/foreman/agent.md',
+      path: '/runner',
+      subject: 'gpu-pool',
+    });
   });
 
   it('includes skills: shared ones on the definition, agent ones on their agent', async () => {
@@ -120,6 +166,8 @@ describe('validateFactory: resolved definition', () => {
       tree({ 'skills/deploy/SKILL.md': 'shared', 'agents/foreman/skills/tools/lint/SKILL.md': 'mine' }),
     );
     expect(result.definition!.skills).toEqual([{ name: 'deploy', path: 'skills/deploy/SKILL.md', content: 'shared' }]);
-    expect(result.definition!.agents[0]!.skills).toEqual([{ name: 'lint', path: 'agents/foreman/skills/tools/lint/SKILL.md', content: 'mine' }]);
+    expect(result.definition!.agents[0]!.skills).toEqual([
+      { name: 'lint', path: 'agents/foreman/skills/tools/lint/SKILL.md', content: 'mine' },
+    ]);
   });
 });

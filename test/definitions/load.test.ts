@@ -48,8 +48,24 @@ describe('readFactoryDir', () => {
     ]);
     const loaded = loadFactoryFiles(files);
     expect(loaded.diagnostics).toEqual([
-      { file: 'runners/linked.yaml', line: 1, column: 1, path: '', code: 'FF_UNSUPPORTED_PATH', message: expect.stringContaining('symbolic link'), severity: 'error' },
-      { file: 'skills', line: 1, column: 1, path: '', code: 'FF_UNSUPPORTED_PATH', message: expect.stringContaining('symbolic link'), severity: 'error' },
+      {
+        file: 'runners/linked.yaml',
+        line: 1,
+        column: 1,
+        path: '',
+        code: 'FF_UNSUPPORTED_PATH',
+        message: expect.stringContaining('symbolic link'),
+        severity: 'error',
+      },
+      {
+        file: 'skills',
+        line: 1,
+        column: 1,
+        path: '',
+        code: 'FF_UNSUPPORTED_PATH',
+        message: expect.stringContaining('symbolic link'),
+        severity: 'error',
+      },
     ]);
     expect(loaded.files.map((f) => [f.path, f.kind, f.name])).toEqual([
       ['agents/foreman/agent.md', 'agent', 'foreman'],
@@ -106,7 +122,13 @@ describe('loadFactoryFiles', () => {
 
   it('reports a duplicated input path and oversized files', async () => {
     const huge = `description: "${'x'.repeat(300 * 1024)}"\nplatform: {linux: {dockerImage: x}}\n`;
-    const result = await validateFactory([...tree({ 'runners/huge.yaml': huge }), { path: 'factory.yaml', content: 'x: 1' }]);
-    expect(result.diagnostics.map((d) => `${d.file} ${d.code}`)).toEqual(['factory.yaml FF_DUPLICATE_PATH', 'runners/huge.yaml FF_LIMIT_EXCEEDED']);
+    const result = await validateFactory([
+      ...tree({ 'runners/huge.yaml': huge }),
+      { path: 'factory.yaml', content: 'x: 1' },
+    ]);
+    expect(result.diagnostics.map((d) => `${d.file} ${d.code}`)).toEqual([
+      'factory.yaml FF_DUPLICATE_PATH',
+      'runners/huge.yaml FF_LIMIT_EXCEEDED',
+    ]);
   });
 });

@@ -3,7 +3,8 @@ import type { FactoryFileInput } from '../../src/definitions/index.ts';
 /** A minimal valid tree as in-memory files; `extra` replaces or adds files. */
 export function tree(extra: Record<string, string> = {}): FactoryFileInput[] {
   const files: Record<string, string> = {
-    'factory.yaml': 'name: Test\nrepositories:\n  - {owner: acme, name: api}\nagentDefaults:\n  model: auto\n  runner: linux\n',
+    'factory.yaml':
+      'name: Test\nrepositories:\n  - {owner: acme, name: api}\nagentDefaults:\n  model: auto\n  runner: linux\n',
     'agents/foreman/agent.md': '---\nagentType: FOREMAN\n---\nLead.\n',
     'runners/linux.yaml': 'platform:\n  linux:\n    dockerImage: node:24\n',
     ...extra,

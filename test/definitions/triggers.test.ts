@@ -27,20 +27,41 @@ describe('trigger normalisation', () => {
         filter: { base_branches: { in: ['main'] }, pr_numbers: { in: [1, 2] }, labels: { not_in: ['wip'] } },
         runsHere: false,
       },
-      { kind: 'provider', provider: 'slack', event: 'reaction_added', filter: { channel_ids: { in: ['eng'] }, emojis: { in: ['eyes'] } }, runsHere: false },
+      {
+        kind: 'provider',
+        provider: 'slack',
+        event: 'reaction_added',
+        filter: { channel_ids: { in: ['eng'] }, emojis: { in: ['eyes'] } },
+        runsHere: false,
+      },
       { kind: 'schedule', provider: 'schedule', event: 'cron_fired', schedule: null, scheduleIds: ['sched-1'] },
     ]);
     expect(result.deferredResolutions).toEqual([
-      { file: 'automations/a/automation.md', path: '/triggers/1/filter/channels', field: 'channels', kind: 'slack_name_alias' },
+      {
+        file: 'automations/a/automation.md',
+        path: '/triggers/1/filter/channels',
+        field: 'channels',
+        kind: 'slack_name_alias',
+      },
     ]);
   });
 
   it('keeps an inline schedule with its name and cron', async () => {
     const result = await validateFactory(
-      tree({ 'automations/a/automation.md': automation('  - provider: schedule\n    event: cron_fired\n    schedule: {name: nightly, cron: "0 3 * * *"}\n') }),
+      tree({
+        'automations/a/automation.md': automation(
+          '  - provider: schedule\n    event: cron_fired\n    schedule: {name: nightly, cron: "0 3 * * *"}\n',
+        ),
+      }),
     );
     expect(result.definition!.automations[0]!.triggers).toEqual([
-      { kind: 'schedule', provider: 'schedule', event: 'cron_fired', schedule: { name: 'nightly', cron: '0 3 * * *' }, scheduleIds: [] },
+      {
+        kind: 'schedule',
+        provider: 'schedule',
+        event: 'cron_fired',
+        schedule: { name: 'nightly', cron: '0 3 * * *' },
+        scheduleIds: [],
+      },
     ]);
   });
 });

@@ -51,7 +51,15 @@ describe.each(ENGINES)('the validation rate limit on %s', (engine) => {
     // A key does not buy a second budget: the client is its address.
     expect((await validate(limited, { authorization: `Bearer ${limited.adminKey}` })).status).toBe(429);
     // Refused before the body is read: even a malformed one gets the 429.
-    expect((await request(`${limited.apiUrl}/factory-files/validate`, { method: 'POST', body: '{', headers: { 'content-type': 'application/json' } })).status).toBe(429);
+    expect(
+      (
+        await request(`${limited.apiUrl}/factory-files/validate`, {
+          method: 'POST',
+          body: '{',
+          headers: { 'content-type': 'application/json' },
+        })
+      ).status,
+    ).toBe(429);
     // The cached schema routes stay open.
     expect((await request(`${limited.apiUrl}/factory-files/schemas`)).status).toBe(200);
   });

@@ -18,7 +18,8 @@ describe('factory-file wire helpers', () => {
   });
 
   it('names a document by kind, kind.json or kind.schema.json', () => {
-    for (const name of ['agent', 'agent.json', 'agent.schema.json']) expect(documentFileName(name)).toBe('agent.schema.json');
+    for (const name of ['agent', 'agent.json', 'agent.schema.json'])
+      expect(documentFileName(name)).toBe('agent.schema.json');
   });
 });
 
@@ -32,7 +33,11 @@ describe.each(ENGINES)('factory-file wire endpoints on %s', (engine) => {
   });
 
   const validate = (files: unknown, key?: string) =>
-    request(`${s.apiUrl}/factory-files/validate`, { method: 'POST', body: { files }, headers: key ? { authorization: `Bearer ${key}` } : {} });
+    request(`${s.apiUrl}/factory-files/validate`, {
+      method: 'POST',
+      body: { files },
+      headers: key ? { authorization: `Bearer ${key}` } : {},
+    });
 
   it('publishes the registry without an API key, with current_version and links that work', async () => {
     const registry = await request(`${s.apiUrl}/factory-files/schemas`);
@@ -53,11 +58,15 @@ describe.each(ENGINES)('factory-file wire endpoints on %s', (engine) => {
     const etag = bundle.headers.get('etag')!;
     expect(etag).toMatch(/^"[A-Za-z0-9_-]+"$/);
     expect(bundle.headers.get('cache-control')).toMatch(/public/);
-    const again = await request(`${s.apiUrl}/factory-files/schemas/${SCHEMA_VERSION}`, { headers: { 'if-none-match': etag } });
+    const again = await request(`${s.apiUrl}/factory-files/schemas/${SCHEMA_VERSION}`, {
+      headers: { 'if-none-match': etag },
+    });
     expect(again.status).toBe(304);
     expect(again.text).toBe('');
     expect(again.headers.get('etag')).toBe(etag);
-    const weak = await request(`${s.apiUrl}/factory-files/schemas/${SCHEMA_VERSION}`, { headers: { 'if-none-match': `"other", W/${etag}` } });
+    const weak = await request(`${s.apiUrl}/factory-files/schemas/${SCHEMA_VERSION}`, {
+      headers: { 'if-none-match': `"other", W/${etag}` },
+    });
     expect(weak.status).toBe(304);
 
     const doc = await request(`${s.apiUrl}/factory-files/schemas/${SCHEMA_VERSION}/factory`);
@@ -66,8 +75,20 @@ describe.each(ENGINES)('factory-file wire endpoints on %s', (engine) => {
     expect(JSON.parse(doc.text)).toEqual(getSchemaBundle()['factory.schema.json']);
     const docEtag = doc.headers.get('etag')!;
     expect(docEtag).not.toBe(etag);
-    expect((await request(`${s.apiUrl}/factory-files/schemas/${SCHEMA_VERSION}/factory.schema.json`, { headers: { 'if-none-match': docEtag } })).status).toBe(304);
-    expect((await request(`${s.apiUrl}/factory-files/schemas/${SCHEMA_VERSION}/factory.schema.json`, { headers: { 'if-none-match': '"stale"' } })).status).toBe(200);
+    expect(
+      (
+        await request(`${s.apiUrl}/factory-files/schemas/${SCHEMA_VERSION}/factory.schema.json`, {
+          headers: { 'if-none-match': docEtag },
+        })
+      ).status,
+    ).toBe(304);
+    expect(
+      (
+        await request(`${s.apiUrl}/factory-files/schemas/${SCHEMA_VERSION}/factory.schema.json`, {
+          headers: { 'if-none-match': '"stale"' },
+        })
+      ).status,
+    ).toBe(200);
   });
 
   it('serves documents whose relative $refs resolve beside them (as a YAML language server loads them)', async () => {
@@ -95,11 +116,16 @@ describe.each(ENGINES)('factory-file wire endpoints on %s', (engine) => {
     expect(res.body).toMatchObject({
       valid: true,
       schema_version: SCHEMA_VERSION,
-      validation_scope: { parser: `agentyard/${SCHEMA_VERSION}`, state_independent: 'checked', state_dependent: 'not_checked' },
+      validation_scope: {
+        parser: `agentyard/${SCHEMA_VERSION}`,
+        state_independent: 'checked',
+        state_dependent: 'not_checked',
+      },
     });
     expect(res.body.diagnostics.filter((d: { severity: string }) => d.severity === 'error')).toEqual([]);
     expect(res.body.state_dependent_checks_not_run.length).toBeGreaterThan(0);
-    for (const c of res.body.state_dependent_checks_not_run) expect(Object.keys(c).sort()).toEqual(['check', 'json_pointer', 'path', 'subject']);
+    for (const c of res.body.state_dependent_checks_not_run)
+      expect(Object.keys(c).sort()).toEqual(['check', 'json_pointer', 'path', 'subject']);
   });
 
   it('reports diagnostics with code, path, line, column, message and severity', async () => {
@@ -108,7 +134,13 @@ describe.each(ENGINES)('factory-file wire endpoints on %s', (engine) => {
     expect(res.status).toBe(200);
     expect(res.body.valid).toBe(false);
     const d = res.body.diagnostics.find((x: { code: string }) => x.code === 'FF_UNKNOWN_FIELD');
-    expect(d).toMatchObject({ path: 'agents/foreman/agent.md', line: 3, column: 1, severity: 'error', json_pointer: '/modle' });
+    expect(d).toMatchObject({
+      path: 'agents/foreman/agent.md',
+      line: 3,
+      column: 1,
+      severity: 'error',
+      json_pointer: '/modle',
+    });
     expect(d.message).toMatch(/modle/);
   });
 
@@ -116,7 +148,9 @@ describe.each(ENGINES)('factory-file wire endpoints on %s', (engine) => {
     const webhook = 'authMode: url_token\nsecretName: hook-secret\n';
     const files = tree({ 'webhooks/deploys.yaml': webhook });
     const anonymous = await validate(files);
-    expect(anonymous.body.state_dependent_checks_not_run.map((c: { check: string }) => c.check)).toContain('secret_exists');
+    expect(anonymous.body.state_dependent_checks_not_run.map((c: { check: string }) => c.check)).toContain(
+      'secret_exists',
+    );
     const keyed = await validate(files, s.adminKey);
     expect(keyed.status).toBe(200);
     expect(keyed.body.validation_scope.state_dependent).toBe('partially_checked');
@@ -125,7 +159,9 @@ describe.each(ENGINES)('factory-file wire endpoints on %s', (engine) => {
     await s.api('PUT', '/secrets/hook-secret', { value: 'url-safe_value' });
     const withSecret = await validate(files, s.adminKey);
     expect(withSecret.body.valid, JSON.stringify(withSecret.body.diagnostics)).toBe(true);
-    expect(withSecret.body.state_dependent_checks_not_run.map((c: { check: string }) => c.check)).not.toContain('secret_exists');
+    expect(withSecret.body.state_dependent_checks_not_run.map((c: { check: string }) => c.check)).not.toContain(
+      'secret_exists',
+    );
     expect((await validate(files, 'ayk_wrong')).status).toBe(401);
   });
 
@@ -138,14 +174,20 @@ describe.each(ENGINES)('factory-file wire endpoints on %s', (engine) => {
     expect(big.status).toBe(413);
     expect(big.body.code).toBe('payload_too_large');
     expect(big.body.detail).toMatch(/agents\/big\/agent\.md/);
-    const total = Array.from({ length: 9 }, (_, i) => ({ path: `skills/s${i}/SKILL.md`, content: 'x'.repeat(250 * 1024) }));
+    const total = Array.from({ length: 9 }, (_, i) => ({
+      path: `skills/s${i}/SKILL.md`,
+      content: 'x'.repeat(250 * 1024),
+    }));
     const tooMuch = await validate(total);
     expect(tooMuch.status).toBe(413);
     expect(tooMuch.body.detail).toMatch(/2 MiB/);
     const escape = await validate([{ path: '../etc/passwd', content: 'x' }]);
     expect(escape.status).toBe(400);
     expect(escape.body.detail).toMatch(/files\[0\]\.path/);
-    const malformed = await request(`${s.apiUrl}/factory-files/validate`, { method: 'POST', body: { files: [{ path: 'factory.yaml' }] } });
+    const malformed = await request(`${s.apiUrl}/factory-files/validate`, {
+      method: 'POST',
+      body: { files: [{ path: 'factory.yaml' }] },
+    });
     expect(malformed.status).toBe(400);
     expect(malformed.body.detail).toMatch(/content/);
   });

@@ -7,7 +7,11 @@ describe('parseYamlSource', () => {
   it('keeps the value and resolves pointers to positions', () => {
     const parsed = parseYamlSource('factory.yaml', text);
     expect(parsed.diagnostics).toEqual([]);
-    expect(parsed.value).toEqual({ name: 'x', agentDefaults: { model: 'auto', secrets: ['a', 'b/c'], 'we/ird~key': 1 }, empty: null });
+    expect(parsed.value).toEqual({
+      name: 'x',
+      agentDefaults: { model: 'auto', secrets: ['a', 'b/c'], 'we/ird~key': 1 },
+      empty: null,
+    });
     expect(parsed.locate('/agentDefaults/model')).toEqual({ line: 3, column: 10 });
     expect(parsed.locate('/agentDefaults/model', 'key')).toEqual({ line: 3, column: 3 });
     expect(parsed.locate('/agentDefaults/secrets/1')).toEqual({ line: 6, column: 7 });
@@ -43,7 +47,10 @@ describe('parseYamlSource', () => {
 
 describe('parseMarkdownSource', () => {
   it('reports frontmatter positions as lines of the .md file and splits off the body', () => {
-    const parsed = parseMarkdownSource('a.md', '---\nagentType: FOREMAN\nsecrets:\n  - one\n---\n\nYou are the foreman.\n');
+    const parsed = parseMarkdownSource(
+      'a.md',
+      '---\nagentType: FOREMAN\nsecrets:\n  - one\n---\n\nYou are the foreman.\n',
+    );
     expect(parsed.value).toEqual({ agentType: 'FOREMAN', secrets: ['one'] });
     expect(parsed.locate('/agentType')).toEqual({ line: 2, column: 12 });
     expect(parsed.locate('/secrets/0')).toEqual({ line: 4, column: 5 });

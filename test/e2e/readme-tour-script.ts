@@ -56,7 +56,8 @@ function shellBlocks(section: string): string[] {
 
 /** `printf 'fmt' > file`: the tour's printf formats hold only `\n` escapes. */
 function printfContent(format: string): string {
-  if (format.includes('%') || /\\[^n]/.test(format)) throw new Error(`README tour: printf format ${format} holds escapes the tests do not read`);
+  if (format.includes('%') || /\\[^n]/.test(format))
+    throw new Error(`README tour: printf format ${format} holds escapes the tests do not read`);
   return format.replaceAll('\\n', '\n');
 }
 
@@ -106,7 +107,8 @@ function parseCommits(script: string): TourCommit[] {
       pending = [];
     }
   }
-  if (pending.length) throw new Error(`README tour: ${pending.map((f) => f.path).join(', ')} written but never committed`);
+  if (pending.length)
+    throw new Error(`README tour: ${pending.map((f) => f.path).join(', ')} written but never committed`);
   return commits;
 }
 
@@ -147,11 +149,20 @@ export function readTour(file = README): Tour {
   const next = text.indexOf('\n## ', start + SECTION_START.length);
   const section = text.slice(start, next < 0 ? undefined : next);
   const [serverBlock, script] = shellBlocks(section);
-  if (!serverBlock || !script) throw new Error('README tour: expected a shell block that starts the server, then the tour');
+  if (!serverBlock || !script)
+    throw new Error('README tour: expected a shell block that starts the server, then the tour');
   const serverCommand = serverBlock.trim();
   const serverEnv: Record<string, string> = {};
   for (const m of serverCommand.matchAll(/([A-Z_]+)=(\S+)/g)) serverEnv[m[1]!] = m[2]!.replaceAll('$PWD', ROOT);
-  return { section, serverCommand, serverEnv, script, commits: parseCommits(script), requests: parseRequests(script), comments: parseComments(script) };
+  return {
+    section,
+    serverCommand,
+    serverEnv,
+    script,
+    commits: parseCommits(script),
+    requests: parseRequests(script),
+    comments: parseComments(script),
+  };
 }
 
 /** A file's content as the shell writes it: `$NAME` replaced in an unquoted heredoc. */

@@ -73,7 +73,8 @@ function tourRequest(match: (r: TourRequest) => boolean, what: string): TourRequ
 
 function tourCommit(message: string): TourCommit {
   const found = tour.commits.find((c) => c.message === message);
-  if (!found) throw new Error(`README tour: no commit "${message}" (commits: ${tour.commits.map((c) => c.message).join(', ')})`);
+  if (!found)
+    throw new Error(`README tour: no commit "${message}" (commits: ${tour.commits.map((c) => c.message).join(', ')})`);
   return found;
 }
 
@@ -95,25 +96,41 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeou
 describe('README tour: what the text says', () => {
   it('starts the server with the stand-in agent of examples/tour on the command harness', () => {
     expect(tour.serverCommand).toMatch(/ npm start$/);
-    expect(tour.serverEnv).toEqual({ AGENTYARD_HARNESSES: 'command', AGENTYARD_HARNESS_COMMAND_BIN: path.join(ROOT, 'examples/tour/agent.mjs') });
+    expect(tour.serverEnv).toEqual({
+      AGENTYARD_HARNESSES: 'command',
+      AGENTYARD_HARNESS_COMMAND_BIN: path.join(ROOT, 'examples/tour/agent.mjs'),
+    });
   });
 
   it('commits the factory, the automation, the typo and the fix, in that order', () => {
-    expect(tour.commits.map((c) => c.message)).toEqual(['demo factory', 'run on failed builds', 'typo', 'fix the typo']);
-    expect(tour.commits[0]!.files.map((f) => f.path).sort()).toEqual(['agents/foreman/agent.md', 'factory.yaml', 'runners/default.yaml', 'webhooks/ci.yaml']);
+    expect(tour.commits.map((c) => c.message)).toEqual([
+      'demo factory',
+      'run on failed builds',
+      'typo',
+      'fix the typo',
+    ]);
+    expect(tour.commits[0]!.files.map((f) => f.path).sort()).toEqual([
+      'agents/foreman/agent.md',
+      'factory.yaml',
+      'runners/default.yaml',
+      'webhooks/ci.yaml',
+    ]);
     expect(tour.commits[1]!.files.map((f) => f.path)).toEqual(['automations/on-failure/automation.md']);
     expect(tour.commits[2]!.files.map((f) => f.path)).toEqual(['webhooks/ci.yaml']);
     // the fix restores the file of the first commit byte for byte
-    expect(tour.commits[3]!.files[0]!.content).toBe(tour.commits[0]!.files.find((f) => f.path === 'webhooks/ci.yaml')!.content);
+    expect(tour.commits[3]!.files[0]!.content).toBe(
+      tour.commits[0]!.files.find((f) => f.path === 'webhooks/ci.yaml')!.content,
+    );
   });
 
   it('the sender uses the secret the tour stores, and the automation names the webhook by the UID the tour reads', () => {
     const secret = tourRequest((r) => r.url.includes('/api/v1/secrets/'), 'storing the secret');
     const deliveries = tour.requests.filter((r) => r.url === '$INGRESS');
     expect(deliveries.length).toBeGreaterThanOrEqual(2);
-    for (const d of deliveries) expect(d.headers.authorization).toBe(`Bearer ${(secret.body as { value: string }).value}`);
+    for (const d of deliveries)
+      expect(d.headers.authorization).toBe(`Bearer ${(secret.body as { value: string }).value}`);
     expect(tour.commits[1]!.files[0]!.content).toContain('webhook_ids: [$HOOK]');
-    expect(tour.script).toContain("HOOK=${INGRESS##*/}");
+    expect(tour.script).toContain('HOOK=${INGRESS##*/}');
   });
 });
 
@@ -163,12 +180,23 @@ describe.each(ENGINES)('README tour, step by step on %s', (engine) => {
     expect(synced.body.status.applied_revision).toBe(`main@sha1:${first}`);
     expectShown(synced.body.status.message);
     const factory = await s.api('GET', `/factories/${factoryId}`);
-    expect(factory.body.status).toMatchObject({ state: 'applied', ready: true, applied_revision: `main@sha1:${first}`, errors: [] });
+    expect(factory.body.status).toMatchObject({
+      state: 'applied',
+      ready: true,
+      applied_revision: `main@sha1:${first}`,
+      errors: [],
+    });
 
     const hooks = await s.api('GET', `/factories/${factoryId}/webhooks`);
     expect(hooks.body.webhooks).toHaveLength(1);
     const hook = hooks.body.webhooks[0];
-    expect(hook).toMatchObject({ name: 'ci', file: 'webhooks/ci.yaml', auth_mode: 'token', secret_name: 'ci-webhook', enabled: true });
+    expect(hook).toMatchObject({
+      name: 'ci',
+      file: 'webhooks/ci.yaml',
+      auth_mode: 'token',
+      secret_name: 'ci-webhook',
+      enabled: true,
+    });
     expect(hook.uid).toMatch(/^wh_[0-9a-z]{26}$/);
     const ingress = hook.ingress_url as string;
     expect(ingress).toBe(`${s.url}/webhooks/w/${hook.uid}`);
@@ -182,12 +210,18 @@ describe.each(ENGINES)('README tour, step by step on %s', (engine) => {
     expect(withAutomation.body.result).toBe('applied');
     expectShown(withAutomation.body.result);
     expect(withAutomation.body.status.applied_revision).toBe(`main@sha1:${second}`);
-    expect(withAutomation.body.changes).toEqual([expect.objectContaining({ kind: 'automation', name: 'on-failure', action: 'created' })]);
+    expect(withAutomation.body.changes).toEqual([
+      expect.objectContaining({ kind: 'automation', name: 'on-failure', action: 'created' }),
+    ]);
     const automationId = withAutomation.body.changes[0].id as string;
 
     // 5. a delivery: 202, Accepted, one run with the envelope and the payload attached, which the agent runs
     const [delivery, passing] = tour.requests.filter((r) => r.url === '$INGRESS');
-    const sent = await request(ingress, { method: 'POST', body: JSON.stringify(delivery!.body), headers: delivery!.headers });
+    const sent = await request(ingress, {
+      method: 'POST',
+      body: JSON.stringify(delivery!.body),
+      headers: delivery!.headers,
+    });
     expect(sent.status).toBe(202);
     const deliveryId = sent.body.delivery_id as string;
     expect(deliveryId).toMatch(/^dlv_/);
@@ -196,7 +230,12 @@ describe.each(ENGINES)('README tour, step by step on %s', (engine) => {
       const res = await s.api('GET', `/webhooks/${hook.uid}/deliveries/${deliveryId}`);
       return res.body.evaluation === 'evaluated' ? res.body : undefined;
     });
-    expect(detail).toMatchObject({ delivery_id: deliveryId, label: 'Accepted', status: 'accepted', payload: delivery!.body });
+    expect(detail).toMatchObject({
+      delivery_id: deliveryId,
+      label: 'Accepted',
+      status: 'accepted',
+      payload: delivery!.body,
+    });
     expect(detail.runs).toEqual([{ run_id: expect.stringMatching(/^run_/), automation_id: automationId }]);
     const runId = detail.runs[0].run_id as string;
     expect(tour.comments.some((c) => c.includes('"Accepted"'))).toBe(true);
@@ -204,8 +243,15 @@ describe.each(ENGINES)('README tour, step by step on %s', (engine) => {
     const list = await s.api('GET', '/agent/runs?source=WEBHOOK');
     expect(list.body.runs.map((r: { run_id: string }) => r.run_id)).toEqual([runId]);
     const run = list.body.runs[0];
-    expect(run).toMatchObject({ source: 'WEBHOOK', delivery_id: deliveryId, automation_id: automationId, factory_uid: factoryId });
-    const automationBody = expand(tourCommit('run on failed builds').files[0]!, { HOOK: hook.uid }).split('\n---\n')[1]!.trim();
+    expect(run).toMatchObject({
+      source: 'WEBHOOK',
+      delivery_id: deliveryId,
+      automation_id: automationId,
+      factory_uid: factoryId,
+    });
+    const automationBody = expand(tourCommit('run on failed builds').files[0]!, { HOOK: hook.uid })
+      .split('\n---\n')[1]!
+      .trim();
     expect(run.prompt.startsWith(`${automationBody}\n`)).toBe(true);
     expect(run.prompt).toContain(`- Webhook: ci (${hook.uid})`);
     expect(run.prompt).toContain(`- Delivery ID: ${deliveryId}`);
@@ -214,20 +260,29 @@ describe.each(ENGINES)('README tour, step by step on %s', (engine) => {
 
     const attachments = await s.api('GET', `/agent/runs/${runId}/handoff/attachments`);
     expect(attachments.body.attachments).toHaveLength(1);
-    expect(attachments.body.attachments[0]).toMatchObject({ filename: 'event-payload.json', mime_type: 'application/json' });
+    expect(attachments.body.attachments[0]).toMatchObject({
+      filename: 'event-payload.json',
+      mime_type: 'application/json',
+    });
     expectShown(attachments.body.attachments[0].filename);
     const download = await fetch(attachments.body.attachments[0].download_url);
     expect(JSON.parse(await download.text())).toEqual(delivery!.body);
 
     // the README's `curl -sN …/events`: the stream ends once the run is finished
-    const stream = await fetch(`${s.apiUrl}/agent/runs/${runId}/events`, { headers: { authorization: `Bearer ${s.adminKey}` } });
+    const stream = await fetch(`${s.apiUrl}/agent/runs/${runId}/events`, {
+      headers: { authorization: `Bearer ${s.adminKey}` },
+    });
     const events = (await stream.text())
       .split('\n')
       .filter((l) => l.startsWith('data: '))
-      .map((l) => JSON.parse(l.slice(6)) as { type?: string; state?: string; data?: { state?: string; text?: string } });
+      .map(
+        (l) => JSON.parse(l.slice(6)) as { type?: string; state?: string; data?: { state?: string; text?: string } },
+      );
     const states = events.filter((e) => e.type === 'state').map((e) => e.data!.state);
     expect(states).toEqual(['CLAIMED', 'INPROGRESS', 'SUCCEEDED']);
-    expect(events.find((e) => e.type === 'result')?.data?.text).toBe('Read event-payload.json: build 42 is failed. (A real agent would now look for the cause.)');
+    expect(events.find((e) => e.type === 'result')?.data?.text).toBe(
+      'Read event-payload.json: build 42 is failed. (A real agent would now look for the cause.)',
+    );
     expect(events.at(-1)).toMatchObject({ run_id: runId, state: 'SUCCEEDED' });
     expect((await s.api('GET', `/agent/runs/${runId}`)).body.state).toBe('SUCCEEDED');
 
@@ -246,11 +301,21 @@ describe.each(ENGINES)('README tour, step by step on %s', (engine) => {
       attempted_revision: `main@sha1:${typo}`,
     });
     expect(refused.body.status.errors).toEqual([
-      expect.objectContaining({ file: 'webhooks/ci.yaml', line: 1, column: 11, code: 'FF_INVALID_VALUE', severity: 'error' }),
+      expect.objectContaining({
+        file: 'webhooks/ci.yaml',
+        line: 1,
+        column: 11,
+        code: 'FF_INVALID_VALUE',
+        severity: 'error',
+      }),
     ]);
     expectShown(refused.body.status.message);
 
-    const stillLive = await request(ingress, { method: 'POST', body: JSON.stringify(passing!.body), headers: passing!.headers });
+    const stillLive = await request(ingress, {
+      method: 'POST',
+      body: JSON.stringify(passing!.body),
+      headers: passing!.headers,
+    });
     expect(stillLive.status).toBe(202);
     expectShown(`${stillLive.text} 202`); // curl -w ' %{http_code}\n'
     // `status: passed` is not a failure: the filter lets it by, and no second run starts
@@ -315,16 +380,26 @@ describe('README tour, the shell block run with bash (pglite)', () => {
       '5 files: 1 error, 0 warnings; 1 state-dependent check (secrets, team runners, webhook UIDs) run at apply',
     ]);
     expect(out[0], context).toBe('ci-webhook');
-    for (const shown of ['Applied revision: main@sha1:…', 'http://localhost:8080/webhooks/w/wh_…', 'applied', 'event-payload.json', '{"delivery_id":"dlv_…"} 202']) {
+    for (const shown of [
+      'Applied revision: main@sha1:…',
+      'http://localhost:8080/webhooks/w/wh_…',
+      'applied',
+      'event-payload.json',
+      '{"delivery_id":"dlv_…"} 202',
+    ]) {
       expect(tour.comments, shown).toContain(shown);
       expect(out, context).toContain(shown);
     }
-    for (const line of tour.comments.filter((c) => c.startsWith('webhooks/ci.yaml:1:11') || c.startsWith('validate main@sha1:'))) {
+    for (const line of tour.comments.filter(
+      (c) => c.startsWith('webhooks/ci.yaml:1:11') || c.startsWith('validate main@sha1:'),
+    )) {
       expect(out, context).toContain(line);
     }
     expect(stdout).toContain('"label": "Accepted"');
     expect(stdout).toMatch(/"runs": \[\n\s+\{\n\s+"run_id": "run_/);
-    expect(stdout).toContain('Find out why the build failed and propose a fix.\n\n---\nWebhook delivery (added by Agentyard)');
+    expect(stdout).toContain(
+      'Find out why the build failed and propose a fix.\n\n---\nWebhook delivery (added by Agentyard)',
+    );
     expect(stdout).toContain('"state":"SUCCEEDED"');
     expect(out.at(-2)).toBe('applied'); // the fix (the last line is the empty one after it)
   });

@@ -18,7 +18,9 @@ async function teamIdOf(s: ExecServer, key?: string): Promise<string> {
 
 describe.each(ENGINES)('dispatch on %s', (engine) => {
   it('takes turns between teams: a burst of one team does not go first until it is done', async () => {
-    const s = await startExecServer(engine, { settings: { concurrency: 1, harnesses: ['noop'], defaultHarness: 'noop' } });
+    const s = await startExecServer(engine, {
+      settings: { concurrency: 1, harnesses: ['noop'], defaultHarness: 'noop' },
+    });
     try {
       const teamA = await teamIdOf(s);
       const teamB = (await s.api('POST', '/teams', { name: 'team-b' })).body.team.id as string;
@@ -30,7 +32,12 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
           [teamB, 2],
         ] as const) {
           for (let i = 0; i < n; i++) {
-            const run = await insertQueuedRun(tx, { teamId: team, prompt: `${team === teamA ? 'A' : 'B'}${i}`, source: 'API', creator: null });
+            const run = await insertQueuedRun(tx, {
+              teamId: team,
+              prompt: `${team === teamA ? 'A' : 'B'}${i}`,
+              source: 'API',
+              creator: null,
+            });
             made.push({ id: run.id, team });
           }
         }
@@ -38,7 +45,10 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
       });
       await s.server.ctx.bus.publish(RUNS_QUEUED_TOPIC, { run_id: ids[0]!.id, worker_host: null });
       await waitFor('every run to finish', async () => {
-        const res = await s.server.ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE id = ANY($1::text[]) AND state = 'SUCCEEDED'`, [ids.map((r) => r.id)]);
+        const res = await s.server.ctx.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM runs WHERE id = ANY($1::text[]) AND state = 'SUCCEEDED'`,
+          [ids.map((r) => r.id)],
+        );
         return res.rows[0]!.n === ids.length;
       });
       const order = await s.server.ctx.db.query<{ prompt: string }>(
@@ -78,11 +88,27 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
       const cancelled = await createRun(s, { prompt: 'cancelled first' });
       await s.api('POST', `/agent/runs/${cancelled}/cancel`);
       const before = (await s.api('GET', `/agent/runs/${runId}`)).body;
-      const claimed = await claimServiceRuns(db, { limit: 10, harnesses: ['claude'], defaultHarness: 'claude', executor: 'service:test', leaseMs: 60_000 });
+      const claimed = await claimServiceRuns(db, {
+        limit: 10,
+        harnesses: ['claude'],
+        defaultHarness: 'claude',
+        executor: 'service:test',
+        leaseMs: 60_000,
+      });
       expect(claimed.map((c) => c.run.id)).toEqual([runId]);
       const c = claimed[0]!;
-      expect(c).toMatchObject({ attempt: 1, harness: 'claude', inputs: { previous: [], followups: [], attachments: [] } });
-      expect(c.run).toMatchObject({ id: runId, state: 'CLAIMED', execution_id: c.executionId, status_message: null, metadata: { k: 'v' } });
+      expect(c).toMatchObject({
+        attempt: 1,
+        harness: 'claude',
+        inputs: { previous: [], followups: [], attachments: [] },
+      });
+      expect(c.run).toMatchObject({
+        id: runId,
+        state: 'CLAIMED',
+        execution_id: c.executionId,
+        status_message: null,
+        metadata: { k: 'v' },
+      });
       expect(c.run.created_at).toBeInstanceOf(Date);
       expect(c.run.updated_at.getTime()).toBeGreaterThanOrEqual(new Date(before.updated_at).getTime());
       const recorder = s.parts.recorder;
@@ -90,12 +116,28 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
       expect(await recorder.started({ ...start, executionId: 'exe_00000000000000000000000000' })).toBe(false);
       expect(await recorder.started({ ...start, executionId: c.executionId })).toBe(true);
       const run = (await s.api('GET', `/agent/runs/${runId}`)).body;
-      expect(run).toMatchObject({ state: 'INPROGRESS', status_message: { message: 'Running on test' }, started_at: expect.any(String) });
+      expect(run).toMatchObject({
+        state: 'INPROGRESS',
+        status_message: { message: 'Running on test' },
+        started_at: expect.any(String),
+      });
       expect(await recorder.started({ ...start, executionId: c.executionId })).toBe(false);
-      const states = (await db.query<{ data: { state: string } }>(`SELECT data FROM run_events WHERE run_id = $1 AND type = 'state' ORDER BY sequence`, [runId])).rows;
+      const states = (
+        await db.query<{ data: { state: string } }>(
+          `SELECT data FROM run_events WHERE run_id = $1 AND type = 'state' ORDER BY sequence`,
+          [runId],
+        )
+      ).rows;
       expect(states.map((r) => r.data.state)).toEqual(['CLAIMED', 'INPROGRESS']);
-      await recorder.finished({ executionId: c.executionId, runId, outcome: { kind: 'succeeded', exitCode: 0, message: 'ok' } });
-      expect((await s.api('GET', `/agent/runs/${runId}`)).body).toMatchObject({ state: 'SUCCEEDED', status_message: { message: 'ok' } });
+      await recorder.finished({
+        executionId: c.executionId,
+        runId,
+        outcome: { kind: 'succeeded', exitCode: 0, message: 'ok' },
+      });
+      expect((await s.api('GET', `/agent/runs/${runId}`)).body).toMatchObject({
+        state: 'SUCCEEDED',
+        status_message: { message: 'ok' },
+      });
     } finally {
       await s.close();
     }
@@ -106,7 +148,13 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
     const s = await startExecServer(engine, { settings: { harnesses: [], defaultHarness: undefined } });
     try {
       const runId = await createRun(s, { prompt: 'orphaned claim' });
-      const claimed = await claimServiceRuns(s.server.ctx.db, { limit: 10, harnesses: ['claude'], defaultHarness: 'claude', executor: 'service:vanished', leaseMs: 1500 });
+      const claimed = await claimServiceRuns(s.server.ctx.db, {
+        limit: 10,
+        harnesses: ['claude'],
+        defaultHarness: 'claude',
+        executor: 'service:vanished',
+        leaseMs: 1500,
+      });
       expect(claimed.map((c) => c.run.id)).toContain(runId);
       expect((await s.api('GET', `/agent/runs/${runId}`)).body.state).toBe('CLAIMED');
       const run = await waitFor('the run back in the queue', async () => {
@@ -124,7 +172,10 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
     const s = await startExecServer(engine, { settings: { workspaceMaxBytes: 1024 * 1024, workspaceRetentionMs: 0 } });
     try {
       await s.api('PUT', '/secrets/key', { value: 'sk-dispatch-0123456789' });
-      const runId = await createRun(s, { prompt: 'BIG_FILE 3', config: { harness_auth_secrets: { claude_auth_secret_name: 'key' } } });
+      const runId = await createRun(s, {
+        prompt: 'BIG_FILE 3',
+        config: { harness_auth_secrets: { claude_auth_secret_name: 'key' } },
+      });
       const run = await waitForState(s, runId, ['ERROR', 'FAILED', 'SUCCEEDED']);
       expect(run.state).toBe('ERROR');
       expect(run.status_message.error_code).toBe('workspace_too_large');
@@ -156,12 +207,20 @@ describe.skipIf(!ENGINES.includes('postgres'))('two servers on one postgres data
   });
 
   it('gives every run to exactly one executor', async () => {
-    const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => createRun(i % 2 ? one : two, { prompt: `run ${i}` })));
+    const ids = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => createRun(i % 2 ? one : two, { prompt: `run ${i}` })),
+    );
     await waitFor('every run to finish', async () => {
-      const res = await one.server.ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE id = ANY($1::text[]) AND state = 'SUCCEEDED'`, [ids]);
+      const res = await one.server.ctx.db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM runs WHERE id = ANY($1::text[]) AND state = 'SUCCEEDED'`,
+        [ids],
+      );
       return res.rows[0]!.n === ids.length;
     });
-    const executions = await one.server.ctx.db.query<{ run_id: string; executor: string }>('SELECT run_id, executor FROM executions WHERE run_id = ANY($1::text[])', [ids]);
+    const executions = await one.server.ctx.db.query<{ run_id: string; executor: string }>(
+      'SELECT run_id, executor FROM executions WHERE run_id = ANY($1::text[])',
+      [ids],
+    );
     expect(executions.rowCount).toBe(ids.length);
     expect(new Set(executions.rows.map((e) => e.run_id)).size).toBe(ids.length);
     expect(new Set(executions.rows.map((e) => e.executor)).size).toBe(2);

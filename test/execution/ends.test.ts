@@ -31,8 +31,17 @@ describe.each(ENGINES)('ends of executions on %s', (engine) => {
   };
 
   /** Claims the queued runs `ids` as an executor of this test would, and starts them: run id → execution id. */
-  async function running(ids: string[], options: { leaseMs?: number; followupIds?: Record<string, string[]> } = {}): Promise<Map<string, string>> {
-    const claimed = await claimServiceRuns(s.server.ctx.db, { limit: 50, harnesses: ['claude'], defaultHarness: 'claude', executor: 'service:test', leaseMs: 60_000 });
+  async function running(
+    ids: string[],
+    options: { leaseMs?: number; followupIds?: Record<string, string[]> } = {},
+  ): Promise<Map<string, string>> {
+    const claimed = await claimServiceRuns(s.server.ctx.db, {
+      limit: 50,
+      harnesses: ['claude'],
+      defaultHarness: 'claude',
+      executor: 'service:test',
+      leaseMs: 60_000,
+    });
     const executions = new Map(claimed.map((c) => [c.run.id, c.executionId]));
     expect([...executions.keys()].sort()).toEqual([...ids].sort());
     for (const [runId, executionId] of executions) {
@@ -50,7 +59,8 @@ describe.each(ENGINES)('ends of executions on %s', (engine) => {
   }
 
   const run = async (id: string) => (await s.api('GET', `/agent/runs/${id}`)).body;
-  const states = async (id: string) => (await eventsOf(s, id)).filter((e) => e.type === 'state').map((e) => e.data.state as string);
+  const states = async (id: string) =>
+    (await eventsOf(s, id)).filter((e) => e.type === 'state').map((e) => e.data.state as string);
 
   function listen(topic: string): unknown[] {
     const seen: unknown[] = [];
@@ -62,10 +72,14 @@ describe.each(ENGINES)('ends of executions on %s', (engine) => {
     const [ok, failed, broken, cancelled, lost] = ['ok', 'failed', 'broken', 'cancelled meanwhile', 'lost'];
     const executions = await running(await create([ok, failed, broken, cancelled, lost].map((p) => `batch: ${p}`)));
     const byPrompt = new Map<string, [string, string]>();
-    for (const [runId, executionId] of executions) byPrompt.set((await run(runId)).prompt.replace('batch: ', ''), [runId, executionId]);
+    for (const [runId, executionId] of executions)
+      byPrompt.set((await run(runId)).prompt.replace('batch: ', ''), [runId, executionId]);
     const [okRun, okExe] = byPrompt.get(ok)!;
     const [cancelledRun] = byPrompt.get(cancelled)!;
-    await s.server.ctx.db.query(`UPDATE runs SET request_usage = '{"input_tokens": 10, "cache_read_tokens": 4}'::jsonb WHERE id = $1`, [okRun]);
+    await s.server.ctx.db.query(
+      `UPDATE runs SET request_usage = '{"input_tokens": 10, "cache_read_tokens": 4}'::jsonb WHERE id = $1`,
+      [okRun],
+    );
     expect((await s.api('POST', `/agent/runs/${cancelledRun}/cancel`)).status).toBe(200);
     const announced = listen(RUN_EVENTS_TOPIC);
 
@@ -76,7 +90,11 @@ describe.each(ENGINES)('ends of executions on %s', (engine) => {
     // the same turn: one batch
     const answers = await Promise.all(
       [
-        end(ok, { kind: 'succeeded', exitCode: 0, message: 'done', agentSessionId: 'sess-ok', workspace: '/w/moved' }, { input_tokens: 5, output_tokens: 7, cost_usd: 0.25 }),
+        end(
+          ok,
+          { kind: 'succeeded', exitCode: 0, message: 'done', agentSessionId: 'sess-ok', workspace: '/w/moved' },
+          { input_tokens: 5, output_tokens: 7, cost_usd: 0.25 },
+        ),
         end(failed, { kind: 'failed', exitCode: 3, message: 'tests fail', errorCode: 'agent_failed' }),
         end(broken, { kind: 'error', exitCode: null, message: 'no sandbox', errorCode: 'environment_setup_failed' }),
         end(cancelled, { kind: 'succeeded', exitCode: 0, message: 'finished before it heard' }),
@@ -84,22 +102,52 @@ describe.each(ENGINES)('ends of executions on %s', (engine) => {
       ].map((i) => s.parts.recorder.finished(i)),
     );
 
-    expect(answers.map((a) => a?.state)).toEqual([transitionFor('succeed').to, transitionFor('fail').to, transitionFor('error').to, undefined, undefined]);
-    expect(answers[0]).toMatchObject({ id: okRun, status_message: { message: 'done' }, request_usage: { input_tokens: 15, output_tokens: 7, total_tokens: 12, inference_cost_usd: 0.25, inference_cost: 0.25, cache_read_tokens: 4 } });
+    expect(answers.map((a) => a?.state)).toEqual([
+      transitionFor('succeed').to,
+      transitionFor('fail').to,
+      transitionFor('error').to,
+      undefined,
+      undefined,
+    ]);
+    expect(answers[0]).toMatchObject({
+      id: okRun,
+      status_message: { message: 'done' },
+      request_usage: {
+        input_tokens: 15,
+        output_tokens: 7,
+        total_tokens: 12,
+        inference_cost_usd: 0.25,
+        inference_cost: 0.25,
+        cache_read_tokens: 4,
+      },
+    });
     expect(answers[0]!.finished_at).toBeInstanceOf(Date);
     expect(answers[0]!.updated_at).toBeInstanceOf(Date);
     expect(answers[1]!.status_message).toEqual({ message: 'tests fail', error_code: 'agent_failed' });
     expect(answers[2]!.status_message).toEqual({ message: 'no sandbox', error_code: 'environment_setup_failed' });
 
-    expect(await run(okRun)).toMatchObject({ state: 'SUCCEEDED', request_usage: { input_tokens: 15, total_tokens: 12 } });
+    expect(await run(okRun)).toMatchObject({
+      state: 'SUCCEEDED',
+      request_usage: { input_tokens: 15, total_tokens: 12 },
+    });
     expect(await run(cancelledRun)).toMatchObject({ state: 'CANCELLED' });
     expect((await run(byPrompt.get(lost)![0])).state).toBe('INPROGRESS');
     // every execution ended with its own outcome, whether its run moved or not
     const ended = Object.fromEntries(
       await Promise.all([...byPrompt].map(async ([p, [runId]]) => [p, (await executionsOf(s, runId))[0]!] as const)),
     );
-    expect(ended[ok]).toMatchObject({ id: okExe, outcome: 'succeeded', exit_code: 0, agent_session_id: 'sess-ok', workspace: '/w/moved' });
-    expect(ended[failed]).toMatchObject({ outcome: 'failed', exit_code: 3, workspace: `/w/${byPrompt.get(failed)![0]}` });
+    expect(ended[ok]).toMatchObject({
+      id: okExe,
+      outcome: 'succeeded',
+      exit_code: 0,
+      agent_session_id: 'sess-ok',
+      workspace: '/w/moved',
+    });
+    expect(ended[failed]).toMatchObject({
+      outcome: 'failed',
+      exit_code: 3,
+      workspace: `/w/${byPrompt.get(failed)![0]}`,
+    });
     expect(ended[cancelled]).toMatchObject({ outcome: 'succeeded' });
     expect(ended[lost]).toMatchObject({ outcome: 'lost' });
     for (const e of Object.values(ended)) expect(e.ended_at).toBeInstanceOf(Date);
@@ -113,48 +161,103 @@ describe.each(ENGINES)('ends of executions on %s', (engine) => {
 
   it('changes nothing of a run whose execution lost its lease, nor of one whose current execution is another', async () => {
     const [runId, first] = [...(await running(await create(['lease lost']), { leaseMs: 1 }))][0]!;
-    await waitFor('the reaper to end the execution', async () => (await s.parts.reaper.reapExpiredLeases()) > 0 || (await executionsOf(s, runId!))[0]!.ended_at !== null);
+    await waitFor(
+      'the reaper to end the execution',
+      async () =>
+        (await s.parts.reaper.reapExpiredLeases()) > 0 || (await executionsOf(s, runId!))[0]!.ended_at !== null,
+    );
     const afterReaper = await run(runId!);
     expect(afterReaper).toMatchObject({ state: 'ERROR', status_message: { error_code: 'lease_expired' } });
-    expect(await s.parts.recorder.finished({ runId: runId!, executionId: first!, outcome: { kind: 'succeeded', exitCode: 0, message: 'late' } })).toBeUndefined();
+    expect(
+      await s.parts.recorder.finished({
+        runId: runId!,
+        executionId: first!,
+        outcome: { kind: 'succeeded', exitCode: 0, message: 'late' },
+      }),
+    ).toBeUndefined();
     expect(await run(runId!)).toEqual(afterReaper);
     expect((await executionsOf(s, runId!))[0]).toMatchObject({ outcome: 'lost' });
 
     // a follow-up queues it again and a second execution takes it; the first, were it still running (not
     // ended, as an executor the reaper has not caught up with yet), ends without touching the run
     await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'again' });
-    const [second] = await claimServiceRuns(s.server.ctx.db, { limit: 5, harnesses: ['claude'], defaultHarness: 'claude', executor: 'service:test', leaseMs: 60_000 });
+    const [second] = await claimServiceRuns(s.server.ctx.db, {
+      limit: 5,
+      harnesses: ['claude'],
+      defaultHarness: 'claude',
+      executor: 'service:test',
+      leaseMs: 60_000,
+    });
     expect(second!.run.id).toBe(runId);
     // (with a live lease, or the service's own reaper may end it as lost before the executor reports)
-    await s.server.ctx.db.query("UPDATE executions SET ended_at = NULL, outcome = NULL, lease_expires_at = now() + interval '1 hour' WHERE id = $1", [first]);
+    await s.server.ctx.db.query(
+      "UPDATE executions SET ended_at = NULL, outcome = NULL, lease_expires_at = now() + interval '1 hour' WHERE id = $1",
+      [first],
+    );
     const before = await run(runId!);
     const events = await eventsOf(s, runId!);
-    expect(await s.parts.recorder.finished({ runId: runId!, executionId: first!, outcome: { kind: 'failed', exitCode: 1, message: 'zombie' } })).toBeUndefined();
+    expect(
+      await s.parts.recorder.finished({
+        runId: runId!,
+        executionId: first!,
+        outcome: { kind: 'failed', exitCode: 1, message: 'zombie' },
+      }),
+    ).toBeUndefined();
     expect(await run(runId!)).toEqual(before);
     expect(await eventsOf(s, runId!)).toEqual(events);
     expect((await executionsOf(s, runId!))[0]).toMatchObject({ id: first, outcome: 'failed' });
     // the current one still ends it (once started, with the follow-up in its prompt consumed)
-    const start = { runId: runId!, executionId: second!.executionId, workspace: '/w/2', leaseMs: 60_000, where: 'test' };
-    expect(await s.parts.recorder.started({ ...start, followupIds: second!.inputs.followups.map((f) => f.id) })).toBe(true);
-    expect(await s.parts.recorder.finished({ runId: runId!, executionId: second!.executionId, outcome: { kind: 'succeeded', exitCode: 0, message: 'ok' } })).toMatchObject({
+    const start = {
+      runId: runId!,
+      executionId: second!.executionId,
+      workspace: '/w/2',
+      leaseMs: 60_000,
+      where: 'test',
+    };
+    expect(await s.parts.recorder.started({ ...start, followupIds: second!.inputs.followups.map((f) => f.id) })).toBe(
+      true,
+    );
+    expect(
+      await s.parts.recorder.finished({
+        runId: runId!,
+        executionId: second!.executionId,
+        outcome: { kind: 'succeeded', exitCode: 0, message: 'ok' },
+      }),
+    ).toMatchObject({
       state: 'SUCCEEDED',
     });
   });
 
   it('queues a run again when a follow-up arrived after its execution last looked, not for one it consumed', async () => {
-    const [consumedRun, waitingRun] = (await create(['follow-up in the prompt', 'follow-up while running'])) as [string, string];
+    const [consumedRun, waitingRun] = (await create(['follow-up in the prompt', 'follow-up while running'])) as [
+      string,
+      string,
+    ];
     const followup = (await s.api('POST', `/agent/runs/${consumedRun}/followups`, { message: 'in the prompt' })).body;
     expect(followup.state).toBe('QUEUED');
-    const executions = await running([consumedRun, waitingRun], { followupIds: { [consumedRun]: [followup.followup_id] } });
-    expect((await s.api('POST', `/agent/runs/${waitingRun}/followups`, { message: 'one more thing' })).body.state).toBe('INPROGRESS');
+    const executions = await running([consumedRun, waitingRun], {
+      followupIds: { [consumedRun]: [followup.followup_id] },
+    });
+    expect((await s.api('POST', `/agent/runs/${waitingRun}/followups`, { message: 'one more thing' })).body.state).toBe(
+      'INPROGRESS',
+    );
     const queued = listen(RUNS_QUEUED_TOPIC);
 
     const [requeued, done] = await Promise.all(
       [waitingRun, consumedRun].map((runId) =>
-        s.parts.recorder.finished({ runId, executionId: executions.get(runId)!, outcome: { kind: 'succeeded', exitCode: 0, message: 'done' } }),
+        s.parts.recorder.finished({
+          runId,
+          executionId: executions.get(runId)!,
+          outcome: { kind: 'succeeded', exitCode: 0, message: 'done' },
+        }),
       ),
     );
-    expect(requeued).toMatchObject({ id: waitingRun, state: transitionFor('continue').to, status_message: null, finished_at: null });
+    expect(requeued).toMatchObject({
+      id: waitingRun,
+      state: transitionFor('continue').to,
+      status_message: null,
+      finished_at: null,
+    });
     expect(done).toMatchObject({ id: consumedRun, state: 'SUCCEEDED' });
     expect(queued).toEqual([{ run_id: waitingRun, worker_host: null }]);
     expect(await states(waitingRun)).toEqual(['CLAIMED', 'INPROGRESS', 'SUCCEEDED', 'QUEUED']);

@@ -16,14 +16,23 @@ interface SseEvent {
 }
 
 /** Reads an SSE stream; stops after `limit` events with an id, or at the `end` event. */
-async function readSse(url: string, key: string, options: { lastEventId?: number; limit?: number } = {}): Promise<{ events: SseEvent[]; status: number; contentType: string | null; ended: boolean }> {
+async function readSse(
+  url: string,
+  key: string,
+  options: { lastEventId?: number; limit?: number } = {},
+): Promise<{ events: SseEvent[]; status: number; contentType: string | null; ended: boolean }> {
   const controller = new AbortController();
   const res = await fetch(url, {
-    headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream', ...(options.lastEventId !== undefined ? { 'last-event-id': String(options.lastEventId) } : {}) },
+    headers: {
+      authorization: `Bearer ${key}`,
+      accept: 'text/event-stream',
+      ...(options.lastEventId !== undefined ? { 'last-event-id': String(options.lastEventId) } : {}),
+    },
     signal: controller.signal,
   });
   const events: SseEvent[] = [];
-  if (res.status !== 200 || !res.body) return { events, status: res.status, contentType: res.headers.get('content-type'), ended: false };
+  if (res.status !== 200 || !res.body)
+    return { events, status: res.status, contentType: res.headers.get('content-type'), ended: false };
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = '';
   let ended = false;
@@ -44,13 +53,18 @@ async function readSse(url: string, key: string, options: { lastEventId?: number
           fields[line.slice(0, colon)] = line.slice(colon + 1).replace(/^ /, '');
         }
         if (!fields.event && !fields.data) continue;
-        const e: SseEvent = { id: fields.id ? Number(fields.id) : undefined, event: fields.event ?? 'message', data: fields.data ? JSON.parse(fields.data) : null };
+        const e: SseEvent = {
+          id: fields.id ? Number(fields.id) : undefined,
+          event: fields.event ?? 'message',
+          data: fields.data ? JSON.parse(fields.data) : null,
+        };
         events.push(e);
         if (e.event === 'end') {
           ended = true;
           break outer;
         }
-        if (options.limit !== undefined && events.filter((x) => x.id !== undefined).length >= options.limit) break outer;
+        if (options.limit !== undefined && events.filter((x) => x.id !== undefined).length >= options.limit)
+          break outer;
       }
     }
   } finally {
@@ -81,8 +95,16 @@ describe.each(ENGINES)('run events on %s', (engine) => {
     expect(withId.map((e) => e.id)).toEqual(withId.map((_, i) => i + 1));
     const stored = await eventsOf(s, runId);
     expect(withId.map((e) => [e.id, e.event])).toEqual(stored.map((e) => [e.sequence, e.type]));
-    expect(withId[0]!.data).toMatchObject({ run_id: runId, sequence: 1, type: 'state', data: { state: 'CLAIMED', previous: 'QUEUED' } });
-    expect(stream.events.at(-1)).toMatchObject({ event: 'end', data: { run_id: runId, state: 'SUCCEEDED', last_sequence: stored.length } });
+    expect(withId[0]!.data).toMatchObject({
+      run_id: runId,
+      sequence: 1,
+      type: 'state',
+      data: { state: 'CLAIMED', previous: 'QUEUED' },
+    });
+    expect(stream.events.at(-1)).toMatchObject({
+      event: 'end',
+      data: { run_id: runId, state: 'SUCCEEDED', last_sequence: stored.length },
+    });
   });
 
   it('resumes with Last-Event-ID without losing or repeating an event', async () => {
@@ -115,8 +137,16 @@ describe.each(ENGINES)('run events on %s', (engine) => {
     const runId = await createRun(s, { prompt: 'Poll me', config });
     await waitForState(s, runId, ['SUCCEEDED']);
     const polled = (await s.api('GET', `/agent/events?run_ids=${runId}&since=0&limit=500`)).body;
-    expect(polled.map((e: { event_type: string }) => e.event_type).filter((t: string) => t.startsWith('run_'))).toEqual(['run_claimed', 'run_in_progress', 'run_succeeded']);
-    expect(polled[0]).toMatchObject({ run_id: runId, sequence: 1, execution_id: expect.stringMatching(/^exe_/), occurred_at: expect.any(String), ref_id: null });
+    expect(polled.map((e: { event_type: string }) => e.event_type).filter((t: string) => t.startsWith('run_'))).toEqual(
+      ['run_claimed', 'run_in_progress', 'run_succeeded'],
+    );
+    expect(polled[0]).toMatchObject({
+      run_id: runId,
+      sequence: 1,
+      execution_id: expect.stringMatching(/^exe_/),
+      occurred_at: expect.any(String),
+      ref_id: null,
+    });
     const after = (await s.api('GET', `/agent/events?run_ids=${runId}&since=${polled.at(-2).sequence}`)).body;
     expect(after.map((e: { sequence: number }) => e.sequence)).toEqual([polled.at(-1).sequence]);
     const reported = await s.api('POST', `/agent/events/${runId}`, { event_type: 'run_blocked', ref_id: 'ref-1' });
@@ -129,15 +159,26 @@ describe.each(ENGINES)('run events on %s', (engine) => {
   it('redirects /transcript to a time-limited download of every event as JSON lines', async () => {
     const runId = await createRun(s, { prompt: 'Transcribe me LIST_FILES', config });
     await waitForState(s, runId, ['SUCCEEDED']);
-    const res = await fetch(`${s.apiUrl}/agent/runs/${runId}/transcript`, { headers: { authorization: `Bearer ${s.adminKey}` }, redirect: 'manual' });
+    const res = await fetch(`${s.apiUrl}/agent/runs/${runId}/transcript`, {
+      headers: { authorization: `Bearer ${s.adminKey}` },
+      redirect: 'manual',
+    });
     expect(res.status).toBe(302);
     const location = res.headers.get('location')!;
     expect(location.startsWith(`${s.apiUrl}/agent/transcripts/`)).toBe(true);
     const download = await request(location);
     expect(download.status).toBe(200);
     expect(download.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
-    const lines = download.text.trim().split('\n').map((l) => JSON.parse(l));
-    expect(lines[0]).toMatchObject({ kind: 'run', run_id: runId, prompt: 'Transcribe me LIST_FILES', state: 'SUCCEEDED' });
+    const lines = download.text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines[0]).toMatchObject({
+      kind: 'run',
+      run_id: runId,
+      prompt: 'Transcribe me LIST_FILES',
+      state: 'SUCCEEDED',
+    });
     expect(lines.slice(1).map((l) => l.sequence)).toEqual((await eventsOf(s, runId)).map((e) => e.sequence));
     expect(lines.some((l) => l.type === 'tool_call')).toBe(true);
     // a run that never executed has no transcript

@@ -20,7 +20,10 @@ describe.each(ENGINES)('follow-ups on %s', (engine) => {
     await s?.close();
   });
 
-  const config = (harness: string) => ({ harness: { type: harness }, harness_auth_secrets: { [`${harness}_auth_secret_name`]: 'key' } });
+  const config = (harness: string) => ({
+    harness: { type: harness },
+    harness_auth_secrets: { [`${harness}_auth_secret_name`]: 'key' },
+  });
 
   async function consumers(runId: string): Promise<Record<string, string | null>> {
     const res = await s.server.ctx.db.query<{ message: string; consumed_by_execution: string | null }>(
@@ -33,7 +36,9 @@ describe.each(ENGINES)('follow-ups on %s', (engine) => {
   it('hands a follow-up to a running Claude Code agent at its next turn, in the same execution', async () => {
     const runId = await createRun(s, { prompt: 'First part WAIT 1.5', config: config('claude') });
     await waitForState(s, runId, ['INPROGRESS']);
-    await waitFor('the agent to be in its first turn', async () => (await eventsOf(s, runId)).some((e) => e.type === 'session'));
+    await waitFor('the agent to be in its first turn', async () =>
+      (await eventsOf(s, runId)).some((e) => e.type === 'session'),
+    );
     const res = await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'Second part, please' });
     expect(res.status).toBe(200);
     expect(res.body.state).toBe('INPROGRESS');
@@ -47,10 +52,15 @@ describe.each(ENGINES)('follow-ups on %s', (engine) => {
     const listed = (await s.api('GET', `/agent/runs/${runId}/followups`)).body.followups;
     expect(listed[0].consumed_at).toEqual(expect.any(String));
     const events = await eventsOf(s, runId);
-    expect(events.find((e) => e.type === 'followup')!.data).toMatchObject({ message: 'Second part, please', delivery: 'live' });
+    expect(events.find((e) => e.type === 'followup')!.data).toMatchObject({
+      message: 'Second part, please',
+      delivery: 'live',
+    });
     expect(events.filter((e) => e.type === 'result')).toHaveLength(2);
     const step = (await s.api('GET', `/agent/runs/${runId}/conversation`)).body.steps[0];
-    const userTexts = step.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: { text: string }[] }) => m.content[0]!.text);
+    const userTexts = step.messages
+      .filter((m: { role: string }) => m.role === 'user')
+      .map((m: { content: { text: string }[] }) => m.content[0]!.text);
     expect(userTexts).toEqual(['First part WAIT 1.5', 'Second part, please']);
   });
 

@@ -20,19 +20,38 @@ async function teamIdOf(s: ExecServer): Promise<string> {
 
 describe.each(ENGINES)('direct hand-off on %s', (engine) => {
   it('claims a run in the statement that creates it: never seen QUEUED, the claim recorded as a state event', async () => {
-    const s = await startExecServer(engine, { settings: { concurrency: 2, harnesses: ['noop'], defaultHarness: 'noop', pollMs: 60_000 } });
+    const s = await startExecServer(engine, {
+      settings: { concurrency: 2, harnesses: ['noop'], defaultHarness: 'noop', pollMs: 60_000 },
+    });
     try {
       const service = new RunService(s.server.ctx.db, s.server.ctx.bus);
-      const { run } = await service.create({ teamId: await teamIdOf(s), prompt: 'handed off', source: 'API', creator: null });
+      const { run } = await service.create({
+        teamId: await teamIdOf(s),
+        prompt: 'handed off',
+        source: 'API',
+        creator: null,
+      });
       // the creator is told the state that committed
       expect(run.state).toBe('CLAIMED');
       // committed together with its claim: no poll (60 s) and no wake-up needed
-      const row = (await s.server.ctx.db.query<{ state: string; execution_id: string }>('SELECT state, execution_id FROM runs WHERE id = $1', [run.id])).rows[0]!;
+      const row = (
+        await s.server.ctx.db.query<{ state: string; execution_id: string }>(
+          'SELECT state, execution_id FROM runs WHERE id = $1',
+          [run.id],
+        )
+      ).rows[0]!;
       expect(row.state).not.toBe('QUEUED');
       const [execution] = await executionsOf(s, run.id);
-      expect(execution).toMatchObject({ id: row.execution_id, attempt: 1, harness: 'noop', executor: `service:${s.parts.processId}` });
+      expect(execution).toMatchObject({
+        id: row.execution_id,
+        attempt: 1,
+        harness: 'noop',
+        executor: `service:${s.parts.processId}`,
+      });
       await waitForState(s, run.id, ['SUCCEEDED']);
-      const states = (await eventsOf(s, run.id)).filter((e) => e.type === 'state').map((e) => [e.data.previous, e.data.state]);
+      const states = (await eventsOf(s, run.id))
+        .filter((e) => e.type === 'state')
+        .map((e) => [e.data.previous, e.data.state]);
       expect(states).toEqual([
         ['QUEUED', 'CLAIMED'],
         ['CLAIMED', 'INPROGRESS'],
@@ -44,7 +63,9 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
   });
 
   it('claims fairly: with another team waiting, the new run waits for its turn', async () => {
-    const s = await startExecServer(engine, { settings: { concurrency: 1, harnesses: ['noop'], defaultHarness: 'noop', pollMs: 60_000 } });
+    const s = await startExecServer(engine, {
+      settings: { concurrency: 1, harnesses: ['noop'], defaultHarness: 'noop', pollMs: 60_000 },
+    });
     try {
       const db = s.server.ctx.db;
       const teamA = await teamIdOf(s);
@@ -52,12 +73,18 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
       // team A's runs queued without a wake-up (and the poll is a minute away): the executor's slot is free
       const queued = await db.transaction(async (tx) => {
         const ids: string[] = [];
-        for (let i = 0; i < 3; i++) ids.push((await insertQueuedRun(tx, { teamId: teamA, prompt: `A${i}`, source: 'API', creator: null })).id);
+        for (let i = 0; i < 3; i++)
+          ids.push((await insertQueuedRun(tx, { teamId: teamA, prompt: `A${i}`, source: 'API', creator: null })).id);
         return ids;
       });
       const announced: unknown[] = [];
       const unsubscribe = s.server.ctx.bus.subscribe(RUNS_QUEUED_TOPIC, (data) => announced.push(data));
-      const { run } = await new RunService(db, s.server.ctx.bus).create({ teamId: teamB, prompt: 'B0', source: 'API', creator: null });
+      const { run } = await new RunService(db, s.server.ctx.bus).create({
+        teamId: teamB,
+        prompt: 'B0',
+        source: 'API',
+        creator: null,
+      });
       unsubscribe();
       expect(run.state).toBe('QUEUED');
       // the statement took the fairest run, A0 (older, neither team served yet); B0 stays queued and is announced
@@ -66,7 +93,10 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
       expect(announced).toContainEqual({ run_id: run.id, worker_host: null });
       const ids = [...queued, run.id];
       await waitFor('every run to finish', async () => {
-        const res = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE id = ANY($1::text[]) AND state = 'SUCCEEDED'`, [ids]);
+        const res = await db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM runs WHERE id = ANY($1::text[]) AND state = 'SUCCEEDED'`,
+          [ids],
+        );
         return res.rows[0]!.n === ids.length;
       });
       const order = await db.query<{ prompt: string }>(
@@ -80,12 +110,20 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
   });
 
   it('leaves a run its executors do not take queued, and announces it', async () => {
-    const s = await startExecServer(engine, { settings: { concurrency: 2, harnesses: ['noop'], defaultHarness: 'noop', pollMs: 60_000 } });
+    const s = await startExecServer(engine, {
+      settings: { concurrency: 2, harnesses: ['noop'], defaultHarness: 'noop', pollMs: 60_000 },
+    });
     try {
       const announced: unknown[] = [];
       const unsubscribe = s.server.ctx.bus.subscribe(RUNS_QUEUED_TOPIC, (data) => announced.push(data));
       const service = new RunService(s.server.ctx.db, s.server.ctx.bus);
-      const { run } = await service.create({ teamId: await teamIdOf(s), prompt: 'codex only', config: { harness: { type: 'codex' } }, source: 'API', creator: null });
+      const { run } = await service.create({
+        teamId: await teamIdOf(s),
+        prompt: 'codex only',
+        config: { harness: { type: 'codex' } },
+        source: 'API',
+        creator: null,
+      });
       unsubscribe();
       expect(run.state).toBe('QUEUED');
       expect(announced).toContainEqual({ run_id: run.id, worker_host: null });
@@ -108,7 +146,14 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
         teamId,
         prompt: 'every column\nsecond line',
         title: 'A title',
-        config: { name: 'cfg', model_id: 'm-1', environment_id: 'env-1', skill_spec: 'acme/repo:skill', base_prompt: 'base', worker_host: 'service' },
+        config: {
+          name: 'cfg',
+          model_id: 'm-1',
+          environment_id: 'env-1',
+          skill_spec: 'acme/repo:skill',
+          base_prompt: 'base',
+          worker_host: 'service',
+        },
         source: 'API' as const,
         creator: { id: 'usr_1', type: 'user' as const, displayName: 'Ada', email: 'ada@example.com' },
         metadata: { k: 'v' },
@@ -124,14 +169,23 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
         leaseMs: 30_000,
       });
       expect(claimed).toEqual([]);
-      const rows = (await db.query<Record<string, unknown>>('SELECT * FROM runs WHERE id = ANY($1::text[])', [[usual.id, handedOff.id]])).rows;
+      const rows = (
+        await db.query<Record<string, unknown>>('SELECT * FROM runs WHERE id = ANY($1::text[])', [
+          [usual.id, handedOff.id],
+        ])
+      ).rows;
       const strip = (r: Record<string, unknown>) => {
         const { id: _id, session_id: _session, created_at: _created, updated_at: _updated, ...rest } = r;
         return rest;
       };
       expect(rows).toHaveLength(2);
       expect(strip(rows.find((r) => r.id === handedOff.id)!)).toEqual(strip(rows.find((r) => r.id === usual.id)!));
-      expect(rows[0]).toMatchObject({ config_name: 'cfg', model_id: 'm-1', creator_email: 'ada@example.com', state: 'QUEUED' });
+      expect(rows[0]).toMatchObject({
+        config_name: 'cfg',
+        model_id: 'm-1',
+        creator_email: 'ada@example.com',
+        state: 'QUEUED',
+      });
     } finally {
       await s.close();
     }

@@ -9,7 +9,16 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
 import { readPidFile } from '../support/processes.ts';
-import { createRun, eventsOf, executionsOf, fakeRecords, pidAlive, startExecServer, waitFor, waitForState } from './support.ts';
+import {
+  createRun,
+  eventsOf,
+  executionsOf,
+  fakeRecords,
+  pidAlive,
+  startExecServer,
+  waitFor,
+  waitForState,
+} from './support.ts';
 import type { ExecServer } from './support.ts';
 
 const SECRET = 'sk-test-0123456789abcdef';
@@ -45,7 +54,13 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
     });
     const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
     const [execution] = await executionsOf(s, runId);
-    return { runId, run, execution: execution!, records: execution!.workspace ? fakeRecords(execution!.workspace) : [], events: await eventsOf(s, runId) };
+    return {
+      runId,
+      run,
+      execution: execution!,
+      records: execution!.workspace ? fakeRecords(execution!.workspace) : [],
+      events: await eventsOf(s, runId),
+    };
   }
 
   function expectNoSecret(value: unknown) {
@@ -57,7 +72,15 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
     expect(run.state).toBe('SUCCEEDED');
     expect(run.status_message.message).toContain('Files:');
     const rec = records[0];
-    expect(rec.argv.slice(0, 7)).toEqual(['-p', '--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--permission-mode']);
+    expect(rec.argv.slice(0, 7)).toEqual([
+      '-p',
+      '--input-format',
+      'stream-json',
+      '--output-format',
+      'stream-json',
+      '--verbose',
+      '--permission-mode',
+    ]);
     expect(rec.argv).toContain('--strict-mcp-config');
     expect(rec.argv[rec.argv.indexOf('--model') + 1]).toBe('claude-model-1');
     expect(rec.appendSystemPrompt).toBe('You are the test agent.');
@@ -81,31 +104,63 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
     const types = events.map((e) => e.type);
     expect(types).toContain('session');
     expect(events.find((e) => e.type === 'session')!.data.session_id).toBe(execution.agent_session_id);
-    expect(events.find((e) => e.type === 'tool_call')!.data).toMatchObject({ name: 'Bash', category: 'command', input: { command: 'ls -a' } });
+    expect(events.find((e) => e.type === 'tool_call')!.data).toMatchObject({
+      name: 'Bash',
+      category: 'command',
+      input: { command: 'ls -a' },
+    });
     expect(events.find((e) => e.type === 'tool_result')!.data).toMatchObject({ name: 'Bash', status: 'completed' });
-    expect(events.find((e) => e.type === 'usage')!.data).toMatchObject({ input_tokens: 100, output_tokens: 20, cost_usd: 0.0125 });
+    expect(events.find((e) => e.type === 'usage')!.data).toMatchObject({
+      input_tokens: 100,
+      output_tokens: 20,
+      cost_usd: 0.0125,
+    });
     expect(events.find((e) => e.type === 'status')!.data.message).toContain('hosted');
-    expect(events.filter((e) => e.type === 'state').map((e) => e.data.state)).toEqual(['CLAIMED', 'INPROGRESS', 'SUCCEEDED']);
+    expect(events.filter((e) => e.type === 'state').map((e) => e.data.state)).toEqual([
+      'CLAIMED',
+      'INPROGRESS',
+      'SUCCEEDED',
+    ]);
     expect(execution).toMatchObject({ attempt: 1, harness: 'claude', outcome: 'succeeded', exit_code: 0 });
     expectNoSecret(events);
-    expect((await s.api('GET', `/agent/runs/${runId}`)).body.request_usage).toMatchObject({ total_tokens: 120, inference_cost_usd: 0.0125 });
+    expect((await s.api('GET', `/agent/runs/${runId}`)).body.request_usage).toMatchObject({
+      total_tokens: 120,
+      inference_cost_usd: 0.0125,
+    });
 
     const conversation = (await s.api('GET', `/agent/runs/${runId}/conversation`)).body;
     expect(conversation.conversation_id).toBe(runId);
     const step = conversation.steps[0];
     expect(step.id).toBe(execution.id);
-    const blocks = step.messages.flatMap((m: { role: string; content: { type: string }[] }) => m.content.map((c) => ({ role: m.role, ...c })));
+    const blocks = step.messages.flatMap((m: { role: string; content: { type: string }[] }) =>
+      m.content.map((c) => ({ role: m.role, ...c })),
+    );
     expect(blocks[0]).toMatchObject({ role: 'user', type: 'text', text: 'Fix the bug LIST_FILES' });
-    expect(blocks).toContainEqual(expect.objectContaining({ role: 'assistant', type: 'action', category: 'command', name: 'Bash' }));
-    expect(blocks).toContainEqual(expect.objectContaining({ role: 'tool', type: 'action_result', state: 'completed', name: 'Bash' }));
+    expect(blocks).toContainEqual(
+      expect.objectContaining({ role: 'assistant', type: 'action', category: 'command', name: 'Bash' }),
+    );
+    expect(blocks).toContainEqual(
+      expect.objectContaining({ role: 'tool', type: 'action_result', state: 'completed', name: 'Bash' }),
+    );
     expect(blocks).toContainEqual(expect.objectContaining({ role: 'assistant', type: 'text' }));
   });
 
   it('codex: exec --json with the prompt on stdin, config.toml in CODEX_HOME', async () => {
-    const { run, execution, records, events } = await runWith('codex', 'Refactor LIST_FILES', { harness: { type: 'codex', model_id: 'gpt-5-codex', reasoning_level: 'high' } });
+    const { run, execution, records, events } = await runWith('codex', 'Refactor LIST_FILES', {
+      harness: { type: 'codex', model_id: 'gpt-5-codex', reasoning_level: 'high' },
+    });
     expect(run.state).toBe('SUCCEEDED');
     const rec = records[0];
-    expect(rec.argv).toEqual(['exec', '--json', '--skip-git-repo-check', '--cd', execution.workspace, '--model', 'gpt-5-codex', '-']);
+    expect(rec.argv).toEqual([
+      'exec',
+      '--json',
+      '--skip-git-repo-check',
+      '--cd',
+      execution.workspace,
+      '--model',
+      'gpt-5-codex',
+      '-',
+    ]);
     expect(rec.env.CODEX_HOME).toBe(path.join(execution.workspace!, '.agentyard/home/.codex'));
     expect(rec.env.OPENAI_API_KEY).toBe(`<${SECRET.length} chars>`);
     expect(rec.mcp).toEqual({
@@ -118,17 +173,37 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
     expect(toml).toContain('developer_instructions = "You are the test agent."');
     expectNoSecret(rec.argv);
     expect(events.find((e) => e.type === 'session')!.data.session_id).toBe(execution.agent_session_id);
-    expect(events.find((e) => e.type === 'tool_call')!.data).toMatchObject({ name: 'shell', category: 'command', input: { command: 'ls -a' } });
-    expect(events.find((e) => e.type === 'tool_result')!.data).toMatchObject({ status: 'completed', output: { exit_code: 0 } });
+    expect(events.find((e) => e.type === 'tool_call')!.data).toMatchObject({
+      name: 'shell',
+      category: 'command',
+      input: { command: 'ls -a' },
+    });
+    expect(events.find((e) => e.type === 'tool_result')!.data).toMatchObject({
+      status: 'completed',
+      output: { exit_code: 0 },
+    });
     expect(events.find((e) => e.type === 'message')!.data.text).toContain('Files:');
-    expect(events.find((e) => e.type === 'usage')!.data).toMatchObject({ input_tokens: 1200, cached_input_tokens: 200, output_tokens: 345 });
+    expect(events.find((e) => e.type === 'usage')!.data).toMatchObject({
+      input_tokens: 1200,
+      cached_input_tokens: 200,
+      output_tokens: 345,
+    });
   });
 
   it('gemini: stream-json with the task on stdin, settings.json in HOME, deltas joined into one message', async () => {
     const { run, execution, records, events } = await runWith('gemini', 'Summarise LIST_FILES');
     expect(run.state).toBe('SUCCEEDED');
     const rec = records[0];
-    expect(rec.argv).toEqual(['--output-format', 'stream-json', '--approval-mode', 'yolo', '--model', 'gemini-model-1', '--prompt', expect.any(String)]);
+    expect(rec.argv).toEqual([
+      '--output-format',
+      'stream-json',
+      '--approval-mode',
+      'yolo',
+      '--model',
+      'gemini-model-1',
+      '--prompt',
+      expect.any(String),
+    ]);
     expect(rec.prompt.startsWith('Summarise LIST_FILES')).toBe(true);
     expect(rec.env.GEMINI_API_KEY).toBe(`<${SECRET.length} chars>`);
     expect(rec.mcp).toEqual({
@@ -140,7 +215,10 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
     const messages = events.filter((e) => e.type === 'message');
     expect(messages).toHaveLength(1);
     expect(messages[0]!.data.text).toMatch(/^Files: /);
-    expect(events.find((e) => e.type === 'tool_call')!.data).toMatchObject({ name: 'run_shell_command', category: 'command' });
+    expect(events.find((e) => e.type === 'tool_call')!.data).toMatchObject({
+      name: 'run_shell_command',
+      category: 'command',
+    });
     expect(events.find((e) => e.type === 'usage')!.data).toMatchObject({ input_tokens: 150, output_tokens: 20 });
   });
 
@@ -166,7 +244,11 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
     expect(events.find((e) => e.type === 'status' && String(e.data.message).startsWith('working in'))).toBeTruthy();
     const item = (await s.api('GET', `/agent/runs/${runId}`)).body;
     expect(item.artifacts).toEqual([
-      { artifact_type: 'PULL_REQUEST', created_at: expect.any(String), data: { url: 'https://example.com/pr/1', branch: 'fix', artifact_uid: expect.stringMatching(/^art_/) } },
+      {
+        artifact_type: 'PULL_REQUEST',
+        created_at: expect.any(String),
+        data: { url: 'https://example.com/pr/1', branch: 'fix', artifact_uid: expect.stringMatching(/^art_/) },
+      },
     ]);
   });
 
@@ -186,17 +268,24 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
     expect(auth.run.state).toBe('FAILED');
     expect(auth.run.status_message).toMatchObject({ error_code: 'harness_auth_failed' });
 
-    const missingSecret = await runWith('claude', 'hello', { harness_auth_secrets: { claude_auth_secret_name: 'no-such-secret' } });
+    const missingSecret = await runWith('claude', 'hello', {
+      harness_auth_secrets: { claude_auth_secret_name: 'no-such-secret' },
+    });
     expect(missingSecret.run.state).toBe('FAILED');
     expect(missingSecret.run.status_message).toMatchObject({ error_code: 'secret_not_found' });
     expect(missingSecret.run.status_message.message).toContain('no-such-secret');
   });
 
   it('cancels a running agent: its whole process tree stops and the run ends CANCELLED', async () => {
-    const runId = await createRun(s, { prompt: 'long SLEEP 120', config: { harness_auth_secrets: { claude_auth_secret_name: 'claude-key' } } });
+    const runId = await createRun(s, {
+      prompt: 'long SLEEP 120',
+      config: { harness_auth_secrets: { claude_auth_secret_name: 'claude-key' } },
+    });
     await waitForState(s, runId, ['INPROGRESS']);
     const [execution] = await executionsOf(s, runId);
-    const childPid = await waitFor('the agent child', async () => readPidFile(path.join(execution!.workspace!, '.fake-child.pid')));
+    const childPid = await waitFor('the agent child', async () =>
+      readPidFile(path.join(execution!.workspace!, '.fake-child.pid')),
+    );
     const agentPid = fakeRecords(execution!.workspace!)[0].pid as number;
     expect((await s.api('POST', `/agent/runs/${runId}/cancel`)).body).toBe(runId);
     await waitFor('the tree to stop', async () => !pidAlive(childPid) && !pidAlive(agentPid), 10_000, 20);
@@ -215,7 +304,9 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
 
 describe.each(ENGINES)('harness executables on %s', (engine) => {
   it('ends a run ERROR (harness_unavailable) when the executable does not exist', async () => {
-    const s = await startExecServer(engine, { settings: { bins: { claude: '/nonexistent/claude', codex: 'codex', gemini: 'gemini', command: '' } } });
+    const s = await startExecServer(engine, {
+      settings: { bins: { claude: '/nonexistent/claude', codex: 'codex', gemini: 'gemini', command: '' } },
+    });
     try {
       const runId = await createRun(s, { prompt: 'hello' });
       const run = await waitForState(s, runId, ['ERROR', 'FAILED', 'SUCCEEDED']);

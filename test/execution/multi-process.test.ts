@@ -11,7 +11,16 @@ import type { AgentyardProcess } from '../support/agentyard-process.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import { killQuietly, readPidFile } from '../support/processes.ts';
 import type { TestDatabase } from '../support/db.ts';
-import { createRun, executionsOf, FAKE, fakeRecords, pidAlive, startExecServer, waitFor, waitForState } from './support.ts';
+import {
+  createRun,
+  executionsOf,
+  FAKE,
+  fakeRecords,
+  pidAlive,
+  startExecServer,
+  waitFor,
+  waitForState,
+} from './support.ts';
 import type { ExecServer } from './support.ts';
 
 function startExecutorProcess(database: TestDatabase): AgentyardProcess {
@@ -43,14 +52,22 @@ describe.skipIf(!ENGINES.includes('postgres'))('runs executing in another server
     await database?.close();
   });
 
-  async function startedRun(prompt: string): Promise<{ runId: string; workspace: string; agentPid: number; childPid: number }> {
-    const runId = await createRun(api, { prompt, config: { harness_auth_secrets: { claude_auth_secret_name: 'claude-key' } } });
+  async function startedRun(
+    prompt: string,
+  ): Promise<{ runId: string; workspace: string; agentPid: number; childPid: number }> {
+    const runId = await createRun(api, {
+      prompt,
+      config: { harness_auth_secrets: { claude_auth_secret_name: 'claude-key' } },
+    });
     await waitForState(api, runId, ['INPROGRESS'], 30_000);
     const [execution] = await executionsOf(api, runId);
     expect(execution!.executor).toMatch(/^service:/);
     const workspace = execution!.workspace!;
     const childPid = await waitFor('the agent child', async () => readPidFile(path.join(workspace, '.fake-child.pid')));
-    const agentPid = await waitFor('the agent record', async () => fakeRecords(workspace)[0]?.pid as number | undefined);
+    const agentPid = await waitFor(
+      'the agent record',
+      async () => fakeRecords(workspace)[0]?.pid as number | undefined,
+    );
     return { runId, workspace, agentPid, childPid };
   }
 
@@ -68,8 +85,14 @@ describe.skipIf(!ENGINES.includes('postgres'))('runs executing in another server
     expect((await executionsOf(api, runId))[0]).toMatchObject({ outcome: 'cancelled' });
     const run = (await api.api('GET', `/agent/runs/${runId}`)).body;
     expect(run.state).toBe('CANCELLED');
-    const states = (await api.api('GET', `/agent/events?run_ids=${runId}&limit=500`)).body.map((e: { event_type: string }) => e.event_type);
-    expect(states.filter((t: string) => t.startsWith('run_'))).toEqual(['run_claimed', 'run_in_progress', 'run_cancelled']);
+    const states = (await api.api('GET', `/agent/events?run_ids=${runId}&limit=500`)).body.map(
+      (e: { event_type: string }) => e.event_type,
+    );
+    expect(states.filter((t: string) => t.startsWith('run_'))).toEqual([
+      'run_claimed',
+      'run_in_progress',
+      'run_cancelled',
+    ]);
     await executor.stop();
   });
 

@@ -17,7 +17,16 @@ import { createWorkspace } from '../../src/execution/workspace.ts';
 import { ENGINES } from '../support/db.ts';
 import { killQuietly } from '../support/processes.ts';
 import { newId } from '../../src/util/ids.ts';
-import { createRun, eventsOf, executionsOf, pidAlive, ROOT, startExecServer, waitFor, waitForState } from './support.ts';
+import {
+  createRun,
+  eventsOf,
+  executionsOf,
+  pidAlive,
+  ROOT,
+  startExecServer,
+  waitFor,
+  waitForState,
+} from './support.ts';
 import type { ExecServer } from './support.ts';
 
 const CODEX = path.join(ROOT, 'node_modules/.bin/codex');
@@ -36,7 +45,11 @@ function plan(executionId: string): ExecutionPlan {
     modelId: 'gpt-5-codex',
     reasoningLevel: 'high',
     mcpServers: {
-      'git hub': { command: 'gh-mcp', args: ['--stdio', 'a b'], env: { GH_HOST: 'github.example.com', QUOTE: 'x"y\\z' } },
+      'git hub': {
+        command: 'gh-mcp',
+        args: ['--stdio', 'a b'],
+        env: { GH_HOST: 'github.example.com', QUOTE: 'x"y\\z' },
+      },
       docs: { url: 'https://mcp.example.com/mcp', headers: { 'X-Team': 'a' } },
       hosted: { warp_id: 'mcp_1' },
     },
@@ -63,27 +76,56 @@ describe('the real Codex CLI', () => {
   it('reads back the MCP servers of the config.toml the adapter writes', async () => {
     const id = newId('exe');
     const ws = await createWorkspace(root, id);
-    const invocation = await codexHarness.prepare({ plan: plan(id), workspace: ws, bin: CODEX, extraArgs: [], prompt: 'Say hello.' });
+    const invocation = await codexHarness.prepare({
+      plan: plan(id),
+      workspace: ws,
+      bin: CODEX,
+      extraArgs: [],
+      prompt: 'Say hello.',
+    });
     const version = spawnSync(CODEX, ['--version'], { encoding: 'utf8' });
     expect(version.status).toBe(0);
     expect(version.stdout).toMatch(/^codex-cli \d+\.\d+/);
-    const listed = spawnSync(CODEX, ['mcp', 'list', '--json'], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: ws.home, ...invocation.env } });
+    const listed = spawnSync(CODEX, ['mcp', 'list', '--json'], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH, HOME: ws.home, ...invocation.env },
+    });
     expect(listed.status, listed.stderr).toBe(0);
     const servers = JSON.parse(listed.stdout) as { name: string; transport: Record<string, unknown> }[];
     expect(Object.fromEntries(servers.map((s) => [s.name, s.transport]))).toEqual({
-      'git hub': expect.objectContaining({ type: 'stdio', command: 'gh-mcp', args: ['--stdio', 'a b'], env: { GH_HOST: 'github.example.com', QUOTE: 'x"y\\z' } }),
-      docs: expect.objectContaining({ type: 'streamable_http', url: 'https://mcp.example.com/mcp', http_headers: { 'X-Team': 'a' } }),
+      'git hub': expect.objectContaining({
+        type: 'stdio',
+        command: 'gh-mcp',
+        args: ['--stdio', 'a b'],
+        env: { GH_HOST: 'github.example.com', QUOTE: 'x"y\\z' },
+      }),
+      docs: expect.objectContaining({
+        type: 'streamable_http',
+        url: 'https://mcp.example.com/mcp',
+        http_headers: { 'X-Team': 'a' },
+      }),
     });
   });
 
   it('accepts the command line, the stdin prompt and (strictly) the configuration: a thread and a turn start', async () => {
     const id = newId('exe');
     const ws = await createWorkspace(root, id);
-    const invocation = await codexHarness.prepare({ plan: plan(id), workspace: ws, bin: CODEX, extraArgs: [], prompt: 'Say hello.' });
+    const invocation = await codexHarness.prepare({
+      plan: plan(id),
+      workspace: ws,
+      bin: CODEX,
+      extraArgs: [],
+      prompt: 'Say hello.',
+    });
     expect(invocation.args[0]).toBe('exec');
     // --strict-config: an unknown or misspelt field in our config.toml would stop it here
     const args = ['exec', '--strict-config', ...invocation.args.slice(1)];
-    const child = spawn(CODEX, args, { cwd: ws.dir, env: { PATH: process.env.PATH, HOME: ws.home, ...invocation.env }, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(CODEX, args, {
+      cwd: ws.dir,
+      env: { PATH: process.env.PATH, HOME: ws.home, ...invocation.env },
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     child.stdin.end(invocation.input);
@@ -108,7 +150,10 @@ describe('the real Codex CLI', () => {
     killQuietly(child.pid, 'SIGKILL', { group: true });
     await exited;
     expect(types.slice(0, 1)).toEqual(['thread.started']);
-    expect(events[0]).toMatchObject({ type: 'session', data: { session_id: expect.stringMatching(/^[0-9a-f-]{36}$/) } });
+    expect(events[0]).toMatchObject({
+      type: 'session',
+      data: { session_id: expect.stringMatching(/^[0-9a-f-]{36}$/) },
+    });
     expect(stderr).not.toMatch(/unknown configuration field|Error loading config/);
   });
 });
@@ -116,16 +161,29 @@ describe('the real Codex CLI', () => {
 describe('a run executed by the real Codex CLI', () => {
   let s: ExecServer;
   beforeAll(async () => {
-    s = await startExecServer(ENGINES[0]!, { settings: { harnesses: ['codex'], defaultHarness: 'codex', bins: { claude: 'claude', codex: CODEX, gemini: 'gemini', command: '' } } });
+    s = await startExecServer(ENGINES[0]!, {
+      settings: {
+        harnesses: ['codex'],
+        defaultHarness: 'codex',
+        bins: { claude: 'claude', codex: CODEX, gemini: 'gemini', command: '' },
+      },
+    });
   });
   afterAll(async () => {
     await s?.close();
   });
 
   it('starts a thread (its id recorded as the session) and is cancelled mid-turn', async () => {
-    const runId = await createRun(s, { prompt: 'Say hello.', config: { harness: { type: 'codex', model_id: 'gpt-5-codex' }, base_prompt: 'Be terse.' } });
+    const runId = await createRun(s, {
+      prompt: 'Say hello.',
+      config: { harness: { type: 'codex', model_id: 'gpt-5-codex' }, base_prompt: 'Be terse.' },
+    });
     await waitForState(s, runId, ['INPROGRESS'], 30_000);
-    const session = await waitFor('the thread', async () => (await eventsOf(s, runId)).find((e) => e.type === 'session'), 60_000);
+    const session = await waitFor(
+      'the thread',
+      async () => (await eventsOf(s, runId)).find((e) => e.type === 'session'),
+      60_000,
+    );
     expect(session.data.session_id).toMatch(/^[0-9a-f-]{36}$/);
     const [execution] = await executionsOf(s, runId);
     expect((await s.api('POST', `/agent/runs/${runId}/cancel`)).status).toBe(200);

@@ -5,7 +5,14 @@ import type { TestDatabase } from '../support/db.ts';
 
 describe.each(ENGINES)('skill resolution on %s', (engine) => {
   let t: TestDatabase;
-  const run = (over: Partial<{ team_id: string; factory_id: string | null; automation_id: string | null; config_name: string | null }> = {}) => ({
+  const run = (
+    over: Partial<{
+      team_id: string;
+      factory_id: string | null;
+      automation_id: string | null;
+      config_name: string | null;
+    }> = {},
+  ) => ({
     team_id: 'team_s',
     factory_id: null,
     automation_id: null,
@@ -63,16 +70,26 @@ describe.each(ENGINES)('skill resolution on %s', (engine) => {
   });
 
   it("looks in the agent's own skills first: the automation's agent, else the configuration's name", async () => {
-    const byAutomation = await resolveSkill(t.db, run({ factory_id: 'fac_b', automation_id: 'aut_bot', config_name: 'other' }), 'repo:triage');
+    const byAutomation = await resolveSkill(
+      t.db,
+      run({ factory_id: 'fac_b', automation_id: 'aut_bot', config_name: 'other' }),
+      'repo:triage',
+    );
     expect(byAutomation).toMatchObject({ resolved: true, source: 'factory beta: agents/bot/skills/triage/SKILL.md' });
-    const byConfig = await resolveSkill(t.db, run({ factory_id: 'fac_b', automation_id: 'aut_none', config_name: 'bot' }), 'repo:triage');
+    const byConfig = await resolveSkill(
+      t.db,
+      run({ factory_id: 'fac_b', automation_id: 'aut_none', config_name: 'bot' }),
+      'repo:triage',
+    );
     expect(byConfig).toMatchObject({ resolved: true, source: 'factory beta: agents/bot/skills/triage/SKILL.md' });
     const noAgent = await resolveSkill(t.db, run({ factory_id: 'fac_b', automation_id: 'aut_none' }), 'repo:triage');
     expect(noAgent).toMatchObject({ resolved: true, source: 'factory beta: skills/triage/SKILL.md' });
   });
 
   it('takes a path to a SKILL.md as it is, including one at the root (its top-level files only)', async () => {
-    expect(await resolveSkill(t.db, run({ factory_id: 'fac_b' }), 'repo:agents/bot/skills/triage/SKILL.md')).toMatchObject({
+    expect(
+      await resolveSkill(t.db, run({ factory_id: 'fac_b' }), 'repo:agents/bot/skills/triage/SKILL.md'),
+    ).toMatchObject({
       name: 'triage',
       resolved: true,
       source: 'factory beta: agents/bot/skills/triage/SKILL.md',

@@ -57,7 +57,12 @@ export async function startExecServer(
   return Object.assign(s, { parts: parts! });
 }
 
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000, everyMs = 50): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false>,
+  timeoutMs = 20_000,
+  everyMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -72,7 +77,13 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
   }
 }
 
-export async function waitForState(s: TestServer, runId: string, states: string[], timeoutMs = 20_000, key?: string): Promise<any> {
+export async function waitForState(
+  s: TestServer,
+  runId: string,
+  states: string[],
+  timeoutMs = 20_000,
+  key?: string,
+): Promise<any> {
   return waitFor(
     `run ${runId} to reach ${states.join('|')}`,
     async () => {
@@ -104,7 +115,9 @@ export interface ExecutionRow {
 }
 
 export async function executionsOf(s: TestServer, runId: string): Promise<ExecutionRow[]> {
-  return (await s.server.ctx.db.query<ExecutionRow>('SELECT * FROM executions WHERE run_id = $1 ORDER BY attempt', [runId])).rows;
+  return (
+    await s.server.ctx.db.query<ExecutionRow>('SELECT * FROM executions WHERE run_id = $1 ORDER BY attempt', [runId])
+  ).rows;
 }
 
 /** The fake agent's records of its invocations in a workspace (one per invocation or turn). */
@@ -117,7 +130,10 @@ export function fakeRecords(workspace: string): any[] {
     .map((l) => JSON.parse(l));
 }
 
-export async function eventsOf(s: TestServer, runId: string): Promise<{ sequence: number; type: string; data: any; execution_id: string | null }[]> {
+export async function eventsOf(
+  s: TestServer,
+  runId: string,
+): Promise<{ sequence: number; type: string; data: any; execution_id: string | null }[]> {
   const res = await s.server.ctx.db.query<{ sequence: number; type: string; data: any; execution_id: string | null }>(
     'SELECT sequence, type, data, execution_id FROM run_events WHERE run_id = $1 ORDER BY sequence',
     [runId],

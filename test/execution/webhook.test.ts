@@ -23,7 +23,9 @@ Read event-payload.json, then decide.
 describe.each(ENGINES)('a webhook delivery through a committed automation on %s', (engine) => {
   let s: ExecServer;
   beforeAll(async () => {
-    s = await startExecServer(engine, { settings: { harnesses: ['command'], defaultHarness: 'command', bins: { ...FAKE } } });
+    s = await startExecServer(engine, {
+      settings: { harnesses: ['command'], defaultHarness: 'command', bins: { ...FAKE } },
+    });
   });
   afterAll(async () => {
     await s?.close();
@@ -44,16 +46,30 @@ describe.each(ENGINES)('a webhook delivery through a committed automation on %s'
     const first = await s.api('POST', `/factories/${id}/apply`, { files: files({}), message: 'webhook' });
     expect(first.status, first.text).toBe(200);
     const [hook] = (await s.api('GET', `/factories/${id}/webhooks`)).body.webhooks;
-    const second = await s.api('POST', `/factories/${id}/apply`, { files: files({ 'automations/triage/automation.md': automationMd(hook.uid, { payload: 'severity: [critical]', prompt: 'Investigate the alert. LIST_FILES' }) }), message: 'automation' });
+    const second = await s.api('POST', `/factories/${id}/apply`, {
+      files: files({
+        'automations/triage/automation.md': automationMd(hook.uid, {
+          payload: 'severity: [critical]',
+          prompt: 'Investigate the alert. LIST_FILES',
+        }),
+      }),
+      message: 'automation',
+    });
     expect(second.status, second.text).toBe(200);
 
     const body = JSON.stringify({ severity: 'critical', title: 'Disk full on db-1' });
-    const delivered = await request(hook.ingress_url, { method: 'POST', body, headers: { authorization: 'Bearer tok-0123456789', 'content-type': 'application/json' } });
+    const delivered = await request(hook.ingress_url, {
+      method: 'POST',
+      body,
+      headers: { authorization: 'Bearer tok-0123456789', 'content-type': 'application/json' },
+    });
     expect(delivered.status, delivered.text).toBe(202);
     const deliveryId = delivered.body.delivery_id as string;
 
     const runId = await waitFor('the run of the delivery', async () => {
-      const res = await s.server.ctx.db.query<{ id: string }>('SELECT id FROM runs WHERE delivery_id = $1', [deliveryId]);
+      const res = await s.server.ctx.db.query<{ id: string }>('SELECT id FROM runs WHERE delivery_id = $1', [
+        deliveryId,
+      ]);
       return res.rows[0]?.id;
     });
     const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
@@ -71,25 +87,43 @@ describe.each(ENGINES)('a webhook delivery through a committed automation on %s'
   });
 
   it("resolves a run's skill from the factory's skills/ into the workspace, and says so when it cannot", async () => {
-    const runId = (await s.api('POST', '/agent/runs', { prompt: 'Triage LIST_FILES', skill: 'acme/api:triage' })).body.run_id as string;
+    const runId = (await s.api('POST', '/agent/runs', { prompt: 'Triage LIST_FILES', skill: 'acme/api:triage' })).body
+      .run_id as string;
     const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
     expect(run.state).toBe('SUCCEEDED');
     const [execution] = await executionsOf(s, runId);
     expect(readFileSync(path.join(execution!.workspace!, '.agents/skills/triage/SKILL.md'), 'utf8')).toBe(SKILL);
     const rec = fakeRecords(execution!.workspace!)[0];
-    expect(rec.document.skill).toEqual({ spec: 'acme/api:triage', name: 'triage', path: '.agents/skills/triage/SKILL.md' });
+    expect(rec.document.skill).toEqual({
+      spec: 'acme/api:triage',
+      name: 'triage',
+      path: '.agents/skills/triage/SKILL.md',
+    });
     expect(rec.document.prompt).toContain('read .agents/skills/triage/SKILL.md');
-    const blocks = (await s.api('GET', `/agent/runs/${runId}/conversation`)).body.steps[0].messages.flatMap((m: { content: unknown[] }) => m.content);
-    expect(blocks).toContainEqual(
-      expect.objectContaining({ type: 'action', category: 'skill', name: 'read_skill', input: expect.objectContaining({ skill_path: '.agents/skills/triage/SKILL.md' }) }),
+    const blocks = (await s.api('GET', `/agent/runs/${runId}/conversation`)).body.steps[0].messages.flatMap(
+      (m: { content: unknown[] }) => m.content,
     );
-    expect(blocks).toContainEqual(expect.objectContaining({ type: 'action_result', name: 'read_skill', state: 'completed' }));
+    expect(blocks).toContainEqual(
+      expect.objectContaining({
+        type: 'action',
+        category: 'skill',
+        name: 'read_skill',
+        input: expect.objectContaining({ skill_path: '.agents/skills/triage/SKILL.md' }),
+      }),
+    );
+    expect(blocks).toContainEqual(
+      expect.objectContaining({ type: 'action_result', name: 'read_skill', state: 'completed' }),
+    );
 
-    const missing = (await s.api('POST', '/agent/runs', { prompt: 'Triage', skill: 'acme/api:nope' })).body.run_id as string;
+    const missing = (await s.api('POST', '/agent/runs', { prompt: 'Triage', skill: 'acme/api:nope' })).body
+      .run_id as string;
     expect((await waitForState(s, missing, ['SUCCEEDED', 'FAILED', 'ERROR'])).state).toBe('SUCCEEDED');
     const [other] = await executionsOf(s, missing);
     const doc = fakeRecords(other!.workspace!)[0].document;
-    expect(doc.skill).toMatchObject({ spec: 'acme/api:nope', unresolved: expect.stringContaining('skills/nope/SKILL.md') });
+    expect(doc.skill).toMatchObject({
+      spec: 'acme/api:nope',
+      unresolved: expect.stringContaining('skills/nope/SKILL.md'),
+    });
     expect(doc.prompt).toContain('could not be provided');
   });
 });

@@ -22,7 +22,11 @@ describe.each(ENGINES)('factory API on %s', (engine) => {
     const created = await server.api('POST', '/factories', { name: 'ops' });
     managedId = created.body.id;
     const applied = await server.api('POST', `/factories/${managedId}/apply`, {
-      files: asFileList({ ...baseFiles(), 'webhooks/alerts.yaml': webhookYaml('alerts-token'), 'webhooks/by-url.yaml': webhookYaml('url-token', { authMode: 'url_token' }) }),
+      files: asFileList({
+        ...baseFiles(),
+        'webhooks/alerts.yaml': webhookYaml('alerts-token'),
+        'webhooks/by-url.yaml': webhookYaml('url-token', { authMode: 'url_token' }),
+      }),
     });
     expect(applied.status, applied.text).toBe(200);
   });
@@ -37,17 +41,31 @@ describe.each(ENGINES)('factory API on %s', (engine) => {
     expect(dup.status).toBe(409);
     expect(dup.body.code).toBe('factory_name_taken');
     expect((await server.api('POST', '/factories', { name: 'by-member' }, memberKey)).status).toBe(403);
-    const withPassword = await server.api('POST', '/factories', { name: 'pw', source: { type: 'git', url: 'https://bot:hunter2@github.com/a/b.git' } });
+    const withPassword = await server.api('POST', '/factories', {
+      name: 'pw',
+      source: { type: 'git', url: 'https://bot:hunter2@github.com/a/b.git' },
+    });
     expect(withPassword.status).toBe(400);
     expect(withPassword.text).not.toContain('hunter2');
     const ext = await server.api('POST', '/factories', { name: 'ext', source: { type: 'git', url: 'ext::sh -c id' } });
     expect(ext.status).toBe(400);
-    const git = await server.api('POST', '/factories', { name: 'gitty', source: { type: 'git', url: 'https://github.com/acme/factory.git', poll_interval_seconds: 0 } });
+    const git = await server.api('POST', '/factories', {
+      name: 'gitty',
+      source: { type: 'git', url: 'https://github.com/acme/factory.git', poll_interval_seconds: 0 },
+    });
     expect(git.status).toBe(201);
     expect(git.body).toMatchObject({
       name: 'gitty',
       read_only: true,
-      source: { type: 'git', url: 'https://github.com/acme/factory.git', branch: 'main', path: null, poll_interval_seconds: 0, credentials_secret: null, push_secret: null },
+      source: {
+        type: 'git',
+        url: 'https://github.com/acme/factory.git',
+        branch: 'main',
+        path: null,
+        poll_interval_seconds: 0,
+        credentials_secret: null,
+        push_secret: null,
+      },
       status: { state: 'pending', applied_revision: null, errors: [] },
     });
     expect((await server.api('GET', '/factories/fac_nope')).status).toBe(404);
@@ -74,12 +92,21 @@ describe.each(ENGINES)('factory API on %s', (engine) => {
     const byUrl = hooks.find((h: { name: string }) => h.name === 'by-url');
     const token = hooks.find((h: { name: string }) => h.name === 'alerts');
     expect(byUrl.ingress_url).toBe(`${server.url}/webhooks/w/${byUrl.uid}/{token}`);
-    expect(token).toMatchObject({ auth_mode: 'token', secret_name: 'alerts-token', ingress_url: `${server.url}/webhooks/w/${token.uid}` });
+    expect(token).toMatchObject({
+      auth_mode: 'token',
+      secret_name: 'alerts-token',
+      ingress_url: `${server.url}/webhooks/w/${token.uid}`,
+    });
     expect(JSON.stringify(hooks)).not.toContain('abc-DEF');
   });
 
   it('sends work to a factory: a FACTORY run with the definition defaults', async () => {
-    const res = await server.api('POST', `/factories/${managedId}/runs`, { prompt: 'Triage the open alerts', config: { idle_timeout_minutes: 5 } }, memberKey);
+    const res = await server.api(
+      'POST',
+      `/factories/${managedId}/runs`,
+      { prompt: 'Triage the open alerts', config: { idle_timeout_minutes: 5 } },
+      memberKey,
+    );
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({ state: 'QUEUED', factory_id: managedId });
     const run = (await server.api('GET', `/agent/runs/${res.body.run_id}`)).body;
@@ -88,7 +115,13 @@ describe.each(ENGINES)('factory API on %s', (engine) => {
       factory_uid: managedId,
       prompt: 'Triage the open alerts',
       worker_host: 'build-box-1',
-      agent_config: { name: 'foreman', model_id: 'auto', worker_host: 'build-box-1', runner_id: 'default', idle_timeout_minutes: 5 },
+      agent_config: {
+        name: 'foreman',
+        model_id: 'auto',
+        worker_host: 'build-box-1',
+        runner_id: 'default',
+        idle_timeout_minutes: 5,
+      },
     });
     expect(run.agent_config.base_prompt).toContain('on-call foreman');
 
@@ -105,13 +138,25 @@ describe.each(ENGINES)('factory API on %s', (engine) => {
       uid: managedId,
       name: 'Alert triage',
       repositories: [{ owner: 'acme', repo: 'api', code_forge: 'GITHUB' }],
-      agent_defaults: { default_runner_uid: 'default', worker_host: 'build-box-1', harness: { type: 'oz', model_id: 'auto' } },
+      agent_defaults: {
+        default_runner_uid: 'default',
+        worker_host: 'build-box-1',
+        harness: { type: 'oz', model_id: 'auto' },
+      },
       default_model: 'auto',
       integrations: null,
     });
-    const run = await server.api('POST', `/factory/${managedId}/runs`, { prompt: 'Look at the alerts', ticket_ref: 'linear:ABC-1' });
+    const run = await server.api('POST', `/factory/${managedId}/runs`, {
+      prompt: 'Look at the alerts',
+      ticket_ref: 'linear:ABC-1',
+    });
     expect(run.status).toBe(200);
-    expect(run.body).toMatchObject({ factory_uid: managedId, foreman_agent: 'foreman', state: 'QUEUED', ticket_ref: 'linear:ABC-1' });
+    expect(run.body).toMatchObject({
+      factory_uid: managedId,
+      foreman_agent: 'foreman',
+      state: 'QUEUED',
+      ticket_ref: 'linear:ABC-1',
+    });
     expect(run.body.run_url).toMatch(/\/sessions\//);
     expect((await server.api('POST', `/factory/${managedId}/runs`, { prompt: '  ' })).status).toBe(400);
   });
@@ -122,45 +167,84 @@ describe.each(ENGINES)('factory API on %s', (engine) => {
     await remote.write(baseFiles());
     await remote.commitAndPush('initial');
     await server.api('PUT', '/secrets/push-secret', { value: 'push-s3cret' });
-    const created = await server.api('POST', '/factories', { name: 'pushed', source: { type: 'git', url: remote.bare, poll_interval_seconds: 0, push_secret: 'push-secret' } });
+    const created = await server.api('POST', '/factories', {
+      name: 'pushed',
+      source: { type: 'git', url: remote.bare, poll_interval_seconds: 0, push_secret: 'push-secret' },
+    });
     const id = created.body.id as string;
     expect(created.body.push_hook_url).toBe(`${server.url}/api/v1/factories/${id}/sync/push`);
-    await expect.poll(async () => (await server.api('GET', `/factories/${id}`)).body.status.state, { timeout: 15_000 }).toBe('applied');
+    await expect
+      .poll(async () => (await server.api('GET', `/factories/${id}`)).body.status.state, { timeout: 15_000 })
+      .toBe('applied');
 
     await remote.write({ 'webhooks/alerts.yaml': webhookYaml('alerts-token') });
     const sha = await remote.commitAndPush('add a webhook');
     const body = JSON.stringify({ ref: 'refs/heads/main', after: sha });
-    const sign = (text: string, secret = 'push-s3cret') => `sha256=${createHmac('sha256', secret).update(text).digest('hex')}`;
+    const sign = (text: string, secret = 'push-s3cret') =>
+      `sha256=${createHmac('sha256', secret).update(text).digest('hex')}`;
     const hookUrl = created.body.push_hook_url as string;
 
-    const forged = await request(hookUrl, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-hub-signature-256': sign(body, 'wrong') } });
+    const forged = await request(hookUrl, {
+      method: 'POST',
+      body,
+      headers: {
+        'content-type': 'application/json',
+        'x-github-event': 'push',
+        'x-hub-signature-256': sign(body, 'wrong'),
+      },
+    });
     expect(forged.status).toBe(401);
     const other = JSON.stringify({ ref: 'refs/heads/feature' });
-    const ignored = await request(hookUrl, { method: 'POST', body: other, headers: { 'content-type': 'application/json', 'x-hub-signature-256': sign(other) } });
+    const ignored = await request(hookUrl, {
+      method: 'POST',
+      body: other,
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': sign(other) },
+    });
     expect(ignored.status).toBe(202);
     expect(ignored.body.result).toBe('ignored');
 
-    const push = await request(hookUrl, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-hub-signature-256': sign(body) } });
+    const push = await request(hookUrl, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json', 'x-github-event': 'push', 'x-hub-signature-256': sign(body) },
+    });
     expect(push.status).toBe(202);
     expect(push.body.result).toBe('queued');
-    await expect.poll(async () => (await server.api('GET', `/factories/${id}`)).body.status.applied_revision, { timeout: 15_000 }).toBe(`main@sha1:${sha}`);
+    await expect
+      .poll(async () => (await server.api('GET', `/factories/${id}`)).body.status.applied_revision, { timeout: 15_000 })
+      .toBe(`main@sha1:${sha}`);
     const [entry] = (await server.api('GET', `/factories/${id}/applies`)).body.applies;
     expect(entry).toMatchObject({ trigger: 'push', result: 'applied' });
 
-    const gitlab = await request(hookUrl, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-gitlab-token': 'push-s3cret' } });
+    const gitlab = await request(hookUrl, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json', 'x-gitlab-token': 'push-s3cret' },
+    });
     expect(gitlab.status).toBe(202);
-    const noHook = await request(`${server.apiUrl}/factories/${managedId}/sync/push`, { method: 'POST', body, headers: { authorization: 'Bearer push-s3cret' } });
+    const noHook = await request(`${server.apiUrl}/factories/${managedId}/sync/push`, {
+      method: 'POST',
+      body,
+      headers: { authorization: 'Bearer push-s3cret' },
+    });
     expect(noHook.status).toBe(404);
   });
 
   it('pages through the apply history newest first', async () => {
     for (let i = 0; i < 3; i++) {
-      await server.api('POST', `/factories/${managedId}/apply`, { files: asFileList({ ...baseFiles(), 'webhooks/alerts.yaml': webhookYaml('alerts-token', { extra: `# revision ${i}\n` }) }) });
+      await server.api('POST', `/factories/${managedId}/apply`, {
+        files: asFileList({
+          ...baseFiles(),
+          'webhooks/alerts.yaml': webhookYaml('alerts-token', { extra: `# revision ${i}\n` }),
+        }),
+      });
     }
     const first = (await server.api('GET', `/factories/${managedId}/applies?limit=2`)).body;
     expect(first.applies).toHaveLength(2);
     expect(first.page_info.has_next_page).toBe(true);
-    const second = (await server.api('GET', `/factories/${managedId}/applies?limit=2&cursor=${first.page_info.next_cursor}`)).body;
+    const second = (
+      await server.api('GET', `/factories/${managedId}/applies?limit=2&cursor=${first.page_info.next_cursor}`)
+    ).body;
     const all = [...first.applies, ...second.applies];
     expect(new Set(all.map((a: { id: string }) => a.id)).size).toBe(all.length);
     const times = all.map((a: { started_at: string }) => a.started_at);
@@ -170,7 +254,9 @@ describe.each(ENGINES)('factory API on %s', (engine) => {
   it('deletes a factory: its webhooks stop at once and keep their rows', async () => {
     const created = await server.api('POST', '/factories', { name: 'doomed' });
     const id = created.body.id as string;
-    await server.api('POST', `/factories/${id}/apply`, { files: asFileList({ ...baseFiles(), 'webhooks/alerts.yaml': webhookYaml('alerts-token') }) });
+    await server.api('POST', `/factories/${id}/apply`, {
+      files: asFileList({ ...baseFiles(), 'webhooks/alerts.yaml': webhookYaml('alerts-token') }),
+    });
     const events: unknown[] = [];
     const unsubscribe = server.server.ctx.bus.subscribe(WEBHOOKS_CHANGED_TOPIC, (d) => events.push(d));
     expect((await server.api('DELETE', `/factories/${id}`, undefined, memberKey)).status).toBe(403);
@@ -179,7 +265,10 @@ describe.each(ENGINES)('factory API on %s', (engine) => {
     expect(res.body).toEqual({ id, deleted: true });
     expect(events).toContainEqual({ factory_id: id });
     expect((await server.api('GET', `/factories/${id}`)).status).toBe(404);
-    const rows = await server.server.ctx.db.query<{ deleted_at: Date | null }>('SELECT deleted_at FROM webhooks WHERE factory_id = $1', [id]);
+    const rows = await server.server.ctx.db.query<{ deleted_at: Date | null }>(
+      'SELECT deleted_at FROM webhooks WHERE factory_id = $1',
+      [id],
+    );
     expect(rows.rows).toHaveLength(1);
     expect(rows.rows[0]!.deleted_at).toBeInstanceOf(Date);
     // The name can be used again.

@@ -33,8 +33,16 @@ function documentedCodes(): DocRow[] {
 describe('the error catalogue and docs/errors.md', () => {
   it('list exactly the same codes, with the same status, title and retryability, each with an explanation', () => {
     const documented = documentedCodes();
-    const catalogue = Object.entries(ERROR_CATALOGUE).map(([code, spec]) => ({ code, status: spec.status, title: spec.title, retryable: spec.retryable }));
-    expect(documented.map(({ when: _when, ...rest }) => rest), 'docs/errors.md must list every code of src/http/errors.ts, in order').toEqual(catalogue);
+    const catalogue = Object.entries(ERROR_CATALOGUE).map(([code, spec]) => ({
+      code,
+      status: spec.status,
+      title: spec.title,
+      retryable: spec.retryable,
+    }));
+    expect(
+      documented.map(({ when: _when, ...rest }) => rest),
+      'docs/errors.md must list every code of src/http/errors.ts, in order',
+    ).toEqual(catalogue);
     for (const row of documented) expect(row.when.length, `explain when ${row.code} is answered`).toBeGreaterThan(10);
   });
 
@@ -46,7 +54,8 @@ describe('the error catalogue and docs/errors.md', () => {
 
   it('uses only documented codes in the sources', () => {
     // AppError takes an ErrorCode, so the type checker covers this; the test keeps a literal code honest at runtime.
-    for (const code of Object.keys(ERROR_CATALOGUE) as ErrorCode[]) expect(new AppError(code).status).toBe(ERROR_CATALOGUE[code].status);
+    for (const code of Object.keys(ERROR_CATALOGUE) as ErrorCode[])
+      expect(new AppError(code).status).toBe(ERROR_CATALOGUE[code].status);
   });
 });
 
@@ -69,10 +78,17 @@ function expectProblem(res: ApiResponse, status: number, code: string): void {
   expect(res.status, res.text).toBe(status);
   expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
   for (const member of MEMBERS) expect(res.body, `member ${member}`).toHaveProperty(member);
-  expect(res.body).toMatchObject({ status, code, type: `${ERROR_TYPE_BASE}${code}`, title: ERROR_CATALOGUE[code as ErrorCode].title });
+  expect(res.body).toMatchObject({
+    status,
+    code,
+    type: `${ERROR_TYPE_BASE}${code}`,
+    title: ERROR_CATALOGUE[code as ErrorCode].title,
+  });
   expect(res.body.retryable).toBe(ERROR_CATALOGUE[code as ErrorCode].retryable);
   expect(res.body.trace_id).toMatch(/^[0-9a-f]{32}$/);
-  expect(res.body.error).toBe(res.body.detail === res.body.title ? res.body.title : `${res.body.title} (${res.body.detail})`);
+  expect(res.body.error).toBe(
+    res.body.detail === res.body.title ? res.body.title : `${res.body.title} (${res.body.detail})`,
+  );
 }
 
 describe.each(ENGINES)('HTTP errors on %s', (engine) => {
@@ -131,7 +147,10 @@ describe.each(ENGINES)('HTTP errors on %s', (engine) => {
     expect(res.status).toBe(200);
     // And without any content type (the TypeScript client).
     const run2 = await s.api('POST', '/agent/runs', { prompt: 'x' });
-    const res2 = await fetch(`${s.apiUrl}/agent/runs/${run2.body.run_id}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${s.adminKey}` } });
+    const res2 = await fetch(`${s.apiUrl}/agent/runs/${run2.body.run_id}/cancel`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${s.adminKey}` },
+    });
     expect(res2.status).toBe(200);
   });
 
@@ -171,9 +190,13 @@ describe.each(ENGINES)('HTTP errors on %s', (engine) => {
 
   it("uses the trace id of the caller's traceparent header", async () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
-    const res = await s.api('GET', '/agent/runs/run_missing', undefined, undefined, { traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
+    const res = await s.api('GET', '/agent/runs/run_missing', undefined, undefined, {
+      traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
+    });
     expect(res.body.trace_id).toBe(traceId);
-    const invalid = await s.api('GET', '/agent/runs/run_missing', undefined, undefined, { traceparent: `00-${'0'.repeat(32)}-00f067aa0ba902b7-01` });
+    const invalid = await s.api('GET', '/agent/runs/run_missing', undefined, undefined, {
+      traceparent: `00-${'0'.repeat(32)}-00f067aa0ba902b7-01`,
+    });
     expect(invalid.body.trace_id).not.toBe('0'.repeat(32));
   });
 });

@@ -72,7 +72,11 @@ function teamAWebhook(f: Fixture): Promise<{ uid: string; deliveryId: string; au
   if (!made) {
     made = (async () => {
       const db = f.s.server.ctx.db;
-      const ids = { uid: 'wh_0000000000000000000000isoa', deliveryId: 'dlv_000000000000000000000isoa', automationId: 'auto_00000000000000000000isoa' };
+      const ids = {
+        uid: 'wh_0000000000000000000000isoa',
+        deliveryId: 'dlv_000000000000000000000isoa',
+        automationId: 'auto_00000000000000000000isoa',
+      };
       await db.query(
         `INSERT INTO webhooks (uid, team_id, factory_id, name, file, auth_mode, secret_name) VALUES ($1, $2, 'fac_a', 'a-hook', 'webhooks/a-hook.yaml', 'token', 'a-secret')`,
         [ids.uid, f.a.teamId],
@@ -82,11 +86,14 @@ function teamAWebhook(f: Fixture): Promise<{ uid: string; deliveryId: string; au
          VALUES ($1, $2, $3, 'fac_a', 'a-hook', 'accepted', 'a', 2, now(), '\\x7b7d')`,
         [ids.deliveryId, ids.uid, f.a.teamId],
       );
-      await db.query(`INSERT INTO automations (id, team_id, factory_id, name, file, prompt) VALUES ($1, $2, 'fac_a', 'a-auto', 'automations/a-auto/automation.md', 'p')`, [
-        ids.automationId,
-        f.a.teamId,
-      ]);
-      await db.query('INSERT INTO automation_webhook_triggers (automation_id, webhook_uid, trigger_index) VALUES ($1, $2, 0)', [ids.automationId, ids.uid]);
+      await db.query(
+        `INSERT INTO automations (id, team_id, factory_id, name, file, prompt) VALUES ($1, $2, 'fac_a', 'a-auto', 'automations/a-auto/automation.md', 'p')`,
+        [ids.automationId, f.a.teamId],
+      );
+      await db.query(
+        'INSERT INTO automation_webhook_triggers (automation_id, webhook_uid, trigger_index) VALUES ($1, $2, 0)',
+        [ids.automationId, ids.uid],
+      );
       return ids;
     })();
     teamAWebhooks.set(f, made);
@@ -95,8 +102,16 @@ function teamAWebhook(f: Fixture): Promise<{ uid: string; deliveryId: string; au
 }
 
 const ISOLATION: Record<string, Probe> = {
-  'GET /healthz': { kind: 'public', why: 'liveness only; reveals nothing', check: async (f) => expect((await request(`${f.s.url}/healthz`)).status).toBe(200) },
-  'GET /readyz': { kind: 'public', why: 'readiness only: which checks pass', check: async (f) => expect((await request(`${f.s.url}/readyz`)).status).toBe(200) },
+  'GET /healthz': {
+    kind: 'public',
+    why: 'liveness only; reveals nothing',
+    check: async (f) => expect((await request(`${f.s.url}/healthz`)).status).toBe(200),
+  },
+  'GET /readyz': {
+    kind: 'public',
+    why: 'readiness only: which checks pass',
+    check: async (f) => expect((await request(`${f.s.url}/readyz`)).status).toBe(200),
+  },
   'GET /metrics': {
     kind: 'public',
     why: 'Prometheus scrape: instance-wide counts by label and state, no team, factory or run identifiers',
@@ -117,7 +132,10 @@ const ISOLATION: Record<string, Probe> = {
   },
 
   // identity
-  'GET /api/v1/whoami': { kind: 'caller', check: async (f) => expect((await f.asB('GET', '/whoami')).body.team.id).toBe(f.b.teamId) },
+  'GET /api/v1/whoami': {
+    kind: 'caller',
+    check: async (f) => expect((await f.asB('GET', '/whoami')).body.team.id).toBe(f.b.teamId),
+  },
   'GET /api/v1/api-keys': {
     kind: 'team-list',
     check: async (f) => {
@@ -129,7 +147,10 @@ const ISOLATION: Record<string, Probe> = {
   'POST /api/v1/api-keys': {
     kind: 'team-create',
     check: async (f) => {
-      await expectNotFound(await f.asB('POST', '/api-keys', { name: 'x', principal_id: f.a.identityPrincipal }), 'key for a principal of A');
+      await expectNotFound(
+        await f.asB('POST', '/api-keys', { name: 'x', principal_id: f.a.identityPrincipal }),
+        'key for a principal of A',
+      );
     },
   },
   'DELETE /api/v1/api-keys/:keyId': {
@@ -147,7 +168,10 @@ const ISOLATION: Record<string, Probe> = {
       expect((await f.s.api('POST', '/teams', { name: 'b-made' }, f.b.member)).status).toBe(403);
     },
   },
-  'GET /api/v1/teams': { kind: 'instance-admin', check: async (f) => expect((await f.asB('GET', '/teams')).status).toBe(403) },
+  'GET /api/v1/teams': {
+    kind: 'instance-admin',
+    check: async (f) => expect((await f.asB('GET', '/teams')).status).toBe(403),
+  },
 
   // agent identities
   'POST /api/v1/agent/identities': {
@@ -160,7 +184,8 @@ const ISOLATION: Record<string, Probe> = {
   },
   'GET /api/v1/agent/identities': {
     kind: 'team-list',
-    check: async (f) => expect(idsOf((await f.asB('GET', '/agent/identities')).body.agents)).not.toContain(f.a.identityUid),
+    check: async (f) =>
+      expect(idsOf((await f.asB('GET', '/agent/identities')).body.agents)).not.toContain(f.a.identityUid),
   },
   'GET /api/v1/agent/identities/:uid': {
     kind: 'team-resource',
@@ -169,7 +194,10 @@ const ISOLATION: Record<string, Probe> = {
   'PUT /api/v1/agent/identities/:uid': {
     kind: 'team-resource',
     check: async (f) => {
-      await expectNotFound(await f.asB('PUT', `/agent/identities/${f.a.identityUid}`, { name: 'taken-over' }), 'rename A identity');
+      await expectNotFound(
+        await f.asB('PUT', `/agent/identities/${f.a.identityUid}`, { name: 'taken-over' }),
+        'rename A identity',
+      );
       expect((await f.asA('GET', `/agent/identities/${f.a.identityUid}`)).body.name).toBe('a-bot');
     },
   },
@@ -185,14 +213,18 @@ const ISOLATION: Record<string, Probe> = {
   'POST /api/v1/agent/runs': {
     kind: 'team-create',
     check: async (f) => {
-      await expectNotFound(await f.asB('POST', '/agent/runs', { prompt: 'x', agent_identity_uid: f.a.identityUid }), 'run as A identity');
+      await expectNotFound(
+        await f.asB('POST', '/agent/runs', { prompt: 'x', agent_identity_uid: f.a.identityUid }),
+        'run as A identity',
+      );
       const own = await f.asB('POST', '/agent/runs', { prompt: 'b run' });
       expect((await f.asA('GET', `/agent/runs/${own.body.run_id}`)).status).toBe(404);
     },
   },
   'POST /api/v1/agent/run': {
     kind: 'team-create',
-    check: async (f) => expectNotFound(await f.asB('POST', '/agent/run', { prompt: 'x', agent_identity_uid: f.a.identityUid }), 'alias'),
+    check: async (f) =>
+      expectNotFound(await f.asB('POST', '/agent/run', { prompt: 'x', agent_identity_uid: f.a.identityUid }), 'alias'),
   },
   'GET /api/v1/agent/runs': {
     kind: 'team-list',
@@ -224,8 +256,13 @@ const ISOLATION: Record<string, Probe> = {
   'POST /api/v1/agent/runs/:runId/followups': {
     kind: 'team-resource',
     check: async (f) => {
-      await expectNotFound(await f.asB('POST', `/agent/runs/${f.a.runId}/followups`, { message: 'hijack' }), 'follow-up');
-      const messages = (await f.asA('GET', `/agent/runs/${f.a.runId}/followups`)).body.followups.map((x: { message: string }) => x.message);
+      await expectNotFound(
+        await f.asB('POST', `/agent/runs/${f.a.runId}/followups`, { message: 'hijack' }),
+        'follow-up',
+      );
+      const messages = (await f.asA('GET', `/agent/runs/${f.a.runId}/followups`)).body.followups.map(
+        (x: { message: string }) => x.message,
+      );
       expect(messages).not.toContain('hijack');
     },
   },
@@ -235,7 +272,8 @@ const ISOLATION: Record<string, Probe> = {
   },
   'GET /api/v1/agent/runs/:runId/handoff/attachments': {
     kind: 'team-resource',
-    check: async (f) => expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/handoff/attachments`), 'attachments'),
+    check: async (f) =>
+      expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/handoff/attachments`), 'attachments'),
   },
   'GET /api/v1/agent/attachments/:token': {
     kind: 'public',
@@ -248,10 +286,18 @@ const ISOLATION: Record<string, Probe> = {
   },
   'GET /api/v1/agent': {
     kind: 'team-list',
-    check: async (f) => expect((await f.asB('GET', '/agent')).body.agents.map((a: { name: string }) => a.name)).not.toContain('a-agent'),
+    check: async (f) =>
+      expect((await f.asB('GET', '/agent')).body.agents.map((a: { name: string }) => a.name)).not.toContain('a-agent'),
   },
-  'GET /api/v1/agent/models': { kind: 'caller', why: 'instance configuration, no team data', check: async (f) => expect((await f.asB('GET', '/agent/models')).status).toBe(200) },
-  'GET /api/v1/agent/environments': { kind: 'team-list', check: async (f) => expect((await f.asB('GET', '/agent/environments')).body.environments).toEqual([]) },
+  'GET /api/v1/agent/models': {
+    kind: 'caller',
+    why: 'instance configuration, no team data',
+    check: async (f) => expect((await f.asB('GET', '/agent/models')).status).toBe(200),
+  },
+  'GET /api/v1/agent/environments': {
+    kind: 'team-list',
+    check: async (f) => expect((await f.asB('GET', '/agent/environments')).body.environments).toEqual([]),
+  },
   'GET /api/v1/agent/artifacts/:artifactUid': {
     kind: 'team-resource',
     check: async (f) => {
@@ -262,18 +308,21 @@ const ISOLATION: Record<string, Probe> = {
   'GET /api/v1/agent/sessions/:sessionUuid/redirect': {
     kind: 'public',
     why: 'always answers {} and reveals nothing about the session',
-    check: async (f) => expect((await request(`${f.s.apiUrl}/agent/sessions/${f.a.sessionId}/redirect`)).body).toEqual({}),
+    check: async (f) =>
+      expect((await request(`${f.s.apiUrl}/agent/sessions/${f.a.sessionId}/redirect`)).body).toEqual({}),
   },
   'GET /api/v1/agent/conversations/:conversationId/redirect': {
     kind: 'public',
     why: 'always answers {} and reveals nothing about the conversation',
-    check: async (f) => expect((await request(`${f.s.apiUrl}/agent/conversations/${f.a.runId}/redirect`)).body).toEqual({}),
+    check: async (f) =>
+      expect((await request(`${f.s.apiUrl}/agent/conversations/${f.a.runId}/redirect`)).body).toEqual({}),
   },
 
   // run execution (src/execution, src/runs/events*, src/runs/conversation*)
   'GET /api/v1/agent/runs/:runId/events': {
     kind: 'team-resource',
-    check: async (f) => expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/events?follow=false`), 'event stream'),
+    check: async (f) =>
+      expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/events?follow=false`), 'event stream'),
   },
   'GET /api/v1/agent/events': {
     kind: 'team-list',
@@ -287,7 +336,10 @@ const ISOLATION: Record<string, Probe> = {
     kind: 'team-resource',
     check: async (f) => {
       const before = (await f.asA('GET', `/agent/events?run_ids=${f.a.runId}&limit=500`)).body.length;
-      await expectNotFound(await f.asB('POST', `/agent/events/${f.a.runId}`, { event_type: 'run_cancelled' }), 'report an event');
+      await expectNotFound(
+        await f.asB('POST', `/agent/events/${f.a.runId}`, { event_type: 'run_cancelled' }),
+        'report an event',
+      );
       expect((await f.asA('GET', `/agent/events?run_ids=${f.a.runId}&limit=500`)).body.length).toBe(before);
       expect(await runState(f)).toBe('QUEUED');
     },
@@ -326,8 +378,12 @@ const ISOLATION: Record<string, Probe> = {
          ON CONFLICT DO NOTHING`,
         [f.a.teamId],
       );
-      expect((await f.asA('GET', '/workers')).body.workers.map((w: { worker_id: string }) => w.worker_id)).toContain('a-box');
-      expect((await f.asB('GET', '/workers')).body.workers.map((w: { worker_id: string }) => w.worker_id)).not.toContain('a-box');
+      expect((await f.asA('GET', '/workers')).body.workers.map((w: { worker_id: string }) => w.worker_id)).toContain(
+        'a-box',
+      );
+      expect(
+        (await f.asB('GET', '/workers')).body.workers.map((w: { worker_id: string }) => w.worker_id),
+      ).not.toContain('a-box');
     },
   },
 
@@ -360,14 +416,19 @@ const ISOLATION: Record<string, Probe> = {
   'POST /api/v1/agent/schedules': {
     kind: 'team-create',
     check: async (f) => {
-      const created = await f.asB('POST', '/agent/schedules', { name: 'b-nightly', cron_schedule: '0 9 * * *', prompt: 'b' });
+      const created = await f.asB('POST', '/agent/schedules', {
+        name: 'b-nightly',
+        cron_schedule: '0 9 * * *',
+        prompt: 'b',
+      });
       expect(created.status).toBe(201);
       expect((await f.asA('GET', `/agent/schedules/${created.body.id}`)).status).toBe(404);
     },
   },
   'GET /api/v1/agent/schedules': {
     kind: 'team-list',
-    check: async (f) => expect(idsOf((await f.asB('GET', '/agent/schedules')).body.schedules)).not.toContain(f.a.scheduleId),
+    check: async (f) =>
+      expect(idsOf((await f.asB('GET', '/agent/schedules')).body.schedules)).not.toContain(f.a.scheduleId),
   },
   'GET /api/v1/agent/schedules/:scheduleId': {
     kind: 'team-resource',
@@ -403,7 +464,8 @@ const ISOLATION: Record<string, Probe> = {
   // webhook delivery log and automations
   'GET /api/v1/webhooks/:uid/deliveries': {
     kind: 'team-resource',
-    check: async (f) => expectNotFound(await f.asB('GET', `/webhooks/${(await teamAWebhook(f)).uid}/deliveries`), 'A delivery log'),
+    check: async (f) =>
+      expectNotFound(await f.asB('GET', `/webhooks/${(await teamAWebhook(f)).uid}/deliveries`), 'A delivery log'),
   },
   'GET /api/v1/webhooks/:uid/deliveries/:deliveryId': {
     kind: 'team-resource',
@@ -421,7 +483,8 @@ const ISOLATION: Record<string, Probe> = {
   },
   'POST /api/v1/factories/:id/webhooks': {
     kind: 'team-create',
-    check: async (f) => expectNotFound(await f.asB('POST', '/factories/fac_a/webhooks', { name: 'b-hook' }), 'webhook on A factory'),
+    check: async (f) =>
+      expectNotFound(await f.asB('POST', '/factories/fac_a/webhooks', { name: 'b-hook' }), 'webhook on A factory'),
   },
   'GET /api/v1/webhooks/:uid': {
     kind: 'team-resource',
@@ -445,24 +508,39 @@ const ISOLATION: Record<string, Probe> = {
   },
   'POST /api/v1/webhooks/:uid/rotate-secret': {
     kind: 'team-resource',
-    check: async (f) => expectNotFound(await f.asB('POST', `/webhooks/${(await teamAWebhook(f)).uid}/rotate-secret`, {}), 'rotate A secret'),
+    check: async (f) =>
+      expectNotFound(
+        await f.asB('POST', `/webhooks/${(await teamAWebhook(f)).uid}/rotate-secret`, {}),
+        'rotate A secret',
+      ),
   },
   'GET /api/v1/automations/:id': {
     kind: 'team-resource',
-    check: async (f) => expectNotFound(await f.asB('GET', `/automations/${(await teamAWebhook(f)).automationId}`), 'A automation'),
+    check: async (f) =>
+      expectNotFound(await f.asB('GET', `/automations/${(await teamAWebhook(f)).automationId}`), 'A automation'),
   },
   'POST /api/v1/factories/:id/automations': {
     kind: 'team-create',
     check: async (f) => {
-      const trigger = { provider: 'webhook', event: 'received', filter: { webhook_ids: [(await teamAWebhook(f)).uid] } };
-      await expectNotFound(await f.asB('POST', '/factories/fac_a/automations', { name: 'b-auto', prompt: 'p', triggers: [trigger] }), 'automation on A factory');
+      const trigger = {
+        provider: 'webhook',
+        event: 'received',
+        filter: { webhook_ids: [(await teamAWebhook(f)).uid] },
+      };
+      await expectNotFound(
+        await f.asB('POST', '/factories/fac_a/automations', { name: 'b-auto', prompt: 'p', triggers: [trigger] }),
+        'automation on A factory',
+      );
     },
   },
   'PATCH /api/v1/automations/:id': {
     kind: 'team-resource',
     check: async (f) => {
       const a = await teamAWebhook(f);
-      await expectNotFound(await f.asB('PATCH', `/automations/${a.automationId}`, { enabled: false }), 'disable A automation');
+      await expectNotFound(
+        await f.asB('PATCH', `/automations/${a.automationId}`, { enabled: false }),
+        'disable A automation',
+      );
       expect((await f.asA('GET', `/automations/${a.automationId}`)).body.enabled).toBe(true);
     },
   },
@@ -478,7 +556,10 @@ const ISOLATION: Record<string, Probe> = {
     kind: 'team-resource',
     check: async (f) => {
       const a = await teamAWebhook(f);
-      await expectNotFound(await f.asB('POST', `/automations/${a.automationId}/test-filter`, { delivery_id: a.deliveryId }), 'test A automation');
+      await expectNotFound(
+        await f.asB('POST', `/automations/${a.automationId}/test-filter`, { delivery_id: a.deliveryId }),
+        'test A automation',
+      );
     },
   },
 
@@ -496,7 +577,10 @@ const ISOLATION: Record<string, Probe> = {
     kind: 'team-list',
     check: async (f) => expect(idsOf((await f.asB('GET', '/factories')).body.factories)).not.toContain('fac_a'),
   },
-  'GET /api/v1/factories/:id': { kind: 'team-resource', check: async (f) => expectNotFound(await f.asB('GET', '/factories/fac_a'), 'A factory') },
+  'GET /api/v1/factories/:id': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', '/factories/fac_a'), 'A factory'),
+  },
   'DELETE /api/v1/factories/:id': {
     kind: 'team-resource',
     check: async (f) => {
@@ -504,14 +588,24 @@ const ISOLATION: Record<string, Probe> = {
       expect((await f.asA('GET', '/factories/fac_a')).status).toBe(200);
     },
   },
-  'GET /api/v1/factories/:id/applies': { kind: 'team-resource', check: async (f) => expectNotFound(await f.asB('GET', '/factories/fac_a/applies'), 'A history') },
-  'POST /api/v1/factories/:id/sync': { kind: 'team-resource', check: async (f) => expectNotFound(await f.asB('POST', '/factories/fac_a/sync'), 'sync A factory') },
+  'GET /api/v1/factories/:id/applies': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', '/factories/fac_a/applies'), 'A history'),
+  },
+  'POST /api/v1/factories/:id/sync': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('POST', '/factories/fac_a/sync'), 'sync A factory'),
+  },
   'POST /api/v1/factories/:id/sync/push': {
     kind: 'public',
     why: "Git host push notifications: authenticated by the factory's own push secret (HMAC, token or bearer); only ever triggers a fetch; 404 without a push secret",
-    check: async (f) => expect((await request(`${f.s.apiUrl}/factories/fac_a/sync/push`, { method: 'POST', body: {} })).status).toBe(404),
+    check: async (f) =>
+      expect((await request(`${f.s.apiUrl}/factories/fac_a/sync/push`, { method: 'POST', body: {} })).status).toBe(404),
   },
-  'GET /api/v1/factories/:id/webhooks': { kind: 'team-resource', check: async (f) => expectNotFound(await f.asB('GET', '/factories/fac_a/webhooks'), 'A webhooks') },
+  'GET /api/v1/factories/:id/webhooks': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', '/factories/fac_a/webhooks'), 'A webhooks'),
+  },
   'GET /api/v1/factories/:id/automations': {
     kind: 'team-resource',
     check: async (f) => expectNotFound(await f.asB('GET', '/factories/fac_a/automations'), 'A automations'),
@@ -520,12 +614,31 @@ const ISOLATION: Record<string, Probe> = {
     kind: 'team-resource',
     check: async (f) => expectNotFound(await f.asB('GET', '/factories/fac_a/definition'), 'A definition'),
   },
-  'POST /api/v1/factories/:id/plan': { kind: 'team-resource', check: async (f) => expectNotFound(await f.asB('POST', '/factories/fac_a/plan', { files: [] }), 'plan A') },
-  'POST /api/v1/factories/:id/apply': { kind: 'team-resource', check: async (f) => expectNotFound(await f.asB('POST', '/factories/fac_a/apply', { files: [] }), 'apply A') },
-  'POST /api/v1/factories/:id/runs': { kind: 'team-resource', check: async (f) => expectNotFound(await f.asB('POST', '/factories/fac_a/runs', { prompt: 'x' }), 'run on A') },
-  'GET /api/v1/factory': { kind: 'team-list', check: async (f) => expect(idsOf((await f.asB('GET', '/factory')).body.factories)).not.toContain('fac_a') },
-  'GET /api/v1/factory/:uid': { kind: 'team-resource', check: async (f) => expectNotFound(await f.asB('GET', '/factory/fac_a'), 'A factory (product shape)') },
-  'POST /api/v1/factory/:uid/runs': { kind: 'team-resource', check: async (f) => expectNotFound(await f.asB('POST', '/factory/fac_a/runs', { prompt: 'x' }), 'run on A (product shape)') },
+  'POST /api/v1/factories/:id/plan': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('POST', '/factories/fac_a/plan', { files: [] }), 'plan A'),
+  },
+  'POST /api/v1/factories/:id/apply': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('POST', '/factories/fac_a/apply', { files: [] }), 'apply A'),
+  },
+  'POST /api/v1/factories/:id/runs': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('POST', '/factories/fac_a/runs', { prompt: 'x' }), 'run on A'),
+  },
+  'GET /api/v1/factory': {
+    kind: 'team-list',
+    check: async (f) => expect(idsOf((await f.asB('GET', '/factory')).body.factories)).not.toContain('fac_a'),
+  },
+  'GET /api/v1/factory/:uid': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', '/factory/fac_a'), 'A factory (product shape)'),
+  },
+  'POST /api/v1/factory/:uid/runs': {
+    kind: 'team-resource',
+    check: async (f) =>
+      expectNotFound(await f.asB('POST', '/factory/fac_a/runs', { prompt: 'x' }), 'run on A (product shape)'),
+  },
 
   // factory-file wire endpoints: the published schemas and a stateless dry run
   'GET /api/v1/factory-files/schemas': {
@@ -541,7 +654,8 @@ const ISOLATION: Record<string, Probe> = {
   'GET /api/v1/factory-files/schemas/:version/:document': {
     kind: 'public',
     why: 'the published JSON Schemas, the same for everyone',
-    check: async (f) => expect((await request(`${f.s.apiUrl}/factory-files/schemas/v1alpha1/factory`)).status).toBe(200),
+    check: async (f) =>
+      expect((await request(`${f.s.apiUrl}/factory-files/schemas/v1alpha1/factory`)).status).toBe(200),
   },
   'POST /api/v1/factory-files/validate': {
     kind: 'public',
@@ -549,12 +663,20 @@ const ISOLATION: Record<string, Probe> = {
     check: async (f) => {
       await f.asA('PUT', '/secrets/a-only-secret', { value: 'v' });
       const files = [
-        { path: 'factory.yaml', content: 'name: T\nrepositories:\n  - {owner: a, name: b}\nagentDefaults:\n  model: auto\n  runner: linux\n' },
+        {
+          path: 'factory.yaml',
+          content: 'name: T\nrepositories:\n  - {owner: a, name: b}\nagentDefaults:\n  model: auto\n  runner: linux\n',
+        },
         { path: 'runners/linux.yaml', content: 'platform:\n  linux:\n    dockerImage: node:24\n' },
         { path: 'agents/foreman/agent.md', content: '---\nagentType: FOREMAN\n---\nLead.\n' },
         { path: 'webhooks/w.yaml', content: 'authMode: token\nsecretName: a-only-secret\n' },
       ];
-      const post = (key: string) => request(`${f.s.apiUrl}/factory-files/validate`, { method: 'POST', body: { files }, headers: { authorization: `Bearer ${key}` } });
+      const post = (key: string) =>
+        request(`${f.s.apiUrl}/factory-files/validate`, {
+          method: 'POST',
+          body: { files },
+          headers: { authorization: `Bearer ${key}` },
+        });
       const asA = await post(f.a.admin);
       expect(asA.body.valid, JSON.stringify(asA.body.diagnostics)).toBe(true);
       // Team B has no secret of that name (team A's must not count).
@@ -573,10 +695,13 @@ const ISOLATION: Record<string, Probe> = {
           kind: 'public',
           why: 'webhook ingress: authenticated by the webhook UID and its own secret, never by an API key',
           check: async (f) => {
-            const res = await request(`${f.s.url}/webhooks/w/wh_00000000000000000000000000${url.endsWith(':token') ? '/t' : ''}`, {
-              method,
-              ...(method === 'POST' ? { body: {} } : {}),
-            });
+            const res = await request(
+              `${f.s.url}/webhooks/w/wh_00000000000000000000000000${url.endsWith(':token') ? '/t' : ''}`,
+              {
+                method,
+                ...(method === 'POST' ? { body: {} } : {}),
+              },
+            );
             expect([404, 405]).toContain(res.status);
           },
         },
@@ -614,14 +739,24 @@ describe.each(ENGINES)('team isolation on every route on %s', (engine) => {
     expect(child.run_id).toBeTruthy();
     await s.server.ctx.db.query('UPDATE runs SET artifacts = $2 WHERE id = $1', [
       run.run_id,
-      JSON.stringify([{ artifact_type: 'FILE', created_at: '2026-01-01T00:00:00.000Z', data: { artifact_uid: 'art_a', filename: 'f' } }]),
+      JSON.stringify([
+        {
+          artifact_type: 'FILE',
+          created_at: '2026-01-01T00:00:00.000Z',
+          data: { artifact_uid: 'art_a', filename: 'f' },
+        },
+      ]),
     ]);
     await s.server.ctx.db.query(
       `INSERT INTO factories (id, team_id, name, source, state, definition) VALUES ('fac_a', $1, 'a', '{"type":"managed"}', 'applied', $2)`,
       [teamA, JSON.stringify({ agents: [{ name: 'a-agent', prompt: 'p' }] })],
     );
     await asA('PUT', '/secrets/a-secret', { value: 'a-value' });
-    const schedule = await asA('POST', '/agent/schedules', { name: 'a-nightly', cron_schedule: '0 9 * * *', prompt: 'a' });
+    const schedule = await asA('POST', '/agent/schedules', {
+      name: 'a-nightly',
+      cron_schedule: '0 9 * * *',
+      prompt: 'a',
+    });
     const attachments = (await asA('GET', `/agent/runs/${run.run_id}/handoff/attachments`)).body.attachments;
     f.a = {
       admin: s.adminKey,
@@ -662,7 +797,10 @@ describe.each(ENGINES)('team isolation on every route on %s', (engine) => {
     for (const route of registeredRoutes(f.s.server.app)) {
       if (route.public) continue;
       const path = route.url.replace(/:([A-Za-z]+)/g, 'x');
-      const res = await request(`${f.s.url}${path}`, { method: route.method, ...(['POST', 'PUT'].includes(route.method) ? { body: {} } : {}) });
+      const res = await request(`${f.s.url}${path}`, {
+        method: route.method,
+        ...(['POST', 'PUT'].includes(route.method) ? { body: {} } : {}),
+      });
       expect(res.status, `${route.method} ${route.url}`).toBe(401);
     }
   });

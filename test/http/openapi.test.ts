@@ -26,7 +26,9 @@ describe('the OpenAPI document', () => {
       // reported below
     }
     // Compare as text: a stale copy must fail however small the difference.
-    expect(committed === rendered, `docs/openapi.json is stale or missing; regenerate it with: ${REGENERATE}`).toBe(true);
+    expect(committed === rendered, `docs/openapi.json is stale or missing; regenerate it with: ${REGENERATE}`).toBe(
+      true,
+    );
   });
 
   it('renders the same text every time', async () => {
@@ -34,7 +36,10 @@ describe('the OpenAPI document', () => {
   });
 
   it('is OpenAPI 3.1 with a tag and a summary on every operation', () => {
-    const doc = JSON.parse(rendered) as { openapi: string; paths: Record<string, Record<string, { tags?: string[]; summary?: string }>> };
+    const doc = JSON.parse(rendered) as {
+      openapi: string;
+      paths: Record<string, Record<string, { tags?: string[]; summary?: string }>>;
+    };
     expect(doc.openapi).toBe('3.1.0');
     const untitled: string[] = [];
     for (const [path, operations] of Object.entries(doc.paths)) {
@@ -50,7 +55,10 @@ describe('the OpenAPI document', () => {
     const served = await request(`${s.apiUrl}/openapi.json`);
     expect(served.status).toBe(200);
     const doc = JSON.parse(rendered) as { paths: Record<string, object> };
-    const ops = (paths: Record<string, object>) => Object.entries(paths).flatMap(([p, o]) => Object.keys(o).map((m) => `${m} ${p}`)).sort();
+    const ops = (paths: Record<string, object>) =>
+      Object.entries(paths)
+        .flatMap(([p, o]) => Object.keys(o).map((m) => `${m} ${p}`))
+        .sort();
     expect(ops(served.body.paths)).toEqual(ops(doc.paths));
   });
 });

@@ -15,9 +15,20 @@ describe.each(ENGINES)('/agent/identities on %s', (engine) => {
   });
 
   it('creates (201), lists, gets, updates and deletes (204, empty body) an identity', async () => {
-    const created = await s.api('POST', '/agent/identities', { name: 'triage-bot', description: 'Triage', skills: ['a:b'], unknown_knob: 1 });
+    const created = await s.api('POST', '/agent/identities', {
+      name: 'triage-bot',
+      description: 'Triage',
+      skills: ['a:b'],
+      unknown_knob: 1,
+    });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ name: 'triage-bot', available: true, description: 'Triage', skills: ['a:b'], unknown_knob: 1 });
+    expect(created.body).toMatchObject({
+      name: 'triage-bot',
+      available: true,
+      description: 'Triage',
+      skills: ['a:b'],
+      unknown_knob: 1,
+    });
     expect(created.body.uid).toMatch(/^agt_/);
     expect(created.body.principal_id).toMatch(/^sa_/);
     const uid = created.body.uid as string;
@@ -30,7 +41,9 @@ describe.each(ENGINES)('/agent/identities on %s', (engine) => {
     expect(updated.status).toBe(200);
     expect(updated.body).toMatchObject({ name: 'triage', description: 'Triage', unknown_knob: 1 });
     expect(updated.body.skills).toBeUndefined();
-    expect(new Date(updated.body.updated_at).getTime()).toBeGreaterThanOrEqual(new Date(created.body.updated_at).getTime());
+    expect(new Date(updated.body.updated_at).getTime()).toBeGreaterThanOrEqual(
+      new Date(created.body.updated_at).getTime(),
+    );
 
     const deleted = await s.api('DELETE', `/agent/identities/${uid}`);
     expect(deleted.status).toBe(204);
@@ -40,7 +53,7 @@ describe.each(ENGINES)('/agent/identities on %s', (engine) => {
     expect((await s.api('PUT', `/agent/identities/${uid}`, { name: 'x' })).status).toBe(404);
   });
 
-  it("filters the list by factory_uid", async () => {
+  it('filters the list by factory_uid', async () => {
     await s.api('POST', '/agent/identities', { name: 'f1-bot', factory_uid: 'fac_1' });
     const listed = await s.api('GET', '/agent/identities?factory_uid=fac_1');
     expect(listed.body.agents.map((a: { name: string }) => a.name)).toEqual(['f1-bot']);
@@ -51,9 +64,16 @@ describe.each(ENGINES)('/agent/identities on %s', (engine) => {
     const key = await s.api('POST', '/api-keys', { name: 'bot key', principal_id: agent.principal_id });
     expect(key.status).toBe(201);
     const whoami = await s.api('GET', '/whoami', undefined, key.body.key);
-    expect(whoami.body.principal).toMatchObject({ uid: agent.principal_id, type: 'service_account', display_name: 'keyed-bot' });
+    expect(whoami.body.principal).toMatchObject({
+      uid: agent.principal_id,
+      type: 'service_account',
+      display_name: 'keyed-bot',
+    });
     const run = await s.api('POST', '/agent/runs', { prompt: 'by the bot' }, key.body.key);
-    expect((await s.api('GET', `/agent/runs/${run.body.run_id}`)).body.creator).toMatchObject({ type: 'service_account', uid: agent.principal_id });
+    expect((await s.api('GET', `/agent/runs/${run.body.run_id}`)).body.creator).toMatchObject({
+      type: 'service_account',
+      uid: agent.principal_id,
+    });
     expect((await s.api('DELETE', `/agent/identities/${agent.uid}`)).status).toBe(204);
     expect((await s.api('GET', '/whoami', undefined, key.body.key)).status).toBe(401);
   });

@@ -14,7 +14,11 @@ describe.each(ENGINES)('teams and API keys on %s', (engine) => {
   });
 
   it("creates a team with the instance admin key; the answer holds the team's first admin key, once", async () => {
-    const created = await s.api('POST', '/teams', { name: 'platform', admin_name: 'Ada', admin_email: 'ada@example.com' });
+    const created = await s.api('POST', '/teams', {
+      name: 'platform',
+      admin_name: 'Ada',
+      admin_email: 'ada@example.com',
+    });
     expect(created.status).toBe(201);
     expect(created.body.team).toMatchObject({ name: 'platform' });
     expect(created.body.team.id).toMatch(/^team_/);
@@ -32,7 +36,10 @@ describe.each(ENGINES)('teams and API keys on %s', (engine) => {
     const keys = await s.api('GET', '/api-keys', undefined, key);
     expect(keys.text).not.toContain(key);
     expect(keys.body.api_keys).toHaveLength(1);
-    expect((await s.api('GET', '/teams')).body.teams.map((t: { name: string }) => t.name)).toEqual(['default', 'platform']);
+    expect((await s.api('GET', '/teams')).body.teams.map((t: { name: string }) => t.name)).toEqual([
+      'default',
+      'platform',
+    ]);
     // A team admin is not an instance admin.
     expect((await s.api('POST', '/teams', { name: 'other' }, key)).status).toBe(403);
     expect((await s.api('GET', '/teams', undefined, key)).status).toBe(403);
@@ -58,7 +65,8 @@ describe.each(ENGINES)('teams and API keys on %s', (engine) => {
     const created = await s.api('POST', '/api-keys', { name: 'short-lived' });
     const key = created.body.key as string;
     let other: TestServer | undefined;
-    if (engine === 'postgres') other = await startTestServer(engine, { database: s.database, config: { bootstrapApiKey: s.adminKey } });
+    if (engine === 'postgres')
+      other = await startTestServer(engine, { database: s.database, config: { bootstrapApiKey: s.adminKey } });
     try {
       expect((await s.api('GET', '/agent/runs', undefined, key)).status).toBe(200);
       if (other) expect((await other.api('GET', '/agent/runs', undefined, key)).status).toBe(200);
@@ -111,7 +119,10 @@ describe.each(ENGINES)('teams and API keys on %s', (engine) => {
       expect(res.body.code).toBe('not_authorized');
     }
     const whoami = await s.api('GET', '/whoami', undefined, member);
-    expect(whoami.body).toMatchObject({ role: 'member', principal: { type: 'service_account', display_name: 'member' } });
+    expect(whoami.body).toMatchObject({
+      role: 'member',
+      principal: { type: 'service_account', display_name: 'member' },
+    });
   });
 
   it('creates keys for an existing principal of the team only', async () => {

@@ -42,14 +42,18 @@ describe.each(ENGINES)('accept statements on %s', (engine) => {
   const group = (rows: AcceptInsert[], secretVersion = 1) => rows.map((row) => ({ row, secretVersion }));
 
   async function storedIds(): Promise<Set<string>> {
-    const res = await database.db.query<{ id: string }>('SELECT id FROM webhook_deliveries WHERE webhook_uid = $1', [uid]);
+    const res = await database.db.query<{ id: string }>('SELECT id FROM webhook_deliveries WHERE webhook_uid = $1', [
+      uid,
+    ]);
     return new Set(res.rows.map((r) => r.id));
   }
 
   beforeAll(async () => {
     database = await createTestDatabase(engine);
     await database.db.query("INSERT INTO teams (id, name) VALUES ('team_af', 'accept forms')");
-    await database.db.query(`INSERT INTO factories (id, team_id, name, source, state) VALUES ('fac_af', 'team_af', 'f', '{"type":"managed"}', 'applied')`);
+    await database.db.query(
+      `INSERT INTO factories (id, team_id, name, source, state) VALUES ('fac_af', 'team_af', 'f', '{"type":"managed"}', 'applied')`,
+    );
   });
   afterAll(async () => database?.close());
 
@@ -78,7 +82,9 @@ describe.each(ENGINES)('accept statements on %s', (engine) => {
     const repeat = delivery(uid, first.payload.toString());
     const others = [fresh(), fresh()];
 
-    const failed = await acceptNewDeliveries(database.db, group([others[0]!, repeat, others[1]!])).catch((err: unknown) => err);
+    const failed = await acceptNewDeliveries(database.db, group([others[0]!, repeat, others[1]!])).catch(
+      (err: unknown) => err,
+    );
     expect(isUniqueViolation(failed, IDENTITY_INDEX)).toBe(true);
     expect(await storedIds()).toEqual(new Set([first.id]));
 

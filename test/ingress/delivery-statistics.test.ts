@@ -26,7 +26,9 @@ describe.each(ENGINES)('statistics of the delivery log on %s', (engine) => {
       `SELECT attname FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'webhook_deliveries' ORDER BY attname`,
     );
     const analyzed = stats.rows.map((r) => r.attname);
-    expect(analyzed).toEqual(expect.arrayContaining(['identity', 'label', 'outbox_pending', 'received_at', 'webhook_uid']));
+    expect(analyzed).toEqual(
+      expect.arrayContaining(['identity', 'label', 'outbox_pending', 'received_at', 'webhook_uid']),
+    );
     for (const wide of ['payload', 'headers', 'reason', 'id']) expect(analyzed).not.toContain(wide);
 
     const targets = await db.query<{ attname: string; target: number }>(

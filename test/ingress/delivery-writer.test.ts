@@ -46,14 +46,18 @@ describe.each(ENGINES)('delivery writer groups on %s', (engine) => {
     const db: Db = {
       ...database.db,
       query: (text, params) => {
-        if (text.startsWith('INSERT INTO webhook_deliveries')) groups.push((JSON.parse(String(params![0])) as unknown[]).length);
+        if (text.startsWith('INSERT INTO webhook_deliveries'))
+          groups.push((JSON.parse(String(params![0])) as unknown[]).length);
         return database.db.query(text, params);
       },
     };
     const writer = new DeliveryWriter(db, pino({ level: 'silent' }), options);
     const uid = newId('wh');
     await Promise.all(Array.from({ length: count }, () => writer.log(rejected(uid))));
-    const written = await database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_uid = $1', [uid]);
+    const written = await database.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_uid = $1',
+      [uid],
+    );
     expect(written.rows[0]!.n).toBe(count);
     return groups;
   }

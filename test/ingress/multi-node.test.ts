@@ -39,7 +39,9 @@ describe.runIf(onPostgres)('two ingress processes on one PostgreSQL database', (
   it('concurrent identical deliveries through both processes: exactly one Accepted', async () => {
     const hook = await seedOnBoth();
     const results = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => post(urlOn(i % 2 ? a : b, hook), '{"same":1}', { ...bearer(hook.secret), 'x-agentyard-delivery-id': 'x-1' })),
+      Array.from({ length: 30 }, (_, i) =>
+        post(urlOn(i % 2 ? a : b, hook), '{"same":1}', { ...bearer(hook.secret), 'x-agentyard-delivery-id': 'x-1' }),
+      ),
     );
     expect(results.every((r) => r.status === 202)).toBe(true);
     const rows = await deliveriesOf(a, hook.uid);
@@ -49,14 +51,16 @@ describe.runIf(onPostgres)('two ingress processes on one PostgreSQL database', (
 
   it('the sender rate limit counts deliveries through both processes', async () => {
     const hook = await seedOnBoth();
-    for (let i = 0; i < 60; i++) expect((await post(urlOn(i % 2 ? a : b, hook), `{"i":${i}}`, bearer(hook.secret))).status).toBe(202);
+    for (let i = 0; i < 60; i++)
+      expect((await post(urlOn(i % 2 ? a : b, hook), `{"i":${i}}`, bearer(hook.secret))).status).toBe(202);
     expect((await post(urlOn(a, hook), '{"i":60}', bearer(hook.secret))).status).toBe(429);
     expect((await post(urlOn(b, hook), '{"i":61}', bearer(hook.secret))).status).toBe(429);
   });
 
   it('the failed-authentication budget is spent through both processes and then closes both', async () => {
     const hook = await seedOnBoth();
-    for (let i = 0; i < 20; i++) expect((await post(urlOn(i % 2 ? a : b, hook), '{}', bearer('guess'))).status).toBe(401);
+    for (let i = 0; i < 20; i++)
+      expect((await post(urlOn(i % 2 ? a : b, hook), '{}', bearer('guess'))).status).toBe(401);
     // The 20th failure went through A (odd i): A refuses at once; B hears of it over LISTEN/NOTIFY.
     expect((await post(urlOn(a, hook), '{}', bearer(hook.secret))).status).toBe(429);
     let status = 0;
@@ -103,7 +107,13 @@ describe.runIf(onPostgres)('logs of a real server process', () => {
     const token = 'SuperSecretUrlToken-0123456789';
     const hook = await seedWebhook(db, { authMode: 'url_token', secret: token });
     const child = spawn(process.execPath, ['bin/agentyard.js', 'serve', '--port', '0', '--host', '127.0.0.1'], {
-      env: { ...process.env, DATABASE_URL: db.database.url!, AGENTYARD_MASTER_KEY: TEST_MASTER_KEY, AGENTYARD_DATA_DIR: dataDir, LOG_LEVEL: 'debug' },
+      env: {
+        ...process.env,
+        DATABASE_URL: db.database.url!,
+        AGENTYARD_MASTER_KEY: TEST_MASTER_KEY,
+        AGENTYARD_DATA_DIR: dataDir,
+        LOG_LEVEL: 'debug',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';

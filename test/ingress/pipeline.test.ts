@@ -32,14 +32,23 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
     it('answers 202 {delivery_id} only once the delivery is logged with its exact bytes', async () => {
       const hook = await seedWebhook(server);
       const body = Buffer.from('{ "action": "opened",\n  "note": "h\\u00e9llo ✓" }');
-      const res = await post(hook.url, body, { ...bearer(hook), 'content-type': 'application/json', 'user-agent': 'sender/1.0' });
+      const res = await post(hook.url, body, {
+        ...bearer(hook),
+        'content-type': 'application/json',
+        'user-agent': 'sender/1.0',
+      });
       expect(res.status).toBe(202);
       expect(res.headers['content-type']).toMatch(/^application\/json/);
       expect(Object.keys(res.body)).toEqual(['delivery_id']);
       expect(res.body.delivery_id).toMatch(/^dlv_[0-9a-z]{26}$/);
       const [row] = await deliveriesOf(server, hook.uid);
       // No automation subscribes to this webhook: there is nothing to evaluate, so it never enters the outbox.
-      expect(row).toMatchObject({ id: res.body.delivery_id, label: 'accepted', size: body.length, outbox_pending: false });
+      expect(row).toMatchObject({
+        id: res.body.delivery_id,
+        label: 'accepted',
+        size: body.length,
+        outbox_pending: false,
+      });
       expect(Buffer.from(row!.payload!).equals(body)).toBe(true);
       expect(row!.headers).toEqual({ 'content-type': 'application/json', 'user-agent': 'sender/1.0' });
     });
@@ -81,7 +90,13 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
       expect(res.body).toMatchObject({ status: 400, code: 'invalid_json' });
       const [row] = await deliveriesOf(server, hook.uid);
-      expect(row).toMatchObject({ id: res.body.delivery_id, label: 'rejected_invalid_json', size: body.length, payload: null, outbox_pending: false });
+      expect(row).toMatchObject({
+        id: res.body.delivery_id,
+        label: 'rejected_invalid_json',
+        size: body.length,
+        payload: null,
+        outbox_pending: false,
+      });
     });
   });
 
@@ -106,7 +121,9 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
     it('stops reading a chunked body without Content-Length at the limit', async () => {
       const hook = await seedWebhook(server);
       const chunk = Buffer.alloc(64 * 1024, 0x20);
-      const res = await post(hook.url, Buffer.alloc(0), bearer(hook), { chunks: Array.from({ length: 8 }, () => chunk) });
+      const res = await post(hook.url, Buffer.alloc(0), bearer(hook), {
+        chunks: Array.from({ length: 8 }, () => chunk),
+      });
       expect(res.status).toBe(413);
       const [row] = await deliveriesOf(server, hook.uid);
       expect(row).toMatchObject({ label: 'rejected_too_large', payload: null });
@@ -122,7 +139,12 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
   describe('Rejected (auth) → 401', () => {
     it('refuses a wrong, missing or malformed bearer token', async () => {
       const hook = await seedWebhook(server);
-      const attempts: Record<string, string>[] = [{ authorization: 'Bearer wrong' }, {}, { authorization: `Basic ${hook.secret}` }, { authorization: `Bearer ${hook.secret}x` }];
+      const attempts: Record<string, string>[] = [
+        { authorization: 'Bearer wrong' },
+        {},
+        { authorization: `Basic ${hook.secret}` },
+        { authorization: `Bearer ${hook.secret}x` },
+      ];
       for (const headers of attempts) {
         const res = await post(hook.url, '{"a":1}', headers);
         expect(res.status).toBe(401);
@@ -141,8 +163,16 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
     });
 
     it('rejects everything while the webhook has no secret yet', async () => {
-      const hook = await seedWebhook(server, { authMode: 'signature', signatureScheme: 'standard_webhooks', secret: null });
-      const res = await post(hook.url, '{"a":1}', { 'webhook-id': 'msg_1', 'webhook-timestamp': '1', 'webhook-signature': 'v1,AAAA' });
+      const hook = await seedWebhook(server, {
+        authMode: 'signature',
+        signatureScheme: 'standard_webhooks',
+        secret: null,
+      });
+      const res = await post(hook.url, '{"a":1}', {
+        'webhook-id': 'msg_1',
+        'webhook-timestamp': '1',
+        'webhook-signature': 'v1,AAAA',
+      });
       expect(res.status).toBe(401);
       expect(res.body.detail).toContain('no secret yet');
       const token = await seedWebhook(server, { secret: null });
@@ -200,7 +230,13 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
       const tampered = await post(hook.url, '{"type":"invoice.paid" }', signed(secret, body, 'msg_tampered'));
       expect(tampered.status).toBe(401);
       const rows = await deliveriesOf(server, hook.uid);
-      expect(rows.map((r) => r.label)).toEqual(['accepted', 'rejected_auth', 'rejected_auth', 'rejected_auth', 'rejected_auth']);
+      expect(rows.map((r) => r.label)).toEqual([
+        'accepted',
+        'rejected_auth',
+        'rejected_auth',
+        'rejected_auth',
+        'rejected_auth',
+      ]);
       expect(rows[0]).toMatchObject({ identity: 'msg_ok', identity_source: 'provider' });
     });
   });
@@ -208,7 +244,11 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
   describe('404', () => {
     it('answers 404 for an unknown UID, a malformed UID, a disabled and a deleted webhook', async () => {
       const hook = await seedWebhook(server);
-      for (const url of [`${server.url}/webhooks/w/wh_01aaaaaaaaaaaaaaaaaaaaaaaa`, `${server.url}/webhooks/w/not-a-uid`, `${hook.url}x`]) {
+      for (const url of [
+        `${server.url}/webhooks/w/wh_01aaaaaaaaaaaaaaaaaaaaaaaa`,
+        `${server.url}/webhooks/w/not-a-uid`,
+        `${hook.url}x`,
+      ]) {
         const res = await post(url, '{}', bearer(hook));
         expect(res.status).toBe(404);
         expect(res.body).toMatchObject({ code: 'webhook_not_found', status: 404 });
@@ -246,7 +286,11 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
       const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
       const res = await post(`${hook.url}/extra/segment`, '{}', { traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
       expect(res.status).toBe(404);
-      expect(res.body).toMatchObject({ code: 'route_not_found', trace_id: traceId, instance: `/webhooks/w/${hook.uid}/[redacted]/segment` });
+      expect(res.body).toMatchObject({
+        code: 'route_not_found',
+        trace_id: traceId,
+        instance: `/webhooks/w/${hook.uid}/[redacted]/segment`,
+      });
     });
   });
 
@@ -267,15 +311,32 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
 
     it('prefers the configured header, then the provider header, then X-Agentyard-Delivery-Id, then the body hash', async () => {
       const secret = whsec();
-      const hook = await seedWebhook(server, { authMode: 'signature', signatureScheme: 'standard_webhooks', secret, deliveryIdHeader: 'X-Sender-Event' });
+      const hook = await seedWebhook(server, {
+        authMode: 'signature',
+        signatureScheme: 'standard_webhooks',
+        secret,
+        deliveryIdHeader: 'X-Sender-Event',
+      });
       const sign = (body: string, id: string) => {
         const at = new Date();
-        return { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': new StandardWebhook(secret).sign(id, at, body) };
+        return {
+          'webhook-id': id,
+          'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+          'webhook-signature': new StandardWebhook(secret).sign(id, at, body),
+        };
       };
-      await post(hook.url, '{"n":1}', { ...sign('{"n":1}', 'msg_a'), 'x-sender-event': 'evt-1', 'x-agentyard-delivery-id': 'ay-1' });
+      await post(hook.url, '{"n":1}', {
+        ...sign('{"n":1}', 'msg_a'),
+        'x-sender-event': 'evt-1',
+        'x-agentyard-delivery-id': 'ay-1',
+      });
       await post(hook.url, '{"n":2}', { ...sign('{"n":2}', 'msg_b'), 'x-agentyard-delivery-id': 'ay-2' });
       const token = await seedWebhook(server);
-      await post(token.url, '{"n":3}', { ...bearer(token), 'x-agentyard-delivery-id': 'ay-3', 'webhook-id': 'ignored-on-token-webhooks' });
+      await post(token.url, '{"n":3}', {
+        ...bearer(token),
+        'x-agentyard-delivery-id': 'ay-3',
+        'webhook-id': 'ignored-on-token-webhooks',
+      });
       await post(token.url, '{"n":4}', bearer(token));
       const signedRows = await deliveriesOf(server, hook.uid);
       const tokenRows = await deliveriesOf(server, token.uid);
@@ -306,7 +367,11 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
 
     it('concurrent identical deliveries: exactly one is Accepted', async () => {
       const hook = await seedWebhook(server);
-      const results = await Promise.all(Array.from({ length: 25 }, () => post(hook.url, '{"burst":true}', { ...bearer(hook), 'x-agentyard-delivery-id': 'burst-1' })));
+      const results = await Promise.all(
+        Array.from({ length: 25 }, () =>
+          post(hook.url, '{"burst":true}', { ...bearer(hook), 'x-agentyard-delivery-id': 'burst-1' }),
+        ),
+      );
       expect(results.map((r) => r.status)).toEqual(results.map(() => 202));
       const rows = await deliveriesOf(server, hook.uid);
       expect(rows.filter((r) => r.label === 'accepted')).toHaveLength(1);
@@ -343,7 +408,14 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
         rejected_too_large: 1,
       });
       const rows = await deliveriesOf(server, hook.uid);
-      expect(rows.map((r) => r.label).sort()).toEqual(['accepted', 'accepted', 'duplicate', 'rejected_auth', 'rejected_invalid_json', 'rejected_too_large']);
+      expect(rows.map((r) => r.label).sort()).toEqual([
+        'accepted',
+        'accepted',
+        'duplicate',
+        'rejected_auth',
+        'rejected_invalid_json',
+        'rejected_too_large',
+      ]);
     });
   });
 
@@ -365,7 +437,9 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
 
     it('70 deliveries from one sender at once: exactly 60 pass, 10 answer 429', async () => {
       const hook = await seedWebhook(server);
-      const results = await Promise.all(Array.from({ length: 70 }, (_, i) => post(hook.url, `{"burst":${i}}`, bearer(hook))));
+      const results = await Promise.all(
+        Array.from({ length: 70 }, (_, i) => post(hook.url, `{"burst":${i}}`, bearer(hook))),
+      );
       expect(results.filter((r) => r.status === 202)).toHaveLength(60);
       expect(results.filter((r) => r.status === 429)).toHaveLength(10);
       expect(await deliveriesOf(server, hook.uid)).toHaveLength(60);
@@ -373,7 +447,8 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
 
     it('after 20 failed authentications every request answers 429, the right credential too', async () => {
       const hook = await seedWebhook(server);
-      for (let i = 0; i < 20; i++) expect((await post(hook.url, `{"i":${i}}`, { authorization: 'Bearer guess' })).status).toBe(401);
+      for (let i = 0; i < 20; i++)
+        expect((await post(hook.url, `{"i":${i}}`, { authorization: 'Bearer guess' })).status).toBe(401);
       for (const headers of [{ authorization: 'Bearer guess' }, bearer(hook)]) {
         const res = await post(hook.url, '{"after":true}', headers);
         expect(res.status).toBe(429);
@@ -390,13 +465,18 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
       const oldSecret = hook.secret!;
       const newSecret = `rotated-${randomBytes(8).toString('hex')}`;
       const body = Buffer.from('{"in":"flight"}');
-      const res = await post(hook.url, Buffer.alloc(0), { authorization: `Bearer ${oldSecret}`, 'content-length': String(body.length) }, {
-        chunks: [body.subarray(0, 5), body.subarray(5)],
-        midway: async () => {
-          await new Promise((r) => setTimeout(r, 100));
-          await updateWebhook(server, hook, { secret: newSecret });
+      const res = await post(
+        hook.url,
+        Buffer.alloc(0),
+        { authorization: `Bearer ${oldSecret}`, 'content-length': String(body.length) },
+        {
+          chunks: [body.subarray(0, 5), body.subarray(5)],
+          midway: async () => {
+            await new Promise((r) => setTimeout(r, 100));
+            await updateWebhook(server, hook, { secret: newSecret });
+          },
         },
-      });
+      );
       expect(res.status).toBe(401);
       expect((await post(hook.url, '{"after":1}', { authorization: `Bearer ${oldSecret}` })).status).toBe(401);
       expect((await post(hook.url, '{"after":2}', { authorization: `Bearer ${newSecret}` })).status).toBe(202);
@@ -408,13 +488,18 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
       for (const change of [{ enabled: false }, { deleted: true }]) {
         const hook = await seedWebhook(server);
         const body = Buffer.from('{"in":"flight"}');
-        const res = await post(hook.url, Buffer.alloc(0), { ...bearer(hook), 'content-length': String(body.length) }, {
-          chunks: [body.subarray(0, 5), body.subarray(5)],
-          midway: async () => {
-            await new Promise((r) => setTimeout(r, 100));
-            await updateWebhook(server, hook, change);
+        const res = await post(
+          hook.url,
+          Buffer.alloc(0),
+          { ...bearer(hook), 'content-length': String(body.length) },
+          {
+            chunks: [body.subarray(0, 5), body.subarray(5)],
+            midway: async () => {
+              await new Promise((r) => setTimeout(r, 100));
+              await updateWebhook(server, hook, change);
+            },
           },
-        });
+        );
         expect(res.status).toBe(404);
         expect(await deliveriesOf(server, hook.uid)).toEqual([]);
       }

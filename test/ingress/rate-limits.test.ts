@@ -26,7 +26,8 @@ function onCounterStatements(db: Db, hook: () => Promise<void> | void): Db {
 
 /** The deliveries the store has counted for a sender. */
 async function storedPoints(db: Db, key: string): Promise<number | undefined> {
-  return (await db.query<{ points: number }>('SELECT points FROM webhook_rate_limits WHERE key = $1', [`dlv:${key}`])).rows[0]?.points;
+  return (await db.query<{ points: number }>('SELECT points FROM webhook_rate_limits WHERE key = $1', [`dlv:${key}`]))
+    .rows[0]?.points;
 }
 
 describe.each(ENGINES)('sender budget on %s', (engine) => {
@@ -68,58 +69,64 @@ describe.each(ENGINES)('sender budget on %s', (engine) => {
     expect(await limiters.consumeDelivery(`${newId('wh')}|10.0.0.1`)).toBeUndefined();
   });
 
-  it.runIf(engine === 'postgres')('far from the limit, admits without waiting for the store and counts every delivery there', async () => {
-    const { db } = await database();
-    // The store answers only when the test says so.
-    let open!: () => void;
-    let gate = Promise.resolve();
-    const closeGate = (): void => {
-      gate = new Promise((resolve) => (open = resolve));
-    };
-    const limiters = limitersOn(onCounterStatements(db, () => gate));
-    const key = `${newId('wh')}|10.0.0.2`;
+  it.runIf(engine === 'postgres')(
+    'far from the limit, admits without waiting for the store and counts every delivery there',
+    async () => {
+      const { db } = await database();
+      // The store answers only when the test says so.
+      let open!: () => void;
+      let gate = Promise.resolve();
+      const closeGate = (): void => {
+        gate = new Promise((resolve) => (open = resolve));
+      };
+      const limiters = limitersOn(onCounterStatements(db, () => gate));
+      const key = `${newId('wh')}|10.0.0.2`;
 
-    closeGate();
-    const first = limiters.consumeDelivery(key);
-    await nextTurn();
-    open();
-    expect(await first).toBeUndefined();
-
-    closeGate();
-    const next: (number | undefined)[] = [];
-    for (let i = 0; i < 10; i++) {
-      next.push(await limiters.consumeDelivery(key));
+      closeGate();
+      const first = limiters.consumeDelivery(key);
       await nextTurn();
-    }
-    expect(next).toEqual(new Array(10).fill(undefined));
-    open();
+      open();
+      expect(await first).toBeUndefined();
 
-    await expect.poll(() => storedPoints(db, key), { timeout: 10_000 }).toBe(11);
-  });
+      closeGate();
+      const next: (number | undefined)[] = [];
+      for (let i = 0; i < 10; i++) {
+        next.push(await limiters.consumeDelivery(key));
+        await nextTurn();
+      }
+      expect(next).toEqual(new Array(10).fill(undefined));
+      open();
 
-  it.runIf(engine === 'postgres')('counts a busy sender far from its limit once per interval, every delivery included', async () => {
-    const { db } = await database();
-    let counts = 0;
-    const counted = onCounterStatements(db, () => {
-      counts++;
-    });
-    const limiters = limitersOn(counted, 100_000);
-    const key = `${newId('wh')}|10.0.0.4`;
-    expect(await limiters.consumeDelivery(key)).toBeUndefined();
-    const started = Date.now();
-    let sent = 1;
-    while (Date.now() - started < 6 * COUNT_INTERVAL_MS) {
-      for (let i = 0; i < 5; i++) expect(await limiters.consumeDelivery(key)).toBeUndefined();
-      sent += 5;
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    }
-    const elapsed = Date.now() - started;
-    // One count per turn (the behaviour before) would be one every ≈ 2 ms here, in the hundreds.
-    expect(sent).toBeGreaterThan(100);
-    // (the first counts, before the pace is known, are a round trip apart)
-    expect(counts).toBeLessThanOrEqual(Math.ceil(elapsed / COUNT_INTERVAL_MS) + 4);
-    await expect.poll(() => storedPoints(db, key), { timeout: 10_000 }).toBe(sent);
-  });
+      await expect.poll(() => storedPoints(db, key), { timeout: 10_000 }).toBe(11);
+    },
+  );
+
+  it.runIf(engine === 'postgres')(
+    'counts a busy sender far from its limit once per interval, every delivery included',
+    async () => {
+      const { db } = await database();
+      let counts = 0;
+      const counted = onCounterStatements(db, () => {
+        counts++;
+      });
+      const limiters = limitersOn(counted, 100_000);
+      const key = `${newId('wh')}|10.0.0.4`;
+      expect(await limiters.consumeDelivery(key)).toBeUndefined();
+      const started = Date.now();
+      let sent = 1;
+      while (Date.now() - started < 6 * COUNT_INTERVAL_MS) {
+        for (let i = 0; i < 5; i++) expect(await limiters.consumeDelivery(key)).toBeUndefined();
+        sent += 5;
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      const elapsed = Date.now() - started;
+      // One count per turn (the behaviour before) would be one every ≈ 2 ms here, in the hundreds.
+      expect(sent).toBeGreaterThan(100);
+      // (the first counts, before the pace is known, are a round trip apart)
+      expect(counts).toBeLessThanOrEqual(Math.ceil(elapsed / COUNT_INTERVAL_MS) + 4);
+      await expect.poll(() => storedPoints(db, key), { timeout: 10_000 }).toBe(sent);
+    },
+  );
 
   it.runIf(engine === 'postgres').each([
     [60, 1],

@@ -28,7 +28,12 @@ describe.each(ENGINES)('delivery log retention on %s', (engine) => {
   }
 
   const count = async (uid: string) =>
-    (await server.server.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_uid = $1', [uid])).rows[0]!.n;
+    (
+      await server.server.ctx.db.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_uid = $1',
+        [uid],
+      )
+    ).rows[0]!.n;
 
   it('keeps the latest 50 and everything from the last 7 days per webhook, and purges what is beyond both', async () => {
     await insertAged('wh_a', 60, 8 * DAY); // all old: the newest 50 stay
@@ -38,7 +43,9 @@ describe.each(ENGINES)('delivery log retention on %s', (engine) => {
     await insertAged('wh_d', 5, 6 * DAY); // recent
     const purged = await purgeDeliveries(server.server.ctx.db);
     expect(purged).toBe(20);
-    expect([await count('wh_a'), await count('wh_b'), await count('wh_c'), await count('wh_d')]).toEqual([50, 55, 30, 5]);
+    expect([await count('wh_a'), await count('wh_b'), await count('wh_c'), await count('wh_d')]).toEqual([
+      50, 55, 30, 5,
+    ]);
     // wh_a's rows are 1 ms apart, g = 1 the newest: the 50 newest stay.
     const kept = await server.server.ctx.db.query<{ g: number }>(
       "SELECT split_part(id, '_', 5)::int AS g FROM webhook_deliveries WHERE webhook_uid = 'wh_a' ORDER BY g",
@@ -57,7 +64,9 @@ describe.each(ENGINES)('delivery log retention on %s', (engine) => {
       [at],
     );
     expect(await purgeDeliveries(db)).toBe(5_070);
-    const kept = (await db.query<{ id: string }>("SELECT id FROM webhook_deliveries WHERE webhook_uid = 'wh_same'")).rows.map((r) => r.id);
+    const kept = (
+      await db.query<{ id: string }>("SELECT id FROM webhook_deliveries WHERE webhook_uid = 'wh_same'")
+    ).rows.map((r) => r.id);
     const newest = Array.from({ length: 5120 }, (_, i) => `dlv_same_${i + 1}`)
       .sort((a, b) => (Buffer.from(a) < Buffer.from(b) ? -1 : 1))
       .slice(-50);
@@ -83,7 +92,11 @@ describe.each(ENGINES)('delivery log retention on %s', (engine) => {
       let left = 51;
       for (let i = 0; i < 100 && left > 50; i++) {
         await new Promise((r) => setTimeout(r, 50));
-        left = (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_uid = 'wh_timer'")).rows[0]!.n;
+        left = (
+          await db.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_uid = 'wh_timer'",
+          )
+        ).rows[0]!.n;
       }
       expect(left).toBe(50);
     } finally {
@@ -102,7 +115,9 @@ describe.each(ENGINES)('restart on %s', (engine) => {
   it('every delivery answered 202 is in the log and the outbox after a restart', async () => {
     const first = await startTestServer(engine, { database });
     const hook = await seedWebhook(first);
-    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => post(hook.url, `{"i":${i}}`, { authorization: `Bearer ${hook.secret}` })));
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => post(hook.url, `{"i":${i}}`, { authorization: `Bearer ${hook.secret}` })),
+    );
     expect(answers.every((r) => r.status === 202)).toBe(true);
     await first.close();
     const second = await startTestServer(engine, { database });
@@ -110,7 +125,13 @@ describe.each(ENGINES)('restart on %s', (engine) => {
       const rows = await deliveriesOf(second, hook.uid);
       expect(rows.map((r) => r.id).sort()).toEqual(answers.map((r) => r.body.delivery_id).sort());
       expect(rows.every((r) => r.label === 'accepted')).toBe(true);
-      expect((await post(hook.url.replace(first.url, second.url), '{"after":"restart"}', { authorization: `Bearer ${hook.secret}` })).status).toBe(202);
+      expect(
+        (
+          await post(hook.url.replace(first.url, second.url), '{"after":"restart"}', {
+            authorization: `Bearer ${hook.secret}`,
+          })
+        ).status,
+      ).toBe(202);
     } finally {
       await second.close();
     }

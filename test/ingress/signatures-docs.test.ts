@@ -23,7 +23,10 @@ describe('docs/webhook-providers.md', () => {
     if (scheme.timestamp) {
       const seconds = scheme.timestamp.toleranceSeconds;
       const forms = [`${seconds} s`, `${seconds / 60} minute`];
-      expect(forms.some((form) => text.includes(form)), `tolerance ${seconds} s in the section`).toBe(true);
+      expect(
+        forms.some((form) => text.includes(form)),
+        `tolerance ${seconds} s in the section`,
+      ).toBe(true);
     }
   });
 });

@@ -34,7 +34,10 @@ describe('published test vectors', () => {
   it('Standard Webhooks v1 (JS library test vector), with webhook-* and svix-* headers', () => {
     for (const prefix of ['webhook-', 'svix-']) {
       const headers = { [`${prefix}id`]: SW.id, [`${prefix}timestamp`]: SW.timestamp, [`${prefix}signature`]: SW.v1 };
-      expect(verify('standard_webhooks', { rawBody: SW.body, headers, secret: SW.secret, now: swNow })).toEqual({ ok: true, deliveryId: SW.id });
+      expect(verify('standard_webhooks', { rawBody: SW.body, headers, secret: SW.secret, now: swNow })).toEqual({
+        ok: true,
+        deliveryId: SW.id,
+      });
     }
     // and the library computes the same value
     expect(new StandardWebhook(SW.secret).sign(SW.id, swNow, SW.body)).toBe(SW.v1);
@@ -42,27 +45,45 @@ describe('published test vectors', () => {
 
   it('Standard Webhooks v1 vector is stale today', () => {
     const headers = { 'webhook-id': SW.id, 'webhook-timestamp': SW.timestamp, 'webhook-signature': SW.v1 };
-    expect(verify('standard_webhooks', { rawBody: SW.body, headers, secret: SW.secret, now: new Date() })).toMatchObject({
+    expect(
+      verify('standard_webhooks', { rawBody: SW.body, headers, secret: SW.secret, now: new Date() }),
+    ).toMatchObject({
       ok: false,
       reason: 'stale_timestamp',
     });
   });
 
   it('Standard Webhooks v1a (Go library test vector) with the whpk_ public key derived from the seed', () => {
-    const pkcs8 = Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(SW.seed, 'base64')]);
-    const spki = createPublicKey(createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' })).export({ format: 'der', type: 'spki' });
+    const pkcs8 = Buffer.concat([
+      Buffer.from('302e020100300506032b657004220420', 'hex'),
+      Buffer.from(SW.seed, 'base64'),
+    ]);
+    const spki = createPublicKey(createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' })).export({
+      format: 'der',
+      type: 'spki',
+    });
     expect(spki.subarray(-32).toString('base64')).toBe(SW.publicKey);
 
-    const headers = { 'webhook-id': SW.id, 'webhook-timestamp': SW.timestamp, 'webhook-signature': `${SW.v1} ${SW.v1a}` };
-    expect(verify('standard_webhooks', { rawBody: SW.body, headers, secret: `whpk_${SW.publicKey}`, now: swNow })).toEqual({
+    const headers = {
+      'webhook-id': SW.id,
+      'webhook-timestamp': SW.timestamp,
+      'webhook-signature': `${SW.v1} ${SW.v1a}`,
+    };
+    expect(
+      verify('standard_webhooks', { rawBody: SW.body, headers, secret: `whpk_${SW.publicKey}`, now: swNow }),
+    ).toEqual({
       ok: true,
       deliveryId: SW.id,
     });
     // A v1a entry does not satisfy an HMAC secret, nor a v1 entry an Ed25519 key.
     const v1aOnly = { ...headers, 'webhook-signature': SW.v1a };
-    expect(verify('standard_webhooks', { rawBody: SW.body, headers: v1aOnly, secret: SW.secret, now: swNow })).toMatchObject({ ok: false });
+    expect(
+      verify('standard_webhooks', { rawBody: SW.body, headers: v1aOnly, secret: SW.secret, now: swNow }),
+    ).toMatchObject({ ok: false });
     const v1Only = { ...headers, 'webhook-signature': SW.v1 };
-    expect(verify('standard_webhooks', { rawBody: SW.body, headers: v1Only, secret: `whpk_${SW.publicKey}`, now: swNow })).toMatchObject({ ok: false });
+    expect(
+      verify('standard_webhooks', { rawBody: SW.body, headers: v1Only, secret: `whpk_${SW.publicKey}`, now: swNow }),
+    ).toMatchObject({ ok: false });
   });
 
   it('GitHub (docs vector)', () => {
@@ -70,7 +91,12 @@ describe('published test vectors', () => {
       'x-hub-signature-256': 'sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17',
       'x-github-delivery': 'd1',
     };
-    const result = verify('github', { rawBody: Buffer.from('Hello, World!'), headers, secret: "It's a Secret to Everybody", now: new Date() });
+    const result = verify('github', {
+      rawBody: Buffer.from('Hello, World!'),
+      headers,
+      secret: "It's a Secret to Everybody",
+      now: new Date(),
+    });
     expect(result).toEqual({ ok: true, deliveryId: 'd1' });
   });
 
@@ -83,8 +109,13 @@ describe('published test vectors', () => {
       'x-slack-signature': 'v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503',
     };
     const secret = '8f742231b10e8888abcd99yyyzzz85a5';
-    expect(verify('slack', { rawBody: body, headers, secret, now: new Date(1531420618 * 1000 + 60_000) })).toEqual({ ok: true });
-    expect(verify('slack', { rawBody: body, headers, secret, now: new Date() })).toMatchObject({ ok: false, reason: 'stale_timestamp' });
+    expect(verify('slack', { rawBody: body, headers, secret, now: new Date(1531420618 * 1000 + 60_000) })).toEqual({
+      ok: true,
+    });
+    expect(verify('slack', { rawBody: body, headers, secret, now: new Date() })).toMatchObject({
+      ok: false,
+      reason: 'stale_timestamp',
+    });
   });
 
   it('Twilio (security docs vector, form parameters)', () => {
@@ -95,10 +126,23 @@ describe('published test vectors', () => {
       From: '+12349013030',
       To: '+18005551212',
     });
-    const headers = { 'x-twilio-signature': '0/KCTR6DLpKmkAf8muzZqo1nDgQ=', 'content-type': 'application/x-www-form-urlencoded' };
+    const headers = {
+      'x-twilio-signature': '0/KCTR6DLpKmkAf8muzZqo1nDgQ=',
+      'content-type': 'application/x-www-form-urlencoded',
+    };
     const url = 'https://mycompany.com/myapp.php?foo=1&bar=2';
-    expect(verify('twilio', { rawBody: Buffer.from(params.toString()), headers, secret: '12345', url, now: new Date() })).toEqual({ ok: true });
-    expect(verify('twilio', { rawBody: Buffer.from(params.toString()), headers, secret: '12345', url: `${url}&baz=3`, now: new Date() })).toMatchObject({
+    expect(
+      verify('twilio', { rawBody: Buffer.from(params.toString()), headers, secret: '12345', url, now: new Date() }),
+    ).toEqual({ ok: true });
+    expect(
+      verify('twilio', {
+        rawBody: Buffer.from(params.toString()),
+        headers,
+        secret: '12345',
+        url: `${url}&baz=3`,
+        now: new Date(),
+      }),
+    ).toMatchObject({
       ok: false,
       reason: 'bad_signature',
     });
@@ -108,14 +152,22 @@ describe('published test vectors', () => {
     const headers = { 'x-square-hmacsha256-signature': '2kRE5qRU2tR+tBGlDwMEw2avJ7QM4ikPYD/PJ3bd9Og=' };
     const input = { rawBody: Buffer.from('{"hello":"world"}'), headers, secret: 'asdf1234', now: new Date() };
     expect(verify('square', { ...input, url: 'https://example.com/webhook' })).toEqual({ ok: true });
-    expect(verify('square', { ...input, url: 'https://example.com/webhook/' })).toMatchObject({ ok: false, reason: 'bad_signature' });
+    expect(verify('square', { ...input, url: 'https://example.com/webhook/' })).toMatchObject({
+      ok: false,
+      reason: 'bad_signature',
+    });
   });
 
   it('Paddle (paddle-node-sdk test vector)', () => {
-    const headers = { 'paddle-signature': 'ts=1698796800;h1=a300428748dce5c70e4da19bffd60769591ea969c99dea3105d0ec9612cf43f9' };
+    const headers = {
+      'paddle-signature': 'ts=1698796800;h1=a300428748dce5c70e4da19bffd60769591ea969c99dea3105d0ec9612cf43f9',
+    };
     const input = { rawBody: Buffer.from('{"data": ["1", "2"]}'), headers, secret: 'VALID_SECRET' };
     expect(verify('paddle', { ...input, now: new Date(1698796800 * 1000 + 2000) })).toEqual({ ok: true });
-    expect(verify('paddle', { ...input, now: new Date(1698796800 * 1000 + 10_000) })).toMatchObject({ ok: false, reason: 'stale_timestamp' });
+    expect(verify('paddle', { ...input, now: new Date(1698796800 * 1000 + 10_000) })).toMatchObject({
+      ok: false,
+      reason: 'stale_timestamp',
+    });
   });
 });
 
@@ -159,14 +211,15 @@ describe('the registry', () => {
     }
   });
 
-  it('uses the spec\'s five-minute signature age for Standard Webhooks and Stripe', () => {
+  it("uses the spec's five-minute signature age for Standard Webhooks and Stripe", () => {
     expect(SIGNATURE_SCHEMES.standard_webhooks!.timestamp?.toleranceSeconds).toBe(300);
     expect(SIGNATURE_SCHEMES.stripe!.timestamp?.toleranceSeconds).toBe(300);
   });
 
   it('looks up only its own ids', () => {
     expect(getSignatureScheme('github')?.id).toBe('github');
-    for (const id of ['nope', '__proto__', 'constructor', 'toString', 'GitHub']) expect(getSignatureScheme(id)).toBeUndefined();
+    for (const id of ['nope', '__proto__', 'constructor', 'toString', 'GitHub'])
+      expect(getSignatureScheme(id)).toBeUndefined();
   });
 });
 
@@ -179,7 +232,11 @@ describe('secrets', () => {
     expect(generateSecretFor('standard_webhooks')).not.toBe(secret);
     const now = new Date();
     const body = Buffer.from('{"ok":true}');
-    const headers = { 'webhook-id': 'm1', 'webhook-timestamp': String(Math.floor(now.getTime() / 1000)), 'webhook-signature': new StandardWebhook(secret).sign('m1', now, body) };
+    const headers = {
+      'webhook-id': 'm1',
+      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+      'webhook-signature': new StandardWebhook(secret).sign('m1', now, body),
+    };
     expect(verify('standard_webhooks', { rawBody: body, headers, secret, now }).ok).toBe(true);
   });
 
@@ -189,7 +246,21 @@ describe('secrets', () => {
       expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
       expect(getSignatureScheme(id)!.secret.check(secret!)).toBeUndefined();
     }
-    for (const id of ['stripe', 'slack', 'shopify', 'linear', 'sentry', 'pagerduty', 'vercel', 'twilio', 'intercom', 'discord', 'zendesk', 'square', 'paddle']) {
+    for (const id of [
+      'stripe',
+      'slack',
+      'shopify',
+      'linear',
+      'sentry',
+      'pagerduty',
+      'vercel',
+      'twilio',
+      'intercom',
+      'discord',
+      'zendesk',
+      'square',
+      'paddle',
+    ]) {
       expect(generateSecretFor(id)).toBeUndefined();
     }
     expect(generateSecretFor('unknown')).toBeUndefined();

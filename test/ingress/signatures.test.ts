@@ -52,8 +52,10 @@ interface Fixture {
 
 const URL_BASE = 'https://hooks.example.com/webhooks/w/01jzyx';
 const unix = (at: Date): number => Math.floor(at.getTime() / 1000);
-const hmacHex = (alg: string, key: string | Buffer, data: string | Buffer) => createHmac(alg, key).update(data).digest('hex');
-const hmacB64 = (alg: string, key: string | Buffer, data: string | Buffer) => createHmac(alg, key).update(data).digest('base64');
+const hmacHex = (alg: string, key: string | Buffer, data: string | Buffer) =>
+  createHmac(alg, key).update(data).digest('hex');
+const hmacB64 = (alg: string, key: string | Buffer, data: string | Buffer) =>
+  createHmac(alg, key).update(data).digest('base64');
 const randomHex = (bytes: number) => randomBytes(bytes).toString('hex');
 const jsonBody = () => Buffer.from(JSON.stringify({ action: 'opened', id: 'evt_1', amount: 42, note: 'héllo ✓' }));
 const whsec = () => `whsec_${randomBytes(24).toString('base64')}`;
@@ -76,7 +78,8 @@ function standardWebhooksFixture(label: string, prefix: 'webhook-' | 'svix-'): F
     wrongSecret: whsec(),
     body: jsonBody,
     sign: (body, at) => make(body, at, ''),
-    signWithExtraInvalid: (body, at) => make(body, at, `v1,${randomBytes(32).toString('base64')} v1a,${randomBytes(64).toString('base64')} `),
+    signWithExtraInvalid: (body, at) =>
+      make(body, at, `v1,${randomBytes(32).toString('base64')} v1a,${randomBytes(64).toString('base64')} `),
     signatureHeaders: [`${prefix}signature`],
     deliveryId: id,
     providerAccepts: (signed, body) => {
@@ -93,7 +96,13 @@ function standardWebhooksEd25519Fixture(): Fixture {
   const make = (body: Buffer, at: Date, extra: string): Signed => {
     const content = Buffer.concat([Buffer.from(`${id}.${unix(at)}.`), body]);
     const signature = Buffer.from(nacl.sign.detached(content, pair.secretKey)).toString('base64');
-    return { headers: { 'webhook-id': id, 'webhook-timestamp': String(unix(at)), 'webhook-signature': `${extra}v1a,${signature}` } };
+    return {
+      headers: {
+        'webhook-id': id,
+        'webhook-timestamp': String(unix(at)),
+        'webhook-signature': `${extra}v1a,${signature}`,
+      },
+    };
   };
   return {
     label: 'standard_webhooks (v1a Ed25519, whpk_ key)',
@@ -110,7 +119,11 @@ function standardWebhooksEd25519Fixture(): Fixture {
 function stripeFixture(): Fixture {
   const secret = `whsec_${randomHex(16)}`;
   const header = (body: Buffer, at: Date, key = secret) =>
-    stripeClient.webhooks.generateTestHeaderString({ payload: body.toString('utf8'), secret: key, timestamp: unix(at) });
+    stripeClient.webhooks.generateTestHeaderString({
+      payload: body.toString('utf8'),
+      secret: key,
+      timestamp: unix(at),
+    });
   return {
     label: 'stripe',
     schemeId: 'stripe',
@@ -147,7 +160,8 @@ function githubFixture(): Fixture {
       },
     }),
     deliveryId: delivery,
-    providerAccepts: (signed, body) => octokitVerify(secret, body.toString('utf8'), signed.headers['x-hub-signature-256']!),
+    providerAccepts: (signed, body) =>
+      octokitVerify(secret, body.toString('utf8'), signed.headers['x-hub-signature-256']!),
   };
 }
 
@@ -159,7 +173,9 @@ function gitlabTokenFixture(): Fixture {
     secret,
     wrongSecret: randomHex(16),
     body: jsonBody,
-    sign: () => ({ headers: { 'x-gitlab-token': secret, 'idempotency-key': 'idem-1', 'x-gitlab-event-uuid': 'uuid-1' } }),
+    sign: () => ({
+      headers: { 'x-gitlab-token': secret, 'idempotency-key': 'idem-1', 'x-gitlab-event-uuid': 'uuid-1' },
+    }),
     deliveryId: 'idem-1',
     bindsBody: false,
     signatureHeaders: ['x-gitlab-token'],
@@ -241,9 +257,12 @@ function linearFixture(): Fixture {
     secret,
     wrongSecret: `lin_wh_${randomHex(16)}`,
     body: (at) => Buffer.from(JSON.stringify({ action: 'opened', type: 'Issue', webhookTimestamp: at.getTime() })),
-    sign: (body) => ({ headers: { 'linear-signature': hmacHex('sha256', secret, body), 'linear-delivery': 'lin-delivery-1' } }),
+    sign: (body) => ({
+      headers: { 'linear-signature': hmacHex('sha256', secret, body), 'linear-delivery': 'lin-delivery-1' },
+    }),
     deliveryId: 'lin-delivery-1',
-    providerAccepts: (signed, body) => new LinearWebhookClient(secret).verify(body, signed.headers['linear-signature']!),
+    providerAccepts: (signed, body) =>
+      new LinearWebhookClient(secret).verify(body, signed.headers['linear-signature']!),
   };
 }
 
@@ -255,7 +274,9 @@ function pagerdutyFixture(): Fixture {
     secret,
     wrongSecret: randomHex(24),
     body: jsonBody,
-    sign: (body) => ({ headers: { 'x-pagerduty-signature': `v1=${hmacHex('sha256', secret, body)}`, 'x-webhook-id': 'pd-1' } }),
+    sign: (body) => ({
+      headers: { 'x-pagerduty-signature': `v1=${hmacHex('sha256', secret, body)}`, 'x-webhook-id': 'pd-1' },
+    }),
     signWithExtraInvalid: (body) => ({
       headers: {
         'x-pagerduty-signature': `v1=${hmacHex('sha256', 'old-secret', body)},v2=${randomHex(32)},v1=${hmacHex('sha256', secret, body)}`,
@@ -309,7 +330,10 @@ function twilioFormFixture(): Fixture {
       }
       return {
         url,
-        headers: { 'x-twilio-signature': getExpectedTwilioSignature(secret, url, params), 'content-type': 'application/x-www-form-urlencoded' },
+        headers: {
+          'x-twilio-signature': getExpectedTwilioSignature(secret, url, params),
+          'content-type': 'application/x-www-form-urlencoded',
+        },
       };
     },
   };
@@ -332,7 +356,12 @@ function discordFixture(): Fixture {
     body: () => Buffer.from(JSON.stringify({ type: 1, id: '123', action: 'opened' })),
     sign: make,
     providerAccepts: (signed, body) =>
-      discordVerifyKey(body, signed.headers['x-signature-ed25519']!, signed.headers['x-signature-timestamp']!, hex(pair.publicKey)),
+      discordVerifyKey(
+        body,
+        signed.headers['x-signature-ed25519']!,
+        signed.headers['x-signature-timestamp']!,
+        hex(pair.publicKey),
+      ),
   };
 }
 
@@ -367,13 +396,17 @@ function squareFixture(): Fixture {
     secret,
     wrongSecret: randomHex(12),
     body: jsonBody,
-    sign: (body) => ({ url, headers: { 'x-square-hmacsha256-signature': hmacB64('sha256', secret, Buffer.concat([Buffer.from(url), body])) } }),
+    sign: (body) => ({
+      url,
+      headers: { 'x-square-hmacsha256-signature': hmacB64('sha256', secret, Buffer.concat([Buffer.from(url), body])) },
+    }),
   };
 }
 
 function paddleFixture(): Fixture {
   const secret = `pdl_ntfset_${randomHex(12)}`;
-  const h1 = (body: Buffer, at: Date, key: string) => hmacHex('sha256', key, Buffer.concat([Buffer.from(`${unix(at)}:`), body]));
+  const h1 = (body: Buffer, at: Date, key: string) =>
+    hmacHex('sha256', key, Buffer.concat([Buffer.from(`${unix(at)}:`), body]));
   return {
     label: 'paddle',
     schemeId: 'paddle',
@@ -384,7 +417,8 @@ function paddleFixture(): Fixture {
     signWithExtraInvalid: (body, at) => ({
       headers: { 'paddle-signature': `ts=${unix(at)};h1=${h1(body, at, 'old')};h1=${h1(body, at, secret)}` },
     }),
-    providerAccepts: (signed, body) => new PaddleWebhooks().isSignatureValid(body.toString('utf8'), secret, signed.headers['paddle-signature']!),
+    providerAccepts: (signed, body) =>
+      new PaddleWebhooks().isSignatureValid(body.toString('utf8'), secret, signed.headers['paddle-signature']!),
   };
 }
 
@@ -413,7 +447,8 @@ function twitchFixture(): Fixture {
 
 function calendlyFixture(): Fixture {
   const secret = randomHex(16);
-  const v1 = (body: Buffer, at: Date, key: string) => hmacHex('sha256', key, Buffer.concat([Buffer.from(`${unix(at)}.`), body]));
+  const v1 = (body: Buffer, at: Date, key: string) =>
+    hmacHex('sha256', key, Buffer.concat([Buffer.from(`${unix(at)}.`), body]));
   return {
     label: 'calendly',
     schemeId: 'calendly',
@@ -436,7 +471,10 @@ const FIXTURES: Fixture[] = [
   gitlabTokenFixture(),
   gitlabSigningTokenFixture(),
   slackFixture(),
-  bareBodyFixture('shopify', 'x-shopify-hmac-sha256', '', 'sha256', 'base64', ['x-shopify-webhook-id', 'b54557e4-bdd9-4b37-8a5f-bf7d70bcd043']),
+  bareBodyFixture('shopify', 'x-shopify-hmac-sha256', '', 'sha256', 'base64', [
+    'x-shopify-webhook-id',
+    'b54557e4-bdd9-4b37-8a5f-bf7d70bcd043',
+  ]),
   linearFixture(),
   bareBodyFixture('sentry', 'sentry-hook-signature', '', 'sha256', 'hex', ['request-id', 'sentry-req-1']),
   pagerdutyFixture(),
@@ -484,7 +522,9 @@ describe.each(FIXTURES.map((f) => [f.label, f] as const))('%s', (_label, fixture
   it('accepts a correctly signed request and reports the delivery ID', async () => {
     const body = fixture.body(now);
     const result = run(fixture, await fixture.sign(body, now), body, now);
-    expect(result).toEqual(fixture.deliveryId === undefined ? { ok: true } : { ok: true, deliveryId: fixture.deliveryId });
+    expect(result).toEqual(
+      fixture.deliveryId === undefined ? { ok: true } : { ok: true, deliveryId: fixture.deliveryId },
+    );
   });
 
   if (fixture.providerAccepts) {
@@ -535,13 +575,19 @@ describe.each(FIXTURES.map((f) => [f.label, f] as const))('%s', (_label, fixture
     it(`rejects a timestamp more than ${tolerance} s old as stale_timestamp`, async () => {
       const at = new Date(now.getTime() - (tolerance + 5) * 1000);
       const body = fixture.body(at);
-      expect(run(fixture, await fixture.sign(body, at), body, now)).toMatchObject({ ok: false, reason: 'stale_timestamp' });
+      expect(run(fixture, await fixture.sign(body, at), body, now)).toMatchObject({
+        ok: false,
+        reason: 'stale_timestamp',
+      });
     });
 
     it(`rejects a timestamp more than ${tolerance} s in the future as stale_timestamp`, async () => {
       const at = new Date(now.getTime() + (tolerance + 5) * 1000);
       const body = fixture.body(at);
-      expect(run(fixture, await fixture.sign(body, at), body, now)).toMatchObject({ ok: false, reason: 'stale_timestamp' });
+      expect(run(fixture, await fixture.sign(body, at), body, now)).toMatchObject({
+        ok: false,
+        reason: 'stale_timestamp',
+      });
     });
 
     it('accepts a timestamp inside the tolerance, either way', async () => {
@@ -575,9 +621,20 @@ describe('scheme-specific rules', () => {
   it('stripe: a v0-only header is rejected (downgrade protection)', () => {
     const secret = 'whsec_test';
     const body = jsonBody();
-    const v0 = stripeClient.webhooks.generateTestHeaderString({ payload: body.toString(), secret, timestamp: unix(now), scheme: 'v0' });
+    const v0 = stripeClient.webhooks.generateTestHeaderString({
+      payload: body.toString(),
+      secret,
+      timestamp: unix(now),
+      scheme: 'v0',
+    });
     expect(v0).toMatch(/^t=\d+,v0=/);
-    const result = getSignatureScheme('stripe')!.verify({ rawBody: body, headers: { 'stripe-signature': v0 }, secret, url: URL_BASE, now });
+    const result = getSignatureScheme('stripe')!.verify({
+      rawBody: body,
+      headers: { 'stripe-signature': v0 },
+      secret,
+      url: URL_BASE,
+      now,
+    });
     expect(result).toMatchObject({ ok: false, reason: 'bad_signature' });
   });
 
@@ -586,7 +643,13 @@ describe('scheme-specific rules', () => {
     const body = jsonBody();
     const header = new StandardWebhook(secret).sign('msg_1', now, body);
     const stripeStyle = `t=${unix(now)},v1=${Buffer.from(header.slice(3), 'base64').toString('hex')}`;
-    const result = getSignatureScheme('stripe')!.verify({ rawBody: body, headers: { 'stripe-signature': stripeStyle }, secret, url: URL_BASE, now });
+    const result = getSignatureScheme('stripe')!.verify({
+      rawBody: body,
+      headers: { 'stripe-signature': stripeStyle },
+      secret,
+      url: URL_BASE,
+      now,
+    });
     expect(result.ok).toBe(false);
   });
 
@@ -601,7 +664,13 @@ describe('scheme-specific rules', () => {
       'svix-timestamp': String(unix(now)),
       'svix-signature': 'v1,AAAA',
     };
-    const result = getSignatureScheme('standard_webhooks')!.verify({ rawBody: body, headers, secret, url: URL_BASE, now });
+    const result = getSignatureScheme('standard_webhooks')!.verify({
+      rawBody: body,
+      headers,
+      secret,
+      url: URL_BASE,
+      now,
+    });
     expect(result).toEqual({ ok: true, deliveryId: 'msg_a' });
   });
 
@@ -617,10 +686,16 @@ describe('scheme-specific rules', () => {
     for (const drop of ['webhook-id', 'webhook-timestamp'] as const) {
       const headers: Record<string, string> = { ...full };
       delete headers[drop];
-      expect(scheme.verify({ rawBody: body, headers, secret, url: URL_BASE, now })).toMatchObject({ ok: false, reason: 'malformed' });
+      expect(scheme.verify({ rawBody: body, headers, secret, url: URL_BASE, now })).toMatchObject({
+        ok: false,
+        reason: 'malformed',
+      });
     }
     const headers = { ...full, 'webhook-timestamp': '12.5' };
-    expect(scheme.verify({ rawBody: body, headers, secret, url: URL_BASE, now })).toMatchObject({ ok: false, reason: 'malformed' });
+    expect(scheme.verify({ rawBody: body, headers, secret, url: URL_BASE, now })).toMatchObject({
+      ok: false,
+      reason: 'malformed',
+    });
   });
 
   it('standard_webhooks: signatures in repeated headers are all considered', () => {
@@ -629,13 +704,25 @@ describe('scheme-specific rules', () => {
     const headers = {
       'webhook-id': 'msg_a',
       'webhook-timestamp': String(unix(now)),
-      'webhook-signature': [`v1,${randomBytes(32).toString('base64')}`, new StandardWebhook(secret).sign('msg_a', now, body)],
+      'webhook-signature': [
+        `v1,${randomBytes(32).toString('base64')}`,
+        new StandardWebhook(secret).sign('msg_a', now, body),
+      ],
     };
-    const result = getSignatureScheme('standard_webhooks')!.verify({ rawBody: body, headers, secret, url: URL_BASE, now });
+    const result = getSignatureScheme('standard_webhooks')!.verify({
+      rawBody: body,
+      headers,
+      secret,
+      url: URL_BASE,
+      now,
+    });
     expect(result.ok).toBe(true);
     // …and as Node joins them: "a, b"
     const joined = { ...headers, 'webhook-signature': headers['webhook-signature'].join(', ') };
-    expect(getSignatureScheme('standard_webhooks')!.verify({ rawBody: body, headers: joined, secret, url: URL_BASE, now }).ok).toBe(true);
+    expect(
+      getSignatureScheme('standard_webhooks')!.verify({ rawBody: body, headers: joined, secret, url: URL_BASE, now })
+        .ok,
+    ).toBe(true);
   });
 
   it('standard_webhooks: more than 16 signatures in one request is malformed', () => {
@@ -644,7 +731,9 @@ describe('scheme-specific rules', () => {
     const valid = new StandardWebhook(secret).sign('m', now, body);
     const many = [...Array.from({ length: 16 }, () => `v1,${randomBytes(32).toString('base64')}`), valid].join(' ');
     const headers = { 'webhook-id': 'm', 'webhook-timestamp': String(unix(now)), 'webhook-signature': many };
-    expect(getSignatureScheme('standard_webhooks')!.verify({ rawBody: body, headers, secret, url: URL_BASE, now })).toMatchObject({
+    expect(
+      getSignatureScheme('standard_webhooks')!.verify({ rawBody: body, headers, secret, url: URL_BASE, now }),
+    ).toMatchObject({
       ok: false,
       reason: 'malformed',
     });
@@ -663,7 +752,7 @@ describe('scheme-specific rules', () => {
   });
 
   it('github: the legacy SHA-1 header alone is not enough', () => {
-    const secret = 'It\'s a Secret to Everybody';
+    const secret = "It's a Secret to Everybody";
     const body = Buffer.from('Hello, World!');
     const headers = { 'x-hub-signature': `sha1=${hmacHex('sha1', secret, body)}` };
     expect(getSignatureScheme('github')!.verify({ rawBody: body, headers, secret, url: URL_BASE, now })).toMatchObject({
@@ -698,9 +787,25 @@ describe('scheme-specific rules', () => {
     const secret = 'lin_wh_x';
     const scheme = getSignatureScheme('linear')!;
     const plain = Buffer.from('{"action":"create"}');
-    expect(scheme.verify({ rawBody: plain, headers: { 'linear-signature': hmacHex('sha256', secret, plain) }, secret, url: URL_BASE, now }).ok).toBe(true);
+    expect(
+      scheme.verify({
+        rawBody: plain,
+        headers: { 'linear-signature': hmacHex('sha256', secret, plain) },
+        secret,
+        url: URL_BASE,
+        now,
+      }).ok,
+    ).toBe(true);
     const odd = Buffer.from('{"action":"create","webhookTimestamp":"soon"}');
-    expect(scheme.verify({ rawBody: odd, headers: { 'linear-signature': hmacHex('sha256', secret, odd) }, secret, url: URL_BASE, now })).toMatchObject({
+    expect(
+      scheme.verify({
+        rawBody: odd,
+        headers: { 'linear-signature': hmacHex('sha256', secret, odd) },
+        secret,
+        url: URL_BASE,
+        now,
+      }),
+    ).toMatchObject({
       ok: false,
       reason: 'malformed',
     });
@@ -727,13 +832,17 @@ describe('scheme-specific rules', () => {
     const signedPorted = { 'x-twilio-signature': getExpectedTwilioSignature(secret, ported, {}) };
     expect(scheme.verify({ rawBody: body, headers: signedBare, secret, url: ported, now }).ok).toBe(true);
     expect(scheme.verify({ rawBody: body, headers: signedPorted, secret, url: bare, now }).ok).toBe(true);
-    expect(scheme.verify({ rawBody: body, headers: signedBare, secret, url: bare.replace('/w/1', '/w/2'), now }).ok).toBe(false);
+    expect(
+      scheme.verify({ rawBody: body, headers: signedBare, secret, url: bare.replace('/w/1', '/w/2'), now }).ok,
+    ).toBe(false);
   });
 
   it('discord: a signature over a different timestamp is rejected', () => {
     const pair = nacl.sign.keyPair();
     const body = Buffer.from('{"type":1}');
-    const signature = Buffer.from(nacl.sign.detached(Buffer.concat([Buffer.from('1700000000'), body]), pair.secretKey)).toString('hex');
+    const signature = Buffer.from(
+      nacl.sign.detached(Buffer.concat([Buffer.from('1700000000'), body]), pair.secretKey),
+    ).toString('hex');
     const result = getSignatureScheme('discord')!.verify({
       rawBody: body,
       headers: { 'x-signature-ed25519': signature, 'x-signature-timestamp': '1700000001' },

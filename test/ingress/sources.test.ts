@@ -25,14 +25,20 @@ const SOURCES: Record<string, (server: TestServer) => Promise<Made>> = {
     const secret = `file-${randomBytes(12).toString('hex')}`;
     const secretName = `hook-${randomBytes(4).toString('hex')}`;
     await server.api('PUT', `/secrets/${secretName}`, { value: secret });
-    const git = await createGitFactory(server, { ...baseFiles(), 'webhooks/table.yaml': `authMode: token\nsecretName: ${secretName}\n` });
+    const git = await createGitFactory(server, {
+      ...baseFiles(),
+      'webhooks/table.yaml': `authMode: token\nsecretName: ${secretName}\n`,
+    });
     const [hook] = await git.webhooks();
     return {
       url: hook.ingress_url,
       uid: hook.uid,
       secret,
       async disable() {
-        await git.commit({ 'webhooks/table.yaml': `authMode: token\nsecretName: ${secretName}\nenabled: false\n` }, 'disable');
+        await git.commit(
+          { 'webhooks/table.yaml': `authMode: token\nsecretName: ${secretName}\nenabled: false\n` },
+          'disable',
+        );
         expect((await git.sync()).result).toBe('applied');
       },
     };
@@ -64,14 +70,32 @@ describe.each(ENGINES)('labels and errors for webhooks from each source on %s', 
     const rows: [string, () => Promise<{ status: number }>, number, string | undefined][] = [
       ['Accepted', () => post(hook.url, '{"row":"accepted"}', auth), 202, 'accepted'],
       ['Duplicate', () => post(hook.url, '{"row":"accepted"}', auth), 202, 'duplicate'],
-      ['Rejected (auth)', () => post(hook.url, '{"row":"auth"}', { authorization: 'Bearer wrong' }), 401, 'rejected_auth'],
+      [
+        'Rejected (auth)',
+        () => post(hook.url, '{"row":"auth"}', { authorization: 'Bearer wrong' }),
+        401,
+        'rejected_auth',
+      ],
       ['Rejected (invalid JSON)', () => post(hook.url, '{"row":', auth), 400, 'rejected_invalid_json'],
-      ['Rejected (too large)', () => post(hook.url, Buffer.alloc(WEBHOOK_BODY_LIMIT + 1, 0x20), auth), 413, 'rejected_too_large'],
+      [
+        'Rejected (too large)',
+        () => post(hook.url, Buffer.alloc(WEBHOOK_BODY_LIMIT + 1, 0x20), auth),
+        413,
+        'rejected_too_large',
+      ],
       ['405 (not POST)', () => send(hook.url, 'GET', undefined, auth), 405, undefined],
-      ['404 (wrong UID)', () => post(hook.url.replace(hook.uid, `${hook.uid.slice(0, -1)}${hook.uid.endsWith('0') ? '1' : '0'}`), '{}', auth), 404, undefined],
+      [
+        '404 (wrong UID)',
+        () =>
+          post(hook.url.replace(hook.uid, `${hook.uid.slice(0, -1)}${hook.uid.endsWith('0') ? '1' : '0'}`), '{}', auth),
+        404,
+        undefined,
+      ],
     ];
     for (const [row, request, status] of rows) expect((await request()).status, row).toBe(status);
-    expect((await deliveriesOf(server, hook.uid)).map((r) => r.label)).toEqual(rows.map(([, , , label]) => label).filter(Boolean));
+    expect((await deliveriesOf(server, hook.uid)).map((r) => r.label)).toEqual(
+      rows.map(([, , , label]) => label).filter(Boolean),
+    );
 
     // 429: the sender's 60 deliveries per minute, counted from the first request above (every known-webhook request spends one).
     let status = 0;

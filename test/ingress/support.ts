@@ -45,7 +45,11 @@ export async function seedWebhook(server: TestServer, options: SeedWebhook = {})
   const teamId = await defaultTeamId(server);
   const factoryId = options.factoryId ?? (await seedFactory(server));
   const uid = newId('wh');
-  const name = options.name ?? `hook-${randomToken(4).toLowerCase().replace(/[^a-z0-9]/g, 'x')}`;
+  const name =
+    options.name ??
+    `hook-${randomToken(4)
+      .toLowerCase()
+      .replace(/[^a-z0-9]/g, 'x')}`;
   const secret = options.secret === undefined ? randomToken(24) : options.secret;
   await ctx.db.query(
     `INSERT INTO webhooks (uid, team_id, factory_id, name, file, auth_mode, signature_scheme, secret_name, secret_ciphertext, delivery_id_header, enabled)
@@ -69,15 +73,20 @@ export async function seedWebhook(server: TestServer, options: SeedWebhook = {})
 }
 
 /** Changes a webhook row the way an apply or the API would, and tells the server. */
-export async function updateWebhook(server: TestServer, hook: SeededWebhook, set: { enabled?: boolean; deleted?: boolean; secret?: string | null }): Promise<void> {
+export async function updateWebhook(
+  server: TestServer,
+  hook: SeededWebhook,
+  set: { enabled?: boolean; deleted?: boolean; secret?: string | null },
+): Promise<void> {
   const { ctx } = server.server;
-  if (set.enabled !== undefined) await ctx.db.query('UPDATE webhooks SET enabled = $2 WHERE uid = $1', [hook.uid, set.enabled]);
+  if (set.enabled !== undefined)
+    await ctx.db.query('UPDATE webhooks SET enabled = $2 WHERE uid = $1', [hook.uid, set.enabled]);
   if (set.deleted) await ctx.db.query('UPDATE webhooks SET deleted_at = ay_now() WHERE uid = $1', [hook.uid]);
   if (set.secret !== undefined) {
-    await ctx.db.query('UPDATE webhooks SET secret_ciphertext = $2, secret_version = secret_version + 1 WHERE uid = $1', [
-      hook.uid,
-      set.secret === null ? null : ctx.cipher.encrypt(set.secret),
-    ]);
+    await ctx.db.query(
+      'UPDATE webhooks SET secret_ciphertext = $2, secret_version = secret_version + 1 WHERE uid = $1',
+      [hook.uid, set.secret === null ? null : ctx.cipher.encrypt(set.secret)],
+    );
   }
   await refreshWebhookRouting(ctx, hook.factoryId);
 }
@@ -90,7 +99,12 @@ export interface RawResponse {
 }
 
 /** A POST with exact bytes and exactly these headers (fetch would add its own Content-Type). */
-export function post(url: string, body: Buffer | string, headers: Record<string, string> = {}, options: SendOptions = {}): Promise<RawResponse> {
+export function post(
+  url: string,
+  body: Buffer | string,
+  headers: Record<string, string> = {},
+  options: SendOptions = {},
+): Promise<RawResponse> {
   return send(url, 'POST', body, headers, options);
 }
 
@@ -101,7 +115,13 @@ export interface SendOptions {
   midway?: () => Promise<void>;
 }
 
-export function send(url: string, method: string, body: Buffer | string | undefined, headers: Record<string, string> = {}, options: SendOptions = {}): Promise<RawResponse> {
+export function send(
+  url: string,
+  method: string,
+  body: Buffer | string | undefined,
+  headers: Record<string, string> = {},
+  options: SendOptions = {},
+): Promise<RawResponse> {
   const payload = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(body);
   const lengthHeader = payload && !options.chunks ? { 'content-length': String(payload.length) } : {};
   return new Promise((resolve, reject) => {

@@ -26,7 +26,9 @@ describe('Factory CRD', () => {
 
   it('refuses what a structural schema cannot hold', () => {
     expect(() => toStructural({ type: 'object', properties: { a: { oneOf: [{ type: 'string' }] } } })).toThrow(/oneOf/);
-    expect(() => toStructural({ type: 'object', properties: { a: { description: 'no type' } } })).toThrow(/needs a type/);
+    expect(() => toStructural({ type: 'object', properties: { a: { description: 'no type' } } })).toThrow(
+      /needs a type/,
+    );
     expect(toStructural({ type: ['string', 'null'] })).toEqual({ type: 'string', nullable: true });
   });
 });

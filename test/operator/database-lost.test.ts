@@ -48,20 +48,24 @@ describe.skipIf(availability.missing !== undefined)('agentyard operator on the e
 
   it('exits 1, naming the cause, when its PGlite thread dies', async () => {
     const entry = writeEntryWithPgliteSeam(dir);
-    child = spawn(process.execPath, [entry, 'operator', '--port', '0', '--host', '127.0.0.1', '--data-dir', path.join(dir, 'data')], {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        KUBECONFIG: k8s.kubeconfig,
-        AGENTYARD_MASTER_KEY: TEST_MASTER_KEY,
-        AGENTYARD_NAMESPACE: namespace,
-        AGENTYARD_WATCH_NAMESPACE: namespace,
-        AGENTYARD_IDENTITY: 'operator-lost',
-        LOG_LEVEL: 'info',
+    child = spawn(
+      process.execPath,
+      [entry, 'operator', '--port', '0', '--host', '127.0.0.1', '--data-dir', path.join(dir, 'data')],
+      {
+        cwd: ROOT,
+        env: {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          KUBECONFIG: k8s.kubeconfig,
+          AGENTYARD_MASTER_KEY: TEST_MASTER_KEY,
+          AGENTYARD_NAMESPACE: namespace,
+          AGENTYARD_WATCH_NAMESPACE: namespace,
+          AGENTYARD_IDENTITY: 'operator-lost',
+          LOG_LEVEL: 'info',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    );
     let out = '';
     let listening: (url: string) => void = () => {};
     const url = new Promise<string>((resolve) => (listening = resolve));
@@ -72,15 +76,23 @@ describe.skipIf(availability.missing !== undefined)('agentyard operator on the e
     };
     child.stdout!.on('data', collect);
     child.stderr!.on('data', collect);
-    const exited = new Promise<number | NodeJS.Signals | null>((resolve) => child!.once('exit', (code, signal) => resolve(code ?? signal)));
+    const exited = new Promise<number | NodeJS.Signals | null>((resolve) =>
+      child!.once('exit', (code, signal) => resolve(code ?? signal)),
+    );
 
-    const base = await Promise.race([url, exited.then(() => Promise.reject(new Error(`operator exited before listening:\n${out}`)))]);
+    const base = await Promise.race([
+      url,
+      exited.then(() => Promise.reject(new Error(`operator exited before listening:\n${out}`))),
+    ]);
     // ready once the informers have synced, which takes a moment after the port opens on a busy machine
     await expect.poll(async () => (await fetch(`${base}/readyz`)).status, { timeout: 30_000, interval: 200 }).toBe(200);
     child.kill('SIGUSR2');
     expect(await exited).toBe(1);
     const fatal = out.split('\n').find((line) => line.includes('the database engine has stopped'));
     expect(fatal, out).toBeDefined();
-    expect(JSON.parse(fatal!)).toMatchObject({ level: 60, msg: expect.stringMatching(/PGlite thread has stopped \(exit 1\)/) });
+    expect(JSON.parse(fatal!)).toMatchObject({
+      level: 60,
+      msg: expect.stringMatching(/PGlite thread has stopped \(exit 1\)/),
+    });
   }, 90_000);
 });

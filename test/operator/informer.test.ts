@@ -37,10 +37,14 @@ describe.skipIf(availability.missing !== undefined)('informer restarts', () => {
 
   it('reports the leader not ready while the Factory informer cannot list, and ready once it restarted and synced', async () => {
     await eventually(() => op.operator.isLeader(), 20_000, 'leadership');
-    const down = await eventually(async () => {
-      const res = await fetch(`${op.url}/readyz`);
-      return res.status === 503 ? ((await res.json()) as { checks: Record<string, string> }) : undefined;
-    }, 10_000, '/readyz to answer 503');
+    const down = await eventually(
+      async () => {
+        const res = await fetch(`${op.url}/readyz`);
+        return res.status === 503 ? ((await res.json()) as { checks: Record<string, string> }) : undefined;
+      },
+      10_000,
+      '/readyz to answer 503',
+    );
     expect(down.checks.controllers).toContain('factories');
     // Not synced answers 503 at once; the list error is recorded when the first list attempt fails.
     const lastError = await eventually(() => op.operator.factories()!.informer.lastError, 10_000, 'the list error');

@@ -12,7 +12,18 @@ import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';
 import { REQUIRE_KUBERNETES, eventually, kubernetesAvailability, startKubernetes } from './k8s.ts';
 import type { KubernetesTestEnv } from './k8s.ts';
-import { FOREMAN, clients, condition, createNamespace, factoryManifest, getFactory, postJson, putSecret, startTestOperator, webhookYaml } from './support.ts';
+import {
+  FOREMAN,
+  clients,
+  condition,
+  createNamespace,
+  factoryManifest,
+  getFactory,
+  postJson,
+  putSecret,
+  startTestOperator,
+  webhookYaml,
+} from './support.ts';
 import type { TestOperator } from './support.ts';
 import { automationMd } from '../support/factory-tree.ts';
 
@@ -69,21 +80,44 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
   const api = async (method: string, url: string, body?: unknown) => {
     const res = await fetch(`${op.url}/api/v1${url}`, {
       method,
-      headers: { authorization: `Bearer ${teamKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${teamKey}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
     return { status: res.status, body: (await res.json()) as any };
   };
-  const runState = async (runId: string) => (await op.database.db.query<{ state: string; status_message: any }>('SELECT state, status_message FROM runs WHERE id = $1', [runId])).rows[0]!;
+  const runState = async (runId: string) =>
+    (
+      await op.database.db.query<{ state: string; status_message: any }>(
+        'SELECT state, status_message FROM runs WHERE id = $1',
+        [runId],
+      )
+    ).rows[0]!;
   const jobOf = (runId: string) =>
-    eventually(async () => {
-      const list = await batch.listNamespacedJob({ namespace, labelSelector: `agentyard.dev/run-id=${runId}` });
-      const job = list.items[0];
-      return job && job.spec?.suspend === false ? job : undefined;
-    }, 20_000, `the Job of run ${runId}`);
+    eventually(
+      async () => {
+        const list = await batch.listNamespacedJob({ namespace, labelSelector: `agentyard.dev/run-id=${runId}` });
+        const job = list.items[0];
+        return job && job.spec?.suspend === false ? job : undefined;
+      },
+      20_000,
+      `the Job of run ${runId}`,
+    );
   const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
   const setJobStatus = (job: V1Job, status: Record<string, unknown>) =>
-    k8s.kubectl(['patch', 'job', job.metadata!.name!, '-n', namespace, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })]);
+    k8s.kubectl([
+      'patch',
+      'job',
+      job.metadata!.name!,
+      '-n',
+      namespace,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status }),
+    ]);
   const cond = (type: string, reason?: string, message?: string): V1JobCondition & Record<string, unknown> => ({
     type,
     status: 'True',
@@ -111,23 +145,48 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
     ]) {
       await putSecret(k8s, namespace, name!, { value: value! });
     }
-    op = await startTestOperator(k8s, process.env.AGENTYARD_TEST_ENGINES === 'postgres' ? 'postgres' : 'pglite', namespace, { defaultImage: 'busybox:1.36' });
+    op = await startTestOperator(
+      k8s,
+      process.env.AGENTYARD_TEST_ENGINES === 'postgres' ? 'postgres' : 'pglite',
+      namespace,
+      { defaultImage: 'busybox:1.36' },
+    );
     remote = await createGitRemote();
-    await remote.write({ 'factory.yaml': FACTORY, 'agents/foreman/agent.md': FOREMAN, 'runners/default.yaml': RUNNER, 'webhooks/alerts.yaml': webhookYaml('alerts-token') });
+    await remote.write({
+      'factory.yaml': FACTORY,
+      'agents/foreman/agent.md': FOREMAN,
+      'runners/default.yaml': RUNNER,
+      'webhooks/alerts.yaml': webhookYaml('alerts-token'),
+    });
     await remote.commitAndPush('jobs factory');
-    await k8s.kubectl(['apply', '-f', '-'], factoryManifest(namespace, 'runs', { source: { git: { url: `file://${remote.bare}`, pollInterval: '1s' } } }));
-    const ready = await eventually(async () => {
-      const f = await getFactory(k8s, namespace, 'runs');
-      return condition(f, 'Ready')?.status === 'True' ? f : undefined;
-    }, 30_000, 'the Factory to be Ready');
+    await k8s.kubectl(
+      ['apply', '-f', '-'],
+      factoryManifest(namespace, 'runs', { source: { git: { url: `file://${remote.bare}`, pollInterval: '1s' } } }),
+    );
+    const ready = await eventually(
+      async () => {
+        const f = await getFactory(k8s, namespace, 'runs');
+        return condition(f, 'Ready')?.status === 'True' ? f : undefined;
+      },
+      30_000,
+      'the Factory to be Ready',
+    );
     factoryId = ready.status!.factoryId!;
     factoryUid = ready.metadata!.uid!;
     const hook = ready.status!.webhooks![0]!;
     hookUrl = hook.ingressUrl;
     // The automation names the webhook by the UID its first apply gave it.
-    await remote.write({ 'automations/triage/automation.md': automationMd(hook.uid, { prompt: 'Look at the alert in event-payload.json.' }) });
+    await remote.write({
+      'automations/triage/automation.md': automationMd(hook.uid, {
+        prompt: 'Look at the alert in event-payload.json.',
+      }),
+    });
     const revision = `main@sha1:${await remote.commitAndPush('triage automation')}`;
-    await eventually(async () => (await getFactory(k8s, namespace, 'runs'))?.status?.appliedRevision === revision, 30_000, 'the automation to apply');
+    await eventually(
+      async () => (await getFactory(k8s, namespace, 'runs'))?.status?.appliedRevision === revision,
+      30_000,
+      'the automation to apply',
+    );
     const secret = await clients(k8s).core.readNamespacedSecret({ name: 'agentyard-api-key', namespace });
     teamKey = Buffer.from(secret.data!.token!, 'base64').toString('utf8');
   }, 180_000);
@@ -139,22 +198,46 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
   });
 
   it('turns a webhook delivery into a Job shaped by the runner, with its files and secrets in a Secret the Job owns', async () => {
-    const delivery = await postJson(hookUrl, { severity: 'critical', service: 'api' }, { authorization: 'Bearer alerts-secret' });
+    const delivery = await postJson(
+      hookUrl,
+      { severity: 'critical', service: 'api' },
+      { authorization: 'Bearer alerts-secret' },
+    );
     expect(delivery.status).toBe(202);
-    const runId = await eventually(async () => {
-      const res = await op.database.db.query<{ id: string }>('SELECT id FROM runs WHERE delivery_id = $1', [delivery.body.delivery_id]);
-      return res.rows[0]?.id;
-    }, 20_000, 'the automation run');
+    const runId = await eventually(
+      async () => {
+        const res = await op.database.db.query<{ id: string }>('SELECT id FROM runs WHERE delivery_id = $1', [
+          delivery.body.delivery_id,
+        ]);
+        return res.rows[0]?.id;
+      },
+      20_000,
+      'the automation run',
+    );
     const job = await jobOf(runId);
     expect(await runState(runId)).toMatchObject({ state: 'CLAIMED' });
 
     expect(job.metadata!.ownerReferences).toEqual([
-      { apiVersion: 'agentyard.dev/v1alpha1', kind: 'Factory', name: 'runs', uid: factoryUid, controller: true, blockOwnerDeletion: true },
+      {
+        apiVersion: 'agentyard.dev/v1alpha1',
+        kind: 'Factory',
+        name: 'runs',
+        uid: factoryUid,
+        controller: true,
+        blockOwnerDeletion: true,
+      },
     ]);
-    expect(job.metadata!.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'agentyard', 'agentyard.dev/run-id': runId, 'agentyard.dev/factory-uid': factoryUid });
+    expect(job.metadata!.labels).toMatchObject({
+      'app.kubernetes.io/managed-by': 'agentyard',
+      'agentyard.dev/run-id': runId,
+      'agentyard.dev/factory-uid': factoryUid,
+    });
     const spec = job.spec!;
     expect(spec).toMatchObject({ backoffLimit: 0, ttlSecondsAfterFinished: 3600, activeDeadlineSeconds: 14_400 });
-    expect(spec.podFailurePolicy!.rules[0]).toMatchObject({ action: 'FailJob', onPodConditions: [{ type: 'DisruptionTarget', status: 'True' }] });
+    expect(spec.podFailurePolicy!.rules[0]).toMatchObject({
+      action: 'FailJob',
+      onPodConditions: [{ type: 'DisruptionTarget', status: 'True' }],
+    });
     const pod = spec.template.spec!;
     expect(pod.restartPolicy).toBe('Never');
     expect(pod.automountServiceAccountToken).toBe(false);
@@ -168,7 +251,10 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
     expect(agent.command).toContain('--model');
     expect(agent.workingDir).toBe('/workspace');
     const env = Object.fromEntries(agent.env!.map((e) => [e.name, e]));
-    expect(env.ANTHROPIC_API_KEY!.valueFrom!.secretKeyRef).toEqual({ name: job.metadata!.name, key: 'env.ANTHROPIC_API_KEY' });
+    expect(env.ANTHROPIC_API_KEY!.valueFrom!.secretKeyRef).toEqual({
+      name: job.metadata!.name,
+      key: 'env.ANTHROPIC_API_KEY',
+    });
     expect(env['api-token']).toBeUndefined();
     expect(env.AGENTYARD_EVENT_PAYLOAD!.value).toBe('/workspace/event-payload.json');
     expect(JSON.stringify(agent.env)).not.toContain('sk-ant-test');
@@ -176,11 +262,25 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
     const prepared = pod.volumes!.find((v) => v.name === 'prepared')!.secret!;
     expect(prepared.secretName).toBe(job.metadata!.name);
     expect(prepared.items!.map((i) => i.path)).toContain('event-payload.json');
-    expect(pod.volumes!.find((v) => v.name === 'secrets')!.secret!.items).toEqual([{ key: 'secret.api-token', path: 'api-token' }]);
-    expect(pod.initContainers![0]!.volumeMounts!.map((m) => m.mountPath).sort()).toEqual(['/agentyard/prepared', '/workspace']);
+    expect(pod.volumes!.find((v) => v.name === 'secrets')!.secret!.items).toEqual([
+      { key: 'secret.api-token', path: 'api-token' },
+    ]);
+    expect(pod.initContainers![0]!.volumeMounts!.map((m) => m.mountPath).sort()).toEqual([
+      '/agentyard/prepared',
+      '/workspace',
+    ]);
 
     const secret = await clients(k8s).core.readNamespacedSecret({ name: job.metadata!.name!, namespace });
-    expect(secret.metadata!.ownerReferences).toEqual([{ apiVersion: 'batch/v1', kind: 'Job', name: job.metadata!.name, uid: job.metadata!.uid, controller: true, blockOwnerDeletion: true }]);
+    expect(secret.metadata!.ownerReferences).toEqual([
+      {
+        apiVersion: 'batch/v1',
+        kind: 'Job',
+        name: job.metadata!.name,
+        uid: job.metadata!.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ]);
     expect(secret.immutable).toBe(true);
     const data = (key: string) => Buffer.from(secret.data![key]!, 'base64').toString('utf8');
     expect(data('env.ANTHROPIC_API_KEY')).toBe('sk-ant-test');
@@ -192,18 +292,34 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
     // The Job controller and kubelet would now start the pod and report it.
     await setJobStatus(job, { startTime: now(), active: 1, ready: 1 });
     await eventually(async () => (await runState(runId)).state === 'INPROGRESS', 10_000, 'the run to start');
-    await setJobStatus(job, { active: 0, ready: 0, succeeded: 1, completionTime: now(), conditions: [cond('SuccessCriteriaMet'), cond('Complete')] });
-    const done = await eventually(async () => {
-      const r = await runState(runId);
-      return r.state === 'SUCCEEDED' ? r : undefined;
-    }, 10_000, 'the run to succeed');
+    await setJobStatus(job, {
+      active: 0,
+      ready: 0,
+      succeeded: 1,
+      completionTime: now(),
+      conditions: [cond('SuccessCriteriaMet'), cond('Complete')],
+    });
+    const done = await eventually(
+      async () => {
+        const r = await runState(runId);
+        return r.state === 'SUCCEEDED' ? r : undefined;
+      },
+      10_000,
+      'the run to succeed',
+    );
     expect(done.status_message.message).toContain(job.metadata!.name);
   });
 
   it('ends a run ERROR when its Job times out or its pod is evicted, and FAILED when the agent fails', async () => {
     const cases: { status: Record<string, unknown>; state: string; code: string; text: RegExp }[] = [
       {
-        status: { failed: 1, conditions: [cond('FailureTarget', 'DeadlineExceeded', 'Job was active longer than specified deadline'), cond('Failed', 'DeadlineExceeded', 'Job was active longer than specified deadline')] },
+        status: {
+          failed: 1,
+          conditions: [
+            cond('FailureTarget', 'DeadlineExceeded', 'Job was active longer than specified deadline'),
+            cond('Failed', 'DeadlineExceeded', 'Job was active longer than specified deadline'),
+          ],
+        },
         state: 'ERROR',
         code: 'run_timed_out',
         text: /timed out after 14400 s/,
@@ -212,8 +328,16 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
         status: {
           failed: 1,
           conditions: [
-            cond('FailureTarget', 'PodFailurePolicy', 'Pod jobs/x has condition DisruptionTarget matching FailJob rule at index 0'),
-            cond('Failed', 'PodFailurePolicy', 'Pod jobs/x has condition DisruptionTarget matching FailJob rule at index 0'),
+            cond(
+              'FailureTarget',
+              'PodFailurePolicy',
+              'Pod jobs/x has condition DisruptionTarget matching FailJob rule at index 0',
+            ),
+            cond(
+              'Failed',
+              'PodFailurePolicy',
+              'Pod jobs/x has condition DisruptionTarget matching FailJob rule at index 0',
+            ),
           ],
         },
         state: 'ERROR',
@@ -221,7 +345,13 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
         text: /evicted or preempted/,
       },
       {
-        status: { failed: 1, conditions: [cond('FailureTarget', 'BackoffLimitExceeded', 'Job has reached the specified backoff limit'), cond('Failed', 'BackoffLimitExceeded', 'Job has reached the specified backoff limit')] },
+        status: {
+          failed: 1,
+          conditions: [
+            cond('FailureTarget', 'BackoffLimitExceeded', 'Job has reached the specified backoff limit'),
+            cond('Failed', 'BackoffLimitExceeded', 'Job has reached the specified backoff limit'),
+          ],
+        },
         state: 'FAILED',
         code: 'agent_failed',
         text: /the agent exited with an error/,
@@ -233,10 +363,14 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
       await setJobStatus(job, { startTime: now(), active: 1 });
       await eventually(async () => (await runState(runId)).state === 'INPROGRESS', 10_000, 'the run to start');
       await setJobStatus(job, { active: 0, ...c.status });
-      const ended = await eventually(async () => {
-        const r = await runState(runId);
-        return r.state === c.state ? r : undefined;
-      }, 10_000, `the run to end ${c.state}`);
+      const ended = await eventually(
+        async () => {
+          const r = await runState(runId);
+          return r.state === c.state ? r : undefined;
+        },
+        10_000,
+        `the run to end ${c.state}`,
+      );
       expect(ended.status_message.error_code).toBe(c.code);
       expect(ended.status_message.message).toMatch(c.text);
     }
@@ -247,19 +381,27 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
     const job = await jobOf(cancelled);
     expect((await api('POST', `/agent/runs/${cancelled}/cancel`)).status).toBeLessThan(300);
     // No garbage collector here: a foreground deletion leaves the Job marked, waiting for its dependents.
-    const marked = await eventually(async () => {
-      const j = await batch.readNamespacedJob({ name: job.metadata!.name!, namespace }).catch(() => undefined);
-      return j?.metadata?.deletionTimestamp ? j : undefined;
-    }, 10_000, 'the Job to be deleted');
+    const marked = await eventually(
+      async () => {
+        const j = await batch.readNamespacedJob({ name: job.metadata!.name!, namespace }).catch(() => undefined);
+        return j?.metadata?.deletionTimestamp ? j : undefined;
+      },
+      10_000,
+      'the Job to be deleted',
+    );
     expect(marked.metadata!.finalizers).toContain('foregroundDeletion');
 
     const orphaned = await newRun('its Job goes away');
     const other = await jobOf(orphaned);
     await batch.deleteNamespacedJob({ name: other.metadata!.name!, namespace, propagationPolicy: 'Background' });
-    const ended = await eventually(async () => {
-      const r = await runState(orphaned);
-      return r.state === 'ERROR' ? r : undefined;
-    }, 10_000, 'the run to end ERROR');
+    const ended = await eventually(
+      async () => {
+        const r = await runState(orphaned);
+        return r.state === 'ERROR' ? r : undefined;
+      },
+      10_000,
+      'the run to end ERROR',
+    );
     expect(ended.status_message).toMatchObject({ error_code: 'job_deleted' });
     expect(ended.status_message.message).toContain('was deleted before the run finished');
   });

@@ -37,8 +37,13 @@ export function kubernetesAvailability(): Availability {
   const script = process.env.AGENTYARD_K8S_TEST_ENV ?? path.resolve(ROOT, '../shared/tools/k8s-test-env.sh');
   const cacheDir = process.env.K8S_TEST_CACHE_DIR ?? path.join(homedir(), '.cache', 'k8s-test-bin');
   let missing: string | undefined;
-  if (!existsSync(script)) missing = `the Kubernetes test environment script is missing (${script}; set AGENTYARD_K8S_TEST_ENV)`;
-  else if (!['kube-apiserver', 'etcd', 'kubectl', 'helm', 'kubeconform'].every((b) => existsSync(path.join(cacheDir, 'bin', b)))) {
+  if (!existsSync(script))
+    missing = `the Kubernetes test environment script is missing (${script}; set AGENTYARD_K8S_TEST_ENV)`;
+  else if (
+    !['kube-apiserver', 'etcd', 'kubectl', 'helm', 'kubeconform'].every((b) =>
+      existsSync(path.join(cacheDir, 'bin', b)),
+    )
+  ) {
     missing = `the Kubernetes test binaries are not built in ${cacheDir}/bin (run: bash ${script} install ${cacheDir})`;
   }
   return { script, cacheDir, missing };
@@ -70,12 +75,18 @@ export async function startKubernetes(availability = kubernetesAvailability()): 
 
 async function startOnce(availability: Availability): Promise<KubernetesTestEnv> {
   const runDir = mkdtempSync(path.join(tmpdir(), 'agentyard-k8s-'));
-  const scriptEnv: NodeJS.ProcessEnv = { ...process.env, K8S_TEST_RUN_DIR: runDir, K8S_TEST_APISERVER_ARGS: '--watch-cache=false' };
+  const scriptEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    K8S_TEST_RUN_DIR: runDir,
+    K8S_TEST_APISERVER_ARGS: '--watch-cache=false',
+  };
   delete scriptEnv.K8S_TEST_API_PORT;
   delete scriptEnv.K8S_TEST_ETCD_PORT;
   let out: string;
   try {
-    out = (await run('bash', [availability.script, 'start', availability.cacheDir], { env: scriptEnv, maxBuffer: 1 << 20 })).stdout;
+    out = (
+      await run('bash', [availability.script, 'start', availability.cacheDir], { env: scriptEnv, maxBuffer: 1 << 20 })
+    ).stdout;
   } catch (err) {
     rmSync(runDir, { recursive: true, force: true });
     throw new Error(`the Kubernetes API server did not start: ${(err as { stderr?: string }).stderr ?? String(err)}`);
@@ -102,7 +113,9 @@ async function startOnce(availability: Availability): Promise<KubernetesTestEnv>
         let stderr = '';
         child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
         child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-        child.on('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`kubectl ${args.join(' ')}: ${stderr || stdout}`))));
+        child.on('close', (code) =>
+          code === 0 ? resolve(stdout) : reject(new Error(`kubectl ${args.join(' ')}: ${stderr || stdout}`)),
+        );
       });
     },
     async stop() {
@@ -113,7 +126,11 @@ async function startOnce(availability: Availability): Promise<KubernetesTestEnv>
 }
 
 /** Polls `check` until it answers a value other than undefined/false, or fails with the last error after `timeoutMs`. */
-export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 20_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -125,7 +142,9 @@ export async function eventually<T>(check: () => Promise<T | undefined | false> 
       lastError = err;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}${lastError ? `: ${lastError instanceof Error ? lastError.message : String(lastError)}` : ''}`);
+      throw new Error(
+        `timed out waiting for ${what}${lastError ? `: ${lastError instanceof Error ? lastError.message : String(lastError)}` : ''}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -19,13 +19,27 @@ import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';
 import { REQUIRE_KUBERNETES, eventually, kubernetesAvailability, startKubernetes } from './k8s.ts';
 import type { KubernetesTestEnv } from './k8s.ts';
-import { baseFiles, condition, createNamespace, factoryManifest, getFactory, webhookYaml, putSecret } from './support.ts';
+import {
+  baseFiles,
+  condition,
+  createNamespace,
+  factoryManifest,
+  getFactory,
+  webhookYaml,
+  putSecret,
+} from './support.ts';
 
 const availability = kubernetesAvailability();
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
 describe('leader election options', () => {
-  const base = { identity: 'a', leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, jitterFactor: 1.2 };
+  const base = {
+    identity: 'a',
+    leaseDurationMs: 15_000,
+    renewDeadlineMs: 10_000,
+    retryPeriodMs: 2_000,
+    jitterFactor: 1.2,
+  };
   it('accepts leaseDuration > renewDeadline > jitter × retryPeriod', () => {
     expect(() => validateElectionOptions(base)).not.toThrow();
   });
@@ -55,144 +69,178 @@ interface OperatorProcess {
   log: string[];
 }
 
-describe.skipIf(availability.missing !== undefined || !ENGINES.includes('postgres'))('two operator processes on PostgreSQL', () => {
-  const namespace = 'election';
-  let k8s: KubernetesTestEnv;
-  let database: TestDatabase;
-  let remote: GitRemote;
-  const processes: OperatorProcess[] = [];
-  const adminKey = generateApiKey();
+describe.skipIf(availability.missing !== undefined || !ENGINES.includes('postgres'))(
+  'two operator processes on PostgreSQL',
+  () => {
+    const namespace = 'election';
+    let k8s: KubernetesTestEnv;
+    let database: TestDatabase;
+    let remote: GitRemote;
+    const processes: OperatorProcess[] = [];
+    const adminKey = generateApiKey();
 
-  const dataDirs: string[] = [];
-  const startProcess = (identity: string): OperatorProcess => {
-    const dataDir = mkdtempSync(path.join(tmpdir(), `agentyard-${identity}-`));
-    dataDirs.push(dataDir);
-    const child = spawn(process.execPath, [path.join(ROOT, 'bin/agentyard.js'), 'operator', '--port', '0', '--host', '127.0.0.1'], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        KUBECONFIG: k8s.kubeconfig,
-        DATABASE_URL: database.url!,
-        AGENTYARD_DATA_DIR: dataDir,
-        AGENTYARD_MASTER_KEY: TEST_MASTER_KEY,
-        AGENTYARD_BOOTSTRAP_API_KEY: adminKey,
-        AGENTYARD_NAMESPACE: namespace,
-        AGENTYARD_WATCH_NAMESPACE: namespace,
-        AGENTYARD_IDENTITY: identity,
-        AGENTYARD_LEASE_DURATION_SECONDS: '4',
-        AGENTYARD_LEASE_RENEW_DEADLINE_SECONDS: '3',
-        AGENTYARD_LEASE_RETRY_PERIOD_SECONDS: '0.5',
-        LOG_LEVEL: 'info',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const log: string[] = [];
-    let resolveUrl: (url: string) => void;
-    const url = new Promise<string>((resolve) => (resolveUrl = resolve));
-    const onData = (chunk: Buffer): void => {
-      for (const line of chunk.toString().split('\n')) {
-        if (!line.trim()) continue;
-        log.push(line);
-        const match = /listening on (http:\/\/[^ ;"]+)/.exec(line);
-        if (match) resolveUrl(match[1]!);
-      }
+    const dataDirs: string[] = [];
+    const startProcess = (identity: string): OperatorProcess => {
+      const dataDir = mkdtempSync(path.join(tmpdir(), `agentyard-${identity}-`));
+      dataDirs.push(dataDir);
+      const child = spawn(
+        process.execPath,
+        [path.join(ROOT, 'bin/agentyard.js'), 'operator', '--port', '0', '--host', '127.0.0.1'],
+        {
+          cwd: ROOT,
+          env: {
+            ...process.env,
+            KUBECONFIG: k8s.kubeconfig,
+            DATABASE_URL: database.url!,
+            AGENTYARD_DATA_DIR: dataDir,
+            AGENTYARD_MASTER_KEY: TEST_MASTER_KEY,
+            AGENTYARD_BOOTSTRAP_API_KEY: adminKey,
+            AGENTYARD_NAMESPACE: namespace,
+            AGENTYARD_WATCH_NAMESPACE: namespace,
+            AGENTYARD_IDENTITY: identity,
+            AGENTYARD_LEASE_DURATION_SECONDS: '4',
+            AGENTYARD_LEASE_RENEW_DEADLINE_SECONDS: '3',
+            AGENTYARD_LEASE_RETRY_PERIOD_SECONDS: '0.5',
+            LOG_LEVEL: 'info',
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      const log: string[] = [];
+      let resolveUrl: (url: string) => void;
+      const url = new Promise<string>((resolve) => (resolveUrl = resolve));
+      const onData = (chunk: Buffer): void => {
+        for (const line of chunk.toString().split('\n')) {
+          if (!line.trim()) continue;
+          log.push(line);
+          const match = /listening on (http:\/\/[^ ;"]+)/.exec(line);
+          if (match) resolveUrl(match[1]!);
+        }
+      };
+      child.stdout!.on('data', onData);
+      child.stderr!.on('data', onData);
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      const p = { identity, child, url, exited, log };
+      processes.push(p);
+      return p;
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    const p = { identity, child, url, exited, log };
-    processes.push(p);
-    return p;
-  };
 
-  const holder = async (): Promise<string | undefined> => {
-    const api = k8s.kubeConfig.makeApiClient(CoordinationV1Api);
-    const lease = await api.readNamespacedLease({ name: 'agentyard-operator', namespace }).catch(() => undefined);
-    return lease?.spec?.holderIdentity ?? undefined;
-  };
-  const factory = () => getFactory(k8s, namespace, 'shared');
+    const holder = async (): Promise<string | undefined> => {
+      const api = k8s.kubeConfig.makeApiClient(CoordinationV1Api);
+      const lease = await api.readNamespacedLease({ name: 'agentyard-operator', namespace }).catch(() => undefined);
+      return lease?.spec?.holderIdentity ?? undefined;
+    };
+    const factory = () => getFactory(k8s, namespace, 'shared');
 
-  beforeAll(async () => {
-    k8s = await startKubernetes(availability);
-    await k8s.kubectl(['apply', '-f', path.join(ROOT, 'crds')]);
-    await k8s.kubectl(['wait', '--for', 'condition=established', '--timeout=60s', 'crd/factories.agentyard.dev']);
-    await createNamespace(k8s, namespace);
-    await putSecret(k8s, namespace, 'alerts-token', { value: 'token-one' });
-    database = await createTestDatabase('postgres');
-    remote = await createGitRemote();
-    await remote.write({ ...baseFiles(), 'webhooks/alerts.yaml': webhookYaml('alerts-token') });
-    await remote.commitAndPush('initial tree');
-  }, 120_000);
+    beforeAll(async () => {
+      k8s = await startKubernetes(availability);
+      await k8s.kubectl(['apply', '-f', path.join(ROOT, 'crds')]);
+      await k8s.kubectl(['wait', '--for', 'condition=established', '--timeout=60s', 'crd/factories.agentyard.dev']);
+      await createNamespace(k8s, namespace);
+      await putSecret(k8s, namespace, 'alerts-token', { value: 'token-one' });
+      database = await createTestDatabase('postgres');
+      remote = await createGitRemote();
+      await remote.write({ ...baseFiles(), 'webhooks/alerts.yaml': webhookYaml('alerts-token') });
+      await remote.commitAndPush('initial tree');
+    }, 120_000);
 
-  afterAll(async () => {
-    for (const p of processes) {
-      if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
-      await p.exited;
-    }
-    for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
-    remote?.close();
-    await database?.close();
-    await k8s?.stop();
-  });
-
-  it('elects one leader; both processes serve the ingress and the API', async () => {
-    const a = startProcess('operator-a');
-    await a.url;
-    await eventually(async () => (await holder()) === 'operator-a', 20_000, 'operator-a to hold the lease');
-    const b = startProcess('operator-b');
-    const urls = [await a.url, await b.url];
-    for (const url of urls) {
-      expect((await fetch(`${url}/healthz`)).status).toBe(200);
-      // ready once the leader's informers have synced, a moment after the port opens on a busy machine
-      await expect.poll(async () => (await fetch(`${url}/readyz`)).status, { timeout: 30_000, interval: 200 }).toBe(200);
-      const me = await fetch(`${url}/api/v1/whoami`, { headers: { authorization: `Bearer ${adminKey}` } });
-      expect(me.status).toBe(200);
-    }
-    // B keeps trying, but the lease stays with A.
-    await new Promise((r) => setTimeout(r, 1_500));
-    expect(await holder()).toBe('operator-a');
-
-    await k8s.kubectl(['apply', '-f', '-'], factoryManifest(namespace, 'shared', { source: { git: { url: `file://${remote.bare}`, pollInterval: '1s' } }, executor: 'service' }));
-    const ready = await eventually(async () => {
-      const f = await factory();
-      return condition(f, 'Ready')?.status === 'True' ? f : undefined;
-    }, 30_000, 'the Factory to be Ready');
-    // Ingress on the follower serves the webhook the leader applied.
-    const res = await fetch(ready.status!.webhooks![0]!.ingressUrl.replace(await a.url, await b.url), {
-      method: 'POST',
-      headers: { authorization: 'Bearer token-one', 'content-type': 'application/json' },
-      body: '{}',
+    afterAll(async () => {
+      for (const p of processes) {
+        if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+        await p.exited;
+      }
+      for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
+      remote?.close();
+      await database?.close();
+      await k8s?.stop();
     });
-    expect(res.status).toBe(202);
-    expect(a.log.some((l) => l.includes('became the leader'))).toBe(true);
-    expect(b.log.some((l) => l.includes('became the leader'))).toBe(false);
-  });
 
-  it('fails over when the leader stops: the lease is released and the other process reconciles', async () => {
-    const [a, b] = processes;
-    a!.child.kill('SIGTERM');
-    expect(await a!.exited).toBe(0);
-    expect(a!.log.some((l) => l.includes('released the leader lease'))).toBe(true);
-    await eventually(async () => (await holder()) === 'operator-b', 10_000, 'operator-b to take the lease');
-    const revision = `main@sha1:${await (async () => {
-      await remote.write({ 'factory.yaml': `${baseFiles()['factory.yaml']}description: after failover\n` });
-      return remote.commitAndPush('after failover');
-    })()}`;
-    await eventually(async () => (await factory())?.status?.appliedRevision === revision, 30_000, 'the new leader to apply the next revision');
-    expect(b!.log.some((l) => l.includes('became the leader'))).toBe(true);
-  });
+    it('elects one leader; both processes serve the ingress and the API', async () => {
+      const a = startProcess('operator-a');
+      await a.url;
+      await eventually(async () => (await holder()) === 'operator-a', 20_000, 'operator-a to hold the lease');
+      const b = startProcess('operator-b');
+      const urls = [await a.url, await b.url];
+      for (const url of urls) {
+        expect((await fetch(`${url}/healthz`)).status).toBe(200);
+        // ready once the leader's informers have synced, a moment after the port opens on a busy machine
+        await expect
+          .poll(async () => (await fetch(`${url}/readyz`)).status, { timeout: 30_000, interval: 200 })
+          .toBe(200);
+        const me = await fetch(`${url}/api/v1/whoami`, { headers: { authorization: `Bearer ${adminKey}` } });
+        expect(me.status).toBe(200);
+      }
+      // B keeps trying, but the lease stays with A.
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(await holder()).toBe('operator-a');
 
-  it('stops a leader whose lease is taken away (exit 1), so two processes never reconcile at once', async () => {
-    const b = processes[1]!;
-    const api = k8s.kubeConfig.makeApiClient(CoordinationV1Api);
-    const lease = await api.readNamespacedLease({ name: 'agentyard-operator', namespace });
-    const now = new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000Z') as unknown as Date;
-    await api.replaceNamespacedLease({
-      name: 'agentyard-operator',
-      namespace,
-      body: { ...lease, spec: { ...lease.spec, holderIdentity: 'intruder', leaseDurationSeconds: 60, renewTime: now, acquireTime: now } },
+      await k8s.kubectl(
+        ['apply', '-f', '-'],
+        factoryManifest(namespace, 'shared', {
+          source: { git: { url: `file://${remote.bare}`, pollInterval: '1s' } },
+          executor: 'service',
+        }),
+      );
+      const ready = await eventually(
+        async () => {
+          const f = await factory();
+          return condition(f, 'Ready')?.status === 'True' ? f : undefined;
+        },
+        30_000,
+        'the Factory to be Ready',
+      );
+      // Ingress on the follower serves the webhook the leader applied.
+      const res = await fetch(ready.status!.webhooks![0]!.ingressUrl.replace(await a.url, await b.url), {
+        method: 'POST',
+        headers: { authorization: 'Bearer token-one', 'content-type': 'application/json' },
+        body: '{}',
+      });
+      expect(res.status).toBe(202);
+      expect(a.log.some((l) => l.includes('became the leader'))).toBe(true);
+      expect(b.log.some((l) => l.includes('became the leader'))).toBe(false);
     });
-    expect(await b.exited).toBe(1);
-    expect(b.log.some((l) => l.includes('leader election lost'))).toBe(true);
-  });
-});
+
+    it('fails over when the leader stops: the lease is released and the other process reconciles', async () => {
+      const [a, b] = processes;
+      a!.child.kill('SIGTERM');
+      expect(await a!.exited).toBe(0);
+      expect(a!.log.some((l) => l.includes('released the leader lease'))).toBe(true);
+      await eventually(async () => (await holder()) === 'operator-b', 10_000, 'operator-b to take the lease');
+      const revision = `main@sha1:${await (
+        async () => {
+          await remote.write({ 'factory.yaml': `${baseFiles()['factory.yaml']}description: after failover\n` });
+          return remote.commitAndPush('after failover');
+        }
+      )()}`;
+      await eventually(
+        async () => (await factory())?.status?.appliedRevision === revision,
+        30_000,
+        'the new leader to apply the next revision',
+      );
+      expect(b!.log.some((l) => l.includes('became the leader'))).toBe(true);
+    });
+
+    it('stops a leader whose lease is taken away (exit 1), so two processes never reconcile at once', async () => {
+      const b = processes[1]!;
+      const api = k8s.kubeConfig.makeApiClient(CoordinationV1Api);
+      const lease = await api.readNamespacedLease({ name: 'agentyard-operator', namespace });
+      const now = new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000Z') as unknown as Date;
+      await api.replaceNamespacedLease({
+        name: 'agentyard-operator',
+        namespace,
+        body: {
+          ...lease,
+          spec: {
+            ...lease.spec,
+            holderIdentity: 'intruder',
+            leaseDurationSeconds: 60,
+            renewTime: now,
+            acquireTime: now,
+          },
+        },
+      });
+      expect(await b.exited).toBe(1);
+      expect(b.log.some((l) => l.includes('leader election lost'))).toBe(true);
+    });
+  },
+);

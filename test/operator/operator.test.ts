@@ -78,23 +78,44 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
       firstRevision = `main@sha1:${await remote.commitAndPush('initial tree')}`;
       await k8s.kubectl(
         ['apply', '-f', '-'],
-        factoryManifest(namespace, 'alerts', { source: { git: { url: `file://${remote.bare}`, pollInterval: '1s' } }, executor: 'service' }),
+        factoryManifest(namespace, 'alerts', {
+          source: { git: { url: `file://${remote.bare}`, pollInterval: '1s' } },
+          executor: 'service',
+        }),
       );
 
-      const ready = await eventually(async () => {
-        const f = await factory();
-        return condition(f, 'Ready')?.status === 'True' ? f : undefined;
-      }, 30_000, 'Ready=True');
+      const ready = await eventually(
+        async () => {
+          const f = await factory();
+          return condition(f, 'Ready')?.status === 'True' ? f : undefined;
+        },
+        30_000,
+        'Ready=True',
+      );
       const status = ready.status!;
       expect(status.appliedRevision).toBe(firstRevision);
       expect(status.attemptedRevision).toBe(firstRevision);
       expect(status.observedGeneration).toBe(ready.metadata!.generation);
       expect(status.factoryId).toMatch(/^fac_/);
-      expect(condition(ready, 'Applied')).toMatchObject({ status: 'True', reason: 'Applied', message: `Applied revision: ${firstRevision}` });
+      expect(condition(ready, 'Applied')).toMatchObject({
+        status: 'True',
+        reason: 'Applied',
+        message: `Applied revision: ${firstRevision}`,
+      });
       expect(condition(ready, 'SourceReady')).toMatchObject({ status: 'True', reason: 'Succeeded' });
-      expect(condition(ready, 'Ready')).toMatchObject({ reason: 'Succeeded', observedGeneration: ready.metadata!.generation });
+      expect(condition(ready, 'Ready')).toMatchObject({
+        reason: 'Succeeded',
+        observedGeneration: ready.metadata!.generation,
+      });
       expect(status.webhookCount).toBe(1);
-      expect(status.webhooks).toEqual([{ name: 'alerts', uid: expect.stringMatching(/^wh_[0-9a-z]{26}$/), ingressUrl: expect.any(String), enabled: true }]);
+      expect(status.webhooks).toEqual([
+        {
+          name: 'alerts',
+          uid: expect.stringMatching(/^wh_[0-9a-z]{26}$/),
+          ingressUrl: expect.any(String),
+          enabled: true,
+        },
+      ]);
       hookUrl = status.webhooks![0]!.ingressUrl;
       expect(hookUrl).toBe(`${op.url}/webhooks/w/${status.webhooks![0]!.uid}`);
       expect(ready.metadata!.finalizers).toContain('agentyard.dev/finalizer');
@@ -102,13 +123,22 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
       // The printer columns, as kubectl shows them.
       const table = await k8s.kubectl(['get', 'factories', '-n', namespace]);
       expect(table).toMatch(/^NAME\s+READY\s+REVISION\s+WEBHOOKS\s+AGE/m);
-      expect(table).toMatch(new RegExp(`^alerts\\s+True\\s+${firstRevision.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s+1\\s`, 'm'));
+      expect(table).toMatch(
+        new RegExp(`^alerts\\s+True\\s+${firstRevision.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s+1\\s`, 'm'),
+      );
 
-      const events = await eventually(async () => {
-        const list = await factoryEvents(k8s, namespace, ready.metadata!.uid!);
-        return list.some((e) => e.reason === 'Applied') ? list : undefined;
-      }, 10_000, 'an Applied event');
-      expect(events.find((e) => e.reason === 'Applied')).toMatchObject({ type: 'Normal', message: `Applied revision: ${firstRevision}` });
+      const events = await eventually(
+        async () => {
+          const list = await factoryEvents(k8s, namespace, ready.metadata!.uid!);
+          return list.some((e) => e.reason === 'Applied') ? list : undefined;
+        },
+        10_000,
+        'an Applied event',
+      );
+      expect(events.find((e) => e.reason === 'Applied')).toMatchObject({
+        type: 'Normal',
+        message: `Applied revision: ${firstRevision}`,
+      });
     });
 
     it('gives the namespace its own team, whose API key is in a Secret of the namespace', async () => {
@@ -130,11 +160,18 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
     });
 
     it('refuses a bad commit with Applied=False naming file and line, while the old webhook keeps serving', async () => {
-      const bad = await commit({ 'webhooks/broken.yaml': 'authMode: nope\nsecretName: alerts-token\n' }, 'a broken webhook');
-      const refused = await eventually(async () => {
-        const f = await factory();
-        return f?.status?.attemptedRevision === bad && condition(f, 'Applied')?.status === 'False' ? f : undefined;
-      }, 30_000, 'the bad revision to be refused');
+      const bad = await commit(
+        { 'webhooks/broken.yaml': 'authMode: nope\nsecretName: alerts-token\n' },
+        'a broken webhook',
+      );
+      const refused = await eventually(
+        async () => {
+          const f = await factory();
+          return f?.status?.attemptedRevision === bad && condition(f, 'Applied')?.status === 'False' ? f : undefined;
+        },
+        30_000,
+        'the bad revision to be refused',
+      );
       const applied = condition(refused, 'Applied')!;
       expect(applied.reason).toBe('ValidationFailed');
       expect(applied.message).toContain(bad);
@@ -148,34 +185,64 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
       expect(refused.status!.webhooks!.map((w) => w.name)).toEqual(['alerts']);
 
       expect((await postJson(hookUrl, { severity: 'high' }, { authorization: 'Bearer token-one' })).status).toBe(202);
-      const events = await eventually(async () => {
-        const list = await factoryEvents(k8s, namespace, refused.metadata!.uid!);
-        return list.some((e) => e.reason === 'ValidationFailed') ? list : undefined;
-      }, 10_000, 'a ValidationFailed event');
+      const events = await eventually(
+        async () => {
+          const list = await factoryEvents(k8s, namespace, refused.metadata!.uid!);
+          return list.some((e) => e.reason === 'ValidationFailed') ? list : undefined;
+        },
+        10_000,
+        'a ValidationFailed event',
+      );
       expect(events.find((e) => e.reason === 'ValidationFailed')).toMatchObject({ type: 'Warning' });
       expect(events.find((e) => e.reason === 'ValidationFailed')!.message).toMatch(/webhooks\/broken\.yaml:1:\d+/);
     });
 
     it('reports a missing Secret as an apply error and an Event; creating it and asking for a reconcile applies', async () => {
-      const revision = await commit({ 'webhooks/deploys.yaml': webhookYaml('deploys-token') }, 'a deploys webhook', ['webhooks/broken.yaml']);
-      const refused = await eventually(async () => {
-        const f = await factory();
-        return f?.status?.attemptedRevision === revision && condition(f, 'Applied')?.status === 'False' ? f : undefined;
-      }, 30_000, 'the revision naming a missing Secret to be refused');
-      expect(refused.status!.errors!.find((e) => e.severity === 'error')).toMatchObject({ file: 'webhooks/deploys.yaml', line: 2 });
+      const revision = await commit({ 'webhooks/deploys.yaml': webhookYaml('deploys-token') }, 'a deploys webhook', [
+        'webhooks/broken.yaml',
+      ]);
+      const refused = await eventually(
+        async () => {
+          const f = await factory();
+          return f?.status?.attemptedRevision === revision && condition(f, 'Applied')?.status === 'False'
+            ? f
+            : undefined;
+        },
+        30_000,
+        'the revision naming a missing Secret to be refused',
+      );
+      expect(refused.status!.errors!.find((e) => e.severity === 'error')).toMatchObject({
+        file: 'webhooks/deploys.yaml',
+        line: 2,
+      });
       expect(condition(refused, 'Ready')!.message).toMatch(/webhooks\/deploys\.yaml:2:\d+/);
-      const events = await eventually(async () => {
-        const list = await factoryEvents(k8s, namespace, refused.metadata!.uid!);
-        return list.find((e) => e.reason === 'SecretNotFound');
-      }, 10_000, 'a SecretNotFound event');
+      const events = await eventually(
+        async () => {
+          const list = await factoryEvents(k8s, namespace, refused.metadata!.uid!);
+          return list.find((e) => e.reason === 'SecretNotFound');
+        },
+        10_000,
+        'a SecretNotFound event',
+      );
       expect(events.message).toContain(`Secret ${namespace}/deploys-token`);
 
       await putSecret(k8s, namespace, 'deploys-token', { value: 'deploys-one' });
-      await k8s.kubectl(['annotate', '-n', namespace, 'factory/alerts', `${REQUESTED_AT_ANNOTATION}=first`, '--overwrite']);
-      const ready = await eventually(async () => {
-        const f = await factory();
-        return f?.status?.appliedRevision === revision && condition(f, 'Ready')?.status === 'True' ? f : undefined;
-      }, 30_000, 'the retried revision to apply');
+      await k8s.kubectl([
+        'annotate',
+        '-n',
+        namespace,
+        'factory/alerts',
+        `${REQUESTED_AT_ANNOTATION}=first`,
+        '--overwrite',
+      ]);
+      const ready = await eventually(
+        async () => {
+          const f = await factory();
+          return f?.status?.appliedRevision === revision && condition(f, 'Ready')?.status === 'True' ? f : undefined;
+        },
+        30_000,
+        'the retried revision to apply',
+      );
       expect(ready.status!.lastHandledReconcileAt).toBe('first');
       expect(ready.status!.webhooks!.map((w) => w.name)).toEqual(['alerts', 'deploys']);
     });
@@ -185,31 +252,72 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
       // Polls of the same revision change nothing.
       await new Promise((r) => setTimeout(r, 1_500));
       expect((await postJson(hookUrl, {}, { authorization: 'Bearer token-one' })).status).toBe(202);
-      const revision = await commit({ 'factory.yaml': `${baseFiles()['factory.yaml']}description: rotated\n` }, 'describe the factory');
-      await eventually(async () => (await factory())?.status?.appliedRevision === revision, 30_000, 'the next revision to apply');
+      const revision = await commit(
+        { 'factory.yaml': `${baseFiles()['factory.yaml']}description: rotated\n` },
+        'describe the factory',
+      );
+      await eventually(
+        async () => (await factory())?.status?.appliedRevision === revision,
+        30_000,
+        'the next revision to apply',
+      );
       expect((await postJson(hookUrl, {}, { authorization: 'Bearer token-one' })).status).toBe(401);
       expect((await postJson(hookUrl, {}, { authorization: 'Bearer token-two' })).status).toBe(202);
     });
 
     it('stops applying while suspended, and applies the newest revision when resumed', async () => {
       const before = (await factory())!.status!.appliedRevision;
-      await k8s.kubectl(['patch', '-n', namespace, 'factory/alerts', '--type=merge', '-p', '{"spec":{"suspend":true}}']);
-      await eventually(async () => condition(await factory(), 'Ready')?.reason === 'Suspended', 20_000, 'Ready to say Suspended');
-      const next = await commit({ 'factory.yaml': `${baseFiles()['factory.yaml']}description: while suspended\n` }, 'while suspended');
+      await k8s.kubectl([
+        'patch',
+        '-n',
+        namespace,
+        'factory/alerts',
+        '--type=merge',
+        '-p',
+        '{"spec":{"suspend":true}}',
+      ]);
+      await eventually(
+        async () => condition(await factory(), 'Ready')?.reason === 'Suspended',
+        20_000,
+        'Ready to say Suspended',
+      );
+      const next = await commit(
+        { 'factory.yaml': `${baseFiles()['factory.yaml']}description: while suspended\n` },
+        'while suspended',
+      );
       // Polling at 1s would have applied it by now.
       await new Promise((r) => setTimeout(r, 2_500));
       expect((await factory())!.status!.appliedRevision).toBe(before);
-      await k8s.kubectl(['patch', '-n', namespace, 'factory/alerts', '--type=merge', '-p', '{"spec":{"suspend":false}}']);
-      await eventually(async () => (await factory())?.status?.appliedRevision === next, 30_000, 'the revision to apply after resuming');
+      await k8s.kubectl([
+        'patch',
+        '-n',
+        namespace,
+        'factory/alerts',
+        '--type=merge',
+        '-p',
+        '{"spec":{"suspend":false}}',
+      ]);
+      await eventually(
+        async () => (await factory())?.status?.appliedRevision === next,
+        30_000,
+        'the revision to apply after resuming',
+      );
       expect(condition(await factory(), 'Ready')).toMatchObject({ status: 'True', reason: 'Succeeded' });
     });
 
     it('marks an invalid spec Stalled without retrying it', async () => {
-      await k8s.kubectl(['apply', '-f', '-'], factoryManifest(namespace, 'bad-url', { source: { git: { url: 'ftp://example.com/repo.git' } } }));
-      const stalled = await eventually(async () => {
-        const f = await getFactory(k8s, namespace, 'bad-url');
-        return condition(f, 'Stalled')?.status === 'True' ? f : undefined;
-      }, 20_000, 'Stalled=True');
+      await k8s.kubectl(
+        ['apply', '-f', '-'],
+        factoryManifest(namespace, 'bad-url', { source: { git: { url: 'ftp://example.com/repo.git' } } }),
+      );
+      const stalled = await eventually(
+        async () => {
+          const f = await getFactory(k8s, namespace, 'bad-url');
+          return condition(f, 'Stalled')?.status === 'True' ? f : undefined;
+        },
+        20_000,
+        'Stalled=True',
+      );
       expect(condition(stalled, 'Stalled')).toMatchObject({ reason: 'InvalidSpec' });
       expect(condition(stalled, 'Stalled')!.message).toContain('spec.source.git.url');
       expect(condition(stalled, 'Ready')).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
@@ -219,12 +327,20 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
     it('reports a missing credentials Secret on SourceReady', async () => {
       await k8s.kubectl(
         ['apply', '-f', '-'],
-        factoryManifest(namespace, 'private', { source: { git: { url: 'https://git.example.com/acme/private.git', credentialsSecretRef: { name: 'private-repo' } } } }),
+        factoryManifest(namespace, 'private', {
+          source: {
+            git: { url: 'https://git.example.com/acme/private.git', credentialsSecretRef: { name: 'private-repo' } },
+          },
+        }),
       );
-      const failing = await eventually(async () => {
-        const f = await getFactory(k8s, namespace, 'private');
-        return condition(f, 'SourceReady')?.status === 'False' ? f : undefined;
-      }, 20_000, 'SourceReady=False');
+      const failing = await eventually(
+        async () => {
+          const f = await getFactory(k8s, namespace, 'private');
+          return condition(f, 'SourceReady')?.status === 'False' ? f : undefined;
+        },
+        20_000,
+        'SourceReady=False',
+      );
       expect(condition(failing, 'SourceReady')).toMatchObject({ reason: 'CredentialsNotFound' });
       expect(condition(failing, 'SourceReady')!.message).toContain('private-repo/token');
       expect(condition(failing, 'Ready')).toMatchObject({ status: 'False', reason: 'CredentialsNotFound' });
@@ -235,26 +351,42 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
       const f = (await factory()) as FactoryResource;
       const factoryId = f.status!.factoryId!;
       const { db } = op.database;
-      const team = (await db.query<{ team_id: string }>('SELECT team_id FROM factories WHERE id = $1', [factoryId])).rows[0]!.team_id;
-      const run = await db.transaction((tx) => insertQueuedRun(tx, { teamId: team, prompt: 'work', config: {}, source: 'FACTORY', factoryId, creator: null }));
+      const team = (await db.query<{ team_id: string }>('SELECT team_id FROM factories WHERE id = $1', [factoryId]))
+        .rows[0]!.team_id;
+      const run = await db.transaction((tx) =>
+        insertQueuedRun(tx, { teamId: team, prompt: 'work', config: {}, source: 'FACTORY', factoryId, creator: null }),
+      );
 
       await k8s.kubectl(['delete', '-n', namespace, 'factory/alerts', '--wait=true', '--timeout=30s']);
       expect(await factory()).toBeUndefined();
-      const hooks = (await db.query<{ deleted_at: Date | null }>('SELECT deleted_at FROM webhooks WHERE factory_id = $1', [factoryId])).rows;
+      const hooks = (
+        await db.query<{ deleted_at: Date | null }>('SELECT deleted_at FROM webhooks WHERE factory_id = $1', [
+          factoryId,
+        ])
+      ).rows;
       expect(hooks.length).toBe(2);
       expect(hooks.every((h) => h.deleted_at !== null)).toBe(true);
-      expect((await db.query('SELECT deleted_at FROM factories WHERE id = $1', [factoryId])).rows[0]).toMatchObject({ deleted_at: expect.any(Date) });
+      expect((await db.query('SELECT deleted_at FROM factories WHERE id = $1', [factoryId])).rows[0]).toMatchObject({
+        deleted_at: expect.any(Date),
+      });
       expect((await db.query('SELECT state, status_message FROM runs WHERE id = $1', [run.id])).rows[0]).toMatchObject({
         state: 'CANCELLED',
         status_message: { error_code: 'factory_deleted' },
       });
       expect((await postJson(hookUrl, {}, { authorization: 'Bearer token-two' })).status).toBe(404);
       // A Factory of the same name again is a new factory.
-      await k8s.kubectl(['apply', '-f', '-'], factoryManifest(namespace, 'alerts', { source: { git: { url: `file://${remote.bare}`, pollInterval: '0' } } }));
-      const again = await eventually(async () => {
-        const g = await factory();
-        return condition(g, 'Ready')?.status === 'True' ? g : undefined;
-      }, 30_000, 'the new Factory to be Ready');
+      await k8s.kubectl(
+        ['apply', '-f', '-'],
+        factoryManifest(namespace, 'alerts', { source: { git: { url: `file://${remote.bare}`, pollInterval: '0' } } }),
+      );
+      const again = await eventually(
+        async () => {
+          const g = await factory();
+          return condition(g, 'Ready')?.status === 'True' ? g : undefined;
+        },
+        30_000,
+        'the new Factory to be Ready',
+      );
       expect(again.status!.factoryId).not.toBe(factoryId);
       await k8s.kubectl(['delete', '-n', namespace, 'factory/alerts', '--wait=true', '--timeout=30s']);
     });
@@ -264,7 +396,9 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
       expect(ready.status).toBe(200);
       expect(await ready.json()).toEqual({ status: 'ok', checks: { database: 'ok', controllers: 'ok' } });
       const metrics = await (await fetch(`${op.url}/metrics`)).text();
-      expect(metrics).toMatch(/agentyard_reconcile_duration_seconds_count\{controller="factories",outcome="success"\} [1-9]/);
+      expect(metrics).toMatch(
+        /agentyard_reconcile_duration_seconds_count\{controller="factories",outcome="success"\} [1-9]/,
+      );
       expect(metrics).toMatch(/agentyard_factory_applies_total\{result="applied"\} [1-9]/);
       expect(metrics).toMatch(/agentyard_factory_refusals_total\{reason="ValidationFailed"\} [1-9]/);
       expect(metrics).toMatch(/agentyard_workqueue_depth\{controller="factories"\} \d/);

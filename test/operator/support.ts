@@ -54,7 +54,10 @@ export async function startTestOperator(
   const database = await createTestDatabase(engine);
   const adminKey = generateApiKey();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'agentyard-operator-'));
-  const config = loadConfig({}, { port: 0, host: '127.0.0.1', dataDir, bootstrapApiKey: adminKey, logLevel: 'silent', masterKey: TEST_MASTER_KEY });
+  const config = loadConfig(
+    {},
+    { port: 0, host: '127.0.0.1', dataDir, bootstrapApiKey: adminKey, logLevel: 'silent', masterKey: TEST_MASTER_KEY },
+  );
   const settings = testSettings(namespace, `test-${engine}-${namespace}`, jobs);
   if ('watchNamespace' in options) settings.watchNamespace = options.watchNamespace;
   const operator = await startOperator({
@@ -64,7 +67,12 @@ export async function startTestOperator(
     db: database.db,
     log: createLogger(process.env.AGENTYARD_TEST_LOG ?? 'silent'),
   });
-  if (options.waitForSync !== false) await eventually(() => operator.isLeader() && operator.factories()?.informer.synced, 20_000, 'the operator to lead with synced caches');
+  if (options.waitForSync !== false)
+    await eventually(
+      () => operator.isLeader() && operator.factories()?.informer.synced,
+      20_000,
+      'the operator to lead with synced caches',
+    );
   return {
     operator,
     database,
@@ -82,9 +90,19 @@ export function clients(k8s: KubernetesTestEnv): { core: CoreV1Api; custom: Cust
   return { core: k8s.kubeConfig.makeApiClient(CoreV1Api), custom: k8s.kubeConfig.makeApiClient(CustomObjectsApi) };
 }
 
-export async function getFactory(k8s: KubernetesTestEnv, namespace: string, name: string): Promise<FactoryResource | undefined> {
+export async function getFactory(
+  k8s: KubernetesTestEnv,
+  namespace: string,
+  name: string,
+): Promise<FactoryResource | undefined> {
   try {
-    return (await clients(k8s).custom.getNamespacedCustomObject({ group: 'agentyard.dev', version: 'v1alpha1', namespace, plural: 'factories', name })) as FactoryResource;
+    return (await clients(k8s).custom.getNamespacedCustomObject({
+      group: 'agentyard.dev',
+      version: 'v1alpha1',
+      namespace,
+      plural: 'factories',
+      name,
+    })) as FactoryResource;
   } catch (err) {
     if ((err as { code?: number }).code === 404) return undefined;
     throw err;
@@ -100,7 +118,12 @@ export async function factoryEvents(k8s: KubernetesTestEnv, namespace: string, u
   return list.items;
 }
 
-export async function putSecret(k8s: KubernetesTestEnv, namespace: string, name: string, data: Record<string, string>): Promise<void> {
+export async function putSecret(
+  k8s: KubernetesTestEnv,
+  namespace: string,
+  name: string,
+  data: Record<string, string>,
+): Promise<void> {
   const { core } = clients(k8s);
   const body = { metadata: { name, namespace }, stringData: data };
   try {
@@ -122,8 +145,16 @@ export function factoryManifest(namespace: string, name: string, spec: Record<st
 
 export { baseFiles, FOREMAN, webhookYaml } from '../support/factory-tree.ts';
 
-export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+export async function postJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   let parsed: unknown = text;
   try {

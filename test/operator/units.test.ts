@@ -188,9 +188,13 @@ describe('Factory spec', () => {
 
   it('fills in defaults and names the field of an error', () => {
     const ok = validateFactorySpec({ source: { git: { url: 'file:///srv/r.git' } } });
-    expect(ok).toMatchObject({ spec: { suspend: false, executor: 'kubernetes', source: { git: { branch: 'main', pollInterval: '1m' } } } });
+    expect(ok).toMatchObject({
+      spec: { suspend: false, executor: 'kubernetes', source: { git: { branch: 'main', pollInterval: '1m' } } },
+    });
     expect(validateFactorySpec({ source: { git: {} } })).toEqual({ error: 'spec.source.git.url is required' });
-    expect(validateFactorySpec({ source: { git: { url: 'x', pollInterval: '48h' } } })).toEqual({ error: 'spec.source.git.pollInterval must be at most 24h' });
+    expect(validateFactorySpec({ source: { git: { url: 'x', pollInterval: '48h' } } })).toEqual({
+      error: 'spec.source.git.pollInterval must be at most 24h',
+    });
     expect('error' in validateFactorySpec({ source: { git: { url: 'x' } }, executor: 'docker' })).toBe(true);
   });
 
@@ -207,19 +211,46 @@ describe('Factory spec', () => {
 });
 
 describe('status events', () => {
-  const cond = (type: string, status: 'True' | 'False', reason: string, message: string) => ({ type, status, reason, message, lastTransitionTime: '2030-01-01T00:00:00Z' });
-  const applied: FactoryStatus = { appliedRevision: 'main@sha1:a', conditions: [cond('Applied', 'True', 'Applied', 'Applied revision: main@sha1:a'), cond('SourceReady', 'True', 'Succeeded', 'ok')] };
+  const cond = (type: string, status: 'True' | 'False', reason: string, message: string) => ({
+    type,
+    status,
+    reason,
+    message,
+    lastTransitionTime: '2030-01-01T00:00:00Z',
+  });
+  const applied: FactoryStatus = {
+    appliedRevision: 'main@sha1:a',
+    conditions: [
+      cond('Applied', 'True', 'Applied', 'Applied revision: main@sha1:a'),
+      cond('SourceReady', 'True', 'Succeeded', 'ok'),
+    ],
+  };
 
   it('fires on transitions only', () => {
-    expect(statusEvents(undefined, applied, 'ns')).toEqual([{ type: 'Normal', reason: 'Applied', message: 'Applied revision: main@sha1:a' }]);
+    expect(statusEvents(undefined, applied, 'ns')).toEqual([
+      { type: 'Normal', reason: 'Applied', message: 'Applied revision: main@sha1:a' },
+    ]);
     expect(statusEvents(applied, applied, 'ns')).toEqual([]);
   });
 
   it('names each missing Secret of a refused revision', () => {
     const refused: FactoryStatus = {
       ...applied,
-      conditions: [cond('Applied', 'False', 'ValidationFailed', 'validate main@sha1:b: 1 error'), cond('SourceReady', 'True', 'Succeeded', 'ok')],
-      errors: [{ file: 'webhooks/a.yaml', line: 2, column: 13, path: '/secretName', code: 'FF_INVALID_REFERENCE', message: 'no managed secret named `creds/token`', severity: 'error' }],
+      conditions: [
+        cond('Applied', 'False', 'ValidationFailed', 'validate main@sha1:b: 1 error'),
+        cond('SourceReady', 'True', 'Succeeded', 'ok'),
+      ],
+      errors: [
+        {
+          file: 'webhooks/a.yaml',
+          line: 2,
+          column: 13,
+          path: '/secretName',
+          code: 'FF_INVALID_REFERENCE',
+          message: 'no managed secret named `creds/token`',
+          severity: 'error',
+        },
+      ],
     };
     const events = statusEvents(applied, refused, 'team-a');
     expect(events.map((e) => e.reason)).toEqual(['ValidationFailed', 'SecretNotFound']);
@@ -228,21 +259,51 @@ describe('status events', () => {
 });
 
 describe('Job status', () => {
-  const job = (status: V1Job['status'], spec: V1Job['spec'] = { template: {}, activeDeadlineSeconds: 600 }): V1Job => ({ spec, status });
-  const c = (type: string, reason?: string, message?: string) => ({ type, status: 'True', ...(reason ? { reason } : {}), ...(message ? { message } : {}) });
+  const job = (status: V1Job['status'], spec: V1Job['spec'] = { template: {}, activeDeadlineSeconds: 600 }): V1Job => ({
+    spec,
+    status,
+  });
+  const c = (type: string, reason?: string, message?: string) => ({
+    type,
+    status: 'True',
+    ...(reason ? { reason } : {}),
+    ...(message ? { message } : {}),
+  });
 
   it('reads a Job as the run state machine needs it', () => {
     expect(jobOutcome(job({}))).toEqual({ kind: 'running', started: false });
     expect(jobOutcome(job({ active: 1 }))).toEqual({ kind: 'running', started: true });
-    expect(jobOutcome(job({ active: 1 }, { template: {}, suspend: true }))).toEqual({ kind: 'running', started: false });
+    expect(jobOutcome(job({ active: 1 }, { template: {}, suspend: true }))).toEqual({
+      kind: 'running',
+      started: false,
+    });
     expect(jobOutcome(job({ conditions: [c('Complete')] }))).toEqual({ kind: 'succeeded' });
-    expect(jobOutcome(job({ conditions: [c('Failed', 'DeadlineExceeded')] }))).toMatchObject({ event: 'error', code: 'run_timed_out', message: expect.stringContaining('600 s') });
-    expect(jobOutcome(job({ conditions: [c('Failed', 'PodFailurePolicy', 'Pod x has condition DisruptionTarget matching FailJob rule at index 0')] }))).toMatchObject({
+    expect(jobOutcome(job({ conditions: [c('Failed', 'DeadlineExceeded')] }))).toMatchObject({
+      event: 'error',
+      code: 'run_timed_out',
+      message: expect.stringContaining('600 s'),
+    });
+    expect(
+      jobOutcome(
+        job({
+          conditions: [
+            c('Failed', 'PodFailurePolicy', 'Pod x has condition DisruptionTarget matching FailJob rule at index 0'),
+          ],
+        }),
+      ),
+    ).toMatchObject({
       event: 'error',
       code: 'run_evicted',
     });
-    expect(jobOutcome(job({ conditions: [c('Failed', 'BackoffLimitExceeded')] }))).toMatchObject({ event: 'fail', code: 'agent_failed' });
-    expect(jobOutcome(job({ conditions: [c('Failed', 'Surprise')] }))).toMatchObject({ event: 'error', code: 'job_failed', message: expect.stringContaining('Surprise') });
+    expect(jobOutcome(job({ conditions: [c('Failed', 'BackoffLimitExceeded')] }))).toMatchObject({
+      event: 'fail',
+      code: 'agent_failed',
+    });
+    expect(jobOutcome(job({ conditions: [c('Failed', 'Surprise')] }))).toMatchObject({
+      event: 'error',
+      code: 'job_failed',
+      message: expect.stringContaining('Surprise'),
+    });
   });
 
   it('names Jobs after executions, as DNS labels', () => {

@@ -12,11 +12,19 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 const BIN = path.join(ROOT, 'bin/agentyard.js');
 
 /** Runs the CLI as a separate process (asynchronously: the server under test lives in this process). */
-function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env } }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { cwd: ROOT, env: { ...process.env, ...env } },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -41,7 +49,10 @@ describe('agentyard plan and apply', () => {
     env = { AGENTYARD_URL: server.url, AGENTYARD_API_KEY: server.adminKey };
     await server.api('PUT', '/secrets/alerts-token', { value: 'tok' });
     await server.api('POST', '/factories', { name: 'cli-managed' });
-    await server.api('POST', '/factories', { name: 'cli-git', source: { type: 'git', url: 'https://github.com/acme/factory.git', poll_interval_seconds: 0 } });
+    await server.api('POST', '/factories', {
+      name: 'cli-git',
+      source: { type: 'git', url: 'https://github.com/acme/factory.git', poll_interval_seconds: 0 },
+    });
   });
   afterAll(async () => {
     await server?.close();
@@ -66,20 +77,42 @@ describe('agentyard plan and apply', () => {
 
     const id = (await server.api('GET', '/factories?search=cli-managed')).body.factories[0].id;
     const [hook] = (await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks;
-    const renamed = await tree({ ...baseFiles(), 'webhooks/alerts-v2.yaml': webhookYaml('alerts-token'), 'automations/triage/automation.md': automationMd(hook.uid) });
-    const renamePlan = await run(['plan', renamed, '--factory', 'cli-managed', '--server', server.url, '--key', server.adminKey]);
+    const renamed = await tree({
+      ...baseFiles(),
+      'webhooks/alerts-v2.yaml': webhookYaml('alerts-token'),
+      'automations/triage/automation.md': automationMd(hook.uid),
+    });
+    const renamePlan = await run([
+      'plan',
+      renamed,
+      '--factory',
+      'cli-managed',
+      '--server',
+      server.url,
+      '--key',
+      server.adminKey,
+    ]);
     expect(renamePlan.code, renamePlan.stderr).toBe(0);
     expect(renamePlan.stdout).toContain(`  - webhook alerts (webhooks/alerts.yaml, uid ${hook.uid})`);
-    expect(renamePlan.stdout).toContain('  + webhook alerts-v2 (webhooks/alerts-v2.yaml, uid assigned at apply) — renamed from webhooks/alerts.yaml');
-    expect(renamePlan.stdout).toMatch(/automations\/triage\/automation\.md:6:1: warning trigger_stops_firing: trigger 0 names wh_/);
+    expect(renamePlan.stdout).toContain(
+      '  + webhook alerts-v2 (webhooks/alerts-v2.yaml, uid assigned at apply) — renamed from webhooks/alerts.yaml',
+    );
+    expect(renamePlan.stdout).toMatch(
+      /automations\/triage\/automation\.md:6:1: warning trigger_stops_firing: trigger 0 names wh_/,
+    );
     expect(renamePlan.stdout).toContain('webhooks/alerts-v2.yaml:1:1: warning webhook_renamed');
   });
 
   it('exits 1 with file:line diagnostics for a tree that would be refused', async () => {
-    const broken = await tree({ ...baseFiles(), 'webhooks/alerts.yaml': 'authMode: token\nsecretName: no-such-secret\n' });
+    const broken = await tree({
+      ...baseFiles(),
+      'webhooks/alerts.yaml': 'authMode: token\nsecretName: no-such-secret\n',
+    });
     const plan = await run(['plan', broken, '--factory', 'cli-managed'], env);
     expect(plan.code).toBe(1);
-    expect(plan.stdout).toContain('webhooks/alerts.yaml:2:13: error FF_INVALID_REFERENCE: no managed secret named `no-such-secret`');
+    expect(plan.stdout).toContain(
+      'webhooks/alerts.yaml:2:13: error FF_INVALID_REFERENCE: no managed secret named `no-such-secret`',
+    );
     const apply = await run(['apply', broken, '--factory', 'cli-managed'], env);
     expect(apply.code).toBe(1);
     expect(apply.stderr).toContain('nothing was committed');
@@ -93,7 +126,10 @@ describe('agentyard plan and apply', () => {
     expect(readOnly.stderr).toContain('https://github.com/acme/factory.git');
     expect((await run(['plan', dir], env)).code).toBe(2);
     expect((await run(['plan', dir, '--factory', 'nope'], env)).stderr).toContain('no factory named "nope"');
-    const down = await run(['plan', dir, '--factory', 'x'], { AGENTYARD_URL: 'http://127.0.0.1:9', AGENTYARD_API_KEY: 'k' });
+    const down = await run(['plan', dir, '--factory', 'x'], {
+      AGENTYARD_URL: 'http://127.0.0.1:9',
+      AGENTYARD_API_KEY: 'k',
+    });
     expect(down.code).toBe(2);
     expect(down.stderr).toContain('cannot reach http://127.0.0.1:9/api/v1');
   });

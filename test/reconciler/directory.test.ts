@@ -45,20 +45,36 @@ describe.each(ENGINES)('directory source on %s', (engine) => {
     const id = (await server.api('GET', '/factories')).body.factories[0].id as string;
     // The secret was created after start: the first revision is refused; a sync retries it.
     await server.api('POST', `/factories/${id}/sync`);
-    await expect.poll(async () => (await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks.length, { timeout: 10_000 }).toBe(1);
+    await expect
+      .poll(async () => (await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks.length, {
+        timeout: 10_000,
+      })
+      .toBe(1);
 
     await writeFile(path.join(dir, 'webhooks/alerts.yaml'), webhookYaml('dev-token', { enabled: false }));
-    await expect.poll(async () => (await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks[0]?.enabled, { timeout: 2_000, interval: 50 }).toBe(false);
+    await expect
+      .poll(async () => (await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks[0]?.enabled, {
+        timeout: 2_000,
+        interval: 50,
+      })
+      .toBe(false);
 
     await writeFile(path.join(dir, 'webhooks/second.yaml'), webhookYaml('dev-token'));
-    await expect.poll(async () => (await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks.length, { timeout: 2_000, interval: 50 }).toBe(2);
+    await expect
+      .poll(async () => (await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks.length, {
+        timeout: 2_000,
+        interval: 50,
+      })
+      .toBe(2);
     const history = (await server.api('GET', `/factories/${id}/applies`)).body.applies;
     expect(history[0]).toMatchObject({ result: 'applied', trigger: 'watch' });
     expect(history[0].revision).toMatch(/^directory@sha256:[0-9a-f]{64}$/);
 
     // A broken save changes nothing live; the status says why.
     await writeFile(path.join(dir, 'webhooks/second.yaml'), 'authMode: nope\nsecretName: dev-token\n');
-    await expect.poll(async () => (await server.api('GET', `/factories/${id}`)).body.status.state, { timeout: 5_000 }).toBe('failed');
+    await expect
+      .poll(async () => (await server.api('GET', `/factories/${id}`)).body.status.state, { timeout: 5_000 })
+      .toBe('failed');
     const status = (await server.api('GET', `/factories/${id}`)).body.status;
     expect(status.errors).toContainEqual(expect.objectContaining({ file: 'webhooks/second.yaml', line: 1 }));
     expect((await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks).toHaveLength(2);
@@ -66,7 +82,12 @@ describe.each(ENGINES)('directory source on %s', (engine) => {
 
   it('lets only instance admins create directory factories', async () => {
     const team = await server.api('POST', '/teams', { name: 'tenants' });
-    const res = await server.api('POST', '/factories', { name: 'sneaky', source: { type: 'directory', path: '/etc' } }, team.body.admin_key.key);
+    const res = await server.api(
+      'POST',
+      '/factories',
+      { name: 'sneaky', source: { type: 'directory', path: '/etc' } },
+      team.body.admin_key.key,
+    );
     expect(res.status).toBe(403);
     expect(res.body.code).toBe('not_authorized');
   });

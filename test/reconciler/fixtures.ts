@@ -1,5 +1,9 @@
 /** Factory trees for reconciler tests: the shared base (test/support/factory-tree.ts) plus automation files. */
-import { automationMd as sharedAutomationMd, baseFiles as sharedBaseFiles, webhookYaml } from '../support/factory-tree.ts';
+import {
+  automationMd as sharedAutomationMd,
+  baseFiles as sharedBaseFiles,
+  webhookYaml,
+} from '../support/factory-tree.ts';
 
 /** The shared base tree, its runs going to the self-hosted worker `build-box-1`. */
 export function baseFiles(): Record<string, string> {

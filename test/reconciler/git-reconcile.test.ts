@@ -28,7 +28,8 @@ describe.each(ENGINES)('git reconciler on %s', (engine) => {
     return f;
   }
 
-  const decrypt = (sealed: Uint8Array | null): string | null => (sealed ? server.server.ctx.cipher.decrypt(sealed) : null);
+  const decrypt = (sealed: Uint8Array | null): string | null =>
+    sealed ? server.server.ctx.cipher.decrypt(sealed) : null;
 
   it('applies commits to the production branch, not to other branches', async () => {
     const f = await factory({ ...baseFiles(), 'webhooks/alerts.yaml': webhookYaml('alerts-token') });
@@ -48,7 +49,12 @@ describe.each(ENGINES)('git reconciler on %s', (engine) => {
 
     const history = await f.applies();
     expect(history.map((a: { result: string }) => a.result)).toEqual(['unchanged', 'unchanged', 'applied']);
-    expect(history[2]).toMatchObject({ result: 'applied', revision: first.revision, trigger: 'start', commit: { author: 'Ada Lovelace <ada@example.com>', message: 'initial tree' } });
+    expect(history[2]).toMatchObject({
+      result: 'applied',
+      revision: first.revision,
+      trigger: 'start',
+      commit: { author: 'Ada Lovelace <ada@example.com>', message: 'initial tree' },
+    });
     expect(history[0]).toMatchObject({ result: 'unchanged', revision: first.revision, trigger: 'sync' });
   });
 
@@ -57,15 +63,34 @@ describe.each(ENGINES)('git reconciler on %s', (engine) => {
     const good = await f.sync();
     const [before] = await f.rows();
 
-    const bad = await f.commit({ 'webhooks/alerts.yaml': 'authMode: token\nsecretName: alerts-token\nenabeld: false\n' }, 'typo');
+    const bad = await f.commit(
+      { 'webhooks/alerts.yaml': 'authMode: token\nsecretName: alerts-token\nenabeld: false\n' },
+      'typo',
+    );
     const refused = await f.sync();
     expect(refused).toMatchObject({ result: 'failed', revision: bad, reason: 'ValidationFailed' });
-    expect(refused.errors).toContainEqual(expect.objectContaining({ file: 'webhooks/alerts.yaml', line: 3, column: 1, code: 'FF_UNKNOWN_FIELD', severity: 'error' }));
+    expect(refused.errors).toContainEqual(
+      expect.objectContaining({
+        file: 'webhooks/alerts.yaml',
+        line: 3,
+        column: 1,
+        code: 'FF_UNKNOWN_FIELD',
+        severity: 'error',
+      }),
+    );
     expect(refused.errors.find((e: { code: string }) => e.code === 'FF_UNKNOWN_FIELD').message).toContain('enabled');
 
     const status = await f.status();
-    expect(status).toMatchObject({ state: 'failed', stalled: true, reason: 'ValidationFailed', applied_revision: good.revision, attempted_revision: bad });
-    expect(status.message).toMatch(new RegExp(`^validate ${bad.replace(/[@:]/g, '.')}: 1 error; first: webhooks/alerts.yaml:3:1 FF_UNKNOWN_FIELD`));
+    expect(status).toMatchObject({
+      state: 'failed',
+      stalled: true,
+      reason: 'ValidationFailed',
+      applied_revision: good.revision,
+      attempted_revision: bad,
+    });
+    expect(status.message).toMatch(
+      new RegExp(`^validate ${bad.replace(/[@:]/g, '.')}: 1 error; first: webhooks/alerts.yaml:3:1 FF_UNKNOWN_FIELD`),
+    );
     expect(status.errors).toEqual(refused.errors);
     const [during] = await f.rows();
     expect(during).toMatchObject({ uid: before!.uid, enabled: true, deleted_at: null });
@@ -76,16 +101,30 @@ describe.each(ENGINES)('git reconciler on %s', (engine) => {
     expect((await f.poll()).result).toBe('skipped');
     expect((await f.applies()).length).toBe(recorded);
 
-    const fixed = await f.commit({ 'webhooks/alerts.yaml': webhookYaml('alerts-token', { enabled: false }) }, 'fix the typo');
+    const fixed = await f.commit(
+      { 'webhooks/alerts.yaml': webhookYaml('alerts-token', { enabled: false }) },
+      'fix the typo',
+    );
     const applied = await f.sync();
     expect(applied).toMatchObject({ result: 'applied', revision: fixed, status: { state: 'applied', errors: [] } });
-    expect(applied.changes).toContainEqual({ kind: 'webhook', name: 'alerts', file: 'webhooks/alerts.yaml', action: 'updated', uid: before!.uid, fields: ['enabled'] });
+    expect(applied.changes).toContainEqual({
+      kind: 'webhook',
+      name: 'alerts',
+      file: 'webhooks/alerts.yaml',
+      action: 'updated',
+      uid: before!.uid,
+      fields: ['enabled'],
+    });
     const [after] = await f.rows();
     expect(after).toMatchObject({ uid: before!.uid, enabled: false });
   });
 
   it('applies automations with their webhook triggers, and soft-deletes the webhook of a removed file', async () => {
-    const f = await factory({ ...baseFiles(), 'webhooks/alerts.yaml': webhookYaml('alerts-token'), 'webhooks/deploys.yaml': webhookYaml('alerts-token') });
+    const f = await factory({
+      ...baseFiles(),
+      'webhooks/alerts.yaml': webhookYaml('alerts-token'),
+      'webhooks/deploys.yaml': webhookYaml('alerts-token'),
+    });
     await f.sync();
     const hooks = await f.webhooks();
     const alerts = hooks.find((h: { name: string }) => h.name === 'alerts');
@@ -103,15 +142,37 @@ describe.each(ENGINES)('git reconciler on %s', (engine) => {
       agent: 'foreman',
       prompt: 'Investigate the alert in event-payload.json.',
       config: { name: 'triage', model_id: 'auto', worker_host: 'build-box-1', runner_id: 'default' },
-      triggers: [{ provider: 'webhook', event: 'received', filter: { webhook_ids: [alerts.uid], payload: { severity: ['critical', 'high'] } } }],
+      triggers: [
+        {
+          provider: 'webhook',
+          event: 'received',
+          filter: { webhook_ids: [alerts.uid], payload: { severity: ['critical', 'high'] } },
+        },
+      ],
     });
-    const triggers = await server.server.ctx.db.query('SELECT * FROM automation_webhook_triggers WHERE automation_id = $1', [automations[0].id]);
-    expect(triggers.rows).toEqual([{ automation_id: automations[0].id, webhook_uid: alerts.uid, trigger_index: 0, payload_filter: { severity: ['critical', 'high'] } }]);
+    const triggers = await server.server.ctx.db.query(
+      'SELECT * FROM automation_webhook_triggers WHERE automation_id = $1',
+      [automations[0].id],
+    );
+    expect(triggers.rows).toEqual([
+      {
+        automation_id: automations[0].id,
+        webhook_uid: alerts.uid,
+        trigger_index: 0,
+        payload_filter: { severity: ['critical', 'high'] },
+      },
+    ]);
 
     webhookEvents.length = 0;
     await f.commit({}, 'drop deploys', { remove: ['webhooks/deploys.yaml'] });
     const removed = await f.sync();
-    expect(removed.changes).toContainEqual({ kind: 'webhook', name: 'deploys', file: 'webhooks/deploys.yaml', action: 'deleted', uid: deploys.uid });
+    expect(removed.changes).toContainEqual({
+      kind: 'webhook',
+      name: 'deploys',
+      file: 'webhooks/deploys.yaml',
+      action: 'deleted',
+      uid: deploys.uid,
+    });
     expect((await f.webhooks()).map((h: { uid: string }) => h.uid)).toEqual([alerts.uid]);
     const row = (await f.rows()).find((r) => r.uid === deploys.uid)!;
     expect(row.deleted_at).toBeInstanceOf(Date);
@@ -134,7 +195,14 @@ describe.each(ENGINES)('git reconciler on %s', (engine) => {
     await f.commit({ 'README.md': 'Any change to the production branch applies the definition again.\n' }, 'docs');
     const applied = await f.sync();
     expect(applied.result).toBe('applied');
-    expect(applied.changes).toContainEqual({ kind: 'webhook', name: 'alerts', file: 'webhooks/alerts.yaml', action: 'updated', uid: first!.uid, fields: ['secret'] });
+    expect(applied.changes).toContainEqual({
+      kind: 'webhook',
+      name: 'alerts',
+      file: 'webhooks/alerts.yaml',
+      action: 'updated',
+      uid: first!.uid,
+      fields: ['secret'],
+    });
     expect(JSON.stringify(applied)).not.toContain('value-two');
     const [after] = await f.rows();
     expect(decrypt(after!.secret_ciphertext)).toBe('value-two');
@@ -153,7 +221,12 @@ describe.each(ENGINES)('git reconciler on %s', (engine) => {
     expect(refused.result).toBe('failed');
     expect(refused.errors).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ file: 'webhooks/missing.yaml', line: 2, code: 'FF_INVALID_REFERENCE', message: 'no managed secret named `no-such-secret`' }),
+        expect.objectContaining({
+          file: 'webhooks/missing.yaml',
+          line: 2,
+          code: 'FF_INVALID_REFERENCE',
+          message: 'no managed secret named `no-such-secret`',
+        }),
         expect.objectContaining({ file: 'webhooks/url.yaml', line: 2, code: 'FF_INVALID_VALUE' }),
       ]),
     );
@@ -182,25 +255,48 @@ describe.each(ENGINES)('git reconciler on %s', (engine) => {
     await f.sync();
 
     const plan = await server.api('POST', `/factories/${f.id}/plan`, {
-      files: Object.entries({ ...baseFiles(), 'webhooks/alerts-v2.yaml': webhookYaml('alerts-token'), 'automations/triage/automation.md': automationMd(old.uid) }).map(([path, content]) => ({ path, content })),
+      files: Object.entries({
+        ...baseFiles(),
+        'webhooks/alerts-v2.yaml': webhookYaml('alerts-token'),
+        'automations/triage/automation.md': automationMd(old.uid),
+      }).map(([path, content]) => ({ path, content })),
     });
     expect(plan.status).toBe(200);
     expect(plan.body.valid).toBe(true);
     expect(plan.body.changes).toEqual(
       expect.arrayContaining([
         { kind: 'webhook', name: 'alerts', file: 'webhooks/alerts.yaml', action: 'deleted', uid: old.uid },
-        { kind: 'webhook', name: 'alerts-v2', file: 'webhooks/alerts-v2.yaml', action: 'created', uid: null, detail: 'renamed from webhooks/alerts.yaml: a new webhook with a new UID' },
+        {
+          kind: 'webhook',
+          name: 'alerts-v2',
+          file: 'webhooks/alerts-v2.yaml',
+          action: 'created',
+          uid: null,
+          detail: 'renamed from webhooks/alerts.yaml: a new webhook with a new UID',
+        },
       ]),
     );
-    expect(plan.body.warnings.map((w: { code: string }) => w.code).sort()).toEqual(['trigger_stops_firing', 'webhook_renamed']);
+    expect(plan.body.warnings.map((w: { code: string }) => w.code).sort()).toEqual([
+      'trigger_stops_firing',
+      'webhook_renamed',
+    ]);
     const stops = plan.body.warnings.find((w: { code: string }) => w.code === 'trigger_stops_firing');
-    expect(stops).toMatchObject({ file: 'automations/triage/automation.md', line: 6, path: '/triggers/0/filter/webhook_ids/0' });
+    expect(stops).toMatchObject({
+      file: 'automations/triage/automation.md',
+      line: 6,
+      path: '/triggers/0/filter/webhook_ids/0',
+    });
     expect(stops.message).toContain(old.uid);
 
-    await f.commit({ 'webhooks/alerts-v2.yaml': webhookYaml('alerts-token') }, 'rename', { remove: ['webhooks/alerts.yaml'] });
+    await f.commit({ 'webhooks/alerts-v2.yaml': webhookYaml('alerts-token') }, 'rename', {
+      remove: ['webhooks/alerts.yaml'],
+    });
     const applied = await f.sync();
     expect(applied.result).toBe('applied');
-    expect(applied.warnings.map((w: { code: string }) => w.code).sort()).toEqual(['trigger_stops_firing', 'webhook_renamed']);
+    expect(applied.warnings.map((w: { code: string }) => w.code).sort()).toEqual([
+      'trigger_stops_firing',
+      'webhook_renamed',
+    ]);
     const [renamed] = await f.webhooks();
     expect(renamed.name).toBe('alerts-v2');
     expect(renamed.uid).not.toBe(old.uid);
@@ -209,13 +305,20 @@ describe.each(ENGINES)('git reconciler on %s', (engine) => {
     // The trigger still names the deleted UID: valid, never fires, and every later plan says so.
     await f.commit({ 'README.md': 'x\n' }, 'later');
     const later = await f.sync();
-    expect(later.warnings).toEqual([expect.objectContaining({ code: 'trigger_names_deleted_webhook', file: 'automations/triage/automation.md' })]);
+    expect(later.warnings).toEqual([
+      expect.objectContaining({ code: 'trigger_names_deleted_webhook', file: 'automations/triage/automation.md' }),
+    ]);
 
     // A UID this factory never had is an error.
-    await f.commit({ 'automations/triage/automation.md': automationMd('wh_01jz8k2m3n4p5q6r7s8t9v0w1x') }, 'unknown uid');
+    await f.commit(
+      { 'automations/triage/automation.md': automationMd('wh_01jz8k2m3n4p5q6r7s8t9v0w1x') },
+      'unknown uid',
+    );
     const unknown = await f.sync();
     expect(unknown.result).toBe('failed');
-    expect(unknown.errors).toContainEqual(expect.objectContaining({ file: 'automations/triage/automation.md', line: 6, code: 'FF_INVALID_REFERENCE' }));
+    expect(unknown.errors).toContainEqual(
+      expect.objectContaining({ file: 'automations/triage/automation.md', line: 6, code: 'FF_INVALID_REFERENCE' }),
+    );
   });
 
   it('refuses an automatic apply that deletes every webhook and automation; an explicit sync applies it', async () => {
@@ -244,16 +347,39 @@ describe.each(ENGINES)('git reconciler on %s', (engine) => {
   });
 
   it('reads a sub-path, and reports source failures in the status without touching live state', async () => {
-    const f = await createGitFactory(server, { 'factories/prod/factory.yaml': baseFiles()['factory.yaml']!, ...Object.fromEntries(Object.entries(baseFiles()).map(([p, c]) => [`factories/prod/${p}`, c])) }, { path: 'factories/prod' });
+    const f = await createGitFactory(
+      server,
+      {
+        'factories/prod/factory.yaml': baseFiles()['factory.yaml']!,
+        ...Object.fromEntries(Object.entries(baseFiles()).map(([p, c]) => [`factories/prod/${p}`, c])),
+      },
+      { path: 'factories/prod' },
+    );
     factories.push(f);
     expect((await f.status()).state).toBe('applied');
-    const wrong = await server.api('POST', '/factories', { name: `missing-branch-${Date.now()}`, source: { type: 'git', url: f.remote.bare, branch: 'release', poll_interval_seconds: 0 } });
+    const wrong = await server.api('POST', '/factories', {
+      name: `missing-branch-${Date.now()}`,
+      source: { type: 'git', url: f.remote.bare, branch: 'release', poll_interval_seconds: 0 },
+    });
     const sync = await server.api('POST', `/factories/${wrong.body.id}/sync`);
     expect(sync.body).toMatchObject({ result: 'failed', reason: 'BranchNotFound' });
     const status = (await server.api('GET', `/factories/${wrong.body.id}`)).body.status;
-    expect(status).toMatchObject({ state: 'pending', ready: false, stalled: true, source_error: { reason: 'BranchNotFound', kind: 'terminal' } });
+    expect(status).toMatchObject({
+      state: 'pending',
+      ready: false,
+      stalled: true,
+      source_error: { reason: 'BranchNotFound', kind: 'terminal' },
+    });
 
-    const noCreds = await server.api('POST', '/factories', { name: `no-creds-${Date.now()}`, source: { type: 'git', url: 'https://example.invalid/acme/factory.git', credentials_secret: 'nope', poll_interval_seconds: 0 } });
+    const noCreds = await server.api('POST', '/factories', {
+      name: `no-creds-${Date.now()}`,
+      source: {
+        type: 'git',
+        url: 'https://example.invalid/acme/factory.git',
+        credentials_secret: 'nope',
+        poll_interval_seconds: 0,
+      },
+    });
     const failed = await server.api('POST', `/factories/${noCreds.body.id}/sync`);
     expect(failed.body).toMatchObject({ result: 'failed', reason: 'CredentialsNotFound' });
   });

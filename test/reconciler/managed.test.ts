@@ -33,23 +33,42 @@ describe.each(ENGINES)('managed factories on %s', (engine) => {
     const res = await server.api('POST', `/factories/${id}/apply`, { files: asFileList(files) });
     expect(res.status).toBe(422);
     expect(res.body.code).toBe('definition_invalid');
-    expect(res.body.diagnostics).toContainEqual(expect.objectContaining({ file: 'webhooks/alerts.yaml', line: 2, code: 'FF_INVALID_REFERENCE' }));
+    expect(res.body.diagnostics).toContainEqual(
+      expect.objectContaining({ file: 'webhooks/alerts.yaml', line: 2, code: 'FF_INVALID_REFERENCE' }),
+    );
     expect(res.body.detail).toContain('webhooks/alerts.yaml:2');
     expect(await head()).toBeNull();
     expect((await server.api('GET', `/factories/${id}/applies`)).body.applies).toEqual([]);
-    expect(await new ManagedRepository(`${server.dataDir}/managed/${id}.git`, { db: server.server.ctx.db, factoryId: id }).head()).toBeUndefined();
+    expect(
+      await new ManagedRepository(`${server.dataDir}/managed/${id}.git`, {
+        db: server.server.ctx.db,
+        factoryId: id,
+      }).head(),
+    ).toBeUndefined();
   });
 
   it('validates, commits and applies a valid tree in one step', async () => {
-    const res = await server.api('POST', `/factories/${id}/apply`, { files: asFileList({ ...baseFiles(), 'webhooks/alerts.yaml': webhookYaml('alerts-token') }), message: 'first version' });
+    const res = await server.api('POST', `/factories/${id}/apply`, {
+      files: asFileList({ ...baseFiles(), 'webhooks/alerts.yaml': webhookYaml('alerts-token') }),
+      message: 'first version',
+    });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({ result: 'applied', status: { state: 'applied' } });
     expect(res.body.revision).toMatch(/^main@sha1:[0-9a-f]{40}$/);
     const [entry] = (await server.api('GET', `/factories/${id}/applies`)).body.applies;
-    expect(entry).toMatchObject({ result: 'applied', trigger: 'managed', commit: { message: 'first version', author: expect.stringContaining('<') } });
+    expect(entry).toMatchObject({
+      result: 'applied',
+      trigger: 'managed',
+      commit: { message: 'first version', author: expect.stringContaining('<') },
+    });
     const definition = (await server.api('GET', `/factories/${id}/definition`)).body;
     expect(definition.revision).toBe(res.body.revision);
-    expect(definition.files.map((f: { path: string }) => f.path)).toEqual(['agents/foreman/agent.md', 'factory.yaml', 'runners/default.yaml', 'webhooks/alerts.yaml']);
+    expect(definition.files.map((f: { path: string }) => f.path)).toEqual([
+      'agents/foreman/agent.md',
+      'factory.yaml',
+      'runners/default.yaml',
+      'webhooks/alerts.yaml',
+    ]);
     expect(definition.definition.foreman).toBe('foreman');
   });
 
@@ -63,14 +82,23 @@ describe.each(ENGINES)('managed factories on %s', (engine) => {
       author,
     );
     expect(outcome.result).toBe('applied');
-    expect(outcome.changes).toContainEqual(expect.objectContaining({ kind: 'automation', name: 'triage', action: 'created' }));
+    expect(outcome.changes).toContainEqual(
+      expect.objectContaining({ kind: 'automation', name: 'triage', action: 'created' }),
+    );
     const afterAdd = await head();
     expect(afterAdd).not.toBe(before);
 
-    const refused = await applyManagedChange(server.server.ctx, id, (files) => files.filter((f) => f.path !== 'factory.yaml'), author).catch((e: unknown) => e);
+    const refused = await applyManagedChange(
+      server.server.ctx,
+      id,
+      (files) => files.filter((f) => f.path !== 'factory.yaml'),
+      author,
+    ).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(AppError);
     expect(refused).toMatchObject({ code: 'definition_invalid', status: 422 });
-    expect((refused as AppError).extensions.diagnostics).toContainEqual(expect.objectContaining({ code: 'FF_MISSING_FACTORY' }));
+    expect((refused as AppError).extensions.diagnostics).toContainEqual(
+      expect.objectContaining({ code: 'FF_MISSING_FACTORY' }),
+    );
     expect(await head()).toBe(afterAdd);
 
     // The same files again commit nothing.
@@ -90,19 +118,38 @@ describe.each(ENGINES)('managed factories on %s', (engine) => {
     const ctx = server.server.ctx;
     const reconciler = controllerFor(ctx).reconciler;
     const older = (await (reconciler.sourceFor((await getFactory(ctx.db, id))!) as ManagedRepository).fetch())!;
-    const newer = await applyManagedChange(ctx, id, (files) => [...files, { path: 'skills/notes.md', content: '# Notes\n' }], author);
+    const newer = await applyManagedChange(
+      ctx,
+      id,
+      (files) => [...files, { path: 'skills/notes.md', content: '# Notes\n' }],
+      author,
+    );
     expect(newer.result).toBe('applied');
     // Another process still holding the older commit tries to apply it: skipped, the factory stays at the newer one.
-    const stale = await reconciler.reconcileSnapshot((await getFactory(ctx.db, id))!, older, { trigger: 'managed', explicit: true });
+    const stale = await reconciler.reconcileSnapshot((await getFactory(ctx.db, id))!, older, {
+      trigger: 'managed',
+      explicit: true,
+    });
     expect(stale).toMatchObject({ result: 'skipped', revision: older.revision });
     expect(stale.message).toContain('no longer the head');
     expect(await head()).toBe(newer.revision);
-    const undo = await applyManagedChange(ctx, id, (files) => files.filter((f) => f.path !== 'skills/notes.md'), author);
+    const undo = await applyManagedChange(
+      ctx,
+      id,
+      (files) => files.filter((f) => f.path !== 'skills/notes.md'),
+      author,
+    );
     expect(undo.result).toBe('applied');
   });
 
   it('applyManagedChange refuses a repository-backed factory', async () => {
-    const git = await server.api('POST', '/factories', { name: 'from-git', source: { type: 'git', url: 'https://example.invalid/a/b.git', poll_interval_seconds: 0 } });
-    await expect(applyManagedChange(server.server.ctx, git.body.id, (f) => f, author)).rejects.toMatchObject({ code: 'factory_read_only', status: 409 });
+    const git = await server.api('POST', '/factories', {
+      name: 'from-git',
+      source: { type: 'git', url: 'https://example.invalid/a/b.git', poll_interval_seconds: 0 },
+    });
+    await expect(applyManagedChange(server.server.ctx, git.body.id, (f) => f, author)).rejects.toMatchObject({
+      code: 'factory_read_only',
+      status: 409,
+    });
   });
 });

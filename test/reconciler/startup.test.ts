@@ -23,9 +23,17 @@ describe('serve --factory with a git URL', () => {
 
   it('creates a git factory named after the repository and applies its production branch', async () => {
     const [factory] = (await server.api('GET', '/factories')).body.factories;
-    expect(factory).toMatchObject({ name: 'remote', source: { type: 'git', url: remote.bare, branch: 'main' }, read_only: true });
-    await expect.poll(async () => (await server.api('GET', `/factories/${factory.id}`)).body.status.state, { timeout: 15_000 }).toBe('applied');
+    expect(factory).toMatchObject({
+      name: 'remote',
+      source: { type: 'git', url: remote.bare, branch: 'main' },
+      read_only: true,
+    });
+    await expect
+      .poll(async () => (await server.api('GET', `/factories/${factory.id}`)).body.status.state, { timeout: 15_000 })
+      .toBe('applied');
     const refused = await server.api('POST', `/factories/${factory.id}/apply`, { files: [] });
-    expect(refused.body.detail).toBe(`factory remote is defined in the repository ${remote.bare} (branch main): commit changes there`);
+    expect(refused.body.detail).toBe(
+      `factory remote is defined in the repository ${remote.bare} (branch main): commit changes there`,
+    );
   });
 });

@@ -10,7 +10,11 @@ export interface GitFactory {
   id: string;
   remote: GitRemote;
   /** Writes files, commits and pushes to `main` (or `branch`); answers the revision. */
-  commit(files: Record<string, string>, message: string, options?: { remove?: string[]; branch?: string }): Promise<string>;
+  commit(
+    files: Record<string, string>,
+    message: string,
+    options?: { remove?: string[]; branch?: string },
+  ): Promise<string>;
   sync(): Promise<any>;
   /** An automatic (poll) reconcile in the server's controller, as the interval would run it. */
   poll(): Promise<any>;
@@ -23,7 +27,11 @@ export interface GitFactory {
 let counter = 0;
 
 /** A git factory on a fresh bare repository holding `files` (the valid base tree when omitted) on main. */
-export async function createGitFactory(server: TestServer, files: Record<string, string> = baseFiles(), source: Record<string, unknown> = {}): Promise<GitFactory> {
+export async function createGitFactory(
+  server: TestServer,
+  files: Record<string, string> = baseFiles(),
+  source: Record<string, unknown> = {},
+): Promise<GitFactory> {
   const remote = await createGitRemote();
   await remote.write(files);
   await remote.commitAndPush('initial tree', { author: 'Ada Lovelace <ada@example.com>' });
@@ -40,7 +48,10 @@ export async function createGitFactory(server: TestServer, files: Record<string,
     async commit(more, message, options = {}) {
       if (options.remove) await remote.remove(...options.remove);
       await remote.write(more);
-      const sha = await remote.commitAndPush(message, { author: 'Grace Hopper <grace@example.com>', ...(options.branch ? { branch: options.branch } : {}) });
+      const sha = await remote.commitAndPush(message, {
+        author: 'Grace Hopper <grace@example.com>',
+        ...(options.branch ? { branch: options.branch } : {}),
+      });
       return `${options.branch ?? 'main'}@sha1:${sha}`;
     },
     async sync() {
@@ -56,13 +67,22 @@ export async function createGitFactory(server: TestServer, files: Record<string,
       return (await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks;
     },
     async rows() {
-      return (await server.server.ctx.db.query<WebhookRow>('SELECT * FROM webhooks WHERE factory_id = $1 ORDER BY created_at', [id])).rows;
+      return (
+        await server.server.ctx.db.query<WebhookRow>(
+          'SELECT * FROM webhooks WHERE factory_id = $1 ORDER BY created_at',
+          [id],
+        )
+      ).rows;
     },
     async applies() {
       return (await server.api('GET', `/factories/${id}/applies?limit=100`)).body.applies;
     },
   };
   // Creating the factory starts its loop, which applies the initial tree on its own.
-  await expect.poll(async () => (await factory.status()).attempted_revision ?? (await factory.status()).source_error, { timeout: 20_000 }).toBeTruthy();
+  await expect
+    .poll(async () => (await factory.status()).attempted_revision ?? (await factory.status()).source_error, {
+      timeout: 20_000,
+    })
+    .toBeTruthy();
   return factory;
 }

@@ -13,7 +13,8 @@ describe.each(ENGINES)('POST /agent/runs on %s', (engine) => {
     await s?.close();
   });
 
-  const countRuns = async () => Number((await s.server.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM runs')).rows[0]!.n);
+  const countRuns = async () =>
+    Number((await s.server.ctx.db.query<{ n: number }>('SELECT count(*)::int AS n FROM runs')).rows[0]!.n);
 
   it('answers the same run for the same Idempotency-Key and body, marking the replay', async () => {
     const body = { prompt: 'idempotent', config: { name: 'x', model_id: 'm' } };
@@ -22,15 +23,23 @@ describe.each(ENGINES)('POST /agent/runs on %s', (engine) => {
     expect(first.headers.get('idempotent-replayed')).toBeNull();
     const before = await countRuns();
     // Member order does not make another body.
-    const again = await s.api('POST', '/agent/runs', { config: { model_id: 'm', name: 'x' }, prompt: 'idempotent' }, undefined, {
-      'idempotency-key': 'k-1',
-    });
+    const again = await s.api(
+      'POST',
+      '/agent/runs',
+      { config: { model_id: 'm', name: 'x' }, prompt: 'idempotent' },
+      undefined,
+      {
+        'idempotency-key': 'k-1',
+      },
+    );
     expect(again.status).toBe(200);
     expect(again.body.run_id).toBe(first.body.run_id);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(await countRuns()).toBe(before);
     // The alias route shares the keys.
-    expect((await s.api('POST', '/agent/run', body, undefined, { 'idempotency-key': 'k-1' })).body.run_id).toBe(first.body.run_id);
+    expect((await s.api('POST', '/agent/run', body, undefined, { 'idempotency-key': 'k-1' })).body.run_id).toBe(
+      first.body.run_id,
+    );
   });
 
   it('refuses the same Idempotency-Key with another body with 422 idempotency_key_reused', async () => {
@@ -45,7 +54,9 @@ describe.each(ENGINES)('POST /agent/runs on %s', (engine) => {
     const before = await countRuns();
     const body = { prompt: 'concurrent' };
     const answers = await Promise.all(
-      Array.from({ length: 8 }, () => s.api('POST', '/agent/runs', body, undefined, { 'idempotency-key': 'k-concurrent' })),
+      Array.from({ length: 8 }, () =>
+        s.api('POST', '/agent/runs', body, undefined, { 'idempotency-key': 'k-concurrent' }),
+      ),
     );
     expect(answers.map((a) => a.status)).toEqual(Array(8).fill(200));
     expect(new Set(answers.map((a) => a.body.run_id)).size).toBe(1);
@@ -70,7 +81,10 @@ describe.each(ENGINES)('POST /agent/runs on %s', (engine) => {
       [{ prompt: 'x', skill: 'no-colon' }, /skill/],
       [{ prompt: 42 }, /prompt/],
       [{ prompt: 'x', metadata: { 'bad key!': 'v' } }, /metadata/],
-      [{ prompt: 'x', attachments: [{ file_name: 'a.txt', mime_type: 'text/plain', data: '***' }] }, /attachments\[0\]\.data/],
+      [
+        { prompt: 'x', attachments: [{ file_name: 'a.txt', mime_type: 'text/plain', data: '***' }] },
+        /attachments\[0\]\.data/,
+      ],
       [{ prompt: 'x', attachments: [{ file_name: 'a.txt', data: 'aGk=' }] }, /attachments.*mime_type/],
       [{ prompt: '   ' }, /prompt/],
       [[], /body/],
@@ -91,7 +105,12 @@ describe.each(ENGINES)('POST /agent/runs on %s', (engine) => {
       team: true,
       interactive: false,
       mode: 'plan',
-      config: { model_id: 'm', harness: { type: 'claude', auth_secret_name: 'claude-key' }, future_knob: 3, skills: ['a:b'] },
+      config: {
+        model_id: 'm',
+        harness: { type: 'claude', auth_secret_name: 'claude-key' },
+        future_knob: 3,
+        skills: ['a:b'],
+      },
       images: [{ data: Buffer.from('png-bytes').toString('base64'), mime_type: 'image/png' }],
     });
     expect(res.status, res.text).toBe(200);
@@ -126,7 +145,10 @@ describe.each(ENGINES)('POST /agent/runs on %s', (engine) => {
         base_prompt: 'be brief',
         environment_id: 'env-1',
         worker_host: 'my-worker',
-        mcp_servers: { github: { command: 'gh-mcp', args: ['--x'], env: { A: 'b' } }, docs: { url: 'https://mcp.example.com/sse' } },
+        mcp_servers: {
+          github: { command: 'gh-mcp', args: ['--x'], env: { A: 'b' } },
+          docs: { url: 'https://mcp.example.com/sse' },
+        },
       },
       metadata: { ticket: 'T-9' },
     });
@@ -144,7 +166,13 @@ describe.each(ENGINES)('POST /agent/runs on %s', (engine) => {
       creator: { type: 'user', uid: me.principal.uid, display_name: 'admin' },
       executor: { type: 'user', uid: me.principal.uid },
       scope: { type: 'Team', uid: me.team.id },
-      agent_config: { name: 'inspect', model_id: 'm1', base_prompt: 'be brief', environment_id: 'env-1', worker_host: 'my-worker' },
+      agent_config: {
+        name: 'inspect',
+        model_id: 'm1',
+        base_prompt: 'be brief',
+        environment_id: 'env-1',
+        worker_host: 'my-worker',
+      },
       artifacts: [],
       metadata: { ticket: 'T-9' },
       worker_host: 'my-worker',
@@ -201,7 +229,11 @@ describe.each(ENGINES)('POST /agent/runs on %s', (engine) => {
     expect(agent.status).toBe(201);
     const created = await s.api('POST', '/agent/runs', { prompt: 'as the bot', agent_identity_uid: agent.body.uid });
     const run = (await s.api('GET', `/agent/runs/${created.body.run_id}`)).body;
-    expect(run.executor).toEqual({ type: 'service_account', uid: agent.body.principal_id, display_name: 'release-bot' });
+    expect(run.executor).toEqual({
+      type: 'service_account',
+      uid: agent.body.principal_id,
+      display_name: 'release-bot',
+    });
     expect(run.creator.type).toBe('user');
     const listed = await s.api('GET', `/agent/runs?executor=${agent.body.principal_id}`);
     expect(listed.body.runs.map((r: { run_id: string }) => r.run_id)).toEqual([created.body.run_id]);

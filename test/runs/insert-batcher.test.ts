@@ -22,11 +22,20 @@ describe.each(ENGINES)('group commit of run creation on %s', (engine) => {
   });
 
   const prepare = (prompt: string, team = teamId) =>
-    prepareQueuedRun(database.db, { teamId: team, prompt, source: 'API', creator: null, config: { name: 'b', worker_host: prompt === 'p3' ? 'box' : undefined } });
+    prepareQueuedRun(database.db, {
+      teamId: team,
+      prompt,
+      source: 'API',
+      creator: null,
+      config: { name: 'b', worker_host: prompt === 'p3' ? 'box' : undefined },
+    });
 
   it('writes concurrent creations together, each answered with its own run, and announces them once per batch', async () => {
     const announced: CreatedRun[][] = [];
-    const batcher = new RunInsertBatcher(database.db, { notifications: () => undefined, inserted: (runs) => announced.push(runs) });
+    const batcher = new RunInsertBatcher(database.db, {
+      notifications: () => undefined,
+      inserted: (runs) => announced.push(runs),
+    });
     const rows = await Promise.all(Array.from({ length: 40 }, (_, i) => prepare(`p${i}`)));
     const created = await Promise.all(rows.map((r) => batcher.insert(r)));
     expect(created.map((c) => c.id)).toEqual(rows.map((r) => r.id));
@@ -34,16 +43,32 @@ describe.each(ENGINES)('group commit of run creation on %s', (engine) => {
     expect(created[3]!.worker_host).toBe('box');
     expect(announced.flat().length).toBe(40);
     expect(announced.length).toBeLessThan(40);
-    const stored = await database.db.query<{ n: number }>('SELECT count(*)::int AS n FROM runs WHERE id = ANY($1::text[])', [rows.map((r) => r.id)]);
+    const stored = await database.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM runs WHERE id = ANY($1::text[])',
+      [rows.map((r) => r.id)],
+    );
     expect(stored.rows[0]!.n).toBe(40);
   });
 
   it('fails only the bad row of a batch', async () => {
-    const batcher = new RunInsertBatcher(database.db, { notifications: () => undefined, inserted: () => {} }, { maxInFlight: 1 });
+    const batcher = new RunInsertBatcher(
+      database.db,
+      { notifications: () => undefined, inserted: () => {} },
+      { maxInFlight: 1 },
+    );
     const good = await Promise.all(Array.from({ length: 5 }, (_, i) => prepare(`good${i}`)));
     const bad = await prepare('bad', 'team_does_not_exist');
-    const results = await Promise.allSettled([...good.slice(0, 2), bad, ...good.slice(2)].map((r) => batcher.insert(r)));
-    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
+    const results = await Promise.allSettled(
+      [...good.slice(0, 2), bad, ...good.slice(2)].map((r) => batcher.insert(r)),
+    );
+    expect(results.map((r) => r.status)).toEqual([
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+    ]);
   });
 });
 
@@ -63,29 +88,40 @@ describe('run creation tells the other processes on postgres', () => {
     await database?.close();
   });
 
-  it.skipIf(!engine)('one hint per worker host reaches another process, none for a run that was not created', async () => {
-    const bus = new Bus(database.db);
-    const otherBus = new Bus(other);
-    await otherBus.start();
-    const heard: { run_id: string; worker_host: string | null }[] = [];
-    otherBus.subscribe(RUNS_QUEUED_TOPIC, (data) => heard.push(data as { run_id: string; worker_host: string | null }));
-    const heardHere: unknown[] = [];
-    bus.subscribe(RUNS_QUEUED_TOPIC, (data) => heardHere.push(data));
-    const runs = new RunService(database.db, bus);
-    const create = (prompt: string, workerHost?: string, team = teamId) =>
-      runs.create({ teamId: team, prompt, source: 'API', creator: null, config: workerHost ? { worker_host: workerHost } : {} });
+  it.skipIf(!engine)(
+    'one hint per worker host reaches another process, none for a run that was not created',
+    async () => {
+      const bus = new Bus(database.db);
+      const otherBus = new Bus(other);
+      await otherBus.start();
+      const heard: { run_id: string; worker_host: string | null }[] = [];
+      otherBus.subscribe(RUNS_QUEUED_TOPIC, (data) =>
+        heard.push(data as { run_id: string; worker_host: string | null }),
+      );
+      const heardHere: unknown[] = [];
+      bus.subscribe(RUNS_QUEUED_TOPIC, (data) => heardHere.push(data));
+      const runs = new RunService(database.db, bus);
+      const create = (prompt: string, workerHost?: string, team = teamId) =>
+        runs.create({
+          teamId: team,
+          prompt,
+          source: 'API',
+          creator: null,
+          config: workerHost ? { worker_host: workerHost } : {},
+        });
 
-    const created = await Promise.all([create('a'), create('b', 'box'), create('c'), create('d', 'box')]);
-    await expect.poll(() => heard.length).toBeGreaterThanOrEqual(2);
-    expect(new Set(heard.map((h) => h.worker_host))).toEqual(new Set([null, 'box']));
-    expect(heard.every((h) => created.some((c) => c.run.id === h.run_id))).toBe(true);
-    expect(heardHere.length).toBe(heard.length);
+      const created = await Promise.all([create('a'), create('b', 'box'), create('c'), create('d', 'box')]);
+      await expect.poll(() => heard.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(heard.map((h) => h.worker_host))).toEqual(new Set([null, 'box']));
+      expect(heard.every((h) => created.some((c) => c.run.id === h.run_id))).toBe(true);
+      expect(heardHere.length).toBe(heard.length);
 
-    heard.length = 0;
-    await expect(create('e', 'lost', 'team_does_not_exist')).rejects.toThrow();
-    await create('f', 'after');
-    await expect.poll(() => heard.map((h) => h.worker_host)).toContain('after');
-    expect(heard.map((h) => h.worker_host)).not.toContain('lost');
-    await otherBus.stop();
-  });
+      heard.length = 0;
+      await expect(create('e', 'lost', 'team_does_not_exist')).rejects.toThrow();
+      await create('f', 'after');
+      await expect.poll(() => heard.map((h) => h.worker_host)).toContain('after');
+      expect(heard.map((h) => h.worker_host)).not.toContain('lost');
+      await otherBus.stop();
+    },
+  );
 });

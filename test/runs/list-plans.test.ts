@@ -31,18 +31,31 @@ async function planOf<T>(db: Queryable, read: (q: Queryable) => Promise<T>): Pro
     },
   };
   const result = await read(recording);
-  const explained = await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] | string }>(`EXPLAIN (FORMAT JSON) ${sent!.text}`, [...sent!.params]);
+  const explained = await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] | string }>(
+    `EXPLAIN (FORMAT JSON) ${sent!.text}`,
+    [...sent!.params],
+  );
   const raw = explained.rows[0]!['QUERY PLAN'];
   const plan = (typeof raw === 'string' ? JSON.parse(raw) : raw) as [{ Plan: PlanNode }];
   return { result, plan: nodes(plan[0].Plan) };
 }
 
-async function planOfList(db: Queryable, teamId: string, filters: RunFilters, sortBy: SortField, sortOrder: SortOrder, cursor?: string) {
-  const { result: page, plan } = await planOf(db, (q) => listRuns(q, { teamId, filters, sortBy, sortOrder, limit: 50, ...(cursor ? { cursor } : {}) }));
+async function planOfList(
+  db: Queryable,
+  teamId: string,
+  filters: RunFilters,
+  sortBy: SortField,
+  sortOrder: SortOrder,
+  cursor?: string,
+) {
+  const { result: page, plan } = await planOf(db, (q) =>
+    listRuns(q, { teamId, filters, sortBy, sortOrder, limit: 50, ...(cursor ? { cursor } : {}) }),
+  );
   return { page, plan };
 }
 
-const seqScansOfRuns = (plan: PlanNode[]): PlanNode[] => plan.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'runs');
+const seqScansOfRuns = (plan: PlanNode[]): PlanNode[] =>
+  plan.filter((n) => n['Node Type'] === 'Seq Scan' && n['Relation Name'] === 'runs');
 
 // The list pages are read through the time-ordered indexes (migration 0005 keeps them in ascending order): both sort
 // orders, first pages and pages by cursor, must be one index scan in the index's or the opposite direction, never a sort.
@@ -98,7 +111,8 @@ describe.each(ENGINES)('run list plans on %s', (engine) => {
           if (filters.createdAfter) expect(row.created_at.getTime()).toBeGreaterThan(filters.createdAfter.getTime());
         }
         // the pages follow each other in the requested order
-        const key = (r: { updated_at: Date; created_at: Date; id: string }): string => `${r[sortBy === 'created_at' ? 'created_at' : 'updated_at'].toISOString()} ${r.id}`;
+        const key = (r: { updated_at: Date; created_at: Date; id: string }): string =>
+          `${r[sortBy === 'created_at' ? 'created_at' : 'updated_at'].toISOString()} ${r.id}`;
         const keys = [...first.page.rows, ...next.page.rows].map(key);
         const sorted = [...keys].sort();
         expect(keys).toEqual(sortOrder === 'asc' ? sorted : sorted.reverse());
@@ -107,20 +121,36 @@ describe.each(ENGINES)('run list plans on %s', (engine) => {
   }
 
   it('finds a run by its session id (the public session page) through an index', async () => {
-    const { session_id } = (await database.db.query<{ session_id: string }>("SELECT session_id FROM runs WHERE id = 'run_bulk000000000000000500'")).rows[0]!;
+    const { session_id } = (
+      await database.db.query<{ session_id: string }>(
+        "SELECT session_id FROM runs WHERE id = 'run_bulk000000000000000500'",
+      )
+    ).rows[0]!;
     const { result, plan } = await planOf(database.db, (q) => getRunBySession(q, session_id));
     expect(result?.id).toBe('run_bulk000000000000000500');
     expect(seqScansOfRuns(plan)).toEqual([]);
   });
 
   it('reads a conversation through indexes', async () => {
-    const { result, plan } = await planOf(database.db, (q) => listConversationRuns(q, teamId, 'run_bulk000000000000000100'));
-    expect(result.map((r) => r.id)).toEqual(['run_bulk000000000000000100', 'run_bulk000000000000000101', 'run_bulk000000000000000102']);
+    const { result, plan } = await planOf(database.db, (q) =>
+      listConversationRuns(q, teamId, 'run_bulk000000000000000100'),
+    );
+    expect(result.map((r) => r.id)).toEqual([
+      'run_bulk000000000000000100',
+      'run_bulk000000000000000101',
+      'run_bulk000000000000000102',
+    ]);
     expect(seqScansOfRuns(plan)).toEqual([]);
   });
 
   it('lists the descendants of a run through indexes', async () => {
-    const { page, plan } = await planOfList(database.db, teamId, { ancestorRunId: 'run_bulk000000000000000100' }, 'updated_at', 'desc');
+    const { page, plan } = await planOfList(
+      database.db,
+      teamId,
+      { ancestorRunId: 'run_bulk000000000000000100' },
+      'updated_at',
+      'desc',
+    );
     expect(page.rows.map((r) => r.id)).toEqual(['run_bulk000000000000000102', 'run_bulk000000000000000101']);
     expect(seqScansOfRuns(plan)).toEqual([]);
   });

@@ -109,7 +109,10 @@ describe.each(ENGINES)('pagination properties on %s', (engine) => {
         if (sc.sortBy === 'updated_at' || sc.sortBy === 'created_at') {
           // the per-state merge answers what one ordered scan of the table answers
           const dir = sc.sortOrder === 'asc' ? 'ASC' : 'DESC';
-          const reference = await db.query<{ id: string }>(`SELECT id FROM runs WHERE team_id = $1 ORDER BY ${sc.sortBy} ${dir}, id ${dir}`, [team.id]);
+          const reference = await db.query<{ id: string }>(
+            `SELECT id FROM runs WHERE team_id = $1 ORDER BY ${sc.sortBy} ${dir}, id ${dir}`,
+            [team.id],
+          );
           expect(all).toEqual(reference.rows.map((r) => r.id));
         }
         const walked: string[] = [];
@@ -145,12 +148,16 @@ describe.each(ENGINES)('pagination through the HTTP API on %s', (engine) => {
         async (count, limit, sortBy, sortOrder) => {
           const name = `walk-${newId('run')}`;
           const before: string[] = [];
-          for (let i = 0; i < count; i++) before.push((await s.api('POST', '/agent/runs', { prompt: `r${i % 3}`, config: { name } })).body.run_id);
+          for (let i = 0; i < count; i++)
+            before.push((await s.api('POST', '/agent/runs', { prompt: `r${i % 3}`, config: { name } })).body.run_id);
           const seen: string[] = [];
           let cursor: string | undefined;
           let inserts = 0;
           do {
-            const res = await s.api('GET', `/agent/runs?name=${name}&limit=${limit}&sort_by=${sortBy}&sort_order=${sortOrder}${cursor ? `&cursor=${cursor}` : ''}`);
+            const res = await s.api(
+              'GET',
+              `/agent/runs?name=${name}&limit=${limit}&sort_by=${sortBy}&sort_order=${sortOrder}${cursor ? `&cursor=${cursor}` : ''}`,
+            );
             expect(res.status).toBe(200);
             seen.push(...res.body.runs.map((r: { run_id: string }) => r.run_id));
             cursor = res.body.page_info.next_cursor;

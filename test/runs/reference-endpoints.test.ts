@@ -15,7 +15,10 @@ describe('AGENTYARD_MODELS', () => {
       ],
     });
     const json = parseModelCatalogue(
-      JSON.stringify({ default_model_id: 'b', models: ['a', { id: 'b', display_name: 'Bee', provider: 'GOOGLE', vision_supported: false }] }),
+      JSON.stringify({
+        default_model_id: 'b',
+        models: ['a', { id: 'b', display_name: 'Bee', provider: 'GOOGLE', vision_supported: false }],
+      }),
     );
     expect(json.default_model_id).toBe('b');
     expect(json.models[1]).toEqual({ id: 'b', display_name: 'Bee', provider: 'GOOGLE', vision_supported: false });
@@ -52,7 +55,13 @@ describe.each(ENGINES)('reference endpoints on %s', (engine) => {
     const teamId = (await s.api('GET', '/whoami')).body.team.id;
     const definition = {
       agents: [
-        { name: 'foreman', file: 'agents/foreman/agent.md', description: 'Leads', prompt: 'You lead.', execution: { workerHost: 'box-1' } },
+        {
+          name: 'foreman',
+          file: 'agents/foreman/agent.md',
+          description: 'Leads',
+          prompt: 'You lead.',
+          execution: { workerHost: 'box-1' },
+        },
         { name: 'reviewer', file: 'agents/reviewer/agent.md', description: null, prompt: 'You review.', execution: {} },
       ],
     };
@@ -82,7 +91,10 @@ describe.each(ENGINES)('reference endpoints on %s', (engine) => {
   });
 
   it('answers the redirect checks without an API key, always with {}', async () => {
-    for (const path of ['/agent/sessions/4b1f0a6e-0000-4000-8000-000000000000/redirect', '/agent/conversations/conv-1/redirect']) {
+    for (const path of [
+      '/agent/sessions/4b1f0a6e-0000-4000-8000-000000000000/redirect',
+      '/agent/conversations/conv-1/redirect',
+    ]) {
       const anonymous = await request(`${s.apiUrl}${path}`);
       expect(anonymous.status).toBe(200);
       expect(anonymous.body).toEqual({});
@@ -104,16 +116,25 @@ describe.each(ENGINES)('reference endpoints on %s', (engine) => {
     const listed = await s.api('GET', `/agent/runs/${created.body.run_id}/handoff/attachments`);
     expect(listed.status).toBe(200);
     const [notes, image] = listed.body.attachments;
-    expect(notes).toMatchObject({ attachment_id: 'notes.txt', filename: 'notes.txt', mime_type: 'text/plain', size_bytes: data.length });
+    expect(notes).toMatchObject({
+      attachment_id: 'notes.txt',
+      filename: 'notes.txt',
+      mime_type: 'text/plain',
+      size_bytes: data.length,
+    });
     expect(notes.download_url.startsWith(`${s.apiUrl}/agent/attachments/`)).toBe(true);
     const download = await fetch(notes.download_url);
     expect(download.status).toBe(200);
     expect(download.headers.get('content-type')).toMatch(/text\/plain/);
-    expect(download.headers.get('content-disposition')).toBe(`attachment; filename="notes.txt"; filename*=UTF-8''notes.txt`);
+    expect(download.headers.get('content-disposition')).toBe(
+      `attachment; filename="notes.txt"; filename*=UTF-8''notes.txt`,
+    );
     expect(Buffer.from(await download.arrayBuffer())).toEqual(data);
     const png = await fetch(image.download_url);
     expect(Buffer.from(await png.arrayBuffer())).toEqual(Buffer.from([1, 2, 3]));
-    expect(png.headers.get('content-disposition')).toContain(`filename*=UTF-8''${encodeURIComponent('ünïcode "name".png')}`);
+    expect(png.headers.get('content-disposition')).toContain(
+      `filename*=UTF-8''${encodeURIComponent('ünïcode "name".png')}`,
+    );
     const token = notes.download_url.split('/').pop() as string;
     const forged = `${token.slice(0, -4)}${token.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
     expect((await request(`${s.apiUrl}/agent/attachments/${forged}`)).status).toBe(404);
@@ -128,17 +149,30 @@ describe.each(ENGINES)('reference endpoints on %s', (engine) => {
     expect(late.status).toBe(404);
     expect(late.body.detail).toMatch(/expired/);
     const none = await s.api('POST', '/agent/runs', { prompt: 'no files' });
-    expect((await s.api('GET', `/agent/runs/${none.body.run_id}/handoff/attachments`)).body).toEqual({ attachments: [] });
+    expect((await s.api('GET', `/agent/runs/${none.body.run_id}/handoff/attachments`)).body).toEqual({
+      attachments: [],
+    });
     expect((await s.api('GET', '/agent/runs/run_nope/handoff/attachments')).status).toBe(404);
   });
 
   it('GET /agent/artifacts/{uid} answers an artifact of a run of the team, 404 otherwise', async () => {
     const created = await s.api('POST', '/agent/runs', { prompt: 'makes a plan' });
     const artifacts = [
-      { artifact_type: 'PLAN', created_at: '2026-02-01T10:00:00.000Z', data: { artifact_uid: 'art_plan', document_uid: 'doc1', content: '# Plan', content_type: 'text/markdown' } },
-      { artifact_type: 'PULL_REQUEST', created_at: '2026-02-01T10:00:00.000Z', data: { artifact_uid: 'art_pr', url: 'https://x/pr/1', branch: 'b' } },
+      {
+        artifact_type: 'PLAN',
+        created_at: '2026-02-01T10:00:00.000Z',
+        data: { artifact_uid: 'art_plan', document_uid: 'doc1', content: '# Plan', content_type: 'text/markdown' },
+      },
+      {
+        artifact_type: 'PULL_REQUEST',
+        created_at: '2026-02-01T10:00:00.000Z',
+        data: { artifact_uid: 'art_pr', url: 'https://x/pr/1', branch: 'b' },
+      },
     ];
-    await s.server.ctx.db.query('UPDATE runs SET artifacts = $2 WHERE id = $1', [created.body.run_id, JSON.stringify(artifacts)]);
+    await s.server.ctx.db.query('UPDATE runs SET artifacts = $2 WHERE id = $1', [
+      created.body.run_id,
+      JSON.stringify(artifacts),
+    ]);
     const plan = await s.api('GET', '/agent/artifacts/art_plan');
     expect(plan.status).toBe(200);
     expect(plan.body).toEqual({

@@ -13,7 +13,10 @@ describe.each(ENGINES)('Run API on %s', (engine) => {
   });
 
   it('creates a run, answers it by id and lists it', async () => {
-    const created = await s.api('POST', '/agent/runs', { prompt: 'Fix the flaky test\nin ci', config: { name: 'ci', model_id: 'm1' } });
+    const created = await s.api('POST', '/agent/runs', {
+      prompt: 'Fix the flaky test\nin ci',
+      config: { name: 'ci', model_id: 'm1' },
+    });
     expect(created.status).toBe(200);
     expect(created.body).toMatchObject({ state: 'QUEUED' });
     expect(created.body.task_id).toBe(created.body.run_id);
@@ -39,7 +42,9 @@ describe.each(ENGINES)('Run API on %s', (engine) => {
 
   it('cancels a queued run, answering its id as a JSON string, and refuses a second cancel with 400', async () => {
     const created = await s.api('POST', '/agent/run', { prompt: 'cancel me' });
-    const cancelled = await s.api('POST', `/agent/runs/${created.body.run_id}/cancel`, undefined, undefined, { 'content-type': 'application/json' });
+    const cancelled = await s.api('POST', `/agent/runs/${created.body.run_id}/cancel`, undefined, undefined, {
+      'content-type': 'application/json',
+    });
     expect(cancelled.status).toBe(200);
     expect(cancelled.headers.get('content-type')).toMatch(/application\/json/);
     expect(cancelled.body).toBe(created.body.run_id);

@@ -34,7 +34,10 @@ describe.each(ENGINES)('GET /agent/runs filters, sorting and cursors on %s', (en
       expect(res.status, res.text).toBe(200);
       ids[name] = res.body.run_id;
     };
-    await create('alpha', { prompt: 'Alpha task about parsers', config: { name: 'ci', model_id: 'm1', environment_id: 'env1' } });
+    await create('alpha', {
+      prompt: 'Alpha task about parsers',
+      config: { name: 'ci', model_id: 'm1', environment_id: 'env1' },
+    });
     await create('beta', { prompt: 'Beta task', title: 'Zeta title', config: { name: 'nightly', model_id: 'm2' } });
     await create('gamma', { prompt: 'Gamma', skill: 'acme/tools:review', config: { model_id: 'm1' } });
     await create('delta', { prompt: 'Delta 100% done_ok', metadata: { ticket: 'T-1', team: 'core' } });
@@ -51,14 +54,31 @@ describe.each(ENGINES)('GET /agent/runs filters, sorting and cursors on %s', (en
       parentRunId: ids.alpha!,
     });
     ids.scheduled = inserted.id;
-    const child = await insertQueuedRun(db, { teamId, prompt: 'grandchild', source: 'API', creator: null, parentRunId: inserted.id });
+    const child = await insertQueuedRun(db, {
+      teamId,
+      prompt: 'grandchild',
+      source: 'API',
+      creator: null,
+      parentRunId: inserted.id,
+    });
     ids.grandchild = child.id;
     await db.query(`UPDATE runs SET artifacts = $2 WHERE id = $1`, [
       id('beta'),
-      JSON.stringify([{ artifact_type: 'PULL_REQUEST', created_at: '2026-01-01T00:00:00.000Z', data: { url: 'https://x/pr/1', branch: 'b' } }]),
+      JSON.stringify([
+        {
+          artifact_type: 'PULL_REQUEST',
+          created_at: '2026-01-01T00:00:00.000Z',
+          data: { url: 'https://x/pr/1', branch: 'b' },
+        },
+      ]),
     ]);
     // Spread the creation times so that the time filters have something to cut.
-    const times = ['2026-01-01T00:00:00.000Z', '2026-01-02T00:00:00.000Z', '2026-01-03T00:00:00.000Z', '2026-01-04T00:00:00.000Z'];
+    const times = [
+      '2026-01-01T00:00:00.000Z',
+      '2026-01-02T00:00:00.000Z',
+      '2026-01-03T00:00:00.000Z',
+      '2026-01-04T00:00:00.000Z',
+    ];
     for (const [i, name] of ['alpha', 'beta', 'gamma', 'delta'].entries()) {
       await db.query('UPDATE runs SET created_at = $2, updated_at = $2 WHERE id = $1', [id(name), times[i]!]);
     }
@@ -88,7 +108,11 @@ describe.each(ENGINES)('GET /agent/runs filters, sorting and cursors on %s', (en
     ['q escapes LIKE wildcards', '?q=100%25%20done_ok', ['delta']],
     ['q with a bare % matches literally', '?q=%25', ['delta']],
     ['metadata (deep object)', '?metadata%5Bticket%5D=T-1&metadata[team]=core', ['delta']],
-    ['created_after (Z)', '?created_after=2026-01-02T12:00:00Z&created_before=2026-01-05T00:00:00Z', ['gamma', 'delta']],
+    [
+      'created_after (Z)',
+      '?created_after=2026-01-02T12:00:00Z&created_before=2026-01-05T00:00:00Z',
+      ['gamma', 'delta'],
+    ],
     ['created_before (offset)', '?created_before=2026-01-02T01:00:00%2B00:00', ['alpha', 'beta']],
     ['created_after (naive, Python)', '?created_after=2026-01-03T00:00:00.5&created_before=2026-01-05', ['delta']],
     ['execution_location', '?execution_location=LOCAL', []],
@@ -133,7 +157,9 @@ describe.each(ENGINES)('GET /agent/runs filters, sorting and cursors on %s', (en
     let cursor: string | undefined;
     let pages = 0;
     do {
-      const body = await list(`?limit=2&model_id=m1&state=QUEUED${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const body = await list(
+        `?limit=2&model_id=m1&state=QUEUED${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
       seen.push(...ids_of(body));
       cursor = body.page_info.next_cursor;
       expect(body.page_info.has_next_page).toBe(cursor !== undefined);

@@ -28,7 +28,14 @@ describe.each(ENGINES)('automation schedule triggers on %s', (engine) => {
   const schedulesOfFactory = async (): Promise<Item[]> =>
     ((await s.api('GET', '/agent/schedules')).body.schedules as Item[]).filter((x) => x.factory_uid === factoryId);
 
-  async function applyAutomation(a: { id: string; name: string; enabled?: boolean; prompt?: string; triggers: unknown[]; config?: object }): Promise<void> {
+  async function applyAutomation(a: {
+    id: string;
+    name: string;
+    enabled?: boolean;
+    prompt?: string;
+    triggers: unknown[];
+    config?: object;
+  }): Promise<void> {
     await s.server.ctx.db.query(
       `INSERT INTO automations (id, team_id, factory_id, name, file, enabled, prompt, agent, config, triggers)
        VALUES ($1, $2, $3, $4, $5, $6, $7, 'foreman', $8, $9)
@@ -61,7 +68,11 @@ describe.each(ENGINES)('automation schedule triggers on %s', (engine) => {
     teamId = (await s.api('GET', '/whoami')).body.team.id;
     await s.server.ctx.db.query(
       `INSERT INTO factories (id, team_id, name, source, state, definition) VALUES ($1, $2, 'sched', '{"type":"managed"}', 'applied', $3)`,
-      [factoryId, teamId, JSON.stringify({ foreman: 'foreman', agents: [{ name: 'foreman', prompt: 'You are the foreman.' }] })],
+      [
+        factoryId,
+        teamId,
+        JSON.stringify({ foreman: 'foreman', agents: [{ name: 'foreman', prompt: 'You are the foreman.' }] }),
+      ],
     );
   });
   afterAll(async () => {
@@ -82,7 +93,12 @@ describe.each(ENGINES)('automation schedule triggers on %s', (engine) => {
     const items = await applied((x) => x.length === 2, 'two automation schedules');
     const night = items.find((x) => x.name === 'night')!;
     const hourly = items.find((x) => x.name === 'nightly')!; // the unnamed schedule is shown under the automation's name
-    expect(night).toMatchObject({ cron_schedule: '0 2 * * *', enabled: true, automation_name: 'nightly', history: { next_run: '2030-06-01T02:00:00.000Z' } });
+    expect(night).toMatchObject({
+      cron_schedule: '0 2 * * *',
+      enabled: true,
+      automation_name: 'nightly',
+      history: { next_run: '2030-06-01T02:00:00.000Z' },
+    });
     expect(hourly).toMatchObject({ cron_schedule: '@hourly', history: { next_run: '2030-06-01T01:00:00.000Z' } });
 
     for (const [method, suffix, body] of [
@@ -129,7 +145,10 @@ describe.each(ENGINES)('automation schedule triggers on %s', (engine) => {
         { provider: 'schedule', event: 'cron_fired', schedule: { name: 'weekly', cron: '@weekly' } },
       ],
     });
-    const after = await applied((x) => x.length === 2 && x.some((i) => i.name === 'weekly'), 'the re-applied schedules');
+    const after = await applied(
+      (x) => x.length === 2 && x.some((i) => i.name === 'weekly'),
+      'the re-applied schedules',
+    );
     const night2 = after.find((x) => x.name === 'night')!;
     expect(night2.id).toBe(night.id);
     expect(night2).toMatchObject({ cron_schedule: '30 3 * * *', history: { next_run: '2030-06-01T03:30:00.000Z' } });
@@ -137,13 +156,23 @@ describe.each(ENGINES)('automation schedule triggers on %s', (engine) => {
     expect(after.find((x) => x.name === 'weekly')!.id).not.toBe(before.find((x) => x.name === 'nightly')!.id);
 
     // Disabling the automation pauses its schedules; enabling it re-arms them from now.
-    await applyAutomation({ id: 'auto_nightly', name: 'nightly', enabled: false, triggers: [{ provider: 'schedule', event: 'cron_fired', schedule: { name: 'night', cron: '30 3 * * *' } }] });
+    await applyAutomation({
+      id: 'auto_nightly',
+      name: 'nightly',
+      enabled: false,
+      triggers: [{ provider: 'schedule', event: 'cron_fired', schedule: { name: 'night', cron: '30 3 * * *' } }],
+    });
     const paused = await applied((x) => x.length === 1 && !x[0]!.enabled, 'the paused schedule');
     expect(paused[0]).toMatchObject({ id: night.id, enabled: false, history: { next_run: null } });
     clock.set('2030-06-01T04:00:00.000Z');
     await s.scheduler.tick();
     expect(await runsOfSchedule(s, night.id)).toHaveLength(0);
-    await applyAutomation({ id: 'auto_nightly', name: 'nightly', enabled: true, triggers: [{ provider: 'schedule', event: 'cron_fired', schedule: { name: 'night', cron: '30 3 * * *' } }] });
+    await applyAutomation({
+      id: 'auto_nightly',
+      name: 'nightly',
+      enabled: true,
+      triggers: [{ provider: 'schedule', event: 'cron_fired', schedule: { name: 'night', cron: '30 3 * * *' } }],
+    });
     const resumed = await applied((x) => x.length === 1 && x[0]!.enabled, 'the re-enabled schedule');
     expect(resumed[0]!.history.next_run).toBe('2030-06-02T03:30:00.000Z');
 
@@ -154,7 +183,11 @@ describe.each(ENGINES)('automation schedule triggers on %s', (engine) => {
 
   it('starts one run per automation that selects a schedule by id, besides the schedule’s own run', async () => {
     clock.set('2030-07-01T00:00:10.000Z');
-    const api = await s.api('POST', '/agent/schedules', { name: 'api minutely', cron_schedule: '* * * * *', prompt: 'own work' });
+    const api = await s.api('POST', '/agent/schedules', {
+      name: 'api minutely',
+      cron_schedule: '* * * * *',
+      prompt: 'own work',
+    });
     expect(api.status).toBe(201);
     await applyAutomation({
       id: 'auto_follow',
@@ -172,7 +205,12 @@ describe.each(ENGINES)('automation schedule triggers on %s', (engine) => {
         { provider: 'schedule', event: 'cron_fired', filter: { schedule_ids: [api.body.id] } },
       ],
     });
-    await applyAutomation({ id: 'auto_off', name: 'off', enabled: false, triggers: [{ provider: 'schedule', event: 'cron_fired', filter: { schedule_ids: [api.body.id] } }] });
+    await applyAutomation({
+      id: 'auto_off',
+      name: 'off',
+      enabled: false,
+      triggers: [{ provider: 'schedule', event: 'cron_fired', filter: { schedule_ids: [api.body.id] } }],
+    });
     await s.server.ctx.bus.publish(WEBHOOKS_CHANGED_TOPIC, { factory_id: factoryId });
 
     clock.set('2030-07-01T00:01:00.000Z');

@@ -41,14 +41,24 @@ describe('schedule fire times', () => {
   it('after a fire, continues with the first slot after now: missed slots are skipped', () => {
     const cron = parseCron('0 * * * *');
     // Fired on time.
-    expect(cron.nextAfterFire(at('2030-01-01T05:00:00Z'), at('2030-01-01T05:00:00.020Z')).toISOString()).toBe('2030-01-01T06:00:00.000Z');
+    expect(cron.nextAfterFire(at('2030-01-01T05:00:00Z'), at('2030-01-01T05:00:00.020Z')).toISOString()).toBe(
+      '2030-01-01T06:00:00.000Z',
+    );
     // The 05:00 slot fired at 08:17 after downtime: 06:00, 07:00, 08:00 are not replayed.
-    expect(cron.nextAfterFire(at('2030-01-01T05:00:00Z'), at('2030-01-01T08:17:00Z')).toISOString()).toBe('2030-01-01T09:00:00.000Z');
+    expect(cron.nextAfterFire(at('2030-01-01T05:00:00Z'), at('2030-01-01T08:17:00Z')).toISOString()).toBe(
+      '2030-01-01T09:00:00.000Z',
+    );
     const every = parseCron('@every 10m');
-    expect(every.nextAfterFire(at('2030-01-01T00:00:00Z'), at('2030-01-01T00:00:01Z')).toISOString()).toBe('2030-01-01T00:10:00.000Z');
+    expect(every.nextAfterFire(at('2030-01-01T00:00:00Z'), at('2030-01-01T00:00:01Z')).toISOString()).toBe(
+      '2030-01-01T00:10:00.000Z',
+    );
     // Cadence kept: the next slot on the 10-minute grid after now.
-    expect(every.nextAfterFire(at('2030-01-01T00:00:00Z'), at('2030-01-01T00:35:00Z')).toISOString()).toBe('2030-01-01T00:40:00.000Z');
-    expect(every.nextAfterFire(at('2030-01-01T00:00:00Z'), at('2030-01-01T00:40:00Z')).toISOString()).toBe('2030-01-01T00:50:00.000Z');
+    expect(every.nextAfterFire(at('2030-01-01T00:00:00Z'), at('2030-01-01T00:35:00Z')).toISOString()).toBe(
+      '2030-01-01T00:40:00.000Z',
+    );
+    expect(every.nextAfterFire(at('2030-01-01T00:00:00Z'), at('2030-01-01T00:40:00Z')).toISOString()).toBe(
+      '2030-01-01T00:50:00.000Z',
+    );
   });
 
   it('refuses what robfig/cron refuses, saying why', () => {
@@ -76,7 +86,13 @@ describe('automation rows', () => {
         { provider: 'schedule', event: 'cron_fired', schedule: { name: 'nightly', cron: ' 0 2 * * * ' } },
         { provider: 'schedule', event: 'cron_fired', schedule: { cron: '@hourly' } },
         { provider: 'schedule', event: 'cron_fired', filter: { schedule_ids: ['sch_1'] } },
-        { kind: 'schedule', provider: 'schedule', event: 'cron_fired', schedule: { name: null, cron: '@daily' }, scheduleIds: [] },
+        {
+          kind: 'schedule',
+          provider: 'schedule',
+          event: 'cron_fired',
+          schedule: { name: null, cron: '@daily' },
+          scheduleIds: [],
+        },
         { provider: 'webhook', event: 'received', filter: { webhook_ids: ['wh_1'] } },
         'garbage',
       ]),

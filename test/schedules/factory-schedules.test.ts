@@ -20,7 +20,10 @@ You are the chores foreman.
 
 function automation(schedules: { name?: string; cron: string }[], body = 'Sweep stale branches.'): string {
   const triggers = schedules
-    .map((s) => `  - provider: schedule\n    event: cron_fired\n    schedule:\n${s.name ? `      name: ${s.name}\n` : ''}      cron: "${s.cron}"\n`)
+    .map(
+      (s) =>
+        `  - provider: schedule\n    event: cron_fired\n    schedule:\n${s.name ? `      name: ${s.name}\n` : ''}      cron: "${s.cron}"\n`,
+    )
     .join('');
   return `---\ntriggers:\n${triggers}---\n\n${body}\n`;
 }
@@ -72,16 +75,25 @@ describe.each(ENGINES)('schedule triggers of an applied factory on %s', (engine)
   });
 
   it('validates schedule triggers without a not-supported warning', async () => {
-    const result = await validateFactory(files({ 'automations/sweep/automation.md': automation([{ name: 'nightly', cron: '0 2 * * *' }]) }));
+    const result = await validateFactory(
+      files({ 'automations/sweep/automation.md': automation([{ name: 'nightly', cron: '0 2 * * *' }]) }),
+    );
     expect(result.diagnostics).toEqual([]);
     expect(result.valid).toBe(true);
   });
 
   it('fires runs of the automation and follows re-applies', async () => {
-    const first = await apply({ 'automations/sweep/automation.md': automation([{ name: 'nightly', cron: '0 2 * * *' }, { cron: '@hourly' }]) }, (x) => x.length === 2);
+    const first = await apply(
+      { 'automations/sweep/automation.md': automation([{ name: 'nightly', cron: '0 2 * * *' }, { cron: '@hourly' }]) },
+      (x) => x.length === 2,
+    );
     const nightly = first.find((x) => x.name === 'nightly')!;
     const hourly = first.find((x) => x.name === 'sweep')!;
-    expect(nightly).toMatchObject({ cron_schedule: '0 2 * * *', automation_name: 'sweep', history: { next_run: '2030-09-01T02:00:00.000Z' } });
+    expect(nightly).toMatchObject({
+      cron_schedule: '0 2 * * *',
+      automation_name: 'sweep',
+      history: { next_run: '2030-09-01T02:00:00.000Z' },
+    });
     expect(hourly.history.next_run).toBe('2030-09-01T01:00:00.000Z');
 
     clock.set('2030-09-01T01:00:00.000Z');
@@ -100,10 +112,19 @@ describe.each(ENGINES)('schedule triggers of an applied factory on %s', (engine)
 
     // Same name, new cron: updated in place. The unnamed one removed, a new name added.
     const second = await apply(
-      { 'automations/sweep/automation.md': automation([{ name: 'nightly', cron: '30 3 * * *' }, { name: 'weekly', cron: '@weekly' }]) },
+      {
+        'automations/sweep/automation.md': automation([
+          { name: 'nightly', cron: '30 3 * * *' },
+          { name: 'weekly', cron: '@weekly' },
+        ]),
+      },
       (x) => x.length === 2 && x.some((i) => i.name === 'weekly'),
     );
-    expect(second.find((x) => x.name === 'nightly')).toMatchObject({ id: nightly.id, cron_schedule: '30 3 * * *', history: { next_run: '2030-09-01T03:30:00.000Z' } });
+    expect(second.find((x) => x.name === 'nightly')).toMatchObject({
+      id: nightly.id,
+      cron_schedule: '30 3 * * *',
+      history: { next_run: '2030-09-01T03:30:00.000Z' },
+    });
     expect(second.some((x) => x.id === hourly.id)).toBe(false);
 
     // The automation file removed: its schedules go.

@@ -47,7 +47,11 @@ describe.each(ENGINES)('scheduler on %s', (engine) => {
     const db = await database();
     const clock = new ManualClock('2030-04-01T00:00:30.000Z');
     const first = await server({ clock, database: db });
-    const created = await first.api('POST', '/agent/schedules', { name: 'every ten minutes', cron_schedule: '*/10 * * * *', prompt: 'sweep' });
+    const created = await first.api('POST', '/agent/schedules', {
+      name: 'every ten minutes',
+      cron_schedule: '*/10 * * * *',
+      prompt: 'sweep',
+    });
     expect(created.body.history.next_run).toBe('2030-04-01T00:10:00.000Z');
     await first.close();
 
@@ -80,11 +84,16 @@ describe.each(ENGINES)('scheduler on %s', (engine) => {
     const ids: string[] = [];
     for (let i = 0; i < 12; i++) {
       const via = i % 2 ? a : b;
-      const res = await via.api('POST', '/agent/schedules', { name: `minutely ${i}`, cron_schedule: '* * * * *', prompt: `job ${i}` });
+      const res = await via.api('POST', '/agent/schedules', {
+        name: `minutely ${i}`,
+        cron_schedule: '* * * * *',
+        prompt: `job ${i}`,
+      });
       expect(res.status).toBe(201);
       ids.push(res.body.id);
     }
-    const total = async () => (await Promise.all(ids.map((id) => runsOfSchedule(a, id)))).reduce((n, runs) => n + runs.length, 0);
+    const total = async () =>
+      (await Promise.all(ids.map((id) => runsOfSchedule(a, id)))).reduce((n, runs) => n + runs.length, 0);
     for (let minute = 1; minute <= 3; minute++) {
       clock.advance(60_000);
       await waitFor(async () => (await total()) >= ids.length * minute, `the fires of minute ${minute}`);
@@ -107,7 +116,11 @@ describe.each(ENGINES)('scheduler on %s', (engine) => {
     const db = await database();
     const clock = new ManualClock('2030-05-03T00:00:10.000Z');
     const s = await server({ clock, database: db });
-    const created = await s.api('POST', '/agent/schedules', { name: 'minutely', cron_schedule: '* * * * *', prompt: 'p' });
+    const created = await s.api('POST', '/agent/schedules', {
+      name: 'minutely',
+      cron_schedule: '* * * * *',
+      prompt: 'p',
+    });
     expect(created.status).toBe(201);
 
     // Another connection (on PostgreSQL; the same one on PGlite) holds the row as a schedule sync does.
@@ -121,7 +134,11 @@ describe.each(ENGINES)('scheduler on %s', (engine) => {
       await tx.query('SELECT id FROM schedules WHERE id = $1 FOR UPDATE', [created.body.id]);
       held();
       await released;
-      return (await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM schedule_fires WHERE schedule_id = $1', [created.body.id])).rows[0]!.n;
+      return (
+        await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM schedule_fires WHERE schedule_id = $1', [
+          created.body.id,
+        ])
+      ).rows[0]!.n;
     });
     await holding;
     clock.set('2030-05-03T00:01:00.000Z');
@@ -135,56 +152,87 @@ describe.each(ENGINES)('scheduler on %s', (engine) => {
     const db = await database();
     const clock = new ManualClock('2030-05-02T00:00:10.000Z');
     let started = false;
-    const modules = MODULES.map((m) => (m.name === 'schedules' ? createSchedulesModule({ clock, onScheduler: () => (started = true) }) : m));
-    const apiOnly = await startTestServer(engine, { database: db, modules, config: { roles: parseRoles('api,ingress') } });
+    const modules = MODULES.map((m) =>
+      m.name === 'schedules' ? createSchedulesModule({ clock, onScheduler: () => (started = true) }) : m,
+    );
+    const apiOnly = await startTestServer(engine, {
+      database: db,
+      modules,
+      config: { roles: parseRoles('api,ingress') },
+    });
     cleanups.push(() => apiOnly.close());
     expect(started).toBe(false);
-    const created = await apiOnly.api('POST', '/agent/schedules', { name: 'minutely', cron_schedule: '* * * * *', prompt: 'p' });
+    const created = await apiOnly.api('POST', '/agent/schedules', {
+      name: 'minutely',
+      cron_schedule: '* * * * *',
+      prompt: 'p',
+    });
     expect(created.status).toBe(201);
     expect(created.body.history.next_run).toBe('2030-05-02T00:01:00.000Z');
     clock.advance(120_000);
     expect(await runsOfSchedule(apiOnly, created.body.id)).toHaveLength(0);
     // A scheduler process started later picks the missed slot up (once).
     const scheduler = await server({ clock, database: db, adminKey: apiOnly.adminKey });
-    await waitFor(async () => (await runsOfSchedule(apiOnly, created.body.id)).length === 1, 'the fire by the scheduler process');
+    await waitFor(
+      async () => (await runsOfSchedule(apiOnly, created.body.id)).length === 1,
+      'the fire by the scheduler process',
+    );
     await scheduler.scheduler.tick();
     expect(await runsOfSchedule(apiOnly, created.body.id)).toHaveLength(1);
   });
 
-  it.runIf(engine === 'postgres')('with a second scheduler in another OS process, each fire creates exactly one run', async () => {
-    const db = await database();
-    const a = await server({ clock: systemClock, database: db });
-    // `info` logs: the process says when it listens.
-    const other = spawnAgentyard(['serve', '--roles', 'scheduler', '--port', '0', '--host', '127.0.0.1'], serveEnv(db, { LOG_LEVEL: 'info' }));
-    cleanups.push(() => other.stop());
-    await waitFor(async () => {
-      if (other.child.exitCode !== null) throw new Error(`the second process exited: ${other.output()}`);
-      return other.output().includes('Agentyard listening');
-    }, 'the second process', 30_000);
+  it.runIf(engine === 'postgres')(
+    'with a second scheduler in another OS process, each fire creates exactly one run',
+    async () => {
+      const db = await database();
+      const a = await server({ clock: systemClock, database: db });
+      // `info` logs: the process says when it listens.
+      const other = spawnAgentyard(
+        ['serve', '--roles', 'scheduler', '--port', '0', '--host', '127.0.0.1'],
+        serveEnv(db, { LOG_LEVEL: 'info' }),
+      );
+      cleanups.push(() => other.stop());
+      await waitFor(
+        async () => {
+          if (other.child.exitCode !== null) throw new Error(`the second process exited: ${other.output()}`);
+          return other.output().includes('Agentyard listening');
+        },
+        'the second process',
+        30_000,
+      );
 
-    const ids: string[] = [];
-    for (let i = 0; i < 6; i++) {
-      const res = await a.api('POST', '/agent/schedules', { name: `every second ${i}`, cron_schedule: '@every 1s', prompt: `job ${i}` });
-      ids.push(res.body.id);
-    }
-    await waitFor(async () => {
+      const ids: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        const res = await a.api('POST', '/agent/schedules', {
+          name: `every second ${i}`,
+          cron_schedule: '@every 1s',
+          prompt: `job ${i}`,
+        });
+        ids.push(res.body.id);
+      }
+      await waitFor(
+        async () => {
+          const fires = await firesOf(a, ids);
+          return ids.every((id) => fires.filter((f) => f.schedule_id === id).length >= 3);
+        },
+        'three fires of every schedule',
+        30_000,
+      );
+      // Pausing waits for a fire in progress (row lock), after which nothing fires.
+      for (const id of ids) expect((await a.api('POST', `/agent/schedules/${id}/pause`)).status).toBe(200);
+
       const fires = await firesOf(a, ids);
-      return ids.every((id) => fires.filter((f) => f.schedule_id === id).length >= 3);
-    }, 'three fires of every schedule', 30_000);
-    // Pausing waits for a fire in progress (row lock), after which nothing fires.
-    for (const id of ids) expect((await a.api('POST', `/agent/schedules/${id}/pause`)).status).toBe(200);
-
-    const fires = await firesOf(a, ids);
-    for (const id of ids) {
-      const runs = await runsOfSchedule(a, id);
-      const fired = fires.filter((f) => f.schedule_id === id);
-      expect(runs.length).toBe(fired.length);
-      expect(fired.every((f) => f.run_ids.length === 1)).toBe(true);
-      expect(new Set(fired.flatMap((f) => f.run_ids))).toEqual(new Set(runs.map((r) => r.run_id)));
-      expect(new Set(runs.map((r) => r.run_id)).size).toBe(runs.length);
-    }
-    const byProcess = new Map<string, number>();
-    for (const f of fires) byProcess.set(f.fired_by, (byProcess.get(f.fired_by) ?? 0) + 1);
-    console.log(`fires by process: ${JSON.stringify(Object.fromEntries(byProcess))}`);
-  });
+      for (const id of ids) {
+        const runs = await runsOfSchedule(a, id);
+        const fired = fires.filter((f) => f.schedule_id === id);
+        expect(runs.length).toBe(fired.length);
+        expect(fired.every((f) => f.run_ids.length === 1)).toBe(true);
+        expect(new Set(fired.flatMap((f) => f.run_ids))).toEqual(new Set(runs.map((r) => r.run_id)));
+        expect(new Set(runs.map((r) => r.run_id)).size).toBe(runs.length);
+      }
+      const byProcess = new Map<string, number>();
+      for (const f of fires) byProcess.set(f.fired_by, (byProcess.get(f.fired_by) ?? 0) + 1);
+      console.log(`fires by process: ${JSON.stringify(Object.fromEntries(byProcess))}`);
+    },
+  );
 });

@@ -43,7 +43,12 @@ describe.each(ENGINES)('schedules API on %s', (engine) => {
     expect(created.body.created_by.uid).toBeTruthy();
     expect(created.body.scope.uid).toMatch(/^team_/);
 
-    const other = await s.api('POST', '/agent/schedules', { name: 'Alpha hourly', cron_schedule: '@hourly', prompt: 'tick', enabled: false });
+    const other = await s.api('POST', '/agent/schedules', {
+      name: 'Alpha hourly',
+      cron_schedule: '@hourly',
+      prompt: 'tick',
+      enabled: false,
+    });
     expect(other.status).toBe(201);
     expect(other.body.history).toEqual({ last_ran: null, next_run: null });
 
@@ -59,9 +64,21 @@ describe.each(ENGINES)('schedules API on %s', (engine) => {
 
     // PUT is a full replacement: the absent agent_config is cleared; a new cron is re-armed from now.
     clock.advance(60_000);
-    const replaced = await s.api('PUT', `/agent/schedules/${id}`, { name: 'Zebra weekly review', cron_schedule: '@weekly', enabled: true, prompt: 'Weekly review' });
+    const replaced = await s.api('PUT', `/agent/schedules/${id}`, {
+      name: 'Zebra weekly review',
+      cron_schedule: '@weekly',
+      enabled: true,
+      prompt: 'Weekly review',
+    });
     expect(replaced.status).toBe(200);
-    expect(replaced.body).toMatchObject({ id, name: 'Zebra weekly review', cron_schedule: '@weekly', enabled: true, prompt: 'Weekly review', agent_config: {} });
+    expect(replaced.body).toMatchObject({
+      id,
+      name: 'Zebra weekly review',
+      cron_schedule: '@weekly',
+      enabled: true,
+      prompt: 'Weekly review',
+      agent_config: {},
+    });
     expect(replaced.body.history.next_run).toBe('2030-01-06T00:00:00.000Z'); // the first Sunday after now
     expect(replaced.body.created_at).toBe(created.body.created_at);
 
@@ -69,7 +86,9 @@ describe.each(ENGINES)('schedules API on %s', (engine) => {
     expect(paused.status).toBe(200);
     expect(paused.body).toMatchObject({ id, enabled: false, history: { next_run: null } });
     // Pausing again changes nothing; the Python SDK's empty JSON body is accepted.
-    const pausedAgain = await s.api('POST', `/agent/schedules/${id}/pause`, undefined, undefined, { 'content-type': 'application/json' });
+    const pausedAgain = await s.api('POST', `/agent/schedules/${id}/pause`, undefined, undefined, {
+      'content-type': 'application/json',
+    });
     expect(pausedAgain.status).toBe(200);
     expect(pausedAgain.body.enabled).toBe(false);
 
@@ -98,8 +117,14 @@ describe.each(ENGINES)('schedules API on %s', (engine) => {
       [{ name: '  ', cron_schedule: '@daily', prompt: 'p' }, /name/],
       [{ cron_schedule: '@daily', prompt: 'p' }, /name/],
       [{ name: 'x', cron_schedule: '@daily' }, /prompt/],
-      [{ name: 'x', cron_schedule: '@daily', prompt: 'p', agent_config: { idle_timeout_minutes: 99 } }, /agent_config\.idle_timeout_minutes/],
-      [{ name: 'x', cron_schedule: '@daily', prompt: 'p', agent_config: { mcp_servers: { a: {} } } }, /agent_config\.mcp_servers\.a/],
+      [
+        { name: 'x', cron_schedule: '@daily', prompt: 'p', agent_config: { idle_timeout_minutes: 99 } },
+        /agent_config\.idle_timeout_minutes/,
+      ],
+      [
+        { name: 'x', cron_schedule: '@daily', prompt: 'p', agent_config: { mcp_servers: { a: {} } } },
+        /agent_config\.mcp_servers\.a/,
+      ],
       [{ name: 'x', cron_schedule: '@daily', prompt: 'p', metadata: { 'bad key': 'v' } }, /metadata/],
     ];
     for (const [body, detail] of cases) {
@@ -109,18 +134,34 @@ describe.each(ENGINES)('schedules API on %s', (engine) => {
       expect(res.body.detail, JSON.stringify(body)).toMatch(detail);
     }
     // A skill instead of a prompt is enough.
-    const skill = await s.api('POST', '/agent/schedules', { name: 'skilled', cron_schedule: '@daily', agent_config: { skill_spec: 'acme/repo:triage' } });
+    const skill = await s.api('POST', '/agent/schedules', {
+      name: 'skilled',
+      cron_schedule: '@daily',
+      agent_config: { skill_spec: 'acme/repo:triage' },
+    });
     expect(skill.status).toBe(201);
     expect(skill.body.prompt).toBe('');
     // PUT needs every field.
-    const put = await s.api('PUT', `/agent/schedules/${skill.body.id}`, { name: 'skilled', cron_schedule: '@daily', agent_config: { skill_spec: 'acme/repo:triage' } });
+    const put = await s.api('PUT', `/agent/schedules/${skill.body.id}`, {
+      name: 'skilled',
+      cron_schedule: '@daily',
+      agent_config: { skill_spec: 'acme/repo:triage' },
+    });
     expect(put.status).toBe(400);
     expect(put.body.detail).toMatch(/enabled/);
-    const badCron = await s.api('PUT', `/agent/schedules/${skill.body.id}`, { name: 'skilled', cron_schedule: '99 * * * *', enabled: true, prompt: 'p' });
+    const badCron = await s.api('PUT', `/agent/schedules/${skill.body.id}`, {
+      name: 'skilled',
+      cron_schedule: '99 * * * *',
+      enabled: true,
+      prompt: 'p',
+    });
     expect(badCron.status).toBe(400);
     expect(badCron.body.detail).toMatch(/cron_schedule.*minute/);
     await s.api('DELETE', `/agent/schedules/${skill.body.id}`);
-    expect((await s.api('GET', '/agent/schedules/sch_missing')).body).toMatchObject({ status: 404, code: 'resource_not_found' });
+    expect((await s.api('GET', '/agent/schedules/sch_missing')).body).toMatchObject({
+      status: 404,
+      code: 'resource_not_found',
+    });
     expect((await s.api('GET', '/agent/schedules', undefined, 'ayk_wrong')).status).toBe(401);
   });
 
@@ -133,7 +174,12 @@ describe.each(ENGINES)('schedules API on %s', (engine) => {
       agent_config: { model_id: 'm2' },
       metadata: { team: 'platform' },
     });
-    const paused = await s.api('POST', '/agent/schedules', { name: 'paused one', cron_schedule: '0 * * * *', prompt: 'never', enabled: false });
+    const paused = await s.api('POST', '/agent/schedules', {
+      name: 'paused one',
+      cron_schedule: '0 * * * *',
+      prompt: 'never',
+      enabled: false,
+    });
     expect(hourly.body.history.next_run).toBe('2030-02-01T11:00:00.000Z');
 
     clock.advance(1000);
@@ -147,7 +193,11 @@ describe.each(ENGINES)('schedules API on %s', (engine) => {
       schedule: { schedule_id: hourly.body.id, schedule_name: 'hourly triage', cron_schedule: '0 * * * *' },
     });
     const single = await s.api('GET', `/agent/runs/${run!.run_id}`);
-    expect(single.body.schedule).toEqual({ schedule_id: hourly.body.id, schedule_name: 'hourly triage', cron_schedule: '0 * * * *' });
+    expect(single.body.schedule).toEqual({
+      schedule_id: hourly.body.id,
+      schedule_name: 'hourly triage',
+      cron_schedule: '0 * * * *',
+    });
 
     // Another look at the same time fires nothing more.
     await s.scheduler.tick();
@@ -168,9 +218,16 @@ describe.each(ENGINES)('schedules API on %s', (engine) => {
 
   it('records a spawn error when a run cannot be created, and still moves on to the next slot', async () => {
     clock.set('2030-03-01T00:00:00.000Z');
-    const created = await s.api('POST', '/agent/schedules', { name: 'broken', cron_schedule: '@every 1m', prompt: 'p' });
+    const created = await s.api('POST', '/agent/schedules', {
+      name: 'broken',
+      cron_schedule: '@every 1m',
+      prompt: 'p',
+    });
     // A configuration that was valid when stored but is refused when the run is created.
-    await s.server.ctx.db.query(`UPDATE schedules SET agent_config = '{"idle_timeout_minutes": 0}'::jsonb WHERE id = $1`, [created.body.id]);
+    await s.server.ctx.db.query(
+      `UPDATE schedules SET agent_config = '{"idle_timeout_minutes": 0}'::jsonb WHERE id = $1`,
+      [created.body.id],
+    );
     clock.advance(60_000);
     const failed = await waitFor(async () => {
       const res = await s.api('GET', `/agent/schedules/${created.body.id}`);

@@ -48,7 +48,12 @@ describe.each(ENGINES)('oz-agent-sdk schedules against Agentyard on %s', (engine
       enabled: true,
       prompt: 'Review again',
     });
-    expect(updated).toMatchObject({ id: created.id, name: 'Daily Code Review (late)', cron_schedule: '0 17 * * *', history: { next_run: '2030-08-01T17:00:00.000Z' } });
+    expect(updated).toMatchObject({
+      id: created.id,
+      name: 'Daily Code Review (late)',
+      cron_schedule: '0 17 * * *',
+      history: { next_run: '2030-08-01T17:00:00.000Z' },
+    });
 
     const paused = await client.agent.schedules.pause(created.id);
     expect(paused).toMatchObject({ enabled: false, history: { next_run: null } });
@@ -73,7 +78,9 @@ describe.each(ENGINES)('oz-agent-sdk schedules against Agentyard on %s', (engine
   });
 
   it('surfaces an invalid cron as BadRequestError naming cron_schedule', async () => {
-    const err = await client.agent.schedules.create({ name: 'bad', cron_schedule: 'every day at nine', prompt: 'x' }).catch((e: unknown) => e);
+    const err = await client.agent.schedules
+      .create({ name: 'bad', cron_schedule: 'every day at nine', prompt: 'x' })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OzAPI.BadRequestError);
     expect((err as InstanceType<typeof OzAPI.BadRequestError>).status).toBe(400);
     expect(JSON.stringify((err as InstanceType<typeof OzAPI.BadRequestError>).error)).toMatch(/cron_schedule/);

@@ -40,7 +40,11 @@ export async function secondConnection(database: TestDatabase): Promise<TestData
   return { db, engine: database.engine, url: database.url, close: () => db.close() };
 }
 
-export async function waitFor<T>(probe: () => Promise<T | undefined | false>, what: string, timeoutMs = 15_000): Promise<T> {
+export async function waitFor<T>(
+  probe: () => Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();

@@ -19,7 +19,11 @@ describe.each(ENGINES)('managed secrets API on %s', (engine) => {
   it('creates, replaces, lists without values and deletes', async () => {
     const first = await server.api('PUT', '/secrets/alerts-token', { value: 's3cret-one' });
     expect(first.status).toBe(201);
-    expect(first.body).toEqual({ name: 'alerts-token', created_at: expect.any(String), updated_at: expect.any(String) });
+    expect(first.body).toEqual({
+      name: 'alerts-token',
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    });
     const again = await server.api('PUT', '/secrets/alerts-token', { value: 's3cret-two' });
     expect(again.status).toBe(200);
     expect(again.body.created_at).toBe(first.body.created_at);
@@ -35,7 +39,10 @@ describe.each(ENGINES)('managed secrets API on %s', (engine) => {
     expect(await provider.get(teamId, 'missing')).toBeUndefined();
 
     // Stored encrypted: the plaintext is not in the row.
-    const row = await server.server.ctx.db.query<{ ciphertext: Uint8Array }>('SELECT ciphertext FROM secrets WHERE name = $1', ['alerts-token']);
+    const row = await server.server.ctx.db.query<{ ciphertext: Uint8Array }>(
+      'SELECT ciphertext FROM secrets WHERE name = $1',
+      ['alerts-token'],
+    );
     expect(Buffer.from(row.rows[0]!.ciphertext).toString('latin1')).not.toContain('s3cret');
 
     const deleted = await server.api('DELETE', '/secrets/alerts-token');

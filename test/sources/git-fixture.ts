@@ -59,7 +59,14 @@ export async function createGitRemote(): Promise<GitRemote> {
       const current = (await git.raw(['rev-parse', '--abbrev-ref', 'HEAD']).catch(() => 'main')).trim();
       if (current !== branch) await git.raw(['checkout', '--quiet', '-B', branch]);
       await git.raw(['add', '-A']);
-      await git.raw(['commit', '--quiet', '--allow-empty', '-m', message, ...(options.author ? ['--author', options.author] : [])]);
+      await git.raw([
+        'commit',
+        '--quiet',
+        '--allow-empty',
+        '-m',
+        message,
+        ...(options.author ? ['--author', options.author] : []),
+      ]);
       await git.raw(['push', '--quiet', '--force', 'origin', `HEAD:refs/heads/${branch}`]);
       const sha = (await git.revparse(['HEAD'])).trim();
       if (current !== branch && current !== 'HEAD') await git.raw(['checkout', '--quiet', current]);

@@ -82,7 +82,15 @@ describe('git source over HTTP with a token', () => {
     rmSync(scratch, { recursive: true, force: true });
   });
 
-  const spec = (u: string): GitSourceSpec => ({ type: 'git', url: u, branch: 'main', path: null, poll_interval_seconds: 60, credentials_secret: 'token', push_secret: null });
+  const spec = (u: string): GitSourceSpec => ({
+    type: 'git',
+    url: u,
+    branch: 'main',
+    path: null,
+    poll_interval_seconds: 60,
+    credentials_secret: 'token',
+    push_secret: null,
+  });
   let n = 0;
   const dir = () => path.join(scratch, `copy-${++n}`);
 
@@ -100,12 +108,20 @@ describe('git source over HTTP with a token', () => {
     expect(err).toMatchObject({ kind: 'terminal', reason: 'AuthenticationFailed' });
     expect(err.message).toContain(`fetch ${url} (branch main): authentication failed`);
     expect(err.message).not.toContain('ghs_wrong');
-    const none = new GitSource({ spec: { ...spec(url), credentials_secret: null }, dir: dir(), credentials: async () => undefined });
+    const none = new GitSource({
+      spec: { ...spec(url), credentials_secret: null },
+      dir: dir(),
+      credentials: async () => undefined,
+    });
     await expect(none.fetch()).rejects.toMatchObject({ kind: 'terminal', reason: 'AuthenticationFailed' });
   });
 
   it('refuses to send a token over plain http to another host', async () => {
-    const source = new GitSource({ spec: spec('http://git.example.com/acme/f.git'), dir: dir(), credentials: async () => TOKEN });
+    const source = new GitSource({
+      spec: spec('http://git.example.com/acme/f.git'),
+      dir: dir(),
+      credentials: async () => TOKEN,
+    });
     await expect(source.fetch()).rejects.toMatchObject({ kind: 'terminal', reason: 'InsecureURL' });
   });
 });

@@ -10,7 +10,12 @@ import type { TestDatabase } from '../support/db.ts';
 
 const TEXTS = ['plain', null, 'ünïcødé ✓ 🚀', '', 'quote " and \\ backslash, {braces}'];
 const INTS = [0, -1, 2_147_483_647, -2_147_483_648, 42];
-const DATES = [new Date('2026-11-24T07:30:01.123Z'), new Date('1999-12-31T23:59:59.999Z'), new Date('1970-01-01T00:00:00.000Z'), new Date('2000-01-01T00:00:00.001Z')];
+const DATES = [
+  new Date('2026-11-24T07:30:01.123Z'),
+  new Date('1999-12-31T23:59:59.999Z'),
+  new Date('1970-01-01T00:00:00.000Z'),
+  new Date('2000-01-01T00:00:00.001Z'),
+];
 
 describe.each(ENGINES)('binary array parameters on %s', (engine) => {
   let database: TestDatabase;
@@ -21,8 +26,9 @@ describe.each(ENGINES)('binary array parameters on %s', (engine) => {
     await database.close();
   });
 
-  const read = 'SELECT (SELECT array_agg(t ORDER BY n) FROM unnest($1::text[]) WITH ORDINALITY AS x(t, n)) AS texts, $2::int4[] AS ints, ' +
-    "(SELECT array_agg(to_char(d AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') ORDER BY n) FROM unnest($3::timestamptz[]) WITH ORDINALITY AS x(d, n)) AS dates, " +
+  const read =
+    'SELECT (SELECT array_agg(t ORDER BY n) FROM unnest($1::text[]) WITH ORDINALITY AS x(t, n)) AS texts, $2::int4[] AS ints, ' +
+    '(SELECT array_agg(to_char(d AT TIME ZONE \'UTC\', \'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"\') ORDER BY n) FROM unnest($3::timestamptz[]) WITH ORDINALITY AS x(d, n)) AS dates, ' +
     'cardinality($4::text[]) AS empty';
   const params = () => [textArray(TEXTS), int4Array(INTS), timestamptzArray(DATES), textArray([])];
   type Read = { texts: (string | null)[]; ints: number[]; dates: string[]; empty: number };

@@ -3,7 +3,12 @@ import { insertTeam } from '../../src/identity/plans.ts';
 import { createLogger } from '../../src/log.ts';
 import { getRun } from '../../src/runs/plans.ts';
 import type { Db } from '../../src/store/db.ts';
-import { checkpointIfDue, createIndexFreeSpaceMaps, maintainTables, startTableMaintenance } from '../../src/store/maintenance.ts';
+import {
+  checkpointIfDue,
+  createIndexFreeSpaceMaps,
+  maintainTables,
+  startTableMaintenance,
+} from '../../src/store/maintenance.ts';
 import { newId } from '../../src/util/ids.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
@@ -53,7 +58,9 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
       const statement = await db.query<{ name: string }>(
         `SELECT name FROM pg_prepared_statements WHERE statement LIKE '%FROM runs WHERE team_id = $1 AND id = $2'`,
       );
-      const plan = await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE ${statement.rows[0]!.name}('${teamId}', 'run_m000000001000')`);
+      const plan = await db.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN EXECUTE ${statement.rows[0]!.name}('${teamId}', 'run_m000000001000')`,
+      );
       return plan.rows.map((r) => r['QUERY PLAN']).join('\n');
     };
     // the plan made for an empty table reads every run of the team through another index
@@ -88,7 +95,9 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
     const after = await runsActivity(db);
     expect(after.vacuumed).toBe(true);
     expect(after.dead).toBe(0);
-    expect((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE state = 'SUCCEEDED'`)).rows[0]!.n).toBe(1_500);
+    expect(
+      (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM runs WHERE state = 'SUCCEEDED'`)).rows[0]!.n,
+    ).toBe(1_500);
   });
 
   /** Where the last checkpoint's redo starts, and the WAL written since, in bytes. */
@@ -145,7 +154,11 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
     await createIndexFreeSpaceMaps(db);
     await db.exec('CHECKPOINT');
     const before = await walState(db);
-    const stop = startTableMaintenance(db, silentLog, { intervalMs: 3_600_000, checkpointCheckMs: 50, checkpoints: { ...never, walBytes: 256 * 1024 } });
+    const stop = startTableMaintenance(db, silentLog, {
+      intervalMs: 3_600_000,
+      checkpointCheckMs: 50,
+      checkpoints: { ...never, walBytes: 256 * 1024 },
+    });
     try {
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect((await walState(db)).redo, 'no checkpoint while little WAL was written').toBe(before.redo);
@@ -161,14 +174,18 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
     database = await createTestDatabase('pglite');
     const { db } = database;
     const fsmSize = async (index: string): Promise<number> =>
-      (await db.query<{ size: number }>(`SELECT pg_relation_size($1::regclass, 'fsm')::int AS size`, [index])).rows[0]!.size;
+      (await db.query<{ size: number }>(`SELECT pg_relation_size($1::regclass, 'fsm')::int AS size`, [index])).rows[0]!
+        .size;
     expect(await fsmSize('webhook_deliveries_identity')).toBe(0);
     const pass = await maintainTables(db);
     expect(pass.freeSpaceMaps).toContain('webhook_deliveries_identity');
     expect(pass.freeSpaceMaps).toContain('runs_pkey');
     expect(await fsmSize('webhook_deliveries_identity')).toBe(8192);
     expect(await createIndexFreeSpaceMaps(db), 'none is missing any more').toEqual([]);
-    expect((await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_largeobject_metadata')).rows[0]!.n, 'the page left no large object').toBe(0);
+    expect(
+      (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_largeobject_metadata')).rows[0]!.n,
+      'the page left no large object',
+    ).toBe(0);
 
     // enough rows to split many pages of the runs indexes, which then still find every row
     const teamId = (await insertTeam(db, newId('team'), 'fsm')).id;
@@ -190,7 +207,15 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
     const stop = startTableMaintenance(db, silentLog, { intervalMs: 3_600_000 });
     try {
       await expect
-        .poll(async () => (await db.query<{ size: number }>(`SELECT pg_relation_size('webhook_deliveries_identity'::regclass, 'fsm')::int AS size`)).rows[0]!.size, { timeout: 5_000, interval: 50 })
+        .poll(
+          async () =>
+            (
+              await db.query<{ size: number }>(
+                `SELECT pg_relation_size('webhook_deliveries_identity'::regclass, 'fsm')::int AS size`,
+              )
+            ).rows[0]!.size,
+          { timeout: 5_000, interval: 50 },
+        )
         .toBe(8192);
     } finally {
       await stop();

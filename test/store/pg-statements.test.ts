@@ -22,12 +22,18 @@ describe.skipIf(!ENGINES.includes('postgres'))('prepared statements on PostgreSQ
 
   /** One connection, so that the statements it prepared can be listed on it. */
   async function open(preparedStatements?: boolean): Promise<Db> {
-    const db = await openPostgres({ connectionString: database.url!, maxConnections: 1, ...(preparedStatements === undefined ? {} : { preparedStatements }) });
+    const db = await openPostgres({
+      connectionString: database.url!,
+      maxConnections: 1,
+      ...(preparedStatements === undefined ? {} : { preparedStatements }),
+    });
     opened.push(db);
     return db;
   }
   const prepared = async (db: Db): Promise<string[]> =>
-    (await db.query<{ name: string }>('SELECT name FROM pg_prepared_statements')).rows.map((r) => r.name).filter((n) => n.startsWith('ay_'));
+    (await db.query<{ name: string }>('SELECT name FROM pg_prepared_statements')).rows
+      .map((r) => r.name)
+      .filter((n) => n.startsWith('ay_'));
 
   it('prepares a statement with parameters once it has run twice, and answers the same', async () => {
     const db = await open();
@@ -42,8 +48,9 @@ describe.skipIf(!ENGINES.includes('postgres'))('prepared statements on PostgreSQ
 
   it('runs a statement unnamed from then on when a table changed under its SELECT *', async () => {
     const db = await open();
-    await db.exec("CREATE TABLE shifting (id int); INSERT INTO shifting VALUES (1)");
-    for (let i = 0; i < 3; i++) expect((await db.query('SELECT * FROM shifting WHERE id = $1', [1])).rows).toEqual([{ id: 1 }]);
+    await db.exec('CREATE TABLE shifting (id int); INSERT INTO shifting VALUES (1)');
+    for (let i = 0; i < 3; i++)
+      expect((await db.query('SELECT * FROM shifting WHERE id = $1', [1])).rows).toEqual([{ id: 1 }]);
     await db.exec("ALTER TABLE shifting ADD COLUMN label text DEFAULT 'new'");
     expect((await db.query('SELECT * FROM shifting WHERE id = $1', [1])).rows).toEqual([{ id: 1, label: 'new' }]);
     expect((await db.query('SELECT * FROM shifting WHERE id = $1', [1])).rows).toEqual([{ id: 1, label: 'new' }]);

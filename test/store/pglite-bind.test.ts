@@ -5,7 +5,12 @@ import { BindMessage } from '../../src/store/pglite-statements.ts';
 const { serialize } = protocol;
 
 function pgliteBytes(statement: string, values: (string | Uint8Array | null)[]): Uint8Array {
-  return Buffer.concat([serialize.bind({ statement, values }), serialize.describe({ type: 'P' }), serialize.execute({}), serialize.sync()]);
+  return Buffer.concat([
+    serialize.bind({ statement, values }),
+    serialize.describe({ type: 'P' }),
+    serialize.execute({}),
+    serialize.sync(),
+  ]);
 }
 
 /** PGlite's Bind lists a text format code per parameter; ours says "all text" once. The rest is the same. */
@@ -36,6 +41,8 @@ describe('the Bind message of prepared statements on PGlite', () => {
   it('reuses its buffer without leaving bytes of a longer message behind', () => {
     const message = new BindMessage();
     message.bindAndExecute('ay_s4', ['a much longer parameter than the next one']);
-    expect([...message.bindAndExecute('ay_s4', ['b'])]).toEqual(withoutFormatCodes(pgliteBytes('ay_s4', ['b']), 'ay_s4', 1));
+    expect([...message.bindAndExecute('ay_s4', ['b'])]).toEqual(
+      withoutFormatCodes(pgliteBytes('ay_s4', ['b']), 'ay_s4', 1),
+    );
   });
 });

@@ -10,14 +10,18 @@ describe('PGlite prepared statements', () => {
   let pglite: PGlite;
   beforeAll(async () => {
     pglite = await PGlite.create();
-    await pglite.exec('CREATE TABLE things (id int PRIMARY KEY, name text, tags text[], at timestamptz, doc jsonb, blob bytea)');
+    await pglite.exec(
+      'CREATE TABLE things (id int PRIMARY KEY, name text, tags text[], at timestamptz, doc jsonb, blob bytea)',
+    );
   });
   afterAll(async () => {
     await pglite?.close();
   });
 
   const preparedNames = async (): Promise<string[]> =>
-    (await pglite.query<{ name: string }>('SELECT name FROM pg_prepared_statements ORDER BY name')).rows.map((r) => r.name);
+    (await pglite.query<{ name: string }>('SELECT name FROM pg_prepared_statements ORDER BY name')).rows.map(
+      (r) => r.name,
+    );
 
   it('answers what PGlite.query answers, for every parameter and result type the service uses', async () => {
     const statements = new PgliteStatements(pglite);
@@ -56,7 +60,7 @@ describe('PGlite prepared statements', () => {
 
   it('prepares again when a table changes under SELECT *', async () => {
     const statements = new PgliteStatements(pglite);
-    await pglite.exec("CREATE TABLE shifting (id int); INSERT INTO shifting VALUES (1)");
+    await pglite.exec('CREATE TABLE shifting (id int); INSERT INTO shifting VALUES (1)');
     expect((await statements.query('SELECT * FROM shifting')).rows).toEqual([{ id: 1 }]);
     await pglite.exec("ALTER TABLE shifting ADD COLUMN label text DEFAULT 'new'");
     expect((await statements.query('SELECT * FROM shifting')).rows).toEqual([{ id: 1, label: 'new' }]);

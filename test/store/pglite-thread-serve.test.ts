@@ -27,7 +27,8 @@ const dirs: string[] = [];
 const children: ChildProcess[] = [];
 
 afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of children.splice(0))
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -35,10 +36,14 @@ function startServe(): Serve {
   const dir = mkdtempSync(path.join(tmpdir(), 'agentyard-serve-lost-'));
   dirs.push(dir);
   const entry = writeEntryWithPgliteSeam(dir);
-  const child = spawn(process.execPath, [entry, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', path.join(dir, 'data')], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, AGENTYARD_MASTER_KEY: TEST_MASTER_KEY, LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [entry, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', path.join(dir, 'data')],
+    {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, AGENTYARD_MASTER_KEY: TEST_MASTER_KEY, LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   children.push(child);
   let out = '';
   let found: ((url: string) => void) | undefined;
@@ -50,8 +55,15 @@ function startServe(): Serve {
   };
   child.stdout!.on('data', collect);
   child.stderr!.on('data', collect);
-  const exited = new Promise<number | NodeJS.Signals | null>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
-  return { child, output: () => out, exited, url: Promise.race([url, exited.then(() => Promise.reject(new Error(`serve exited before listening:\n${out}`)))]) };
+  const exited = new Promise<number | NodeJS.Signals | null>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal)),
+  );
+  return {
+    child,
+    output: () => out,
+    exited,
+    url: Promise.race([url, exited.then(() => Promise.reject(new Error(`serve exited before listening:\n${out}`)))]),
+  };
 }
 
 describe('agentyard serve on the embedded engine', () => {
@@ -66,7 +78,10 @@ describe('agentyard serve on the embedded engine', () => {
       .split('\n')
       .find((line) => line.includes(LOST_MESSAGE));
     expect(fatal).toBeDefined();
-    expect(JSON.parse(fatal!)).toMatchObject({ level: 60, msg: expect.stringMatching(/PGlite thread has stopped \(exit 1\)/) });
+    expect(JSON.parse(fatal!)).toMatchObject({
+      level: 60,
+      msg: expect.stringMatching(/PGlite thread has stopped \(exit 1\)/),
+    });
   }, 60_000);
 
   it('exits 0 without that message after SIGTERM, which closes the thread itself', async () => {

@@ -18,7 +18,9 @@ describe('PGlite in a thread', () => {
   let db: Db;
   beforeAll(async () => {
     db = await openPgliteThread({});
-    await db.exec('CREATE TABLE items (id int PRIMARY KEY, label text NOT NULL, blob bytea, at timestamptz, doc jsonb)');
+    await db.exec(
+      'CREATE TABLE items (id int PRIMARY KEY, label text NOT NULL, blob bytea, at timestamptz, doc jsonb)',
+    );
   });
   afterAll(async () => {
     await db?.close();
@@ -47,8 +49,14 @@ describe('PGlite in a thread', () => {
       await tx.query('INSERT INTO blobs VALUES ($1, $2)', [3, every]);
     });
     const { rows } = await db.query<{ id: number; blob: Uint8Array }>('SELECT id, blob FROM blobs ORDER BY id');
-    expect(rows.map((r) => Buffer.from(r.blob).toString('hex'))).toEqual([every.toString('hex'), '', every.toString('hex')]);
-    const { rows: compared } = await db.query<{ same: boolean }>('SELECT blob = $1 AS same FROM blobs WHERE id = 1', [every]);
+    expect(rows.map((r) => Buffer.from(r.blob).toString('hex'))).toEqual([
+      every.toString('hex'),
+      '',
+      every.toString('hex'),
+    ]);
+    const { rows: compared } = await db.query<{ same: boolean }>('SELECT blob = $1 AS same FROM blobs WHERE id = 1', [
+      every,
+    ]);
     expect(compared[0]!.same).toBe(true);
     // values beside the bytes keep their types, including an object shaped like the bytes' own encoding
     const { rows: mixed } = await db.query<{ doc: unknown; label: string; blob: Uint8Array }>(
@@ -86,7 +94,9 @@ describe('PGlite in a thread', () => {
         await tx.query("INSERT INTO items (id, label) VALUES (21, 'duplicate')");
       }),
     ).rejects.toMatchObject({ code: '23505' });
-    const ids = (await db.query<{ id: number }>('SELECT id FROM items WHERE id >= 10 ORDER BY id')).rows.map((r) => r.id);
+    const ids = (await db.query<{ id: number }>('SELECT id FROM items WHERE id >= 10 ORDER BY id')).rows.map(
+      (r) => r.id,
+    );
     expect(ids).toEqual([10, 11]);
   });
 
@@ -108,7 +118,9 @@ describe('PGlite in a thread', () => {
   });
 
   it('answers many concurrent callers, each with its own result', async () => {
-    const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => db.query<{ v: number }>('SELECT $1::int * 2 AS v', [i])));
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => db.query<{ v: number }>('SELECT $1::int * 2 AS v', [i])),
+    );
     expect(answers.map((a) => a.rows[0]!.v)).toEqual(Array.from({ length: 200 }, (_, i) => i * 2));
   });
 

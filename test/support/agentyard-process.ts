@@ -31,7 +31,10 @@ export interface AgentyardProcess {
  */
 export function spawnAgentyard(args: readonly string[], env: NodeJS.ProcessEnv): AgentyardProcess {
   const dataDir = mkdtempSync(path.join(tmpdir(), `agentyard-${args[0] ?? 'process'}-`));
-  const child = spawn(process.execPath, [BIN, ...args, '--data-dir', dataDir], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args, '--data-dir', dataDir], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));

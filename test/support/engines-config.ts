@@ -4,5 +4,8 @@ export type Engine = 'pglite' | 'postgres';
 export function enabledEngines(): Engine[] {
   const raw = process.env.AGENTYARD_TEST_ENGINES;
   if (!raw) return ['pglite', 'postgres'];
-  return raw.split(',').map((s) => s.trim()).filter((s): s is Engine => s === 'pglite' || s === 'postgres');
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s): s is Engine => s === 'pglite' || s === 'postgres');
 }

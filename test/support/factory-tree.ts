@@ -40,7 +40,10 @@ export function baseFiles(options: FactoryYamlOptions = {}): Record<string, stri
   return { 'factory.yaml': factoryYaml(options), 'agents/foreman/agent.md': FOREMAN, 'runners/default.yaml': RUNNER };
 }
 
-export function webhookYaml(secretName: string, options: { authMode?: string; enabled?: boolean; extra?: string } = {}): string {
+export function webhookYaml(
+  secretName: string,
+  options: { authMode?: string; enabled?: boolean; extra?: string } = {},
+): string {
   return `authMode: ${options.authMode ?? 'token'}\nsecretName: ${secretName}\nenabled: ${options.enabled ?? true}\n${options.extra ?? ''}`;
 }
 

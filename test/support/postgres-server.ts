@@ -7,7 +7,8 @@ import path from 'node:path';
 
 /** Finds Debian's PostgreSQL server binaries (the newest installed major version). */
 export function findPostgresBin(): string | undefined {
-  if (process.env.AGENTYARD_PG_BIN && existsSync(path.join(process.env.AGENTYARD_PG_BIN, 'postgres'))) return process.env.AGENTYARD_PG_BIN;
+  if (process.env.AGENTYARD_PG_BIN && existsSync(path.join(process.env.AGENTYARD_PG_BIN, 'postgres')))
+    return process.env.AGENTYARD_PG_BIN;
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return undefined;
   const versions = readdirSync(root)
@@ -82,17 +83,29 @@ export function removeStalePostgresDirs(root = tmpdir(), now = Date.now()): stri
 export async function startPostgresServer(): Promise<PostgresServer> {
   removeStalePostgresDirs();
   const bin = findPostgresBin();
-  if (!bin) throw new Error('PostgreSQL server binaries not found (apt-get install postgresql, or set AGENTYARD_PG_BIN)');
+  if (!bin)
+    throw new Error('PostgreSQL server binaries not found (apt-get install postgresql, or set AGENTYARD_PG_BIN)');
   const dir = mkdtempSync(path.join(tmpdir(), 'agentyard-pg-'));
   const dataDir = path.join(dir, 'data');
   const asRoot = process.getuid?.() === 0;
-  const runAs = (cmd: string, args: string[]): [string, string[]] => (asRoot ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args]);
+  const runAs = (cmd: string, args: string[]): [string, string[]] =>
+    asRoot ? ['runuser', ['-u', 'postgres', '--', cmd, ...args]] : [cmd, args];
   if (asRoot) {
     const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
     const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
     chownSync(dir, uid, gid);
   }
-  const [initCmd, initArgs] = runAs(path.join(bin, 'initdb'), ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
+  const [initCmd, initArgs] = runAs(path.join(bin, 'initdb'), [
+    '-D',
+    dataDir,
+    '-A',
+    'trust',
+    '-U',
+    'postgres',
+    '--no-sync',
+    '-E',
+    'UTF8',
+  ]);
   execFileSync(initCmd, initArgs, { stdio: 'pipe' });
   const port = await freePort();
   const [cmd, args] = runAs(path.join(bin, 'postgres'), [

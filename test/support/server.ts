@@ -25,7 +25,13 @@ export interface TestServer {
   database: TestDatabase;
   dataDir: string;
   /** Authenticated JSON request against the API (path relative to /api/v1). */
-  api(method: string, apiPath: string, body?: unknown, key?: string, headers?: Record<string, string>): Promise<ApiResponse>;
+  api(
+    method: string,
+    apiPath: string,
+    body?: unknown,
+    key?: string,
+    headers?: Record<string, string>,
+  ): Promise<ApiResponse>;
   close(): Promise<void>;
 }
 
@@ -43,7 +49,10 @@ export interface TestServerOptions {
   database?: TestDatabase;
 }
 
-export async function request(url: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<ApiResponse> {
+export async function request(
+  url: string,
+  init: { method?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<ApiResponse> {
   const headers: Record<string, string> = { ...(init.headers ?? {}) };
   let body: string | undefined;
   if (init.body !== undefined) {
@@ -68,7 +77,15 @@ export async function startTestServer(engine: Engine, options: TestServerOptions
   const adminKey = options.config?.bootstrapApiKey ?? generateApiKey();
   const config = loadConfig(
     {},
-    { port: 0, host: '127.0.0.1', dataDir, bootstrapApiKey: adminKey, logLevel: 'silent', masterKey: TEST_MASTER_KEY, ...options.config },
+    {
+      port: 0,
+      host: '127.0.0.1',
+      dataDir,
+      bootstrapApiKey: adminKey,
+      logLevel: 'silent',
+      masterKey: TEST_MASTER_KEY,
+      ...options.config,
+    },
   );
   const server = await startServer(config, {
     db: database.db,

@@ -27,18 +27,32 @@ describe.each(ENGINES)('the delivery log API on %s', (engine) => {
     const seen: any[] = [];
     let cursor: string | undefined;
     do {
-      const page = await server.api('GET', `/webhooks/${hook.uid}/deliveries?limit=4${cursor ? `&cursor=${cursor}` : ''}`);
+      const page = await server.api(
+        'GET',
+        `/webhooks/${hook.uid}/deliveries?limit=4${cursor ? `&cursor=${cursor}` : ''}`,
+      );
       expect(page.status).toBe(200);
       seen.push(...page.body.deliveries);
       cursor = page.body.page_info.next_cursor;
       expect(page.body.page_info.has_next_page).toBe(cursor !== undefined);
     } while (cursor);
     expect(seen.map((d) => d.delivery_id)).toEqual([...ids].reverse());
-    expect(seen.map((d) => d.label).reverse()).toEqual(['Accepted', 'Duplicate', 'Rejected (auth)', 'Rejected (invalid JSON)', 'Rejected (too large)', 'Accepted']);
+    expect(seen.map((d) => d.label).reverse()).toEqual([
+      'Accepted',
+      'Duplicate',
+      'Rejected (auth)',
+      'Rejected (invalid JSON)',
+      'Rejected (too large)',
+      'Accepted',
+    ]);
     expect(seen.map((d) => d.size).reverse()).toEqual([7, 7, 7, 4, 300_000, 3]);
     expect(seen.at(-2)).toMatchObject({ status: 'duplicate', duplicate_of: ids[0], identity_source: 'body_sha256' });
     expect(seen.at(-3)).toMatchObject({ status: 'rejected_auth', reason: 'the bearer token is wrong' });
-    expect(seen[0]).toMatchObject({ status: 'accepted', sender_delivery_id: 'evt-9', identity_source: 'agentyard_header' });
+    expect(seen[0]).toMatchObject({
+      status: 'accepted',
+      sender_delivery_id: 'evt-9',
+      identity_source: 'agentyard_header',
+    });
     for (const d of seen) expect(Date.parse(d.received_at)).not.toBeNaN();
     for (const d of seen) expect(d).not.toHaveProperty('payload');
 
@@ -48,17 +62,28 @@ describe.each(ENGINES)('the delivery log API on %s', (engine) => {
   it('shows one delivery with its stored payload and the runs it started; rejected ones have metadata only', async () => {
     const factoryId = await seedFactory(server);
     const hook = await seedWebhook(server, { factoryId });
-    const automationId = await seedAutomation(server, { factoryId, name: 'logger', triggers: [{ webhookUid: hook.uid }] });
+    const automationId = await seedAutomation(server, {
+      factoryId,
+      name: 'logger',
+      triggers: [{ webhookUid: hook.uid }],
+    });
     const body = '{ "exact":  "bytes" }';
     const accepted = await post(hook.url, body, { authorization: `Bearer ${hook.secret}` });
     await waitEvaluated(server, [accepted.body.delivery_id]);
     const detail = await server.api('GET', `/webhooks/${hook.uid}/deliveries/${accepted.body.delivery_id}`);
     expect(detail.status).toBe(200);
-    expect(detail.body).toMatchObject({ label: 'Accepted', payload: { exact: 'bytes' }, evaluation: 'evaluated', runs: [{ automation_id: automationId }] });
+    expect(detail.body).toMatchObject({
+      label: 'Accepted',
+      payload: { exact: 'bytes' },
+      evaluation: 'evaluated',
+      runs: [{ automation_id: automationId }],
+    });
     const run = await server.api('GET', `/agent/runs/${detail.body.runs[0].run_id}`);
     expect(run.body.delivery_id).toBe(accepted.body.delivery_id);
 
-    const raw = await fetch(`${server.apiUrl}/webhooks/${hook.uid}/deliveries/${accepted.body.delivery_id}/payload`, { headers: { authorization: `Bearer ${server.adminKey}` } });
+    const raw = await fetch(`${server.apiUrl}/webhooks/${hook.uid}/deliveries/${accepted.body.delivery_id}/payload`, {
+      headers: { authorization: `Bearer ${server.adminKey}` },
+    });
     expect(raw.status).toBe(200);
     expect(raw.headers.get('content-type')).toMatch(/^application\/json/);
     expect(await raw.text()).toBe(body);
@@ -67,8 +92,12 @@ describe.each(ENGINES)('the delivery log API on %s', (engine) => {
     const rejectedDetail = await server.api('GET', `/webhooks/${hook.uid}/deliveries/${rejected.body.delivery_id}`);
     expect(rejectedDetail.body).toMatchObject({ label: 'Rejected (auth)', runs: [] });
     expect(rejectedDetail.body).not.toHaveProperty('payload');
-    expect((await server.api('GET', `/webhooks/${hook.uid}/deliveries/${rejected.body.delivery_id}/payload`)).status).toBe(404);
-    expect((await server.api('GET', `/webhooks/${hook.uid}/deliveries/dlv_00000000000000000000000000`)).status).toBe(404);
+    expect(
+      (await server.api('GET', `/webhooks/${hook.uid}/deliveries/${rejected.body.delivery_id}/payload`)).status,
+    ).toBe(404);
+    expect((await server.api('GET', `/webhooks/${hook.uid}/deliveries/dlv_00000000000000000000000000`)).status).toBe(
+      404,
+    );
   });
 
   it("keeps a deleted webhook's history readable", async () => {
@@ -76,7 +105,9 @@ describe.each(ENGINES)('the delivery log API on %s', (engine) => {
     const accepted = await post(hook.url, '{"before":"delete"}', { authorization: `Bearer ${hook.secret}` });
     await updateWebhook(server, hook, { deleted: true });
     const list = await server.api('GET', `/webhooks/${hook.uid}/deliveries`);
-    expect(list.body.deliveries.map((d: { delivery_id: string }) => d.delivery_id)).toEqual([accepted.body.delivery_id]);
+    expect(list.body.deliveries.map((d: { delivery_id: string }) => d.delivery_id)).toEqual([
+      accepted.body.delivery_id,
+    ]);
   });
 
   it("answers 404 for another team's webhook and for an unknown one", async () => {

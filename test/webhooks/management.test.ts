@@ -25,7 +25,11 @@ async function fileOf(server: TestServer, factoryId: string, path: string): Prom
 function standardSigned(secret: string, body: string) {
   const at = new Date();
   const id = `msg_${randomBytes(6).toString('hex')}`;
-  return { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': new StandardWebhook(secret).sign(id, at, body) };
+  return {
+    'webhook-id': id,
+    'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+    'webhook-signature': new StandardWebhook(secret).sign(id, at, body),
+  };
 }
 
 describe.each(ENGINES)('webhook management on managed factories on %s', (engine) => {
@@ -38,26 +42,53 @@ describe.each(ENGINES)('webhook management on managed factories on %s', (engine)
   afterAll(async () => server?.close());
 
   it('creates a token webhook as a file, shows its secret once, and takes deliveries with it', async () => {
-    const res = await server.api('POST', `/factories/${factoryId}/webhooks`, { name: 'alerts', delivery_id_header: 'X-Event-Id' });
+    const res = await server.api('POST', `/factories/${factoryId}/webhooks`, {
+      name: 'alerts',
+      delivery_id_header: 'X-Event-Id',
+    });
     expect(res.status, res.text).toBe(201);
-    expect(res.body).toMatchObject({ name: 'alerts', auth_mode: 'token', secret_name: 'webhook-alerts', enabled: true, state: 'enabled', has_secret: true, file: 'webhooks/alerts.yaml' });
+    expect(res.body).toMatchObject({
+      name: 'alerts',
+      auth_mode: 'token',
+      secret_name: 'webhook-alerts',
+      enabled: true,
+      state: 'enabled',
+      has_secret: true,
+      file: 'webhooks/alerts.yaml',
+    });
     expect(res.body.uid).toMatch(/^wh_[0-9a-z]{26}$/);
     expect(res.body.ingress_url).toBe(`${server.url}/webhooks/w/${res.body.uid}`);
     const secret = res.body.secret as string;
     expect(secret.length).toBeGreaterThanOrEqual(40);
 
-    expect(parse((await fileOf(server, factoryId, 'webhooks/alerts.yaml'))!)).toEqual({ authMode: 'token', secretName: 'webhook-alerts', deliveryIdHeader: 'X-Event-Id', enabled: true });
+    expect(parse((await fileOf(server, factoryId, 'webhooks/alerts.yaml'))!)).toEqual({
+      authMode: 'token',
+      secretName: 'webhook-alerts',
+      deliveryIdHeader: 'X-Event-Id',
+      enabled: true,
+    });
     const fetched = await server.api('GET', `/webhooks/${res.body.uid}`);
     expect(fetched.body).not.toHaveProperty('secret');
-    expect((await server.api('GET', `/factories/${factoryId}/webhooks`)).body.webhooks.map((w: { uid: string }) => w.uid)).toContain(res.body.uid);
+    expect(
+      (await server.api('GET', `/factories/${factoryId}/webhooks`)).body.webhooks.map((w: { uid: string }) => w.uid),
+    ).toContain(res.body.uid);
 
-    const delivered = await post(res.body.ingress_url, '{"a":1}', { authorization: `Bearer ${secret}`, 'x-event-id': 'e-1' });
+    const delivered = await post(res.body.ingress_url, '{"a":1}', {
+      authorization: `Bearer ${secret}`,
+      'x-event-id': 'e-1',
+    });
     expect(delivered.status).toBe(202);
-    expect((await deliveriesOf(server, res.body.uid))[0]).toMatchObject({ identity: 'e-1', identity_source: 'delivery_id_header' });
+    expect((await deliveriesOf(server, res.body.uid))[0]).toMatchObject({
+      identity: 'e-1',
+      identity_source: 'delivery_id_header',
+    });
   });
 
   it('url_token: the URL with the token is shown once; afterwards only a {token} placeholder', async () => {
-    const res = await server.api('POST', `/factories/${factoryId}/webhooks`, { name: 'deploys', auth_mode: 'url_token' });
+    const res = await server.api('POST', `/factories/${factoryId}/webhooks`, {
+      name: 'deploys',
+      auth_mode: 'url_token',
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.body.ingress_url).toBe(`${server.url}/webhooks/w/${res.body.uid}/{token}`);
     expect(res.body.ingress_url_with_token).toBe(`${server.url}/webhooks/w/${res.body.uid}/${res.body.secret}`);
@@ -67,7 +98,11 @@ describe.each(ENGINES)('webhook management on managed factories on %s', (engine)
   });
 
   it('signature, Standard Webhooks: a blank secret is generated (whsec_) and shown once', async () => {
-    const res = await server.api('POST', `/factories/${factoryId}/webhooks`, { name: 'svix-sender', auth_mode: 'signature', signature_scheme: 'standard_webhooks' });
+    const res = await server.api('POST', `/factories/${factoryId}/webhooks`, {
+      name: 'svix-sender',
+      auth_mode: 'signature',
+      signature_scheme: 'standard_webhooks',
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.body.secret).toMatch(/^whsec_/);
     const body = '{"type":"user.created"}';
@@ -75,12 +110,18 @@ describe.each(ENGINES)('webhook management on managed factories on %s', (engine)
   });
 
   it('signature, a provider that issues its secret later: refused (auth) until rotate-secret sets it', async () => {
-    const res = await server.api('POST', `/factories/${factoryId}/webhooks`, { name: 'payments', auth_mode: 'signature', signature_scheme: 'stripe' });
+    const res = await server.api('POST', `/factories/${factoryId}/webhooks`, {
+      name: 'payments',
+      auth_mode: 'signature',
+      signature_scheme: 'stripe',
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.body).not.toHaveProperty('secret');
     expect(res.body.has_secret).toBe(false);
     const body = '{"id":"evt_1","type":"invoice.paid"}';
-    const early = await post(res.body.ingress_url, body, { 'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload: body, secret: 'whsec_anything' }) });
+    const early = await post(res.body.ingress_url, body, {
+      'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload: body, secret: 'whsec_anything' }),
+    });
     expect(early.status).toBe(401);
     expect(early.body.detail).toContain('no secret yet');
 
@@ -88,15 +129,22 @@ describe.each(ENGINES)('webhook management on managed factories on %s', (engine)
     const rotated = await server.api('POST', `/webhooks/${res.body.uid}/rotate-secret`, { secret: providerSecret });
     expect(rotated.status, rotated.text).toBe(200);
     expect(rotated.body).toMatchObject({ has_secret: true, secret: providerSecret });
-    const signed = await post(res.body.ingress_url, body, { 'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload: body, secret: providerSecret }) });
+    const signed = await post(res.body.ingress_url, body, {
+      'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload: body, secret: providerSecret }),
+    });
     expect(signed.status).toBe(202);
 
     expect((await server.api('POST', `/webhooks/${res.body.uid}/rotate-secret`, {})).body.code).toBe('invalid_request');
   });
 
   it('references an existing team secret without showing its value', async () => {
-    expect((await server.api('PUT', '/secrets/shared-hook-token', { value: 'shared-value-123' })).status).toBeLessThan(300);
-    const res = await server.api('POST', `/factories/${factoryId}/webhooks`, { name: 'shared', secret_name: 'shared-hook-token' });
+    expect((await server.api('PUT', '/secrets/shared-hook-token', { value: 'shared-value-123' })).status).toBeLessThan(
+      300,
+    );
+    const res = await server.api('POST', `/factories/${factoryId}/webhooks`, {
+      name: 'shared',
+      secret_name: 'shared-hook-token',
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.body).not.toHaveProperty('secret');
     expect(res.body.secret_name).toBe('shared-hook-token');
@@ -109,7 +157,11 @@ describe.each(ENGINES)('webhook management on managed factories on %s', (engine)
       [{ name: 'x2', auth_mode: 'signature', signature_scheme: 'nope' }, 400, 'signature_scheme'],
       [{ name: 'x3', secret: 'mine' }, 400, 'secret'],
       [{ name: 'bad name!' }, 400, 'name'],
-      [{ name: 'x4', auth_mode: 'signature', signature_scheme: 'standard_webhooks', secret: 'not-base64!' }, 400, 'secret'],
+      [
+        { name: 'x4', auth_mode: 'signature', signature_scheme: 'standard_webhooks', secret: 'not-base64!' },
+        400,
+        'secret',
+      ],
       [{ name: 'alerts' }, 409, 'alerts'],
     ];
     for (const [body, status, mention] of cases) {
@@ -117,7 +169,9 @@ describe.each(ENGINES)('webhook management on managed factories on %s', (engine)
       expect(res.status, JSON.stringify(body)).toBe(status);
       expect(res.body.detail).toContain(mention);
     }
-    expect((await server.api('POST', `/factories/${factoryId}/webhooks`, { name: 'alerts' })).body.code).toBe('webhook_name_taken');
+    expect((await server.api('POST', `/factories/${factoryId}/webhooks`, { name: 'alerts' })).body.code).toBe(
+      'webhook_name_taken',
+    );
   });
 
   it('disable answers 404 at once and enable resumes, each a file change; rename is refused', async () => {
@@ -142,11 +196,19 @@ describe.each(ENGINES)('webhook management on managed factories on %s', (engine)
     const rotated = await server.api('POST', `/webhooks/${created.uid}/rotate-secret`);
     expect(rotated.status, rotated.text).toBe(200);
     expect(rotated.body.secret).not.toBe(created.secret);
-    expect((await post(created.ingress_url, '{"old":1}', { authorization: `Bearer ${created.secret}` })).status).toBe(401);
-    expect((await post(created.ingress_url, '{"new":1}', { authorization: `Bearer ${rotated.body.secret}` })).status).toBe(202);
+    expect((await post(created.ingress_url, '{"old":1}', { authorization: `Bearer ${created.secret}` })).status).toBe(
+      401,
+    );
+    expect(
+      (await post(created.ingress_url, '{"new":1}', { authorization: `Bearer ${rotated.body.secret}` })).status,
+    ).toBe(202);
     await server.api('PATCH', `/webhooks/${created.uid}`, { delivery_id_header: 'X-Id' });
-    expect((await post(created.ingress_url, '{"new":2}', { authorization: `Bearer ${rotated.body.secret}` })).status).toBe(202);
-    expect((await post(created.ingress_url, '{"old":2}', { authorization: `Bearer ${created.secret}` })).status).toBe(401);
+    expect(
+      (await post(created.ingress_url, '{"new":2}', { authorization: `Bearer ${rotated.body.secret}` })).status,
+    ).toBe(202);
+    expect((await post(created.ingress_url, '{"old":2}', { authorization: `Bearer ${created.secret}` })).status).toBe(
+      401,
+    );
   });
 
   it('delete answers 404 at once and keeps the history', async () => {
@@ -157,7 +219,10 @@ describe.each(ENGINES)('webhook management on managed factories on %s', (engine)
     expect(deleted.status).toBe(204);
     expect((await post(created.ingress_url, '{"n":2}', auth)).status).toBe(404);
     expect(await fileOf(server, factoryId, 'webhooks/doomed.yaml')).toBeUndefined();
-    expect((await server.api('GET', `/webhooks/${created.uid}`)).body).toMatchObject({ state: 'deleted', deleted_at: expect.any(String) });
+    expect((await server.api('GET', `/webhooks/${created.uid}`)).body).toMatchObject({
+      state: 'deleted',
+      deleted_at: expect.any(String),
+    });
     expect((await server.api('GET', `/webhooks/${created.uid}/deliveries`)).body.deliveries).toHaveLength(1);
     expect((await server.api('PATCH', `/webhooks/${created.uid}`, { enabled: true })).status).toBe(404);
   });
@@ -171,12 +236,16 @@ describe.each(ENGINES)('webhook management on managed factories on %s', (engine)
     const res = await server.api('POST', `/factories/${id}/webhooks`, { name: 'hook-21' });
     expect(res.status).toBe(422);
     expect(res.body).toMatchObject({ code: 'webhook_limit_reached', detail: expect.stringContaining('at most 20') });
-    expect((await server.api('GET', '/secrets')).body.secrets?.map((s: { name: string }) => s.name) ?? []).not.toContain('webhook-hook-21');
+    expect(
+      (await server.api('GET', '/secrets')).body.secrets?.map((s: { name: string }) => s.name) ?? [],
+    ).not.toContain('webhook-hook-21');
   });
 
   it('a write a member key may not make, and an empty managed factory that cannot hold a webhook yet', async () => {
     const member = (await server.api('POST', '/api-keys', { name: 'member', role: 'member' })).body.key as string;
-    expect((await server.api('POST', `/factories/${factoryId}/webhooks`, { name: 'by-member' }, member)).status).toBe(403);
+    expect((await server.api('POST', `/factories/${factoryId}/webhooks`, { name: 'by-member' }, member)).status).toBe(
+      403,
+    );
     const empty = (await server.api('POST', '/factories', { name: `empty-${randomBytes(3).toString('hex')}` })).body.id;
     const res = await server.api('POST', `/factories/${empty}/webhooks`, { name: 'first' });
     expect(res.status).toBe(422);
@@ -195,7 +264,10 @@ describe.each(ENGINES)('webhooks of a repository-backed factory on %s', (engine)
 
   it('are read-only through the API (409 factory_read_only); reads and the delivery log work', async () => {
     await server.api('PUT', '/secrets/git-hook-token', { value: 'git-token-value' });
-    const git = await createGitFactory(server, { ...baseFiles(), 'webhooks/from-git.yaml': 'authMode: token\nsecretName: git-hook-token\n' });
+    const git = await createGitFactory(server, {
+      ...baseFiles(),
+      'webhooks/from-git.yaml': 'authMode: token\nsecretName: git-hook-token\n',
+    });
     const [hook] = await git.webhooks();
     expect(hook).toBeDefined();
     expect((await post(hook.ingress_url, '{"g":1}', { authorization: 'Bearer git-token-value' })).status).toBe(202);

@@ -10,7 +10,15 @@ import { WORKER_PROTOCOL_VERSION } from '../../src/workers/protocol.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import { freePort } from '../support/postgres-server.ts';
 import { spawnAgentyard } from '../support/agentyard-process.ts';
-import { createRun, eventsOf, executionsOf, FAKE, startExecServer, waitFor, waitForState } from '../execution/support.ts';
+import {
+  createRun,
+  eventsOf,
+  executionsOf,
+  FAKE,
+  startExecServer,
+  waitFor,
+  waitForState,
+} from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
 
 interface Client {
@@ -23,7 +31,10 @@ interface Client {
 
 function connect(s: ExecServer, key: string | undefined): Promise<Client | { status: number }> {
   return new Promise((resolve) => {
-    const ws = new WebSocket(`${s.url.replace('http', 'ws')}/api/v1/workers/connect`, key ? { headers: { authorization: `Bearer ${key}` } } : {});
+    const ws = new WebSocket(
+      `${s.url.replace('http', 'ws')}/api/v1/workers/connect`,
+      key ? { headers: { authorization: `Bearer ${key}` } } : {},
+    );
     const messages: any[] = [];
     const waiters: { type: string; resolve: (m: any) => void }[] = [];
     ws.on('message', (d) => {
@@ -32,7 +43,9 @@ function connect(s: ExecServer, key: string | undefined): Promise<Client | { sta
       if (i >= 0) waiters.splice(i, 1)[0]!.resolve(m);
       else messages.push(m);
     });
-    const closed = new Promise<{ code: number; reason: string }>((r) => ws.on('close', (code, reason) => r({ code, reason: reason.toString() })));
+    const closed = new Promise<{ code: number; reason: string }>((r) =>
+      ws.on('close', (code, reason) => r({ code, reason: reason.toString() })),
+    );
     ws.on('unexpected-response', (_req, res) => resolve({ status: res.statusCode ?? 0 }));
     ws.on('error', () => {});
     ws.on('open', () =>
@@ -77,7 +90,13 @@ describe.each(ENGINES)('the worker protocol on %s', (engine) => {
   it('refuses connections without a valid key, and a protocol it does not speak', async () => {
     expect(await connect(s, undefined)).toEqual({ status: 401 });
     expect(await connect(s, 'ayk_not-a-key')).toEqual({ status: 401 });
-    const member = (await s.api('POST', '/api-keys', { name: 'member user', role: 'member', principal_id: (await s.api('GET', '/whoami')).body.principal.uid })).body.key;
+    const member = (
+      await s.api('POST', '/api-keys', {
+        name: 'member user',
+        role: 'member',
+        principal_id: (await s.api('GET', '/whoami')).body.principal.uid,
+      })
+    ).body.key;
     expect(await connect(s, member)).toEqual({ status: 403 });
     const c = (await connect(s, key)) as Client;
     c.send({ ...hello('box-v9'), protocol: 9 });
@@ -110,10 +129,21 @@ describe.each(ENGINES)('the worker protocol on %s', (engine) => {
     const c = (await connect(s, key)) as Client;
     c.send(hello('raw-1'));
     const welcome = await c.next('welcome');
-    expect(welcome).toMatchObject({ protocol: 1, connection_id: expect.stringMatching(/^wrk_/), heartbeat_ms: 300, lease_ms: 3000, stale: [] });
+    expect(welcome).toMatchObject({
+      protocol: 1,
+      connection_id: expect.stringMatching(/^wrk_/),
+      heartbeat_ms: 300,
+      lease_ms: 3000,
+      stale: [],
+    });
     const runId = await createRun(s, { prompt: 'reject me', config: { worker_host: 'raw-1' } }, key);
     const assignment = await c.next('assignment');
-    expect(assignment.plan).toMatchObject({ runId, harness: 'command', prompt: 'reject me', executionId: assignment.execution_id });
+    expect(assignment.plan).toMatchObject({
+      runId,
+      harness: 'command',
+      prompt: 'reject me',
+      executionId: assignment.execution_id,
+    });
     expect((await s.api('GET', `/agent/runs/${runId}`, undefined, key)).body.state).toBe('CLAIMED');
     c.send({ type: 'rejected', execution_id: assignment.execution_id, reason: 'at_capacity' });
     const back = await waitFor('the run back in the queue', async () => {
@@ -130,12 +160,27 @@ describe.each(ENGINES)('the worker protocol on %s', (engine) => {
     c.send({ type: 'claimed', execution_id: again.execution_id, workspace: '/w/1' });
     await waitForState(s, runId, ['INPROGRESS'], 10_000, key);
     c.send({ type: 'heartbeat', load: 1, running: [again.execution_id] });
-    c.send({ type: 'event', execution_id: again.execution_id, events: [{ type: 'message', data: { role: 'assistant', text: 'hello from the wire' } }] });
-    c.send({ type: 'completed', execution_id: again.execution_id, exit_code: 0, message: 'done on the wire', agent_session_id: 'sess-1' });
+    c.send({
+      type: 'event',
+      execution_id: again.execution_id,
+      events: [{ type: 'message', data: { role: 'assistant', text: 'hello from the wire' } }],
+    });
+    c.send({
+      type: 'completed',
+      execution_id: again.execution_id,
+      exit_code: 0,
+      message: 'done on the wire',
+      agent_session_id: 'sess-1',
+    });
     const run = await waitForState(s, runId, ['SUCCEEDED'], 10_000, key);
     expect(run.status_message.message).toBe('done on the wire');
     expect((await eventsOf(s, runId)).find((e) => e.type === 'message')!.data.text).toBe('hello from the wire');
-    expect((await executionsOf(s, runId))[1]).toMatchObject({ outcome: 'succeeded', exit_code: 0, agent_session_id: 'sess-1', workspace: '/w/1' });
+    expect((await executionsOf(s, runId))[1]).toMatchObject({
+      outcome: 'succeeded',
+      exit_code: 0,
+      agent_session_id: 'sess-1',
+      workspace: '/w/1',
+    });
 
     // a cancelled run is cancelled on the worker
     const second = await createRun(s, { prompt: 'cancel me', config: { worker_host: 'raw-1' } }, key);
@@ -157,13 +202,32 @@ describe.each(ENGINES)('a worker process across a server restart on %s', (engine
     const settings = { harnesses: [] as [], defaultHarness: undefined };
     let s = await startExecServer(engine, { database, settings, config: { port } });
     const key = (await s.api('POST', '/api-keys', { name: 'worker' })).body.key as string;
-    const worker = spawnAgentyard(['worker', '--worker-id', 'phoenix', '--server', s.url, '--api-key', key, '--capacity', '1', '--harnesses', 'command'], {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      AGENTYARD_HARNESS_COMMAND_BIN: FAKE.command,
-    });
+    const worker = spawnAgentyard(
+      [
+        'worker',
+        '--worker-id',
+        'phoenix',
+        '--server',
+        s.url,
+        '--api-key',
+        key,
+        '--capacity',
+        '1',
+        '--harnesses',
+        'command',
+      ],
+      {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        AGENTYARD_HARNESS_COMMAND_BIN: FAKE.command,
+      },
+    );
     try {
-      const runId = await createRun(s, { prompt: 'survive the restart WAIT 3', config: { worker_host: 'phoenix' } }, key);
+      const runId = await createRun(
+        s,
+        { prompt: 'survive the restart WAIT 3', config: { worker_host: 'phoenix' } },
+        key,
+      );
       await waitForState(s, runId, ['INPROGRESS'], 20_000, key);
       await s.close();
       s = await startExecServer(engine, { database, settings, config: { port } });

@@ -10,13 +10,40 @@ import { ENGINES } from '../support/db.ts';
 import { spawnAgentyard } from '../support/agentyard-process.ts';
 import type { AgentyardProcess } from '../support/agentyard-process.ts';
 import { killQuietly, readPidFile } from '../support/processes.ts';
-import { createRun, executionsOf, FAKE, fakeRecords, pidAlive, startExecServer, waitFor, waitForState } from '../execution/support.ts';
+import {
+  createRun,
+  executionsOf,
+  FAKE,
+  fakeRecords,
+  pidAlive,
+  startExecServer,
+  waitFor,
+  waitForState,
+} from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
 
 function startWorker(s: ExecServer, key: string, workerId: string, capacity: number): AgentyardProcess {
   return spawnAgentyard(
-    ['worker', '--worker-id', workerId, '--server', s.apiUrl, '--api-key', key, '--capacity', String(capacity), '--harnesses', 'claude,command'],
-    { PATH: process.env.PATH, HOME: process.env.HOME, AGENTYARD_HARNESS_CLAUDE_BIN: FAKE.claude, AGENTYARD_HARNESS_COMMAND_BIN: FAKE.command, ANTHROPIC_API_KEY: 'sk-worker-environment-key' },
+    [
+      'worker',
+      '--worker-id',
+      workerId,
+      '--server',
+      s.apiUrl,
+      '--api-key',
+      key,
+      '--capacity',
+      String(capacity),
+      '--harnesses',
+      'claude,command',
+    ],
+    {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      AGENTYARD_HARNESS_CLAUDE_BIN: FAKE.claude,
+      AGENTYARD_HARNESS_COMMAND_BIN: FAKE.command,
+      ANTHROPIC_API_KEY: 'sk-worker-environment-key',
+    },
   );
 }
 
@@ -48,15 +75,29 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
   it('runs a run whose worker_host names a connected worker process, and lists the worker', async () => {
     const w = startWorker(s, key, 'box-1', 2);
     workers.push(w);
-    const listed = await waitFor('box-1 to connect', async () => (await workersOf(s, key)).find((x) => x.worker_id === 'box-1' && x.connected));
-    expect(listed).toMatchObject({ capacity: 2, harnesses: ['claude', 'command'], default_harness: 'claude', protocol: 1, connected: true });
+    const listed = await waitFor('box-1 to connect', async () =>
+      (await workersOf(s, key)).find((x) => x.worker_id === 'box-1' && x.connected),
+    );
+    expect(listed).toMatchObject({
+      capacity: 2,
+      harnesses: ['claude', 'command'],
+      default_harness: 'claude',
+      protocol: 1,
+      connected: true,
+    });
 
     const runId = await createRun(
       s,
       {
         prompt: 'Inspect the payload LIST_FILES',
         config: { worker_host: 'box-1' },
-        attachments: [{ file_name: 'event-payload.json', mime_type: 'application/json', data: Buffer.from('{"a":1}').toString('base64') }],
+        attachments: [
+          {
+            file_name: 'event-payload.json',
+            mime_type: 'application/json',
+            data: Buffer.from('{"a":1}').toString('base64'),
+          },
+        ],
       },
       key,
     );
@@ -87,12 +128,15 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
 
   it('never gives a worker more runs than its capacity; the rest wait for a free slot', async () => {
     const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push(await createRun(s, { prompt: `batch ${i} WAIT 1.5`, config: { worker_host: 'box-1' } }, key));
+    for (let i = 0; i < 3; i++)
+      ids.push(await createRun(s, { prompt: `batch ${i} WAIT 1.5`, config: { worker_host: 'box-1' } }, key));
     let maxParallel = 0;
     await waitFor(
       'the batch to finish',
       async () => {
-        const states = await Promise.all(ids.map(async (id) => (await s.api('GET', `/agent/runs/${id}`, undefined, key)).body.state));
+        const states = await Promise.all(
+          ids.map(async (id) => (await s.api('GET', `/agent/runs/${id}`, undefined, key)).body.state),
+        );
         maxParallel = Math.max(maxParallel, states.filter((x) => x === 'INPROGRESS' || x === 'CLAIMED').length);
         return states.every((x) => x === 'SUCCEEDED');
       },
@@ -105,7 +149,9 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
     const runId = await createRun(s, { prompt: 'long job SLEEP 60', config: { worker_host: 'box-1' } }, key);
     await waitForState(s, runId, ['INPROGRESS'], 20_000, key);
     const [execution] = await executionsOf(s, runId);
-    const childPid = await waitFor('the agent child', async () => readPidFile(path.join(execution!.workspace!, '.fake-child.pid')));
+    const childPid = await waitFor('the agent child', async () =>
+      readPidFile(path.join(execution!.workspace!, '.fake-child.pid')),
+    );
     const agentPid = fakeRecords(execution!.workspace!)[0].pid as number;
     expect((await s.api('POST', `/agent/runs/${runId}/cancel`, undefined, key)).status).toBe(200);
     await waitFor('the agent tree to stop', async () => !pidAlive(childPid) && !pidAlive(agentPid), 10_000);
@@ -117,7 +163,9 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
   it('ends a run ERROR by lease expiry when its worker is killed with -9 mid-run', async () => {
     const w = startWorker(s, key, 'box-doomed', 1);
     workers.push(w);
-    await waitFor('box-doomed to connect', async () => (await workersOf(s, key)).find((x) => x.worker_id === 'box-doomed' && x.connected));
+    await waitFor('box-doomed to connect', async () =>
+      (await workersOf(s, key)).find((x) => x.worker_id === 'box-doomed' && x.connected),
+    );
     const runId = await createRun(s, { prompt: 'doomed SLEEP 60', config: { worker_host: 'box-doomed' } }, key);
     await waitForState(s, runId, ['INPROGRESS'], 20_000, key);
     const [execution] = await executionsOf(s, runId);

@@ -76,7 +76,8 @@ function claudeParser(): OutputParser {
         case 'user': {
           const message = obj(ev.message);
           const content = message?.content;
-          if (typeof content === 'string' && ev.type === 'assistant') out.push({ type: 'message', data: { role: 'assistant', text: content } });
+          if (typeof content === 'string' && ev.type === 'assistant')
+            out.push({ type: 'message', data: { role: 'assistant', text: content } });
           if (!Array.isArray(content)) break;
           for (const block of content.map(obj)) {
             if (!block) continue;
@@ -85,7 +86,11 @@ function claudeParser(): OutputParser {
             } else if (block.type === 'tool_use') {
               out.push(tools.call(str(block.id) ?? '', str(block.name) ?? 'tool', obj(block.input) ?? {}));
             } else if (block.type === 'tool_result') {
-              out.push(tools.result(str(block.tool_use_id) ?? '', block.is_error === true ? 'failed' : 'completed', { content: block.content ?? null }));
+              out.push(
+                tools.result(str(block.tool_use_id) ?? '', block.is_error === true ? 'failed' : 'completed', {
+                  content: block.content ?? null,
+                }),
+              );
             }
           }
           break;
@@ -98,7 +103,8 @@ function claudeParser(): OutputParser {
               data: {
                 input_tokens: num(usage?.input_tokens) ?? 0,
                 output_tokens: num(usage?.output_tokens) ?? 0,
-                cached_input_tokens: (num(usage?.cache_read_input_tokens) ?? 0) + (num(usage?.cache_creation_input_tokens) ?? 0),
+                cached_input_tokens:
+                  (num(usage?.cache_read_input_tokens) ?? 0) + (num(usage?.cache_creation_input_tokens) ?? 0),
                 ...(num(ev.total_cost_usd) !== undefined ? { cost_usd: ev.total_cost_usd } : {}),
               },
             });
@@ -141,10 +147,19 @@ export const claudeHarness: HarnessAdapter = {
           : { type: isSseUrl(s.url!) ? 'sse' : 'http', url: s.url, ...(s.headers ? { headers: s.headers } : {}) },
       ]),
     );
-    const mcpConfig = await writeWorkspaceFile(workspace.dir, '.mcp.json', `${JSON.stringify({ mcpServers }, null, 2)}\n`);
+    const mcpConfig = await writeWorkspaceFile(
+      workspace.dir,
+      '.mcp.json',
+      `${JSON.stringify({ mcpServers }, null, 2)}\n`,
+    );
     if (plan.skill?.resolved) {
       for (const file of plan.skill.files) {
-        await writeWorkspaceFile(workspace.dir, path.join('.claude', 'skills', plan.skill.name, file.path), file.content, 0o644);
+        await writeWorkspaceFile(
+          workspace.dir,
+          path.join('.claude', 'skills', plan.skill.name, file.path),
+          file.content,
+          0o644,
+        );
       }
     }
     const args = [

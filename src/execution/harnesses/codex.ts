@@ -9,8 +9,16 @@ import { writeWorkspaceFile } from '../workspace.ts';
 import { jsonLine, num, obj, readExitCommon, splitMcpServers, str, tomlInlineTable, tomlString } from './common.ts';
 import type { HarnessAdapter, OutputParser } from './types.ts';
 
-export function codexConfigToml(plan: { mcpServers: Parameters<typeof splitMcpServers>[0]; basePrompt: string | undefined; reasoningLevel: string | undefined }): string {
-  const lines = ['# Written by Agentyard for one execution.', 'approval_policy = "never"', 'sandbox_mode = "workspace-write"'];
+export function codexConfigToml(plan: {
+  mcpServers: Parameters<typeof splitMcpServers>[0];
+  basePrompt: string | undefined;
+  reasoningLevel: string | undefined;
+}): string {
+  const lines = [
+    '# Written by Agentyard for one execution.',
+    'approval_policy = "never"',
+    'sandbox_mode = "workspace-write"',
+  ];
   if (plan.reasoningLevel) lines.push(`model_reasoning_effort = ${tomlString(plan.reasoningLevel)}`);
   if (plan.basePrompt) lines.push(`developer_instructions = ${tomlString(plan.basePrompt)}`);
   for (const [name, s] of splitMcpServers(plan.mcpServers).usable) {
@@ -32,15 +40,24 @@ function codexParser(): OutputParser {
   const toolCall = (item: Record<string, unknown>, id: string): AgentEvent | undefined => {
     switch (item.type) {
       case 'command_execution':
-        return { type: 'tool_call', data: { id, name: 'shell', category: 'command', input: { command: str(item.command) ?? '' } } };
+        return {
+          type: 'tool_call',
+          data: { id, name: 'shell', category: 'command', input: { command: str(item.command) ?? '' } },
+        };
       case 'mcp_tool_call': {
         const name = `${str(item.server) ?? 'mcp'}.${str(item.tool) ?? 'tool'}`;
         return { type: 'tool_call', data: { id, name, category: 'integration', input: obj(item.arguments) ?? {} } };
       }
       case 'file_change':
-        return { type: 'tool_call', data: { id, name: 'apply_patch', category: 'files', input: { changes: item.changes ?? [] } } };
+        return {
+          type: 'tool_call',
+          data: { id, name: 'apply_patch', category: 'files', input: { changes: item.changes ?? [] } },
+        };
       case 'web_search':
-        return { type: 'tool_call', data: { id, name: 'web_search', category: 'search', input: { query: str(item.query) ?? '' } } };
+        return {
+          type: 'tool_call',
+          data: { id, name: 'web_search', category: 'search', input: { query: str(item.query) ?? '' } },
+        };
       default:
         return undefined;
     }
@@ -135,10 +152,19 @@ export const codexHarness: HarnessAdapter = {
   resumes: true,
   async prepare({ plan, workspace, bin, prompt }) {
     const codexHome = path.join(workspace.home, '.codex');
-    await writeWorkspaceFile(workspace.dir, path.relative(workspace.dir, path.join(codexHome, 'config.toml')), codexConfigToml(plan));
+    await writeWorkspaceFile(
+      workspace.dir,
+      path.relative(workspace.dir, path.join(codexHome, 'config.toml')),
+      codexConfigToml(plan),
+    );
     if (plan.skill?.resolved) {
       for (const file of plan.skill.files) {
-        await writeWorkspaceFile(workspace.dir, path.join('.codex', 'skills', plan.skill.name, file.path), file.content, 0o644);
+        await writeWorkspaceFile(
+          workspace.dir,
+          path.join('.codex', 'skills', plan.skill.name, file.path),
+          file.content,
+          0o644,
+        );
       }
     }
     const args = ['exec', '--json', '--skip-git-repo-check', '--cd', workspace.dir];

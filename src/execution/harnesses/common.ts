@@ -24,9 +24,20 @@ export function toolCategory(name: string): string {
   const n = name.toLowerCase();
   if (n.startsWith('mcp__') || n.includes('mcp')) return 'integration';
   if (n === 'skill' || n.includes('skill')) return 'skill';
-  if (/^(bash|shell|run_shell_command|command|exec|local_shell|killshell|bashoutput)$/.test(n) || n.includes('command')) return 'command';
-  if (/^(read|write|edit|multiedit|notebookedit|read_file|write_file|replace|read_many_files|apply_patch|file_change)$/.test(n)) return 'files';
-  if (/^(grep|glob|ls|list_directory|search_file_content|web_search|google_web_search|websearch|webfetch|web_fetch)$/.test(n)) return 'search';
+  if (/^(bash|shell|run_shell_command|command|exec|local_shell|killshell|bashoutput)$/.test(n) || n.includes('command'))
+    return 'command';
+  if (
+    /^(read|write|edit|multiedit|notebookedit|read_file|write_file|replace|read_many_files|apply_patch|file_change)$/.test(
+      n,
+    )
+  )
+    return 'files';
+  if (
+    /^(grep|glob|ls|list_directory|search_file_content|web_search|google_web_search|websearch|webfetch|web_fetch)$/.test(
+      n,
+    )
+  )
+    return 'search';
   if (n.includes('review')) return 'review';
   if (n.includes('computer')) return 'computer';
   return 'command';
@@ -91,7 +102,12 @@ export function tomlInlineTable(map: Record<string, string>): string {
 }
 
 /** The usual reading of an exit: 0 is success unless the final result said otherwise. */
-export function readExitCommon(cli: string, code: number | null, signal: NodeJS.Signals | null, lastResult: AgentEvent | undefined): ExitReading {
+export function readExitCommon(
+  cli: string,
+  code: number | null,
+  signal: NodeJS.Signals | null,
+  lastResult: AgentEvent | undefined,
+): ExitReading {
   const resultText = str(lastResult?.data.text);
   if (signal) return { kind: 'error', message: `${cli} was ended by ${signal}`, errorCode: 'agent_killed' };
   if (code === 0 && lastResult?.data.is_error !== true) {

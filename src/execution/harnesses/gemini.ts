@@ -17,7 +17,11 @@ export function geminiSettings(servers: Parameters<typeof splitMcpServers>[0]): 
       name,
       s.command
         ? { command: s.command, args: s.args ?? [], env: s.env ?? {}, trust: true }
-        : { ...(isSseUrl(s.url!) ? { url: s.url } : { httpUrl: s.url }), ...(s.headers ? { headers: s.headers } : {}), trust: true },
+        : {
+            ...(isSseUrl(s.url!) ? { url: s.url } : { httpUrl: s.url }),
+            ...(s.headers ? { headers: s.headers } : {}),
+            trust: true,
+          },
     ]),
   );
   return { mcpServers };
@@ -43,10 +47,15 @@ function geminiParser(): OutputParser {
       const out = flush();
       switch (ev.type) {
         case 'init':
-          if (str(ev.session_id)) out.push({ type: 'session', data: { session_id: ev.session_id, ...(str(ev.model) ? { model: ev.model } : {}) } });
+          if (str(ev.session_id))
+            out.push({
+              type: 'session',
+              data: { session_id: ev.session_id, ...(str(ev.model) ? { model: ev.model } : {}) },
+            });
           break;
         case 'message':
-          if (ev.role === 'assistant' && str(ev.content)) out.push({ type: 'message', data: { role: 'assistant', text: ev.content } });
+          if (ev.role === 'assistant' && str(ev.content))
+            out.push({ type: 'message', data: { role: 'assistant', text: ev.content } });
           break;
         case 'tool_use':
           out.push(tools.call(str(ev.tool_id) ?? '', str(ev.tool_name) ?? 'tool', obj(ev.parameters) ?? {}));
@@ -67,11 +76,18 @@ function geminiParser(): OutputParser {
           if (stats) {
             out.push({
               type: 'usage',
-              data: { input_tokens: num(stats.input_tokens) ?? 0, output_tokens: num(stats.output_tokens) ?? 0, cached_input_tokens: num(stats.cached) ?? 0 },
+              data: {
+                input_tokens: num(stats.input_tokens) ?? 0,
+                output_tokens: num(stats.output_tokens) ?? 0,
+                cached_input_tokens: num(stats.cached) ?? 0,
+              },
             });
           }
           const failed = ev.status !== 'success';
-          out.push({ type: 'result', data: { text: failed ? (str(obj(ev.error)?.message) ?? 'failed') : '', is_error: failed } });
+          out.push({
+            type: 'result',
+            data: { text: failed ? (str(obj(ev.error)?.message) ?? 'failed') : '', is_error: failed },
+          });
           break;
         }
         default:
@@ -84,14 +100,26 @@ function geminiParser(): OutputParser {
 }
 
 /** Gemini CLI's headless exit codes (docs/cli/headless.md). */
-function readGeminiExit(code: number | null, signal: NodeJS.Signals | null, lastResult: AgentEvent | undefined): ExitReading {
+function readGeminiExit(
+  code: number | null,
+  signal: NodeJS.Signals | null,
+  lastResult: AgentEvent | undefined,
+): ExitReading {
   const common = readExitCommon('gemini', code, signal, lastResult);
   switch (code) {
     case 41:
-      return { kind: 'failed', message: `gemini could not authenticate (exit 41): set the run's harness auth secret`, errorCode: 'harness_auth_failed' };
+      return {
+        kind: 'failed',
+        message: `gemini could not authenticate (exit 41): set the run's harness auth secret`,
+        errorCode: 'harness_auth_failed',
+      };
     case 42:
     case 52:
-      return { kind: 'error', message: `gemini refused its input or configuration (exit ${code})`, errorCode: 'harness_config_rejected' };
+      return {
+        kind: 'error',
+        message: `gemini refused its input or configuration (exit ${code})`,
+        errorCode: 'harness_config_rejected',
+      };
     case 53:
       return { kind: 'failed', message: 'gemini reached its turn limit (exit 53)', errorCode: 'agent_turn_limit' };
     default:

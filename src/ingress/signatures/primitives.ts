@@ -29,7 +29,11 @@ export function matchesAny(expected: Buffer, candidates: readonly Buffer[]): boo
   return matched;
 }
 
-export function hmac(algorithm: 'sha256' | 'sha1', key: Buffer | string, ...parts: readonly (Buffer | string)[]): Buffer {
+export function hmac(
+  algorithm: 'sha256' | 'sha1',
+  key: Buffer | string,
+  ...parts: readonly (Buffer | string)[]
+): Buffer {
   const mac = createHmac(algorithm, key);
   for (const part of parts) mac.update(part);
   return mac.digest();
@@ -91,10 +95,18 @@ export function parseUnixSeconds(text: string): number | undefined {
  * The stale-timestamp failure when `timestampMs` is further than `toleranceSeconds` from `now` in either
  * direction (too old is a replay; too new is a forged or badly skewed clock).
  */
-export function checkTolerance(timestampMs: number, now: Date, toleranceSeconds: number, label: string): Failure | undefined {
+export function checkTolerance(
+  timestampMs: number,
+  now: Date,
+  toleranceSeconds: number,
+  label: string,
+): Failure | undefined {
   const skewSeconds = (now.getTime() - timestampMs) / 1000;
   if (skewSeconds > toleranceSeconds) {
-    return fail('stale_timestamp', `${label} is ${Math.round(skewSeconds)} s old; at most ${toleranceSeconds} s is accepted`);
+    return fail(
+      'stale_timestamp',
+      `${label} is ${Math.round(skewSeconds)} s old; at most ${toleranceSeconds} s is accepted`,
+    );
   }
   if (-skewSeconds > toleranceSeconds) {
     return fail(

@@ -27,7 +27,11 @@ export function providerIssuedSecret(
  * A secret the user types into the sender's settings (GitHub, GitLab, Bitbucket, …): the service can
  * generate a strong one to paste there. 32 random bytes, base64url: 43 URL- and YAML-safe characters.
  */
-export function userChosenSecret(description: string, obtain: string, interpretation: SecretInterpretation = 'utf8'): SecretRule {
+export function userChosenSecret(
+  description: string,
+  obtain: string,
+  interpretation: SecretInterpretation = 'utf8',
+): SecretRule {
   return {
     interpretation,
     description,

@@ -1,4 +1,14 @@
-import { checkTolerance, decodeHex, fail, headerValues, hmac, matchesAny, parseSignatureParams, parseUnixSeconds, success } from './primitives.ts';
+import {
+  checkTolerance,
+  decodeHex,
+  fail,
+  headerValues,
+  hmac,
+  matchesAny,
+  parseSignatureParams,
+  parseUnixSeconds,
+  success,
+} from './primitives.ts';
 import type { VerifyInput, VerifyResult } from './types.ts';
 
 /**
@@ -21,10 +31,12 @@ export function verifyTimestampedParams(input: VerifyInput, format: TimestampedP
   if (values.length === 0) return fail('missing_signature', `header ${header} is missing`);
   const params = parseSignatureParams(values, format.separator);
   const timestamps = params.get(timestampKey) ?? [];
-  if (timestamps.length !== 1) return fail('malformed', `header ${header} must carry exactly one ${timestampKey}= timestamp`);
+  if (timestamps.length !== 1)
+    return fail('malformed', `header ${header} must carry exactly one ${timestampKey}= timestamp`);
   const timestampText = timestamps[0]!;
   const timestamp = parseUnixSeconds(timestampText);
-  if (timestamp === undefined) return fail('malformed', `header ${header} has a ${timestampKey}= value that is not unix seconds`);
+  if (timestamp === undefined)
+    return fail('malformed', `header ${header} has a ${timestampKey}= value that is not unix seconds`);
   const signatures = params.get(signatureKey) ?? [];
   if (signatures.length === 0) return fail('bad_signature', `header ${header} has no ${signatureKey} signature`);
   const candidates = signatures.map(decodeHex).filter((bytes): bytes is Buffer => bytes !== undefined);
@@ -33,5 +45,8 @@ export function verifyTimestampedParams(input: VerifyInput, format: TimestampedP
     return fail('bad_signature', `no ${signatureKey} signature in ${header} matches the body signed with the secret`);
   }
   // Checked after the signature so that "stale" is only ever said of an authentic request.
-  return checkTolerance(timestamp * 1000, input.now, format.toleranceSeconds, `${header} ${timestampKey}=`) ?? success(undefined);
+  return (
+    checkTolerance(timestamp * 1000, input.now, format.toleranceSeconds, `${header} ${timestampKey}=`) ??
+    success(undefined)
+  );
 }

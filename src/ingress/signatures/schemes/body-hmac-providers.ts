@@ -103,7 +103,10 @@ export const bitbucket: SignatureScheme = bodyHmacScheme({
   encoding: 'hex',
   deliveryIdHeaders: ['x-request-uuid'],
   otherHeaders: ['x-event-key', 'x-hook-uuid', 'x-attempt-number'],
-  secret: userChosenSecret('any high-entropy string, used as UTF-8', 'Repository settings → Webhooks → the webhook → Secret'),
+  secret: userChosenSecret(
+    'any high-entropy string, used as UTF-8',
+    'Repository settings → Webhooks → the webhook → Secret',
+  ),
   docsUrl: 'https://support.atlassian.com/bitbucket-cloud/docs/manage-webhooks/',
   notes: ['SHA-256 under the X-Hub-Signature header name that GitHub uses for SHA-1.'],
 });

@@ -22,7 +22,12 @@ export const calendly: SignatureScheme = {
   algorithm: 'hmac-sha256',
   signedContent: '{t}.{body}',
   encoding: 'hex',
-  timestamp: { source: { header: FORMAT.header }, unit: 'seconds', toleranceSeconds: FORMAT.toleranceSeconds, required: true },
+  timestamp: {
+    source: { header: FORMAT.header },
+    unit: 'seconds',
+    toleranceSeconds: FORMAT.toleranceSeconds,
+    required: true,
+  },
   deliveryIdHeaders: [],
   multipleSignatures: true,
   secret: userChosenSecret(

@@ -9,11 +9,20 @@ const DELIVERY_ID_HEADERS = ['idempotency-key', 'x-gitlab-event-uuid', 'webhook-
 export const gitlab: SignatureScheme = {
   id: 'gitlab',
   displayName: 'GitLab',
-  headers: [TOKEN, 'webhook-signature', 'webhook-id', 'webhook-timestamp', ...DELIVERY_ID_HEADERS.slice(0, 2), 'x-gitlab-event', 'x-gitlab-instance'],
+  headers: [
+    TOKEN,
+    'webhook-signature',
+    'webhook-id',
+    'webhook-timestamp',
+    ...DELIVERY_ID_HEADERS.slice(0, 2),
+    'x-gitlab-event',
+    'x-gitlab-instance',
+  ],
   signatureHeader: TOKEN,
   signatureFormat: 'X-Gitlab-Token: <secret token>; or, with a signing token, webhook-signature: v1,<base64>',
   algorithm: 'token',
-  signedContent: 'secret token: nothing is signed (the token itself is sent); signing token: {webhook-id}.{webhook-timestamp}.{body}',
+  signedContent:
+    'secret token: nothing is signed (the token itself is sent); signing token: {webhook-id}.{webhook-timestamp}.{body}',
   encoding: 'plain',
   timestamp: {
     source: { header: 'webhook-timestamp' },

@@ -55,6 +55,11 @@ function verify(input: VerifyInput): VerifyResult {
 
 export const linear: SignatureScheme = {
   ...bodyHmacScheme(options),
-  timestamp: { source: { bodyField: 'webhookTimestamp' }, unit: 'milliseconds', toleranceSeconds: TOLERANCE_SECONDS, required: false },
+  timestamp: {
+    source: { bodyField: 'webhookTimestamp' },
+    unit: 'milliseconds',
+    toleranceSeconds: TOLERANCE_SECONDS,
+    required: false,
+  },
   verify,
 };

@@ -22,7 +22,12 @@ export const paddle: SignatureScheme = {
   algorithm: 'hmac-sha256',
   signedContent: '{ts}:{body}',
   encoding: 'hex',
-  timestamp: { source: { header: FORMAT.header }, unit: 'seconds', toleranceSeconds: FORMAT.toleranceSeconds, required: true },
+  timestamp: {
+    source: { header: FORMAT.header },
+    unit: 'seconds',
+    toleranceSeconds: FORMAT.toleranceSeconds,
+    required: true,
+  },
   deliveryIdHeaders: [],
   multipleSignatures: true,
   secret: providerIssuedSecret(
@@ -32,7 +37,7 @@ export const paddle: SignatureScheme = {
   docsUrl: 'https://developer.paddle.com/webhooks/about/signature-verification',
   notes: [
     'Paddle Billing only; Paddle Classic (p_signature, public key) is a different scheme.',
-    'The timestamp must be within 5 s of our clock, as in Paddle\'s SDK: keep the server on NTP.',
+    "The timestamp must be within 5 s of our clock, as in Paddle's SDK: keep the server on NTP.",
     'Every h1 entry is tried (the official SDK keeps only the last one).',
   ],
   verify: (input) => verifyTimestampedParams(input, FORMAT),

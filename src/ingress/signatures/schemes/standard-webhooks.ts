@@ -30,7 +30,7 @@ type Key = { kind: 'hmac'; bytes: Buffer } | { kind: 'ed25519'; publicKey: KeyOb
  */
 export function parseStandardWebhooksSecret(secret: string): Key | string {
   if (secret.startsWith('whsk_')) {
-    return 'a whsk_ value is the sender\'s private signing key; configure its whpk_ public key instead';
+    return "a whsk_ value is the sender's private signing key; configure its whpk_ public key instead";
   }
   if (secret.startsWith('whpk_')) {
     const raw = decodeBase64(secret.slice('whpk_'.length));
@@ -40,7 +40,8 @@ export function parseStandardWebhooksSecret(secret: string): Key | string {
   const encoded = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret;
   const bytes = decodeBase64(encoded);
   if (bytes === undefined) return 'the secret must be whsec_ followed by base64';
-  if (bytes.length > MAX_KEY_BYTES) return `the secret decodes to ${bytes.length} bytes; at most ${MAX_KEY_BYTES} are allowed`;
+  if (bytes.length > MAX_KEY_BYTES)
+    return `the secret decodes to ${bytes.length} bytes; at most ${MAX_KEY_BYTES} are allowed`;
   return { kind: 'hmac', bytes };
 }
 
@@ -101,7 +102,10 @@ export function verifyStandardWebhooksHeaders(input: VerifyInput, prefix: 'webho
     return fail('bad_signature', `header ${signatureHeader} has no ${wanted} signature`);
   }
   if (candidates.length > MAX_SIGNATURES) {
-    return fail('malformed', `header ${signatureHeader} has ${candidates.length} ${wanted} signatures; at most ${MAX_SIGNATURES} are checked`);
+    return fail(
+      'malformed',
+      `header ${signatureHeader} has ${candidates.length} ${wanted} signatures; at most ${MAX_SIGNATURES} are checked`,
+    );
   }
 
   const signedContent = Buffer.concat([Buffer.from(`${id}.${timestampText}.`, 'utf8'), input.rawBody]);
@@ -140,8 +144,10 @@ export const standardWebhooks: SignatureScheme = {
   multipleSignatures: true,
   secret: {
     interpretation: 'whsec_base64',
-    description: 'whsec_ followed by the base64 of 24–64 random bytes; or whpk_ + base64 Ed25519 public key for v1a senders',
-    obtain: 'leave the secret blank and the service generates a whsec_ secret to give the sender; or paste the sender\'s',
+    description:
+      'whsec_ followed by the base64 of 24–64 random bytes; or whpk_ + base64 Ed25519 public key for v1a senders',
+    obtain:
+      "leave the secret blank and the service generates a whsec_ secret to give the sender; or paste the sender's",
     generate: generateStandardWebhooksSecret,
     check: checkSecret,
   },
@@ -152,9 +158,10 @@ export const standardWebhooks: SignatureScheme = {
     'Timestamps more than 5 minutes old or in the future are rejected.',
   ],
   verify(input) {
-    const prefix = header(input.headers, 'webhook-signature') === undefined && header(input.headers, 'svix-signature') !== undefined
-      ? 'svix-'
-      : 'webhook-';
+    const prefix =
+      header(input.headers, 'webhook-signature') === undefined && header(input.headers, 'svix-signature') !== undefined
+        ? 'svix-'
+        : 'webhook-';
     return verifyStandardWebhooksHeaders(input, prefix);
   },
 };

@@ -1,4 +1,14 @@
-import { decodeBase64, deliveryIdFrom, fail, header, hmac, matchesAny, safeEqual, sha256Hex, success } from '../primitives.ts';
+import {
+  decodeBase64,
+  deliveryIdFrom,
+  fail,
+  header,
+  hmac,
+  matchesAny,
+  safeEqual,
+  sha256Hex,
+  success,
+} from '../primitives.ts';
 import { providerIssuedSecret } from '../secrets.ts';
 import type { SignatureScheme, VerifyInput } from '../types.ts';
 
@@ -59,7 +69,8 @@ export const twilio: SignatureScheme = {
   signatureHeader: SIGNATURE,
   signatureFormat: '<base64>',
   algorithm: 'hmac-sha1',
-  signedContent: 'JSON: {full URL, including ?bodySHA256=<hex SHA-256 of body>}; form posts: {full URL}{name}{value}… sorted by name',
+  signedContent:
+    'JSON: {full URL, including ?bodySHA256=<hex SHA-256 of body>}; form posts: {full URL}{name}{value}… sorted by name',
   encoding: 'base64',
   deliveryIdHeaders: DELIVERY_ID_HEADERS,
   multipleSignatures: false,
@@ -80,7 +91,9 @@ export const twilio: SignatureScheme = {
     if (given === undefined) return fail('malformed', `header ${SIGNATURE} is not base64`);
     const bodyHash = bodySha256Param(input.url);
     const params = bodyHash === null && isFormPost(input) ? formParameterString(input.rawBody) : '';
-    const candidates = urlVariants(input.url).map((url) => hmac('sha1', input.secret, Buffer.from(url + params, 'utf8')));
+    const candidates = urlVariants(input.url).map((url) =>
+      hmac('sha1', input.secret, Buffer.from(url + params, 'utf8')),
+    );
     let valid = false;
     for (const expected of candidates) {
       if (matchesAny(expected, [given])) valid = true;

@@ -44,7 +44,10 @@ export const twitch: SignatureScheme = {
     const given = decodeHex(signature);
     if (given === undefined) return fail('malformed', `header ${SIGNATURE} is not hex`);
     if (!matchesAny(hmac('sha256', input.secret, id, timestamp, input.rawBody), [given])) {
-      return fail('bad_signature', `header ${SIGNATURE} does not match the message id, timestamp and body signed with the secret`);
+      return fail(
+        'bad_signature',
+        `header ${SIGNATURE} does not match the message id, timestamp and body signed with the secret`,
+      );
     }
     return checkTolerance(timestampMs, input.now, TOLERANCE_SECONDS, `header ${TIMESTAMP}`) ?? success(id);
   },

@@ -24,7 +24,7 @@ export const zendesk: SignatureScheme = {
   docsUrl: 'https://developer.zendesk.com/documentation/webhooks/verifying/',
   notes: [
     'The ISO-8601 timestamp is signed but Zendesk documents no tolerance, so its age is not checked.',
-    'Test sends from a webhook that is not yet created are signed with Zendesk\'s fixed test secret, not the real one.',
+    "Test sends from a webhook that is not yet created are signed with Zendesk's fixed test secret, not the real one.",
   ],
   verify(input) {
     const value = header(input.headers, SIGNATURE);
