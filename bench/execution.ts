@@ -19,6 +19,7 @@
  *
  * The server runs in this process (PGlite in memory, or a PostgreSQL server started as the tests start it).
  */
+import { RUNS_QUEUED_TOPIC, RUN_EVENTS_TOPIC } from '../src/kernel/topics.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -31,9 +32,8 @@ import { createExecutionModule } from '../src/execution/module.ts';
 import { generateApiKey } from '../src/identity/api-keys.ts';
 import { createLogger } from '../src/log.ts';
 import { MODULES } from '../src/modules.ts';
-import { RUN_EVENTS_TOPIC } from '../src/runs/events.ts';
 import { insertRuns } from '../src/runs/plans.ts';
-import { prepareQueuedRun, RUNS_QUEUED_TOPIC, RunService } from '../src/runs/service.ts';
+import { prepareQueuedRun, RunService } from '../src/runs/service.ts';
 import { startServer } from '../src/server.ts';
 import type { RunningServer } from '../src/server.ts';
 import { openPostgres } from '../src/store/pg.ts';

@@ -9,7 +9,7 @@ import { loadConfig } from '../src/config.ts';
 import { createIngressModule, refreshWebhookRouting } from '../src/ingress/module.ts';
 import { MODULES } from '../src/modules.ts';
 import { startServer } from '../src/server.ts';
-import { newId, randomToken } from '../src/util/ids.ts';
+import { newId, randomToken } from '../src/kernel/ids.ts';
 
 const config = loadConfig(process.env, {
   host: '127.0.0.1',

@@ -20,7 +20,7 @@ import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { generateApiKey } from '../src/identity/api-keys.ts';
 import { bootstrapIdentity } from '../src/identity/service.ts';
-import type { Db } from '../src/store/db.ts';
+import type { Db } from '../src/kernel/db.ts';
 import { migrate } from '../src/store/migrate.ts';
 import { openPostgres } from '../src/store/pg.ts';
 import { openDatabase } from '../src/store/open.ts';

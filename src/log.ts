@@ -1,8 +1,8 @@
 import pino from 'pino';
-import type { FastifyBaseLogger } from 'fastify';
-import { redactUrl } from './http/redact.ts';
+import type { Logger } from './kernel/log.ts';
+import { redactUrl } from './kernel/redact.ts';
 
-export function createLogger(level: string): FastifyBaseLogger {
+export function createLogger(level: string): Logger {
   return pino({
     level,
     redact: {
@@ -17,5 +17,5 @@ export function createLogger(level: string): FastifyBaseLogger {
       }),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
     },
-  }) as unknown as FastifyBaseLogger;
+  }) as unknown as Logger;
 }

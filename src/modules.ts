@@ -1,14 +1,13 @@
-import type { AppModule } from './http/context.ts';
+import type { AppModule } from './plugin.ts';
 import { automationsModule } from './automations/module.ts';
-import { definitionsModule } from './definitions/module.ts';
 import { identityModule } from './identity/module.ts';
 import { ingressModule } from './ingress/module.ts';
 import { runsModule } from './runs/module.ts';
 import { schedulesModule } from './schedules/module.ts';
 import { secretsModule } from './secrets/module.ts';
 import { webhooksModule } from './webhooks/module.ts';
-import { factoriesModule } from './factories/module.ts';
-import { healthModule } from './http/health.ts';
+import { factoriesModule, factoryFilesModule } from './factories/module.ts';
+import { healthModule } from './health/module.ts';
 import { executionModule } from './execution/module.ts';
 
 /** Every domain of the service, in the order their routes and background work start. Add one line per module. */
@@ -17,7 +16,7 @@ export const MODULES: readonly AppModule[] = [
   runsModule,
   secretsModule,
   factoriesModule,
-  definitionsModule,
+  factoryFilesModule,
   ingressModule,
   automationsModule,
   webhooksModule,

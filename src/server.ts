@@ -1,15 +1,16 @@
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from './kernel/log.ts';
 import type { Config } from './config.ts';
 import { buildApp } from './http/app.ts';
-import type { AppInstance, AppModule, ServiceContext } from './http/context.ts';
+import type { AppInstance, AppModule } from './plugin.ts';
+import type { ServiceContext } from './context.ts';
 import { Authenticator, bootstrapIdentity } from './identity/service.ts';
 import { createLogger } from './log.ts';
 import { MODULES } from './modules.ts';
 import { startTableMaintenance } from './store/maintenance.ts';
-import { Bus } from './store/bus.ts';
-import type { Db } from './store/db.ts';
+import { Bus } from './kernel/bus.ts';
+import type { Db } from './kernel/db.ts';
 import { migrate } from './store/migrate.ts';
 import { openDatabase } from './store/open.ts';
 import { SecretCipher, loadMasterKey } from './secrets/crypto.ts';
@@ -27,7 +28,7 @@ export interface RunningServer {
 export interface StartOptions {
   /** An open database (tests); otherwise opened from the configuration. */
   db?: Db;
-  log?: FastifyBaseLogger;
+  log?: Logger;
   modules?: readonly AppModule[];
   /** Listen on the configured port (default true). */
   listen?: boolean;

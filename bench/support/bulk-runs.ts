@@ -1,4 +1,4 @@
-import type { Db } from '../../src/store/db.ts';
+import type { Db } from '../../src/kernel/db.ts';
 
 export const BULK_STATES = ['QUEUED', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
 export const BULK_AGENTS = 10;

@@ -1,11 +1,11 @@
-import type { FastifyBaseLogger } from 'fastify';
-import { isAppError } from '../http/errors.ts';
+import { DELIVERIES_ACCEPTED_TOPIC, RUNS_QUEUED_TOPIC } from '../kernel/topics.ts';
+import type { Logger } from '../kernel/log.ts';
+import { isAppError } from '../kernel/errors.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
-import { DELIVERIES_ACCEPTED_TOPIC } from '../ingress/topics.ts';
-import { insertQueuedRun, RUNS_QUEUED_TOPIC } from '../runs/service.ts';
+import { insertQueuedRun } from '../runs/service.ts';
 import type { CreateRunInput } from '../runs/service.ts';
-import type { Bus } from '../store/bus.ts';
-import type { Db, Queryable } from '../store/db.ts';
+import type { Bus } from '../kernel/bus.ts';
+import type { Db, Queryable } from '../kernel/db.ts';
 import { EVENT_PAYLOAD_FILE, runPrompt, runTitle } from './envelope.ts';
 import { matchPayloadFilter } from './payload-filter.ts';
 import * as plans from './plans.ts';
@@ -36,7 +36,7 @@ export interface BatchResult {
 export class OutboxEvaluator {
   readonly #db: Db;
   readonly #bus: Bus;
-  readonly #log: FastifyBaseLogger;
+  readonly #log: Logger;
   readonly #batchSize: number;
   readonly #pollIntervalMs: number;
   readonly #beforeCommit: EvaluatorOptions['beforeCommit'];
@@ -46,7 +46,7 @@ export class OutboxEvaluator {
   #timer: NodeJS.Timeout | undefined;
   #unsubscribe: (() => void) | undefined;
 
-  constructor(db: Db, bus: Bus, log: FastifyBaseLogger, options: EvaluatorOptions = {}) {
+  constructor(db: Db, bus: Bus, log: Logger, options: EvaluatorOptions = {}) {
     this.#db = db;
     this.#bus = bus;
     this.#log = log;

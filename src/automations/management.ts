@@ -2,11 +2,11 @@
  * Automations of managed factories through the API: each is the file `automations/<name>/automation.md`
  * (YAML frontmatter, then the prompt), and every write is a change of that file, committed and applied.
  */
-import type { FastifyRequest } from 'fastify';
+import type { Caller } from '../identity/principal.ts';
 import { parseDocument, stringify } from 'yaml';
 import { RESOURCE_NAME } from '../definitions/load.ts';
-import type { ServiceContext } from '../http/context.ts';
-import { AppError } from '../http/errors.ts';
+import type { ServiceContext } from '../context.ts';
+import { AppError } from '../kernel/errors.ts';
 import { changeManagedFactory, fileAt, replaceFile, teamFactory } from '../webhooks/managed-change.ts';
 import { getAutomation } from './views.ts';
 import type { AutomationRecord } from './views.ts';
@@ -83,7 +83,7 @@ export class AutomationManagement {
     return row;
   }
 
-  async create(request: FastifyRequest, factoryId: string, input: CreateAutomationInput): Promise<AutomationRecord> {
+  async create(request: Caller, factoryId: string, input: CreateAutomationInput): Promise<AutomationRecord> {
     const { teamId } = request.principal;
     const factory = await teamFactory(this.#ctx, teamId, factoryId);
     if (!RESOURCE_NAME.test(input.name)) {
@@ -112,7 +112,7 @@ export class AutomationManagement {
     return this.#live(teamId, id);
   }
 
-  async patch(request: FastifyRequest, id: string, input: PatchAutomationInput): Promise<AutomationRecord> {
+  async patch(request: Caller, id: string, input: PatchAutomationInput): Promise<AutomationRecord> {
     const { teamId } = request.principal;
     const row = await this.#live(teamId, id);
     if (input.name !== undefined && input.name !== row.name) {
@@ -145,7 +145,7 @@ export class AutomationManagement {
     return this.#live(teamId, id);
   }
 
-  async delete(request: FastifyRequest, id: string): Promise<void> {
+  async delete(request: Caller, id: string): Promise<void> {
     const { teamId } = request.principal;
     const row = await this.#live(teamId, id);
     const factory = await teamFactory(this.#ctx, teamId, row.factory_id);

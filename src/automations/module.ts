@@ -1,4 +1,5 @@
-import type { AppModule, ServiceContext } from '../http/context.ts';
+import type { AppModule } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
 import { OutboxEvaluator } from './evaluator.ts';
 import { registerAutomationManagementRoutes, registerAutomationReadRoutes } from './routes.ts';
 import type { EvaluatorOptions } from './evaluator.ts';

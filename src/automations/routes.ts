@@ -1,6 +1,7 @@
-import { requireTeamAdmin } from '../http/auth.ts';
-import type { AppInstance, ServiceContext } from '../http/context.ts';
-import { AppError } from '../http/errors.ts';
+import { requireTeamAdmin } from '../identity/guards.ts';
+import type { AppInstance } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
+import { AppError } from '../kernel/errors.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import { AutomationManagement } from './management.ts';
 import * as s from './schemas.ts';

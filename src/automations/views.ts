@@ -1,6 +1,6 @@
 /** Automations as the API shows them, with whether (and why not) their webhook triggers can fire. */
 import type { AutomationRow } from '../reconciler/model.ts';
-import type { Queryable } from '../store/db.ts';
+import type { Queryable } from '../kernel/db.ts';
 import type { PayloadFilter } from './payload-filter.ts';
 
 /** A live automation as the API reads it. */

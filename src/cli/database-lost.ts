@@ -1,5 +1,5 @@
 /** What `serve` and `operator` do when their database engine stops under them (Db.onLost). */
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../kernel/log.ts';
 
 /** Exit code of a command whose database engine stopped under it: a supervisor restarts the process. */
 const EXIT_DATABASE_LOST = 1;
@@ -11,11 +11,7 @@ const SHUTDOWN_AFTER_DATABASE_LOST_MS = 5_000;
  * supervisor must restart the process. Exits even if stopping hangs, and even if a module's loop or timer
  * would keep a useless process alive.
  */
-export async function exitOnDatabaseLost(
-  server: { stop(): Promise<void> },
-  log: FastifyBaseLogger,
-  cause: Error,
-): Promise<never> {
+export async function exitOnDatabaseLost(server: { stop(): Promise<void> }, log: Logger, cause: Error): Promise<never> {
   log.fatal({ err: cause }, `the database engine has stopped (${cause.message}); exiting`);
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<void>((resolve) => {

@@ -4,13 +4,14 @@
  * by heartbeats; a cancelled run (seen on the bus, or by the poll when the bus missed it) has its process
  * tree stopped; follow-ups reach the running agent when its harness takes them.
  */
+import { RUNS_QUEUED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
 import { hostname } from 'node:os';
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../kernel/log.ts';
 import type { CreatedRun } from '../runs/plans.ts';
-import { offerHandOff, RUN_CHANGED_TOPIC, RUNS_QUEUED_TOPIC } from '../runs/service.ts';
+import { offerHandOff } from '../runs/service.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
-import type { Bus } from '../store/bus.ts';
-import type { Db } from '../store/db.ts';
+import type { Bus } from '../kernel/bus.ts';
+import type { Db } from '../kernel/db.ts';
 import { EventPipe } from './event-pipe.ts';
 import { HandOff, insertsHandOffColumns } from './hand-off.ts';
 import type { HandOffTarget } from './hand-off.ts';
@@ -28,7 +29,7 @@ const HOST = hostname();
 export interface ExecutorDeps {
   db: Db;
   bus: Bus;
-  log: FastifyBaseLogger;
+  log: Logger;
   settings: ExecutionSettings;
   recorder: ExecutionRecorder;
   secrets: SecretProvider;

@@ -11,7 +11,7 @@
 import type { CreatedRun, InsertRun } from '../runs/plans.ts';
 import { insertRunsParameter } from '../runs/plans.ts';
 import type { RunHandOff } from '../runs/service.ts';
-import type { Db } from '../store/db.ts';
+import type { Db } from '../kernel/db.ts';
 import { Batcher } from './batcher.ts';
 import type { Claimed, ClaimOptions } from './queue.ts';
 import { createAndClaimServiceRuns } from './queue.ts';

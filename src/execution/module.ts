@@ -3,12 +3,13 @@
  * process), self-hosted workers over WebSocket, and the routes for events, conversations, transcripts and
  * workers.
  */
+import { RUNS_QUEUED_TOPIC } from '../kernel/topics.ts';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { AppModule, ServiceContext } from '../http/context.ts';
+import type { AppModule } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
 import { registerConversationRoutes } from '../runs/conversation-routes.ts';
 import { registerEventRoutes } from '../runs/events-routes.ts';
-import { RUNS_QUEUED_TOPIC } from '../runs/service.ts';
 import { delegatingSecretProvider } from '../secrets/provider.ts';
 import { WorkerHub } from '../workers/hub.ts';
 import { WORKER_CONNECT_PATH } from '../workers/protocol.ts';

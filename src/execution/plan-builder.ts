@@ -5,7 +5,7 @@
  */
 import type { AgentConfig, RunRow } from '../runs/model.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
-import type { Queryable } from '../store/db.ts';
+import type { Queryable } from '../kernel/db.ts';
 import { adapterFor } from './harnesses/index.ts';
 import type { ExecutionPlan, PlanFollowup } from './plan.ts';
 import { SECRET_ENV_OF } from './plan.ts';

@@ -8,8 +8,8 @@
  */
 import type { RunRow } from '../runs/model.ts';
 import { transitionFor } from '../runs/state-machine.ts';
-import type { Db } from '../store/db.ts';
-import { newId } from '../util/ids.ts';
+import type { Db } from '../kernel/db.ts';
+import { newId } from '../kernel/ids.ts';
 import type { PlanInputs } from './plan-builder.ts';
 import type { HarnessType } from './settings.ts';
 import { harnessFor, harnessSpellings } from './settings.ts';

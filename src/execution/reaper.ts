@@ -5,17 +5,17 @@
  * that a follow-up reached while it was ending (the follow-up API saw it still running), and sweeps old
  * workspaces of this host.
  */
-import type { FastifyBaseLogger } from 'fastify';
+import { RUNS_QUEUED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
+import type { Logger } from '../kernel/log.ts';
 import { applyRunEvent } from '../runs/plans.ts';
-import { RUN_CHANGED_TOPIC, RUNS_QUEUED_TOPIC } from '../runs/service.ts';
-import type { Bus } from '../store/bus.ts';
-import type { Db } from '../store/db.ts';
+import type { Bus } from '../kernel/bus.ts';
+import type { Db } from '../kernel/db.ts';
 import { sweepWorkspaces } from './workspace.ts';
 
 export interface ReaperDeps {
   db: Db;
   bus: Bus;
-  log: FastifyBaseLogger;
+  log: Logger;
   intervalMs: number;
   /** Where this host's workspaces live, and how long a finished one is kept. */
   workspaceRoot: string;

@@ -7,17 +7,17 @@
  * Lock order, everywhere: executions before runs (the reaper does the same), runs in id order within a
  * statement where several are locked.
  */
-import type { FastifyBaseLogger } from 'fastify';
-import { appendEventsOfRuns, RUN_EVENTS_TOPIC } from '../runs/events.ts';
+import { RUNS_QUEUED_TOPIC, RUN_EVENTS_TOPIC } from '../kernel/topics.ts';
+import type { Logger } from '../kernel/log.ts';
+import { appendEventsOfRuns } from '../runs/events.ts';
 import type { NewRunEvent } from '../runs/events.ts';
 import type { RunRow } from '../runs/model.ts';
 import { applyRunEvent } from '../runs/plans.ts';
 import { transitionFor } from '../runs/state-machine.ts';
 import type { RunEvent } from '../runs/state-machine.ts';
-import { RUNS_QUEUED_TOPIC } from '../runs/service.ts';
-import type { Bus } from '../store/bus.ts';
-import type { Db, Queryable } from '../store/db.ts';
-import { ulid } from '../util/ids.ts';
+import type { Bus } from '../kernel/bus.ts';
+import type { Db, Queryable } from '../kernel/db.ts';
+import { ulid } from '../kernel/ids.ts';
 import { Batcher, retryOnConflict } from './batcher.ts';
 import { runFromJson } from './queue.ts';
 import type { AgentEvent, ExecutionOutcome } from './plan.ts';
@@ -101,14 +101,14 @@ const END_TRANSITIONS = JSON.stringify(
 export class ExecutionRecorder {
   readonly #db: Db;
   readonly #bus: Bus;
-  readonly #log: FastifyBaseLogger;
+  readonly #log: Logger;
   readonly #starts = new Batcher<StartInput, boolean>((items) => retryOnConflict(() => this.#writeStarts(items)));
   readonly #events = new Batcher<EventsInput, void>((items) => retryOnConflict(() => this.#writeEvents(items)));
   readonly #ends = new Batcher<FinishInput, RunRow | undefined>((items) =>
     retryOnConflict(() => this.#writeEnds(items)),
   );
 
-  constructor(db: Db, bus: Bus, log: FastifyBaseLogger) {
+  constructor(db: Db, bus: Bus, log: Logger) {
     this.#db = db;
     this.#bus = bus;
     this.#log = log;
@@ -288,7 +288,10 @@ export class ExecutionRecorder {
     const rows = new Map(res.rows.map((r) => [r.run.id as string, runFromJson(r.run)]));
     await this.#announce([...rows.keys()]);
     for (const r of res.rows) {
-      if (r.requeued) await this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: r.run.id, worker_host: r.run.worker_host });
+      if (r.requeued) {
+        const run = rows.get(r.run.id as string);
+        if (run) await this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: run.id, worker_host: run.worker_host });
+      }
     }
     return items.map((i) => {
       const row = rows.get(i.runId);

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
-import type { AppInstance, ServiceContext } from '../http/context.ts';
+import type { AppInstance } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
 
 const WorkerSchema = Type.Object({
   worker_id: Type.String(),

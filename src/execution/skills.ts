@@ -5,7 +5,7 @@
  * not fetched: the run is told the skill could not be resolved.
  */
 import path from 'node:path/posix';
-import type { Queryable } from '../store/db.ts';
+import type { Queryable } from '../kernel/db.ts';
 import type { PlanFile, PlanSkill } from './plan.ts';
 
 /** Skill files larger than this in total are not shipped (the run is told why). */

@@ -4,7 +4,7 @@
  * service offers. Written only when the message changes; `updated_at` is left alone (nothing about the run
  * itself changed).
  */
-import type { Db } from '../store/db.ts';
+import type { Db } from '../kernel/db.ts';
 import { harnessFor, isHarnessType } from './settings.ts';
 import type { HarnessType } from './settings.ts';
 

@@ -1,5 +1,6 @@
-import type { AppModule } from '../http/context.ts';
+import type { AppModule } from '../plugin.ts';
 import { controllerFor } from '../reconciler/index.ts';
+import { registerFactoryFileRoutes } from './factory-file-routes.ts';
 import { registerFactoryRoutes } from './routes.ts';
 import { FactoryService } from './service.ts';
 
@@ -22,4 +23,10 @@ export const factoriesModule: AppModule = {
     }
     return () => controller.stop();
   },
+};
+
+/** The factory-file wire endpoints: published JSON Schemas and dry-run validation. */
+export const factoryFilesModule: AppModule = {
+  name: 'factory-files',
+  api: registerFactoryFileRoutes,
 };

@@ -1,17 +1,17 @@
+import { FACTORIES_CHANGED_TOPIC, RUNS_QUEUED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
 import path from 'node:path';
 import type { Principal } from '../identity/principal.ts';
-import type { ServiceContext } from '../http/context.ts';
-import { AppError } from '../http/errors.ts';
+import type { ServiceContext } from '../context.ts';
+import { AppError } from '../kernel/errors.ts';
 import { controllerFor, runConfigFor } from '../reconciler/index.ts';
 import type { FactoryRow } from '../reconciler/model.ts';
 import * as plans from '../reconciler/plans.ts';
-import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../reconciler/topics.ts';
 import type { AgentConfig, RunRow } from '../runs/model.ts';
-import { RUNS_QUEUED_TOPIC, insertQueuedRun } from '../runs/service.ts';
+import { insertQueuedRun } from '../runs/service.ts';
 import { looksLikeGitUrl, normalizeSourceSpec } from '../sources/spec.ts';
 import type { SourceInput } from '../sources/spec.ts';
 import { isUniqueViolation } from '../store/errors.ts';
-import { newId } from '../util/ids.ts';
+import { newId } from '../kernel/ids.ts';
 import { FACTORY_NAME_PATTERN } from './schemas.ts';
 
 const FACTORY_NAME = new RegExp(FACTORY_NAME_PATTERN);

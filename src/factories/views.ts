@@ -2,7 +2,7 @@ import type { ExecutionOverrides } from '../definitions/model.ts';
 import type { ApplyRow } from '../reconciler/plans.ts';
 import type { ApplyOutcome, FactoryRow, WebhookRow } from '../reconciler/model.ts';
 import { sanitizeUrl } from '../sources/url.ts';
-import { API_PREFIX } from '../http/app.ts';
+import { API_PREFIX } from '../kernel/api.ts';
 import type { Static } from 'typebox';
 import type { SourceSchema } from './schemas.ts';
 

@@ -1,73 +1,24 @@
-import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import FindMyWay from 'find-my-way';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
-import { AppError, isAppError, problemFor, problemHeaders } from './errors.ts';
-import type { AppInstance, AppModule, ServiceContext } from './context.ts';
+import { API_PREFIX } from '../kernel/api.ts';
+import { AppError } from '../kernel/errors.ts';
+import { traceIdOf } from '../kernel/trace.ts';
+import type { AppInstance, AppModule, DirectHandler, DirectRoute } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
 import { DirectRoutes } from './direct-routes.ts';
-import type { DirectHandler, DirectRoute } from './direct-routes.ts';
-import { redactedPath, redactUrl } from './redact.ts';
+import { sendProblem, toAppError } from './errors.ts';
+import { redactUrl } from '../kernel/redact.ts';
 
-export const API_PREFIX = '/api/v1';
 /** The API's own body limit; the webhook ingress sets its own (256 KB) on its routes. */
 export const API_BODY_LIMIT = 4 * 1024 * 1024;
 
 export interface BuildAppOptions {
   logger?: boolean | { level: string };
-}
-
-export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply {
-  return reply
-    .headers(problemHeaders(err))
-    .code(err.status)
-    .type('application/problem+json')
-    .send(problemFor(err, redactedPath(request.url), request.id));
-}
-
-function toAppError(err: FastifyError): AppError {
-  if (isAppError(err)) return err;
-  if (err.validation) {
-    const first = err.validation[0];
-    const where = first
-      ? `${err.validationContext ?? 'body'}${first.instancePath.replaceAll('/', '.')}`
-      : err.validationContext;
-    const params = (first?.params ?? {}) as Record<string, unknown>;
-    const field = typeof params.missingProperty === 'string' ? `${where}.${params.missingProperty}` : where;
-    return new AppError('invalid_request', `${field} ${first?.message ?? 'is invalid'}`.trim());
-  }
-  switch (err.code) {
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new AppError('invalid_json', err.message);
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new AppError('payload_too_large', err.message);
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new AppError('unsupported_media_type', err.message);
-    default:
-      break;
-  }
-  if (err instanceof SyntaxError) return new AppError('invalid_json', err.message);
-  if (err.statusCode === 413) return new AppError('payload_too_large', err.message);
-  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500)
-    return new AppError('invalid_request', err.message);
-  return new AppError('internal_error', undefined, { cause: err });
-}
-
-/**
- * The request id doubles as the problem documents' `trace_id`: the trace id of an incoming W3C `traceparent`
- * header when there is one (so a caller can find its request in our logs), otherwise 16 random bytes.
- */
-export function traceIdOf(req: { headers: Record<string, string | string[] | undefined> }): string {
-  const header = req.headers.traceparent;
-  const match =
-    typeof header === 'string' ? /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(header.trim()) : null;
-  if (match && !/^0+$/.test(match[1]!)) return match[1]!;
-  // randomUUID draws from a cached entropy pool: cheaper per request than randomBytes.
-  return randomUUID().replaceAll('-', '');
 }
 
 /** The RFC 7807 document every error answers with (see `problemFor` and docs/errors.md), for the OpenAPI document. */
@@ -101,28 +52,10 @@ export interface RegisteredRoute {
 }
 
 const ROUTE_TABLES = new WeakMap<object, RegisteredRoute[]>();
-const DIRECT_ROUTES = new WeakMap<object, DirectRoutes>();
 
 /** Every route of an app built by `buildApp` (HEAD routes left out), in registration order. */
 export function registeredRoutes(app: AppInstance): readonly RegisteredRoute[] {
   return ROUTE_TABLES.get(app) ?? [];
-}
-
-/**
- * Serves every request under `prefix` from `handler`, straight from node:http (src/http/direct-routes.ts), and
- * lists `routes` in the route table as public root routes. Requests made with `app.inject()` do not reach it.
- */
-export function addDirectRoute(
-  app: AppInstance,
-  prefix: string,
-  routes: readonly DirectRoute[],
-  handler: DirectHandler,
-): void {
-  const direct = DIRECT_ROUTES.get(app);
-  const table = ROUTE_TABLES.get(app);
-  if (!direct || !table) throw new Error('addDirectRoute needs an app built by buildApp');
-  direct.add(prefix, handler);
-  for (const route of routes) for (const method of route.methods) table.push({ method, url: route.url, public: true });
 }
 
 function requestValidator(coerceTypes: 'array' | false): Ajv {
@@ -164,7 +97,11 @@ export async function buildApp(
   const knownRoutes = FindMyWay();
   const table: RegisteredRoute[] = [];
   ROUTE_TABLES.set(app, table);
-  DIRECT_ROUTES.set(app, direct);
+  app.decorate('addDirectRoute', (prefix: string, routes: readonly DirectRoute[], handler: DirectHandler) => {
+    direct.add(prefix, handler);
+    for (const route of routes)
+      for (const method of route.methods) table.push({ method, url: route.url, public: true });
+  });
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {

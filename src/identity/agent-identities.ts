@@ -1,12 +1,13 @@
+import { CREDENTIALS_REVOKED_TOPIC } from '../kernel/topics.ts';
 import { Type } from 'typebox';
-import type { AppInstance, ServiceContext } from '../http/context.ts';
-import { requireTeamAdmin } from '../http/auth.ts';
-import { AppError } from '../http/errors.ts';
-import type { Queryable } from '../store/db.ts';
-import { newId } from '../util/ids.ts';
+import type { AppInstance } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
+import { requireTeamAdmin } from './guards.ts';
+import { AppError } from '../kernel/errors.ts';
+import type { Queryable } from '../kernel/db.ts';
+import { newId } from '../kernel/ids.ts';
 import * as plans from './plans.ts';
 import type { AgentIdentityRow } from './plans.ts';
-import { CREDENTIALS_REVOKED_TOPIC } from './service.ts';
 
 /**
  * Agent identities (`/agent/identities`): named service accounts that runs may execute as

@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { randomToken } from '../util/ids.ts';
+import { randomToken } from '../kernel/ids.ts';
 
 export const API_KEY_PREFIX = 'ayk_';
 

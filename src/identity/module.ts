@@ -1,7 +1,7 @@
-import type { AppModule } from '../http/context.ts';
+import { CREDENTIALS_REVOKED_TOPIC } from '../kernel/topics.ts';
+import type { AppModule } from '../plugin.ts';
 import { registerAgentIdentityRoutes } from './agent-identities.ts';
 import { registerIdentityRoutes } from './routes.ts';
-import { CREDENTIALS_REVOKED_TOPIC } from './service.ts';
 
 export const identityModule: AppModule = {
   name: 'identity',

@@ -1,4 +1,4 @@
-import type { Queryable } from '../store/db.ts';
+import type { Queryable } from '../kernel/db.ts';
 import type { Principal, SubjectType, TeamRole } from './principal.ts';
 
 export interface TeamRow {

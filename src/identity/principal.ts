@@ -14,3 +14,8 @@ export interface Principal {
     email: string | null;
   };
 }
+
+/** Whatever carries the principal of a request (a Fastify request does): what a service needs of a caller. */
+export interface Caller {
+  principal: Principal;
+}

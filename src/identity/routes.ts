@@ -1,11 +1,13 @@
+import { CREDENTIALS_REVOKED_TOPIC } from '../kernel/topics.ts';
 import { Type } from 'typebox';
-import type { AppInstance, ServiceContext } from '../http/context.ts';
-import { requireInstanceAdmin, requireTeamAdmin } from '../http/auth.ts';
-import { AppError } from '../http/errors.ts';
+import type { AppInstance } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
+import { requireInstanceAdmin, requireTeamAdmin } from './guards.ts';
+import { AppError } from '../kernel/errors.ts';
 import { isUniqueViolation } from '../store/errors.ts';
 import * as plans from './plans.ts';
 import type { ApiKeyRow, TeamRow } from './plans.ts';
-import { CREDENTIALS_REVOKED_TOPIC, createApiKey, createTeamWithAdmin } from './service.ts';
+import { createApiKey, createTeamWithAdmin } from './service.ts';
 
 function keyView(row: ApiKeyRow) {
   return {

@@ -1,11 +1,8 @@
-import type { Db, Queryable } from '../store/db.ts';
-import { newId } from '../util/ids.ts';
+import type { Db, Queryable } from '../kernel/db.ts';
+import { newId } from '../kernel/ids.ts';
 import { displayPrefix, generateApiKey, hashApiKey } from './api-keys.ts';
 import * as plans from './plans.ts';
 import type { Principal, SubjectType, TeamRole } from './principal.ts';
-
-/** Published when keys stop working, so that every process drops its cached look-ups at once. */
-export const CREDENTIALS_REVOKED_TOPIC = 'identity.credentials_revoked';
 
 export interface CreatedKey {
   id: string;

@@ -1,5 +1,5 @@
-import type { FastifyBaseLogger } from 'fastify';
-import type { Db } from '../store/db.ts';
+import type { Logger } from '../kernel/log.ts';
+import type { Db } from '../kernel/db.ts';
 import { isUniqueViolation } from '../store/errors.ts';
 import { GROUP_COMMIT_MAX_BATCH } from './limits.ts';
 import {
@@ -105,7 +105,7 @@ export interface DeliveryWriterOptions {
  */
 export class DeliveryWriter {
   readonly #db: Db;
-  readonly #log: FastifyBaseLogger;
+  readonly #log: Logger;
   readonly #options: Required<Pick<DeliveryWriterOptions, 'concurrency' | 'maxBatch'>> &
     Omit<DeliveryWriterOptions, 'concurrency' | 'maxBatch'>;
   #queue: Pending[] = [];
@@ -114,7 +114,7 @@ export class DeliveryWriter {
   #idle: (() => void)[] = [];
   readonly #form = new AcceptForm();
 
-  constructor(db: Db, log: FastifyBaseLogger, options: DeliveryWriterOptions = {}) {
+  constructor(db: Db, log: Logger, options: DeliveryWriterOptions = {}) {
     this.#db = db;
     this.#log = log;
     this.#options = { maxBatch: GROUP_COMMIT_MAX_BATCH, concurrency: 1, ...options };

@@ -1,4 +1,6 @@
-import type { AppModule, ServiceContext } from '../http/context.ts';
+import { DELIVERIES_ACCEPTED_TOPIC } from '../kernel/topics.ts';
+import type { AppModule } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
 import { metricsFor } from '../metrics/metrics.ts';
 import { DeliveryWriter } from './delivery-writer.ts';
 import { DeliveriesInProgress } from './in-progress.ts';
@@ -8,7 +10,6 @@ import { IngressLimiters } from './rate-limits.ts';
 import { purgeDeliveries } from './retention.ts';
 import { registerIngressRoutes } from './routes.ts';
 import { RoutingSnapshot } from './routing.ts';
-import { DELIVERIES_ACCEPTED_TOPIC } from './topics.ts';
 
 export interface IngressOptions {
   limits?: Partial<IngressLimits>;

@@ -1,6 +1,6 @@
 /** SQL of the delivery log (migration 0020), as functions. The group-commit writer is the only caller of the inserts. */
 import { int4Array, textArray, timestamptzArray } from '../store/binary-arrays.ts';
-import type { Queryable, SqlValue } from '../store/db.ts';
+import type { Queryable, SqlValue } from '../kernel/db.ts';
 import type { IdentitySource } from './identity.ts';
 
 export type DeliveryLabelCode =

@@ -1,14 +1,12 @@
+import { AUTH_BUDGET_EXHAUSTED_TOPIC } from '../kernel/topics.ts';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Bus } from '../store/bus.ts';
-import type { Db, SqlValue } from '../store/db.ts';
+import type { Bus } from '../kernel/bus.ts';
+import type { Db, SqlValue } from '../kernel/db.ts';
 import type { IngressLimits } from './limits.ts';
 
 /** The table of migration 0020; counters shared by every process on one PostgreSQL server. */
 const TABLE = 'webhook_rate_limits';
-
-/** Published when a sender's failed-authentication budget runs out: `{key, until}` (epoch ms). */
-export const AUTH_BUDGET_EXHAUSTED_TOPIC = 'webhooks.auth_budget_exhausted';
 
 /** What this process knows of one sender's delivery budget, and what it has not yet counted in the store. */
 interface SenderBudget {

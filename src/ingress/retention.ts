@@ -1,4 +1,4 @@
-import type { Db } from '../store/db.ts';
+import type { Db } from '../kernel/db.ts';
 import { RETENTION_MIN_AGE_MS, RETENTION_MIN_DELIVERIES } from './limits.ts';
 
 const CHUNK = 5_000;

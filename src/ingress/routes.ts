@@ -1,10 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { addDirectRoute, traceIdOf } from '../http/app.ts';
-import type { AppInstance, ServiceContext } from '../http/context.ts';
-import { logDirectRequest, sendDirect, sendDirectProblem } from '../http/direct-routes.ts';
-import { AppError, isAppError } from '../http/errors.ts';
-import { redactedPath } from '../http/redact.ts';
-import { newId } from '../util/ids.ts';
+import type { AppInstance } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
+import { traceIdOf } from '../kernel/trace.ts';
+import { logDirectRequest, sendDirect, sendDirectProblem } from './direct-reply.ts';
+import { AppError, isAppError } from '../kernel/errors.ts';
+import { redactedPath } from '../kernel/redact.ts';
+import { newId } from '../kernel/ids.ts';
 import { authenticate } from './authenticate.ts';
 import type { DeliveryWriter } from './delivery-writer.ts';
 import type { DeliveriesInProgress } from './in-progress.ts';
@@ -119,7 +120,7 @@ function readBody(request: IncomingMessage): Promise<Buffer | { tooLarge: number
  */
 export function registerIngressRoutes(app: AppInstance, deps: IngressDeps): void {
   const { ctx } = deps;
-  addDirectRoute(app, PREFIX, ROUTES, (request, response) => {
+  app.addDirectRoute(PREFIX, ROUTES, (request, response) => {
     // Made only when something shows it (an error, the info-level access log): a 202 names no trace.
     let traceId: string | undefined;
     const trace = () => (traceId ??= traceIdOf(request));

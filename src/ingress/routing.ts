@@ -1,8 +1,8 @@
-import type { FastifyBaseLogger } from 'fastify';
+import { WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
+import type { Logger } from '../kernel/log.ts';
 import type { SecretCipher } from '../secrets/crypto.ts';
-import { WEBHOOKS_CHANGED_TOPIC } from '../reconciler/topics.ts';
-import type { Bus } from '../store/bus.ts';
-import type { Db } from '../store/db.ts';
+import type { Bus } from '../kernel/bus.ts';
+import type { Db } from '../kernel/db.ts';
 import { getSignatureScheme } from './signatures/index.ts';
 import type { SignatureScheme } from './signatures/index.ts';
 
@@ -49,13 +49,13 @@ const FULL_RELOAD_INTERVAL_MS = 60_000;
 export class RoutingSnapshot {
   readonly #db: Db;
   readonly #cipher: SecretCipher;
-  readonly #log: FastifyBaseLogger;
+  readonly #log: Logger;
   #routes = new Map<string, WebhookRoute>();
   #chain: Promise<void> = Promise.resolve();
   #unsubscribe: (() => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(db: Db, cipher: SecretCipher, log: FastifyBaseLogger) {
+  constructor(db: Db, cipher: SecretCipher, log: Logger) {
     this.#db = db;
     this.#cipher = cipher;
     this.#log = log;

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Queryable } from '../store/db.ts';
+import type { Queryable } from '../kernel/db.ts';
 
 /** How long database-derived gauges reuse one answer (scrapes every few seconds cost one query each). */
 const DB_GAUGE_TTL_MS = 5_000;

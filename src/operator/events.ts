@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { CoreV1Api, CoreV1Event, KubernetesObject } from '@kubernetes/client-node';
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../kernel/log.ts';
 import { apiMessage, requestOptions } from './kube.ts';
 
 export type EventType = 'Normal' | 'Warning';
@@ -24,11 +24,11 @@ interface Recorded {
  */
 export class EventRecorder {
   readonly #core: CoreV1Api;
-  readonly #log: FastifyBaseLogger;
+  readonly #log: Logger;
   readonly #instance: string;
   readonly #recent = new Map<string, Recorded>();
 
-  constructor(core: CoreV1Api, log: FastifyBaseLogger, instance: string) {
+  constructor(core: CoreV1Api, log: Logger, instance: string) {
     this.#core = core;
     this.#log = log;
     this.#instance = instance;

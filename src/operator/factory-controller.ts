@@ -1,17 +1,16 @@
-import type { FastifyBaseLogger } from 'fastify';
-import type { ServiceContext } from '../http/context.ts';
-import { AppError } from '../http/errors.ts';
+import { FACTORIES_CHANGED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
+import type { Logger } from '../kernel/log.ts';
+import type { ServiceContext } from '../context.ts';
+import { AppError } from '../kernel/errors.ts';
 import { FactoryService } from '../factories/service.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { controllerFor } from '../reconciler/index.ts';
 import type { FactoryRow } from '../reconciler/model.ts';
 import * as reconcilerPlans from '../reconciler/plans.ts';
-import { FACTORIES_CHANGED_TOPIC } from '../reconciler/topics.ts';
 import { applyRunEvent } from '../runs/plans.ts';
-import { RUN_CHANGED_TOPIC } from '../runs/service.ts';
 import { normalizeSourceSpec } from '../sources/spec.ts';
 import type { GitSourceSpec } from '../sources/types.ts';
-import { newId } from '../util/ids.ts';
+import { newId } from '../kernel/ids.ts';
 import { ConditionSet } from './conditions.ts';
 import { API_VERSION, FACTORY_KIND, FACTORY_PLURAL, GROUP, VERSION } from './crd.ts';
 import type { EventRecorder } from './events.ts';
@@ -43,7 +42,7 @@ export interface FactoryControllerOptions {
   teams: NamespaceTeams;
   events: EventRecorder;
   metrics: Metrics;
-  log: FastifyBaseLogger;
+  log: Logger;
   cleanup?: FactoryCleanup;
   /** Every object is reconciled again this often even without a change (missed events, drift). */
   resyncMs?: number;

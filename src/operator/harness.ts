@@ -9,7 +9,7 @@ import type { HarnessType } from '../execution/settings.ts';
 import { createWorkspace, writePlanFiles } from '../execution/workspace.ts';
 import type { RunRow } from '../runs/model.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
-import type { Queryable } from '../store/db.ts';
+import type { Queryable } from '../kernel/db.ts';
 import { WORKSPACE_DIR } from './job-spec.ts';
 
 /** The harness a run asks for, among those Jobs run; undefined when none does. */

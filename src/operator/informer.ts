@@ -1,6 +1,6 @@
 import { ListWatch, Watch } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../kernel/log.ts';
 import { apiMessage } from './kube.ts';
 
 export type InformerEvent = 'add' | 'update' | 'delete';
@@ -13,7 +13,7 @@ export interface InformerOptions<T extends KubernetesObject> {
   path: string;
   list: () => Promise<KubernetesListObject<T>>;
   labelSelector?: string;
-  log: FastifyBaseLogger;
+  log: Logger;
   /** Restart delays after an error: first, doubling, at most. */
   restartBaseMs?: number;
   restartMaxMs?: number;

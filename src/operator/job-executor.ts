@@ -1,13 +1,14 @@
+import { RUNS_QUEUED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
 import type { V1Job } from '@kubernetes/client-node';
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../kernel/log.ts';
 import { ExecutionRecorder } from '../execution/recorder.ts';
 import type { ExecutionOutcome } from '../execution/plan.ts';
-import type { ServiceContext } from '../http/context.ts';
+import type { ServiceContext } from '../context.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { getFactory } from '../reconciler/plans.ts';
 import type { RunRow } from '../runs/model.ts';
 import { applyRunEvent, getRunById } from '../runs/plans.ts';
-import { RUN_CHANGED_TOPIC, RUNS_QUEUED_TOPIC, SERVICE_WORKER_HOSTS } from '../runs/service.ts';
+import { SERVICE_WORKER_HOSTS } from '../runs/service.ts';
 import { isTerminal } from '../runs/state-machine.ts';
 import { secretProviderFor } from '../secrets/provider.ts';
 import type { EventRecorder } from './events.ts';
@@ -24,7 +25,7 @@ import {
   jobNameFor,
   jobOutcome,
 } from './job-spec.ts';
-import { newId } from '../util/ids.ts';
+import { newId } from '../kernel/ids.ts';
 import type { JobSettings } from './job-spec.ts';
 import type { KubeClients } from './kube.ts';
 import { apiMessage, isConflict, isNotFound, requestOptions, statusCode } from './kube.ts';
@@ -38,7 +39,7 @@ export interface JobExecutorOptions {
   settings: JobSettings;
   events: EventRecorder;
   metrics: Metrics;
-  log: FastifyBaseLogger;
+  log: Logger;
   /** How often queued runs are looked for without a hint (`runs.queued`), and open Jobs checked again. */
   pollMs?: number;
   /** Run Jobs of this namespace's Factories only (undefined: every namespace). */

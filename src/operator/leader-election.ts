@@ -1,5 +1,5 @@
 import type { CoordinationV1Api, V1Lease, V1LeaseSpec } from '@kubernetes/client-node';
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../kernel/log.ts';
 import { apiMessage, isConflict, isNotFound, requestOptions } from './kube.ts';
 
 /** Time for the elector; tests may inject one. `sleep` resolves early (never rejects) when the signal aborts. */
@@ -36,7 +36,7 @@ export interface LeaderElectionOptions {
   retryPeriodMs: number;
   /** Acquire attempts wait retryPeriod × (1 + random × jitter). */
   jitterFactor: number;
-  log: FastifyBaseLogger;
+  log: Logger;
   clock?: ElectionClock;
 }
 

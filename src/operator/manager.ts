@@ -1,16 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../kernel/log.ts';
 import type { Config, Role } from '../config.ts';
-import { addReadinessCheck } from '../http/health.ts';
+import { addReadinessCheck } from '../health/readiness.ts';
 import { createLogger } from '../log.ts';
 import { metricsFor } from '../metrics/metrics.ts';
 import { controllerFor } from '../reconciler/index.ts';
 import { DatabaseSecretProvider, useSecretProvider } from '../secrets/provider.ts';
 import { startServer } from '../server.ts';
 import type { RunningServer } from '../server.ts';
-import type { Db } from '../store/db.ts';
+import type { Db } from '../kernel/db.ts';
 import { EventRecorder } from './events.ts';
 import { FactoryResourceController } from './factory-controller.ts';
 import { JobExecutor } from './job-executor.ts';
@@ -122,7 +122,7 @@ export interface StartOperatorOptions {
   kubeConfig: KubeConfig;
   /** An open database (tests); otherwise opened from the configuration. */
   db?: Db;
-  log?: FastifyBaseLogger;
+  log?: Logger;
   electionClock?: ElectionClock;
 }
 

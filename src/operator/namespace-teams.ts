@@ -1,8 +1,8 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../kernel/log.ts';
 import { generateApiKey } from '../identity/api-keys.ts';
 import { createTeamWithAdmin } from '../identity/service.ts';
-import type { Db } from '../store/db.ts';
+import type { Db } from '../kernel/db.ts';
 import { isConflict, isNotFound, requestOptions } from './kube.ts';
 import { findNamespaceTeam, insertNamespaceTeam } from './plans.ts';
 
@@ -14,7 +14,7 @@ export function namespaceTeamName(namespace: string): string {
 export interface NamespaceTeamsOptions {
   db: Db;
   core: CoreV1Api;
-  log: FastifyBaseLogger;
+  log: Logger;
   /** Secret the team's first admin API key is written to (key `token`); empty: not written. */
   apiKeySecret: string;
 }

@@ -1,4 +1,4 @@
-import type { Queryable } from '../store/db.ts';
+import type { Queryable } from '../kernel/db.ts';
 import type { Executor } from './factory-resource.ts';
 
 export interface KubernetesFactoryRow {

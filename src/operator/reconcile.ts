@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../kernel/log.ts';
 import type { WorkQueue } from './queue.ts';
 
 /** What a reconcile asks of the loop: look again after a delay (a poll, a wait for something external). */
@@ -22,7 +22,7 @@ export interface WorkerOptions {
   reconcile: ReconcileFn;
   concurrency: number;
   signal: AbortSignal;
-  log: FastifyBaseLogger;
+  log: Logger;
   /** Called after every reconcile with its duration and outcome (metrics). */
   observe?: (outcome: 'success' | 'error' | 'terminal', seconds: number) => void;
 }

@@ -1,6 +1,6 @@
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { SecretProvider } from '../secrets/provider.ts';
-import type { Queryable } from '../store/db.ts';
+import type { Queryable } from '../kernel/db.ts';
 import { isNotFound, requestOptions } from './kube.ts';
 import { findTeamNamespace } from './plans.ts';
 

@@ -1,12 +1,12 @@
+import { FACTORIES_CHANGED_TOPIC, FACTORY_SYNC_REQUESTED_TOPIC } from '../kernel/topics.ts';
 import path from 'node:path';
 import { rm } from 'node:fs/promises';
 import { DirectorySource } from '../sources/directory.ts';
-import { AppError } from '../http/errors.ts';
+import { AppError } from '../kernel/errors.ts';
 import type { ApplyOutcome, ApplyTrigger, FactoryRow } from './model.ts';
 import * as plans from './plans.ts';
 import { FactoryGoneError, Reconciler } from './reconciler.ts';
 import type { ReconcilerDeps } from './reconciler.ts';
-import { FACTORIES_CHANGED_TOPIC, FACTORY_SYNC_REQUESTED_TOPIC } from './topics.ts';
 
 /** Retries of transient failures: 2 s, doubling, at most this (or the poll interval when shorter). */
 const MAX_BACKOFF_MS = 5 * 60_000;

@@ -1,4 +1,4 @@
-import type { ServiceContext } from '../http/context.ts';
+import type { ServiceContext } from '../context.ts';
 import type { FactoryFileInput } from '../definitions/load.ts';
 import { delegatingSecretProvider } from '../secrets/provider.ts';
 import type { CommitAuthor } from '../sources/managed.ts';
@@ -9,7 +9,6 @@ export { FactoryController } from './controller.ts';
 export { Reconciler, FactoryGoneError, definitionInvalid, readOnlyError } from './reconciler.ts';
 export type { ReconcilerDeps, ReconcileOptions, Prepared } from './reconciler.ts';
 export type * from './model.ts';
-export { WEBHOOKS_CHANGED_TOPIC, FACTORIES_CHANGED_TOPIC, FACTORY_SYNC_REQUESTED_TOPIC } from './topics.ts';
 export { runConfigFor } from './run-config.ts';
 
 const controllers = new WeakMap<ServiceContext, FactoryController>();

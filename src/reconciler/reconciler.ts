@@ -1,11 +1,12 @@
+import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../kernel/log.ts';
 import type { ValidationContext } from '../definitions/context.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import type { FactoryFileInput } from '../definitions/load.ts';
 import { validateFactory } from '../definitions/validate.ts';
 import type { ValidationResult } from '../definitions/validate.ts';
-import { AppError } from '../http/errors.ts';
+import { AppError } from '../kernel/errors.ts';
 import type { SecretCipher } from '../secrets/crypto.ts';
 import { isUrlSafe } from '../secrets/provider.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
@@ -16,9 +17,9 @@ import { managedHeadSha } from '../sources/managed-commits.ts';
 import { SerialQueue } from '../sources/mutex.ts';
 import { isSourceError } from '../sources/types.ts';
 import type { Source, SourceSnapshot } from '../sources/types.ts';
-import type { Bus } from '../store/bus.ts';
-import type { Db, Queryable } from '../store/db.ts';
-import { newId } from '../util/ids.ts';
+import type { Bus } from '../kernel/bus.ts';
+import type { Db, Queryable } from '../kernel/db.ts';
+import { newId } from '../kernel/ids.ts';
 import {
   appliedMessage,
   applyFailedMessage,
@@ -30,7 +31,6 @@ import type { ApplyOutcome, ApplyTrigger, FactoryRow, RevisionReason, SourceFail
 import { computePlan } from './plan.ts';
 import type { Plan } from './plan.ts';
 import * as plans from './plans.ts';
-import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from './topics.ts';
 
 export interface ReconcilerDeps {
   db: Db;
@@ -38,7 +38,7 @@ export interface ReconcilerDeps {
   cipher: SecretCipher;
   /** Where secret values come from (the database, or Kubernetes Secrets under the operator). */
   secrets: SecretProvider;
-  log: FastifyBaseLogger;
+  log: Logger;
   dataDir: string;
 }
 

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
-import type { AppInstance, ServiceContext } from '../http/context.ts';
-import { AppError } from '../http/errors.ts';
+import type { AppInstance } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
+import { AppError } from '../kernel/errors.ts';
 import type { SecretCipher } from '../secrets/crypto.ts';
 import * as plans from './plans.ts';
 import { RunIdParamsSchema } from './schemas.ts';

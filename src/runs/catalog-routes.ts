@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
-import type { AppInstance, ServiceContext } from '../http/context.ts';
-import { AppError } from '../http/errors.ts';
+import type { AppInstance } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
+import { AppError } from '../kernel/errors.ts';
 import { parseModelCatalogue } from './models.ts';
 import * as plans from './plans.ts';
 import type { FactoryAgentsRow } from './plans.ts';

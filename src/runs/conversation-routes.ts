@@ -4,8 +4,9 @@
  * (sealed with the master key, valid for an hour), which answers every event of the run as JSON lines.
  */
 import { Type } from 'typebox';
-import type { AppInstance, ServiceContext } from '../http/context.ts';
-import { AppError } from '../http/errors.ts';
+import type { AppInstance } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
+import { AppError } from '../kernel/errors.ts';
 import type { SecretCipher } from '../secrets/crypto.ts';
 import { buildConversation, loadAllEvents } from './conversation.ts';
 import type { RunRow } from './model.ts';

@@ -3,7 +3,7 @@
  * per execution; the prompt and follow-ups as user messages; agent text, tool calls (`action`) and their
  * results (`action_result`); skill loads as `read_skill` actions; state changes and results as `event` blocks.
  */
-import type { Queryable } from '../store/db.ts';
+import type { Queryable } from '../kernel/db.ts';
 import type { StoredRunEvent } from './events.ts';
 import type { RunRow } from './model.ts';
 

@@ -3,14 +3,15 @@
  * client resumes with `Last-Event-ID` and gets exactly the events after it), and the reference's internal
  * `GET /agent/events` (poll) and `POST /agent/events/{runId}` (report).
  */
+import { RUN_CHANGED_TOPIC, RUN_EVENTS_TOPIC } from '../kernel/topics.ts';
 import { Type } from 'typebox';
-import type { AppInstance, ServiceContext } from '../http/context.ts';
-import { AppError } from '../http/errors.ts';
-import { appendRunEvents, listEventsOfRuns, listRunEvents, RUN_EVENTS_TOPIC } from './events.ts';
+import type { AppInstance } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
+import { AppError } from '../kernel/errors.ts';
+import { appendRunEvents, listEventsOfRuns, listRunEvents } from './events.ts';
 import type { StoredRunEvent } from './events.ts';
 import { applyRunEvent, getRun } from './plans.ts';
 import { RunIdParamsSchema } from './schemas.ts';
-import { RUN_CHANGED_TOPIC } from './service.ts';
 import type { RunEvent } from './state-machine.ts';
 import { isRunState, isTerminal } from './state-machine.ts';
 

@@ -4,9 +4,7 @@
  * Each run numbers its events 1, 2, 3... without gaps and in commit order: a writer takes the next numbers
  * under the run's row lock, so a reader that has seen event n never later finds an event below n.
  */
-import type { Queryable } from '../store/db.ts';
-
-export const RUN_EVENTS_TOPIC = 'runs.events';
+import type { Queryable } from '../kernel/db.ts';
 
 export type RunEventType =
   | 'state'

@@ -1,5 +1,5 @@
-import type { WireMessages } from '../store/bus.ts';
-import type { Db } from '../store/db.ts';
+import type { WireMessages } from '../kernel/bus.ts';
+import type { Db } from '../kernel/db.ts';
 import * as plans from './plans.ts';
 import type { CreatedRun, InsertRun } from './plans.ts';
 

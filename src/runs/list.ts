@@ -1,5 +1,5 @@
-import { AppError } from '../http/errors.ts';
-import type { Queryable, SqlValue } from '../store/db.ts';
+import { AppError } from '../kernel/errors.ts';
+import type { Queryable, SqlValue } from '../kernel/db.ts';
 import type { RunRow } from './model.ts';
 import { RUN_STATES } from './state-machine.ts';
 

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
-import type { AppModule } from '../http/context.ts';
-import { AppError } from '../http/errors.ts';
+import type { AppModule } from '../plugin.ts';
+import { AppError } from '../kernel/errors.ts';
 import { toRunItem } from './model.ts';
 import { getRunBySession } from './plans.ts';
 import { registerAttachmentRoutes } from './attachments.ts';

@@ -1,5 +1,5 @@
-import type { WireMessages } from '../store/bus.ts';
-import type { Queryable, SqlValue } from '../store/db.ts';
+import type { WireMessages } from '../kernel/bus.ts';
+import type { Queryable, SqlValue } from '../kernel/db.ts';
 import type { AgentConfig, RunRow, RunSource } from './model.ts';
 import type { RunEvent, RunState } from './state-machine.ts';
 import { transitionFor } from './state-machine.ts';

@@ -1,7 +1,8 @@
 import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AppInstance, ServiceContext } from '../http/context.ts';
-import { AppError } from '../http/errors.ts';
+import type { AppInstance } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
+import { AppError } from '../kernel/errors.ts';
 import type { Creator } from './model.ts';
 import { toRunItem } from './model.ts';
 import { listRuns } from './list.ts';

@@ -1,16 +1,14 @@
+import { RUN_CHANGED_TOPIC, RUNS_QUEUED_TOPIC } from '../kernel/topics.ts';
 import { createHash } from 'node:crypto';
-import { AppError } from '../http/errors.ts';
-import type { Bus } from '../store/bus.ts';
-import type { Db, Queryable } from '../store/db.ts';
-import { newId, timeOrderedUuid } from '../util/ids.ts';
+import { AppError } from '../kernel/errors.ts';
+import type { Bus } from '../kernel/bus.ts';
+import type { Db, Queryable } from '../kernel/db.ts';
+import { newId, timeOrderedUuid } from '../kernel/ids.ts';
 import type { AgentConfig, Creator, McpServerConfig, RunRow, RunSource } from './model.ts';
 import * as plans from './plans.ts';
 import { isTerminal } from './state-machine.ts';
 import { resolveAgentIdentity } from '../identity/agent-identities.ts';
 import { RunInsertBatcher } from './insert-batcher.ts';
-
-export const RUNS_QUEUED_TOPIC = 'runs.queued';
-export const RUN_CHANGED_TOPIC = 'runs.changed';
 
 /** Reserved `worker_host` values that mean "the service's own executors". */
 export const SERVICE_WORKER_HOSTS: ReadonlySet<string> = new Set(['service', 'warp']);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Db } from '../store/db.ts';
-import { newId } from '../util/ids.ts';
+import type { Db } from '../kernel/db.ts';
+import { newId } from '../kernel/ids.ts';
 import { cronProblem, parseCron } from './cron.ts';
 import * as plans from './plans.ts';
 import type { LiveAutomation } from './plans.ts';

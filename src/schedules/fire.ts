@@ -1,8 +1,8 @@
 import { automationRunBase } from '../automations/run-input.ts';
-import { isAppError } from '../http/errors.ts';
+import { isAppError } from '../kernel/errors.ts';
 import type { CreateRunInput } from '../runs/service.ts';
 import { insertQueuedRun } from '../runs/service.ts';
-import type { Db, Queryable } from '../store/db.ts';
+import type { Db, Queryable } from '../kernel/db.ts';
 import { parseCron } from './cron.ts';
 import type { ScheduleRow } from './model.ts';
 import { creatorOfInfo, scheduleInfoOf } from './model.ts';

@@ -1,6 +1,6 @@
-import type { AppModule } from '../http/context.ts';
-import { systemClock } from './clock.ts';
-import type { Clock } from './clock.ts';
+import type { AppModule } from '../plugin.ts';
+import { systemClock } from '../kernel/clock.ts';
+import type { Clock } from '../kernel/clock.ts';
 import { registerScheduleRoutes } from './routes.ts';
 import { Scheduler } from './scheduler.ts';
 import { ScheduleService } from './service.ts';

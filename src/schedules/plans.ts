@@ -1,6 +1,6 @@
 import { AUTOMATION_AGENT_PROMPT_SQL } from '../automations/run-input.ts';
 import type { AutomationRow } from '../reconciler/model.ts';
-import type { Queryable } from '../store/db.ts';
+import type { Queryable } from '../kernel/db.ts';
 import type { AgentConfig } from '../runs/model.ts';
 import type { CreatorInfo, ScheduleRow } from './model.ts';
 

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { AppInstance } from '../http/context.ts';
+import type { AppInstance } from '../plugin.ts';
 import type { CreatorInfo } from './model.ts';
 import { toScheduledAgentItem } from './model.ts';
 import * as schemas from './schemas.ts';

@@ -1,17 +1,14 @@
+import { RUNS_QUEUED_TOPIC, SCHEDULES_CHANGED_TOPIC } from '../kernel/topics.ts';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import type { FastifyBaseLogger } from 'fastify';
-import { RUNS_QUEUED_TOPIC } from '../runs/service.ts';
-import type { Bus } from '../store/bus.ts';
-import type { Db } from '../store/db.ts';
-import { systemClock } from './clock.ts';
-import type { Clock } from './clock.ts';
+import type { Logger } from '../kernel/log.ts';
+import type { Bus } from '../kernel/bus.ts';
+import type { Db } from '../kernel/db.ts';
+import { systemClock } from '../kernel/clock.ts';
+import type { Clock } from '../kernel/clock.ts';
 import { fireDueSchedules } from './fire.ts';
 import type { FireOutcome } from './fire.ts';
 import * as plans from './plans.ts';
-
-/** Published whenever a schedule is created, changed or removed: `{team_id?, schedule_id?, factory_id?}`. */
-export const SCHEDULES_CHANGED_TOPIC = 'schedules.changed';
 
 /** Look at the database at least this often, in case a change notice from another process was lost. */
 const MAX_IDLE_MS = 30_000;
@@ -24,7 +21,7 @@ export interface SchedulerOptions {
   db: Db;
   bus: Bus;
   clock: Clock;
-  log: FastifyBaseLogger;
+  log: Logger;
 }
 
 /**
@@ -35,7 +32,7 @@ export class Scheduler {
   readonly #db: Db;
   readonly #bus: Bus;
   readonly #clock: Clock;
-  readonly #log: FastifyBaseLogger;
+  readonly #log: Logger;
   readonly #id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   readonly #stop = new AbortController();
   #wake = new AbortController();

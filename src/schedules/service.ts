@@ -1,15 +1,15 @@
-import { AppError, isAppError } from '../http/errors.ts';
+import { SCHEDULES_CHANGED_TOPIC } from '../kernel/topics.ts';
+import { AppError, isAppError } from '../kernel/errors.ts';
 import type { AgentConfig } from '../runs/model.ts';
 import { checkMetadata, resolveConfig } from '../runs/service.ts';
-import type { Bus } from '../store/bus.ts';
-import type { Db } from '../store/db.ts';
-import { newId } from '../util/ids.ts';
-import type { Clock } from './clock.ts';
+import type { Bus } from '../kernel/bus.ts';
+import type { Db } from '../kernel/db.ts';
+import { newId } from '../kernel/ids.ts';
+import type { Clock } from '../kernel/clock.ts';
 import { parseCron } from './cron.ts';
 import type { CreatorInfo, ScheduleRow } from './model.ts';
 import * as plans from './plans.ts';
 import type { ScheduleFields } from './plans.ts';
-import { SCHEDULES_CHANGED_TOPIC } from './scheduler.ts';
 
 export interface ScheduleInput {
   name?: string | undefined;

@@ -1,11 +1,10 @@
-import type { FastifyBaseLogger } from 'fastify';
-import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../reconciler/topics.ts';
-import type { Bus } from '../store/bus.ts';
-import type { Db } from '../store/db.ts';
+import { FACTORIES_CHANGED_TOPIC, SCHEDULES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
+import type { Logger } from '../kernel/log.ts';
+import type { Bus } from '../kernel/bus.ts';
+import type { Db } from '../kernel/db.ts';
 import { syncFactorySchedules } from './automation-sync.ts';
-import type { Clock } from './clock.ts';
+import type { Clock } from '../kernel/clock.ts';
 import { factoriesWithSchedules } from './plans.ts';
-import { SCHEDULES_CHANGED_TOPIC } from './scheduler.ts';
 
 /** Re-sync every factory this often, in case a change notice was lost. */
 const FULL_SYNC_INTERVAL_MS = 60_000;
@@ -18,13 +17,13 @@ export class AutomationScheduleSync {
   readonly #db: Db;
   readonly #bus: Bus;
   readonly #clock: Clock;
-  readonly #log: FastifyBaseLogger;
+  readonly #log: Logger;
   readonly #stop = new AbortController();
   #chain: Promise<void> = Promise.resolve();
   #unsubscribe: (() => void) | undefined;
   #loop: Promise<void> | undefined;
 
-  constructor(options: { db: Db; bus: Bus; clock: Clock; log: FastifyBaseLogger }) {
+  constructor(options: { db: Db; bus: Bus; clock: Clock; log: Logger }) {
     this.#db = options.db;
     this.#bus = options.bus;
     this.#clock = options.clock;

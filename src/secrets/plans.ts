@@ -1,4 +1,4 @@
-import type { Queryable } from '../store/db.ts';
+import type { Queryable } from '../kernel/db.ts';
 
 /** A managed secret's metadata; the value never leaves this module except through a SecretProvider. */
 export interface SecretRow {

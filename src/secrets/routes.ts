@@ -1,8 +1,10 @@
+import { SECRETS_CHANGED_TOPIC } from '../kernel/topics.ts';
 import { Type } from 'typebox';
-import { requireTeamAdmin } from '../http/auth.ts';
-import type { AppInstance, ServiceContext } from '../http/context.ts';
+import { requireTeamAdmin } from '../identity/guards.ts';
+import type { AppInstance } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
 import type { SecretRow } from './plans.ts';
-import { MAX_SECRET_BYTES, SECRETS_CHANGED_TOPIC, SECRET_NAME_RULE, SecretService } from './service.ts';
+import { MAX_SECRET_BYTES, SECRET_NAME_RULE, SecretService } from './service.ts';
 
 const SecretSchema = Type.Object({
   name: Type.String(),

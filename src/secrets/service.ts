@@ -1,5 +1,5 @@
-import { AppError } from '../http/errors.ts';
-import type { Db } from '../store/db.ts';
+import { AppError } from '../kernel/errors.ts';
+import type { Db } from '../kernel/db.ts';
 import type { SecretCipher } from './crypto.ts';
 import * as plans from './plans.ts';
 import type { SecretRow } from './plans.ts';
@@ -9,8 +9,6 @@ export const SECRET_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 export const SECRET_NAME_RULE = '1-128 letters, digits, `.`, `_` or `-`, starting with a letter or digit';
 /** Large enough for an SSH private key or a PEM bundle. */
 export const MAX_SECRET_BYTES = 64 * 1024;
-
-export const SECRETS_CHANGED_TOPIC = 'secrets.changed';
 
 export function checkSecretName(name: string): void {
   if (!SECRET_NAME.test(name))

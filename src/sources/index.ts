@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { SecretProvider } from '../secrets/provider.ts';
-import type { Db } from '../store/db.ts';
+import type { Db } from '../kernel/db.ts';
 import { DirectorySource } from './directory.ts';
 import { GitSource } from './git.ts';
 import { ManagedRepository } from './managed.ts';

@@ -1,6 +1,6 @@
 /** SQL of the managed factories' commit record (migration 0012), as functions. */
 import type { FactoryFileInput } from '../definitions/load.ts';
-import type { Db, Queryable } from '../store/db.ts';
+import type { Db, Queryable } from '../kernel/db.ts';
 import { isUniqueViolation } from '../store/errors.ts';
 
 /** One commit of a managed factory, with everything git needs to write it again under the same id. */

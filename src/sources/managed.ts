@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { SimpleGit } from 'simple-git';
 import type { FactoryFileInput } from '../definitions/load.ts';
-import type { Db } from '../store/db.ts';
+import type { Db } from '../kernel/db.ts';
 import { BASE_GIT_ENV, inheritedEnv, openBareRepository, readTree } from './git-exec.ts';
 import type { ManagedCommit } from './managed-commits.ts';
 import { insertManagedCommits, isCommitTaken, listManagedCommits, managedCommitFiles } from './managed-commits.ts';

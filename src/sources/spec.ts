@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { AppError } from '../http/errors.ts';
+import { AppError } from '../kernel/errors.ts';
 import { SECRET_NAME, SECRET_NAME_RULE } from '../secrets/service.ts';
 import type { SourceSpec } from './types.ts';
 import { classifyGitUrl, sanitizeUrl } from './url.ts';

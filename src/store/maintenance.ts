@@ -1,5 +1,5 @@
-import type { FastifyBaseLogger } from 'fastify';
-import type { Db } from './db.ts';
+import type { Logger } from '../kernel/log.ts';
+import type { Db } from '../kernel/db.ts';
 
 /**
  * When a table is due, with PostgreSQL's autovacuum defaults: more rows changed since the last ANALYZE than
@@ -172,11 +172,7 @@ export interface MaintenanceSchedule {
  * `checkpointCheckMs` between passes (never two at once); answers the function that stops them and waits for the
  * work under way.
  */
-export function startTableMaintenance(
-  db: Db,
-  log: FastifyBaseLogger,
-  schedule: MaintenanceSchedule,
-): () => Promise<void> {
+export function startTableMaintenance(db: Db, log: Logger, schedule: MaintenanceSchedule): () => Promise<void> {
   const { intervalMs, checkpoints = CHECKPOINT_DEFAULTS } = schedule;
   const checkpointCheckMs = Math.min(intervalMs, schedule.checkpointCheckMs ?? CHECKPOINT_CHECK_MS);
   let running: Promise<void> | undefined;

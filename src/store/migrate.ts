@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
-import type { Db } from './db.ts';
+import type { Db } from '../kernel/db.ts';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 /** Key of the advisory lock that serialises migration runs across processes. */

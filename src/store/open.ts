@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { Db } from './db.ts';
+import type { Db } from '../kernel/db.ts';
 import { openPostgres } from './pg.ts';
 import { openPgliteThread } from './pglite-thread.ts';
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import type { Db, QueryResult, Queryable, SqlValue } from './db.ts';
-import { quoteIdent } from './db.ts';
+import type { Db, QueryResult, Queryable, SqlValue } from '../kernel/db.ts';
+import { quoteIdent } from '../kernel/db.ts';
 
 // int8 (bigserial counters, sizes) fits in a double for every value this service stores.
 pg.types.setTypeParser(20, (v) => Number(v));

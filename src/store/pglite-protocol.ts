@@ -3,7 +3,7 @@
  * src/store/pglite-worker.ts). Values cross by structured clone: Date and plain objects keep their types;
  * bytes (a Buffer or Uint8Array parameter) cross as a one-byte string, see encodeParams.
  */
-import type { SqlValue } from './db.ts';
+import type { SqlValue } from '../kernel/db.ts';
 
 /** Bytes held as their latin1 string on PGlite's thread, written into the Bind message as they are. */
 export class Latin1Bytes {

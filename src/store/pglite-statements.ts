@@ -8,7 +8,7 @@
  */
 import type { PGlite, Results } from '@electric-sql/pglite';
 import { parse, protocol } from '@electric-sql/pglite';
-import type { SqlValue } from './db.ts';
+import type { SqlValue } from '../kernel/db.ts';
 import { Latin1Bytes } from './pglite-protocol.ts';
 
 const { serialize } = protocol;

@@ -4,7 +4,7 @@
  * server use two cores instead of taking turns on one (docs/performance.md, docs/decisions.md).
  */
 import { Worker } from 'node:worker_threads';
-import type { Db, QueryResult, Queryable, SqlValue } from './db.ts';
+import type { Db, QueryResult, Queryable, SqlValue } from '../kernel/db.ts';
 import type { PgliteWorkerData, Reply, Request } from './pglite-protocol.ts';
 import { deserializeError, encodeParams } from './pglite-protocol.ts';
 

@@ -6,7 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
-import type { Db, Queryable } from './db.ts';
+import type { Db, Queryable } from '../kernel/db.ts';
 import { wrapPglite } from './pglite.ts';
 import type { PgliteWorkerData, Reply, Request } from './pglite-protocol.ts';
 import { decodeParams, serializeError } from './pglite-protocol.ts';

@@ -1,7 +1,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import type { Results } from '@electric-sql/pglite';
-import type { Db, QueryResult, Queryable, SqlValue } from './db.ts';
-import { quoteIdent } from './db.ts';
+import type { Db, QueryResult, Queryable, SqlValue } from '../kernel/db.ts';
+import { quoteIdent } from '../kernel/db.ts';
 import { PgliteStatements } from './pglite-statements.ts';
 
 export interface PgliteOptions {

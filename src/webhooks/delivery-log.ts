@@ -1,8 +1,8 @@
 /** Reading the delivery log (migration 0020): the newest first, one page at a time, and one delivery in full. */
-import { AppError } from '../http/errors.ts';
+import { AppError } from '../kernel/errors.ts';
 import { DELIVERY_LABELS } from '../ingress/plans.ts';
 import type { DeliveryLabelCode } from '../ingress/plans.ts';
-import type { Queryable } from '../store/db.ts';
+import type { Queryable } from '../kernel/db.ts';
 
 export interface DeliveryLogRow {
   id: string;

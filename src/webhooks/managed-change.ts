@@ -3,11 +3,11 @@
  * step), shared by the webhook and automation management APIs. A repository-backed factory answers 409
  * `factory_read_only`; an invalid result answers 422 `definition_invalid` with the diagnostics.
  */
-import type { FastifyRequest } from 'fastify';
+import type { Caller } from '../identity/principal.ts';
 import type { FactoryFileInput } from '../definitions/load.ts';
-import type { ServiceContext } from '../http/context.ts';
+import type { ServiceContext } from '../context.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
-import { AppError, isAppError } from '../http/errors.ts';
+import { AppError, isAppError } from '../kernel/errors.ts';
 import { applyManagedChange, controllerFor, definitionInvalid, readOnlyError } from '../reconciler/index.ts';
 import type { ApplyOutcome, FactoryRow } from '../reconciler/model.ts';
 import * as factoryPlans from '../reconciler/plans.ts';
@@ -26,7 +26,7 @@ export function requireManaged(ctx: ServiceContext, factory: FactoryRow): void {
     throw readOnlyError(factory, controllerFor(ctx).reconciler.sourceFor(factory).describe());
 }
 
-export function commitAuthor(request: FastifyRequest): { name: string; email: string } {
+export function commitAuthor(request: Caller): { name: string; email: string } {
   const subject = request.principal.subject;
   return { name: subject.displayName, email: subject.email ?? `${subject.id}@agentyard.invalid` };
 }
@@ -39,7 +39,7 @@ export function commitAuthor(request: FastifyRequest): { name: string; email: st
 export async function changeManagedFactory(
   ctx: ServiceContext,
   factory: FactoryRow,
-  request: FastifyRequest,
+  request: Caller,
   message: string,
   mutate: (files: FactoryFileInput[]) => FactoryFileInput[] | Promise<FactoryFileInput[]>,
 ): Promise<ApplyOutcome> {

@@ -3,22 +3,22 @@
  * (`webhooks/<name>.yaml`), committed and applied in one step; the secret value lives in the team's managed
  * secret (never in a file) and, once applied, in the webhook row. Rotation writes both at once.
  */
-import type { FastifyRequest } from 'fastify';
+import { WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
+import type { Caller } from '../identity/principal.ts';
 import { parseDocument, stringify } from 'yaml';
 import { MAX_WEBHOOKS_PER_FACTORY } from '../definitions/index.ts';
 import { RESOURCE_NAME } from '../definitions/load.ts';
-import type { ServiceContext } from '../http/context.ts';
-import type { Queryable } from '../store/db.ts';
-import { AppError } from '../http/errors.ts';
+import type { ServiceContext } from '../context.ts';
+import type { Queryable } from '../kernel/db.ts';
+import { AppError } from '../kernel/errors.ts';
 import { refreshWebhookRouting } from '../ingress/module.ts';
-import { WEBHOOKS_CHANGED_TOPIC } from '../reconciler/topics.ts';
 import { generateSecretFor, getSignatureScheme, SIGNATURE_SCHEME_IDS } from '../ingress/signatures/index.ts';
 import type { FactoryRow, WebhookRow } from '../reconciler/model.ts';
 import * as factoryPlans from '../reconciler/plans.ts';
 import { isUrlSafe } from '../secrets/provider.ts';
 import * as secretPlans from '../secrets/plans.ts';
 import { checkSecretName } from '../secrets/service.ts';
-import { randomToken } from '../util/ids.ts';
+import { randomToken } from '../kernel/ids.ts';
 import { changeManagedFactory, fileAt, replaceFile, requireManaged, teamFactory } from './managed-change.ts';
 
 export type AuthMode = 'token' | 'url_token' | 'signature';
@@ -97,7 +97,7 @@ export class WebhookManagement {
   }
 
   async create(
-    request: FastifyRequest,
+    request: Caller,
     factoryId: string,
     input: CreateWebhookInput,
   ): Promise<{ row: WebhookRow; shown: SecretShownOnce }> {
@@ -196,7 +196,7 @@ export class WebhookManagement {
     return { row, shown };
   }
 
-  async patch(request: FastifyRequest, uid: string, input: PatchWebhookInput): Promise<WebhookRow> {
+  async patch(request: Caller, uid: string, input: PatchWebhookInput): Promise<WebhookRow> {
     const { row, factory } = await this.#live(request.principal.teamId, uid);
     if (input.name !== undefined && input.name !== row.name) {
       throw new AppError(
@@ -220,7 +220,7 @@ export class WebhookManagement {
     return teamWebhook(this.#ctx.db, request.principal.teamId, uid);
   }
 
-  async delete(request: FastifyRequest, uid: string): Promise<void> {
+  async delete(request: Caller, uid: string): Promise<void> {
     const { row, factory } = await this.#live(request.principal.teamId, uid);
     await changeManagedFactory(this.#ctx, factory, request, `Delete webhook ${row.name}`, (files) => {
       if (!fileAt(files, row.file))
@@ -234,7 +234,7 @@ export class WebhookManagement {
    * transaction (under the factory's apply lock), and the old value stops working immediately.
    */
   async rotate(
-    request: FastifyRequest,
+    request: Caller,
     uid: string,
     input: { secret?: string | undefined },
   ): Promise<{ row: WebhookRow; shown: SecretShownOnce }> {

@@ -1,4 +1,4 @@
-import type { AppModule } from '../http/context.ts';
+import type { AppModule } from '../plugin.ts';
 import { registerDeliveryLogRoutes, registerWebhookManagementRoutes } from './routes.ts';
 
 /** The webhook management API: the delivery log, and (on managed factories) webhook writes. */

@@ -1,9 +1,10 @@
-import type { AppInstance, ServiceContext } from '../http/context.ts';
-import { AppError } from '../http/errors.ts';
+import type { AppInstance } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
+import { AppError } from '../kernel/errors.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import { firingsOf, getDelivery, getDeliveryPayload, listDeliveries, toDeliveryItem } from './delivery-log.ts';
 import { webhookView as factoryWebhookView } from '../factories/views.ts';
-import { requireTeamAdmin } from '../http/auth.ts';
+import { requireTeamAdmin } from '../identity/guards.ts';
 import type { WebhookRow } from '../reconciler/model.ts';
 import { WebhookManagement, teamWebhook } from './management.ts';
 import * as s from './schemas.ts';

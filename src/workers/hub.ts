@@ -5,9 +5,10 @@
  * their messages into the run's start, events and end. Leases cover workers too: a worker that stops
  * heartbeating (killed, cut off) loses its runs to the reaper.
  */
+import { RUNS_QUEUED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../kernel/log.ts';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import { adapterFor } from '../execution/harnesses/index.ts';
@@ -19,18 +20,17 @@ import { isHarnessType } from '../execution/settings.ts';
 import type { HarnessType } from '../execution/settings.ts';
 import type { Authenticator } from '../identity/service.ts';
 import { RUN_EVENT_TYPES } from '../runs/events.ts';
-import { RUN_CHANGED_TOPIC, RUNS_QUEUED_TOPIC } from '../runs/service.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
-import type { Bus } from '../store/bus.ts';
-import type { Db } from '../store/db.ts';
-import { newId } from '../util/ids.ts';
+import type { Bus } from '../kernel/bus.ts';
+import type { Db } from '../kernel/db.ts';
+import { newId } from '../kernel/ids.ts';
 import { CLOSE_CODES, parseWorkerMessage, WORKER_ID, WORKER_PROTOCOL_VERSION } from './protocol.ts';
 import type { HelloMessage, ServerMessage, WorkerMessage } from './protocol.ts';
 
 export interface HubDeps {
   db: Db;
   bus: Bus;
-  log: FastifyBaseLogger;
+  log: Logger;
   authenticator: Authenticator;
   recorder: ExecutionRecorder;
   secrets: SecretProvider;

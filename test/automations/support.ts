@@ -1,4 +1,4 @@
-import { newId } from '../../src/util/ids.ts';
+import { newId } from '../../src/kernel/ids.ts';
 import type { TestServer } from '../support/server.ts';
 import { defaultTeamId } from '../ingress/support.ts';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { readFactoryDir, SCHEMA_VERSION, getSchemaBundle } from '../../src/definitions/index.ts';
-import { documentFileName, matchesEtag } from '../../src/definitions/routes.ts';
+import { documentFileName, matchesEtag } from '../../src/factories/factory-file-routes.ts';
 import { ENGINES } from '../support/db.ts';
 import { request, startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';

@@ -3,10 +3,11 @@
  * run with two servers on one PostgreSQL database, waiting messages for runs nothing can take, the reaper
  * giving back a claimed run that never started, the workspace size limit, and the workspace sweep.
  */
+import { RUNS_QUEUED_TOPIC } from '../../src/kernel/topics.ts';
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimServiceRuns } from '../../src/execution/queue.ts';
-import { RUNS_QUEUED_TOPIC, insertQueuedRun } from '../../src/runs/service.ts';
+import { insertQueuedRun } from '../../src/runs/service.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { createRun, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';

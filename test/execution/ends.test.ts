@@ -5,11 +5,11 @@
  * run's current one changing nothing of the run, and a follow-up that arrived while the execution ran queueing
  * the run again. The executors of this server take nothing: the tests claim and start runs themselves.
  */
+import { RUNS_QUEUED_TOPIC, RUN_EVENTS_TOPIC } from '../../src/kernel/topics.ts';
+import type { Topic } from '../../src/kernel/topics.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimServiceRuns } from '../../src/execution/queue.ts';
 import type { FinishInput } from '../../src/execution/recorder.ts';
-import { RUN_EVENTS_TOPIC } from '../../src/runs/events.ts';
-import { RUNS_QUEUED_TOPIC } from '../../src/runs/service.ts';
 import { transitionFor } from '../../src/runs/state-machine.ts';
 import { ENGINES } from '../support/db.ts';
 import { createRun, eventsOf, executionsOf, startExecServer, waitFor } from './support.ts';
@@ -62,7 +62,7 @@ describe.each(ENGINES)('ends of executions on %s', (engine) => {
   const states = async (id: string) =>
     (await eventsOf(s, id)).filter((e) => e.type === 'state').map((e) => e.data.state as string);
 
-  function listen(topic: string): unknown[] {
+  function listen(topic: Topic): unknown[] {
     const seen: unknown[] = [];
     s.server.ctx.bus.subscribe(topic, (data) => seen.push(data));
     return seen;

@@ -4,12 +4,13 @@
  * fair between teams (the claim may take an older run of another team first), and a run the executors cannot
  * take stays queued and announced. The statement inserts every column the usual insert does.
  */
+import { RUNS_QUEUED_TOPIC } from '../../src/kernel/topics.ts';
 import { describe, expect, it } from 'vitest';
 import { insertsHandOffColumns } from '../../src/execution/hand-off.ts';
 import { insertRunsParameter } from '../../src/runs/plans.ts';
 import { createAndClaimServiceRuns } from '../../src/execution/queue.ts';
 import { insertRuns } from '../../src/runs/plans.ts';
-import { insertQueuedRun, prepareQueuedRun, RUNS_QUEUED_TOPIC, RunService } from '../../src/runs/service.ts';
+import { insertQueuedRun, prepareQueuedRun, RunService } from '../../src/runs/service.ts';
 import { ENGINES } from '../support/db.ts';
 import { eventsOf, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
 import type { ExecServer } from './support.ts';

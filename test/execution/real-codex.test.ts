@@ -16,7 +16,7 @@ import type { ExecutionPlan } from '../../src/execution/plan.ts';
 import { createWorkspace } from '../../src/execution/workspace.ts';
 import { ENGINES } from '../support/db.ts';
 import { killQuietly } from '../support/processes.ts';
-import { newId } from '../../src/util/ids.ts';
+import { newId } from '../../src/kernel/ids.ts';
 import {
   createRun,
   eventsOf,

@@ -1,9 +1,9 @@
+import { WEBHOOKS_CHANGED_TOPIC } from '../../src/kernel/topics.ts';
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
 import { request, startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
-import { WEBHOOKS_CHANGED_TOPIC } from '../../src/reconciler/index.ts';
 import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';
 import { asFileList, baseFiles, webhookYaml } from '../reconciler/fixtures.ts';

@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_CATALOGUE, ERROR_TYPE_BASE } from '../../src/http/errors.ts';
-import { AppError } from '../../src/http/errors.ts';
-import type { ErrorCode } from '../../src/http/errors.ts';
-import type { AppModule } from '../../src/http/context.ts';
+import { ERROR_CATALOGUE } from '../../src/kernel/errors.ts';
+import { ERROR_TYPE_BASE } from '../../src/kernel/problem.ts';
+import { AppError } from '../../src/kernel/errors.ts';
+import type { ErrorCode } from '../../src/kernel/errors.ts';
+import type { AppModule } from '../../src/plugin.ts';
 import { MODULES } from '../../src/modules.ts';
 import { ENGINES } from '../support/db.ts';
 import { request, startTestServer } from '../support/server.ts';

@@ -1,5 +1,5 @@
+import { CREDENTIALS_REVOKED_TOPIC } from '../../src/kernel/topics.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CREDENTIALS_REVOKED_TOPIC } from '../../src/identity/service.ts';
 import { ENGINES } from '../support/db.ts';
 import { request, startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';

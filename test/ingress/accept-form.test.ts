@@ -8,7 +8,7 @@ import { AcceptForm } from '../../src/ingress/delivery-writer.ts';
 import { acceptNewDeliveries, IDENTITY_INDEX } from '../../src/ingress/plans.ts';
 import type { AcceptInsert } from '../../src/ingress/plans.ts';
 import { isUniqueViolation } from '../../src/store/errors.ts';
-import { newId } from '../../src/util/ids.ts';
+import { newId } from '../../src/kernel/ids.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
 

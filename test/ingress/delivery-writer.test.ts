@@ -6,8 +6,8 @@ import { DeliveryWriter } from '../../src/ingress/delivery-writer.ts';
 import type { DeliveryWriterOptions } from '../../src/ingress/delivery-writer.ts';
 import { DeliveriesInProgress } from '../../src/ingress/in-progress.ts';
 import type { DeliveryInsert } from '../../src/ingress/plans.ts';
-import type { Db } from '../../src/store/db.ts';
-import { newId } from '../../src/util/ids.ts';
+import type { Db } from '../../src/kernel/db.ts';
+import { newId } from '../../src/kernel/ids.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
 

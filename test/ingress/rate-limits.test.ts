@@ -6,9 +6,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { COUNT_INTERVAL_MS, IngressLimiters, LAZY_COUNT_MIN_POINTS } from '../../src/ingress/rate-limits.ts';
 import { DEFAULT_INGRESS_LIMITS } from '../../src/ingress/limits.ts';
-import { Bus } from '../../src/store/bus.ts';
-import type { Db } from '../../src/store/db.ts';
-import { newId } from '../../src/util/ids.ts';
+import { Bus } from '../../src/kernel/bus.ts';
+import type { Db } from '../../src/kernel/db.ts';
+import { newId } from '../../src/kernel/ids.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
 

@@ -4,7 +4,7 @@
  */
 import { request as httpRequest } from 'node:http';
 import { refreshWebhookRouting } from '../../src/ingress/module.ts';
-import { newId, randomToken } from '../../src/util/ids.ts';
+import { newId, randomToken } from '../../src/kernel/ids.ts';
 import type { TestServer } from '../support/server.ts';
 
 export interface SeedWebhook {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
 import { request, startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
-import { addReadinessCheck } from '../../src/http/health.ts';
+import { addReadinessCheck } from '../../src/health/readiness.ts';
 import { metricsFor } from '../../src/metrics/metrics.ts';
 
 describe.each(ENGINES)('health and metrics on %s', (engine) => {

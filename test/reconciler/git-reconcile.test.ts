@@ -1,8 +1,8 @@
+import { WEBHOOKS_CHANGED_TOPIC } from '../../src/kernel/topics.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
-import { WEBHOOKS_CHANGED_TOPIC } from '../../src/reconciler/index.ts';
 import { automationMd, baseFiles, webhookYaml } from './fixtures.ts';
 import { createGitFactory } from './support.ts';
 import type { GitFactory } from './support.ts';

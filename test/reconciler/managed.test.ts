@@ -5,7 +5,7 @@ import type { TestServer } from '../support/server.ts';
 import { applyManagedChange, controllerFor } from '../../src/reconciler/index.ts';
 import { getFactory } from '../../src/reconciler/plans.ts';
 import { ManagedRepository } from '../../src/sources/managed.ts';
-import { AppError } from '../../src/http/errors.ts';
+import { AppError } from '../../src/kernel/errors.ts';
 import { asFileList, automationMd, baseFiles, webhookYaml } from './fixtures.ts';
 
 describe.each(ENGINES)('managed factories on %s', (engine) => {

@@ -1,12 +1,13 @@
+import { RUNS_QUEUED_TOPIC } from '../../src/kernel/topics.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertTeam } from '../../src/identity/plans.ts';
 import { RunInsertBatcher } from '../../src/runs/insert-batcher.ts';
-import { prepareQueuedRun, RUNS_QUEUED_TOPIC, RunService } from '../../src/runs/service.ts';
-import { Bus } from '../../src/store/bus.ts';
-import type { Db } from '../../src/store/db.ts';
+import { prepareQueuedRun, RunService } from '../../src/runs/service.ts';
+import { Bus } from '../../src/kernel/bus.ts';
+import type { Db } from '../../src/kernel/db.ts';
 import { openPostgres } from '../../src/store/pg.ts';
 import type { CreatedRun } from '../../src/runs/plans.ts';
-import { newId } from '../../src/util/ids.ts';
+import { newId } from '../../src/kernel/ids.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
 

@@ -2,9 +2,9 @@
  * Schedule triggers of automation files. The automation rows are written here as the reconciler writes them
  * at apply time (file-shaped triggers, run configuration), followed by its `webhooks.changed` notice.
  */
+import { WEBHOOKS_CHANGED_TOPIC } from '../../src/kernel/topics.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/schedules/clock.ts';
-import { WEBHOOKS_CHANGED_TOPIC } from '../../src/reconciler/topics.ts';
+import { ManualClock } from '../../src/kernel/clock.ts';
 import { ENGINES } from '../support/db.ts';
 import { runsOfSchedule, startScheduleServer, waitFor, waitForRuns } from './support.ts';
 import type { ScheduleTestServer } from './support.ts';

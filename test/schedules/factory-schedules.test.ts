@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateFactory } from '../../src/definitions/index.ts';
-import { ManualClock } from '../../src/schedules/clock.ts';
+import { ManualClock } from '../../src/kernel/clock.ts';
 import { ENGINES } from '../support/db.ts';
 import { baseFiles } from '../support/factory-tree.ts';
 import { runsOfSchedule, startScheduleServer, waitFor, waitForRuns } from './support.ts';

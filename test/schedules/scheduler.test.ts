@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock, systemClock } from '../../src/schedules/clock.ts';
+import { ManualClock, systemClock } from '../../src/kernel/clock.ts';
 import { spawnAgentyard, serveEnv } from '../support/agentyard-process.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/schedules/clock.ts';
+import { ManualClock } from '../../src/kernel/clock.ts';
 import { ENGINES } from '../support/db.ts';
 import { runsOfSchedule, startScheduleServer, waitFor, waitForRuns } from './support.ts';
 import type { ScheduleTestServer } from './support.ts';

@@ -1,7 +1,7 @@
 /** The official TypeScript client (`oz-agent-sdk`) against a live server: every schedules method. */
 import OzAPI from 'oz-agent-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/schedules/clock.ts';
+import { ManualClock } from '../../src/kernel/clock.ts';
 import { ENGINES } from '../support/db.ts';
 import { runsOfSchedule, startScheduleServer, waitFor } from './support.ts';
 import type { ScheduleTestServer } from './support.ts';

@@ -1,5 +1,5 @@
 import { MODULES } from '../../src/modules.ts';
-import type { Clock } from '../../src/schedules/clock.ts';
+import type { Clock } from '../../src/kernel/clock.ts';
 import { createSchedulesModule } from '../../src/schedules/module.ts';
 import type { Scheduler } from '../../src/schedules/scheduler.ts';
 import { openPostgres } from '../../src/store/pg.ts';

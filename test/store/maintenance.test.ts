@@ -2,14 +2,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { insertTeam } from '../../src/identity/plans.ts';
 import { createLogger } from '../../src/log.ts';
 import { getRun } from '../../src/runs/plans.ts';
-import type { Db } from '../../src/store/db.ts';
+import type { Db } from '../../src/kernel/db.ts';
 import {
   checkpointIfDue,
   createIndexFreeSpaceMaps,
   maintainTables,
   startTableMaintenance,
 } from '../../src/store/maintenance.ts';
-import { newId } from '../../src/util/ids.ts';
+import { newId } from '../../src/kernel/ids.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';

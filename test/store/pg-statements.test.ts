@@ -4,7 +4,7 @@
  * and can be turned off (a connection pooler that does not keep prepared statements).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from '../../src/store/db.ts';
+import type { Db } from '../../src/kernel/db.ts';
 import { openPostgres } from '../../src/store/pg.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';

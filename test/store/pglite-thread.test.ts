@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from '../../src/store/db.ts';
+import type { Db } from '../../src/kernel/db.ts';
 import { openPgliteThread, terminatePgliteThreadsForTesting } from '../../src/store/pglite-thread.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');

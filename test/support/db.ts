@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
-import type { Db } from '../../src/store/db.ts';
+import type { Db } from '../../src/kernel/db.ts';
 import { openPostgres } from '../../src/store/pg.ts';
 import { openPgliteThread } from '../../src/store/pglite-thread.ts';
 import { enabledEngines } from './engines-config.ts';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config.ts';
 import type { Config } from '../../src/config.ts';
-import type { AppModule } from '../../src/http/context.ts';
+import type { AppModule } from '../../src/plugin.ts';
 import { createLogger } from '../../src/log.ts';
 import { startServer } from '../../src/server.ts';
 import type { RunningServer } from '../../src/server.ts';

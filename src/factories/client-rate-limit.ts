@@ -1,5 +1,5 @@
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import { AppError } from '../http/errors.ts';
+import { AppError } from '../kernel/errors.ts';
 
 /**
  * The per-client budget of a public, CPU-bound endpoint (dry-run validation): `points` requests per window

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Db } from './db.ts';
+import type { BusTopics, Topic } from './topics.ts';
 
 const CHANNEL = 'agentyard_bus';
 
@@ -10,6 +11,9 @@ export interface BusMessage {
   /** Process that published it. */
   origin: string;
 }
+
+/** A topic whose payload is null may be published without one. */
+type PublishData<T extends Topic> = null extends BusTopics[T] ? [data?: BusTopics[T]] : [data: BusTopics[T]];
 
 /** Bus messages for a statement to send on its own commit (Bus.wireMessages), all on one channel. */
 export interface WireMessages {
@@ -44,13 +48,15 @@ export class Bus {
     });
   }
 
-  async publish(topic: string, data: unknown = null): Promise<void> {
-    this.emitLocal(topic, data);
+  async publish<T extends Topic>(topic: T, ...payload: PublishData<T>): Promise<void> {
+    const data = payload[0] ?? null;
+    this.#emitter.emit(topic, data);
     if (this.#db.engine === 'postgres') await this.#db.notify(CHANNEL, this.#encode(topic, data));
   }
 
   /** Tells this process's subscribers only (the other processes hear of it through `wireMessages`). */
-  emitLocal(topic: string, data: unknown = null): void {
+  emitLocal<T extends Topic>(topic: T, ...payload: PublishData<T>): void {
+    const data = payload[0] ?? null;
     this.#emitter.emit(topic, data);
   }
 
@@ -59,18 +65,20 @@ export class Bus {
    * own commit (`pg_notify(channel, payload)` inside it) and so saves a round trip; undefined on PGlite (one
    * process) or without messages.
    */
-  wireMessages(topic: string, data: readonly unknown[]): WireMessages | undefined {
+  wireMessages<T extends Topic>(topic: T, data: readonly BusTopics[T][]): WireMessages | undefined {
     if (this.#db.engine !== 'postgres' || data.length === 0) return undefined;
     return { channel: CHANNEL, payloads: data.map((d) => this.#encode(topic, d)) };
   }
 
-  #encode(topic: string, data: unknown): string {
+  #encode(topic: Topic, data: unknown): string {
     return JSON.stringify({ topic, data, origin: this.#origin } satisfies BusMessage);
   }
 
-  subscribe(topic: string, handler: (data: unknown) => void): () => void {
-    this.#emitter.on(topic, handler);
-    return () => this.#emitter.off(topic, handler);
+  /** `handler` gets the topic's payload (typed by `BusTopics`); from another process it is parsed JSON. */
+  subscribe<T extends Topic>(topic: T, handler: (data: BusTopics[T]) => void): () => void {
+    const listener = handler as (data: unknown) => void;
+    this.#emitter.on(topic, listener);
+    return () => this.#emitter.off(topic, listener);
   }
 
   async stop(): Promise<void> {

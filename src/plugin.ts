@@ -1,3 +1,8 @@
+/**
+ * What a domain's routes receive: the Fastify instance (with TypeBox schemas), the members the API adds to
+ * requests, and the module shape the server registers. Only route plugins and `src/http/` import this.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type {
   FastifyBaseLogger,
   FastifyInstance,
@@ -6,12 +11,18 @@ import type {
   RawServerDefault,
 } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Config } from '../config.ts';
-import type { Authenticator } from '../identity/service.ts';
-import type { Principal } from '../identity/principal.ts';
-import type { Db } from '../store/db.ts';
-import type { Bus } from '../store/bus.ts';
-import type { SecretCipher } from '../secrets/crypto.ts';
+import type { ServiceContext } from './context.ts';
+import type { Principal } from './identity/principal.ts';
+
+/** Answers a request straight from node:http (src/http/direct-routes.ts). */
+export type DirectHandler = (request: IncomingMessage, response: ServerResponse) => void;
+
+/** A route pattern answered by a direct handler, as the route table lists it. */
+export interface DirectRoute {
+  methods: readonly string[];
+  /** Fastify-style pattern (`/webhooks/w/:uid`), for the route table only: the handler does its own matching. */
+  url: string;
+}
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -22,17 +33,13 @@ declare module 'fastify' {
     /** An API route that answers without an API key. */
     public?: boolean;
   }
-}
-
-/** What every module gets: the database, configuration, logger and the cross-process bus. */
-export interface ServiceContext {
-  db: Db;
-  config: Config;
-  log: FastifyBaseLogger;
-  authenticator: Authenticator;
-  bus: Bus;
-  /** Encrypts secret values at rest with the instance master key. */
-  cipher: SecretCipher;
+  interface FastifyInstance {
+    /**
+     * Serves every request under `prefix` (ending in `/`) from `handler`, straight from node:http, and lists
+     * `routes` in the route table as public root routes. Requests made with `app.inject()` do not reach it.
+     */
+    addDirectRoute(prefix: string, routes: readonly DirectRoute[], handler: DirectHandler): void;
+  }
 }
 
 export type AppInstance = FastifyInstance<

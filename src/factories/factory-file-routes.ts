@@ -1,15 +1,16 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { AppInstance, ServiceContext } from '../http/context.ts';
-import { AppError } from '../http/errors.ts';
+import type { AppInstance } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
+import { AppError } from '../kernel/errors.ts';
 import type { Principal } from '../identity/principal.ts';
 import { isUrlSafe, secretProviderFor } from '../secrets/provider.ts';
-import type { Diagnostic } from './diagnostic.ts';
-import type { ValidationContext } from './context.ts';
-import { ClientRateLimit } from './rate-limit.ts';
-import { getSchemaBundle, SCHEMA_VERSION } from './schemas.ts';
-import { validateFactory } from './validate.ts';
+import type { Diagnostic } from '../definitions/diagnostic.ts';
+import type { ValidationContext } from '../definitions/context.ts';
+import { ClientRateLimit } from './client-rate-limit.ts';
+import { getSchemaBundle, SCHEMA_VERSION } from '../definitions/schemas.ts';
+import { validateFactory } from '../definitions/validate.ts';
 
 /**
  * The factory-file wire endpoints of the product (reference factory-definition.md §9), so that its tools work

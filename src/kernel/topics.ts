@@ -1,0 +1,57 @@
+/**
+ * Every topic of the bus and the payload it carries. Messages are hints to read the database again, never the
+ * only copy of a fact; a payload from another process is parsed JSON, so subscribers still check what they use.
+ */
+
+/** What started an apply of a factory (`reconciler/model.ts` ApplyTrigger). */
+export type SyncTrigger = 'poll' | 'sync' | 'push' | 'watch' | 'start' | 'managed';
+
+export interface BusTopics {
+  /** Published (coalesced, at most every 20 ms) after commits that accepted deliveries: the outbox has work. */
+  'webhooks.deliveries_accepted': null;
+  /** A sender's failed-authentication budget ran out: every ingress process blocks `key` until `until` (ms). */
+  'webhooks.auth_budget_exhausted': { key: string; until: number };
+  /**
+   * After every change to webhook or automation rows (reconciler, webhook management API, factory service): the
+   * ingress reloads its routes; the schedule sync re-reads the factory.
+   */
+  'webhooks.changed': { factory_id: string };
+  /**
+   * A factory was created, deleted or re-pointed, or a reconcile was recorded (with `result` and `revision`).
+   * Controllers in other processes re-read the factory; the operator updates status from it.
+   */
+  'factories.changed': {
+    factory_id: string;
+    event: 'created' | 'deleted' | 'updated' | 'reconciled';
+    result?: 'applied' | 'unchanged' | 'failed';
+    revision?: string;
+  };
+  /** Asks the process that runs the factory's loops to fetch now (from API-only nodes). */
+  'factories.sync_requested': { factory_id: string; trigger?: SyncTrigger };
+  /** A run was queued (`run_id` null: several); `worker_host` names the self-hosted worker it waits for, null for the service's own. */
+  'runs.queued': { run_id: string | null; worker_host: string | null };
+  /** A run's state changed, or a follow-up was queued on it. */
+  'runs.changed': { run_id: string; state?: string; followup_id?: string };
+  /** Events were appended to a run (`run_id`, `sequence`) or to several (`run_ids`). */
+  'runs.events': { run_id: string; sequence?: number } | { run_ids: string[] };
+  /** A schedule changed: the scheduler re-reads its next fire times. */
+  'schedules.changed': { team_id?: string; schedule_id?: string; factory_id?: string };
+  /** A team secret was written or deleted. */
+  'secrets.changed': { team_id: string; name: string };
+  /** An API key or agent credential was revoked: every process forgets its cached principals. */
+  'identity.credentials_revoked': { key_id: string } | { agent_uid: string };
+}
+
+export type Topic = keyof BusTopics;
+
+export const DELIVERIES_ACCEPTED_TOPIC = 'webhooks.deliveries_accepted' satisfies Topic;
+export const AUTH_BUDGET_EXHAUSTED_TOPIC = 'webhooks.auth_budget_exhausted' satisfies Topic;
+export const WEBHOOKS_CHANGED_TOPIC = 'webhooks.changed' satisfies Topic;
+export const FACTORIES_CHANGED_TOPIC = 'factories.changed' satisfies Topic;
+export const FACTORY_SYNC_REQUESTED_TOPIC = 'factories.sync_requested' satisfies Topic;
+export const RUNS_QUEUED_TOPIC = 'runs.queued' satisfies Topic;
+export const RUN_CHANGED_TOPIC = 'runs.changed' satisfies Topic;
+export const RUN_EVENTS_TOPIC = 'runs.events' satisfies Topic;
+export const SCHEDULES_CHANGED_TOPIC = 'schedules.changed' satisfies Topic;
+export const SECRETS_CHANGED_TOPIC = 'secrets.changed' satisfies Topic;
+export const CREDENTIALS_REVOKED_TOPIC = 'identity.credentials_revoked' satisfies Topic;
