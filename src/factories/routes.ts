@@ -17,7 +17,8 @@ import type { ApplyTrigger } from '../reconciler/model.ts';
 import { pushedBranch, verifyPushNotification } from './push-hook.ts';
 import * as s from './schemas.ts';
 import { FactoryService, decodeCursor, encodeCursor } from './service.ts';
-import { applyView, factoryView, outcomeView, referenceFactoryView, statusView, webhookView } from './views.ts';
+import { webhookView } from '../webhooks/views.ts';
+import { applyView, factoryView, outcomeView, referenceFactoryView, statusView } from './views.ts';
 
 const TAGS = ['factories'];
 const PUSH_BODY_LIMIT = 25 * 1024 * 1024;

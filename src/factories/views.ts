@@ -1,6 +1,6 @@
 import type { ExecutionOverrides } from '../definitions/model.ts';
 import type { ApplyRow } from '../reconciler/plans.ts';
-import type { ApplyOutcome, FactoryRow, WebhookRow } from '../reconciler/model.ts';
+import type { ApplyOutcome, FactoryRow } from '../reconciler/model.ts';
 import { sanitizeUrl } from '../sources/url.ts';
 import { API_PREFIX } from '../kernel/api.ts';
 import type { Static } from 'typebox';
@@ -44,28 +44,6 @@ export function factoryView(row: FactoryRow, publicUrl: string) {
     read_only: row.source.type !== 'managed',
     status: statusView(row),
     ...(row.source.type === 'git' && row.source.push_secret ? { push_hook_url: pushHookUrl(publicUrl, row.id) } : {}),
-    created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
-  };
-}
-
-/** `{webhook_base_url}/webhooks/w/<uid>`; a url_token webhook's URL ends in a `{token}` placeholder for the secret. */
-export function ingressUrl(webhookBaseUrl: string, row: Pick<WebhookRow, 'uid' | 'auth_mode'>): string {
-  const base = `${webhookBaseUrl}/webhooks/w/${row.uid}`;
-  return row.auth_mode === 'url_token' ? `${base}/{token}` : base;
-}
-
-export function webhookView(row: WebhookRow, webhookBaseUrl: string) {
-  return {
-    uid: row.uid,
-    name: row.name,
-    file: row.file,
-    auth_mode: row.auth_mode,
-    signature_scheme: row.signature_scheme,
-    secret_name: row.secret_name,
-    delivery_id_header: row.delivery_id_header,
-    enabled: row.enabled,
-    ingress_url: ingressUrl(webhookBaseUrl, row),
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };

@@ -3,7 +3,7 @@ import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import { firingsOf, getDelivery, getDeliveryPayload, listDeliveries, toDeliveryItem } from './delivery-log.ts';
-import { webhookView as factoryWebhookView } from '../factories/views.ts';
+import { webhookView as factoryWebhookView } from './views.ts';
 import { requireTeamAdmin } from '../identity/guards.ts';
 import type { WebhookRow } from '../reconciler/model.ts';
 import { WebhookManagement, teamWebhook } from './management.ts';

@@ -1,0 +1,105 @@
+/**
+ * Which folder of src/ may import which (docs/architecture.md). `test/architecture.test.ts` runs it, so
+ * `npm test` fails on a new arrow that breaks a rule. Type-only imports count like any other.
+ */
+const DOMAINS =
+  '^src/(automations|definitions|execution|factories|health|identity|ingress|metrics|operator|reconciler|runs|schedules|secrets|sources|store|webhooks|workers)/';
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'kernel-imports-no-domain',
+      comment: 'src/kernel/ is at the bottom: errors, bus topics, ids, clock, the database interface.',
+      severity: 'error',
+      from: { path: '^src/kernel/' },
+      to: { path: '^src/', pathNot: '^src/kernel/' },
+    },
+    {
+      name: 'kernel-knows-no-web-framework',
+      severity: 'error',
+      from: { path: '^src/kernel/' },
+      to: { path: 'node_modules/(fastify|@fastify|find-my-way)/' },
+    },
+    {
+      name: 'domains-never-import-http',
+      comment: 'Domains import the kernel; only the entry points (cli/, server.ts) and the composition root import src/http/.',
+      severity: 'error',
+      from: { path: DOMAINS },
+      to: { path: '^src/http/' },
+    },
+    {
+      name: 'definitions-pure',
+      comment: 'definitions/ runs offline (agentyard validate) and in worker threads: no store, no http, no fastify.',
+      severity: 'error',
+      from: { path: '^src/definitions/' },
+      to: {
+        path: ['^src/', 'node_modules/(fastify|@fastify|pg|@electric-sql)/'],
+        pathNot: ['^src/definitions/', '^src/kernel/', '^src/ingress/signatures/'],
+      },
+    },
+    {
+      name: 'signature-schemes-pure',
+      comment: 'ingress/signatures/ is a library of verifiers (definitions/ checks scheme names against it).',
+      severity: 'error',
+      from: { path: '^src/ingress/signatures/' },
+      to: { path: '^src/', pathNot: ['^src/ingress/signatures/', '^src/kernel/'] },
+    },
+    {
+      name: 'store-knows-no-domain',
+      severity: 'error',
+      from: { path: '^src/store/' },
+      to: { path: '^src/', pathNot: ['^src/store/', '^src/kernel/'] },
+    },
+    {
+      name: 'ingress-not-runs-or-reconciler',
+      comment: 'The ingress records deliveries; what follows from them is the automations\' and the runs\' business.',
+      severity: 'error',
+      from: { path: '^src/ingress/' },
+      to: { path: '^src/(runs|reconciler)/' },
+    },
+    {
+      name: 'fastify-only-in-http-and-route-plugins',
+      severity: 'error',
+      from: { path: '^src/', pathNot: ['^src/http/', '/routes\\.ts$', '-routes\\.ts$', '^src/plugin\\.ts$'] },
+      to: { path: 'node_modules/(fastify|@fastify/type-provider-typebox)/' },
+    },
+    {
+      name: 'plugin-types-only-in-route-plugins',
+      comment:
+        'src/plugin.ts carries Fastify types: the route plugins, the modules that list them and src/http/ only. ' +
+        'Known exceptions: runs/attachments.ts and identity/agent-identities.ts hold routes under older names.',
+      severity: 'error',
+      from: {
+        path: '^src/',
+        pathNot: [
+          '^src/http/',
+          '/routes\\.ts$',
+          '-routes\\.ts$',
+          '/module\\.ts$',
+          '^src/(server|modules)\\.ts$',
+          '^src/runs/attachments\\.ts$',
+          '^src/identity/agent-identities\\.ts$',
+        ],
+      },
+      to: { path: '^src/plugin\\.ts$' },
+    },
+    {
+      name: 'no-cycles-between-folders',
+      severity: 'error',
+      comment:
+        'Known exception: execution/ <-> workers/ (execution/module.ts starts the worker hub); it goes when ' +
+        'the composition root builds the hub.',
+      scope: 'folder',
+      from: { path: '^src/', pathNot: '^src/(execution|workers)(/|$)' },
+      to: { circular: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js', '.json'] },
+    exclude: { path: '\\.d\\.ts$' },
+  },
+};
