@@ -260,14 +260,15 @@ export class ServiceExecutor implements HandOffTarget {
       (err) => log.warn({ err, runId: run.id }, 'storing run events failed'),
     );
     const runner = new ExecutionRunner(plan, settings, {
-      starting: ({ workspace }) =>
+      starting: ({ workspace, sandbox }) =>
         recorder.started({
           executionId,
           runId: run.id,
           workspace,
           leaseMs: settings.leaseMs,
           followupIds: plan.followups.map((f) => f.id),
-          where: `${HOST} (${this.executorName}) with the ${plan.harness} harness`,
+          where: `${HOST} (${this.executorName}) with the ${plan.harness} harness, ${sandbox}`,
+          location: 'LOCAL',
         }),
       events: (events) => pipe.push(events),
     });
