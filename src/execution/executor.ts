@@ -21,6 +21,7 @@ import { claimServiceRuns } from './queue.ts';
 import type { Claimed, ClaimOptions } from './queue.ts';
 import type { ExecutionRecorder } from './recorder.ts';
 import { ExecutionRunner } from './runner.ts';
+import { runnerImages } from './runner-image.ts';
 import type { ExecutionSettings } from './settings.ts';
 
 const HOST = hostname();
@@ -210,6 +211,16 @@ export class ServiceExecutor implements HandOffTarget {
   /** Starts executing claimed runs. */
   async #take(claimed: Claimed[]): Promise<void> {
     const plans = await buildPlans(this.#deps.db, this.#deps.secrets, claimed, this.#deps.publicUrl());
+    if (this.#deps.settings.sandbox.containerRuntime) {
+      const images = await runnerImages(
+        this.#deps.db,
+        claimed.map((c) => c.run.id),
+      );
+      plans.forEach((plan, i) => {
+        const image = images.get(claimed[i]!.run.id);
+        if (image && !(plan instanceof Error)) plan.image = image;
+      });
+    }
     claimed.forEach((c, i) => this.#launch(c, plans[i]!));
     this.#deps.onClaimed?.(claimed.map((c) => c.run.id));
   }

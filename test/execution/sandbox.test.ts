@@ -9,6 +9,7 @@ import { existsSync, readFileSync, readdirSync, realpathSync, statSync } from 'n
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runnerImages } from '../../src/execution/runner-image.ts';
 import { sandboxSettings } from '../../src/execution/sandbox/index.ts';
 import { AGENTS, createRun, eventsOf, executionsOf, FAKE, startExecServer, waitForState } from './support.ts';
 import type { ExecServer } from './support.ts';
@@ -162,6 +163,29 @@ describe('agents in the bubblewrap sandbox', () => {
     } finally {
       settings.sandbox = sandboxed;
     }
+  });
+
+  it('finds the image of the runner a run names, or its factory agent names', async () => {
+    const db = s.server.ctx.db;
+    // runs for a worker that never connects stay queued: nothing here executes them
+    const named = await createRun(s, { prompt: 'x', config: { worker_host: 'nobody', runner_id: 'gpu' } });
+    const byAgent = await createRun(s, { prompt: 'x', config: { worker_host: 'nobody', name: 'triage' } });
+    const none = await createRun(s, { prompt: 'x', config: { worker_host: 'nobody', name: 'other' } });
+    const team = (await db.query<{ team_id: string }>('SELECT team_id FROM runs WHERE id = $1', [named])).rows[0]!;
+    const definition = {
+      agents: [{ name: 'triage', execution: { runner: 'linux' } }],
+      runners: [
+        { name: 'linux', platform: { os: 'linux', dockerImage: 'ghcr.io/acme/linux:1' } },
+        { name: 'gpu', platform: { os: 'linux', dockerImage: 'ghcr.io/acme/gpu:2' } },
+      ],
+    };
+    await db.query(
+      `INSERT INTO factories (id, team_id, name, source, definition) VALUES ('fac_images', $1, 'images', '{"type":"managed"}', $2)`,
+      [team.team_id, JSON.stringify(definition)],
+    );
+    await db.query(`UPDATE runs SET factory_id = 'fac_images' WHERE id = ANY($1::text[])`, [[named, byAgent, none]]);
+    const images = await runnerImages(db, [named, byAgent, none]);
+    expect(Object.fromEntries(images)).toEqual({ [named]: 'ghcr.io/acme/gpu:2', [byAgent]: 'ghcr.io/acme/linux:1' });
   });
 
   it('a container runtime whose engine is unreachable refuses the run with its diagnostic', async () => {
