@@ -11,9 +11,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 FROM node:${NODE_VERSION}-slim
-# git and ssh fetch factory repositories; tini reaps the git processes and forwards signals.
+# git and ssh fetch factory repositories; tini reaps the git processes and forwards signals; bubblewrap
+# sandboxes the agents this server executes (docs/security.md).
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends git openssh-client ca-certificates tini \
+  && apt-get install -y --no-install-recommends git openssh-client ca-certificates tini bubblewrap \
   && rm -rf /var/lib/apt/lists/*
 # A fixed non-root user: the chart runs as 10001 with a read-only root filesystem (/tmp and /data are volumes).
 RUN groupadd --system --gid 10001 agentyard \
@@ -24,7 +25,8 @@ ENV NODE_ENV=production \
     AGENTYARD_DATA_DIR=/data \
     HOME=/data \
     PORT=8080 \
-    HOST=0.0.0.0
+    HOST=0.0.0.0 \
+    AGENTYARD_REQUIRE_SANDBOX=1
 COPY --from=deps --chown=root:root /app/node_modules ./node_modules
 COPY --chown=root:root package.json ./
 COPY --chown=root:root bin ./bin

@@ -13,6 +13,7 @@ import { Bus } from './kernel/bus.ts';
 import type { Db } from './kernel/db.ts';
 import { migrate } from './store/migrate.ts';
 import { openDatabase } from './store/open.ts';
+import { makeDataDirPrivate } from './store/private-files.ts';
 import { SecretCipher, loadMasterKey } from './secrets/crypto.ts';
 
 export interface RunningServer {
@@ -37,7 +38,7 @@ export interface StartOptions {
 }
 
 async function writeAdminKeyFile(dataDir: string, key: string): Promise<string> {
-  await mkdir(dataDir, { recursive: true });
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const file = path.join(dataDir, 'admin.key');
   await writeFile(file, `${key}\n`, { mode: 0o600 });
   await chmod(file, 0o600);
@@ -47,6 +48,12 @@ async function writeAdminKeyFile(dataDir: string, key: string): Promise<string> 
 /** Opens the database, migrates, bootstraps identity, builds the app, starts background work and listens. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const log = options.log ?? createLogger(config.logLevel);
+  const tightened = await makeDataDirPrivate(config.dataDir);
+  if (tightened.paths.length)
+    log.warn(
+      { dataDir: config.dataDir, tightened: tightened.paths.length, first: tightened.paths.slice(0, 5) },
+      'the data directory held files other users could read or enter: group and world permissions removed',
+    );
   const db = options.db ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
   const ownsDb = options.db === undefined;
   try {

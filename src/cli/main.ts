@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { loadConfig, parseRoles } from '../config.ts';
 import type { Config } from '../config.ts';
+import { PRIVATE_UMASK } from '../store/private-files.ts';
 import { exitOnDatabaseLost } from './database-lost.ts';
 
 type Command = (argv: string[]) => Promise<number>;
@@ -102,8 +103,12 @@ export const COMMANDS: Record<string, Command> = {
   operator: async (argv) => (await import('./operator.ts')).operatorCommand(argv),
 };
 
+/** Commands that keep a data directory (the server's files, workspaces): what they create is private. */
+const PRIVATE_COMMANDS = new Set(['serve', 'operator', 'worker', 'migrate']);
+
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name && PRIVATE_COMMANDS.has(name)) process.umask(PRIVATE_UMASK);
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     console.log(USAGE);
     return name ? 0 : 2;

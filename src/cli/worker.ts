@@ -59,6 +59,8 @@ export async function workerCommand(argv: string[]): Promise<number> {
   if (values.harnesses) env.AGENTYARD_HARNESSES = values.harnesses;
   else env.AGENTYARD_HARNESSES ??= 'claude,codex,gemini';
   const dataDir = path.resolve(values['data-dir'] ?? process.env.AGENTYARD_DATA_DIR ?? '.agentyard-worker');
+  const { makeDataDirPrivate } = await import('../store/private-files.ts');
+  await makeDataDirPrivate(dataDir);
   const settings = executionSettings(dataDir, env, {
     concurrency: capacity,
     passEnv: [
@@ -80,6 +82,9 @@ export async function workerCommand(argv: string[]): Promise<number> {
     version: 'agentyard-worker/1',
     log: { info: line('info'), warn: line('warn') },
   });
+  const { describeSandbox } = await import('../execution/sandbox/index.ts');
+  const sandbox = await describeSandbox(settings.sandbox);
+  line(sandbox.level)(sandbox.message);
   void client.start();
   await new Promise<void>((resolve) => {
     const shutdown = () => {

@@ -19,6 +19,11 @@ export interface AgentProcessOptions {
   keepStdinOpen: boolean;
   onStdoutLine: (line: string) => void;
   onStderrLine: (line: string) => void;
+  /**
+   * The command is a sandbox launcher (bubblewrap) that dies at SIGTERM without passing it on: SIGTERM goes
+   * only to what runs inside it, so the agent may end gracefully; SIGKILL still ends everything.
+   */
+  launcher?: boolean;
 }
 
 export interface AgentExit {
@@ -36,6 +41,7 @@ export class AgentProcess {
   readonly exited: Promise<AgentExit>;
   #stdinOpen: boolean;
   #stopping: Promise<void> | undefined;
+  readonly #launcher: boolean;
 
   constructor(options: AgentProcessOptions) {
     const child = spawn(options.command, options.args, {
@@ -45,6 +51,7 @@ export class AgentProcess {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     this.#child = child;
+    this.#launcher = options.launcher === true;
     this.#stdinOpen = true;
     let spawnError: NodeJS.ErrnoException | undefined;
     const readerDone: Promise<void>[] = [];
@@ -100,7 +107,8 @@ export class AgentProcess {
       const pid = this.#child.pid;
       if (pid === undefined) return;
       const tree = await descendantsOf(pid);
-      signalTree(pid, tree, 'SIGTERM');
+      if (this.#launcher) signalTree(undefined, tree, 'SIGTERM');
+      else signalTree(pid, tree, 'SIGTERM');
       const exited = await Promise.race([this.exited.then(() => true), delay(graceMs).then(() => false)]);
       // descendants outlive their parent when they ignore SIGTERM; the group and the list cover them
       const later = await descendantsOf(pid);
@@ -115,11 +123,14 @@ function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
-function signalTree(pid: number, descendants: number[], signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // the group is gone
+/** Signals the process group of `leader` (when given) and each descendant. */
+function signalTree(leader: number | undefined, descendants: number[], signal: NodeJS.Signals): void {
+  if (leader !== undefined) {
+    try {
+      process.kill(-leader, signal);
+    } catch {
+      // the group is gone
+    }
   }
   for (const p of descendants) {
     try {

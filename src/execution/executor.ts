@@ -22,6 +22,7 @@ import { claimServiceRuns } from './queue.ts';
 import type { Claimed, ClaimOptions } from './queue.ts';
 import type { ExecutionRecorder } from './recorder.ts';
 import { ExecutionRunner } from './runner.ts';
+import { runnerImages } from './runner-image.ts';
 import type { ExecutionSettings } from './settings.ts';
 
 const HOST = hostname();
@@ -211,6 +212,16 @@ export class ServiceExecutor implements HandOffTarget {
   /** Starts executing claimed runs. */
   async #take(claimed: Claimed[]): Promise<void> {
     const plans = await buildPlans(this.#deps.db, this.#deps.secrets, claimed, this.#deps.publicUrl());
+    if (this.#deps.settings.sandbox.containerRuntime) {
+      const images = await runnerImages(
+        this.#deps.db,
+        claimed.map((c) => c.run.id),
+      );
+      plans.forEach((plan, i) => {
+        const image = images.get(claimed[i]!.run.id);
+        if (image && !(plan instanceof Error)) plan.image = image;
+      });
+    }
     claimed.forEach((c, i) => this.#launch(c, plans[i]!));
     this.#deps.onClaimed?.(claimed.map((c) => c.run.id));
   }
@@ -261,14 +272,15 @@ export class ServiceExecutor implements HandOffTarget {
       (err) => log.warn({ err, runId: run.id }, 'storing run events failed'),
     );
     const runner = new ExecutionRunner(plan, settings, {
-      starting: ({ workspace }) =>
+      starting: ({ workspace, sandbox }) =>
         recorder.started({
           executionId,
           runId: run.id,
           workspace,
           leaseMs: settings.leaseMs,
           followupIds: plan.followups.map((f) => f.id),
-          where: `${HOST} (${this.executorName}) with the ${plan.harness} harness`,
+          where: `${HOST} (${this.executorName}) with the ${plan.harness} harness, ${sandbox}`,
+          location: 'LOCAL',
         }),
       events: (events) => pipe.push(events),
     });

@@ -17,6 +17,7 @@ import { ServiceExecutor } from './executor.ts';
 import { Reaper } from './reaper.ts';
 import { ExecutionRecorder } from './recorder.ts';
 import { registerWorkerRoutes } from './routes.ts';
+import { describeSandbox } from './sandbox/index.ts';
 import { executionSettings } from './settings.ts';
 import type { ExecutionSettings } from './settings.ts';
 import { annotateWaitingRuns, PRESENCE_HEARTBEATS } from './waiting.ts';
@@ -110,6 +111,10 @@ export function createExecutionModule(options: ExecutionModuleOptions = {}): App
       const timers: NodeJS.Timeout[] = [];
       const unsubscribe: (() => void)[] = [];
       if (ctx.config.roles.has('executor')) {
+        if (settings.harnesses.some((h) => h !== 'noop')) {
+          const sandbox = await describeSandbox(settings.sandbox);
+          ctx.log[sandbox.level](sandbox.message);
+        }
         executor = new ServiceExecutor({
           db: ctx.db,
           bus: ctx.bus,

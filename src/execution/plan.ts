@@ -57,6 +57,8 @@ export interface ExecutionPlan {
   resumeSessionId: string | undefined;
   /** The execution before this one, whose workspace (when it is still on this host) this one continues in. */
   previousExecutionId: string | undefined;
+  /** The container image of the run's runner (`platform.linux.dockerImage`), for hosts with a container runtime. */
+  image?: string;
   /** Follow-ups this execution delivers (they are part of `prompt`). */
   followups: PlanFollowup[];
   /** The run as the `command` harness receives it on stdin. */

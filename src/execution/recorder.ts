@@ -45,6 +45,8 @@ export interface StartInput {
   leaseMs: number;
   followupIds: readonly string[];
   where: string;
+  /** `LOCAL`: executed by this host's executors (the run's `execution_location`); absent: left as it is. */
+  location?: 'LOCAL';
 }
 
 export interface EventsInput {
@@ -148,6 +150,12 @@ export class ExecutionRecorder {
       ],
     );
     const moved = new Set(res.rows.map((r) => r.run_id));
+    const local = items.filter((i) => i.location === 'LOCAL' && moved.has(i.runId)).map((i) => i.runId);
+    if (local.length)
+      await this.#db.query(
+        `UPDATE runs SET execution_location = 'LOCAL' WHERE id = ANY($1::text[]) AND execution_location <> 'LOCAL'`,
+        [local],
+      );
     await this.#announce([...moved]);
     return items.map((i) => moved.has(i.runId));
   }

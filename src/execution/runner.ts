@@ -3,17 +3,23 @@
  * into events, hands follow-ups to it, watches the workspace size, and reads its exit. The service's
  * executors and self-hosted workers both run plans through this.
  */
+import { constants } from 'node:os';
 import { AgentProcess } from './agent-process.ts';
 import { adapterFor } from './harnesses/index.ts';
 import type { HarnessAdapter, Invocation } from './harnesses/types.ts';
 import type { AgentEvent, ExecutionOutcome, ExecutionPlan, PlanFollowup } from './plan.ts';
+import { sandboxInvocation } from './sandbox/index.ts';
+import type { SandboxKind } from './sandbox/index.ts';
 import type { ExecutionSettings } from './settings.ts';
 import { createWorkspace, workspaceSize, writePlanFiles } from './workspace.ts';
 import type { Workspace } from './workspace.ts';
 
 export interface RunnerHooks {
-  /** The agent is about to start. Resolves false when the execution must not go on (cancelled, lease lost). */
-  starting(info: { workspace: string }): Promise<boolean>;
+  /**
+   * The agent is about to start, `sandbox` saying how ("in a bubblewrap sandbox…", "unsandboxed: …"). Resolves
+   * false when the execution must not go on (cancelled, lease lost).
+   */
+  starting(info: { workspace: string; sandbox: string }): Promise<boolean>;
   /** Events, in the order the agent reported them (already stripped of secret values). */
   events(events: AgentEvent[]): void;
 }
@@ -246,7 +252,8 @@ export class ExecutionRunner {
     const plan = this.plan;
     if (plan.harness === 'noop') {
       // the benchmark harness: no agent, so no workspace either
-      if (!(await this.#hooks.starting({ workspace: '' })) || this.#stopReason) return this.#stopped(null);
+      if (!(await this.#hooks.starting({ workspace: '', sandbox: 'with no agent process' })) || this.#stopReason)
+        return this.#stopped(null);
       this.#emitPrelude();
       this.#emit([
         { type: 'message', data: { role: 'assistant', text: 'noop harness: nothing to do' } },
@@ -288,8 +295,29 @@ export class ExecutionRunner {
         'environment_setup_failed',
       );
     }
-    if (!(await this.#hooks.starting({ workspace: ws.dir })) || this.#stopReason) return this.#stopped(null);
+    const env = this.#environment(invocation, ws);
+    let sandboxed;
+    try {
+      sandboxed = await sandboxInvocation(
+        { ...this.#settings.sandbox, hidden: [...this.#settings.sandbox.hidden, this.#settings.workspaceRoot] },
+        { invocation, workspace: ws, env, image: plan.image, executionId: plan.executionId },
+      );
+    } catch (err) {
+      return this.#outcome(
+        'error',
+        null,
+        `the sandbox could not be prepared: ${(err as Error).message}`,
+        'environment_setup_failed',
+      );
+    }
+    if (sandboxed.kind === 'refused') return this.#outcome('error', null, sandboxed.message, 'sandbox_unavailable');
+    if (sandboxed.kind === 'not_found')
+      return this.#outcome('error', null, this.#notFound(invocation), 'harness_unavailable');
+    const sandbox: SandboxKind = sandboxed.kind;
+    if (!(await this.#hooks.starting({ workspace: ws.dir, sandbox: sandboxed.description })) || this.#stopReason)
+      return this.#stopped(null);
     this.#emitPrelude();
+    this.#emit([{ type: 'status', data: { message: `The agent runs ${sandboxed.description}`, sandbox } }]);
 
     const parser = adapter.parser();
     let lastResult: AgentEvent | undefined;
@@ -308,10 +336,11 @@ export class ExecutionRunner {
       }
     };
     const proc = new AgentProcess({
-      command: invocation.command,
-      args: invocation.args,
+      command: sandboxed.command,
+      args: sandboxed.args,
       cwd: ws.dir,
-      env: this.#environment(invocation, ws),
+      env: { ...env, ...sandboxed.env },
+      launcher: sandbox === 'bubblewrap',
       ...(invocation.input !== undefined ? { input: invocation.input } : {}),
       keepStdinOpen: invocation.keepStdinOpen,
       onStdoutLine: (line) => onEvents(parser.line(line)),
@@ -351,13 +380,14 @@ export class ExecutionRunner {
     if (exit.spawnError) {
       const code = exit.spawnError.code;
       const message =
-        code === 'ENOENT'
-          ? `the ${plan.harness} harness executable "${invocation.command}" was not found (set AGENTYARD_HARNESS_${plan.harness.toUpperCase()}_BIN)`
+        code === 'ENOENT' && sandbox === 'none'
+          ? this.#notFound(invocation)
           : `the ${plan.harness} harness could not be started: ${exit.spawnError.message}`;
       return this.#outcome('error', null, message, 'harness_unavailable');
     }
     if (this.#stopReason || this.#stopError) return this.#stopped(exit.code);
-    const reading = adapter.readExit(exit.code, exit.signal, lastResult);
+    const { code: exitCode, signal } = sandbox === 'bubblewrap' ? launcherExit(exit.code, exit.signal) : exit;
+    const reading = adapter.readExit(exitCode, signal, lastResult);
     let message = reading.message;
     if (
       reading.kind !== 'succeeded' &&
@@ -366,6 +396,22 @@ export class ExecutionRunner {
     ) {
       message += ` (${stderrTail.at(-1)!.slice(0, 300)})`;
     }
-    return this.#outcome(reading.kind, exit.code, message, reading.errorCode);
+    if (sandbox === 'none') message += ` [ran ${sandboxed.description}]`;
+    return this.#outcome(reading.kind, exitCode, message, reading.errorCode);
   }
+
+  #notFound(invocation: Invocation): string {
+    const harness = this.plan.harness;
+    return `the ${harness} harness executable "${invocation.command}" was not found (set AGENTYARD_HARNESS_${harness.toUpperCase()}_BIN)`;
+  }
+}
+
+/** bubblewrap exits 128+N when the agent died of signal N (as shells report it): read back as that signal. */
+export function launcherExit(
+  code: number | null,
+  signal: NodeJS.Signals | null,
+): { code: number | null; signal: NodeJS.Signals | null } {
+  if (signal || code === null || code <= 128) return { code, signal };
+  const name = Object.entries(constants.signals).find(([, n]) => n === code - 128)?.[0];
+  return name ? { code: null, signal: name as NodeJS.Signals } : { code, signal };
 }

@@ -1,4 +1,6 @@
 import path from 'node:path';
+import { sandboxSettings } from './sandbox/index.ts';
+import type { SandboxSettings } from './sandbox/index.ts';
 
 /** The harness types Agentyard can run. `oz` in a run names none of them: it maps to the default harness. */
 export const HARNESS_TYPES = ['claude', 'codex', 'gemini', 'command', 'noop'] as const;
@@ -69,6 +71,8 @@ export interface ExecutionSettings {
    * Nothing else of it is: a server's DATABASE_URL or master key never reaches an agent.
    */
   passEnv: string[];
+  /** How agents are isolated (AGENTYARD_SANDBOX, AGENTYARD_REQUIRE_SANDBOX, AGENTYARD_BWRAP_PATH…; docs/security.md). */
+  sandbox: SandboxSettings;
 }
 
 /** Provider key variables a self-hosted worker hands to agents by default (`auth: workerEnvironment`). */
@@ -165,5 +169,6 @@ export function executionSettings(
         .split(',')
         .map((s) => s.trim())
         .filter(Boolean),
+    sandbox: overrides.sandbox ?? sandboxSettings(dataDir, env),
   };
 }

@@ -51,7 +51,7 @@ export async function loadMasterKey(configured: string | undefined, dataDir: str
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
   const key = randomBytes(32);
-  await mkdir(dataDir, { recursive: true });
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
   await writeFile(file, `${key.toString('hex')}\n`, { mode: 0o600, flag: 'wx' }).catch(
     async (err: NodeJS.ErrnoException) => {
       if (err.code !== 'EEXIST') throw err;

@@ -19,6 +19,6 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Db> {
     });
   }
   const dataDir = path.join(options.dataDir, 'pgdata');
-  await mkdir(dataDir, { recursive: true });
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
   return openPgliteThread({ dataDir, ...(options.schema ? { schema: options.schema } : {}) });
 }

@@ -3,6 +3,7 @@
  * WebAssembly; here it does so beside the service's event loop instead of inside it. Statements keep
  * PGlite's own order: one at a time, and none outside a transaction while one is open.
  */
+import fs from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
@@ -10,6 +11,19 @@ import type { Db, Queryable } from '../kernel/db.ts';
 import { wrapPglite } from './pglite.ts';
 import type { PgliteWorkerData, Reply, Request } from './pglite-protocol.ts';
 import { decodeParams, serializeError } from './pglite-protocol.ts';
+
+/**
+ * PGlite's Emscripten file system gives its files their modes with chmod (0666 for most), which ignores the
+ * umask: in this thread, chmod honours it, so a server started with umask 077 keeps its database files 0600.
+ */
+function chmodHonoursUmask(): void {
+  const mask = process.umask();
+  if (mask === 0) return;
+  const masked = (mode: fs.Mode): fs.Mode => (typeof mode === 'number' ? mode & ~mask : mode);
+  const { chmodSync, fchmodSync } = fs;
+  fs.chmodSync = (file, mode) => chmodSync(file, masked(mode));
+  fs.fchmodSync = (fd, mode) => fchmodSync(fd, masked(mode));
+}
 
 type EndRequest = Extract<Request, { op: 'end' }>;
 type TxRequest = Extract<Request, { op: 'query' }> | EndRequest;
@@ -42,6 +56,7 @@ async function main(port: MessagePort, data: PgliteWorkerData): Promise<void> {
   const send = (reply: Reply): void => port.postMessage(reply);
   let db: Db;
   try {
+    if (data.dataDir) chmodHonoursUmask();
     const pglite = await PGlite.create({
       ...(data.dataDir ? { dataDir: data.dataDir } : {}),
       ...(data.loadDataDir ? { loadDataDir: new Blob([data.loadDataDir as Uint8Array<ArrayBuffer>]) } : {}),

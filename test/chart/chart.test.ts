@@ -131,6 +131,7 @@ describe.skipIf(availability.missing !== undefined)('Helm chart', () => {
     expect(find(docs, 'PersistentVolumeClaim', 'agentyard-data')).toBeDefined();
     const env = Object.fromEntries(container.env.map((e: { name: string }) => [e.name, e]));
     expect(env.DATABASE_URL).toBeUndefined();
+    expect(env.AGENTYARD_REQUIRE_SANDBOX.value).toBe('1');
     expect(env.AGENTYARD_NAMESPACE.valueFrom.fieldRef.fieldPath).toBe('metadata.namespace');
     expect(env.AGENTYARD_MASTER_KEY.valueFrom.secretKeyRef).toEqual({
       name: 'agentyard-master-key',

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
-import { readPidFile } from '../support/processes.ts';
+import { hostPid, readPidFile } from '../support/processes.ts';
 import {
   createRun,
   eventsOf,
@@ -283,10 +283,12 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
     });
     await waitForState(s, runId, ['INPROGRESS']);
     const [execution] = await executionsOf(s, runId);
+    const workspace = execution!.workspace!;
+    // the pids the agent wrote are those of its sandbox's pid namespace
     const childPid = await waitFor('the agent child', async () =>
-      readPidFile(path.join(execution!.workspace!, '.fake-child.pid')),
+      hostPid(readPidFile(path.join(workspace, '.fake-child.pid')), workspace),
     );
-    const agentPid = fakeRecords(execution!.workspace!)[0].pid as number;
+    const agentPid = await waitFor('the agent', async () => hostPid(fakeRecords(workspace)[0]?.pid, workspace));
     expect((await s.api('POST', `/agent/runs/${runId}/cancel`)).body).toBe(runId);
     await waitFor('the tree to stop', async () => !pidAlive(childPid) && !pidAlive(agentPid), 10_000, 20);
     await waitFor('the execution to end', async () => (await executionsOf(s, runId))[0]!.outcome === 'cancelled');

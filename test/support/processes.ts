@@ -3,7 +3,7 @@
  * empty or half-written file) must never become 0 or -1: `kill(0)` signals the test runner's own process
  * group and `kill(-1)` every process the user owns, so both are refused here.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 
 /** The pid a file holds, or undefined while the file is missing or does not yet hold a whole pid. */
 export function readPidFile(file: string): number | undefined {
@@ -28,4 +28,27 @@ export function killQuietly(pid: number | undefined, signal: NodeJS.Signals, opt
   } catch {
     // already gone
   }
+}
+
+/**
+ * The host pid of a process that reported `pid` from inside an agent's sandbox (its own pid namespace) while
+ * working in `workspace`; `pid` itself when the agent is not namespaced. Undefined when no such process runs.
+ */
+export function hostPid(pid: number | undefined, workspace: string): number | undefined {
+  if (pid === undefined) return undefined;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const nspid = /^NSpid:\s*(.*)$/m
+        .exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1]
+        ?.trim()
+        .split(/\s+/);
+      if (!nspid || Number(nspid.at(-1)) !== pid) continue;
+      const cwd = readlinkSync(`/proc/${entry}/cwd`);
+      if (cwd === workspace || cwd.startsWith(`${workspace}/`)) return validPid(Number(entry));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return undefined;
 }

@@ -1,0 +1,154 @@
+/**
+ * The bubblewrap sandbox of a locally executed agent: a fresh user namespace with an unprivileged uid, new
+ * pid/ipc/uts namespaces (its own /proc), the system directories and a short list of /etc files read-only,
+ * a private /tmp, the tool directories its command needs read-only, and the run's workspace as the only
+ * writable bind, at its own path. Nothing else of the host's disk is mounted; the network is shared.
+ */
+import { execFile } from 'node:child_process';
+import { lstat, readlink } from 'node:fs/promises';
+import { SYSTEM_DIRS, under } from './resolve.ts';
+
+/** /etc entries an agent's tools need (name resolution, TLS roots, time zone, the loader); bound when present. */
+export const ETC_ENTRIES = [
+  'resolv.conf',
+  'hosts',
+  'host.conf',
+  'nsswitch.conf',
+  'gai.conf',
+  'services',
+  'protocols',
+  'ssl',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'pki',
+  'crypto-policies',
+  'localtime',
+  'timezone',
+  'alternatives',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'mime.types',
+  'os-release',
+  'debian_version',
+  'gitconfig',
+] as const;
+
+export interface BubblewrapSpec {
+  bwrap: string;
+  /** The executable's real path and its arguments. */
+  command: string;
+  args: readonly string[];
+  workspace: string;
+  /** Directories bound read-only at their own paths (the command's tool directories and configured extras). */
+  readOnly: readonly string[];
+  /** Paths hidden by an empty tmpfs when a read-only bind would show them (the data directory, the server's home). */
+  hidden: readonly string[];
+  uid: number;
+  gid: number;
+  /** Files in the workspace bound over /etc/passwd and /etc/group (the sandbox's own user). */
+  passwdFile: string;
+  groupFile: string;
+  /** How each system directory is on this host: a directory to bind, or a symlink to recreate. */
+  system: readonly SystemEntry[];
+}
+
+export type SystemEntry = { path: string; kind: 'dir' } | { path: string; kind: 'symlink'; target: string };
+
+/** How the system directories are on this host (on merged-/usr systems /bin and /lib are symlinks). */
+export async function systemLayout(): Promise<SystemEntry[]> {
+  const out: SystemEntry[] = [];
+  for (const dir of SYSTEM_DIRS) {
+    try {
+      const info = await lstat(dir);
+      if (info.isSymbolicLink()) out.push({ path: dir, kind: 'symlink', target: await readlink(dir) });
+      else if (info.isDirectory()) out.push({ path: dir, kind: 'dir' });
+    } catch {
+      // absent here
+    }
+  }
+  return out;
+}
+
+/** The passwd and group lines of the sandbox's user, whose home is the agent's HOME. */
+export function identityFiles(uid: number, gid: number, home: string): { passwd: string; group: string } {
+  return {
+    passwd: `agent:x:${uid}:${gid}:Agentyard agent:${home}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+    group: `agent:x:${gid}:\nnogroup:x:65534:\n`,
+  };
+}
+
+/** bubblewrap's command line for a spec (the argv after the bwrap executable). */
+export function bubblewrapArgs(spec: BubblewrapSpec): string[] {
+  const a: string[] = [
+    '--unshare-user',
+    '--uid',
+    String(spec.uid),
+    '--gid',
+    String(spec.gid),
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
+    '--hostname',
+    'agentyard-sandbox',
+    '--die-with-parent',
+    '--new-session',
+  ];
+  for (const entry of spec.system) {
+    if (entry.kind === 'dir') a.push('--ro-bind', entry.path, entry.path);
+    else a.push('--symlink', entry.target, entry.path);
+  }
+  for (const name of ETC_ENTRIES) a.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`);
+  a.push('--ro-bind', spec.passwdFile, '/etc/passwd', '--ro-bind', spec.groupFile, '/etc/group');
+  a.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/var/tmp', '--tmpfs', '/run');
+  // parents before children, so a deeper bind is not covered by a shallower one
+  const readOnly = [...new Set(spec.readOnly)].sort((x, y) => x.length - y.length);
+  for (const dir of readOnly) a.push('--ro-bind', dir, dir);
+  for (const hide of spec.hidden) {
+    if (readOnly.some((dir) => dir !== hide && under(dir, hide))) a.push('--tmpfs', hide);
+  }
+  // the sandbox's own root (the mount points above) read-only: the workspace and /tmp are the writable places
+  a.push('--bind', spec.workspace, spec.workspace, '--remount-ro', '/', '--chdir', spec.workspace);
+  a.push('--setenv', 'TMPDIR', '/tmp', '--', spec.command, ...spec.args);
+  return a;
+}
+
+export type ProbeResult = { ok: true } | { ok: false; reason: string };
+
+/**
+ * Whether bubblewrap can make the namespaces the sandbox uses here: it may be missing, or user namespaces may
+ * be off (a kernel setting, or a container that forbids them).
+ */
+export function probeBubblewrap(bwrap: string, uid: number, gid: number, timeoutMs = 10_000): Promise<ProbeResult> {
+  const args = [
+    '--unshare-user',
+    '--uid',
+    String(uid),
+    '--gid',
+    String(gid),
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--ro-bind',
+    '/',
+    '/',
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--die-with-parent',
+    '--new-session',
+    'true',
+  ];
+  return new Promise((resolve) => {
+    execFile(bwrap, args, { timeout: timeoutMs, env: { PATH: '/usr/bin:/bin' } }, (err, _stdout, stderr) => {
+      if (!err) return resolve({ ok: true });
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return resolve({ ok: false, reason: `bubblewrap not found at ${bwrap}` });
+      if (code === 'EACCES') return resolve({ ok: false, reason: `bubblewrap at ${bwrap} is not executable` });
+      const detail = String(stderr).trim().split('\n')[0] || err.message;
+      resolve({ ok: false, reason: `bubblewrap cannot create its namespaces here (${detail.slice(0, 200)})` });
+    });
+  });
+}

@@ -1,0 +1,80 @@
+/**
+ * A run in its runner's container image through a container runtime's client (`docker` or `podman`): the
+ * workspace mounted at its own path as the working directory, the image's filesystem read-only with a
+ * private /tmp, every capability dropped, this process's uid, and the agent's environment passed by name
+ * (values come from the client's environment, never the command line).
+ */
+import { execFile } from 'node:child_process';
+
+export const CONTAINER_RUNTIMES = ['docker', 'podman'] as const;
+export type ContainerRuntime = (typeof CONTAINER_RUNTIMES)[number];
+
+export interface ContainerSpec {
+  /** The runtime's client executable. */
+  runtime: string;
+  image: string;
+  /** Container name (so a stopped client's container can be found and killed). */
+  name: string;
+  command: string;
+  args: readonly string[];
+  workspace: string;
+  /** Names of the environment variables the agent gets (their values stay in the client's environment). */
+  envNames: readonly string[];
+  uid: number;
+  gid: number;
+}
+
+/** The client's command line for a spec (after the runtime executable). */
+export function containerArgs(spec: ContainerSpec): string[] {
+  const a = [
+    'run',
+    '--rm',
+    '--interactive',
+    '--init',
+    '--name',
+    spec.name,
+    '--user',
+    `${spec.uid}:${spec.gid}`,
+    '--read-only',
+    '--tmpfs',
+    '/tmp',
+    '--cap-drop',
+    'ALL',
+    '--security-opt',
+    'no-new-privileges',
+    '--volume',
+    `${spec.workspace}:${spec.workspace}:rw`,
+    '--workdir',
+    spec.workspace,
+  ];
+  for (const name of spec.envNames) a.push('--env', name);
+  a.push('--', spec.image, spec.command, ...spec.args);
+  return a;
+}
+
+export type ContainerProbe = { ok: true } | { ok: false; reason: string };
+
+/** Whether the runtime's client is installed and reaches its engine (`<runtime> info`). */
+export function probeContainerRuntime(
+  runtime: string,
+  env: NodeJS.ProcessEnv = process.env,
+  timeoutMs = 10_000,
+): Promise<ContainerProbe> {
+  return new Promise((resolve) => {
+    execFile(runtime, ['info'], { timeout: timeoutMs, env }, (err, _stdout, stderr) => {
+      if (!err) return resolve({ ok: true });
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT')
+        return resolve({ ok: false, reason: `the container runtime client "${runtime}" is not installed` });
+      const detail =
+        String(stderr)
+          .trim()
+          .split('\n')
+          .find((l) => l.trim()) ?? err.message;
+      resolve({
+        ok: false,
+        reason: `the container runtime ${runtime} is unreachable (${detail.trim().slice(0, 200)})`,
+      });
+    });
+  });
+}

@@ -1,0 +1,217 @@
+/**
+ * Where a locally executed agent runs: in its runner's container image when a container runtime is
+ * configured and the run has an image, else in a bubblewrap sandbox, else (a laptop without bubblewrap)
+ * unsandboxed, said plainly, unless a sandbox is required (AGENTYARD_REQUIRE_SANDBOX), when the run is
+ * refused. See docs/security.md.
+ */
+import { homedir } from 'node:os';
+import path from 'node:path';
+import type { Invocation } from '../harnesses/types.ts';
+import type { Workspace } from '../workspace.ts';
+import { writeWorkspaceFile } from '../workspace.ts';
+import { bubblewrapArgs, identityFiles, probeBubblewrap, systemLayout } from './bubblewrap.ts';
+import type { ProbeResult } from './bubblewrap.ts';
+import { CONTAINER_RUNTIMES, containerArgs, probeContainerRuntime } from './container.ts';
+import { resolveCommand } from './resolve.ts';
+
+export interface SandboxSettings {
+  /** false: agents run unsandboxed (`AGENTYARD_SANDBOX=none`). */
+  enabled: boolean;
+  /** Refuse to run an agent without a sandbox (`AGENTYARD_REQUIRE_SANDBOX=1`). */
+  require: boolean;
+  /** bubblewrap's executable (`AGENTYARD_BWRAP_PATH`, default /usr/bin/bwrap). */
+  bwrapPath: string;
+  /** `docker` or `podman` (`AGENTYARD_CONTAINER_RUNTIME`): runs with a runner image execute in it. */
+  containerRuntime: string | undefined;
+  /** The image of runs whose runner names none, when a container runtime is set (`AGENTYARD_CONTAINER_IMAGE`). */
+  containerImage: string | undefined;
+  /** Extra directories bound read-only into the bubblewrap sandbox (`AGENTYARD_SANDBOX_READ_ONLY_PATHS`). */
+  readOnlyPaths: string[];
+  /** The agent's uid and gid inside the sandbox (`AGENTYARD_SANDBOX_UID`, `…_GID`, default 1000). */
+  uid: number;
+  gid: number;
+  /** Never shown inside a bubblewrap sandbox, even under a read-only bind: the data directory, the server's home. */
+  hidden: string[];
+}
+
+function flag(raw: string | undefined): boolean {
+  return raw !== undefined && /^(1|true|yes|on)$/i.test(raw.trim());
+}
+
+function id(env: NodeJS.ProcessEnv, name: string): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return 1000;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1 || value > 65_535)
+    throw new Error(`${name} must be an integer from 1 to 65535, got "${raw}"`);
+  return value;
+}
+
+export function sandboxSettings(dataDir: string, env: NodeJS.ProcessEnv): SandboxSettings {
+  const mode = (env.AGENTYARD_SANDBOX ?? 'auto').trim().toLowerCase() || 'auto';
+  if (mode !== 'auto' && mode !== 'none')
+    throw new Error(`AGENTYARD_SANDBOX must be auto or none, got "${env.AGENTYARD_SANDBOX}"`);
+  const runtime = env.AGENTYARD_CONTAINER_RUNTIME?.trim() || undefined;
+  if (runtime && !(CONTAINER_RUNTIMES as readonly string[]).includes(path.basename(runtime)))
+    throw new Error(`AGENTYARD_CONTAINER_RUNTIME must be docker or podman (or a path to one), got "${runtime}"`);
+  const readOnlyPaths = (env.AGENTYARD_SANDBOX_READ_ONLY_PATHS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const p of readOnlyPaths)
+    if (!path.isAbsolute(p)) throw new Error(`AGENTYARD_SANDBOX_READ_ONLY_PATHS: "${p}" is not an absolute path`);
+  return {
+    enabled: mode === 'auto',
+    require: flag(env.AGENTYARD_REQUIRE_SANDBOX),
+    bwrapPath: env.AGENTYARD_BWRAP_PATH?.trim() || '/usr/bin/bwrap',
+    containerRuntime: runtime,
+    containerImage: env.AGENTYARD_CONTAINER_IMAGE?.trim() || undefined,
+    readOnlyPaths,
+    uid: id(env, 'AGENTYARD_SANDBOX_UID'),
+    gid: id(env, 'AGENTYARD_SANDBOX_GID'),
+    hidden: [path.resolve(dataDir), homedir()],
+  };
+}
+
+/** What a host offers: bubblewrap works, or why not. Probed once per executable and uid. */
+const probes = new Map<string, Promise<ProbeResult>>();
+
+export function bubblewrapAvailability(settings: SandboxSettings): Promise<ProbeResult> {
+  if (!settings.enabled) return Promise.resolve({ ok: false, reason: 'the sandbox is off (AGENTYARD_SANDBOX=none)' });
+  const key = `${settings.bwrapPath}\0${settings.uid}:${settings.gid}`;
+  let probe = probes.get(key);
+  if (!probe) {
+    probe = probeBubblewrap(settings.bwrapPath, settings.uid, settings.gid);
+    probes.set(key, probe);
+  }
+  return probe;
+}
+
+/** One line for the start-up log: how this process's agents will run. */
+export async function describeSandbox(settings: SandboxSettings): Promise<{ level: 'info' | 'warn'; message: string }> {
+  const bwrap = await bubblewrapAvailability(settings);
+  const container = settings.containerRuntime
+    ? `runs with a runner image execute in ${settings.containerRuntime} containers; others `
+    : 'agents ';
+  if (bwrap.ok) return { level: 'info', message: `${container}run in a bubblewrap sandbox (${settings.bwrapPath})` };
+  return settings.require
+    ? {
+        level: 'warn',
+        message: `${container}cannot run: ${bwrap.reason}, and AGENTYARD_REQUIRE_SANDBOX is set (such runs end ERROR)`,
+      }
+    : { level: 'warn', message: `${container}run UNSANDBOXED, with this server's user and disk: ${bwrap.reason}` };
+}
+
+/** What a container runtime's client needs of the server's environment to reach its engine (not passed into the container). */
+const RUNTIME_ENV_VARS = [
+  'DOCKER_HOST',
+  'DOCKER_CONTEXT',
+  'DOCKER_CONFIG',
+  'DOCKER_TLS_VERIFY',
+  'DOCKER_CERT_PATH',
+  'CONTAINER_HOST',
+  'CONTAINER_CONNECTION',
+  'XDG_RUNTIME_DIR',
+];
+
+function runtimeEnvironment(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of RUNTIME_ENV_VARS) if (process.env[name] !== undefined) env[name] = process.env[name]!;
+  return env;
+}
+
+export type SandboxKind = 'container' | 'bubblewrap' | 'none';
+
+/** How an agent is started, and what its run says about it. */
+export type SandboxedInvocation =
+  | {
+      kind: SandboxKind;
+      command: string;
+      args: string[];
+      /** Added to the agent's environment. */
+      env: Record<string, string>;
+      /** "in a bubblewrap sandbox…", "unsandboxed: <why>": how the agent runs, for the run's status message. */
+      description: string;
+    }
+  | { kind: 'refused'; message: string }
+  | { kind: 'not_found' };
+
+export interface SandboxRequest {
+  invocation: Invocation;
+  workspace: Workspace;
+  /** The agent's environment (its PATH finds the command and its interpreter). */
+  env: Record<string, string>;
+  /** The runner's container image, when the run has one. */
+  image: string | undefined;
+  executionId: string;
+}
+
+/** Wraps an agent's invocation in the sandbox this host offers. */
+export async function sandboxInvocation(settings: SandboxSettings, req: SandboxRequest): Promise<SandboxedInvocation> {
+  const { invocation, workspace } = req;
+  const image = req.image ?? settings.containerImage;
+  if (settings.enabled && settings.containerRuntime && image) {
+    const probe = await probeContainerRuntime(settings.containerRuntime);
+    if (!probe.ok) return { kind: 'refused', message: `the run's container could not be started: ${probe.reason}` };
+    // the image's own PATH and temporary directory stay; the rest of the agent's environment is passed by name
+    const envNames = Object.keys({ ...req.env, ...invocation.env })
+      .filter((n) => n !== 'PATH' && n !== 'TMPDIR')
+      .sort();
+    return {
+      kind: 'container',
+      command: settings.containerRuntime,
+      args: containerArgs({
+        runtime: settings.containerRuntime,
+        image,
+        name: `agentyard-${req.executionId.toLowerCase()}`,
+        command: invocation.command,
+        args: invocation.args,
+        workspace: workspace.dir,
+        envNames,
+        uid: process.getuid?.() ?? 1000,
+        gid: process.getgid?.() ?? 1000,
+      }),
+      env: runtimeEnvironment(),
+      description: `in a ${path.basename(settings.containerRuntime)} container (image ${image})`,
+    };
+  }
+  const bwrap = await bubblewrapAvailability(settings);
+  if (!bwrap.ok) {
+    if (settings.require)
+      return {
+        kind: 'refused',
+        message: `no sandbox is available (${bwrap.reason}) and AGENTYARD_REQUIRE_SANDBOX is set: the agent was not started`,
+      };
+    return {
+      kind: 'none',
+      command: invocation.command,
+      args: invocation.args,
+      env: {},
+      description: `unsandboxed: ${bwrap.reason}`,
+    };
+  }
+  const resolved = await resolveCommand(invocation.command, req.env.PATH ?? '', workspace.dir);
+  if (!resolved) return { kind: 'not_found' };
+  const ids = identityFiles(settings.uid, settings.gid, workspace.home);
+  const passwdFile = await writeWorkspaceFile(workspace.dir, '.agentyard/passwd', ids.passwd, 0o600);
+  const groupFile = await writeWorkspaceFile(workspace.dir, '.agentyard/group', ids.group, 0o600);
+  return {
+    kind: 'bubblewrap',
+    command: settings.bwrapPath,
+    args: bubblewrapArgs({
+      bwrap: settings.bwrapPath,
+      command: resolved.executable,
+      args: invocation.args,
+      workspace: workspace.dir,
+      readOnly: [...resolved.readOnly, ...settings.readOnlyPaths],
+      hidden: settings.hidden,
+      uid: settings.uid,
+      gid: settings.gid,
+      passwdFile,
+      groupFile,
+      system: await systemLayout(),
+    }),
+    env: { TMPDIR: '/tmp', USER: 'agent', LOGNAME: 'agent' },
+    description: `in a bubblewrap sandbox (uid ${settings.uid}; only its workspace writable)`,
+  };
+}
