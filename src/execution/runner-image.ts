@@ -2,7 +2,7 @@
  * The container image of a run's runner (`platform.linux.dockerImage` of the runner its configuration or its
  * factory agent names), for executors with a container runtime: one query for a claim's runs.
  */
-import type { Queryable } from '../store/db.ts';
+import type { Queryable } from '../kernel/db.ts';
 
 /** Run id → image, for the runs whose runner has one. */
 export async function runnerImages(q: Queryable, runIds: readonly string[]): Promise<Map<string, string>> {
