@@ -9,6 +9,7 @@ import { webhooksModule } from './webhooks/module.ts';
 import { factoriesModule, factoryFilesModule } from './factories/module.ts';
 import { healthModule } from './health/module.ts';
 import { executionModule } from './execution/module.ts';
+import { consoleModule } from './console/module.ts';
 
 /** Every domain of the service, in the order their routes and background work start. Add one line per module. */
 export const MODULES: readonly AppModule[] = [
@@ -23,4 +24,5 @@ export const MODULES: readonly AppModule[] = [
   schedulesModule,
   healthModule,
   executionModule,
+  consoleModule,
 ];

@@ -81,8 +81,12 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
         cursor: q.cursor,
         search: q.search,
       });
+      const counts = await plans.countFactoryResources(
+        ctx.db,
+        rows.map((r) => r.id),
+      );
       return {
-        factories: rows.map(view),
+        factories: rows.map((row) => ({ ...view(row), counts: counts.get(row.id) })),
         page_info: { has_next_page: nextCursor !== undefined, ...(nextCursor ? { next_cursor: nextCursor } : {}) },
       };
     },
@@ -98,7 +102,11 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
         response: { 200: s.FactorySchema },
       },
     },
-    async (request) => view(await factories.get(request.principal.teamId, request.params.id)),
+    async (request) => {
+      const row = await factories.get(request.principal.teamId, request.params.id);
+      const counts = await plans.countFactoryResources(ctx.db, [row.id]);
+      return { ...view(row), counts: counts.get(row.id) };
+    },
   );
 
   app.delete(

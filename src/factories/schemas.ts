@@ -92,6 +92,12 @@ export const FactorySchema = Type.Object({
   push_hook_url: Type.Optional(
     Type.String({ description: 'Where a Git host posts push events (when source.push_secret is set).' }),
   ),
+  counts: Type.Optional(
+    Type.Object(
+      { webhooks: Type.Integer(), automations: Type.Integer(), schedules: Type.Integer() },
+      { description: 'Live webhooks, automations and schedules of the applied revision' },
+    ),
+  ),
   created_at: DateTime,
   updated_at: DateTime,
 });

@@ -405,3 +405,36 @@ export async function listFactoryFiles(q: Queryable, factoryId: string): Promise
   );
   return res.rows;
 }
+
+export interface FactoryCounts {
+  webhooks: number;
+  automations: number;
+  schedules: number;
+}
+
+/** Live webhooks, automations and schedules of each factory, in one round trip. */
+export async function countFactoryResources(
+  q: Queryable,
+  factoryIds: readonly string[],
+): Promise<Map<string, FactoryCounts>> {
+  const counts = new Map<string, FactoryCounts>(
+    factoryIds.map((id) => [id, { webhooks: 0, automations: 0, schedules: 0 }]),
+  );
+  if (factoryIds.length === 0) return counts;
+  const res = await q.query<{ factory_id: string; kind: keyof FactoryCounts; n: number }>(
+    `SELECT factory_id, 'webhooks' AS kind, count(*)::int AS n FROM webhooks
+       WHERE factory_id = ANY($1::text[]) AND deleted_at IS NULL GROUP BY factory_id
+     UNION ALL
+     SELECT factory_id, 'automations', count(*)::int FROM automations
+       WHERE factory_id = ANY($1::text[]) AND deleted_at IS NULL GROUP BY factory_id
+     UNION ALL
+     SELECT factory_id, 'schedules', count(*)::int FROM schedules
+       WHERE factory_id = ANY($1::text[]) GROUP BY factory_id`,
+    [factoryIds as string[]],
+  );
+  for (const row of res.rows) {
+    const entry = counts.get(row.factory_id);
+    if (entry) entry[row.kind] = row.n;
+  }
+  return counts;
+}

@@ -1,0 +1,136 @@
+/** The parts of the JSON API's answers that the console shows (docs/openapi.json has the whole shapes). */
+
+export interface Diagnostic {
+  file: string;
+  line: number;
+  column: number;
+  path: string;
+  code: string;
+  message: string;
+  severity: 'error' | 'warning';
+}
+
+export interface FactoryStatus {
+  state: string;
+  ready: boolean;
+  stalled: boolean;
+  reason: string | null;
+  message: string | null;
+  applied_revision: string | null;
+  attempted_revision: string | null;
+  applied_at: string | null;
+  attempted_at: string | null;
+  errors: Diagnostic[];
+  source_error: { message?: string } | null;
+}
+
+export interface Factory {
+  id: string;
+  name: string;
+  read_only: boolean;
+  source: { type: string; url?: string; branch?: string; path?: string | null };
+  status: FactoryStatus;
+  counts?: { webhooks: number; automations: number; schedules: number };
+}
+
+export interface PageInfo {
+  has_next_page: boolean;
+  next_cursor?: string;
+}
+
+export interface Change {
+  kind: string;
+  name: string;
+  file: string;
+  action: 'created' | 'updated' | 'deleted';
+}
+
+export interface Apply {
+  id: string;
+  revision: string;
+  result: 'applied' | 'unchanged' | 'failed';
+  message: string | null;
+  trigger: string | null;
+  commit: { sha: string | null; author: string | null; message: string | null; time: string | null };
+  errors: Diagnostic[];
+  changes: Change[];
+  finished_at: string;
+}
+
+export interface Webhook {
+  uid: string;
+  name: string;
+  file: string;
+  auth_mode: 'token' | 'url_token' | 'signature';
+  signature_scheme: string | null;
+  secret_name: string | null;
+  enabled: boolean;
+  ingress_url: string;
+  state?: string;
+  factory_id?: string;
+}
+
+export interface Delivery {
+  delivery_id: string;
+  label: string;
+  status: string;
+  size: number;
+  received_at: string;
+  reason?: string;
+}
+
+export interface Run {
+  run_id: string;
+  title: string;
+  state: string;
+  prompt: string;
+  source: string;
+  created_at: string;
+  updated_at: string;
+  started_at?: string | null;
+  creator?: { display_name?: string; uid?: string } | null;
+  status_message?: { message?: string } | null;
+  agent_config?: unknown;
+  artifacts?: { artifact_type: string; data?: Record<string, unknown> }[] | null;
+  session_link?: string;
+}
+
+export interface Schedule {
+  id: string;
+  name: string;
+  cron_schedule: string;
+  enabled: boolean;
+  prompt: string;
+  last_spawn_error: string | null;
+  history: { last_ran: string | null; next_run: string | null };
+  factory_uid?: string;
+  automation_name?: string;
+}
+
+export interface WhoAmI {
+  team: { id: string; name?: string };
+  principal: { display_name: string };
+  role: 'admin' | 'member';
+  instance_admin: boolean;
+}
+
+export interface Automation {
+  id: string;
+  name: string;
+  file: string;
+  enabled: boolean;
+  firing: boolean;
+  not_firing_reasons?: string[];
+  prompt: string;
+  agent: string | null;
+}
+
+export interface CreatedWebhook extends Webhook {
+  secret?: string;
+  ingress_url_with_token?: string;
+}
+
+export interface DefinitionFile {
+  path: string;
+  content: string;
+}

@@ -1,0 +1,62 @@
+import type { FastifyInstance } from 'fastify';
+
+import type { InjectOptions } from 'fastify';
+
+/** A problem document the API answered; pages show its detail and status. */
+export class ApiProblem extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly detail: string;
+
+  constructor(status: number, code: string, detail: string) {
+    super(`${status} ${code}: ${detail}`);
+    this.status = status;
+    this.code = code;
+    this.detail = detail;
+  }
+}
+
+type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/**
+ * The console's only way to read or change anything: the JSON API, called in process with the signed-in key, so
+ * that pages show exactly what the API shows to that key and allow exactly what it allows.
+ */
+export class ConsoleApi {
+  readonly #app: FastifyInstance;
+  readonly #key: string;
+
+  constructor(app: FastifyInstance, key: string) {
+    this.#app = app;
+    this.#key = key;
+  }
+
+  get<T>(path: string, query?: Record<string, string | undefined>): Promise<T> {
+    return this.call<T>('GET', path, undefined, query);
+  }
+
+  async call<T>(method: Method, path: string, body?: unknown, query?: Record<string, string | undefined>): Promise<T> {
+    const options: InjectOptions = {
+      method,
+      url: `/api/v1${path}`,
+      headers: { authorization: `Bearer ${this.#key}` },
+    };
+    if (query) {
+      const defined = Object.entries(query).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== '');
+      options.query = Object.fromEntries(defined);
+    }
+    if (body !== undefined) {
+      options.payload = JSON.stringify(body);
+      (options.headers as Record<string, string>)['content-type'] = 'application/json';
+    }
+    const res = await this.#app.inject(options);
+    const parsed: unknown = res.body === '' ? undefined : JSON.parse(res.body);
+    if (res.statusCode >= 400) {
+      const problem = (parsed ?? {}) as { code?: string; detail?: string };
+      throw new ApiProblem(res.statusCode, problem.code ?? 'error', problem.detail ?? res.statusMessage);
+    }
+    return parsed as T;
+  }
+}
+
+export const enc = encodeURIComponent;

@@ -1,0 +1,61 @@
+import { html } from './html.ts';
+import type { SafeHtml } from './html.ts';
+
+export interface Viewer {
+  teamName: string;
+  displayName: string;
+  role: 'admin' | 'member';
+  instanceAdmin: boolean;
+  csrf: string;
+}
+
+export type Section = 'overview' | 'runs' | 'schedules' | 'integrations' | 'none';
+
+const NAV: [Section, string, string][] = [
+  ['overview', 'Factories', '/'],
+  ['runs', 'Runs', '/console/runs'],
+  ['schedules', 'Schedules', '/console/schedules'],
+];
+
+/** The page shell: one stylesheet, one script, no inline code (the Content-Security-Policy forbids it). */
+export function page(opts: { title: string; viewer?: Viewer; section?: Section; body: SafeHtml }): string {
+  const { viewer } = opts;
+  const nav = viewer
+    ? html`<nav aria-label="Main">
+        <ul>
+          ${NAV.map(([section, label, href]) => html`<li><a href="${href}" ${section === opts.section ? html`aria-current="page"` : ''}>${label}</a></li>`)}
+        </ul>
+        <div class="who">
+          <span>${viewer.displayName} · ${viewer.teamName} · ${viewer.instanceAdmin ? 'instance admin' : viewer.role === 'admin' ? 'team admin' : 'member'}</span>
+          <form method="post" action="/console/sign-out">
+            <input type="hidden" name="csrf" value="${viewer.csrf}">
+            <button type="submit" class="link">Sign out</button>
+          </form>
+        </div>
+      </nav>`
+    : '';
+  return `<!doctype html>${html`<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${opts.title} · Agentyard</title>
+<link rel="stylesheet" href="/console/assets/console.css">
+<script src="/console/assets/console.js" defer></script>
+</head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header><a class="brand" href="/">Agentyard</a>${nav}</header>
+<main id="main">
+${opts.body}
+</main>
+</body>
+</html>`}`;
+}
+
+export function errorBox(message: string): SafeHtml {
+  return html`<p class="error" role="alert">${message}</p>`;
+}
+
+export function csrfField(viewer: Viewer): SafeHtml {
+  return html`<input type="hidden" name="csrf" value="${viewer.csrf}">`;
+}

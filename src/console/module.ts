@@ -1,0 +1,9 @@
+import type { AppModule } from '../http/context.ts';
+import { consoleRoutes } from './routes.ts';
+
+export const consoleModule: AppModule = {
+  name: 'console',
+  async root(app, ctx) {
+    await consoleRoutes(app, { cipher: ctx.cipher, secureCookies: ctx.config.publicUrl.startsWith('https:') });
+  },
+};

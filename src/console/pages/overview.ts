@@ -1,0 +1,53 @@
+import type { Factory, Run } from '../api-types.ts';
+import { badge, factoryState, shortRevision, timeAgo } from '../format.ts';
+import { html } from '../html.ts';
+import { page } from '../layout.ts';
+import type { Viewer } from '../layout.ts';
+
+export interface OverviewData {
+  factories: Factory[];
+  moreFactories: boolean;
+  running: Run[];
+  deliveriesLastHour: number | undefined;
+}
+
+export function overviewPage(viewer: Viewer, data: OverviewData): string {
+  const rows = data.factories.map((f) => {
+    const state = factoryState(f.status);
+    return html`<tr>
+      <th scope="row"><a href="/console/factories/${f.id}">${f.name}</a></th>
+      <td>${badge(state.label, state.tone)}</td>
+      <td><code>${shortRevision(f.status.applied_revision)}</code></td>
+      <td><code>${shortRevision(f.status.attempted_revision)}</code></td>
+      <td>${timeAgo(f.status.applied_at)}</td>
+      <td class="num">${f.counts?.webhooks ?? '—'}</td>
+      <td class="num">${f.counts?.automations ?? '—'}</td>
+      <td class="num">${f.counts?.schedules ?? '—'}</td>
+    </tr>`;
+  });
+  const body = html`<h1>Factories</h1>
+    <div class="tiles">
+      <p class="tile"><span class="big">${data.running.length}</span> runs in progress</p>
+      <p class="tile"><span class="big">${data.deliveriesLastHour ?? '—'}</span> webhook deliveries in the last hour</p>
+    </div>
+    ${
+      data.factories.length === 0
+        ? html`<p>No factories yet. Register one with <code>POST /api/v1/factories</code> (see the README's tour).</p>`
+        : html`<div class="scroll"><table>
+      <caption class="sr-only">Factories and their sync state</caption>
+      <thead><tr><th scope="col">Factory</th><th scope="col">State</th><th scope="col">Applied</th><th scope="col">Attempted</th><th scope="col">Last apply</th><th scope="col" class="num">Webhooks</th><th scope="col" class="num">Automations</th><th scope="col" class="num">Schedules</th></tr></thead>
+      <tbody>${rows}</tbody>
+    </table></div>`
+    }
+    ${data.moreFactories ? html`<p class="muted">Showing the first ${data.factories.length} factories.</p>` : ''}
+    <h2>Runs in progress</h2>
+    ${
+      data.running.length === 0
+        ? html`<p class="muted">None.</p>`
+        : html`<ul class="plain">${data.running.map(
+            (r) =>
+              html`<li><a href="/console/runs/${r.run_id}">${r.title}</a> · ${r.state} · started ${timeAgo(r.started_at ?? r.created_at)}</li>`,
+          )}</ul>`
+    }`;
+  return page({ title: 'Factories', viewer, section: 'overview', body });
+}

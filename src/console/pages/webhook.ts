@@ -1,0 +1,98 @@
+import type { Automation, Delivery, PageInfo, Webhook } from '../api-types.ts';
+import { badge, bytes, deliveryLabel, timeAgo } from '../format.ts';
+import { html } from '../html.ts';
+import type { SafeHtml } from '../html.ts';
+import { csrfField, errorBox, page } from '../layout.ts';
+import type { Viewer } from '../layout.ts';
+
+export interface TestFilterResult {
+  result: string;
+  webhook_check: { passed: boolean; detail: string };
+  payload_check: { passed: boolean; detail: string; path?: string };
+}
+
+export interface WebhookPageData {
+  webhook: Webhook;
+  factoryName: string | undefined;
+  deliveries: Delivery[];
+  pageInfo: PageInfo;
+  automations: Automation[];
+  test?: { automation: string; delivery: string; result?: TestFilterResult; error?: string };
+}
+
+export function deliveryRow(webhookUid: string, d: Delivery): SafeHtml {
+  return html`<tr data-delivery="${d.delivery_id}">
+    <td>${deliveryLabel(d.label, d.status)}</td>
+    <td>${d.status === 'accepted' ? html`<a href="/console/webhooks/${webhookUid}/deliveries/${d.delivery_id}"><code>${d.delivery_id}</code></a>` : html`<code>${d.delivery_id}</code>`}</td>
+    <td class="num">${bytes(d.size)}</td>
+    <td>${timeAgo(d.received_at)}</td>
+  </tr>`;
+}
+
+function check(name: string, c: { passed: boolean; detail: string; path?: string }): SafeHtml {
+  return html`<li>${badge(c.passed ? 'passed' : 'failed', c.passed ? 'ok' : 'bad')} ${name}: ${c.detail}${c.path !== undefined && !c.passed ? html` (at <code>${c.path || '/'}</code>)` : ''}</li>`;
+}
+
+export function webhookPage(viewer: Viewer, data: WebhookPageData): string {
+  const w = data.webhook;
+  const body = html`<p class="crumbs"><a href="/">Factories</a> / ${w.factory_id ? html`<a href="/console/factories/${w.factory_id}">${data.factoryName ?? w.factory_id}</a> /` : ''}</p>
+  <h1>Webhook ${w.name} ${w.enabled ? badge('enabled', 'ok') : badge('disabled', 'idle')}</h1>
+  <dl class="facts">
+    <dt>Ingress URL</dt><dd><code>${w.ingress_url}</code>${w.auth_mode === 'url_token' ? html` <span class="muted">({token} stands for the secret)</span>` : ''}</dd>
+    <dt>Authentication</dt><dd>${w.auth_mode}${w.signature_scheme ? html`, scheme <code>${w.signature_scheme}</code>` : ''}</dd>
+    <dt>Secret</dt><dd>${w.secret_name ? html`<code>${w.secret_name}</code>` : '—'}</dd>
+    <dt>File</dt><dd><code>${w.file}</code></dd>
+  </dl>
+  <section aria-labelledby="deliveries"><h2 id="deliveries">Deliveries</h2>
+  <p class="muted" id="live-status" aria-live="polite">Newest first; new deliveries appear here as they arrive.</p>
+  <div class="scroll"><table id="delivery-log" data-live-deliveries="/console/webhooks/${w.uid}/deliveries.html">
+    <thead><tr><th scope="col">Label</th><th scope="col">Delivery</th><th scope="col" class="num">Size</th><th scope="col">Received</th></tr></thead>
+    <tbody>${data.deliveries.map((d) => deliveryRow(w.uid, d))}</tbody>
+  </table></div>
+  ${data.pageInfo.has_next_page && data.pageInfo.next_cursor ? html`<p><a href="/console/webhooks/${w.uid}?cursor=${encodeURIComponent(data.pageInfo.next_cursor)}">Older deliveries</a></p>` : ''}
+  </section>
+  <section aria-labelledby="test"><h2 id="test">Test filter</h2>
+  <p>Would an automation fire for a stored delivery? Both checks are shown: the webhook trigger and the payload filter.</p>
+  ${
+    data.automations.length === 0
+      ? html`<p class="muted">No automation of this factory listens to this webhook.</p>`
+      : html`<form method="post" action="/console/webhooks/${w.uid}/test-filter" class="stack narrow">
+    ${csrfField(viewer)}
+    <label for="tf-automation">Automation</label>
+    <select id="tf-automation" name="automation">${data.automations.map((a) => html`<option value="${a.id}" ${data.test?.automation === a.id ? html`selected` : ''}>${a.name}</option>`)}</select>
+    <label for="tf-delivery">Delivery ID</label>
+    <input id="tf-delivery" name="delivery" required value="${data.test?.delivery ?? data.deliveries.find((d) => d.status === 'accepted')?.delivery_id ?? ''}">
+    <button type="submit">Test filter</button>
+  </form>`
+  }
+  ${data.test?.error ? errorBox(data.test.error) : ''}
+  ${
+    data.test?.result
+      ? html`<div class="card" role="status"><p><strong>${data.test.result.result}</strong></p><ul class="plain">${check('Webhook check', data.test.result.webhook_check)}${check('Payload check', data.test.result.payload_check)}</ul></div>`
+      : ''
+  }
+  </section>`;
+  return page({ title: `Webhook ${w.name}`, viewer, section: 'overview', body });
+}
+
+export function deliveryPage(
+  viewer: Viewer,
+  webhook: Webhook,
+  delivery: Delivery,
+  payload: string | undefined,
+): string {
+  let pretty = payload;
+  if (payload !== undefined) {
+    try {
+      pretty = JSON.stringify(JSON.parse(payload), null, 2);
+    } catch {
+      // shown as sent
+    }
+  }
+  const body = html`<p class="crumbs"><a href="/">Factories</a> / <a href="/console/webhooks/${webhook.uid}">Webhook ${webhook.name}</a> /</p>
+  <h1>Delivery <code>${delivery.delivery_id}</code></h1>
+  <dl class="facts"><dt>Label</dt><dd>${deliveryLabel(delivery.label, delivery.status)}</dd><dt>Size</dt><dd>${bytes(delivery.size)}</dd><dt>Received</dt><dd>${timeAgo(delivery.received_at)}</dd></dl>
+  <h2>Payload</h2>
+  ${pretty === undefined ? html`<p class="muted">Only accepted deliveries keep their payload.</p>` : html`<pre class="payload">${pretty}</pre>`}`;
+  return page({ title: `Delivery ${delivery.delivery_id}`, viewer, section: 'overview', body });
+}

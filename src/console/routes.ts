@@ -1,0 +1,596 @@
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { SecretCipher } from '../secrets/crypto.ts';
+import { ApiProblem, ConsoleApi, enc } from './api.ts';
+import type {
+  Apply,
+  Automation,
+  CreatedWebhook,
+  DefinitionFile,
+  Delivery,
+  Factory,
+  PageInfo,
+  Run,
+  Schedule,
+  Webhook,
+  WhoAmI,
+} from './api-types.ts';
+import { html } from './html.ts';
+import { errorBox, page } from './layout.ts';
+import type { Viewer } from './layout.ts';
+import { factoryPage, filePage } from './pages/factory.ts';
+import type { FactoryPageData } from './pages/factory.ts';
+import { overviewPage } from './pages/overview.ts';
+import { RUN_FILTERS, runPage, runsPage } from './pages/runs.ts';
+import type { RunFilters } from './pages/runs.ts';
+import { schedulesPage } from './pages/schedules.ts';
+import { signInPage } from './pages/sign-in.ts';
+import { deliveryPage, deliveryRow, webhookPage } from './pages/webhook.ts';
+import type { TestFilterResult } from './pages/webhook.ts';
+import {
+  SESSION_COOKIE,
+  clearedSessionCookie,
+  cookieValue,
+  csrfMatches,
+  openSession,
+  sealSession,
+  sessionCookie,
+} from './session.ts';
+import type { ConsoleSession } from './session.ts';
+
+export interface ConsoleOptions {
+  cipher: SecretCipher;
+  /** Whether the server is reached over HTTPS (then the cookie is `Secure`). */
+  secureCookies: boolean;
+}
+
+/** No inline code, nothing from other hosts, no framing. */
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+  "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'";
+const FORM_BODY_LIMIT = 512 * 1024;
+const ASSETS = path.join(import.meta.dirname, 'assets');
+const ASSET_TYPES: Record<string, string> = {
+  'console.css': 'text/css; charset=utf-8',
+  'console.js': 'text/javascript; charset=utf-8',
+};
+
+interface Signed {
+  session: ConsoleSession;
+  api: ConsoleApi;
+  viewer: Viewer;
+}
+
+type Form = Record<string, string>;
+
+/** The web console: pages rendered on the server from the JSON API, under `/` and `/console/`. */
+export async function consoleRoutes(app: FastifyInstance, options: ConsoleOptions): Promise<void> {
+  // `app` is the whole application: the console calls its API routes in process.
+  const root = app;
+  await app.register(async (scope) => {
+    scope.addContentTypeParser(
+      'application/x-www-form-urlencoded',
+      { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT },
+      (_req, body, done) => {
+        const form: Form = {};
+        for (const [k, v] of new URLSearchParams(body as string)) form[k] = v;
+        done(null, form);
+      },
+    );
+    scope.addHook('onSend', async (_request, reply, payload) => {
+      reply.header('content-security-policy', CSP);
+      reply.header('x-content-type-options', 'nosniff');
+      reply.header('referrer-policy', 'same-origin');
+      reply.header('x-frame-options', 'DENY');
+      if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+      return payload;
+    });
+
+    const signedIn = async (request: FastifyRequest): Promise<Signed | undefined> => {
+      const session = openSession(options.cipher, cookieValue(request.headers.cookie, SESSION_COOKIE));
+      if (!session) return undefined;
+      const api = new ConsoleApi(root, session.key);
+      try {
+        const me = await api.get<WhoAmI>('/whoami');
+        return {
+          session,
+          api,
+          viewer: {
+            teamName: me.team.name ?? me.team.id,
+            displayName: me.principal.display_name,
+            role: me.role,
+            instanceAdmin: me.instance_admin,
+            csrf: session.csrf,
+          },
+        };
+      } catch (err) {
+        if (err instanceof ApiProblem && err.status === 401) return undefined;
+        throw err;
+      }
+    };
+
+    const sendPage = (reply: FastifyReply, body: string, status = 200) =>
+      reply.code(status).type('text/html; charset=utf-8').send(body);
+
+    const problemPage = (reply: FastifyReply, viewer: Viewer, err: unknown) => {
+      if (!(err instanceof ApiProblem)) throw err;
+      const title = err.status === 404 ? 'Not found' : err.status === 403 ? 'Not allowed' : 'Something went wrong';
+      return sendPage(
+        reply,
+        page({ title, viewer, section: 'none', body: html`<h1>${title}</h1>${errorBox(err.detail)}` }),
+        err.status,
+      );
+    };
+
+    /** A page for signed-in people; anyone else is sent to the sign-in form. */
+    const viewing =
+      <P>(
+        render: (
+          s: Signed,
+          request: FastifyRequest<{ Params: P; Querystring: Record<string, string> }>,
+          reply: FastifyReply,
+        ) => Promise<unknown>,
+      ) =>
+      async (request: FastifyRequest<{ Params: P; Querystring: Record<string, string> }>, reply: FastifyReply) => {
+        const s = await signedIn(request);
+        if (!s) return reply.redirect('/', 303);
+        try {
+          return await render(s, request, reply);
+        } catch (err) {
+          return problemPage(reply, s.viewer, err);
+        }
+      };
+
+    /** A form post: signed in, the session's CSRF token, then the change. */
+    const changing =
+      <P>(
+        act: (s: Signed, form: Form, request: FastifyRequest<{ Params: P }>, reply: FastifyReply) => Promise<unknown>,
+      ) =>
+      async (request: FastifyRequest<{ Params: P }>, reply: FastifyReply) => {
+        const s = await signedIn(request);
+        if (!s) return reply.redirect('/', 303);
+        const form = (request.body ?? {}) as Form;
+        if (typeof form !== 'object' || !csrfMatches(s.session, form.csrf)) {
+          return sendPage(
+            reply,
+            page({
+              title: 'Form expired',
+              viewer: s.viewer,
+              body: html`<h1>Form expired</h1>${errorBox('This form did not come from your current session. Go back, reload the page and try again.')}`,
+            }),
+            403,
+          );
+        }
+        try {
+          return await act(s, form, request, reply);
+        } catch (err) {
+          return problemPage(reply, s.viewer, err);
+        }
+      };
+
+    scope.get('/console/assets/:file', async (request: FastifyRequest<{ Params: { file: string } }>, reply) => {
+      const type = ASSET_TYPES[request.params.file];
+      if (!type) return reply.code(404).type('text/plain').send('not found');
+      const body = await readFile(path.join(ASSETS, request.params.file));
+      return reply.type(type).header('cache-control', 'public, max-age=300').send(body);
+    });
+
+    scope.get('/', async (request, reply) => {
+      const s = await signedIn(request);
+      if (!s) return sendPage(reply, signInPage());
+      try {
+        const [list, running] = await Promise.all([
+          s.api.get<{ factories: Factory[]; page_info: PageInfo }>('/factories', { limit: '100' }),
+          s.api.get<{ runs: Run[] }>('/agent/runs', { state: 'INPROGRESS', limit: '20' }),
+        ]);
+        let factories = list.factories;
+        let more = list.page_info;
+        // The overview lists every factory, a hundred per API page.
+        while (more.has_next_page && more.next_cursor && factories.length < 1000) {
+          const next = await s.api.get<{ factories: Factory[]; page_info: PageInfo }>('/factories', {
+            limit: '100',
+            cursor: more.next_cursor,
+          });
+          factories = factories.concat(next.factories);
+          more = next.page_info;
+        }
+        return sendPage(
+          reply,
+          overviewPage(s.viewer, {
+            factories,
+            moreFactories: more.has_next_page,
+            running: running.runs,
+            deliveriesLastHour: undefined,
+          }),
+        );
+      } catch (err) {
+        return problemPage(reply, s.viewer, err);
+      }
+    });
+
+    scope.post('/console/sign-in', async (request, reply) => {
+      const form = (request.body ?? {}) as Form;
+      const key = typeof form.api_key === 'string' ? form.api_key.trim() : '';
+      if (!key || key.length > 512) return sendPage(reply, signInPage('Enter an API key.'), 400);
+      try {
+        await new ConsoleApi(root, key).get<WhoAmI>('/whoami');
+      } catch (err) {
+        if (err instanceof ApiProblem && err.status === 401) {
+          return sendPage(reply, signInPage('That API key is invalid, expired or revoked.'), 401);
+        }
+        throw err;
+      }
+      const { value } = sealSession(options.cipher, key);
+      return reply.header('set-cookie', sessionCookie(value, options.secureCookies)).redirect('/', 303);
+    });
+
+    scope.post(
+      '/console/sign-out',
+      changing(async (_s, _form, _request, reply) =>
+        reply.header('set-cookie', clearedSessionCookie(options.secureCookies)).redirect('/', 303),
+      ),
+    );
+
+    const factoryData = async (s: Signed, id: string): Promise<FactoryPageData> => {
+      const factory = await s.api.get<Factory>(`/factories/${enc(id)}`);
+      const [applies, definition, webhooks, automations] = await Promise.all([
+        s.api.get<{ applies: Apply[] }>(`/factories/${enc(id)}/applies`, { limit: '20' }),
+        s.api.get<{ files: DefinitionFile[] }>(`/factories/${enc(id)}/definition`),
+        s.api.get<{ webhooks: Webhook[] }>(`/factories/${enc(id)}/webhooks`),
+        s.api.get<{ automations: Automation[] }>(`/factories/${enc(id)}/automations`),
+      ]);
+      return {
+        factory,
+        applies: applies.applies,
+        files: definition.files,
+        webhooks: webhooks.webhooks,
+        automations: automations.automations,
+      };
+    };
+
+    scope.get(
+      '/console/factories/:id',
+      viewing<{ id: string }>(async (s, request, reply) =>
+        sendPage(reply, factoryPage(s.viewer, await factoryData(s, request.params.id))),
+      ),
+    );
+
+    scope.get(
+      '/console/factories/:id/files/*',
+      viewing<{ id: string; '*': string }>(async (s, request, reply) => {
+        const id = request.params.id;
+        const file = request.params['*'];
+        const factory = await s.api.get<Factory>(`/factories/${enc(id)}`);
+        const definition = await s.api.get<{ files: DefinitionFile[] }>(`/factories/${enc(id)}/definition`);
+        const content = definition.files.find((f) => f.path === file)?.content;
+        if (content === undefined && !factory.status.errors.some((d) => d.file === file)) {
+          throw new ApiProblem(404, 'resource_not_found', `${file} is not a file of this factory`);
+        }
+        return sendPage(reply, filePage(s.viewer, factory, file, content, factory.status.errors));
+      }),
+    );
+
+    const backToFactory = (id: string) => `/console/factories/${enc(id)}`;
+
+    scope.post(
+      '/console/factories/:id/sync',
+      changing<{ id: string }>(async (s, _form, request, reply) => {
+        await s.api.call('POST', `/factories/${enc(request.params.id)}/sync`);
+        return reply.redirect(backToFactory(request.params.id), 303);
+      }),
+    );
+
+    scope.post(
+      '/console/factories/:id/webhooks',
+      changing<{ id: string }>(async (s, form, request, reply) => {
+        const id = request.params.id;
+        let created: CreatedWebhook | undefined;
+        let error: string | undefined;
+        try {
+          created = await s.api.call<CreatedWebhook>('POST', `/factories/${enc(id)}/webhooks`, {
+            name: form.name ?? '',
+            auth_mode: form.auth_mode ?? 'token',
+            ...(form.auth_mode === 'signature' && form.signature_scheme
+              ? { signature_scheme: form.signature_scheme }
+              : {}),
+          });
+        } catch (err) {
+          if (!(err instanceof ApiProblem) || err.status >= 500) throw err;
+          error = `The webhook was not created: ${err.detail}`;
+        }
+        // Rendered, not redirected: the secret is shown this once and never travels in a URL.
+        const data = await factoryData(s, id);
+        return sendPage(
+          reply,
+          factoryPage(s.viewer, { ...data, ...(created ? { created } : {}), ...(error ? { error } : {}) }),
+          error ? 422 : 201,
+        );
+      }),
+    );
+
+    scope.post(
+      '/console/factories/:id/automations',
+      changing<{ id: string }>(async (s, form, request, reply) => {
+        const id = request.params.id;
+        let error: string | undefined;
+        try {
+          const filter: Record<string, unknown> = { webhook_ids: [form.webhook ?? ''] };
+          if (form.filter?.trim()) filter.payload = JSON.parse(form.filter) as unknown;
+          await s.api.call('POST', `/factories/${enc(id)}/automations`, {
+            name: form.name ?? '',
+            prompt: form.prompt ?? '',
+            triggers: [{ provider: 'webhook', event: 'received', filter }],
+          });
+        } catch (err) {
+          if (err instanceof SyntaxError) error = `The payload filter is not JSON: ${err.message}`;
+          else if (err instanceof ApiProblem && err.status < 500)
+            error = `The automation was not created: ${err.detail}`;
+          else throw err;
+        }
+        if (!error) return reply.redirect(backToFactory(id), 303);
+        return sendPage(reply, factoryPage(s.viewer, { ...(await factoryData(s, id)), error }), 422);
+      }),
+    );
+
+    const webhookAction = (act: (s: Signed, uid: string, hook: Webhook) => Promise<unknown>) =>
+      changing<{ uid: string }>(async (s, _form, request, reply) => {
+        const uid = request.params.uid;
+        const hook = await s.api.get<Webhook>(`/webhooks/${enc(uid)}`);
+        let error: string | undefined;
+        let created: CreatedWebhook | undefined;
+        try {
+          const answer = await act(s, uid, hook);
+          if (answer && typeof answer === 'object' && 'secret' in answer) created = answer as CreatedWebhook;
+        } catch (err) {
+          if (!(err instanceof ApiProblem) || err.status >= 500) throw err;
+          error = err.detail;
+        }
+        if (!hook.factory_id) return reply.redirect('/', 303);
+        const data = await factoryData(s, hook.factory_id);
+        if (!error && !created) return reply.redirect(backToFactory(hook.factory_id), 303);
+        return sendPage(
+          reply,
+          factoryPage(s.viewer, { ...data, ...(created ? { created } : {}), ...(error ? { error } : {}) }),
+          error ? 422 : 200,
+        );
+      });
+
+    scope.post(
+      '/console/webhooks/:uid/toggle',
+      webhookAction((s, uid, hook) => s.api.call('PATCH', `/webhooks/${enc(uid)}`, { enabled: !hook.enabled })),
+    );
+    scope.post(
+      '/console/webhooks/:uid/rotate',
+      webhookAction((s, uid) => s.api.call('POST', `/webhooks/${enc(uid)}/rotate-secret`, {})),
+    );
+    scope.post(
+      '/console/webhooks/:uid/delete',
+      webhookAction((s, uid) => s.api.call('DELETE', `/webhooks/${enc(uid)}`)),
+    );
+
+    const webhookData = async (s: Signed, uid: string, cursor?: string) => {
+      const webhook = await s.api.get<Webhook>(`/webhooks/${enc(uid)}`);
+      const [deliveries, factory, automations] = await Promise.all([
+        s.api.get<{ deliveries: Delivery[]; page_info: PageInfo }>(`/webhooks/${enc(uid)}/deliveries`, {
+          limit: '50',
+          cursor,
+        }),
+        webhook.factory_id
+          ? s.api.get<Factory>(`/factories/${enc(webhook.factory_id)}`).catch(() => undefined)
+          : undefined,
+        webhook.factory_id
+          ? s.api.get<{ automations: Automation[] }>(`/factories/${enc(webhook.factory_id)}/automations`)
+          : { automations: [] },
+      ]);
+      return {
+        webhook,
+        factoryName: factory?.name,
+        deliveries: deliveries.deliveries,
+        pageInfo: deliveries.page_info,
+        automations: automations.automations,
+      };
+    };
+
+    scope.get(
+      '/console/webhooks/:uid',
+      viewing<{ uid: string }>(async (s, request, reply) =>
+        sendPage(reply, webhookPage(s.viewer, await webhookData(s, request.params.uid, request.query.cursor))),
+      ),
+    );
+
+    // The delivery log's newest rows, for console.js to refresh the table in place.
+    scope.get(
+      '/console/webhooks/:uid/deliveries.html',
+      viewing<{ uid: string }>(async (s, request, reply) => {
+        const uid = request.params.uid;
+        const list = await s.api.get<{ deliveries: Delivery[] }>(`/webhooks/${enc(uid)}/deliveries`, { limit: '50' });
+        return reply
+          .type('text/html; charset=utf-8')
+          .send(list.deliveries.map((d) => deliveryRow(uid, d).text).join(''));
+      }),
+    );
+
+    scope.get(
+      '/console/webhooks/:uid/deliveries/:did',
+      viewing<{ uid: string; did: string }>(async (s, request, reply) => {
+        const { uid, did } = request.params;
+        const webhook = await s.api.get<Webhook>(`/webhooks/${enc(uid)}`);
+        const one = await s.api.get<{ delivery?: Delivery; payload?: unknown } & Delivery>(
+          `/webhooks/${enc(uid)}/deliveries/${enc(did)}`,
+        );
+        const delivery = one.delivery ?? one;
+        const raw = delivery.status === 'accepted' ? await rawPayload(s, uid, did) : undefined;
+        return sendPage(reply, deliveryPage(s.viewer, webhook, delivery, raw));
+      }),
+    );
+
+    const rawPayload = async (s: Signed, uid: string, did: string): Promise<string | undefined> => {
+      const res = await root.inject({
+        method: 'GET',
+        url: `/api/v1/webhooks/${enc(uid)}/deliveries/${enc(did)}/payload`,
+        headers: { authorization: `Bearer ${s.session.key}` },
+      });
+      return res.statusCode === 200 ? res.body : undefined;
+    };
+
+    scope.post(
+      '/console/webhooks/:uid/test-filter',
+      changing<{ uid: string }>(async (s, form, request, reply) => {
+        const data = await webhookData(s, request.params.uid);
+        const automation = form.automation ?? '';
+        const delivery = (form.delivery ?? '').trim();
+        let result: TestFilterResult | undefined;
+        let error: string | undefined;
+        try {
+          result = await s.api.call<TestFilterResult>('POST', `/automations/${enc(automation)}/test-filter`, {
+            delivery_id: delivery,
+          });
+        } catch (err) {
+          if (!(err instanceof ApiProblem) || err.status >= 500) throw err;
+          error = err.detail;
+        }
+        return sendPage(
+          reply,
+          webhookPage(s.viewer, {
+            ...data,
+            test: { automation, delivery, ...(result ? { result } : {}), ...(error ? { error } : {}) },
+          }),
+        );
+      }),
+    );
+
+    scope.get(
+      '/console/runs',
+      viewing<Record<string, never>>(async (s, request, reply) => {
+        const filters: RunFilters = {};
+        for (const key of RUN_FILTERS) {
+          const value = request.query[key];
+          if (typeof value === 'string' && value !== '') filters[key] = value;
+        }
+        const [factories, runs] = await Promise.all([
+          s.api.get<{ factories: Factory[] }>('/factories', { limit: '100' }),
+          s.api
+            .get<{ runs: Run[]; page_info: PageInfo }>('/agent/runs', {
+              ...filters,
+              limit: '25',
+              cursor: request.query.cursor,
+            })
+            .catch((err: unknown) => {
+              if (err instanceof ApiProblem && err.status < 500) return err;
+              throw err;
+            }),
+        ]);
+        if (runs instanceof ApiProblem) {
+          return sendPage(
+            reply,
+            runsPage(s.viewer, {
+              runs: [],
+              pageInfo: { has_next_page: false },
+              filters,
+              factories: factories.factories,
+              error: runs.detail,
+            }),
+            runs.status,
+          );
+        }
+        return sendPage(
+          reply,
+          runsPage(s.viewer, { runs: runs.runs, pageInfo: runs.page_info, filters, factories: factories.factories }),
+        );
+      }),
+    );
+
+    scope.get(
+      '/console/runs/:id',
+      viewing<{ id: string }>(async (s, request, reply) =>
+        sendPage(reply, runPage(s.viewer, await s.api.get<Run>(`/agent/runs/${enc(request.params.id)}`))),
+      ),
+    );
+
+    scope.post(
+      '/console/runs/:id/cancel',
+      changing<{ id: string }>(async (s, _form, request, reply) => {
+        const id = request.params.id;
+        let error: string | undefined;
+        try {
+          await s.api.call('POST', `/agent/runs/${enc(id)}/cancel`);
+        } catch (err) {
+          if (!(err instanceof ApiProblem) || err.status >= 500) throw err;
+          error = err.detail;
+        }
+        const run = await s.api.get<Run>(`/agent/runs/${enc(id)}`);
+        return sendPage(
+          reply,
+          runPage(s.viewer, run, error ? undefined : 'Cancel requested.', error),
+          error ? 409 : 200,
+        );
+      }),
+    );
+
+    scope.post(
+      '/console/runs/:id/followups',
+      changing<{ id: string }>(async (s, form, request, reply) => {
+        const id = request.params.id;
+        let error: string | undefined;
+        try {
+          await s.api.call('POST', `/agent/runs/${enc(id)}/followups`, { message: form.message ?? '' });
+        } catch (err) {
+          if (!(err instanceof ApiProblem) || err.status >= 500) throw err;
+          error = err.detail;
+        }
+        const run = await s.api.get<Run>(`/agent/runs/${enc(id)}`);
+        return sendPage(reply, runPage(s.viewer, run, error ? undefined : 'Follow-up sent.', error), error ? 422 : 200);
+      }),
+    );
+
+    // The run's server-sent events, relayed from the API on this server's own listening socket: a streamed
+    // answer cannot go through inject(), which waits for the end.
+    scope.get(
+      '/console/runs/:id/events',
+      viewing<{ id: string }>(async (s, request, reply) => {
+        const address = root.server.address() as AddressInfo | null;
+        if (!address || typeof address !== 'object')
+          throw new ApiProblem(503, 'unavailable', 'the server is not listening');
+        const host = address.address === '::' || address.address === '0.0.0.0' ? '127.0.0.1' : address.address;
+        const upstream = httpRequest({
+          host,
+          port: address.port,
+          path: `/api/v1/agent/runs/${enc(request.params.id)}/events`,
+          headers: {
+            authorization: `Bearer ${s.session.key}`,
+            accept: 'text/event-stream',
+            ...(request.headers['last-event-id'] ? { 'last-event-id': String(request.headers['last-event-id']) } : {}),
+          },
+        });
+        reply.hijack();
+        const res = reply.raw;
+        upstream.on('response', (answer) => {
+          res.writeHead(answer.statusCode ?? 502, {
+            'content-type': answer.headers['content-type'] ?? 'text/event-stream',
+            'cache-control': 'no-store',
+            'content-security-policy': CSP,
+            'x-content-type-options': 'nosniff',
+          });
+          answer.pipe(res);
+        });
+        upstream.on('error', () => {
+          if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
+          res.end();
+        });
+        request.raw.on('close', () => upstream.destroy());
+        upstream.end();
+      }),
+    );
+
+    scope.get(
+      '/console/schedules',
+      viewing<Record<string, never>>(async (s, _request, reply) => {
+        const list = await s.api.get<{ schedules: Schedule[] }>('/agent/schedules');
+        return sendPage(reply, schedulesPage(s.viewer, list.schedules));
+      }),
+    );
+  });
+}
