@@ -21,7 +21,7 @@ export interface FactoryStatus {
   applied_at: string | null;
   attempted_at: string | null;
   errors: Diagnostic[];
-  source_error: { message?: string } | null;
+  source_error: { kind?: string; message?: string } | null;
 }
 
 export interface Factory {

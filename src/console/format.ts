@@ -37,14 +37,16 @@ export interface FactoryStatusLike {
   state: string;
   ready: boolean;
   stalled: boolean;
-  source_error?: unknown;
+  source_error?: { kind?: string } | null;
 }
 
 export function factoryState(status: FactoryStatusLike): {
   label: 'Ready' | 'Failed' | 'Pending' | 'Stalled';
   tone: Tone;
 } {
-  if (status.stalled) return { label: 'Stalled', tone: 'bad' };
+  // Stalled: the source itself cannot be read and retrying will not help; a refused revision is Failed (its
+  // errors say what to fix, and the last good revision keeps serving).
+  if (status.source_error?.kind === 'terminal') return { label: 'Stalled', tone: 'bad' };
   if (status.state === 'failed' || status.source_error) return { label: 'Failed', tone: 'bad' };
   if (status.ready) return { label: 'Ready', tone: 'ok' };
   return { label: 'Pending', tone: 'idle' };

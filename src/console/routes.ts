@@ -178,38 +178,71 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       return reply.type(type).header('cache-control', 'public, max-age=300').send(body);
     });
 
+    const overview = async (s: Signed, reply: FastifyReply, error?: string) => {
+      const [list, running, stats] = await Promise.all([
+        s.api.get<{ factories: Factory[]; page_info: PageInfo }>('/factories', { limit: '100' }),
+        s.api.get<{ runs: Run[] }>('/agent/runs', { state: 'INPROGRESS', limit: '20' }),
+        s.api.get<{ deliveries: number }>('/delivery-stats', { minutes: '60' }),
+      ]);
+      let factories = list.factories;
+      let more = list.page_info;
+      // The overview lists every factory, a hundred per API page.
+      while (more.has_next_page && more.next_cursor && factories.length < 1000) {
+        const next = await s.api.get<{ factories: Factory[]; page_info: PageInfo }>('/factories', {
+          limit: '100',
+          cursor: more.next_cursor,
+        });
+        factories = factories.concat(next.factories);
+        more = next.page_info;
+      }
+      return sendPage(
+        reply,
+        overviewPage(s.viewer, {
+          factories,
+          moreFactories: more.has_next_page,
+          running: running.runs,
+          deliveriesLastHour: stats.deliveries,
+          ...(error ? { error } : {}),
+        }),
+        error ? 422 : 200,
+      );
+    };
+
     scope.get('/', async (request, reply) => {
       const s = await signedIn(request);
       if (!s) return sendPage(reply, signInPage());
       try {
-        const [list, running] = await Promise.all([
-          s.api.get<{ factories: Factory[]; page_info: PageInfo }>('/factories', { limit: '100' }),
-          s.api.get<{ runs: Run[] }>('/agent/runs', { state: 'INPROGRESS', limit: '20' }),
-        ]);
-        let factories = list.factories;
-        let more = list.page_info;
-        // The overview lists every factory, a hundred per API page.
-        while (more.has_next_page && more.next_cursor && factories.length < 1000) {
-          const next = await s.api.get<{ factories: Factory[]; page_info: PageInfo }>('/factories', {
-            limit: '100',
-            cursor: more.next_cursor,
-          });
-          factories = factories.concat(next.factories);
-          more = next.page_info;
-        }
-        return sendPage(
-          reply,
-          overviewPage(s.viewer, {
-            factories,
-            moreFactories: more.has_next_page,
-            running: running.runs,
-            deliveriesLastHour: undefined,
-          }),
-        );
+        return await overview(s, reply);
       } catch (err) {
         return problemPage(reply, s.viewer, err);
       }
     });
+
+    scope.post(
+      '/console/factories',
+      changing(async (s, form, _request, reply) => {
+        const url = form.url?.trim();
+        try {
+          const created = await s.api.call<Factory>('POST', '/factories', {
+            name: form.name?.trim() ?? '',
+            ...(url
+              ? {
+                  source: {
+                    type: 'git',
+                    url,
+                    branch: form.branch?.trim() || 'main',
+                    ...(form.path?.trim() ? { path: form.path.trim() } : {}),
+                  },
+                }
+              : {}),
+          });
+          return reply.redirect(`/console/factories/${enc(created.id)}`, 303);
+        } catch (err) {
+          if (!(err instanceof ApiProblem) || err.status >= 500) throw err;
+          return overview(s, reply, `The factory was not registered: ${err.detail}`);
+        }
+      }),
+    );
 
     scope.post('/console/sign-in', async (request, reply) => {
       const form = (request.body ?? {}) as Form;

@@ -133,3 +133,22 @@ export async function firingsOf(q: Queryable, deliveryId: string): Promise<Deliv
   );
   return res.rows;
 }
+
+export interface DeliveryCounts {
+  deliveries: number;
+  accepted: number;
+  rejected: number;
+}
+
+/** Deliveries to the team's webhooks since a time, by the per-webhook log index. */
+export async function countTeamDeliveries(q: Queryable, teamId: string, since: Date): Promise<DeliveryCounts> {
+  const res = await q.query<{ deliveries: number; accepted: number; rejected: number }>(
+    `SELECT count(*)::int AS deliveries,
+            count(*) FILTER (WHERE label = 'accepted')::int AS accepted,
+            count(*) FILTER (WHERE label LIKE 'rejected%')::int AS rejected
+       FROM webhook_deliveries
+      WHERE webhook_uid IN (SELECT uid FROM webhooks WHERE team_id = $1) AND received_at > $2`,
+    [teamId, since],
+  );
+  return res.rows[0] ?? { deliveries: 0, accepted: 0, rejected: 0 };
+}

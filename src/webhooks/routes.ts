@@ -1,8 +1,16 @@
+import { Type } from 'typebox';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
-import { firingsOf, getDelivery, getDeliveryPayload, listDeliveries, toDeliveryItem } from './delivery-log.ts';
+import {
+  countTeamDeliveries,
+  firingsOf,
+  getDelivery,
+  getDeliveryPayload,
+  listDeliveries,
+  toDeliveryItem,
+} from './delivery-log.ts';
 import { webhookView as factoryWebhookView } from './views.ts';
 import { requireTeamAdmin } from '../identity/guards.ts';
 import type { WebhookRow } from '../reconciler/model.ts';
@@ -12,6 +20,31 @@ import * as s from './schemas.ts';
 const TAGS = ['webhooks'];
 
 export async function registerDeliveryLogRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
+  app.get(
+    '/delivery-stats',
+    {
+      schema: {
+        tags: TAGS,
+        summary: "Deliveries to the team's webhooks in the last minutes (60 by default): all, accepted, rejected",
+        querystring: Type.Object({
+          minutes: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_080, default: 60 })),
+        }),
+        response: {
+          200: Type.Object({
+            since: Type.String({ format: 'date-time' }),
+            deliveries: Type.Integer(),
+            accepted: Type.Integer(),
+            rejected: Type.Integer(),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const since = new Date(Date.now() - (request.query.minutes ?? 60) * 60_000);
+      return { since: since.toISOString(), ...(await countTeamDeliveries(ctx.db, request.principal.teamId, since)) };
+    },
+  );
+
   app.get(
     '/webhooks/:uid/deliveries',
     {

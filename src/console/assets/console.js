@@ -56,6 +56,12 @@ function describe(data) {
   return JSON.stringify(data);
 }
 
+const TONES = {
+  SUCCEEDED: 'ok', FAILED: 'bad', ERROR: 'bad', CANCELLED: 'idle', INPROGRESS: 'busy', CLAIMED: 'busy',
+  QUEUED: 'idle', PENDING: 'idle', BLOCKED: 'warn',
+};
+const ENDED = new Set(['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
+
 function liveEvents(list) {
   const source = new EventSource(list.getAttribute('data-live-events'));
   const stateEl = document.getElementById('run-state');
@@ -81,9 +87,10 @@ function liveEvents(list) {
     if (state && stateEl) {
       stateEl.textContent = '';
       const badge = document.createElement('span');
-      badge.className = 'badge busy';
+      badge.className = `badge ${TONES[state] ?? 'idle'}`;
       badge.textContent = state;
       stateEl.append(badge);
+      if (ENDED.has(state)) for (const form of document.querySelectorAll('form[data-while-active]')) form.remove();
     }
   };
   const names = ['state', 'status', 'message', 'tool_call', 'tool_result', 'usage', 'result', 'session', 'skill', 'followup', 'log', 'error'];

@@ -1,7 +1,7 @@
 import type { Factory, Run } from '../api-types.ts';
 import { badge, factoryState, shortRevision, timeAgo } from '../format.ts';
 import { html } from '../html.ts';
-import { page } from '../layout.ts';
+import { csrfField, errorBox, page } from '../layout.ts';
 import type { Viewer } from '../layout.ts';
 
 export interface OverviewData {
@@ -9,6 +9,20 @@ export interface OverviewData {
   moreFactories: boolean;
   running: Run[];
   deliveriesLastHour: number | undefined;
+  error?: string;
+}
+
+function registerForm(viewer: Viewer) {
+  if (viewer.role !== 'admin') return html``;
+  return html`<details class="card"><summary>Register a factory</summary>
+    <form method="post" action="/console/factories" class="stack narrow">
+      ${csrfField(viewer)}
+      <label for="rf-name">Name</label><input id="rf-name" name="name" required maxlength="64">
+      <label for="rf-url">Git URL <span class="muted">(leave empty for a managed factory)</span></label><input id="rf-url" name="url" placeholder="https://github.com/acme/factory.git">
+      <label for="rf-branch">Production branch</label><input id="rf-branch" name="branch" value="main">
+      <label for="rf-path">Sub-path <span class="muted">(optional)</span></label><input id="rf-path" name="path">
+      <button type="submit">Register</button>
+    </form></details>`;
 }
 
 export function overviewPage(viewer: Viewer, data: OverviewData): string {
@@ -26,6 +40,7 @@ export function overviewPage(viewer: Viewer, data: OverviewData): string {
     </tr>`;
   });
   const body = html`<h1>Factories</h1>
+    ${data.error ? errorBox(data.error) : ''}
     <div class="tiles">
       <p class="tile"><span class="big">${data.running.length}</span> runs in progress</p>
       <p class="tile"><span class="big">${data.deliveriesLastHour ?? '—'}</span> webhook deliveries in the last hour</p>
@@ -39,6 +54,7 @@ export function overviewPage(viewer: Viewer, data: OverviewData): string {
       <tbody>${rows}</tbody>
     </table></div>`
     }
+    ${registerForm(viewer)}
     ${data.moreFactories ? html`<p class="muted">Showing the first ${data.factories.length} factories.</p>` : ''}
     <h2>Runs in progress</h2>
     ${

@@ -102,7 +102,7 @@ export function runPage(viewer: Viewer, run: Run, notice?: string, error?: strin
   ${
     active
       ? html`<div class="actions">
-    <form method="post" action="/console/runs/${run.run_id}/cancel" class="inline">${csrfField(viewer)}<button type="submit" class="danger">Cancel run</button></form>
+    <form method="post" action="/console/runs/${run.run_id}/cancel" class="inline" data-while-active>${csrfField(viewer)}<button type="submit" class="danger">Cancel run</button></form>
   </div>`
       : ''
   }
