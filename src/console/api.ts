@@ -1,6 +1,13 @@
-import type { FastifyInstance } from 'fastify';
-
-import type { InjectOptions } from 'fastify';
+/** What the console needs of the application: in-process requests (Fastify's `inject`). */
+export interface InProcessHttp {
+  inject(request: {
+    method: string;
+    url: string;
+    headers: Record<string, string>;
+    query?: Record<string, string>;
+    payload?: string;
+  }): PromiseLike<{ statusCode: number; statusMessage: string; body: string }>;
+}
 
 /** A problem document the API answered; pages show its detail and status. */
 export class ApiProblem extends Error {
@@ -23,10 +30,10 @@ type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
  * that pages show exactly what the API shows to that key and allow exactly what it allows.
  */
 export class ConsoleApi {
-  readonly #app: FastifyInstance;
+  readonly #app: InProcessHttp;
   readonly #key: string;
 
-  constructor(app: FastifyInstance, key: string) {
+  constructor(app: InProcessHttp, key: string) {
     this.#app = app;
     this.#key = key;
   }
@@ -36,7 +43,7 @@ export class ConsoleApi {
   }
 
   async call<T>(method: Method, path: string, body?: unknown, query?: Record<string, string | undefined>): Promise<T> {
-    const options: InjectOptions = {
+    const options: Parameters<InProcessHttp['inject']>[0] = {
       method,
       url: `/api/v1${path}`,
       headers: { authorization: `Bearer ${this.#key}` },
@@ -47,7 +54,7 @@ export class ConsoleApi {
     }
     if (body !== undefined) {
       options.payload = JSON.stringify(body);
-      (options.headers as Record<string, string>)['content-type'] = 'application/json';
+      options.headers['content-type'] = 'application/json';
     }
     const res = await this.#app.inject(options);
     const parsed: unknown = res.body === '' ? undefined : JSON.parse(res.body);

@@ -1,4 +1,4 @@
-import type { AppModule } from '../http/context.ts';
+import type { AppModule } from '../plugin.ts';
 import { consoleRoutes } from './routes.ts';
 
 export const consoleModule: AppModule = {
