@@ -89,34 +89,26 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       return payload;
     });
 
-    const signedIn = async (request: FastifyRequest): Promise<Signed | undefined> => {
+    // The key is checked by every API call a page makes: a revoked or expired key ends the session there.
+    const signedIn = (request: FastifyRequest): Signed | undefined => {
       const session = openSession(options.cipher, cookieValue(request.headers.cookie, SESSION_COOKIE));
       if (!session) return undefined;
-      const api = new ConsoleApi(root, session.key);
-      try {
-        const me = await api.get<WhoAmI>('/whoami');
-        return {
-          session,
-          api,
-          viewer: {
-            teamName: me.team.name ?? me.team.id,
-            displayName: me.principal.display_name,
-            role: me.role,
-            instanceAdmin: me.instance_admin,
-            csrf: session.csrf,
-          },
-        };
-      } catch (err) {
-        if (err instanceof ApiProblem && err.status === 401) return undefined;
-        throw err;
-      }
+      return {
+        session,
+        api: new ConsoleApi(root, session.key),
+        viewer: { ...session.identity, csrf: session.csrf },
+      };
     };
+
+    const signedOut = (reply: FastifyReply) =>
+      reply.header('set-cookie', clearedSessionCookie(options.secureCookies)).redirect('/', 303);
 
     const sendPage = (reply: FastifyReply, body: string, status = 200) =>
       reply.code(status).type('text/html; charset=utf-8').send(body);
 
     const problemPage = (reply: FastifyReply, viewer: Viewer, err: unknown) => {
       if (!(err instanceof ApiProblem)) throw err;
+      if (err.status === 401) return signedOut(reply);
       const title = err.status === 404 ? 'Not found' : err.status === 403 ? 'Not allowed' : 'Something went wrong';
       return sendPage(
         reply,
@@ -135,7 +127,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         ) => Promise<unknown>,
       ) =>
       async (request: FastifyRequest<{ Params: P; Querystring: Record<string, string> }>, reply: FastifyReply) => {
-        const s = await signedIn(request);
+        const s = signedIn(request);
         if (!s) return reply.redirect('/', 303);
         try {
           return await render(s, request, reply);
@@ -150,7 +142,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         act: (s: Signed, form: Form, request: FastifyRequest<{ Params: P }>, reply: FastifyReply) => Promise<unknown>,
       ) =>
       async (request: FastifyRequest<{ Params: P }>, reply: FastifyReply) => {
-        const s = await signedIn(request);
+        const s = signedIn(request);
         if (!s) return reply.redirect('/', 303);
         const form = (request.body ?? {}) as Form;
         if (typeof form !== 'object' || !csrfMatches(s.session, form.csrf)) {
@@ -209,7 +201,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
     };
 
     scope.get('/', async (request, reply) => {
-      const s = await signedIn(request);
+      const s = signedIn(request);
       if (!s) return sendPage(reply, signInPage());
       try {
         return await overview(s, reply);
@@ -248,15 +240,21 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       const form = (request.body ?? {}) as Form;
       const key = typeof form.api_key === 'string' ? form.api_key.trim() : '';
       if (!key || key.length > 512) return sendPage(reply, signInPage('Enter an API key.'), 400);
+      let me: WhoAmI;
       try {
-        await new ConsoleApi(root, key).get<WhoAmI>('/whoami');
+        me = await new ConsoleApi(root, key).get<WhoAmI>('/whoami');
       } catch (err) {
         if (err instanceof ApiProblem && err.status === 401) {
           return sendPage(reply, signInPage('That API key is invalid, expired or revoked.'), 401);
         }
         throw err;
       }
-      const { value } = sealSession(options.cipher, key);
+      const { value } = sealSession(options.cipher, key, {
+        teamName: me.team.name ?? me.team.id,
+        displayName: me.principal.display_name,
+        role: me.role,
+        instanceAdmin: me.instance_admin,
+      });
       return reply.header('set-cookie', sessionCookie(value, options.secureCookies)).redirect('/', 303);
     });
 
@@ -405,12 +403,14 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
     );
 
     const webhookData = async (s: Signed, uid: string, cursor?: string) => {
-      const webhook = await s.api.get<Webhook>(`/webhooks/${enc(uid)}`);
-      const [deliveries, factory, automations] = await Promise.all([
+      const [webhook, deliveries] = await Promise.all([
+        s.api.get<Webhook>(`/webhooks/${enc(uid)}`),
         s.api.get<{ deliveries: Delivery[]; page_info: PageInfo }>(`/webhooks/${enc(uid)}/deliveries`, {
           limit: '50',
           cursor,
         }),
+      ]);
+      const [factory, automations] = await Promise.all([
         webhook.factory_id
           ? s.api.get<Factory>(`/factories/${enc(webhook.factory_id)}`).catch(() => undefined)
           : undefined,

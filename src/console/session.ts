@@ -8,9 +8,18 @@ export const SESSION_LIFETIME_SECONDS = 12 * 60 * 60;
 // Sealed values of other uses of the master key never open as a session.
 const PURPOSE = 'agentyard-console-session:';
 
+/** Who signed in, as /whoami answered at sign-in: shown in the header without asking again on every page. */
+export interface SessionIdentity {
+  teamName: string;
+  displayName: string;
+  role: 'admin' | 'member';
+  instanceAdmin: boolean;
+}
+
 export interface ConsoleSession {
   /** The API key the person signed in with: the console calls the API with it, so it has the key's rights. */
   key: string;
+  identity: SessionIdentity;
   /** Per-session token every form carries back (CSRF). */
   csrf: string;
   /** Unix seconds. */
@@ -21,10 +30,12 @@ export interface ConsoleSession {
 export function sealSession(
   cipher: SecretCipher,
   key: string,
+  identity: SessionIdentity,
   now = Date.now(),
 ): { value: string; session: ConsoleSession } {
   const session: ConsoleSession = {
     key,
+    identity,
     csrf: randomBytes(18).toString('base64url'),
     expires: Math.floor(now / 1000) + SESSION_LIFETIME_SECONDS,
   };
@@ -41,11 +52,17 @@ export function openSession(
     const plain = cipher.decrypt(Buffer.from(value, 'base64url'));
     if (!plain.startsWith(PURPOSE)) return undefined;
     const parsed = JSON.parse(plain.slice(PURPOSE.length)) as Partial<ConsoleSession>;
-    if (typeof parsed.key !== 'string' || typeof parsed.csrf !== 'string' || typeof parsed.expires !== 'number') {
+    if (
+      typeof parsed.key !== 'string' ||
+      typeof parsed.csrf !== 'string' ||
+      typeof parsed.expires !== 'number' ||
+      typeof parsed.identity !== 'object' ||
+      parsed.identity === null
+    ) {
       return undefined;
     }
     if (parsed.expires * 1000 <= now) return undefined;
-    return { key: parsed.key, csrf: parsed.csrf, expires: parsed.expires };
+    return { key: parsed.key, identity: parsed.identity, csrf: parsed.csrf, expires: parsed.expires };
   } catch {
     return undefined;
   }

@@ -131,5 +131,11 @@ describe.each(ENGINES)('the console over HTTP on %s', (engine) => {
     const page = await get(server, `/console/factories/${own.body.id}`, cookie);
     expect(page.status).toBe(200);
     expect(page.text).not.toContain('New webhook');
+
+    // revoking the key ends the session at the next page
+    expect((await server.api('DELETE', `/api-keys/${member.body.id}`)).status).toBeLessThan(300);
+    const after = await get(server, '/', cookie);
+    expect(after.status).toBe(303);
+    expect(after.headers.get('set-cookie')).toMatch(/Max-Age=0/);
   });
 });

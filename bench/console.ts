@@ -1,0 +1,228 @@
+/**
+ * Console benchmark (not a test): figures for docs/performance.md, section "Console".
+ *
+ *   node bench/console.ts [--rows 1000000] [--factories 200] [--rounds 4] [--requests 50] [--engines pglite,postgres]
+ *
+ * 1. Server time to render the runs page (`GET /console/runs`) and a webhook's page with its delivery log
+ *    (`GET /console/webhooks/{uid}`) with `--rows` runs and deliveries in the team, against the JSON API's list of
+ *    the same page (`GET /api/v1/agent/runs?limit=25`, `GET /api/v1/webhooks/{uid}/deliveries?limit=50`) in the
+ *    same run: p50 / p99 and the ratio of p50s (target ≤ 1.5). Requests alternate between the two, round after
+ *    round, so that the machine's drift hits both alike.
+ * 2. First load of the overview with `--factories` factories in Debian's Chromium (playwright-core): the
+ *    navigation's load event after a cold start of the browser context (median of five; target ≤ 300 ms).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { chromium } from 'playwright-core';
+import { generateApiKey } from '../src/identity/api-keys.ts';
+import { bootstrapIdentity } from '../src/identity/service.ts';
+import type { Db } from '../src/kernel/db.ts';
+import { migrate } from '../src/store/migrate.ts';
+import { openDatabase } from '../src/store/open.ts';
+import { openPostgres } from '../src/store/pg.ts';
+import { startPostgresServer } from '../test/support/postgres-server.ts';
+import type { PostgresServer } from '../test/support/postgres-server.ts';
+import { bulkInsertRuns } from './support/bulk-runs.ts';
+import { startAgentyard } from './support/processes.ts';
+
+const { values } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '1000000' },
+    factories: { type: 'string', default: '200' },
+    rounds: { type: 'string', default: '4' },
+    requests: { type: 'string', default: '50' },
+    engines: { type: 'string', default: 'pglite,postgres' },
+  },
+});
+const ROWS = Number(values.rows);
+const FACTORIES = Number(values.factories);
+const ROUNDS = Number(values.rounds);
+const REQUESTS = Number(values.requests);
+const ENGINES = values.engines.split(',') as ('pglite' | 'postgres')[];
+const CHROMIUM = process.env.AGENTYARD_CHROMIUM ?? '/usr/bin/chromium';
+
+const tmpDirs: string[] = [];
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+async function seed(db: Db, key: string): Promise<{ teamId: string; creatorId: string; webhookUid: string }> {
+  await migrate(db);
+  await bootstrapIdentity(db, key);
+  const row = (
+    await db.query<{ team_id: string; principal_id: string }>(
+      `SELECT team_id, principal_id FROM api_keys WHERE instance_admin ORDER BY created_at LIMIT 1`,
+    )
+  ).rows[0]!;
+  const teamId = row.team_id;
+  await db.query(
+    `INSERT INTO factories (id, team_id, name, source, state, applied_revision, applied_at)
+     SELECT 'fac_bench' || lpad(g::text, 6, '0'), $1, 'factory-' || g, '{"type":"managed"}'::jsonb,
+       (ARRAY['applied','failed','pending'])[1 + g % 3], 'main@sha1:' || md5(g::text) || '00000000', ay_now()
+     FROM generate_series(1, $2::int) g`,
+    [teamId, FACTORIES],
+  );
+  const webhookUid = 'wh_bench';
+  await db.query(
+    `INSERT INTO webhooks (uid, team_id, factory_id, name, file, auth_mode, secret_name)
+     VALUES ($1, $2, 'fac_bench000001', 'ci', 'webhooks/ci.yaml', 'token', 'ci')`,
+    [webhookUid, teamId],
+  );
+  for (let start = 1; start <= ROWS; start += 50_000) {
+    const end = Math.min(ROWS, start + 49_999);
+    await db.query(
+      `INSERT INTO webhook_deliveries (id, webhook_uid, team_id, factory_id, webhook_name, label, identity,
+         identity_source, size, received_at, payload)
+       SELECT 'dlv_bulk' || lpad(g::text, 18, '0'), $1, $2, 'fac_bench000001', 'ci',
+         (ARRAY['accepted','rejected_auth','accepted','duplicate'])[1 + g % 4],
+         CASE WHEN g % 4 IN (0, 2) THEN 'body_sha256:' || g END, 'body_sha256', 40,
+         timestamptz '2025-01-01 00:00:00+00' + g * interval '1 second',
+         CASE WHEN g % 4 IN (0, 2) THEN convert_to('{"build":' || g || '}', 'UTF8') END
+       FROM generate_series($3::int, $4::int) g`,
+      [webhookUid, teamId, start, end],
+    );
+  }
+  await bulkInsertRuns(db, teamId, row.principal_id, 1, ROWS);
+  await db.exec('ANALYZE webhook_deliveries');
+  return { teamId, creatorId: row.principal_id, webhookUid };
+}
+
+async function timed(url: string, headers: Record<string, string>): Promise<number> {
+  const started = performance.now();
+  const res = await fetch(url, { headers, redirect: 'manual' });
+  await res.arrayBuffer();
+  if (res.status !== 200) throw new Error(`${url} answered ${res.status}`);
+  return performance.now() - started;
+}
+
+async function signIn(url: string, key: string): Promise<string> {
+  const res = await fetch(`${url}/console/sign-in`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ api_key: key }).toString(),
+    redirect: 'manual',
+  });
+  const cookie = res.headers.get('set-cookie');
+  if (res.status !== 303 || !cookie) throw new Error(`sign-in answered ${res.status}`);
+  return cookie.split(';')[0]!;
+}
+
+async function pageVersusApi(url: string, key: string, cookie: string, webhookUid: string): Promise<void> {
+  const pairs = [
+    { name: 'runs', page: '/console/runs', api: '/api/v1/agent/runs?limit=25' },
+    {
+      name: 'webhook deliveries',
+      page: `/console/webhooks/${webhookUid}`,
+      api: `/api/v1/webhooks/${webhookUid}/deliveries?limit=50`,
+    },
+  ];
+  for (const pair of pairs) {
+    const page: number[] = [];
+    const api: number[] = [];
+    await timed(url + pair.page, { cookie });
+    await timed(url + pair.api, { authorization: `Bearer ${key}` });
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let i = 0; i < REQUESTS; i++) {
+        api.push(await timed(url + pair.api, { authorization: `Bearer ${key}` }));
+        page.push(await timed(url + pair.page, { cookie }));
+      }
+    }
+    page.sort((a, b) => a - b);
+    api.sort((a, b) => a - b);
+    console.log(
+      `| ${pair.name} | ${fmt(percentile(api, 50), 2)} / ${fmt(percentile(api, 99), 2)} | ` +
+        `${fmt(percentile(page, 50), 2)} / ${fmt(percentile(page, 99), 2)} | ${fmt(percentile(page, 50) / percentile(api, 50), 2)} |`,
+    );
+  }
+}
+
+async function firstLoad(url: string, cookie: string): Promise<number[]> {
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  const loads: number[] = [];
+  try {
+    const [name, value] = cookie.split('=') as [string, string];
+    for (let i = 0; i < 5; i++) {
+      const context = await browser.newContext();
+      await context.addCookies([{ name, value, url }]);
+      const page = await context.newPage();
+      await page.goto(url, { waitUntil: 'load' });
+      loads.push(
+        await page.evaluate(() => {
+          const timing = performance as unknown as {
+            getEntriesByType(type: string): { loadEventEnd: number; startTime: number }[];
+          };
+          const nav = timing.getEntriesByType('navigation')[0]!;
+          return nav.loadEventEnd - nav.startTime;
+        }),
+      );
+      await context.close();
+    }
+  } finally {
+    await browser.close();
+  }
+  return loads.sort((a, b) => a - b);
+}
+
+let pg: PostgresServer | undefined;
+try {
+  if (ENGINES.includes('postgres')) pg = await startPostgresServer();
+  console.log(
+    `# Console benchmark — ${new Date().toISOString()}, Node ${process.version}, ${(await import('node:os')).cpus().length} CPUs`,
+  );
+  console.log(
+    `\n${fmt(ROWS)} runs and ${fmt(ROWS)} deliveries in the team; ${ROUNDS} rounds of ${REQUESTS} requests each, alternating.\n`,
+  );
+  for (const engine of ENGINES) {
+    const key = generateApiKey();
+    const dataDir = mkdtempSync(path.join(tmpdir(), `agentyard-bench-console-${engine}-`));
+    tmpDirs.push(dataDir);
+    let databaseUrl: string | undefined;
+    let db: Db;
+    if (engine === 'postgres') {
+      const admin = await openPostgres({ connectionString: pg!.url, maxConnections: 1 });
+      await admin.exec('CREATE DATABASE bench_console');
+      await admin.close();
+      databaseUrl = pg!.url.replace(/\/postgres$/, '/bench_console');
+      db = await openPostgres({ connectionString: databaseUrl });
+    } else {
+      db = await openDatabase({ databaseUrl: undefined, dataDir });
+    }
+    const started = performance.now();
+    const seeded = await seed(db, key);
+    console.error(`[${engine}] seeded in ${fmt((performance.now() - started) / 1000, 1)} s`);
+    await db.close();
+    const server = await startAgentyard({ dataDir, apiKey: key, ...(databaseUrl ? { databaseUrl } : {}) });
+    try {
+      const cookie = await signIn(server.url, key);
+      console.log(
+        `## ${engine}\n\n| Page | JSON API p50 / p99 ms | Console page p50 / p99 ms | p50 ratio (target ≤ 1.5) |\n|---|---:|---:|---:|`,
+      );
+      await pageVersusApi(server.url, key, cookie, seeded.webhookUid);
+      const loads = await firstLoad(server.url, cookie);
+      console.log(
+        `\nOverview with ${FACTORIES} factories, first load in Chromium (load event): median ${fmt(percentile(loads, 50))} ms, ` +
+          `slowest ${fmt(loads.at(-1)!)} ms (target ≤ 300 ms)\n`,
+      );
+    } finally {
+      await server.stop();
+    }
+  }
+} finally {
+  await pg?.stop();
+  for (const dir of tmpDirs) rmSync(dir, { recursive: true, force: true });
+}
