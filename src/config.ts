@@ -28,6 +28,34 @@ export interface Config {
    * 0 = never (AGENTYARD_PGLITE_MAINTENANCE_SECONDS).
    */
   pgliteMaintenanceSeconds: number;
+  /** Longest one factory-tree validation may take on its worker thread (AGENTYARD_VALIDATION_TIMEOUT_MS). */
+  validationTimeoutMs: number;
+  /** Heap of a validation worker thread, MiB (AGENTYARD_VALIDATION_MEMORY_MB). */
+  validationMemoryMb: number;
+  /** What a git or directory source may hold, counted before any content is read. */
+  sourceLimits: SourceLimits;
+  /**
+   * Hosts git sources may reach although they resolve to loopback, link-local or private addresses
+   * (AGENTYARD_SOURCE_ALLOWED_HOSTS, comma-separated host names or `host:port`).
+   */
+  sourceAllowedHosts: readonly string[];
+}
+
+export interface SourceLimits {
+  /** Files the loader would read (AGENTYARD_SOURCE_MAX_FILES). */
+  files: number;
+  /** Bytes of one such file (AGENTYARD_SOURCE_MAX_FILE_BYTES). */
+  fileBytes: number;
+  /** Bytes of them all (AGENTYARD_SOURCE_MAX_BYTES). */
+  totalBytes: number;
+}
+
+export const DEFAULT_SOURCE_LIMITS: SourceLimits = { files: 2000, fileBytes: 256 * 1024, totalBytes: 8 * 1024 * 1024 };
+
+function envPositive(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = envInt(env, name, fallback);
+  if (value === 0) throw new Error(`${name} must be a positive integer, got "0"`);
+  return value;
 }
 
 function envInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -73,5 +101,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     validateRateLimit: overrides.validateRateLimit ?? envInt(env, 'AGENTYARD_VALIDATE_RATE_LIMIT', 30),
     pgliteMaintenanceSeconds:
       overrides.pgliteMaintenanceSeconds ?? envInt(env, 'AGENTYARD_PGLITE_MAINTENANCE_SECONDS', 60),
+    validationTimeoutMs: overrides.validationTimeoutMs ?? envPositive(env, 'AGENTYARD_VALIDATION_TIMEOUT_MS', 10_000),
+    validationMemoryMb: overrides.validationMemoryMb ?? envPositive(env, 'AGENTYARD_VALIDATION_MEMORY_MB', 256),
+    sourceLimits: overrides.sourceLimits ?? {
+      files: envPositive(env, 'AGENTYARD_SOURCE_MAX_FILES', DEFAULT_SOURCE_LIMITS.files),
+      fileBytes: envPositive(env, 'AGENTYARD_SOURCE_MAX_FILE_BYTES', DEFAULT_SOURCE_LIMITS.fileBytes),
+      totalBytes: envPositive(env, 'AGENTYARD_SOURCE_MAX_BYTES', DEFAULT_SOURCE_LIMITS.totalBytes),
+    },
+    sourceAllowedHosts:
+      overrides.sourceAllowedHosts ??
+      (env.AGENTYARD_SOURCE_ALLOWED_HOSTS ?? '')
+        .split(',')
+        .map((h) => h.trim().toLowerCase())
+        .filter(Boolean),
   };
 }

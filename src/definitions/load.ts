@@ -44,7 +44,15 @@ export const RESOURCE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** Bigger files are refused before parsing (the product's client applies the same cap). */
 export const MAX_FILE_BYTES = 256 * 1024;
 
-const TOP_DIRECTORIES = new Set(['agents', 'automations', 'runners', 'scorers', 'skills', 'webhooks', 'benchmarks']);
+export const TOP_DIRECTORIES = new Set([
+  'agents',
+  'automations',
+  'runners',
+  'scorers',
+  'skills',
+  'webhooks',
+  'benchmarks',
+]);
 
 const IGNORED_BASENAME = /^(readme|changelog|license|contributing)(\.[A-Za-z0-9]+)?$/i;
 

@@ -1,6 +1,7 @@
 import { LineCounter, isAlias, isMap, isScalar, isSeq, parseAllDocuments, visit } from 'yaml';
 import type { Document, Node as YamlNode, ParsedNode } from 'yaml';
 import type { DiagnosticCode } from './codes.ts';
+import { MAX_YAML_DEPTH, excessiveDepth } from './depth.ts';
 import type { Diagnostic } from './diagnostic.ts';
 
 export interface Position {
@@ -157,6 +158,14 @@ function parseBlock(
 ): Omit<ParsedSource, 'body' | 'bodyLine'> {
   const diagnostics: Diagnostic[] = [];
   const emit = collector(file, diagnostics);
+  const deep = excessiveDepth(block.text);
+  if (deep) {
+    emit('FF_LIMIT_EXCEEDED', `collections nest deeper than ${MAX_YAML_DEPTH} levels; the file is not parsed`, {
+      line: deep.line + block.lineOffset,
+      column: deep.column,
+    });
+    return { file, value: undefined, diagnostics, locate: () => rootPosition ?? START };
+  }
   const counter = new LineCounter();
   const docs = parseAllDocuments(block.text, {
     lineCounter: counter,

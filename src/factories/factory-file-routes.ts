@@ -7,19 +7,18 @@ import { AppError } from '../kernel/errors.ts';
 import type { Principal } from '../identity/principal.ts';
 import { isUrlSafe, secretProviderFor } from '../secrets/provider.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
-import type { ValidationContext } from '../definitions/context.ts';
 import { ClientRateLimit } from './client-rate-limit.ts';
 import { getSchemaBundle, SCHEMA_VERSION } from '../definitions/schemas.ts';
-import { validateFactory } from '../definitions/validate.ts';
+import { definitionPoolFor } from '../definitions/pool.ts';
+import type { PoolContext } from '../definitions/pool.ts';
+import { VALIDATE_LIMITS } from '../definitions/validate-request.ts';
+import type { RequestProblem } from '../definitions/validate-request.ts';
 
 /**
  * The factory-file wire endpoints of the product (reference factory-definition.md §9), so that its tools work
  * against this server: the published JSON Schemas (for YAML language servers; public, cacheable with ETag)
  * and the dry-run validation its validator script calls.
  */
-
-/** The caps the product's client applies; the server enforces them too. */
-export const VALIDATE_LIMITS = { files: 256, fileBytes: 256 * 1024, totalBytes: 2 * 1024 * 1024 } as const;
 
 interface Cached {
   body: string;
@@ -115,42 +114,23 @@ function diagnosticView(d: Diagnostic) {
   };
 }
 
-/** Refuses requests over the caps, naming the file. */
-export function checkValidateLimits(files: readonly { path: string; content: string }[]): void {
-  if (files.length > VALIDATE_LIMITS.files) {
-    throw new AppError(
-      'invalid_request',
-      `files: at most ${VALIDATE_LIMITS.files} files per request, got ${files.length}`,
-    );
-  }
-  let total = 0;
-  for (const [i, file] of files.entries()) {
-    const path = file.path;
-    if (path === '' || path.startsWith('/') || path.split(/[\\/]/).includes('..')) {
-      throw new AppError(
-        'invalid_request',
-        `files[${i}].path must be a relative path inside the factory, got "${path}"`,
-      );
-    }
-    const bytes = Buffer.byteLength(file.content, 'utf8');
-    if (bytes > VALIDATE_LIMITS.fileBytes) {
-      throw new AppError(
-        'payload_too_large',
-        `files[${i}] (${path}) is ${bytes} bytes; at most ${VALIDATE_LIMITS.fileBytes / 1024} KiB per file`,
-      );
-    }
-    total += bytes;
-  }
-  if (total > VALIDATE_LIMITS.totalBytes) {
-    throw new AppError(
-      'payload_too_large',
-      `files: ${total} bytes in all; at most ${VALIDATE_LIMITS.totalBytes / (1024 * 1024)} MiB per request`,
-    );
-  }
+/** A refused request body as the API answers it; a refused file is also an `FF_LIMIT_EXCEEDED` diagnostic. */
+function requestError(problem: RequestProblem): AppError {
+  if (problem.path === undefined) return new AppError(problem.code, problem.detail);
+  const diagnostic = {
+    code: 'FF_LIMIT_EXCEEDED',
+    path: problem.path,
+    line: 1,
+    column: 1,
+    message: problem.detail,
+    severity: 'error',
+    json_pointer: '',
+  };
+  return new AppError(problem.code, problem.detail, { extensions: { diagnostics: [diagnostic] } });
 }
 
 /** With a team's key, the checks that need the team's secrets run too. */
-function teamContext(ctx: ServiceContext, principal: Principal): ValidationContext {
+function teamContext(ctx: ServiceContext, principal: Principal): PoolContext {
   const secrets = secretProviderFor(ctx);
   return {
     secretExists: async (name) => (await secrets.get(principal.teamId, name)) !== undefined,
@@ -260,58 +240,67 @@ export async function registerFactoryFileRoutes(app: AppInstance, ctx: ServiceCo
     },
   );
 
-  app.post(
-    '/factory-files/validate',
-    {
-      config: { public: true },
-      // Before the body is read: a refused request costs no parsing.
-      onRequest: async (request) => validateLimit.consume(request.ip),
-      schema: {
-        tags,
-        operationId: 'validateFactoryFiles',
-        summary:
-          'Dry-run validation of factory files (no API key needed; with one, checks that need the team secrets run too). ' +
-          `At most ${VALIDATE_LIMITS.files} files, 256 KiB each, 2 MiB in all; ` +
-          'requests per minute from one client are limited (AGENTYARD_VALIDATE_RATE_LIMIT, 429 rate_limited with Retry-After).',
-        security: [{}, { bearerAuth: [] }],
-        body: Type.Object({
-          files: Type.Array(Type.Object({ path: Type.String(), content: Type.String() }), {
-            description: 'factory.yaml and resource files',
+  // The body is parsed on a pool worker with the files (a 2 MiB JSON text costs the event loop a copy only);
+  // the body schema stays for the OpenAPI document and is checked there.
+  await app.register(async (scope) => {
+    scope.removeContentTypeParser('application/json');
+    scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+    scope.post(
+      '/factory-files/validate',
+      {
+        config: { public: true },
+        // Before the body is read: a refused request costs no parsing.
+        onRequest: async (request) => validateLimit.consume(request.ip),
+        validatorCompiler: () => () => true,
+        schema: {
+          tags,
+          operationId: 'validateFactoryFiles',
+          summary:
+            'Dry-run validation of factory files (no API key needed; with one, checks that need the team secrets run too). ' +
+            `At most ${VALIDATE_LIMITS.files} files, 256 KiB each, 2 MiB in all; ` +
+            'requests per minute from one client are limited (AGENTYARD_VALIDATE_RATE_LIMIT, 429 rate_limited with Retry-After).',
+          security: [{}, { bearerAuth: [] }],
+          body: Type.Object({
+            files: Type.Array(Type.Object({ path: Type.String(), content: Type.String() }), {
+              description: 'factory.yaml and resource files',
+            }),
           }),
-        }),
-        response: { 200: ValidateResponseSchema },
-      },
-    },
-    async (request) => {
-      const files = request.body.files;
-      checkValidateLimits(files);
-      const principal = await optionalPrincipal(ctx, request);
-      const result = await validateFactory(
-        files.map((f) => ({ path: f.path, content: f.content })),
-        principal ? teamContext(ctx, principal) : undefined,
-      );
-      return {
-        valid: result.valid,
-        schema_version: result.schemaVersion,
-        diagnostics: result.diagnostics.map(diagnosticView),
-        deferred_resolutions: result.deferredResolutions.map((d) => ({
-          path: d.file,
-          field: d.field,
-          kind: d.kind,
-          json_pointer: d.path,
-        })),
-        state_dependent_checks_not_run: result.stateDependentChecksNotRun.map((c) => ({
-          check: c.check,
-          path: c.file,
-          json_pointer: c.path,
-          subject: c.subject,
-        })),
-        validation_scope: {
-          parser: `agentyard/${SCHEMA_VERSION}`,
-          state_independent: 'checked' as const,
-          state_dependent: principal ? ('partially_checked' as const) : ('not_checked' as const),
+          response: { 200: ValidateResponseSchema },
         },
-      };
-    },
-  );
+      },
+      async (request) => {
+        const principal = await optionalPrincipal(ctx, request);
+        const raw = request.body as unknown;
+        if (!Buffer.isBuffer(raw)) throw new AppError('invalid_request', "body must have required property 'files'");
+        const outcome = await definitionPoolFor(ctx.config).validateRequest(
+          raw,
+          principal ? teamContext(ctx, principal) : undefined,
+        );
+        if ('problem' in outcome) throw requestError(outcome.problem);
+        const result = outcome.result;
+        return {
+          valid: result.valid,
+          schema_version: result.schemaVersion,
+          diagnostics: result.diagnostics.map(diagnosticView),
+          deferred_resolutions: result.deferredResolutions.map((d) => ({
+            path: d.file,
+            field: d.field,
+            kind: d.kind,
+            json_pointer: d.path,
+          })),
+          state_dependent_checks_not_run: result.stateDependentChecksNotRun.map((c) => ({
+            check: c.check,
+            path: c.file,
+            json_pointer: c.path,
+            subject: c.subject,
+          })),
+          validation_scope: {
+            parser: `agentyard/${SCHEMA_VERSION}`,
+            state_independent: 'checked' as const,
+            state_dependent: principal ? ('partially_checked' as const) : ('not_checked' as const),
+          },
+        };
+      },
+    );
+  });
 }

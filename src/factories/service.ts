@@ -8,7 +8,9 @@ import type { FactoryRow } from '../reconciler/model.ts';
 import * as plans from '../reconciler/plans.ts';
 import type { AgentConfig, RunRow } from '../runs/model.ts';
 import { insertQueuedRun } from '../runs/service.ts';
+import { authorizeSource } from '../sources/access.ts';
 import { looksLikeGitUrl, normalizeSourceSpec } from '../sources/spec.ts';
+import { sourceUrlPolicyFor } from '../sources/url-policy.ts';
 import type { SourceInput } from '../sources/spec.ts';
 import { isUniqueViolation } from '../store/errors.ts';
 import { newId } from '../kernel/ids.ts';
@@ -54,12 +56,7 @@ export class FactoryService {
         `name "${input.name}" must be 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit`,
       );
     const source = normalizeSourceSpec(input.source);
-    if (source.type === 'directory' && !options.instanceAdmin) {
-      throw new AppError(
-        'not_authorized',
-        'a directory source reads files of the server host: only instance admins may create one',
-      );
-    }
+    await authorizeSource(source, options, sourceUrlPolicyFor(this.#ctx.config));
     let row: FactoryRow;
     try {
       row = await plans.insertFactory(this.#ctx.db, { id: newId('fac'), teamId, name: input.name, source });

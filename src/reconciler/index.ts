@@ -1,6 +1,8 @@
 import type { ServiceContext } from '../context.ts';
 import type { FactoryFileInput } from '../definitions/load.ts';
+import { definitionPoolFor } from '../definitions/pool.ts';
 import { delegatingSecretProvider } from '../secrets/provider.ts';
+import { sourceUrlPolicyFor } from '../sources/url-policy.ts';
 import type { CommitAuthor } from '../sources/managed.ts';
 import { FactoryController } from './controller.ts';
 import type { ApplyOutcome } from './model.ts';
@@ -24,6 +26,9 @@ export function controllerFor(ctx: ServiceContext): FactoryController {
       secrets: delegatingSecretProvider(ctx),
       log: ctx.log,
       dataDir: ctx.config.dataDir,
+      definitions: definitionPoolFor(ctx.config),
+      urlPolicy: sourceUrlPolicyFor(ctx.config),
+      sourceLimits: ctx.config.sourceLimits,
     });
     controllers.set(ctx, controller);
   }

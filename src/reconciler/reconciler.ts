@@ -1,16 +1,19 @@
 import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../kernel/log.ts';
-import type { ValidationContext } from '../definitions/context.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import type { FactoryFileInput } from '../definitions/load.ts';
-import { validateFactory } from '../definitions/validate.ts';
+import { type DefinitionPool, definitionPool } from '../definitions/pool.ts';
+import type { PoolContext } from '../definitions/pool.ts';
 import type { ValidationResult } from '../definitions/validate.ts';
 import { AppError } from '../kernel/errors.ts';
 import type { SecretCipher } from '../secrets/crypto.ts';
 import { isUrlSafe } from '../secrets/provider.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
+import { capDiagnostics } from '../sources/limits.ts';
+import type { SourceLimits } from '../sources/limits.ts';
 import { createSource, sanitizeUrl } from '../sources/index.ts';
+import type { SourceUrlPolicy } from '../sources/url-policy.ts';
 import type { ManagedRepository } from '../sources/managed.ts';
 import type { CommitAuthor } from '../sources/managed.ts';
 import { managedHeadSha } from '../sources/managed-commits.ts';
@@ -40,6 +43,12 @@ export interface ReconcilerDeps {
   secrets: SecretProvider;
   log: Logger;
   dataDir: string;
+  /** Where trees are parsed and validated (worker threads with budgets); the process's default pool if absent. */
+  definitions?: DefinitionPool;
+  /** Hosts git sources may reach, checked before every fetch; any when absent. */
+  urlPolicy?: SourceUrlPolicy;
+  /** What a git or directory source may hold; the defaults when absent. */
+  sourceLimits?: SourceLimits;
 }
 
 export interface ReconcileOptions {
@@ -124,8 +133,11 @@ export class Reconciler {
   readonly #sources = new Map<string, { key: string; source: Source }>();
   readonly #managedQueues = new Map<string, SerialQueue>();
 
+  readonly #validator: DefinitionPool;
+
   constructor(deps: ReconcilerDeps) {
     this.#deps = deps;
+    this.#validator = deps.definitions ?? definitionPool();
   }
 
   get secrets(): SecretProvider {
@@ -141,6 +153,8 @@ export class Reconciler {
       dataDir: this.#deps.dataDir,
       secrets: this.#deps.secrets,
       db: this.#deps.db,
+      urlPolicy: this.#deps.urlPolicy,
+      limits: this.#deps.sourceLimits,
     });
     this.#sources.set(factory.id, { key, source });
     return source;
@@ -214,19 +228,19 @@ export class Reconciler {
       return value;
     };
     const liveUids = new Map(webhooks.filter((w) => w.deleted_at === null).map((w) => [w.name, w.uid]));
-    const context: ValidationContext = {
+    const context: PoolContext = {
       secretExists: async (name) => (await secret(name)) !== undefined,
       secretIsUrlSafe: async (name) => {
         const value = await secret(name);
         return value !== undefined && isUrlSafe(value);
       },
-      webhookUidForName: (name) => liveUids.get(name),
+      webhookUids: liveUids,
       // Deleted webhooks count: a trigger naming one is valid and never fires (the plan warns).
       knownWebhookUids: new Set(webhooks.map((w) => w.uid)),
       // This service has no team runners: a runner must be a runners/ file.
-      teamRunnerExists: () => false,
+      teamRunners: new Set(),
     };
-    const validation = await validateFactory(files, context);
+    const validation = await this.#validator.validate(files, context);
     if (!validation.valid || !validation.definition) return { validation, plan: undefined, generation };
     const secrets = new Map<string, string>();
     for (const hook of validation.definition.webhooks) {
@@ -264,6 +278,18 @@ export class Reconciler {
         return outcome(factory.id, { result: 'skipped', revision, reason: factory.reason, message: factory.message });
       if (decision === 'unchanged') return this.#recordUnchanged(factory, snapshot, options, started);
 
+      if (snapshot.refused && snapshot.refused.length > 0) {
+        return this.#recordFailure(
+          factory,
+          snapshot,
+          options,
+          started,
+          'ValidationFailed',
+          validationFailedMessage(revision, snapshot.refused),
+          snapshot.refused,
+          [],
+        );
+      }
       let ready: Prepared;
       try {
         ready =
@@ -508,6 +534,8 @@ export class Reconciler {
     changes: ApplyOutcome['changes'] = [],
   ): Promise<ApplyOutcome> {
     const revision = snapshot.revision;
+    // However large the refused tree, the status and the history keep a bounded list.
+    errors = capDiagnostics(errors);
     const applyId = await this.#deps.db.transaction(async (tx) => {
       await plans.lockFactory(tx, factory.id);
       const fresh = await plans.getFactory(tx, factory.id);

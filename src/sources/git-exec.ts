@@ -3,7 +3,11 @@ import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { simpleGit } from 'simple-git';
 import type { SimpleGit } from 'simple-git';
+import type { Diagnostic } from '../definitions/diagnostic.ts';
+import { TOP_DIRECTORIES } from '../definitions/load.ts';
 import type { FactoryFileInput } from '../definitions/load.ts';
+import { TreeBudget, isFactoryPath } from './limits.ts';
+import type { SourceLimits } from './limits.ts';
 
 /** Git must never wait for a terminal prompt or a pager in a server process. */
 export const BASE_GIT_ENV: Record<string, string> = {
@@ -157,4 +161,74 @@ export async function readCommit(git: SimpleGit, sha: string): Promise<CommitInf
   const out = await git.raw(['show', '-s', '--format=%H%x00%an <%ae>%x00%aI%x00%B', sha]);
   const [full, author, time, ...message] = out.split('\0');
   return { sha: full!.trim(), author: author!, time: new Date(time!), message: message.join('\0').trim() };
+}
+
+export interface SourceTree {
+  files: FactoryFileInput[];
+  /** `FF_LIMIT_EXCEEDED` diagnostics: when any, no content was read and `files` is empty. */
+  refused: Diagnostic[];
+}
+
+/**
+ * `git ls-tree -r -l` of the resource paths, streamed: blob sizes come from the tree objects, so a tree over
+ * the limits is refused (and the listing stopped) before any blob is read.
+ */
+function listFactoryEntries(gitDir: string, treeish: string, budget: TreeBudget): Promise<TreeEntry[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      'git',
+      ['ls-tree', '-r', '-l', '-z', '--full-tree', treeish, '--', 'factory.yaml', 'factory.yml', ...TOP_DIRECTORIES],
+      { cwd: gitDir, env: { ...inheritedEnv(), ...BASE_GIT_ENV }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const entries: TreeEntry[] = [];
+    let rest = '';
+    let stderr = '';
+    let stopped = false;
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      if (stopped) return;
+      const records = (rest + chunk).split('\0');
+      rest = records.pop()!;
+      for (const record of records) {
+        const tab = record.indexOf('\t');
+        const [mode, type, object, size] = record.slice(0, tab).split(/ +/);
+        const path = record.slice(tab + 1);
+        if (type !== 'blob') continue;
+        const symlink = mode === '120000';
+        if (!isFactoryPath(path, symlink)) continue;
+        if (!budget.add(path, symlink ? 0 : Number(size))) {
+          stopped = true;
+          child.kill();
+          return;
+        }
+        entries.push({ mode: mode!, type, object: object!, path });
+      }
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0 && !stopped) reject(new Error(`git ls-tree exited with ${code}: ${stderr.trim()}`));
+      else resolve(entries);
+    });
+  });
+}
+
+/** The factory files of `<treeish>` within `limits`; over them, the refusals and no content. */
+export async function readSourceTree(gitDir: string, treeish: string, limits: SourceLimits): Promise<SourceTree> {
+  const budget = new TreeBudget(limits);
+  const entries = await listFactoryEntries(gitDir, treeish, budget);
+  const refused = budget.refusals();
+  if (refused.length > 0) return { files: [], refused };
+  const files: FactoryFileInput[] = [];
+  const wanted = entries.filter((e) => {
+    if (e.mode !== '120000') return true;
+    files.push({ path: e.path, content: '', symlink: true });
+    return false;
+  });
+  const blobs = await readBlobs(gitDir, [...new Set(wanted.map((e) => e.object))]);
+  for (const entry of wanted)
+    files.push({ path: entry.path, content: blobs.get(entry.object)?.toString('utf8') ?? '' });
+  return { files: files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)), refused: [] };
 }

@@ -1,11 +1,16 @@
 import path from 'node:path';
 import type { SimpleGit } from 'simple-git';
 import { gitAuthFor } from './credentials.ts';
-import { gitClient, openBareRepository, readCommit, readTree } from './git-exec.ts';
+import { gitClient, openBareRepository, readCommit, readSourceTree } from './git-exec.ts';
+import { DEFAULT_SOURCE_LIMITS } from './limits.ts';
+import type { SourceLimits } from './limits.ts';
 import { SerialQueue } from './mutex.ts';
-import { SourceError } from './types.ts';
+import { SourceError, isSourceError } from './types.ts';
 import type { GitSourceSpec, Source, SourceSnapshot } from './types.ts';
 import { classifyGitUrl, sanitizeMessage, sanitizeUrl } from './url.ts';
+import type { GitUrlKind } from './url.ts';
+import { gitEndpoint, refusedHostMessage } from './url-policy.ts';
+import type { SourceUrlPolicy } from './url-policy.ts';
 
 export interface GitSourceOptions {
   spec: GitSourceSpec;
@@ -13,7 +18,14 @@ export interface GitSourceOptions {
   dir: string;
   /** Reads the credentials secret (undefined when none is configured or it does not exist). */
   credentials: () => Promise<string | undefined>;
+  /** Hosts the fetch may reach, checked before every fetch; none = any (tests of this class alone). */
+  policy?: SourceUrlPolicy;
+  /** What the tree may hold; counted before any blob is read. */
+  limits?: SourceLimits;
 }
+
+/** A local repository's failures all read the same: whether a path exists is nobody's business. */
+const LOCAL_FAILURE = 'repository not found or not readable';
 
 /** Failures no retry fixes until someone changes the repository, the source or the credentials. */
 const TERMINAL_PATTERNS: [RegExp, string, string][] = [
@@ -61,6 +73,8 @@ export class GitSource implements Source {
   readonly #spec: GitSourceSpec;
   readonly #dir: string;
   readonly #credentials: () => Promise<string | undefined>;
+  readonly #policy: SourceUrlPolicy | undefined;
+  readonly #limits: SourceLimits;
   readonly #queue = new SerialQueue();
   #git: Promise<SimpleGit> | undefined;
 
@@ -68,6 +82,31 @@ export class GitSource implements Source {
     this.#spec = options.spec;
     this.#dir = options.dir;
     this.#credentials = options.credentials;
+    this.#policy = options.policy;
+    this.#limits = options.limits ?? DEFAULT_SOURCE_LIMITS;
+  }
+
+  /**
+   * The policy's check with the addresses it resolved, and git's settings that hold it to them: HTTP(S) connects
+   * only to those addresses and follows no redirect.
+   */
+  async #reachable(kind: GitUrlKind, where: string): Promise<string[]> {
+    const endpoint = gitEndpoint(this.#spec.url, kind);
+    if (!this.#policy || !endpoint) return [];
+    const checked = await this.#policy.check(endpoint);
+    if (!checked.ok) {
+      if (checked.reason === 'unresolved')
+        throw new SourceError('transient', 'FetchFailed', `fetch ${where}: cannot resolve ${endpoint.host}`);
+      throw new SourceError('terminal', 'URLNotAllowed', `fetch ${where}: ${refusedHostMessage(endpoint)}`);
+    }
+    if (kind !== 'https' && kind !== 'http') return [];
+    const addresses = checked.addresses.map((a) => (a.includes(':') ? `[${a}]` : a)).join(',');
+    return [
+      '-c',
+      `http.curloptResolve=${endpoint.host}:${endpoint.port}:${addresses}`,
+      '-c',
+      'http.followRedirects=false',
+    ];
   }
 
   describe(): string {
@@ -108,8 +147,11 @@ export class GitSource implements Source {
       throw new SourceError('terminal', 'InvalidCredentials', `fetch ${where}: ${(err as Error).message}`);
     }
     const remoteRef = `refs/remotes/origin/${spec.branch}`;
+    const local = kind === 'local' || kind === 'file';
     try {
+      const pinned = await this.#reachable(kind, where);
       await gitClient(this.#dir, auth.env).raw([
+        ...pinned,
         'fetch',
         '--quiet',
         '--prune',
@@ -120,8 +162,11 @@ export class GitSource implements Source {
         `+refs/heads/${spec.branch}:${remoteRef}`,
       ]);
     } catch (err) {
+      if (isSourceError(err)) throw err;
       const cause = gitCause(err, auth.secrets);
       const terminal = TERMINAL_PATTERNS.find(([pattern]) => pattern.test(cause));
+      if (local && terminal?.[1] !== 'BranchNotFound')
+        throw new SourceError('terminal', 'RepositoryNotFound', `fetch ${where}: ${LOCAL_FAILURE}`);
       if (terminal) throw new SourceError('terminal', terminal[1], `fetch ${where}: ${terminal[2]}: ${cause}`);
       throw new SourceError('transient', 'FetchFailed', `fetch ${where}: ${cause}`);
     } finally {
@@ -143,8 +188,11 @@ export class GitSource implements Source {
       treeish = `${sha}:${spec.path}`;
     }
     try {
-      const [files, commit] = await Promise.all([readTree(repo, this.#dir, treeish), readCommit(repo, sha)]);
-      return { revision, files, commit };
+      const [tree, commit] = await Promise.all([
+        readSourceTree(this.#dir, treeish, this.#limits),
+        readCommit(repo, sha),
+      ]);
+      return { revision, files: tree.files, commit, ...(tree.refused.length > 0 ? { refused: tree.refused } : {}) };
     } catch (err) {
       throw new SourceError('transient', 'ReadFailed', `read ${revision}: ${gitCause(err, [])}`);
     }

@@ -4,9 +4,11 @@ import type { Db } from '../kernel/db.ts';
 import { DirectorySource } from './directory.ts';
 import { GitSource } from './git.ts';
 import { ManagedRepository } from './managed.ts';
+import type { SourceLimits } from './limits.ts';
 import { SourceError } from './types.ts';
 import type { Source, SourceSpec } from './types.ts';
 import { sanitizeUrl } from './url.ts';
+import type { SourceUrlPolicy } from './url-policy.ts';
 
 export type {
   Source,
@@ -24,12 +26,19 @@ export { ManagedRepository, MANAGED_BRANCH } from './managed.ts';
 export { normalizeSourceSpec, looksLikeGitUrl } from './spec.ts';
 export type { SourceInput } from './spec.ts';
 export { sanitizeUrl } from './url.ts';
+export { SourceUrlPolicy } from './url-policy.ts';
+export { DEFAULT_SOURCE_LIMITS } from './limits.ts';
+export type { SourceLimits } from './limits.ts';
 
 export interface SourceDeps {
   dataDir: string;
   secrets: SecretProvider;
   /** Where managed factories' commits are recorded. */
   db: Db;
+  /** Hosts git sources may reach (checked before every fetch); any when absent. */
+  urlPolicy?: SourceUrlPolicy | undefined;
+  /** What git and directory sources may hold; the defaults when absent. */
+  limits?: SourceLimits | undefined;
 }
 
 export function managedRepositoryDir(dataDir: string, factoryId: string): string {
@@ -44,6 +53,8 @@ export function createSource(factory: { id: string; team_id: string; source: Sou
       return new GitSource({
         spec,
         dir: path.join(deps.dataDir, 'sources', factory.id),
+        ...(deps.urlPolicy ? { policy: deps.urlPolicy } : {}),
+        ...(deps.limits ? { limits: deps.limits } : {}),
         credentials: async () => {
           if (!spec.credentials_secret) return undefined;
           const value = await deps.secrets.get(factory.team_id, spec.credentials_secret);
@@ -58,7 +69,7 @@ export function createSource(factory: { id: string; team_id: string; source: Sou
         },
       });
     case 'directory':
-      return new DirectorySource(spec.path);
+      return new DirectorySource(spec.path, deps.limits);
     case 'managed':
       return new ManagedRepository(managedRepositoryDir(deps.dataDir, factory.id), {
         db: deps.db,

@@ -1,3 +1,4 @@
+import type { Diagnostic } from '../definitions/diagnostic.ts';
 import type { FactoryFileInput } from '../definitions/load.ts';
 
 /** Where a factory's definition lives, as stored in `factories.source`. */
@@ -39,6 +40,8 @@ export interface SourceSnapshot {
   revision: string;
   files: FactoryFileInput[];
   commit: SourceCommit;
+  /** The tree is over the source limits: `FF_LIMIT_EXCEEDED` diagnostics, and `files` is empty (nothing was read). */
+  refused?: Diagnostic[];
 }
 
 /** `transient`: may succeed if retried (network, lock); `terminal`: needs a human (bad URL, missing path, bad credentials). */

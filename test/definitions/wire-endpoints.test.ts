@@ -165,15 +165,19 @@ describe.each(ENGINES)('factory-file wire endpoints on %s', (engine) => {
     expect((await validate(files, 'ayk_wrong')).status).toBe(401);
   });
 
-  it('enforces the caps: 256 files, 256 KiB per file, 2 MiB in all, with clear 400/413 problems', async () => {
+  it('enforces the caps: 256 files, 256 KiB per file, 2 MiB in all, with 413 FF_LIMIT_EXCEEDED naming the file', async () => {
     const many = Array.from({ length: 257 }, (_, i) => ({ path: `skills/s${i}/SKILL.md`, content: 'x' }));
     const tooMany = await validate(many);
-    expect(tooMany.status).toBe(400);
+    expect(tooMany.status).toBe(413);
     expect(tooMany.body.detail).toMatch(/at most 256 files/);
+    expect(tooMany.body.diagnostics).toEqual([
+      expect.objectContaining({ code: 'FF_LIMIT_EXCEEDED', path: 'skills/s256/SKILL.md' }),
+    ]);
     const big = await validate([...tree(), { path: 'agents/big/agent.md', content: 'x'.repeat(256 * 1024 + 1) }]);
     expect(big.status).toBe(413);
     expect(big.body.code).toBe('payload_too_large');
     expect(big.body.detail).toMatch(/agents\/big\/agent\.md/);
+    expect(big.body.diagnostics[0]).toMatchObject({ code: 'FF_LIMIT_EXCEEDED', path: 'agents/big/agent.md' });
     const total = Array.from({ length: 9 }, (_, i) => ({
       path: `skills/s${i}/SKILL.md`,
       content: 'x'.repeat(250 * 1024),
@@ -181,6 +185,7 @@ describe.each(ENGINES)('factory-file wire endpoints on %s', (engine) => {
     const tooMuch = await validate(total);
     expect(tooMuch.status).toBe(413);
     expect(tooMuch.body.detail).toMatch(/2 MiB/);
+    expect(tooMuch.body.diagnostics[0]).toMatchObject({ code: 'FF_LIMIT_EXCEEDED', path: 'skills/s8/SKILL.md' });
     const escape = await validate([{ path: '../etc/passwd', content: 'x' }]);
     expect(escape.status).toBe(400);
     expect(escape.body.detail).toMatch(/files\[0\]\.path/);
