@@ -366,6 +366,31 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       }),
     );
 
+    const automationAction = (act: (s: Signed, id: string, form: Form) => Promise<unknown>) =>
+      changing<{ id: string }>(async (s, form, request, reply) => {
+        const id = request.params.id;
+        const automation = await s.api.get<Automation & { factory_id: string }>(`/automations/${enc(id)}`);
+        try {
+          await act(s, id, form);
+        } catch (err) {
+          if (!(err instanceof ApiProblem) || err.status >= 500) throw err;
+          const data = await factoryData(s, automation.factory_id);
+          return sendPage(reply, factoryPage(s.viewer, { ...data, error: err.detail }), 422);
+        }
+        return reply.redirect(backToFactory(automation.factory_id), 303);
+      });
+
+    scope.post(
+      '/console/automations/:id',
+      automationAction((s, id, form) =>
+        s.api.call('PATCH', `/automations/${enc(id)}`, { prompt: form.prompt ?? '', enabled: form.enabled === 'true' }),
+      ),
+    );
+    scope.post(
+      '/console/automations/:id/delete',
+      automationAction((s, id) => s.api.call('DELETE', `/automations/${enc(id)}`)),
+    );
+
     const webhookAction = (act: (s: Signed, uid: string, hook: Webhook) => Promise<unknown>) =>
       changing<{ uid: string }>(async (s, _form, request, reply) => {
         const uid = request.params.uid;

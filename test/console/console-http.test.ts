@@ -3,6 +3,7 @@ import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 import { escapeHtml, html } from '../../src/console/html.ts';
+import { baseFiles } from '../support/factory-tree.ts';
 
 interface Page {
   status: number;
@@ -111,6 +112,73 @@ describe.each(ENGINES)('the console over HTTP on %s', (engine) => {
     expect(runPage.text).toContain(escapeHtml(hostilePrompt));
     expect(runPage.text).not.toContain(hostilePrompt);
     expect((await get(server, '/console/runs/run_nosuch', cookie)).status).toBe(404);
+  });
+
+  it('changes a managed factory through its forms, each a commit as through the API', async () => {
+    const { cookie, csrf } = await signIn(server, server.adminKey);
+    const created = await server.api('POST', '/factories', { name: 'managed-forms' });
+    const id = created.body.id as string;
+    const files = Object.entries(baseFiles()).map(([path, content]) => ({ path, content }));
+    expect((await server.api('POST', `/factories/${id}/apply`, { files })).status).toBeLessThan(300);
+
+    const made = await postForm(
+      server,
+      `/console/factories/${id}/webhooks`,
+      { csrf, name: 'alerts', auth_mode: 'token' },
+      cookie,
+    );
+    expect(made.status).toBe(201);
+    const hooks = (await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks;
+    expect(hooks.map((w: { name: string }) => w.name)).toEqual(['alerts']);
+    const secret = /<code class="secret">([^<]+)<\/code>/.exec(made.text)![1]!;
+    const delivered = await fetch(hooks[0].ingress_url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: '{"status":"failed"}',
+    });
+    expect(delivered.status).toBe(202); // the secret shown once is the one in force
+
+    expect((await postForm(server, `/console/webhooks/${hooks[0].uid}/toggle`, { csrf }, cookie)).status).toBe(303);
+    expect((await server.api('GET', `/webhooks/${hooks[0].uid}`)).body.enabled).toBe(false);
+    const rotated = await postForm(server, `/console/webhooks/${hooks[0].uid}/rotate`, { csrf }, cookie);
+    expect(rotated.status).toBe(200);
+    expect(/<code class="secret">([^<]+)<\/code>/.exec(rotated.text)![1]).not.toBe(secret);
+
+    const auto = await postForm(
+      server,
+      `/console/factories/${id}/automations`,
+      { csrf, name: 'on-alert', webhook: hooks[0].uid, filter: '{"status": ["failed"]}', prompt: 'Look at it.' },
+      cookie,
+    );
+    expect(auto.status).toBe(303);
+    const automations = (await server.api('GET', `/factories/${id}/automations`)).body.automations;
+    expect(automations).toHaveLength(1);
+    const bad = await postForm(
+      server,
+      `/console/factories/${id}/automations`,
+      { csrf, name: 'broken', webhook: hooks[0].uid, filter: '{not json', prompt: 'x' },
+      cookie,
+    );
+    expect(bad.status).toBe(422);
+    expect(bad.text).toContain('not JSON');
+
+    const edited = await postForm(
+      server,
+      `/console/automations/${automations[0].id}`,
+      { csrf, prompt: 'Look closer.' },
+      cookie,
+    );
+    expect(edited.status).toBe(303);
+    const after = (await server.api('GET', `/automations/${automations[0].id}`)).body;
+    expect(after.prompt.trim()).toBe('Look closer.');
+    expect(after.enabled).toBe(false);
+    expect((await postForm(server, `/console/automations/${automations[0].id}/delete`, { csrf }, cookie)).status).toBe(
+      303,
+    );
+    expect((await postForm(server, `/console/webhooks/${hooks[0].uid}/delete`, { csrf }, cookie)).status).toBe(303);
+    expect((await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks).toEqual([]);
+    const history = (await server.api('GET', `/factories/${id}/applies`)).body.applies;
+    expect(history.length).toBeGreaterThanOrEqual(7);
   });
 
   it('shows a member only its own team and no admin forms', async () => {

@@ -69,6 +69,20 @@ function managedForms(viewer: Viewer, data: FactoryPageData): SafeHtml {
   </section>`;
 }
 
+function automationEditor(viewer: Viewer, data: FactoryPageData, a: Automation): SafeHtml {
+  if (data.factory.read_only || viewer.role !== 'admin') return html``;
+  return html`<details><summary>Edit ${a.name}</summary>
+    <form method="post" action="/console/automations/${a.id}" class="stack narrow">
+      ${csrfField(viewer)}
+      <label for="ed-prompt-${a.id}">Prompt</label>
+      <textarea id="ed-prompt-${a.id}" name="prompt" rows="5" required>${a.prompt}</textarea>
+      <label><input type="checkbox" name="enabled" value="true" ${a.enabled ? html`checked` : ''}> Enabled</label>
+      <button type="submit">Save automation</button>
+    </form>
+    <form method="post" action="/console/automations/${a.id}/delete" class="inline" data-confirm="Delete automation ${a.name}?">${csrfField(viewer)}<button type="submit" class="small danger">Delete automation</button></form>
+  </details>`;
+}
+
 function webhookRows(viewer: Viewer, data: FactoryPageData): SafeHtml {
   const canManage = !data.factory.read_only && viewer.role === 'admin';
   return html`${data.webhooks.map(
@@ -123,7 +137,7 @@ export function factoryPage(viewer: Viewer, data: FactoryPageData): string {
   <section aria-labelledby="automations"><h2 id="automations">Automations</h2>
   ${
     data.automations.length
-      ? html`<ul class="plain">${data.automations.map((a) => html`<li><code>${a.name}</code> ${a.firing ? badge('firing', 'ok') : badge('not firing', 'warn')} ${a.not_firing_reasons?.join('; ') ?? ''}</li>`)}</ul>`
+      ? html`<ul class="plain">${data.automations.map((a) => html`<li><code>${a.name}</code> ${a.firing ? badge('firing', 'ok') : badge('not firing', 'warn')} ${a.not_firing_reasons?.join('; ') ?? ''}${automationEditor(viewer, data, a)}</li>`)}</ul>`
       : html`<p class="muted">None.</p>`
   }
   </section>
