@@ -19,17 +19,17 @@ interface Waiting {
  * Group commit for run creation: the runs requested while earlier inserts are in flight are written
  * together, as one multi-row INSERT (one statement, so all or nothing, and no transaction round trips).
  * Under load the batches grow by themselves; a lone request waits only for the next turn of the event loop.
- * Measured on PGlite, a row costs several times less in a statement of 50 than alone (docs/performance.md).
+ * On PGlite a row costs several times less in a statement of 50 than alone (docs/decisions.md, "Group commit").
  */
 export class RunInsertBatcher {
   readonly #db: Db;
   readonly #announcer: InsertAnnouncer;
   readonly #maxBatch: number;
   /**
-   * One batch at a time on both engines (docs/performance.md). The next batch is handed over as soon as one
+   * One batch at a time on both engines (docs/decisions.md). The next batch is handed over as soon as one
    * ends, before its requests are answered, so the database is not left waiting for this thread. On PostgreSQL
    * each statement sent wakes a backend process, which on a small machine takes the CPU from this thread;
-   * on PGlite a second batch in flight only made the batches smaller (+4% with one, in alternation).
+   * on PGlite a second batch in flight only made the batches smaller (one was faster).
    */
   readonly #maxInFlight: number;
   #pending: Waiting[] = [];
