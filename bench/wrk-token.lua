@@ -5,7 +5,7 @@
 --   TOKEN=<bearer token> WPATH=/webhooks/w/<uid> wrk -t1 -c50 -d8s -s bench/wrk-token.lua http://127.0.0.1:<port>
 --
 -- against `node bench/ingress-server.ts` (it prints the URL and token) or `node bench/ingress-bare.ts`
--- (any token, WPATH=/webhooks/w/bench). docs/performance.md, "Senders that wait for each answer".
+-- (any token, WPATH=/webhooks/w/bench). docs/decisions.md, "A group takes half the deliveries in progress".
 local counter = 0
 local pad = string.rep("x", 1024)
 local token = os.getenv("TOKEN") or ""

@@ -12,7 +12,7 @@ import type { CreatedRun, InsertRun } from '../runs/plans.ts';
 import { insertRunsParameter } from '../runs/plans.ts';
 import type { RunHandOff } from '../runs/service.ts';
 import type { Db } from '../kernel/db.ts';
-import { Batcher } from './batcher.ts';
+import { Batcher } from '../kernel/group-commit.ts';
 import type { Claimed, ClaimOptions } from './queue.ts';
 import { createAndClaimServiceRuns } from './queue.ts';
 
@@ -93,7 +93,7 @@ export class HandOff implements RunHandOff {
   readonly #db: Db;
   readonly #target: HandOffTarget;
   readonly #announce: (runs: CreatedRun[]) => void;
-  readonly #batcher = new Batcher<InsertRun, CreatedRun | Error>((rows) => this.#write(rows));
+  readonly #batcher = new Batcher<InsertRun, CreatedRun | Error>((rows) => this.#write(rows), { gather: 'microtasks' });
   readonly #pending = new Set<Promise<unknown>>();
 
   /** `announce`: tells the others about runs the statement inserted but did not claim. */

@@ -17,8 +17,9 @@ import { transitionFor } from '../runs/state-machine.ts';
 import type { RunEvent } from '../runs/state-machine.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db, Queryable } from '../kernel/db.ts';
+import { Batcher } from '../kernel/group-commit.ts';
 import { ulid } from '../kernel/ids.ts';
-import { Batcher, retryOnConflict } from './batcher.ts';
+import { retryOnConflict } from '../store/errors.ts';
 import { runFromJson } from './queue.ts';
 import type { AgentEvent, ExecutionOutcome } from './plan.ts';
 
@@ -104,10 +105,16 @@ export class ExecutionRecorder {
   readonly #db: Db;
   readonly #bus: Bus;
   readonly #log: Logger;
-  readonly #starts = new Batcher<StartInput, boolean>((items) => retryOnConflict(() => this.#writeStarts(items)));
-  readonly #events = new Batcher<EventsInput, void>((items) => retryOnConflict(() => this.#writeEvents(items)));
-  readonly #ends = new Batcher<FinishInput, RunRow | undefined>((items) =>
-    retryOnConflict(() => this.#writeEnds(items)),
+  // A group gathers the calls of one turn, so that what an answer hands over (an event, an end) joins the next.
+  readonly #starts = new Batcher<StartInput, boolean>((items) => retryOnConflict(() => this.#writeStarts(items)), {
+    gather: 'microtasks',
+  });
+  readonly #events = new Batcher<EventsInput, void>((items) => retryOnConflict(() => this.#writeEvents(items)), {
+    gather: 'microtasks',
+  });
+  readonly #ends = new Batcher<FinishInput, RunRow | undefined>(
+    (items) => retryOnConflict(() => this.#writeEnds(items)),
+    { gather: 'microtasks' },
   );
 
   constructor(db: Db, bus: Bus, log: Logger) {

@@ -1,34 +1,31 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { bearerToken } from '../ingress/authenticate.ts';
+import { SIGNATURE_SCHEMES, safeEqual } from '../ingress/signatures/index.ts';
+import type { HeaderMap, SignatureScheme } from '../ingress/signatures/index.ts';
 
-function same(a: string, b: string): boolean {
-  const x = Buffer.from(a, 'utf8');
-  const y = Buffer.from(b, 'utf8');
-  return x.length === y.length && timingSafeEqual(x, y);
-}
+export type PushVerification = { ok: true } | { ok: false; reason: string };
 
 /**
- * Does a push notification carry the factory's push secret? Accepted forms: GitHub's
- * `X-Hub-Signature-256: sha256=<HMAC-SHA256 of the body>`, GitLab's `X-Gitlab-Token: <secret>`, or
- * `Authorization: Bearer <secret>` (CI scripts, other hosts). Comparisons are constant-time.
+ * Does a push notification carry the factory's push secret? Checked by the ingress's own schemes: GitHub's
+ * `X-Hub-Signature-256` (the `github` scheme), GitLab's `X-Gitlab-Token` or signing token (the `gitlab`
+ * scheme); otherwise `Authorization: Bearer <secret>` (CI scripts, other hosts), as a `token` webhook takes it.
  */
-export function verifyPushNotification(
-  headers: Record<string, string | string[] | undefined>,
-  body: Buffer,
-  secret: string,
-): boolean {
-  const header = (name: string): string | undefined => {
-    const v = headers[name];
-    return Array.isArray(v) ? v[0] : v;
-  };
-  const github = header('x-hub-signature-256');
-  if (github !== undefined) {
-    const expected = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
-    return same(github.trim().toLowerCase(), expected);
+export function verifyPushNotification(headers: HeaderMap, body: Buffer, secret: string, now: Date): PushVerification {
+  const scheme = schemeOf(headers);
+  if (scheme) {
+    // Neither GitHub nor GitLab signs the URL.
+    const result = scheme.verify({ rawBody: body, headers, secret, url: '', now });
+    return result.ok ? { ok: true } : { ok: false, reason: result.message };
   }
-  const gitlab = header('x-gitlab-token');
-  if (gitlab !== undefined) return same(gitlab, secret);
-  const bearer = /^Bearer\s+(.+)$/i.exec(header('authorization') ?? '')?.[1]?.trim();
-  return bearer !== undefined && same(bearer, secret);
+  const token = bearerToken(headers);
+  if (token === undefined) return { ok: false, reason: 'no X-Hub-Signature-256, X-Gitlab-Token or bearer secret' };
+  return safeEqual(token, secret) ? { ok: true } : { ok: false, reason: 'the bearer secret is wrong' };
+}
+
+function schemeOf(headers: HeaderMap): SignatureScheme | undefined {
+  if (headers['x-hub-signature-256'] !== undefined) return SIGNATURE_SCHEMES.github;
+  if (headers['x-gitlab-token'] !== undefined || headers['webhook-signature'] !== undefined)
+    return SIGNATURE_SCHEMES.gitlab;
+  return undefined;
 }
 
 /** The branch a push notification is about (`ref: refs/heads/<branch>` in GitHub and GitLab payloads), if it says. */

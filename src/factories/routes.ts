@@ -220,10 +220,14 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
         if (factory?.source.type !== 'git' || !factory.source.push_secret) throw notFound;
         const secret = await secretProviderFor(ctx).get(factory.team_id, factory.source.push_secret);
         const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-        if (!secret || secret.length > MAX_SECRET_BYTES || !verifyPushNotification(request.headers, body, secret)) {
+        const verified =
+          secret && secret.length <= MAX_SECRET_BYTES
+            ? verifyPushNotification(request.headers, body, secret, new Date())
+            : { ok: false as const, reason: 'the push secret cannot be checked' };
+        if (!verified.ok) {
           throw new AppError(
             'authentication_required',
-            'the push notification does not carry the push secret (X-Hub-Signature-256, X-Gitlab-Token or a bearer secret)',
+            `the push notification does not carry the push secret: ${verified.reason}`,
           );
         }
         if (request.headers['x-github-event'] === 'ping')

@@ -30,7 +30,7 @@ function matchesRouteSecret(given: string, route: WebhookRoute, secret: string):
   return timingSafeEqual(hash('sha256', given, 'buffer'), expected);
 }
 
-function bearer(headers: HeaderMap): string | undefined {
+export function bearerToken(headers: HeaderMap): string | undefined {
   const value = headers.authorization;
   const header = Array.isArray(value) ? value[0] : value;
   if (typeof header !== 'string') return undefined;
@@ -44,7 +44,7 @@ export function authenticate(route: WebhookRoute, request: AuthRequest): AuthOut
   if (secret === null) return { ok: false, reason: 'the webhook has no secret yet; set one by rotating its secret' };
   switch (route.authMode) {
     case 'token': {
-      const token = bearer(request.headers);
+      const token = bearerToken(request.headers);
       if (token === undefined)
         return { ok: false, reason: 'send the webhook secret as "Authorization: Bearer <secret>"' };
       return matchesRouteSecret(token, route, secret)

@@ -1,5 +1,6 @@
 import type { Logger } from '../kernel/log.ts';
 import type { Db } from '../kernel/db.ts';
+import { GroupCommit } from '../kernel/group-commit.ts';
 import { isUniqueViolation } from '../store/errors.ts';
 import { GROUP_COMMIT_MAX_BATCH } from './limits.ts';
 import {
@@ -106,84 +107,50 @@ export interface DeliveryWriterOptions {
 export class DeliveryWriter {
   readonly #db: Db;
   readonly #log: Logger;
-  readonly #options: Required<Pick<DeliveryWriterOptions, 'concurrency' | 'maxBatch'>> &
-    Omit<DeliveryWriterOptions, 'concurrency' | 'maxBatch'>;
-  #queue: Pending[] = [];
-  #running = 0;
-  #scheduled = false;
-  #idle: (() => void)[] = [];
+  readonly #options: DeliveryWriterOptions;
+  readonly #groups: GroupCommit<Pending>;
   readonly #form = new AcceptForm();
 
   constructor(db: Db, log: Logger, options: DeliveryWriterOptions = {}) {
     this.#db = db;
     this.#log = log;
-    this.#options = { maxBatch: GROUP_COMMIT_MAX_BATCH, concurrency: 1, ...options };
+    this.#options = options;
+    const maxBatch = options.maxBatch ?? GROUP_COMMIT_MAX_BATCH;
+    const { inProgress } = options;
+    this.#groups = new GroupCommit<Pending>((batch, release) => this.#write(batch, release), {
+      maxInFlight: options.concurrency ?? 1,
+      maxGroup: inProgress ? () => Math.min(maxBatch, Math.max(1, Math.ceil(inProgress() / 2))) : maxBatch,
+    });
   }
 
   accept(row: AcceptInsert, secretVersion: number): Promise<AcceptOutcome> {
-    return new Promise((resolve, reject) => this.#enqueue({ kind: 'accept', row, secretVersion, resolve, reject }));
+    return new Promise((resolve, reject) => this.#groups.add({ kind: 'accept', row, secretVersion, resolve, reject }));
   }
 
   /** Logs a rejected delivery (metadata only). */
   log(row: DeliveryInsert): Promise<void> {
-    return new Promise((resolve, reject) => this.#enqueue({ kind: 'log', row, resolve, reject }));
+    return new Promise((resolve, reject) => this.#groups.add({ kind: 'log', row, resolve, reject }));
   }
 
   /** Resolves once everything handed over so far is written. */
   drain(): Promise<void> {
-    if (this.#queue.length === 0 && this.#running === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#idle.push(resolve));
+    return this.#groups.drain();
   }
 
-  #enqueue(item: Pending): void {
-    this.#queue.push(item);
-    if (this.#scheduled || this.#running >= this.#options.concurrency) return;
-    // Let the requests that arrived in the same turn of the event loop join this batch.
-    this.#scheduled = true;
-    setImmediate(() => {
-      this.#scheduled = false;
-      this.#pump();
-    });
-  }
-
-  #pump(): void {
-    while (this.#queue.length > 0 && this.#running < this.#options.concurrency) {
-      const batch = this.#queue.splice(0, this.#groupSize());
-      this.#running++;
-      void this.#write(batch);
-    }
-  }
-
-  #groupSize(): number {
-    const { maxBatch, inProgress } = this.#options;
-    if (!inProgress) return maxBatch;
-    return Math.min(maxBatch, Math.max(1, Math.ceil(inProgress() / 2)));
-  }
-
-  async #write(batch: Pending[]): Promise<void> {
+  // The group's slot is released when its last statement has returned, before its requests are answered, so
+  // that the next group is already with the database while this thread writes the responses.
+  async #write(batch: Pending[], release: () => void): Promise<void> {
     const settled = new Set<Pending>();
     const settle = (item: Pending, outcome?: AcceptOutcome) => {
       settled.add(item);
       if (item.kind === 'accept') item.resolve(outcome!);
       else item.resolve();
     };
-    // The group's slot is given back when its last statement has returned, before its requests are answered,
-    // so that the next group is already with the database while this thread writes the responses.
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      this.#running--;
-      this.#pump();
-      if (this.#queue.length === 0 && this.#running === 0) for (const done of this.#idle.splice(0)) done();
-    };
     try {
       await writeBatch(this.#db, this.#form, batch, settle, release, this.#options);
     } catch (err) {
       this.#log.error({ err, deliveries: batch.length }, 'writing webhook deliveries failed');
       for (const item of batch) if (!settled.has(item)) item.reject(err);
-    } finally {
-      release();
     }
   }
 }

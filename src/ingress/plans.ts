@@ -140,7 +140,7 @@ const ACCEPT_NEW = `WITH live AS (${LIVE_WEBHOOKS}),
 /**
  * The parameters of both accept statements: the rows' columns as binary arrays (ACCEPT_ROWS), the group's
  * webhooks, and the payloads as ONE bytea parameter in binary format, end to end: the server copies bytes
- * instead of lexing them out of text (that was 40% of the statement on PostgreSQL, more on PGlite).
+ * instead of lexing them out of text, a large share of the statement's cost (docs/decisions.md).
  */
 function acceptParams(group: AcceptGroup): SqlValue[] {
   const rows = group.map((g) => g.row);

@@ -70,7 +70,7 @@ export function randomToken(bytes = 32): string {
 }
 
 // One CSPRNG call per 256 ids instead of one each (crypto.getRandomValues, which uuid calls for every id, cost
-// ~5 µs on the request path); node:crypto's randomUUID caches its entropy the same way.
+// too much on the request path: docs/decisions.md); node:crypto's randomUUID caches its entropy the same way.
 const entropy = Buffer.alloc(4096);
 let entropyUsed = entropy.length;
 

@@ -1,5 +1,6 @@
 import type { WireMessages } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
+import { GroupCommit } from '../kernel/group-commit.ts';
 import * as plans from './plans.ts';
 import type { CreatedRun, InsertRun } from './plans.ts';
 
@@ -19,56 +20,33 @@ interface Waiting {
  * Group commit for run creation: the runs requested while earlier inserts are in flight are written
  * together, as one multi-row INSERT (one statement, so all or nothing, and no transaction round trips).
  * Under load the batches grow by themselves; a lone request waits only for the next turn of the event loop.
- * Measured on PGlite, a row costs several times less in a statement of 50 than alone (docs/performance.md).
+ * On PGlite a row costs several times less in a statement of 50 than alone (docs/decisions.md, "Group commit").
  */
 export class RunInsertBatcher {
   readonly #db: Db;
   readonly #announcer: InsertAnnouncer;
-  readonly #maxBatch: number;
   /**
-   * One batch at a time on both engines (docs/performance.md). The next batch is handed over as soon as one
+   * One batch at a time on both engines (docs/decisions.md). The next batch is handed over as soon as one
    * ends, before its requests are answered, so the database is not left waiting for this thread. On PostgreSQL
    * each statement sent wakes a backend process, which on a small machine takes the CPU from this thread;
-   * on PGlite a second batch in flight only made the batches smaller (+4% with one, in alternation).
+   * on PGlite a second batch in flight only made the batches smaller (one was faster).
    */
-  readonly #maxInFlight: number;
-  #pending: Waiting[] = [];
-  #inFlight = 0;
-  #scheduled = false;
+  readonly #groups: GroupCommit<Waiting>;
 
   constructor(db: Db, announcer: InsertAnnouncer, options: { maxBatch?: number; maxInFlight?: number } = {}) {
     this.#db = db;
     this.#announcer = announcer;
-    this.#maxBatch = options.maxBatch ?? 200;
-    this.#maxInFlight = options.maxInFlight ?? 1;
+    this.#groups = new GroupCommit<Waiting>((batch, release) => this.#write(batch, release), {
+      maxGroup: options.maxBatch ?? 200,
+      maxInFlight: options.maxInFlight ?? 1,
+    });
   }
 
   insert(row: InsertRun): Promise<CreatedRun> {
-    return new Promise<CreatedRun>((resolve, reject) => {
-      this.#pending.push({ row, resolve, reject });
-      this.#schedule();
-    });
+    return new Promise<CreatedRun>((resolve, reject) => this.#groups.add({ row, resolve, reject }));
   }
 
-  #schedule(): void {
-    if (this.#scheduled || this.#inFlight >= this.#maxInFlight || this.#pending.length === 0) return;
-    this.#scheduled = true;
-    // Let the requests already read in this turn of the event loop join the batch.
-    setImmediate(() => {
-      this.#scheduled = false;
-      this.#submit();
-    });
-  }
-
-  #submit(): void {
-    while (this.#inFlight < this.#maxInFlight && this.#pending.length > 0) {
-      const batch = this.#pending.splice(0, this.#maxBatch);
-      this.#inFlight++;
-      void this.#write(batch);
-    }
-  }
-
-  async #write(batch: Waiting[]): Promise<void> {
+  async #write(batch: Waiting[], release: () => void): Promise<void> {
     const runs = batch.map((w) => w.row);
     let rows: CreatedRun[] | undefined;
     let failure: unknown;
@@ -77,10 +55,7 @@ export class RunInsertBatcher {
     } catch (err) {
       failure = err;
     }
-    this.#inFlight--;
-    // Hand the next batch over before answering this one: the database works on it while this thread writes
-    // the responses.
-    this.#submit();
+    release();
     if (rows) {
       this.#settle(batch, rows);
     } else if (batch.length === 1) {

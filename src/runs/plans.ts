@@ -106,7 +106,7 @@ export type CreatedRun = Pick<RunRow, 'id' | 'state' | 'worker_host'>;
 /**
  * The rows of a run insert as its one JSON parameter: on PGlite, binding 27 parameters per run cost more than the
  * insert itself. Unpacked by json_to_recordset, which reads the text as it goes (jsonb_to_recordset first builds a
- * jsonb value of the whole batch: ~2 µs more per row on PostgreSQL).
+ * jsonb value of the whole batch, slower per row: docs/decisions.md).
  */
 export function insertRunsParameter(runs: readonly InsertRun[]): string {
   return JSON.stringify(runs.map(insertRecord));

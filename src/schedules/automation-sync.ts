@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
+import { checkCron } from '../definitions/cron.ts';
 import type { Db } from '../kernel/db.ts';
 import { newId } from '../kernel/ids.ts';
-import { cronProblem, parseCron } from './cron.ts';
+import { parseCron } from './cron.ts';
 import * as plans from './plans.ts';
 import type { LiveAutomation } from './plans.ts';
 
@@ -66,7 +67,7 @@ export async function syncFactorySchedules(db: Db, factoryId: string, now: Date)
     const desired = new Map<string, Desired>();
     for (const automation of await plans.liveAutomationsOfFactory(tx, factoryId)) {
       for (const schedule of inlineSchedulesOf(automation.triggers)) {
-        const problem = cronProblem(schedule.cron);
+        const problem = checkCron(schedule.cron);
         if (problem) {
           result.skipped.push({ automation: automation.name, schedule: schedule.name, problem });
           continue;

@@ -2,8 +2,8 @@
  * One-dimensional arrays in PostgreSQL's binary format (what `array_recv` reads), for parameters that carry a
  * column of many rows. Both engines take a Buffer parameter in binary format (`pg` does so for any Buffer,
  * PgliteStatements likewise), so the server copies each element instead of lexing text: for the delivery
- * groups of the ingress this was ≈ 9% of the statement on PGlite against one JSON parameter unpacked by
- * `json_to_recordset` (docs/performance.md).
+ * groups of the ingress this is cheaper than one JSON parameter unpacked by `json_to_recordset`
+ * (docs/decisions.md, "One statement accepts a group").
  *
  * Layout: ndim, has-nulls flag, element type OID, then per dimension its length and lower bound (all int32),
  * then each element as an int32 length (-1 for NULL) and its bytes in the element type's binary format.

@@ -55,7 +55,7 @@ const quoteIdent = (name: string): string => `"${name.replaceAll('"', '""')}"`;
  * PGlite runs PostgreSQL in single-user mode, which has no autovacuum: without this, nothing ever runs ANALYZE
  * or VACUUM. Without ANALYZE the planner keeps the plans it made while the tables were small — a prepared
  * look-up of a run by id planned on an empty database kept reading every run of the team through another index
- * (≈ 25 ms at 300,000 runs instead of ≈ 0.5 ms through the primary key) — and without VACUUM the rows that
+ * instead of the primary key, growing with the table (docs/decisions.md) — and without VACUUM the rows that
  * updates and purges leave behind are never reclaimed.
  * One pass does what autovacuum would for the tables of the current schema that are due, then what the
  * checkpointer would (checkpointIfDue).
@@ -98,7 +98,7 @@ export async function maintainTables(
  * A btree's free-space map (its FSM fork) exists only once VACUUM has recycled one of its pages; until then
  * PostgreSQL looks for the file again at every page split (GetFreeIndexPage, then smgrexists, an open(2) that
  * fails). On PGlite that failed open is a thrown JavaScript exception and a path walk in Emscripten's file
- * system: ≈ 4% of PGlite's thread under the ingress benchmark, mostly for the delivery log's identity index,
+ * system, a cost under ingress load (docs/decisions.md), mostly for the delivery log's identity index,
  * whose random keys split pages all the time. Gives each btree index of the current schema that has no map an
  * empty one, a single zeroed page, which PostgreSQL reads as a map page with no free space recorded (as it
  * reads a page a crash left zeroed) and fills in as pages are freed. The page is written by the server itself,

@@ -22,8 +22,8 @@ export class Latin1Bytes {
  * The parameters of a query as they cross to PGlite's thread. Bytes (a Buffer or Uint8Array) cross as their
  * latin1 string (one character per byte, exact for any bytes), their positions listed in `bytesAt`. A
  * Uint8Array would arrive as a new ArrayBuffer, and V8 counts ArrayBuffer bytes allocated since the last
- * mark-compact against the old generation's headroom: under the ingress benchmark (a group's payloads, ≈ 19 KB,
- * every ≈ 1.4 ms) PGlite's thread then ran a full mark-compact every 160–200 ms. A string lives on the young
+ * mark-compact against the old generation's headroom, so a steady flow of payloads kept PGlite's thread in full
+ * mark-compacts (docs/decisions.md, "Bytes cross to PGlite's thread as strings"). A string lives on the young
  * generation and dies in a scavenge.
  */
 export function encodeParams(params: readonly SqlValue[]): { params: SqlValue[]; bytesAt?: number[] } {

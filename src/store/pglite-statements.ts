@@ -1,7 +1,7 @@
 /**
  * Named prepared statements for PGlite. `PGlite.query` parses, describes and plans its statement afresh on
  * every call; for the service's hot statements (a run insert, a delivery group, an API key lookup) that
- * was most of their cost (a one-row run insert: ≈ 350 µs planned each time, ≈ 100 µs prepared). Each
+ * was most of their cost (docs/decisions.md, "Prepared statements on both engines"). Each
  * distinct statement text is parsed once under a name, its parameter types remembered, and then only
  * bound and executed, with the same parameter serialisers and result parsers `query` uses. The plan cache
  * of PostgreSQL re-plans a prepared statement after DDL on its tables by itself.
@@ -121,8 +121,8 @@ const MAX_KEPT_BUFFER = 1024 * 1024;
 
 /**
  * Writes Bind + Describe + Execute + Sync into one buffer, reused from call to call. PGlite's own `serialize.bind`
- * counts UTF-8 bytes in a JavaScript loop and copies the values through three growing buffers (43 µs for the
- * 13 KB parameter of a batch of 20 runs). PGlite reads the message before `execProtocol`
+ * counts UTF-8 bytes in a JavaScript loop and copies the values through three growing buffers, slow for a
+ * batch's large parameter. PGlite reads the message before `execProtocol`
  * returns its promise, and statements run one at a time, so one buffer serves every call.
  */
 export class BindMessage {

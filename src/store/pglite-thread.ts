@@ -30,10 +30,9 @@ export async function terminatePgliteThreadsForTesting(): Promise<void> {
 /**
  * A small young generation for the thread's JavaScript heap. V8 starts incremental marking, which ends in a
  * full mark-compact, whenever the old generation's headroom is smaller than the young generation; this heap
- * is small (≈ 14 MB: PGlite's JavaScript, its buffers, the results in flight), so with the default young
+ * is small (PGlite's JavaScript, its buffers, the results in flight), so with the default young
  * generation (16 MB semi-spaces) nearly every few megabytes allocated ended in a mark-compact instead of a
- * scavenge: 17 mark-compacts and no scavenge over 2,000 batched run inserts, against 2 and 36 scavenges with
- * 8 MB (docs/performance.md).
+ * scavenge (docs/decisions.md, "PGlite's thread has an 8 MB young generation").
  */
 const WORKER_HEAP_LIMITS = { maxYoungGenerationSizeMb: 8 };
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidCronError, goDurationMs, parseCron } from '../../src/schedules/cron.ts';
+import { goDurationMs } from '../../src/definitions/cron.ts';
+import { InvalidCronError, parseCron } from '../../src/schedules/cron.ts';
 import { inlineSchedulesOf } from '../../src/schedules/automation-sync.ts';
 
 const at = (iso: string) => new Date(iso);
