@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
+import { parseTimestamp } from '../kernel/hostile-input.ts';
 import type { Creator } from './model.ts';
 import { toRunItem } from './model.ts';
 import { listRuns } from './list.ts';
@@ -17,16 +18,6 @@ function decodeBase64(field: string, data: string): Buffer {
   const compact = data.replace(/\s+/g, '');
   if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(compact)) throw new AppError('invalid_request', `${field} must be base64`);
   return Buffer.from(compact, compact.includes('-') || compact.includes('_') ? 'base64url' : 'base64');
-}
-
-/** RFC 3339 with `Z` or an offset; a naive time (Python's isoformat without zone) is taken as UTC. */
-export function parseTimestamp(name: string, value: string | undefined): Date | undefined {
-  if (value === undefined || value === '') return undefined;
-  const naive = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?$/.test(value);
-  const date = new Date(naive ? `${value.length === 10 ? `${value}T00:00:00` : value}Z` : value);
-  if (Number.isNaN(date.getTime()))
-    throw new AppError('invalid_request', `${name} must be an RFC 3339 timestamp, got "${value}"`);
-  return date;
 }
 
 export function creatorOf(request: FastifyRequest): Creator {
