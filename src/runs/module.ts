@@ -8,12 +8,19 @@ import { registerCatalogRoutes } from './catalog-routes.ts';
 import { registerFollowupListRoute, registerRunRoutes } from './routes.ts';
 import { RunService } from './service.ts';
 import { renderSessionPage } from './session-page.ts';
+import { adminsOnlySecrets } from './secret-names.ts';
+import type { RunSecretsCheck } from './secret-names.ts';
 
-export const runsModule: AppModule = {
+export interface RunsModuleOptions {
+  /** Which secrets a caller may name in a run (src/modules.ts passes the factories' grants). */
+  checkSecrets?: RunSecretsCheck;
+}
+
+export const createRunsModule = (options: RunsModuleOptions = {}): AppModule => ({
   name: 'runs',
   async api(app, ctx) {
     const runs = new RunService(ctx.db, ctx.bus);
-    await registerRunRoutes(app, ctx, runs);
+    await registerRunRoutes(app, ctx, runs, options.checkSecrets ?? adminsOnlySecrets);
     await registerFollowupListRoute(app, runs);
     await registerAttachmentRoutes(app, ctx, runs);
     await registerCatalogRoutes(app, ctx);
@@ -29,4 +36,4 @@ export const runsModule: AppModule = {
       },
     );
   },
-};
+});

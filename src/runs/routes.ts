@@ -11,6 +11,7 @@ import type { RunFilters, SortField, SortOrder } from './list.ts';
 import * as schemas from './schemas.ts';
 import type { RunService } from './service.ts';
 import type { Static } from 'typebox';
+import type { RunSecretsCheck } from './secret-names.ts';
 
 const MAX_ATTACHMENTS = 5;
 
@@ -68,12 +69,18 @@ function filtersOf(q: ListQuery): RunFilters {
   return f;
 }
 
-export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, runs: RunService): Promise<void> {
+export async function registerRunRoutes(
+  app: AppInstance,
+  ctx: ServiceContext,
+  runs: RunService,
+  checkSecrets: RunSecretsCheck,
+): Promise<void> {
   const createRun = async (
     request: FastifyRequest<{ Body: Static<typeof schemas.RunAgentRequestSchema> | undefined }>,
     reply: FastifyReply,
   ) => {
     const body = request.body ?? {};
+    await checkSecrets(ctx.db, request.principal, body.config);
     const attachments = [
       ...(body.attachments ?? []).map((a, i) => ({
         fileName: a.file_name,

@@ -217,6 +217,26 @@ const ISOLATION: Record<string, Probe> = {
         await f.asB('POST', '/agent/runs', { prompt: 'x', agent_identity_uid: f.a.identityUid }),
         'run as A identity',
       );
+      await expectNotFound(
+        await f.asB('POST', '/agent/runs', { prompt: 'x', parent_run_id: f.a.runId }),
+        'run under A parent',
+      );
+      await expectNotFound(
+        await f.asB('POST', '/agent/runs', { prompt: 'x', conversation_id: f.a.runId }),
+        'run continuing A conversation',
+      );
+      await expectNotFound(
+        await f.s.api(
+          'POST',
+          '/agent/runs',
+          {
+            prompt: 'x',
+            config: { harness: { type: 'claude' }, harness_auth_secrets: { claude_auth_secret_name: f.a.secretName } },
+          },
+          f.b.member,
+        ),
+        'run with A secret (B member)',
+      );
       const own = await f.asB('POST', '/agent/runs', { prompt: 'b run' });
       expect((await f.asA('GET', `/agent/runs/${own.body.run_id}`)).status).toBe(404);
     },
