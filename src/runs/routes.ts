@@ -6,6 +6,7 @@ import { AppError } from '../kernel/errors.ts';
 import { parseTimestamp } from '../kernel/hostile-input.ts';
 import type { Creator } from './model.ts';
 import { toRunItem } from './model.ts';
+import { sessionLinksFor } from './session-link.ts';
 import { listRuns } from './list.ts';
 import type { RunFilters, SortField, SortOrder } from './list.ts';
 import * as schemas from './schemas.ts';
@@ -75,6 +76,7 @@ export async function registerRunRoutes(
   runs: RunService,
   checkSecrets: RunSecretsCheck,
 ): Promise<void> {
+  const links = sessionLinksFor(ctx);
   const createRun = async (
     request: FastifyRequest<{ Body: Static<typeof schemas.RunAgentRequestSchema> | undefined }>,
     reply: FastifyReply,
@@ -152,7 +154,7 @@ export async function registerRunRoutes(
       ...(q.cursor ? { cursor: q.cursor } : {}),
     });
     return {
-      runs: rows.map((r) => toRunItem(r, ctx.config.publicUrl)),
+      runs: rows.map((r) => toRunItem(r, links.urlFor)),
       page_info: { has_next_page: nextCursor !== undefined, ...(nextCursor ? { next_cursor: nextCursor } : {}) },
     };
   };
@@ -182,7 +184,7 @@ export async function registerRunRoutes(
         response: { 200: schemas.RunItemSchema },
       },
     },
-    async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), ctx.config.publicUrl),
+    async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), links.urlFor),
   );
 
   // Legacy clients (warp-sdk ≤0.3) used /agent/tasks.
@@ -211,7 +213,7 @@ export async function registerRunRoutes(
         params: schemas.RunIdParamsSchema,
       },
     },
-    async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), ctx.config.publicUrl),
+    async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), links.urlFor),
   );
 
   app.post(

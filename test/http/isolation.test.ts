@@ -124,9 +124,10 @@ const ISOLATION: Record<string, Probe> = {
   },
   'GET /sessions/:sessionId': {
     kind: 'public',
-    why: "the session UUID (122 random bits) is the capability; run ids don't open it",
+    why: 'a link signed for one session and a lifetime is the capability; unsigned ids and run ids open nothing',
     check: async (f) => {
       expect((await request(`${f.s.url}/sessions/${f.a.runId}`)).status).toBe(404);
+      expect((await request(`${f.s.url}/sessions/${f.a.sessionId}`)).status).toBe(404);
       expect((await request(`${f.s.url}/sessions/00000000-0000-4000-8000-000000000000`)).status).toBe(404);
     },
   },
