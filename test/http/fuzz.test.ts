@@ -20,10 +20,10 @@ import type { RawResponse, SeededWebhook } from '../ingress/support.ts';
 
 const RUNS = Number(process.env.AGENTYARD_FUZZ_RUNS ?? 100);
 const SEED = process.env.AGENTYARD_FUZZ_SEED ? Number(process.env.AGENTYARD_FUZZ_SEED) : undefined;
-/** At most 15 s per property on a slow machine: fewer runs then, never a timeout. */
+/** At most 10 s per property on a slow machine: fewer runs then, never a timeout. */
 const PROPERTY_OPTIONS = {
   numRuns: RUNS,
-  interruptAfterTimeLimit: 15_000,
+  interruptAfterTimeLimit: 10_000,
   ...(SEED !== undefined ? { seed: SEED } : {}),
 };
 
