@@ -61,6 +61,8 @@ export function findStringFault(value: unknown, root: string): { path: string; f
     if (typeof v === 'string') {
       const fault = stringFault(v);
       if (fault) return { path: item.path, fault };
+    } else if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer) {
+      // raw bytes (a push hook's body): not text
     } else if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], path: memberPath(item.path, i) });
     } else if (v !== null && typeof v === 'object') {

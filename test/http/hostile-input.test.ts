@@ -65,6 +65,8 @@ describe('hostile-input checks', () => {
     expect(findStringFault({ config: { name: '\uD800x' } }, 'body')?.path).toBe('body.config.name');
     expect(findStringFault({ 'x\uDC00': 1 }, 'body')?.fault).toMatch(/key .*surrogate/);
     expect(findStringFault({ emoji: '\u{1F600}', text: 'fine' }, 'body')).toBeUndefined();
+    // Raw bytes are not text, and are not walked byte by byte.
+    expect(findStringFault(Buffer.alloc(1024, 0), 'body')).toBeUndefined();
     let deep: unknown = 'x\0';
     for (let i = 0; i < 100_000; i++) deep = [deep];
     expect(findStringFault(deep, 'body')?.fault).toBe('contains a NUL character');
