@@ -39,6 +39,10 @@ export interface Config {
    * (AGENTYARD_SOURCE_ALLOWED_HOSTS, comma-separated host names or `host:port`).
    */
   sourceAllowedHosts: readonly string[];
+  /** Seconds a client has to send a request's headers and body; then 408 (AGENTYARD_BODY_TIMEOUT_SECONDS). */
+  bodyTimeoutSeconds: number;
+  /** Lifetime of the signed session links in run answers (AGENTYARD_SESSION_LINK_TTL_SECONDS). */
+  sessionLinkTtlSeconds: number;
 }
 
 export interface SourceLimits {
@@ -114,5 +118,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
         .split(',')
         .map((h) => h.trim().toLowerCase())
         .filter(Boolean),
+    bodyTimeoutSeconds: overrides.bodyTimeoutSeconds ?? envPositive(env, 'AGENTYARD_BODY_TIMEOUT_SECONDS', 60),
+    sessionLinkTtlSeconds:
+      overrides.sessionLinkTtlSeconds ?? envPositive(env, 'AGENTYARD_SESSION_LINK_TTL_SECONDS', 7 * 24 * 3600),
   };
 }

@@ -2,8 +2,9 @@ import type { AppModule } from './plugin.ts';
 import { automationsModule } from './automations/module.ts';
 import { identityModule } from './identity/module.ts';
 import { ingressModule } from './ingress/module.ts';
-import { runsModule } from './runs/module.ts';
-import { schedulesModule } from './schedules/module.ts';
+import { createRunsModule } from './runs/module.ts';
+import { createSchedulesModule } from './schedules/module.ts';
+import { authorizeRunSecrets } from './factories/secret-grants.ts';
 import { secretsModule } from './secrets/module.ts';
 import { webhooksModule } from './webhooks/module.ts';
 import { factoriesModule, factoryFilesModule } from './factories/module.ts';
@@ -14,14 +15,14 @@ import { consoleModule } from './console/module.ts';
 /** Every domain of the service, in the order their routes and background work start. Add one line per module. */
 export const MODULES: readonly AppModule[] = [
   identityModule,
-  runsModule,
+  createRunsModule({ checkSecrets: authorizeRunSecrets }),
   secretsModule,
   factoriesModule,
   factoryFilesModule,
   ingressModule,
   automationsModule,
   webhooksModule,
-  schedulesModule,
+  createSchedulesModule({ checkSecrets: authorizeRunSecrets }),
   healthModule,
   executionModule,
   consoleModule,

@@ -34,7 +34,8 @@ export interface ExecutorDeps {
   settings: ExecutionSettings;
   recorder: ExecutionRecorder;
   secrets: SecretProvider;
-  publicUrl: () => string;
+  /** The signed session link of a run's session (src/runs/session-link.ts). */
+  sessionLink: (sessionId: string) => string;
   /** This process, as the lease holder names it. */
   processId: string;
   /** Told the runs of each claim as their executions begin (benchmarks). */
@@ -211,7 +212,7 @@ export class ServiceExecutor implements HandOffTarget {
 
   /** Starts executing claimed runs. */
   async #take(claimed: Claimed[]): Promise<void> {
-    const plans = await buildPlans(this.#deps.db, this.#deps.secrets, claimed, this.#deps.publicUrl());
+    const plans = await buildPlans(this.#deps.db, this.#deps.secrets, claimed, this.#deps.sessionLink);
     if (this.#deps.settings.sandbox.containerRuntime) {
       const images = await runnerImages(
         this.#deps.db,

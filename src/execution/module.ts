@@ -4,6 +4,7 @@
  * workers.
  */
 import { RUNS_QUEUED_TOPIC } from '../kernel/topics.ts';
+import { sessionLinksFor } from '../runs/session-link.ts';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { AppModule } from '../plugin.ts';
@@ -67,7 +68,7 @@ export function createExecutionModule(options: ExecutionModuleOptions = {}): App
         authenticator: ctx.authenticator,
         recorder,
         secrets: delegatingSecretProvider(ctx),
-        publicUrl: () => ctx.config.publicUrl,
+        sessionLink: sessionLinksFor(ctx).urlFor,
         serverId: processId,
         leaseMs: settings.leaseMs,
         heartbeatMs: settings.heartbeatMs,
@@ -122,7 +123,7 @@ export function createExecutionModule(options: ExecutionModuleOptions = {}): App
           settings,
           recorder,
           secrets: delegatingSecretProvider(ctx),
-          publicUrl: () => ctx.config.publicUrl,
+          sessionLink: sessionLinksFor(ctx).urlFor,
           processId,
           ...(options.onClaimed ? { onClaimed: options.onClaimed } : {}),
         });

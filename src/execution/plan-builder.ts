@@ -85,7 +85,7 @@ export async function buildPlans(
   q: Queryable,
   secrets: SecretProvider,
   requests: readonly PlanRequest[],
-  publicUrl: string,
+  sessionLink: (sessionId: string) => string,
 ): Promise<(ExecutionPlan | Error)[]> {
   if (requests.length === 0) return [];
   const missing = requests.filter((r) => !r.inputs);
@@ -97,7 +97,7 @@ export async function buildPlans(
     : new Map<string, PlanInputs>();
   return Promise.all(
     requests.map((r) =>
-      planFrom(q, secrets, r, r.inputs ?? loaded.get(r.run.id)!, publicUrl).catch((err: unknown) =>
+      planFrom(q, secrets, r, r.inputs ?? loaded.get(r.run.id)!, sessionLink).catch((err: unknown) =>
         err instanceof Error ? err : new Error(String(err)),
       ),
     ),
@@ -107,9 +107,9 @@ export async function buildPlans(
 export async function buildPlan(
   q: Queryable,
   secrets: SecretProvider,
-  input: PlanRequest & { publicUrl: string },
+  input: PlanRequest & { sessionLink: (sessionId: string) => string },
 ): Promise<ExecutionPlan> {
-  const [plan] = await buildPlans(q, secrets, [input], input.publicUrl);
+  const [plan] = await buildPlans(q, secrets, [input], input.sessionLink);
   if (plan instanceof Error) throw plan;
   return plan!;
 }
@@ -125,7 +125,7 @@ async function planFrom(
   secrets: SecretProvider,
   input: PlanRequest,
   inputs: PlanInputs,
-  publicUrl: string,
+  sessionLink: (sessionId: string) => string,
 ): Promise<ExecutionPlan> {
   const { run, harness } = input;
   const config = run.config;
@@ -217,7 +217,7 @@ async function planFrom(
       config: config as Record<string, unknown>,
       metadata: run.metadata,
       createdAt: run.created_at.toISOString(),
-      sessionLink: `${publicUrl}/sessions/${run.session_id}`,
+      sessionLink: sessionLink(run.session_id),
     },
   };
 }

@@ -11,6 +11,7 @@ import type { AgentEvent, ExecutionOutcome, ExecutionPlan, PlanFollowup } from '
 import { sandboxInvocation } from './sandbox/index.ts';
 import type { SandboxKind } from './sandbox/index.ts';
 import type { ExecutionSettings } from './settings.ts';
+import { redact, secretForms } from './redaction.ts';
 import { createWorkspace, workspaceSize, writePlanFiles } from './workspace.ts';
 import type { Workspace } from './workspace.ts';
 
@@ -50,19 +51,6 @@ const BASE_ENV_VARS = [
   'NO_PROXY',
 ];
 
-/** Replaces every secret value in the strings of `value`. */
-export function redact<T>(value: T, secrets: readonly string[]): T {
-  if (secrets.length === 0) return value;
-  const walk = (v: unknown): unknown => {
-    if (typeof v === 'string') return secrets.reduce((s, secret) => s.split(secret).join('[redacted]'), v);
-    if (Array.isArray(v)) return v.map(walk);
-    if (v && typeof v === 'object')
-      return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, walk(x)]));
-    return v;
-  };
-  return walk(value) as T;
-}
-
 /** The prompt with what the workspace holds for the agent: the skill and the attachments. */
 export function promptWithNotes(plan: ExecutionPlan, fileNames: readonly string[]): string {
   const notes: string[] = [];
@@ -101,7 +89,13 @@ export class ExecutionRunner {
     this.plan = plan;
     this.#settings = settings;
     this.#hooks = hooks;
-    this.#secrets = Object.values(plan.secretEnv).filter((v) => v.length >= 6);
+    this.#secrets = [
+      ...new Set(
+        Object.values(plan.secretEnv)
+          .filter((v) => v.length >= 6)
+          .flatMap((v) => secretForms(v)),
+      ),
+    ].sort((a, b) => b.length - a.length);
     this.done = this.#run().catch((err: unknown) => ({
       kind: 'error' as const,
       exitCode: null,

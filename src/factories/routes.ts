@@ -11,6 +11,7 @@ import { controllerFor, readOnlyError } from '../reconciler/index.ts';
 import type { FactoryRow } from '../reconciler/model.ts';
 import * as plans from '../reconciler/plans.ts';
 import { toRunItem } from '../runs/model.ts';
+import { sessionLinksFor } from '../runs/session-link.ts';
 import { MAX_SECRET_BYTES } from '../secrets/service.ts';
 import { secretProviderFor } from '../secrets/provider.ts';
 import type { ApplyTrigger } from '../reconciler/model.ts';
@@ -449,7 +450,7 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
         run_id: run.id,
         state: run.state,
         ticket_ref: ticketRef,
-        run_url: toRunItem(run, ctx.config.publicUrl).session_link,
+        run_url: toRunItem(run, sessionLinksFor(ctx).urlFor).session_link,
       };
     },
   );

@@ -1,5 +1,6 @@
 import { FACTORIES_CHANGED_TOPIC, RUNS_QUEUED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
 import path from 'node:path';
+import { authorizeRunSecrets } from './secret-grants.ts';
 import type { Principal } from '../identity/principal.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
@@ -140,6 +141,7 @@ export class FactoryService {
       : { name: definition.foreman };
     if (foreman?.prompt) defaults.base_prompt = foreman.prompt;
     const config: AgentConfig = { ...defaults, ...(input.config ?? {}) };
+    await authorizeRunSecrets(this.#ctx.db, principal, config, factory.id);
     const run = await this.#ctx.db.transaction((tx) =>
       insertQueuedRun(tx, {
         teamId: principal.teamId,

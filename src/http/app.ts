@@ -13,6 +13,8 @@ import type { ServiceContext } from '../context.ts';
 import { DirectRoutes } from './direct-routes.ts';
 import { sendProblem, toAppError } from './errors.ts';
 import { redactUrl } from '../kernel/redact.ts';
+import { MAX_JSON_DEPTH, findStringFault, jsonDeeperThan } from '../kernel/hostile-input.ts';
+import { answerClientError } from './client-errors.ts';
 
 /** The API's own body limit; the webhook ingress sets its own (256 KB) on its routes. */
 export const API_BODY_LIMIT = 4 * 1024 * 1024;
@@ -82,6 +84,10 @@ export async function buildApp(
     loggerInstance: ctx.log,
     genReqId: traceIdOf,
     bodyLimit: API_BODY_LIMIT,
+    // Slow senders: the whole request (headers and body) must arrive within this time, or 408 and close.
+    requestTimeout: ctx.config.bodyTimeoutSeconds * 1000,
+    clientErrorHandler: (err, socket) => answerClientError(err, socket, ctx.log),
+    frameworkErrors: (err, request, reply) => sendProblem(request, reply, toAppError(err)),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true, allErrors: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -124,11 +130,37 @@ export async function buildApp(
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (text.trim() === '') return done(null, undefined);
+    if (jsonDeeperThan(text, MAX_JSON_DEPTH)) {
+      return done(
+        new AppError('json_too_deep', `the body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`),
+        undefined,
+      );
+    }
     try {
       done(null, JSON.parse(text));
     } catch (err) {
       done(new AppError('invalid_json', (err as Error).message), undefined);
     }
+  });
+
+  // A declared body over the route's limit is refused before anything else (authentication included), unread;
+  // the connection is not reused, as the rest of the body may still be arriving.
+  app.addHook('onRequest', async (request) => {
+    const limit = request.routeOptions.bodyLimit;
+    if (Number(request.headers['content-length']) > limit) {
+      throw new AppError('payload_too_large', `the body is larger than ${limit} bytes`, {
+        headers: { connection: 'close' },
+      });
+    }
+  });
+
+  // Strings PostgreSQL cannot store (NUL) or that are not Unicode (lone surrogates), anywhere in the input.
+  app.addHook('preValidation', async (request) => {
+    const fault =
+      findStringFault(request.params, 'path') ??
+      findStringFault(request.query, 'querystring') ??
+      findStringFault(request.body, 'body');
+    if (fault) throw new AppError('invalid_string', `${fault.path} ${fault.fault}`);
   });
 
   app.setErrorHandler((err: FastifyError, request, reply) => {

@@ -17,6 +17,11 @@ export interface DirectServerOptions {
   maxRequestsPerSocket?: number;
 }
 
+/** How often Node looks for requests past their timeout: a fraction of the timeout, between 100 ms and 30 s. */
+function checkingInterval(requestTimeout: number): number {
+  return Math.min(30_000, Math.max(100, Math.floor(requestTimeout / 4)));
+}
+
 /** The direct handlers of one app, each owning every request whose path starts with its prefix. */
 export class DirectRoutes {
   readonly #handlers: { prefix: string; handler: DirectHandler }[] = [];
@@ -35,13 +40,19 @@ export class DirectRoutes {
 
   /** Fastify's `serverFactory`: the server it would make, offering each request to the direct handlers first. */
   server(fastifyHandler: DirectHandler, options: DirectServerOptions): Server {
-    const server = createServer((request, response) => {
+    const timeouts = options.requestTimeout
+      ? {
+          requestTimeout: options.requestTimeout,
+          headersTimeout: Math.min(60_000, options.requestTimeout),
+          connectionsCheckingInterval: checkingInterval(options.requestTimeout),
+        }
+      : {};
+    const server = createServer(timeouts, (request, response) => {
       const direct = this.handlerFor(request.url);
       if (direct) direct(request, response);
       else fastifyHandler(request, response);
     });
     if (options.keepAliveTimeout !== undefined) server.keepAliveTimeout = options.keepAliveTimeout;
-    if (options.requestTimeout !== undefined) server.requestTimeout = options.requestTimeout;
     if (options.connectionTimeout !== undefined) server.setTimeout(options.connectionTimeout);
     if (options.maxRequestsPerSocket) server.maxRequestsPerSocket = options.maxRequestsPerSocket;
     return server;

@@ -4,6 +4,7 @@ import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { requireInstanceAdmin, requireTeamAdmin } from './guards.ts';
 import { AppError } from '../kernel/errors.ts';
+import { parseTimestamp } from '../kernel/hostile-input.ts';
 import { isUniqueViolation } from '../store/errors.ts';
 import * as plans from './plans.ts';
 import type { ApiKeyRow, TeamRow } from './plans.ts';
@@ -97,7 +98,7 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
                   displayName: body.service_account?.display_name ?? body.name,
                 },
               }),
-          expiresAt: body.expires_at ? new Date(body.expires_at) : null,
+          expiresAt: parseTimestamp('expires_at', body.expires_at) ?? null,
         }),
       );
       const row = (await plans.getApiKey(ctx.db, teamId, created.id))!;

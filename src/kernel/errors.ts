@@ -28,6 +28,10 @@ export const ERROR_CATALOGUE = {
   payload_too_large: { status: 413, title: 'Body too large', retryable: false },
   unsupported_media_type: { status: 415, title: 'Unsupported media type', retryable: false },
   rate_limited: { status: 429, title: 'Too many requests', retryable: true },
+  invalid_string: { status: 400, title: 'String is not storable text', retryable: false },
+  invalid_timestamp: { status: 400, title: 'Timestamp out of range', retryable: false },
+  json_too_deep: { status: 400, title: 'JSON nested too deeply', retryable: false },
+  request_timeout: { status: 408, title: 'Request not received in time', retryable: true },
   // Agentyard resources
   team_name_taken: { status: 409, title: 'Team name already in use', retryable: false },
   idempotency_key_reused: { status: 422, title: 'Idempotency key reused with another request', retryable: false },
@@ -41,6 +45,7 @@ export const ERROR_CATALOGUE = {
   automation_name_taken: { status: 409, title: 'Automation name already in use', retryable: false },
   secret_not_found: { status: 404, title: 'Secret not found', retryable: false },
   secret_not_url_safe: { status: 422, title: 'Secret is not URL-safe', retryable: false },
+  session_link_expired: { status: 410, title: 'Session link expired', retryable: false },
   // Webhook ingress
   webhook_not_found: { status: 404, title: 'Webhook not found', retryable: false },
   webhook_unauthorized: { status: 401, title: 'Webhook authentication failed', retryable: false },

@@ -68,7 +68,7 @@ async function listFiles(root: string, dir = root): Promise<string[]> {
  * line, made in a scratch directory whose path is rewritten to the pod's workspace.
  */
 export async function prepareJobInvocation(
-  deps: { db: Queryable; secrets: SecretProvider; publicUrl: string },
+  deps: { db: Queryable; secrets: SecretProvider; sessionLink: (sessionId: string) => string },
   run: RunRow,
   execution: { id: string; attempt: number; harness: HarnessType },
   settings: HarnessSettings,
@@ -81,7 +81,7 @@ export async function prepareJobInvocation(
       executionId,
       attempt: execution.attempt,
       harness,
-      publicUrl: deps.publicUrl,
+      sessionLink: deps.sessionLink,
     });
   } catch (err) {
     const code = (err as { errorCode?: string }).errorCode;

@@ -1,6 +1,7 @@
 import { RUNS_QUEUED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
 import type { V1Job } from '@kubernetes/client-node';
 import type { Logger } from '../kernel/log.ts';
+import { sessionLinksFor } from '../runs/session-link.ts';
 import { ExecutionRecorder } from '../execution/recorder.ts';
 import type { ExecutionOutcome } from '../execution/plan.ts';
 import type { ServiceContext } from '../context.ts';
@@ -280,7 +281,7 @@ export class JobExecutor implements FactoryCleanup {
       let invocation;
       try {
         invocation = await prepareJobInvocation(
-          { db: ctx.db, secrets: provider, publicUrl: ctx.config.publicUrl },
+          { db: ctx.db, secrets: provider, sessionLink: sessionLinksFor(ctx).urlFor },
           run,
           { id: claim.executionId, attempt: claim.attempt, harness: claim.harness },
           settings.harness,

@@ -147,7 +147,8 @@ export function runTime(start: Date | null, end: Date | null, now = new Date()):
   return `PT${h ? `${h}H` : ''}${m ? `${m}M` : ''}${seconds || (!h && !m) ? `${seconds}S` : ''}`;
 }
 
-export function toRunItem(row: RunRow, publicUrl: string): RunItem {
+/** `sessionLink` makes the run's signed session link (src/runs/session-link.ts). */
+export function toRunItem(row: RunRow, sessionLink: (sessionId: string) => string): RunItem {
   const skillName = row.skill_spec ? row.skill_spec.split(':').pop() : undefined;
   return {
     run_id: row.id,
@@ -162,7 +163,7 @@ export function toRunItem(row: RunRow, publicUrl: string): RunItem {
     ...(row.status_message ? { status_message: row.status_message } : {}),
     source: row.source,
     session_id: row.session_id,
-    session_link: `${publicUrl}/sessions/${row.session_id}`,
+    session_link: sessionLink(row.session_id),
     ...(row.creator_id && row.creator_type
       ? {
           creator: {

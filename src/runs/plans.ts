@@ -191,6 +191,15 @@ export async function getRun(q: Queryable, teamId: string, id: string): Promise<
   return (await q.query<RunRow>('SELECT * FROM runs WHERE team_id = $1 AND id = $2', [teamId, id])).rows[0];
 }
 
+/** Whether the team has a conversation of this id: a run whose id it is, or one that continues it. */
+export async function conversationExists(q: Queryable, teamId: string, id: string): Promise<boolean> {
+  const res = await q.query('SELECT 1 FROM runs WHERE team_id = $1 AND (id = $2 OR conversation_id = $2) LIMIT 1', [
+    teamId,
+    id,
+  ]);
+  return res.rows.length > 0;
+}
+
 export async function getRunById(q: Queryable, id: string): Promise<RunRow | undefined> {
   return (await q.query<RunRow>('SELECT * FROM runs WHERE id = $1', [id])).rows[0];
 }

@@ -3,13 +3,16 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
+import { parseTimestamp } from '../kernel/hostile-input.ts';
 import type { Creator } from './model.ts';
 import { toRunItem } from './model.ts';
+import { sessionLinksFor } from './session-link.ts';
 import { listRuns } from './list.ts';
 import type { RunFilters, SortField, SortOrder } from './list.ts';
 import * as schemas from './schemas.ts';
 import type { RunService } from './service.ts';
 import type { Static } from 'typebox';
+import type { RunSecretsCheck } from './secret-names.ts';
 
 const MAX_ATTACHMENTS = 5;
 
@@ -17,16 +20,6 @@ function decodeBase64(field: string, data: string): Buffer {
   const compact = data.replace(/\s+/g, '');
   if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(compact)) throw new AppError('invalid_request', `${field} must be base64`);
   return Buffer.from(compact, compact.includes('-') || compact.includes('_') ? 'base64url' : 'base64');
-}
-
-/** RFC 3339 with `Z` or an offset; a naive time (Python's isoformat without zone) is taken as UTC. */
-export function parseTimestamp(name: string, value: string | undefined): Date | undefined {
-  if (value === undefined || value === '') return undefined;
-  const naive = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?$/.test(value);
-  const date = new Date(naive ? `${value.length === 10 ? `${value}T00:00:00` : value}Z` : value);
-  if (Number.isNaN(date.getTime()))
-    throw new AppError('invalid_request', `${name} must be an RFC 3339 timestamp, got "${value}"`);
-  return date;
 }
 
 export function creatorOf(request: FastifyRequest): Creator {
@@ -77,12 +70,19 @@ function filtersOf(q: ListQuery): RunFilters {
   return f;
 }
 
-export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, runs: RunService): Promise<void> {
+export async function registerRunRoutes(
+  app: AppInstance,
+  ctx: ServiceContext,
+  runs: RunService,
+  checkSecrets: RunSecretsCheck,
+): Promise<void> {
+  const links = sessionLinksFor(ctx);
   const createRun = async (
     request: FastifyRequest<{ Body: Static<typeof schemas.RunAgentRequestSchema> | undefined }>,
     reply: FastifyReply,
   ) => {
     const body = request.body ?? {};
+    await checkSecrets(ctx.db, request.principal, body.config);
     const attachments = [
       ...(body.attachments ?? []).map((a, i) => ({
         fileName: a.file_name,
@@ -154,7 +154,7 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
       ...(q.cursor ? { cursor: q.cursor } : {}),
     });
     return {
-      runs: rows.map((r) => toRunItem(r, ctx.config.publicUrl)),
+      runs: rows.map((r) => toRunItem(r, links.urlFor)),
       page_info: { has_next_page: nextCursor !== undefined, ...(nextCursor ? { next_cursor: nextCursor } : {}) },
     };
   };
@@ -184,7 +184,7 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
         response: { 200: schemas.RunItemSchema },
       },
     },
-    async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), ctx.config.publicUrl),
+    async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), links.urlFor),
   );
 
   // Legacy clients (warp-sdk ≤0.3) used /agent/tasks.
@@ -213,7 +213,7 @@ export async function registerRunRoutes(app: AppInstance, ctx: ServiceContext, r
         params: schemas.RunIdParamsSchema,
       },
     },
-    async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), ctx.config.publicUrl),
+    async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), links.urlFor),
   );
 
   app.post(

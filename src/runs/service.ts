@@ -134,6 +134,11 @@ export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Pro
   const config = resolveConfig(input);
   if (input.metadata) checkMetadata(input.metadata);
   const prompt = input.prompt ?? '';
+  // Another team's run ids answer as ids that do not exist.
+  if (input.parentRunId && !(await plans.getRun(q, input.teamId, input.parentRunId)))
+    throw new AppError('resource_not_found', `parent_run_id: run ${input.parentRunId} does not exist`);
+  if (input.conversationId && !(await plans.conversationExists(q, input.teamId, input.conversationId)))
+    throw new AppError('resource_not_found', `conversation_id: conversation ${input.conversationId} does not exist`);
   const identity = input.agentIdentityUid
     ? await resolveAgentIdentity(q, input.teamId, input.agentIdentityUid)
     : undefined;

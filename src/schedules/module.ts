@@ -2,6 +2,8 @@ import type { AppModule } from '../plugin.ts';
 import { systemClock } from '../kernel/clock.ts';
 import type { Clock } from '../kernel/clock.ts';
 import { registerScheduleRoutes } from './routes.ts';
+import { adminsOnlySecrets } from '../runs/secret-names.ts';
+import type { RunSecretsCheck } from '../runs/secret-names.ts';
 import { Scheduler } from './scheduler.ts';
 import { ScheduleService } from './service.ts';
 import { AutomationScheduleSync } from './sync-runner.ts';
@@ -11,6 +13,8 @@ export interface SchedulesModuleOptions {
   clock?: Clock;
   /** Called with the scheduler once it runs (tests). */
   onScheduler?: (scheduler: Scheduler) => void;
+  /** Which secrets a caller may name in a schedule's agent_config (src/modules.ts passes the factories' grants). */
+  checkSecrets?: RunSecretsCheck;
 }
 
 /** `/agent/schedules`, and in processes with the `scheduler` role the loop that fires schedules. */
@@ -19,7 +23,12 @@ export function createSchedulesModule(options: SchedulesModuleOptions = {}): App
   return {
     name: 'schedules',
     async api(app, ctx) {
-      await registerScheduleRoutes(app, new ScheduleService(ctx.db, ctx.bus, clock));
+      await registerScheduleRoutes(
+        app,
+        new ScheduleService(ctx.db, ctx.bus, clock),
+        options.checkSecrets ?? adminsOnlySecrets,
+        ctx.db,
+      );
     },
     async start(ctx) {
       if (!ctx.config.roles.has('scheduler')) return async () => {};
@@ -35,5 +44,3 @@ export function createSchedulesModule(options: SchedulesModuleOptions = {}): App
     },
   };
 }
-
-export const schedulesModule = createSchedulesModule();

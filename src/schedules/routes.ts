@@ -4,6 +4,8 @@ import type { CreatorInfo } from './model.ts';
 import { toScheduledAgentItem } from './model.ts';
 import * as schemas from './schemas.ts';
 import type { ScheduleService } from './service.ts';
+import type { Queryable } from '../kernel/db.ts';
+import type { RunSecretsCheck } from '../runs/secret-names.ts';
 
 function callerOf(request: FastifyRequest): CreatorInfo {
   const s = request.principal.subject;
@@ -14,7 +16,12 @@ const tags = ['schedules'];
 const item = { 200: schemas.ScheduledAgentItemSchema };
 
 /** `/agent/schedules` as the Oz API defines it (create 201, PUT = full replacement, DELETE → {success}). */
-export async function registerScheduleRoutes(app: AppInstance, schedules: ScheduleService): Promise<void> {
+export async function registerScheduleRoutes(
+  app: AppInstance,
+  schedules: ScheduleService,
+  checkSecrets: RunSecretsCheck,
+  db: Queryable,
+): Promise<void> {
   app.post(
     '/agent/schedules',
     {
@@ -27,6 +34,7 @@ export async function registerScheduleRoutes(app: AppInstance, schedules: Schedu
       },
     },
     async (request, reply) => {
+      await checkSecrets(db, request.principal, request.body.agent_config);
       const row = await schedules.create(request.principal.teamId, callerOf(request), request.body);
       return reply.code(201).send(toScheduledAgentItem(row));
     },
@@ -71,10 +79,12 @@ export async function registerScheduleRoutes(app: AppInstance, schedules: Schedu
         response: item,
       },
     },
-    async (request) =>
-      toScheduledAgentItem(
+    async (request) => {
+      await checkSecrets(db, request.principal, request.body.agent_config);
+      return toScheduledAgentItem(
         await schedules.replace(request.principal.teamId, request.params.scheduleId, callerOf(request), request.body),
-      ),
+      );
+    },
   );
 
   app.delete(

@@ -34,7 +34,8 @@ export interface HubDeps {
   authenticator: Authenticator;
   recorder: ExecutionRecorder;
   secrets: SecretProvider;
-  publicUrl: () => string;
+  /** The signed session link of a run's session (src/runs/session-link.ts). */
+  sessionLink: (sessionId: string) => string;
   serverId: string;
   leaseMs: number;
   heartbeatMs: number;
@@ -308,7 +309,7 @@ export class WorkerHub {
       executor: this.#executorName(c),
       leaseMs: this.#deps.leaseMs,
     });
-    const plans = await buildPlans(this.#deps.db, this.#deps.secrets, claimed, this.#deps.publicUrl());
+    const plans = await buildPlans(this.#deps.db, this.#deps.secrets, claimed, this.#deps.sessionLink);
     for (const [i, cl] of claimed.entries()) {
       const plan = plans[i]!;
       if (plan instanceof Error) {

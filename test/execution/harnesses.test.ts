@@ -29,6 +29,23 @@ const MCP = {
   hosted: { warp_id: 'mcp_123' },
 };
 
+/** Every reading of `text` a reader could try: as is, URL-decoded, and base64-decoded from each offset. */
+function decodedForms(text: string): string[] {
+  const forms = [text];
+  for (const token of text.replaceAll('[redacted]', '').split(/[^A-Za-z0-9+/_%=-]+/)) {
+    try {
+      forms.push(decodeURIComponent(token));
+    } catch {
+      // not URL-encoded
+    }
+    for (let offset = 0; offset < 4; offset++) {
+      forms.push(Buffer.from(token.slice(offset), 'base64').toString('latin1'));
+      forms.push(Buffer.from(token.slice(offset), 'base64url').toString('latin1'));
+    }
+  }
+  return forms;
+}
+
 describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
   let s: ExecServer;
   beforeAll(async () => {
@@ -301,6 +318,16 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
     expect(events.find((e) => e.type === 'message')!.data.text).toBe('The key is [redacted]');
     expectNoSecret(events);
     expectNoSecret(run);
+  });
+
+  it('redacts the provider key in base64 (three offsets, both alphabets) and URL-encoded', async () => {
+    const { run, events } = await runWith('claude', 'ECHO_ENCODED_SECRET');
+    expect(run.state).toBe('SUCCEEDED');
+    const text = events.find((e) => e.type === 'message')!.data.text as string;
+    expect(text.split(' ').length).toBe(4);
+    expect(text.match(/\[redacted\]/g)?.length).toBe(4);
+    expect(decodedForms(text).some((d) => d.includes(SECRET.slice(2, 14)))).toBe(false);
+    expectNoSecret(events);
   });
 });
 

@@ -124,9 +124,10 @@ const ISOLATION: Record<string, Probe> = {
   },
   'GET /sessions/:sessionId': {
     kind: 'public',
-    why: "the session UUID (122 random bits) is the capability; run ids don't open it",
+    why: 'a link signed for one session and a lifetime is the capability; unsigned ids and run ids open nothing',
     check: async (f) => {
       expect((await request(`${f.s.url}/sessions/${f.a.runId}`)).status).toBe(404);
+      expect((await request(`${f.s.url}/sessions/${f.a.sessionId}`)).status).toBe(404);
       expect((await request(`${f.s.url}/sessions/00000000-0000-4000-8000-000000000000`)).status).toBe(404);
     },
   },
@@ -216,6 +217,26 @@ const ISOLATION: Record<string, Probe> = {
       await expectNotFound(
         await f.asB('POST', '/agent/runs', { prompt: 'x', agent_identity_uid: f.a.identityUid }),
         'run as A identity',
+      );
+      await expectNotFound(
+        await f.asB('POST', '/agent/runs', { prompt: 'x', parent_run_id: f.a.runId }),
+        'run under A parent',
+      );
+      await expectNotFound(
+        await f.asB('POST', '/agent/runs', { prompt: 'x', conversation_id: f.a.runId }),
+        'run continuing A conversation',
+      );
+      await expectNotFound(
+        await f.s.api(
+          'POST',
+          '/agent/runs',
+          {
+            prompt: 'x',
+            config: { harness: { type: 'claude' }, harness_auth_secrets: { claude_auth_secret_name: f.a.secretName } },
+          },
+          f.b.member,
+        ),
+        'run with A secret (B member)',
       );
       const own = await f.asB('POST', '/agent/runs', { prompt: 'b run' });
       expect((await f.asA('GET', `/agent/runs/${own.body.run_id}`)).status).toBe(404);

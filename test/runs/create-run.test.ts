@@ -181,7 +181,7 @@ describe.each(ENGINES)('POST /agent/runs on %s', (engine) => {
     expect(run.agent_config.mcp_servers.github).toEqual({ command: 'gh-mcp', args: ['--x'], env: { A: 'b' } });
     // a UUID, version 7 (time-ordered, so that its index grows at one end)
     expect(run.session_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    expect(run.session_link).toBe(`${s.url}/sessions/${run.session_id}`);
+    expect(run.session_link).toMatch(new RegExp(`^${s.url}/sessions/${run.session_id}\\?exp=\\d+&sig=[\\w-]{43}$`));
     for (const field of ['created_at', 'updated_at']) expect(new Date(run[field]).toISOString()).toBe(run[field]);
     const page = await request(run.session_link);
     expect(page.status).toBe(200);
