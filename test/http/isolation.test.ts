@@ -101,6 +101,77 @@ function teamAWebhook(f: Fixture): Promise<{ uid: string; deliveryId: string; au
   return made;
 }
 
+interface ConsoleIds {
+  factoryId: string;
+  webhookUid: string;
+  deliveryId: string;
+  automationId: string;
+  runId: string;
+}
+
+async function consoleIds(f: Fixture): Promise<ConsoleIds> {
+  const hook = await teamAWebhook(f);
+  return {
+    factoryId: 'fac_a',
+    webhookUid: hook.uid,
+    deliveryId: hook.deliveryId,
+    automationId: hook.automationId,
+    runId: f.a.runId,
+  };
+}
+
+interface ConsoleSessionCookie {
+  cookie: string;
+  csrf: string;
+}
+
+const consoleSessions = new Map<string, Promise<ConsoleSessionCookie>>();
+function consoleSession(f: Fixture, key: string): Promise<ConsoleSessionCookie> {
+  let made = consoleSessions.get(key);
+  if (!made) {
+    made = (async () => {
+      const signIn = await fetch(`${f.s.url}/console/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ api_key: key }).toString(),
+        redirect: 'manual',
+      });
+      const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+      const page = await (await fetch(`${f.s.url}/`, { headers: { cookie } })).text();
+      return { cookie, csrf: /name="csrf" value="([^"]+)"/.exec(page)![1]! };
+    })();
+    consoleSessions.set(key, made);
+  }
+  return made;
+}
+
+async function consoleRequest(
+  f: Fixture,
+  method: string,
+  path: string,
+  session?: ConsoleSessionCookie,
+  form: Record<string, string> = {},
+): Promise<{ status: number; text: string }> {
+  const res = await fetch(`${f.s.url}${path}`, {
+    method,
+    redirect: 'manual',
+    headers: {
+      ...(session ? { cookie: session.cookie } : {}),
+      ...(method === 'POST' ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+    },
+    ...(method === 'POST'
+      ? { body: new URLSearchParams({ ...(session ? { csrf: session.csrf } : {}), ...form }).toString() }
+      : {}),
+    signal: AbortSignal.timeout(10_000),
+  });
+  // a run's event stream stays open: its status line is the answer
+  if (res.headers.get('content-type')?.startsWith('text/event-stream')) {
+    await res.body?.cancel();
+    return { status: res.status, text: '' };
+  }
+  return { status: res.status, text: await res.text() };
+}
+
 const ISOLATION: Record<string, Probe> = {
   'GET /healthz': {
     kind: 'public',
@@ -704,6 +775,124 @@ const ISOLATION: Record<string, Probe> = {
       const asB = await post(f.b.member);
       expect(asB.body.valid).toBe(false);
       expect(JSON.stringify(asB.body.diagnostics)).toContain('a-only-secret');
+    },
+  },
+
+  // the web console: pages behind a session cookie, rendered from the JSON API with the signed-in key
+  ...Object.fromEntries(
+    (
+      [
+        ['GET', '/console/factories/:id', (a: ConsoleIds) => `/console/factories/${a.factoryId}`],
+        [
+          'GET',
+          '/console/factories/:id/files/*',
+          (a: ConsoleIds) => `/console/factories/${a.factoryId}/files/factory.yaml`,
+        ],
+        ['POST', '/console/factories/:id/sync', (a: ConsoleIds) => `/console/factories/${a.factoryId}/sync`],
+        ['POST', '/console/factories/:id/webhooks', (a: ConsoleIds) => `/console/factories/${a.factoryId}/webhooks`],
+        [
+          'POST',
+          '/console/factories/:id/automations',
+          (a: ConsoleIds) => `/console/factories/${a.factoryId}/automations`,
+        ],
+        ['POST', '/console/automations/:id', (a: ConsoleIds) => `/console/automations/${a.automationId}`],
+        ['POST', '/console/automations/:id/delete', (a: ConsoleIds) => `/console/automations/${a.automationId}/delete`],
+        ['GET', '/console/webhooks/:uid', (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}`],
+        [
+          'GET',
+          '/console/webhooks/:uid/deliveries.html',
+          (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}/deliveries.html`,
+        ],
+        [
+          'GET',
+          '/console/webhooks/:uid/deliveries/:did',
+          (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}/deliveries/${a.deliveryId}`,
+        ],
+        [
+          'POST',
+          '/console/webhooks/:uid/test-filter',
+          (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}/test-filter`,
+        ],
+        ['POST', '/console/webhooks/:uid/toggle', (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}/toggle`],
+        ['POST', '/console/webhooks/:uid/rotate', (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}/rotate`],
+        ['POST', '/console/webhooks/:uid/delete', (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}/delete`],
+        ['GET', '/console/runs/:id', (a: ConsoleIds) => `/console/runs/${a.runId}`],
+        ['GET', '/console/runs/:id/events', (a: ConsoleIds) => `/console/runs/${a.runId}/events`],
+        ['POST', '/console/runs/:id/cancel', (a: ConsoleIds) => `/console/runs/${a.runId}/cancel`],
+        ['POST', '/console/runs/:id/followups', (a: ConsoleIds) => `/console/runs/${a.runId}/followups`],
+      ] as const
+    ).map(([method, url, path]): [string, Probe] => [
+      `${method} ${url}`,
+      {
+        kind: 'public',
+        why: "console page: needs a session cookie; it reads through the JSON API with the signed-in key, so another team's ids answer 404",
+        check: async (f) => {
+          const target = path(await consoleIds(f));
+          const anonymous = await consoleRequest(f, method, target);
+          expect(anonymous.status, `${method} ${target} without a session`).toBe(303);
+          const b = await consoleSession(f, f.b.admin);
+          const res = await consoleRequest(f, method, target, b);
+          expect(res.status, `${method} ${target} as team B`).toBe(404);
+          expect(res.text).not.toContain('team A work');
+          if (method === 'POST') expect(await runState(f)).not.toBe('CANCELLED');
+        },
+      },
+    ]),
+  ),
+  ...Object.fromEntries(
+    (
+      [
+        ['GET', '/'],
+        ['GET', '/console/runs'],
+        ['GET', '/console/schedules'],
+        ['POST', '/console/factories'],
+      ] as const
+    ).map(([method, url]): [string, Probe] => [
+      `${method} ${url}`,
+      {
+        kind: 'public',
+        why: "console page: the sign-in form without a session; with one, the signed-in key's own team through the JSON API",
+        check: async (f) => {
+          const b = await consoleSession(f, f.b.admin);
+          const res = await consoleRequest(f, method, url, b, { name: 'b-factory' });
+          expect([200, 303]).toContain(res.status);
+          expect(res.text).not.toContain(f.a.runId);
+          expect(res.text).not.toContain('a-nightly');
+          expect(res.text).not.toContain('/console/factories/fac_a');
+        },
+      },
+    ]),
+  ),
+  'GET /console/assets/:file': {
+    kind: 'public',
+    why: "the console's stylesheet and script, the same for everyone",
+    check: async (f) => {
+      expect((await request(`${f.s.url}/console/assets/console.css`)).status).toBe(200);
+      expect((await request(`${f.s.url}/console/assets/..%2Fhtml.ts`)).status).toBe(404);
+    },
+  },
+  'POST /console/sign-in': {
+    kind: 'public',
+    why: 'exchanges an API key for a session cookie; a wrong key answers 401',
+    check: async (f) => {
+      const res = await consoleRequest(f, 'POST', '/console/sign-in', undefined, { api_key: 'ay_not-a-key' });
+      expect(res.status).toBe(401);
+    },
+  },
+  'POST /console/sign-out': {
+    kind: 'public',
+    why: "clears the caller's own session cookie (CSRF-checked)",
+    check: async (f) => {
+      const b = await consoleSession(f, f.b.admin);
+      expect((await consoleRequest(f, 'POST', '/console/sign-out', { ...b, csrf: 'forged' })).status).toBe(403);
+    },
+  },
+  'GET /api/v1/delivery-stats': {
+    kind: 'team-list',
+    check: async (f) => {
+      await teamAWebhook(f);
+      expect((await f.asA('GET', '/delivery-stats')).body.deliveries).toBeGreaterThan(0);
+      expect((await f.asB('GET', '/delivery-stats')).body.deliveries).toBe(0);
     },
   },
 
