@@ -101,6 +101,32 @@ describe('bubblewrap command line', () => {
     expect(launcherExit(250, null)).toEqual({ code: 250, signal: null });
   });
 
+  it('says why when user namespaces are not available (probed in a user namespace whose limit is 0)', () => {
+    const module = path.resolve(import.meta.dirname, '../../src/execution/sandbox/bubblewrap.ts');
+    const script = `import { probeBubblewrap } from ${JSON.stringify(module)};
+      console.log(JSON.stringify(await probeBubblewrap('/usr/bin/bwrap', 1000, 1000)));`;
+    // the limit is per user namespace: the host's own is untouched
+    const out = execFileSync(
+      'unshare',
+      [
+        '--user',
+        '--map-root-user',
+        'sh',
+        '-c',
+        'echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" --input-type=module -e "$1"',
+        process.execPath,
+        script,
+      ],
+      { encoding: 'utf8' },
+    );
+    expect(JSON.parse(out)).toEqual({
+      ok: false,
+      reason: expect.stringMatching(
+        /^bubblewrap cannot create its namespaces here \(bwrap: Creating new namespace failed/,
+      ),
+    });
+  });
+
   it('probes: a missing bubblewrap, and the one installed here', async () => {
     expect(await probeBubblewrap('/nonexistent/bwrap', 1000, 1000)).toEqual({
       ok: false,
