@@ -8,6 +8,7 @@ import { AgentProcess } from './agent-process.ts';
 import { adapterFor } from './harnesses/index.ts';
 import type { HarnessAdapter, Invocation } from './harnesses/types.ts';
 import type { AgentEvent, ExecutionOutcome, ExecutionPlan, PlanFollowup } from './plan.ts';
+import { removeContainer } from './sandbox/container.ts';
 import { sandboxInvocation } from './sandbox/index.ts';
 import type { SandboxKind } from './sandbox/index.ts';
 import type { ExecutionSettings } from './settings.ts';
@@ -80,6 +81,7 @@ export class ExecutionRunner {
   #stopReason: StopReason | undefined;
   #stopError: { message: string; errorCode: string } | undefined;
   #workspace: Workspace | undefined;
+  #sandbox: SandboxKind | undefined;
   #sessionId: string | undefined;
   #deliveredLive = 0;
   #turnsDone = 0;
@@ -141,6 +143,8 @@ export class ExecutionRunner {
     this.#stopReason ??= reason;
     if (error) this.#stopError ??= error;
     await this.#process?.stop(this.#settings.killGraceMs);
+    if (this.#sandbox === 'container' && this.#settings.sandbox.containerRuntime)
+      await removeContainer(this.#settings.sandbox.containerRuntime, this.plan.executionId);
   }
 
   #outcome(
@@ -308,6 +312,7 @@ export class ExecutionRunner {
     if (sandboxed.kind === 'not_found')
       return this.#outcome('error', null, this.#notFound(invocation), 'harness_unavailable');
     const sandbox: SandboxKind = sandboxed.kind;
+    this.#sandbox = sandbox;
     if (!(await this.#hooks.starting({ workspace: ws.dir, sandbox: sandboxed.description })) || this.#stopReason)
       return this.#stopped(null);
     this.#emitPrelude();

@@ -10,7 +10,12 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { bubblewrapArgs, identityFiles, probeBubblewrap } from '../../src/execution/sandbox/bubblewrap.ts';
 import type { BubblewrapSpec } from '../../src/execution/sandbox/bubblewrap.ts';
-import { containerArgs, probeContainerRuntime } from '../../src/execution/sandbox/container.ts';
+import {
+  containerArgs,
+  containerName,
+  probeContainerRuntime,
+  removeContainer,
+} from '../../src/execution/sandbox/container.ts';
 import { sandboxSettings } from '../../src/execution/sandbox/index.ts';
 import { findOnPath, resolveCommand } from '../../src/execution/sandbox/resolve.ts';
 import { launcherExit } from '../../src/execution/runner.ts';
@@ -101,6 +106,32 @@ describe('bubblewrap command line', () => {
     expect(launcherExit(250, null)).toEqual({ code: 250, signal: null });
   });
 
+  it('says why when user namespaces are not available (probed in a user namespace whose limit is 0)', () => {
+    const module = path.resolve(import.meta.dirname, '../../src/execution/sandbox/bubblewrap.ts');
+    const script = `import { probeBubblewrap } from ${JSON.stringify(module)};
+      console.log(JSON.stringify(await probeBubblewrap('/usr/bin/bwrap', 1000, 1000)));`;
+    // the limit is per user namespace: the host's own is untouched
+    const out = execFileSync(
+      'unshare',
+      [
+        '--user',
+        '--map-root-user',
+        'sh',
+        '-c',
+        'echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" --input-type=module -e "$1"',
+        process.execPath,
+        script,
+      ],
+      { encoding: 'utf8' },
+    );
+    expect(JSON.parse(out)).toEqual({
+      ok: false,
+      reason: expect.stringMatching(
+        /^bubblewrap cannot create its namespaces here \(bwrap: Creating new namespace failed/,
+      ),
+    });
+  });
+
   it('probes: a missing bubblewrap, and the one installed here', async () => {
     expect(await probeBubblewrap('/nonexistent/bwrap', 1000, 1000)).toEqual({
       ok: false,
@@ -168,6 +199,11 @@ describe('container command line', () => {
     expect(args.slice(args.indexOf('--'))).toEqual(['--', 'ghcr.io/acme/runner:1', 'claude', '-p']);
   });
 
+  it('names the container after its execution; removing it never throws, client or engine missing', async () => {
+    expect(containerName('exe_01JAAAAAAAAAAAAAAAAAAAAAAA')).toBe('agentyard-exe_01jaaaaaaaaaaaaaaaaaaaaaaa');
+    await expect(removeContainer('/nonexistent/docker', 'exe_01jaaaaaaaaaaaaaaaaaaaaaaa')).resolves.toBeUndefined();
+  });
+
   it('diagnoses a missing client and an unreachable engine', async () => {
     expect(await probeContainerRuntime('/nonexistent/docker')).toEqual({
       ok: false,
@@ -194,7 +230,7 @@ describe('sandbox settings', () => {
   it('is on by default with Debian bubblewrap; the variables are checked', () => {
     const s = sandboxSettings('/srv/agentyard', {});
     expect(s).toMatchObject({ enabled: true, require: false, bwrapPath: '/usr/bin/bwrap', uid: 1000, gid: 1000 });
-    expect(s.hidden).toContain('/srv/agentyard');
+    expect(s.hidden).toEqual(expect.arrayContaining(['/srv/agentyard', process.cwd()]));
     expect(sandboxSettings('/d', { AGENTYARD_REQUIRE_SANDBOX: '1', AGENTYARD_SANDBOX: 'none' })).toMatchObject({
       enabled: false,
       require: true,

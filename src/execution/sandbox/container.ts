@@ -78,3 +78,15 @@ export function probeContainerRuntime(
     });
   });
 }
+
+/** The container's name for an execution (`docker rm -f <name>` ends it when its client is gone). */
+export function containerName(executionId: string): string {
+  return `agentyard-${executionId.toLowerCase()}`;
+}
+
+/** Removes an execution's container, whatever its state: a client killed with SIGKILL leaves it running. */
+export function removeContainer(runtime: string, executionId: string, timeoutMs = 10_000): Promise<void> {
+  return new Promise((resolve) => {
+    execFile(runtime, ['rm', '--force', containerName(executionId)], { timeout: timeoutMs }, () => resolve());
+  });
+}

@@ -11,7 +11,7 @@ import type { Workspace } from '../workspace.ts';
 import { writeWorkspaceFile } from '../workspace.ts';
 import { bubblewrapArgs, identityFiles, probeBubblewrap, systemLayout } from './bubblewrap.ts';
 import type { ProbeResult } from './bubblewrap.ts';
-import { CONTAINER_RUNTIMES, containerArgs, probeContainerRuntime } from './container.ts';
+import { CONTAINER_RUNTIMES, containerArgs, containerName, probeContainerRuntime } from './container.ts';
 import { resolveCommand } from './resolve.ts';
 
 export interface SandboxSettings {
@@ -30,7 +30,10 @@ export interface SandboxSettings {
   /** The agent's uid and gid inside the sandbox (`AGENTYARD_SANDBOX_UID`, `…_GID`, default 1000). */
   uid: number;
   gid: number;
-  /** Never shown inside a bubblewrap sandbox, even under a read-only bind: the data directory, the server's home. */
+  /**
+   * Covered inside a bubblewrap sandbox when a read-only bind would show them: the data directory, the server's
+   * home and working directory.
+   */
   hidden: string[];
 }
 
@@ -69,7 +72,7 @@ export function sandboxSettings(dataDir: string, env: NodeJS.ProcessEnv): Sandbo
     readOnlyPaths,
     uid: id(env, 'AGENTYARD_SANDBOX_UID'),
     gid: id(env, 'AGENTYARD_SANDBOX_GID'),
-    hidden: [path.resolve(dataDir), homedir()],
+    hidden: [path.resolve(dataDir), homedir(), process.cwd()],
   };
 }
 
@@ -163,7 +166,7 @@ export async function sandboxInvocation(settings: SandboxSettings, req: SandboxR
       args: containerArgs({
         runtime: settings.containerRuntime,
         image,
-        name: `agentyard-${req.executionId.toLowerCase()}`,
+        name: containerName(req.executionId),
         command: invocation.command,
         args: invocation.args,
         workspace: workspace.dir,
