@@ -68,6 +68,7 @@ const fetchOf = (bare: string, limits?: ConstructorParameters<typeof GitSource>[
 let hundredThousand: string;
 let hugeBlobs: string;
 let manyOversize: string;
+let manyInvalid: string;
 
 beforeAll(async () => {
   hundredThousand = await fastImport('files-100k', async (out) => {
@@ -101,6 +102,15 @@ beforeAll(async () => {
   });
   manyOversize = await fastImport('oversize-500', async (out) => {
     const body = '---\nagentType: WORKER\n---\nA prompt longer than the test limit.\n';
+    await out(`blob\nmark :1\ndata ${body.length}\n${body}\n`);
+    await out(`blob\nmark :2\ndata ${FACTORY.length}\n${FACTORY}\n`);
+    await out(commitHeader());
+    await out('M 100644 :2 factory.yaml\n');
+    for (let i = 0; i < 500; i++) await out(`M 100644 :1 agents/a${String(i).padStart(3, '0')}/agent.md\n`);
+    await out('\n');
+  });
+  manyInvalid = await fastImport('invalid-500', async (out) => {
+    const body = '---\nagentType: WORKER\nnotAField: 1\n---\nPrompt.\n';
     await out(`blob\nmark :1\ndata ${body.length}\n${body}\n`);
     await out(`blob\nmark :2\ndata ${FACTORY.length}\n${FACTORY}\n`);
     await out(commitHeader());
@@ -323,5 +333,17 @@ describe.each(ENGINES)('hostile sources through the API on %s', (engine) => {
     expect(status.text.length).toBeLessThan(16 * 1024);
     const applies = await s.api('GET', `/factories/${created.body.id}/applies`);
     expect(applies.text.length).toBeLessThan(16 * 1024);
+  }, 60_000);
+
+  it('keeps 100 diagnostics and a count of a tree with 500 invalid files (1,002 errors), in the status and the history', async () => {
+    const created = await create(`file://${manyInvalid}`, s.adminKey);
+    const synced = await s.api('POST', `/factories/${created.body.id}/sync`);
+    expect(synced.body).toMatchObject({ result: 'failed', reason: 'ValidationFailed' });
+    expect(synced.body.message).toMatch(/: 1\d\d\d errors; first:/);
+    const status = await s.api('GET', `/factories/${created.body.id}`);
+    expect(status.body.status.errors).toHaveLength(101);
+    expect(status.body.status.errors[100].message).toMatch(/^\d+ more diagnostics not shown$/);
+    const applies = await s.api('GET', `/factories/${created.body.id}/applies`);
+    expect(applies.body.applies[0].errors).toHaveLength(101);
   }, 60_000);
 });
