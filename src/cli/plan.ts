@@ -82,7 +82,8 @@ export class ServerClient {
       if (found) return found.id;
       cursor = page.body.page_info.next_cursor;
     } while (cursor);
-    throw new CliError(`no factory named "${name}" in this key's team`, 1);
+    // Naming a factory that does not exist is a usage problem (exit 2), like a missing argument.
+    throw new CliError(`no factory named "${name}" in this key's team`);
   }
 }
 
