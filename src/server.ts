@@ -47,7 +47,7 @@ async function writeAdminKeyFile(dataDir: string, key: string): Promise<string> 
 
 /** Opens the database, migrates, bootstraps identity, builds the app, starts background work and listens. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
-  const log = options.log ?? createLogger(config.logLevel);
+  const log = options.log ?? createLogger(config.logLevel, config.logFormat);
   const tightened = await makeDataDirPrivate(config.dataDir);
   if (tightened.paths.length)
     log.warn(
