@@ -4,10 +4,10 @@
  * summary — so that an editor or a terminal can jump to the problem.
  */
 import { formatText } from '../definitions/diagnostic.ts';
-import type { ServiceContext } from '../http/context.ts';
+import type { ServiceContext } from '../context.ts';
 import type { FactoryRow } from '../reconciler/model.ts';
 import * as plans from '../reconciler/plans.ts';
-import { FACTORIES_CHANGED_TOPIC } from '../reconciler/topics.ts';
+import { FACTORIES_CHANGED_TOPIC } from '../kernel/topics.ts';
 
 interface ReconciledEvent {
   factory_id?: string;

@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../../src/kernel/log.ts';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { insertTeam } from '../../src/identity/plans.ts';
@@ -208,7 +208,7 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
     const { db } = database;
     const lines: Record<string, unknown>[] = [];
     const log = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
-    const stop = startTableMaintenance(db, log as unknown as FastifyBaseLogger, { intervalMs: 3_600_000 });
+    const stop = startTableMaintenance(db, log as unknown as Logger, { intervalMs: 3_600_000 });
     try {
       await expect
         .poll(
