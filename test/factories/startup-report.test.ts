@@ -23,7 +23,9 @@ describe('serve --factory DIR reports each apply on stderr', () => {
     await writeFile(path.join(dir, file), content);
   };
   const waitFor = (text: string) =>
-    expect.poll(() => serve.output(), { timeout: 120_000, interval: 250 }).toContain(text);
+    expect
+      .poll(() => serve.output(), { timeout: 120_000, interval: 250, message: 'the output of serve' })
+      .toContain(text);
 
   beforeAll(async () => {
     for (const [file, content] of Object.entries(baseFiles())) await write(file, content);
@@ -53,5 +55,5 @@ describe('serve --factory DIR reports each apply on stderr', () => {
     // The fix: this process has no managed secret for the webhook, so the webhook goes.
     await rm(path.join(dir, HOOK));
     await waitFor(`factory ${name}: applied directory@sha256:`);
-  });
+  }, 300_000);
 });
