@@ -271,7 +271,14 @@ describe.each(ENGINES)('webhook management on managed factories on %s', (engine)
     expect(hook.status, hook.text).toBe(201);
     expect((await post(hook.body.ingress_url, '{"a":1}', { authorization: `Bearer ${hook.body.secret}` })).status).toBe(
       202,
-    );
+    ); // And an automation on it, run by a seeded agent, in the next call.
+    const automation = await server.api('POST', `/factories/${id}/automations`, {
+      name: 'on-first',
+      prompt: 'Look at the delivery.',
+      agent: 'triage',
+      triggers: [{ provider: 'webhook', event: 'received', filter: { webhook_ids: [hook.body.uid] } }],
+    });
+    expect(automation.status, automation.text).toBe(201);
   });
 });
 
