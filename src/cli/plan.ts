@@ -115,8 +115,9 @@ export function formatChanges(changes: readonly Change[]): string {
     .join('');
 }
 
+/** One `file:line:1: warning code: message` line per plan warning; identical lines once. */
 export function formatWarnings(warnings: readonly PlanWarning[]): string {
-  return warnings.map((w) => `${w.file}:${w.line}:1: warning ${w.code}: ${w.message}\n`).join('');
+  return [...new Set(warnings.map((w) => `${w.file}:${w.line}:1: warning ${w.code}: ${w.message}\n`))].join('');
 }
 
 export function summary(changes: readonly Change[]): string {
