@@ -58,7 +58,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const ownsDb = options.db === undefined;
   try {
     const migrated = await migrate(db);
-    if (migrated.applied.length) log.info({ applied: migrated.applied }, 'database migrated');
+    if (migrated.applied.length) {
+      // A count and the last one: a first start applies every migration, too many names for a start-up line.
+      const last = migrated.applied[migrated.applied.length - 1];
+      log.info({ applied: migrated.applied.length, current: last }, `database migrated to ${last}`);
+    }
     const boot = await bootstrapIdentity(db, config.bootstrapApiKey);
     if (boot.generatedKey) {
       const file = await writeAdminKeyFile(config.dataDir, boot.generatedKey);

@@ -1,6 +1,7 @@
 /**
  * `agentyard serve --factory DIR`, the local loop, as a real process: a refused save is printed on stderr as
- * `file:line:col` lines (as `agentyard validate` prints them) with a summary, and the fix as applied.
+ * `file:line:col` lines (as `agentyard validate` prints them) with a summary, and the fix as applied; its
+ * start-up lines count migrations and free-space maps instead of naming each.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -35,7 +36,7 @@ describe('serve --factory DIR reports each apply on stderr', () => {
       HOME: process.env.HOME,
       HOST: '127.0.0.1',
       AGENTYARD_MASTER_KEY: TEST_MASTER_KEY,
-      LOG_LEVEL: 'warn',
+      LOG_LEVEL: 'info',
       LOG_FORMAT: 'json',
     });
   });
@@ -51,6 +52,11 @@ describe('serve --factory DIR reports each apply on stderr', () => {
     );
     await waitFor(`factory ${name}: refused directory@sha256:`);
     expect(serve.output()).toMatch(/\(1 error, 0 warnings\); nothing applied yet\n/);
+    // The start-up lines say how many migrations and free-space maps, not the name of each.
+    await waitFor('"freeSpaceMaps":');
+    expect(serve.output()).toMatch(/"applied":\d+,"current":"\d{4}_\w+","msg":"database migrated to \d{4}_\w+"/);
+    expect(serve.output()).not.toContain('0001_identity');
+    expect(serve.output()).not.toContain('runs_pkey');
 
     // The fix: this process has no managed secret for the webhook, so the webhook goes.
     await rm(path.join(dir, HOOK));
