@@ -31,6 +31,7 @@ COPY --from=deps --chown=root:root /app/node_modules ./node_modules
 COPY --chown=root:root package.json ./
 COPY --chown=root:root bin ./bin
 COPY --chown=root:root src ./src
+COPY --chown=root:root docs/errors.md ./docs/errors.md
 USER 10001:10001
 EXPOSE 8080
 VOLUME ["/data"]

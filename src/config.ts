@@ -16,6 +16,8 @@ export interface Config {
   /** Base URL of the webhook ingress; the public URL when not set separately. */
   webhookBaseUrl: string;
   logLevel: string;
+  /** `pretty` (readable lines) or `json` (one object per line): LOG_FORMAT, else pretty on a terminal. */
+  logFormat: LogFormat;
   roles: ReadonlySet<Role>;
   /** A factory to reconcile on start: a directory path or a git URL (`serve --factory`). */
   factory: string | undefined;
@@ -70,6 +72,19 @@ function envInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number 
   return value;
 }
 
+export type LogFormat = 'json' | 'pretty';
+
+/**
+ * `LOG_FORMAT` (`json` or `pretty`) when set; otherwise readable lines when stdout is a terminal and one JSON
+ * object per line when it is a pipe or a file (what log collectors read).
+ */
+export function parseLogFormat(raw: string | undefined, isTty: boolean): LogFormat {
+  const chosen = raw?.trim().toLowerCase();
+  if (chosen === 'json' || chosen === 'pretty') return chosen;
+  if (chosen) throw new Error(`LOG_FORMAT must be json or pretty, got "${raw}"`);
+  return isTty ? 'pretty' : 'json';
+}
+
 export function parseRoles(raw: string | undefined): ReadonlySet<Role> {
   if (!raw) return new Set(ALL_ROLES);
   const roles = new Set<Role>();
@@ -99,6 +114,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     publicUrl,
     webhookBaseUrl: (overrides.webhookBaseUrl ?? env.AGENTYARD_WEBHOOK_BASE_URL ?? publicUrl).replace(/\/+$/, ''),
     logLevel: overrides.logLevel ?? env.LOG_LEVEL ?? 'info',
+    logFormat: overrides.logFormat ?? parseLogFormat(env.LOG_FORMAT, Boolean(process.stdout.isTTY)),
     roles: overrides.roles ?? parseRoles(env.AGENTYARD_ROLES),
     factory: overrides.factory ?? (env.AGENTYARD_FACTORY || undefined),
     agentModels: overrides.agentModels ?? (env.AGENTYARD_MODELS || undefined),

@@ -1,9 +1,23 @@
 import pino from 'pino';
+import type { DestinationStream, LoggerOptions } from 'pino';
+import pretty from 'pino-pretty';
+import type { LogFormat } from './config.ts';
 import type { Logger } from './kernel/log.ts';
 import { redactUrl } from './kernel/redact.ts';
 
-export function createLogger(level: string): Logger {
-  return pino({
+/** The readable form: `14:02:11 INFO: message` and the fields below it, colours on a terminal. */
+export function prettyStream(destination: NodeJS.WritableStream = process.stdout): DestinationStream {
+  return pretty({
+    destination,
+    sync: true,
+    colorize: destination === process.stdout && Boolean(process.stdout.isTTY),
+    translateTime: 'SYS:HH:MM:ss',
+    ignore: 'pid,hostname',
+  });
+}
+
+export function createLogger(level: string, format: LogFormat = 'json'): Logger {
+  const options: LoggerOptions = {
     level,
     redact: {
       paths: ['req.headers.authorization', 'req.headers.cookie', '*.secret', '*.key', '*.value'],
@@ -17,5 +31,7 @@ export function createLogger(level: string): Logger {
       }),
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
     },
-  }) as unknown as Logger;
+  };
+  const logger = format === 'pretty' ? pino(options, prettyStream()) : pino(options);
+  return logger as unknown as Logger;
 }

@@ -9,6 +9,7 @@ import { secretsModule } from './secrets/module.ts';
 import { webhooksModule } from './webhooks/module.ts';
 import { factoriesModule, factoryFilesModule } from './factories/module.ts';
 import { healthModule } from './health/module.ts';
+import { errorDocsModule } from './http/error-docs.ts';
 import { executionModule } from './execution/module.ts';
 import { consoleModule } from './console/module.ts';
 
@@ -24,6 +25,7 @@ export const MODULES: readonly AppModule[] = [
   webhooksModule,
   createSchedulesModule({ checkSecrets: authorizeRunSecrets }),
   healthModule,
+  errorDocsModule,
   executionModule,
   consoleModule,
 ];

@@ -47,7 +47,7 @@ async function writeAdminKeyFile(dataDir: string, key: string): Promise<string> 
 
 /** Opens the database, migrates, bootstraps identity, builds the app, starts background work and listens. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
-  const log = options.log ?? createLogger(config.logLevel);
+  const log = options.log ?? createLogger(config.logLevel, config.logFormat);
   const tightened = await makeDataDirPrivate(config.dataDir);
   if (tightened.paths.length)
     log.warn(
@@ -58,7 +58,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const ownsDb = options.db === undefined;
   try {
     const migrated = await migrate(db);
-    if (migrated.applied.length) log.info({ applied: migrated.applied }, 'database migrated');
+    if (migrated.applied.length) {
+      // A count and the last one: a first start applies every migration, too many names for a start-up line.
+      const last = migrated.applied[migrated.applied.length - 1];
+      log.info({ applied: migrated.applied.length, current: last }, `database migrated to ${last}`);
+    }
     const boot = await bootstrapIdentity(db, config.bootstrapApiKey);
     if (boot.generatedKey) {
       const file = await writeAdminKeyFile(config.dataDir, boot.generatedKey);

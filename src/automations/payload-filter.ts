@@ -11,11 +11,12 @@
  * - a payload array: equality and `in` match when any element matches, `not_in` when no element is in the
  *   list, and a nested object when any element matches the whole nested object;
  * - a nested object over a field that is missing or not an object sees all of its fields as missing;
- * - an empty filter object (`{}`, at any level) has no condition to fail and matches anything.
+ * - an empty filter object (`{}`, at any level) has no condition to fail and matches anything;
+ * - a key written `/name` is the field `name` (JSON pointer escapes), never an operator.
  *
  * Paths in results are JSON pointers into the payload ("/pull_request/state"; "" is the payload itself).
  */
-import { PAYLOAD_FILTER_LIMITS } from '../definitions/payload-filter-grammar.ts';
+import { PAYLOAD_FILTER_LIMITS, payloadFieldName } from '../definitions/payload-filter-grammar.ts';
 
 export type PayloadFilterScalar = string | number | boolean | null;
 
@@ -83,9 +84,10 @@ function matchNested(filter: PayloadFilter, present: boolean, value: unknown, pa
 function matchFields(filter: PayloadFilter, container: unknown, path: string): Miss | undefined {
   const object = isObject(container) ? container : undefined;
   for (const [key, condition] of Object.entries(filter)) {
-    const fieldPath = pointer(path, key);
-    const present = object !== undefined && Object.hasOwn(object, key) && object[key] !== undefined;
-    const miss = matchCondition(condition, present, present ? object![key] : undefined, fieldPath);
+    const field = payloadFieldName(key);
+    const fieldPath = pointer(path, field);
+    const present = object !== undefined && Object.hasOwn(object, field) && object[field] !== undefined;
+    const miss = matchCondition(condition, present, present ? object![field] : undefined, fieldPath);
     if (miss !== undefined) return miss;
   }
   return undefined;
@@ -181,7 +183,7 @@ function checkNested(node: Record<string, unknown>, path: string, depth: number)
   if (depth > payloadFilterLimits.maxDepth)
     return { path, reason: `nesting is deeper than ${payloadFilterLimits.maxDepth} levels` };
   for (const [key, value] of Object.entries(node)) {
-    const at = pointer(path, key);
+    const at = pointer(path, payloadFieldName(key));
     if (isScalar(value)) continue;
     if (Array.isArray(value)) {
       const problem = checkList(value, at);

@@ -6,19 +6,27 @@ import { exitOnDatabaseLost } from './database-lost.ts';
 
 type Command = (argv: string[]) => Promise<number>;
 
+/** One synopsis per command of COMMANDS (a test checks that none is missing). */
+export const COMMAND_USAGE: Record<string, string> = {
+  serve: 'agentyard serve [--port N] [--host ADDR] [--factory DIR|GIT_URL] [--roles ingress,api,...] [--data-dir DIR]',
+  operator: 'agentyard operator [--port N] [--host H] [--namespace NS] [--lease-name NAME] [--identity ID]',
+  migrate: 'agentyard migrate',
+  openapi: 'agentyard openapi [--write FILE]',
+  validate: 'agentyard validate DIR [--format text|json|github]',
+  plan: 'agentyard plan DIR --factory NAME [--server URL] [--key KEY] [--json]',
+  apply: 'agentyard apply DIR --factory NAME [--message TEXT] [--server URL] [--key KEY] [--json]',
+  worker: 'agentyard worker --worker-id ID --server URL [--api-key KEY] [--capacity N]',
+};
+
 const USAGE = `agentyard — GitOps factory reconciler, webhook ingress and Run API for cloud agent runs
 
 Usage:
-  agentyard serve [--port N] [--factory DIR|GIT_URL] [--roles ingress,api,...]
-  agentyard operator [--port N] [--namespace NS]
-  agentyard migrate
-  agentyard openapi [--write FILE]
-  agentyard validate DIR [--format text|json|github]
-  agentyard worker --worker-id ID --server URL [--api-key KEY] [--capacity N]
+  ${Object.values(COMMAND_USAGE).join('\n  ')}
   agentyard <command> --help
 
-Environment: PORT, AGENTYARD_DATA_DIR, DATABASE_URL, AGENTYARD_BOOTSTRAP_API_KEY, AGENTYARD_MASTER_KEY,
-AGENTYARD_PUBLIC_URL, AGENTYARD_WEBHOOK_BASE_URL, LOG_LEVEL (see README.md).`;
+Environment: PORT, HOST, AGENTYARD_DATA_DIR, DATABASE_URL, AGENTYARD_ROLES, AGENTYARD_BOOTSTRAP_API_KEY,
+AGENTYARD_MASTER_KEY, AGENTYARD_PUBLIC_URL, AGENTYARD_WEBHOOK_BASE_URL, LOG_LEVEL (see README.md).
+Exit status: 0 success, 1 failure (a refused tree, a failed run of the command), 2 usage problem.`;
 
 async function serve(argv: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -32,12 +40,23 @@ async function serve(argv: string[]): Promise<number> {
     },
   });
   const overrides: Partial<Config> = {};
-  if (values.port) overrides.port = Number(values.port);
+  if (values.port !== undefined) {
+    const port = Number(values.port);
+    if (!/^\d+$/.test(values.port) || port > 65535)
+      throw new UsageError(`--port must be 0-65535, got "${values.port}"`);
+    overrides.port = port;
+  }
   if (values.host) overrides.host = values.host;
   if (values.factory) overrides.factory = values.factory;
-  if (values.roles) overrides.roles = parseRoles(values.roles);
   if (values['data-dir']) overrides.dataDir = values['data-dir'];
-  const config = loadConfig(process.env, overrides);
+  let config: Config;
+  try {
+    if (values.roles) overrides.roles = parseRoles(values.roles);
+    config = loadConfig(process.env, overrides);
+  } catch (err) {
+    // A bad flag or environment variable (PORT, AGENTYARD_ROLES, ...) is a usage problem.
+    throw new UsageError((err as Error).message);
+  }
   const { startServer } = await import('../server.ts');
   const server = await startServer(config, { printAdminKey: true });
   server.ctx.log.info(
@@ -63,7 +82,8 @@ async function serve(argv: string[]): Promise<number> {
   return 0;
 }
 
-async function migrateCommand(): Promise<number> {
+async function migrateCommand(argv: string[]): Promise<number> {
+  parseArgs({ args: argv, options: {} });
   const config = loadConfig();
   const { openDatabase } = await import('../store/open.ts');
   const { migrate } = await import('../store/migrate.ts');
@@ -106,6 +126,16 @@ export const COMMANDS: Record<string, Command> = {
 /** Commands that keep a data directory (the server's files, workspaces): what they create is private. */
 const PRIVATE_COMMANDS = new Set(['serve', 'operator', 'worker', 'migrate']);
 
+/** A problem with how the command was called: exits 2. */
+export class UsageError extends Error {}
+
+/** Commands without a `--help` of their own answer their synopsis. */
+const SYNOPSIS_ONLY = new Set(['serve', 'migrate', 'openapi']);
+
+function isParseArgsError(err: unknown): err is Error {
+  return err instanceof TypeError && String((err as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS');
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name && PRIVATE_COMMANDS.has(name)) process.umask(PRIVATE_UMASK);
@@ -118,5 +148,15 @@ export async function main(argv: string[]): Promise<number> {
     console.error(`agentyard: unknown command "${name}"\n\n${USAGE}`);
     return 2;
   }
-  return command(rest);
+  if (SYNOPSIS_ONLY.has(name) && (rest.includes('--help') || rest.includes('-h'))) {
+    console.log(`Usage: ${COMMAND_USAGE[name]}`);
+    return 0;
+  }
+  try {
+    return await command(rest);
+  } catch (err) {
+    if (!(err instanceof UsageError) && !isParseArgsError(err)) throw err;
+    console.error(`agentyard ${name}: ${err.message}\nUsage: ${COMMAND_USAGE[name]}`);
+    return 2;
+  }
 }

@@ -82,7 +82,8 @@ export class ServerClient {
       if (found) return found.id;
       cursor = page.body.page_info.next_cursor;
     } while (cursor);
-    throw new CliError(`no factory named "${name}" in this key's team`, 1);
+    // Naming a factory that does not exist is a usage problem (exit 2), like a missing argument.
+    throw new CliError(`no factory named "${name}" in this key's team`);
   }
 }
 
@@ -114,8 +115,9 @@ export function formatChanges(changes: readonly Change[]): string {
     .join('');
 }
 
+/** One `file:line:1: warning code: message` line per plan warning; identical lines once. */
 export function formatWarnings(warnings: readonly PlanWarning[]): string {
-  return warnings.map((w) => `${w.file}:${w.line}:1: warning ${w.code}: ${w.message}\n`).join('');
+  return [...new Set(warnings.map((w) => `${w.file}:${w.line}:1: warning ${w.code}: ${w.message}\n`))].join('');
 }
 
 export function summary(changes: readonly Change[]): string {

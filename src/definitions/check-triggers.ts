@@ -218,8 +218,15 @@ function checkWebhookTrigger(env: TriggerEnv, base: string, raw: RawTrigger): Tr
   let payload: Record<string, unknown> | null = null;
   if ('payload' in filter) {
     const problems = checkPayloadFilter(filter.payload);
-    for (const p of problems) env.report('FF_INVALID_FILTER', `${base}/filter/payload${p.path}`, p.message);
-    if (problems.length > 0) return undefined;
+    for (const p of problems) {
+      env.report(
+        'FF_INVALID_FILTER',
+        `${base}/filter/payload${p.path}`,
+        p.message,
+        p.severity ? { target: 'key', severity: p.severity } : {},
+      );
+    }
+    if (problems.some((p) => !p.severity)) return undefined;
     payload = filter.payload as Record<string, unknown>;
   }
   return ok ? { kind: 'webhook', provider: 'webhook', event: 'received', webhookUid: uid, payload } : undefined;

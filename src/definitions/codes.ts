@@ -26,7 +26,7 @@ export const DIAGNOSTIC_CODES = {
   FF_INVALID_TRIGGER: 'A trigger is structurally wrong (schedule rules, webhook trigger shape).',
   FF_INVALID_EVENT: 'The trigger provider or event is unknown.',
   FF_INVALID_FILTER:
-    'A filter key is not valid for the provider and event, or a filter value is outside its domain (payload filter grammar and limits included).',
+    'A filter key is not valid for the provider and event, or a filter value is outside its domain (payload filter grammar and limits included); a warning for a payload filter key that looks like an operator (`gt`, `ne`, …).',
   FF_LIMIT_EXCEEDED:
     'agentyard: a limit is exceeded: more than 20 webhooks, a file larger than 256 KiB, YAML nesting deeper than 100 levels, a validation over its time or memory budget, or a source tree over the source limits.',
   FF_NOT_SUPPORTED_HERE:

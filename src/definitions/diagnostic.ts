@@ -26,25 +26,30 @@ export function compareDiagnostics(a: Diagnostic, b: Diagnostic): number {
 
 /** Sorted by position, identical entries (same place, code and message) kept once. */
 export function normalizeDiagnostics(diagnostics: readonly Diagnostic[]): Diagnostic[] {
-  const seen = new Set<string>();
-  const out: Diagnostic[] = [];
-  for (const d of [...diagnostics].sort(compareDiagnostics)) {
-    const key = `${d.file}\0${d.line}\0${d.column}\0${d.code}\0${d.message}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    out.push(d);
-  }
-  return out;
+  return uniqueDiagnostics([...diagnostics].sort(compareDiagnostics));
 }
 
-/** `file:line:column: severity code: message`, one line per diagnostic. */
+/** Identical entries (same place, code and message) kept once, in their order. */
+export function uniqueDiagnostics<T extends Diagnostic>(diagnostics: readonly T[]): T[] {
+  const seen = new Set<string>();
+  return diagnostics.filter((d) => {
+    const key = `${d.file}\0${d.line}\0${d.column}\0${d.code}\0${d.message}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/** `file:line:column: severity code: message`, one line per diagnostic (identical ones once). */
 export function formatText(diagnostics: readonly Diagnostic[]): string {
-  return diagnostics.map((d) => `${d.file}:${d.line}:${d.column}: ${d.severity} ${d.code}: ${d.message}\n`).join('');
+  return uniqueDiagnostics(diagnostics)
+    .map((d) => `${d.file}:${d.line}:${d.column}: ${d.severity} ${d.code}: ${d.message}\n`)
+    .join('');
 }
 
 /** A JSON array of diagnostics (stable key order). */
 export function formatJson(diagnostics: readonly Diagnostic[]): string {
-  const rows = diagnostics.map((d) => ({
+  const rows = uniqueDiagnostics(diagnostics).map((d) => ({
     file: d.file,
     line: d.line,
     column: d.column,
@@ -66,7 +71,7 @@ function escapeGithubProperty(value: string): string {
 
 /** GitHub Actions workflow commands: `::error file=…,line=…,col=…,title=CODE::message`. */
 export function formatGithub(diagnostics: readonly Diagnostic[]): string {
-  return diagnostics
+  return uniqueDiagnostics(diagnostics)
     .map((d) => {
       const props = `file=${escapeGithubProperty(d.file)},line=${d.line},col=${d.column},title=${escapeGithubProperty(d.code)}`;
       return `::${d.severity} ${props}::${escapeGithubData(`${d.code}: ${d.message}`)}\n`;

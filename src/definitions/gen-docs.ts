@@ -225,6 +225,9 @@ the factory. \`filter.payload\` is an optional payload filter:
 - A bare scalar matches by strict equality (\`1\` is not \`"1"\`); a bare list is \`in\`.
 - An operator mapping holds only \`in\` (list), \`not_in\` (list) and \`exists\` (boolean); any other key beside
   them is an error naming its path.
+- A key written \`"/name"\` is always the field \`name\` (\`~1\` = \`/\`, \`~0\` = \`~\`): the way to a field named like an
+  operator. A bare key that looks like another language's operator (\`gt\`, \`ne\`, \`regex\`, \`$in\`, …) is a
+  field name and applies with a warning (docs/payload-filters.md).
 - A missing field matches only \`exists: false\` and \`not_in\`. A payload array matches \`in\`/equality when any
   element matches, and \`not_in\` when no element is in the list.
 - Limits: depth ≤ ${PAYLOAD_FILTER_LIMITS.maxDepth}, ≤ ${PAYLOAD_FILTER_LIMITS.maxKeys} keys in all (operator keys included), ≤ ${PAYLOAD_FILTER_LIMITS.maxListValues} values per list, ≤ ${PAYLOAD_FILTER_LIMITS.maxSerializedBytes} bytes as JSON. Empty lists and empty mappings are refused.

@@ -5,6 +5,8 @@
  * - The filter is a mapping; every key must match (AND); a nested mapping reaches nested fields.
  * - A bare scalar matches by strict equality; a bare list is `in`.
  * - An operator mapping holds only `in` (list), `not_in` (list) and `exists` (boolean).
+ * - A key written `/name` is always the field `name` (JSON pointer escapes `~1` = `/`, `~0` = `~`): how to
+ *   reach a field named like an operator, and how to say that an operator-like key is meant as a field.
  * - Limits: depth ≤ 8, ≤ 64 keys in all, ≤ 100 values per list, ≤ 8 KB serialized.
  */
 
@@ -12,6 +14,8 @@ export interface PayloadFilterProblem {
   /** JSON pointer relative to the filter (`""` is the filter itself). */
   path: string;
   message: string;
+  /** A warning applies; an error (the default) refuses the revision. */
+  severity?: 'warning';
 }
 
 export const PAYLOAD_FILTER_LIMITS = {
@@ -24,6 +28,57 @@ export const PAYLOAD_FILTER_LIMITS = {
 export const PAYLOAD_FILTER_OPERATORS = ['in', 'not_in', 'exists'] as const;
 
 const OPERATORS: ReadonlySet<string> = new Set(PAYLOAD_FILTER_OPERATORS);
+
+/**
+ * Keys other filter languages use as operators, with what to write here instead. A bare key is a field name,
+ * so `count: { gt: 5 }` looks for a field `count.gt` and never matches what its author meant.
+ */
+export const OPERATOR_LIKE_KEYS: Readonly<Record<string, string | undefined>> = {
+  eq: 'a bare value',
+  equals: 'a bare value',
+  ne: '`not_in`',
+  neq: '`not_in`',
+  not: '`not_in`',
+  nin: '`not_in`',
+  notin: '`not_in`',
+  not_exists: '`exists: false`',
+  exist: '`exists`',
+  has: '`exists`',
+  contains: 'a bare value (it matches any element of an array)',
+  includes: 'a bare value (it matches any element of an array)',
+  any: '`in`',
+  oneof: '`in`',
+  gt: undefined,
+  gte: undefined,
+  lt: undefined,
+  lte: undefined,
+  matches: undefined,
+  match: undefined,
+  regex: undefined,
+  like: undefined,
+  startswith: undefined,
+  endswith: undefined,
+  and: undefined,
+  or: undefined,
+  all: undefined,
+  size: undefined,
+};
+
+/** The field a filter key names: `/name` is the escaped form (JSON pointer escapes), any other key is itself. */
+export function payloadFieldName(key: string): string {
+  return key.startsWith('/') ? key.slice(1).replace(/~1/g, '/').replace(/~0/g, '~') : key;
+}
+
+function operatorLikeHint(key: string): string | undefined {
+  const bare = key.replace(/^\$/, '').toLowerCase();
+  if (!(bare in OPERATOR_LIKE_KEYS) && !key.startsWith('$')) return undefined;
+  const instead = OPERATOR_LIKE_KEYS[bare];
+  const suggestion = instead ? `; did you mean ${instead}?` : '';
+  return (
+    `\`${key}\` is read as a payload field named \`${key}\`, not as an operator (the operators are \`in\`, \`not_in\` and \`exists\`)${suggestion} ` +
+    `To match a field of that name, write the key as \`"/${key}"\`.`
+  );
+}
 
 function isMapping(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -46,7 +101,7 @@ function pointer(parent: string, key: string | number): string {
 function dotted(path: string): string {
   let out = 'payload';
   for (const raw of path.split('/').slice(1)) {
-    const seg = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    const seg = payloadFieldName(raw.replace(/~1/g, '/').replace(/~0/g, '~'));
     out += /^\d+$/.test(seg) ? `[${seg}]` : /^[A-Za-z_$][\w$-]*$/.test(seg) ? `.${seg}` : `[${JSON.stringify(seg)}]`;
   }
   return out;
@@ -56,6 +111,9 @@ export function checkPayloadFilter(filter: unknown): PayloadFilterProblem[] {
   const problems: PayloadFilterProblem[] = [];
   const report = (path: string, message: string): void => {
     problems.push({ path, message: `\`${dotted(path)}\`: ${message}` });
+  };
+  const warn = (path: string, message: string): void => {
+    problems.push({ path, message: `\`${dotted(path)}\`: ${message}`, severity: 'warning' });
   };
   if (!isMapping(filter)) {
     problems.push({ path: '', message: '`payload` must be a mapping of payload fields to conditions' });
@@ -116,6 +174,18 @@ export function checkPayloadFilter(filter: unknown): PayloadFilterProblem[] {
         report(pointer(path, key), `the filter has more than ${PAYLOAD_FILTER_LIMITS.maxKeys} keys in all`);
       }
       const at = pointer(path, key);
+      if (key.startsWith('/')) {
+        const rest = key.slice(1);
+        if (rest === '' || rest.includes('/') || /~(?![01])/.test(rest)) {
+          report(
+            at,
+            `\`${key}\` is an escaped field name: \`/\` then one name, with \`~1\` for \`/\` and \`~0\` for \`~\` (nest mappings for deeper fields)`,
+          );
+        }
+      } else {
+        const hint = operatorLikeHint(key);
+        if (hint) warn(at, hint);
+      }
       if (Array.isArray(value)) {
         checkList(at, value, 'the list');
       } else if (isMapping(value)) {

@@ -4,6 +4,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import ajvErrors from 'ajv-errors';
 import type { DiagnosticCode } from './codes.ts';
+import { didYouMean } from './levenshtein.ts';
 import { KNOWN_SIGNATURE_SCHEMES } from './signature-schemes.ts';
 
 export const SCHEMA_VERSION = 'v1alpha1';
@@ -221,10 +222,12 @@ function translate(error: ErrorObject, custom?: string): SchemaIssue | undefined
       return issue('FF_TYPE_MISMATCH', `\`${field}\` must be ${expected}, not ${describeType(error.data)}${hint}`);
     }
     case 'enum': {
-      const values = (params.allowedValues as unknown[]).filter((v) => v !== null).map((v) => `\`${String(v)}\``);
+      const allowed = (params.allowedValues as unknown[]).filter((v) => v !== null).map(String);
+      const values = allowed.map((v) => `\`${v}\``);
+      const hint = typeof error.data === 'string' ? didYouMean(error.data, allowed) : '';
       return issue(
         'FF_INVALID_VALUE',
-        `\`${field}\` must be one of ${values.join(', ')} (got ${JSON.stringify(error.data)})`,
+        `\`${field}\` must be one of ${values.join(', ')} (got ${JSON.stringify(error.data)})${hint}`,
       );
     }
     case 'const':

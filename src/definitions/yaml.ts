@@ -1,5 +1,5 @@
-import { LineCounter, isAlias, isMap, isScalar, isSeq, parseAllDocuments, visit } from 'yaml';
-import type { Document, Node as YamlNode, ParsedNode } from 'yaml';
+import { LineCounter, Parser, isAlias, isMap, isScalar, isSeq, parseAllDocuments, visit } from 'yaml';
+import type { CST, Document, Node as YamlNode, ParsedNode, YAMLError } from 'yaml';
 import type { DiagnosticCode } from './codes.ts';
 import { MAX_YAML_DEPTH, excessiveDepth } from './depth.ts';
 import type { Diagnostic } from './diagnostic.ts';
@@ -150,6 +150,78 @@ function checkRestrictedSyntax(doc: Document.Parsed, source: string, locator: So
   });
 }
 
+/** `duplicate key \`name\` (first on line 2)`: the repeated key, found in the mapping that holds it. */
+function duplicateKeyMessage(doc: Document.Parsed, error: YAMLError, locator: SourceLocator): string {
+  let message = 'duplicate key in a mapping';
+  visit(doc, {
+    Map(_key, map) {
+      const keys = map.items.map((p) => p.key as ParsedNode | null);
+      const at = keys.findIndex((k) => k?.range[0] === error.pos[0]);
+      if (at < 0) return undefined;
+      const name = isScalar(keys[at]) ? String(keys[at].value) : undefined;
+      if (name === undefined) return visit.BREAK;
+      const first = keys.find((k) => isScalar(k) && String(k.value) === name);
+      const line = first ? locator.at(first.range[0]).line : undefined;
+      message = `duplicate key \`${name}\`${line !== undefined ? ` (first on line ${line})` : ''}`;
+      return visit.BREAK;
+    },
+  });
+  return message;
+}
+
+const CLOSERS: Record<string, string> = { '[': ']', '{': '}', '"': '"', "'": "'" };
+
+/**
+ * The `[`, `{` or quote that an unclosed-construct error is about: the last such opener before the error
+ * that has no closer and no earlier error of the file took. The parser reports these where it gave up (often
+ * the next line); the opener is what the author has to fix.
+ */
+function unclosedOpener(
+  tokens: readonly CST.Token[],
+  error: YAMLError,
+  taken: Set<number>,
+): { char: string; offset: number } | undefined {
+  const wanted =
+    /end with an? ([\]}])/.exec(error.message)?.[1] ?? /Missing closing (["'])quote/.exec(error.message)?.[1];
+  if (!wanted) return undefined;
+  let found: { char: string; offset: number } | undefined;
+  const consider = (char: string, offset: number) => {
+    if (CLOSERS[char] === wanted || (char === wanted && (char === '"' || char === "'"))) {
+      if (offset < error.pos[0] && !taken.has(offset) && (!found || offset > found.offset)) found = { char, offset };
+    }
+  };
+  const walk = (value: unknown): void => {
+    if (Array.isArray(value)) {
+      for (const v of value) walk(v);
+      return;
+    }
+    if (!value || typeof value !== 'object') return;
+    const token = value as Record<string, unknown> & { type?: string };
+    if (token.type === 'flow-collection') {
+      const flow = token as unknown as CST.FlowCollection;
+      const closer = flow.start.type === 'flow-seq-start' ? 'flow-seq-end' : 'flow-map-end';
+      const closed = flow.end.some((t) => t.type === closer);
+      if (!closed) consider(flow.start.source, flow.start.offset);
+    } else if (token.type === 'double-quoted-scalar' || token.type === 'single-quoted-scalar') {
+      const scalar = token as unknown as CST.FlowScalar;
+      if (!isClosedQuote(scalar.source)) consider(scalar.source[0]!, scalar.offset);
+    }
+    for (const [key, v] of Object.entries(token)) if (key !== 'source') walk(v);
+  };
+  walk(tokens);
+  if (found) taken.add(found.offset);
+  return found;
+}
+
+function isClosedQuote(source: string): boolean {
+  const quote = source[0]!;
+  if (source.length < 2 || !source.endsWith(quote)) return false;
+  if (quote === "'") return /^'(?:[^']|'')*'$/.test(source);
+  let backslashes = 0;
+  for (let i = source.length - 2; i > 0 && source[i] === '\\'; i--) backslashes++;
+  return backslashes % 2 === 0;
+}
+
 function parseBlock(
   file: string,
   block: YamlBlock,
@@ -188,16 +260,24 @@ function parseBlock(
       locator.at(second.range[0]),
     );
   }
+  let tokens: CST.Token[] | undefined;
+  const openersTaken = new Set<number>();
   for (const d of docs) {
     for (const error of d.errors) {
-      const pos = locator.at(error.pos[0]);
-      if (error.code === 'DUPLICATE_KEY') emit('FF_DUPLICATE_KEY', 'duplicate key in a mapping', pos);
-      else
+      if (error.code === 'DUPLICATE_KEY') {
+        emit('FF_DUPLICATE_KEY', duplicateKeyMessage(d, error, locator), locator.at(error.pos[0]));
+        continue;
+      }
+      const text = error.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+      tokens ??= [...new Parser().parse(block.text)];
+      const opener = unclosedOpener(tokens, error, openersTaken);
+      if (opener) {
         emit(
           'FF_INVALID_YAML',
-          `YAML syntax error: ${error.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`,
-          pos,
+          `YAML syntax error: this \`${opener.char}\` is never closed (${text})`,
+          locator.at(opener.offset),
         );
+      } else emit('FF_INVALID_YAML', `YAML syntax error: ${text}`, locator.at(error.pos[0]));
     }
   }
   if (

@@ -44,7 +44,7 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
       schema: {
         tags: TAGS,
         summary:
-          'Create a factory (team admins; a directory source needs an instance admin). No source = a managed factory.',
+          'Create a factory (team admins; a directory source needs an instance admin). No source = a managed factory, seeded with factory.yaml, a runner and the default agents.',
         body: Type.Object(
           { name: Type.String({ pattern: s.FACTORY_NAME_PATTERN }), source: Type.Optional(s.SourceInputSchema) },
           { additionalProperties: false },
@@ -54,8 +54,10 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
     },
     async (request, reply) => {
       requireTeamAdmin(request);
+      const subject = request.principal.subject;
       const row = await factories.create(request.principal.teamId, request.body, {
         instanceAdmin: request.principal.instanceAdmin,
+        author: { name: subject.displayName, email: subject.email ?? `${subject.id}@agentyard.invalid` },
       });
       return reply.code(201).send(view(row));
     },

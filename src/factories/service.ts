@@ -15,7 +15,11 @@ import { sourceUrlPolicyFor } from '../sources/url-policy.ts';
 import type { SourceInput } from '../sources/spec.ts';
 import { isUniqueViolation } from '../store/errors.ts';
 import { newId } from '../kernel/ids.ts';
+import type { CommitAuthor } from '../sources/managed.ts';
 import { FACTORY_NAME_PATTERN } from './schemas.ts';
+import { SEED_COMMIT_MESSAGE, seedFiles } from './seed.ts';
+
+const SEED_AUTHOR: CommitAuthor = { name: 'Agentyard', email: 'agentyard@agentyard.invalid' };
 
 const FACTORY_NAME = new RegExp(FACTORY_NAME_PATTERN);
 
@@ -49,7 +53,7 @@ export class FactoryService {
   async create(
     teamId: string,
     input: { name: string; source?: SourceInput | undefined },
-    options: { instanceAdmin: boolean },
+    options: { instanceAdmin: boolean; author?: CommitAuthor },
   ): Promise<FactoryRow> {
     if (!FACTORY_NAME.test(input.name))
       throw new AppError(
@@ -67,7 +71,24 @@ export class FactoryService {
       throw err;
     }
     await this.#announce(row, 'created');
+    if (source.type === 'managed') return this.#seed(row, options.author ?? SEED_AUTHOR);
     return row;
+  }
+
+  /**
+   * Commits and applies the default tree (seed.ts) to a new managed factory. A seed that does not apply leaves
+   * the factory created and empty, as its status and apply history then say.
+   */
+  async #seed(row: FactoryRow, author: CommitAuthor): Promise<FactoryRow> {
+    try {
+      await controllerFor(this.#ctx).reconciler.applyManagedChange(row.id, () => seedFiles(row.name), {
+        author,
+        message: SEED_COMMIT_MESSAGE,
+      });
+    } catch (err) {
+      this.#ctx.log.warn({ err, factory_id: row.id }, 'the default files of a new managed factory did not apply');
+    }
+    return (await plans.getFactory(this.#ctx.db, row.id)) ?? row;
   }
 
   async #announce(row: FactoryRow, event: 'created' | 'updated' | 'deleted'): Promise<void> {

@@ -35,7 +35,6 @@ export const ERROR_CATALOGUE = {
   // Agentyard resources
   team_name_taken: { status: 409, title: 'Team name already in use', retryable: false },
   idempotency_key_reused: { status: 422, title: 'Idempotency key reused with another request', retryable: false },
-  run_not_cancellable: { status: 400, title: 'Run cannot be cancelled', retryable: false },
   factory_read_only: { status: 409, title: 'Factory is read-only', retryable: false },
   factory_name_taken: { status: 409, title: 'Factory name already in use', retryable: false },
   definition_invalid: { status: 422, title: 'Factory definition is invalid', retryable: false },

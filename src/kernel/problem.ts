@@ -1,6 +1,10 @@
 import type { AppError } from './errors.ts';
 
-export const ERROR_TYPE_BASE = 'https://agentyard.dev/docs/errors#';
+/**
+ * The problem `type` is a reference relative to the server that answered: `/docs/errors#<code>`, the page
+ * every server serves (src/http/error-docs.ts) from docs/errors.md.
+ */
+export const ERROR_TYPE_BASE = '/docs/errors#';
 
 /** The RFC 7807 document, with the Oz API's members (`error` is the legacy "title (detail)" string). */
 export interface ProblemDocument {

@@ -149,7 +149,7 @@ export interface RunningOperator {
  */
 export async function startOperator(options: StartOperatorOptions): Promise<RunningOperator> {
   const { settings } = options;
-  const log = options.log ?? createLogger(options.config.logLevel);
+  const log = options.log ?? createLogger(options.config.logLevel, options.config.logFormat);
   const roles = new Set([...options.config.roles].filter((r) => !LEADER_ONLY.has(r)));
   const config: Config = { ...options.config, roles };
   const server = await startServer(config, { ...(options.db ? { db: options.db } : {}), log });

@@ -1,6 +1,7 @@
 import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../kernel/log.ts';
+import { uniqueDiagnostics } from '../definitions/diagnostic.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import type { FactoryFileInput } from '../definitions/load.ts';
 import { type DefinitionPool, definitionPool } from '../definitions/pool.ts';
@@ -665,7 +666,8 @@ function sameFiles(a: readonly FactoryFileInput[], b: readonly FactoryFileInput[
 }
 
 /** 422 with the diagnostics; `hint`, what to do about them, ends the detail. */
-export function definitionInvalid(diagnostics: readonly Diagnostic[], hint?: string): AppError {
+export function definitionInvalid(all: readonly Diagnostic[], hint?: string): AppError {
+  const diagnostics = uniqueDiagnostics(all);
   const errors = diagnostics.filter((d) => d.severity === 'error');
   const first = errors[0];
   const detail = first

@@ -50,8 +50,12 @@ const OPERATOR_NAMES = new Set(['in', 'not_in', 'exists']);
  */
 function filterFromLeaves(value: Record<string, unknown>, depth = 1): PayloadFilter {
   const entries: Array<[string, PayloadFilterCondition]> = [];
-  for (const [k, v] of Object.entries(value)) {
-    if (depth > 1 && OPERATOR_NAMES.has(k)) continue;
+  for (const [field, v] of Object.entries(value)) {
+    // A field named like an operator below the top, or starting with "/", is written in the escaped "/name" form.
+    const k =
+      field.startsWith('/') || (depth > 1 && OPERATOR_NAMES.has(field))
+        ? `/${field.replace(/~/g, '~0').replace(/\//g, '~1')}`
+        : field;
     if (v === null || typeof v !== 'object') entries.push([k, v as PayloadFilterScalar]);
     else if (Array.isArray(v)) {
       const element = v.find((e) => e === null || typeof e !== 'object');
@@ -73,7 +77,10 @@ describe('payload filter properties', () => {
 
   it('a payload always matches a filter built from its own leaves', () => {
     fc.assert(fc.property(payloadObject, (p) => matches(filterFromLeaves(p), p)));
-    const anyKey = fc.oneof(fc.string(), fc.constantFrom('in', 'not_in', 'exists', '__proto__', 'a/b', '~'));
+    const anyKey = fc.oneof(
+      fc.string(),
+      fc.constantFrom('in', 'not_in', 'exists', '__proto__', 'a/b', '~', '/x', '/a~1b'),
+    );
     const jsonObject = fc.dictionary(anyKey, fc.jsonValue(), { maxKeys: 5 });
     fc.assert(fc.property(jsonObject, (p) => matches(filterFromLeaves(p), p)));
   });

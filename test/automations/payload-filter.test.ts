@@ -40,6 +40,20 @@ describe('AND and nesting', () => {
   });
 });
 
+describe('fields named like operators: the "/name" key', () => {
+  const payload = { range: { in: 'eu', gt: 5, 'a/b': 1 }, exists: true };
+  it.each([
+    ['"/in" is the field `in`, not the operator', { range: { '/in': 'eu' } }, hit],
+    ['a list under "/in" is `in` over that field', { range: { '/in': ['us', 'eu'] } }, hit],
+    ['a mismatch names the field', { range: { '/in': 'us' } }, miss('/range/in')],
+    ['"/gt" reads the same field as a bare gt', { range: { '/gt': 5, gt: 5 } }, hit],
+    ['~1 stands for /', { range: { '/a~1b': 1 } }, hit],
+    ['at the top level too', { '/exists': true }, hit],
+  ])('%s', (_name, filter, expected) => {
+    expect(match(filter, payload)).toEqual(expected);
+  });
+});
+
 describe('bare scalars: strict equality', () => {
   it.each([
     ['string', { action: 'opened' }, hit],

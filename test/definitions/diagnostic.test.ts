@@ -36,6 +36,13 @@ describe('formatters', () => {
     expect(formatText([])).toBe('');
   });
 
+  it('every format reports identical diagnostics once', () => {
+    const twice = [error, { ...error }, warning, { ...warning }];
+    expect(formatText(twice)).toBe(formatText([error, warning]));
+    expect(JSON.parse(formatJson(twice))).toHaveLength(2);
+    expect(formatGithub(twice).trim().split('\n')).toHaveLength(2);
+  });
+
   it('json: an array with every field', () => {
     expect(JSON.parse(formatJson([error]))).toEqual([{ ...error }]);
   });

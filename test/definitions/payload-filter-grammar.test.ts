@@ -47,6 +47,23 @@ describe('checkPayloadFilter', () => {
     expect(checkPayloadFilter(big)).toEqual([{ path: '', message: expect.stringContaining('8192') }]);
   });
 
+  it("warns on a field key that looks like another language's operator, and accepts the escaped form", () => {
+    expect(checkPayloadFilter({ count: { gt: 5 }, tags: { contains: 'x' } })).toEqual([
+      { path: '/count/gt', message: expect.stringContaining('write the key as `"/gt"`'), severity: 'warning' },
+      {
+        path: '/tags/contains',
+        message: expect.stringContaining('did you mean a bare value (it matches any element of an array)?'),
+        severity: 'warning',
+      },
+    ]);
+    expect(checkPayloadFilter({ count: { '/gt': 5 }, '/in': [1], 'a~b': { '/x~1y~0z': true } })).toEqual([]);
+    expect(checkPayloadFilter({ '/': 1, '/a/b': 2, '/a~2': 3 }).map((p) => [p.path, p.severity])).toEqual([
+      ['/~1', undefined],
+      ['/~1a~1b', undefined],
+      ['/~1a~02', undefined],
+    ]);
+  });
+
   it('escapes odd keys in pointers and readable paths', () => {
     const problems = checkPayloadFilter({ 'a/b': { 'c d': [] } });
     expect(problems[0]).toEqual({ path: '/a~1b/c d', message: expect.stringContaining('payload["a/b"]["c d"]') });

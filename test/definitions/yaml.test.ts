@@ -33,6 +33,34 @@ describe('parseYamlSource', () => {
     expect(parsed.diagnostics[0]).toMatchObject({ code: 'FF_INVALID_YAML', severity: 'error' });
   });
 
+  it('points an unclosed bracket, brace or quote at the character that opened it', () => {
+    const at = (text: string) =>
+      parseYamlSource('r.yaml', text).diagnostics.map((d) => [d.line, d.column, d.message.slice(0, 40)]);
+    expect(at('authMode: token\nsecretName: [a, b\nenabled: true\n')).toEqual([
+      [2, 13, 'YAML syntax error: this `[` is never clo'],
+    ]);
+    expect(at('a: {b: 1\nc: 2\n')).toEqual([[1, 4, 'YAML syntax error: this `{` is never clo']]);
+    expect(at('authMode: "token\nsecretName: x\n')).toEqual([[1, 11, 'YAML syntax error: this `"` is never clo']]);
+    expect(at("a: 'it''s\nb: 1\n")).toEqual([[1, 4, "YAML syntax error: this `'` is never clo"]]);
+    // Nested openers: each error names its own.
+    expect(at('a: [[1, 2\n').map(([line, column]) => [line, column])).toEqual([
+      [1, 5],
+      [1, 4],
+    ]);
+    expect(at('a: {x: [1, 2}\n').map(([line, column]) => [line, column])).toEqual([
+      [1, 8],
+      [1, 4],
+    ]);
+  });
+
+  it('names the repeated key and where it first appeared', () => {
+    const parsed = parseYamlSource('factory.yaml', 'name: a\nagentDefaults:\n  model: auto\n  model: x\nname: b\n');
+    expect(parsed.diagnostics.map((d) => [d.code, d.line, d.column, d.message])).toEqual([
+      ['FF_DUPLICATE_KEY', 4, 3, 'duplicate key `model` (first on line 3)'],
+      ['FF_DUPLICATE_KEY', 5, 1, 'duplicate key `name` (first on line 1)'],
+    ]);
+  });
+
   it('keeps CRLF files and a BOM readable', () => {
     const parsed = parseYamlSource('r.yaml', '\uFEFFa: 1\r\nb:\r\n  c: 2\r\n');
     expect(parsed.value).toEqual({ a: 1, b: { c: 2 } });

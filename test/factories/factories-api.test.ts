@@ -125,7 +125,10 @@ describe.each(ENGINES)('factory API on %s', (engine) => {
     });
     expect(run.agent_config.base_prompt).toContain('on-call foreman');
 
-    const pending = await server.api('POST', '/factories', { name: 'empty' });
+    const pending = await server.api('POST', '/factories', {
+      name: 'never-fetched',
+      source: { type: 'git', url: 'file:///nonexistent/factory.git', poll_interval_seconds: 0 },
+    });
     const refused = await server.api('POST', `/factories/${pending.body.id}/runs`, { prompt: 'x' });
     expect(refused.status).toBe(409);
   });

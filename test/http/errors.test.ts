@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
+import { DIAGNOSTIC_CODES } from '../../src/definitions/codes.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CATALOGUE } from '../../src/kernel/errors.ts';
 import { ERROR_TYPE_BASE } from '../../src/kernel/problem.ts';
@@ -51,6 +52,30 @@ describe('the error catalogue and docs/errors.md', () => {
     const text = readFileSync(DOC, 'utf8');
     for (const code of Object.keys(ERROR_CATALOGUE)) expect(text).toContain(`<a id="${code}"></a>\`${code}\``);
     expect(ERROR_TYPE_BASE).toMatch(/errors#$/);
+  });
+
+  it('list every FF_* diagnostic code of src/definitions/codes.ts, in order, with its meaning', () => {
+    const rows: [string, string][] = [];
+    for (const line of readFileSync(DOC, 'utf8').split('\n')) {
+      const m = /^\| <a id="(FF_[A-Z_]+)"><\/a>`\1` \| (.+) \|$/.exec(line);
+      if (m) rows.push([m[1]!, m[2]!]);
+    }
+    expect(rows).toEqual(Object.entries(DIAGNOSTIC_CODES));
+  });
+
+  it('give one example per FF_* code, each what the validator prints for a test tree', () => {
+    const text = readFileSync(DOC, 'utf8');
+    const block = text.slice(text.indexOf('```text', text.indexOf('## Factory-file diagnostics')));
+    const examples = block.slice(8, block.indexOf('```', 8)).trim().split('\n');
+    expect(examples.map((e) => /^\S[^:]*:\d+:\d+: (?:error|warning) (FF_[A-Z_]+): /.exec(e)?.[1])).toEqual(
+      Object.keys(DIAGNOSTIC_CODES),
+    );
+    const cases = new URL('../definitions/fixtures/cases/', import.meta.url);
+    const printed = readdirSync(cases)
+      .map((dir) => readFileSync(new URL(`${dir}/expected.txt`, cases), 'utf8'))
+      .join('\n')
+      .split('\n');
+    for (const example of examples) expect(printed, 'docs/errors.md example').toContain(example);
   });
 
   it('uses only documented codes in the sources', () => {
@@ -131,6 +156,18 @@ describe.each(ENGINES)('HTTP errors on %s', (engine) => {
     const one = await s.api('PATCH', '/agent/runs/run_x');
     expectProblem(one, 405, 'method_not_allowed');
     expect(one.headers.get('allow')).toBe('GET');
+  });
+
+  it('serves the documentation the problem type points at, with an anchor for every code', async () => {
+    const problem = await s.api('GET', '/agent/runs/run_missing');
+    const page = await fetch(new URL(problem.body.type, `${s.apiUrl}/agent/runs/run_missing`));
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await page.text();
+    for (const code of [...Object.keys(ERROR_CATALOGUE), ...Object.keys(DIAGNOSTIC_CODES)])
+      expect(html).toContain(`id="${code}"`);
+    expect(html).toContain('<code>resource_not_found</code>');
+    expect(html).not.toContain('<script');
   });
 
   it('answers malformed JSON with 400 invalid_json', async () => {

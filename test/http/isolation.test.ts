@@ -188,6 +188,11 @@ const ISOLATION: Record<string, Probe> = {
     why: 'Prometheus scrape: instance-wide counts by label and state, no team, factory or run identifiers',
     check: async (f) => expect((await request(`${f.s.url}/metrics`)).text).not.toContain(f.a.teamId),
   },
+  'GET /docs/errors': {
+    kind: 'public',
+    why: 'the error documentation problem types point at, the same for everyone',
+    check: async (f) => expect((await request(`${f.s.url}/docs/errors`)).status).toBe(200),
+  },
   'GET /api/v1/openapi.json': {
     kind: 'public',
     why: 'the API description, the same for everyone',

@@ -63,10 +63,12 @@ describe('agentyard plan and apply', () => {
     const first = await tree({ ...baseFiles(), 'webhooks/alerts.yaml': webhookYaml('alerts-token') });
     const plan = await run(['plan', first, '--factory', 'cli-managed'], env);
     expect(plan.code, plan.stderr).toBe(0);
-    expect(plan.stdout).toContain('Plan for factory cli-managed (applied revision: none):');
+    // Against the seed commit of the new managed factory (src/factories/seed.ts).
+    expect(plan.stdout).toMatch(/^Plan for factory cli-managed \(applied revision: main@sha1:[0-9a-f]{40}\):\n/);
     expect(plan.stdout).toContain('  + webhook alerts (webhooks/alerts.yaml, uid assigned at apply)');
-    expect(plan.stdout).toContain('  + factory Alert triage (factory.yaml)');
-    expect(plan.stdout).toMatch(/\n4 to create, 0 to change, 0 to delete\.\n$/);
+    expect(plan.stdout).toContain('  ~ factory Alert triage (factory.yaml)');
+    expect(plan.stdout).toContain('  - agent triage (agents/triage/agent.md)');
+    expect(plan.stdout).toMatch(/\n1 to create, 3 to change, 4 to delete\.\n$/);
 
     const apply = await run(['apply', first, '--factory', 'cli-managed', '-m', 'from the CLI'], env);
     expect(apply.code, apply.stderr).toBe(0);
@@ -125,7 +127,9 @@ describe('agentyard plan and apply', () => {
     expect(readOnly.stderr).toContain('409 factory_read_only');
     expect(readOnly.stderr).toContain('https://github.com/acme/factory.git');
     expect((await run(['plan', dir], env)).code).toBe(2);
-    expect((await run(['plan', dir, '--factory', 'nope'], env)).stderr).toContain('no factory named "nope"');
+    const unknown = await run(['plan', dir, '--factory', 'nope'], env);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('no factory named "nope"');
     const down = await run(['plan', dir, '--factory', 'x'], {
       AGENTYARD_URL: 'http://127.0.0.1:9',
       AGENTYARD_API_KEY: 'k',

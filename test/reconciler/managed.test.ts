@@ -6,11 +6,13 @@ import { applyManagedChange, controllerFor } from '../../src/reconciler/index.ts
 import { getFactory } from '../../src/reconciler/plans.ts';
 import { ManagedRepository } from '../../src/sources/managed.ts';
 import { AppError } from '../../src/kernel/errors.ts';
+import { SEED_COMMIT_MESSAGE } from '../../src/factories/seed.ts';
 import { asFileList, automationMd, baseFiles, webhookYaml } from './fixtures.ts';
 
 describe.each(ENGINES)('managed factories on %s', (engine) => {
   let server: TestServer;
   let id: string;
+  let seeded: string | null;
   const author = { author: { name: 'Ada', email: 'ada@example.com' }, message: 'test change' };
 
   const head = async () => {
@@ -23,8 +25,10 @@ describe.each(ENGINES)('managed factories on %s', (engine) => {
     await server.api('PUT', '/secrets/alerts-token', { value: 'tok' });
     const created = await server.api('POST', '/factories', { name: 'managed-one', source: { type: 'managed' } });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ read_only: false, source: { type: 'managed' }, status: { state: 'pending' } });
+    // A new managed factory starts with the seed commit (src/factories/seed.ts) applied.
+    expect(created.body).toMatchObject({ read_only: false, source: { type: 'managed' }, status: { state: 'applied' } });
     id = created.body.id;
+    seeded = await head();
   });
   afterAll(async () => server?.close());
 
@@ -37,14 +41,14 @@ describe.each(ENGINES)('managed factories on %s', (engine) => {
       expect.objectContaining({ file: 'webhooks/alerts.yaml', line: 2, code: 'FF_INVALID_REFERENCE' }),
     );
     expect(res.body.detail).toContain('webhooks/alerts.yaml:2');
-    expect(await head()).toBeNull();
-    expect((await server.api('GET', `/factories/${id}/applies`)).body.applies).toEqual([]);
+    expect(await head()).toBe(seeded);
+    expect((await server.api('GET', `/factories/${id}/applies`)).body.applies).toHaveLength(1);
     expect(
       await new ManagedRepository(`${server.dataDir}/managed/${id}.git`, {
         db: server.server.ctx.db,
         factoryId: id,
       }).head(),
-    ).toBeUndefined();
+    ).toBe(seeded?.replace('main@sha1:', ''));
   });
 
   it('validates, commits and applies a valid tree in one step', async () => {
@@ -111,7 +115,7 @@ describe.each(ENGINES)('managed factories on %s', (engine) => {
     const repoDir = `${server.dataDir}/managed/${id}.git`;
     const { simpleGit } = await import('simple-git');
     const log = await simpleGit(repoDir).log(['main']);
-    expect(log.all.map((c) => c.message)).toEqual(['test change', 'first version']);
+    expect(log.all.map((c) => c.message)).toEqual(['test change', 'first version', SEED_COMMIT_MESSAGE]);
   });
 
   it('never applies a managed commit that a newer one replaced', async () => {

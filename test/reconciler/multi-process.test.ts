@@ -121,10 +121,11 @@ describe.runIf(ENGINES.includes('postgres'))('two controllers on one PostgreSQL 
       'SELECT seq FROM managed_commits WHERE factory_id = $1 ORDER BY seq',
       [id],
     );
-    expect(commits.rows.map((r) => r.seq)).toEqual(Array.from({ length: 13 }, (_, i) => i + 1));
+    // The seed, the base files and twelve webhooks.
+    expect(commits.rows.map((r) => r.seq)).toEqual(Array.from({ length: 14 }, (_, i) => i + 1));
     const status = (await a.api('GET', `/factories/${id}`)).body.status;
     const head = await a.server.ctx.db.query<{ sha: string }>(
-      'SELECT sha FROM managed_commits WHERE factory_id = $1 AND seq = 13',
+      'SELECT sha FROM managed_commits WHERE factory_id = $1 AND seq = 14',
       [id],
     );
     expect(status.applied_revision).toBe(`main@sha1:${head.rows[0]!.sha}`);

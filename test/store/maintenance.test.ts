@@ -1,3 +1,5 @@
+import type { Logger } from '../../src/kernel/log.ts';
+import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { insertTeam } from '../../src/identity/plans.ts';
 import { createLogger } from '../../src/log.ts';
@@ -201,10 +203,12 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
     expect(await fsmSize('runs_pkey')).toBeGreaterThanOrEqual(8192);
   });
 
-  it('gives the indexes their free-space maps as soon as maintenance starts', async () => {
+  it('gives the indexes their free-space maps as soon as maintenance starts, logging their count', async () => {
     database = await createTestDatabase('pglite');
     const { db } = database;
-    const stop = startTableMaintenance(db, silentLog, { intervalMs: 3_600_000 });
+    const lines: Record<string, unknown>[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    const stop = startTableMaintenance(db, log as unknown as Logger, { intervalMs: 3_600_000 });
     try {
       await expect
         .poll(
@@ -217,6 +221,9 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
           { timeout: 5_000, interval: 50 },
         )
         .toBe(8192);
+      await expect.poll(() => lines.length, { timeout: 5_000, interval: 50 }).toBeGreaterThan(0);
+      // A count, not the name of every index, in the process's start-up output.
+      expect(lines[0]!.freeSpaceMaps).toBeGreaterThan(30);
     } finally {
       await stop();
     }

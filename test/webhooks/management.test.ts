@@ -241,17 +241,44 @@ describe.each(ENGINES)('webhook management on managed factories on %s', (engine)
     ).not.toContain('webhook-hook-21');
   });
 
-  it('a write a member key may not make, and an empty managed factory that cannot hold a webhook yet', async () => {
+  it('a write a member key may not make', async () => {
     const member = (await server.api('POST', '/api-keys', { name: 'member', role: 'member' })).body.key as string;
     expect((await server.api('POST', `/factories/${factoryId}/webhooks`, { name: 'by-member' }, member)).status).toBe(
       403,
     );
-    const empty = (await server.api('POST', '/factories', { name: `empty-${randomBytes(3).toString('hex')}` })).body.id;
-    const res = await server.api('POST', `/factories/${empty}/webhooks`, { name: 'first' });
-    expect(res.status).toBe(422);
-    expect(res.body.code).toBe('definition_invalid');
-    expect(res.body.detail).toContain('FF_MISSING_FACTORY');
-    expect(res.body.detail).toContain(`apply its files first (POST /api/v1/factories/${empty}/apply)`);
+  });
+
+  it('a factory created with only a name is seeded and takes a webhook in one call', async () => {
+    const created = await server.api('POST', '/factories', { name: `fresh-${randomBytes(3).toString('hex')}` });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.status).toMatchObject({ state: 'applied', ready: true });
+    const id = created.body.id as string;
+    const [seed] = (await server.api('GET', `/factories/${id}/applies`)).body.applies;
+    expect(seed).toMatchObject({
+      result: 'applied',
+      trigger: 'managed',
+      commit: { message: expect.stringContaining('default agents') },
+    });
+    expect(seed.changes.map((c: { kind: string; name: string }) => `${c.kind} ${c.name}`).sort()).toEqual(
+      expect.arrayContaining(['agent foreman', 'agent implement', 'agent review', 'agent spec', 'agent triage']),
+    );
+    const files = (await server.api('GET', `/factories/${id}/definition`)).body.files.map(
+      (f: { path: string }) => f.path,
+    );
+    expect(files).toEqual(expect.arrayContaining(['factory.yaml', 'runners/default.yaml', 'agents/foreman/agent.md']));
+
+    const hook = await server.api('POST', `/factories/${id}/webhooks`, { name: 'first' });
+    expect(hook.status, hook.text).toBe(201);
+    expect((await post(hook.body.ingress_url, '{"a":1}', { authorization: `Bearer ${hook.body.secret}` })).status).toBe(
+      202,
+    ); // And an automation on it, run by a seeded agent, in the next call.
+    const automation = await server.api('POST', `/factories/${id}/automations`, {
+      name: 'on-first',
+      prompt: 'Look at the delivery.',
+      agent: 'triage',
+      triggers: [{ provider: 'webhook', event: 'received', filter: { webhook_ids: [hook.body.uid] } }],
+    });
+    expect(automation.status, automation.text).toBe(201);
   });
 });
 
