@@ -1,5 +1,6 @@
 import { DELIVERIES_ACCEPTED_TOPIC, RUNS_QUEUED_TOPIC } from '../kernel/topics.ts';
 import type { Logger } from '../kernel/log.ts';
+import { CoalescedPass } from '../kernel/coalesced-pass.ts';
 import { isAppError } from '../kernel/errors.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import { insertQueuedRun } from '../runs/service.ts';
@@ -40,8 +41,10 @@ export class OutboxEvaluator {
   readonly #batchSize: number;
   readonly #pollIntervalMs: number;
   readonly #beforeCommit: EvaluatorOptions['beforeCommit'];
-  #running: Promise<void> | undefined;
-  #again = false;
+  readonly #passes = new CoalescedPass(
+    () => this.#drain(),
+    () => !this.#stopped,
+  );
   #stopped = false;
   #timer: NodeJS.Timeout | undefined;
   #unsubscribe: (() => void) | undefined;
@@ -66,28 +69,17 @@ export class OutboxEvaluator {
     this.#stopped = true;
     this.#unsubscribe?.();
     clearInterval(this.#timer);
-    await this.#running;
+    await this.#passes.idle();
   }
 
   /** Evaluates until the outbox is empty; a kick while that runs asks for one more pass. */
   kick(): void {
-    if (this.#stopped) return;
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    this.#running = this.#drain().finally(() => {
-      this.#running = undefined;
-      if (this.#again) {
-        this.#again = false;
-        this.kick();
-      }
-    });
+    this.#passes.request();
   }
 
   /** Resolves when the outbox has been drained (for tests and shutdown). */
-  async idle(): Promise<void> {
-    while (this.#running) await this.#running;
+  idle(): Promise<void> {
+    return this.#passes.idle();
   }
 
   async #drain(): Promise<void> {

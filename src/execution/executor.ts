@@ -6,6 +6,7 @@
  */
 import { RUNS_QUEUED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
 import { hostname } from 'node:os';
+import { CoalescedPass } from '../kernel/coalesced-pass.ts';
 import type { Logger } from '../kernel/log.ts';
 import type { CreatedRun } from '../runs/plans.ts';
 import { offerHandOff } from '../runs/service.ts';
@@ -56,8 +57,10 @@ export class ServiceExecutor implements HandOffTarget {
   readonly #byRun = new Map<string, string>();
   readonly #unsubscribe: (() => void)[] = [];
   readonly #timers: NodeJS.Timeout[] = [];
-  #dispatching: Promise<void> | undefined;
-  #again = false;
+  readonly #dispatches = new CoalescedPass(
+    () => this.#dispatch().catch((err: unknown) => this.#deps.log.warn({ err }, 'claiming runs failed')),
+    () => !this.#stopped,
+  );
   /** The last claim filled every free slot: runs may be waiting, so a slot that frees up looks at once. */
   #backlog = false;
   #soon = false;
@@ -178,20 +181,7 @@ export class ServiceExecutor implements HandOffTarget {
 
   /** Looks for queued runs now (coalesced with a pass already under way). */
   wake(): void {
-    if (this.#stopped) return;
-    if (this.#dispatching) {
-      this.#again = true;
-      return;
-    }
-    this.#dispatching = this.#dispatch()
-      .catch((err: unknown) => this.#deps.log.warn({ err }, 'claiming runs failed'))
-      .finally(() => {
-        this.#dispatching = undefined;
-        if (this.#again) {
-          this.#again = false;
-          this.wake();
-        }
-      });
+    this.#dispatches.request();
   }
 
   async #dispatch(): Promise<void> {
@@ -351,7 +341,7 @@ export class ServiceExecutor implements HandOffTarget {
     this.#stopped = true;
     for (const u of this.#unsubscribe) u();
     for (const t of this.#timers) clearInterval(t);
-    await this.#dispatching;
+    await this.#dispatches.idle();
     // runs claimed by hand-offs under way are launched, then stopped with the others
     await this.#handOff?.drain();
     await Promise.all([...this.#accepting]);

@@ -1,5 +1,6 @@
 import { RUNS_QUEUED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
 import type { V1Job } from '@kubernetes/client-node';
+import { CoalescedPass } from '../kernel/coalesced-pass.ts';
 import type { Logger } from '../kernel/log.ts';
 import { sessionLinksFor } from '../runs/session-link.ts';
 import { ExecutionRecorder } from '../execution/recorder.ts';
@@ -82,8 +83,10 @@ export class JobExecutor implements FactoryCleanup {
   readonly queue = new WorkQueue();
   readonly #o: JobExecutorOptions;
   readonly #recorder: ExecutionRecorder;
-  #dispatching: Promise<void> | undefined;
-  #again = false;
+  readonly #dispatches = new CoalescedPass(
+    () => this.#dispatchOnce().catch((err: unknown) => this.#o.log.error({ err }, 'dispatching runs to Jobs failed')),
+    () => !this.#signal?.aborted && this.informer.synced,
+  );
   #signal: AbortSignal | undefined;
 
   constructor(options: JobExecutorOptions) {
@@ -155,7 +158,7 @@ export class JobExecutor implements FactoryCleanup {
       clearInterval(poll);
       for (const u of unsubscribe) u();
       removeQueue();
-      await this.#dispatching?.catch(() => {});
+      await this.#dispatches.idle();
       await this.informer.stop();
     }
   }
@@ -174,21 +177,7 @@ export class JobExecutor implements FactoryCleanup {
 
   /** Looks for queued runs now (coalesced: one pass at a time, one more if asked meanwhile). */
   dispatch(): void {
-    if (this.#signal?.aborted || !this.informer.synced) return;
-    if (this.#dispatching) {
-      this.#again = true;
-      return;
-    }
-    this.#dispatching = (async () => {
-      do {
-        this.#again = false;
-        await this.#dispatchOnce().catch((err: unknown) =>
-          this.#o.log.error({ err }, 'dispatching runs to Jobs failed'),
-        );
-      } while (this.#again && !this.#signal?.aborted);
-    })().finally(() => {
-      this.#dispatching = undefined;
-    });
+    this.#dispatches.request();
   }
 
   async #dispatchOnce(): Promise<void> {

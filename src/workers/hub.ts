@@ -8,6 +8,7 @@
 import { RUNS_QUEUED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { CoalescedPass } from '../kernel/coalesced-pass.ts';
 import type { Logger } from '../kernel/log.ts';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
@@ -67,8 +68,8 @@ interface Connection {
   assigned: Map<string, Assigned>;
   /** Runs assigned but not yet answered count against capacity; a rejection pauses assignments briefly. */
   pausedUntil: number;
-  dispatching: Promise<void> | undefined;
-  again: boolean;
+  /** Assignments to this connection, one pass at a time. */
+  assignments: CoalescedPass;
 }
 
 const HELLO_TIMEOUT_MS = 10_000;
@@ -206,8 +207,13 @@ export class WorkerHub {
       defaultHarness: def,
       assigned: new Map(),
       pausedUntil: 0,
-      dispatching: undefined,
-      again: false,
+      assignments: new CoalescedPass(
+        () =>
+          this.#assign(c).catch((err: unknown) =>
+            this.#deps.log.warn({ err, workerId: c.workerId }, 'assigning runs to a worker failed'),
+          ),
+        () => !this.#stopped && c.ws.readyState === c.ws.OPEN,
+      ),
     };
     await this.#deps.db.query(
       `INSERT INTO worker_connections (id, team_id, worker_id, capacity, harnesses, default_harness, host, version, protocol, server_id)
@@ -283,20 +289,7 @@ export class WorkerHub {
 
   /** Assigns queued runs to a connection while it has free slots (one pass at a time per connection). */
   #dispatch(c: Connection): void {
-    if (this.#stopped || c.ws.readyState !== c.ws.OPEN) return;
-    if (c.dispatching) {
-      c.again = true;
-      return;
-    }
-    c.dispatching = this.#assign(c)
-      .catch((err: unknown) => this.#deps.log.warn({ err, workerId: c.workerId }, 'assigning runs to a worker failed'))
-      .finally(() => {
-        c.dispatching = undefined;
-        if (c.again) {
-          c.again = false;
-          this.#dispatch(c);
-        }
-      });
+    c.assignments.request();
   }
 
   async #assign(c: Connection): Promise<void> {
