@@ -1,7 +1,8 @@
+import { CONSOLE_SESSION_COOKIE } from '../kernel/api.ts';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { SecretCipher } from '../secrets/crypto.ts';
 
-export const SESSION_COOKIE = 'agentyard_session';
+export const SESSION_COOKIE = CONSOLE_SESSION_COOKIE;
 /** How long a console sign-in lasts; the API key's own expiry and revocation still apply at every request. */
 export const SESSION_LIFETIME_SECONDS = 12 * 60 * 60;
 

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import type { AppModule } from '../plugin.ts';
 import { AppError } from '../kernel/errors.ts';
+import { CONSOLE_SESSION_COOKIE, consoleRunPath } from '../kernel/api.ts';
 import { toRunItem } from './model.ts';
 import { getRunBySession } from './plans.ts';
 import { registerAttachmentRoutes } from './attachments.ts';
@@ -50,6 +51,10 @@ export const createRunsModule = (options: RunsModuleOptions = {}): AppModule => 
           );
         const row = await getRunBySession(ctx.db, sessionId);
         if (!row) throw new AppError('resource_not_found', 'no such session');
+        // Someone signed in to the console gets the run's full page there (which checks their team's access).
+        if (request.headers.cookie?.split(';').some((c) => c.trim().startsWith(`${CONSOLE_SESSION_COOKIE}=`))) {
+          return reply.redirect(consoleRunPath(row.id), 303);
+        }
         return reply
           .type('text/html; charset=utf-8')
           .header('cache-control', 'private, no-store')

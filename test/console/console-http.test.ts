@@ -112,6 +112,15 @@ describe.each(ENGINES)('the console over HTTP on %s', (engine) => {
     expect(runPage.text).toContain(escapeHtml(hostilePrompt));
     expect(runPage.text).not.toContain(hostilePrompt);
     expect((await get(server, '/console/runs/run_nosuch', cookie)).status).toBe(404);
+
+    // the run's session link opens its console page for someone signed in, the bare page for anyone else
+    const link = new URL((await server.api('GET', `/agent/runs/${run.body.run_id}`)).body.session_link as string);
+    const viaLink = await get(server, link.pathname + link.search, cookie);
+    expect(viaLink.status).toBe(303);
+    expect(viaLink.headers.get('location')).toBe(`/console/runs/${run.body.run_id}`);
+    const bare = await get(server, link.pathname + link.search);
+    expect(bare.status).toBe(200);
+    expect(bare.text).toContain(escapeHtml(hostilePrompt));
   });
 
   it('changes a managed factory through its forms, each a commit as through the API', async () => {
