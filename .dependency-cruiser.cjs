@@ -67,7 +67,7 @@ module.exports = {
     {
       name: 'plugin-types-only-in-route-plugins',
       comment:
-        'src/plugin.ts carries Fastify types: the route plugins, the modules that list them and src/http/ only. ' +
+        'src/plugin.ts carries Fastify types: the route plugins, the composition root and src/http/ only. ' +
         'Known exceptions: runs/attachments.ts and identity/agent-identities.ts hold routes under older names.',
       severity: 'error',
       from: {
@@ -76,8 +76,7 @@ module.exports = {
           '^src/http/',
           '/routes\\.ts$',
           '-routes\\.ts$',
-          '/module\\.ts$',
-          '^src/(server|modules)\\.ts$',
+          '^src/(server|composition)\\.ts$',
           '^src/runs/attachments\\.ts$',
           '^src/identity/agent-identities\\.ts$',
         ],
@@ -87,11 +86,8 @@ module.exports = {
     {
       name: 'no-cycles-between-folders',
       severity: 'error',
-      comment:
-        'Known exception: execution/ <-> workers/ (execution/module.ts starts the worker hub); it goes when ' +
-        'the composition root builds the hub.',
       scope: 'folder',
-      from: { path: '^src/', pathNot: '^src/(execution|workers)(/|$)' },
+      from: { path: '^src/' },
       to: { circular: true },
     },
   ],

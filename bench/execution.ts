@@ -19,6 +19,7 @@
  *
  * The server runs in this process (PGlite in memory, or a PostgreSQL server started as the tests start it).
  */
+import type { CompositionOptions } from '../src/composition.ts';
 import { RUNS_QUEUED_TOPIC, RUN_EVENTS_TOPIC } from '../src/kernel/topics.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,12 +29,10 @@ import { parseArgs } from 'node:util';
 import { makeWorkerUtils, run as runGraphile } from 'graphile-worker';
 import pgLib from 'pg';
 import { loadConfig } from '../src/config.ts';
-import { createExecutionModule } from '../src/execution/module.ts';
 import { generateApiKey } from '../src/identity/api-keys.ts';
 import { createLogger } from '../src/log.ts';
-import { MODULES } from '../src/modules.ts';
 import { insertRuns } from '../src/runs/plans.ts';
-import { prepareQueuedRun, RunService } from '../src/runs/service.ts';
+import { prepareQueuedRun } from '../src/runs/service.ts';
 import { startServer } from '../src/server.ts';
 import type { RunningServer } from '../src/server.ts';
 import { openPostgres } from '../src/store/pg.ts';
@@ -86,9 +85,9 @@ async function startBenchServer(
   databaseUrl: string | undefined,
 ): Promise<{ server: RunningServer; key: string }> {
   const key = generateApiKey();
-  const execution = createExecutionModule({
+  const execution: CompositionOptions['execution'] = {
     env: {},
-    onClaimed: (ids) => {
+    onClaimed: (ids: string[]) => {
       const t = performance.now();
       for (const id of ids) claimedAt.set(id, t);
     },
@@ -100,7 +99,7 @@ async function startBenchServer(
       heartbeatMs: 5_000,
       leaseMs: 30_000,
     },
-  });
+  };
   const config = loadConfig(
     {},
     {
@@ -115,7 +114,7 @@ async function startBenchServer(
   );
   const server = await startServer(config, {
     log: createLogger('silent'),
-    modules: MODULES.map((m) => (m.name === 'execution' ? execution : m)),
+    compose: { execution },
   });
   server.ctx.config.publicUrl = server.url;
   return { server, key };
@@ -214,7 +213,7 @@ const pause = () => new Promise((r) => setTimeout(r, 2));
 /** `samples` runs one at a time on each path, after `warmup` unmeasured ones. */
 async function measureLatency(server: RunningServer, key: string, samples: number, warmup: number): Promise<Latency> {
   const bus = startedOnBus(server);
-  const service = new RunService(server.ctx.db, server.ctx.bus);
+  const service = server.services.runs;
   const teamId = (await server.ctx.db.query<{ id: string }>('SELECT id FROM teams ORDER BY created_at LIMIT 1'))
     .rows[0]!.id;
   const result = emptyLatency();

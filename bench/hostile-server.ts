@@ -5,8 +5,6 @@
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { loadConfig } from '../src/config.ts';
-import { createIngressModule, refreshWebhookRouting } from '../src/ingress/module.ts';
-import { MODULES } from '../src/modules.ts';
 import { startServer } from '../src/server.ts';
 import { newId, randomToken } from '../src/kernel/ids.ts';
 
@@ -16,10 +14,7 @@ const config = loadConfig(process.env, {
   roles: new Set(['ingress', 'api', 'controller']),
   validateRateLimit: 0,
 });
-const modules = MODULES.map((m) =>
-  m.name === 'ingress' ? createIngressModule({ limits: { senderPoints: 1_000_000_000 } }) : m,
-);
-const server = await startServer(config, { modules });
+const server = await startServer(config, { compose: { ingress: { limits: { senderPoints: 1_000_000_000 } } } });
 const { db, cipher } = server.ctx;
 
 const team = (await db.query<{ id: string }>('SELECT id FROM teams ORDER BY created_at LIMIT 1')).rows[0]!.id;
@@ -35,7 +30,7 @@ await db.query(
    VALUES ($1, $2, $3, 'bench-token', 'webhooks/bench-token.yaml', 'token', 'bench-token', $4)`,
   [uid, team, factoryId, cipher.encrypt(token)],
 );
-await refreshWebhookRouting(server.ctx, factoryId);
+await server.services.routing?.reloadFactory(factoryId);
 
 process.stdout.write(
   `READY ${JSON.stringify({ url: server.url, token, tokenUrl: `${server.url}/webhooks/w/${uid}` })}\n`,

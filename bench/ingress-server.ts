@@ -6,8 +6,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../src/config.ts';
-import { createIngressModule, refreshWebhookRouting } from '../src/ingress/module.ts';
-import { MODULES } from '../src/modules.ts';
 import { startServer } from '../src/server.ts';
 import { newId, randomToken } from '../src/kernel/ids.ts';
 
@@ -16,10 +14,7 @@ const config = loadConfig(process.env, {
   port: Number(process.env.PORT ?? 0),
   roles: new Set(['ingress']),
 });
-const modules = MODULES.map((m) =>
-  m.name === 'ingress' ? createIngressModule({ limits: { senderPoints: 1_000_000_000 } }) : m,
-);
-const server = await startServer(config, { modules });
+const server = await startServer(config, { compose: { ingress: { limits: { senderPoints: 1_000_000_000 } } } });
 const { db, cipher } = server.ctx;
 
 const team = (await db.query<{ id: string }>('SELECT id FROM teams ORDER BY created_at LIMIT 1')).rows[0]!.id;
@@ -41,7 +36,7 @@ for (const [uid, name, mode, scheme, secret] of [
     [uid, team, factoryId, name, `webhooks/${name}.yaml`, mode, scheme, name, cipher.encrypt(secret)],
   );
 }
-await refreshWebhookRouting(server.ctx, factoryId);
+await server.services.routing?.reloadFactory(factoryId);
 
 process.stdout.write(
   `READY ${JSON.stringify({ url: server.url, token, whsec, tokenUrl: `${server.url}/webhooks/w/${hooks.token}`, signatureUrl: `${server.url}/webhooks/w/${hooks.signature}` })}\n`,

@@ -1,6 +1,6 @@
 /**
  * What a domain's routes receive: the Fastify instance (with TypeBox schemas), the members the API adds to
- * requests, and the module shape the server registers. Only route plugins and `src/http/` import this.
+ * requests, and the shape of the route plugins the composition root builds. Only route plugins and `src/http/` import this.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type {
@@ -11,7 +11,6 @@ import type {
   RawServerDefault,
 } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { ServiceContext } from './context.ts';
 import type { Principal } from './identity/principal.ts';
 
 /** Answers a request straight from node:http (src/http/direct-routes.ts). */
@@ -50,13 +49,14 @@ export type AppInstance = FastifyInstance<
   TypeBoxTypeProvider
 >;
 
-/** A domain's contribution to the service: API routes, root routes and background work. */
-export interface AppModule {
+/**
+ * A domain's routes as the composition root hands them to the server: each part is registered as one Fastify
+ * plugin (its own encapsulation context), with the services it needs already bound.
+ */
+export interface RoutePlugin {
   name: string;
   /** Routes under `/api/v1`, behind API-key authentication unless a route sets `config.public`. */
-  api?: (app: AppInstance, ctx: ServiceContext) => Promise<void>;
-  /** Routes at the root of the server (webhook ingress, pages), with no API-key authentication. */
-  root?: (app: AppInstance, ctx: ServiceContext) => Promise<void>;
-  /** Background work started with the server (reconciler, outbox, executors); resolves to its stop function. */
-  start?: (ctx: ServiceContext) => Promise<() => Promise<void>>;
+  api?: (app: AppInstance) => Promise<void>;
+  /** Routes at the root of the server (webhook ingress, pages, health), with no API-key authentication. */
+  root?: (app: AppInstance) => Promise<void>;
 }

@@ -3,12 +3,12 @@ import path from 'node:path';
 import type { Logger } from './kernel/log.ts';
 import type { Config } from './config.ts';
 import { buildApp } from './http/app.ts';
-import type { AppInstance, AppModule } from './plugin.ts';
+import { compose } from './composition.ts';
+import type { CompositionOptions, Services } from './composition.ts';
 import type { ServiceContext } from './context.ts';
+import type { AppInstance } from './plugin.ts';
 import { Authenticator, bootstrapIdentity } from './identity/service.ts';
 import { createLogger } from './log.ts';
-import { MODULES } from './modules.ts';
-import { startTableMaintenance } from './store/maintenance.ts';
 import { Bus } from './kernel/bus.ts';
 import type { Db } from './kernel/db.ts';
 import { migrate } from './store/migrate.ts';
@@ -18,7 +18,10 @@ import { SecretCipher, loadMasterKey } from './secrets/crypto.ts';
 
 export interface RunningServer {
   app: AppInstance;
-  ctx: ServiceContext;
+  /** Every service of this server, built by the composition root (src/composition.ts). */
+  services: Services;
+  /** The same object as `services`, for code that needs only the kernel context. */
+  ctx: Services;
   /** Base URL the server listens on (http://host:port). */
   url: string;
   /** The admin key when this start generated it. */
@@ -30,7 +33,8 @@ export interface StartOptions {
   /** An open database (tests); otherwise opened from the configuration. */
   db?: Db;
   log?: Logger;
-  modules?: readonly AppModule[];
+  /** How the composition root builds the services (tests, benchmarks). */
+  compose?: CompositionOptions;
   /** Listen on the configured port (default true). */
   listen?: boolean;
   /** Print the generated admin key to stdout (the `serve` command). */
@@ -74,17 +78,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await bus.start();
     const cipher = new SecretCipher(await loadMasterKey(config.masterKey, config.dataDir));
     const ctx: ServiceContext = { db, config, log, authenticator: new Authenticator(db), bus, cipher };
-    const modules = options.modules ?? MODULES;
-    const app = await buildApp(ctx, modules);
+    const { services, plugins, startList } = compose(ctx, options.compose);
+    const app = await buildApp(services, plugins);
     const stops: (() => Promise<void>)[] = [];
     let url = config.publicUrl;
     try {
-      if (db.engine === 'pglite' && config.pgliteMaintenanceSeconds > 0) {
-        stops.push(startTableMaintenance(db, log, { intervalMs: config.pgliteMaintenanceSeconds * 1000 }));
-      }
-      for (const module of modules) {
-        if (module.start) stops.push(await module.start(ctx));
-      }
+      for (const component of startList(config.roles)) stops.push(await component.start());
       if (options.listen !== false) {
         const address = await app.listen({ port: config.port, host: config.host });
         url = address.replace('[::]', 'localhost').replace('0.0.0.0', '127.0.0.1');
@@ -104,14 +103,15 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     let stopped = false;
     return {
       app,
-      ctx,
+      services,
+      ctx: services,
       url,
       generatedAdminKey: boot.generatedKey,
       async stop() {
         if (stopped) return;
         stopped = true;
         for (const stop of stops.reverse())
-          await stop().catch((err: unknown) => log.error({ err }, 'stopping a module failed'));
+          await stop().catch((err: unknown) => log.error({ err }, 'stopping a component failed'));
         await app.close();
         await bus.stop();
         if (ownsDb) await db.close();

@@ -5,7 +5,7 @@
 import type { Caller } from '../identity/principal.ts';
 import { parseDocument, stringify } from 'yaml';
 import { RESOURCE_NAME } from '../definitions/load.ts';
-import type { ServiceContext } from '../context.ts';
+import type { ManagedFactoryContext } from '../webhooks/managed-change.ts';
 import { AppError } from '../kernel/errors.ts';
 import { changeManagedFactory, fileAt, replaceFile, teamFactory } from '../webhooks/managed-change.ts';
 import { getAutomation } from './views.ts';
@@ -71,9 +71,9 @@ function automationPaths(name: string): (path: string) => boolean {
 }
 
 export class AutomationManagement {
-  readonly #ctx: ServiceContext;
+  readonly #ctx: ManagedFactoryContext;
 
-  constructor(ctx: ServiceContext) {
+  constructor(ctx: ManagedFactoryContext) {
     this.#ctx = ctx;
   }
 

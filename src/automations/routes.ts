@@ -1,6 +1,7 @@
 import { requireTeamAdmin } from '../identity/guards.ts';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
+import type { ManagedFactoryContext } from '../webhooks/managed-change.ts';
 import { AppError } from '../kernel/errors.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import { AutomationManagement } from './management.ts';
@@ -91,7 +92,7 @@ export async function registerAutomationReadRoutes(app: AppInstance, ctx: Servic
   );
 }
 
-export async function registerAutomationManagementRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
+export async function registerAutomationManagementRoutes(app: AppInstance, ctx: ManagedFactoryContext): Promise<void> {
   const automations = new AutomationManagement(ctx);
   const view = async (row: Awaited<ReturnType<AutomationManagement['create']>>) =>
     automationView(row, await triggerStatuses(ctx.db, row.id));

@@ -9,7 +9,7 @@ import { hostname } from 'node:os';
 import { CoalescedPass } from '../kernel/coalesced-pass.ts';
 import type { Logger } from '../kernel/log.ts';
 import type { CreatedRun } from '../runs/plans.ts';
-import { offerHandOff } from '../runs/service.ts';
+import type { RunService } from '../runs/service.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
@@ -37,6 +37,8 @@ export interface ExecutorDeps {
   secrets: SecretProvider;
   /** The signed session link of a run's session (src/runs/session-link.ts). */
   sessionLink: (sessionId: string) => string;
+  /** Where this process's API creates runs: the executor offers to claim them as they are created. */
+  runs: Pick<RunService, 'offerHandOff'>;
   /** This process, as the lease holder names it. */
   processId: string;
   /** Told the runs of each claim as their executions begin (benchmarks). */
@@ -144,7 +146,7 @@ export class ServiceExecutor implements HandOffTarget {
     if (settings.concurrency > 0 && settings.harnesses.length > 0 && this.#handOffColumnsMatch()) {
       const handOff = new HandOff(this.#deps.db, this, (runs) => this.#announceQueued(runs));
       this.#handOff = handOff;
-      this.#unsubscribe.push(offerHandOff(this.#deps.db, handOff));
+      this.#unsubscribe.push(this.#deps.runs.offerHandOff(handOff));
     }
     this.wake();
   }

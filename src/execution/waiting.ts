@@ -4,7 +4,10 @@
  * service offers. Written only when the message changes; `updated_at` is left alone (nothing about the run
  * itself changed).
  */
+import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
+import type { Logger } from '../kernel/log.ts';
+import { RUNS_QUEUED_TOPIC } from '../kernel/topics.ts';
 import { harnessFor, isHarnessType } from './settings.ts';
 import type { HarnessType } from './settings.ts';
 
@@ -91,4 +94,30 @@ export async function annotateWaitingRuns(db: Db, presenceMs: number): Promise<n
     [changes.map((c) => c.id), changes.map((c) => c.message)],
   );
   return res.rowCount;
+}
+
+const WAITING_EVERY_MS = 2_000;
+
+/**
+ * In processes with executors: every 2 s, and 250 ms after runs are queued, annotates the runs that nothing here
+ * or anywhere can take with what they wait for; answers the stop.
+ */
+export function startWaitingAnnotations(deps: { db: Db; bus: Bus; log: Logger }, heartbeatMs: number): () => void {
+  let pending: NodeJS.Timeout | undefined;
+  const annotate = () => {
+    pending = undefined;
+    void annotateWaitingRuns(deps.db, heartbeatMs * PRESENCE_HEARTBEATS).catch((err: unknown) =>
+      deps.log.debug({ err }, 'annotating waiting runs failed'),
+    );
+  };
+  const timer = setInterval(annotate, WAITING_EVERY_MS);
+  timer.unref();
+  const unsubscribe = deps.bus.subscribe(RUNS_QUEUED_TOPIC, () => {
+    pending ??= setTimeout(annotate, 250).unref();
+  });
+  return () => {
+    clearInterval(timer);
+    clearTimeout(pending);
+    unsubscribe();
+  };
 }

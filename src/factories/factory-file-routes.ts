@@ -5,7 +5,8 @@ import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
 import type { Principal } from '../identity/principal.ts';
-import { isUrlSafe, secretProviderFor } from '../secrets/provider.ts';
+import { isUrlSafe } from '../secrets/provider.ts';
+import type { SecretProvider } from '../secrets/provider.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import { ClientRateLimit } from './client-rate-limit.ts';
 import { getSchemaBundle, SCHEMA_VERSION } from '../definitions/schemas.ts';
@@ -130,8 +131,8 @@ function requestError(problem: RequestProblem): AppError {
 }
 
 /** With a team's key, the checks that need the team's secrets run too. */
-function teamContext(ctx: ServiceContext, principal: Principal): PoolContext {
-  const secrets = secretProviderFor(ctx);
+function teamContext(ctx: FactoryFileRouteDeps, principal: Principal): PoolContext {
+  const { secrets } = ctx;
   return {
     secretExists: async (name) => (await secrets.get(principal.teamId, name)) !== undefined,
     secretIsUrlSafe: async (name) => {
@@ -155,7 +156,12 @@ async function optionalPrincipal(ctx: ServiceContext, request: FastifyRequest): 
   return principal;
 }
 
-export async function registerFactoryFileRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
+/** What the factory-file routes are handed: the kernel context and the server's secrets (team checks). */
+export interface FactoryFileRouteDeps extends ServiceContext {
+  secrets: SecretProvider;
+}
+
+export async function registerFactoryFileRoutes(app: AppInstance, ctx: FactoryFileRouteDeps): Promise<void> {
   const tags = ['factory-files'];
   // Validation is the one CPU-bound public route here; the schema routes answer from a cache.
   const validateLimit = new ClientRateLimit('validate', ctx.config.validateRateLimit, 60);

@@ -7,26 +7,34 @@ import { requireTeamAdmin } from '../identity/guards.ts';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
-import { controllerFor, readOnlyError } from '../reconciler/index.ts';
+import { readOnlyError } from '../reconciler/index.ts';
+import type { FactoryController } from '../reconciler/index.ts';
 import type { FactoryRow } from '../reconciler/model.ts';
 import * as plans from '../reconciler/plans.ts';
 import { toRunItem } from '../runs/model.ts';
 import { sessionLinksFor } from '../runs/session-link.ts';
 import { MAX_SECRET_BYTES } from '../secrets/service.ts';
-import { secretProviderFor } from '../secrets/provider.ts';
+import type { SecretProvider } from '../secrets/provider.ts';
 import type { ApplyTrigger } from '../reconciler/model.ts';
 import { pushedBranch, verifyPushNotification } from './push-hook.ts';
 import * as s from './schemas.ts';
-import { FactoryService, decodeCursor, encodeCursor } from './service.ts';
+import { decodeCursor, encodeCursor } from './service.ts';
+import type { FactoryService } from './service.ts';
 import { webhookView } from '../webhooks/views.ts';
 import { applyView, factoryView, outcomeView, referenceFactoryView, statusView } from './views.ts';
 
 const TAGS = ['factories'];
 const PUSH_BODY_LIMIT = 25 * 1024 * 1024;
 
-export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
-  const factories = new FactoryService(ctx);
-  const controller = controllerFor(ctx);
+/** What the factory routes are handed: the factory service, the reconcile loops and the server's secrets. */
+export interface FactoryRouteDeps extends ServiceContext {
+  factories: FactoryService;
+  controller: FactoryController;
+  secrets: SecretProvider;
+}
+
+export async function registerFactoryRoutes(app: AppInstance, ctx: FactoryRouteDeps): Promise<void> {
+  const { factories, controller } = ctx;
   const view = (row: FactoryRow) => factoryView(row, ctx.config.publicUrl);
 
   /** Fetch and apply now: in this process when it runs the loops, else by asking the one that does. */
@@ -221,7 +229,7 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: ServiceContex
         const factory = await plans.getFactory(ctx.db, request.params.id);
         const notFound = new AppError('resource_not_found', 'no factory with a push hook here');
         if (factory?.source.type !== 'git' || !factory.source.push_secret) throw notFound;
-        const secret = await secretProviderFor(ctx).get(factory.team_id, factory.source.push_secret);
+        const secret = await ctx.secrets.get(factory.team_id, factory.source.push_secret);
         const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
         const verified =
           secret && secret.length <= MAX_SECRET_BYTES

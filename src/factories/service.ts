@@ -4,7 +4,8 @@ import { authorizeRunSecrets } from './secret-grants.ts';
 import type { Principal } from '../identity/principal.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
-import { controllerFor, runConfigFor } from '../reconciler/index.ts';
+import { runConfigFor } from '../reconciler/index.ts';
+import type { FactoryController } from '../reconciler/index.ts';
 import type { FactoryRow } from '../reconciler/model.ts';
 import * as plans from '../reconciler/plans.ts';
 import type { AgentConfig, RunRow } from '../runs/model.ts';
@@ -42,11 +43,16 @@ export function decodeCursor(text: string): Cursor {
   throw new AppError('invalid_request', 'cursor is not a cursor this endpoint issued');
 }
 
+/** What the factory service needs: the kernel context and the reconcile loops it tells of changes. */
+export interface FactoryServiceContext extends ServiceContext {
+  controller: FactoryController;
+}
+
 /** Factories of a team: creation, lookup, deletion and sending work to them. */
 export class FactoryService {
-  readonly #ctx: ServiceContext;
+  readonly #ctx: FactoryServiceContext;
 
-  constructor(ctx: ServiceContext) {
+  constructor(ctx: FactoryServiceContext) {
     this.#ctx = ctx;
   }
 
@@ -81,7 +87,7 @@ export class FactoryService {
    */
   async #seed(row: FactoryRow, author: CommitAuthor): Promise<FactoryRow> {
     try {
-      await controllerFor(this.#ctx).reconciler.applyManagedChange(row.id, () => seedFiles(row.name), {
+      await this.#ctx.controller.reconciler.applyManagedChange(row.id, () => seedFiles(row.name), {
         author,
         message: SEED_COMMIT_MESSAGE,
       });
@@ -92,7 +98,7 @@ export class FactoryService {
   }
 
   async #announce(row: FactoryRow, event: 'created' | 'updated' | 'deleted'): Promise<void> {
-    const controller = controllerFor(this.#ctx);
+    const controller = this.#ctx.controller;
     if (event === 'deleted') await controller.forgetFactory(row);
     else await controller.track(row);
     await this.#ctx.bus.publish(FACTORIES_CHANGED_TOPIC, { factory_id: row.id, event });

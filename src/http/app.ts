@@ -1,3 +1,4 @@
+import type { Config } from '../config.ts';
 import Fastify from 'fastify';
 import type { FastifyError } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
@@ -8,8 +9,9 @@ import addFormats from 'ajv-formats';
 import { API_PREFIX } from '../kernel/api.ts';
 import { AppError } from '../kernel/errors.ts';
 import { traceIdOf } from '../kernel/trace.ts';
-import type { AppInstance, AppModule, DirectHandler, DirectRoute } from '../plugin.ts';
-import type { ServiceContext } from '../context.ts';
+import type { Authenticator } from '../identity/service.ts';
+import type { Logger } from '../kernel/log.ts';
+import type { AppInstance, DirectHandler, DirectRoute, RoutePlugin } from '../plugin.ts';
 import { DirectRoutes } from './direct-routes.ts';
 import { sendProblem, toAppError } from './errors.ts';
 import { redactUrl } from '../kernel/redact.ts';
@@ -53,11 +55,23 @@ export interface RegisteredRoute {
   public: boolean;
 }
 
-const ROUTE_TABLES = new WeakMap<object, RegisteredRoute[]>();
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every route of an app built by `buildApp` (HEAD routes left out), in registration order. */
+    readonly routeTable: readonly RegisteredRoute[];
+  }
+}
 
 /** Every route of an app built by `buildApp` (HEAD routes left out), in registration order. */
 export function registeredRoutes(app: AppInstance): readonly RegisteredRoute[] {
-  return ROUTE_TABLES.get(app) ?? [];
+  return app.routeTable;
+}
+
+/** What the app itself needs: the logger, the request timeout, and the authenticator of API keys. */
+export interface AppDeps {
+  log: Logger;
+  config: Pick<Config, 'bodyTimeoutSeconds'>;
+  authenticator: Pick<Authenticator, 'authenticate'>;
 }
 
 function requestValidator(coerceTypes: 'array' | false): Ajv {
@@ -74,19 +88,19 @@ function requestValidator(coerceTypes: 'array' | false): Ajv {
 
 /** Builds the whole HTTP application; never listens (tests use `inject` or `listen` themselves). */
 export async function buildApp(
-  ctx: ServiceContext,
-  modules: readonly AppModule[],
+  deps: AppDeps,
+  plugins: readonly RoutePlugin[],
   _options: BuildAppOptions = {},
 ): Promise<AppInstance> {
   const direct = new DirectRoutes();
   const app = Fastify({
     serverFactory: (handler, serverOptions) => direct.server(handler, serverOptions),
-    loggerInstance: ctx.log,
+    loggerInstance: deps.log,
     genReqId: traceIdOf,
     bodyLimit: API_BODY_LIMIT,
     // Slow senders: the whole request (headers and body) must arrive within this time, or 408 and close.
-    requestTimeout: ctx.config.bodyTimeoutSeconds * 1000,
-    clientErrorHandler: (err, socket) => answerClientError(err, socket, ctx.log),
+    requestTimeout: deps.config.bodyTimeoutSeconds * 1000,
+    clientErrorHandler: (err, socket) => answerClientError(err, socket, deps.log),
     frameworkErrors: (err, request, reply) => sendProblem(request, reply, toAppError(err)),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true, allErrors: false } },
@@ -102,7 +116,7 @@ export async function buildApp(
   // Route patterns by method, to tell a wrong method (405) from an unknown path (404).
   const knownRoutes = FindMyWay();
   const table: RegisteredRoute[] = [];
-  ROUTE_TABLES.set(app, table);
+  app.decorate('routeTable', table);
   app.decorate('addDirectRoute', (prefix: string, routes: readonly DirectRoute[], handler: DirectHandler) => {
     direct.add(prefix, handler);
     for (const route of routes)
@@ -227,16 +241,17 @@ export async function buildApp(
         const header = request.headers.authorization;
         const match = header ? /^Bearer\s+(.+)$/i.exec(header) : null;
         if (!match) throw new AppError('authentication_required', 'send the API key as "Authorization: Bearer <key>"');
-        const principal = await ctx.authenticator.authenticate(match[1]!.trim());
+        const principal = await deps.authenticator.authenticate(match[1]!.trim());
         if (!principal) throw new AppError('authentication_required', 'the API key is invalid, expired or revoked');
         request.principal = principal;
       });
       api.get('/openapi.json', { schema: { hide: true }, config: { public: true } }, async () => app.swagger());
-      for (const module of modules) if (module.api) await module.api(api, ctx);
+      // Each domain's routes are one Fastify plugin: its hooks and parsers stay inside it.
+      for (const plugin of plugins) if (plugin.api) await api.register(plugin.api);
     },
     { prefix: API_PREFIX },
   );
 
-  for (const module of modules) if (module.root) await module.root(app, ctx);
+  for (const plugin of plugins) if (plugin.root) await app.register(plugin.root);
   return app;
 }

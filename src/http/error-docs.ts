@@ -4,7 +4,7 @@
  * is rendered once from the file; its `<a id="code">` anchors are the targets.
  */
 import { readFileSync } from 'node:fs';
-import type { AppModule } from '../plugin.ts';
+import type { RoutePlugin } from '../plugin.ts';
 
 const SOURCE = new URL('../../docs/errors.md', import.meta.url);
 
@@ -77,7 +77,7 @@ ${out.join('\n')}
 `;
 }
 
-export const errorDocsModule: AppModule = {
+export const errorDocsPlugin: RoutePlugin = {
   name: 'error-docs',
   async root(app) {
     let page: string | undefined;

@@ -1,8 +1,11 @@
+import { compose } from '../composition.ts';
 import { loadConfig } from '../config.ts';
+import { Authenticator } from '../identity/service.ts';
+import { Bus } from '../kernel/bus.ts';
 import { createLogger } from '../log.ts';
-import { MODULES } from '../modules.ts';
-import { startServer } from '../server.ts';
+import { SecretCipher, loadMasterKey } from '../secrets/crypto.ts';
 import { openPglite } from '../store/pglite.ts';
+import { buildApp } from './app.ts';
 
 /** Sorts the members of every object (arrays keep their order), so that the output is the same on every run. */
 function sortKeys(value: unknown): unknown {
@@ -18,7 +21,7 @@ function sortKeys(value: unknown): unknown {
 }
 
 /**
- * The OpenAPI 3.1 document, generated from the route schemas of every module (committed as docs/openapi.json;
+ * The OpenAPI 3.1 document, generated from the route schemas of every route plugin (committed as docs/openapi.json;
  * `npm run openapi` rewrites it). Deterministic: object members are sorted, and nothing depends on the
  * machine, the clock or the data directory.
  */
@@ -35,16 +38,23 @@ export async function renderOpenApi(): Promise<string> {
       agentModels: undefined,
     },
   );
-  const server = await startServer(config, {
+  // The routes only: nothing is started, migrated or written.
+  const cipher = new SecretCipher(await loadMasterKey(config.masterKey, config.dataDir));
+  const ctx = {
     db,
-    listen: false,
+    config,
     log: createLogger('silent'),
-    modules: MODULES.map((m) => ({ ...m, start: undefined })),
-  });
+    authenticator: new Authenticator(db),
+    bus: new Bus(db),
+    cipher,
+  };
+  const { services, plugins } = compose(ctx);
+  const app = await buildApp(services, plugins);
   try {
-    return `${JSON.stringify(sortKeys(server.app.swagger()), null, 2)}\n`;
+    await app.ready();
+    return `${JSON.stringify(sortKeys(app.swagger()), null, 2)}\n`;
   } finally {
-    await server.stop();
+    await app.close();
     await db.close();
   }
 }

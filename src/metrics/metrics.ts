@@ -136,15 +136,3 @@ export function createMetrics(db: Queryable): Metrics {
     },
   };
 }
-
-const byContext = new WeakMap<object, Metrics>();
-
-/** The metrics of one server (a WeakMap per context, so that several servers in one process stay apart). */
-export function metricsFor(ctx: { db: Queryable }): Metrics {
-  let metrics = byContext.get(ctx);
-  if (!metrics) {
-    metrics = createMetrics(ctx.db);
-    byContext.set(ctx, metrics);
-  }
-  return metrics;
-}

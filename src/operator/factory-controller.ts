@@ -1,10 +1,8 @@
 import { FACTORIES_CHANGED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
 import type { Logger } from '../kernel/log.ts';
-import type { ServiceContext } from '../context.ts';
+import type { OperatorContext } from './context.ts';
 import { AppError } from '../kernel/errors.ts';
-import { FactoryService } from '../factories/service.ts';
 import type { Metrics } from '../metrics/metrics.ts';
-import { controllerFor } from '../reconciler/index.ts';
 import type { FactoryRow } from '../reconciler/model.ts';
 import * as reconcilerPlans from '../reconciler/plans.ts';
 import { applyRunEvent } from '../runs/plans.ts';
@@ -37,7 +35,7 @@ export interface FactoryCleanup {
 }
 
 export interface FactoryControllerOptions {
-  ctx: ServiceContext;
+  ctx: OperatorContext;
   clients: KubeClients;
   teams: NamespaceTeams;
   events: EventRecorder;
@@ -223,12 +221,10 @@ export class FactoryResourceController {
     const requested = requestedAt !== undefined && requestedAt !== status.lastHandledReconcileAt;
     const specChanged = status.observedGeneration !== obj.metadata?.generation;
     if (!kf.suspended && (requested || specChanged || ensured.created)) {
-      await controllerFor(ctx)
-        .request(kf.factory_id, 'sync', requested)
-        .catch((err: unknown) => {
-          // A failed request is recorded on the row (and read below); only a stopping server matters here.
-          if (err instanceof AppError && err.code === 'resource_unavailable') throw err;
-        });
+      await ctx.controller.request(kf.factory_id, 'sync', requested).catch((err: unknown) => {
+        // A failed request is recorded on the row (and read below); only a stopping server matters here.
+        if (err instanceof AppError && err.code === 'resource_unavailable') throw err;
+      });
     }
     if (requested) status.lastHandledReconcileAt = requestedAt;
 
@@ -306,7 +302,7 @@ export class FactoryResourceController {
       suspended: spec.suspend ?? false,
       ingressBaseUrl: spec.ingress?.baseUrl?.replace(/\/+$/, '') ?? null,
     };
-    const controller = controllerFor(ctx);
+    const { controller } = ctx;
     let kf = await plans.findKubernetesFactoryByUid(ctx.db, uid);
     if (!kf) {
       const created = await ctx.db.transaction(async (tx) => {
@@ -434,7 +430,7 @@ export class FactoryResourceController {
     }
     const row = await reconcilerPlans.getFactory(ctx.db, kf.factory_id);
     if (row) {
-      await new FactoryService(ctx).delete(row.team_id, row.id).catch((err: unknown) => {
+      await ctx.factories.delete(row.team_id, row.id).catch((err: unknown) => {
         if (!(err instanceof AppError && err.code === 'resource_not_found')) throw err;
       });
     }

@@ -5,14 +5,13 @@ import type { Logger } from '../kernel/log.ts';
 import { sessionLinksFor } from '../runs/session-link.ts';
 import { ExecutionRecorder } from '../execution/recorder.ts';
 import type { ExecutionOutcome } from '../execution/plan.ts';
-import type { ServiceContext } from '../context.ts';
+import type { OperatorContext } from './context.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { getFactory } from '../reconciler/plans.ts';
 import type { RunRow } from '../runs/model.ts';
 import { applyRunEvent, getRunById } from '../runs/plans.ts';
 import { SERVICE_WORKER_HOSTS } from '../runs/service.ts';
 import { isTerminal } from '../runs/state-machine.ts';
-import { secretProviderFor } from '../secrets/provider.ts';
 import type { EventRecorder } from './events.ts';
 import type { FactoryCleanup } from './factory-controller.ts';
 import { InvocationError, jobHarness, prepareJobInvocation } from './harness.ts';
@@ -36,7 +35,7 @@ import { WorkQueue } from './queue.ts';
 import { runWorkers } from './reconcile.ts';
 
 export interface JobExecutorOptions {
-  ctx: ServiceContext;
+  ctx: OperatorContext;
   clients: KubeClients;
   settings: JobSettings;
   events: EventRecorder;
@@ -256,7 +255,7 @@ export class JobExecutor implements FactoryCleanup {
           'runner_unsupported',
           `runner ${runner.name} is a ${runner.platform.os} runner; Kubernetes Jobs run Linux images only`,
         );
-      const provider = secretProviderFor(ctx);
+      const provider = ctx.secrets;
       const secrets = new Map<string, string>();
       for (const secretName of agent?.execution.secrets ?? definition?.factory.secrets ?? []) {
         const value = await provider.get(run.team_id, secretName);

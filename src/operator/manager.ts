@@ -3,11 +3,8 @@ import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../kernel/log.ts';
 import type { Config, Role } from '../config.ts';
-import { addReadinessCheck } from '../health/readiness.ts';
 import { createLogger } from '../log.ts';
-import { metricsFor } from '../metrics/metrics.ts';
-import { controllerFor } from '../reconciler/index.ts';
-import { DatabaseSecretProvider, useSecretProvider } from '../secrets/provider.ts';
+import { DatabaseSecretProvider } from '../secrets/provider.ts';
 import { startServer } from '../server.ts';
 import type { RunningServer } from '../server.ts';
 import type { Db } from '../kernel/db.ts';
@@ -153,17 +150,16 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
   const roles = new Set([...options.config.roles].filter((r) => !LEADER_ONLY.has(r)));
   const config: Config = { ...options.config, roles };
   const server = await startServer(config, { ...(options.db ? { db: options.db } : {}), log });
-  const { ctx } = server;
+  const ctx = server.services;
   const clients = kubeClients(options.kubeConfig);
-  useSecretProvider(
-    ctx,
+  ctx.secrets.use(
     new KubernetesSecretProvider({
       core: clients.core,
       db: ctx.db,
       fallback: new DatabaseSecretProvider(ctx.db, ctx.cipher),
     }),
   );
-  const metrics = metricsFor(ctx);
+  const { metrics } = ctx;
   const events = new EventRecorder(clients.core, log, settings.identity);
   const teams = new NamespaceTeams({ db: ctx.db, core: clients.core, log, apiKeySecret: settings.apiKeySecret });
 
@@ -180,14 +176,14 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
     log,
     ...(options.electionClock ? { clock: options.electionClock } : {}),
   });
-  const removeCheck = addReadinessCheck(ctx, 'controllers', () => {
+  const removeCheck = ctx.readiness.add('controllers', () => {
     if (!elector.isLeader()) return undefined;
     const down = [factories?.informer, ...(jobs?.informers() ?? [])].filter((i) => i && !i.synced).map((i) => i!.name);
     return down.length ? `leader caches not synced: ${down.join(', ')}` : undefined;
   });
 
   const lead = async (signal: AbortSignal): Promise<void> => {
-    const reconcileLoops = controllerFor(ctx);
+    const reconcileLoops = ctx.controller;
     jobs = new JobExecutor({
       ctx,
       clients,

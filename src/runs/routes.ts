@@ -3,10 +3,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
+import { CONSOLE_SESSION_COOKIE, consoleRunPath } from '../kernel/api.ts';
 import { parseTimestamp } from '../kernel/hostile-input.ts';
 import type { Creator } from './model.ts';
 import { toRunItem } from './model.ts';
 import { sessionLinksFor } from './session-link.ts';
+import type { SessionLinks } from './session-link.ts';
+import { getRunBySession } from './plans.ts';
+import { renderSessionPage } from './session-page.ts';
 import { listRuns } from './list.ts';
 import type { RunFilters, SortField, SortOrder } from './list.ts';
 import * as schemas from './schemas.ts';
@@ -287,6 +291,47 @@ export async function registerFollowupListRoute(app: AppInstance, runs: RunServi
           consumed_at: f.consumed_at?.toISOString() ?? null,
         })),
       };
+    },
+  );
+}
+
+/** `GET /sessions/:sessionId` (a root route): the run's session page, where a signed `session_link` points. */
+export async function registerSessionPageRoute(
+  app: AppInstance,
+  ctx: ServiceContext,
+  links: Pick<SessionLinks, 'verify' | 'urlFor'>,
+): Promise<void> {
+  // A signed link (run answers carry one) with its lifetime; without a valid signature the session does not
+  // exist, as far as the caller can tell.
+  app.get(
+    '/sessions/:sessionId',
+    {
+      schema: {
+        hide: true,
+        params: Type.Object({ sessionId: Type.String() }),
+        querystring: Type.Object({ exp: Type.Optional(Type.String()), sig: Type.Optional(Type.String()) }),
+      },
+    },
+    async (request, reply) => {
+      const { sessionId } = request.params;
+      const check = links.verify(sessionId, request.query.exp, request.query.sig);
+      if (check === 'invalid') throw new AppError('resource_not_found', 'no such session');
+      if (check === 'expired')
+        throw new AppError(
+          'session_link_expired',
+          "this session link has expired; the run's session_link has a new one",
+        );
+      const row = await getRunBySession(ctx.db, sessionId);
+      if (!row) throw new AppError('resource_not_found', 'no such session');
+      // Someone signed in to the console gets the run's full page there (which checks their team's access).
+      if (request.headers.cookie?.split(';').some((c) => c.trim().startsWith(`${CONSOLE_SESSION_COOKIE}=`))) {
+        return reply.redirect(consoleRunPath(row.id), 303);
+      }
+      return reply
+        .type('text/html; charset=utf-8')
+        .header('cache-control', 'private, no-store')
+        .header('referrer-policy', 'no-referrer')
+        .send(renderSessionPage(toRunItem(row, links.urlFor)));
     },
   );
 }

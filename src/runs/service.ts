@@ -199,16 +199,6 @@ export interface RunHandOff {
   create(row: plans.InsertRun): Promise<plans.CreatedRun> | undefined;
 }
 
-const handOffs = new WeakMap<Db, RunHandOff>();
-
-/** Lets run creations on `db` go through `handOff`; answers the function that stops it. */
-export function offerHandOff(db: Db, handOff: RunHandOff): () => void {
-  handOffs.set(db, handOff);
-  return () => {
-    if (handOffs.get(db) === handOff) handOffs.delete(db);
-  };
-}
-
 /** The `runs.queued` messages for new runs: one per worker host (a hint means "look at the queue", not one per run). */
 function queuedHints(
   runs: readonly Pick<plans.CreatedRun, 'id' | 'worker_host'>[],
@@ -227,6 +217,7 @@ export class RunService {
   readonly #bus: Bus;
 
   readonly #batcher: RunInsertBatcher;
+  #handOff: RunHandOff | undefined;
 
   constructor(db: Db, bus: Bus) {
     this.#db = db;
@@ -240,6 +231,14 @@ export class RunService {
     });
   }
 
+  /** Lets this service's run creations go through `handOff`; answers the function that stops it. */
+  offerHandOff(handOff: RunHandOff): () => void {
+    this.#handOff = handOff;
+    return () => {
+      if (this.#handOff === handOff) this.#handOff = undefined;
+    };
+  }
+
   /**
    * Creates a run. With an idempotency key, the same key and body within 24 hours answer the run created the
    * first time (`replayed: true`); the same key with another body is refused.
@@ -251,7 +250,7 @@ export class RunService {
     if (!idempotency && !input.attachments?.length) {
       // The common case needs no transaction: one row, written with the other creations of the moment.
       const row = await prepareQueuedRun(this.#db, input);
-      const run = await (handOffs.get(this.#db)?.create(row) ?? this.#batcher.insert(row));
+      const run = await (this.#handOff?.create(row) ?? this.#batcher.insert(row));
       return { run, replayed: false };
     }
     const hash = idempotency ? requestHash(idempotency.body) : undefined;

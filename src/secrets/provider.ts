@@ -33,27 +33,23 @@ export function isUrlSafe(value: string): boolean {
   return URL_SAFE_SECRET.test(value);
 }
 
-const providers = new WeakMap<object, SecretProvider>();
-
 /**
- * Replaces where this server reads secret values from (the Kubernetes operator installs one that reads
- * Kubernetes Secrets). Takes effect for every later read, whenever it is called.
+ * The secret provider of one server: the database unless another is installed (the Kubernetes operator installs
+ * one that reads Kubernetes Secrets). Every read asks the provider installed at that moment.
  */
-export function useSecretProvider(ctx: { db: Queryable; cipher: SecretCipher }, provider: SecretProvider): void {
-  providers.set(ctx, provider);
-}
+export class ServerSecrets implements SecretProvider {
+  #provider: SecretProvider;
 
-/** The provider of this server: the one installed with `useSecretProvider`, else the database. */
-export function secretProviderFor(ctx: { db: Queryable; cipher: SecretCipher }): SecretProvider {
-  let provider = providers.get(ctx);
-  if (!provider) {
-    provider = new DatabaseSecretProvider(ctx.db, ctx.cipher);
-    providers.set(ctx, provider);
+  constructor(db: Queryable, cipher: SecretCipher) {
+    this.#provider = new DatabaseSecretProvider(db, cipher);
   }
-  return provider;
-}
 
-/** A provider that asks `secretProviderFor(ctx)` on every read, so that a later `useSecretProvider` is honoured. */
-export function delegatingSecretProvider(ctx: { db: Queryable; cipher: SecretCipher }): SecretProvider {
-  return { get: (teamId, name) => secretProviderFor(ctx).get(teamId, name) };
+  /** Replaces where this server reads secret values from, for every later read. */
+  use(provider: SecretProvider): void {
+    this.#provider = provider;
+  }
+
+  get(teamId: string, name: string): Promise<string | undefined> {
+    return this.#provider.get(teamId, name);
+  }
 }

@@ -8,10 +8,17 @@ import type { FactoryFileInput } from '../definitions/load.ts';
 import type { ServiceContext } from '../context.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import { AppError, isAppError } from '../kernel/errors.ts';
-import { applyManagedChange, controllerFor, definitionInvalid, readOnlyError } from '../reconciler/index.ts';
+import { definitionInvalid, readOnlyError } from '../reconciler/index.ts';
+import type { FactoryController } from '../reconciler/index.ts';
 import type { ApplyOutcome, FactoryRow } from '../reconciler/model.ts';
 import * as factoryPlans from '../reconciler/plans.ts';
-import { refreshWebhookRouting } from '../ingress/module.ts';
+
+/** What a write to a managed factory needs: the reconcile loops, and this process's ingress routes if it has them. */
+export interface ManagedFactoryContext extends ServiceContext {
+  controller: FactoryController;
+  /** The ingress's routing snapshot, in processes with the `ingress` role. */
+  routing: { reloadFactory(factoryId: string): Promise<void> } | undefined;
+}
 
 /** The caller's factory, or 404. */
 export async function teamFactory(ctx: ServiceContext, teamId: string, factoryId: string): Promise<FactoryRow> {
@@ -21,9 +28,9 @@ export async function teamFactory(ctx: ServiceContext, teamId: string, factoryId
 }
 
 /** Refuses a write to a factory whose files live elsewhere, naming where. */
-export function requireManaged(ctx: ServiceContext, factory: FactoryRow): void {
+export function requireManaged(ctx: ManagedFactoryContext, factory: FactoryRow): void {
   if (factory.source.type !== 'managed')
-    throw readOnlyError(factory, controllerFor(ctx).reconciler.sourceFor(factory).describe());
+    throw readOnlyError(factory, ctx.controller.reconciler.sourceFor(factory).describe());
 }
 
 export function commitAuthor(request: Caller): { name: string; email: string } {
@@ -37,18 +44,18 @@ export function commitAuthor(request: Caller): { name: string; email: string } {
  * process's ingress routes reflect it.
  */
 export async function changeManagedFactory(
-  ctx: ServiceContext,
+  ctx: ManagedFactoryContext,
   factory: FactoryRow,
   request: Caller,
   message: string,
   mutate: (files: FactoryFileInput[]) => FactoryFileInput[] | Promise<FactoryFileInput[]>,
 ): Promise<ApplyOutcome> {
   requireManaged(ctx, factory);
-  const outcome = await applyManagedChange(ctx, factory.id, mutate, { author: commitAuthor(request), message }).catch(
-    (err: unknown) => {
+  const outcome = await ctx.controller.reconciler
+    .applyManagedChange(factory.id, mutate, { author: commitAuthor(request), message })
+    .catch((err: unknown) => {
       throw withDefinitionHint(factory, err);
-    },
-  );
+    });
   if (outcome.result === 'failed') {
     if (outcome.errors.some((d) => d.severity === 'error')) throw definitionInvalid(outcome.errors);
     throw new AppError(
@@ -56,7 +63,7 @@ export async function changeManagedFactory(
       outcome.message ?? `the change to factory ${factory.name} was committed but did not apply`,
     );
   }
-  await refreshWebhookRouting(ctx, factory.id);
+  await ctx.routing?.reloadFactory(factory.id);
   return outcome;
 }
 

@@ -8,10 +8,9 @@ import type { Caller } from '../identity/principal.ts';
 import { parseDocument, stringify } from 'yaml';
 import { MAX_WEBHOOKS_PER_FACTORY } from '../definitions/index.ts';
 import { RESOURCE_NAME } from '../definitions/load.ts';
-import type { ServiceContext } from '../context.ts';
+import type { ManagedFactoryContext } from './managed-change.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { AppError } from '../kernel/errors.ts';
-import { refreshWebhookRouting } from '../ingress/module.ts';
 import { generateSecretFor, getSignatureScheme, SIGNATURE_SCHEME_IDS } from '../ingress/signatures/index.ts';
 import type { FactoryRow, WebhookRow } from '../reconciler/model.ts';
 import * as factoryPlans from '../reconciler/plans.ts';
@@ -84,9 +83,9 @@ export async function teamWebhook(q: Queryable, teamId: string, uid: string): Pr
 }
 
 export class WebhookManagement {
-  readonly #ctx: ServiceContext;
+  readonly #ctx: ManagedFactoryContext;
 
-  constructor(ctx: ServiceContext) {
+  constructor(ctx: ManagedFactoryContext) {
     this.#ctx = ctx;
   }
 
@@ -271,7 +270,7 @@ export class WebhookManagement {
         [uid, sealed],
       );
     });
-    await refreshWebhookRouting(this.#ctx, factory.id);
+    await this.#ctx.routing?.reloadFactory(factory.id);
     await this.#ctx.bus.publish(WEBHOOKS_CHANGED_TOPIC, { factory_id: factory.id });
     const fresh = await teamWebhook(this.#ctx.db, teamId, uid);
     return {

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
+import type { ManagedFactoryContext } from './managed-change.ts';
 import { AppError } from '../kernel/errors.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import {
@@ -150,7 +151,7 @@ export function webhookView(row: WebhookRow, ctx: ServiceContext) {
   };
 }
 
-export async function registerWebhookManagementRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
+export async function registerWebhookManagementRoutes(app: AppInstance, ctx: ManagedFactoryContext): Promise<void> {
   const webhooks = new WebhookManagement(ctx);
 
   app.post(

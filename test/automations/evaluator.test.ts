@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { OutboxEvaluator } from '../../src/automations/evaluator.ts';
-import { MODULES } from '../../src/modules.ts';
+import type { CompositionOptions } from '../../src/composition.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
@@ -15,7 +15,7 @@ import { post, seedFactory, seedWebhook } from '../ingress/support.ts';
 import { runsOfDeliveries, seedAutomation, setAgents, waitEvaluated } from './support.ts';
 
 const whsec = () => `whsec_${randomBytes(32).toString('base64')}`;
-const WITHOUT_EVALUATOR = MODULES.filter((m) => m.name !== 'automations');
+const WITHOUT_EVALUATOR: CompositionOptions = { automations: false };
 
 function signed(secret: string, body: string, id = `msg_${randomBytes(6).toString('hex')}`) {
   const at = new Date();
@@ -235,7 +235,7 @@ describe.each(ENGINES)('outbox guarantees on %s', (engine) => {
   afterAll(async () => database?.close());
 
   it('a crash after the runs are inserted and before the commit loses nothing and duplicates nothing', async () => {
-    const server = await startTestServer(engine, { database, modules: WITHOUT_EVALUATOR });
+    const server = await startTestServer(engine, { database, compose: WITHOUT_EVALUATOR });
     try {
       const factoryId = await seedFactory(server);
       const hook = await seedWebhook(server, { factoryId });
@@ -273,7 +273,7 @@ describe.each(ENGINES)('outbox guarantees on %s', (engine) => {
   });
 
   it('a restart between the 202 and the evaluation still starts every run', async () => {
-    const first = await startTestServer(engine, { database, modules: WITHOUT_EVALUATOR });
+    const first = await startTestServer(engine, { database, compose: WITHOUT_EVALUATOR });
     const factoryId = await seedFactory(first);
     const hook = await seedWebhook(first, { factoryId });
     await seedAutomation(first, { factoryId, name: 'after-restart', triggers: [{ webhookUid: hook.uid }] });

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OutboxEvaluator } from '../../src/automations/evaluator.ts';
-import { MODULES } from '../../src/modules.ts';
+import type { CompositionOptions } from '../../src/composition.ts';
 import { spawnAgentyard, serveEnv } from '../support/agentyard-process.ts';
 import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
@@ -12,7 +12,7 @@ import type { TestServer } from '../support/server.ts';
 import { post, seedFactory, seedWebhook } from '../ingress/support.ts';
 import { runsOfDeliveries, seedAutomation, waitEvaluated } from './support.ts';
 
-const WITHOUT_EVALUATOR = MODULES.filter((m) => m.name !== 'automations');
+const WITHOUT_EVALUATOR: CompositionOptions = { automations: false };
 
 async function acceptMany(
   server: TestServer,
@@ -62,7 +62,7 @@ function expectOneRunPerPair(
 describe.runIf(ENGINES.includes('postgres'))('evaluation across processes on PostgreSQL', () => {
   let a: TestServer;
   beforeAll(async () => {
-    a = await startTestServer('postgres', { modules: WITHOUT_EVALUATOR });
+    a = await startTestServer('postgres', { compose: WITHOUT_EVALUATOR });
   });
   afterAll(async () => {
     await a?.close();
@@ -70,7 +70,7 @@ describe.runIf(ENGINES.includes('postgres'))('evaluation across processes on Pos
 
   it('two processes racing over one outbox start exactly one run per (delivery, automation)', async () => {
     const { ids } = await acceptMany(a, 150, 2);
-    const b = await startTestServer('postgres', { database: a.database, modules: WITHOUT_EVALUATOR });
+    const b = await startTestServer('postgres', { database: a.database, compose: WITHOUT_EVALUATOR });
     try {
       const evaluators = [a, b, a, b].map(
         (s) => new OutboxEvaluator(s.server.ctx.db, s.server.ctx.bus, s.server.ctx.log, { batchSize: 7 }),

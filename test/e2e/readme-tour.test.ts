@@ -11,8 +11,6 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createExecutionModule } from '../../src/execution/module.ts';
-import { MODULES } from '../../src/modules.ts';
 import { ENGINES } from '../support/db.ts';
 import type { Engine } from '../support/db.ts';
 import { request, startTestServer } from '../support/server.ts';
@@ -31,10 +29,9 @@ const GIT_ENV = {
   GIT_CONFIG_NOSYSTEM: '1',
 };
 
-/** The tour's server: every module as `npm start` has them, the executor configured by the README's variables. */
+/** The tour's server: every service as `npm start` has them, the executor configured by the README's variables. */
 async function startTourServer(engine: Engine): Promise<TestServer> {
-  const execution = createExecutionModule({ env: tour.serverEnv });
-  return startTestServer(engine, { modules: MODULES.map((m) => (m.name === 'execution' ? execution : m)) });
+  return startTestServer(engine, { compose: { execution: { env: tour.serverEnv } } });
 }
 
 function git(dir: string, ...args: string[]): string {

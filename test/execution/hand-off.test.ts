@@ -10,7 +10,7 @@ import { insertsHandOffColumns } from '../../src/execution/hand-off.ts';
 import { insertRunsParameter } from '../../src/runs/plans.ts';
 import { createAndClaimServiceRuns } from '../../src/execution/queue.ts';
 import { insertRuns } from '../../src/runs/plans.ts';
-import { insertQueuedRun, prepareQueuedRun, RunService } from '../../src/runs/service.ts';
+import { insertQueuedRun, prepareQueuedRun } from '../../src/runs/service.ts';
 import { ENGINES } from '../support/db.ts';
 import { eventsOf, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
 import type { ExecServer } from './support.ts';
@@ -25,7 +25,7 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
       settings: { concurrency: 2, harnesses: ['noop'], defaultHarness: 'noop', pollMs: 60_000 },
     });
     try {
-      const service = new RunService(s.server.ctx.db, s.server.ctx.bus);
+      const service = s.server.services.runs;
       const { run } = await service.create({
         teamId: await teamIdOf(s),
         prompt: 'handed off',
@@ -80,7 +80,7 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
       });
       const announced: unknown[] = [];
       const unsubscribe = s.server.ctx.bus.subscribe(RUNS_QUEUED_TOPIC, (data) => announced.push(data));
-      const { run } = await new RunService(db, s.server.ctx.bus).create({
+      const { run } = await s.server.services.runs.create({
         teamId: teamB,
         prompt: 'B0',
         source: 'API',
@@ -117,7 +117,7 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
     try {
       const announced: unknown[] = [];
       const unsubscribe = s.server.ctx.bus.subscribe(RUNS_QUEUED_TOPIC, (data) => announced.push(data));
-      const service = new RunService(s.server.ctx.db, s.server.ctx.bus);
+      const service = s.server.services.runs;
       const { run } = await service.create({
         teamId: await teamIdOf(s),
         prompt: 'codex only',

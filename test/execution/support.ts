@@ -1,9 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { createExecutionModule } from '../../src/execution/module.ts';
-import type { ExecutionParts } from '../../src/execution/module.ts';
+import type { ExecutionParts } from '../../src/composition.ts';
 import type { ExecutionSettings } from '../../src/execution/settings.ts';
-import { MODULES } from '../../src/modules.ts';
 import type { Config } from '../../src/config.ts';
 import type { Engine, TestDatabase } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
@@ -41,20 +39,12 @@ export async function startExecServer(
   engine: Engine,
   options: { settings?: Partial<ExecutionSettings>; config?: Partial<Config>; database?: TestDatabase } = {},
 ): Promise<ExecServer> {
-  let parts: ExecutionParts | undefined;
-  const execution = createExecutionModule({
-    env: {},
-    settings: fastSettings(options.settings),
-    onStarted: (p) => {
-      parts = p;
-    },
-  });
   const s = await startTestServer(engine, {
-    modules: MODULES.map((m) => (m.name === 'execution' ? execution : m)),
+    compose: { execution: { env: {}, settings: fastSettings(options.settings) } },
     ...(options.config ? { config: options.config } : {}),
     ...(options.database ? { database: options.database } : {}),
   });
-  return Object.assign(s, { parts: parts! });
+  return Object.assign(s, { parts: s.server.services.execution });
 }
 
 export async function waitFor<T>(

@@ -5,8 +5,7 @@ import { ERROR_CATALOGUE } from '../../src/kernel/errors.ts';
 import { ERROR_TYPE_BASE } from '../../src/kernel/problem.ts';
 import { AppError } from '../../src/kernel/errors.ts';
 import type { ErrorCode } from '../../src/kernel/errors.ts';
-import type { AppModule } from '../../src/plugin.ts';
-import { MODULES } from '../../src/modules.ts';
+import type { RoutePlugin } from '../../src/plugin.ts';
 import { ENGINES } from '../support/db.ts';
 import { request, startTestServer } from '../support/server.ts';
 import type { ApiResponse, TestServer } from '../support/server.ts';
@@ -43,7 +42,7 @@ describe('the error catalogue and docs/errors.md', () => {
     }));
     expect(
       documented.map(({ when: _when, ...rest }) => rest),
-      'docs/errors.md must list every code of src/http/errors.ts, in order',
+      'docs/errors.md must list every code of src/kernel/errors.ts, in order',
     ).toEqual(catalogue);
     for (const row of documented) expect(row.when.length, `explain when ${row.code} is answered`).toBeGreaterThan(10);
   });
@@ -86,7 +85,7 @@ describe('the error catalogue and docs/errors.md', () => {
 });
 
 /** Routes that throw on purpose, to see the answers of errors no real route produces on demand. */
-const probeModule: AppModule = {
+const probePlugin: RoutePlugin = {
   name: 'error-probes',
   async api(app) {
     app.get('/test-errors/:code', async (req) => {
@@ -120,7 +119,7 @@ function expectProblem(res: ApiResponse, status: number, code: string): void {
 describe.each(ENGINES)('HTTP errors on %s', (engine) => {
   let s: TestServer;
   beforeAll(async () => {
-    s = await startTestServer(engine, { modules: [...MODULES, probeModule] });
+    s = await startTestServer(engine, { compose: { plugins: [probePlugin] } });
   });
   afterAll(async () => {
     await s?.close();

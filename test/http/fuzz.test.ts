@@ -10,8 +10,6 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CATALOGUE } from '../../src/kernel/errors.ts';
-import { createIngressModule } from '../../src/ingress/module.ts';
-import { MODULES } from '../../src/modules.ts';
 import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
@@ -244,12 +242,10 @@ describe.each(ENGINES.slice(0, 1))('fuzzing the HTTP edges on %s', (engine) => {
   let hook: SeededWebhook;
   beforeAll(async () => {
     // Rate limits would answer 429 to nearly every fuzzed delivery: the properties are about what lies behind.
-    const modules = MODULES.map((m) =>
-      m.name === 'ingress'
-        ? createIngressModule({ limits: { senderPoints: 1_000_000, failedAuthPoints: 1_000_000 } })
-        : m,
-    );
-    s = await startTestServer(engine, { modules, config: { validateRateLimit: 0 } });
+    s = await startTestServer(engine, {
+      compose: { ingress: { limits: { senderPoints: 1_000_000, failedAuthPoints: 1_000_000 } } },
+      config: { validateRateLimit: 0 },
+    });
     hook = await seedWebhook(s);
   });
   afterAll(async () => {

@@ -7,7 +7,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { refreshWebhookRouting } from '../../src/ingress/module.ts';
 import { ENGINES } from '../support/db.ts';
 import { TEST_MASTER_KEY, startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
@@ -32,7 +31,7 @@ describe.runIf(onPostgres)('two ingress processes on one PostgreSQL database', (
 
   async function seedOnBoth(options: Parameters<typeof seedWebhook>[1] = {}): Promise<SeededWebhook> {
     const hook = await seedWebhook(a, options);
-    await refreshWebhookRouting(b.server.ctx, hook.factoryId);
+    await b.server.services.routing?.reloadFactory(hook.factoryId);
     return hook;
   }
 

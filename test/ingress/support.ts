@@ -3,7 +3,6 @@
  * definition-file and API paths are exercised by their own suites), then made visible to the server.
  */
 import { request as httpRequest } from 'node:http';
-import { refreshWebhookRouting } from '../../src/ingress/module.ts';
 import { newId, randomToken } from '../../src/kernel/ids.ts';
 import type { TestServer } from '../support/server.ts';
 
@@ -68,7 +67,7 @@ export async function seedWebhook(server: TestServer, options: SeedWebhook = {})
       options.enabled ?? true,
     ],
   );
-  await refreshWebhookRouting(ctx, factoryId);
+  await ctx.routing?.reloadFactory(factoryId);
   return { uid, factoryId, teamId, secret, url: `${server.url}/webhooks/w/${uid}` };
 }
 
@@ -88,7 +87,7 @@ export async function updateWebhook(
       [hook.uid, set.secret === null ? null : ctx.cipher.encrypt(set.secret)],
     );
   }
-  await refreshWebhookRouting(ctx, hook.factoryId);
+  await ctx.routing?.reloadFactory(hook.factoryId);
 }
 
 export interface RawResponse {

@@ -2,8 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
 import { request, startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
-import { addReadinessCheck } from '../../src/health/readiness.ts';
-import { metricsFor } from '../../src/metrics/metrics.ts';
 
 describe.each(ENGINES)('health and metrics on %s', (engine) => {
   let s: TestServer;
@@ -23,7 +21,7 @@ describe.each(ENGINES)('health and metrics on %s', (engine) => {
 
   it('/readyz answers 503 naming a failing check, and 200 once it passes', async () => {
     let why: string | undefined = 'informer factories not synced';
-    const remove = addReadinessCheck(s.server.ctx, 'informers', () => why);
+    const remove = s.server.services.readiness.add('informers', () => why);
     try {
       const down = await request(`${s.url}/readyz`);
       expect(down.status).toBe(503);
@@ -42,7 +40,7 @@ describe.each(ENGINES)('health and metrics on %s', (engine) => {
       `INSERT INTO webhook_deliveries (id, webhook_uid, team_id, factory_id, webhook_name, label, size, received_at, outbox_pending)
        VALUES ('dlv_m1', 'wh_x', 'team_x', 'fac_x', 'x', 'accepted', 0, now(), true), ('dlv_m2', 'wh_x', 'team_x', 'fac_x', 'x', 'rejected_auth', 0, now(), false)`,
     );
-    const remove = metricsFor(s.server.ctx).addQueue('factories', () => 3);
+    const remove = s.server.services.metrics.addQueue('factories', () => 3);
     try {
       const res = await request(`${s.url}/metrics`);
       expect(res.status).toBe(200);

@@ -2,12 +2,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
-import { applyManagedChange, controllerFor } from '../../src/reconciler/index.ts';
+import type { Services } from '../../src/composition.ts';
+import type { Reconciler } from '../../src/reconciler/index.ts';
 import { getFactory } from '../../src/reconciler/plans.ts';
 import { ManagedRepository } from '../../src/sources/managed.ts';
 import { AppError } from '../../src/kernel/errors.ts';
 import { SEED_COMMIT_MESSAGE } from '../../src/factories/seed.ts';
 import { asFileList, automationMd, baseFiles, webhookYaml } from './fixtures.ts';
+
+/** A change to a managed factory through the server's reconciler, as the management APIs make one. */
+function applyManagedChange(
+  services: Services,
+  ...args: Parameters<Reconciler['applyManagedChange']>
+): ReturnType<Reconciler['applyManagedChange']> {
+  return services.controller.reconciler.applyManagedChange(...args);
+}
 
 describe.each(ENGINES)('managed factories on %s', (engine) => {
   let server: TestServer;
@@ -120,7 +129,7 @@ describe.each(ENGINES)('managed factories on %s', (engine) => {
 
   it('never applies a managed commit that a newer one replaced', async () => {
     const ctx = server.server.ctx;
-    const reconciler = controllerFor(ctx).reconciler;
+    const reconciler = ctx.controller.reconciler;
     const older = (await (reconciler.sourceFor((await getFactory(ctx.db, id))!) as ManagedRepository).fetch())!;
     const newer = await applyManagedChange(
       ctx,

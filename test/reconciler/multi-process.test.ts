@@ -4,7 +4,6 @@ import type { TestDatabase } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 import { openPostgres } from '../../src/store/pg.ts';
-import { controllerFor } from '../../src/reconciler/index.ts';
 import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';
 import { asFileList, baseFiles, webhookYaml } from './fixtures.ts';
@@ -44,8 +43,8 @@ describe.runIf(ENGINES.includes('postgres'))('two controllers on one PostgreSQL 
     });
     expect(created.status).toBe(201);
     const id = created.body.id as string;
-    const ca = controllerFor(a.server.ctx);
-    const cb = controllerFor(b.server.ctx);
+    const ca = a.server.services.controller;
+    const cb = b.server.services.controller;
 
     const revisions: string[] = [];
     for (let i = 1; i <= 6; i++) {

@@ -1,5 +1,4 @@
 import { expect } from 'vitest';
-import { controllerFor } from '../../src/reconciler/index.ts';
 import type { WebhookRow } from '../../src/reconciler/model.ts';
 import type { TestServer } from '../support/server.ts';
 import { createGitRemote } from '../sources/git-fixture.ts';
@@ -41,7 +40,7 @@ export async function createGitFactory(
   });
   expect(created.status, created.text).toBe(201);
   const id = created.body.id as string;
-  const controller = controllerFor(server.server.ctx);
+  const controller = server.server.services.controller;
   const factory: GitFactory = {
     id,
     remote,

@@ -4,8 +4,6 @@ import { spawnAgentyard, serveEnv } from '../support/agentyard-process.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { parseRoles } from '../../src/config.ts';
-import { MODULES } from '../../src/modules.ts';
-import { createSchedulesModule } from '../../src/schedules/module.ts';
 import { startTestServer } from '../support/server.ts';
 import { runsOfSchedule, secondConnection, startScheduleServer, waitFor, waitForRuns } from './support.ts';
 import type { ScheduleTestServer } from './support.ts';
@@ -151,17 +149,13 @@ describe.each(ENGINES)('scheduler on %s', (engine) => {
   it('fires nothing in a process without the scheduler role, and the API still works there', async () => {
     const db = await database();
     const clock = new ManualClock('2030-05-02T00:00:10.000Z');
-    let started = false;
-    const modules = MODULES.map((m) =>
-      m.name === 'schedules' ? createSchedulesModule({ clock, onScheduler: () => (started = true) }) : m,
-    );
     const apiOnly = await startTestServer(engine, {
       database: db,
-      modules,
+      compose: { clock },
       config: { roles: parseRoles('api,ingress') },
     });
     cleanups.push(() => apiOnly.close());
-    expect(started).toBe(false);
+    expect(apiOnly.server.services.scheduler).toBeUndefined();
     const created = await apiOnly.api('POST', '/agent/schedules', {
       name: 'minutely',
       cron_schedule: '* * * * *',

@@ -1,6 +1,4 @@
-import { MODULES } from '../../src/modules.ts';
 import type { Clock } from '../../src/kernel/clock.ts';
-import { createSchedulesModule } from '../../src/schedules/module.ts';
 import type { Scheduler } from '../../src/schedules/scheduler.ts';
 import { openPostgres } from '../../src/store/pg.ts';
 import type { TestDatabase } from '../support/db.ts';
@@ -17,15 +15,12 @@ export async function startScheduleServer(
   engine: Engine,
   options: { clock: Clock; database?: TestDatabase; adminKey?: string },
 ): Promise<ScheduleTestServer> {
-  let scheduler: Scheduler | undefined;
-  const modules = MODULES.map((m) =>
-    m.name === 'schedules' ? createSchedulesModule({ clock: options.clock, onScheduler: (s) => (scheduler = s) }) : m,
-  );
   const server = await startTestServer(engine, {
-    modules,
+    compose: { clock: options.clock },
     ...(options.database ? { database: options.database } : {}),
     ...(options.adminKey ? { config: { bootstrapApiKey: options.adminKey } } : {}),
   });
+  const { scheduler } = server.server.services;
   if (!scheduler) throw new Error('the scheduler did not start (is the scheduler role on?)');
   return Object.assign(server, { scheduler });
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config.ts';
 import type { Config } from '../../src/config.ts';
-import type { AppModule } from '../../src/plugin.ts';
+import type { CompositionOptions } from '../../src/composition.ts';
 import { createLogger } from '../../src/log.ts';
 import { startServer } from '../../src/server.ts';
 import type { RunningServer } from '../../src/server.ts';
@@ -44,7 +44,8 @@ export interface ApiResponse {
 
 export interface TestServerOptions {
   config?: Partial<Config>;
-  modules?: readonly AppModule[];
+  /** How the composition root builds the server's services (execution settings, ingress limits, a clock…). */
+  compose?: CompositionOptions;
   /** Reuse a database (a second process on the same PostgreSQL database, or a restart). */
   database?: TestDatabase;
 }
@@ -90,7 +91,7 @@ export async function startTestServer(engine: Engine, options: TestServerOptions
   const server = await startServer(config, {
     db: database.db,
     log: createLogger(process.env.AGENTYARD_TEST_LOG ?? 'silent'),
-    ...(options.modules ? { modules: options.modules } : {}),
+    ...(options.compose ? { compose: options.compose } : {}),
   });
   // The public URL has to name the real port, which is known only after listen.
   server.ctx.config.publicUrl = options.config?.publicUrl ?? server.url;

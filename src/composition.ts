@@ -1,0 +1,423 @@
+/**
+ * The composition root: builds every service of a server process with its dependencies passed in, the route
+ * plugins handed the services they need, and the ordered start/stop list of each role. Reading this file tells
+ * how a process is wired; nothing else keeps services in module-level registries.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Role } from './config.ts';
+import type { ServiceContext } from './context.ts';
+import { OutboxEvaluator } from './automations/evaluator.ts';
+import type { EvaluatorOptions } from './automations/evaluator.ts';
+import { registerAutomationManagementRoutes, registerAutomationReadRoutes } from './automations/routes.ts';
+import { ServiceExecutor } from './execution/executor.ts';
+import { Reaper } from './execution/reaper.ts';
+import { ExecutionRecorder } from './execution/recorder.ts';
+import { registerWorkerRoutes } from './execution/routes.ts';
+import { executionSettings } from './execution/settings.ts';
+import type { ExecutionSettings } from './execution/settings.ts';
+import { describeSandbox } from './execution/sandbox/index.ts';
+import { startWaitingAnnotations } from './execution/waiting.ts';
+import { consoleRoutes } from './console/routes.ts';
+import { definitionPoolFor } from './definitions/pool.ts';
+import { registerFactoryFileRoutes } from './factories/factory-file-routes.ts';
+import { registerFactoryRoutes } from './factories/routes.ts';
+import { authorizeRunSecrets } from './factories/secret-grants.ts';
+import { FactoryService } from './factories/service.ts';
+import { reportStartupFactory } from './factories/startup-report.ts';
+import { countReconcileOutcomes } from './health/reconcile-outcomes.ts';
+import { ReadinessChecks } from './health/readiness.ts';
+import { registerHealthRoutes } from './health/routes.ts';
+import { errorDocsPlugin } from './http/error-docs.ts';
+import { registerAgentIdentityRoutes } from './identity/agent-identities.ts';
+import { registerIdentityRoutes } from './identity/routes.ts';
+import { registerIngressRoutes } from './ingress/routes.ts';
+import { createIngressRuntime, startDeliveryRetention } from './ingress/runtime.ts';
+import type { IngressOptions, IngressRuntime } from './ingress/runtime.ts';
+import { systemClock } from './kernel/clock.ts';
+import type { Clock } from './kernel/clock.ts';
+import { CREDENTIALS_REVOKED_TOPIC } from './kernel/topics.ts';
+import { createMetrics } from './metrics/metrics.ts';
+import type { Metrics } from './metrics/metrics.ts';
+import type { RoutePlugin } from './plugin.ts';
+import { FactoryController } from './reconciler/index.ts';
+import { registerAttachmentRoutes } from './runs/attachments.ts';
+import { registerCatalogRoutes } from './runs/catalog-routes.ts';
+import { registerConversationRoutes } from './runs/conversation-routes.ts';
+import { registerEventRoutes } from './runs/events-routes.ts';
+import { registerFollowupListRoute, registerRunRoutes, registerSessionPageRoute } from './runs/routes.ts';
+import { RunService } from './runs/service.ts';
+import { sessionLinksFor } from './runs/session-link.ts';
+import type { SessionLinks } from './runs/session-link.ts';
+import { registerScheduleRoutes } from './schedules/routes.ts';
+import { Scheduler } from './schedules/scheduler.ts';
+import { ScheduleService } from './schedules/service.ts';
+import { AutomationScheduleSync } from './schedules/sync-runner.ts';
+import { ServerSecrets } from './secrets/provider.ts';
+import { sourceUrlPolicyFor } from './sources/url-policy.ts';
+import { registerSecretRoutes } from './secrets/routes.ts';
+import { startTableMaintenance } from './store/maintenance.ts';
+import { registerDeliveryLogRoutes, registerWebhookManagementRoutes } from './webhooks/routes.ts';
+import { AutomationManagement } from './automations/management.ts';
+import { WebhookManagement } from './webhooks/management.ts';
+import { WorkerHub } from './workers/hub.ts';
+import { registerWorkerConnectRoute } from './workers/routes.ts';
+
+/** What tests and benchmarks may change in how a server is built. */
+export interface CompositionOptions {
+  ingress?: IngressOptions;
+  execution?: {
+    /** Settings over those of the environment. */
+    settings?: Partial<ExecutionSettings>;
+    /** The environment to read settings from (default process.env). */
+    env?: NodeJS.ProcessEnv;
+    /** Told the runs of each claim of this process's executors as their executions begin (benchmarks). */
+    onClaimed?: (runIds: string[]) => void;
+  };
+  /** The time the scheduler and the schedules API compute fires with (tests pass a ManualClock). */
+  clock?: Clock;
+  /** The outbox evaluator's options; `false` runs none in this process (tests drive it themselves). */
+  automations?: EvaluatorOptions | false;
+  /** Route plugins registered after the service's own (tests). */
+  plugins?: readonly RoutePlugin[];
+}
+
+/** Run execution in this process: the recorder, the reaper, the worker hub, and the executor with that role. */
+export interface ExecutionParts {
+  settings: ExecutionSettings;
+  recorder: ExecutionRecorder;
+  reaper: Reaper;
+  executor: ServiceExecutor | undefined;
+  hub: WorkerHub;
+  processId: string;
+}
+
+/** Every service of a server process. It is a ServiceContext too: code that needs only the kernel takes it as one. */
+export interface Services extends ServiceContext {
+  metrics: Metrics;
+  /** Where secret values come from: the database, or what the operator installs with `secrets.use`. */
+  secrets: ServerSecrets;
+  readiness: ReadinessChecks;
+  /** The reconciler and the loops of every factory (they run only with the `controller` role). */
+  controller: FactoryController;
+  factories: FactoryService;
+  runs: RunService;
+  webhooks: WebhookManagement;
+  automations: AutomationManagement;
+  schedules: ScheduleService;
+  /** Signs and checks the session links of runs. */
+  sessionLinks: SessionLinks;
+  /** The webhook ingress, with the `ingress` role. */
+  ingress: IngressRuntime | undefined;
+  /** The ingress's routing snapshot (webhook management refreshes it after a write), with the `ingress` role. */
+  routing: IngressRuntime['routing'] | undefined;
+  /** The outbox evaluator, with the `ingress` or `controller` role. */
+  evaluator: OutboxEvaluator | undefined;
+  /** The schedule loop, with the `scheduler` role. */
+  scheduler: Scheduler | undefined;
+  scheduleSync: AutomationScheduleSync | undefined;
+  execution: ExecutionParts;
+}
+
+/** Something a process starts; the function it resolves to stops it. */
+export interface Component {
+  name: string;
+  /** The roles it runs with; `every` runs in each process. */
+  roles: readonly Role[] | 'every';
+  start(): Promise<() => Promise<void>>;
+}
+
+export interface Composition {
+  services: Services;
+  /** The route plugins, in registration order. */
+  plugins: readonly RoutePlugin[];
+  /** Every component in start order (stopped in the reverse order). */
+  components: readonly Component[];
+  /** The components of a process with these roles, in start order. */
+  startList(roles: ReadonlySet<Role>): readonly Component[];
+}
+
+/** Builds the services of one server over its kernel context; starts nothing. */
+export function compose(ctx: ServiceContext, options: CompositionOptions = {}): Composition {
+  const { config, db, bus, log } = ctx;
+  const roles = config.roles;
+  const clock = options.clock ?? systemClock;
+  const metrics = createMetrics(db);
+  const secrets = new ServerSecrets(db, ctx.cipher);
+  const readiness = new ReadinessChecks(db);
+  const controller = new FactoryController({
+    db,
+    bus,
+    cipher: ctx.cipher,
+    secrets,
+    log,
+    dataDir: config.dataDir,
+    definitions: definitionPoolFor(config),
+    urlPolicy: sourceUrlPolicyFor(config),
+    sourceLimits: config.sourceLimits,
+  });
+  const ingress = roles.has('ingress') ? createIngressRuntime(ctx, metrics, options.ingress) : undefined;
+  const managed = { ...ctx, controller, routing: ingress?.routing };
+  const factories = new FactoryService(managed);
+  const runs = new RunService(db, bus);
+  const webhooks = new WebhookManagement(managed);
+  const automations = new AutomationManagement(managed);
+  const schedules = new ScheduleService(db, bus, clock);
+  const evaluator =
+    options.automations !== false && (roles.has('ingress') || roles.has('controller'))
+      ? new OutboxEvaluator(db, bus, log, options.automations ?? {})
+      : undefined;
+  const scheduler = roles.has('scheduler') ? new Scheduler({ db, bus, clock, log }) : undefined;
+  const scheduleSync = roles.has('scheduler') ? new AutomationScheduleSync({ db, bus, clock, log }) : undefined;
+
+  const settings = executionSettings(
+    config.dataDir,
+    options.execution?.env ?? process.env,
+    options.execution?.settings ?? {},
+  );
+  const processId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  const recorder = new ExecutionRecorder(db, bus, log);
+  const sessionLinks = sessionLinksFor(ctx);
+  const execution: ExecutionParts = {
+    settings,
+    recorder,
+    processId,
+    hub: new WorkerHub({
+      db,
+      bus,
+      log,
+      authenticator: ctx.authenticator,
+      recorder,
+      secrets,
+      sessionLink: sessionLinks.urlFor,
+      serverId: processId,
+      leaseMs: settings.leaseMs,
+      heartbeatMs: settings.heartbeatMs,
+      pollMs: settings.pollMs,
+    }),
+    reaper: new Reaper({
+      db,
+      bus,
+      log,
+      intervalMs: settings.heartbeatMs,
+      workspaceRoot: settings.workspaceRoot,
+      workspaceRetentionMs: settings.workspaceRetentionMs,
+    }),
+    executor: roles.has('executor')
+      ? new ServiceExecutor({
+          db,
+          bus,
+          log,
+          settings,
+          recorder,
+          secrets,
+          runs,
+          sessionLink: sessionLinks.urlFor,
+          processId,
+          ...(options.execution?.onClaimed ? { onClaimed: options.execution.onClaimed } : {}),
+        })
+      : undefined,
+  };
+
+  const services: Services = {
+    ...ctx,
+    metrics,
+    secrets,
+    readiness,
+    controller,
+    factories,
+    runs,
+    webhooks,
+    automations,
+    schedules,
+    sessionLinks,
+    ingress,
+    routing: ingress?.routing,
+    evaluator,
+    scheduler,
+    scheduleSync,
+    execution,
+  };
+
+  // One plugin per domain, in the order their routes are registered (the OpenAPI document follows it).
+  const plugins: RoutePlugin[] = [
+    {
+      name: 'identity',
+      async api(app) {
+        await registerIdentityRoutes(app, services);
+        await registerAgentIdentityRoutes(app, services);
+      },
+    },
+    {
+      name: 'runs',
+      async api(app) {
+        await registerRunRoutes(app, services, runs, authorizeRunSecrets);
+        await registerFollowupListRoute(app, runs);
+        await registerAttachmentRoutes(app, services, runs);
+        await registerCatalogRoutes(app, services);
+      },
+      root: (app) => registerSessionPageRoute(app, services, sessionLinks),
+    },
+    { name: 'secrets', api: (app) => registerSecretRoutes(app, services) },
+    { name: 'factories', api: (app) => registerFactoryRoutes(app, services) },
+    { name: 'factory-files', api: (app) => registerFactoryFileRoutes(app, services) },
+    {
+      name: 'ingress',
+      async root(app) {
+        if (ingress) registerIngressRoutes(app, { ctx: services, ...ingress });
+      },
+    },
+    {
+      name: 'automations',
+      async api(app) {
+        await registerAutomationReadRoutes(app, services);
+        await registerAutomationManagementRoutes(app, services);
+      },
+    },
+    {
+      name: 'webhooks',
+      async api(app) {
+        await registerDeliveryLogRoutes(app, services);
+        await registerWebhookManagementRoutes(app, services);
+      },
+    },
+    { name: 'schedules', api: (app) => registerScheduleRoutes(app, schedules, authorizeRunSecrets, db) },
+    { name: 'health', root: (app) => registerHealthRoutes(app, services) },
+    errorDocsPlugin,
+    {
+      name: 'execution',
+      async api(app) {
+        await registerEventRoutes(app, services);
+        await registerConversationRoutes(app, services);
+        await registerWorkerRoutes(app, services, () => settings.heartbeatMs);
+      },
+      root: (app) => registerWorkerConnectRoute(app, execution.hub),
+    },
+    {
+      name: 'console',
+      root: (app) => consoleRoutes(app, { cipher: ctx.cipher, secureCookies: config.publicUrl.startsWith('https:') }),
+    },
+    ...(options.plugins ?? []),
+  ];
+
+  const stopNothing = async () => {};
+  // Start order: the table maintenance, identity, the reconcile loops, the ingress, the evaluator, the scheduler,
+  // the metrics of reconcile outcomes, execution. Each stops in the reverse order.
+  const components: Component[] = [
+    {
+      name: 'table-maintenance',
+      roles: 'every',
+      async start() {
+        if (db.engine !== 'pglite' || config.pgliteMaintenanceSeconds <= 0) return stopNothing;
+        return startTableMaintenance(db, log, { intervalMs: config.pgliteMaintenanceSeconds * 1000 });
+      },
+    },
+    {
+      // A revocation on another process (shared PostgreSQL) reaches this one through the bus: drop the cache.
+      name: 'credential-revocations',
+      roles: 'every',
+      async start() {
+        const unsubscribe = bus.subscribe(CREDENTIALS_REVOKED_TOPIC, () => ctx.authenticator.invalidateAll());
+        return async () => unsubscribe();
+      },
+    },
+    {
+      name: 'reconcile-loops',
+      roles: ['controller'],
+      async start() {
+        await controller.start();
+        return () => controller.stop();
+      },
+    },
+    {
+      // `serve --factory DIR|GIT_URL` creates or re-points its factory, and reports its every apply on stderr as
+      // `file:line:col` lines.
+      name: 'startup-factory',
+      roles: 'every',
+      async start() {
+        if (!config.factory) return stopNothing;
+        const factory = await factories.ensureStartupFactory(config.factory);
+        log.info({ factory_id: factory.id, name: factory.name }, `factory ${factory.name} follows ${config.factory}`);
+        const stopReport = await reportStartupFactory(ctx, factory.id, (text) => process.stderr.write(text));
+        return async () => stopReport();
+      },
+    },
+    {
+      name: 'ingress',
+      roles: ['ingress'],
+      start: async () => (ingress ? ingress.start() : stopNothing),
+    },
+    {
+      name: 'delivery-retention',
+      roles: 'every',
+      start: async () => startDeliveryRetention(ctx, options.ingress?.retentionIntervalMs),
+    },
+    {
+      // The ingress nodes produce the outbox and a controller node backs them up; SKIP LOCKED shares the work.
+      name: 'outbox-evaluator',
+      roles: ['ingress', 'controller'],
+      async start() {
+        if (!evaluator) return stopNothing;
+        evaluator.start();
+        return () => evaluator.stop();
+      },
+    },
+    {
+      name: 'scheduler',
+      roles: ['scheduler'],
+      async start() {
+        if (!scheduler || !scheduleSync) return stopNothing;
+        await scheduleSync.start();
+        scheduler.start();
+        return async () => {
+          await scheduleSync.stop();
+          await scheduler.stop();
+        };
+      },
+    },
+    {
+      name: 'reconcile-outcome-metrics',
+      roles: 'every',
+      start: async () => countReconcileOutcomes(ctx, metrics, controller),
+    },
+    {
+      name: 'reaper-and-worker-hub',
+      roles: 'every',
+      async start() {
+        execution.reaper.start();
+        execution.hub.start();
+        return async () => {
+          await execution.hub.stop();
+          await execution.reaper.stop();
+        };
+      },
+    },
+    {
+      name: 'executor',
+      roles: ['executor'],
+      async start() {
+        const { executor } = execution;
+        if (!executor) return stopNothing;
+        if (settings.harnesses.some((h) => h !== 'noop')) {
+          const sandbox = await describeSandbox(settings.sandbox);
+          log[sandbox.level](sandbox.message);
+        }
+        await executor.start();
+        // runs that nothing here or anywhere can take say what they wait for
+        const stopAnnotations = startWaitingAnnotations(ctx, settings.heartbeatMs);
+        return async () => {
+          stopAnnotations();
+          await executor.stop();
+        };
+      },
+    },
+  ];
+
+  return {
+    services,
+    plugins,
+    components,
+    startList: (processRoles) =>
+      components.filter((c) => c.roles === 'every' || c.roles.some((role) => processRoles.has(role))),
+  };
+}

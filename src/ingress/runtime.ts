@@ -1,0 +1,75 @@
+import type { ServiceContext } from '../context.ts';
+import { DELIVERIES_ACCEPTED_TOPIC } from '../kernel/topics.ts';
+import type { Metrics } from '../metrics/metrics.ts';
+import { DeliveryWriter } from './delivery-writer.ts';
+import { DeliveriesInProgress } from './in-progress.ts';
+import { DEFAULT_INGRESS_LIMITS } from './limits.ts';
+import type { IngressLimits } from './limits.ts';
+import { IngressLimiters } from './rate-limits.ts';
+import { purgeDeliveries } from './retention.ts';
+import { RoutingSnapshot } from './routing.ts';
+
+export interface IngressOptions {
+  limits?: Partial<IngressLimits>;
+  /** How often old deliveries are purged (default 10 minutes). */
+  retentionIntervalMs?: number;
+}
+
+/** The webhook ingress of a process with the `ingress` role: routing snapshot, rate limits, delivery writer. */
+export interface IngressRuntime {
+  limits: IngressLimits;
+  routing: RoutingSnapshot;
+  limiters: IngressLimiters;
+  writer: DeliveryWriter;
+  inProgress: DeliveriesInProgress;
+  start(): Promise<() => Promise<void>>;
+}
+
+export function createIngressRuntime(
+  ctx: ServiceContext,
+  metrics: Metrics,
+  options: IngressOptions = {},
+): IngressRuntime {
+  const limits: IngressLimits = { ...DEFAULT_INGRESS_LIMITS, ...options.limits };
+  let _announce: NodeJS.Timeout | undefined;
+  const inProgress = new DeliveriesInProgress();
+  const routing = new RoutingSnapshot(ctx.db, ctx.cipher, ctx.log);
+  const limiters = new IngressLimiters(ctx.db, ctx.bus, limits);
+  const writer = new DeliveryWriter(ctx.db, ctx.log, {
+    // At most one announcement per 20 ms, however many batches commit.
+    onQueued: () => {
+      _announce ??= setTimeout(() => {
+        _announce = undefined;
+        void ctx.bus.publish(DELIVERIES_ACCEPTED_TOPIC).catch(() => {});
+      }, 20);
+    },
+    onLogged: (label, count) => metrics.webhookDeliveries.inc({ label }, count),
+    inProgress: () => inProgress.count,
+  });
+  return {
+    limits,
+    routing,
+    limiters,
+    writer,
+    inProgress,
+    async start() {
+      await routing.start(ctx.bus);
+      return async () => {
+        routing.stop();
+        limiters.stop();
+        await writer.drain();
+      };
+    },
+  };
+}
+
+/** Purges old deliveries every `intervalMs` (default 10 minutes), in every process; answers the stop. */
+export function startDeliveryRetention(ctx: ServiceContext, intervalMs = 10 * 60_000): () => Promise<void> {
+  const purge = () =>
+    void purgeDeliveries(ctx.db)
+      .then((n) => n > 0 && ctx.log.info({ deliveries: n }, 'purged old webhook deliveries'))
+      .catch((err: unknown) => ctx.log.error({ err }, 'purging old webhook deliveries failed'));
+  const timer = setInterval(purge, intervalMs);
+  timer.unref();
+  return async () => clearInterval(timer);
+}
