@@ -16,7 +16,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { chromium } from 'playwright-core';
 import { generateApiKey } from '../src/identity/api-keys.ts';
 import { bootstrapIdentity } from '../src/identity/service.ts';
 import type { Db } from '../src/kernel/db.ts';
@@ -27,6 +26,8 @@ import { startPostgresServer } from '../test/support/postgres-server.ts';
 import type { PostgresServer } from '../test/support/postgres-server.ts';
 import { bulkInsertRuns } from './support/bulk-runs.ts';
 import { startAgentyard } from './support/processes.ts';
+import { launchChromium } from '../test/support/chromium.ts';
+import { fmt, percentile } from './support/stats.ts';
 
 const { values } = parseArgs({
   options: {
@@ -42,13 +43,8 @@ const FACTORIES = Number(values.factories);
 const ROUNDS = Number(values.rounds);
 const REQUESTS = Number(values.requests);
 const ENGINES = values.engines.split(',') as ('pglite' | 'postgres')[];
-const CHROMIUM = process.env.AGENTYARD_CHROMIUM ?? '/usr/bin/chromium';
 
 const tmpDirs: string[] = [];
-const fmt = (n: number, digits = 0) =>
-  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 async function seed(db: Db, key: string): Promise<{ teamId: string; creatorId: string; webhookUid: string }> {
   await migrate(db);
@@ -141,18 +137,7 @@ async function pageVersusApi(url: string, key: string, cookie: string, webhookUi
 }
 
 async function firstLoad(url: string, cookie: string): Promise<number[]> {
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  const browser = await launchChromium();
   const loads: number[] = [];
   try {
     const [name, value] = cookie.split('=') as [string, string];

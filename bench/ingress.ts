@@ -31,6 +31,7 @@ import { startPostgresServer } from '../test/support/postgres-server.ts';
 import { processTreeCpu, threadCpu, threadCpuSince } from './support/cpu.ts';
 import { SERVICE_NODE_FLAGS } from './support/processes.ts';
 import type { PostgresServer } from '../test/support/postgres-server.ts';
+import { fmt } from './support/stats.ts';
 
 const { values } = parseArgs({
   options: {
@@ -200,8 +201,6 @@ async function startUnderTest(engine: 'pglite' | 'postgres'): Promise<Child> {
   return serverUnderTest;
 }
 
-const fmt = (n: number, digits = 0) =>
-  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const lines: string[] = [];
 function report(line: string): void {
   lines.push(line);

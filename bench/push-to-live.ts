@@ -24,6 +24,7 @@ import { loadConfig } from '../src/config.ts';
 import { createLogger } from '../src/log.ts';
 import { startServer } from '../src/server.ts';
 import { generateApiKey } from '../src/identity/api-keys.ts';
+import { percentile } from './support/stats.ts';
 
 const { values, positionals } = parseArgs({
   args: process.argv.slice(2),
@@ -52,10 +53,6 @@ const PUSH_SECRET = 'bench-push-secret';
 async function write(file: string, content: string): Promise<void> {
   await mkdir(path.dirname(path.join(work, file)), { recursive: true });
   await writeFile(path.join(work, file), content);
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
 function report(label: string, samples: number[]): string {

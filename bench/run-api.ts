@@ -28,6 +28,7 @@ import { startPostgresServer } from '../test/support/postgres-server.ts';
 import type { PostgresServer } from '../test/support/postgres-server.ts';
 import { bulkInsertRuns } from './support/bulk-runs.ts';
 import { startAgentyard, startBareServer } from './support/processes.ts';
+import { fmt, percentile } from './support/stats.ts';
 
 const { values } = parseArgs({
   options: {
@@ -88,10 +89,6 @@ async function hammer(url: string, key: string, seconds: number): Promise<Throug
 async function measureCreate(url: string, key: string): Promise<Throughput> {
   await hammer(url, key, 2);
   return hammer(url, key, DURATION);
-}
-
-function fmt(n: number, digits = 0): string {
-  return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
 
 function median(values: number[]): number {
@@ -163,10 +160,6 @@ async function throughput(pgUrl: string | undefined): Promise<void> {
           .join(', ')} |`,
     );
   }
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
 interface ListQuery {

@@ -4,7 +4,6 @@
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startExecServer } from '../execution/support.ts';
@@ -12,8 +11,8 @@ import type { ExecServer } from '../execution/support.ts';
 import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';
 import { automationMd, baseFiles, webhookYaml } from '../support/factory-tree.ts';
+import { launchChromium } from '../support/chromium.ts';
 
-const CHROMIUM = process.env.AGENTYARD_CHROMIUM ?? '/usr/bin/chromium';
 const SCREENSHOTS = path.resolve(import.meta.dirname, '../../docs/screenshots');
 const AXE = readFileSync(path.resolve(import.meta.dirname, '../../node_modules/axe-core/axe.min.js'), 'utf8');
 const SECRET = 's3cr3t-token-from-the-sender';
@@ -45,18 +44,7 @@ describe('the console in Chromium', { timeout: 120_000 }, () => {
 
   beforeAll(async () => {
     server = await startExecServer('pglite', { settings: { harnesses: ['command'], defaultHarness: 'command' } });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     remote = await createGitRemote();
     mkdirSync(SCREENSHOTS, { recursive: true });
   }, 120_000);
