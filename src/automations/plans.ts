@@ -11,12 +11,16 @@ export interface OutboxDelivery {
   team_id: string;
   factory_id: string;
   payload: Uint8Array;
+  /** Set for a provider connection's delivery (webhook_uid is then the connection's id). */
+  provider: string | null;
+  headers: Record<string, string>;
+  received_at: Date;
 }
 
 /** Accepted deliveries awaiting evaluation, oldest first, locked; rows another process holds are skipped. */
 export async function claimOutbox(q: Queryable, limit: number): Promise<OutboxDelivery[]> {
   const res = await q.query<OutboxDelivery>(
-    `SELECT id, webhook_uid, webhook_name, team_id, factory_id, payload FROM webhook_deliveries
+    `SELECT id, webhook_uid, webhook_name, team_id, factory_id, payload, provider, headers, received_at FROM webhook_deliveries
       WHERE outbox_pending ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
     [limit],
   );

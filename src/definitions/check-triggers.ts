@@ -373,7 +373,15 @@ function checkProviderTrigger(
     if (alias?.nameAlias) env.deferred(pointer, key, `${raw.provider}_name_alias`);
     filter[canonical] = matcher;
   }
-  return ok ? { kind: 'provider', provider: raw.provider, event: raw.event, filter, runsHere: false } : undefined;
+  return ok
+    ? {
+        kind: 'provider',
+        provider: raw.provider,
+        event: raw.event,
+        filter,
+        runsHere: TRIGGER_PROVIDERS_RUN_HERE.has(raw.provider),
+      }
+    : undefined;
 }
 
 /** Checks one trigger (after the schema check) and returns its normalised form, or undefined after reporting. */

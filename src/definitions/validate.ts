@@ -1,5 +1,6 @@
 import { checkTrigger, newScheduleNames } from './check-triggers.ts';
 import type { RawTrigger, TriggerEnv } from './check-triggers.ts';
+import { CONNECTED_INTEGRATIONS } from './triggers.ts';
 import type { DiagnosticCode } from './codes.ts';
 import type { DeferredResolution, StateDependentCheck, StateDependentCheckKind, ValidationContext } from './context.ts';
 import { hasErrors, normalizeDiagnostics } from './diagnostic.ts';
@@ -344,6 +345,14 @@ class FactoryValidation {
             `unknown integration \`${entry.type}\`; use slack, linear, jira or microsoft-teams${didYouMean(type, INTEGRATION_TYPES)}`,
           );
         else if (types.has(type)) error('FF_DUPLICATE_KEY', at, `integration \`${type}\` is listed twice`);
+        else if (!CONNECTED_INTEGRATIONS.has(type))
+          this.report(
+            source,
+            'FF_NOT_SUPPORTED_HERE',
+            at,
+            `\`${type}\` is accepted but Agentyard does not connect it (slack and linear are connected through /api/v1/integrations)`,
+            { severity: 'warning' },
+          );
         types.add(type);
         integrations!.push({ type });
       });

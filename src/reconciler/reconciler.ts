@@ -2,6 +2,8 @@ import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../kernel/topic
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../kernel/log.ts';
 import { uniqueDiagnostics } from '../definitions/diagnostic.ts';
+import { withKeptIntegrations } from '../integrations/availability.ts';
+import { reindexProviderTriggers } from '../integrations/trigger-index.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import type { FactoryFileInput } from '../definitions/load.ts';
 import { type DefinitionPool, definitionPool } from '../definitions/pool.ts';
@@ -350,11 +352,13 @@ export class Reconciler {
             return { retry: fresh };
           if (await this.#supersededManagedCommit(tx, fresh, snapshot)) return { superseded: true as const };
           await this.#write(tx, fresh, plan, snapshot);
+          const definition = withKeptIntegrations(ready.validation.definition!, fresh.definition);
+          await reindexProviderTriggers(tx, { id: fresh.id, teamId: fresh.team_id }, definition);
           const warnings = warningDiagnostics(ready.validation);
           const message = appliedMessage(revision);
           await plans.markRevisionApplied(tx, fresh.id, {
             revision,
-            definition: ready.validation.definition!,
+            definition,
             liveChanged: plan.liveChanged,
             message,
             warnings,
