@@ -10,7 +10,7 @@ import type { Provider } from '../integrations/model.ts';
 import { providerSubscriptions, recordLastEvents, upsertInstallation } from '../integrations/plans.ts';
 import type { ProviderSubscription } from '../integrations/plans.ts';
 import type { CreateRunInput } from '../runs/service.ts';
-import type { Queryable } from '../store/db.ts';
+import type { Queryable } from '../kernel/db.ts';
 import { EVENT_PAYLOAD_FILE, providerRunPrompt, providerRunTitle } from './envelope.ts';
 import type { OutboxDelivery } from './plans.ts';
 import { automationRunBase } from './run-input.ts';

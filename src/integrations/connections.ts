@@ -5,9 +5,9 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { SecretCipher } from '../secrets/crypto.ts';
-import { SECRETS_CHANGED_TOPIC } from '../secrets/service.ts';
-import type { Bus } from '../store/bus.ts';
-import type { Db } from '../store/db.ts';
+import { SECRETS_CHANGED_TOPIC } from '../kernel/topics.ts';
+import type { Bus } from '../kernel/bus.ts';
+import type { Db } from '../kernel/db.ts';
 import { INTEGRATIONS_CHANGED_TOPIC } from './model.ts';
 import type { Provider } from './model.ts';
 import { getConnectionById } from './plans.ts';

@@ -6,11 +6,12 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { hash } from 'node:crypto';
-import { addDirectRoute, traceIdOf } from '../http/app.ts';
-import type { AppInstance, ServiceContext } from '../http/context.ts';
-import { logDirectRequest, sendDirect, sendDirectProblem } from '../http/direct-routes.ts';
-import { AppError, isAppError } from '../http/errors.ts';
-import { redactedPath } from '../http/redact.ts';
+import { traceIdOf } from '../kernel/trace.ts';
+import type { AppInstance } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
+import { logDirectRequest, sendDirect, sendDirectProblem } from '../ingress/direct-reply.ts';
+import { AppError, isAppError } from '../kernel/errors.ts';
+import { redactedPath } from '../kernel/redact.ts';
 import type { IngressRuntime } from '../ingress/module.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import { WEBHOOK_BODY_LIMIT } from '../ingress/limits.ts';
@@ -19,7 +20,7 @@ import type { DeliveryInsert, DeliveryLabelCode } from '../ingress/plans.ts';
 import { readBody } from '../ingress/routes.ts';
 import { getSignatureScheme } from '../ingress/signatures/index.ts';
 import { header } from '../ingress/signatures/primitives.ts';
-import { newId } from '../util/ids.ts';
+import { newId } from '../kernel/ids.ts';
 import type { ConnectionCache, LiveConnection } from './connections.ts';
 import { isProvider, SIGNATURE_SCHEME_OF } from './model.ts';
 import type { Provider } from './model.ts';
@@ -58,7 +59,7 @@ export interface EventsRouteDeps {
 
 export function registerProviderEventRoutes(app: AppInstance, deps: EventsRouteDeps): void {
   const { ctx } = deps;
-  addDirectRoute(app, PREFIX, ROUTES, (request, response) => {
+  app.addDirectRoute(PREFIX, ROUTES, (request, response) => {
     let traceId: string | undefined;
     const trace = () => (traceId ??= traceIdOf(request));
     logDirectRequest(ctx.log, request, response, trace);

@@ -5,7 +5,7 @@
 import { createAppAuth } from '@octokit/auth-app';
 import { Octokit } from 'octokit';
 import type { SecretProvider } from '../secrets/provider.ts';
-import type { Queryable } from '../store/db.ts';
+import type { Queryable } from '../kernel/db.ts';
 import { getConnection, installationForOwner } from './plans.ts';
 
 export function githubApiUrl(env: NodeJS.ProcessEnv = process.env): string {

@@ -48,4 +48,4 @@ export const RUN_SOURCE_OF = { github: 'GITHUB_ACTION', slack: 'SLACK', linear: 
   string
 >;
 
-export const INTEGRATIONS_CHANGED_TOPIC = 'integrations.changed';
+export { INTEGRATIONS_CHANGED_TOPIC } from '../kernel/topics.ts';

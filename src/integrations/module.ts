@@ -1,4 +1,5 @@
-import type { AppModule, ServiceContext } from '../http/context.ts';
+import type { AppModule } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
 import { ingressRuntimeOf } from '../ingress/module.ts';
 import { ConnectionCache } from './connections.ts';
 import { registerProviderEventRoutes } from './events-route.ts';

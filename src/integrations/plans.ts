@@ -2,7 +2,7 @@
 import type { FilterMatcher } from '../definitions/model.ts';
 import type { AutomationRow } from '../reconciler/model.ts';
 import { AUTOMATION_AGENT_PROMPT_SQL } from '../automations/run-input.ts';
-import type { Queryable } from '../store/db.ts';
+import type { Queryable } from '../kernel/db.ts';
 import type { ConnectionRow, Provider } from './model.ts';
 
 const CONNECTION_COLUMNS =

@@ -1,11 +1,12 @@
 /** /api/v1/integrations/{github|slack|linear}: a team's connection to a provider, its installations and delivery log. */
 import { Type } from 'typebox';
-import { requireTeamAdmin } from '../http/auth.ts';
-import type { AppInstance, ServiceContext } from '../http/context.ts';
-import { AppError } from '../http/errors.ts';
+import { requireTeamAdmin } from '../identity/guards.ts';
+import type { AppInstance } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
+import { AppError } from '../kernel/errors.ts';
 import { getSecretMeta } from '../secrets/plans.ts';
 import { checkSecretName } from '../secrets/service.ts';
-import { newId } from '../util/ids.ts';
+import { newId } from '../kernel/ids.ts';
 import { listDeliveries, toDeliveryItem } from '../webhooks/delivery-log.ts';
 import { DeliveryListQuery, DeliveryListSchema } from '../webhooks/schemas.ts';
 import { INTEGRATIONS_CHANGED_TOPIC, isProvider, PROVIDERS } from './model.ts';

@@ -3,7 +3,7 @@
  * repository of the factory, a Slack or Linear trigger one row when the factory declares that integration.
  */
 import type { FactoryDefinition } from '../definitions/model.ts';
-import type { Queryable } from '../store/db.ts';
+import type { Queryable } from '../kernel/db.ts';
 import { isProvider } from './model.ts';
 import { liveAutomationIds, replaceFactoryProviderTriggers } from './plans.ts';
 import type { ProviderTriggerRow } from './plans.ts';
