@@ -3,7 +3,7 @@
  * secret. Read from the database on first use and kept until a connection or a secret changes (in this process
  * or, through the bus, in another) or a delivery fails to verify against it.
  */
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from '../kernel/log.ts';
 import type { SecretCipher } from '../secrets/crypto.ts';
 import { SECRETS_CHANGED_TOPIC } from '../kernel/topics.ts';
 import type { Bus } from '../kernel/bus.ts';
@@ -28,12 +28,12 @@ const MAX_UNKNOWN = 10_000;
 export class ConnectionCache {
   readonly #db: Db;
   readonly #cipher: SecretCipher;
-  readonly #log: FastifyBaseLogger;
+  readonly #log: Logger;
   #live = new Map<string, LiveConnection>();
   #unknown = new Map<string, number>();
   #unsubscribe: (() => void)[] = [];
 
-  constructor(db: Db, cipher: SecretCipher, log: FastifyBaseLogger) {
+  constructor(db: Db, cipher: SecretCipher, log: Logger) {
     this.#db = db;
     this.#cipher = cipher;
     this.#log = log;

@@ -2,7 +2,7 @@ import type { AppModule } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { ingressRuntimeOf } from '../ingress/module.ts';
 import { ConnectionCache } from './connections.ts';
-import { registerProviderEventRoutes } from './events-route.ts';
+import { registerProviderEventRoutes } from './events-routes.ts';
 import { registerIntegrationRoutes } from './routes.ts';
 
 const caches = new WeakMap<ServiceContext, ConnectionCache>();

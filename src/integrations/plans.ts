@@ -1,7 +1,4 @@
 /** SQL of the integrations domain (migration 0064): connections, installations, the provider trigger index. */
-import type { FilterMatcher } from '../definitions/model.ts';
-import type { AutomationRow } from '../reconciler/model.ts';
-import { AUTOMATION_AGENT_PROMPT_SQL } from '../automations/run-input.ts';
 import type { Queryable } from '../kernel/db.ts';
 import type { ConnectionRow, Provider } from './model.ts';
 
@@ -136,85 +133,4 @@ export async function installationForOwner(
     [connectionId, owner],
   );
   return res.rows[0]?.installation_id;
-}
-
-// ── The provider trigger index ──────────────────────────────────────────────────────────────────────────
-
-export interface ProviderTriggerRow {
-  automationId: string;
-  teamId: string;
-  factoryId: string;
-  provider: string;
-  event: string;
-  triggerIndex: number;
-  repository: string;
-  filter: Record<string, FilterMatcher>;
-}
-
-/** Replaces a factory's rows of the index (in the apply's transaction). */
-export async function replaceFactoryProviderTriggers(
-  q: Queryable,
-  factoryId: string,
-  rows: readonly ProviderTriggerRow[],
-): Promise<void> {
-  await q.query('DELETE FROM automation_provider_triggers WHERE factory_id = $1', [factoryId]);
-  if (rows.length === 0) return;
-  await q.query(
-    `INSERT INTO automation_provider_triggers (automation_id, team_id, factory_id, provider, event, trigger_index, repository, filter)
-     SELECT r.automation_id, r.team_id, r.factory_id, r.provider, r.event, r.trigger_index, r.repository, r.filter
-       FROM json_to_recordset($1::json) AS r(automation_id text, team_id text, factory_id text, provider text, event text,
-                                             trigger_index int4, repository text, filter jsonb)
-     ON CONFLICT DO NOTHING`,
-    [
-      JSON.stringify(
-        rows.map((r) => ({
-          automation_id: r.automationId,
-          team_id: r.teamId,
-          factory_id: r.factoryId,
-          provider: r.provider,
-          event: r.event,
-          trigger_index: r.triggerIndex,
-          repository: r.repository,
-          filter: r.filter,
-        })),
-      ),
-    ],
-  );
-}
-
-export async function liveAutomationIds(q: Queryable, factoryId: string): Promise<Map<string, string>> {
-  const res = await q.query<{ id: string; name: string }>(
-    'SELECT id, name FROM automations WHERE factory_id = $1 AND deleted_at IS NULL',
-    [factoryId],
-  );
-  return new Map(res.rows.map((r) => [r.name, r.id]));
-}
-
-/** A provider trigger of an enabled, live automation, with the automation's columns a run needs. */
-export type ProviderSubscription = Pick<AutomationRow, 'team_id' | 'factory_id' | 'prompt' | 'agent' | 'config'> & {
-  automation_id: string;
-  automation_name: string;
-  trigger_index: number;
-  event: string;
-  filter: Record<string, FilterMatcher>;
-  agent_prompt: string | null;
-  credential_strategy: string | null;
-};
-
-/** The automations subscribed to these events of a provider, for a team and (GitHub) repository: one index scan. */
-export async function providerSubscriptions(
-  q: Queryable,
-  route: { teamId: string; provider: Provider; repository: string; events: readonly string[] },
-): Promise<ProviderSubscription[]> {
-  const res = await q.query<ProviderSubscription>(
-    `SELECT t.automation_id, t.trigger_index, t.event, t.filter, a.name AS automation_name, a.team_id, a.factory_id,
-            a.prompt, a.agent, a.config, ${AUTOMATION_AGENT_PROMPT_SQL} AS agent_prompt,
-            f.definition->'factory'->>'credentialStrategy' AS credential_strategy
-       FROM automation_provider_triggers t JOIN automations a ON a.id = t.automation_id JOIN factories f ON f.id = a.factory_id
-      WHERE t.team_id = $1 AND t.provider = $2 AND t.repository = $3 AND t.event = ANY($4::text[])
-        AND a.enabled AND a.deleted_at IS NULL AND f.deleted_at IS NULL
-      ORDER BY a.id, t.trigger_index`,
-    [route.teamId, route.provider, route.repository, route.events],
-  );
-  return res.rows;
 }

@@ -2,8 +2,8 @@ import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../kernel/topic
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../kernel/log.ts';
 import { uniqueDiagnostics } from '../definitions/diagnostic.ts';
-import { withKeptIntegrations } from '../integrations/availability.ts';
-import { reindexProviderTriggers } from '../integrations/trigger-index.ts';
+import { withKeptIntegrations } from './integrations-kept.ts';
+import { reindexProviderTriggers } from './provider-trigger-index.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import type { FactoryFileInput } from '../definitions/load.ts';
 import { type DefinitionPool, definitionPool } from '../definitions/pool.ts';
