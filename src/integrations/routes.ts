@@ -7,11 +7,10 @@ import { AppError } from '../kernel/errors.ts';
 import { getSecretMeta } from '../secrets/plans.ts';
 import { checkSecretName } from '../secrets/service.ts';
 import { newId } from '../kernel/ids.ts';
-import { listDeliveries, toDeliveryItem } from '../webhooks/delivery-log.ts';
-import { DeliveryListQuery, DeliveryListSchema } from '../webhooks/schemas.ts';
 import { INTEGRATIONS_CHANGED_TOPIC, isProvider, PROVIDERS } from './model.ts';
 import type { ConnectionRow, Provider } from './model.ts';
 import * as plans from './plans.ts';
+import { providerOf, teamConnection } from './lookup.ts';
 
 const TAGS = ['integrations'];
 
@@ -59,12 +58,6 @@ const FIELDS: Record<Provider, { secrets: string[]; required: string[]; plain: s
   slack: { secrets: ['signing_secret_name', 'bot_token_secret_name'], required: ['signing_secret_name'], plain: [] },
   linear: { secrets: ['webhook_secret_name', 'api_key_secret_name'], required: ['webhook_secret_name'], plain: [] },
 };
-
-function providerOf(value: string): Provider {
-  if (!isProvider(value))
-    throw new AppError('resource_not_found', `no integration "${value}"; use one of ${PROVIDERS.join(', ')}`);
-  return value;
-}
 
 /** Checks a PUT body and answers the settings to store: secret names only, each naming an existing secret. */
 async function checkSettings(
@@ -158,16 +151,6 @@ async function connectionView(ctx: ServiceContext, row: ConnectionRow) {
   };
 }
 
-async function teamConnection(ctx: ServiceContext, teamId: string, provider: Provider): Promise<ConnectionRow> {
-  const row = await plans.getConnection(ctx.db, teamId, provider);
-  if (!row)
-    throw new AppError(
-      'resource_not_found',
-      `the team has no ${provider} connection; create it with PUT /api/v1/integrations/${provider}`,
-    );
-  return row;
-}
-
 export async function registerIntegrationRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
   app.get(
     '/integrations',
@@ -239,33 +222,6 @@ export async function registerIntegrationRoutes(app: AppInstance, ctx: ServiceCo
       await plans.deleteConnection(ctx.db, request.principal.teamId, provider);
       await ctx.bus.publish(INTEGRATIONS_CHANGED_TOPIC, { team_id: row.team_id, provider });
       return view;
-    },
-  );
-
-  app.get(
-    '/integrations/:provider/deliveries',
-    {
-      schema: {
-        tags: TAGS,
-        summary: "The connection's delivery log, newest first",
-        params: ProviderParams,
-        querystring: DeliveryListQuery,
-        response: { 200: DeliveryListSchema },
-      },
-    },
-    async (request) => {
-      const row = await teamConnection(ctx, request.principal.teamId, providerOf(request.params.provider));
-      const page = await listDeliveries(ctx.db, row.id, {
-        limit: request.query.limit ?? 50,
-        cursor: request.query.cursor,
-      });
-      return {
-        deliveries: page.rows.map(toDeliveryItem),
-        page_info: {
-          has_next_page: page.nextCursor !== undefined,
-          ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
-        },
-      };
     },
   );
 }
