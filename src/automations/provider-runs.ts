@@ -91,7 +91,8 @@ export async function providerFirings(tx: Queryable, delivery: OutboxDelivery): 
         metadata: {
           provider,
           provider_event: event,
-          ...(derived.repository ? { repository: derived.repository } : {}),
+          // As GitHub spells it (the routing key is lower-case): the token is asked for this repository.
+          ...(derived.repository && derived.subject ? { repository: derived.subject } : {}),
           ...(derived.subject ? { subject: derived.subject } : {}),
           connection_id: delivery.webhook_uid,
         },
