@@ -134,3 +134,21 @@ export async function installationForOwner(
   );
   return res.rows[0]?.installation_id;
 }
+
+/** The team's Slack/Linear connections that a factory declares in `integrations`. */
+export async function declaredConnections(
+  q: Queryable,
+  factoryId: string,
+): Promise<{ provider: string; settings: Record<string, string> }[]> {
+  const res = await q.query<{ provider: string; settings: Record<string, string> }>(
+    `SELECT c.provider, c.settings FROM factories f
+       JOIN integration_connections c ON c.team_id = f.team_id
+      WHERE f.id = $1 AND c.provider IN (
+        SELECT lower(i->>'type') FROM jsonb_array_elements(
+          CASE WHEN jsonb_typeof(f.definition->'factory'->'integrations') = 'array'
+               THEN f.definition->'factory'->'integrations' ELSE '[]'::jsonb END) i)
+      ORDER BY c.provider`,
+    [factoryId],
+  );
+  return res.rows;
+}

@@ -2,7 +2,7 @@
  * End to end with an executor: a managed factory whose automation triggers on github/issue_labeled, a GitHub
  * App connection, a delivery signed by @octokit/webhooks-methods → exactly one run, executed by the `command`
  * harness on a fake agent, whose workspace holds event-payload.json and whose environment holds GH_TOKEN and
- * GITHUB_TOKEN minted by @octokit/auth-app from a local stand-in of GitHub's API.
+ * GITHUB_TOKEN minted by @octokit/auth-app from a local stand-in of GitHub's API, and the declared Slack token.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -30,6 +30,8 @@ name: Issue triage
 repositories:
   - owner: Codertocat
     name: Hello-World
+integrations:
+  - type: slack
 agentDefaults:
   model: auto
   runner: default
@@ -74,8 +76,15 @@ describe.each(ENGINES)('a GitHub App event to a finished run on %s', (engine) =>
   });
 
   it('runs once with event-payload.json in the workspace and a repository-scoped token in the environment', async () => {
-    for (const [name, value] of Object.entries({ 'gh-app-key': privateKey, 'gh-app-hook': webhookSecret }))
+    for (const [name, value] of Object.entries({
+      'gh-app-key': privateKey,
+      'gh-app-hook': webhookSecret,
+      'slack-signing': 'slack-signing-secret',
+      'slack-bot': 'xoxb-1234567890-abcdef',
+    }))
       expect((await s.api('PUT', `/secrets/${name}`, { value })).status).toBeLessThan(300);
+    const slack = { signing_secret_name: 'slack-signing', bot_token_secret_name: 'slack-bot' };
+    expect((await s.api('PUT', '/integrations/slack', slack)).status).toBe(200);
     const connection = await s.api('PUT', '/integrations/github', {
       mode: 'app',
       app_id: '4242',
@@ -117,6 +126,9 @@ describe.each(ENGINES)('a GitHub App event to a finished run on %s', (engine) =>
     // The fake agent records token variables by length only.
     expect(record.env.GH_TOKEN).toMatch(/^<\d+ chars>$/);
     expect(record.env.GITHUB_TOKEN).toBe(record.env.GH_TOKEN);
+    // The factory declares slack: its runs get the bot token too.
+    expect(record.env.SLACK_BOT_TOKEN).toBe(`<${'xoxb-1234567890-abcdef'.length} chars>`);
+    expect(record.env.LINEAR_API_KEY).toBeUndefined();
     expect(JSON.stringify(record.argv)).not.toContain('ghs_');
     expect(github.tokenRequests).toEqual([{ installationId: '4242001', appId: '4242', repositories: ['Hello-World'] }]);
     const events = JSON.stringify((await s.api('GET', `/agent/runs/${runId}/conversation`)).body);
