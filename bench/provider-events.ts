@@ -25,8 +25,6 @@ import { generateApiKey } from '../src/identity/api-keys.ts';
 import { newId } from '../src/kernel/ids.ts';
 import { createLogger } from '../src/log.ts';
 import { startServer } from '../src/server.ts';
-import { createIngressModule } from '../src/ingress/module.ts';
-import { MODULES } from '../src/modules.ts';
 
 const { values, positionals } = parseArgs({
   args: process.argv.slice(2),
@@ -52,10 +50,10 @@ const config = loadConfig(
   },
 );
 // The sender rate limit (60 per minute) is not what is measured here.
-const modules = MODULES.map((m) =>
-  m.name === 'ingress' ? createIngressModule({ limits: { senderPoints: 1_000_000 } }) : m,
-);
-const server = await startServer(config, { log: createLogger('silent'), modules });
+const server = await startServer(config, {
+  log: createLogger('silent'),
+  compose: { ingress: { limits: { senderPoints: 1_000_000 } } },
+});
 const db = server.ctx.db;
 const api = async (method: string, p: string, body?: unknown): Promise<{ status: number; body: any }> => {
   const res = await fetch(`${server.url}/api/v1${p}`, {

@@ -12,7 +12,7 @@ import type { ServiceContext } from '../context.ts';
 import { logDirectRequest, sendDirect, sendDirectProblem } from '../ingress/direct-reply.ts';
 import { AppError, isAppError } from '../kernel/errors.ts';
 import { redactedPath } from '../kernel/redact.ts';
-import type { IngressRuntime } from '../ingress/module.ts';
+import type { IngressRuntime } from '../ingress/runtime.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import { WEBHOOK_BODY_LIMIT } from '../ingress/limits.ts';
 import type { IngressLimits } from '../ingress/limits.ts';

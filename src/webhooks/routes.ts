@@ -1,4 +1,3 @@
-import { Type } from 'typebox';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import type { ManagedFactoryContext } from './managed-change.ts';
