@@ -32,6 +32,9 @@ import { errorDocsPlugin } from './http/error-docs.ts';
 import { registerAgentIdentityRoutes } from './identity/agent-identities.ts';
 import { registerIdentityRoutes } from './identity/routes.ts';
 import { registerIngressRoutes } from './ingress/routes.ts';
+import { ConnectionCache } from './integrations/connections.ts';
+import { registerProviderEventRoutes } from './integrations/events-routes.ts';
+import { registerIntegrationRoutes } from './integrations/routes.ts';
 import { createIngressRuntime, startDeliveryRetention } from './ingress/runtime.ts';
 import type { IngressOptions, IngressRuntime } from './ingress/runtime.ts';
 import { systemClock } from './kernel/clock.ts';
@@ -157,6 +160,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     sourceLimits: config.sourceLimits,
   });
   const ingress = roles.has('ingress') ? createIngressRuntime(ctx, metrics, options.ingress) : undefined;
+  const connections = ingress ? new ConnectionCache(db, ctx.cipher, log) : undefined;
   const managed = { ...ctx, controller, routing: ingress?.routing };
   const factories = new FactoryService(managed);
   const runs = new RunService(db, bus);
@@ -268,6 +272,14 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
       },
     },
     {
+      name: 'integrations',
+      api: (app) => registerIntegrationRoutes(app, services),
+      async root(app) {
+        if (ingress && connections)
+          registerProviderEventRoutes(app, { ctx: services, ingress, limits: ingress.limits, connections });
+      },
+    },
+    {
       name: 'automations',
       async api(app) {
         await registerAutomationReadRoutes(app, services);
@@ -346,6 +358,14 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
       name: 'ingress',
       roles: ['ingress'],
       start: async () => (ingress ? ingress.start() : stopNothing),
+    },
+    {
+      name: 'integration-connections',
+      roles: ['ingress'],
+      start: async () => {
+        connections?.start(bus);
+        return async () => connections?.stop();
+      },
     },
     {
       name: 'delivery-retention',

@@ -12,6 +12,7 @@ import { matchPayloadFilter } from './payload-filter.ts';
 import * as plans from './plans.ts';
 import type { OutboxDelivery, Subscription } from './plans.ts';
 import { automationRunBase } from './run-input.ts';
+import { providerFirings } from './provider-runs.ts';
 
 export interface EvaluatorOptions {
   /** Deliveries evaluated per transaction. */
@@ -109,33 +110,50 @@ export class OutboxEvaluator {
     return result;
   }
 
-  async #startRuns(tx: Queryable, deliveries: OutboxDelivery[]): Promise<BatchResult['runs']> {
-    const subs = await plans.subscriptions(tx, [...new Set(deliveries.map((d) => d.webhook_uid))]);
-    if (subs.length === 0) return [];
+  async #startRuns(tx: Queryable, all: OutboxDelivery[]): Promise<BatchResult['runs']> {
     const runs: BatchResult['runs'] = [];
+    const deliveries = all.filter((d) => d.provider === null);
+    for (const delivery of all) {
+      if (delivery.provider === null) continue;
+      for (const firing of await providerFirings(tx, delivery))
+        await this.#fire(tx, delivery.id, firing.automationId, firing.input, runs);
+    }
+    if (deliveries.length === 0) return runs;
+    const subs = await plans.subscriptions(tx, [...new Set(deliveries.map((d) => d.webhook_uid))]);
+    if (subs.length === 0) return runs;
     for (const delivery of deliveries) {
       const forWebhook = subs.filter((s) => s.webhook_uid === delivery.webhook_uid && s.team_id === delivery.team_id);
       if (forWebhook.length === 0) continue;
       const parsed = parseJsonBody(delivery.payload);
       if (!parsed) continue;
-      for (const sub of firstMatchPerAutomation(forWebhook, parsed.value)) {
-        if (!(await plans.claimFiring(tx, delivery.id, sub.automation_id))) continue;
-        try {
-          const run = await insertQueuedRun(tx, runInputFor(delivery, sub));
-          await plans.recordFiring(tx, delivery.id, sub.automation_id, { runId: run.id });
-          runs.push({ runId: run.id, workerHost: run.worker_host });
-        } catch (err) {
-          // The automation's stored configuration is not a valid run: record why, never retry it forever.
-          if (!isAppError(err)) throw err;
-          this.#log.warn(
-            { err, automation_id: sub.automation_id, delivery_id: delivery.id },
-            'an automation could not start its run',
-          );
-          await plans.recordFiring(tx, delivery.id, sub.automation_id, { error: err.message });
-        }
-      }
+      for (const sub of firstMatchPerAutomation(forWebhook, parsed.value))
+        await this.#fire(tx, delivery.id, sub.automation_id, runInputFor(delivery, sub), runs);
     }
     return runs;
+  }
+
+  /** Starts the automation's run for the delivery unless it has fired for it already. */
+  async #fire(
+    tx: Queryable,
+    deliveryId: string,
+    automationId: string,
+    input: CreateRunInput,
+    runs: BatchResult['runs'],
+  ): Promise<void> {
+    if (!(await plans.claimFiring(tx, deliveryId, automationId))) return;
+    try {
+      const run = await insertQueuedRun(tx, input);
+      await plans.recordFiring(tx, deliveryId, automationId, { runId: run.id });
+      runs.push({ runId: run.id, workerHost: run.worker_host });
+    } catch (err) {
+      // The automation's stored configuration is not a valid run: record why, never retry it forever.
+      if (!isAppError(err)) throw err;
+      this.#log.warn(
+        { err, automation_id: automationId, delivery_id: deliveryId },
+        'an automation could not start its run',
+      );
+      await plans.recordFiring(tx, deliveryId, automationId, { error: err.message });
+    }
   }
 }
 

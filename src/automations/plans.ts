@@ -1,4 +1,5 @@
 /** SQL of the outbox evaluation: claiming accepted deliveries, finding subscribers, recording firings. */
+import type { FilterMatcher } from '../definitions/model.ts';
 import type { PayloadFilter } from './payload-filter.ts';
 import type { AutomationRow } from '../reconciler/model.ts';
 import type { Queryable } from '../kernel/db.ts';
@@ -11,12 +12,16 @@ export interface OutboxDelivery {
   team_id: string;
   factory_id: string;
   payload: Uint8Array;
+  /** Set for a provider connection's delivery (webhook_uid is then the connection's id). */
+  provider: string | null;
+  headers: Record<string, string>;
+  received_at: Date;
 }
 
 /** Accepted deliveries awaiting evaluation, oldest first, locked; rows another process holds are skipped. */
 export async function claimOutbox(q: Queryable, limit: number): Promise<OutboxDelivery[]> {
   const res = await q.query<OutboxDelivery>(
-    `SELECT id, webhook_uid, webhook_name, team_id, factory_id, payload FROM webhook_deliveries
+    `SELECT id, webhook_uid, webhook_name, team_id, factory_id, payload, provider, headers, received_at FROM webhook_deliveries
       WHERE outbox_pending ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
     [limit],
   );
@@ -75,4 +80,33 @@ export async function recordFiring(
     'runId' in outcome ? outcome.runId : null,
     'error' in outcome ? outcome.error : null,
   ]);
+}
+
+/** A provider trigger of an enabled, live automation, with the automation's columns a run needs. */
+export type ProviderSubscription = Pick<AutomationRow, 'team_id' | 'factory_id' | 'prompt' | 'agent' | 'config'> & {
+  automation_id: string;
+  automation_name: string;
+  trigger_index: number;
+  event: string;
+  filter: Record<string, FilterMatcher>;
+  agent_prompt: string | null;
+  credential_strategy: string | null;
+};
+
+/** The automations subscribed to these events of a provider, for a team and (GitHub) repository: one index scan. */
+export async function providerSubscriptions(
+  q: Queryable,
+  route: { teamId: string; provider: string; repository: string; events: readonly string[] },
+): Promise<ProviderSubscription[]> {
+  const res = await q.query<ProviderSubscription>(
+    `SELECT t.automation_id, t.trigger_index, t.event, t.filter, a.name AS automation_name, a.team_id, a.factory_id,
+            a.prompt, a.agent, a.config, ${AUTOMATION_AGENT_PROMPT_SQL} AS agent_prompt,
+            f.definition->'factory'->>'credentialStrategy' AS credential_strategy
+       FROM automation_provider_triggers t JOIN automations a ON a.id = t.automation_id JOIN factories f ON f.id = a.factory_id
+      WHERE t.team_id = $1 AND t.provider = $2 AND t.repository = $3 AND t.event = ANY($4::text[])
+        AND a.enabled AND a.deleted_at IS NULL AND f.deleted_at IS NULL
+      ORDER BY a.id, t.trigger_index`,
+    [route.teamId, route.provider, route.repository, route.events],
+  );
+  return res.rows;
 }

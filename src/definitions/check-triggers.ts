@@ -26,7 +26,8 @@ export interface TriggerEnv {
   webhookFileNames: ReadonlySet<string>;
   context: ValidationContext | undefined;
   notRun(check: 'webhook_uid', pointer: string, subject: string): void;
-  deferred(pointer: string, field: string, kind: string): void;
+  /** A name alias to resolve at apply; `matcher.in` holds the names and is replaced by their IDs when resolved. */
+  deferred(pointer: string, field: string, kind: string, matcher: FilterMatcher): void;
 }
 
 /** The raw trigger after the schema check: provider/event are non-empty strings, filter a mapping. */
@@ -370,10 +371,18 @@ function checkProviderTrigger(
       ok = false;
       continue;
     }
-    if (alias?.nameAlias) env.deferred(pointer, key, `${raw.provider}_name_alias`);
+    if (alias?.nameAlias) env.deferred(pointer, key, `${raw.provider}_name_alias`, matcher);
     filter[canonical] = matcher;
   }
-  return ok ? { kind: 'provider', provider: raw.provider, event: raw.event, filter, runsHere: false } : undefined;
+  return ok
+    ? {
+        kind: 'provider',
+        provider: raw.provider,
+        event: raw.event,
+        filter,
+        runsHere: TRIGGER_PROVIDERS_RUN_HERE.has(raw.provider),
+      }
+    : undefined;
 }
 
 /** Checks one trigger (after the schema check) and returns its normalised form, or undefined after reporting. */

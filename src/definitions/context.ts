@@ -13,9 +13,21 @@ export interface ValidationContext {
   knownWebhookUids?: Set<string>;
   /** Does a team runner (not declared in the tree) of this name exist? */
   teamRunnerExists?(name: string): boolean;
+  /** Has the team connected this integration (`slack`, `linear`)? */
+  integrationConnected?(type: string): boolean | Promise<boolean>;
+  /**
+   * The IDs of names in a name alias (`channels`, `users`, `itemUsers`; `teams`, `projects`, `states`,
+   * `issues`) as the provider knows them; a name it does not know is absent from the answer.
+   */
+  resolveNames?(provider: string, field: string, names: readonly string[]): Promise<Map<string, string[]>>;
 }
 
-export type StateDependentCheckKind = 'secret_exists' | 'secret_url_safe' | 'webhook_uid' | 'team_runner';
+export type StateDependentCheckKind =
+  | 'secret_exists'
+  | 'secret_url_safe'
+  | 'webhook_uid'
+  | 'team_runner'
+  | 'integration_connected';
 
 export interface StateDependentCheck {
   check: StateDependentCheckKind;

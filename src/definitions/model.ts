@@ -142,7 +142,7 @@ export type Trigger =
       /** Canonical snake_case keys; bare lists normalised to `{in: [...]}`. */
       filter: Record<string, FilterMatcher>;
       /** False when this service does not evaluate the provider (the definition still validates). */
-      runsHere: false;
+      runsHere: boolean;
     };
 
 export interface AutomationDefinition {

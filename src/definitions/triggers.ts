@@ -75,7 +75,16 @@ export const TRIGGER_CATALOGUE: Record<string, Record<string, string[]>> = {
 };
 
 /** Providers whose triggers this service evaluates; the others validate with a warning. */
-export const TRIGGER_PROVIDERS_RUN_HERE: ReadonlySet<string> = new Set(['webhook', 'schedule']);
+export const TRIGGER_PROVIDERS_RUN_HERE: ReadonlySet<string> = new Set([
+  'webhook',
+  'schedule',
+  'github',
+  'slack',
+  'linear',
+]);
+
+/** Integrations a factory's `integrations` may name that a team connects here (GitHub is reached by `repositories`). */
+export const CONNECTED_INTEGRATIONS: ReadonlySet<string> = new Set(['slack', 'linear']);
 
 /** Keys whose only matcher is `in` (a bare list or `{in: [...]}`). */
 export const IN_ONLY_FILTER_KEYS: ReadonlySet<string> = new Set(['webhook_ids', 'schedule_ids']);

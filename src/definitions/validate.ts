@@ -1,5 +1,7 @@
 import { checkTrigger, newScheduleNames } from './check-triggers.ts';
 import type { RawTrigger, TriggerEnv } from './check-triggers.ts';
+import { CONNECTED_INTEGRATIONS } from './triggers.ts';
+import type { FilterMatcher } from './model.ts';
 import type { DiagnosticCode } from './codes.ts';
 import type { DeferredResolution, StateDependentCheck, StateDependentCheckKind, ValidationContext } from './context.ts';
 import { hasErrors, normalizeDiagnostics } from './diagnostic.ts';
@@ -131,6 +133,14 @@ class FactoryValidation {
   private readonly notRun: StateDependentCheck[] = [];
   private readonly deferred: DeferredResolution[] = [];
   private readonly secretRefs: { name: string; source: ParsedSource; pointer: string }[] = [];
+  private readonly integrationRefs: { type: string; source: ParsedSource; pointer: string }[] = [];
+  private readonly aliasRefs: {
+    source: ParsedSource;
+    pointer: string;
+    field: string;
+    provider: string;
+    matcher: FilterMatcher;
+  }[] = [];
   private readonly runnerRefs: { name: string; source: ParsedSource; pointer: string }[] = [];
   private readonly urlSafeRefs: { name: string; source: ParsedSource }[] = [];
 
@@ -246,6 +256,7 @@ class FactoryValidation {
 
     await this.checkRunnerRefs(runnerNames);
     await this.checkSecretRefs();
+    await this.checkIntegrationRefs();
 
     const diagnostics = normalizeDiagnostics(this.reporter.diagnostics);
     const valid = !hasErrors(diagnostics);
@@ -344,8 +355,17 @@ class FactoryValidation {
             `unknown integration \`${entry.type}\`; use slack, linear, jira or microsoft-teams${didYouMean(type, INTEGRATION_TYPES)}`,
           );
         else if (types.has(type)) error('FF_DUPLICATE_KEY', at, `integration \`${type}\` is listed twice`);
+        else if (!CONNECTED_INTEGRATIONS.has(type))
+          this.report(
+            source,
+            'FF_NOT_SUPPORTED_HERE',
+            at,
+            `\`${type}\` is accepted but Agentyard does not connect it (slack and linear are connected through /api/v1/integrations)`,
+            { severity: 'warning' },
+          );
         types.add(type);
         integrations!.push({ type });
+        if (CONNECTED_INTEGRATIONS.has(type)) this.integrationRefs.push({ type, source, pointer: at });
       });
       if (types.has('linear') && types.has('jira'))
         error('FF_INVALID_VALUE', '/integrations', 'at most one issue tracker: choose linear or jira', 'key');
@@ -547,7 +567,10 @@ class FactoryValidation {
       webhookFileNames: webhookNames,
       context: this.context,
       notRun: (check, pointer, subject) => this.skipped(check, source, pointer, subject),
-      deferred: (pointer, field, kind) => this.deferred.push({ file: source.file, path: pointer, field, kind }),
+      deferred: (pointer, field, kind, matcher) => {
+        this.deferred.push({ file: source.file, path: pointer, field, kind });
+        this.aliasRefs.push({ source, pointer, field, provider: kind.replace(/_name_alias$/, ''), matcher });
+      },
     };
     const schedules = newScheduleNames();
     const triggers: Trigger[] = [];
@@ -720,6 +743,54 @@ class FactoryValidation {
           '/secretName',
           `secret \`${ref.name}\` is not URL-safe; a \`url_token\` secret may hold only A-Z a-z 0-9 - . _ ~`,
         );
+      }
+    }
+  }
+
+  /** Declared integrations must be connected; name aliases resolve to IDs (the triggers then hold the IDs). */
+  private async checkIntegrationRefs(): Promise<void> {
+    const connected = this.context?.integrationConnected;
+    for (const ref of this.integrationRefs) {
+      if (!connected) this.skipped('integration_connected', ref.source, ref.pointer, ref.type);
+      else if (!(await connected(ref.type)))
+        this.report(
+          ref.source,
+          'FF_INVALID_REFERENCE',
+          ref.pointer,
+          `the team has not connected ${ref.type}; connect it with PUT /api/v1/integrations/${ref.type}`,
+        );
+    }
+    const resolve = this.context?.resolveNames;
+    if (!resolve) return;
+    for (const ref of this.aliasRefs) {
+      const names = (ref.matcher.in ?? []).map(String);
+      let ids: Map<string, string[]>;
+      try {
+        ids = await resolve(ref.provider, ref.field, names);
+      } catch (err) {
+        this.report(
+          ref.source,
+          'FF_INVALID_REFERENCE',
+          ref.pointer,
+          `cannot resolve \`${ref.field}\` through ${ref.provider}: ${(err as Error).message}`,
+        );
+        continue;
+      }
+      let ok = true;
+      names.forEach((name, i) => {
+        if (ids.has(name)) return;
+        ok = false;
+        this.report(
+          ref.source,
+          'FF_INVALID_REFERENCE',
+          `${ref.pointer}/${i}`,
+          `${ref.provider} knows no ${ref.field} entry named \`${name}\``,
+        );
+      });
+      if (ok) {
+        ref.matcher.in = [...new Set(names.flatMap((name) => ids.get(name)!))];
+        const at = this.deferred.findIndex((d) => d.file === ref.source.file && d.path === ref.pointer);
+        if (at !== -1) this.deferred.splice(at, 1);
       }
     }
   }

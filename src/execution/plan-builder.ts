@@ -3,6 +3,8 @@
  * follow-ups that continue it), the skill, the attachments, the provider key from the team's managed secret,
  * and the agent session to resume.
  */
+import { chatRunEnv } from '../integrations/chat-tokens.ts';
+import { githubRunEnv } from '../integrations/github-token.ts';
 import type { AgentConfig, RunRow } from '../runs/model.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Queryable } from '../kernel/db.ts';
@@ -184,6 +186,19 @@ async function planFrom(
       );
     }
     for (const name of SECRET_ENV_OF[harness]) secretEnv[name] = value.trim();
+  }
+
+  if (run.factory_id) Object.assign(secretEnv, await chatRunEnv(q, secrets, run));
+  if (run.source === 'GITHUB_ACTION') {
+    // A GitHub App connection lends the run a token for the event's repository (never argv; redacted from events).
+    try {
+      Object.assign(secretEnv, await githubRunEnv(q, secrets, run));
+    } catch (err) {
+      throw new PlanError(
+        'environment_setup_failed',
+        `could not get a GitHub installation token for ${run.metadata.repository ?? 'the repository'}: ${(err as Error).message}`,
+      );
+    }
   }
 
   const attachments = inputs.attachments.map((a) => ({

@@ -36,6 +36,8 @@ export interface DeliveryInsert {
   headers: Record<string, string>;
   reason: string | null;
   senderIp: string | null;
+  /** The provider of a connection's delivery; absent for a custom webhook's. */
+  provider?: string | null;
 }
 
 /** Each column: its name, its type in the JSON row set, and its value for a row. */
@@ -55,6 +57,7 @@ const COLUMNS: readonly (readonly [string, string, (d: DeliveryInsert) => unknow
   ['headers', 'jsonb', (d) => d.headers],
   ['reason', 'text', (d) => d.reason],
   ['sender_ip', 'text', (d) => d.senderIp],
+  ['provider', 'text', (d) => d.provider ?? null],
 ];
 
 const NAMES = COLUMNS.map(([name]) => name).join(', ');
@@ -103,26 +106,33 @@ const ACCEPT_ROWS = `unnest($1::text[], $4::text[], $5::text[], $6::text[], $7::
          WITH ORDINALITY AS r(id, webhook_uid, identity, identity_source, sender_delivery_id, received_at, headers, sender_ip,
                               secret_version, size, payload_at, payload_length, n)`;
 
-/** The group's webhooks still live as the statement runs, share-locked until it commits (see acceptDeliveries). */
-const LIVE_WEBHOOKS = `SELECT w.uid, w.team_id, w.factory_id, w.name, w.secret_version,
+/**
+ * The group's webhooks and provider connections still live as the statement runs, share-locked until it
+ * commits (see acceptDeliveries). A connection's deliveries always enter the outbox: which automations they
+ * reach depends on the event (src/integrations/routing.ts).
+ */
+const LIVE_WEBHOOKS = `live_w AS (SELECT w.uid, w.team_id, w.factory_id, w.name, w.secret_version,
               EXISTS (SELECT 1 FROM automation_webhook_triggers t JOIN automations a ON a.id = t.automation_id
-                       WHERE t.webhook_uid = w.uid AND a.enabled AND a.deleted_at IS NULL) AS subscribed
-         FROM webhooks w WHERE w.uid = ANY($2::text[]) AND w.enabled AND w.deleted_at IS NULL ORDER BY w.uid FOR SHARE OF w`;
+                       WHERE t.webhook_uid = w.uid AND a.enabled AND a.deleted_at IS NULL) AS subscribed, NULL::text AS provider
+         FROM webhooks w WHERE w.uid = ANY($2::text[]) AND w.enabled AND w.deleted_at IS NULL ORDER BY w.uid FOR SHARE OF w),
+   live_c AS (SELECT c.id AS uid, c.team_id, '' AS factory_id, c.provider AS name, c.secret_version, true AS subscribed, c.provider
+         FROM integration_connections c WHERE c.id = ANY($2::text[]) ORDER BY c.id FOR SHARE OF c),
+   live AS (SELECT * FROM live_w UNION ALL SELECT * FROM live_c)`;
 
 /** Inserts the rows of `source` (as r) whose webhook is in `live` with the secret version they authenticated against. */
 const insertAccepted = (
   source: string,
 ): string => `INSERT INTO webhook_deliveries (id, webhook_uid, team_id, factory_id, webhook_name, label, identity, identity_source,
-                                       sender_delivery_id, size, received_at, payload, headers, sender_ip, outbox_pending)
+                                       sender_delivery_id, size, received_at, payload, headers, sender_ip, outbox_pending, provider)
        SELECT r.id, r.webhook_uid, live.team_id, live.factory_id, live.name, 'accepted', r.identity, r.identity_source,
               r.sender_delivery_id, r.size, r.received_at, substring($3::bytea FROM r.payload_at FOR r.payload_length), r.headers::jsonb,
-              r.sender_ip, live.subscribed
+              r.sender_ip, live.subscribed, live.provider
          FROM ${source}
          JOIN live ON live.uid = r.webhook_uid AND live.secret_version = r.secret_version
         ORDER BY r.n`;
 
 /** acceptDeliveries: any group; a repeat is refused by `ON CONFLICT` and named in the answer. */
-const ACCEPT_ANY = `WITH live AS (${LIVE_WEBHOOKS}),
+const ACCEPT_ANY = `WITH ${LIVE_WEBHOOKS},
    r AS (SELECT * FROM ${ACCEPT_ROWS}),
    ins AS (${insertAccepted('r')}
      ON CONFLICT (webhook_uid, identity) WHERE label = 'accepted' DO NOTHING
@@ -133,7 +143,7 @@ const ACCEPT_ANY = `WITH live AS (${LIVE_WEBHOOKS}),
    UNION ALL SELECT 'live', uid, secret_version, subscribed FROM live`;
 
 /** acceptNewDeliveries: a group that repeats nothing; a repeat fails the statement. */
-const ACCEPT_NEW = `WITH live AS (${LIVE_WEBHOOKS}),
+const ACCEPT_NEW = `WITH ${LIVE_WEBHOOKS},
      ins AS (${insertAccepted(ACCEPT_ROWS)})
      SELECT uid, secret_version, subscribed FROM live`;
 

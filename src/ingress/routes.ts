@@ -74,7 +74,7 @@ export function parseIngressPath(url: string): { uid: string; token: string | un
 const MAX_LOGGED_SIZE = 2 ** 31 - 1;
 
 /** The body, or the size to log when it is over the limit: a declared length is refused before reading. */
-function readBody(request: IncomingMessage): Promise<Buffer | { tooLarge: number }> {
+export function readBody(request: IncomingMessage): Promise<Buffer | { tooLarge: number }> {
   const declared = Number(request.headers['content-length']);
   if (declared > WEBHOOK_BODY_LIMIT) return Promise.resolve({ tooLarge: Math.min(declared, MAX_LOGGED_SIZE) });
   return new Promise((resolve, reject) => {

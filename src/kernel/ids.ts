@@ -43,6 +43,7 @@ export function ulid(now = Date.now()): string {
 
 export type IdPrefix =
   | 'team'
+  | 'igc'
   | 'usr'
   | 'sa'
   | 'key'

@@ -38,6 +38,8 @@ export interface BusTopics {
   'schedules.changed': { team_id?: string; schedule_id?: string; factory_id?: string };
   /** A team secret was written or deleted. */
   'secrets.changed': { team_id: string; name: string };
+  /** A team's GitHub, Slack or Linear connection was created, changed or deleted. */
+  'integrations.changed': { team_id: string; provider: string };
   /** An API key or agent credential was revoked: every process forgets its cached principals. */
   'identity.credentials_revoked': { key_id: string } | { agent_uid: string };
 }
@@ -54,4 +56,5 @@ export const RUN_CHANGED_TOPIC = 'runs.changed' satisfies Topic;
 export const RUN_EVENTS_TOPIC = 'runs.events' satisfies Topic;
 export const SCHEDULES_CHANGED_TOPIC = 'schedules.changed' satisfies Topic;
 export const SECRETS_CHANGED_TOPIC = 'secrets.changed' satisfies Topic;
+export const INTEGRATIONS_CHANGED_TOPIC = 'integrations.changed' satisfies Topic;
 export const CREDENTIALS_REVOKED_TOPIC = 'identity.credentials_revoked' satisfies Topic;

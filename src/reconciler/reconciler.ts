@@ -2,6 +2,10 @@ import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../kernel/topic
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../kernel/log.ts';
 import { uniqueDiagnostics } from '../definitions/diagnostic.ts';
+import { validateFactory } from '../definitions/validate.ts';
+import { teamNameResolver } from '../integrations/name-resolver.ts';
+import { withKeptIntegrations } from './integrations-kept.ts';
+import { reindexProviderTriggers } from './provider-trigger-index.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import type { FactoryFileInput } from '../definitions/load.ts';
 import { type DefinitionPool, definitionPool } from '../definitions/pool.ts';
@@ -241,7 +245,20 @@ export class Reconciler {
       // This service has no team runners: a runner must be a runners/ file.
       teamRunners: new Set(),
     };
-    const validation = await this.#validator.validate(files, context);
+    let validation = await this.#validator.validate(files, context);
+    const integrations = validation.definition?.factory.integrations ?? [];
+    if (validation.valid && (validation.deferredResolutions.length > 0 || integrations.length > 0)) {
+      // Connections and name look-ups need the database and the providers' APIs, which the pool's workers do
+      // not reach: a tree the pool accepted (within its budgets) is validated again here with them.
+      validation = await validateFactory(files, {
+        secretExists: context.secretExists!,
+        secretIsUrlSafe: context.secretIsUrlSafe!,
+        webhookUidForName: (name) => liveUids.get(name),
+        knownWebhookUids: new Set(webhooks.map((w) => w.uid)),
+        teamRunnerExists: () => false,
+        ...teamNameResolver(db, this.#deps.secrets, factory.team_id),
+      });
+    }
     if (!validation.valid || !validation.definition) return { validation, plan: undefined, generation };
     const secrets = new Map<string, string>();
     for (const hook of validation.definition.webhooks) {
@@ -350,11 +367,13 @@ export class Reconciler {
             return { retry: fresh };
           if (await this.#supersededManagedCommit(tx, fresh, snapshot)) return { superseded: true as const };
           await this.#write(tx, fresh, plan, snapshot);
+          const definition = withKeptIntegrations(ready.validation.definition!, fresh.definition);
+          await reindexProviderTriggers(tx, { id: fresh.id, teamId: fresh.team_id }, definition);
           const warnings = warningDiagnostics(ready.validation);
           const message = appliedMessage(revision);
           await plans.markRevisionApplied(tx, fresh.id, {
             revision,
-            definition: ready.validation.definition!,
+            definition,
             liveChanged: plan.liveChanged,
             message,
             warnings,

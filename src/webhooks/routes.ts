@@ -1,4 +1,3 @@
-import { Type } from 'typebox';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import type { ManagedFactoryContext } from './managed-change.ts';
@@ -17,10 +16,40 @@ import { requireTeamAdmin } from '../identity/guards.ts';
 import type { WebhookRow } from '../reconciler/model.ts';
 import { WebhookManagement, teamWebhook } from './management.ts';
 import * as s from './schemas.ts';
+import { providerOf, teamConnection } from '../integrations/lookup.ts';
+import { Type } from 'typebox';
 
 const TAGS = ['webhooks'];
 
 export async function registerDeliveryLogRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
+  // A provider connection's delivery log: the same rows, keyed by the connection (docs/integrations.md).
+  app.get(
+    '/integrations/:provider/deliveries',
+    {
+      schema: {
+        tags: ['integrations'],
+        summary: "The connection's delivery log, newest first",
+        params: Type.Object({ provider: Type.String() }),
+        querystring: s.DeliveryListQuery,
+        response: { 200: s.DeliveryListSchema },
+      },
+    },
+    async (request) => {
+      const row = await teamConnection(ctx, request.principal.teamId, providerOf(request.params.provider));
+      const page = await listDeliveries(ctx.db, row.id, {
+        limit: request.query.limit ?? 50,
+        cursor: request.query.cursor,
+      });
+      return {
+        deliveries: page.rows.map(toDeliveryItem),
+        page_info: {
+          has_next_page: page.nextCursor !== undefined,
+          ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
+        },
+      };
+    },
+  );
+
   app.get(
     '/delivery-stats',
     {

@@ -69,21 +69,22 @@ describe('trigger normalisation', () => {
       }),
     );
     expect(result.valid).toBe(true);
-    expect(result.diagnostics.every((d) => d.severity === 'warning' && d.code === 'FF_NOT_SUPPORTED_HERE')).toBe(true);
+    // GitHub, Slack and Linear triggers fire here: no warning about them.
+    expect(result.diagnostics).toEqual([]);
     expect(result.definition!.automations[0]!.triggers).toEqual([
       {
         kind: 'provider',
         provider: 'github',
         event: 'pull_request_opened',
         filter: { base_branches: { in: ['main'] }, pr_numbers: { in: [1, 2] }, labels: { not_in: ['wip'] } },
-        runsHere: false,
+        runsHere: true,
       },
       {
         kind: 'provider',
         provider: 'slack',
         event: 'reaction_added',
         filter: { channel_ids: { in: ['eng'] }, emojis: { in: ['eyes'] } },
-        runsHere: false,
+        runsHere: true,
       },
       { kind: 'schedule', provider: 'schedule', event: 'cron_fired', schedule: null, scheduleIds: ['sched-1'] },
     ]);

@@ -1,0 +1,235 @@
+/**
+ * POST {webhook_base_url}/integrations/{github|slack|linear}/events/{connection id}: a provider's event, in the
+ * ingress's order: connection lookup (404) → sender rate limit and failed-auth budget (429) → size (413) →
+ * the provider's signature (401; stale timestamps refused) → JSON (400) → identity → delivery log and outbox,
+ * committed → 202. Slack's `url_verification` handshake is answered (200, the challenge) once signed, not stored.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { hash } from 'node:crypto';
+import { traceIdOf } from '../kernel/trace.ts';
+import type { AppInstance } from '../plugin.ts';
+import type { ServiceContext } from '../context.ts';
+import { logDirectRequest, sendDirect, sendDirectProblem } from '../ingress/direct-reply.ts';
+import { AppError, isAppError } from '../kernel/errors.ts';
+import { redactedPath } from '../kernel/redact.ts';
+import type { IngressRuntime } from '../ingress/runtime.ts';
+import { parseJsonBody } from '../ingress/json-body.ts';
+import { WEBHOOK_BODY_LIMIT } from '../ingress/limits.ts';
+import type { IngressLimits } from '../ingress/limits.ts';
+import type { DeliveryInsert, DeliveryLabelCode } from '../ingress/plans.ts';
+import { readBody } from '../ingress/routes.ts';
+import { getSignatureScheme } from '../ingress/signatures/index.ts';
+import { header } from '../ingress/signatures/primitives.ts';
+import { newId } from '../kernel/ids.ts';
+import type { ConnectionCache, LiveConnection } from './connections.ts';
+import { isProvider, SIGNATURE_SCHEME_OF } from './model.ts';
+import type { Provider } from './model.ts';
+import { recordLastError } from './plans.ts';
+
+const PREFIX = '/integrations/';
+const ROUTES = ['/integrations/:provider/events/:connection'].map((url) => ({
+  methods: ['POST', 'GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+  url,
+}));
+const MAX_ID_LENGTH = 200;
+
+/** The headers kept with a provider delivery: what the evaluator needs (the event type) and harmless metadata. */
+const KEPT_HEADERS: Record<Provider, readonly string[]> = {
+  github: ['x-github-event', 'x-github-hook-installation-target-id'],
+  slack: ['x-slack-retry-num', 'x-slack-retry-reason'],
+  linear: ['linear-event'],
+};
+
+const connectionNotFound = () => new AppError('webhook_not_found', 'no integration connection has this URL');
+
+export function parseEventsPath(url: string): { provider: Provider; connectionId: string } | undefined {
+  const query = url.indexOf('?');
+  const path = (query === -1 ? url : url.slice(0, query)).replace(/\/$/, '');
+  const match = /^\/integrations\/([a-z]+)\/events\/([A-Za-z0-9_-]{1,100})$/.exec(path);
+  if (!match || !isProvider(match[1]!)) return undefined;
+  return { provider: match[1], connectionId: match[2]! };
+}
+
+export interface EventsRouteDeps {
+  ctx: ServiceContext;
+  ingress: IngressRuntime;
+  limits: IngressLimits;
+  connections: ConnectionCache;
+}
+
+export function registerProviderEventRoutes(app: AppInstance, deps: EventsRouteDeps): void {
+  const { ctx } = deps;
+  app.addDirectRoute(PREFIX, ROUTES, (request, response) => {
+    let traceId: string | undefined;
+    const trace = () => (traceId ??= traceIdOf(request));
+    logDirectRequest(ctx.log, request, response, trace);
+    serveEvent(deps, request, response).catch((err: unknown) => {
+      if (isAppError(err)) {
+        const close: Record<string, string> = err.code === 'payload_too_large' ? { connection: 'close' } : {};
+        sendDirectProblem(request, response, err, trace(), close);
+        return;
+      }
+      ctx.log.error({ err, reqId: trace() }, 'provider event failed');
+      sendDirectProblem(
+        request,
+        response,
+        new AppError('internal_error', 'the event was not recorded; send it again', { cause: err }),
+        trace(),
+      );
+    });
+  });
+}
+
+/** The provider's own identity of a delivery: GitHub's and Linear's delivery header, Slack's `event_id`. */
+function providerIdentity(provider: Provider, request: IncomingMessage, body: unknown): string | undefined {
+  if (provider === 'github') return header(request.headers, 'x-github-delivery');
+  if (provider === 'linear') return header(request.headers, 'linear-delivery');
+  const eventId = (body as { event_id?: unknown } | null)?.event_id;
+  return typeof eventId === 'string' && eventId !== '' ? eventId : undefined;
+}
+
+async function serveEvent(deps: EventsRouteDeps, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  const { ctx, ingress, limits, connections } = deps;
+  const receivedAt = new Date();
+  ingress.inProgress.track(response);
+  const url = request.url ?? '/';
+  const target = parseEventsPath(url);
+  if (!target) throw new AppError('route_not_found', `${request.method ?? ''} ${redactedPath(url)}`);
+  if (request.method !== 'POST') {
+    throw new AppError('method_not_allowed', `${request.method ?? ''} is not allowed; provider events take POST`, {
+      headers: { allow: 'POST' },
+    });
+  }
+  let connection = await connections.get(target.connectionId);
+  if (!connection || connection.provider !== target.provider) throw connectionNotFound();
+
+  const senderIp = request.socket.remoteAddress ?? null;
+  const limitKey = `${connection.id}|${senderIp ?? ''}`;
+  const wait = await ingress.limiters.consumeDelivery(limitKey);
+  if (wait !== undefined) {
+    throw new AppError(
+      'webhook_rate_limited',
+      `more than ${limits.senderPoints} events per ${limits.senderWindowSeconds} s from this sender; retry in ${wait} s`,
+      { headers: { 'retry-after': String(wait) } },
+    );
+  }
+  const blocked = ingress.limiters.failedAuthBlocked(limitKey);
+  if (blocked !== undefined) {
+    throw new AppError(
+      'webhook_auth_rate_limited',
+      `too many failed authentications from this sender; retry in ${blocked} s`,
+      { headers: { 'retry-after': String(blocked) } },
+    );
+  }
+  const base = (id: string, size: number, conn: LiveConnection): DeliveryInsert => ({
+    id,
+    webhookUid: conn.id,
+    teamId: conn.teamId,
+    factoryId: '',
+    webhookName: conn.provider,
+    label: 'accepted',
+    identity: null,
+    identitySource: null,
+    senderDeliveryId: null,
+    duplicateOf: null,
+    size,
+    receivedAt,
+    payload: null,
+    headers: keptHeaders(conn.provider, request),
+    reason: null,
+    senderIp,
+    provider: conn.provider,
+  });
+  const logRejected = async (label: DeliveryLabelCode, reason: string, size: number): Promise<string> => {
+    const id = newId('dlv');
+    await ingress.writer.log({ ...base(id, size, connection!), label, reason });
+    return id;
+  };
+
+  const body = await readBody(request);
+  if (!Buffer.isBuffer(body)) {
+    const reason = `the body is larger than ${WEBHOOK_BODY_LIMIT} bytes (256 KB)`;
+    const id = await logRejected('rejected_too_large', reason, body.tooLarge);
+    throw new AppError('payload_too_large', reason, { extensions: { delivery_id: id } });
+  }
+
+  const scheme = getSignatureScheme(SIGNATURE_SCHEME_OF[connection.provider])!;
+  const verify = (conn: LiveConnection) =>
+    conn.secret === null
+      ? ({ ok: false, message: 'the managed secret this connection names is missing or empty' } as const)
+      : scheme.verify({
+          rawBody: body,
+          headers: request.headers,
+          secret: conn.secret,
+          url: `${ctx.config.webhookBaseUrl}${url}`,
+          now: receivedAt,
+        });
+  let verified = verify(connection);
+  if (!verified.ok) {
+    // The secret or the connection may have changed a moment ago in another process: look once more.
+    const again = await connections.get(connection.id, true);
+    if (!again || again.provider !== target.provider) throw connectionNotFound();
+    connection = again;
+    verified = verify(connection);
+  }
+  if (!verified.ok) {
+    await ingress.limiters.spendFailedAuth(limitKey);
+    const id = await logRejected('rejected_auth', verified.message, body.length);
+    void recordLastError(ctx.db, connection.id, `rejected delivery ${id}: ${verified.message}`).catch(() => {});
+    throw new AppError('webhook_unauthorized', verified.message, { extensions: { delivery_id: id } });
+  }
+  const parsed = parseJsonBody(body);
+  if (parsed === undefined) {
+    const reason = body.length === 0 ? 'the body is empty; send a JSON value' : 'the body is not valid JSON (UTF-8)';
+    const id = await logRejected('rejected_invalid_json', reason, body.length);
+    void recordLastError(ctx.db, connection.id, `rejected delivery ${id}: ${reason}`).catch(() => {});
+    throw new AppError('invalid_json', reason, { extensions: { delivery_id: id } });
+  }
+  const value = parsed.value as { type?: unknown; challenge?: unknown } | null;
+  if (connection.provider === 'slack' && value?.type === 'url_verification') {
+    const challenge = typeof value.challenge === 'string' ? value.challenge : '';
+    sendDirect(response, 200, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify({ challenge }));
+    return;
+  }
+
+  const given = providerIdentity(connection.provider, request, parsed.value);
+  const row = {
+    ...base(newId('dlv'), body.length, connection),
+    identity:
+      given === undefined
+        ? `sha256:${hash('sha256', body, 'hex')}`
+        : given.length <= MAX_ID_LENGTH
+          ? given
+          : `id-sha256:${hash('sha256', given, 'hex')}`,
+    identitySource: given === undefined ? ('body_sha256' as const) : ('provider' as const),
+    senderDeliveryId: given?.slice(0, MAX_ID_LENGTH) ?? null,
+    payload: body,
+  };
+  const result = await ingress.writer.accept(row, connection.secretVersion);
+  switch (result.outcome) {
+    case 'accepted':
+    case 'duplicate':
+      sendDirect(
+        response,
+        202,
+        { 'content-type': 'application/json; charset=utf-8' },
+        JSON.stringify({ delivery_id: result.id }),
+      );
+      return;
+    case 'gone':
+      throw connectionNotFound();
+    case 'secret_changed':
+      throw new AppError('webhook_unauthorized', 'the connection was changed while this request was in flight', {
+        extensions: { delivery_id: result.id },
+      });
+  }
+}
+
+function keptHeaders(provider: Provider, request: IncomingMessage): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const name of ['content-type', 'user-agent', ...KEPT_HEADERS[provider]]) {
+    const value = header(request.headers, name);
+    if (value !== undefined) kept[name] = value.slice(0, 200);
+  }
+  return kept;
+}

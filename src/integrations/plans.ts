@@ -1,0 +1,154 @@
+/** SQL of the integrations domain (migration 0064): connections, installations, the provider trigger index. */
+import type { Queryable } from '../kernel/db.ts';
+import type { ConnectionRow, Provider } from './model.ts';
+
+const CONNECTION_COLUMNS =
+  'id, team_id, provider, settings, secret_version, last_event_at, last_event, last_error_at, last_error, created_at, updated_at';
+
+export async function getConnection(
+  q: Queryable,
+  teamId: string,
+  provider: Provider,
+): Promise<ConnectionRow | undefined> {
+  const res = await q.query<ConnectionRow>(
+    `SELECT ${CONNECTION_COLUMNS} FROM integration_connections WHERE team_id = $1 AND provider = $2`,
+    [teamId, provider],
+  );
+  return res.rows[0];
+}
+
+export async function listTeamConnections(q: Queryable, teamId: string): Promise<ConnectionRow[]> {
+  const res = await q.query<ConnectionRow>(
+    `SELECT ${CONNECTION_COLUMNS} FROM integration_connections WHERE team_id = $1 ORDER BY provider`,
+    [teamId],
+  );
+  return res.rows;
+}
+
+/** A connection with the ciphertext of the secret that signs its deliveries (NULL while that secret is missing). */
+export interface ConnectionWithSecret extends ConnectionRow {
+  signing_ciphertext: Uint8Array | null;
+}
+
+export async function getConnectionById(q: Queryable, id: string): Promise<ConnectionWithSecret | undefined> {
+  const res = await q.query<ConnectionWithSecret>(
+    `SELECT c.id, c.team_id, c.provider, c.settings, c.secret_version, c.last_event_at, c.last_event, c.last_error_at,
+            c.last_error, c.created_at, c.updated_at, s.ciphertext AS signing_ciphertext
+       FROM integration_connections c
+       LEFT JOIN secrets s ON s.team_id = c.team_id
+        AND s.name = CASE WHEN c.provider = 'slack' THEN c.settings->>'signing_secret_name' ELSE c.settings->>'webhook_secret_name' END
+      WHERE c.id = $1`,
+    [id],
+  );
+  return res.rows[0];
+}
+
+/** Creates or replaces the team's connection to a provider; the id (and so the events URL) survives a replace. */
+export async function upsertConnection(
+  q: Queryable,
+  row: { id: string; teamId: string; provider: Provider; settings: Record<string, string> },
+): Promise<{ row: ConnectionRow; created: boolean }> {
+  const res = await q.query<ConnectionRow & { inserted: boolean }>(
+    `INSERT INTO integration_connections (id, team_id, provider, settings) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (team_id, provider) DO UPDATE SET settings = EXCLUDED.settings,
+        secret_version = integration_connections.secret_version + 1, updated_at = ay_now()
+     RETURNING ${CONNECTION_COLUMNS}, (xmax = 0) AS inserted`,
+    [row.id, row.teamId, row.provider, JSON.stringify(row.settings)],
+  );
+  const { inserted, ...connection } = res.rows[0]!;
+  return { row: connection, created: inserted };
+}
+
+export async function deleteConnection(
+  q: Queryable,
+  teamId: string,
+  provider: Provider,
+): Promise<ConnectionRow | undefined> {
+  const res = await q.query<ConnectionRow>(
+    `DELETE FROM integration_connections WHERE team_id = $1 AND provider = $2 RETURNING ${CONNECTION_COLUMNS}`,
+    [teamId, provider],
+  );
+  return res.rows[0];
+}
+
+export async function recordLastEvents(
+  q: Queryable,
+  events: readonly { connectionId: string; event: string; at: Date }[],
+): Promise<void> {
+  if (events.length === 0) return;
+  await q.query(
+    `UPDATE integration_connections c SET last_event_at = e.at, last_event = e.event
+       FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS e(id, event, at)
+      WHERE c.id = e.id AND (c.last_event_at IS NULL OR c.last_event_at <= e.at)`,
+    [events.map((e) => e.connectionId), events.map((e) => e.event), events.map((e) => e.at.toISOString())],
+  );
+}
+
+export async function recordLastError(q: Queryable, connectionId: string, message: string): Promise<void> {
+  await q.query('UPDATE integration_connections SET last_error_at = ay_now(), last_error = $2 WHERE id = $1', [
+    connectionId,
+    message.slice(0, 500),
+  ]);
+}
+
+export interface InstallationRow {
+  installation_id: string;
+  account_login: string | null;
+  first_seen_at: Date;
+  last_seen_at: Date;
+}
+
+export async function upsertInstallation(
+  q: Queryable,
+  connectionId: string,
+  installationId: number,
+  accountLogin: string | null,
+): Promise<void> {
+  await q.query(
+    `INSERT INTO github_installations (connection_id, installation_id, account_login) VALUES ($1, $2, $3)
+     ON CONFLICT (connection_id, installation_id)
+     DO UPDATE SET last_seen_at = ay_now(), account_login = coalesce(EXCLUDED.account_login, github_installations.account_login)`,
+    [connectionId, installationId, accountLogin],
+  );
+}
+
+export async function listInstallations(q: Queryable, connectionId: string): Promise<InstallationRow[]> {
+  const res = await q.query<InstallationRow>(
+    `SELECT installation_id::text AS installation_id, account_login, first_seen_at, last_seen_at
+       FROM github_installations WHERE connection_id = $1 ORDER BY installation_id`,
+    [connectionId],
+  );
+  return res.rows;
+}
+
+/** The installation that last delivered an event for an account (owner login), if any. */
+export async function installationForOwner(
+  q: Queryable,
+  connectionId: string,
+  owner: string,
+): Promise<string | undefined> {
+  const res = await q.query<{ installation_id: string }>(
+    `SELECT installation_id::text AS installation_id FROM github_installations
+      WHERE connection_id = $1 AND lower(account_login) = lower($2) ORDER BY last_seen_at DESC LIMIT 1`,
+    [connectionId, owner],
+  );
+  return res.rows[0]?.installation_id;
+}
+
+/** The team's Slack/Linear connections that a factory declares in `integrations`. */
+export async function declaredConnections(
+  q: Queryable,
+  factoryId: string,
+): Promise<{ provider: string; settings: Record<string, string> }[]> {
+  const res = await q.query<{ provider: string; settings: Record<string, string> }>(
+    `SELECT c.provider, c.settings FROM factories f
+       JOIN integration_connections c ON c.team_id = f.team_id
+      WHERE f.id = $1 AND c.provider IN (
+        SELECT lower(i->>'type') FROM jsonb_array_elements(
+          CASE WHEN jsonb_typeof(f.definition->'factory'->'integrations') = 'array'
+               THEN f.definition->'factory'->'integrations' ELSE '[]'::jsonb END) i)
+      ORDER BY c.provider`,
+    [factoryId],
+  );
+  return res.rows;
+}

@@ -1,0 +1,45 @@
+/**
+ * Slack and Linear payloads as their documentation publishes them (ids kept, texts as shown there).
+ * Slack: https://api.slack.com/events/app_mention (example event, wrapped in the Events API envelope of
+ * https://api.slack.com/apis/events-api#callback-field). Linear: https://linear.app/developers/agents
+ * (AgentSessionEvent `created` webhook).
+ */
+
+export const SLACK_APP_MENTION = {
+  token: 'ZZZZZZWSxiZZZ2yIvs3peJ',
+  team_id: 'T123ABC456',
+  api_app_id: 'A123ABC456',
+  event: {
+    type: 'app_mention',
+    user: 'U123ABC456',
+    text: 'What is the hour of the pearl, <@U0LAN0Z89>? Please deploy the fix.',
+    ts: '1515449522.000016',
+    channel: 'C123ABC456',
+    event_ts: '1515449522000016',
+  },
+  type: 'event_callback',
+  authed_users: ['U0LAN0Z89'],
+  event_id: 'Ev123ABC456',
+  event_time: 1515449522000016,
+};
+
+export const LINEAR_AGENT_SESSION_CREATED = {
+  type: 'AgentSessionEvent',
+  action: 'created',
+  createdAt: '2025-07-01T12:00:00.000Z',
+  organizationId: '6d0b1a6e-6b8e-4f53-9c1a-0f2f5b7c8d90',
+  oauthClientId: 'b6a6f1c2-6c1e-4a2e-8f3d-5c4b3a291807',
+  appUserId: '0e8f7d6c-5b4a-4392-8170-6f5e4d3c2b1a',
+  agentSession: {
+    id: 'f3c2b1a0-9e8d-4c7b-a6f5-e4d3c2b1a098',
+    issue: {
+      id: '2b4c6d8e-0f1a-4b3c-8d5e-7f9a1b3c5d7e',
+      identifier: 'ENG-123',
+      title: 'Fix the login redirect',
+      teamId: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d',
+    },
+    comment: { id: '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d', body: '@agent please take this one' },
+    creatorId: '4d3c2b1a-0f9e-4d8c-b7a6-5f4e3d2c1b0a',
+  },
+  promptContext: '<issue identifier="ENG-123"><title>Fix the login redirect</title></issue>',
+};

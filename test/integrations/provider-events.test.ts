@@ -1,0 +1,249 @@
+/**
+ * Provider events end to end on real HTTP: a team connects GitHub, Slack and Linear by secret name, a factory
+ * from committed files subscribes to their events, and deliveries signed by each provider's documented scheme
+ * (GitHub's own @octokit/webhooks-methods) start exactly the matching runs through the outbox.
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import { sign } from '@octokit/webhooks-methods';
+import examples from '@octokit/webhooks-examples/api.github.com/index.json' with { type: 'json' };
+import { LinearWebhookClient } from '@linear/sdk/webhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINES } from '../support/db.ts';
+import { startTestServer } from '../support/server.ts';
+import type { TestServer } from '../support/server.ts';
+import { FOREMAN, RUNNER } from '../support/factory-tree.ts';
+import { createGitFactory } from '../reconciler/support.ts';
+import { post } from '../ingress/support.ts';
+import { runsOfDeliveries, waitEvaluated } from '../automations/support.ts';
+import { SLACK_APP_MENTION, LINEAR_AGENT_SESSION_CREATED } from './fixtures.ts';
+
+function githubExample(event: string, action: string): Record<string, any> {
+  const entry = (examples as { name: string; examples: Record<string, any>[] }[]).find((e) => e.name === event)!;
+  return structuredClone(entry.examples.find((x) => x.action === action)!);
+}
+
+const FACTORY = `schemaVersion: v1alpha1
+name: Issue triage
+repositories:
+  - owner: Codertocat
+    name: Hello-World
+integrations:
+  - type: slack
+  - type: linear
+agentDefaults:
+  model: auto
+  runner: default
+`;
+
+const ISSUE_LABELED = `---
+triggers:
+  - provider: github
+    event: issue_labeled
+    filter:
+      repos: [codertocat/hello-world]
+      labels: [Bug]
+---
+
+Triage the labelled issue.
+`;
+
+const SLACK_MENTION = `---
+triggers:
+  - provider: slack
+    event: app_mention
+    filter:
+      keywords: [deploy]
+---
+
+Answer the mention.
+`;
+
+const LINEAR_SESSION = `---
+triggers:
+  - provider: linear
+    event: agent_session_created
+---
+
+Work on the Linear issue.
+`;
+
+describe.each(ENGINES)('provider events on %s', (engine) => {
+  let server: TestServer;
+  const githubSecret = randomBytes(20).toString('hex');
+  const slackSecret = randomBytes(16).toString('hex');
+  const linearSecret = `lin_wh_${randomBytes(16).toString('hex')}`;
+  const urls: Record<string, string> = {};
+
+  beforeAll(async () => {
+    server = await startTestServer(engine);
+    for (const [name, value] of Object.entries({
+      'gh-hook': githubSecret,
+      'slack-signing': slackSecret,
+      'slack-bot': 'xoxb-test',
+      'linear-hook': linearSecret,
+      'linear-key': 'lin_api_test',
+    })) {
+      expect((await server.api('PUT', `/secrets/${name}`, { value })).status).toBeLessThan(300);
+    }
+    for (const [provider, body] of Object.entries({
+      github: { mode: 'webhook', webhook_secret_name: 'gh-hook' },
+      slack: { signing_secret_name: 'slack-signing', bot_token_secret_name: 'slack-bot' },
+      linear: { webhook_secret_name: 'linear-hook', api_key_secret_name: 'linear-key' },
+    })) {
+      const res = await server.api('PUT', `/integrations/${provider}`, body);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      urls[provider] = res.body.events_url;
+    }
+  });
+  afterAll(async () => server?.close());
+
+  it('applies a factory whose automations have GitHub, Slack and Linear triggers, with no warning about them', async () => {
+    const git = await createGitFactory(server, {
+      'factory.yaml': FACTORY,
+      'agents/foreman/agent.md': FOREMAN,
+      'runners/default.yaml': RUNNER,
+      'automations/triage/automation.md': ISSUE_LABELED,
+      'automations/mention/automation.md': SLACK_MENTION,
+      'automations/session/automation.md': LINEAR_SESSION,
+    });
+    const synced = await git.sync();
+    // The factory's own loop may have applied the tree already (then the sync answers `unchanged`).
+    expect(synced.status.state, JSON.stringify(synced)).toBe('applied');
+    expect(JSON.stringify(synced)).not.toContain('FF_NOT_SUPPORTED_HERE');
+  });
+
+  it('answers a connection by secret name, never a secret value, with its events URL', async () => {
+    const res = await server.api('GET', '/integrations/github');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ provider: 'github', mode: 'webhook', webhook_secret_name: 'gh-hook' });
+    expect(res.body.events_url).toMatch(/\/integrations\/github\/events\/igc_[0-9a-z]+$/);
+    expect(JSON.stringify(res.body)).not.toContain(githubSecret);
+    const bad = await server.api('PUT', '/integrations/github', { mode: 'app', webhook_secret_name: 'gh-hook' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.detail ?? bad.body.message ?? JSON.stringify(bad.body)).toContain('app_id');
+    const missing = await server.api('PUT', '/integrations/slack', { signing_secret_name: 'no-such-secret' });
+    expect(missing.status).toBe(404);
+  });
+
+  async function deliverGithub(payload: unknown, delivery: string, secret = githubSecret) {
+    const body = JSON.stringify(payload);
+    return post(urls.github!, body, {
+      'content-type': 'application/json',
+      'x-github-event': 'issues',
+      'x-github-delivery': delivery,
+      'x-hub-signature-256': await sign(secret, body),
+    });
+  }
+
+  it('a signed issues.labeled starts exactly one run; again → nothing; another label → nothing; bad signature → 401', async () => {
+    const payload = githubExample('issues', 'labeled');
+    const first = await deliverGithub(payload, 'c0ffee00-0000-4000-8000-000000000001');
+    expect(first.status, first.text).toBe(202);
+    const deliveryId = first.body.delivery_id as string;
+    await waitEvaluated(server, [deliveryId]);
+    const runs = await runsOfDeliveries(server, [deliveryId]);
+    expect(runs).toHaveLength(1);
+    const run = (await server.api('GET', `/agent/runs/${runs[0]!.id}`)).body;
+    expect(run.source).toBe('GITHUB_ACTION');
+    expect(run.prompt).toContain('Triage the labelled issue.');
+    expect(run.prompt).toContain('- Event: issue_labeled');
+    expect(run.prompt).toContain('- Repository: Codertocat/Hello-World');
+    const listed = (await server.api('GET', '/agent/runs?source=GITHUB_ACTION')).body.runs as { run_id: string }[];
+    expect(listed.map((r) => r.run_id)).toContain(runs[0]!.id);
+    const attachment = await server.server.ctx.db.query<{ file_name: string }>(
+      'SELECT file_name FROM run_attachments WHERE run_id = $1',
+      [runs[0]!.id],
+    );
+    expect(attachment.rows.map((r) => r.file_name)).toEqual(['event-payload.json']);
+
+    const again = await deliverGithub(payload, 'c0ffee00-0000-4000-8000-000000000001');
+    expect(again.status).toBe(202);
+    await waitEvaluated(server, [again.body.delivery_id]);
+    expect(await runsOfDeliveries(server, [again.body.delivery_id])).toHaveLength(0);
+
+    const other = githubExample('issues', 'labeled');
+    other.label.name = 'enhancement';
+    const otherRes = await deliverGithub(other, 'c0ffee00-0000-4000-8000-000000000002');
+    expect(otherRes.status).toBe(202);
+    await waitEvaluated(server, [otherRes.body.delivery_id]);
+    expect(await runsOfDeliveries(server, [otherRes.body.delivery_id])).toHaveLength(0);
+
+    const forged = await deliverGithub(payload, 'c0ffee00-0000-4000-8000-000000000003', 'not-the-secret');
+    expect(forged.status).toBe(401);
+    expect(await runsOfDeliveries(server, [forged.body.delivery_id])).toHaveLength(0);
+
+    const log = (await server.api('GET', '/integrations/github/deliveries')).body.deliveries as { label: string }[];
+    expect(log.map((d) => d.label).sort()).toEqual(['Accepted', 'Accepted', 'Duplicate', 'Rejected (auth)']);
+    const connection = (await server.api('GET', '/integrations/github')).body;
+    expect(connection.last_event).toBe('issue_labeled');
+    expect(connection.last_error).toContain('rejected delivery');
+  });
+
+  function slackHeaders(body: string, at = Math.floor(Date.now() / 1000)) {
+    const signature = createHmac('sha256', slackSecret).update(`v0:${at}:${body}`).digest('hex');
+    return {
+      'content-type': 'application/json',
+      'x-slack-request-timestamp': String(at),
+      'x-slack-signature': `v0=${signature}`,
+    };
+  }
+
+  it('Slack: url_verification is answered, an app_mention starts a SLACK run once, retries and stale requests do not', async () => {
+    const verification = JSON.stringify({ token: 'x', challenge: 'p2r5t8w', type: 'url_verification' });
+    const handshake = await post(urls.slack!, verification, slackHeaders(verification));
+    expect(handshake.status).toBe(200);
+    expect(handshake.body).toEqual({ challenge: 'p2r5t8w' });
+
+    const body = JSON.stringify(SLACK_APP_MENTION);
+    const res = await post(urls.slack!, body, slackHeaders(body));
+    expect(res.status, res.text).toBe(202);
+    await waitEvaluated(server, [res.body.delivery_id]);
+    const runs = await runsOfDeliveries(server, [res.body.delivery_id]);
+    expect(runs).toHaveLength(1);
+    expect((await server.api('GET', `/agent/runs/${runs[0]!.id}`)).body.source).toBe('SLACK');
+
+    const retry = await post(urls.slack!, body, { ...slackHeaders(body), 'x-slack-retry-num': '1' });
+    expect(retry.status).toBe(202);
+    await waitEvaluated(server, [retry.body.delivery_id]);
+    expect(await runsOfDeliveries(server, [retry.body.delivery_id])).toHaveLength(0);
+
+    const stale = await post(urls.slack!, body, slackHeaders(body, Math.floor(Date.now() / 1000) - 600));
+    expect(stale.status).toBe(401);
+  });
+
+  it('Linear: an agent session starts a LINEAR run; a stale webhookTimestamp is refused', async () => {
+    const payload = { ...LINEAR_AGENT_SESSION_CREATED, webhookTimestamp: Date.now() };
+    const body = JSON.stringify(payload);
+    const signature = createHmac('sha256', linearSecret).update(body).digest('hex');
+    // The signature is the one Linear's own SDK accepts.
+    expect(new LinearWebhookClient(linearSecret).verify(Buffer.from(body), signature)).toBe(true);
+    const headers = {
+      'content-type': 'application/json',
+      'linear-delivery': '7f8e9d0c-1b2a-4c3d-9e8f-000000000001',
+      'linear-event': 'AgentSessionEvent',
+      'linear-signature': signature,
+    };
+    const res = await post(urls.linear!, body, headers);
+    expect(res.status, res.text).toBe(202);
+    await waitEvaluated(server, [res.body.delivery_id]);
+    const runs = await runsOfDeliveries(server, [res.body.delivery_id]);
+    expect(runs).toHaveLength(1);
+    expect((await server.api('GET', `/agent/runs/${runs[0]!.id}`)).body.source).toBe('LINEAR');
+
+    const old = JSON.stringify({ ...LINEAR_AGENT_SESSION_CREATED, webhookTimestamp: Date.now() - 10 * 60_000 });
+    const staleRes = await post(urls.linear!, old, {
+      ...headers,
+      'linear-delivery': '7f8e9d0c-1b2a-4c3d-9e8f-000000000002',
+      'linear-signature': createHmac('sha256', linearSecret).update(old).digest('hex'),
+    });
+    expect(staleRes.status).toBe(401);
+  });
+
+  it('a deleted connection answers 404', async () => {
+    const body = JSON.stringify({ type: 'Issue', action: 'create', data: {} });
+    expect((await server.api('DELETE', '/integrations/linear')).status).toBe(200);
+    const res = await post(urls.linear!, body, { 'content-type': 'application/json', 'linear-signature': '00' });
+    expect(res.status).toBe(404);
+    expect((await server.api('GET', '/integrations/linear')).status).toBe(404);
+  });
+});

@@ -1,0 +1,82 @@
+/**
+ * Local stand-ins for the Slack Web API and Linear's GraphQL API, answering in their documented wire formats
+ * the look-ups Agentyard makes through @slack/web-api and @linear/sdk at apply:
+ * Slack `conversations.list` / `users.list` (api.slack.com/methods, cursor pagination in
+ * `response_metadata.next_cursor`), Linear `teams`, `projects`, `workflowStates` connections and `issue`
+ * (developers.linear.app, Relay-style `nodes` + `pageInfo`).
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ChatApiData {
+  slackToken: string;
+  channels: { id: string; name: string }[];
+  users: { id: string; name: string; real_name?: string }[];
+  linearKey: string;
+  teams: { id: string; name: string; key: string }[];
+  projects: { id: string; name: string }[];
+  states: { id: string; name: string }[];
+  issues: { id: string; identifier: string }[];
+}
+
+export interface ChatApis {
+  slackUrl: string;
+  linearUrl: string;
+  calls: string[];
+  close(): Promise<void>;
+}
+
+const PAGE_INFO = { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null };
+
+export async function startChatApis(data: ChatApiData): Promise<ChatApis> {
+  const calls: string[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      const json = (status: number, value: unknown) =>
+        res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(value));
+      const slack = /^\/slack\/api\/([a-z.]+)$/.exec(req.url ?? '');
+      if (slack) {
+        calls.push(`slack ${slack[1]}`);
+        if (req.headers.authorization !== `Bearer ${data.slackToken}`)
+          return json(200, { ok: false, error: 'invalid_auth' });
+        if (slack[1] === 'conversations.list')
+          return json(200, { ok: true, channels: data.channels, response_metadata: { next_cursor: '' } });
+        if (slack[1] === 'users.list')
+          return json(200, { ok: true, members: data.users, response_metadata: { next_cursor: '' } });
+        return json(200, { ok: false, error: 'unknown_method' });
+      }
+      if (req.url === '/linear/graphql') {
+        if (req.headers.authorization !== data.linearKey)
+          return json(400, {
+            errors: [{ message: 'Authentication required', extensions: { type: 'authentication error' } }],
+          });
+        const { query, variables } = JSON.parse(body) as { query: string; variables?: Record<string, unknown> };
+        const root = /^\s*query\s+\w*\s*(?:\([^)]*\))?\s*\{\s*(\w+)/.exec(query)?.[1] ?? '';
+        calls.push(`linear ${root}`);
+        const list = (nodes: unknown[]) => json(200, { data: { [root]: { nodes, pageInfo: PAGE_INFO } } });
+        if (root === 'teams') return list(data.teams);
+        if (root === 'projects') return list(data.projects);
+        if (root === 'workflowStates') return list(data.states);
+        if (root === 'issue') {
+          const issue = data.issues.find((i) => i.identifier === variables?.id || i.id === variables?.id);
+          if (!issue) return json(200, { data: null, errors: [{ message: 'Entity not found: Issue' }] });
+          return json(200, { data: { issue } });
+        }
+        return json(200, { data: null, errors: [{ message: `unknown field ${root}` }] });
+      }
+      json(404, { message: 'not found' });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const base = `http://127.0.0.1:${port}`;
+  return {
+    slackUrl: `${base}/slack/api`,
+    linearUrl: `${base}/linear/graphql`,
+    calls,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
