@@ -134,3 +134,15 @@ export interface DefinitionFile {
   path: string;
   content: string;
 }
+
+export interface Connection {
+  id: string;
+  provider: string;
+  mode?: string;
+  events_url: string;
+  last_event_at: string | null;
+  last_event: string | null;
+  last_error_at: string | null;
+  last_error: string | null;
+  installations?: { installation_id: string; account_login: string | null; last_seen_at: string }[];
+}

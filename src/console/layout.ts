@@ -15,6 +15,7 @@ const NAV: [Section, string, string][] = [
   ['overview', 'Factories', '/'],
   ['runs', 'Runs', '/console/runs'],
   ['schedules', 'Schedules', '/console/schedules'],
+  ['integrations', 'Integrations', '/console/integrations'],
 ];
 
 /** The page shell: one stylesheet, one script, no inline code (the Content-Security-Policy forbids it). */

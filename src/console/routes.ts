@@ -8,6 +8,7 @@ import { ApiProblem, ConsoleApi, enc } from './api.ts';
 import type {
   Apply,
   Automation,
+  Connection,
   CreatedWebhook,
   DefinitionFile,
   Delivery,
@@ -23,6 +24,7 @@ import { errorBox, page } from './layout.ts';
 import type { Viewer } from './layout.ts';
 import { factoryPage, filePage } from './pages/factory.ts';
 import type { FactoryPageData } from './pages/factory.ts';
+import { integrationsPage } from './pages/integrations.ts';
 import { overviewPage } from './pages/overview.ts';
 import { RUN_FILTERS, runPage, runsPage } from './pages/runs.ts';
 import type { RunFilters } from './pages/runs.ts';
@@ -640,6 +642,14 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         });
         request.raw.on('close', () => upstream.destroy());
         upstream.end();
+      }),
+    );
+
+    scope.get(
+      '/console/integrations',
+      viewing<Record<string, never>>(async (s, _request, reply) => {
+        const list = await s.api.get<{ integrations: Connection[] }>('/integrations');
+        return sendPage(reply, integrationsPage(s.viewer, list.integrations));
       }),
     );
 

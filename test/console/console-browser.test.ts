@@ -185,6 +185,8 @@ describe('the console in Chromium', { timeout: 120_000 }, () => {
       .toBe('CANCELLED');
     await page.goto(`${server.url}/console/schedules`);
     await checked(page);
+    await page.goto(`${server.url}/console/integrations`);
+    await checked(page);
     await page.close();
   });
 

@@ -190,6 +190,24 @@ describe.each(ENGINES)('the console over HTTP on %s', (engine) => {
     expect(history.length).toBeGreaterThanOrEqual(7);
   });
 
+  it('lists the provider connections with their events URL and last event', async () => {
+    const { cookie } = await signIn(server, server.adminKey);
+    const before = await get(server, '/console/integrations', cookie);
+    expect(before.status).toBe(200);
+    expect(before.text.match(/not connected/g)).toHaveLength(3);
+    await server.api('PUT', '/secrets/slack-signing', { value: 'signing-secret' });
+    await server.api('PUT', '/secrets/slack-bot', { value: 'xoxb-bot' });
+    const put = await server.api('PUT', '/integrations/slack', {
+      signing_secret_name: 'slack-signing',
+      bot_token_secret_name: 'slack-bot',
+    });
+    expect(put.status).toBe(200);
+    const after = await get(server, '/console/integrations', cookie);
+    expect(after.text.match(/not connected/g)).toHaveLength(2);
+    expect(after.text).toContain(escapeHtml(put.body.events_url));
+    expect(after.text).not.toContain('xoxb-bot');
+  });
+
   it('shows a member only its own team and no admin forms', async () => {
     const team = await server.api('POST', '/teams', { name: 'other-team' });
     expect(team.status).toBe(201);

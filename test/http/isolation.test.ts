@@ -172,6 +172,22 @@ async function consoleRequest(
   return { status: res.status, text: await res.text() };
 }
 
+/** Team A's Slack connection (made on first use). */
+const teamAConnections = new Map<Fixture, Promise<{ id: string; eventsUrl: string }>>();
+function teamAConnection(f: Fixture): Promise<{ id: string; eventsUrl: string }> {
+  let made = teamAConnections.get(f);
+  if (!made) {
+    made = (async () => {
+      await f.asA('PUT', '/secrets/a-slack-signing', { value: 'a-signing-secret' });
+      const res = await f.asA('PUT', '/integrations/slack', { signing_secret_name: 'a-slack-signing' });
+      expect(res.status, res.text).toBe(200);
+      return { id: res.body.id as string, eventsUrl: res.body.events_url as string };
+    })();
+    teamAConnections.set(f, made);
+  }
+  return made;
+}
+
 const ISOLATION: Record<string, Probe> = {
   'GET /healthz': {
     kind: 'public',
@@ -850,6 +866,7 @@ const ISOLATION: Record<string, Probe> = {
         ['GET', '/'],
         ['GET', '/console/runs'],
         ['GET', '/console/schedules'],
+        ['GET', '/console/integrations'],
         ['POST', '/console/factories'],
       ] as const
     ).map(([method, url]): [string, Probe] => [
@@ -900,6 +917,71 @@ const ISOLATION: Record<string, Probe> = {
       expect((await f.asB('GET', '/delivery-stats')).body.deliveries).toBe(0);
     },
   },
+
+  // provider connections: a team's own; events arrive on the connection's URL, verified by its signing secret
+  'GET /api/v1/integrations': {
+    kind: 'team-list',
+    check: async (f) => {
+      const a = await teamAConnection(f);
+      expect(idsOf((await f.asA('GET', '/integrations')).body.integrations)).toContain(a.id);
+      expect(idsOf((await f.asB('GET', '/integrations')).body.integrations)).not.toContain(a.id);
+    },
+  },
+  'GET /api/v1/integrations/:provider': {
+    kind: 'team-resource',
+    check: async (f) => {
+      await teamAConnection(f);
+      await expectNotFound(await f.asB('GET', '/integrations/slack'), 'B reads slack');
+    },
+  },
+  'PUT /api/v1/integrations/:provider': {
+    kind: 'team-create',
+    check: async (f) => {
+      const a = await teamAConnection(f);
+      // team A's secret names mean nothing in team B
+      const res = await f.asB('PUT', '/integrations/linear', { webhook_secret_name: 'a-slack-signing' });
+      expect(res.status, res.text).toBe(404);
+      expect((await f.asA('GET', '/integrations/slack')).body.id).toBe(a.id);
+    },
+  },
+  'GET /api/v1/integrations/:provider/deliveries': {
+    kind: 'team-resource',
+    check: async (f) => {
+      await teamAConnection(f);
+      expect((await f.asA('GET', '/integrations/slack/deliveries')).status).toBe(200);
+      await expectNotFound(await f.asB('GET', '/integrations/slack/deliveries'), "B reads slack's delivery log");
+    },
+  },
+  'DELETE /api/v1/integrations/:provider': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const a = await teamAConnection(f);
+      await expectNotFound(await f.asB('DELETE', '/integrations/slack'), 'B deletes slack');
+      expect((await f.asA('GET', '/integrations/slack')).body.id).toBe(a.id);
+    },
+  },
+  ...Object.fromEntries(
+    ['POST', 'GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'].map((method): [string, Probe] => [
+      `${method} /integrations/:provider/events/:connection`,
+      {
+        kind: 'public',
+        why: "provider events: the connection id in the URL and the provider's signature with the connection's own secret",
+        check: async (f) => {
+          const a = await teamAConnection(f);
+          const res = await request(a.eventsUrl, {
+            method,
+            ...(method === 'POST' ? { body: { type: 'event_callback' } } : {}),
+          });
+          expect([401, 405]).toContain(res.status);
+          const unknown = await request(`${f.s.url}/integrations/slack/events/igc_00000000000000000000000000`, {
+            method,
+            ...(method === 'POST' ? { body: {} } : {}),
+          });
+          expect([404, 405]).toContain(unknown.status);
+        },
+      },
+    ]),
+  ),
 
   // webhook ingress: the UID (and, by mode, the secret) is the capability; no team key is involved
   ...Object.fromEntries(
