@@ -1,28 +1,9 @@
+import { clientSource, servedStatusMessage } from './client-enums.ts';
+import type { ClientRunSource, RunSource, ServedStatusMessage } from './client-enums.ts';
 import type { RunState } from './state-machine.ts';
 
-export const RUN_SOURCES = [
-  'LINEAR',
-  'API',
-  'SLACK',
-  'LOCAL',
-  'SCHEDULED_AGENT',
-  'WEB_APP',
-  'GITHUB_ACTION',
-  'CLOUD_MODE',
-  'CLI',
-  'JIRA',
-  'SELF_IMPROVEMENT',
-  'GITHUB_WEBHOOK',
-  'GITLAB_WEBHOOK',
-  'AUTOFIX',
-  'RUN_SCORER',
-  'ORCHESTRATION',
-  // Agentyard: a run started by a custom webhook delivery through an automation.
-  'WEBHOOK',
-  // Agentyard: work sent to a factory by its id.
-  'FACTORY',
-] as const;
-export type RunSource = (typeof RUN_SOURCES)[number];
+export { RUN_SOURCES } from './client-enums.ts';
+export type { RunSource } from './client-enums.ts';
 
 export interface McpServerConfig {
   warp_id?: string;
@@ -113,8 +94,10 @@ export interface RunItem {
   updated_at: string;
   started_at: string | null;
   execution_location: 'LOCAL' | 'REMOTE';
-  status_message?: { message: string; error_code?: string; retryable?: boolean };
-  source: RunSource;
+  status_message?: ServedStatusMessage;
+  source: ClientRunSource;
+  /** The stored source when it is finer than the client's (`WEBHOOK`, `FACTORY`). */
+  source_detail?: RunSource;
   session_id: string;
   session_link: string;
   creator?: { type: 'user' | 'service_account'; uid: string; display_name: string; email?: string };
@@ -160,8 +143,9 @@ export function toRunItem(row: RunRow, sessionLink: (sessionId: string) => strin
     updated_at: row.updated_at.toISOString(),
     started_at: row.started_at ? row.started_at.toISOString() : null,
     execution_location: row.execution_location,
-    ...(row.status_message ? { status_message: row.status_message } : {}),
-    source: row.source,
+    ...(row.status_message ? { status_message: servedStatusMessage(row.status_message) } : {}),
+    source: clientSource(row.source),
+    ...(clientSource(row.source) !== row.source ? { source_detail: row.source } : {}),
     session_id: row.session_id,
     session_link: sessionLink(row.session_id),
     ...(row.creator_id && row.creator_type

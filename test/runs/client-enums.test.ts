@@ -1,0 +1,83 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_CODE_TABLE, RUN_SOURCE_TABLE } from '../../src/runs/client-enums.ts';
+import type { RunSource } from '../../src/runs/client-enums.ts';
+import { insertQueuedRun } from '../../src/runs/service.ts';
+import { ENGINES } from '../support/db.ts';
+import { startTestServer } from '../support/server.ts';
+import type { TestServer } from '../support/server.ts';
+
+describe.each(ENGINES)("runs served in the clients' enumerations on %s", (engine) => {
+  let s: TestServer;
+  const bySource = new Map<RunSource, string>();
+
+  beforeAll(async () => {
+    s = await startTestServer(engine);
+    const teamId = (await s.api('GET', '/whoami')).body.team.id as string;
+    for (const source of Object.keys(RUN_SOURCE_TABLE) as RunSource[]) {
+      const row = await insertQueuedRun(s.server.ctx.db, { teamId, prompt: `from ${source}`, source, creator: null });
+      bySource.set(source, row.id);
+    }
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  const listed = async (query: string): Promise<string[]> => {
+    const res = await s.api('GET', `/agent/runs?limit=100&${query}`);
+    expect(res.status, res.text).toBe(200);
+    return (res.body.runs as { run_id: string }[]).map((r) => r.run_id).sort();
+  };
+
+  it('serves every stored source as its client value, the stored one in source_detail', async () => {
+    for (const [source, id] of bySource) {
+      const run = (await s.api('GET', `/agent/runs/${id}`)).body;
+      expect(run.source).toBe(RUN_SOURCE_TABLE[source]);
+      if (RUN_SOURCE_TABLE[source] === source) expect(run).not.toHaveProperty('source_detail');
+      else expect(run.source_detail).toBe(source);
+    }
+  });
+
+  it('filters by a stored source (WEBHOOK) or by the client value (API selects every run served as API)', async () => {
+    expect(await listed('source=WEBHOOK')).toEqual([bySource.get('WEBHOOK')]);
+    expect(await listed('source=FACTORY')).toEqual([bySource.get('FACTORY')]);
+    const servedAsApi = [...bySource].filter(([src]) => RUN_SOURCE_TABLE[src] === 'API').map(([, id]) => id);
+    expect(await listed('source=API')).toEqual(servedAsApi.sort());
+    expect(servedAsApi.length).toBeGreaterThanOrEqual(3);
+    expect(await listed('source=SCHEDULED_AGENT')).toEqual([bySource.get('SCHEDULED_AGENT')]);
+    // A value a newer client declares that no run here has: an empty page, not a 400.
+    expect(await listed('source=JIRA')).toEqual([]);
+    const bad = await s.api('GET', '/agent/runs?source=CARRIER_PIGEON');
+    expect(bad.status).toBe(400);
+    expect(bad.body.detail).toMatch(/source/);
+  });
+
+  it('serves every recorded error code as a client code, the recorded one in error_detail, with retryable', async () => {
+    const id = bySource.get('API')!;
+    const served = async (code: string) => {
+      await s.server.ctx.db.query(
+        `UPDATE runs SET state = 'FAILED', status_message = jsonb_build_object('message', 'x', 'error_code', $2::text) WHERE id = $1`,
+        [id, code],
+      );
+      return (await s.api('GET', `/agent/runs/${id}`)).body.status_message;
+    };
+    for (const [fine, client] of Object.entries(ERROR_CODE_TABLE)) {
+      const message = await served(fine);
+      expect(message.error_code, fine).toBe(client);
+      if (client === fine) expect(message, fine).not.toHaveProperty('error_detail');
+      else expect(message.error_detail, fine).toBe(fine);
+      expect(typeof message.retryable).toBe('boolean');
+    }
+    expect(await served('agent_failed')).toEqual({
+      message: 'x',
+      error_code: 'internal_error',
+      error_detail: 'agent_failed',
+      retryable: true,
+    });
+    // A client code is served as it is; a code a self-hosted worker made up becomes internal_error.
+    expect(await served('invalid_request')).toEqual({ message: 'x', error_code: 'invalid_request', retryable: false });
+    expect(await served('gremlins_in_the_box')).toMatchObject({
+      error_code: 'internal_error',
+      error_detail: 'gremlins_in_the_box',
+    });
+  });
+});
