@@ -2,6 +2,12 @@ import { Type } from 'typebox';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
+import {
+  ARTIFACT_URL_KEY_PURPOSE,
+  checkDownloadSignature,
+  getArtifactFile,
+  signedDownloadUrl,
+} from './artifact-files.ts';
 import { parseModelCatalogue } from './models.ts';
 import * as plans from './plans.ts';
 import type { FactoryAgentsRow } from './plans.ts';
@@ -98,6 +104,7 @@ export function agentsOfFactories(rows: FactoryAgentsRow[]): Map<string, AgentVa
 
 export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
   const models = parseModelCatalogue(ctx.config.agentModels);
+  const downloadKey = ctx.cipher.deriveKey(ARTIFACT_URL_KEY_PURPOSE);
 
   app.get(
     '/agent',
@@ -198,16 +205,75 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
     async (request) => {
       const uid = request.params.artifactUid;
       const found = await plans.findArtifact(ctx.db, request.principal.teamId, uid);
-      if (!found || found.artifact.artifact_type === 'PULL_REQUEST') {
-        throw new AppError('resource_not_found', `artifact ${uid} does not exist`);
+      const type = found?.artifact.artifact_type;
+      if (!found || (type !== 'PLAN' && type !== 'FILE' && type !== 'SCREENSHOT')) {
+        throw new AppError(
+          'resource_not_found',
+          `artifact ${uid} does not exist (pull requests are read from the run)`,
+        );
       }
-      return {
+      const data = found.artifact.data ?? {};
+      const base = {
         artifact_uid: uid,
-        artifact_type: found.artifact.artifact_type ?? 'FILE',
+        artifact_type: type,
         created_at: found.artifact.created_at ?? new Date(0).toISOString(),
         run_id: found.run_id,
-        data: found.artifact.data ?? {},
       };
+      if (type === 'PLAN') {
+        const { content, ...plan } = data;
+        return {
+          ...base,
+          data: {
+            ...plan,
+            document_uid: typeof plan.document_uid === 'string' ? plan.document_uid : uid,
+            notebook_uid: typeof plan.notebook_uid === 'string' ? plan.notebook_uid : found.run_id,
+            content: typeof content === 'string' ? content : '',
+            content_type: 'text/markdown',
+          },
+        };
+      }
+      const { artifact_uid: _uid, mime_type: mimeType, ...file } = data;
+      const signed = signedDownloadUrl(`${ctx.config.publicUrl}/api/v1`, downloadKey, uid);
+      return {
+        ...base,
+        data: {
+          ...(type === 'FILE'
+            ? file
+            : { ...(typeof file.description === 'string' ? { description: file.description } : {}) }),
+          download_url: signed.url,
+          expires_at: signed.expiresAt.toISOString(),
+          content_type: typeof mimeType === 'string' ? mimeType : 'application/octet-stream',
+        },
+      };
+    },
+  );
+
+  app.get(
+    '/agent/artifacts/:artifactUid/download',
+    {
+      config: { public: true },
+      schema: {
+        tags: ['runs'],
+        operationId: 'downloadArtifact',
+        summary:
+          "Download a FILE or SCREENSHOT artifact by its download_url (no API key: the URL's signature is the credential)",
+        params: Type.Object({ artifactUid: Type.String({ minLength: 1 }) }),
+        querystring: Type.Object({ expires: OptStr, signature: OptStr }, { additionalProperties: true }),
+        security: [],
+      },
+    },
+    async (request, reply) => {
+      const uid = request.params.artifactUid;
+      checkDownloadSignature(downloadKey, uid, request.query.expires, request.query.signature);
+      const file = await getArtifactFile(ctx.db, uid);
+      if (!file) throw new AppError('resource_not_found', `artifact ${uid} has no stored content`);
+      return reply
+        .type(file.mime_type)
+        .header('content-disposition', 'attachment')
+        .header('x-content-type-options', 'nosniff')
+        .header('content-security-policy', 'sandbox')
+        .header('cache-control', 'private, max-age=300')
+        .send(file.data);
     },
   );
 

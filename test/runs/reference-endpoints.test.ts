@@ -180,7 +180,8 @@ describe.each(ENGINES)('reference endpoints on %s', (engine) => {
       artifact_type: 'PLAN',
       created_at: '2026-02-01T10:00:00.000Z',
       run_id: created.body.run_id,
-      data: artifacts[0]!.data,
+      // A plan's notebook is the run that keeps it.
+      data: { ...artifacts[0]!.data, notebook_uid: created.body.run_id },
     });
     expect((await s.api('GET', '/agent/artifacts/art_pr')).status).toBe(404);
     expect((await s.api('GET', '/agent/artifacts/art_none')).status).toBe(404);
