@@ -13,6 +13,8 @@ export interface ValidationContext {
   knownWebhookUids?: Set<string>;
   /** Does a team runner (not declared in the tree) of this name exist? */
   teamRunnerExists?(name: string): boolean;
+  /** The deployment's model catalogue: unknown ids warn, or are errors when `closed`. */
+  models?: { ids: ReadonlySet<string>; closed: boolean };
 }
 
 export type StateDependentCheckKind = 'secret_exists' | 'secret_url_safe' | 'webhook_uid' | 'team_runner';

@@ -17,6 +17,8 @@ export interface PoolContext {
   knownWebhookUids?: ReadonlySet<string>;
   /** Team runners that exist outside the tree. */
   teamRunners?: ReadonlySet<string>;
+  /** The deployment's model catalogue (ValidationContext.models). */
+  models?: { ids: ReadonlySet<string>; closed: boolean };
 }
 
 export interface DefinitionPoolOptions {
@@ -48,6 +50,7 @@ function snapshotOf(context: PoolContext): ContextSnapshot {
     ...(context.webhookUids ? { webhookUids: [...context.webhookUids] } : {}),
     ...(context.knownWebhookUids ? { knownWebhookUids: [...context.knownWebhookUids] } : {}),
     ...(context.teamRunners ? { teamRunners: [...context.teamRunners] } : {}),
+    ...(context.models ? { models: { ids: [...context.models.ids], closed: context.models.closed } } : {}),
     ...(context.secretExists || context.secretIsUrlSafe ? { secrets: true } : {}),
   };
 }

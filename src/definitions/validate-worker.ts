@@ -11,6 +11,7 @@ export interface ContextSnapshot {
   webhookUids?: [string, string][];
   knownWebhookUids?: string[];
   teamRunners?: string[];
+  models?: { ids: string[]; closed: boolean };
   /** Secret questions (`secretExists`, `secretIsUrlSafe`) are asked over `port`. */
   secrets?: boolean;
 }
@@ -55,6 +56,7 @@ function contextOf(snapshot: ContextSnapshot, port: MessagePort | undefined): Va
     const runners = new Set(snapshot.teamRunners);
     context.teamRunnerExists = (name) => runners.has(name);
   }
+  if (snapshot.models) context.models = { ids: new Set(snapshot.models.ids), closed: snapshot.models.closed };
   if (snapshot.secrets && port) {
     const ask = asker(port);
     context.secretExists = (name) => ask('secretExists', name);

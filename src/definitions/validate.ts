@@ -463,7 +463,26 @@ class FactoryValidation {
         this.secretRefs.push({ name, source, pointer: `${base}/secrets/${i}` }),
       );
     if (typeof v.runner === 'string') this.runnerRefs.push({ name: v.runner, source, pointer: `${base}/runner` });
+    if (typeof v.model === 'string') this.checkModel(source, `${base}/model`, v.model);
+    if (harness && typeof harness.model === 'string') this.checkModel(source, `${base}/harness/model`, harness.model);
     return ok;
+  }
+
+  /** A model id outside the deployment's catalogue: a warning with the nearest id (an error when it is closed). */
+  private checkModel(source: ParsedSource, pointer: string, id: string): void {
+    const models = this.context?.models;
+    if (!models || models.ids.has(id)) return;
+    this.report(
+      source,
+      'FF_INVALID_REFERENCE',
+      pointer,
+      `unknown model \`${id}\`${didYouMean(id, models.ids)} (${
+        models.closed
+          ? 'this deployment runs only the models of its catalogue, GET /api/v1/agent/models'
+          : 'not in GET /api/v1/agent/models; the harness is given it as it is'
+      })`,
+      { severity: models.closed ? 'error' : 'warning' },
+    );
   }
 
   // ---------------------------------------------------------------- agents
@@ -739,6 +758,7 @@ class FactoryValidation {
       if (!agentNames.has(name))
         error('FF_INVALID_REFERENCE', `/agents/${i}`, `no agent named \`${name}\`${didYouMean(name, agentNames)}`);
     });
+    if (typeof v.model === 'string') this.checkModel(source, '/model', v.model);
     const labels = v.labels as { value: string; score: number; description?: string }[];
     const values = new Set<string>();
     labels.forEach((label, i) => {

@@ -50,6 +50,8 @@ export interface ReconcilerDeps {
   urlPolicy?: SourceUrlPolicy;
   /** What a git or directory source may hold; the defaults when absent. */
   sourceLimits?: SourceLimits;
+  /** The deployment's model catalogue; absent: model ids are not checked. */
+  models?: { ids: ReadonlySet<string>; closed: boolean };
 }
 
 export interface ReconcileOptions {
@@ -240,6 +242,7 @@ export class Reconciler {
       knownWebhookUids: new Set(webhooks.map((w) => w.uid)),
       // This service has no team runners: a runner must be a runners/ file.
       teamRunners: new Set(),
+      ...(this.#deps.models ? { models: this.#deps.models } : {}),
     };
     const validation = await this.#validator.validate(files, context);
     if (!validation.valid || !validation.definition) return { validation, plan: undefined, generation };

@@ -8,7 +8,7 @@ import {
   getArtifactFile,
   signedDownloadUrl,
 } from './artifact-files.ts';
-import { parseModelCatalogue } from './models.ts';
+import { knownModels } from './models.ts';
 import * as plans from './plans.ts';
 import type { FactoryAgentsRow } from './plans.ts';
 
@@ -103,7 +103,7 @@ export function agentsOfFactories(rows: FactoryAgentsRow[]): Map<string, AgentVa
 }
 
 export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
-  const models = parseModelCatalogue(ctx.config.agentModels);
+  const { closed: _closed, ids: _ids, ...models } = knownModels(ctx.config);
   const downloadKey = ctx.cipher.deriveKey(ARTIFACT_URL_KEY_PURPOSE);
 
   app.get(
@@ -153,7 +153,8 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
       schema: {
         tags: ['agents'],
         operationId: 'listModels',
-        summary: 'The models runs may name in config.model_id (configured with AGENTYARD_MODELS)',
+        summary:
+          'The model catalogue: AGENTYARD_MODELS first, then the built-in ids (closed with AGENTYARD_MODEL_CATALOGUE)',
         response: { 200: Type.Object({ default_model_id: Str, models: Type.Array(ModelInfoSchema) }) },
       },
     },

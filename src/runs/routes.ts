@@ -12,6 +12,7 @@ import type { SessionLinks } from './session-link.ts';
 import { getRunBySession } from './plans.ts';
 import { renderSessionPage } from './session-page.ts';
 import { listRuns } from './list.ts';
+import { checkRunModels, knownModels } from './models.ts';
 import type { RunFilters, SortField, SortOrder } from './list.ts';
 import * as schemas from './schemas.ts';
 import type { RunService } from './service.ts';
@@ -74,6 +75,11 @@ function filtersOf(q: ListQuery): RunFilters {
   return f;
 }
 
+/** An RFC 9111 `Warning` value (299: a persistent warning), its text kept to visible ASCII. */
+function warningHeader(message: string): string {
+  return `299 agentyard "${message.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '\\$&')}"`;
+}
+
 export async function registerRunRoutes(
   app: AppInstance,
   ctx: ServiceContext,
@@ -81,6 +87,7 @@ export async function registerRunRoutes(
   checkSecrets: RunSecretsCheck,
 ): Promise<void> {
   const links = sessionLinksFor(ctx);
+  const known = knownModels(ctx.config);
   const createRun = async (
     request: FastifyRequest<{ Body: Static<typeof schemas.RunAgentRequestSchema> | undefined }>,
     reply: FastifyReply,
@@ -111,6 +118,7 @@ export async function registerRunRoutes(
     if (typeof idempotencyKey === 'string' && idempotencyKey.length > 255) {
       throw new AppError('invalid_request', 'the Idempotency-Key header must be at most 255 characters');
     }
+    const warnings = checkRunModels(known, body.config);
     const { run, replayed } = await runs.create(
       {
         teamId: request.principal.teamId,
@@ -129,7 +137,18 @@ export async function registerRunRoutes(
       typeof idempotencyKey === 'string' && idempotencyKey ? { key: idempotencyKey, body } : undefined,
     );
     if (replayed) reply.header('idempotent-replayed', 'true');
-    return { run_id: run.id, task_id: run.id, state: run.state, at_capacity: false };
+    if (warnings.length)
+      reply.header(
+        'warning',
+        warnings.map((w) => warningHeader(w.message)),
+      );
+    return {
+      run_id: run.id,
+      task_id: run.id,
+      state: run.state,
+      at_capacity: false,
+      ...(warnings.length ? { warnings } : {}),
+    };
   };
 
   const createOptions = {

@@ -76,6 +76,11 @@ export const RunAgentResponseSchema = Type.Object({
   task_id: Str,
   state: RunStateSchema,
   at_capacity: Type.Optional(Type.Boolean()),
+  warnings: Type.Optional(
+    Type.Array(Type.Object({ code: Type.Literal('model_unknown'), field: Str, message: Str }), {
+      description: 'What the server accepted but would not have chosen: a model outside its catalogue',
+    }),
+  ),
 });
 
 export const RunItemSchema = Type.Object(
