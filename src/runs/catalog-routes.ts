@@ -9,6 +9,7 @@ import {
   signedDownloadUrl,
 } from './artifact-files.ts';
 import { knownModels } from './models.ts';
+import { environmentsOfFactories, environmentUid } from './environments.ts';
 import * as plans from './plans.ts';
 import type { FactoryAgentsRow } from './plans.ts';
 
@@ -57,13 +58,33 @@ type AgentVariant = {
   environments: { uid: string; name: string }[];
   last_run_timestamp: string | null;
   factory_uid: string;
+  /** owner/repo values a `repo=` filter selects this variant by (not served). */
+  repos: string[];
 };
 
-/** `owner/repo` of a factory's git source when it names one; otherwise `factory/<factory name>`. */
+/**
+ * `owner/repo` of a factory's git source when it is hosted (`https://host/owner/repo`, `git@host:owner/repo`);
+ * otherwise (a local path, a directory, a managed factory) `factory/<factory name>`.
+ */
 export function factoryRepo(row: Pick<FactoryAgentsRow, 'name' | 'source'>): { owner: string; name: string } {
   const url = typeof row.source.url === 'string' ? row.source.url : '';
-  const match = /[/:]([^/:]+)\/([^/]+?)(?:\.git)?\/?$/.exec(url);
+  const match =
+    /^(?:https?|ssh|git):\/\/[^/]+\/(?:.*\/)?([^/]+)\/([^/]+?)(?:\.git)?\/?$/.exec(url) ??
+    /^[\w.-]+@[^:/]+:(?:.*\/)?([^/]+)\/([^/]+?)(?:\.git)?\/?$/.exec(url);
   return match ? { owner: match[1]!, name: match[2]! } : { owner: 'factory', name: row.name };
+}
+
+/** The repositories a factory's agents belong to: its source's, and those its factory.yaml declares. */
+export function factoryRepos(row: Pick<FactoryAgentsRow, 'name' | 'source' | 'definition'>): Set<string> {
+  const source = factoryRepo(row);
+  const declared = ((row.definition as { factory?: { repositories?: { owner?: unknown; name?: unknown }[] } } | null)
+    ?.factory?.repositories ?? []) as { owner?: unknown; name?: unknown }[];
+  return new Set([
+    `${source.owner}/${source.name}`,
+    ...declared.flatMap((r) =>
+      typeof r.owner === 'string' && typeof r.name === 'string' ? [`${r.owner}/${r.name}`] : [],
+    ),
+  ]);
 }
 
 function text(value: unknown): string {
@@ -75,6 +96,7 @@ export function agentsOfFactories(rows: FactoryAgentsRow[]): Map<string, AgentVa
   const byName = new Map<string, AgentVariant[]>();
   for (const row of rows) {
     const repo = factoryRepo(row);
+    const repos = [...factoryRepos(row)];
     for (const raw of row.definition?.agents ?? []) {
       const agent = raw as Record<string, unknown>;
       const name = text(agent.name);
@@ -92,9 +114,13 @@ export function agentsOfFactories(rows: FactoryAgentsRow[]): Map<string, AgentVa
           skill_path: skillPath,
           ...(workerHost ? { worker_host: workerHost } : {}),
         },
-        environments: [],
+        // The runner the agent executes on, as an environment (GET /agent/environments).
+        environments: text(execution.runner)
+          ? [{ uid: environmentUid(row.id, text(execution.runner)), name: text(execution.runner) }]
+          : [],
         last_run_timestamp: null,
         factory_uid: row.id,
+        repos,
       };
       byName.set(name, [...(byName.get(name) ?? []), variant]);
     }
@@ -137,8 +163,11 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
         .map(([name, variants]) => ({
           name,
           variants: variants
-            .filter((v) => repo === undefined || `${v.source.owner}/${v.source.name}` === repo)
-            .map((v) => ({ ...v, last_run_timestamp: lastRuns.get(name)?.toISOString() ?? null })),
+            .filter((v) => repo === undefined || v.repos.includes(repo))
+            .map(({ repos: _repos, ...v }) => ({
+              ...v,
+              last_run_timestamp: lastRuns.get(name)?.toISOString() ?? null,
+            })),
         }))
         .filter((a) => a.variants.length > 0);
       const lastRun = (a: { name: string }) => lastRuns.get(a.name)?.getTime() ?? 0;
@@ -167,8 +196,7 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
       schema: {
         tags: ['agents'],
         operationId: 'listEnvironments',
-        summary:
-          'Cloud environments (Agentyard has none yet: runs use the runner of their factory or the executor default)',
+        summary: "The runners of the team's applied factories, as environments (uid `<factory id>.<runner name>`)",
         querystring: Type.Object(
           { sort_by: Type.Optional(Type.Union([Type.Literal('name'), Type.Literal('last_updated')])) },
           { additionalProperties: true },
@@ -178,7 +206,38 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
         },
       },
     },
-    async () => ({ environments: [] }),
+    async (request) => {
+      const teamId = request.principal.teamId;
+      const factories = await plans.listFactoryDefinitions(ctx.db, teamId);
+      const environments = environmentsOfFactories(factories, teamId);
+      const lastRuns = await plans.lastRunsByRunner(
+        ctx.db,
+        teamId,
+        factories.map((f) => f.id),
+      );
+      const byUid = new Map(lastRuns.map((r) => [environmentUid(r.factory_id, r.runner), r]));
+      for (const env of environments) {
+        const last = byUid.get(env.uid);
+        if (!last) continue;
+        env.setup_failed = last.setup_failed;
+        env.last_task_run_timestamp = last.started_at?.toISOString() ?? null;
+        env.last_task_created = {
+          id: last.id,
+          title: last.title,
+          state: last.state,
+          created_at: last.created_at.toISOString(),
+          updated_at: last.updated_at.toISOString(),
+          started_at: last.started_at?.toISOString() ?? null,
+        };
+      }
+      const sortBy = request.query.sort_by ?? 'last_updated';
+      environments.sort((a, b) =>
+        sortBy === 'name'
+          ? a.config.name.localeCompare(b.config.name) || a.uid.localeCompare(b.uid)
+          : b.last_updated.localeCompare(a.last_updated) || a.uid.localeCompare(b.uid),
+      );
+      return { environments };
+    },
   );
 
   app.get(

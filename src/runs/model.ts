@@ -103,7 +103,7 @@ export interface RunItem {
   creator?: { type: 'user' | 'service_account'; uid: string; display_name: string; email?: string };
   executor?: { type: 'user' | 'service_account'; uid: string; display_name: string };
   agent_config: AgentConfig;
-  conversation_id?: string;
+  conversation_id: string;
   parent_run_id?: string;
   artifacts: unknown[];
   scope: { type: 'Team'; uid: string };
@@ -172,7 +172,8 @@ export function toRunItem(row: RunRow, sessionLink: (sessionId: string) => strin
           }
         : {}),
     agent_config: row.config,
-    ...(row.conversation_id ? { conversation_id: row.conversation_id } : {}),
+    // A run starts a conversation named by its id, or continues the one it was created with.
+    conversation_id: row.conversation_id ?? row.id,
     ...(row.parent_run_id ? { parent_run_id: row.parent_run_id } : {}),
     artifacts: row.artifacts,
     scope: { type: 'Team', uid: row.team_id },

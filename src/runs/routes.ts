@@ -14,6 +14,7 @@ import { renderSessionPage } from './session-page.ts';
 import { listRuns } from './list.ts';
 import { checkRunModels, knownModels } from './models.ts';
 import type { RunFilters, SortField, SortOrder } from './list.ts';
+import * as plans from './plans.ts';
 import * as schemas from './schemas.ts';
 import type { RunService } from './service.ts';
 import type { Static } from 'typebox';
@@ -119,6 +120,15 @@ export async function registerRunRoutes(
       throw new AppError('invalid_request', 'the Idempotency-Key header must be at most 255 characters');
     }
     const warnings = checkRunModels(known, body.config);
+    let conversationId: string | null = null;
+    if (body.conversation_id !== undefined) {
+      conversationId = (await plans.conversationOf(ctx.db, request.principal.teamId, body.conversation_id)) ?? null;
+      if (!conversationId)
+        throw new AppError(
+          'resource_not_found',
+          `conversation_id: conversation ${body.conversation_id} does not exist`,
+        );
+    }
     const { run, replayed } = await runs.create(
       {
         teamId: request.principal.teamId,
@@ -130,7 +140,7 @@ export async function registerRunRoutes(
         creator: creatorOf(request),
         agentIdentityUid: body.agent_identity_uid ?? null,
         parentRunId: body.parent_run_id ?? null,
-        conversationId: body.conversation_id ?? null,
+        conversationId,
         attachments,
         ...(body.metadata ? { metadata: body.metadata } : {}),
       },

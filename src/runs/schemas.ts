@@ -115,7 +115,7 @@ export const RunItemSchema = Type.Object(
       }),
     ),
     agent_config: Type.Unsafe<AgentConfig>({ type: 'object', additionalProperties: true }),
-    conversation_id: OptStr,
+    conversation_id: Str,
     parent_run_id: OptStr,
     artifacts: Type.Array(Type.Unknown()),
     scope: Type.Object({ type: Type.Literal('Team'), uid: Str }),

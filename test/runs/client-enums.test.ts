@@ -51,6 +51,23 @@ describe.each(ENGINES)("runs served in the clients' enumerations on %s", (engine
     expect(bad.body.detail).toMatch(/source/);
   });
 
+  it('a run starts a conversation named by its id; one created with conversation_id continues it', async () => {
+    const first = (await s.api('POST', '/agent/runs', { prompt: 'start' })).body.run_id as string;
+    expect((await s.api('GET', `/agent/runs/${first}`)).body.conversation_id).toBe(first);
+    const next = await s.api('POST', '/agent/runs', { prompt: 'go on', conversation_id: first });
+    expect(next.status, next.text).toBe(200);
+    expect((await s.api('GET', `/agent/runs/${next.body.run_id}`)).body.conversation_id).toBe(first);
+    // Naming the second run continues the same conversation, not a new one.
+    const third = await s.api('POST', '/agent/runs', { prompt: 'and on', conversation_id: next.body.run_id });
+    expect((await s.api('GET', `/agent/runs/${third.body.run_id}`)).body.conversation_id).toBe(first);
+    const conversation = await s.api('GET', `/agent/conversations/${first}`);
+    expect(conversation.status).toBe(200);
+    expect(conversation.body.conversation_id).toBe(first);
+    const missing = await s.api('POST', '/agent/runs', { prompt: 'x', conversation_id: 'conv-nope' });
+    expect(missing.status).toBe(404);
+    expect(missing.body.detail).toMatch(/conversation_id/);
+  });
+
   it('serves every recorded error code as a client code, the recorded one in error_detail, with retryable', async () => {
     const id = bySource.get('API')!;
     const served = async (code: string) => {
