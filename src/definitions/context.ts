@@ -15,6 +15,17 @@ export interface ValidationContext {
   teamRunnerExists?(name: string): boolean;
   /** The deployment's model catalogue: unknown ids warn, or are errors when `closed`. */
   models?: { ids: ReadonlySet<string>; closed: boolean };
+  /** What the deployment does with settings it accepts but does not act on: one warning where each is set. */
+  deploymentNotes?: DeploymentNotes;
+}
+
+/** Settings a deployment may accept without acting on them; the value says what it does instead. */
+export interface DeploymentNotes {
+  scorers?: string;
+  runnerInstanceShape?: string;
+  runnerSetupCommands?: string;
+  macosRunner?: string;
+  credentialStrategy?: string;
 }
 
 export type StateDependentCheckKind = 'secret_exists' | 'secret_url_safe' | 'webhook_uid' | 'team_runner';

@@ -1,7 +1,13 @@
 import { checkTrigger, newScheduleNames } from './check-triggers.ts';
 import type { RawTrigger, TriggerEnv } from './check-triggers.ts';
 import type { DiagnosticCode } from './codes.ts';
-import type { DeferredResolution, StateDependentCheck, StateDependentCheckKind, ValidationContext } from './context.ts';
+import type {
+  DeferredResolution,
+  DeploymentNotes,
+  StateDependentCheck,
+  StateDependentCheckKind,
+  ValidationContext,
+} from './context.ts';
 import { hasErrors, normalizeDiagnostics } from './diagnostic.ts';
 import type { Diagnostic, Severity } from './diagnostic.ts';
 import { didYouMean } from './levenshtein.ts';
@@ -378,6 +384,8 @@ class FactoryValidation {
       this.secretRefs.push({ name, source, pointer: `/secrets/${i}` }),
     );
     if (!ok) return undefined;
+    if (v.credentialStrategy !== undefined && v.credentialStrategy !== null)
+      this.note(source, 'credentialStrategy', '/credentialStrategy');
     const cloud = (v.cloudProviders ?? v.providers) as CloudProviders | undefined;
     const settings: FactorySettings = {
       file: checked.file.path,
@@ -468,6 +476,17 @@ class FactoryValidation {
     return ok;
   }
 
+  /** A setting the deployment accepts without acting on it: a warning saying what it does instead. */
+  private note(source: ParsedSource, setting: keyof DeploymentNotes, pointer: string, position?: Position): void {
+    const text = this.context?.deploymentNotes?.[setting];
+    if (!text) return;
+    this.report(source, 'FF_NOT_SUPPORTED_HERE', pointer, text, {
+      severity: 'warning',
+      target: 'key',
+      ...(position ? { position } : {}),
+    });
+  }
+
   /** A model id outside the deployment's catalogue: a warning with the nearest id (an error when it is closed). */
   private checkModel(source: ParsedSource, pointer: string, id: string): void {
     const models = this.context?.models;
@@ -512,6 +531,8 @@ class FactoryValidation {
     const { source, value: v } = checked;
     if (!v) return undefined;
     if (!this.checkExecutionKeys(source, v, '', false)) return undefined;
+    if (v.credentialStrategy !== undefined && v.credentialStrategy !== null)
+      this.note(source, 'credentialStrategy', '/credentialStrategy');
     const type = (v.agentType ?? 'CUSTOM') as string;
     return {
       name: checked.file.name,
@@ -679,6 +700,10 @@ class FactoryValidation {
       }
     }
     if (!ok) return undefined;
+    if (shape) this.note(source, 'runnerInstanceShape', '/instanceShape');
+    if (Array.isArray(v.setupCommands) && v.setupCommands.length > 0)
+      this.note(source, 'runnerSetupCommands', '/setupCommands');
+    if (os === 'macos') this.note(source, 'macosRunner', '/platform/os');
     return {
       name: checked.file.name,
       file: checked.file.path,
@@ -759,6 +784,7 @@ class FactoryValidation {
         error('FF_INVALID_REFERENCE', `/agents/${i}`, `no agent named \`${name}\`${didYouMean(name, agentNames)}`);
     });
     if (typeof v.model === 'string') this.checkModel(source, '/model', v.model);
+    this.note(source, 'scorers', '', { line: 1, column: 1 });
     const labels = v.labels as { value: string; score: number; description?: string }[];
     const values = new Set<string>();
     labels.forEach((label, i) => {

@@ -1,3 +1,4 @@
+import { DEPLOYMENT_NOTES } from '../reconciler/deployment-notes.ts';
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
@@ -283,6 +284,7 @@ export async function registerFactoryFileRoutes(app: AppInstance, ctx: FactoryFi
         const outcome = await definitionPoolFor(ctx.config).validateRequest(raw, {
           ...(principal ? teamContext(ctx, principal) : {}),
           models,
+          deploymentNotes: DEPLOYMENT_NOTES,
         });
         if ('problem' in outcome) throw requestError(outcome.problem);
         const result = outcome.result;

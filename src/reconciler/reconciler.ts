@@ -1,3 +1,4 @@
+import { DEPLOYMENT_NOTES } from './deployment-notes.ts';
 import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../kernel/log.ts';
@@ -243,6 +244,7 @@ export class Reconciler {
       // This service has no team runners: a runner must be a runners/ file.
       teamRunners: new Set(),
       ...(this.#deps.models ? { models: this.#deps.models } : {}),
+      deploymentNotes: DEPLOYMENT_NOTES,
     };
     const validation = await this.#validator.validate(files, context);
     if (!validation.valid || !validation.definition) return { validation, plan: undefined, generation };
