@@ -122,7 +122,12 @@ export interface RunItem {
 /** ISO-8601 duration of a run (`PT2M30S`), from its start to its end or to now. */
 export function runTime(start: Date | null, end: Date | null, now = new Date()): string | undefined {
   if (!start) return undefined;
-  let seconds = Math.max(0, Math.round(((end ?? now).getTime() - start.getTime()) / 1000));
+  return isoDuration(((end ?? now).getTime() - start.getTime()) / 1000);
+}
+
+/** `PT1H2M3S` for a number of seconds (rounded; at least `PT0S`). */
+export function isoDuration(totalSeconds: number): string {
+  let seconds = Math.max(0, Math.round(totalSeconds));
   const h = Math.floor(seconds / 3600);
   seconds -= h * 3600;
   const m = Math.floor(seconds / 60);
@@ -130,8 +135,12 @@ export function runTime(start: Date | null, end: Date | null, now = new Date()):
   return `PT${h ? `${h}H` : ''}${m ? `${m}M` : ''}${seconds || (!h && !m) ? `${seconds}S` : ''}`;
 }
 
-/** `sessionLink` makes the run's signed session link (src/runs/session-link.ts). */
-export function toRunItem(row: RunRow, sessionLink: (sessionId: string) => string): RunItem {
+/**
+ * `sessionLink` makes the run's signed session link (src/runs/session-link.ts). `executedSeconds`: the time
+ * the run's executions took (plans.executionSeconds), what `run_time` reports; without it, the span from the
+ * first start to the last end (which counts the waits between executions).
+ */
+export function toRunItem(row: RunRow, sessionLink: (sessionId: string) => string, executedSeconds?: number): RunItem {
   const skillName = row.skill_spec ? row.skill_spec.split(':').pop() : undefined;
   return {
     run_id: row.id,
@@ -180,7 +189,11 @@ export function toRunItem(row: RunRow, sessionLink: (sessionId: string) => strin
     is_run_type_cancellable: true,
     metadata: row.metadata,
     ...(row.request_usage ? { request_usage: row.request_usage } : {}),
-    ...(row.started_at ? { run_time: runTime(row.started_at, row.finished_at)! } : {}),
+    ...(executedSeconds !== undefined
+      ? { run_time: isoDuration(executedSeconds) }
+      : row.started_at
+        ? { run_time: runTime(row.started_at, row.finished_at)! }
+        : {}),
     ...(row.skill_spec
       ? { agent_skill: { ...(skillName ? { name: skillName } : {}), full_path: row.skill_spec } }
       : {}),

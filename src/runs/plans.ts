@@ -410,3 +410,14 @@ export async function conversationOf(q: Queryable, teamId: string, id: string): 
   );
   return res.rows[0]?.conversation;
 }
+
+/** Seconds each run spent executing: the sum over its executions of start → end (→ now while one runs). */
+export async function executionSeconds(q: Queryable, runIds: readonly string[]): Promise<Map<string, number>> {
+  if (runIds.length === 0) return new Map();
+  const res = await q.query<{ run_id: string; seconds: number }>(
+    `SELECT run_id, sum(extract(epoch FROM coalesce(ended_at, ay_now()) - started_at))::float8 AS seconds
+     FROM executions WHERE run_id = ANY($1::text[]) AND started_at IS NOT NULL GROUP BY run_id`,
+    [runIds],
+  );
+  return new Map(res.rows.map((r) => [r.run_id, Number(r.seconds)]));
+}

@@ -5,7 +5,7 @@ import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
 import { CONSOLE_SESSION_COOKIE, consoleRunPath } from '../kernel/api.ts';
 import { parseTimestamp } from '../kernel/hostile-input.ts';
-import type { Creator } from './model.ts';
+import type { Creator, RunRow } from './model.ts';
 import { toRunItem } from './model.ts';
 import { sessionLinksFor } from './session-link.ts';
 import type { SessionLinks } from './session-link.ts';
@@ -177,6 +177,9 @@ export async function registerRunRoutes(
     createRun,
   );
 
+  const runItem = async (row: RunRow) =>
+    toRunItem(row, links.urlFor, (await plans.executionSeconds(ctx.db, [row.id])).get(row.id));
+
   const list = async (q: ListQuery, teamId: string) => {
     const { rows, nextCursor } = await listRuns(ctx.db, {
       teamId,
@@ -186,8 +189,12 @@ export async function registerRunRoutes(
       limit: q.limit ?? 20,
       ...(q.cursor ? { cursor: q.cursor } : {}),
     });
+    const executed = await plans.executionSeconds(
+      ctx.db,
+      rows.map((r) => r.id),
+    );
     return {
-      runs: rows.map((r) => toRunItem(r, links.urlFor)),
+      runs: rows.map((r) => toRunItem(r, links.urlFor, executed.get(r.id))),
       page_info: { has_next_page: nextCursor !== undefined, ...(nextCursor ? { next_cursor: nextCursor } : {}) },
     };
   };
@@ -217,7 +224,7 @@ export async function registerRunRoutes(
         response: { 200: schemas.RunItemSchema },
       },
     },
-    async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), links.urlFor),
+    async (request) => runItem(await runs.get(request.principal.teamId, request.params.runId)),
   );
 
   // Legacy clients (warp-sdk ≤0.3) used /agent/tasks.
@@ -246,7 +253,7 @@ export async function registerRunRoutes(
         params: schemas.RunIdParamsSchema,
       },
     },
-    async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), links.urlFor),
+    async (request) => runItem(await runs.get(request.principal.teamId, request.params.runId)),
   );
 
   app.post(

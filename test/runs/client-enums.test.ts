@@ -68,6 +68,28 @@ describe.each(ENGINES)("runs served in the clients' enumerations on %s", (engine
     expect(missing.body.detail).toMatch(/conversation_id/);
   });
 
+  it('run_time is the time the executions took, not the span from the first start to the last end', async () => {
+    const id = (await s.api('POST', '/agent/runs', { prompt: 'twice' })).body.run_id as string;
+    const teamId = (await s.api('GET', '/whoami')).body.team.id as string;
+    // Two executions of 90 s and 30 s, an hour apart (a follow-up continued the finished run).
+    await s.server.ctx.db.query(
+      `INSERT INTO executions (id, run_id, team_id, attempt, executor, harness, lease_expires_at, started_at, ended_at, outcome)
+       VALUES ('exe_t1', $1, $2, 1, 'service:t', 'noop', now(), '2026-01-01T10:00:00Z', '2026-01-01T10:01:30Z', 'succeeded'),
+              ('exe_t2', $1, $2, 2, 'service:t', 'noop', now(), '2026-01-01T11:00:00Z', '2026-01-01T11:00:30Z', 'succeeded')`,
+      [id, teamId],
+    );
+    await s.server.ctx.db.query(
+      `UPDATE runs SET state = 'SUCCEEDED', started_at = '2026-01-01T10:00:00Z', finished_at = '2026-01-01T11:00:30Z' WHERE id = $1`,
+      [id],
+    );
+    expect((await s.api('GET', `/agent/runs/${id}`)).body.run_time).toBe('PT2M');
+    const listed = (await s.api('GET', '/agent/runs?q=twice')).body.runs;
+    expect(listed.map((r: { run_time?: string }) => r.run_time)).toEqual(['PT2M']);
+    // A run that never started has none.
+    const queued = (await s.api('POST', '/agent/runs', { prompt: 'waiting' })).body.run_id;
+    expect((await s.api('GET', `/agent/runs/${queued}`)).body).not.toHaveProperty('run_time');
+  });
+
   it('serves every recorded error code as a client code, the recorded one in error_detail, with retryable', async () => {
     const id = bySource.get('API')!;
     const served = async (code: string) => {
