@@ -37,6 +37,10 @@ export const RUN_SOURCE_TABLE = {
   WEBHOOK: 'API',
   // Work sent to a factory by its id (POST /factories/{id}/runs).
   FACTORY: 'API',
+  // Provider events through an automation (src/automations/provider-runs.ts).
+  GITHUB_ACTION: 'GITHUB_ACTION',
+  SLACK: 'SLACK',
+  LINEAR: 'LINEAR',
 } as const satisfies Record<string, ClientRunSource>;
 export type RunSource = keyof typeof RUN_SOURCE_TABLE;
 
