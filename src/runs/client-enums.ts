@@ -37,7 +37,7 @@ export const RUN_SOURCE_TABLE = {
   WEBHOOK: 'API',
   // Work sent to a factory by its id (POST /factories/{id}/runs).
   FACTORY: 'API',
-  // Provider events through an automation (src/automations/provider-runs.ts).
+  // Runs started by provider events (GitHub, Slack, Linear) through an automation.
   GITHUB_ACTION: 'GITHUB_ACTION',
   SLACK: 'SLACK',
   LINEAR: 'LINEAR',
