@@ -8,6 +8,7 @@ import { hostname } from 'node:os';
 import type { Role } from './config.ts';
 import type { ServiceContext } from './context.ts';
 import { OutboxEvaluator } from './automations/evaluator.ts';
+import { knownModels } from './runs/models.ts';
 import type { EvaluatorOptions } from './automations/evaluator.ts';
 import { registerAutomationManagementRoutes, registerAutomationReadRoutes } from './automations/routes.ts';
 import { ServiceExecutor } from './execution/executor.ts';
@@ -158,6 +159,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     definitions: definitionPoolFor(config),
     urlPolicy: sourceUrlPolicyFor(config),
     sourceLimits: config.sourceLimits,
+    models: knownModels(config),
   });
   const ingress = roles.has('ingress') ? createIngressRuntime(ctx, metrics, options.ingress) : undefined;
   const connections = ingress ? new ConnectionCache(db, ctx.cipher, log) : undefined;

@@ -23,6 +23,8 @@ export interface Config {
   factory: string | undefined;
   /** `GET /agent/models`: model ids (comma-separated, first = default) or a JSON document (AGENTYARD_MODELS). */
   agentModels: string | undefined;
+  /** `closed`: runs and factories may name only catalogued models (AGENTYARD_MODEL_CATALOGUE, default `open`). */
+  modelCatalogue: 'open' | 'closed';
   /** `POST /factory-files/validate` requests per minute from one client address; 0 = no limit (AGENTYARD_VALIDATE_RATE_LIMIT). */
   validateRateLimit: number;
   /**
@@ -85,6 +87,13 @@ export function parseLogFormat(raw: string | undefined, isTty: boolean): LogForm
   return isTty ? 'pretty' : 'json';
 }
 
+function parseCatalogueMode(raw: string | undefined): 'open' | 'closed' {
+  const mode = (raw ?? '').trim().toLowerCase() || 'open';
+  if (mode !== 'open' && mode !== 'closed')
+    throw new Error(`AGENTYARD_MODEL_CATALOGUE must be "open" or "closed", got "${raw}"`);
+  return mode;
+}
+
 export function parseRoles(raw: string | undefined): ReadonlySet<Role> {
   if (!raw) return new Set(ALL_ROLES);
   const roles = new Set<Role>();
@@ -118,6 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     roles: overrides.roles ?? parseRoles(env.AGENTYARD_ROLES),
     factory: overrides.factory ?? (env.AGENTYARD_FACTORY || undefined),
     agentModels: overrides.agentModels ?? (env.AGENTYARD_MODELS || undefined),
+    modelCatalogue: overrides.modelCatalogue ?? parseCatalogueMode(env.AGENTYARD_MODEL_CATALOGUE),
     validateRateLimit: overrides.validateRateLimit ?? envInt(env, 'AGENTYARD_VALIDATE_RATE_LIMIT', 30),
     pgliteMaintenanceSeconds:
       overrides.pgliteMaintenanceSeconds ?? envInt(env, 'AGENTYARD_PGLITE_MAINTENANCE_SECONDS', 60),

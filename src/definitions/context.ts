@@ -20,6 +20,19 @@ export interface ValidationContext {
    * `issues`) as the provider knows them; a name it does not know is absent from the answer.
    */
   resolveNames?(provider: string, field: string, names: readonly string[]): Promise<Map<string, string[]>>;
+  /** The deployment's model catalogue: unknown ids warn, or are errors when `closed`. */
+  models?: { ids: ReadonlySet<string>; closed: boolean };
+  /** What the deployment does with settings it accepts but does not act on: one warning where each is set. */
+  deploymentNotes?: DeploymentNotes;
+}
+
+/** Settings a deployment may accept without acting on them; the value says what it does instead. */
+export interface DeploymentNotes {
+  scorers?: string;
+  runnerInstanceShape?: string;
+  runnerSetupCommands?: string;
+  macosRunner?: string;
+  credentialStrategy?: string;
 }
 
 export type StateDependentCheckKind =

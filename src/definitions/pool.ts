@@ -3,6 +3,7 @@ import { MessageChannel } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { AppError } from '../kernel/errors.ts';
+import type { DeploymentNotes } from './context.ts';
 import type { FactoryFileInput } from './load.ts';
 import type { ValidationResult } from './validate.ts';
 import type { ContextSnapshot, SecretAnswer, SecretQuestion, TaskOutcome, ValidateTask } from './validate-worker.ts';
@@ -17,6 +18,9 @@ export interface PoolContext {
   knownWebhookUids?: ReadonlySet<string>;
   /** Team runners that exist outside the tree. */
   teamRunners?: ReadonlySet<string>;
+  /** The deployment's model catalogue (ValidationContext.models). */
+  models?: { ids: ReadonlySet<string>; closed: boolean };
+  deploymentNotes?: DeploymentNotes;
 }
 
 export interface DefinitionPoolOptions {
@@ -48,6 +52,8 @@ function snapshotOf(context: PoolContext): ContextSnapshot {
     ...(context.webhookUids ? { webhookUids: [...context.webhookUids] } : {}),
     ...(context.knownWebhookUids ? { knownWebhookUids: [...context.knownWebhookUids] } : {}),
     ...(context.teamRunners ? { teamRunners: [...context.teamRunners] } : {}),
+    ...(context.deploymentNotes ? { deploymentNotes: context.deploymentNotes } : {}),
+    ...(context.models ? { models: { ids: [...context.models.ids], closed: context.models.closed } } : {}),
     ...(context.secretExists || context.secretIsUrlSafe ? { secrets: true } : {}),
   };
 }

@@ -1,5 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
-import type { ValidationContext } from './context.ts';
+import type { DeploymentNotes, ValidationContext } from './context.ts';
 import type { FactoryFileInput } from './load.ts';
 import { validateFactory } from './validate.ts';
 import type { ValidationResult } from './validate.ts';
@@ -11,6 +11,8 @@ export interface ContextSnapshot {
   webhookUids?: [string, string][];
   knownWebhookUids?: string[];
   teamRunners?: string[];
+  models?: { ids: string[]; closed: boolean };
+  deploymentNotes?: DeploymentNotes;
   /** Secret questions (`secretExists`, `secretIsUrlSafe`) are asked over `port`. */
   secrets?: boolean;
 }
@@ -55,6 +57,8 @@ function contextOf(snapshot: ContextSnapshot, port: MessagePort | undefined): Va
     const runners = new Set(snapshot.teamRunners);
     context.teamRunnerExists = (name) => runners.has(name);
   }
+  if (snapshot.deploymentNotes) context.deploymentNotes = snapshot.deploymentNotes;
+  if (snapshot.models) context.models = { ids: new Set(snapshot.models.ids), closed: snapshot.models.closed };
   if (snapshot.secrets && port) {
     const ask = asker(port);
     context.secretExists = (name) => ask('secretExists', name);

@@ -3,7 +3,13 @@ import type { RawTrigger, TriggerEnv } from './check-triggers.ts';
 import { CONNECTED_INTEGRATIONS } from './triggers.ts';
 import type { FilterMatcher } from './model.ts';
 import type { DiagnosticCode } from './codes.ts';
-import type { DeferredResolution, StateDependentCheck, StateDependentCheckKind, ValidationContext } from './context.ts';
+import type {
+  DeferredResolution,
+  DeploymentNotes,
+  StateDependentCheck,
+  StateDependentCheckKind,
+  ValidationContext,
+} from './context.ts';
 import { hasErrors, normalizeDiagnostics } from './diagnostic.ts';
 import type { Diagnostic, Severity } from './diagnostic.ts';
 import { didYouMean } from './levenshtein.ts';
@@ -398,6 +404,8 @@ class FactoryValidation {
       this.secretRefs.push({ name, source, pointer: `/secrets/${i}` }),
     );
     if (!ok) return undefined;
+    if (v.credentialStrategy !== undefined && v.credentialStrategy !== null)
+      this.note(source, 'credentialStrategy', '/credentialStrategy');
     const cloud = (v.cloudProviders ?? v.providers) as CloudProviders | undefined;
     const settings: FactorySettings = {
       file: checked.file.path,
@@ -483,7 +491,37 @@ class FactoryValidation {
         this.secretRefs.push({ name, source, pointer: `${base}/secrets/${i}` }),
       );
     if (typeof v.runner === 'string') this.runnerRefs.push({ name: v.runner, source, pointer: `${base}/runner` });
+    if (typeof v.model === 'string') this.checkModel(source, `${base}/model`, v.model);
+    if (harness && typeof harness.model === 'string') this.checkModel(source, `${base}/harness/model`, harness.model);
     return ok;
+  }
+
+  /** A setting the deployment accepts without acting on it: a warning saying what it does instead. */
+  private note(source: ParsedSource, setting: keyof DeploymentNotes, pointer: string, position?: Position): void {
+    const text = this.context?.deploymentNotes?.[setting];
+    if (!text) return;
+    this.report(source, 'FF_NOT_SUPPORTED_HERE', pointer, text, {
+      severity: 'warning',
+      target: 'key',
+      ...(position ? { position } : {}),
+    });
+  }
+
+  /** A model id outside the deployment's catalogue: a warning with the nearest id (an error when it is closed). */
+  private checkModel(source: ParsedSource, pointer: string, id: string): void {
+    const models = this.context?.models;
+    if (!models || models.ids.has(id)) return;
+    this.report(
+      source,
+      'FF_INVALID_REFERENCE',
+      pointer,
+      `unknown model \`${id}\`${didYouMean(id, models.ids)} (${
+        models.closed
+          ? 'this deployment runs only the models of its catalogue, GET /api/v1/agent/models'
+          : 'not in GET /api/v1/agent/models; the harness is given it as it is'
+      })`,
+      { severity: models.closed ? 'error' : 'warning' },
+    );
   }
 
   // ---------------------------------------------------------------- agents
@@ -513,6 +551,8 @@ class FactoryValidation {
     const { source, value: v } = checked;
     if (!v) return undefined;
     if (!this.checkExecutionKeys(source, v, '', false)) return undefined;
+    if (v.credentialStrategy !== undefined && v.credentialStrategy !== null)
+      this.note(source, 'credentialStrategy', '/credentialStrategy');
     const type = (v.agentType ?? 'CUSTOM') as string;
     return {
       name: checked.file.name,
@@ -683,6 +723,10 @@ class FactoryValidation {
       }
     }
     if (!ok) return undefined;
+    if (shape) this.note(source, 'runnerInstanceShape', '/instanceShape');
+    if (Array.isArray(v.setupCommands) && v.setupCommands.length > 0)
+      this.note(source, 'runnerSetupCommands', '/setupCommands');
+    if (os === 'macos') this.note(source, 'macosRunner', '/platform/os');
     return {
       name: checked.file.name,
       file: checked.file.path,
@@ -810,6 +854,8 @@ class FactoryValidation {
       if (!agentNames.has(name))
         error('FF_INVALID_REFERENCE', `/agents/${i}`, `no agent named \`${name}\`${didYouMean(name, agentNames)}`);
     });
+    if (typeof v.model === 'string') this.checkModel(source, '/model', v.model);
+    this.note(source, 'scorers', '', { line: 1, column: 1 });
     const labels = v.labels as { value: string; score: number; description?: string }[];
     const values = new Set<string>();
     labels.forEach((label, i) => {

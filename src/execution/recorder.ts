@@ -10,6 +10,8 @@
 import { RUNS_QUEUED_TOPIC, RUN_EVENTS_TOPIC } from '../kernel/topics.ts';
 import type { Logger } from '../kernel/log.ts';
 import { appendEventsOfRuns } from '../runs/events.ts';
+import { insertArtifactFiles, recordArtifact } from '../runs/artifact-files.ts';
+import type { ArtifactFile, RecordedArtifact } from '../runs/artifact-files.ts';
 import type { NewRunEvent } from '../runs/events.ts';
 import type { RunRow } from '../runs/model.ts';
 import { applyRunEvent } from '../runs/plans.ts';
@@ -18,7 +20,6 @@ import type { RunEvent } from '../runs/state-machine.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db, Queryable } from '../kernel/db.ts';
 import { Batcher } from '../kernel/group-commit.ts';
-import { ulid } from '../kernel/ids.ts';
 import { retryOnConflict } from '../store/errors.ts';
 import { runFromJson } from './queue.ts';
 import type { AgentEvent, ExecutionOutcome } from './plan.ts';
@@ -66,19 +67,38 @@ export interface FinishInput {
 function toNewEvents(events: readonly AgentEvent[]): NewRunEvent[] {
   return events.map((e) => {
     const at = e.at ? new Date(e.at) : undefined;
-    return { type: e.type, data: e.data, ...(at && !Number.isNaN(at.getTime()) ? { occurredAt: at } : {}) };
+    return {
+      type: e.type,
+      data: e.type === 'artifact' ? withoutContent(e.data) : e.data,
+      ...(at && !Number.isNaN(at.getTime()) ? { occurredAt: at } : {}),
+    };
   });
 }
 
-function artifactsOf(events: readonly AgentEvent[]): unknown[] {
-  return events
-    .filter((e) => e.type === 'artifact' && typeof e.data.artifact_type === 'string')
-    .map((e) => {
-      const data =
-        e.data.data && typeof e.data.data === 'object' ? { ...(e.data.data as Record<string, unknown>) } : {};
-      data.artifact_uid ??= `art_${ulid()}`;
-      return { artifact_type: e.data.artifact_type, created_at: new Date().toISOString(), data };
-    });
+/** An artifact event as it is logged: a file's bytes are kept in run_artifact_files, not in the event. */
+function withoutContent(data: Record<string, unknown>): Record<string, unknown> {
+  const inner = data.data;
+  if (!inner || typeof inner !== 'object' || !('content_base64' in inner)) return data;
+  const { content_base64: _content, ...rest } = inner as Record<string, unknown>;
+  return { ...data, data: rest };
+}
+
+function artifactsOf(
+  runId: string,
+  events: readonly AgentEvent[],
+  log: Logger,
+): { items: RecordedArtifact[]; files: ArtifactFile[] } {
+  const items: RecordedArtifact[] = [];
+  const files: ArtifactFile[] = [];
+  for (const e of events) {
+    if (e.type !== 'artifact') continue;
+    const recorded = recordArtifact(e.data, runId);
+    if (!recorded) continue;
+    items.push(recorded.item);
+    if (recorded.file) files.push(recorded.file);
+    if (recorded.problem) log.warn({ run_id: runId }, recorded.problem);
+  }
+  return { items, files };
 }
 
 /** What an execution's usage adds to its run's `request_usage` (keys summed by ay_end_executions); undefined: nothing. */
@@ -189,7 +209,9 @@ export class ExecutionRecorder {
         .filter((e) => e.type === 'followup' && typeof e.data.followup_id === 'string')
         .map((e) => [e.data.followup_id as string, i.executionId] as const),
     );
-    const artifacts = items.map((i) => [i.runId, artifactsOf(i.events)] as const).filter(([, a]) => a.length > 0);
+    const artifacts = items
+      .map((i) => [i.runId, artifactsOf(i.runId, i.events, this.#log)] as const)
+      .filter(([, a]) => a.items.length > 0);
     // Events alone are one statement, atomic without a transaction: one round trip instead of three (BEGIN and
     // COMMIT), which on PGlite also frees its single connection sooner for the next run's start.
     const runs =
@@ -201,8 +223,9 @@ export class ExecutionRecorder {
             for (const [runId, a] of artifacts) {
               await tx.query(
                 `UPDATE runs SET artifacts = artifacts || $2::jsonb, updated_at = ay_now() WHERE id = $1`,
-                [runId, JSON.stringify(a)],
+                [runId, JSON.stringify(a.items)],
               );
+              await insertArtifactFiles(tx, runId, a.files);
             }
             return [...last.keys()];
           });

@@ -4,6 +4,7 @@
  * executors and self-hosted workers both run plans through this.
  */
 import { constants } from 'node:os';
+import { withArtifactContent } from './artifact-content.ts';
 import { AgentProcess } from './agent-process.ts';
 import { adapterFor } from './harnesses/index.ts';
 import type { HarnessAdapter, Invocation } from './harnesses/types.ts';
@@ -323,7 +324,8 @@ export class ExecutionRunner {
     const stderrTail: string[] = [];
     let stderrEvents = 0;
     let stderrDropped = 0;
-    const onEvents = (events: AgentEvent[]): void => {
+    const onEvents = (reported: AgentEvent[]): void => {
+      const events = withArtifactContent(reported, ws.dir);
       this.#emit(events);
       for (const e of events) {
         if (e.type === 'result') lastResult = e;

@@ -1,3 +1,4 @@
+import { DEPLOYMENT_NOTES } from '../reconciler/deployment-notes.ts';
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
@@ -5,6 +6,7 @@ import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
 import type { Principal } from '../identity/principal.ts';
+import { knownModels } from '../runs/models.ts';
 import { isUrlSafe } from '../secrets/provider.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
@@ -162,6 +164,7 @@ export interface FactoryFileRouteDeps extends ServiceContext {
 }
 
 export async function registerFactoryFileRoutes(app: AppInstance, ctx: FactoryFileRouteDeps): Promise<void> {
+  const models = knownModels(ctx.config);
   const tags = ['factory-files'];
   // Validation is the one CPU-bound public route here; the schema routes answer from a cache.
   const validateLimit = new ClientRateLimit('validate', ctx.config.validateRateLimit, 60);
@@ -278,10 +281,11 @@ export async function registerFactoryFileRoutes(app: AppInstance, ctx: FactoryFi
         const principal = await optionalPrincipal(ctx, request);
         const raw = request.body as unknown;
         if (!Buffer.isBuffer(raw)) throw new AppError('invalid_request', "body must have required property 'files'");
-        const outcome = await definitionPoolFor(ctx.config).validateRequest(
-          raw,
-          principal ? teamContext(ctx, principal) : undefined,
-        );
+        const outcome = await definitionPoolFor(ctx.config).validateRequest(raw, {
+          ...(principal ? teamContext(ctx, principal) : {}),
+          models,
+          deploymentNotes: DEPLOYMENT_NOTES,
+        });
         if ('problem' in outcome) throw requestError(outcome.problem);
         const result = outcome.result;
         return {

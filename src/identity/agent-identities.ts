@@ -26,6 +26,13 @@ const AgentResponseSchema = Type.Object(
     name: Type.String(),
     available: Type.Boolean(),
     principal_id: Type.String({ description: 'The service account this identity acts as (for POST /api-keys)' }),
+    default_runner_uid: Type.String({ description: 'The runner runs of this agent use by default; empty: none' }),
+    memory: Type.Object(
+      { attached_stores: Type.Array(Type.Unknown()), auto_memory: Type.Object({ enabled: Type.Boolean() }) },
+      { additionalProperties: true },
+    ),
+    secrets: Type.Array(Type.Object({ name: Type.String() })),
+    skills: Type.Array(Type.String()),
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),
   },
@@ -35,9 +42,41 @@ const AgentResponseSchema = Type.Object(
 const NAME = Type.String({ minLength: 1, maxLength: 100 });
 const UidParams = Type.Object({ uid: Type.String({ minLength: 1 }) });
 
+/** `secrets` as the clients declare them, `[{name}]`; a bare name is taken as `{name}`. */
+function secretRefs(value: unknown): { name: string }[] {
+  if (!Array.isArray(value)) return [];
+  return value.flatMap((s) =>
+    typeof s === 'string'
+      ? [{ name: s }]
+      : s && typeof s === 'object' && typeof s.name === 'string'
+        ? [{ name: s.name }]
+        : [],
+  );
+}
+
+interface Memory {
+  attached_stores: unknown[];
+  auto_memory: { enabled: boolean; [key: string]: unknown };
+}
+
+/** The memory settings a client stored, when well-formed; otherwise none (no store attached, no auto memory). */
+function memoryOf(value: unknown): Memory {
+  const m = value as Partial<Memory> | null | undefined;
+  return m && Array.isArray(m.attached_stores) && typeof m.auto_memory?.enabled === 'boolean'
+    ? (m as Memory)
+    : { attached_stores: [], auto_memory: { enabled: false } };
+}
+
 export function agentIdentityView(row: AgentIdentityRow) {
+  const settings = row.settings;
   return {
-    ...row.settings,
+    ...settings,
+    // Members the clients require, from what the identity holds: no default runner, no memory store
+    // (Agentyard has none), the secrets and skills it was given.
+    default_runner_uid: typeof settings.default_runner_uid === 'string' ? settings.default_runner_uid : '',
+    memory: memoryOf(settings.memory),
+    secrets: secretRefs(settings.secrets),
+    skills: Array.isArray(settings.skills) ? settings.skills.filter((s) => typeof s === 'string') : [],
     uid: row.id,
     name: row.name,
     available: true,

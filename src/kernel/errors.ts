@@ -45,6 +45,9 @@ export const ERROR_CATALOGUE = {
   secret_not_found: { status: 404, title: 'Secret not found', retryable: false },
   secret_not_url_safe: { status: 422, title: 'Secret is not URL-safe', retryable: false },
   session_link_expired: { status: 410, title: 'Session link expired', retryable: false },
+  download_url_expired: { status: 403, title: 'Download URL expired', retryable: false },
+  download_url_invalid: { status: 403, title: 'Download URL invalid', retryable: false },
+  model_unknown: { status: 422, title: 'Unknown model', retryable: false },
   // Webhook ingress
   webhook_not_found: { status: 404, title: 'Webhook not found', retryable: false },
   webhook_unauthorized: { status: 401, title: 'Webhook authentication failed', retryable: false },

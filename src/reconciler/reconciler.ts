@@ -1,3 +1,4 @@
+import { DEPLOYMENT_NOTES } from './deployment-notes.ts';
 import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../kernel/log.ts';
@@ -54,6 +55,8 @@ export interface ReconcilerDeps {
   urlPolicy?: SourceUrlPolicy;
   /** What a git or directory source may hold; the defaults when absent. */
   sourceLimits?: SourceLimits;
+  /** The deployment's model catalogue; absent: model ids are not checked. */
+  models?: { ids: ReadonlySet<string>; closed: boolean };
 }
 
 export interface ReconcileOptions {
@@ -244,6 +247,8 @@ export class Reconciler {
       knownWebhookUids: new Set(webhooks.map((w) => w.uid)),
       // This service has no team runners: a runner must be a runners/ file.
       teamRunners: new Set(),
+      ...(this.#deps.models ? { models: this.#deps.models } : {}),
+      deploymentNotes: DEPLOYMENT_NOTES,
     };
     let validation = await this.#validator.validate(files, context);
     const integrations = validation.definition?.factory.integrations ?? [];

@@ -2,7 +2,14 @@ import { Type } from 'typebox';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
-import { parseModelCatalogue } from './models.ts';
+import {
+  ARTIFACT_URL_KEY_PURPOSE,
+  checkDownloadSignature,
+  getArtifactFile,
+  signedDownloadUrl,
+} from './artifact-files.ts';
+import { knownModels } from './models.ts';
+import { environmentsOfFactories, environmentUid } from './environments.ts';
 import * as plans from './plans.ts';
 import type { FactoryAgentsRow } from './plans.ts';
 
@@ -51,13 +58,33 @@ type AgentVariant = {
   environments: { uid: string; name: string }[];
   last_run_timestamp: string | null;
   factory_uid: string;
+  /** owner/repo values a `repo=` filter selects this variant by (not served). */
+  repos: string[];
 };
 
-/** `owner/repo` of a factory's git source when it names one; otherwise `factory/<factory name>`. */
+/**
+ * `owner/repo` of a factory's git source when it is hosted (`https://host/owner/repo`, `git@host:owner/repo`);
+ * otherwise (a local path, a directory, a managed factory) `factory/<factory name>`.
+ */
 export function factoryRepo(row: Pick<FactoryAgentsRow, 'name' | 'source'>): { owner: string; name: string } {
   const url = typeof row.source.url === 'string' ? row.source.url : '';
-  const match = /[/:]([^/:]+)\/([^/]+?)(?:\.git)?\/?$/.exec(url);
+  const match =
+    /^(?:https?|ssh|git):\/\/[^/]+\/(?:.*\/)?([^/]+)\/([^/]+?)(?:\.git)?\/?$/.exec(url) ??
+    /^[\w.-]+@[^:/]+:(?:.*\/)?([^/]+)\/([^/]+?)(?:\.git)?\/?$/.exec(url);
   return match ? { owner: match[1]!, name: match[2]! } : { owner: 'factory', name: row.name };
+}
+
+/** The repositories a factory's agents belong to: its source's, and those its factory.yaml declares. */
+export function factoryRepos(row: Pick<FactoryAgentsRow, 'name' | 'source' | 'definition'>): Set<string> {
+  const source = factoryRepo(row);
+  const declared = ((row.definition as { factory?: { repositories?: { owner?: unknown; name?: unknown }[] } } | null)
+    ?.factory?.repositories ?? []) as { owner?: unknown; name?: unknown }[];
+  return new Set([
+    `${source.owner}/${source.name}`,
+    ...declared.flatMap((r) =>
+      typeof r.owner === 'string' && typeof r.name === 'string' ? [`${r.owner}/${r.name}`] : [],
+    ),
+  ]);
 }
 
 function text(value: unknown): string {
@@ -69,6 +96,7 @@ export function agentsOfFactories(rows: FactoryAgentsRow[]): Map<string, AgentVa
   const byName = new Map<string, AgentVariant[]>();
   for (const row of rows) {
     const repo = factoryRepo(row);
+    const repos = [...factoryRepos(row)];
     for (const raw of row.definition?.agents ?? []) {
       const agent = raw as Record<string, unknown>;
       const name = text(agent.name);
@@ -86,9 +114,13 @@ export function agentsOfFactories(rows: FactoryAgentsRow[]): Map<string, AgentVa
           skill_path: skillPath,
           ...(workerHost ? { worker_host: workerHost } : {}),
         },
-        environments: [],
+        // The runner the agent executes on, as an environment (GET /agent/environments).
+        environments: text(execution.runner)
+          ? [{ uid: environmentUid(row.id, text(execution.runner)), name: text(execution.runner) }]
+          : [],
         last_run_timestamp: null,
         factory_uid: row.id,
+        repos,
       };
       byName.set(name, [...(byName.get(name) ?? []), variant]);
     }
@@ -97,7 +129,8 @@ export function agentsOfFactories(rows: FactoryAgentsRow[]): Map<string, AgentVa
 }
 
 export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
-  const models = parseModelCatalogue(ctx.config.agentModels);
+  const { closed: _closed, ids: _ids, ...models } = knownModels(ctx.config);
+  const downloadKey = ctx.cipher.deriveKey(ARTIFACT_URL_KEY_PURPOSE);
 
   app.get(
     '/agent',
@@ -130,8 +163,11 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
         .map(([name, variants]) => ({
           name,
           variants: variants
-            .filter((v) => repo === undefined || `${v.source.owner}/${v.source.name}` === repo)
-            .map((v) => ({ ...v, last_run_timestamp: lastRuns.get(name)?.toISOString() ?? null })),
+            .filter((v) => repo === undefined || v.repos.includes(repo))
+            .map(({ repos: _repos, ...v }) => ({
+              ...v,
+              last_run_timestamp: lastRuns.get(name)?.toISOString() ?? null,
+            })),
         }))
         .filter((a) => a.variants.length > 0);
       const lastRun = (a: { name: string }) => lastRuns.get(a.name)?.getTime() ?? 0;
@@ -146,7 +182,8 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
       schema: {
         tags: ['agents'],
         operationId: 'listModels',
-        summary: 'The models runs may name in config.model_id (configured with AGENTYARD_MODELS)',
+        summary:
+          'The model catalogue: AGENTYARD_MODELS first, then the built-in ids (closed with AGENTYARD_MODEL_CATALOGUE)',
         response: { 200: Type.Object({ default_model_id: Str, models: Type.Array(ModelInfoSchema) }) },
       },
     },
@@ -159,8 +196,7 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
       schema: {
         tags: ['agents'],
         operationId: 'listEnvironments',
-        summary:
-          'Cloud environments (Agentyard has none yet: runs use the runner of their factory or the executor default)',
+        summary: "The runners of the team's applied factories, as environments (uid `<factory id>.<runner name>`)",
         querystring: Type.Object(
           { sort_by: Type.Optional(Type.Union([Type.Literal('name'), Type.Literal('last_updated')])) },
           { additionalProperties: true },
@@ -170,7 +206,38 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
         },
       },
     },
-    async () => ({ environments: [] }),
+    async (request) => {
+      const teamId = request.principal.teamId;
+      const factories = await plans.listFactoryDefinitions(ctx.db, teamId);
+      const environments = environmentsOfFactories(factories, teamId);
+      const lastRuns = await plans.lastRunsByRunner(
+        ctx.db,
+        teamId,
+        factories.map((f) => f.id),
+      );
+      const byUid = new Map(lastRuns.map((r) => [environmentUid(r.factory_id, r.runner), r]));
+      for (const env of environments) {
+        const last = byUid.get(env.uid);
+        if (!last) continue;
+        env.setup_failed = last.setup_failed;
+        env.last_task_run_timestamp = last.started_at?.toISOString() ?? null;
+        env.last_task_created = {
+          id: last.id,
+          title: last.title,
+          state: last.state,
+          created_at: last.created_at.toISOString(),
+          updated_at: last.updated_at.toISOString(),
+          started_at: last.started_at?.toISOString() ?? null,
+        };
+      }
+      const sortBy = request.query.sort_by ?? 'last_updated';
+      environments.sort((a, b) =>
+        sortBy === 'name'
+          ? a.config.name.localeCompare(b.config.name) || a.uid.localeCompare(b.uid)
+          : b.last_updated.localeCompare(a.last_updated) || a.uid.localeCompare(b.uid),
+      );
+      return { environments };
+    },
   );
 
   app.get(
@@ -198,16 +265,75 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
     async (request) => {
       const uid = request.params.artifactUid;
       const found = await plans.findArtifact(ctx.db, request.principal.teamId, uid);
-      if (!found || found.artifact.artifact_type === 'PULL_REQUEST') {
-        throw new AppError('resource_not_found', `artifact ${uid} does not exist`);
+      const type = found?.artifact.artifact_type;
+      if (!found || (type !== 'PLAN' && type !== 'FILE' && type !== 'SCREENSHOT')) {
+        throw new AppError(
+          'resource_not_found',
+          `artifact ${uid} does not exist (pull requests are read from the run)`,
+        );
       }
-      return {
+      const data = found.artifact.data ?? {};
+      const base = {
         artifact_uid: uid,
-        artifact_type: found.artifact.artifact_type ?? 'FILE',
+        artifact_type: type,
         created_at: found.artifact.created_at ?? new Date(0).toISOString(),
         run_id: found.run_id,
-        data: found.artifact.data ?? {},
       };
+      if (type === 'PLAN') {
+        const { content, ...plan } = data;
+        return {
+          ...base,
+          data: {
+            ...plan,
+            document_uid: typeof plan.document_uid === 'string' ? plan.document_uid : uid,
+            notebook_uid: typeof plan.notebook_uid === 'string' ? plan.notebook_uid : found.run_id,
+            content: typeof content === 'string' ? content : '',
+            content_type: 'text/markdown',
+          },
+        };
+      }
+      const { artifact_uid: _uid, mime_type: mimeType, ...file } = data;
+      const signed = signedDownloadUrl(`${ctx.config.publicUrl}/api/v1`, downloadKey, uid);
+      return {
+        ...base,
+        data: {
+          ...(type === 'FILE'
+            ? file
+            : { ...(typeof file.description === 'string' ? { description: file.description } : {}) }),
+          download_url: signed.url,
+          expires_at: signed.expiresAt.toISOString(),
+          content_type: typeof mimeType === 'string' ? mimeType : 'application/octet-stream',
+        },
+      };
+    },
+  );
+
+  app.get(
+    '/agent/artifacts/:artifactUid/download',
+    {
+      config: { public: true },
+      schema: {
+        tags: ['runs'],
+        operationId: 'downloadArtifact',
+        summary:
+          "Download a FILE or SCREENSHOT artifact by its download_url (no API key: the URL's signature is the credential)",
+        params: Type.Object({ artifactUid: Type.String({ minLength: 1 }) }),
+        querystring: Type.Object({ expires: OptStr, signature: OptStr }, { additionalProperties: true }),
+        security: [],
+      },
+    },
+    async (request, reply) => {
+      const uid = request.params.artifactUid;
+      checkDownloadSignature(downloadKey, uid, request.query.expires, request.query.signature);
+      const file = await getArtifactFile(ctx.db, uid);
+      if (!file) throw new AppError('resource_not_found', `artifact ${uid} has no stored content`);
+      return reply
+        .type(file.mime_type)
+        .header('content-disposition', 'attachment')
+        .header('x-content-type-options', 'nosniff')
+        .header('content-security-policy', 'sandbox')
+        .header('cache-control', 'private, max-age=300')
+        .send(file.data);
     },
   );
 

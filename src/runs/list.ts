@@ -1,5 +1,6 @@
 import { AppError } from '../kernel/errors.ts';
 import type { Queryable, SqlValue } from '../kernel/db.ts';
+import { storedSourcesFor } from './client-enums.ts';
 import type { RunRow } from './model.ts';
 import { RUN_STATES } from './state-machine.ts';
 
@@ -157,7 +158,7 @@ export async function listRuns(
   if (f.configName !== undefined) add((p) => `config_name = ${p}`, f.configName);
   if (f.modelId !== undefined) add((p) => `model_id = ${p}`, f.modelId);
   if (f.creator !== undefined) add((p) => `creator_id = ${p}`, f.creator);
-  if (f.source !== undefined) add((p) => `source = ${p}`, f.source);
+  if (f.source !== undefined) add((p) => `source = ANY(${p}::text[])`, storedSourcesFor(f.source));
   if (f.executionLocation !== undefined) add((p) => `execution_location = ${p}`, f.executionLocation);
   if (f.createdAfter) add((p) => `created_at > ${p}`, f.createdAfter);
   if (f.createdBefore) add((p) => `created_at < ${p}`, f.createdBefore);

@@ -1,28 +1,9 @@
+import { clientSource, servedStatusMessage } from './client-enums.ts';
+import type { ClientRunSource, RunSource, ServedStatusMessage } from './client-enums.ts';
 import type { RunState } from './state-machine.ts';
 
-export const RUN_SOURCES = [
-  'LINEAR',
-  'API',
-  'SLACK',
-  'LOCAL',
-  'SCHEDULED_AGENT',
-  'WEB_APP',
-  'GITHUB_ACTION',
-  'CLOUD_MODE',
-  'CLI',
-  'JIRA',
-  'SELF_IMPROVEMENT',
-  'GITHUB_WEBHOOK',
-  'GITLAB_WEBHOOK',
-  'AUTOFIX',
-  'RUN_SCORER',
-  'ORCHESTRATION',
-  // Agentyard: a run started by a custom webhook delivery through an automation.
-  'WEBHOOK',
-  // Agentyard: work sent to a factory by its id.
-  'FACTORY',
-] as const;
-export type RunSource = (typeof RUN_SOURCES)[number];
+export { RUN_SOURCES } from './client-enums.ts';
+export type { RunSource } from './client-enums.ts';
 
 export interface McpServerConfig {
   warp_id?: string;
@@ -113,14 +94,16 @@ export interface RunItem {
   updated_at: string;
   started_at: string | null;
   execution_location: 'LOCAL' | 'REMOTE';
-  status_message?: { message: string; error_code?: string; retryable?: boolean };
-  source: RunSource;
+  status_message?: ServedStatusMessage;
+  source: ClientRunSource;
+  /** The stored source when it is finer than the client's (`WEBHOOK`, `FACTORY`). */
+  source_detail?: RunSource;
   session_id: string;
   session_link: string;
   creator?: { type: 'user' | 'service_account'; uid: string; display_name: string; email?: string };
   executor?: { type: 'user' | 'service_account'; uid: string; display_name: string };
   agent_config: AgentConfig;
-  conversation_id?: string;
+  conversation_id: string;
   parent_run_id?: string;
   artifacts: unknown[];
   scope: { type: 'Team'; uid: string };
@@ -139,7 +122,12 @@ export interface RunItem {
 /** ISO-8601 duration of a run (`PT2M30S`), from its start to its end or to now. */
 export function runTime(start: Date | null, end: Date | null, now = new Date()): string | undefined {
   if (!start) return undefined;
-  let seconds = Math.max(0, Math.round(((end ?? now).getTime() - start.getTime()) / 1000));
+  return isoDuration(((end ?? now).getTime() - start.getTime()) / 1000);
+}
+
+/** `PT1H2M3S` for a number of seconds (rounded; at least `PT0S`). */
+export function isoDuration(totalSeconds: number): string {
+  let seconds = Math.max(0, Math.round(totalSeconds));
   const h = Math.floor(seconds / 3600);
   seconds -= h * 3600;
   const m = Math.floor(seconds / 60);
@@ -147,8 +135,12 @@ export function runTime(start: Date | null, end: Date | null, now = new Date()):
   return `PT${h ? `${h}H` : ''}${m ? `${m}M` : ''}${seconds || (!h && !m) ? `${seconds}S` : ''}`;
 }
 
-/** `sessionLink` makes the run's signed session link (src/runs/session-link.ts). */
-export function toRunItem(row: RunRow, sessionLink: (sessionId: string) => string): RunItem {
+/**
+ * `sessionLink` makes the run's signed session link (src/runs/session-link.ts). `executedSeconds`: the time
+ * the run's executions took (plans.executionSeconds), what `run_time` reports; without it, the span from the
+ * first start to the last end (which counts the waits between executions).
+ */
+export function toRunItem(row: RunRow, sessionLink: (sessionId: string) => string, executedSeconds?: number): RunItem {
   const skillName = row.skill_spec ? row.skill_spec.split(':').pop() : undefined;
   return {
     run_id: row.id,
@@ -160,8 +152,9 @@ export function toRunItem(row: RunRow, sessionLink: (sessionId: string) => strin
     updated_at: row.updated_at.toISOString(),
     started_at: row.started_at ? row.started_at.toISOString() : null,
     execution_location: row.execution_location,
-    ...(row.status_message ? { status_message: row.status_message } : {}),
-    source: row.source,
+    ...(row.status_message ? { status_message: servedStatusMessage(row.status_message) } : {}),
+    source: clientSource(row.source),
+    ...(clientSource(row.source) !== row.source ? { source_detail: row.source } : {}),
     session_id: row.session_id,
     session_link: sessionLink(row.session_id),
     ...(row.creator_id && row.creator_type
@@ -188,14 +181,19 @@ export function toRunItem(row: RunRow, sessionLink: (sessionId: string) => strin
           }
         : {}),
     agent_config: row.config,
-    ...(row.conversation_id ? { conversation_id: row.conversation_id } : {}),
+    // A run starts a conversation named by its id, or continues the one it was created with.
+    conversation_id: row.conversation_id ?? row.id,
     ...(row.parent_run_id ? { parent_run_id: row.parent_run_id } : {}),
     artifacts: row.artifacts,
     scope: { type: 'Team', uid: row.team_id },
     is_run_type_cancellable: true,
     metadata: row.metadata,
     ...(row.request_usage ? { request_usage: row.request_usage } : {}),
-    ...(row.started_at ? { run_time: runTime(row.started_at, row.finished_at)! } : {}),
+    ...(executedSeconds !== undefined
+      ? { run_time: isoDuration(executedSeconds) }
+      : row.started_at
+        ? { run_time: runTime(row.started_at, row.finished_at)! }
+        : {}),
     ...(row.skill_spec
       ? { agent_skill: { ...(skillName ? { name: skillName } : {}), full_path: row.skill_spec } }
       : {}),

@@ -1,3 +1,6 @@
+import { closest } from '../definitions/levenshtein.ts';
+import { AppError } from '../kernel/errors.ts';
+
 export type ModelProvider = 'OPENAI' | 'ANTHROPIC' | 'GOOGLE' | 'UNKNOWN';
 
 export interface ModelInfo {
@@ -14,20 +17,59 @@ export interface ModelCatalogue {
   models: ModelInfo[];
 }
 
+const model = (id: string, display_name: string, provider: ModelProvider, description?: string): ModelInfo => ({
+  id,
+  display_name,
+  provider,
+  vision_supported: true,
+  ...(description ? { description } : {}),
+});
+
 /**
- * What `GET /agent/models` answers when AGENTYARD_MODELS is not set. The model is chosen by the harness that
- * runs the agent; `auto` leaves the choice to it. Operators list the models their harnesses accept.
+ * The models this deployment knows without configuration: the product's published ids (its Auto models and
+ * model ids, which factories written for it name) and the names the harnesses' CLIs take for `--model`.
+ * `auto` and `auto-*` leave the choice to the harness (docs/harnesses.md).
  */
-export const DEFAULT_MODELS: ModelCatalogue = {
-  default_model_id: 'auto',
-  models: [
-    { id: 'auto', display_name: 'Auto (the harness default)', provider: 'UNKNOWN', vision_supported: true },
-    { id: 'claude-sonnet-4-5', display_name: 'Claude Sonnet 4.5', provider: 'ANTHROPIC', vision_supported: true },
-    { id: 'claude-opus-4-1', display_name: 'Claude Opus 4.1', provider: 'ANTHROPIC', vision_supported: true },
-    { id: 'gpt-5', display_name: 'GPT-5', provider: 'OPENAI', vision_supported: true },
-    { id: 'gemini-2.5-pro', display_name: 'Gemini 2.5 Pro', provider: 'GOOGLE', vision_supported: true },
-  ],
-};
+export const BUILT_IN_MODELS: readonly ModelInfo[] = [
+  model('auto', 'Auto (the harness default)', 'UNKNOWN', 'The harness picks its default model'),
+  model('auto-efficient', 'Auto (Cost-efficient)', 'UNKNOWN', 'The harness picks its default model'),
+  model('auto-genius', 'Auto (Genius)', 'UNKNOWN', 'The harness picks its default model'),
+  model('auto-open', 'Auto (Open-weights)', 'UNKNOWN', 'The harness picks its default model'),
+  // Claude Code (`claude --model`): aliases and full names
+  model('opus', 'Claude Opus (latest)', 'ANTHROPIC'),
+  model('sonnet', 'Claude Sonnet (latest)', 'ANTHROPIC'),
+  model('haiku', 'Claude Haiku (latest)', 'ANTHROPIC'),
+  model('claude-opus-4-6', 'Claude Opus 4.6', 'ANTHROPIC'),
+  model('claude-opus-4-5', 'Claude Opus 4.5', 'ANTHROPIC'),
+  model('claude-opus-4-1', 'Claude Opus 4.1', 'ANTHROPIC'),
+  model('claude-sonnet-4-5', 'Claude Sonnet 4.5', 'ANTHROPIC'),
+  model('claude-sonnet-4', 'Claude Sonnet 4', 'ANTHROPIC'),
+  model('claude-haiku-4-5', 'Claude Haiku 4.5', 'ANTHROPIC'),
+  // Codex (`codex --model`) and the product's OpenAI ids
+  model('gpt-5', 'GPT-5', 'OPENAI'),
+  model('gpt-5-codex', 'GPT-5 Codex', 'OPENAI'),
+  model('gpt-5.1', 'GPT-5.1', 'OPENAI'),
+  model('gpt-5.1-codex', 'GPT-5.1 Codex', 'OPENAI'),
+  model('gpt-5.1-codex-max', 'GPT-5.1 Codex Max', 'OPENAI'),
+  model('gpt-5.2', 'GPT-5.2', 'OPENAI'),
+  model('gpt-5.2-codex', 'GPT-5.2 Codex', 'OPENAI'),
+  model('gpt-5.3-codex', 'GPT-5.3 Codex', 'OPENAI'),
+  model('gpt-5.4', 'GPT-5.4', 'OPENAI'),
+  ...['low', 'medium', 'high', 'xhigh'].map((level) =>
+    model(`gpt-5-4-${level}`, `GPT-5.4 (${level} reasoning)`, 'OPENAI'),
+  ),
+  ...['low', 'medium', 'high', 'xhigh'].map((level) =>
+    model(`gpt-5-3-codex-${level}`, `GPT-5.3 Codex (${level} reasoning)`, 'OPENAI'),
+  ),
+  // Gemini CLI (`gemini --model`)
+  model('gemini-3-pro', 'Gemini 3 Pro', 'GOOGLE'),
+  model('gemini-3-pro-preview', 'Gemini 3 Pro (preview)', 'GOOGLE'),
+  model('gemini-2.5-pro', 'Gemini 2.5 Pro', 'GOOGLE'),
+  model('gemini-2.5-flash', 'Gemini 2.5 Flash', 'GOOGLE'),
+];
+
+/** What `GET /agent/models` answers when AGENTYARD_MODELS is not set. */
+export const DEFAULT_MODELS: ModelCatalogue = { default_model_id: 'auto', models: [...BUILT_IN_MODELS] };
 
 export function providerOf(id: string): ModelProvider {
   if (/^claude|anthropic/i.test(id)) return 'ANTHROPIC';
@@ -89,4 +131,65 @@ export function parseModelCatalogue(raw: string | undefined): ModelCatalogue {
   if (!models.some((m) => m.id === defaultId))
     throw new Error(`AGENTYARD_MODELS: default_model_id "${defaultId}" is not in models`);
   return { default_model_id: defaultId, models };
+}
+
+/** The catalogue runs and factories are checked against: the configured models first, then the built-in ones. */
+export interface KnownModels extends ModelCatalogue {
+  /** Unknown ids are refused (AGENTYARD_MODEL_CATALOGUE=closed) rather than warned about. */
+  closed: boolean;
+  ids: ReadonlySet<string>;
+}
+
+export function knownModels(config: {
+  agentModels: string | undefined;
+  modelCatalogue: 'open' | 'closed';
+}): KnownModels {
+  const configured = parseModelCatalogue(config.agentModels);
+  const models = [...configured.models];
+  const seen = new Set(models.map((m) => m.id));
+  for (const m of BUILT_IN_MODELS) if (!seen.has(m.id)) models.push(m);
+  return {
+    default_model_id: configured.default_model_id,
+    models,
+    closed: config.modelCatalogue === 'closed',
+    ids: new Set(models.map((m) => m.id)),
+  };
+}
+
+/** Why `id` (named by `field`) is not catalogued, with the nearest known id; undefined when it is. */
+export function unknownModel(known: KnownModels, field: string, id: string): string | undefined {
+  if (known.ids.has(id)) return undefined;
+  const suggestion = closest(id, known.ids);
+  return `${field} "${id}" is not in this deployment's model catalogue (GET /agent/models)${
+    suggestion ? `; did you mean "${suggestion}"?` : ''
+  }`;
+}
+
+export interface RunWarning {
+  code: 'model_unknown';
+  field: string;
+  message: string;
+}
+
+/**
+ * The model ids a run's configuration names that the catalogue does not know: warnings, or with a closed
+ * catalogue a `422 model_unknown`.
+ */
+export function checkRunModels(
+  known: KnownModels,
+  config: { model_id?: unknown; harness?: { model_id?: unknown } } | undefined,
+): RunWarning[] {
+  const named: [string, unknown][] = [
+    ['config.model_id', config?.model_id],
+    ['config.harness.model_id', config?.harness?.model_id],
+  ];
+  const warnings: RunWarning[] = [];
+  for (const [field, id] of named) {
+    if (typeof id !== 'string' || id === '') continue;
+    const message = unknownModel(known, field, id);
+    if (!message) continue;
+    if (known.closed) throw new AppError('model_unknown', message);
+    warnings.push({ code: 'model_unknown', field, message: `${message}; the harness is given it as it is` });
+  }
+  return warnings;
 }

@@ -346,9 +346,12 @@ export interface FactoryAgentsRow {
   definition: { agents?: unknown[] } | null;
 }
 
-export async function listFactoryDefinitions(q: Queryable, teamId: string): Promise<FactoryAgentsRow[]> {
-  const res = await q.query<FactoryAgentsRow>(
-    `SELECT id, name, source, definition FROM factories
+export async function listFactoryDefinitions(
+  q: Queryable,
+  teamId: string,
+): Promise<(FactoryAgentsRow & { updated_at: Date })[]> {
+  const res = await q.query<FactoryAgentsRow & { updated_at: Date }>(
+    `SELECT id, name, source, definition, updated_at FROM factories
      WHERE team_id = $1 AND deleted_at IS NULL AND definition IS NOT NULL ORDER BY name, id`,
     [teamId],
   );
@@ -362,4 +365,59 @@ export async function lastRunByConfigName(q: Queryable, teamId: string, names: s
     [teamId, names],
   );
   return new Map(res.rows.map((r) => [r.config_name, r.last]));
+}
+
+/**
+ * The newest run on each runner of the given factories: a run's runner is its `config.runner_id`, else the
+ * runner its agent (`config.name`) executes on (as src/execution/runner-image.ts resolves it).
+ */
+export async function lastRunsByRunner(q: Queryable, teamId: string, factoryIds: string[]): Promise<LastRunOnRunner[]> {
+  if (factoryIds.length === 0) return [];
+  const res = await q.query<LastRunOnRunner>(
+    `SELECT DISTINCT ON (x.factory_id, x.runner) x.* FROM (
+       SELECT r.factory_id, coalesce(r.config->>'runner_id',
+                (SELECT a->'execution'->>'runner' FROM jsonb_array_elements(coalesce(f.definition->'agents', '[]'::jsonb)) a
+                 WHERE a->>'name' = r.config->>'name' LIMIT 1)) AS runner,
+              r.id, r.title, r.state, r.created_at, r.updated_at, r.started_at,
+              coalesce(r.status_message->>'error_code' = 'environment_setup_failed', false) AS setup_failed
+       FROM runs r JOIN factories f ON f.id = r.factory_id
+       WHERE r.team_id = $1 AND r.factory_id = ANY($2::text[])) x
+     WHERE x.runner IS NOT NULL
+     ORDER BY x.factory_id, x.runner, x.created_at DESC, x.id DESC`,
+    [teamId, factoryIds],
+  );
+  return res.rows;
+}
+
+export interface LastRunOnRunner {
+  factory_id: string;
+  runner: string;
+  id: string;
+  title: string;
+  state: string;
+  created_at: Date;
+  updated_at: Date;
+  started_at: Date | null;
+  setup_failed: boolean;
+}
+
+/** The id of the team's conversation `id` names (a run id or a conversation id); undefined when none. */
+export async function conversationOf(q: Queryable, teamId: string, id: string): Promise<string | undefined> {
+  const res = await q.query<{ conversation: string }>(
+    `SELECT coalesce(conversation_id, id) AS conversation FROM runs
+     WHERE team_id = $1 AND (id = $2 OR conversation_id = $2) ORDER BY created_at, id LIMIT 1`,
+    [teamId, id],
+  );
+  return res.rows[0]?.conversation;
+}
+
+/** Seconds each run spent executing: the sum over its executions of start → end (→ now while one runs). */
+export async function executionSeconds(q: Queryable, runIds: readonly string[]): Promise<Map<string, number>> {
+  if (runIds.length === 0) return new Map();
+  const res = await q.query<{ run_id: string; seconds: number }>(
+    `SELECT run_id, sum(extract(epoch FROM coalesce(ended_at, ay_now()) - started_at))::float8 AS seconds
+     FROM executions WHERE run_id = ANY($1::text[]) AND started_at IS NOT NULL GROUP BY run_id`,
+    [runIds],
+  );
+  return new Map(res.rows.map((r) => [r.run_id, Number(r.seconds)]));
 }

@@ -5,14 +5,16 @@ import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
 import { CONSOLE_SESSION_COOKIE, consoleRunPath } from '../kernel/api.ts';
 import { parseTimestamp } from '../kernel/hostile-input.ts';
-import type { Creator } from './model.ts';
+import type { Creator, RunRow } from './model.ts';
 import { toRunItem } from './model.ts';
 import { sessionLinksFor } from './session-link.ts';
 import type { SessionLinks } from './session-link.ts';
 import { getRunBySession } from './plans.ts';
 import { renderSessionPage } from './session-page.ts';
 import { listRuns } from './list.ts';
+import { checkRunModels, knownModels } from './models.ts';
 import type { RunFilters, SortField, SortOrder } from './list.ts';
+import * as plans from './plans.ts';
 import * as schemas from './schemas.ts';
 import type { RunService } from './service.ts';
 import type { Static } from 'typebox';
@@ -74,6 +76,11 @@ function filtersOf(q: ListQuery): RunFilters {
   return f;
 }
 
+/** An RFC 9111 `Warning` value (299: a persistent warning), its text kept to visible ASCII. */
+function warningHeader(message: string): string {
+  return `299 agentyard "${message.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '\\$&')}"`;
+}
+
 export async function registerRunRoutes(
   app: AppInstance,
   ctx: ServiceContext,
@@ -81,6 +88,7 @@ export async function registerRunRoutes(
   checkSecrets: RunSecretsCheck,
 ): Promise<void> {
   const links = sessionLinksFor(ctx);
+  const known = knownModels(ctx.config);
   const createRun = async (
     request: FastifyRequest<{ Body: Static<typeof schemas.RunAgentRequestSchema> | undefined }>,
     reply: FastifyReply,
@@ -111,6 +119,16 @@ export async function registerRunRoutes(
     if (typeof idempotencyKey === 'string' && idempotencyKey.length > 255) {
       throw new AppError('invalid_request', 'the Idempotency-Key header must be at most 255 characters');
     }
+    const warnings = checkRunModels(known, body.config);
+    let conversationId: string | null = null;
+    if (body.conversation_id !== undefined) {
+      conversationId = (await plans.conversationOf(ctx.db, request.principal.teamId, body.conversation_id)) ?? null;
+      if (!conversationId)
+        throw new AppError(
+          'resource_not_found',
+          `conversation_id: conversation ${body.conversation_id} does not exist`,
+        );
+    }
     const { run, replayed } = await runs.create(
       {
         teamId: request.principal.teamId,
@@ -122,14 +140,25 @@ export async function registerRunRoutes(
         creator: creatorOf(request),
         agentIdentityUid: body.agent_identity_uid ?? null,
         parentRunId: body.parent_run_id ?? null,
-        conversationId: body.conversation_id ?? null,
+        conversationId,
         attachments,
         ...(body.metadata ? { metadata: body.metadata } : {}),
       },
       typeof idempotencyKey === 'string' && idempotencyKey ? { key: idempotencyKey, body } : undefined,
     );
     if (replayed) reply.header('idempotent-replayed', 'true');
-    return { run_id: run.id, task_id: run.id, state: run.state, at_capacity: false };
+    if (warnings.length)
+      reply.header(
+        'warning',
+        warnings.map((w) => warningHeader(w.message)),
+      );
+    return {
+      run_id: run.id,
+      task_id: run.id,
+      state: run.state,
+      at_capacity: false,
+      ...(warnings.length ? { warnings } : {}),
+    };
   };
 
   const createOptions = {
@@ -148,6 +177,9 @@ export async function registerRunRoutes(
     createRun,
   );
 
+  const runItem = async (row: RunRow) =>
+    toRunItem(row, links.urlFor, (await plans.executionSeconds(ctx.db, [row.id])).get(row.id));
+
   const list = async (q: ListQuery, teamId: string) => {
     const { rows, nextCursor } = await listRuns(ctx.db, {
       teamId,
@@ -157,8 +189,12 @@ export async function registerRunRoutes(
       limit: q.limit ?? 20,
       ...(q.cursor ? { cursor: q.cursor } : {}),
     });
+    const executed = await plans.executionSeconds(
+      ctx.db,
+      rows.map((r) => r.id),
+    );
     return {
-      runs: rows.map((r) => toRunItem(r, links.urlFor)),
+      runs: rows.map((r) => toRunItem(r, links.urlFor, executed.get(r.id))),
       page_info: { has_next_page: nextCursor !== undefined, ...(nextCursor ? { next_cursor: nextCursor } : {}) },
     };
   };
@@ -188,7 +224,7 @@ export async function registerRunRoutes(
         response: { 200: schemas.RunItemSchema },
       },
     },
-    async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), links.urlFor),
+    async (request) => runItem(await runs.get(request.principal.teamId, request.params.runId)),
   );
 
   // Legacy clients (warp-sdk ≤0.3) used /agent/tasks.
@@ -217,7 +253,7 @@ export async function registerRunRoutes(
         params: schemas.RunIdParamsSchema,
       },
     },
-    async (request) => toRunItem(await runs.get(request.principal.teamId, request.params.runId), links.urlFor),
+    async (request) => runItem(await runs.get(request.principal.teamId, request.params.runId)),
   );
 
   app.post(

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
-import { RUN_SOURCES } from './model.ts';
-import type { AgentConfig, RunSource } from './model.ts';
+import { CLIENT_ERROR_CODES, CLIENT_RUN_SOURCES, RUN_SOURCES, SOURCE_FILTER_VALUES } from './client-enums.ts';
+import type { ClientErrorCode, ClientRunSource, RunSource } from './client-enums.ts';
+import type { AgentConfig } from './model.ts';
 import { RUN_STATES } from './state-machine.ts';
 import type { RunState } from './state-machine.ts';
 
@@ -61,13 +62,25 @@ export const RunAgentRequestSchema = Type.Object({
 });
 
 export const RunStateSchema = Type.Unsafe<RunState>({ type: 'string', enum: [...RUN_STATES] });
-export const RunSourceSchema = Type.Unsafe<RunSource>({ type: 'string', enum: [...RUN_SOURCES] });
+export const RunSourceSchema = Type.Unsafe<ClientRunSource>({ type: 'string', enum: [...CLIENT_RUN_SOURCES] });
+const RunSourceDetailSchema = Type.Unsafe<RunSource>({ type: 'string', enum: [...RUN_SOURCES] });
+const ErrorCodeSchema = Type.Unsafe<ClientErrorCode>({ type: 'string', enum: Object.keys(CLIENT_ERROR_CODES) });
+const SourceFilterSchema = Type.Unsafe<string>({
+  type: 'string',
+  enum: [...SOURCE_FILTER_VALUES],
+  description: 'A client source (API selects API, webhook and factory runs) or a stored one (WEBHOOK, FACTORY)',
+});
 
 export const RunAgentResponseSchema = Type.Object({
   run_id: Str,
   task_id: Str,
   state: RunStateSchema,
   at_capacity: Type.Optional(Type.Boolean()),
+  warnings: Type.Optional(
+    Type.Array(Type.Object({ code: Type.Literal('model_unknown'), field: Str, message: Str }), {
+      description: 'What the server accepted but would not have chosen: a model outside its catalogue',
+    }),
+  ),
 });
 
 export const RunItemSchema = Type.Object(
@@ -82,9 +95,15 @@ export const RunItemSchema = Type.Object(
     started_at: Type.Union([DateTime, Type.Null()]),
     execution_location: Type.Union([Type.Literal('LOCAL'), Type.Literal('REMOTE')]),
     status_message: Type.Optional(
-      Type.Object({ message: Str, error_code: OptStr, retryable: Type.Optional(Type.Boolean()) }),
+      Type.Object({
+        message: Str,
+        error_code: Type.Optional(ErrorCodeSchema),
+        error_detail: OptStr,
+        retryable: Type.Optional(Type.Boolean()),
+      }),
     ),
     source: RunSourceSchema,
+    source_detail: Type.Optional(RunSourceDetailSchema),
     session_id: Str,
     session_link: Type.String({ format: 'uri' }),
     creator: Type.Optional(
@@ -96,7 +115,7 @@ export const RunItemSchema = Type.Object(
       }),
     ),
     agent_config: Type.Unsafe<AgentConfig>({ type: 'object', additionalProperties: true }),
-    conversation_id: OptStr,
+    conversation_id: Str,
     parent_run_id: OptStr,
     artifacts: Type.Array(Type.Unknown()),
     scope: Type.Object({ type: Type.Literal('Team'), uid: Str }),
@@ -136,7 +155,7 @@ export const ListRunsQuerySchema = Type.Object(
     config_name: OptStr,
     model_id: OptStr,
     creator: OptStr,
-    source: Type.Optional(RunSourceSchema),
+    source: Type.Optional(SourceFilterSchema),
     execution_location: Type.Optional(Type.Union([Type.Literal('LOCAL'), Type.Literal('REMOTE')])),
     created_after: OptStr,
     created_before: OptStr,

@@ -75,7 +75,8 @@ describe.each(ENGINES)('automations end to end on %s', (engine) => {
     const item = (await server.api('GET', `/agent/runs/${runs.find((r) => r.automation_id === idOf('critical'))!.id}`))
       .body;
     expect(item).toMatchObject({
-      source: 'WEBHOOK',
+      source: 'API',
+      source_detail: 'WEBHOOK',
       delivery_id: deliveryId,
       factory_uid: git.id,
       creator: { type: 'service_account', uid: idOf('critical'), display_name: 'automation critical' },

@@ -106,7 +106,8 @@ describe.each(ENGINES)('automations from the outbox on %s', (engine) => {
     const item = (await server.api('GET', `/agent/runs/${runId}`)).body;
     expect(item).toMatchObject({
       state: 'QUEUED',
-      source: 'WEBHOOK',
+      source: 'API',
+      source_detail: 'WEBHOOK',
       delivery_id: deliveryId,
       automation_id: ids.all,
       factory_uid: factoryId,

@@ -113,6 +113,13 @@ check(client.agent.conversations.check_redirect("conv-1").session_id is None, "c
 
 identity = client.agent.agent.create(name=f"bot-{tag}", description="compat bot", skills=["acme/repo:review"])
 check(identity.uid and identity.name == f"bot-{tag}" and identity.available, "identity created")
+# Strict validation against the client's own model: every member it requires is there, with its type.
+from oz_agent_sdk.types.agent.agent_response import AgentResponse  # noqa: E402
+
+strict = AgentResponse.model_validate(client.agent.agent.with_raw_response.get(identity.uid).http_response.json())
+check(strict.default_runner_uid == "" and strict.secrets == [], f"no default runner, no secrets: {strict}")
+check(strict.memory.attached_stores == [] and strict.memory.auto_memory.enabled is False, "no memory store")
+check(strict.skills == ["acme/repo:review"], f"skills {strict.skills}")
 check(any(a.uid == identity.uid for a in client.agent.agent.list().agents), "identity listed")
 updated = client.agent.agent.update(identity.uid, name=f"bot2-{tag}")
 check(updated.name == f"bot2-{tag}", "identity renamed")

@@ -7,13 +7,17 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ARTIFACT_URL_KEY_PURPOSE, signedDownloadUrl } from '../../src/runs/artifact-files.ts';
+import { SecretCipher } from '../../src/secrets/crypto.ts';
+import { createRun, startExecServer, waitForState } from '../execution/support.ts';
 import { ENGINES } from '../support/db.ts';
-import { startTestServer } from '../support/server.ts';
+import { startTestServer, TEST_MASTER_KEY } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 import { ensurePythonClient } from './support.ts';
 
 const run = promisify(execFile);
 const SCRIPT = fileURLToPath(new URL('./oz_python_client.py', import.meta.url));
+const ARTIFACTS_SCRIPT = fileURLToPath(new URL('./oz_python_artifacts.py', import.meta.url));
 
 describe.each(ENGINES)('official Python client against a live server on %s', (engine) => {
   let s: TestServer;
@@ -59,4 +63,47 @@ describe.each(ENGINES)('official Python client against a live server on %s', (en
     const followups = await s.api('GET', `/agent/runs/${summary.created}/followups`);
     expect(followups.body.followups.map((f: { message: string }) => f.message)).toEqual(['also look at the docs']);
   });
+});
+
+describe.each(ENGINES)('official Python client reading artifacts an agent reported, on %s', (engine) => {
+  let s: Awaited<ReturnType<typeof startExecServer>>;
+  let python: string;
+  beforeAll(async () => {
+    ({ python } = await ensurePythonClient());
+    s = await startExecServer(engine);
+  }, 600_000);
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it('parses FILE, SCREENSHOT and PLAN to their models; a file downloads by its signed URL, an expired one is refused', async () => {
+    const runId = await createRun(s, { prompt: 'Report ARTIFACTS_ALL', config: { harness: { type: 'command' } } });
+    const item = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    expect(item.state, JSON.stringify(item.status_message)).toBe('SUCCEEDED');
+    const fileUid = item.artifacts.find((a: { artifact_type: string }) => a.artifact_type === 'FILE').data.artifact_uid;
+    const key = new SecretCipher(Buffer.from(TEST_MASTER_KEY, 'hex')).deriveKey(ARTIFACT_URL_KEY_PURPOSE);
+    const expired = signedDownloadUrl(s.apiUrl, key, fileUid, Date.now() - 2 * 60 * 60 * 1000);
+    const { stdout } = await run(python, [ARTIFACTS_SCRIPT], {
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        OZ_API_BASE_URL: s.apiUrl,
+        WARP_API_KEY: s.adminKey,
+        RUN_ID: runId,
+        EXPIRED_URL: expired.url,
+      },
+      timeout: 120_000,
+    }).catch((err: { stdout?: string; stderr?: string; message: string }) => {
+      throw new Error(`the Python client could not read the artifacts:\n${err.stderr ?? ''}\n${err.stdout ?? ''}`);
+    });
+    expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).toEqual({ file: fileUid, downloaded: 21 });
+    // The executor refused the FILE whose path leaves the workspace, with an error event naming it.
+    const events = (
+      await s.server.ctx.db.query<{ data: { message: string } }>(
+        `SELECT data FROM run_events WHERE run_id = $1 AND type = 'error'`,
+        [runId],
+      )
+    ).rows.map((r) => r.data.message);
+    expect(events).toEqual([expect.stringMatching(/artifact \.\.\/\.\.\/outside\.txt: the path leaves the workspace/)]);
+  }, 300_000);
 });

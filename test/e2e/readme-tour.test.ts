@@ -241,7 +241,8 @@ describe.each(ENGINES)('README tour, step by step on %s', (engine) => {
     expect(list.body.runs.map((r: { run_id: string }) => r.run_id)).toEqual([runId]);
     const run = list.body.runs[0];
     expect(run).toMatchObject({
-      source: 'WEBHOOK',
+      source: 'API',
+      source_detail: 'WEBHOOK',
       delivery_id: deliveryId,
       automation_id: automationId,
       factory_uid: factoryId,

@@ -179,7 +179,7 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
       });
       const run = await waitForState(s, runId, ['ERROR', 'FAILED', 'SUCCEEDED']);
       expect(run.state).toBe('ERROR');
-      expect(run.status_message.error_code).toBe('workspace_too_large');
+      expect(run.status_message.error_detail).toBe('workspace_too_large');
       const [execution] = await executionsOf(s, runId);
       expect(existsSync(execution!.workspace!)).toBe(true);
       const removed = await s.parts.reaper.sweep();

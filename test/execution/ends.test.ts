@@ -167,7 +167,7 @@ describe.each(ENGINES)('ends of executions on %s', (engine) => {
         (await s.parts.reaper.reapExpiredLeases()) > 0 || (await executionsOf(s, runId!))[0]!.ended_at !== null,
     );
     const afterReaper = await run(runId!);
-    expect(afterReaper).toMatchObject({ state: 'ERROR', status_message: { error_code: 'lease_expired' } });
+    expect(afterReaper).toMatchObject({ state: 'ERROR', status_message: { error_detail: 'lease_expired' } });
     expect(
       await s.parts.recorder.finished({
         runId: runId!,

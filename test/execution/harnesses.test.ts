@@ -272,7 +272,7 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
   it('maps exits: a failing agent → FAILED, a crash → FAILED with its exit code, an auth failure and a missing secret → FAILED', async () => {
     const failed = await runWith('claude', 'Please FAIL');
     expect(failed.run.state).toBe('FAILED');
-    expect(failed.run.status_message).toMatchObject({ error_code: 'agent_failed' });
+    expect(failed.run.status_message).toMatchObject({ error_code: 'internal_error', error_detail: 'agent_failed' });
     expect(failed.run.status_message.message).toContain('The task failed on purpose');
     expect(failed.execution).toMatchObject({ outcome: 'failed', exit_code: 1 });
 
@@ -283,13 +283,13 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
 
     const auth = await runWith('gemini', 'hello', { harness_auth_secrets: {} });
     expect(auth.run.state).toBe('FAILED');
-    expect(auth.run.status_message).toMatchObject({ error_code: 'harness_auth_failed' });
+    expect(auth.run.status_message).toMatchObject({ error_detail: 'harness_auth_failed' });
 
     const missingSecret = await runWith('claude', 'hello', {
       harness_auth_secrets: { claude_auth_secret_name: 'no-such-secret' },
     });
     expect(missingSecret.run.state).toBe('FAILED');
-    expect(missingSecret.run.status_message).toMatchObject({ error_code: 'secret_not_found' });
+    expect(missingSecret.run.status_message).toMatchObject({ error_detail: 'secret_not_found' });
     expect(missingSecret.run.status_message.message).toContain('no-such-secret');
   });
 
@@ -340,7 +340,7 @@ describe.each(ENGINES)('harness executables on %s', (engine) => {
       const runId = await createRun(s, { prompt: 'hello' });
       const run = await waitForState(s, runId, ['ERROR', 'FAILED', 'SUCCEEDED']);
       expect(run.state).toBe('ERROR');
-      expect(run.status_message).toMatchObject({ error_code: 'harness_unavailable' });
+      expect(run.status_message).toMatchObject({ error_detail: 'harness_unavailable' });
       expect(run.status_message.message).toContain('/nonexistent/claude');
     } finally {
       await s.close();

@@ -105,7 +105,7 @@ describe.skipIf(!ENGINES.includes('postgres'))('runs executing in another server
       // the reaper of this (API-only) process takes it
       const run = await waitForState(api, runId, ['ERROR', 'SUCCEEDED', 'FAILED', 'CANCELLED'], 20_000);
       expect(run.state).toBe('ERROR');
-      expect(run.status_message.error_code).toBe('lease_expired');
+      expect(run.status_message.error_detail).toBe('lease_expired');
       expect((await executionsOf(api, runId))[0]).toMatchObject({ outcome: 'lost' });
     } finally {
       killQuietly(agentPid, 'SIGKILL', { group: true });

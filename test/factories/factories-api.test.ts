@@ -111,7 +111,8 @@ describe.each(ENGINES)('factory API on %s', (engine) => {
     expect(res.body).toMatchObject({ state: 'QUEUED', factory_id: managedId });
     const run = (await server.api('GET', `/agent/runs/${res.body.run_id}`)).body;
     expect(run).toMatchObject({
-      source: 'FACTORY',
+      source: 'API',
+      source_detail: 'FACTORY',
       factory_uid: managedId,
       prompt: 'Triage the open alerts',
       worker_host: 'build-box-1',

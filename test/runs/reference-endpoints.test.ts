@@ -41,13 +41,8 @@ describe.each(ENGINES)('reference endpoints on %s', (engine) => {
     const res = await s.api('GET', '/agent/models');
     expect(res.status).toBe(200);
     expect(res.body.default_model_id).toBe('model-a');
-    expect(res.body.models.map((m: { id: string }) => m.id)).toEqual(['model-a', 'model-b']);
-  });
-
-  it('GET /agent/environments answers an empty list', async () => {
-    const res = await s.api('GET', '/agent/environments?sort_by=name');
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual({ environments: [] });
+    // The configured models first, then the built-in catalogue (test/runs/model-catalogue.test.ts).
+    expect(res.body.models.map((m: { id: string }) => m.id).slice(0, 3)).toEqual(['model-a', 'model-b', 'auto']);
   });
 
   it('GET /agent lists the agents of applied factories, filtered by repo, and refuses a malformed repo', async () => {
@@ -60,9 +55,14 @@ describe.each(ENGINES)('reference endpoints on %s', (engine) => {
           file: 'agents/foreman/agent.md',
           description: 'Leads',
           prompt: 'You lead.',
-          execution: { workerHost: 'box-1' },
+          execution: { workerHost: 'box-1', runner: 'default' },
         },
         { name: 'reviewer', file: 'agents/reviewer/agent.md', description: null, prompt: 'You review.', execution: {} },
+      ],
+      factory: { repositories: [{ owner: 'acme', name: 'api' }] },
+      runners: [
+        { name: 'default', description: null, setupCommands: ['npm ci'], platform: { dockerImage: 'node:24' } },
+        { name: 'big', description: 'For builds', setupCommands: [], platform: { dockerImage: null } },
       ],
     };
     await s.server.ctx.db.query(
@@ -79,12 +79,69 @@ describe.each(ENGINES)('reference endpoints on %s', (engine) => {
       description: 'Leads',
       base_prompt: 'You lead.',
       source: { owner: 'acme', name: 'factory', skill_path: 'agents/foreman/agent.md', worker_host: 'box-1' },
-      environments: [],
+      environments: [{ uid: 'fac_a.default', name: 'default' }],
       last_run_timestamp: null,
     });
+    expect(foreman.variants[0]).not.toHaveProperty('repos');
     expect(res.body.agents[0].variants[0].last_run_timestamp).not.toBeNull();
     expect((await s.api('GET', '/agent?repo=acme/factory')).body.agents).toHaveLength(2);
+    // A repository the factory.yaml declares selects its agents too.
+    expect((await s.api('GET', '/agent?repo=acme/api')).body.agents).toHaveLength(2);
     expect((await s.api('GET', '/agent?repo=acme/other')).body.agents).toHaveLength(0);
+    // A factory from a local path is keyed by its name, not by the path's folders.
+    await s.server.ctx.db.query(
+      `INSERT INTO factories (id, team_id, name, source, state, definition) VALUES ('fac_b', $1, 'local', $2, 'applied', $3)`,
+      [
+        teamId,
+        JSON.stringify({ type: 'git', url: 'file:///tmp/demo-factory' }),
+        JSON.stringify({ agents: [{ name: 'solo', file: 'agents/solo/agent.md', prompt: 'x', execution: {} }] }),
+      ],
+    );
+    const solo = (await s.api('GET', '/agent?repo=factory/local')).body.agents;
+    expect(solo.map((a: { variants: { id: string }[] }) => a.variants[0]!.id)).toEqual([
+      'factory/local:agents/solo/agent.md',
+    ]);
+    expect((await s.api('GET', '/agent?repo=tmp/demo-factory')).body.agents).toHaveLength(0);
+
+    // The factory's runners are its environments; the newest run on each says when it last ran.
+    const envs = await s.api('GET', '/agent/environments?sort_by=name');
+    expect(envs.status).toBe(200);
+    expect(envs.body.environments).toEqual([
+      {
+        uid: 'fac_a.big',
+        config: {
+          name: 'big',
+          description: 'For builds',
+          github_repos: [{ owner: 'acme', repo: 'api' }],
+          setup_commands: [],
+        },
+        last_updated: expect.any(String),
+        setup_failed: false,
+        scope: { type: 'Team', uid: teamId },
+        factory_uid: 'fac_a',
+      },
+      expect.objectContaining({
+        uid: 'fac_a.default',
+        config: {
+          name: 'default',
+          description: 'a runner of factory main',
+          docker_image: 'node:24',
+          github_repos: [{ owner: 'acme', repo: 'api' }],
+          setup_commands: ['npm ci'],
+        },
+      }),
+    ]);
+    const onDefault = await s.api('POST', '/agent/runs', { prompt: 'y', config: { name: 'foreman' } });
+    await s.server.ctx.db.query(
+      `UPDATE runs SET factory_id = 'fac_a', state = 'FAILED', status_message = '{"message":"no image","error_code":"environment_setup_failed"}' WHERE id = $1`,
+      [onDefault.body.run_id],
+    );
+    const after = (await s.api('GET', '/agent/environments')).body.environments;
+    const def = after.find((e: { uid: string }) => e.uid === 'fac_a.default');
+    expect(def).toMatchObject({
+      setup_failed: true,
+      last_task_created: { id: onDefault.body.run_id, title: 'y', state: 'FAILED', started_at: null },
+    });
     const bad = await s.api('GET', '/agent?repo=not-a-repo');
     expect(bad.status).toBe(400);
     expect(bad.body.detail).toMatch(/repo/);
@@ -180,7 +237,8 @@ describe.each(ENGINES)('reference endpoints on %s', (engine) => {
       artifact_type: 'PLAN',
       created_at: '2026-02-01T10:00:00.000Z',
       run_id: created.body.run_id,
-      data: artifacts[0]!.data,
+      // A plan's notebook is the run that keeps it.
+      data: { ...artifacts[0]!.data, notebook_uid: created.body.run_id },
     });
     expect((await s.api('GET', '/agent/artifacts/art_pr')).status).toBe(404);
     expect((await s.api('GET', '/agent/artifacts/art_none')).status).toBe(404);

@@ -179,7 +179,7 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
     try {
       const run = await waitForState(s, runId, ['ERROR', 'SUCCEEDED', 'FAILED'], 20_000, key);
       expect(run.state).toBe('ERROR');
-      expect(run.status_message.error_code).toBe('lease_expired');
+      expect(run.status_message.error_detail).toBe('lease_expired');
       expect(run.status_message.message).toContain('worker:box-doomed/');
       expect((await executionsOf(s, runId))[0]).toMatchObject({ outcome: 'lost' });
       const listed = (await workersOf(s, key)).find((x) => x.worker_id === 'box-doomed');

@@ -1,0 +1,18 @@
+/**
+ * Factory settings this deployment accepts but does not act on everywhere, and what it does with them: shown
+ * as `FF_NOT_SUPPORTED_HERE` warnings at validate and apply (ValidationContext.deploymentNotes). Remove a
+ * line when the setting is implemented.
+ */
+import type { DeploymentNotes } from '../definitions/context.ts';
+
+export const DEPLOYMENT_NOTES: DeploymentNotes = {
+  scorers: 'scorers are stored but no run is scored: this deployment has no scoring',
+  runnerInstanceShape:
+    'the local executor and self-hosted workers run agents on their own machine and ignore `instanceShape`; the Kubernetes operator sets the pod resources from it',
+  runnerSetupCommands:
+    'the local executor and self-hosted workers do not run `setupCommands`; the Kubernetes operator runs them before the agent',
+  macosRunner:
+    'macOS runners are not provisioned: the local executor runs the agent on its own machine whatever the platform, the Kubernetes operator refuses the run (`runner_unsupported`)',
+  credentialStrategy:
+    'the local executor runs agents with the harness keys of their secrets; it does not mint per-run credentials, so `credentialStrategy` changes nothing there',
+};
