@@ -418,6 +418,17 @@ const ISOLATION: Record<string, Probe> = {
       await expectNotFound(await f.asB('GET', `/agent/artifacts/${f.a.artifactUid}`), 'artifact');
     },
   },
+  'GET /api/v1/agent/artifacts/:artifactUid/download': {
+    kind: 'public',
+    why: "a download URL signed for one artifact and an expiry is the credential; unsigned, forged or another artifact's signature opens nothing",
+    check: async (f) => {
+      expect((await request(`${f.s.apiUrl}/agent/artifacts/${f.a.artifactUid}/download`)).status).toBe(403);
+      const forged = await request(
+        `${f.s.apiUrl}/agent/artifacts/${f.a.artifactUid}/download?expires=9999999999&signature=${'0'.repeat(64)}`,
+      );
+      expect(forged.status).toBe(403);
+    },
+  },
   'GET /api/v1/agent/sessions/:sessionUuid/redirect': {
     kind: 'public',
     why: 'always answers {} and reveals nothing about the session',
