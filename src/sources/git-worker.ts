@@ -78,6 +78,12 @@ function runGit(command: GitCommand, onStdout: (chunk: Buffer) => boolean): Prom
     child.on('error', (err) => {
       failure ??= err.message;
     });
+    // A killed git's own children (an alias, a credential helper) may hold the pipes open: stop waiting for them.
+    child.on('exit', () => {
+      if (failure === undefined && !stopped) return;
+      child.stdout!.destroy();
+      child.stderr!.destroy();
+    });
     child.on('close', (code) => {
       clearTimeout(timer);
       resolve({ code: stopped ? 0 : code, stderr, ...(failure ? { failure } : {}) });
