@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { simpleGit } from 'simple-git';
@@ -6,7 +5,8 @@ import type { SimpleGit } from 'simple-git';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import { TOP_DIRECTORIES } from '../definitions/load.ts';
 import type { FactoryFileInput } from '../definitions/load.ts';
-import { TreeBudget, isFactoryPath } from './limits.ts';
+import { blobsOnThread, gitOnThread, listOnThread } from './git-thread.ts';
+import type { GitCommand, TreeEntry } from './git-worker.ts';
 import type { SourceLimits } from './limits.ts';
 
 /** Git must never wait for a terminal prompt or a pager in a server process. */
@@ -32,6 +32,16 @@ export async function openBareRepository(dir: string, initArgs: readonly string[
   );
   if (!initialised) await git.raw(['init', '--bare', '--quiet', ...initArgs]);
   return git;
+}
+
+/** Like `openBareRepository`, with `git init` spawned on the git thread. */
+export async function initBareRepository(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const initialised = await stat(path.join(dir, 'HEAD')).then(
+    () => true,
+    () => false,
+  );
+  if (!initialised) await git(dir, ['init', '--bare', '--quiet']);
 }
 
 /**
@@ -60,11 +70,27 @@ export function inheritedEnv(): Record<string, string> {
   return env;
 }
 
-export interface TreeEntry {
-  mode: string;
-  type: string;
-  object: string;
-  path: string;
+export type { TreeEntry } from './git-worker.ts';
+
+/** A git command in `dir` with the environment git may have, for the git thread. */
+export function gitCommand(
+  dir: string,
+  args: string[],
+  extraEnv: Record<string, string> = {},
+  input?: string,
+): GitCommand {
+  return {
+    args,
+    cwd: dir,
+    env: { ...inheritedEnv(), ...BASE_GIT_ENV, ...extraEnv },
+    blockTimeoutMs: BLOCK_TIMEOUT_MS,
+    ...(input === undefined ? {} : { input }),
+  };
+}
+
+/** `git <args>` in `dir`, spawned on the git thread; its standard output as text. */
+export async function git(dir: string, args: string[], extraEnv: Record<string, string> = {}): Promise<string> {
+  return (await gitOnThread(gitCommand(dir, args, extraEnv))).toString('utf8');
 }
 
 /** `git ls-tree -r -z` output. */
@@ -80,46 +106,9 @@ export function parseLsTree(output: string): TreeEntry[] {
 }
 
 /** Reads many blobs with one `git cat-file --batch` process (one process per file would be slow for big trees). */
-export function readBlobs(gitDir: string, objects: readonly string[]): Promise<Map<string, Buffer>> {
-  return new Promise((resolve, reject) => {
-    const out = new Map<string, Buffer>();
-    if (objects.length === 0) {
-      resolve(out);
-      return;
-    }
-    const child = spawn('git', ['cat-file', '--batch'], {
-      cwd: gitDir,
-      env: { ...inheritedEnv(), ...BASE_GIT_ENV },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    const chunks: Buffer[] = [];
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString('utf8');
-    });
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) {
-        reject(new Error(`git cat-file exited with ${code}: ${stderr.trim()}`));
-        return;
-      }
-      const buf = Buffer.concat(chunks);
-      let offset = 0;
-      while (offset < buf.length) {
-        const eol = buf.indexOf(0x0a, offset);
-        if (eol < 0) break;
-        const header = buf.subarray(offset, eol).toString('utf8').split(' ');
-        offset = eol + 1;
-        if (header[1] === 'missing' || header.length < 3) continue;
-        const size = Number(header[2]);
-        out.set(header[0]!, buf.subarray(offset, offset + size));
-        offset += size + 1;
-      }
-      resolve(out);
-    });
-    child.stdin.end(`${objects.join('\n')}\n`);
-  });
+export async function readBlobs(gitDir: string, objects: readonly string[]): Promise<Map<string, string>> {
+  if (objects.length === 0) return new Map();
+  return blobsOnThread(gitCommand(gitDir, ['cat-file', '--batch'], {}, `${objects.join('\n')}\n`));
 }
 
 /** Files git can hold that a factory tree may use: the loader reads only YAML and Markdown. */
@@ -145,8 +134,7 @@ export async function readTree(
     else if (options.everyFile || READ_EXTENSIONS.test(entry.path)) wanted.push(entry);
   }
   const blobs = await readBlobs(gitDir, [...new Set(wanted.map((e) => e.object))]);
-  for (const entry of wanted)
-    files.push({ path: entry.path, content: blobs.get(entry.object)?.toString('utf8') ?? '' });
+  for (const entry of wanted) files.push({ path: entry.path, content: blobs.get(entry.object) ?? '' });
   return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
@@ -157,8 +145,8 @@ export interface CommitInfo {
   time: Date;
 }
 
-export async function readCommit(git: SimpleGit, sha: string): Promise<CommitInfo> {
-  const out = await git.raw(['show', '-s', '--format=%H%x00%an <%ae>%x00%aI%x00%B', sha]);
+export async function readCommit(gitDir: string, sha: string): Promise<CommitInfo> {
+  const out = await git(gitDir, ['show', '-s', '--format=%H%x00%an <%ae>%x00%aI%x00%B', sha]);
   const [full, author, time, ...message] = out.split('\0');
   return { sha: full!.trim(), author: author!, time: new Date(time!), message: message.join('\0').trim() };
 }
@@ -169,57 +157,23 @@ export interface SourceTree {
   refused: Diagnostic[];
 }
 
-/**
- * `git ls-tree -r -l` of the resource paths, streamed: blob sizes come from the tree objects, so a tree over
- * the limits is refused (and the listing stopped) before any blob is read.
- */
-function listFactoryEntries(gitDir: string, treeish: string, budget: TreeBudget): Promise<TreeEntry[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      'git',
-      ['ls-tree', '-r', '-l', '-z', '--full-tree', treeish, '--', 'factory.yaml', 'factory.yml', ...TOP_DIRECTORIES],
-      { cwd: gitDir, env: { ...inheritedEnv(), ...BASE_GIT_ENV }, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    const entries: TreeEntry[] = [];
-    let rest = '';
-    let stderr = '';
-    let stopped = false;
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (chunk: string) => {
-      if (stopped) return;
-      const records = (rest + chunk).split('\0');
-      rest = records.pop()!;
-      for (const record of records) {
-        const tab = record.indexOf('\t');
-        const [mode, type, object, size] = record.slice(0, tab).split(/ +/);
-        const path = record.slice(tab + 1);
-        if (type !== 'blob') continue;
-        const symlink = mode === '120000';
-        if (!isFactoryPath(path, symlink)) continue;
-        if (!budget.add(path, symlink ? 0 : Number(size))) {
-          stopped = true;
-          child.kill();
-          return;
-        }
-        entries.push({ mode: mode!, type, object: object!, path });
-      }
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString('utf8');
-    });
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0 && !stopped) reject(new Error(`git ls-tree exited with ${code}: ${stderr.trim()}`));
-      else resolve(entries);
-    });
-  });
-}
-
 /** The factory files of `<treeish>` within `limits`; over them, the refusals and no content. */
 export async function readSourceTree(gitDir: string, treeish: string, limits: SourceLimits): Promise<SourceTree> {
-  const budget = new TreeBudget(limits);
-  const entries = await listFactoryEntries(gitDir, treeish, budget);
-  const refused = budget.refusals();
+  const { entries, refused } = await listOnThread(
+    gitCommand(gitDir, [
+      'ls-tree',
+      '-r',
+      '-l',
+      '-z',
+      '--full-tree',
+      treeish,
+      '--',
+      'factory.yaml',
+      'factory.yml',
+      ...TOP_DIRECTORIES,
+    ]),
+    limits,
+  );
   if (refused.length > 0) return { files: [], refused };
   const files: FactoryFileInput[] = [];
   const wanted = entries.filter((e) => {
@@ -228,7 +182,6 @@ export async function readSourceTree(gitDir: string, treeish: string, limits: So
     return false;
   });
   const blobs = await readBlobs(gitDir, [...new Set(wanted.map((e) => e.object))]);
-  for (const entry of wanted)
-    files.push({ path: entry.path, content: blobs.get(entry.object)?.toString('utf8') ?? '' });
+  for (const entry of wanted) files.push({ path: entry.path, content: blobs.get(entry.object) ?? '' });
   return { files: files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)), refused: [] };
 }

@@ -1,7 +1,6 @@
 import path from 'node:path';
-import type { SimpleGit } from 'simple-git';
 import { gitAuthFor } from './credentials.ts';
-import { gitClient, openBareRepository, readCommit, readSourceTree } from './git-exec.ts';
+import { git, initBareRepository, readCommit, readSourceTree } from './git-exec.ts';
 import { DEFAULT_SOURCE_LIMITS } from './limits.ts';
 import type { SourceLimits } from './limits.ts';
 import { SerialQueue } from './mutex.ts';
@@ -76,7 +75,7 @@ export class GitSource implements Source {
   readonly #policy: SourceUrlPolicy | undefined;
   readonly #limits: SourceLimits;
   readonly #queue = new SerialQueue();
-  #git: Promise<SimpleGit> | undefined;
+  #initialised: Promise<void> | undefined;
 
   constructor(options: GitSourceOptions) {
     this.#spec = options.spec;
@@ -118,12 +117,12 @@ export class GitSource implements Source {
   }
 
   /** Opens the repository, creating it on first use; concurrent first uses share one `git init`. */
-  #repo(): Promise<SimpleGit> {
-    this.#git ??= openBareRepository(this.#dir);
-    this.#git.catch(() => {
-      this.#git = undefined;
+  #repo(): Promise<void> {
+    this.#initialised ??= initBareRepository(this.#dir);
+    this.#initialised.catch(() => {
+      this.#initialised = undefined;
     });
-    return this.#git;
+    return this.#initialised;
   }
 
   async #fetch(): Promise<SourceSnapshot> {
@@ -131,7 +130,7 @@ export class GitSource implements Source {
     const where = this.describe();
     const kind = classifyGitUrl(spec.url);
     if (!kind) throw new SourceError('terminal', 'InvalidURL', `fetch ${where}: unsupported URL`);
-    const repo = await this.#repo();
+    await this.#repo();
     const secret = await this.#credentials();
     if (secret !== undefined && kind === 'http' && !isLoopback(spec.url)) {
       throw new SourceError(
@@ -150,17 +149,21 @@ export class GitSource implements Source {
     const local = kind === 'local' || kind === 'file';
     try {
       const pinned = await this.#reachable(kind, where);
-      await gitClient(this.#dir, auth.env).raw([
-        ...pinned,
-        'fetch',
-        '--quiet',
-        '--prune',
-        '--no-tags',
-        '--force',
-        '--',
-        spec.url,
-        `+refs/heads/${spec.branch}:${remoteRef}`,
-      ]);
+      await git(
+        this.#dir,
+        [
+          ...pinned,
+          'fetch',
+          '--quiet',
+          '--prune',
+          '--no-tags',
+          '--force',
+          '--',
+          spec.url,
+          `+refs/heads/${spec.branch}:${remoteRef}`,
+        ],
+        auth.env,
+      );
     } catch (err) {
       if (isSourceError(err)) throw err;
       const cause = gitCause(err, auth.secrets);
@@ -172,12 +175,14 @@ export class GitSource implements Source {
     } finally {
       await auth.dispose();
     }
-    const sha = (await repo.raw(['rev-parse', '--verify', '--quiet', `${remoteRef}^{commit}`]).catch(() => '')).trim();
+    const sha = (
+      await git(this.#dir, ['rev-parse', '--verify', '--quiet', `${remoteRef}^{commit}`]).catch(() => '')
+    ).trim();
     if (!sha) throw new SourceError('terminal', 'BranchNotFound', `fetch ${where}: branch ${spec.branch} not found`);
     const revision = `${spec.branch}@sha1:${sha}`;
     let treeish = sha;
     if (spec.path) {
-      const type = (await repo.raw(['cat-file', '-t', `${sha}:${spec.path}`]).catch(() => '')).trim();
+      const type = (await git(this.#dir, ['cat-file', '-t', `${sha}:${spec.path}`]).catch(() => '')).trim();
       if (type !== 'tree') {
         throw new SourceError(
           'terminal',
@@ -190,7 +195,7 @@ export class GitSource implements Source {
     try {
       const [tree, commit] = await Promise.all([
         readSourceTree(this.#dir, treeish, this.#limits),
-        readCommit(repo, sha),
+        readCommit(this.#dir, sha),
       ]);
       return { revision, files: tree.files, commit, ...(tree.refused.length > 0 ? { refused: tree.refused } : {}) };
     } catch (err) {
