@@ -87,7 +87,7 @@ export function parseLogFormat(raw: string | undefined, isTty: boolean): LogForm
   return isTty ? 'pretty' : 'json';
 }
 
-function parseCatalogueMode(raw: string | undefined): 'open' | 'closed' {
+export function parseCatalogueMode(raw: string | undefined): 'open' | 'closed' {
   const mode = (raw ?? '').trim().toLowerCase() || 'open';
   if (mode !== 'open' && mode !== 'closed')
     throw new Error(`AGENTYARD_MODEL_CATALOGUE must be "open" or "closed", got "${raw}"`);

@@ -3,6 +3,9 @@ import { formatDiagnostics } from '../definitions/diagnostic.ts';
 import type { DiagnosticFormat } from '../definitions/diagnostic.ts';
 import { readFactoryDir } from '../definitions/load.ts';
 import { validateFactory } from '../definitions/validate.ts';
+import { parseCatalogueMode } from '../config.ts';
+import { knownModels } from '../runs/models.ts';
+import type { KnownModels } from '../runs/models.ts';
 
 const USAGE = `Usage: agentyard validate DIR [--format text|json|github] [--json]
 
@@ -52,7 +55,19 @@ export async function validateCommand(argv: string[]): Promise<number> {
     );
     return 2;
   }
-  const result = await validateFactory(files);
+  let models: KnownModels;
+  try {
+    models = knownModels({
+      agentModels: process.env.AGENTYARD_MODELS,
+      modelCatalogue: parseCatalogueMode(process.env.AGENTYARD_MODEL_CATALOGUE),
+    });
+  } catch (error) {
+    process.stderr.write(`agentyard validate: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 2;
+  }
+  // The model catalogue as a server with the same AGENTYARD_MODELS / AGENTYARD_MODEL_CATALOGUE has it. What a
+  // deployment does with settings it ignores is the server's to say (its validate endpoint and apply).
+  const result = await validateFactory(files, { models });
   if (format === 'json') {
     const body = {
       valid: result.valid,

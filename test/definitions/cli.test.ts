@@ -78,11 +78,32 @@ describe('agentyard validate', () => {
     cpSync(join(ROOT, 'test/definitions/fixtures/base'), dir, { recursive: true });
     writeFileSync(
       join(dir, 'factory.yaml'),
-      'name: x\nrepositories: [{owner: a, name: b}]\nintegrations: [{type: slack}]\nagentDefaults: {model: auto, runner: linux}\n',
+      'name: x\nrepositories: [{owner: a, name: b}]\nagentDefaults: {model: no-such-model-xyz, runner: linux}\n',
     );
     const { code, stdout } = run(dir);
-    expect(stdout).toContain('warning FF_NOT_SUPPORTED_HERE');
+    expect(stdout).toMatch(/warning \S+ .*no-such-model-xyz/);
     expect(code).toBe(0);
+  });
+
+  it('checks model ids against the catalogue: a did-you-mean warning, an error when it is closed', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'validate-cli-'));
+    dirs.push(dir);
+    cpSync(join(ROOT, 'test/definitions/fixtures/base'), dir, { recursive: true });
+    writeFileSync(
+      join(dir, 'factory.yaml'),
+      'name: x\nrepositories: [{owner: a, name: b}]\nagentDefaults: {model: autoo, runner: linux}\n',
+    );
+    const { code, stdout } = run(dir);
+    expect(stdout).toMatch(/factory\.yaml:3:\d+: warning \S+ .*autoo/);
+    expect(stdout).toMatch(/did you mean `auto`/i);
+    expect(code).toBe(0);
+    const closed = spawnSync(process.execPath, [BIN, 'validate', dir], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, AGENTYARD_MODEL_CATALOGUE: 'closed' },
+    });
+    expect(closed.stdout).toMatch(/factory\.yaml:3:\d+: error .*autoo/);
+    expect(closed.status).toBe(1);
   });
 
   it('usage errors exit 2', () => {
