@@ -152,3 +152,19 @@ export async function countTeamDeliveries(q: Queryable, teamId: string, since: D
   );
   return res.rows[0] ?? { deliveries: 0, accepted: 0, rejected: 0 };
 }
+
+/** One page of a delivery log (a webhook's, or a provider connection's) as the API answers it. */
+export async function deliveryLogPage(
+  q: Queryable,
+  logUid: string,
+  query: { limit?: number | undefined; cursor?: string | undefined },
+): Promise<{ deliveries: DeliveryItem[]; page_info: { has_next_page: boolean; next_cursor?: string } }> {
+  const page = await listDeliveries(q, logUid, { limit: query.limit ?? 50, cursor: query.cursor });
+  return {
+    deliveries: page.rows.map(toDeliveryItem),
+    page_info: {
+      has_next_page: page.nextCursor !== undefined,
+      ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
+    },
+  };
+}

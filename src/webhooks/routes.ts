@@ -8,7 +8,7 @@ import {
   firingsOf,
   getDelivery,
   getDeliveryPayload,
-  listDeliveries,
+  deliveryLogPage,
   toDeliveryItem,
 } from './delivery-log.ts';
 import { webhookView as factoryWebhookView } from './views.ts';
@@ -36,17 +36,7 @@ export async function registerDeliveryLogRoutes(app: AppInstance, ctx: ServiceCo
     },
     async (request) => {
       const row = await teamConnection(ctx, request.principal.teamId, providerOf(request.params.provider));
-      const page = await listDeliveries(ctx.db, row.id, {
-        limit: request.query.limit ?? 50,
-        cursor: request.query.cursor,
-      });
-      return {
-        deliveries: page.rows.map(toDeliveryItem),
-        page_info: {
-          has_next_page: page.nextCursor !== undefined,
-          ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
-        },
-      };
+      return deliveryLogPage(ctx.db, row.id, request.query);
     },
   );
 
@@ -88,17 +78,7 @@ export async function registerDeliveryLogRoutes(app: AppInstance, ctx: ServiceCo
     },
     async (request) => {
       const hook = await teamWebhook(ctx.db, request.principal.teamId, request.params.uid);
-      const page = await listDeliveries(ctx.db, hook.uid, {
-        limit: request.query.limit ?? 50,
-        cursor: request.query.cursor,
-      });
-      return {
-        deliveries: page.rows.map(toDeliveryItem),
-        page_info: {
-          has_next_page: page.nextCursor !== undefined,
-          ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
-        },
-      };
+      return deliveryLogPage(ctx.db, hook.uid, request.query);
     },
   );
 
