@@ -95,6 +95,8 @@ export const ERROR_CODE_TABLE = {
   harness_auth_failed: 'external_authentication_required',
   harness_config_rejected: 'invalid_request',
   harness_unavailable: 'environment_setup_failed',
+  // AGENTYARD_REQUIRE_SANDBOX is set and no sandbox (bubblewrap, a container engine) can run the agent
+  sandbox_unavailable: 'environment_setup_failed',
   // Preparing the run
   environment_setup_failed: 'environment_setup_failed',
   secret_not_found: 'integration_not_configured',

@@ -155,7 +155,10 @@ describe('agents in the bubblewrap sandbox', () => {
       });
       const refused = await probe({ mark: 'refused' });
       expect(refused.run.state).toBe('ERROR');
-      expect(refused.run.status_message).toMatchObject({ error_code: 'sandbox_unavailable' });
+      expect(refused.run.status_message).toMatchObject({
+        error_code: 'environment_setup_failed',
+        error_detail: 'sandbox_unavailable',
+      });
       expect(refused.run.status_message.message).toBe(
         'no sandbox is available (bubblewrap not found at /nonexistent/bwrap) and AGENTYARD_REQUIRE_SANDBOX is set: the agent was not started',
       );
@@ -199,7 +202,10 @@ describe('agents in the bubblewrap sandbox', () => {
       });
       const refused = await probe({ mark: 'container' });
       expect(refused.run.state).toBe('ERROR');
-      expect(refused.run.status_message).toMatchObject({ error_code: 'sandbox_unavailable' });
+      expect(refused.run.status_message).toMatchObject({
+        error_code: 'environment_setup_failed',
+        error_detail: 'sandbox_unavailable',
+      });
       expect(refused.run.status_message.message).toMatch(
         /^the run's container could not be started: the container runtime (docker is unreachable \(.+\)|client "docker" is not installed)$/,
       );

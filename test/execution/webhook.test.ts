@@ -74,7 +74,8 @@ describe.each(ENGINES)('a webhook delivery through a committed automation on %s'
     });
     const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
     expect(run.state, JSON.stringify(run.status_message)).toBe('SUCCEEDED');
-    expect(run.source).toBe('WEBHOOK');
+    expect(run.source).toBe('API');
+    expect(run.source_detail).toBe('WEBHOOK');
     const [execution] = await executionsOf(s, runId);
     const rec = fakeRecords(execution!.workspace!)[0];
     expect(rec.files).toContain('event-payload.json');
