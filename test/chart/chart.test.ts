@@ -229,7 +229,7 @@ describe.skipIf(availability.missing !== undefined)('Helm chart', () => {
     beforeAll(async () => {
       k8s = await startKubernetes(availability);
       await k8s.kubectl(['apply', '-f', path.join(CHART, 'crds')]);
-      await k8s.kubectl(['wait', '--for', 'condition=established', '--timeout=60s', 'crd/factories.agentyard.dev']);
+      await k8s.crdEstablished('factories.agentyard.dev');
       // JSON schemas of every kind the server knows, the Factory CRD included (k8s-test-env.sh schemas).
       const { stdout } = await run('bash', [k8s.script, 'schemas', k8s.cacheDir], {
         env: { ...process.env, K8S_TEST_RUN_DIR: k8s.runDir },

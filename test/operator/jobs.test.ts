@@ -136,7 +136,7 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
     k8s = await startKubernetes(availability);
     batch = k8s.kubeConfig.makeApiClient(BatchV1Api);
     await k8s.kubectl(['apply', '-f', path.join(ROOT, 'crds')]);
-    await k8s.kubectl(['wait', '--for', 'condition=established', '--timeout=60s', 'crd/factories.agentyard.dev']);
+    await k8s.crdEstablished('factories.agentyard.dev');
     await createNamespace(k8s, namespace);
     for (const [name, value] of [
       ['alerts-token', 'alerts-secret'],

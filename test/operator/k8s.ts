@@ -23,6 +23,8 @@ export interface KubernetesTestEnv {
   runDir: string;
   env: Record<string, string>;
   kubectl(args: string[], input?: string): Promise<string>;
+  /** Waits until a CustomResourceDefinition is Established (kubectl wait, retried while it has no conditions yet). */
+  crdEstablished(name: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -96,7 +98,7 @@ async function startOnce(availability: Availability): Promise<KubernetesTestEnv>
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(kubeconfig);
   const bin = env.K8S_TEST_BIN ?? path.join(availability.cacheDir, 'bin');
-  return {
+  const testEnv: KubernetesTestEnv = {
     kubeconfig,
     kubeConfig,
     bin,
@@ -118,11 +120,25 @@ async function startOnce(availability: Availability): Promise<KubernetesTestEnv>
         );
       });
     },
+    async crdEstablished(name) {
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        try {
+          await testEnv.kubectl(['wait', '--for', 'condition=established', '--timeout=60s', `crd/${name}`]);
+          return;
+        } catch (err) {
+          // A CRD read before the API server set any condition makes kubectl's wait fail at once, not wait.
+          if (!/status\.conditions accessor error/.test(String(err)) || Date.now() > deadline) throw err;
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+      }
+    },
     async stop() {
       await run('bash', [availability.script, 'stop', availability.cacheDir], { env: scriptEnv }).catch(() => {});
       rmSync(runDir, { recursive: true, force: true });
     },
   };
+  return testEnv;
 }
 
 /** Polls `check` until it answers a value other than undefined/false, or fails with the last error after `timeoutMs`. */

@@ -135,7 +135,7 @@ describe.skipIf(availability.missing !== undefined || !ENGINES.includes('postgre
     beforeAll(async () => {
       k8s = await startKubernetes(availability);
       await k8s.kubectl(['apply', '-f', path.join(ROOT, 'crds')]);
-      await k8s.kubectl(['wait', '--for', 'condition=established', '--timeout=60s', 'crd/factories.agentyard.dev']);
+      await k8s.crdEstablished('factories.agentyard.dev');
       await createNamespace(k8s, namespace);
       await putSecret(k8s, namespace, 'alerts-token', { value: 'token-one' });
       database = await createTestDatabase('postgres');

@@ -40,7 +40,7 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
   beforeAll(async () => {
     k8s = await startKubernetes(availability);
     await k8s.kubectl(['apply', '-f', path.join(ROOT, 'crds')]);
-    await k8s.kubectl(['wait', '--for', 'condition=established', '--timeout=60s', 'crd/factories.agentyard.dev']);
+    await k8s.crdEstablished('factories.agentyard.dev');
   }, 120_000);
 
   afterAll(async () => {

@@ -49,7 +49,7 @@ describe.skipIf(availability.missing !== undefined)('operator with the chart RBA
   beforeAll(async () => {
     k8s = await startKubernetes(availability);
     await k8s.kubectl(['apply', '-f', path.join(ROOT, 'crds')]);
-    await k8s.kubectl(['wait', '--for', 'condition=established', '--timeout=60s', 'crd/factories.agentyard.dev']);
+    await k8s.crdEstablished('factories.agentyard.dev');
     await createNamespace(k8s, release);
     await createNamespace(k8s, team);
     const { stdout: rendered } = await run(
