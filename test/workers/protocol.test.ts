@@ -199,7 +199,9 @@ describe.each(ENGINES)('a worker process across a server restart on %s', (engine
   it('reconnects with backoff and finishes its run on the new connection', async () => {
     const database = await createTestDatabase(engine);
     const port = await freePort();
-    const settings = { harnesses: [] as [], defaultHarness: undefined };
+    // The run survives the restart only if the worker reports back within its lease: a loaded machine can take
+    // several seconds to restart the server and reconnect, longer than the 3 s lease of the other tests.
+    const settings = { harnesses: [] as [], defaultHarness: undefined, leaseMs: 30_000 };
     let s = await startExecServer(engine, { database, settings, config: { port } });
     const key = (await s.api('POST', '/api-keys', { name: 'worker' })).body.key as string;
     const worker = spawnAgentyard(
