@@ -174,7 +174,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
 
     const overview = async (s: Signed, reply: FastifyReply, error?: string) => {
       const [list, running, stats] = await Promise.all([
-        s.api.get<{ factories: Factory[]; page_info: PageInfo }>('/factories', { limit: '100' }),
+        s.api.get<{ factories: Factory[]; page_info: PageInfo }>('/factories', { limit: '100', counts: 'true' }),
         s.api.get<{ runs: Run[] }>('/agent/runs', { state: 'INPROGRESS', limit: '20' }),
         s.api.get<{ deliveries: number }>('/delivery-stats', { minutes: '60' }),
       ]);
@@ -184,6 +184,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       while (more.has_next_page && more.next_cursor && factories.length < 1000) {
         const next = await s.api.get<{ factories: Factory[]; page_info: PageInfo }>('/factories', {
           limit: '100',
+          counts: 'true',
           cursor: more.next_cursor,
         });
         factories = factories.concat(next.factories);

@@ -81,6 +81,9 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: FactoryRouteD
           limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 50 })),
           cursor: Type.Optional(Type.String()),
           search: Type.Optional(Type.String()),
+          counts: Type.Optional(
+            Type.Boolean({ description: 'Also count the live webhooks, automations and schedules of each factory' }),
+          ),
         }),
         response: { 200: Type.Object({ factories: Type.Array(s.FactorySchema), page_info: s.PageInfoSchema }) },
       },
@@ -92,12 +95,14 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: FactoryRouteD
         cursor: q.cursor,
         search: q.search,
       });
-      const counts = await plans.countFactoryResources(
-        ctx.db,
-        rows.map((r) => r.id),
-      );
+      const counts = q.counts
+        ? await plans.countFactoryResources(
+            ctx.db,
+            rows.map((r) => r.id),
+          )
+        : undefined;
       return {
-        factories: rows.map((row) => ({ ...view(row), counts: counts.get(row.id) })),
+        factories: rows.map((row) => ({ ...view(row), ...(counts ? { counts: counts.get(row.id) } : {}) })),
         page_info: { has_next_page: nextCursor !== undefined, ...(nextCursor ? { next_cursor: nextCursor } : {}) },
       };
     },
@@ -110,11 +115,17 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: FactoryRouteD
         tags: TAGS,
         summary: 'A factory and its status',
         params: s.FactoryIdParams,
+        querystring: Type.Object({
+          counts: Type.Optional(
+            Type.Boolean({ description: 'Also count the live webhooks, automations and schedules of the factory' }),
+          ),
+        }),
         response: { 200: s.FactorySchema },
       },
     },
     async (request) => {
       const row = await factories.get(request.principal.teamId, request.params.id);
+      if (!request.query.counts) return view(row);
       const counts = await plans.countFactoryResources(ctx.db, [row.id]);
       return { ...view(row), counts: counts.get(row.id) };
     },

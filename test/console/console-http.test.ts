@@ -147,6 +147,11 @@ describe.each(ENGINES)('the console over HTTP on %s', (engine) => {
     });
     expect(delivered.status).toBe(202); // the secret shown once is the one in force
 
+    const counted = await server.api('GET', `/factories/${id}?counts=true`);
+    expect(counted.body.counts).toEqual({ webhooks: 1, automations: 0, schedules: 0 });
+    expect((await server.api('GET', `/factories/${id}`)).body.counts).toBeUndefined();
+    const listed = (await server.api('GET', '/factories?counts=true')).body.factories;
+    expect(listed.find((f: { id: string }) => f.id === id).counts.webhooks).toBe(1);
     expect((await postForm(server, `/console/webhooks/${hooks[0].uid}/toggle`, { csrf }, cookie)).status).toBe(303);
     expect((await server.api('GET', `/webhooks/${hooks[0].uid}`)).body.enabled).toBe(false);
     const rotated = await postForm(server, `/console/webhooks/${hooks[0].uid}/rotate`, { csrf }, cookie);
