@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SecretCipher } from '../secrets/crypto.ts';
+import { LookupCache } from './lookup-cache.ts';
 import { ApiProblem, ConsoleApi, enc } from './api.ts';
 import type {
   Apply,
@@ -72,6 +73,7 @@ type Form = Record<string, string>;
 export async function consoleRoutes(app: FastifyInstance, options: ConsoleOptions): Promise<void> {
   // `app` is the whole application: the console calls its API routes in process.
   const root = app;
+  const lookups = new LookupCache();
   await app.register(async (scope) => {
     scope.addContentTypeParser(
       'application/x-www-form-urlencoded',
@@ -158,6 +160,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
             403,
           );
         }
+        lookups.forget(s.session.csrf);
         try {
           return await act(s, form, request, reply);
         } catch (err) {
@@ -438,14 +441,15 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
           cursor,
         }),
       ]);
-      const [factory, automations] = await Promise.all([
-        webhook.factory_id
-          ? s.api.get<Factory>(`/factories/${enc(webhook.factory_id)}`).catch(() => undefined)
-          : undefined,
-        webhook.factory_id
-          ? s.api.get<{ automations: Automation[] }>(`/factories/${enc(webhook.factory_id)}/automations`)
-          : { automations: [] },
-      ]);
+      const factoryId = webhook.factory_id;
+      const [factory, automations] = factoryId
+        ? await lookups.get(s.session.csrf, `factory:${factoryId}`, () =>
+            Promise.all([
+              s.api.get<Factory>(`/factories/${enc(factoryId)}`).catch(() => undefined),
+              s.api.get<{ automations: Automation[] }>(`/factories/${enc(factoryId)}/automations`),
+            ]),
+          )
+        : [undefined, { automations: [] }];
       return {
         webhook,
         factoryName: factory?.name,
@@ -532,7 +536,9 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
           if (typeof value === 'string' && value !== '') filters[key] = value;
         }
         const [factories, runs] = await Promise.all([
-          s.api.get<{ factories: Factory[] }>('/factories', { limit: '100' }),
+          lookups.get(s.session.csrf, 'factories', () =>
+            s.api.get<{ factories: Factory[] }>('/factories', { limit: '100' }),
+          ),
           s.api
             .get<{ runs: Run[]; page_info: PageInfo }>('/agent/runs', {
               ...filters,

@@ -195,6 +195,15 @@ describe.each(ENGINES)('the console over HTTP on %s', (engine) => {
     expect(history.length).toBeGreaterThanOrEqual(7);
   });
 
+  it('shows a factory made through a console form in the runs filter at once', async () => {
+    const { cookie, csrf } = await signIn(server, server.adminKey);
+    expect((await get(server, '/console/runs', cookie)).text).not.toContain('filter-probe');
+    const made = await postForm(server, '/console/factories', { csrf, name: 'filter-probe' }, cookie);
+    expect(made.status).toBe(303);
+    const runs = await get(server, '/console/runs', cookie);
+    expect(runs.text).toMatch(/<option value="fac_[^"]+" >filter-probe<\/option>/);
+  });
+
   it('lists the provider connections with their events URL and last event', async () => {
     const { cookie } = await signIn(server, server.adminKey);
     const before = await get(server, '/console/integrations', cookie);
