@@ -1,5 +1,5 @@
 -- Creating a run is the hot path: most runs start without artifacts and execute as their creator, so index
--- only the others (two index insertions fewer per new run; measured in docs/performance.md).
+-- only the others (two index insertions fewer per new run; docs/decisions.md, "Performance: how the store is used").
 
 DROP INDEX runs_artifacts;
 CREATE INDEX runs_artifacts ON runs USING gin (artifacts jsonb_path_ops) WHERE artifacts <> '[]'::jsonb;

@@ -1,7 +1,7 @@
 -- Time-ordered indexes in ascending order. A B-tree serves ORDER BY … DESC by scanning backwards at the same
 -- cost, but where new keys land decides how pages split: in a DESC index every new run is the smallest key of its
--- team, so it goes into the team's first leaf page, which splits 50/50 and leaves half-empty pages behind (1.7x
--- the pages of the same index in ascending order, measured in docs/performance.md). In ascending order new keys
+-- team, so it goes into the team's first leaf page, which splits 50/50 and leaves half-empty pages behind
+-- (docs/decisions.md, "Time-ordered indexes are ascending"). In ascending order new keys
 -- land at the end of the team's range, where PostgreSQL's split heuristics pack the left page full. Fewer
 -- splits, a smaller index and less WAL on every run creation and state change.
 
