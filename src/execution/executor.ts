@@ -8,7 +8,7 @@ import { RUNS_QUEUED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
 import { hostname } from 'node:os';
 import { CoalescedPass } from '../kernel/coalesced-pass.ts';
 import type { Logger } from '../kernel/log.ts';
-import type { CreatedRun } from '../runs/plans.ts';
+import type { CreatedRun } from '../runs/sql.ts';
 import type { RunService } from '../runs/service.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Bus } from '../kernel/bus.ts';

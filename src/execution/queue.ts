@@ -96,7 +96,7 @@ export async function claimServiceRuns(db: Db, options: ClaimOptions): Promise<C
 }
 
 /**
- * Inserts runs (`records`: the JSON records of plans.insertRuns) and, in the same statement, claims up to
+ * Inserts runs (`records`: the JSON records of sql.insertRuns) and, in the same statement, claims up to
  * `limit` queued runs for this process's executors as claimServiceRuns does (ay_create_and_claim_service_runs,
  * migration 0035): the claim may take older runs of other teams before the new ones.
  */

@@ -14,7 +14,7 @@ import { insertArtifactFiles, recordArtifact } from '../runs/artifact-files.ts';
 import type { ArtifactFile, RecordedArtifact } from '../runs/artifact-files.ts';
 import type { NewRunEvent } from '../runs/events.ts';
 import type { RunRow } from '../runs/model.ts';
-import { applyRunEvent } from '../runs/plans.ts';
+import { applyRunEvent } from '../runs/sql.ts';
 import { transitionFor } from '../runs/state-machine.ts';
 import type { RunEvent } from '../runs/state-machine.ts';
 import type { Bus } from '../kernel/bus.ts';
