@@ -4,7 +4,7 @@ import { CoalescedPass } from '../kernel/coalesced-pass.ts';
 import type { Logger } from '../kernel/log.ts';
 import { sessionLinksFor } from '../runs/session-link.ts';
 import { ExecutionRecorder } from '../execution/recorder.ts';
-import type { ExecutionOutcome } from '../execution/plan.ts';
+import type { ExecutionOutcome } from '../execution/assignment.ts';
 import type { OperatorContext } from './context.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { getFactory } from '../reconciler/sql.ts';
