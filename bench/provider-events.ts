@@ -17,7 +17,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { sign } from '@octokit/webhooks-methods';
-import { providerSubscriptions } from '../src/automations/plans.ts';
+import { providerSubscriptions } from '../src/automations/sql.ts';
 import { githubEvents } from '../src/definitions/provider-events.ts';
 import { matchesFilter } from '../src/definitions/trigger-match.ts';
 import { loadConfig } from '../src/config.ts';

@@ -9,8 +9,8 @@ import type { Bus } from '../kernel/bus.ts';
 import type { Db, Queryable } from '../kernel/db.ts';
 import { EVENT_PAYLOAD_FILE, runPrompt, runTitle } from './envelope.ts';
 import { matchPayloadFilter } from './payload-filter.ts';
-import * as plans from './plans.ts';
-import type { OutboxDelivery, Subscription } from './plans.ts';
+import * as sql from './sql.ts';
+import type { OutboxDelivery, Subscription } from './sql.ts';
 import { automationRunBase } from './run-input.ts';
 import { providerFirings } from './provider-runs.ts';
 
@@ -97,12 +97,12 @@ export class OutboxEvaluator {
   /** One transaction: claim up to a batch of pending deliveries, start their runs, mark them evaluated. */
   async evaluateBatch(): Promise<BatchResult> {
     const result = await this.#db.transaction(async (tx) => {
-      const deliveries = await plans.claimOutbox(tx, this.#batchSize);
+      const deliveries = await sql.claimOutbox(tx, this.#batchSize);
       if (deliveries.length === 0) return { deliveries: 0, runs: [] };
       const runs = await this.#startRuns(tx, deliveries);
       const deliveryIds = deliveries.map((d) => d.id);
       await this.#beforeCommit?.({ deliveryIds, runIds: runs.map((r) => r.runId) });
-      await plans.markEvaluated(tx, deliveryIds);
+      await sql.markEvaluated(tx, deliveryIds);
       return { deliveries: deliveries.length, runs };
     });
     for (const run of result.runs)
@@ -119,7 +119,7 @@ export class OutboxEvaluator {
         await this.#fire(tx, delivery.id, firing.automationId, firing.input, runs);
     }
     if (deliveries.length === 0) return runs;
-    const subs = await plans.subscriptions(tx, [...new Set(deliveries.map((d) => d.webhook_uid))]);
+    const subs = await sql.subscriptions(tx, [...new Set(deliveries.map((d) => d.webhook_uid))]);
     if (subs.length === 0) return runs;
     for (const delivery of deliveries) {
       const forWebhook = subs.filter((s) => s.webhook_uid === delivery.webhook_uid && s.team_id === delivery.team_id);
@@ -140,10 +140,10 @@ export class OutboxEvaluator {
     input: CreateRunInput,
     runs: BatchResult['runs'],
   ): Promise<void> {
-    if (!(await plans.claimFiring(tx, deliveryId, automationId))) return;
+    if (!(await sql.claimFiring(tx, deliveryId, automationId))) return;
     try {
       const run = await insertQueuedRun(tx, input);
-      await plans.recordFiring(tx, deliveryId, automationId, { runId: run.id });
+      await sql.recordFiring(tx, deliveryId, automationId, { runId: run.id });
       runs.push({ runId: run.id, workerHost: run.worker_host });
     } catch (err) {
       // The automation's stored configuration is not a valid run: record why, never retry it forever.
@@ -152,7 +152,7 @@ export class OutboxEvaluator {
         { err, automation_id: automationId, delivery_id: deliveryId },
         'an automation could not start its run',
       );
-      await plans.recordFiring(tx, deliveryId, automationId, { error: err.message });
+      await sql.recordFiring(tx, deliveryId, automationId, { error: err.message });
     }
   }
 }

@@ -7,12 +7,12 @@ import { matchesFilter } from '../definitions/trigger-match.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import { isProvider, RUN_SOURCE_OF } from '../integrations/model.ts';
 import type { Provider } from '../integrations/model.ts';
-import { recordLastEvents, upsertInstallation } from '../integrations/plans.ts';
+import { recordLastEvents, upsertInstallation } from '../integrations/sql.ts';
 import type { CreateRunInput } from '../runs/service.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { EVENT_PAYLOAD_FILE, providerRunPrompt, providerRunTitle } from './envelope.ts';
-import { providerSubscriptions } from './plans.ts';
-import type { OutboxDelivery, ProviderSubscription } from './plans.ts';
+import { providerSubscriptions } from './sql.ts';
+import type { OutboxDelivery, ProviderSubscription } from './sql.ts';
 import { automationRunBase } from './run-input.ts';
 
 export interface ProviderFiring {

@@ -1,7 +1,7 @@
 import { readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { MAX_ARTIFACT_FILE_BYTES } from '../runs/artifact-files.ts';
-import type { AgentEvent } from './plan.ts';
+import type { AgentEvent } from './assignment.ts';
 
 /**
  * A FILE or SCREENSHOT artifact an agent reports by its `filepath` in the workspace gets the file's bytes

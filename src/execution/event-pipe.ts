@@ -1,4 +1,4 @@
-import type { AgentEvent } from './plan.ts';
+import type { AgentEvent } from './assignment.ts';
 
 /**
  * Batches an execution's events and writes them one batch at a time, in order: events reported in one tick

@@ -1,6 +1,6 @@
 /**
  * The service's own executors in this process: up to `concurrency` runs at once. Woken by `runs.queued` on
- * the bus and by a poll; each claimed run gets a plan, a workspace and its harness's CLI; the lease is kept
+ * the bus and by a poll; each claimed run gets an assignment, a workspace and its harness's CLI; the lease is kept
  * by heartbeats; a cancelled run (seen on the bus, or by the poll when the bus missed it) has its process
  * tree stopped; follow-ups reach the running agent when its harness takes them.
  */
@@ -8,7 +8,7 @@ import { RUNS_QUEUED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
 import { hostname } from 'node:os';
 import { CoalescedPass } from '../kernel/coalesced-pass.ts';
 import type { Logger } from '../kernel/log.ts';
-import type { CreatedRun } from '../runs/plans.ts';
+import type { CreatedRun } from '../runs/sql.ts';
 import type { RunService } from '../runs/service.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Bus } from '../kernel/bus.ts';
@@ -17,8 +17,8 @@ import { EventPipe } from './event-pipe.ts';
 import { HandOff, insertsHandOffColumns } from './hand-off.ts';
 import type { HandOffTarget } from './hand-off.ts';
 import { adapterFor } from './harnesses/index.ts';
-import { buildPlans, PlanError } from './plan-builder.ts';
-import type { ExecutionPlan } from './plan.ts';
+import { buildAssignments, AssignmentError } from './assignment-builder.ts';
+import type { Assignment } from './assignment.ts';
 import { claimServiceRuns } from './queue.ts';
 import type { Claimed, ClaimOptions } from './queue.ts';
 import type { ExecutionRecorder } from './recorder.ts';
@@ -204,22 +204,22 @@ export class ServiceExecutor implements HandOffTarget {
 
   /** Starts executing claimed runs. */
   async #take(claimed: Claimed[]): Promise<void> {
-    const plans = await buildPlans(this.#deps.db, this.#deps.secrets, claimed, this.#deps.sessionLink);
+    const assignments = await buildAssignments(this.#deps.db, this.#deps.secrets, claimed, this.#deps.sessionLink);
     if (this.#deps.settings.sandbox.containerRuntime) {
       const images = await runnerImages(
         this.#deps.db,
         claimed.map((c) => c.run.id),
       );
-      plans.forEach((plan, i) => {
+      assignments.forEach((assignment, i) => {
         const image = images.get(claimed[i]!.run.id);
-        if (image && !(plan instanceof Error)) plan.image = image;
+        if (image && !(assignment instanceof Error)) assignment.image = image;
       });
     }
-    claimed.forEach((c, i) => this.#launch(c, plans[i]!));
+    claimed.forEach((c, i) => this.#launch(c, assignments[i]!));
     this.#deps.onClaimed?.(claimed.map((c) => c.run.id));
   }
 
-  #launch(claimed: Claimed, plan: ExecutionPlan | Error): void {
+  #launch(claimed: Claimed, assignment: Assignment | Error): void {
     const active: Active = {
       runId: claimed.run.id,
       executionId: claimed.executionId,
@@ -228,7 +228,7 @@ export class ServiceExecutor implements HandOffTarget {
     };
     this.#active.set(claimed.executionId, active);
     this.#byRun.set(claimed.run.id, claimed.executionId);
-    const done = this.#execute(claimed, plan, active)
+    const done = this.#execute(claimed, assignment, active)
       .catch((err: unknown) => this.#deps.log.error({ err, runId: claimed.run.id }, 'execution failed'))
       .finally(() => {
         this.#active.delete(claimed.executionId);
@@ -240,17 +240,17 @@ export class ServiceExecutor implements HandOffTarget {
     this.#finishing.add(done);
   }
 
-  async #execute(claimed: Claimed, plan: ExecutionPlan | Error, active: Active): Promise<void> {
+  async #execute(claimed: Claimed, assignment: Assignment | Error, active: Active): Promise<void> {
     const { recorder, settings, log } = this.#deps;
     const { run, executionId } = claimed;
-    if (plan instanceof Error) {
-      const planError = plan instanceof PlanError;
-      if (!planError) log.error({ err: plan, runId: run.id }, 'building the execution plan failed');
+    if (assignment instanceof Error) {
+      const assignmentError = assignment instanceof AssignmentError;
+      if (!assignmentError) log.error({ err: assignment, runId: run.id }, 'building the execution assignment failed');
       await recorder.finished({
         executionId,
         runId: run.id,
-        outcome: planError
-          ? { kind: 'failed', exitCode: null, message: plan.message, errorCode: plan.errorCode }
+        outcome: assignmentError
+          ? { kind: 'failed', exitCode: null, message: assignment.message, errorCode: assignment.errorCode }
           : {
               kind: 'error',
               exitCode: null,
@@ -264,21 +264,21 @@ export class ServiceExecutor implements HandOffTarget {
       (events) => recorder.events(run.id, executionId, events),
       (err) => log.warn({ err, runId: run.id }, 'storing run events failed'),
     );
-    const runner = new ExecutionRunner(plan, settings, {
+    const runner = new ExecutionRunner(assignment, settings, {
       starting: ({ workspace, sandbox }) =>
         recorder.started({
           executionId,
           runId: run.id,
           workspace,
           leaseMs: settings.leaseMs,
-          followupIds: plan.followups.map((f) => f.id),
-          where: `${HOST} (${this.executorName}) with the ${plan.harness} harness, ${sandbox}`,
+          followupIds: assignment.followups.map((f) => f.id),
+          where: `${HOST} (${this.executorName}) with the ${assignment.harness} harness, ${sandbox}`,
           location: 'LOCAL',
         }),
       events: (events) => pipe.push(events),
     });
     active.runner = runner;
-    for (const f of plan.followups) active.delivered.add(f.id);
+    for (const f of assignment.followups) active.delivered.add(f.id);
     const outcome = await runner.done;
     await pipe.drain();
     await recorder.finished({ executionId, runId: run.id, outcome, usage: runner.usage });
@@ -295,7 +295,7 @@ export class ServiceExecutor implements HandOffTarget {
 
   /** Hands waiting follow-ups to agents whose harness takes them while running. */
   async #deliverFollowups(actives: Active[]): Promise<void> {
-    const live = actives.filter((a) => a.runner && adapterFor(a.runner.plan.harness)?.liveFollowups);
+    const live = actives.filter((a) => a.runner && adapterFor(a.runner.assignment.harness)?.liveFollowups);
     if (live.length === 0) return;
     const res = await this.#deps.db.query<{ id: string; run_id: string; message: string }>(
       `SELECT id, run_id, message FROM run_followups WHERE run_id = ANY($1::text[]) AND consumed_by_execution IS NULL ORDER BY created_at, id`,

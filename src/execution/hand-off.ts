@@ -6,10 +6,10 @@
  * teams, QUEUED → CLAIMED through the state machine with its state event, an execution with its lease), so with
  * a queue it may take older runs of other teams first; the runs it leaves are announced as any new run is.
  * Creations of the same moment go together in one statement (group commit). The statement inserts the columns
- * insertRuns (src/runs/plans.ts) inserts, listed in migration 0036: the hand-off stays off when they differ.
+ * insertRuns (src/runs/sql.ts) inserts, listed in migration 0036: the hand-off stays off when they differ.
  */
-import type { CreatedRun, InsertRun } from '../runs/plans.ts';
-import { insertRunsParameter } from '../runs/plans.ts';
+import type { CreatedRun, InsertRun } from '../runs/sql.ts';
+import { insertRunsParameter } from '../runs/sql.ts';
 import type { RunHandOff } from '../runs/service.ts';
 import type { Db } from '../kernel/db.ts';
 import { Batcher } from '../kernel/group-commit.ts';

@@ -3,14 +3,14 @@
  * workers (by worker ID). A claim is one statement: it locks the runs to take (`FOR UPDATE SKIP LOCKED`, in
  * the functions of migration 0033), so that however many processes claim at once each run goes to exactly
  * one; moves them QUEUED → CLAIMED with the state machine's `claim` transition as a compare-and-set; creates
- * their executions with their leases; and reads what their plans need (ay_claim_service_runs and
+ * their executions with their leases; and reads what their assignments need (ay_claim_service_runs and
  * ay_claim_worker_runs of migration 0034 over those of 0033: planned once per connection, one round trip).
  */
 import type { RunRow } from '../runs/model.ts';
 import { transitionFor } from '../runs/state-machine.ts';
 import type { Db } from '../kernel/db.ts';
 import { newId } from '../kernel/ids.ts';
-import type { PlanInputs } from './plan-builder.ts';
+import type { AssignmentInputs } from './assignment-builder.ts';
 import type { HarnessType } from './settings.ts';
 import { harnessFor, harnessSpellings } from './settings.ts';
 
@@ -19,8 +19,8 @@ export interface Claimed {
   executionId: string;
   attempt: number;
   harness: HarnessType;
-  /** What the plan needs from the database, read by the claim. */
-  inputs: PlanInputs;
+  /** What the assignment needs from the database, read by the claim. */
+  inputs: AssignmentInputs;
 }
 
 export interface ClaimOptions {
@@ -38,9 +38,9 @@ interface ClaimRow {
   execution_id: string;
   attempt: number;
   harness: HarnessType;
-  previous: PlanInputs['previous'];
-  followups: PlanInputs['followups'];
-  attachments: PlanInputs['attachments'];
+  previous: AssignmentInputs['previous'];
+  followups: AssignmentInputs['followups'];
+  attachments: AssignmentInputs['attachments'];
 }
 
 const DATE_COLUMNS = ['created_at', 'updated_at', 'started_at', 'finished_at'] as const;
@@ -96,7 +96,7 @@ export async function claimServiceRuns(db: Db, options: ClaimOptions): Promise<C
 }
 
 /**
- * Inserts runs (`records`: the JSON records of plans.insertRuns) and, in the same statement, claims up to
+ * Inserts runs (`records`: the JSON records of sql.insertRuns) and, in the same statement, claims up to
  * `limit` queued runs for this process's executors as claimServiceRuns does (ay_create_and_claim_service_runs,
  * migration 0035): the claim may take older runs of other teams before the new ones.
  */

@@ -7,7 +7,7 @@
  */
 import { RUNS_QUEUED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
 import type { Logger } from '../kernel/log.ts';
-import { applyRunEvent } from '../runs/plans.ts';
+import { applyRunEvent } from '../runs/sql.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
 import { sweepWorkspaces } from './workspace.ts';

@@ -14,7 +14,7 @@ import { insertArtifactFiles, recordArtifact } from '../runs/artifact-files.ts';
 import type { ArtifactFile, RecordedArtifact } from '../runs/artifact-files.ts';
 import type { NewRunEvent } from '../runs/events.ts';
 import type { RunRow } from '../runs/model.ts';
-import { applyRunEvent } from '../runs/plans.ts';
+import { applyRunEvent } from '../runs/sql.ts';
 import { transitionFor } from '../runs/state-machine.ts';
 import type { RunEvent } from '../runs/state-machine.ts';
 import type { Bus } from '../kernel/bus.ts';
@@ -22,7 +22,7 @@ import type { Db, Queryable } from '../kernel/db.ts';
 import { Batcher } from '../kernel/group-commit.ts';
 import { retryOnConflict } from '../store/errors.ts';
 import { runFromJson } from './queue.ts';
-import type { AgentEvent, ExecutionOutcome } from './plan.ts';
+import type { AgentEvent, ExecutionOutcome } from './assignment.ts';
 
 /** The state-machine event an outcome applies to its run (none: the run is left as it is). */
 const OUTCOME_EVENT: Partial<Record<ExecutionOutcome['kind'], RunEvent>> = {

@@ -1,20 +1,20 @@
 /**
- * Runs one execution plan on this host: prepares the workspace, starts the harness's CLI, turns its output
+ * Runs one execution assignment on this host: prepares the workspace, starts the harness's CLI, turns its output
  * into events, hands follow-ups to it, watches the workspace size, and reads its exit. The service's
- * executors and self-hosted workers both run plans through this.
+ * executors and self-hosted workers both run assignments through this.
  */
 import { constants } from 'node:os';
 import { withArtifactContent } from './artifact-content.ts';
 import { AgentProcess } from './agent-process.ts';
 import { adapterFor } from './harnesses/index.ts';
 import type { HarnessAdapter, Invocation } from './harnesses/types.ts';
-import type { AgentEvent, ExecutionOutcome, ExecutionPlan, PlanFollowup } from './plan.ts';
+import type { AgentEvent, ExecutionOutcome, Assignment, AssignmentFollowup } from './assignment.ts';
 import { removeContainer } from './sandbox/container.ts';
 import { sandboxInvocation } from './sandbox/index.ts';
 import type { SandboxKind } from './sandbox/index.ts';
 import type { ExecutionSettings } from './settings.ts';
 import { redact, secretForms } from './redaction.ts';
-import { createWorkspace, workspaceSize, writePlanFiles } from './workspace.ts';
+import { createWorkspace, workspaceSize, writeAssignmentFiles } from './workspace.ts';
 import type { Workspace } from './workspace.ts';
 
 export interface RunnerHooks {
@@ -54,25 +54,27 @@ const BASE_ENV_VARS = [
 ];
 
 /** The prompt with what the workspace holds for the agent: the skill and the attachments. */
-export function promptWithNotes(plan: ExecutionPlan, fileNames: readonly string[]): string {
+export function promptWithNotes(assignment: Assignment, fileNames: readonly string[]): string {
   const notes: string[] = [];
-  if (plan.skill?.resolved)
+  if (assignment.skill?.resolved)
     notes.push(
-      `Use the skill "${plan.skill.name}": read .agents/skills/${plan.skill.name}/SKILL.md in the working directory and follow it.`,
+      `Use the skill "${assignment.skill.name}": read .agents/skills/${assignment.skill.name}/SKILL.md in the working directory and follow it.`,
     );
-  else if (plan.skill)
-    notes.push(`The skill "${plan.skill.spec}" was requested but could not be provided (${plan.skill.reason}).`);
+  else if (assignment.skill)
+    notes.push(
+      `The skill "${assignment.skill.spec}" was requested but could not be provided (${assignment.skill.reason}).`,
+    );
   if (fileNames.length) notes.push(`Files attached to this run, in the working directory: ${fileNames.join(', ')}.`);
-  const body = plan.prompt.trim()
-    ? plan.prompt
-    : plan.skill
-      ? `Carry out the skill "${plan.skill.name}".`
-      : plan.prompt;
+  const body = assignment.prompt.trim()
+    ? assignment.prompt
+    : assignment.skill
+      ? `Carry out the skill "${assignment.skill.name}".`
+      : assignment.prompt;
   return notes.length ? `${body}\n\n---\n${notes.join('\n')}\n` : body;
 }
 
 export class ExecutionRunner {
-  readonly plan: ExecutionPlan;
+  readonly assignment: Assignment;
   readonly done: Promise<ExecutionOutcome>;
   readonly #settings: ExecutionSettings;
   readonly #hooks: RunnerHooks;
@@ -88,13 +90,13 @@ export class ExecutionRunner {
   #turnsDone = 0;
   #usage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0, cost_usd: 0 };
 
-  constructor(plan: ExecutionPlan, settings: ExecutionSettings, hooks: RunnerHooks) {
-    this.plan = plan;
+  constructor(assignment: Assignment, settings: ExecutionSettings, hooks: RunnerHooks) {
+    this.assignment = assignment;
     this.#settings = settings;
     this.#hooks = hooks;
     this.#secrets = [
       ...new Set(
-        Object.values(plan.secretEnv)
+        Object.values(assignment.secretEnv)
           .filter((v) => v.length >= 6)
           .flatMap((v) => secretForms(v)),
       ),
@@ -130,7 +132,7 @@ export class ExecutionRunner {
    * Hands a follow-up to the running agent at its next turn. False when the harness takes none while running
    * (or the agent has finished its last turn): the follow-up waits for the next execution.
    */
-  deliverFollowup(followup: PlanFollowup): boolean {
+  deliverFollowup(followup: AssignmentFollowup): boolean {
     const input = this.#adapter?.followupInput;
     if (!input || !this.#process?.stdinOpen || this.#stopReason) return false;
     if (!this.#process.write(input(followup.message))) return false;
@@ -145,7 +147,7 @@ export class ExecutionRunner {
     if (error) this.#stopError ??= error;
     await this.#process?.stop(this.#settings.killGraceMs);
     if (this.#sandbox === 'container' && this.#settings.sandbox.containerRuntime)
-      await removeContainer(this.#settings.sandbox.containerRuntime, this.plan.executionId);
+      await removeContainer(this.#settings.sandbox.containerRuntime, this.assignment.executionId);
   }
 
   #outcome(
@@ -182,17 +184,21 @@ export class ExecutionRunner {
   }
 
   async #prepareWorkspace(): Promise<string[]> {
-    const plan = this.plan;
-    const ws = await createWorkspace(this.#settings.workspaceRoot, plan.executionId, plan.previousExecutionId);
+    const assignment = this.assignment;
+    const ws = await createWorkspace(
+      this.#settings.workspaceRoot,
+      assignment.executionId,
+      assignment.previousExecutionId,
+    );
     this.#workspace = ws;
-    return writePlanFiles(ws.dir, plan);
+    return writeAssignmentFiles(ws.dir, assignment);
   }
 
   #environment(invocation: Invocation, ws: Workspace): Record<string, string> {
     const env: Record<string, string> = {};
     for (const name of [...BASE_ENV_VARS, ...this.#settings.passEnv]) {
       const value = process.env[name];
-      if (value !== undefined && !(name in this.plan.secretEnv)) env[name] = value;
+      if (value !== undefined && !(name in this.assignment.secretEnv)) env[name] = value;
     }
     return {
       ...env,
@@ -200,8 +206,8 @@ export class ExecutionRunner {
       TERM: 'dumb',
       NO_COLOR: '1',
       CI: 'true',
-      AGENTYARD_RUN_ID: this.plan.runId,
-      AGENTYARD_EXECUTION_ID: this.plan.executionId,
+      AGENTYARD_RUN_ID: this.assignment.runId,
+      AGENTYARD_EXECUTION_ID: this.assignment.executionId,
       AGENTYARD_WORKSPACE: ws.dir,
       ...invocation.env,
     };
@@ -209,24 +215,29 @@ export class ExecutionRunner {
 
   /** What the agent starts with, recorded once it starts: the skill, left-out MCP servers, follow-ups in the prompt. */
   #emitPrelude(): void {
-    const plan = this.plan;
-    if (plan.skill) {
+    const assignment = this.assignment;
+    if (assignment.skill) {
       this.#emit([
         {
           type: 'skill',
-          data: plan.skill.resolved
+          data: assignment.skill.resolved
             ? {
-                spec: plan.skill.spec,
-                name: plan.skill.name,
+                spec: assignment.skill.spec,
+                name: assignment.skill.name,
                 resolved: true,
-                skill_path: `.agents/skills/${plan.skill.name}/SKILL.md`,
-                source: plan.skill.source,
+                skill_path: `.agents/skills/${assignment.skill.name}/SKILL.md`,
+                source: assignment.skill.source,
               }
-            : { spec: plan.skill.spec, name: plan.skill.name, resolved: false, reason: plan.skill.reason },
+            : {
+                spec: assignment.skill.spec,
+                name: assignment.skill.name,
+                resolved: false,
+                reason: assignment.skill.reason,
+              },
         },
       ]);
     }
-    const unresolvedMcp = Object.entries(plan.mcpServers).filter(([, s]) => !s.command && !s.url);
+    const unresolvedMcp = Object.entries(assignment.mcpServers).filter(([, s]) => !s.command && !s.url);
     if (unresolvedMcp.length) {
       this.#emit([
         {
@@ -237,9 +248,9 @@ export class ExecutionRunner {
         },
       ]);
     }
-    if (plan.followups.length) {
+    if (assignment.followups.length) {
       this.#emit(
-        plan.followups.map((f) => ({
+        assignment.followups.map((f) => ({
           type: 'followup' as const,
           data: { followup_id: f.id, message: f.message, delivery: 'prompt' },
         })),
@@ -248,8 +259,8 @@ export class ExecutionRunner {
   }
 
   async #run(): Promise<ExecutionOutcome> {
-    const plan = this.plan;
-    if (plan.harness === 'noop') {
+    const assignment = this.assignment;
+    if (assignment.harness === 'noop') {
       // the benchmark harness: no agent, so no workspace either
       if (!(await this.#hooks.starting({ workspace: '', sandbox: 'with no agent process' })) || this.#stopReason)
         return this.#stopped(null);
@@ -272,25 +283,25 @@ export class ExecutionRunner {
       );
     }
     const ws = this.#workspace!;
-    const prompt = promptWithNotes(plan, fileNames);
+    const prompt = promptWithNotes(assignment, fileNames);
 
-    const adapter = adapterFor(plan.harness)!;
+    const adapter = adapterFor(assignment.harness)!;
     this.#adapter = adapter;
-    const bin = this.#settings.bins[plan.harness];
+    const bin = this.#settings.bins[assignment.harness];
     let invocation: Invocation;
     try {
       invocation = await adapter.prepare({
-        plan,
+        assignment,
         workspace: ws,
         bin,
-        extraArgs: plan.harness === 'command' ? this.#settings.commandArgs : [],
+        extraArgs: assignment.harness === 'command' ? this.#settings.commandArgs : [],
         prompt,
       });
     } catch (err) {
       return this.#outcome(
         'error',
         null,
-        `the ${plan.harness} harness could not be prepared: ${(err as Error).message}`,
+        `the ${assignment.harness} harness could not be prepared: ${(err as Error).message}`,
         'environment_setup_failed',
       );
     }
@@ -299,7 +310,7 @@ export class ExecutionRunner {
     try {
       sandboxed = await sandboxInvocation(
         { ...this.#settings.sandbox, hidden: [...this.#settings.sandbox.hidden, this.#settings.workspaceRoot] },
-        { invocation, workspace: ws, env, image: plan.image, executionId: plan.executionId },
+        { invocation, workspace: ws, env, image: assignment.image, executionId: assignment.executionId },
       );
     } catch (err) {
       return this.#outcome(
@@ -383,7 +394,7 @@ export class ExecutionRunner {
       const message =
         code === 'ENOENT' && sandbox === 'none'
           ? this.#notFound(invocation)
-          : `the ${plan.harness} harness could not be started: ${exit.spawnError.message}`;
+          : `the ${assignment.harness} harness could not be started: ${exit.spawnError.message}`;
       return this.#outcome('error', null, message, 'harness_unavailable');
     }
     if (this.#stopReason || this.#stopError) return this.#stopped(exit.code);
@@ -402,7 +413,7 @@ export class ExecutionRunner {
   }
 
   #notFound(invocation: Invocation): string {
-    const harness = this.plan.harness;
+    const harness = this.assignment.harness;
     return `the ${harness} harness executable "${invocation.command}" was not found (set AGENTYARD_HARNESS_${harness.toUpperCase()}_BIN)`;
   }
 }

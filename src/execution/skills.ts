@@ -6,7 +6,7 @@
  */
 import path from 'node:path/posix';
 import type { Queryable } from '../kernel/db.ts';
-import type { PlanFile, PlanSkill } from './plan.ts';
+import type { AssignmentFile, AssignmentSkill } from './assignment.ts';
 
 /** Skill files larger than this in total are not shipped (the run is told why). */
 const MAX_SKILL_BYTES = 5 * 1024 * 1024;
@@ -36,7 +36,7 @@ interface SkillLookup {
 }
 
 /**
- * The whole look-up in one statement (a plan waits for it before the run starts): the run's factory, or the
+ * The whole look-up in one statement (an assignment waits for it before the run starts): the run's factory, or the
  * team's factories by name; the agent (the automation's, else the run's configuration name); the candidate
  * directories (the spec's own, else the agent's `skills/` then the shared one); the first factory and
  * directory holding a SKILL.md, and the files under it.
@@ -66,7 +66,7 @@ export async function resolveSkill(
   q: Queryable,
   run: { team_id: string; factory_id: string | null; automation_id: string | null; config_name: string | null },
   spec: string,
-): Promise<PlanSkill> {
+): Promise<AssignmentSkill> {
   const { name, dir } = parseSkillSpec(spec);
   const found = (
     await q.query<SkillLookup>(LOOKUP, [
@@ -89,11 +89,11 @@ export async function resolveSkill(
   const dirs = found.dirs;
   if (found.factory_name !== null && found.prefix !== null) {
     const { prefix, dir: candidate } = found;
-    const planFiles: PlanFile[] = (found.files ?? [])
+    const assignmentFiles: AssignmentFile[] = (found.files ?? [])
       // a skill directory at the root would otherwise take the whole factory
       .filter((f) => candidate !== '' || !f.path.includes('/'))
       .map((f) => ({ path: f.path.slice(prefix.length), content: f.content }));
-    const bytes = planFiles.reduce((n, f) => n + Buffer.byteLength(f.content), 0);
+    const bytes = assignmentFiles.reduce((n, f) => n + Buffer.byteLength(f.content), 0);
     if (bytes > MAX_SKILL_BYTES) {
       return {
         spec,
@@ -102,7 +102,13 @@ export async function resolveSkill(
         reason: `${prefix}SKILL.md of factory ${found.factory_name} has ${bytes} bytes of files (limit ${MAX_SKILL_BYTES})`,
       };
     }
-    return { spec, name, resolved: true, source: `factory ${found.factory_name}: ${prefix}SKILL.md`, files: planFiles };
+    return {
+      spec,
+      name,
+      resolved: true,
+      source: `factory ${found.factory_name}: ${prefix}SKILL.md`,
+      files: assignmentFiles,
+    };
   }
   const looked = dirs.map((d) => `${d ? `${d}/` : ''}SKILL.md`).join(', ');
   return { spec, name, resolved: false, reason: `no ${looked} in factory ${found.factories.join(', ')}` };

@@ -6,7 +6,7 @@
  */
 import { lstat, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { ExecutionPlan } from './plan.ts';
+import type { Assignment } from './assignment.ts';
 
 export interface Workspace {
   /** The agent's working directory. */
@@ -70,22 +70,22 @@ export function attachmentFileName(name: string): string {
 }
 
 /**
- * Puts what the plan brings into a workspace: its attachments (under safe file names) and the files of its
+ * Puts what the assignment brings into a workspace: its attachments (under safe file names) and the files of its
  * resolved skill under `.agents/skills/<name>/`. Answers the attachments' file names.
  */
-export async function writePlanFiles(
+export async function writeAssignmentFiles(
   dir: string,
-  plan: Pick<ExecutionPlan, 'attachments' | 'skill'>,
+  assignment: Pick<Assignment, 'attachments' | 'skill'>,
 ): Promise<string[]> {
   const names: string[] = [];
-  for (const a of plan.attachments) {
+  for (const a of assignment.attachments) {
     const name = attachmentFileName(a.fileName);
     await writeWorkspaceFile(dir, name, Buffer.from(a.base64, 'base64'), 0o644);
     names.push(name);
   }
-  if (plan.skill?.resolved) {
-    for (const f of plan.skill.files)
-      await writeWorkspaceFile(dir, path.join('.agents', 'skills', plan.skill.name, f.path), f.content, 0o644);
+  if (assignment.skill?.resolved) {
+    for (const f of assignment.skill.files)
+      await writeWorkspaceFile(dir, path.join('.agents', 'skills', assignment.skill.name, f.path), f.content, 0o644);
   }
   return names;
 }

@@ -10,7 +10,7 @@ import { AppError } from '../kernel/errors.ts';
 import { readOnlyError } from '../reconciler/index.ts';
 import type { FactoryController } from '../reconciler/index.ts';
 import type { FactoryRow } from '../reconciler/model.ts';
-import * as plans from '../reconciler/plans.ts';
+import * as sql from '../reconciler/sql.ts';
 import { toRunItem } from '../runs/model.ts';
 import { sessionLinksFor } from '../runs/session-link.ts';
 import { MAX_SECRET_BYTES } from '../secrets/service.ts';
@@ -96,7 +96,7 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: FactoryRouteD
         search: q.search,
       });
       const counts = q.counts
-        ? await plans.countFactoryResources(
+        ? await sql.countFactoryResources(
             ctx.db,
             rows.map((r) => r.id),
           )
@@ -126,7 +126,7 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: FactoryRouteD
     async (request) => {
       const row = await factories.get(request.principal.teamId, request.params.id);
       if (!request.query.counts) return view(row);
-      const counts = await plans.countFactoryResources(ctx.db, [row.id]);
+      const counts = await sql.countFactoryResources(ctx.db, [row.id]);
       return { ...view(row), counts: counts.get(row.id) };
     },
   );
@@ -166,7 +166,7 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: FactoryRouteD
       const factory = await factories.get(request.principal.teamId, request.params.id);
       const limit = request.query.limit ?? 20;
       const before = request.query.cursor ? decodeCursor(request.query.cursor) : undefined;
-      const rows = await plans.listApplies(
+      const rows = await sql.listApplies(
         ctx.db,
         factory.id,
         limit + 1,
@@ -237,7 +237,7 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: FactoryRouteD
         },
       },
       async (request, reply) => {
-        const factory = await plans.getFactory(ctx.db, request.params.id);
+        const factory = await sql.getFactory(ctx.db, request.params.id);
         const notFound = new AppError('resource_not_found', 'no factory with a push hook here');
         if (factory?.source.type !== 'git' || !factory.source.push_secret) throw notFound;
         const secret = await ctx.secrets.get(factory.team_id, factory.source.push_secret);
@@ -279,7 +279,7 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: FactoryRouteD
     },
     async (request) => {
       const factory = await factories.get(request.principal.teamId, request.params.id);
-      const rows = await plans.listFactoryWebhooks(ctx.db, factory.id, { includeDeleted: false });
+      const rows = await sql.listFactoryWebhooks(ctx.db, factory.id, { includeDeleted: false });
       return { webhooks: rows.map((r) => webhookView(r, ctx.config.webhookBaseUrl)) };
     },
   );
@@ -297,7 +297,7 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: FactoryRouteD
     },
     async (request) => {
       const factory = await factories.get(request.principal.teamId, request.params.id);
-      return { automations: await automationViews(ctx.db, await plans.listFactoryAutomations(ctx.db, factory.id)) };
+      return { automations: await automationViews(ctx.db, await sql.listFactoryAutomations(ctx.db, factory.id)) };
     },
   );
 
@@ -323,7 +323,7 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: FactoryRouteD
       return {
         revision: factory.applied_revision,
         applied_at: factory.applied_at?.toISOString() ?? null,
-        files: await plans.listFactoryFiles(ctx.db, factory.id),
+        files: await sql.listFactoryFiles(ctx.db, factory.id),
         definition: factory.definition as unknown as Record<string, unknown> | null,
       };
     },

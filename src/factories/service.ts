@@ -7,7 +7,7 @@ import { AppError } from '../kernel/errors.ts';
 import { runConfigFor } from '../reconciler/index.ts';
 import type { FactoryController } from '../reconciler/index.ts';
 import type { FactoryRow } from '../reconciler/model.ts';
-import * as plans from '../reconciler/plans.ts';
+import * as sql from '../reconciler/sql.ts';
 import type { AgentConfig, RunRow } from '../runs/model.ts';
 import { insertQueuedRun } from '../runs/service.ts';
 import { authorizeSource } from '../sources/access.ts';
@@ -70,7 +70,7 @@ export class FactoryService {
     await authorizeSource(source, options, sourceUrlPolicyFor(this.#ctx.config));
     let row: FactoryRow;
     try {
-      row = await plans.insertFactory(this.#ctx.db, { id: newId('fac'), teamId, name: input.name, source });
+      row = await sql.insertFactory(this.#ctx.db, { id: newId('fac'), teamId, name: input.name, source });
     } catch (err) {
       if (isUniqueViolation(err))
         throw new AppError('factory_name_taken', `the team already has a factory named "${input.name}"`);
@@ -94,7 +94,7 @@ export class FactoryService {
     } catch (err) {
       this.#ctx.log.warn({ err, factory_id: row.id }, 'the default files of a new managed factory did not apply');
     }
-    return (await plans.getFactory(this.#ctx.db, row.id)) ?? row;
+    return (await sql.getFactory(this.#ctx.db, row.id)) ?? row;
   }
 
   async #announce(row: FactoryRow, event: 'created' | 'updated' | 'deleted'): Promise<void> {
@@ -105,13 +105,13 @@ export class FactoryService {
   }
 
   async get(teamId: string, id: string): Promise<FactoryRow> {
-    const row = await plans.getTeamFactory(this.#ctx.db, teamId, id);
+    const row = await sql.getTeamFactory(this.#ctx.db, teamId, id);
     if (!row) throw new AppError('resource_not_found', `factory ${id} does not exist`);
     return row;
   }
 
   async getByName(teamId: string, name: string): Promise<FactoryRow> {
-    const row = await plans.findFactoryByName(this.#ctx.db, teamId, name);
+    const row = await sql.findFactoryByName(this.#ctx.db, teamId, name);
     if (!row) throw new AppError('resource_not_found', `no factory named "${name}"`);
     return row;
   }
@@ -121,7 +121,7 @@ export class FactoryService {
     options: { limit: number; cursor?: string | undefined; search?: string | undefined },
   ): Promise<{ rows: FactoryRow[]; nextCursor: string | undefined }> {
     const after = options.cursor ? decodeCursor(options.cursor) : undefined;
-    const rows = await plans.listTeamFactories(this.#ctx.db, teamId, {
+    const rows = await sql.listTeamFactories(this.#ctx.db, teamId, {
       limit: options.limit + 1,
       after: after ? { createdAt: after.c, id: after.i } : undefined,
       search: options.search?.trim() || undefined,
@@ -140,8 +140,8 @@ export class FactoryService {
   /** Deletes the factory; its webhooks answer 404 at once and their delivery history stays. */
   async delete(teamId: string, id: string): Promise<FactoryRow> {
     const row = await this.#ctx.db.transaction(async (tx) => {
-      await plans.lockFactory(tx, id);
-      return plans.softDeleteFactory(tx, teamId, id);
+      await sql.lockFactory(tx, id);
+      return sql.softDeleteFactory(tx, teamId, id);
     });
     if (!row) throw new AppError('resource_not_found', `factory ${id} does not exist`);
     await this.#ctx.bus.publish(WEBHOOKS_CHANGED_TOPIC, { factory_id: id });
@@ -210,10 +210,10 @@ export class FactoryService {
     );
     const teamId = teams.rows[0]?.id;
     if (!teamId) throw new Error('no team exists to hold the factory');
-    const existing = await plans.findFactoryByName(db, teamId, name);
+    const existing = await sql.findFactoryByName(db, teamId, name);
     if (existing) {
       if (JSON.stringify(existing.source) === JSON.stringify(source)) return existing;
-      const updated = (await plans.updateFactorySource(db, existing.id, source))!;
+      const updated = (await sql.updateFactorySource(db, existing.id, source))!;
       await this.#announce(updated, 'updated');
       return updated;
     }

@@ -6,7 +6,7 @@
 import { formatText } from '../definitions/diagnostic.ts';
 import type { ServiceContext } from '../context.ts';
 import type { FactoryRow } from '../reconciler/model.ts';
-import * as plans from '../reconciler/plans.ts';
+import * as sql from '../reconciler/sql.ts';
 import { FACTORIES_CHANGED_TOPIC } from '../kernel/topics.ts';
 
 interface ReconciledEvent {
@@ -37,7 +37,7 @@ export async function reportStartupFactory(
 ): Promise<() => void> {
   let last: string | undefined;
   const report = async (): Promise<void> => {
-    const factory = await plans.getFactory(ctx.db, factoryId);
+    const factory = await sql.getFactory(ctx.db, factoryId);
     if (!factory?.attempted_at) return;
     const key = `${factory.attempted_revision}@${factory.attempted_at.toISOString()}`;
     if (key === last) return;

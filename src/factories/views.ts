@@ -1,5 +1,5 @@
 import type { ExecutionOverrides } from '../definitions/model.ts';
-import type { ApplyRow } from '../reconciler/plans.ts';
+import type { ApplyRow } from '../reconciler/sql.ts';
 import type { ApplyOutcome, FactoryRow } from '../reconciler/model.ts';
 import { sanitizeUrl } from '../sources/url.ts';
 import { API_PREFIX } from '../kernel/api.ts';

@@ -6,8 +6,8 @@ import { requireTeamAdmin } from './guards.ts';
 import { AppError } from '../kernel/errors.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { newId } from '../kernel/ids.ts';
-import * as plans from './plans.ts';
-import type { AgentIdentityRow } from './plans.ts';
+import * as sql from './sql.ts';
+import type { AgentIdentityRow } from './sql.ts';
 
 /**
  * Agent identities (`/agent/identities`): named service accounts that runs may execute as
@@ -111,7 +111,7 @@ export function mergeSettings(
 
 /** The identity a run executes as, or a 404 naming the field. */
 export async function resolveAgentIdentity(q: Queryable, teamId: string, uid: string): Promise<AgentIdentityRow> {
-  const row = await plans.getAgentIdentity(q, teamId, uid);
+  const row = await sql.getAgentIdentity(q, teamId, uid);
   if (!row) throw new AppError('resource_not_found', `agent_identity_uid: agent ${uid} does not exist`);
   return row;
 }
@@ -135,14 +135,14 @@ export async function registerAgentIdentityRoutes(app: AppInstance, ctx: Service
       const settings = mergeSettings({}, body);
       const row = await ctx.db.transaction(async (tx) => {
         const principalId = newId('sa');
-        await plans.insertPrincipal(tx, {
+        await sql.insertPrincipal(tx, {
           id: principalId,
           teamId,
           kind: 'service_account',
           displayName: body.name,
           email: null,
         });
-        return plans.insertAgentIdentity(tx, { id: newId('agt'), teamId, principalId, name: body.name, settings });
+        return sql.insertAgentIdentity(tx, { id: newId('agt'), teamId, principalId, name: body.name, settings });
       });
       return reply.code(201).send(agentIdentityView(row));
     },
@@ -160,7 +160,7 @@ export async function registerAgentIdentityRoutes(app: AppInstance, ctx: Service
       },
     },
     async (request) => ({
-      agents: (await plans.listAgentIdentities(ctx.db, request.principal.teamId, request.query.factory_uid)).map(
+      agents: (await sql.listAgentIdentities(ctx.db, request.principal.teamId, request.query.factory_uid)).map(
         agentIdentityView,
       ),
     }),
@@ -201,7 +201,7 @@ export async function registerAgentIdentityRoutes(app: AppInstance, ctx: Service
       const body = (request.body ?? {}) as Record<string, unknown> & { name?: string | null };
       const row = await ctx.db.transaction(async (tx) => {
         const current = await resolveAgentIdentity(tx, teamId, request.params.uid);
-        return plans.updateAgentIdentity(tx, teamId, current.id, {
+        return sql.updateAgentIdentity(tx, teamId, current.id, {
           name: body.name ?? undefined,
           settings: mergeSettings(current.settings, body),
         });
@@ -224,7 +224,7 @@ export async function registerAgentIdentityRoutes(app: AppInstance, ctx: Service
     async (request, reply) => {
       requireTeamAdmin(request);
       const deleted = await ctx.db.transaction((tx) =>
-        plans.deleteAgentIdentity(tx, request.principal.teamId, request.params.uid),
+        sql.deleteAgentIdentity(tx, request.principal.teamId, request.params.uid),
       );
       if (!deleted) throw new AppError('resource_not_found', `agent ${request.params.uid} does not exist`);
       ctx.authenticator.invalidateAll();

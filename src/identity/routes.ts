@@ -6,8 +6,8 @@ import { requireInstanceAdmin, requireTeamAdmin } from './guards.ts';
 import { AppError } from '../kernel/errors.ts';
 import { parseTimestamp } from '../kernel/hostile-input.ts';
 import { isUniqueViolation } from '../store/errors.ts';
-import * as plans from './plans.ts';
-import type { ApiKeyRow, TeamRow } from './plans.ts';
+import * as sql from './sql.ts';
+import type { ApiKeyRow, TeamRow } from './sql.ts';
 import { createApiKey, createTeamWithAdmin } from './service.ts';
 
 function keyView(row: ApiKeyRow) {
@@ -37,7 +37,7 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
     { schema: { tags: ['identity'], operationId: 'whoami', summary: 'The caller: team, principal and key' } },
     async (request) => {
       const p = request.principal;
-      const team = await plans.getTeam(ctx.db, p.teamId);
+      const team = await sql.getTeam(ctx.db, p.teamId);
       return {
         team: team ? teamView(team) : { id: p.teamId },
         principal: {
@@ -58,7 +58,7 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
     { schema: { tags: ['identity'], operationId: 'listApiKeys', summary: "List the team's API keys (by prefix)" } },
     async (request) => {
       requireTeamAdmin(request);
-      return { api_keys: (await plans.listApiKeys(ctx.db, request.principal.teamId)).map(keyView) };
+      return { api_keys: (await sql.listApiKeys(ctx.db, request.principal.teamId)).map(keyView) };
     },
   );
 
@@ -82,7 +82,7 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
       requireTeamAdmin(request);
       const body = request.body;
       const teamId = request.principal.teamId;
-      if (body.principal_id && !(await plans.principalInTeam(ctx.db, teamId, body.principal_id))) {
+      if (body.principal_id && !(await sql.principalInTeam(ctx.db, teamId, body.principal_id))) {
         throw new AppError('resource_not_found', `principal ${body.principal_id} does not exist`);
       }
       const created = await ctx.db.transaction((tx) =>
@@ -101,7 +101,7 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
           expiresAt: parseTimestamp('expires_at', body.expires_at) ?? null,
         }),
       );
-      const row = (await plans.getApiKey(ctx.db, teamId, created.id))!;
+      const row = (await sql.getApiKey(ctx.db, teamId, created.id))!;
       return reply.code(201).send({ ...keyView(row), key: created.key });
     },
   );
@@ -118,7 +118,7 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
     },
     async (request) => {
       requireTeamAdmin(request);
-      const row = await plans.revokeApiKey(ctx.db, request.principal.teamId, request.params.keyId);
+      const row = await sql.revokeApiKey(ctx.db, request.principal.teamId, request.params.keyId);
       if (!row) throw new AppError('resource_not_found', `API key ${request.params.keyId} does not exist`);
       ctx.authenticator.invalidateAll();
       await ctx.bus.publish(CREDENTIALS_REVOKED_TOPIC, { key_id: row.id });
@@ -144,7 +144,7 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
       requireInstanceAdmin(request);
       const body = request.body;
       const taken = () => new AppError('team_name_taken', `name: a team named "${body.name}" exists`);
-      if (await plans.findTeamByName(ctx.db, body.name)) throw taken();
+      if (await sql.findTeamByName(ctx.db, body.name)) throw taken();
       const created = await ctx.db
         .transaction((tx) =>
           createTeamWithAdmin(tx, {
@@ -158,7 +158,7 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
           if (isUniqueViolation(err)) throw taken();
           throw err;
         });
-      const key = (await plans.getApiKey(ctx.db, created.team.id, created.adminKey.id))!;
+      const key = (await sql.getApiKey(ctx.db, created.team.id, created.adminKey.id))!;
       return reply
         .code(201)
         .send({ team: teamView(created.team), admin_key: { ...keyView(key), key: created.adminKey.key } });
@@ -170,7 +170,7 @@ export async function registerIdentityRoutes(app: AppInstance, ctx: ServiceConte
     { schema: { tags: ['identity'], operationId: 'listTeams', summary: 'List teams (instance admins)' } },
     async (request) => {
       requireInstanceAdmin(request);
-      return { teams: (await plans.listTeams(ctx.db)).map(teamView) };
+      return { teams: (await sql.listTeams(ctx.db)).map(teamView) };
     },
   );
 }

@@ -1,7 +1,7 @@
 import type { Db, Queryable } from '../kernel/db.ts';
 import { newId } from '../kernel/ids.ts';
 import { displayPrefix, generateApiKey, hashApiKey } from './api-keys.ts';
-import * as plans from './plans.ts';
+import * as sql from './sql.ts';
 import type { Principal, SubjectType, TeamRole } from './principal.ts';
 
 export interface CreatedKey {
@@ -29,7 +29,7 @@ export async function createApiKey(
   if (!principalId) {
     const np = input.newPrincipal ?? { kind: 'service_account' as const, displayName: input.name };
     principalId = newId(np.kind === 'user' ? 'usr' : 'sa');
-    await plans.insertPrincipal(q, {
+    await sql.insertPrincipal(q, {
       id: principalId,
       teamId: input.teamId,
       kind: np.kind,
@@ -40,7 +40,7 @@ export async function createApiKey(
   const key = input.key ?? generateApiKey();
   const id = newId('key');
   const prefix = displayPrefix(key);
-  await plans.insertApiKey(q, {
+  await sql.insertApiKey(q, {
     id,
     teamId: input.teamId,
     principalId,
@@ -55,7 +55,7 @@ export async function createApiKey(
 }
 
 export interface CreatedTeam {
-  team: plans.TeamRow;
+  team: sql.TeamRow;
   adminKey: CreatedKey;
 }
 
@@ -64,7 +64,7 @@ export async function createTeamWithAdmin(
   q: Queryable,
   input: { name: string; adminName?: string; adminEmail?: string | null; instanceAdmin?: boolean; key?: string },
 ): Promise<CreatedTeam> {
-  const team = await plans.insertTeam(q, newId('team'), input.name);
+  const team = await sql.insertTeam(q, newId('team'), input.name);
   const adminKey = await createApiKey(q, {
     teamId: team.id,
     name: 'admin',
@@ -91,7 +91,7 @@ const BOOTSTRAP_LOCK_KEY = 7_242_002;
 export async function bootstrapIdentity(db: Db, configuredKey: string | undefined): Promise<BootstrapResult> {
   return db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_LOCK_KEY]);
-    if ((await plans.countTeams(tx)) === 0) {
+    if ((await sql.countTeams(tx)) === 0) {
       const created = await createTeamWithAdmin(tx, {
         name: 'default',
         instanceAdmin: true,
@@ -99,8 +99,8 @@ export async function bootstrapIdentity(db: Db, configuredKey: string | undefine
       });
       return { generatedKey: configuredKey ? undefined : created.adminKey.key, created: true };
     }
-    if (configuredKey && !(await plans.keyHashExists(tx, hashApiKey(configuredKey)))) {
-      const team = (await plans.findTeamByName(tx, 'default')) ?? (await plans.listTeams(tx))[0]!;
+    if (configuredKey && !(await sql.keyHashExists(tx, hashApiKey(configuredKey)))) {
+      const team = (await sql.findTeamByName(tx, 'default')) ?? (await sql.listTeams(tx))[0]!;
       await createApiKey(tx, {
         teamId: team.id,
         name: 'bootstrap',
@@ -148,12 +148,12 @@ export class Authenticator {
 
   async #lookUp(hash: string): Promise<Principal | undefined> {
     const generation = this.#generation;
-    const principal = await plans.principalForKeyHash(this.#db, hash);
+    const principal = await sql.principalForKeyHash(this.#db, hash);
     if (generation === this.#generation) {
       if (this.#cache.size > 10_000) this.#cache.clear();
       this.#cache.set(hash, { principal, expires: Date.now() + this.#ttlMs });
     }
-    if (principal) void plans.touchApiKey(this.#db, principal.keyId).catch(() => {});
+    if (principal) void sql.touchApiKey(this.#db, principal.keyId).catch(() => {});
     return principal;
   }
 

@@ -10,8 +10,8 @@ import {
   IDENTITY_INDEX,
   identityKey,
   insertLogged,
-} from './plans.ts';
-import type { AcceptGroup, AcceptInsert, AcceptResult, DeliveryInsert, DeliveryLabelCode } from './plans.ts';
+} from './sql.ts';
+import type { AcceptGroup, AcceptInsert, AcceptResult, DeliveryInsert, DeliveryLabelCode } from './sql.ts';
 
 export type AcceptOutcome =
   | { outcome: 'accepted'; id: string }

@@ -13,7 +13,7 @@ import { claimedDeliveryId, deliveryIdentity } from './identity.ts';
 import { parseJsonBody } from './json-body.ts';
 import { WEBHOOK_BODY_LIMIT } from './limits.ts';
 import type { IngressLimits } from './limits.ts';
-import type { DeliveryInsert, DeliveryLabelCode } from './plans.ts';
+import type { DeliveryInsert, DeliveryLabelCode } from './sql.ts';
 import type { IngressLimiters } from './rate-limits.ts';
 import type { RoutingSnapshot, WebhookRoute } from './routing.ts';
 

@@ -4,7 +4,7 @@
  */
 import type { Queryable } from '../kernel/db.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
-import { declaredConnections } from './plans.ts';
+import { declaredConnections } from './sql.ts';
 
 const TOKEN_OF: Record<string, { setting: string; env: string }> = {
   slack: { setting: 'bot_token_secret_name', env: 'SLACK_BOT_TOKEN' },

@@ -10,7 +10,7 @@ import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
 import { INTEGRATIONS_CHANGED_TOPIC } from './model.ts';
 import type { Provider } from './model.ts';
-import { getConnectionById } from './plans.ts';
+import { getConnectionById } from './sql.ts';
 
 export interface LiveConnection {
   id: string;

@@ -16,7 +16,7 @@ import type { IngressRuntime } from '../ingress/runtime.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import { WEBHOOK_BODY_LIMIT } from '../ingress/limits.ts';
 import type { IngressLimits } from '../ingress/limits.ts';
-import type { DeliveryInsert, DeliveryLabelCode } from '../ingress/plans.ts';
+import type { DeliveryInsert, DeliveryLabelCode } from '../ingress/sql.ts';
 import { readBody } from '../ingress/routes.ts';
 import { getSignatureScheme } from '../ingress/signatures/index.ts';
 import { header } from '../ingress/signatures/primitives.ts';
@@ -24,7 +24,7 @@ import { newId } from '../kernel/ids.ts';
 import type { ConnectionCache, LiveConnection } from './connections.ts';
 import { isProvider, SIGNATURE_SCHEME_OF } from './model.ts';
 import type { Provider } from './model.ts';
-import { recordLastError } from './plans.ts';
+import { recordLastError } from './sql.ts';
 
 const PREFIX = '/integrations/';
 const ROUTES = ['/integrations/:provider/events/:connection'].map((url) => ({

@@ -6,7 +6,7 @@ import { createAppAuth } from '@octokit/auth-app';
 import { Octokit } from 'octokit';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Queryable } from '../kernel/db.ts';
-import { getConnection, installationForOwner } from './plans.ts';
+import { getConnection, installationForOwner } from './sql.ts';
 
 export function githubApiUrl(env: NodeJS.ProcessEnv = process.env): string {
   return (env.AGENTYARD_GITHUB_API_URL ?? 'https://api.github.com').replace(/\/+$/, '');

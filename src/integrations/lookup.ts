@@ -3,7 +3,7 @@ import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
 import { isProvider, PROVIDERS } from './model.ts';
 import type { ConnectionRow, Provider } from './model.ts';
-import * as plans from './plans.ts';
+import * as sql from './sql.ts';
 
 export function providerOf(value: string): Provider {
   if (!isProvider(value))
@@ -12,7 +12,7 @@ export function providerOf(value: string): Provider {
 }
 
 export async function teamConnection(ctx: ServiceContext, teamId: string, provider: Provider): Promise<ConnectionRow> {
-  const row = await plans.getConnection(ctx.db, teamId, provider);
+  const row = await sql.getConnection(ctx.db, teamId, provider);
   if (!row)
     throw new AppError(
       'resource_not_found',

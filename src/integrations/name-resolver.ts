@@ -9,7 +9,7 @@ import type { Queryable } from '../kernel/db.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import { isProvider } from './model.ts';
 import type { ConnectionRow } from './model.ts';
-import { getConnection } from './plans.ts';
+import { getConnection } from './sql.ts';
 
 export function slackApiUrl(env: NodeJS.ProcessEnv = process.env): string {
   return `${(env.AGENTYARD_SLACK_API_URL ?? 'https://slack.com/api').replace(/\/+$/, '')}/`;

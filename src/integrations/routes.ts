@@ -4,12 +4,12 @@ import { requireTeamAdmin } from '../identity/guards.ts';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
-import { getSecretMeta } from '../secrets/plans.ts';
+import { getSecretMeta } from '../secrets/sql.ts';
 import { checkSecretName } from '../secrets/service.ts';
 import { newId } from '../kernel/ids.ts';
 import { INTEGRATIONS_CHANGED_TOPIC, isProvider, PROVIDERS } from './model.ts';
 import type { ConnectionRow, Provider } from './model.ts';
-import * as plans from './plans.ts';
+import * as sql from './sql.ts';
 import { providerOf, teamConnection } from './lookup.ts';
 
 const TAGS = ['integrations'];
@@ -126,7 +126,7 @@ export function eventsUrl(ctx: ServiceContext, row: Pick<ConnectionRow, 'id' | '
 }
 
 async function connectionView(ctx: ServiceContext, row: ConnectionRow) {
-  const installations = row.provider === 'github' ? await plans.listInstallations(ctx.db, row.id) : undefined;
+  const installations = row.provider === 'github' ? await sql.listInstallations(ctx.db, row.id) : undefined;
   return {
     id: row.id,
     provider: row.provider,
@@ -162,7 +162,7 @@ export async function registerIntegrationRoutes(app: AppInstance, ctx: ServiceCo
       },
     },
     async (request) => {
-      const rows = await plans.listTeamConnections(ctx.db, request.principal.teamId);
+      const rows = await sql.listTeamConnections(ctx.db, request.principal.teamId);
       return { integrations: await Promise.all(rows.map((row) => connectionView(ctx, row))) };
     },
   );
@@ -198,7 +198,7 @@ export async function registerIntegrationRoutes(app: AppInstance, ctx: ServiceCo
       const provider = providerOf(request.params.provider);
       const teamId = request.principal.teamId;
       const settings = await checkSettings(ctx, teamId, provider, request.body);
-      const { row } = await plans.upsertConnection(ctx.db, { id: newId('igc'), teamId, provider, settings });
+      const { row } = await sql.upsertConnection(ctx.db, { id: newId('igc'), teamId, provider, settings });
       await ctx.bus.publish(INTEGRATIONS_CHANGED_TOPIC, { team_id: teamId, provider });
       return connectionView(ctx, row);
     },
@@ -219,7 +219,7 @@ export async function registerIntegrationRoutes(app: AppInstance, ctx: ServiceCo
       const provider = providerOf(request.params.provider);
       const row = await teamConnection(ctx, request.principal.teamId, provider);
       const view = await connectionView(ctx, row);
-      await plans.deleteConnection(ctx.db, request.principal.teamId, provider);
+      await sql.deleteConnection(ctx.db, request.principal.teamId, provider);
       await ctx.bus.publish(INTEGRATIONS_CHANGED_TOPIC, { team_id: row.team_id, provider });
       return view;
     },

@@ -4,8 +4,8 @@ import type { OperatorContext } from './context.ts';
 import { AppError } from '../kernel/errors.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { FactoryRow } from '../reconciler/model.ts';
-import * as reconcilerPlans from '../reconciler/plans.ts';
-import { applyRunEvent } from '../runs/plans.ts';
+import * as reconcilerSql from '../reconciler/sql.ts';
+import { applyRunEvent } from '../runs/sql.ts';
 import { normalizeSourceSpec } from '../sources/spec.ts';
 import type { GitSourceSpec } from '../sources/types.ts';
 import { newId } from '../kernel/ids.ts';
@@ -19,8 +19,8 @@ import { Informer } from './informer.ts';
 import type { KubeClients } from './kube.ts';
 import { apiMessage, isNotFound, requestOptions } from './kube.ts';
 import type { NamespaceTeams } from './namespace-teams.ts';
-import * as plans from './plans.ts';
-import type { KubernetesFactoryRow } from './plans.ts';
+import * as sql from './sql.ts';
+import type { KubernetesFactoryRow } from './sql.ts';
 import { WorkQueue } from './queue.ts';
 import { TerminalError, runWorkers } from './reconcile.ts';
 import type { Result } from './reconcile.ts';
@@ -138,7 +138,7 @@ export class FactoryResourceController {
   async #enqueueFactory(factoryId: string): Promise<void> {
     let key = this.#keysByFactory.get(factoryId);
     if (!key) {
-      const row = await plans.findKubernetesFactory(this.#o.ctx.db, factoryId).catch(() => undefined);
+      const row = await sql.findKubernetesFactory(this.#o.ctx.db, factoryId).catch(() => undefined);
       if (!row) return;
       key = `${row.namespace}/${row.name}`;
       this.#keysByFactory.set(factoryId, key);
@@ -228,14 +228,14 @@ export class FactoryResourceController {
     }
     if (requested) status.lastHandledReconcileAt = requestedAt;
 
-    const row = await reconcilerPlans.getFactory(ctx.db, kf.factory_id);
+    const row = await reconcilerSql.getFactory(ctx.db, kf.factory_id);
     if (!row) throw new Error(`factory ${kf.factory_id} disappeared`);
     this.#mirror(
       row,
       kf,
       status,
       conditions,
-      await reconcilerPlans.listFactoryWebhooks(ctx.db, kf.factory_id, { includeDeleted: false }),
+      await reconcilerSql.listFactoryWebhooks(ctx.db, kf.factory_id, { includeDeleted: false }),
     );
     if (source.credentials_secret?.endsWith('/token') && row.source_error?.reason === 'CredentialsNotFound') {
       return { requeueAfterMs: this.#o.missingCredentialsRetryMs ?? 60_000 };
@@ -303,19 +303,19 @@ export class FactoryResourceController {
       ingressBaseUrl: spec.ingress?.baseUrl?.replace(/\/+$/, '') ?? null,
     };
     const { controller } = ctx;
-    let kf = await plans.findKubernetesFactoryByUid(ctx.db, uid);
+    let kf = await sql.findKubernetesFactoryByUid(ctx.db, uid);
     if (!kf) {
       const created = await ctx.db.transaction(async (tx) => {
-        const existing = await reconcilerPlans.findFactoryByName(tx, teamId, name);
+        const existing = await reconcilerSql.findFactoryByName(tx, teamId, name);
         if (existing) {
-          const owner = await plans.findKubernetesFactory(tx, existing.id);
+          const owner = await sql.findKubernetesFactory(tx, existing.id);
           // An earlier Factory of that name whose deletion was never seen: its factory goes first.
           if (!owner) return undefined;
-          await reconcilerPlans.softDeleteFactory(tx, teamId, existing.id);
-          await plans.softDeleteKubernetesFactory(tx, existing.id);
+          await reconcilerSql.softDeleteFactory(tx, teamId, existing.id);
+          await sql.softDeleteKubernetesFactory(tx, existing.id);
         }
-        const row = await reconcilerPlans.insertFactory(tx, { id: newId('fac'), teamId, name, source });
-        const k = await plans.insertKubernetesFactory(tx, { factoryId: row.id, namespace, name, uid, ...settings });
+        const row = await reconcilerSql.insertFactory(tx, { id: newId('fac'), teamId, name, source });
+        const k = await sql.insertKubernetesFactory(tx, { factoryId: row.id, namespace, name, uid, ...settings });
         return { row, k };
       });
       if (!created) return { taken: true };
@@ -323,9 +323,9 @@ export class FactoryResourceController {
       await controller.track(created.row);
       return { kf: created.k, created: true };
     }
-    const row = await reconcilerPlans.getFactory(ctx.db, kf.factory_id);
+    const row = await reconcilerSql.getFactory(ctx.db, kf.factory_id);
     if (row && !sameJson(row.source, source)) {
-      const updated = await reconcilerPlans.updateFactorySource(ctx.db, row.id, source);
+      const updated = await reconcilerSql.updateFactorySource(ctx.db, row.id, source);
       if (updated) {
         await ctx.bus.publish(FACTORIES_CHANGED_TOPIC, { factory_id: row.id, event: 'updated' });
         await controller.track(updated);
@@ -336,7 +336,7 @@ export class FactoryResourceController {
       kf.suspended !== settings.suspended ||
       kf.ingress_base_url !== settings.ingressBaseUrl
     ) {
-      kf = (await plans.updateKubernetesFactory(ctx.db, kf.factory_id, settings)) ?? kf;
+      kf = (await sql.updateKubernetesFactory(ctx.db, kf.factory_id, settings)) ?? kf;
     }
     return { kf, created: false };
   }
@@ -388,7 +388,7 @@ export class FactoryResourceController {
   /** Deletes what the Factory made (webhooks soft, runs cancelled, Jobs deleted), then lets it go. */
   async #finalize(obj: FactoryResource): Promise<void> {
     if (!obj.metadata?.finalizers?.includes(FINALIZER)) return;
-    const kf = await plans.findKubernetesFactoryByUid(this.#o.ctx.db, obj.metadata.uid!);
+    const kf = await sql.findKubernetesFactoryByUid(this.#o.ctx.db, obj.metadata.uid!);
     if (kf) await this.#deleteFactory(kf, 'the Factory was deleted');
     await this.#o.cleanup?.deleteFactoryJobs(obj.metadata.namespace!, obj.metadata.uid!);
     await this.#o.clients.custom
@@ -421,20 +421,20 @@ export class FactoryResourceController {
 
   async #deleteFactory(kf: KubernetesFactoryRow, why: string): Promise<void> {
     const { ctx } = this.#o;
-    for (const run of await plans.listActiveFactoryRuns(ctx.db, kf.factory_id)) {
+    for (const run of await sql.listActiveFactoryRuns(ctx.db, kf.factory_id)) {
       const event = run.state === 'PENDING' ? 'error' : 'cancel';
       const moved = await applyRunEvent(ctx.db, run.id, event, {
         statusMessage: { message: `${why}: its runs were stopped`, error_code: 'factory_deleted' },
       });
       if (moved) await ctx.bus.publish(RUN_CHANGED_TOPIC, { run_id: run.id, state: moved.state });
     }
-    const row = await reconcilerPlans.getFactory(ctx.db, kf.factory_id);
+    const row = await reconcilerSql.getFactory(ctx.db, kf.factory_id);
     if (row) {
       await ctx.factories.delete(row.team_id, row.id).catch((err: unknown) => {
         if (!(err instanceof AppError && err.code === 'resource_not_found')) throw err;
       });
     }
-    await plans.softDeleteKubernetesFactory(ctx.db, kf.factory_id);
+    await sql.softDeleteKubernetesFactory(ctx.db, kf.factory_id);
     this.#keysByFactory.delete(kf.factory_id);
   }
 
@@ -444,7 +444,7 @@ export class FactoryResourceController {
    */
   async #sweepOrphans(): Promise<void> {
     if (!this.informer.synced) return;
-    for (const kf of await plans.listKubernetesFactories(this.#o.ctx.db, this.#o.watchNamespace)) {
+    for (const kf of await sql.listKubernetesFactories(this.#o.ctx.db, this.#o.watchNamespace)) {
       // Read the cache after the row: a row exists only once its Factory was in the cache.
       if (!this.informer.synced || this.informer.get(kf.name, kf.namespace)?.metadata?.uid === kf.uid) continue;
       this.#o.log.info(

@@ -2,11 +2,11 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { adapterFor } from '../execution/harnesses/index.ts';
-import { buildPlan } from '../execution/plan-builder.ts';
+import { buildAssignment } from '../execution/assignment-builder.ts';
 import { promptWithNotes } from '../execution/runner.ts';
 import { harnessFor } from '../execution/settings.ts';
 import type { HarnessType } from '../execution/settings.ts';
-import { createWorkspace, writePlanFiles } from '../execution/workspace.ts';
+import { createWorkspace, writeAssignmentFiles } from '../execution/workspace.ts';
 import type { RunRow } from '../runs/model.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Queryable } from '../kernel/db.ts';
@@ -63,7 +63,7 @@ async function listFiles(root: string, dir = root): Promise<string[]> {
 }
 
 /**
- * Prepares a run's agent for a Job with the service's own harness adapters: the execution plan (prompt,
+ * Prepares a run's agent for a Job with the service's own harness adapters: the execution assignment (prompt,
  * skill, attachments, provider key from the team's secrets), then the adapter's workspace files and command
  * line, made in a scratch directory whose path is rewritten to the pod's workspace.
  */
@@ -74,9 +74,9 @@ export async function prepareJobInvocation(
   settings: HarnessSettings,
 ): Promise<JobInvocation> {
   const { harness, id: executionId } = execution;
-  let plan;
+  let assignment;
   try {
-    plan = await buildPlan(deps.db, deps.secrets, {
+    assignment = await buildAssignment(deps.db, deps.secrets, {
       run,
       executionId,
       attempt: execution.attempt,
@@ -91,8 +91,8 @@ export async function prepareJobInvocation(
   const scratch = await mkdtemp(path.join(tmpdir(), 'agentyard-job-'));
   try {
     const ws = await createWorkspace(scratch, executionId);
-    const names = await writePlanFiles(ws.dir, plan);
-    const prompt = promptWithNotes(plan, names);
+    const names = await writeAssignmentFiles(ws.dir, assignment);
+    const prompt = promptWithNotes(assignment, names);
     const inPod = (text: string): string => text.split(ws.dir).join(WORKSPACE_DIR);
     let command: string[];
     let env: Record<string, string> = {};
@@ -102,7 +102,7 @@ export async function prepareJobInvocation(
     } else {
       const adapter = adapterFor(harness)!;
       const invocation = await adapter.prepare({
-        plan,
+        assignment,
         workspace: ws,
         bin: settings.bins[harness],
         extraArgs: harness === 'command' ? settings.commandArgs : [],
@@ -111,7 +111,7 @@ export async function prepareJobInvocation(
       command = [invocation.command, ...invocation.args].map(inPod);
       env = Object.fromEntries(
         Object.entries(invocation.env)
-          .filter(([k]) => !(k in plan.secretEnv))
+          .filter(([k]) => !(k in assignment.secretEnv))
           .map(([k, v]) => [k, inPod(v)]),
       );
       stdin = invocation.input === undefined ? undefined : inPod(invocation.input);
@@ -122,7 +122,7 @@ export async function prepareJobInvocation(
     return {
       harness,
       executionId,
-      followupIds: plan.followups.map((f) => f.id),
+      followupIds: assignment.followups.map((f) => f.id),
       command,
       env: {
         ...env,
@@ -133,7 +133,7 @@ export async function prepareJobInvocation(
         NO_COLOR: '1',
         CI: 'true',
       },
-      secretEnv: { ...plan.secretEnv },
+      secretEnv: { ...assignment.secretEnv },
       stdin,
       files,
     };

@@ -4,12 +4,12 @@ import { CoalescedPass } from '../kernel/coalesced-pass.ts';
 import type { Logger } from '../kernel/log.ts';
 import { sessionLinksFor } from '../runs/session-link.ts';
 import { ExecutionRecorder } from '../execution/recorder.ts';
-import type { ExecutionOutcome } from '../execution/plan.ts';
+import type { ExecutionOutcome } from '../execution/assignment.ts';
 import type { OperatorContext } from './context.ts';
 import type { Metrics } from '../metrics/metrics.ts';
-import { getFactory } from '../reconciler/plans.ts';
+import { getFactory } from '../reconciler/sql.ts';
 import type { RunRow } from '../runs/model.ts';
-import { applyRunEvent, getRunById } from '../runs/plans.ts';
+import { applyRunEvent, getRunById } from '../runs/sql.ts';
 import { SERVICE_WORKER_HOSTS } from '../runs/service.ts';
 import { isTerminal } from '../runs/state-machine.ts';
 import type { EventRecorder } from './events.ts';
@@ -30,7 +30,7 @@ import { newId } from '../kernel/ids.ts';
 import type { JobSettings } from './job-spec.ts';
 import type { KubeClients } from './kube.ts';
 import { apiMessage, isConflict, isNotFound, requestOptions, statusCode } from './kube.ts';
-import * as plans from './plans.ts';
+import * as sql from './sql.ts';
 import { WorkQueue } from './queue.ts';
 import { runWorkers } from './reconcile.ts';
 
@@ -163,12 +163,12 @@ export class JobExecutor implements FactoryCleanup {
   }
 
   async #enqueueOpen(): Promise<void> {
-    for (const row of await plans.listOpenRunJobs(this.#o.ctx.db, this.#o.watchNamespace).catch(() => []))
+    for (const row of await sql.listOpenRunJobs(this.#o.ctx.db, this.#o.watchNamespace).catch(() => []))
       this.queue.add(row.run_id);
   }
 
   async #heartbeat(): Promise<void> {
-    const open = await plans.listOpenRunJobs(this.#o.ctx.db, this.#o.watchNamespace);
+    const open = await sql.listOpenRunJobs(this.#o.ctx.db, this.#o.watchNamespace);
     const ids = open.map((r) => r.execution_id).filter((id): id is string => id !== null);
     await this.#recorder.heartbeat(ids, JOB_LEASE_MS);
     for (const row of open) this.queue.add(row.run_id);
@@ -182,12 +182,12 @@ export class JobExecutor implements FactoryCleanup {
   async #dispatchOnce(): Promise<void> {
     const { db } = this.#o.ctx;
     const { settings } = this.#o;
-    const capacity = settings.maxConcurrentJobs - (await plans.countOpenRunJobs(db, this.#o.watchNamespace));
+    const capacity = settings.maxConcurrentJobs - (await sql.countOpenRunJobs(db, this.#o.watchNamespace));
     if (capacity <= 0) return;
     const claimed = await db.transaction(async (tx) => {
       const out: Claim[] = [];
       const unsupported: { run: RunRow }[] = [];
-      for (const candidate of await plans.lockQueuedKubernetesRuns(
+      for (const candidate of await sql.lockQueuedKubernetesRuns(
         tx,
         [...SERVICE_WORKER_HOSTS],
         capacity,
@@ -210,7 +210,7 @@ export class JobExecutor implements FactoryCleanup {
         const jobName = jobNameFor(executionId);
         const run = await applyRunEvent(tx, candidate.id, 'claim', { executionId, statusMessage: null });
         if (!run) continue;
-        const attempt = await plans.insertJobExecution(tx, {
+        const attempt = await sql.insertJobExecution(tx, {
           id: executionId,
           runId: run.id,
           teamId: run.team_id,
@@ -218,7 +218,7 @@ export class JobExecutor implements FactoryCleanup {
           harness,
           leaseMs: JOB_LEASE_MS,
         });
-        await plans.insertRunJob(tx, {
+        await sql.insertRunJob(tx, {
           runId: run.id,
           executionId,
           factoryId: candidate.factory_id,
@@ -301,7 +301,7 @@ export class JobExecutor implements FactoryCleanup {
       } catch (err) {
         if (!isConflict(err)) throw err;
       }
-      await plans.setRunJobLaunched(ctx.db, run.id, created.metadata!.uid!, invocation.followupIds);
+      await sql.setRunJobLaunched(ctx.db, run.id, created.metadata!.uid!, invocation.followupIds);
       await clients.batch.patchNamespacedJob(
         { name, namespace, body: { spec: { suspend: false } } },
         requestOptions({ patch: 'merge', signal }),
@@ -343,10 +343,10 @@ export class JobExecutor implements FactoryCleanup {
         .catch(() => {});
     }
     if (transient) {
-      await plans.deleteRunJob(ctx.db, run.id);
+      await sql.deleteRunJob(ctx.db, run.id);
       await this.#recorder.release(claim.executionId, run.id, failure.message);
     } else {
-      await plans.finishRunJob(ctx.db, run.id);
+      await sql.finishRunJob(ctx.db, run.id);
       await this.#recorder.finished({
         executionId: claim.executionId,
         runId: run.id,
@@ -358,7 +358,7 @@ export class JobExecutor implements FactoryCleanup {
   /** Moves a run by its Job's status, or deletes the Job of a run that ended elsewhere (cancelled). */
   async reconcileRun(runId: string): Promise<void> {
     const { ctx, clients, settings } = this.#o;
-    const row = await plans.getOpenRunJob(ctx.db, runId);
+    const row = await sql.getOpenRunJob(ctx.db, runId);
     if (!row?.execution_id) return;
     const executionId = row.execution_id;
     const run = await getRunById(ctx.db, runId);
@@ -366,7 +366,7 @@ export class JobExecutor implements FactoryCleanup {
     const job = this.informer.get(row.job_name, row.namespace);
     const where = `Job ${row.namespace}/${row.job_name}`;
     const finish = async (outcome: ExecutionOutcome): Promise<void> => {
-      await plans.finishRunJob(ctx.db, runId);
+      await sql.finishRunJob(ctx.db, runId);
       await this.#recorder.finished({ executionId, runId, outcome });
     };
 

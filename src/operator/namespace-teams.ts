@@ -4,7 +4,7 @@ import { generateApiKey } from '../identity/api-keys.ts';
 import { createTeamWithAdmin } from '../identity/service.ts';
 import type { Db } from '../kernel/db.ts';
 import { isConflict, isNotFound, requestOptions } from './kube.ts';
-import { findNamespaceTeam, insertNamespaceTeam } from './plans.ts';
+import { findNamespaceTeam, insertNamespaceTeam } from './sql.ts';
 
 /** The name of a namespace's team; `:` keeps it apart from teams created through the API. */
 export function namespaceTeamName(namespace: string): string {

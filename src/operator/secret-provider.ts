@@ -2,7 +2,7 @@ import type { CoreV1Api } from '@kubernetes/client-node';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { isNotFound, requestOptions } from './kube.ts';
-import { findTeamNamespace } from './plans.ts';
+import { findTeamNamespace } from './sql.ts';
 
 /** The default key of a Secret named by `secretName` without `/key`. */
 export const DEFAULT_SECRET_KEY = 'value';

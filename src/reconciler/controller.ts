@@ -4,7 +4,7 @@ import { rm } from 'node:fs/promises';
 import { DirectorySource } from '../sources/directory.ts';
 import { AppError } from '../kernel/errors.ts';
 import type { ApplyOutcome, ApplyTrigger, FactoryRow } from './model.ts';
-import * as plans from './plans.ts';
+import * as sql from './sql.ts';
 import { FactoryGoneError, Reconciler } from './reconciler.ts';
 import type { ReconcilerDeps } from './reconciler.ts';
 
@@ -67,12 +67,12 @@ export class FactoryController {
           void this.request(msg.factory_id, msg.trigger ?? 'sync', true).catch(() => {});
       }),
     );
-    for (const factory of await plans.listAllFactories(db)) await this.track(factory);
+    for (const factory of await sql.listAllFactories(db)) await this.track(factory);
   }
 
   async #refresh(factoryId: string): Promise<void> {
     if (!this.runsLoops) return;
-    const factory = await plans.getFactory(this.#deps.db, factoryId).catch(() => undefined);
+    const factory = await sql.getFactory(this.#deps.db, factoryId).catch(() => undefined);
     if (factory) await this.track(factory);
     else await this.untrack(factoryId);
   }

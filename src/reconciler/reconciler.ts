@@ -39,7 +39,7 @@ import {
 import type { ApplyOutcome, ApplyTrigger, FactoryRow, RevisionReason, SourceFailure } from './model.ts';
 import { computePlan } from './plan.ts';
 import type { Plan } from './plan.ts';
-import * as plans from './plans.ts';
+import * as sql from './sql.ts';
 
 export interface ReconcilerDeps {
   db: Db;
@@ -175,7 +175,7 @@ export class Reconciler {
 
   /** Fetches the factory's source and reconciles its newest revision. */
   async reconcile(factoryId: string, options: ReconcileOptions): Promise<ApplyOutcome> {
-    const factory = await plans.getFactory(this.#deps.db, factoryId);
+    const factory = await sql.getFactory(this.#deps.db, factoryId);
     if (!factory) throw new FactoryGoneError(factoryId);
     const source = this.sourceFor(factory);
     let snapshot: SourceSnapshot | undefined;
@@ -191,7 +191,7 @@ export class Reconciler {
             at: new Date().toISOString(),
           };
       const changed = factory.source_error?.message !== failure.message;
-      await plans.recordSourceFailure(this.#deps.db, factoryId, failure);
+      await sql.recordSourceFailure(this.#deps.db, factoryId, failure);
       if (changed) {
         this.#deps.log.warn({ factory_id: factoryId, reason: failure.reason }, failure.message);
         await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, {
@@ -208,7 +208,7 @@ export class Reconciler {
       });
     }
     // A successful fetch clears a source error and moves `fetched_at`, the time of the last good fetch.
-    await plans.recordSourceFailure(this.#deps.db, factoryId, null);
+    await sql.recordSourceFailure(this.#deps.db, factoryId, null);
     if (!snapshot) return outcome(factoryId, { result: 'none', message: `${source.describe()} has no revision yet` });
     return this.reconcileSnapshot(factory, snapshot, options);
   }
@@ -224,8 +224,8 @@ export class Reconciler {
   ): Promise<Prepared> {
     const db = this.#deps.db;
     const generation = factory.generation;
-    const webhooks = await plans.listFactoryWebhooks(db, factory.id, { includeDeleted: true });
-    const automations = await plans.listFactoryAutomations(db, factory.id);
+    const webhooks = await sql.listFactoryWebhooks(db, factory.id, { includeDeleted: true });
+    const automations = await sql.listFactoryAutomations(db, factory.id);
     const values = new Map<string, Promise<string | undefined>>();
     const secret = (name: string): Promise<string | undefined> => {
       let value = values.get(name);
@@ -365,8 +365,8 @@ export class Reconciler {
       let result: ApplyOutcome | { retry: FactoryRow } | { superseded: true };
       try {
         result = await db.transaction(async (tx) => {
-          await plans.lockFactory(tx, factory.id);
-          const fresh = await plans.getFactory(tx, factory.id);
+          await sql.lockFactory(tx, factory.id);
+          const fresh = await sql.getFactory(tx, factory.id);
           if (!fresh) throw new FactoryGoneError(factory.id);
           if (decide(fresh, revision, options.explicit) !== 'apply' || fresh.generation !== ready.generation)
             return { retry: fresh };
@@ -376,14 +376,14 @@ export class Reconciler {
           await reindexProviderTriggers(tx, { id: fresh.id, teamId: fresh.team_id }, definition);
           const warnings = warningDiagnostics(ready.validation);
           const message = appliedMessage(revision);
-          await plans.markRevisionApplied(tx, fresh.id, {
+          await sql.markRevisionApplied(tx, fresh.id, {
             revision,
             definition,
             liveChanged: plan.liveChanged,
             message,
             warnings,
           });
-          const row = await plans.insertApply(tx, {
+          const row = await sql.insertApply(tx, {
             ...this.#historyBase(fresh.id, snapshot, options, started),
             result: 'applied',
             reason: 'Applied',
@@ -476,10 +476,10 @@ export class Reconciler {
   async #write(tx: Queryable, factory: FactoryRow, plan: Plan, snapshot: SourceSnapshot): Promise<void> {
     const { cipher } = this.#deps;
     // Deletes first: a name freed by a deleted webhook can be taken by a created one.
-    for (const op of plan.webhooks) if (op.op === 'delete') await plans.softDeleteWebhook(tx, op.uid);
+    for (const op of plan.webhooks) if (op.op === 'delete') await sql.softDeleteWebhook(tx, op.uid);
     for (const op of plan.webhooks) {
       if (op.op === 'create') {
-        await plans.insertWebhook(tx, {
+        await sql.insertWebhook(tx, {
           ...op.values,
           uid: op.uid!,
           teamId: factory.team_id,
@@ -487,21 +487,21 @@ export class Reconciler {
           secretCiphertext: cipher.encrypt(op.secret),
         });
       } else if (op.op === 'update') {
-        await plans.updateWebhook(tx, op.uid, op.values, op.secret === null ? null : cipher.encrypt(op.secret));
+        await sql.updateWebhook(tx, op.uid, op.values, op.secret === null ? null : cipher.encrypt(op.secret));
       }
     }
     for (const op of plan.automations) {
       if (op.op === 'delete') {
-        await plans.softDeleteAutomation(tx, op.id);
+        await sql.softDeleteAutomation(tx, op.id);
       } else if (op.op === 'create') {
-        await plans.insertAutomation(tx, { ...op.values, id: op.id!, teamId: factory.team_id, factoryId: factory.id });
-        await plans.replaceAutomationTriggers(tx, op.id!, op.triggers);
+        await sql.insertAutomation(tx, { ...op.values, id: op.id!, teamId: factory.team_id, factoryId: factory.id });
+        await sql.replaceAutomationTriggers(tx, op.id!, op.triggers);
       } else {
-        await plans.updateAutomation(tx, op.id, op.values);
-        await plans.replaceAutomationTriggers(tx, op.id, op.triggers);
+        await sql.updateAutomation(tx, op.id, op.values);
+        await sql.replaceAutomationTriggers(tx, op.id, op.triggers);
       }
     }
-    await plans.replaceFactoryFiles(tx, factory.id, snapshot.files);
+    await sql.replaceFactoryFiles(tx, factory.id, snapshot.files);
   }
 
   /** The applied revision again: nothing live changes; history records it when asked for or when status moves. */
@@ -514,19 +514,19 @@ export class Reconciler {
     const revision = snapshot.revision;
     const message = appliedMessage(revision);
     const written = await this.#deps.db.transaction(async (tx) => {
-      await plans.lockFactory(tx, factory.id);
-      const fresh = await plans.getFactory(tx, factory.id);
+      await sql.lockFactory(tx, factory.id);
+      const fresh = await sql.getFactory(tx, factory.id);
       if (!fresh) throw new FactoryGoneError(factory.id);
       const decision = decide(fresh, revision, options.explicit);
       if (decision !== 'unchanged') return undefined;
-      await plans.markRevisionApplied(tx, fresh.id, {
+      await sql.markRevisionApplied(tx, fresh.id, {
         revision,
         definition: null,
         liveChanged: false,
         message,
         warnings: fresh.state === 'applied' ? fresh.errors : [],
       });
-      const row = await plans.insertApply(tx, {
+      const row = await sql.insertApply(tx, {
         ...this.#historyBase(fresh.id, snapshot, options, started),
         result: 'unchanged',
         reason: 'Applied',
@@ -562,13 +562,13 @@ export class Reconciler {
     // However large the refused tree, the status and the history keep a bounded list.
     errors = capDiagnostics(errors);
     const applyId = await this.#deps.db.transaction(async (tx) => {
-      await plans.lockFactory(tx, factory.id);
-      const fresh = await plans.getFactory(tx, factory.id);
+      await sql.lockFactory(tx, factory.id);
+      const fresh = await sql.getFactory(tx, factory.id);
       if (!fresh) throw new FactoryGoneError(factory.id);
       // Another process recorded this revision meanwhile: once is enough.
       if (decide(fresh, revision, options.explicit) !== 'apply') return undefined;
-      await plans.markRevisionFailed(tx, fresh.id, { revision, reason, message, errors });
-      const row = await plans.insertApply(tx, {
+      await sql.markRevisionFailed(tx, fresh.id, { revision, reason, message, errors });
+      const row = await sql.insertApply(tx, {
         ...this.#historyBase(fresh.id, snapshot, options, started),
         result: 'failed',
         reason,
@@ -619,7 +619,7 @@ export class Reconciler {
     }
     return queue.run(async () => {
       for (let attempt = 1; ; attempt++) {
-        const factory = await plans.getFactory(this.#deps.db, factoryId);
+        const factory = await sql.getFactory(this.#deps.db, factoryId);
         if (!factory) throw new AppError('resource_not_found', `factory ${factoryId} does not exist`);
         if (factory.source.type !== 'managed') throw readOnlyError(factory);
         const repo = this.sourceFor(factory) as ManagedRepository;

@@ -3,7 +3,7 @@ import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
 import type { SecretCipher } from '../secrets/crypto.ts';
-import * as plans from './plans.ts';
+import * as sql from './sql.ts';
 import { RunIdParamsSchema } from './schemas.ts';
 import type { RunService } from './service.ts';
 
@@ -68,7 +68,7 @@ export async function registerAttachmentRoutes(app: AppInstance, ctx: ServiceCon
       const teamId = request.principal.teamId;
       const run = await runs.get(teamId, request.params.runId);
       const expiresAt = Date.now() + DOWNLOAD_URL_TTL_MS;
-      const rows = await plans.listAttachmentMeta(ctx.db, run.id);
+      const rows = await sql.listAttachmentMeta(ctx.db, run.id);
       return {
         attachments: rows.map((a) => ({
           attachment_id: a.file_name,
@@ -101,7 +101,7 @@ export async function registerAttachmentRoutes(app: AppInstance, ctx: ServiceCon
     },
     async (request, reply) => {
       const grant = openDownloadToken(ctx.cipher, request.params.token);
-      const file = await plans.getAttachment(ctx.db, grant.t, grant.r, grant.f);
+      const file = await sql.getAttachment(ctx.db, grant.t, grant.r, grant.f);
       if (!file) throw new AppError('resource_not_found', 'no such attachment');
       const asciiName = file.file_name.replace(/[^\x20-\x7e]|["\\]/g, '_');
       return reply

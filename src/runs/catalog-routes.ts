@@ -10,8 +10,8 @@ import {
 } from './artifact-files.ts';
 import { knownModels } from './models.ts';
 import { environmentsOfFactories, environmentUid } from './environments.ts';
-import * as plans from './plans.ts';
-import type { FactoryAgentsRow } from './plans.ts';
+import * as sql from './sql.ts';
+import type { FactoryAgentsRow } from './sql.ts';
 
 /**
  * The read-only reference endpoints the official clients may call besides runs: agents (from the applied
@@ -157,8 +157,8 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
         throw new AppError('invalid_request', `repo must look like "owner/repo", got "${repo}"`);
       }
       const teamId = request.principal.teamId;
-      const byName = agentsOfFactories(await plans.listFactoryDefinitions(ctx.db, teamId));
-      const lastRuns = await plans.lastRunByConfigName(ctx.db, teamId, [...byName.keys()]);
+      const byName = agentsOfFactories(await sql.listFactoryDefinitions(ctx.db, teamId));
+      const lastRuns = await sql.lastRunByConfigName(ctx.db, teamId, [...byName.keys()]);
       const agents = [...byName.entries()]
         .map(([name, variants]) => ({
           name,
@@ -208,9 +208,9 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
     },
     async (request) => {
       const teamId = request.principal.teamId;
-      const factories = await plans.listFactoryDefinitions(ctx.db, teamId);
+      const factories = await sql.listFactoryDefinitions(ctx.db, teamId);
       const environments = environmentsOfFactories(factories, teamId);
-      const lastRuns = await plans.lastRunsByRunner(
+      const lastRuns = await sql.lastRunsByRunner(
         ctx.db,
         teamId,
         factories.map((f) => f.id),
@@ -264,7 +264,7 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
     },
     async (request) => {
       const uid = request.params.artifactUid;
-      const found = await plans.findArtifact(ctx.db, request.principal.teamId, uid);
+      const found = await sql.findArtifact(ctx.db, request.principal.teamId, uid);
       const type = found?.artifact.artifact_type;
       if (!found || (type !== 'PLAN' && type !== 'FILE' && type !== 'SCREENSHOT')) {
         throw new AppError(

@@ -10,7 +10,7 @@ import { AppError } from '../kernel/errors.ts';
 import type { SecretCipher } from '../secrets/crypto.ts';
 import { buildConversation, loadAllEvents } from './conversation.ts';
 import type { RunRow } from './model.ts';
-import { getRun, listConversationRuns } from './plans.ts';
+import { getRun, listConversationRuns } from './sql.ts';
 import { RunIdParamsSchema } from './schemas.ts';
 
 export const TRANSCRIPT_URL_TTL_MS = 60 * 60 * 1000;

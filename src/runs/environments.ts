@@ -2,7 +2,7 @@
  * Environments, as the clients' `CloudEnvironment`: Agentyard has no cloud environments of its own; a
  * factory's runners are what a run executes in, so each runner of each applied factory is one environment.
  */
-import type { FactoryAgentsRow } from './plans.ts';
+import type { FactoryAgentsRow } from './sql.ts';
 
 export interface RunnerEnvironment {
   uid: string;

@@ -10,7 +10,7 @@ import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
 import { appendRunEvents, listEventsOfRuns, listRunEvents } from './events.ts';
 import type { StoredRunEvent } from './events.ts';
-import { applyRunEvent, getRun } from './plans.ts';
+import { applyRunEvent, getRun } from './sql.ts';
 import { RunIdParamsSchema } from './schemas.ts';
 import type { RunEvent } from './state-machine.ts';
 import { isRunState, isTerminal } from './state-machine.ts';

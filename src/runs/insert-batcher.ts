@@ -1,8 +1,8 @@
 import type { WireMessages } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
 import { GroupCommit } from '../kernel/group-commit.ts';
-import * as plans from './plans.ts';
-import type { CreatedRun, InsertRun } from './plans.ts';
+import * as sql from './sql.ts';
+import type { CreatedRun, InsertRun } from './sql.ts';
 
 /** How the creator of a batch tells the others: in the insert statement itself (other processes), and after it (this one). */
 export interface InsertAnnouncer {
@@ -73,7 +73,7 @@ export class RunInsertBatcher {
   }
 
   #insert(runs: InsertRun[]): Promise<CreatedRun[]> {
-    return plans.insertRuns(this.#db, runs, this.#announcer.notifications(runs));
+    return sql.insertRuns(this.#db, runs, this.#announcer.notifications(runs));
   }
 
   #settle(batch: readonly Waiting[], rows: CreatedRun[]): void {

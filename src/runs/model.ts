@@ -137,7 +137,7 @@ export function isoDuration(totalSeconds: number): string {
 
 /**
  * `sessionLink` makes the run's signed session link (src/runs/session-link.ts). `executedSeconds`: the time
- * the run's executions took (plans.executionSeconds), what `run_time` reports; without it, the span from the
+ * the run's executions took (sql.executionSeconds), what `run_time` reports; without it, the span from the
  * first start to the last end (which counts the waits between executions).
  */
 export function toRunItem(row: RunRow, sessionLink: (sessionId: string) => string, executedSeconds?: number): RunItem {

@@ -9,12 +9,12 @@ import type { Creator, RunRow } from './model.ts';
 import { toRunItem } from './model.ts';
 import { sessionLinksFor } from './session-link.ts';
 import type { SessionLinks } from './session-link.ts';
-import { getRunBySession } from './plans.ts';
+import { getRunBySession } from './sql.ts';
 import { renderSessionPage } from './session-page.ts';
 import { listRuns } from './list.ts';
 import { checkRunModels, knownModels } from './models.ts';
 import type { RunFilters, SortField, SortOrder } from './list.ts';
-import * as plans from './plans.ts';
+import * as sql from './sql.ts';
 import * as schemas from './schemas.ts';
 import type { RunService } from './service.ts';
 import type { Static } from 'typebox';
@@ -122,7 +122,7 @@ export async function registerRunRoutes(
     const warnings = checkRunModels(known, body.config);
     let conversationId: string | null = null;
     if (body.conversation_id !== undefined) {
-      conversationId = (await plans.conversationOf(ctx.db, request.principal.teamId, body.conversation_id)) ?? null;
+      conversationId = (await sql.conversationOf(ctx.db, request.principal.teamId, body.conversation_id)) ?? null;
       if (!conversationId)
         throw new AppError(
           'resource_not_found',
@@ -178,7 +178,7 @@ export async function registerRunRoutes(
   );
 
   const runItem = async (row: RunRow) =>
-    toRunItem(row, links.urlFor, (await plans.executionSeconds(ctx.db, [row.id])).get(row.id));
+    toRunItem(row, links.urlFor, (await sql.executionSeconds(ctx.db, [row.id])).get(row.id));
 
   const list = async (q: ListQuery, teamId: string) => {
     const { rows, nextCursor } = await listRuns(ctx.db, {
@@ -189,7 +189,7 @@ export async function registerRunRoutes(
       limit: q.limit ?? 20,
       ...(q.cursor ? { cursor: q.cursor } : {}),
     });
-    const executed = await plans.executionSeconds(
+    const executed = await sql.executionSeconds(
       ctx.db,
       rows.map((r) => r.id),
     );

@@ -5,7 +5,7 @@ import type { Bus } from '../kernel/bus.ts';
 import type { Db, Queryable } from '../kernel/db.ts';
 import { newId, timeOrderedUuid } from '../kernel/ids.ts';
 import type { AgentConfig, Creator, McpServerConfig, RunRow, RunSource } from './model.ts';
-import * as plans from './plans.ts';
+import * as sql from './sql.ts';
 import { isTerminal } from './state-machine.ts';
 import { resolveAgentIdentity } from '../identity/agent-identities.ts';
 import { RunInsertBatcher } from './insert-batcher.ts';
@@ -130,14 +130,14 @@ export function workerHostOf(config: AgentConfig): string | null {
 }
 
 /** Validates a creation request and resolves it into the row to insert (the agent identity is looked up in `q`). */
-export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Promise<plans.InsertRun> {
+export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Promise<sql.InsertRun> {
   const config = resolveConfig(input);
   if (input.metadata) checkMetadata(input.metadata);
   const prompt = input.prompt ?? '';
   // Another team's run ids answer as ids that do not exist.
-  if (input.parentRunId && !(await plans.getRun(q, input.teamId, input.parentRunId)))
+  if (input.parentRunId && !(await sql.getRun(q, input.teamId, input.parentRunId)))
     throw new AppError('resource_not_found', `parent_run_id: run ${input.parentRunId} does not exist`);
-  if (input.conversationId && !(await plans.conversationExists(q, input.teamId, input.conversationId)))
+  if (input.conversationId && !(await sql.conversationExists(q, input.teamId, input.conversationId)))
     throw new AppError('resource_not_found', `conversation_id: conversation ${input.conversationId} does not exist`);
   const identity = input.agentIdentityUid
     ? await resolveAgentIdentity(q, input.teamId, input.agentIdentityUid)
@@ -169,8 +169,8 @@ export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Pro
 
 /** Inserts a queued run (inside the caller's transaction when given one). The caller announces it. */
 export async function insertQueuedRun(q: Queryable, input: CreateRunInput): Promise<RunRow> {
-  const row = await plans.insertRun(q, await prepareQueuedRun(q, input));
-  for (const attachment of input.attachments ?? []) await plans.insertAttachment(q, row.id, attachment);
+  const row = await sql.insertRun(q, await prepareQueuedRun(q, input));
+  for (const attachment of input.attachments ?? []) await sql.insertAttachment(q, row.id, attachment);
   return row;
 }
 
@@ -196,12 +196,12 @@ function requestHash(body: unknown): string {
  * hand-off, src/execution/hand-off.ts). `create` answers undefined when it does not take the run.
  */
 export interface RunHandOff {
-  create(row: plans.InsertRun): Promise<plans.CreatedRun> | undefined;
+  create(row: sql.InsertRun): Promise<sql.CreatedRun> | undefined;
 }
 
 /** The `runs.queued` messages for new runs: one per worker host (a hint means "look at the queue", not one per run). */
 function queuedHints(
-  runs: readonly Pick<plans.CreatedRun, 'id' | 'worker_host'>[],
+  runs: readonly Pick<sql.CreatedRun, 'id' | 'worker_host'>[],
 ): { run_id: string; worker_host: string | null }[] {
   const byHost = new Map<string | null, { run_id: string; worker_host: string | null }>();
   for (const run of runs)
@@ -246,7 +246,7 @@ export class RunService {
   async create(
     input: CreateRunInput,
     idempotency?: { key: string; body: unknown },
-  ): Promise<{ run: plans.CreatedRun; replayed: boolean }> {
+  ): Promise<{ run: sql.CreatedRun; replayed: boolean }> {
     if (!idempotency && !input.attachments?.length) {
       // The common case needs no transaction: one row, written with the other creations of the moment.
       const row = await prepareQueuedRun(this.#db, input);
@@ -257,15 +257,11 @@ export class RunService {
     const attempt = () =>
       this.#db.transaction(async (tx) => {
         if (idempotency && hash) {
-          const existing = await plans.findIdempotencyKey(tx, input.teamId, idempotency.key);
+          const existing = await sql.findIdempotencyKey(tx, input.teamId, idempotency.key);
           if (existing) return this.#replay(tx, input.teamId, existing, hash);
         }
         const run = await insertQueuedRun(tx, input);
-        if (
-          idempotency &&
-          hash &&
-          !(await plans.claimIdempotencyKey(tx, input.teamId, idempotency.key, hash, run.id))
-        ) {
+        if (idempotency && hash && !(await sql.claimIdempotencyKey(tx, input.teamId, idempotency.key, hash, run.id))) {
           throw new IdempotencyRace();
         }
         return { run, replayed: false };
@@ -299,7 +295,7 @@ export class RunService {
         'this Idempotency-Key was used with a different request body in the last 24 hours',
       );
     }
-    const run = await plans.getRun(tx, teamId, existing.run_id);
+    const run = await sql.getRun(tx, teamId, existing.run_id);
     if (!run) throw new AppError('resource_not_found', `run ${existing.run_id}`);
     return { run, replayed: true };
   }
@@ -309,12 +305,12 @@ export class RunService {
    * runs created together need one, not one each). Runs are committed already; a lost hint only delays them
    * until the executors' next poll, so the answer never waits for it.
    */
-  #announce(runs: readonly plans.CreatedRun[]): void {
+  #announce(runs: readonly sql.CreatedRun[]): void {
     for (const hint of queuedHints(runs)) void this.#bus.publish(RUNS_QUEUED_TOPIC, hint).catch(() => {});
   }
 
   async get(teamId: string, runId: string): Promise<RunRow> {
-    const run = await plans.getRun(this.#db, teamId, runId);
+    const run = await sql.getRun(this.#db, teamId, runId);
     if (!run) throw new AppError('resource_not_found', `run ${runId} does not exist`);
     return run;
   }
@@ -327,7 +323,7 @@ export class RunService {
     if (isTerminal(run.state)) {
       throw new AppError('invalid_request', `run ${runId} is already ${run.state} and cannot be cancelled`);
     }
-    const cancelled = await plans.applyRunEvent(this.#db, runId, 'cancel', {
+    const cancelled = await sql.applyRunEvent(this.#db, runId, 'cancel', {
       teamId,
       statusMessage: { message: 'Cancelled by request' },
     });
@@ -340,9 +336,9 @@ export class RunService {
     return cancelled;
   }
 
-  async followups(teamId: string, runId: string): Promise<plans.FollowupRow[]> {
+  async followups(teamId: string, runId: string): Promise<sql.FollowupRow[]> {
     await this.get(teamId, runId);
-    return plans.listFollowups(this.#db, runId);
+    return sql.listFollowups(this.#db, runId);
   }
 
   /**
@@ -355,11 +351,11 @@ export class RunService {
     input: { message: string; mode: string; creatorId: string | null },
   ): Promise<{ followupId: string; run: RunRow }> {
     const { followupId, run, requeued } = await this.#db.transaction(async (tx) => {
-      const current = await plans.getRun(tx, teamId, runId);
+      const current = await sql.getRun(tx, teamId, runId);
       if (!current) throw new AppError('resource_not_found', `run ${runId} does not exist`);
-      const f = await plans.insertFollowup(tx, { id: newId('fu'), runId, teamId, ...input });
+      const f = await sql.insertFollowup(tx, { id: newId('fu'), runId, teamId, ...input });
       if (isTerminal(current.state)) {
-        const requeuedRun = await plans.applyRunEvent(tx, runId, 'continue', { teamId, statusMessage: null });
+        const requeuedRun = await sql.applyRunEvent(tx, runId, 'continue', { teamId, statusMessage: null });
         return { followupId: f.id, run: requeuedRun ?? current, requeued: requeuedRun !== undefined };
       }
       await tx.query('UPDATE runs SET updated_at = ay_now() WHERE id = $1', [runId]);

@@ -3,8 +3,8 @@ import { checkCron } from '../definitions/cron.ts';
 import type { Db } from '../kernel/db.ts';
 import { newId } from '../kernel/ids.ts';
 import { parseCron } from './cron.ts';
-import * as plans from './plans.ts';
-import type { LiveAutomation } from './plans.ts';
+import * as sql from './sql.ts';
+import type { LiveAutomation } from './sql.ts';
 
 /** An inline `schedule` of a `schedule`/`cron_fired` trigger, as stored on the automation row. */
 export interface InlineSchedule {
@@ -65,7 +65,7 @@ export async function syncFactorySchedules(db: Db, factoryId: string, now: Date)
     await tx.query('SELECT pg_advisory_xact_lock($1, $2)', [SYNC_LOCK_NAMESPACE, lockKeyOf(factoryId)]);
     const result: SyncResult = { created: 0, updated: 0, deleted: 0, skipped: [] };
     const desired = new Map<string, Desired>();
-    for (const automation of await plans.liveAutomationsOfFactory(tx, factoryId)) {
+    for (const automation of await sql.liveAutomationsOfFactory(tx, factoryId)) {
       for (const schedule of inlineSchedulesOf(automation.triggers)) {
         const problem = checkCron(schedule.cron);
         if (problem) {
@@ -82,11 +82,11 @@ export async function syncFactorySchedules(db: Db, factoryId: string, now: Date)
       }
     }
 
-    for (const row of await plans.automationSchedulesOfFactory(tx, factoryId)) {
+    for (const row of await sql.automationSchedulesOfFactory(tx, factoryId)) {
       const key = `${row.automation_name}\u0000${row.trigger_name}`;
       const want = desired.get(key);
       if (!want) {
-        await plans.deleteSchedule(tx, row.id);
+        await sql.deleteSchedule(tx, row.id);
         result.deleted++;
         continue;
       }
@@ -102,7 +102,7 @@ export async function syncFactorySchedules(db: Db, factoryId: string, now: Date)
         row.automation_id === want.automation.id &&
         (row.next_run_at?.getTime() ?? null) === (nextRunAt?.getTime() ?? null);
       if (same) continue;
-      await plans.updateAutomationSchedule(tx, row.id, {
+      await sql.updateAutomationSchedule(tx, row.id, {
         name: want.name,
         cronSchedule: want.cron,
         enabled,
@@ -114,7 +114,7 @@ export async function syncFactorySchedules(db: Db, factoryId: string, now: Date)
     }
 
     for (const want of desired.values()) {
-      await plans.insertAutomationSchedule(tx, {
+      await sql.insertAutomationSchedule(tx, {
         id: newId('sch'),
         teamId: want.automation.team_id,
         factoryId,

@@ -6,8 +6,8 @@ import type { Db, Queryable } from '../kernel/db.ts';
 import { parseCron } from './cron.ts';
 import type { ScheduleRow } from './model.ts';
 import { creatorOfInfo, scheduleInfoOf } from './model.ts';
-import * as plans from './plans.ts';
-import type { LiveAutomation } from './plans.ts';
+import * as sql from './sql.ts';
+import type { LiveAutomation } from './sql.ts';
 
 export interface FireOptions {
   now: Date;
@@ -83,7 +83,7 @@ async function runInputsOf(
       ...(Object.keys(schedule.metadata).length ? { metadata: schedule.metadata } : {}),
     });
   } else {
-    const automation = schedule.automation_id ? await plans.getLiveAutomation(tx, schedule.automation_id) : undefined;
+    const automation = schedule.automation_id ? await sql.getLiveAutomation(tx, schedule.automation_id) : undefined;
     if (!automation) problems.push(`automation "${schedule.automation_name}" no longer exists`);
     else if (!automation.enabled) problems.push(`automation "${automation.name}" is disabled`);
     else {
@@ -92,7 +92,7 @@ async function runInputsOf(
     }
   }
   // One fire starts an automation once, even when it also selects this schedule by id.
-  for (const automation of await plans.automationsSelectingSchedule(tx, schedule.team_id, schedule.id)) {
+  for (const automation of await sql.automationsSelectingSchedule(tx, schedule.team_id, schedule.id)) {
     if (automation.id !== owner) inputs.push(automationRunInput(schedule, automation));
   }
   return { inputs, problems };
@@ -110,10 +110,10 @@ async function fireOne(tx: Queryable, schedule: ScheduleRow, options: FireOption
     nextRunAt = parseCron(schedule.cron_schedule).nextAfterFire(slot, options.now);
   } catch (err) {
     // Only possible if the grammar got stricter after the schedule was stored: stop it and say why.
-    await plans.markFired(tx, schedule.id, { nextRunAt: null, ranAt: null, error: `cron_schedule: ${messageOf(err)}` });
+    await sql.markFired(tx, schedule.id, { nextRunAt: null, ranAt: null, error: `cron_schedule: ${messageOf(err)}` });
     return [];
   }
-  const fresh = await plans.recordFire(tx, {
+  const fresh = await sql.recordFire(tx, {
     scheduleId: schedule.id,
     scheduledFor: slot,
     firedAt: options.now,
@@ -122,7 +122,7 @@ async function fireOne(tx: Queryable, schedule: ScheduleRow, options: FireOption
     firedBy: options.firedBy,
   });
   if (!fresh) {
-    await plans.markFired(tx, schedule.id, { nextRunAt, ranAt: null, error: schedule.last_spawn_error });
+    await sql.markFired(tx, schedule.id, { nextRunAt, ranAt: null, error: schedule.last_spawn_error });
     return [];
   }
 
@@ -149,7 +149,7 @@ async function fireOne(tx: Queryable, schedule: ScheduleRow, options: FireOption
     created.map((r) => r.run_id),
     error,
   ]);
-  await plans.markFired(tx, schedule.id, { nextRunAt, ranAt: created.length ? options.now : null, error });
+  await sql.markFired(tx, schedule.id, { nextRunAt, ranAt: created.length ? options.now : null, error });
   return created;
 }
 
@@ -162,7 +162,7 @@ export async function fireDueSchedules(db: Db, options: FireOptions): Promise<Fi
   const outcome: FireOutcome = { fired: 0, runs: [] };
   for (;;) {
     const batch = await db.transaction(async (tx) => {
-      const due = await plans.claimDue(tx, options.now, batchSize);
+      const due = await sql.claimDue(tx, options.now, batchSize);
       const runs: CreatedRun[] = [];
       for (const schedule of due) runs.push(...(await fireOne(tx, schedule, options)));
       return { claimed: due.length, runs };

@@ -8,7 +8,7 @@ import { systemClock } from '../kernel/clock.ts';
 import type { Clock } from '../kernel/clock.ts';
 import { fireDueSchedules } from './fire.ts';
 import type { FireOutcome } from './fire.ts';
-import * as plans from './plans.ts';
+import * as sql from './sql.ts';
 
 /** Look at the database at least this often, in case a change notice from another process was lost. */
 const MAX_IDLE_MS = 30_000;
@@ -76,7 +76,7 @@ export class Scheduler {
     if (outcome.fired) this.#log.info({ fired: outcome.fired, runs: outcome.runs.length }, 'schedules fired');
     if (now.getTime() - this.#lastPrune >= PRUNE_EVERY_MS) {
       this.#lastPrune = now.getTime();
-      await plans.pruneFires(this.#db, new Date(now.getTime() - FIRE_LOG_RETENTION_MS));
+      await sql.pruneFires(this.#db, new Date(now.getTime() - FIRE_LOG_RETENTION_MS));
     }
     return { ...outcome, now };
   }
@@ -91,7 +91,7 @@ export class Scheduler {
       let sleeper: Clock = this.#clock;
       try {
         const { now } = await this.tick();
-        const next = await plans.earliestNextRun(this.#db);
+        const next = await sql.earliestNextRun(this.#db);
         if (next && next <= now) {
           // Still due at the time this tick looked: another process (or this one's schedule sync) holds it.
           wait = BUSY_RETRY_MS;

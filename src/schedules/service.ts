@@ -8,8 +8,8 @@ import { newId } from '../kernel/ids.ts';
 import type { Clock } from '../kernel/clock.ts';
 import { parseCron } from './cron.ts';
 import type { CreatorInfo, ScheduleRow } from './model.ts';
-import * as plans from './plans.ts';
-import type { ScheduleFields } from './plans.ts';
+import * as sql from './sql.ts';
+import type { ScheduleFields } from './sql.ts';
 
 export interface ScheduleInput {
   name?: string | undefined;
@@ -90,7 +90,7 @@ export class ScheduleService {
   async create(teamId: string, creator: CreatorInfo, input: ScheduleInput): Promise<ScheduleRow> {
     const fields = checkScheduleInput(input, true);
     const nextRunAt = fields.enabled ? parseCron(fields.cronSchedule).nextAfter(this.#clock.now()) : null;
-    const row = await plans.insertApiSchedule(this.#db, {
+    const row = await sql.insertApiSchedule(this.#db, {
       ...fields,
       nextRunAt,
       id: newId('sch'),
@@ -102,20 +102,20 @@ export class ScheduleService {
   }
 
   async get(teamId: string, id: string): Promise<ScheduleRow> {
-    const row = await plans.getSchedule(this.#db, teamId, id);
+    const row = await sql.getSchedule(this.#db, teamId, id);
     if (!row) throw new AppError('resource_not_found', `schedule ${id} does not exist`);
     return row;
   }
 
   list(teamId: string): Promise<ScheduleRow[]> {
-    return plans.listSchedules(this.#db, teamId);
+    return sql.listSchedules(this.#db, teamId);
   }
 
   /** Full replacement. The next fire is recomputed from now when the cron changes or the schedule is re-enabled. */
   async replace(teamId: string, id: string, updater: CreatorInfo, input: ScheduleInput): Promise<ScheduleRow> {
     const fields = checkScheduleInput(input, true);
     const row = await this.#db.transaction(async (tx) => {
-      const current = await plans.getSchedule(tx, teamId, id, true);
+      const current = await sql.getSchedule(tx, teamId, id, true);
       if (!current) throw new AppError('resource_not_found', `schedule ${id} does not exist`);
       refuseIfManaged(current);
       const rearm = fields.cronSchedule !== current.cron_schedule || !current.enabled || current.next_run_at === null;
@@ -124,7 +124,7 @@ export class ScheduleService {
         : rearm
           ? parseCron(fields.cronSchedule).nextAfter(this.#clock.now())
           : current.next_run_at;
-      return plans.replaceApiSchedule(tx, id, { ...fields, nextRunAt, updatedBy: updater });
+      return sql.replaceApiSchedule(tx, id, { ...fields, nextRunAt, updatedBy: updater });
     });
     await this.#changed(row);
     return row;
@@ -132,10 +132,10 @@ export class ScheduleService {
 
   async delete(teamId: string, id: string): Promise<void> {
     const row = await this.#db.transaction(async (tx) => {
-      const current = await plans.getSchedule(tx, teamId, id, true);
+      const current = await sql.getSchedule(tx, teamId, id, true);
       if (!current) throw new AppError('resource_not_found', `schedule ${id} does not exist`);
       refuseIfManaged(current);
-      await plans.deleteSchedule(tx, id);
+      await sql.deleteSchedule(tx, id);
       return current;
     });
     await this.#changed(row);
@@ -144,12 +144,12 @@ export class ScheduleService {
   /** Pause (no fires; `next_run` cleared) or resume (next fire computed from now). Idempotent. */
   async setEnabled(teamId: string, id: string, updater: CreatorInfo, enabled: boolean): Promise<ScheduleRow> {
     const row = await this.#db.transaction(async (tx) => {
-      const current = await plans.getSchedule(tx, teamId, id, true);
+      const current = await sql.getSchedule(tx, teamId, id, true);
       if (!current) throw new AppError('resource_not_found', `schedule ${id} does not exist`);
       refuseIfManaged(current);
       if (current.enabled === enabled && (!enabled || current.next_run_at)) return current;
       const nextRunAt = enabled ? nextFromNow(current.cron_schedule, this.#clock.now()) : null;
-      return plans.setEnabled(tx, id, enabled, nextRunAt, updater);
+      return sql.setEnabled(tx, id, enabled, nextRunAt, updater);
     });
     await this.#changed(row);
     return row;

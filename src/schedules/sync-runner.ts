@@ -4,7 +4,7 @@ import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
 import { syncFactorySchedules } from './automation-sync.ts';
 import type { Clock } from '../kernel/clock.ts';
-import { factoriesWithSchedules } from './plans.ts';
+import { factoriesWithSchedules } from './sql.ts';
 
 /** Re-sync every factory this often, in case a change notice was lost. */
 const FULL_SYNC_INTERVAL_MS = 60_000;

@@ -1,6 +1,6 @@
 import type { Queryable } from '../kernel/db.ts';
 import type { SecretCipher } from './crypto.ts';
-import { getSecretCiphertext } from './plans.ts';
+import { getSecretCiphertext } from './sql.ts';
 
 /**
  * Where secret values come from when a definition applies or a source authenticates: the database here,

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { requireTeamAdmin } from '../identity/guards.ts';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
-import type { SecretRow } from './plans.ts';
+import type { SecretRow } from './sql.ts';
 import { MAX_SECRET_BYTES, SECRET_NAME_RULE, SecretService } from './service.ts';
 
 const SecretSchema = Type.Object({

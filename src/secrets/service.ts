@@ -1,8 +1,8 @@
 import { AppError } from '../kernel/errors.ts';
 import type { Db } from '../kernel/db.ts';
 import type { SecretCipher } from './crypto.ts';
-import * as plans from './plans.ts';
-import type { SecretRow } from './plans.ts';
+import * as sql from './sql.ts';
+import type { SecretRow } from './sql.ts';
 
 /** Secret names: 1-128 letters, digits, `.`, `_` or `-`, starting with a letter or digit. */
 export const SECRET_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -30,21 +30,21 @@ export class SecretService {
     if (value.length === 0) throw new AppError('invalid_request', 'value must not be empty');
     if (Buffer.byteLength(value, 'utf8') > MAX_SECRET_BYTES)
       throw new AppError('invalid_request', `value must be at most ${MAX_SECRET_BYTES / 1024} KiB`);
-    return plans.upsertSecret(this.#db, teamId, name, this.#cipher.encrypt(value));
+    return sql.upsertSecret(this.#db, teamId, name, this.#cipher.encrypt(value));
   }
 
   async list(teamId: string): Promise<SecretRow[]> {
-    return plans.listSecrets(this.#db, teamId);
+    return sql.listSecrets(this.#db, teamId);
   }
 
   async get(teamId: string, name: string): Promise<SecretRow> {
-    const row = await plans.getSecretMeta(this.#db, teamId, name);
+    const row = await sql.getSecretMeta(this.#db, teamId, name);
     if (!row) throw new AppError('secret_not_found', `no managed secret named "${name}"`);
     return row;
   }
 
   async delete(teamId: string, name: string): Promise<SecretRow> {
-    const row = await plans.deleteSecret(this.#db, teamId, name);
+    const row = await sql.deleteSecret(this.#db, teamId, name);
     if (!row) throw new AppError('secret_not_found', `no managed secret named "${name}"`);
     return row;
   }

@@ -11,7 +11,7 @@ import { AppError, isAppError } from '../kernel/errors.ts';
 import { definitionInvalid, readOnlyError } from '../reconciler/index.ts';
 import type { FactoryController } from '../reconciler/index.ts';
 import type { ApplyOutcome, FactoryRow } from '../reconciler/model.ts';
-import * as factoryPlans from '../reconciler/plans.ts';
+import * as factorySql from '../reconciler/sql.ts';
 
 /** What a write to a managed factory needs: the reconcile loops, and this process's ingress routes if it has them. */
 export interface ManagedFactoryContext extends ServiceContext {
@@ -22,7 +22,7 @@ export interface ManagedFactoryContext extends ServiceContext {
 
 /** The caller's factory, or 404. */
 export async function teamFactory(ctx: ServiceContext, teamId: string, factoryId: string): Promise<FactoryRow> {
-  const factory = await factoryPlans.getTeamFactory(ctx.db, teamId, factoryId);
+  const factory = await factorySql.getTeamFactory(ctx.db, teamId, factoryId);
   if (!factory) throw new AppError('resource_not_found', `factory ${factoryId} does not exist`);
   return factory;
 }

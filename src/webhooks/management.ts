@@ -13,9 +13,9 @@ import type { Queryable } from '../kernel/db.ts';
 import { AppError } from '../kernel/errors.ts';
 import { generateSecretFor, getSignatureScheme, SIGNATURE_SCHEME_IDS } from '../ingress/signatures/index.ts';
 import type { FactoryRow, WebhookRow } from '../reconciler/model.ts';
-import * as factoryPlans from '../reconciler/plans.ts';
+import * as factorySql from '../reconciler/sql.ts';
 import { isUrlSafe } from '../secrets/provider.ts';
-import * as secretPlans from '../secrets/plans.ts';
+import * as secretSql from '../secrets/sql.ts';
 import { checkSecretName } from '../secrets/service.ts';
 import { randomToken } from '../kernel/ids.ts';
 import { changeManagedFactory, fileAt, replaceFile, requireManaged, teamFactory } from './managed-change.ts';
@@ -152,7 +152,7 @@ export class WebhookManagement {
           );
         }
         // A change that lost the head to another process's commit runs again: the secret it made is its own.
-        const current = createdSecret ? undefined : await secretPlans.getSecretMeta(this.#ctx.db, teamId, secretName);
+        const current = createdSecret ? undefined : await secretSql.getSecretMeta(this.#ctx.db, teamId, secretName);
         if (current && input.secret !== undefined) {
           throw new AppError(
             'invalid_request',
@@ -166,7 +166,7 @@ export class WebhookManagement {
             authMode === 'signature'
               ? (input.secret ?? (scheme ? generateSecretFor(scheme) : undefined) ?? '')
               : randomToken(32);
-          await secretPlans.upsertSecret(this.#ctx.db, teamId, secretName, this.#ctx.cipher.encrypt(value));
+          await secretSql.upsertSecret(this.#ctx.db, teamId, secretName, this.#ctx.cipher.encrypt(value));
           createdSecret = true;
           shown = value === '' ? {} : { secret: value };
         }
@@ -183,10 +183,10 @@ export class WebhookManagement {
         );
       });
     } catch (err) {
-      if (createdSecret) await secretPlans.deleteSecret(this.#ctx.db, teamId, secretName).catch(() => {});
+      if (createdSecret) await secretSql.deleteSecret(this.#ctx.db, teamId, secretName).catch(() => {});
       throw err;
     }
-    const row = (await factoryPlans.listFactoryWebhooks(this.#ctx.db, factory.id, { includeDeleted: false })).find(
+    const row = (await factorySql.listFactoryWebhooks(this.#ctx.db, factory.id, { includeDeleted: false })).find(
       (w) => w.name === name,
     );
     if (!row) throw new AppError('internal_error', `webhook ${name} was applied but is not live`);
@@ -263,8 +263,8 @@ export class WebhookManagement {
     }
     const sealed = this.#ctx.cipher.encrypt(value);
     await this.#ctx.db.transaction(async (tx) => {
-      await factoryPlans.lockFactory(tx, factory.id);
-      await secretPlans.upsertSecret(tx, teamId, row.secret_name!, sealed);
+      await factorySql.lockFactory(tx, factory.id);
+      await secretSql.upsertSecret(tx, teamId, row.secret_name!, sealed);
       await tx.query(
         'UPDATE webhooks SET secret_ciphertext = $2, secret_version = secret_version + 1, updated_at = ay_now() WHERE uid = $1 AND deleted_at IS NULL',
         [uid, sealed],

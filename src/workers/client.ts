@@ -1,13 +1,13 @@
 /**
  * The worker side of the protocol (`agentyard worker`): connects out to the server, announces itself, runs
- * the plans it is assigned with the same runner as the service's executors, streams their events back, and
+ * the assignments it gets with the same runner as the service's executors, streams their events back, and
  * reconnects with backoff when the connection drops (running agents go on; their leases are renewed by the
  * new connection, and messages written meanwhile are sent after the new `welcome`).
  */
 import { hostname } from 'node:os';
 import WebSocket from 'ws';
 import { EventPipe } from '../execution/event-pipe.ts';
-import type { ExecutionOutcome, ExecutionPlan } from '../execution/plan.ts';
+import type { ExecutionOutcome, Assignment } from '../execution/assignment.ts';
 import { ExecutionRunner } from '../execution/runner.ts';
 import type { ExecutionSettings } from '../execution/settings.ts';
 import { sweepWorkspaces } from '../execution/workspace.ts';
@@ -190,24 +190,24 @@ export class WorkerClient {
     }
   }
 
-  #assignment(executionId: string, plan: ExecutionPlan): void {
+  #assignment(executionId: string, assignment: Assignment): void {
     const settings = this.#o.settings;
     if (this.#stopped) return this.#send({ type: 'rejected', execution_id: executionId, reason: 'shutting_down' });
     if (this.#runners.size >= this.#o.capacity)
       return this.#send({ type: 'rejected', execution_id: executionId, reason: 'at_capacity' });
-    if (!settings.harnesses.includes(plan.harness)) {
+    if (!settings.harnesses.includes(assignment.harness)) {
       return this.#send({
         type: 'rejected',
         execution_id: executionId,
         reason: 'harness_unavailable',
-        message: `this worker has no ${plan.harness} harness`,
+        message: `this worker has no ${assignment.harness} harness`,
       });
     }
     const pipe = new EventPipe(
       async (events) => this.#send({ type: 'event', execution_id: executionId, events }),
       () => {},
     );
-    const runner = new ExecutionRunner(plan, settings, {
+    const runner = new ExecutionRunner(assignment, settings, {
       starting: async ({ workspace }) => {
         this.#send({ type: 'claimed', execution_id: executionId, workspace });
         return true;
@@ -215,13 +215,13 @@ export class WorkerClient {
       events: (events) => pipe.push(events),
     });
     this.#runners.set(executionId, runner);
-    this.#o.log.info(`running ${plan.runId} (execution ${executionId}, ${plan.harness})`);
+    this.#o.log.info(`running ${assignment.runId} (execution ${executionId}, ${assignment.harness})`);
     const done = runner.done.then(async (outcome) => {
       await pipe.drain();
       this.#send(this.#endMessage(executionId, outcome, runner.usage));
       this.#runners.delete(executionId);
       this.#finished.delete(done);
-      this.#o.log.info(`finished ${plan.runId}: ${outcome.kind}`);
+      this.#o.log.info(`finished ${assignment.runId}: ${outcome.kind}`);
     });
     this.#finished.add(done);
   }

@@ -13,8 +13,8 @@ import type { Logger } from '../kernel/log.ts';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import { adapterFor } from '../execution/harnesses/index.ts';
-import { buildPlans, PlanError } from '../execution/plan-builder.ts';
-import type { ExecutionOutcome } from '../execution/plan.ts';
+import { buildAssignments, AssignmentError } from '../execution/assignment-builder.ts';
+import type { ExecutionOutcome } from '../execution/assignment.ts';
 import { claimWorkerRuns } from '../execution/queue.ts';
 import type { ExecutionRecorder } from '../execution/recorder.ts';
 import { isHarnessType } from '../execution/settings.ts';
@@ -302,17 +302,18 @@ export class WorkerHub {
       executor: this.#executorName(c),
       leaseMs: this.#deps.leaseMs,
     });
-    const plans = await buildPlans(this.#deps.db, this.#deps.secrets, claimed, this.#deps.sessionLink);
+    const assignments = await buildAssignments(this.#deps.db, this.#deps.secrets, claimed, this.#deps.sessionLink);
     for (const [i, cl] of claimed.entries()) {
-      const plan = plans[i]!;
-      if (plan instanceof Error) {
-        const planError = plan instanceof PlanError;
-        if (!planError) this.#deps.log.error({ err: plan, runId: cl.run.id }, 'building the execution plan failed');
+      const assignment = assignments[i]!;
+      if (assignment instanceof Error) {
+        const assignmentError = assignment instanceof AssignmentError;
+        if (!assignmentError)
+          this.#deps.log.error({ err: assignment, runId: cl.run.id }, 'building the execution assignment failed');
         await this.#deps.recorder.finished({
           executionId: cl.executionId,
           runId: cl.run.id,
-          outcome: planError
-            ? { kind: 'failed', exitCode: null, message: plan.message, errorCode: plan.errorCode }
+          outcome: assignmentError
+            ? { kind: 'failed', exitCode: null, message: assignment.message, errorCode: assignment.errorCode }
             : {
                 kind: 'error',
                 exitCode: null,
@@ -325,13 +326,13 @@ export class WorkerHub {
       c.assigned.set(cl.executionId, {
         runId: cl.run.id,
         harness: cl.harness,
-        followupIds: plan.followups.map((f) => f.id),
+        followupIds: assignment.followups.map((f) => f.id),
         started: false,
-        delivered: new Set(plan.followups.map((f) => f.id)),
+        delivered: new Set(assignment.followups.map((f) => f.id)),
         cancelSent: false,
         chain: Promise.resolve(),
       });
-      this.#send(c.ws, { type: 'assignment', execution_id: cl.executionId, plan });
+      this.#send(c.ws, { type: 'assignment', execution_id: cl.executionId, plan: assignment });
     }
   }
 

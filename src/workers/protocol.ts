@@ -2,7 +2,7 @@
  * The self-hosted worker protocol (docs/worker-protocol.md): JSON text frames over a WebSocket the worker
  * opens to `/api/v1/workers/connect` with `Authorization: Bearer <team API key>`.
  */
-import type { AgentEvent, ExecutionPlan, PlanFollowup } from '../execution/plan.ts';
+import type { AgentEvent, Assignment, AssignmentFollowup } from '../execution/assignment.ts';
 
 export const WORKER_PROTOCOL_VERSION = 1;
 export const WORKER_CONNECT_PATH = '/api/v1/workers/connect';
@@ -101,7 +101,8 @@ export interface WelcomeMessage {
 export interface AssignmentMessage {
   type: 'assignment';
   execution_id: string;
-  plan: ExecutionPlan;
+  /** The assignment; `plan` is its name on the wire, kept so that existing workers understand it. */
+  plan: Assignment;
 }
 
 export interface CancelMessage {
@@ -113,7 +114,7 @@ export interface CancelMessage {
 export interface FollowupMessage {
   type: 'followup';
   execution_id: string;
-  followup: PlanFollowup;
+  followup: AssignmentFollowup;
 }
 
 export interface ErrorMessage {

@@ -7,9 +7,9 @@
 import { RUNS_QUEUED_TOPIC } from '../../src/kernel/topics.ts';
 import { describe, expect, it } from 'vitest';
 import { insertsHandOffColumns } from '../../src/execution/hand-off.ts';
-import { insertRunsParameter } from '../../src/runs/plans.ts';
+import { insertRunsParameter } from '../../src/runs/sql.ts';
 import { createAndClaimServiceRuns } from '../../src/execution/queue.ts';
-import { insertRuns } from '../../src/runs/plans.ts';
+import { insertRuns } from '../../src/runs/sql.ts';
 import { insertQueuedRun, prepareQueuedRun } from '../../src/runs/service.ts';
 import { ENGINES } from '../support/db.ts';
 import { eventsOf, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';

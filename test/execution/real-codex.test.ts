@@ -12,7 +12,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codexHarness } from '../../src/execution/harnesses/codex.ts';
-import type { ExecutionPlan } from '../../src/execution/plan.ts';
+import type { Assignment } from '../../src/execution/assignment.ts';
 import { createWorkspace } from '../../src/execution/workspace.ts';
 import { ENGINES } from '../support/db.ts';
 import { killQuietly } from '../support/processes.ts';
@@ -31,7 +31,7 @@ import type { ExecServer } from './support.ts';
 
 const CODEX = path.join(ROOT, 'node_modules/.bin/codex');
 
-function plan(executionId: string): ExecutionPlan {
+function assignment(executionId: string): Assignment {
   return {
     executionId,
     runId: 'run_real_codex',
@@ -77,7 +77,7 @@ describe('the real Codex CLI', () => {
     const id = newId('exe');
     const ws = await createWorkspace(root, id);
     const invocation = await codexHarness.prepare({
-      plan: plan(id),
+      assignment: assignment(id),
       workspace: ws,
       bin: CODEX,
       extraArgs: [],
@@ -111,7 +111,7 @@ describe('the real Codex CLI', () => {
     const id = newId('exe');
     const ws = await createWorkspace(root, id);
     const invocation = await codexHarness.prepare({
-      plan: plan(id),
+      assignment: assignment(id),
       workspace: ws,
       bin: CODEX,
       extraArgs: [],

@@ -5,8 +5,8 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AcceptForm } from '../../src/ingress/delivery-writer.ts';
-import { acceptNewDeliveries, IDENTITY_INDEX } from '../../src/ingress/plans.ts';
-import type { AcceptInsert } from '../../src/ingress/plans.ts';
+import { acceptNewDeliveries, IDENTITY_INDEX } from '../../src/ingress/sql.ts';
+import type { AcceptInsert } from '../../src/ingress/sql.ts';
 import { isUniqueViolation } from '../../src/store/errors.ts';
 import { newId } from '../../src/kernel/ids.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';

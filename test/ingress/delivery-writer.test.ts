@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryWriter } from '../../src/ingress/delivery-writer.ts';
 import type { DeliveryWriterOptions } from '../../src/ingress/delivery-writer.ts';
 import { DeliveriesInProgress } from '../../src/ingress/in-progress.ts';
-import type { DeliveryInsert } from '../../src/ingress/plans.ts';
+import type { DeliveryInsert } from '../../src/ingress/sql.ts';
 import type { Db } from '../../src/kernel/db.ts';
 import { newId } from '../../src/kernel/ids.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';

@@ -5,7 +5,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { githubRunEnv, mintInstallationToken } from '../../src/integrations/github-token.ts';
-import { upsertInstallation } from '../../src/integrations/plans.ts';
+import { upsertInstallation } from '../../src/integrations/sql.ts';
 import { ENGINES } from '../support/db.ts';
 import { startGithubApi } from '../support/github-api.ts';
 import type { GithubApiStandIn } from '../support/github-api.ts';

@@ -4,7 +4,7 @@ import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 import type { Services } from '../../src/composition.ts';
 import type { Reconciler } from '../../src/reconciler/index.ts';
-import { getFactory } from '../../src/reconciler/plans.ts';
+import { getFactory } from '../../src/reconciler/sql.ts';
 import { ManagedRepository } from '../../src/sources/managed.ts';
 import { AppError } from '../../src/kernel/errors.ts';
 import { SEED_COMMIT_MESSAGE } from '../../src/factories/seed.ts';

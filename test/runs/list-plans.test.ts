@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertTeam } from '../../src/identity/plans.ts';
+import { insertTeam } from '../../src/identity/sql.ts';
 import { listRuns } from '../../src/runs/list.ts';
-import { getRunBySession, listConversationRuns } from '../../src/runs/plans.ts';
+import { getRunBySession, listConversationRuns } from '../../src/runs/sql.ts';
 import type { RunFilters, SortField, SortOrder } from '../../src/runs/list.ts';
 import type { Queryable, SqlValue } from '../../src/kernel/db.ts';
 import { newId } from '../../src/kernel/ids.ts';

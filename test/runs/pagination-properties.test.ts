@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertTeam } from '../../src/identity/plans.ts';
+import { insertTeam } from '../../src/identity/sql.ts';
 import { listRuns, SORT_FIELDS } from '../../src/runs/list.ts';
 import type { SortField, SortOrder } from '../../src/runs/list.ts';
 import type { Db } from '../../src/kernel/db.ts';

@@ -1,9 +1,9 @@
 import type { Logger } from '../../src/kernel/log.ts';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { insertTeam } from '../../src/identity/plans.ts';
+import { insertTeam } from '../../src/identity/sql.ts';
 import { createLogger } from '../../src/log.ts';
-import { getRun } from '../../src/runs/plans.ts';
+import { getRun } from '../../src/runs/sql.ts';
 import type { Db } from '../../src/kernel/db.ts';
 import {
   checkpointIfDue,

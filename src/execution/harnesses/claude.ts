@@ -5,7 +5,7 @@
  */
 import { copyFile, mkdir, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { AgentEvent } from '../plan.ts';
+import type { AgentEvent } from '../assignment.ts';
 import { writeWorkspaceFile } from '../workspace.ts';
 import { jsonLine, num, obj, readExitCommon, splitMcpServers, isSseUrl, str, toolEvents } from './common.ts';
 import type { HarnessAdapter, OutputParser } from './types.ts';
@@ -135,10 +135,10 @@ export const claudeHarness: HarnessAdapter = {
   type: 'claude',
   liveFollowups: true,
   resumes: true,
-  async prepare({ plan, workspace, bin, prompt }) {
+  async prepare({ assignment, workspace, bin, prompt }) {
     const configDir = path.join(workspace.home, '.claude');
     await mkdir(configDir, { recursive: true, mode: 0o700 });
-    const { usable } = splitMcpServers(plan.mcpServers);
+    const { usable } = splitMcpServers(assignment.mcpServers);
     const mcpServers = Object.fromEntries(
       usable.map(([name, s]) => [
         name,
@@ -152,11 +152,11 @@ export const claudeHarness: HarnessAdapter = {
       '.mcp.json',
       `${JSON.stringify({ mcpServers }, null, 2)}\n`,
     );
-    if (plan.skill?.resolved) {
-      for (const file of plan.skill.files) {
+    if (assignment.skill?.resolved) {
+      for (const file of assignment.skill.files) {
         await writeWorkspaceFile(
           workspace.dir,
-          path.join('.claude', 'skills', plan.skill.name, file.path),
+          path.join('.claude', 'skills', assignment.skill.name, file.path),
           file.content,
           0o644,
         );
@@ -175,20 +175,20 @@ export const claudeHarness: HarnessAdapter = {
       mcpConfig,
       '--strict-mcp-config',
     ];
-    if (plan.modelId) args.push('--model', plan.modelId);
-    if (plan.basePrompt) {
-      if (plan.basePrompt.length <= MAX_ARG_PROMPT) args.push('--append-system-prompt', plan.basePrompt);
-      else await writeWorkspaceFile(workspace.dir, 'CLAUDE.md', plan.basePrompt, 0o644);
+    if (assignment.modelId) args.push('--model', assignment.modelId);
+    if (assignment.basePrompt) {
+      if (assignment.basePrompt.length <= MAX_ARG_PROMPT) args.push('--append-system-prompt', assignment.basePrompt);
+      else await writeWorkspaceFile(workspace.dir, 'CLAUDE.md', assignment.basePrompt, 0o644);
     }
-    if (plan.resumeSessionId) {
-      await placeSessionForResume(configDir, workspace.dir, plan.resumeSessionId);
-      args.push('--resume', plan.resumeSessionId);
+    if (assignment.resumeSessionId) {
+      await placeSessionForResume(configDir, workspace.dir, assignment.resumeSessionId);
+      args.push('--resume', assignment.resumeSessionId);
     }
     return {
       command: bin,
       args,
       env: {
-        ...plan.secretEnv,
+        ...assignment.secretEnv,
         CLAUDE_CONFIG_DIR: configDir,
         DISABLE_AUTOUPDATER: '1',
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',

@@ -4,12 +4,12 @@
  * with `codex exec --json … resume <thread id> -` in the next execution; codex exec reads no input while it runs.
  */
 import path from 'node:path';
-import type { AgentEvent } from '../plan.ts';
+import type { AgentEvent } from '../assignment.ts';
 import { writeWorkspaceFile } from '../workspace.ts';
 import { jsonLine, num, obj, readExitCommon, splitMcpServers, str, tomlInlineTable, tomlString } from './common.ts';
 import type { HarnessAdapter, OutputParser } from './types.ts';
 
-export function codexConfigToml(plan: {
+export function codexConfigToml(assignment: {
   mcpServers: Parameters<typeof splitMcpServers>[0];
   basePrompt: string | undefined;
   reasoningLevel: string | undefined;
@@ -19,9 +19,9 @@ export function codexConfigToml(plan: {
     'approval_policy = "never"',
     'sandbox_mode = "workspace-write"',
   ];
-  if (plan.reasoningLevel) lines.push(`model_reasoning_effort = ${tomlString(plan.reasoningLevel)}`);
-  if (plan.basePrompt) lines.push(`developer_instructions = ${tomlString(plan.basePrompt)}`);
-  for (const [name, s] of splitMcpServers(plan.mcpServers).usable) {
+  if (assignment.reasoningLevel) lines.push(`model_reasoning_effort = ${tomlString(assignment.reasoningLevel)}`);
+  if (assignment.basePrompt) lines.push(`developer_instructions = ${tomlString(assignment.basePrompt)}`);
+  for (const [name, s] of splitMcpServers(assignment.mcpServers).usable) {
     lines.push('', `[mcp_servers.${tomlString(name)}]`);
     if (s.command) {
       lines.push(`command = ${tomlString(s.command)}`);
@@ -150,31 +150,31 @@ export const codexHarness: HarnessAdapter = {
   type: 'codex',
   liveFollowups: false,
   resumes: true,
-  async prepare({ plan, workspace, bin, prompt }) {
+  async prepare({ assignment, workspace, bin, prompt }) {
     const codexHome = path.join(workspace.home, '.codex');
     await writeWorkspaceFile(
       workspace.dir,
       path.relative(workspace.dir, path.join(codexHome, 'config.toml')),
-      codexConfigToml(plan),
+      codexConfigToml(assignment),
     );
-    if (plan.skill?.resolved) {
-      for (const file of plan.skill.files) {
+    if (assignment.skill?.resolved) {
+      for (const file of assignment.skill.files) {
         await writeWorkspaceFile(
           workspace.dir,
-          path.join('.codex', 'skills', plan.skill.name, file.path),
+          path.join('.codex', 'skills', assignment.skill.name, file.path),
           file.content,
           0o644,
         );
       }
     }
     const args = ['exec', '--json', '--skip-git-repo-check', '--cd', workspace.dir];
-    if (plan.modelId) args.push('--model', plan.modelId);
-    if (plan.resumeSessionId) args.push('resume', plan.resumeSessionId);
+    if (assignment.modelId) args.push('--model', assignment.modelId);
+    if (assignment.resumeSessionId) args.push('resume', assignment.resumeSessionId);
     args.push('-');
     return {
       command: bin,
       args,
-      env: { ...plan.secretEnv, CODEX_HOME: codexHome },
+      env: { ...assignment.secretEnv, CODEX_HOME: codexHome },
       input: prompt,
       keepStdinOpen: false,
     };

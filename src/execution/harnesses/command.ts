@@ -4,40 +4,44 @@
  */
 import { RUN_EVENT_TYPES } from '../../runs/events.ts';
 import type { RunEventType } from '../../runs/events.ts';
-import type { AgentEvent, ExecutionPlan } from '../plan.ts';
+import type { AgentEvent, Assignment } from '../assignment.ts';
 import { jsonLine, readExitCommon, splitMcpServers, str } from './common.ts';
 import type { HarnessAdapter, OutputParser } from './types.ts';
 
 export const COMMAND_RUN_FORMAT = 'agentyard.run/v1';
 
 /** The document on the command's stdin. */
-export function commandRunDocument(plan: ExecutionPlan, workspace: string, prompt: string): Record<string, unknown> {
+export function commandRunDocument(assignment: Assignment, workspace: string, prompt: string): Record<string, unknown> {
   return {
     format: COMMAND_RUN_FORMAT,
-    run_id: plan.runId,
-    execution_id: plan.executionId,
-    attempt: plan.attempt,
-    title: plan.title,
+    run_id: assignment.runId,
+    execution_id: assignment.executionId,
+    attempt: assignment.attempt,
+    title: assignment.title,
     prompt,
-    run_prompt: plan.runPrompt,
-    base_prompt: plan.basePrompt ?? null,
-    model_id: plan.modelId ?? null,
-    reasoning_level: plan.reasoningLevel ?? null,
-    skill: plan.skill
-      ? plan.skill.resolved
-        ? { spec: plan.skill.spec, name: plan.skill.name, path: `.agents/skills/${plan.skill.name}/SKILL.md` }
-        : { spec: plan.skill.spec, name: plan.skill.name, unresolved: plan.skill.reason }
+    run_prompt: assignment.runPrompt,
+    base_prompt: assignment.basePrompt ?? null,
+    model_id: assignment.modelId ?? null,
+    reasoning_level: assignment.reasoningLevel ?? null,
+    skill: assignment.skill
+      ? assignment.skill.resolved
+        ? {
+            spec: assignment.skill.spec,
+            name: assignment.skill.name,
+            path: `.agents/skills/${assignment.skill.name}/SKILL.md`,
+          }
+        : { spec: assignment.skill.spec, name: assignment.skill.name, unresolved: assignment.skill.reason }
       : null,
-    attachments: plan.attachments.map((a) => a.fileName),
-    mcp_servers: Object.fromEntries(splitMcpServers(plan.mcpServers).usable),
-    resume_session_id: plan.resumeSessionId ?? null,
-    followups: plan.followups,
+    attachments: assignment.attachments.map((a) => a.fileName),
+    mcp_servers: Object.fromEntries(splitMcpServers(assignment.mcpServers).usable),
+    resume_session_id: assignment.resumeSessionId ?? null,
+    followups: assignment.followups,
     workspace,
-    source: plan.run.source,
-    config: plan.run.config,
-    metadata: plan.run.metadata,
-    created_at: plan.run.createdAt,
-    session_link: plan.run.sessionLink,
+    source: assignment.run.source,
+    config: assignment.run.config,
+    metadata: assignment.run.metadata,
+    created_at: assignment.run.createdAt,
+    session_link: assignment.run.sessionLink,
   };
 }
 
@@ -65,13 +69,13 @@ export const commandHarness: HarnessAdapter = {
   type: 'command',
   liveFollowups: false,
   resumes: true,
-  async prepare({ plan, workspace, bin, extraArgs, prompt }) {
+  async prepare({ assignment, workspace, bin, extraArgs, prompt }) {
     if (!bin) throw new Error('the command harness has no executable: set AGENTYARD_HARNESS_COMMAND_BIN');
     return {
       command: bin,
       args: extraArgs,
-      env: { ...plan.secretEnv },
-      input: `${JSON.stringify(commandRunDocument(plan, workspace.dir, prompt))}\n`,
+      env: { ...assignment.secretEnv },
+      input: `${JSON.stringify(commandRunDocument(assignment, workspace.dir, prompt))}\n`,
       keepStdinOpen: false,
     };
   },

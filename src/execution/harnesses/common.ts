@@ -1,5 +1,5 @@
 import type { McpServerConfig } from '../../runs/model.ts';
-import type { AgentEvent } from '../plan.ts';
+import type { AgentEvent } from '../assignment.ts';
 import type { ExitReading } from './types.ts';
 
 /** One line of JSON output as an object; undefined for anything else (banners, blank lines). */

@@ -4,7 +4,7 @@
  * inside the workspace. A follow-up continues with `--resume <session id>` in the next execution.
  */
 import path from 'node:path';
-import type { AgentEvent } from '../plan.ts';
+import type { AgentEvent } from '../assignment.ts';
 import { writeWorkspaceFile } from '../workspace.ts';
 import { jsonLine, num, obj, readExitCommon, splitMcpServers, isSseUrl, str, toolEvents } from './common.ts';
 import type { ExitReading, HarnessAdapter, OutputParser } from './types.ts';
@@ -131,21 +131,21 @@ export const geminiHarness: HarnessAdapter = {
   type: 'gemini',
   liveFollowups: false,
   resumes: true,
-  async prepare({ plan, workspace, bin, prompt }) {
+  async prepare({ assignment, workspace, bin, prompt }) {
     await writeWorkspaceFile(
       workspace.dir,
       path.relative(workspace.dir, path.join(workspace.home, '.gemini', 'settings.json')),
-      `${JSON.stringify(geminiSettings(plan.mcpServers), null, 2)}\n`,
+      `${JSON.stringify(geminiSettings(assignment.mcpServers), null, 2)}\n`,
     );
-    if (plan.basePrompt) await writeWorkspaceFile(workspace.dir, 'GEMINI.md', plan.basePrompt, 0o644);
+    if (assignment.basePrompt) await writeWorkspaceFile(workspace.dir, 'GEMINI.md', assignment.basePrompt, 0o644);
     const args = ['--output-format', 'stream-json', '--approval-mode', 'yolo'];
-    if (plan.modelId) args.push('--model', plan.modelId);
-    if (plan.resumeSessionId) args.push('--resume', plan.resumeSessionId);
+    if (assignment.modelId) args.push('--model', assignment.modelId);
+    if (assignment.resumeSessionId) args.push('--resume', assignment.resumeSessionId);
     args.push('--prompt', GEMINI_PROMPT_FLAG_TEXT);
     return {
       command: bin,
       args,
-      env: { ...plan.secretEnv, HOME: workspace.home },
+      env: { ...assignment.secretEnv, HOME: workspace.home },
       input: prompt,
       keepStdinOpen: false,
     };

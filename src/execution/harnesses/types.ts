@@ -1,4 +1,4 @@
-import type { AgentEvent, ExecutionPlan } from '../plan.ts';
+import type { AgentEvent, Assignment } from '../assignment.ts';
 import type { HarnessType } from '../settings.ts';
 import type { Workspace } from '../workspace.ts';
 
@@ -30,7 +30,7 @@ export interface ExitReading {
 }
 
 export interface HarnessContext {
-  plan: ExecutionPlan;
+  assignment: Assignment;
   workspace: Workspace;
   /** The CLI's executable. */
   bin: string;

@@ -66,7 +66,7 @@ END
 $$;
 
 -- Claims locked runs (the rows a lock function above returned in this statement): QUEUED → CLAIMED with the
--- transition the caller passes (the state machine's `claim`, as runEventSql in src/runs/plans.ts sets it),
+-- transition the caller passes (the state machine's `claim`, as runEventSql in src/runs/sql.ts sets it),
 -- their executions with their leases, and what their plans need. Kept in one function so PostgreSQL plans it
 -- once per connection.
 CREATE OR REPLACE FUNCTION ay_claim_locked(

@@ -3,7 +3,7 @@
 -- claim them (ay_claim_service_runs: the fair choice between teams, FOR UPDATE SKIP LOCKED, QUEUED → CLAIMED
 -- through the state machine's transition, which the state-event trigger records). The claim may take older
 -- runs of other teams instead of the new ones; whatever it leaves stays QUEUED and is announced by the caller.
--- p_runs holds the records of src/runs/plans.ts insertRuns (one object per run, keys = columns of runs), so
+-- p_runs holds the records of src/runs/sql.ts insertRuns (one object per run, keys = columns of runs), so
 -- the inserted columns follow that function: the column list is read from the first record.
 
 CREATE OR REPLACE FUNCTION ay_create_and_claim_service_runs(

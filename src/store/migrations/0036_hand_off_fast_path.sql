@@ -1,5 +1,5 @@
 -- The hand-off statement of 0035, cheaper (src/execution/hand-off.ts):
--- * the insert is static, planned once per connection: the columns are those of src/runs/plans.ts insertRuns
+-- * the insert is static, planned once per connection: the columns are those of src/runs/sql.ts insertRuns
 --   (the hand-off checks at start that insertRuns writes exactly these, and stays off otherwise);
 -- * when nothing else is queued for the service's executors and the claim may take every new run, the fair
 --   choice between teams (ay_lock_service_runs) can only answer "every new run these executors take": that

@@ -5,7 +5,7 @@
 -- p_transitions holds the state machine's transitions the end uses (src/runs/state-machine.ts, passed by the
 -- caller, as ay_start_executions takes `start`): {"succeed": {"to": ..., "from": [...]}, "fail": ...,
 -- "error": ..., "continue": ...}. Per execution, p_events names the one its outcome applies (NULL: none, the
--- run is left as it is). The columns each event sets are those of applyRunEventMany (src/runs/plans.ts).
+-- run is left as it is). The columns each event sets are those of applyRunEventMany (src/runs/sql.ts).
 --
 -- In order, each statement seeing the previous ones (and, on PostgreSQL, what others committed meanwhile):
 -- 1. the executions that still hold their lease are ended (locked before their runs, as the reaper does);

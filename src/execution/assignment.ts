@@ -1,5 +1,5 @@
 /**
- * An execution plan: everything an agent needs to work on one execution of a run, resolved by the server
+ * An execution assignment: everything an agent needs to work on one execution of a run, resolved by the server
  * (prompt, skill files, attachments, secrets) so that the service's executors and a self-hosted worker run
  * it the same way. Plain JSON: the worker protocol sends it as the `assignment`.
  */
@@ -7,28 +7,28 @@ import type { McpServerConfig } from '../runs/model.ts';
 import type { RunEventType } from '../runs/events.ts';
 import type { HarnessType } from './settings.ts';
 
-export interface PlanFile {
+export interface AssignmentFile {
   /** Path relative to the skill directory. */
   path: string;
   content: string;
 }
 
-export type PlanSkill =
-  | { spec: string; name: string; resolved: true; source: string; files: PlanFile[] }
+export type AssignmentSkill =
+  | { spec: string; name: string; resolved: true; source: string; files: AssignmentFile[] }
   | { spec: string; name: string; resolved: false; reason: string };
 
-export interface PlanAttachment {
+export interface AssignmentAttachment {
   fileName: string;
   mimeType: string;
   base64: string;
 }
 
-export interface PlanFollowup {
+export interface AssignmentFollowup {
   id: string;
   message: string;
 }
 
-export interface ExecutionPlan {
+export interface Assignment {
   executionId: string;
   runId: string;
   teamId: string;
@@ -44,8 +44,8 @@ export interface ExecutionPlan {
   modelId: string | undefined;
   reasoningLevel: string | undefined;
   mcpServers: Record<string, McpServerConfig>;
-  skill: PlanSkill | undefined;
-  attachments: PlanAttachment[];
+  skill: AssignmentSkill | undefined;
+  attachments: AssignmentAttachment[];
   /**
    * Environment variables holding the provider key (`ANTHROPIC_API_KEY`...) from the run's managed secret.
    * Never logged, never on a command line.
@@ -60,7 +60,7 @@ export interface ExecutionPlan {
   /** The container image of the run's runner (`platform.linux.dockerImage`), for hosts with a container runtime. */
   image?: string;
   /** Follow-ups this execution delivers (they are part of `prompt`). */
-  followups: PlanFollowup[];
+  followups: AssignmentFollowup[];
   /** The run as the `command` harness receives it on stdin. */
   run: {
     source: string;

@@ -1,5 +1,5 @@
 /**
- * Builds the plan of a claimed execution from the database: what the agent is told (the run's prompt, or the
+ * Builds the assignment of a claimed execution from the database: what the agent is told (the run's prompt, or the
  * follow-ups that continue it), the skill, the attachments, the provider key from the team's managed secret,
  * and the agent session to resume.
  */
@@ -9,13 +9,13 @@ import type { AgentConfig, RunRow } from '../runs/model.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { adapterFor } from './harnesses/index.ts';
-import type { ExecutionPlan, PlanFollowup } from './plan.ts';
-import { SECRET_ENV_OF } from './plan.ts';
+import type { Assignment, AssignmentFollowup } from './assignment.ts';
+import { SECRET_ENV_OF } from './assignment.ts';
 import type { HarnessType } from './settings.ts';
 import { resolveSkill } from './skills.ts';
 
-/** A plan cannot be made for a reason that is the run's own (its configuration names a missing secret...). */
-export class PlanError extends Error {
+/** An assignment cannot be made for a reason that is the run's own (its configuration names a missing secret...). */
+export class AssignmentError extends Error {
   readonly errorCode: string;
   constructor(errorCode: string, message: string) {
     super(message);
@@ -36,20 +36,20 @@ export function authSecretName(config: AgentConfig, harness: HarnessType): strin
   return secrets[`${harness}_auth_secret_name`] || undefined;
 }
 
-export interface PlanInputs {
+export interface AssignmentInputs {
   run_id: string;
   /** Earlier executions of the run, newest first. */
   previous: { id: string; agent_session_id: string | null; started: boolean }[];
-  followups: PlanFollowup[];
+  followups: AssignmentFollowup[];
   attachments: { file_name: string; mime_type: string; data: string }[];
 }
 
-function followupText(followups: readonly PlanFollowup[]): string {
+function followupText(followups: readonly AssignmentFollowup[]): string {
   return followups.map((f) => f.message).join('\n\n');
 }
 
-/** The select-list columns `previous`, `followups` and `attachments` of PlanInputs, for a run and its execution. */
-export function PLAN_INPUT_COLUMNS(runId: string, executionId: string): string {
+/** The select-list columns `previous`, `followups` and `attachments` of AssignmentInputs, for a run and its execution. */
+export function ASSIGNMENT_INPUT_COLUMNS(runId: string, executionId: string): string {
   return `(SELECT coalesce(json_agg(json_build_object('id', e.id, 'agent_session_id', e.agent_session_id, 'started', e.started_at IS NOT NULL)
          ORDER BY e.attempt DESC), '[]'::json)
        FROM executions e WHERE e.run_id = ${runId} AND e.id <> ${executionId}) AS previous,
@@ -60,35 +60,35 @@ export function PLAN_INPUT_COLUMNS(runId: string, executionId: string): string {
        FROM run_attachments a WHERE a.run_id = ${runId}) AS attachments`;
 }
 
-/** What plans need from the database, for several claimed runs in one query. */
+/** What assignments need from the database, for several claimed runs in one query. */
 async function loadInputs(
   q: Queryable,
   claims: readonly { runId: string; executionId: string }[],
-): Promise<Map<string, PlanInputs>> {
-  const res = await q.query<PlanInputs>(
-    `SELECT x.run_id, ${PLAN_INPUT_COLUMNS('x.run_id', 'x.execution_id')}
+): Promise<Map<string, AssignmentInputs>> {
+  const res = await q.query<AssignmentInputs>(
+    `SELECT x.run_id, ${ASSIGNMENT_INPUT_COLUMNS('x.run_id', 'x.execution_id')}
      FROM unnest($1::text[], $2::text[]) AS x(run_id, execution_id)`,
     [claims.map((c) => c.runId), claims.map((c) => c.executionId)],
   );
   return new Map(res.rows.map((r) => [r.run_id, r]));
 }
 
-export interface PlanRequest {
+export interface AssignmentRequest {
   run: RunRow;
   executionId: string;
   attempt: number;
   harness: HarnessType;
   /** Read by the claim already; loaded here when absent. */
-  inputs?: PlanInputs;
+  inputs?: AssignmentInputs;
 }
 
-/** Plans for several claimed executions; a run whose plan cannot be made gets its PlanError (or other error). */
-export async function buildPlans(
+/** Assignments for several claimed executions; a run whose assignment cannot be made gets its AssignmentError (or other error). */
+export async function buildAssignments(
   q: Queryable,
   secrets: SecretProvider,
-  requests: readonly PlanRequest[],
+  requests: readonly AssignmentRequest[],
   sessionLink: (sessionId: string) => string,
-): Promise<(ExecutionPlan | Error)[]> {
+): Promise<(Assignment | Error)[]> {
   if (requests.length === 0) return [];
   const missing = requests.filter((r) => !r.inputs);
   const loaded = missing.length
@@ -96,24 +96,24 @@ export async function buildPlans(
         q,
         missing.map((r) => ({ runId: r.run.id, executionId: r.executionId })),
       )
-    : new Map<string, PlanInputs>();
+    : new Map<string, AssignmentInputs>();
   return Promise.all(
     requests.map((r) =>
-      planFrom(q, secrets, r, r.inputs ?? loaded.get(r.run.id)!, sessionLink).catch((err: unknown) =>
+      assignmentFrom(q, secrets, r, r.inputs ?? loaded.get(r.run.id)!, sessionLink).catch((err: unknown) =>
         err instanceof Error ? err : new Error(String(err)),
       ),
     ),
   );
 }
 
-export async function buildPlan(
+export async function buildAssignment(
   q: Queryable,
   secrets: SecretProvider,
-  input: PlanRequest & { sessionLink: (sessionId: string) => string },
-): Promise<ExecutionPlan> {
-  const [plan] = await buildPlans(q, secrets, [input], input.sessionLink);
-  if (plan instanceof Error) throw plan;
-  return plan!;
+  input: AssignmentRequest & { sessionLink: (sessionId: string) => string },
+): Promise<Assignment> {
+  const [assignment] = await buildAssignments(q, secrets, [input], input.sessionLink);
+  if (assignment instanceof Error) throw assignment;
+  return assignment!;
 }
 
 /** The value of a read issued with the others, or its error thrown. */
@@ -122,13 +122,13 @@ function settled<T>(result: PromiseSettledResult<T>): T {
   return result.value;
 }
 
-async function planFrom(
+async function assignmentFrom(
   q: Queryable,
   secrets: SecretProvider,
-  input: PlanRequest,
-  inputs: PlanInputs,
+  input: AssignmentRequest,
+  inputs: AssignmentInputs,
   sessionLink: (sessionId: string) => string,
-): Promise<ExecutionPlan> {
+): Promise<Assignment> {
   const { run, harness } = input;
   const config = run.config;
   const previous = inputs.previous;
@@ -140,9 +140,9 @@ async function planFrom(
 
   const continuesWithoutSession = ranBefore !== undefined && resumeSessionId === undefined;
   const secretName = authSecretName(config, harness);
-  // The reads a plan may need are independent: issued together, not one after another (each is a round trip,
-  // and a start waits for the plan). Their failures are reported in the order the reads used to be made.
-  // (a plan that needs no read is built without waiting: the run starts in the turn it was claimed)
+  // The reads an assignment may need are independent: issued together, not one after another (each is a round trip,
+  // and a start waits for the assignment). Their failures are reported in the order the reads used to be made.
+  // (an assignment that needs no read is built without waiting: the run starts in the turn it was claimed)
   const nothing: PromiseSettledResult<undefined> = { status: 'fulfilled', value: undefined };
   const [lastResultRead, secretRead, skillRead] =
     continuesWithoutSession || secretName || run.skill_spec
@@ -180,7 +180,7 @@ async function planFrom(
   if (secretName) {
     const value = settled(secretRead);
     if (value === undefined) {
-      throw new PlanError(
+      throw new AssignmentError(
         'secret_not_found',
         `the harness auth secret "${secretName}" does not exist in the team (PUT /api/v1/secrets/${secretName})`,
       );
@@ -194,7 +194,7 @@ async function planFrom(
     try {
       Object.assign(secretEnv, await githubRunEnv(q, secrets, run));
     } catch (err) {
-      throw new PlanError(
+      throw new AssignmentError(
         'environment_setup_failed',
         `could not get a GitHub installation token for ${run.metadata.repository ?? 'the repository'}: ${(err as Error).message}`,
       );
