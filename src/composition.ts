@@ -166,17 +166,17 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
   });
   const ingress = roles.has('ingress') ? createIngressRuntime(ctx, metrics, options.ingress) : undefined;
   const connections = ingress ? new ConnectionCache(db, ctx.cipher, log) : undefined;
-  const managed = { ...ctx, controller, routing: ingress?.routing };
-  const factories = new FactoryService(managed);
   const runs = new RunService(db, bus);
+  const managed = { ...ctx, controller, routing: ingress?.routing };
+  const factories = new FactoryService({ ...managed, runs });
   const webhooks = new WebhookManagement(managed);
   const automations = new AutomationManagement(managed);
   const schedules = new ScheduleService(db, bus, clock);
   const evaluator =
     options.automations !== false && (roles.has('ingress') || roles.has('controller'))
-      ? new OutboxEvaluator(db, bus, log, options.automations ?? {})
+      ? new OutboxEvaluator({ db, bus, log, runs }, options.automations ?? {})
       : undefined;
-  const scheduler = roles.has('scheduler') ? new Scheduler({ db, bus, clock, log }) : undefined;
+  const scheduler = roles.has('scheduler') ? new Scheduler({ db, bus, clock, log, runs }) : undefined;
   const scheduleSync = roles.has('scheduler') ? new AutomationScheduleSync({ db, bus, clock, log }) : undefined;
 
   const settings = executionSettings(
