@@ -20,7 +20,7 @@ import type { ExecutionSettings } from './execution/settings.ts';
 import { describeSandbox } from './execution/sandbox/index.ts';
 import { startWaitingAnnotations } from './execution/waiting.ts';
 import { consoleRoutes } from './console/routes.ts';
-import { definitionPoolFor } from './definitions/pool.ts';
+import { DefinitionPool, poolOptionsFor } from './definitions/pool.ts';
 import { registerFactoryFileRoutes } from './factories/factory-file-routes.ts';
 import { registerFactoryRoutes } from './factories/routes.ts';
 import { authorizeRunSecrets } from './factories/secret-grants.ts';
@@ -102,6 +102,8 @@ export interface Services extends ServiceContext {
   /** Where secret values come from: the database, or what the operator installs with `secrets.use`. */
   secrets: ServerSecrets;
   readiness: ReadinessChecks;
+  /** Parses and validates factory trees on worker threads (applies and the dry-run validate endpoint). */
+  definitions: DefinitionPool;
   /** The reconciler and the loops of every factory (they run only with the `controller` role). */
   controller: FactoryController;
   factories: FactoryService;
@@ -149,6 +151,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
   const metrics = createMetrics(db);
   const secrets = new ServerSecrets(db, ctx.cipher);
   const readiness = new ReadinessChecks(db);
+  const definitions = new DefinitionPool(poolOptionsFor(config));
   const controller = new FactoryController({
     db,
     bus,
@@ -156,24 +159,24 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     secrets,
     log,
     dataDir: config.dataDir,
-    definitions: definitionPoolFor(config),
+    definitions,
     urlPolicy: sourceUrlPolicyFor(config),
     sourceLimits: config.sourceLimits,
     models: knownModels(config),
   });
   const ingress = roles.has('ingress') ? createIngressRuntime(ctx, metrics, options.ingress) : undefined;
   const connections = ingress ? new ConnectionCache(db, ctx.cipher, log) : undefined;
-  const managed = { ...ctx, controller, routing: ingress?.routing };
-  const factories = new FactoryService(managed);
   const runs = new RunService(db, bus);
+  const managed = { ...ctx, controller, routing: ingress?.routing };
+  const factories = new FactoryService({ ...managed, runs });
   const webhooks = new WebhookManagement(managed);
   const automations = new AutomationManagement(managed);
   const schedules = new ScheduleService(db, bus, clock);
   const evaluator =
     options.automations !== false && (roles.has('ingress') || roles.has('controller'))
-      ? new OutboxEvaluator(db, bus, log, options.automations ?? {})
+      ? new OutboxEvaluator({ db, bus, log, runs }, options.automations ?? {})
       : undefined;
-  const scheduler = roles.has('scheduler') ? new Scheduler({ db, bus, clock, log }) : undefined;
+  const scheduler = roles.has('scheduler') ? new Scheduler({ db, bus, clock, log, runs }) : undefined;
   const scheduleSync = roles.has('scheduler') ? new AutomationScheduleSync({ db, bus, clock, log }) : undefined;
 
   const settings = executionSettings(
@@ -230,6 +233,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     metrics,
     secrets,
     readiness,
+    definitions,
     controller,
     factories,
     runs,
@@ -315,9 +319,15 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
   ];
 
   const stopNothing = async () => {};
-  // Start order: the table maintenance, identity, the reconcile loops, the ingress, the evaluator, the scheduler,
+  // Start order: the definition pool, the table maintenance, identity, the reconcile loops, the ingress, the evaluator, the scheduler,
   // the metrics of reconcile outcomes, execution. Each stops in the reverse order.
   const components: Component[] = [
+    {
+      // Idle workers end on their own; stopping ends the busy ones too.
+      name: 'definition-pool',
+      roles: 'every',
+      start: async () => () => definitions.close(),
+    },
     {
       name: 'table-maintenance',
       roles: 'every',

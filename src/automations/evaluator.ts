@@ -1,10 +1,9 @@
-import { DELIVERIES_ACCEPTED_TOPIC, RUNS_QUEUED_TOPIC } from '../kernel/topics.ts';
+import { DELIVERIES_ACCEPTED_TOPIC } from '../kernel/topics.ts';
 import type { Logger } from '../kernel/log.ts';
 import { CoalescedPass } from '../kernel/coalesced-pass.ts';
 import { isAppError } from '../kernel/errors.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
-import { insertQueuedRun } from '../runs/service.ts';
-import type { CreateRunInput } from '../runs/service.ts';
+import type { CreateRunInput, RunService } from '../runs/service.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db, Queryable } from '../kernel/db.ts';
 import { EVENT_PAYLOAD_FILE, runPrompt, runTitle } from './envelope.ts';
@@ -35,9 +34,19 @@ export interface BatchResult {
  * evaluated again; `automation_firings` (one row per delivery and automation) makes a second run impossible
  * even if that ever overlapped.
  */
+/** What the evaluator works with. */
+export interface EvaluatorDeps {
+  db: Db;
+  bus: Bus;
+  log: Logger;
+  /** Where its runs are created, in the evaluation's transaction. */
+  runs: RunService;
+}
+
 export class OutboxEvaluator {
   readonly #db: Db;
   readonly #bus: Bus;
+  readonly #runs: RunService;
   readonly #log: Logger;
   readonly #batchSize: number;
   readonly #pollIntervalMs: number;
@@ -50,10 +59,11 @@ export class OutboxEvaluator {
   #timer: NodeJS.Timeout | undefined;
   #unsubscribe: (() => void) | undefined;
 
-  constructor(db: Db, bus: Bus, log: Logger, options: EvaluatorOptions = {}) {
+  constructor({ db, bus, log, runs }: EvaluatorDeps, options: EvaluatorOptions = {}) {
     this.#db = db;
     this.#bus = bus;
     this.#log = log;
+    this.#runs = runs;
     this.#batchSize = options.batchSize ?? 50;
     this.#pollIntervalMs = options.pollIntervalMs ?? 2_000;
     this.#beforeCommit = options.beforeCommit;
@@ -105,8 +115,7 @@ export class OutboxEvaluator {
       await sql.markEvaluated(tx, deliveryIds);
       return { deliveries: deliveries.length, runs };
     });
-    for (const run of result.runs)
-      await this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: run.runId, worker_host: run.workerHost });
+    this.#runs.announce(result.runs.map((r) => ({ id: r.runId, worker_host: r.workerHost })));
     return result;
   }
 
@@ -142,7 +151,7 @@ export class OutboxEvaluator {
   ): Promise<void> {
     if (!(await sql.claimFiring(tx, deliveryId, automationId))) return;
     try {
-      const run = await insertQueuedRun(tx, input);
+      const { run } = await this.#runs.create(input, { within: tx });
       await sql.recordFiring(tx, deliveryId, automationId, { runId: run.id });
       runs.push({ runId: run.id, workerHost: run.worker_host });
     } catch (err) {

@@ -169,23 +169,10 @@ async function answer(port: MessageChannel['port1'], question: SecretQuestion, c
   }
 }
 
-const pools = new Map<string, DefinitionPool>();
-
-/**
- * The process's pool for these budgets (worker threads are a process's resource; idle workers end after a
- * minute and never keep the process alive).
- */
-export function definitionPool(options: DefinitionPoolOptions = DEFAULT_POOL_OPTIONS): DefinitionPool {
-  const key = JSON.stringify(options);
-  let pool = pools.get(key);
-  if (!pool) {
-    pool = new DefinitionPool(options);
-    pools.set(key, pool);
-  }
-  return pool;
-}
-
-/** The pool with a server's configured budgets (AGENTYARD_VALIDATION_TIMEOUT_MS, AGENTYARD_VALIDATION_MEMORY_MB). */
-export function definitionPoolFor(config: { validationTimeoutMs: number; validationMemoryMb: number }): DefinitionPool {
-  return definitionPool({ timeoutMs: config.validationTimeoutMs, memoryMb: config.validationMemoryMb });
+/** The pool's budgets from a server's configuration (AGENTYARD_VALIDATION_TIMEOUT_MS, AGENTYARD_VALIDATION_MEMORY_MB). */
+export function poolOptionsFor(config: {
+  validationTimeoutMs: number;
+  validationMemoryMb: number;
+}): DefinitionPoolOptions {
+  return { timeoutMs: config.validationTimeoutMs, memoryMb: config.validationMemoryMb };
 }

@@ -12,8 +12,7 @@ import type { SecretProvider } from '../secrets/provider.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import { ClientRateLimit } from './client-rate-limit.ts';
 import { getSchemaBundle, SCHEMA_VERSION } from '../definitions/schemas.ts';
-import { definitionPoolFor } from '../definitions/pool.ts';
-import type { PoolContext } from '../definitions/pool.ts';
+import type { DefinitionPool, PoolContext } from '../definitions/pool.ts';
 import { VALIDATE_LIMITS } from '../definitions/validate-request.ts';
 import type { RequestProblem } from '../definitions/validate-request.ts';
 
@@ -161,6 +160,8 @@ async function optionalPrincipal(ctx: ServiceContext, request: FastifyRequest): 
 /** What the factory-file routes are handed: the kernel context and the server's secrets (team checks). */
 export interface FactoryFileRouteDeps extends ServiceContext {
   secrets: SecretProvider;
+  /** Where dry-run validations run (worker threads with budgets). */
+  definitions: DefinitionPool;
 }
 
 export async function registerFactoryFileRoutes(app: AppInstance, ctx: FactoryFileRouteDeps): Promise<void> {
@@ -281,7 +282,7 @@ export async function registerFactoryFileRoutes(app: AppInstance, ctx: FactoryFi
         const principal = await optionalPrincipal(ctx, request);
         const raw = request.body as unknown;
         if (!Buffer.isBuffer(raw)) throw new AppError('invalid_request', "body must have required property 'files'");
-        const outcome = await definitionPoolFor(ctx.config).validateRequest(raw, {
+        const outcome = await ctx.definitions.validateRequest(raw, {
           ...(principal ? teamContext(ctx, principal) : {}),
           models,
           deploymentNotes: DEPLOYMENT_NOTES,

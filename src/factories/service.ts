@@ -1,15 +1,15 @@
-import { FACTORIES_CHANGED_TOPIC, RUNS_QUEUED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
+import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
 import path from 'node:path';
 import { authorizeRunSecrets } from './secret-grants.ts';
 import type { Principal } from '../identity/principal.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
 import { runConfigFor } from '../reconciler/index.ts';
+import type { RunService } from '../runs/service.ts';
 import type { FactoryController } from '../reconciler/index.ts';
 import type { FactoryRow } from '../reconciler/model.ts';
 import * as sql from '../reconciler/sql.ts';
 import type { AgentConfig, RunRow } from '../runs/model.ts';
-import { insertQueuedRun } from '../runs/service.ts';
 import { authorizeSource } from '../sources/access.ts';
 import { looksLikeGitUrl, normalizeSourceSpec } from '../sources/spec.ts';
 import { sourceUrlPolicyFor } from '../sources/url-policy.ts';
@@ -46,6 +46,8 @@ export function decodeCursor(text: string): Cursor {
 /** What the factory service needs: the kernel context and the reconcile loops it tells of changes. */
 export interface FactoryServiceContext extends ServiceContext {
   controller: FactoryController;
+  /** Where the runs sent to a factory are created. */
+  runs: RunService;
 }
 
 /** Factories of a team: creation, lookup, deletion and sending work to them. */
@@ -169,23 +171,27 @@ export class FactoryService {
     if (foreman?.prompt) defaults.base_prompt = foreman.prompt;
     const config: AgentConfig = { ...defaults, ...(input.config ?? {}) };
     await authorizeRunSecrets(this.#ctx.db, principal, config, factory.id);
-    const run = await this.#ctx.db.transaction((tx) =>
-      insertQueuedRun(tx, {
-        teamId: principal.teamId,
-        prompt: input.prompt,
-        title: input.title,
-        config,
-        source: 'FACTORY',
-        factoryId: factory.id,
-        creator: {
-          id: principal.subject.id,
-          type: principal.subject.type,
-          displayName: principal.subject.displayName,
-          email: principal.subject.email,
+    const { runs } = this.#ctx;
+    const { run } = await this.#ctx.db.transaction((tx) =>
+      runs.create(
+        {
+          teamId: principal.teamId,
+          prompt: input.prompt,
+          title: input.title,
+          config,
+          source: 'FACTORY',
+          factoryId: factory.id,
+          creator: {
+            id: principal.subject.id,
+            type: principal.subject.type,
+            displayName: principal.subject.displayName,
+            email: principal.subject.email,
+          },
         },
-      }),
+        { within: tx },
+      ),
     );
-    await this.#ctx.bus.publish(RUNS_QUEUED_TOPIC, { run_id: run.id, worker_host: run.worker_host });
+    runs.announce([run]);
     return { run, factory, foreman: definition.foreman };
   }
 

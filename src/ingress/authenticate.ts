@@ -14,19 +14,8 @@ export interface AuthRequest {
 
 export type AuthOutcome = { ok: true; providerDeliveryId: string | undefined } | { ok: false; reason: string };
 
-// A route's secret never changes (a rotation or an apply makes a new route), so its digest is made once.
-const secretDigests = new WeakMap<WebhookRoute, Buffer>();
-
-/**
- * Constant-time equality of a credential of any length with the route's secret: fixed-size digests are
- * compared, the secret's made once per route.
- */
-function matchesRouteSecret(given: string, route: WebhookRoute, secret: string): boolean {
-  let expected = secretDigests.get(route);
-  if (!expected) {
-    expected = hash('sha256', secret, 'buffer');
-    secretDigests.set(route, expected);
-  }
+/** Constant-time equality of a credential of any length with the route's secret, by their fixed-size digests. */
+function matchesRouteSecret(given: string, expected: Buffer): boolean {
   return timingSafeEqual(hash('sha256', given, 'buffer'), expected);
 }
 
@@ -40,21 +29,22 @@ export function bearerToken(headers: HeaderMap): string | undefined {
 
 /** Checks the request's credential by the webhook's mode. The reason is safe to show to the sender. */
 export function authenticate(route: WebhookRoute, request: AuthRequest): AuthOutcome {
-  const secret = route.secret;
-  if (secret === null) return { ok: false, reason: 'the webhook has no secret yet; set one by rotating its secret' };
+  const { secret, secretDigest } = route;
+  if (secret === null || secretDigest === null)
+    return { ok: false, reason: 'the webhook has no secret yet; set one by rotating its secret' };
   switch (route.authMode) {
     case 'token': {
       const token = bearerToken(request.headers);
       if (token === undefined)
         return { ok: false, reason: 'send the webhook secret as "Authorization: Bearer <secret>"' };
-      return matchesRouteSecret(token, route, secret)
+      return matchesRouteSecret(token, secretDigest)
         ? { ok: true, providerDeliveryId: undefined }
         : { ok: false, reason: 'the bearer token is wrong' };
     }
     case 'url_token': {
       if (request.urlToken === undefined)
         return { ok: false, reason: 'this webhook takes its token as the last segment of the URL' };
-      return matchesRouteSecret(request.urlToken, route, secret)
+      return matchesRouteSecret(request.urlToken, secretDigest)
         ? { ok: true, providerDeliveryId: undefined }
         : { ok: false, reason: 'the URL token is wrong' };
     }

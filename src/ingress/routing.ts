@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto';
 import { WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
 import type { Logger } from '../kernel/log.ts';
 import type { SecretCipher } from '../secrets/crypto.ts';
@@ -18,6 +19,9 @@ export interface WebhookRoute {
   schemeId: string | null;
   /** The secret in force, decrypted; null while the webhook has none (every delivery is then an auth failure). */
   secret: string | null;
+  /** SHA-256 of the secret, made once with the route (a rotation or an apply makes a new route): bearer and URL
+   * tokens are compared with it in constant time whatever their length. */
+  secretDigest: Buffer | null;
   secretVersion: number;
   /** Lower-case header name. */
   deliveryIdHeader: string | null;
@@ -138,6 +142,8 @@ export class RoutingSnapshot {
         );
       }
     }
+    // An empty value is a placeholder, not a secret: nothing may authenticate against it.
+    if (secret === '') secret = null;
     return {
       uid: row.uid,
       teamId: row.team_id,
@@ -147,8 +153,8 @@ export class RoutingSnapshot {
       scheme:
         row.auth_mode === 'signature' && row.signature_scheme ? getSignatureScheme(row.signature_scheme) : undefined,
       schemeId: row.signature_scheme,
-      // An empty value is a placeholder, not a secret: nothing may authenticate against it.
-      secret: secret === '' ? null : secret,
+      secret,
+      secretDigest: secret === null ? null : hash('sha256', secret, 'buffer'),
       secretVersion: row.secret_version,
       deliveryIdHeader: row.delivery_id_header ? row.delivery_id_header.toLowerCase() : null,
     };

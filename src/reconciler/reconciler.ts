@@ -9,8 +9,7 @@ import { withKeptIntegrations } from './integrations-kept.ts';
 import { reindexProviderTriggers } from './provider-trigger-index.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import type { FactoryFileInput } from '../definitions/load.ts';
-import { type DefinitionPool, definitionPool } from '../definitions/pool.ts';
-import type { PoolContext } from '../definitions/pool.ts';
+import type { DefinitionPool, PoolContext } from '../definitions/pool.ts';
 import type { ValidationResult } from '../definitions/validate.ts';
 import { AppError } from '../kernel/errors.ts';
 import type { SecretCipher } from '../secrets/crypto.ts';
@@ -49,8 +48,8 @@ export interface ReconcilerDeps {
   secrets: SecretProvider;
   log: Logger;
   dataDir: string;
-  /** Where trees are parsed and validated (worker threads with budgets); the process's default pool if absent. */
-  definitions?: DefinitionPool;
+  /** Where trees are parsed and validated (worker threads with budgets). */
+  definitions: DefinitionPool;
   /** Hosts git sources may reach, checked before every fetch; any when absent. */
   urlPolicy?: SourceUrlPolicy;
   /** What a git or directory source may hold; the defaults when absent. */
@@ -145,7 +144,7 @@ export class Reconciler {
 
   constructor(deps: ReconcilerDeps) {
     this.#deps = deps;
-    this.#validator = deps.definitions ?? definitionPool();
+    this.#validator = deps.definitions;
   }
 
   get secrets(): SecretProvider {

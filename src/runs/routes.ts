@@ -144,7 +144,7 @@ export async function registerRunRoutes(
         attachments,
         ...(body.metadata ? { metadata: body.metadata } : {}),
       },
-      typeof idempotencyKey === 'string' && idempotencyKey ? { key: idempotencyKey, body } : undefined,
+      typeof idempotencyKey === 'string' && idempotencyKey ? { idempotency: { key: idempotencyKey, body } } : {},
     );
     if (replayed) reply.header('idempotent-replayed', 'true');
     if (warnings.length)

@@ -167,8 +167,8 @@ export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Pro
   };
 }
 
-/** Inserts a queued run (inside the caller's transaction when given one). The caller announces it. */
-export async function insertQueuedRun(q: Queryable, input: CreateRunInput): Promise<RunRow> {
+/** Inserts a queued run in `q` (a transaction) with its attachments. */
+async function insertQueuedRun(q: Queryable, input: CreateRunInput): Promise<RunRow> {
   const row = await sql.insertRun(q, await prepareQueuedRun(q, input));
   for (const attachment of input.attachments ?? []) await sql.insertAttachment(q, row.id, attachment);
   return row;
@@ -209,6 +209,17 @@ function queuedHints(
   return [...byHost.values()];
 }
 
+/** How a run is created; see RunService.create. */
+export interface CreateRunOptions {
+  /** The same key and body within 24 hours answer the run created the first time; another body is refused. */
+  idempotency?: { key: string; body: unknown } | undefined;
+}
+
+/** A run created in a caller's transaction: it commits with the caller's other writes. */
+export interface CreateRunWithin {
+  within: Queryable;
+}
+
 /** Another request claimed the same idempotency key between our look-up and our claim. */
 class IdempotencyRace extends Error {}
 
@@ -240,13 +251,21 @@ export class RunService {
   }
 
   /**
-   * Creates a run. With an idempotency key, the same key and body within 24 hours answer the run created the
-   * first time (`replayed: true`); the same key with another body is refused.
+   * The one way to create a run. On its own, the run is written and announced here: a plain run goes with the
+   * other creations of the moment, to the executors' hand-off when they have a free slot (claimed in the
+   * statement that inserts it) or to the group-commit insert; a run with attachments or an idempotency key is
+   * written in a transaction of its own (`replayed: true` when the key answers an earlier run). `within` a
+   * caller's transaction, the run commits with the caller's writes and the caller calls `announce` after its
+   * commit.
    */
+  create(input: CreateRunInput, options: CreateRunWithin): Promise<{ run: RunRow; replayed: false }>;
+  create(input: CreateRunInput, options?: CreateRunOptions): Promise<{ run: sql.CreatedRun; replayed: boolean }>;
   async create(
     input: CreateRunInput,
-    idempotency?: { key: string; body: unknown },
+    options: CreateRunOptions | CreateRunWithin = {},
   ): Promise<{ run: sql.CreatedRun; replayed: boolean }> {
+    if ('within' in options) return { run: await insertQueuedRun(options.within, input), replayed: false };
+    const { idempotency } = options;
     if (!idempotency && !input.attachments?.length) {
       // The common case needs no transaction: one row, written with the other creations of the moment.
       const row = await prepareQueuedRun(this.#db, input);
@@ -279,7 +298,7 @@ export class RunService {
         throw again;
       });
     }
-    if (!result.replayed) this.#announce([result.run]);
+    if (!result.replayed) this.announce([result.run]);
     return result;
   }
 
@@ -301,11 +320,11 @@ export class RunService {
   }
 
   /**
-   * Wakes the executors: one hint per worker host among the new runs (a hint means "look at the queue", so the
-   * runs created together need one, not one each). Runs are committed already; a lost hint only delays them
-   * until the executors' next poll, so the answer never waits for it.
+   * Wakes the executors for runs created `within` a transaction, once it has committed: one hint per worker
+   * host among the new runs (a hint means "look at the queue", so the runs created together need one, not one
+   * each). A lost hint only delays them until the executors' next poll, so nobody waits for it.
    */
-  #announce(runs: readonly sql.CreatedRun[]): void {
+  announce(runs: readonly Pick<sql.CreatedRun, 'id' | 'worker_host'>[]): void {
     for (const hint of queuedHints(runs)) void this.#bus.publish(RUNS_QUEUED_TOPIC, hint).catch(() => {});
   }
 
@@ -361,7 +380,7 @@ export class RunService {
       await tx.query('UPDATE runs SET updated_at = ay_now() WHERE id = $1', [runId]);
       return { followupId: f.id, run: current, requeued: false };
     });
-    if (requeued) this.#announce([run]);
+    if (requeued) this.announce([run]);
     await this.#bus.publish(RUN_CHANGED_TOPIC, { run_id: runId, followup_id: followupId });
     return { followupId, run };
   }

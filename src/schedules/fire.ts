@@ -1,7 +1,6 @@
 import { automationRunBase } from '../automations/run-input.ts';
 import { isAppError } from '../kernel/errors.ts';
-import type { CreateRunInput } from '../runs/service.ts';
-import { insertQueuedRun } from '../runs/service.ts';
+import type { CreateRunInput, RunService } from '../runs/service.ts';
 import type { Db, Queryable } from '../kernel/db.ts';
 import { parseCron } from './cron.ts';
 import type { ScheduleRow } from './model.ts';
@@ -15,6 +14,8 @@ export interface FireOptions {
   firedBy: string;
   /** Due schedules claimed per transaction. */
   batchSize?: number;
+  /** Where the runs are created, in the fire's transaction (the caller announces them after). */
+  runs: RunService;
 }
 
 export interface CreatedRun {
@@ -131,7 +132,7 @@ async function fireOne(tx: Queryable, schedule: ScheduleRow, options: FireOption
   const info = JSON.stringify(scheduleInfoOf(schedule));
   for (const input of inputs) {
     const outcome = await underSavepoint(tx, async () => {
-      const run = await insertQueuedRun(tx, input);
+      const { run } = await options.runs.create(input, { within: tx });
       await tx.query('UPDATE runs SET schedule_info = $2 WHERE id = $1', [run.id, info]);
       return run;
     });

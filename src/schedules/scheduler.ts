@@ -1,4 +1,5 @@
-import { RUNS_QUEUED_TOPIC, SCHEDULES_CHANGED_TOPIC } from '../kernel/topics.ts';
+import { SCHEDULES_CHANGED_TOPIC } from '../kernel/topics.ts';
+import type { RunService } from '../runs/service.ts';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../kernel/log.ts';
@@ -22,6 +23,8 @@ export interface SchedulerOptions {
   bus: Bus;
   clock: Clock;
   log: Logger;
+  /** Where the fires' runs are created. */
+  runs: RunService;
 }
 
 /**
@@ -33,6 +36,7 @@ export class Scheduler {
   readonly #bus: Bus;
   readonly #clock: Clock;
   readonly #log: Logger;
+  readonly #runs: RunService;
   readonly #id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   readonly #stop = new AbortController();
   #wake = new AbortController();
@@ -45,6 +49,7 @@ export class Scheduler {
     this.#bus = options.bus;
     this.#clock = options.clock;
     this.#log = options.log;
+    this.#runs = options.runs;
   }
 
   get id(): string {
@@ -70,9 +75,8 @@ export class Scheduler {
   /** Fires what is due now and announces the runs. */
   async tick(): Promise<FireOutcome & { now: Date }> {
     const now = this.#clock.now();
-    const outcome = await fireDueSchedules(this.#db, { now, firedBy: this.#id });
-    for (const run of outcome.runs)
-      await this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: run.run_id, worker_host: run.worker_host });
+    const outcome = await fireDueSchedules(this.#db, { now, firedBy: this.#id, runs: this.#runs });
+    this.#runs.announce(outcome.runs.map((r) => ({ id: r.run_id, worker_host: r.worker_host })));
     if (outcome.fired) this.#log.info({ fired: outcome.fired, runs: outcome.runs.length }, 'schedules fired');
     if (now.getTime() - this.#lastPrune >= PRUNE_EVERY_MS) {
       this.#lastPrune = now.getTime();

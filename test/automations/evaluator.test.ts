@@ -246,9 +246,8 @@ describe.each(ENGINES)('outbox guarantees on %s', (engine) => {
       for (let i = 0; i < 12; i++)
         ids.push((await post(hook.url, `{"i":${i}}`, { authorization: `Bearer ${hook.secret}` })).body.delivery_id);
 
-      const { ctx } = server.server;
       let inserted = 0;
-      const crashing = new OutboxEvaluator(ctx.db, ctx.bus, ctx.log, {
+      const crashing = new OutboxEvaluator(server.server.services, {
         batchSize: 5,
         beforeCommit: async ({ runIds }) => {
           inserted += runIds.length;
@@ -259,7 +258,7 @@ describe.each(ENGINES)('outbox guarantees on %s', (engine) => {
       expect(inserted).toBe(10);
       expect(await runsOfDeliveries(server, ids)).toEqual([]);
 
-      const healthy = new OutboxEvaluator(ctx.db, ctx.bus, ctx.log, { batchSize: 5 });
+      const healthy = new OutboxEvaluator(server.server.services, { batchSize: 5 });
       healthy.kick();
       await healthy.idle();
       await waitEvaluated(server, ids);

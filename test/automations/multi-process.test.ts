@@ -72,9 +72,7 @@ describe.runIf(ENGINES.includes('postgres'))('evaluation across processes on Pos
     const { ids } = await acceptMany(a, 150, 2);
     const b = await startTestServer('postgres', { database: a.database, compose: WITHOUT_EVALUATOR });
     try {
-      const evaluators = [a, b, a, b].map(
-        (s) => new OutboxEvaluator(s.server.ctx.db, s.server.ctx.bus, s.server.ctx.log, { batchSize: 7 }),
-      );
+      const evaluators = [a, b, a, b].map((s) => new OutboxEvaluator(s.server.services, { batchSize: 7 }));
       for (const e of evaluators) e.kick();
       await Promise.all(evaluators.map((e) => e.idle()));
       await waitEvaluated(a, ids);
@@ -99,7 +97,7 @@ describe.runIf(ENGINES.includes('postgres'))('evaluation across processes on Pos
       await other.stop();
     }
     expect(seen).toBeGreaterThan(0);
-    const survivor = new OutboxEvaluator(a.server.ctx.db, a.server.ctx.bus, a.server.ctx.log);
+    const survivor = new OutboxEvaluator(a.server.services);
     survivor.kick();
     await survivor.idle();
     // Rows the killed process had locked come free when PostgreSQL notices its connection is gone.

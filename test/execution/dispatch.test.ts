@@ -7,7 +7,6 @@ import { RUNS_QUEUED_TOPIC } from '../../src/kernel/topics.ts';
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimServiceRuns } from '../../src/execution/queue.ts';
-import { insertQueuedRun } from '../../src/runs/service.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { createRun, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
@@ -33,12 +32,10 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
           [teamB, 2],
         ] as const) {
           for (let i = 0; i < n; i++) {
-            const run = await insertQueuedRun(tx, {
-              teamId: team,
-              prompt: `${team === teamA ? 'A' : 'B'}${i}`,
-              source: 'API',
-              creator: null,
-            });
+            const { run } = await s.server.services.runs.create(
+              { teamId: team, prompt: `${team === teamA ? 'A' : 'B'}${i}`, source: 'API', creator: null },
+              { within: tx },
+            );
             made.push({ id: run.id, team });
           }
         }

@@ -10,7 +10,7 @@ import { insertsHandOffColumns } from '../../src/execution/hand-off.ts';
 import { insertRunsParameter } from '../../src/runs/sql.ts';
 import { createAndClaimServiceRuns } from '../../src/execution/queue.ts';
 import { insertRuns } from '../../src/runs/sql.ts';
-import { insertQueuedRun, prepareQueuedRun } from '../../src/runs/service.ts';
+import { prepareQueuedRun } from '../../src/runs/service.ts';
 import { ENGINES } from '../support/db.ts';
 import { eventsOf, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
 import type { ExecServer } from './support.ts';
@@ -75,7 +75,14 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
       const queued = await db.transaction(async (tx) => {
         const ids: string[] = [];
         for (let i = 0; i < 3; i++)
-          ids.push((await insertQueuedRun(tx, { teamId: teamA, prompt: `A${i}`, source: 'API', creator: null })).id);
+          ids.push(
+            (
+              await s.server.services.runs.create(
+                { teamId: teamA, prompt: `A${i}`, source: 'API', creator: null },
+                { within: tx },
+              )
+            ).run.id,
+          );
         return ids;
       });
       const announced: unknown[] = [];

@@ -5,7 +5,6 @@ import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';
 import type { FactoryResource } from '../../src/operator/factory-resource.ts';
 import { REQUESTED_AT_ANNOTATION } from '../../src/operator/factory-controller.ts';
-import { insertQueuedRun } from '../../src/runs/service.ts';
 import { REQUIRE_KUBERNETES, eventually, kubernetesAvailability, startKubernetes } from './k8s.ts';
 import type { KubernetesTestEnv } from './k8s.ts';
 import {
@@ -353,8 +352,9 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
       const { db } = op.database;
       const team = (await db.query<{ team_id: string }>('SELECT team_id FROM factories WHERE id = $1', [factoryId]))
         .rows[0]!.team_id;
-      const run = await db.transaction((tx) =>
-        insertQueuedRun(tx, { teamId: team, prompt: 'work', config: {}, source: 'FACTORY', factoryId, creator: null }),
+      const { run } = await op.operator.server.services.runs.create(
+        { teamId: team, prompt: 'work', config: {}, source: 'FACTORY', factoryId, creator: null },
+        { within: db },
       );
 
       await k8s.kubectl(['delete', '-n', namespace, 'factory/alerts', '--wait=true', '--timeout=30s']);

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODE_TABLE, RUN_SOURCE_TABLE } from '../../src/runs/client-enums.ts';
 import type { RunSource } from '../../src/runs/client-enums.ts';
-import { insertQueuedRun } from '../../src/runs/service.ts';
 import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
@@ -14,7 +13,10 @@ describe.each(ENGINES)("runs served in the clients' enumerations on %s", (engine
     s = await startTestServer(engine);
     const teamId = (await s.api('GET', '/whoami')).body.team.id as string;
     for (const source of Object.keys(RUN_SOURCE_TABLE) as RunSource[]) {
-      const row = await insertQueuedRun(s.server.ctx.db, { teamId, prompt: `from ${source}`, source, creator: null });
+      const { run: row } = await s.server.services.runs.create(
+        { teamId, prompt: `from ${source}`, source, creator: null },
+        { within: s.server.ctx.db },
+      );
       bySource.set(source, row.id);
     }
   });

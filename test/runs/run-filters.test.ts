@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertQueuedRun } from '../../src/runs/service.ts';
 import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
@@ -43,24 +42,25 @@ describe.each(ENGINES)('GET /agent/runs filters, sorting and cursors on %s', (en
     await create('delta', { prompt: 'Delta 100% done_ok', metadata: { ticket: 'T-1', team: 'core' } });
     // Runs other sources create (schedules, factories, automations) go through the same insert.
     const db = s.server.ctx.db;
-    const inserted = await insertQueuedRun(db, {
-      teamId,
-      prompt: 'from a schedule',
-      source: 'SCHEDULED_AGENT',
-      creator: null,
-      scheduleId: 'sch_1',
-      factoryId: 'fac_1',
-      automationId: 'auto_1',
-      parentRunId: ids.alpha!,
-    });
+    const { runs } = s.server.services;
+    const { run: inserted } = await runs.create(
+      {
+        teamId,
+        prompt: 'from a schedule',
+        source: 'SCHEDULED_AGENT',
+        creator: null,
+        scheduleId: 'sch_1',
+        factoryId: 'fac_1',
+        automationId: 'auto_1',
+        parentRunId: ids.alpha!,
+      },
+      { within: db },
+    );
     ids.scheduled = inserted.id;
-    const child = await insertQueuedRun(db, {
-      teamId,
-      prompt: 'grandchild',
-      source: 'API',
-      creator: null,
-      parentRunId: inserted.id,
-    });
+    const { run: child } = await runs.create(
+      { teamId, prompt: 'grandchild', source: 'API', creator: null, parentRunId: inserted.id },
+      { within: db },
+    );
     ids.grandchild = child.id;
     await db.query(`UPDATE runs SET artifacts = $2 WHERE id = $1`, [
       id('beta'),

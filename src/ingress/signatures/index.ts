@@ -1,5 +1,4 @@
 export { SIGNATURE_SCHEMES, SIGNATURE_SCHEME_IDS, generateSecretFor, getSignatureScheme } from './registry.ts';
-export type { SignatureSchemeId } from './registry.ts';
 export { safeEqual } from './primitives.ts';
 export { redactSecret } from './redact.ts';
 export type {

@@ -1,20 +1,14 @@
-import { bitbucket, github, intercom, sentry, shopify, typeform, vercel } from './schemes/body-hmac-providers.ts';
-import { calendly } from './schemes/calendly.ts';
 import { discord } from './schemes/discord.ts';
 import { gitlab } from './schemes/gitlab.ts';
-import { linear } from './schemes/linear.ts';
-import { paddle } from './schemes/paddle.ts';
-import { pagerduty } from './schemes/pagerduty.ts';
-import { slack } from './schemes/slack.ts';
-import { square } from './schemes/square.ts';
+import { HMAC_SCHEMES } from './schemes/hmac-schemes.ts';
 import { standardWebhooks } from './schemes/standard-webhooks.ts';
-import { stripe } from './schemes/stripe.ts';
 import { twilio } from './schemes/twilio.ts';
-import { twitch } from './schemes/twitch.ts';
-import { zendesk } from './schemes/zendesk.ts';
 import type { SignatureScheme } from './types.ts';
 
-const ALL = [
+const { stripe, github, slack, shopify, linear, sentry, pagerduty, vercel, intercom, zendesk } = HMAC_SCHEMES;
+const { square, paddle, bitbucket, twitch, calendly, typeform } = HMAC_SCHEMES;
+
+const ALL: readonly SignatureScheme[] = [
   standardWebhooks,
   stripe,
   github,
@@ -35,9 +29,7 @@ const ALL = [
   twitch,
   calendly,
   typeform,
-] as const satisfies readonly SignatureScheme[];
-
-export type SignatureSchemeId = (typeof ALL)[number]['id'];
+];
 
 /** Every supported `signatureScheme` value, in the order the docs list them (Standard Webhooks first). */
 export const SIGNATURE_SCHEME_IDS: readonly string[] = Object.freeze(ALL.map((scheme) => scheme.id));

@@ -1,0 +1,308 @@
+/**
+ * The signature schemes that are an HMAC of parts of the request, one record each: where the signature is,
+ * what is signed, the timestamp and its tolerance, the delivery-ID headers. `hmacScheme` (../hmac-scheme.ts)
+ * verifies them all; the schemes of another shape (Standard Webhooks, GitLab, Twilio, Discord) are code.
+ */
+import { hmacScheme } from '../hmac-scheme.ts';
+import type { HmacSchemeRecord } from '../hmac-scheme.ts';
+import { providerIssuedSecret, userChosenSecret } from '../secrets.ts';
+import type { SignatureScheme } from '../types.ts';
+
+const RECORDS = [
+  {
+    id: 'github',
+    displayName: 'GitHub',
+    hash: 'sha256',
+    encoding: 'hex',
+    signature: { header: 'x-hub-signature-256', prefix: 'sha256=' },
+    signed: ['body'],
+    deliveryIdHeaders: ['x-github-delivery'],
+    otherHeaders: ['x-github-event', 'x-github-hook-id'],
+    secret: userChosenSecret(
+      'any high-entropy string, used as UTF-8',
+      'repository or organization Settings → Webhooks → Secret (paste the generated value)',
+    ),
+    docsUrl: 'https://docs.github.com/webhooks/using-webhooks/validating-webhook-deliveries',
+    notes: [
+      'Only X-Hub-Signature-256 is checked; the legacy SHA-1 X-Hub-Signature is ignored.',
+      'Set the content type to application/json: form-encoded deliveries are not JSON and are refused after verification.',
+      'Redeliveries reuse X-GitHub-Delivery, so they are recorded as duplicates.',
+    ],
+  },
+  {
+    id: 'shopify',
+    displayName: 'Shopify',
+    hash: 'sha256',
+    encoding: 'base64',
+    signature: { header: 'x-shopify-hmac-sha256', prefix: '' },
+    signed: ['body'],
+    deliveryIdHeaders: ['x-shopify-webhook-id'],
+    otherHeaders: ['x-shopify-topic', 'x-shopify-shop-domain', 'x-shopify-event-id', 'x-shopify-triggered-at'],
+    secret: providerIssuedSecret(
+      "the app's client secret (or, for webhooks made in the shop admin, the key shown under Settings → Notifications → Webhooks)",
+      'Shopify Dev Dashboard → the app → Settings → Client secret',
+    ),
+    docsUrl: 'https://shopify.dev/docs/apps/build/webhooks/verify-deliveries',
+    notes: [
+      'After a client-secret rotation Shopify may keep signing with the old secret for up to an hour.',
+      'X-Shopify-Webhook-Id is per delivery attempt chain; X-Shopify-Event-Id is shared by every webhook of one merchant action.',
+    ],
+  },
+  {
+    id: 'sentry',
+    displayName: 'Sentry (integration platform)',
+    hash: 'sha256',
+    encoding: 'hex',
+    signature: { header: 'sentry-hook-signature', prefix: '' },
+    signed: ['body'],
+    deliveryIdHeaders: ['request-id'],
+    otherHeaders: ['sentry-hook-resource', 'sentry-hook-timestamp'],
+    secret: providerIssuedSecret(
+      "the integration's Client Secret",
+      'Sentry → Settings → Developer Settings → the integration → Credentials → Client Secret',
+    ),
+    docsUrl: 'https://docs.sentry.io/integrations/integration-platform/webhooks/',
+    notes: ['Sentry-Hook-Timestamp is not covered by the signature, so it is not checked.'],
+  },
+  {
+    id: 'vercel',
+    displayName: 'Vercel',
+    hash: 'sha1',
+    encoding: 'hex',
+    signature: { header: 'x-vercel-signature', prefix: '' },
+    signed: ['body'],
+    deliveryIdHeaders: [],
+    secret: providerIssuedSecret(
+      'the webhook secret shown when the webhook is created (integrations: the integration client secret)',
+      'Vercel → Team Settings → Webhooks → the secret shown once at creation',
+    ),
+    docsUrl: 'https://vercel.com/docs/webhooks/webhooks-api#securing-webhooks',
+    notes: ['HMAC-SHA1, hex. No timestamp and no delivery-ID header: duplicates are found by body hash.'],
+  },
+  {
+    id: 'intercom',
+    displayName: 'Intercom',
+    hash: 'sha1',
+    encoding: 'hex',
+    signature: { header: 'x-hub-signature', prefix: 'sha1=' },
+    signed: ['body'],
+    deliveryIdHeaders: [],
+    secret: providerIssuedSecret(
+      "the app's client secret",
+      'Intercom Developer Hub → the app → Basic information → Client secret',
+    ),
+    docsUrl: 'https://developers.intercom.com/docs/webhooks/webhook-notifications',
+    notes: ['No delivery-ID header: the notification id (notif_…) is in the body; duplicates are found by body hash.'],
+  },
+  {
+    id: 'bitbucket',
+    displayName: 'Bitbucket Cloud',
+    hash: 'sha256',
+    encoding: 'hex',
+    signature: { header: 'x-hub-signature', prefix: 'sha256=' },
+    signed: ['body'],
+    deliveryIdHeaders: ['x-request-uuid'],
+    otherHeaders: ['x-event-key', 'x-hook-uuid', 'x-attempt-number'],
+    secret: userChosenSecret(
+      'any high-entropy string, used as UTF-8',
+      'Repository settings → Webhooks → the webhook → Secret',
+    ),
+    docsUrl: 'https://support.atlassian.com/bitbucket-cloud/docs/manage-webhooks/',
+    notes: ['SHA-256 under the X-Hub-Signature header name that GitHub uses for SHA-1.'],
+  },
+  {
+    id: 'typeform',
+    displayName: 'Typeform',
+    hash: 'sha256',
+    encoding: 'base64',
+    signature: { header: 'typeform-signature', prefix: 'sha256=' },
+    signed: ['body'],
+    deliveryIdHeaders: [],
+    secret: userChosenSecret('any high-entropy string, used as UTF-8', 'Typeform → Connect → Webhooks → Edit → Secret'),
+    docsUrl: 'https://www.typeform.com/developers/webhooks/secure-your-webhooks/',
+    notes: ['The signature is base64 after a sha256= prefix.'],
+  },
+  {
+    id: 'linear',
+    displayName: 'Linear',
+    hash: 'sha256',
+    encoding: 'hex',
+    signature: { header: 'linear-signature', prefix: '' },
+    signed: ['body'],
+    timestamp: { from: { bodyField: 'webhookTimestamp' }, unit: 'milliseconds', toleranceSeconds: 60 },
+    deliveryIdHeaders: ['linear-delivery'],
+    otherHeaders: ['linear-event'],
+    secret: providerIssuedSecret(
+      "the webhook's signing secret (lin_wh_…)",
+      'Linear → Settings → API → Webhooks → the webhook → Signing secret',
+    ),
+    docsUrl: 'https://linear.app/developers/webhooks#securing-webhooks',
+    notes: [
+      'Replay protection comes from the signed body field webhookTimestamp (unix milliseconds), which must be within 60 s of our clock when present.',
+    ],
+  },
+  {
+    id: 'slack',
+    displayName: 'Slack',
+    hash: 'sha256',
+    encoding: 'hex',
+    signature: { header: 'x-slack-signature', prefix: 'v0=' },
+    signed: [{ text: 'v0:' }, 'timestamp', { text: ':' }, 'body'],
+    timestamp: { from: { header: 'x-slack-request-timestamp' }, unit: 'seconds', toleranceSeconds: 5 * 60 },
+    deliveryIdHeaders: [],
+    otherHeaders: ['x-slack-retry-num', 'x-slack-retry-reason'],
+    secret: providerIssuedSecret(
+      "the app's Signing Secret (not the verification token, not a bot token)",
+      'api.slack.com/apps → the app → Basic Information → App Credentials → Signing Secret',
+    ),
+    docsUrl: 'https://api.slack.com/authentication/verifying-requests-from-slack',
+    notes: [
+      'Slash commands and interactivity are form-encoded, not JSON: they verify, then the ingress refuses the body as invalid JSON. Use the Events API.',
+      'The Events API url_verification handshake expects the challenge echoed back, which the ingress does not do: verify the URL with the handshake disabled or answer it elsewhere.',
+      'No delivery-ID header; the body carries event_id, and retries repeat the same body, so the body hash deduplicates them.',
+    ],
+  },
+  {
+    id: 'zendesk',
+    displayName: 'Zendesk',
+    hash: 'sha256',
+    encoding: 'base64',
+    signature: { header: 'x-zendesk-webhook-signature', prefix: '' },
+    signed: [{ header: 'x-zendesk-webhook-signature-timestamp' }, 'body'],
+    deliveryIdHeaders: ['x-zendesk-webhook-invocation-id'],
+    otherHeaders: ['x-zendesk-webhook-id', 'x-zendesk-account-id'],
+    secret: providerIssuedSecret(
+      "the webhook's signing secret (used as the literal string, not base64-decoded)",
+      'Zendesk Admin Center → Apps and integrations → Webhooks → the webhook → Signing secret → Reveal secret',
+    ),
+    docsUrl: 'https://developer.zendesk.com/documentation/webhooks/verifying/',
+    notes: [
+      'The ISO-8601 timestamp is signed but Zendesk documents no tolerance, so its age is not checked.',
+      "Test sends from a webhook that is not yet created are signed with Zendesk's fixed test secret, not the real one.",
+    ],
+  },
+  {
+    id: 'twitch',
+    displayName: 'Twitch EventSub',
+    hash: 'sha256',
+    encoding: 'hex',
+    signature: { header: 'twitch-eventsub-message-signature', prefix: 'sha256=' },
+    signed: [{ header: 'twitch-eventsub-message-id' }, 'timestamp', 'body'],
+    timestamp: { from: { header: 'twitch-eventsub-message-timestamp' }, unit: 'iso8601', toleranceSeconds: 10 * 60 },
+    deliveryIdHeaders: ['twitch-eventsub-message-id'],
+    otherHeaders: ['twitch-eventsub-message-type', 'twitch-eventsub-message-retry'],
+    secret: userChosenSecret(
+      'the secret given when creating the subscription (10–100 ASCII characters)',
+      'the transport.secret field of the EventSub subscription request (paste the generated value)',
+    ),
+    docsUrl: 'https://dev.twitch.tv/docs/eventsub/handling-webhook-events/#verifying-the-event-message',
+    notes: [
+      'Messages older than 10 minutes (or that far ahead) are rejected.',
+      'The webhook_callback_verification message expects its challenge echoed back in plain text; the ingress answers 202, so subscription verification needs a responder in front.',
+    ],
+  },
+  {
+    id: 'square',
+    displayName: 'Square',
+    hash: 'sha256',
+    encoding: 'base64',
+    signature: { header: 'x-square-hmacsha256-signature', prefix: '' },
+    signed: ['url', 'body'],
+    deliveryIdHeaders: [],
+    secret: providerIssuedSecret(
+      "the webhook subscription's Signature key",
+      'Square Developer Console → the application → Webhooks → Subscriptions → the subscription → Signature key',
+    ),
+    docsUrl: 'https://developer.squareup.com/docs/webhooks/step3validate',
+    notes: [
+      'The notification URL is signed: the URL the ingress sees must be byte-identical to the subscription URL (mind proxies).',
+      'The legacy SHA-1 x-square-signature header is not accepted.',
+      'No delivery-ID header; event_id is in the body and retries repeat the body, so the body hash deduplicates them.',
+    ],
+  },
+  {
+    id: 'pagerduty',
+    displayName: 'PagerDuty (v3 webhooks)',
+    hash: 'sha256',
+    encoding: 'hex',
+    signature: { header: 'x-pagerduty-signature', separator: ',', key: 'v1' },
+    signed: ['body'],
+    deliveryIdHeaders: ['x-webhook-id'],
+    otherHeaders: ['x-webhook-subscription'],
+    secret: providerIssuedSecret(
+      "the webhook subscription's secret",
+      'PagerDuty → Integrations → Generic Webhooks (v3) → the subscription; the secret is shown once, when it is created',
+    ),
+    docsUrl: 'https://developer.pagerduty.com/docs/webhooks/webhook-signatures/',
+    notes: ['One v1= entry per active secret, comma-separated; any match is accepted and other versions are ignored.'],
+  },
+  {
+    id: 'stripe',
+    displayName: 'Stripe',
+    hash: 'sha256',
+    encoding: 'hex',
+    signature: { header: 'stripe-signature', separator: ',', key: 'v1' },
+    signed: ['timestamp', { text: '.' }, 'body'],
+    timestamp: { from: { key: 't' }, unit: 'seconds', toleranceSeconds: 300 },
+    deliveryIdHeaders: [],
+    signatureFormat: 't=<unix seconds>,v1=<hex>[,v1=<hex>…][,v0=<hex>]',
+    secret: providerIssuedSecret(
+      "the endpoint's signing secret, whsec_… (used whole, as UTF-8: not base64-decoded)",
+      'Stripe Dashboard → Developers → Webhooks → the endpoint → Signing secret',
+      (secret) => (secret.startsWith('whsec_') ? undefined : 'a Stripe signing secret starts with whsec_'),
+    ),
+    docsUrl: 'https://docs.stripe.com/webhooks#verify-events',
+    notes: [
+      'Only v1 signatures count; the v0 entry of test-mode events is ignored, so a v0-only header is rejected.',
+      'Several v1 entries appear while a secret is being rolled; any match is accepted.',
+      'Timestamps more than 300 s old (or ahead of our clock) are rejected.',
+      'No delivery-ID header: retries carry the same event body, so the body hash deduplicates them.',
+    ],
+  },
+  {
+    id: 'paddle',
+    displayName: 'Paddle Billing',
+    hash: 'sha256',
+    encoding: 'hex',
+    signature: { header: 'paddle-signature', separator: ';', key: 'h1' },
+    signed: ['timestamp', { text: ':' }, 'body'],
+    timestamp: // Paddle's own SDK rejects a signature older than 5 s; every retry is signed afresh.
+      { from: { key: 'ts' }, unit: 'seconds', toleranceSeconds: 5 },
+    deliveryIdHeaders: [],
+    secret: providerIssuedSecret(
+      "the notification destination's secret key (pdl_ntfset_…)",
+      'Paddle → Developer tools → Notifications → the destination → Secret key',
+    ),
+    docsUrl: 'https://developer.paddle.com/webhooks/about/signature-verification',
+    notes: [
+      'Paddle Billing only; Paddle Classic (p_signature, public key) is a different scheme.',
+      "The timestamp must be within 5 s of our clock, as in Paddle's SDK: keep the server on NTP.",
+      'Every h1 entry is tried (the official SDK keeps only the last one).',
+    ],
+  },
+  {
+    id: 'calendly',
+    displayName: 'Calendly',
+    hash: 'sha256',
+    encoding: 'hex',
+    signature: { header: 'calendly-webhook-signature', separator: ',', key: 'v1' },
+    signed: ['timestamp', { text: '.' }, 'body'],
+    timestamp: // Calendly publishes no number; this is the tolerance commonly used for its t= header.
+      { from: { key: 't' }, unit: 'seconds', toleranceSeconds: 180 },
+    deliveryIdHeaders: [],
+    secret: userChosenSecret(
+      "the webhook subscription's signing_key (chosen by you for personal-token subscriptions, issued for OAuth apps)",
+      'the signing_key field of POST /webhook_subscriptions (paste the generated value), or the OAuth app settings',
+    ),
+    docsUrl: 'https://developer.calendly.com/api-docs/overview/webhooks/webhook-signatures',
+    notes: ['Calendly documents no tolerance; 3 minutes either way is applied.'],
+  },
+] as const satisfies readonly HmacSchemeRecord[];
+
+type HmacSchemeId = (typeof RECORDS)[number]['id'];
+
+/** Each record's scheme, by id. */
+export const HMAC_SCHEMES = Object.fromEntries(RECORDS.map((record) => [record.id, hmacScheme(record)])) as Record<
+  HmacSchemeId,
+  SignatureScheme
+>;
