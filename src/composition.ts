@@ -164,7 +164,11 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     sourceLimits: config.sourceLimits,
     models: knownModels(config),
   });
-  const ingress = roles.has('ingress') ? createIngressRuntime(ctx, metrics, options.ingress) : undefined;
+  const ingressOptions = {
+    ...options.ingress,
+    limits: { providerEventPoints: config.providerEventsPerMinute, ...options.ingress?.limits },
+  };
+  const ingress = roles.has('ingress') ? createIngressRuntime(ctx, metrics, ingressOptions) : undefined;
   const connections = ingress ? new ConnectionCache(db, ctx.cipher, log) : undefined;
   const runs = new RunService(db, bus);
   const managed = { ...ctx, controller, routing: ingress?.routing };

@@ -27,6 +27,8 @@ export interface Config {
   modelCatalogue: 'open' | 'closed';
   /** `POST /factory-files/validate` requests per minute from one client address; 0 = no limit (AGENTYARD_VALIDATE_RATE_LIMIT). */
   validateRateLimit: number;
+  /** Provider events (GitHub, Slack, Linear) per minute per connection (AGENTYARD_PROVIDER_EVENTS_PER_MINUTE). */
+  providerEventsPerMinute: number;
   /**
    * Embedded PGlite only (it has no autovacuum): seconds between checks for tables due an ANALYZE or VACUUM;
    * 0 = never (AGENTYARD_PGLITE_MAINTENANCE_SECONDS).
@@ -129,6 +131,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     agentModels: overrides.agentModels ?? (env.AGENTYARD_MODELS || undefined),
     modelCatalogue: overrides.modelCatalogue ?? parseCatalogueMode(env.AGENTYARD_MODEL_CATALOGUE),
     validateRateLimit: overrides.validateRateLimit ?? envInt(env, 'AGENTYARD_VALIDATE_RATE_LIMIT', 30),
+    providerEventsPerMinute:
+      overrides.providerEventsPerMinute ?? envPositive(env, 'AGENTYARD_PROVIDER_EVENTS_PER_MINUTE', 6_000),
     pgliteMaintenanceSeconds:
       overrides.pgliteMaintenanceSeconds ?? envInt(env, 'AGENTYARD_PGLITE_MAINTENANCE_SECONDS', 60),
     validationTimeoutMs: overrides.validationTimeoutMs ?? envPositive(env, 'AGENTYARD_VALIDATION_TIMEOUT_MS', 10_000),

@@ -10,6 +10,12 @@ export interface IngressLimits {
   /** Failed authentications per (webhook, IP) per window before every request answers 429. */
   failedAuthPoints: number;
   failedAuthWindowSeconds: number;
+  /**
+   * Provider events (GitHub, Slack, Linear) per connection per window, counted once a delivery's signature
+   * checks out: a provider posts a team's whole traffic from a few addresses, so a per-IP budget would refuse it.
+   */
+  providerEventPoints: number;
+  providerEventWindowSeconds: number;
 }
 
 export const DEFAULT_INGRESS_LIMITS: IngressLimits = {
@@ -17,6 +23,8 @@ export const DEFAULT_INGRESS_LIMITS: IngressLimits = {
   senderWindowSeconds: 60,
   failedAuthPoints: 20,
   failedAuthWindowSeconds: 600,
+  providerEventPoints: 6_000,
+  providerEventWindowSeconds: 60,
 };
 
 /** Group commit: deliveries that arrive together are written in one transaction of at most this many. */

@@ -53,62 +53,39 @@ const ADMITTED: Promise<undefined> = Promise.resolve(undefined);
 const BUDGETS_KEPT = 10_000;
 
 /**
- * The two budgets of the ingress, each per (webhook, sender IP): deliveries per window, and failed
- * authentications. On PostgreSQL both counters live in the database, so they hold across ingress
- * processes; the embedded engine serves one process and counts in memory.
- *
- * Deliveries are counted in groups: the requests for one sender that arrive in the same turn of the event
- * loop spend their points in ONE call (`consume(key, n)`, one round trip on PostgreSQL), and the first ones
- * that fit the budget pass, in arrival order, exactly as n separate calls would decide. A sender with more
- * than a quarter of its budget left by the last count is admitted at once, on that count less what this
- * process admitted since, and counted in the next call: most senders never wait for the store. One call per
- * sender is in flight at a time, so the store sees every point in order. In one process the limit is exact;
- * with several, a sender can pass it only if the other processes admit more than a quarter of its budget
- * between two counts of this one.
- *
- * Failed authentications are counted in the shared store but checked from memory: the process whose
- * failure spends the last point of a budget announces the block on the bus, and every process refuses
- * that sender until the window ends. A delivery therefore costs at most one counter round trip, not two.
+ * A budget of deliveries per key per window, counted in groups (see IngressLimiters): the webhook ingress
+ * keys it by (webhook, sender IP), provider events by connection.
  */
-export class IngressLimiters {
+export class DeliveryBudgets {
   readonly #deliveries: RateLimiterAbstract;
-  readonly #failedAuth: RateLimiterAbstract;
-  readonly #failedAuthPoints: number;
   readonly #deliveryPoints: number;
   /** Points that must be left, by the estimate, for a delivery to be admitted without waiting for a count. */
   readonly #margin: number;
   /** The budget is large enough for counts to wait COUNT_INTERVAL_MS (LAZY_COUNT_MIN_POINTS). */
   readonly #lazyCounts: boolean;
-  readonly #bus: Bus;
   readonly #budgets = new Map<string, SenderBudget>();
   /** The number of budgets at which the ended ones are next forgotten (grows with the senders still active). */
   #forgetAt = BUDGETS_KEPT;
   #uncounted = new Set<string>();
   #scheduled = false;
-  readonly #blocked = new Map<string, number>();
-  readonly #unsubscribe: () => void;
 
-  constructor(db: Db, bus: Bus, limits: IngressLimits) {
-    this.#bus = bus;
-    this.#failedAuthPoints = limits.failedAuthPoints;
-    this.#deliveryPoints = limits.senderPoints;
-    this.#margin = Math.ceil(limits.senderPoints / 4);
-    this.#lazyCounts = limits.senderPoints >= LAZY_COUNT_MIN_POINTS;
-    this.#deliveries = limiter(db, 'dlv', limits.senderPoints, limits.senderWindowSeconds);
-    this.#failedAuth = limiter(db, 'auth', limits.failedAuthPoints, limits.failedAuthWindowSeconds);
-    this.#unsubscribe = bus.subscribe(AUTH_BUDGET_EXHAUSTED_TOPIC, (data) => {
-      const { key, until } = (data ?? {}) as { key?: unknown; until?: unknown };
-      if (typeof key === 'string' && typeof until === 'number') this.#block(key, until);
-    });
+  constructor(db: Db, keyPrefix: string, points: number, windowSeconds: number) {
+    this.#deliveryPoints = points;
+    this.#margin = Math.ceil(points / 4);
+    this.#lazyCounts = points >= LAZY_COUNT_MIN_POINTS;
+    this.#deliveries = limiter(db, keyPrefix, points, windowSeconds);
+  }
+
+  get points(): number {
+    return this.#deliveryPoints;
   }
 
   stop(): void {
-    this.#unsubscribe();
     for (const budget of this.#budgets.values()) if (budget.due) clearTimeout(budget.due);
   }
 
   /** Spends one delivery; undefined when allowed, else the seconds to wait before the next is allowed. */
-  consumeDelivery(key: string): Promise<number | undefined> {
+  consume(key: string): Promise<number | undefined> {
     let budget = this.#budgets.get(key);
     if (!budget) {
       if (this.#budgets.size >= this.#forgetAt) {
@@ -244,6 +221,54 @@ export class IngressLimiters {
       )
         this.#budgets.delete(key);
     }
+  }
+}
+
+/**
+ * The two budgets of the ingress, each per (webhook, sender IP): deliveries per window, and failed
+ * authentications. On PostgreSQL both counters live in the database, so they hold across ingress
+ * processes; the embedded engine serves one process and counts in memory.
+ *
+ * Deliveries are counted in groups: the requests for one sender that arrive in the same turn of the event
+ * loop spend their points in ONE call (`consume(key, n)`, one round trip on PostgreSQL), and the first ones
+ * that fit the budget pass, in arrival order, exactly as n separate calls would decide. A sender with more
+ * than a quarter of its budget left by the last count is admitted at once, on that count less what this
+ * process admitted since, and counted in the next call: most senders never wait for the store. One call per
+ * sender is in flight at a time, so the store sees every point in order. In one process the limit is exact;
+ * with several, a sender can pass it only if the other processes admit more than a quarter of its budget
+ * between two counts of this one.
+ *
+ * Failed authentications are counted in the shared store but checked from memory: the process whose
+ * failure spends the last point of a budget announces the block on the bus, and every process refuses
+ * that sender until the window ends. A delivery therefore costs at most one counter round trip, not two.
+ */
+export class IngressLimiters {
+  readonly #deliveries: DeliveryBudgets;
+  readonly #failedAuth: RateLimiterAbstract;
+  readonly #failedAuthPoints: number;
+  readonly #bus: Bus;
+  readonly #blocked = new Map<string, number>();
+  readonly #unsubscribe: () => void;
+
+  constructor(db: Db, bus: Bus, limits: IngressLimits) {
+    this.#bus = bus;
+    this.#failedAuthPoints = limits.failedAuthPoints;
+    this.#deliveries = new DeliveryBudgets(db, 'dlv', limits.senderPoints, limits.senderWindowSeconds);
+    this.#failedAuth = limiter(db, 'auth', limits.failedAuthPoints, limits.failedAuthWindowSeconds);
+    this.#unsubscribe = bus.subscribe(AUTH_BUDGET_EXHAUSTED_TOPIC, (data) => {
+      const { key, until } = (data ?? {}) as { key?: unknown; until?: unknown };
+      if (typeof key === 'string' && typeof until === 'number') this.#block(key, until);
+    });
+  }
+
+  stop(): void {
+    this.#unsubscribe();
+    this.#deliveries.stop();
+  }
+
+  /** Spends one delivery; undefined when allowed, else the seconds to wait before the next is allowed. */
+  consumeDelivery(key: string): Promise<number | undefined> {
+    return this.#deliveries.consume(key);
   }
 
   /** Undefined while the sender's failed-authentication budget lasts, else the seconds until it refills. */

@@ -5,7 +5,7 @@ import { DeliveryWriter } from './delivery-writer.ts';
 import { DeliveriesInProgress } from './in-progress.ts';
 import { DEFAULT_INGRESS_LIMITS } from './limits.ts';
 import type { IngressLimits } from './limits.ts';
-import { IngressLimiters } from './rate-limits.ts';
+import { DeliveryBudgets, IngressLimiters } from './rate-limits.ts';
 import { purgeDeliveries } from './retention.ts';
 import { RoutingSnapshot } from './routing.ts';
 
@@ -20,6 +20,8 @@ export interface IngressRuntime {
   limits: IngressLimits;
   routing: RoutingSnapshot;
   limiters: IngressLimiters;
+  /** Provider events per connection (IngressLimits.providerEventPoints). */
+  providerEvents: DeliveryBudgets;
   writer: DeliveryWriter;
   inProgress: DeliveriesInProgress;
   start(): Promise<() => Promise<void>>;
@@ -35,6 +37,12 @@ export function createIngressRuntime(
   const inProgress = new DeliveriesInProgress();
   const routing = new RoutingSnapshot(ctx.db, ctx.cipher, ctx.log);
   const limiters = new IngressLimiters(ctx.db, ctx.bus, limits);
+  const providerEvents = new DeliveryBudgets(
+    ctx.db,
+    'pev',
+    limits.providerEventPoints,
+    limits.providerEventWindowSeconds,
+  );
   const writer = new DeliveryWriter(ctx.db, ctx.log, {
     // At most one announcement per 20 ms, however many batches commit.
     onQueued: () => {
@@ -50,6 +58,7 @@ export function createIngressRuntime(
     limits,
     routing,
     limiters,
+    providerEvents,
     writer,
     inProgress,
     async start() {
@@ -57,6 +66,7 @@ export function createIngressRuntime(
       return async () => {
         routing.stop();
         limiters.stop();
+        providerEvents.stop();
         await writer.drain();
       };
     },

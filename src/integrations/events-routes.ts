@@ -1,8 +1,8 @@
 /**
  * POST {webhook_base_url}/integrations/{github|slack|linear}/events/{connection id}: a provider's event, in the
- * ingress's order: connection lookup (404) → sender rate limit and failed-auth budget (429) → size (413) →
- * the provider's signature (401; stale timestamps refused) → JSON (400) → identity → delivery log and outbox,
- * committed → 202. Slack's `url_verification` handshake is answered (200, the challenge) once signed, not stored.
+ * ingress's order: connection lookup (404) → the sender's failed-auth budget (429) → size (413) → the
+ * provider's signature (401; stale timestamps refused) → the connection's event budget (429) → JSON (400) →
+ * identity → delivery log and outbox, committed → 202. Slack's `url_verification` handshake is answered (200, the challenge) once signed, not stored.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { hash } from 'node:crypto';
@@ -104,15 +104,9 @@ async function serveEvent(deps: EventsRouteDeps, request: IncomingMessage, respo
   if (!connection || connection.provider !== target.provider) throw connectionNotFound();
 
   const senderIp = request.socket.remoteAddress ?? null;
+  // Failed authentications are counted per (connection, sender IP); the event budget per connection, once the
+  // signature checks out, so that nobody without the secret can spend a provider's budget.
   const limitKey = `${connection.id}|${senderIp ?? ''}`;
-  const wait = await ingress.limiters.consumeDelivery(limitKey);
-  if (wait !== undefined) {
-    throw new AppError(
-      'webhook_rate_limited',
-      `more than ${limits.senderPoints} events per ${limits.senderWindowSeconds} s from this sender; retry in ${wait} s`,
-      { headers: { 'retry-after': String(wait) } },
-    );
-  }
   const blocked = ingress.limiters.failedAuthBlocked(limitKey);
   if (blocked !== undefined) {
     throw new AppError(
@@ -149,6 +143,8 @@ async function serveEvent(deps: EventsRouteDeps, request: IncomingMessage, respo
   const body = await readBody(request);
   if (!Buffer.isBuffer(body)) {
     const reason = `the body is larger than ${WEBHOOK_BODY_LIMIT} bytes (256 KB)`;
+    // Unauthenticated, like a bad signature: a sender flooding a connection with them is refused soon.
+    await ingress.limiters.spendFailedAuth(limitKey);
     const id = await logRejected('rejected_too_large', reason, body.tooLarge);
     throw new AppError('payload_too_large', reason, { extensions: { delivery_id: id } });
   }
@@ -177,6 +173,14 @@ async function serveEvent(deps: EventsRouteDeps, request: IncomingMessage, respo
     const id = await logRejected('rejected_auth', verified.message, body.length);
     void recordLastError(ctx.db, connection.id, `rejected delivery ${id}: ${verified.message}`).catch(() => {});
     throw new AppError('webhook_unauthorized', verified.message, { extensions: { delivery_id: id } });
+  }
+  const wait = await ingress.providerEvents.consume(connection.id);
+  if (wait !== undefined) {
+    throw new AppError(
+      'webhook_rate_limited',
+      `more than ${limits.providerEventPoints} events per ${limits.providerEventWindowSeconds} s for this connection; retry in ${wait} s`,
+      { headers: { 'retry-after': String(wait) } },
+    );
   }
   const parsed = parseJsonBody(body);
   if (parsed === undefined) {
