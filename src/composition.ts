@@ -44,7 +44,7 @@ import { CREDENTIALS_REVOKED_TOPIC } from './kernel/topics.ts';
 import { createMetrics } from './metrics/metrics.ts';
 import type { Metrics } from './metrics/metrics.ts';
 import type { RoutePlugin } from './plugin.ts';
-import { FactoryController } from './reconciler/index.ts';
+import { FactoryController } from './factories/controller.ts';
 import { registerAttachmentRoutes } from './runs/attachments.ts';
 import { registerCatalogRoutes } from './runs/catalog-routes.ts';
 import { registerConversationRoutes } from './runs/conversation-routes.ts';

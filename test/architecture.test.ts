@@ -23,7 +23,7 @@ describe('architecture', () => {
         'domains-never-import-http',
         'definitions-pure',
         'store-knows-no-domain',
-        'ingress-not-runs-or-reconciler',
+        'ingress-not-runs-or-factories',
         'fastify-only-in-http-and-route-plugins',
         'no-cycles-between-folders',
       ]),

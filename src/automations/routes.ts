@@ -2,16 +2,39 @@ import { requireTeamAdmin } from '../identity/guards.ts';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import type { ManagedFactoryContext } from '../webhooks/managed-change.ts';
+import { teamFactory } from '../webhooks/managed-change.ts';
+import { FactoryIdParams } from '../factories/schemas.ts';
+import * as factorySql from '../factories/apply/sql.ts';
+import { Type } from 'typebox';
 import { AppError } from '../kernel/errors.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import { AutomationManagement } from './management.ts';
 import * as s from './schemas.ts';
 import { testFilter } from './test-filter.ts';
-import { automationView, getAutomation, triggerStatuses } from './views.ts';
+import { automationView, automationViews, getAutomation, triggerStatuses } from './views.ts';
 
 const TAGS = ['automations'];
 
 export async function registerAutomationReadRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
+  app.get(
+    '/factories/:id/automations',
+    {
+      schema: {
+        tags: ['factories'],
+        summary:
+          "The factory's live automations, each as GET /automations/{id} shows it (webhook triggers, whether it fires)",
+        params: FactoryIdParams,
+        response: { 200: Type.Object({ automations: Type.Array(s.AutomationSchema) }) },
+      },
+    },
+    async (request) => {
+      const factory = await teamFactory(ctx, request.principal.teamId, request.params.id);
+      return {
+        automations: await automationViews(ctx.db, await factorySql.listFactoryAutomations(ctx.db, factory.id)),
+      };
+    },
+  );
+
   app.get(
     '/automations/:id',
     {

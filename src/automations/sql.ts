@@ -1,7 +1,7 @@
 /** SQL of the outbox evaluation: claiming accepted deliveries, finding subscribers, recording firings. */
 import type { FilterMatcher } from '../definitions/model.ts';
 import type { PayloadFilter } from './payload-filter.ts';
-import type { AutomationRow } from '../reconciler/model.ts';
+import type { AutomationRow } from '../factories/apply/model.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { AUTOMATION_AGENT_PROMPT_SQL } from './run-input.ts';
 

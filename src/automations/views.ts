@@ -1,5 +1,5 @@
 /** Automations as the API shows them, with whether (and why not) their webhook triggers can fire. */
-import type { AutomationRow } from '../reconciler/model.ts';
+import type { AutomationRow } from '../factories/apply/model.ts';
 import type { Queryable } from '../kernel/db.ts';
 import type { PayloadFilter } from './payload-filter.ts';
 

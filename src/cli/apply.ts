@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { formatText } from '../definitions/diagnostic.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
-import type { Change, PlanWarning } from '../reconciler/model.ts';
+import type { Change, PlanWarning } from '../factories/apply/model.ts';
 import {
   CliError,
   SERVER_OPTIONS,

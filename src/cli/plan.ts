@@ -3,7 +3,7 @@ import { formatText } from '../definitions/diagnostic.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import { readFactoryDir } from '../definitions/load.ts';
 import type { FactoryFileInput } from '../definitions/load.ts';
-import type { Change, PlanWarning } from '../reconciler/model.ts';
+import type { Change, PlanWarning } from '../factories/apply/model.ts';
 
 /** Options shared by the commands that talk to a running server. */
 export const SERVER_OPTIONS = {

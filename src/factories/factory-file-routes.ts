@@ -1,4 +1,4 @@
-import { DEPLOYMENT_NOTES } from '../reconciler/deployment-notes.ts';
+import { DEPLOYMENT_NOTES } from './apply/deployment-notes.ts';
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';

@@ -1,26 +1,23 @@
 import { FACTORY_SYNC_REQUESTED_TOPIC } from '../kernel/topics.ts';
 import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { AutomationSchema } from '../automations/schemas.ts';
-import { automationViews } from '../automations/views.ts';
 import { requireTeamAdmin } from '../identity/guards.ts';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
-import { readOnlyError } from '../reconciler/index.ts';
-import type { FactoryController } from '../reconciler/index.ts';
-import type { FactoryRow } from '../reconciler/model.ts';
-import * as sql from '../reconciler/sql.ts';
+import { readOnlyError } from './apply/reconciler.ts';
+import type { FactoryController } from './controller.ts';
+import type { FactoryRow } from './apply/model.ts';
+import * as sql from './apply/sql.ts';
 import { toRunItem } from '../runs/model.ts';
 import { sessionLinksFor } from '../runs/session-link.ts';
 import { MAX_SECRET_BYTES } from '../secrets/service.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
-import type { ApplyTrigger } from '../reconciler/model.ts';
+import type { ApplyTrigger } from './apply/model.ts';
 import { pushedBranch, verifyPushNotification } from './push-hook.ts';
 import * as s from './schemas.ts';
 import { decodeCursor, encodeCursor } from './service.ts';
 import type { FactoryService } from './service.ts';
-import { webhookView } from '../webhooks/views.ts';
 import { applyView, factoryView, outcomeView, referenceFactoryView, statusView } from './views.ts';
 
 const TAGS = ['factories'];
@@ -266,40 +263,6 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: FactoryRouteD
       },
     );
   });
-
-  app.get(
-    '/factories/:id/webhooks',
-    {
-      schema: {
-        tags: TAGS,
-        summary: "The factory's live webhooks with their ingress URLs",
-        params: s.FactoryIdParams,
-        response: { 200: Type.Object({ webhooks: Type.Array(s.WebhookSchema) }) },
-      },
-    },
-    async (request) => {
-      const factory = await factories.get(request.principal.teamId, request.params.id);
-      const rows = await sql.listFactoryWebhooks(ctx.db, factory.id, { includeDeleted: false });
-      return { webhooks: rows.map((r) => webhookView(r, ctx.config.webhookBaseUrl)) };
-    },
-  );
-
-  app.get(
-    '/factories/:id/automations',
-    {
-      schema: {
-        tags: TAGS,
-        summary:
-          "The factory's live automations, each as GET /automations/{id} shows it (webhook triggers, whether it fires)",
-        params: s.FactoryIdParams,
-        response: { 200: Type.Object({ automations: Type.Array(AutomationSchema) }) },
-      },
-    },
-    async (request) => {
-      const factory = await factories.get(request.principal.teamId, request.params.id);
-      return { automations: await automationViews(ctx.db, await sql.listFactoryAutomations(ctx.db, factory.id)) };
-    },
-  );
 
   app.get(
     '/factories/:id/definition',

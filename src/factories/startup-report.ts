@@ -5,8 +5,8 @@
  */
 import { formatText } from '../definitions/diagnostic.ts';
 import type { ServiceContext } from '../context.ts';
-import type { FactoryRow } from '../reconciler/model.ts';
-import * as sql from '../reconciler/sql.ts';
+import type { FactoryRow } from './apply/model.ts';
+import * as sql from './apply/sql.ts';
 import { FACTORIES_CHANGED_TOPIC } from '../kernel/topics.ts';
 
 interface ReconciledEvent {

@@ -1,6 +1,6 @@
 import type { ExecutionOverrides } from '../definitions/model.ts';
-import type { ApplyRow } from '../reconciler/sql.ts';
-import type { ApplyOutcome, FactoryRow } from '../reconciler/model.ts';
+import type { ApplyRow } from './apply/sql.ts';
+import type { ApplyOutcome, FactoryRow } from './apply/model.ts';
 import { sanitizeUrl } from '../sources/url.ts';
 import { API_PREFIX } from '../kernel/api.ts';
 import type { Static } from 'typebox';

@@ -3,7 +3,7 @@
  * only copy of a fact; a payload from another process is parsed JSON, so subscribers still check what they use.
  */
 
-/** What started an apply of a factory (`reconciler/model.ts` ApplyTrigger). */
+/** What started an apply of a factory (`factories/apply/model.ts` ApplyTrigger). */
 export type SyncTrigger = 'poll' | 'sync' | 'push' | 'watch' | 'start' | 'managed';
 
 export interface BusTopics {

@@ -1,6 +1,6 @@
 import type { ServiceContext } from '../context.ts';
 import type { FactoryService } from '../factories/service.ts';
-import type { FactoryController } from '../reconciler/index.ts';
+import type { FactoryController } from '../factories/controller.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 
 /** The server's services the operator's controllers use. */

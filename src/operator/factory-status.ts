@@ -1,6 +1,6 @@
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import { ingressUrl } from '../webhooks/views.ts';
-import type { FactoryRow, WebhookRow } from '../reconciler/model.ts';
+import type { FactoryRow, WebhookRow } from '../factories/apply/model.ts';
 import type { ConditionSet } from './conditions.ts';
 import type { EventType } from './events.ts';
 import type { FactoryStatus, FactoryWebhookStatus } from './factory-resource.ts';

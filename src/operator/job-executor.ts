@@ -7,7 +7,7 @@ import { ExecutionRecorder } from '../execution/recorder.ts';
 import type { ExecutionOutcome } from '../execution/assignment.ts';
 import type { OperatorContext } from './context.ts';
 import type { Metrics } from '../metrics/metrics.ts';
-import { getFactory } from '../reconciler/sql.ts';
+import { getFactory } from '../factories/apply/sql.ts';
 import type { RunRow } from '../runs/model.ts';
 import { applyRunEvent, getRunById } from '../runs/sql.ts';
 import { SERVICE_WORKER_HOSTS } from '../runs/service.ts';

@@ -1,5 +1,5 @@
 import { AUTOMATION_AGENT_PROMPT_SQL } from '../automations/run-input.ts';
-import type { AutomationRow } from '../reconciler/model.ts';
+import type { AutomationRow } from '../factories/apply/model.ts';
 import type { Queryable } from '../kernel/db.ts';
 import type { AgentConfig } from '../runs/model.ts';
 import type { CreatorInfo, ScheduleRow } from './model.ts';

@@ -1,6 +1,9 @@
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import type { ManagedFactoryContext } from './managed-change.ts';
+import { teamFactory } from './managed-change.ts';
+import { FactoryIdParams, WebhookSchema } from '../factories/schemas.ts';
+import * as factorySql from '../factories/apply/sql.ts';
 import { AppError } from '../kernel/errors.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import {
@@ -13,7 +16,7 @@ import {
 } from './delivery-log.ts';
 import { webhookView as factoryWebhookView } from './views.ts';
 import { requireTeamAdmin } from '../identity/guards.ts';
-import type { WebhookRow } from '../reconciler/model.ts';
+import type { WebhookRow } from '../factories/apply/model.ts';
 import { WebhookManagement, teamWebhook } from './management.ts';
 import * as s from './schemas.ts';
 import { providerOf, teamConnection } from '../integrations/lookup.ts';
@@ -162,6 +165,23 @@ export function webhookView(row: WebhookRow, ctx: ServiceContext) {
 
 export async function registerWebhookManagementRoutes(app: AppInstance, ctx: ManagedFactoryContext): Promise<void> {
   const webhooks = new WebhookManagement(ctx);
+
+  app.get(
+    '/factories/:id/webhooks',
+    {
+      schema: {
+        tags: ['factories'],
+        summary: "The factory's live webhooks with their ingress URLs",
+        params: FactoryIdParams,
+        response: { 200: Type.Object({ webhooks: Type.Array(WebhookSchema) }) },
+      },
+    },
+    async (request) => {
+      const factory = await teamFactory(ctx, request.principal.teamId, request.params.id);
+      const rows = await factorySql.listFactoryWebhooks(ctx.db, factory.id, { includeDeleted: false });
+      return { webhooks: rows.map((r) => factoryWebhookView(r, ctx.config.webhookBaseUrl)) };
+    },
+  );
 
   app.post(
     '/factories/:id/webhooks',

@@ -1,4 +1,4 @@
-import type { WebhookRow } from '../reconciler/model.ts';
+import type { WebhookRow } from '../factories/apply/model.ts';
 
 /** `{webhook_base_url}/webhooks/w/<uid>`; a url_token webhook's URL ends in a `{token}` placeholder for the secret. */
 export function ingressUrl(webhookBaseUrl: string, row: Pick<WebhookRow, 'uid' | 'auth_mode'>): string {

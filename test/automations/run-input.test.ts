@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { automationRunBase } from '../../src/automations/run-input.ts';
-import { runConfigFor } from '../../src/reconciler/run-config.ts';
+import { runConfigFor } from '../../src/factories/apply/run-config.ts';
 
 describe('what a run started by an automation has in common, whatever fired it', () => {
   const config = runConfigFor(

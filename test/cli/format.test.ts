@@ -1,7 +1,7 @@
 /** What `agentyard plan` and `apply` print for a plan's warnings. */
 import { describe, expect, it } from 'vitest';
 import { formatWarnings } from '../../src/cli/plan.ts';
-import type { PlanWarning } from '../../src/reconciler/model.ts';
+import type { PlanWarning } from '../../src/factories/apply/model.ts';
 
 describe('formatWarnings', () => {
   it('prints file:line lines, identical warnings once', () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEPLOYMENT_NOTES } from '../../src/reconciler/deployment-notes.ts';
+import { DEPLOYMENT_NOTES } from '../../src/factories/apply/deployment-notes.ts';
 import { ENGINES } from '../support/db.ts';
 import { baseFiles, factoryYaml } from '../support/factory-tree.ts';
 import { startTestServer } from '../support/server.ts';

@@ -6,7 +6,7 @@ import { request, startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';
-import { asFileList, baseFiles, webhookYaml } from '../reconciler/fixtures.ts';
+import { asFileList, baseFiles, webhookYaml } from './fixtures.ts';
 
 describe.each(ENGINES)('factory API on %s', (engine) => {
   let server: TestServer;

@@ -8,8 +8,8 @@ import { WEBHOOK_BODY_LIMIT } from '../../src/ingress/limits.ts';
 import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
-import { baseFiles } from '../reconciler/fixtures.ts';
-import { createGitFactory } from '../reconciler/support.ts';
+import { baseFiles } from '../factories/fixtures.ts';
+import { createGitFactory } from '../factories/support.ts';
 import { createManagedFactory } from '../webhooks/support.ts';
 import { deliveriesOf, post, send } from './support.ts';
 

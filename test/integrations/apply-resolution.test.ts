@@ -8,7 +8,7 @@ import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 import { FOREMAN, RUNNER } from '../support/factory-tree.ts';
-import { createGitFactory } from '../reconciler/support.ts';
+import { createGitFactory } from '../factories/support.ts';
 import { startChatApis } from '../support/chat-apis.ts';
 import type { ChatApis } from '../support/chat-apis.ts';
 

@@ -12,7 +12,7 @@ import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 import { FOREMAN, RUNNER } from '../support/factory-tree.ts';
-import { createGitFactory } from '../reconciler/support.ts';
+import { createGitFactory } from '../factories/support.ts';
 import { post } from '../ingress/support.ts';
 import { runsOfDeliveries, waitEvaluated } from '../automations/support.ts';
 import { SLACK_APP_MENTION, LINEAR_AGENT_SESSION_CREATED } from './fixtures.ts';

@@ -10,8 +10,8 @@ import { parse } from 'yaml';
 import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
-import { baseFiles } from '../reconciler/fixtures.ts';
-import { createGitFactory } from '../reconciler/support.ts';
+import { baseFiles } from '../factories/fixtures.ts';
+import { createGitFactory } from '../factories/support.ts';
 import { deliveriesOf, post } from '../ingress/support.ts';
 import { createManagedFactory } from './support.ts';
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'vitest';
 import type { TestServer } from '../support/server.ts';
-import { asFileList, baseFiles } from '../reconciler/fixtures.ts';
+import { asFileList, baseFiles } from '../factories/fixtures.ts';
 
 let counter = 0;
 

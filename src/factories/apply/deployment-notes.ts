@@ -3,7 +3,7 @@
  * as `FF_NOT_SUPPORTED_HERE` warnings at validate and apply (ValidationContext.deploymentNotes). Remove a
  * line when the setting is implemented.
  */
-import type { DeploymentNotes } from '../definitions/context.ts';
+import type { DeploymentNotes } from '../../definitions/context.ts';
 
 export const DEPLOYMENT_NOTES: DeploymentNotes = {
   scorers: 'scorers are stored but no run is scored: this deployment has no scoring',

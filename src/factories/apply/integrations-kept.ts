@@ -1,5 +1,5 @@
 /** Which integrations a factory has: an omitted `integrations` keeps the set the last applied revision had. */
-import type { FactoryDefinition } from '../definitions/model.ts';
+import type { FactoryDefinition } from '../../definitions/model.ts';
 
 export function withKeptIntegrations(
   definition: FactoryDefinition,

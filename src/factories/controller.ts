@@ -3,10 +3,10 @@ import path from 'node:path';
 import { rm } from 'node:fs/promises';
 import { DirectorySource } from '../sources/directory.ts';
 import { AppError } from '../kernel/errors.ts';
-import type { ApplyOutcome, ApplyTrigger, FactoryRow } from './model.ts';
-import * as sql from './sql.ts';
-import { FactoryGoneError, Reconciler } from './reconciler.ts';
-import type { ReconcilerDeps } from './reconciler.ts';
+import type { ApplyOutcome, ApplyTrigger, FactoryRow } from './apply/model.ts';
+import * as sql from './apply/sql.ts';
+import { FactoryGoneError, Reconciler } from './apply/reconciler.ts';
+import type { ReconcilerDeps } from './apply/reconciler.ts';
 
 /** Retries of transient failures: 2 s, doubling, at most this (or the poll interval when shorter). */
 const MAX_BACKOFF_MS = 5 * 60_000;

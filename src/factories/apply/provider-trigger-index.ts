@@ -2,9 +2,9 @@
  * The routing index of a factory's provider triggers, rebuilt by every apply: a GitHub trigger gets one row per
  * repository of the factory, a Slack or Linear trigger one row when the factory declares that integration.
  */
-import type { FactoryDefinition } from '../definitions/model.ts';
-import type { FilterMatcher } from '../definitions/model.ts';
-import type { Queryable } from '../kernel/db.ts';
+import type { FactoryDefinition } from '../../definitions/model.ts';
+import type { FilterMatcher } from '../../definitions/model.ts';
+import type { Queryable } from '../../kernel/db.ts';
 
 const CONNECTED_PROVIDERS = new Set(['github', 'slack', 'linear']);
 

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { WebhookRow } from '../../src/reconciler/model.ts';
+import type { WebhookRow } from '../../src/factories/apply/model.ts';
 import type { TestServer } from '../support/server.ts';
 import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { FactoryFileInput } from '../definitions/load.ts';
-import type { AutomationDefinition, FactoryDefinition, WebhookDefinition } from '../definitions/model.ts';
+import type { FactoryFileInput } from '../../definitions/load.ts';
+import type { AutomationDefinition, FactoryDefinition, WebhookDefinition } from '../../definitions/model.ts';
 import type { AutomationRow, Change, ChangeKind, PlanWarning, WebhookRow } from './model.ts';
 import type { AutomationValues, WebhookTriggerRow, WebhookValues } from './sql.ts';
 import { runConfigFor, storedTrigger } from './run-config.ts';

@@ -1,8 +1,8 @@
-import type { Diagnostic } from '../definitions/diagnostic.ts';
-import type { FactoryDefinition, WebhookDefinition } from '../definitions/model.ts';
-import type { FactoryFileInput } from '../definitions/load.ts';
-import type { SourceSpec } from '../sources/types.ts';
-import type { Queryable } from '../kernel/db.ts';
+import type { Diagnostic } from '../../definitions/diagnostic.ts';
+import type { FactoryDefinition, WebhookDefinition } from '../../definitions/model.ts';
+import type { FactoryFileInput } from '../../definitions/load.ts';
+import type { SourceSpec } from '../../sources/types.ts';
+import type { Queryable } from '../../kernel/db.ts';
 import type {
   ApplyResult,
   AutomationRow,

@@ -1,5 +1,5 @@
-import type { Diagnostic } from '../definitions/diagnostic.ts';
-import { sanitizeMessage } from '../sources/url.ts';
+import type { Diagnostic } from '../../definitions/diagnostic.ts';
+import { sanitizeMessage } from '../../sources/url.ts';
 
 /** Status messages are "what failed: cause" and name the revision (Flux style); never a token or a value. */
 export function appliedMessage(revision: string): string {
