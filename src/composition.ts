@@ -78,7 +78,7 @@ export interface CompositionOptions {
     /** Told the runs of each claim of this process's executors as their executions begin (benchmarks). */
     onClaimed?: (runIds: string[]) => void;
   };
-  /** The time the scheduler and the schedules API compute fires with (tests pass a ManualClock). */
+  /** The time the scheduler and the schedules API compute fires with, and reconcile retries wait by (tests pass a ManualClock). */
   clock?: Clock;
   /** The outbox evaluator's options; `false` runs none in this process (tests drive it themselves). */
   automations?: EvaluatorOptions | false;
@@ -152,18 +152,21 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
   const secrets = new ServerSecrets(db, ctx.cipher);
   const readiness = new ReadinessChecks(db);
   const definitions = new DefinitionPool(poolOptionsFor(config));
-  const controller = new FactoryController({
-    db,
-    bus,
-    cipher: ctx.cipher,
-    secrets,
-    log,
-    dataDir: config.dataDir,
-    definitions,
-    urlPolicy: sourceUrlPolicyFor(config),
-    sourceLimits: config.sourceLimits,
-    models: knownModels(config),
-  });
+  const controller = new FactoryController(
+    {
+      db,
+      bus,
+      cipher: ctx.cipher,
+      secrets,
+      log,
+      dataDir: config.dataDir,
+      definitions,
+      urlPolicy: sourceUrlPolicyFor(config),
+      sourceLimits: config.sourceLimits,
+      models: knownModels(config),
+    },
+    { clock },
+  );
   const ingressOptions = {
     ...options.ingress,
     limits: { providerEventPoints: config.providerEventsPerMinute, ...options.ingress?.limits },
