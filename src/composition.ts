@@ -6,6 +6,11 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Role } from './config.ts';
+import type { Logger } from './kernel/log.ts';
+import type { FactoryResourceController } from './operator/factory-controller.ts';
+import type { JobExecutor } from './operator/job-executor.ts';
+import type { JobSettings } from './operator/job-spec.ts';
+import type { KubeClients } from './operator/kube.ts';
 import type { ServiceContext } from './context.ts';
 import { OutboxEvaluator } from './automations/evaluator.ts';
 import { knownModels } from './runs/models.ts';
@@ -57,7 +62,7 @@ import { registerScheduleRoutes } from './schedules/routes.ts';
 import { Scheduler } from './schedules/scheduler.ts';
 import { ScheduleService } from './schedules/service.ts';
 import { AutomationScheduleSync } from './schedules/sync-runner.ts';
-import { ServerSecrets } from './secrets/provider.ts';
+import { DatabaseSecretProvider, ServerSecrets } from './secrets/provider.ts';
 import { sourceUrlPolicyFor } from './sources/url-policy.ts';
 import { registerSecretRoutes } from './secrets/routes.ts';
 import { startTableMaintenance } from './store/maintenance.ts';
@@ -78,7 +83,7 @@ export interface CompositionOptions {
     /** Told the runs of each claim of this process's executors as their executions begin (benchmarks). */
     onClaimed?: (runIds: string[]) => void;
   };
-  /** The time the scheduler and the schedules API compute fires with (tests pass a ManualClock). */
+  /** The time the scheduler and the schedules API compute fires with, and reconcile retries wait by (tests pass a ManualClock). */
   clock?: Clock;
   /** The outbox evaluator's options; `false` runs none in this process (tests drive it themselves). */
   automations?: EvaluatorOptions | false;
@@ -152,18 +157,21 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
   const secrets = new ServerSecrets(db, ctx.cipher);
   const readiness = new ReadinessChecks(db);
   const definitions = new DefinitionPool(poolOptionsFor(config));
-  const controller = new FactoryController({
-    db,
-    bus,
-    cipher: ctx.cipher,
-    secrets,
-    log,
-    dataDir: config.dataDir,
-    definitions,
-    urlPolicy: sourceUrlPolicyFor(config),
-    sourceLimits: config.sourceLimits,
-    models: knownModels(config),
-  });
+  const controller = new FactoryController(
+    {
+      db,
+      bus,
+      cipher: ctx.cipher,
+      secrets,
+      log,
+      dataDir: config.dataDir,
+      definitions,
+      urlPolicy: sourceUrlPolicyFor(config),
+      sourceLimits: config.sourceLimits,
+      models: knownModels(config),
+    },
+    { clock },
+  );
   const ingressOptions = {
     ...options.ingress,
     limits: { providerEventPoints: config.providerEventsPerMinute, ...options.ingress?.limits },
@@ -349,14 +357,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
         return async () => unsubscribe();
       },
     },
-    {
-      name: 'reconcile-loops',
-      roles: ['controller'],
-      async start() {
-        await controller.start();
-        return () => controller.stop();
-      },
-    },
+    reconcileLoops(controller),
     {
       // `serve --factory DIR|GIT_URL` creates or re-points its factory, and reports its every apply on stderr as
       // `file:line:col` lines.
@@ -455,5 +456,202 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     components,
     startList: (processRoles) =>
       components.filter((c) => c.roles === 'every' || c.roles.some((role) => processRoles.has(role))),
+  };
+}
+
+/** The reconcile loops of every factory: with the `controller` role, or on the operator's lease holder. */
+function reconcileLoops(controller: FactoryController): Component {
+  return {
+    name: 'reconcile-loops',
+    roles: ['controller'],
+    async start() {
+      await controller.start();
+      return () => controller.stop();
+    },
+  };
+}
+
+/** Starts the components in order; the function it resolves to stops them in the reverse order. */
+export async function startInOrder(components: readonly Component[], log: Logger): Promise<() => Promise<void>> {
+  const stops: (() => Promise<void>)[] = [];
+  const stopAll = async (): Promise<void> => {
+    for (const stop of stops.splice(0).reverse())
+      await stop().catch((err: unknown) => log.error({ err }, 'stopping a component failed'));
+  };
+  try {
+    for (const component of components) stops.push(await component.start());
+  } catch (err) {
+    // A component failing to start must not leave those before it running.
+    await stopAll();
+    throw err;
+  }
+  return stopAll;
+}
+
+// ---------------------------------------------------------------- the operator (`agentyard operator`)
+
+/** Roles an operator replica runs only while it holds the Lease: they make the leader list below. */
+export const OPERATOR_LEADER_ROLES: ReadonlySet<Role> = new Set(['controller', 'executor']);
+
+/** The roles an operator replica's server runs on every replica (the ingress and the API, typically). */
+export function operatorServerRoles(roles: ReadonlySet<Role>): ReadonlySet<Role> {
+  return new Set([...roles].filter((role) => !OPERATOR_LEADER_ROLES.has(role)));
+}
+
+export interface OperatorOptions {
+  clients: KubeClients;
+  log: Logger;
+  /** This replica's identity: the reporting instance of its Events. */
+  identity: string;
+  /** Secret each namespace team's first admin API key is written to; empty: none. */
+  apiKeySecret: string;
+  /** Every Factory is reconciled again this often. */
+  resyncMs: number;
+  /** Watch Factories (and run Jobs) of this namespace only; undefined: the whole cluster. */
+  watchNamespace: string | undefined;
+  jobs: JobSettings;
+}
+
+export interface OperatorComposition {
+  /** What every replica starts after its server, in order (stopped in reverse before the server stops). */
+  replicaList: readonly Component[];
+  /**
+   * What the replica holding the Lease starts, in order, when it takes it; stopped in reverse before the Lease
+   * is let go. Losing the Lease stops the whole process (manager.ts).
+   */
+  leaderList: readonly Component[];
+  /** Resolves once every controller the leader list started has ended on its own (crashed): give up the Lease. */
+  leaderWorkEnded(): Promise<void>;
+  /** The Factory controller and the Job executor while the leader list runs. */
+  factories(): FactoryResourceController | undefined;
+  jobs(): JobExecutor | undefined;
+}
+
+/**
+ * The operator's parts over a server's services. Its modules load the Kubernetes client, so they are imported
+ * here on demand: a plain server never loads them.
+ */
+export async function composeOperator(services: Services, options: OperatorOptions): Promise<OperatorComposition> {
+  const [
+    { EventRecorder },
+    { FactoryResourceController },
+    { JobExecutor },
+    { NamespaceTeams },
+    { KubernetesSecretProvider },
+  ] = await Promise.all([
+    import('./operator/events.ts'),
+    import('./operator/factory-controller.ts'),
+    import('./operator/job-executor.ts'),
+    import('./operator/namespace-teams.ts'),
+    import('./operator/secret-provider.ts'),
+  ]);
+  const { clients, log } = options;
+  const { metrics } = services;
+  const events = new EventRecorder(clients.core, log, options.identity);
+  const teams = new NamespaceTeams({ db: services.db, core: clients.core, log, apiKeySecret: options.apiKeySecret });
+  // The controllers of the current term: made when the leader list starts, dropped when it stops.
+  let jobs: JobExecutor | undefined;
+  let factories: FactoryResourceController | undefined;
+  let running: Promise<void>[] = [];
+
+  /** A controller that runs until its signal aborts, as a component: stopping aborts it and waits for it. */
+  const controllerComponent = (
+    name: string,
+    create: () => { run(signal: AbortSignal): Promise<void> },
+    drop: () => void,
+  ): Component => ({
+    name,
+    roles: [...OPERATOR_LEADER_ROLES],
+    async start() {
+      const abort = new AbortController();
+      const run = create()
+        .run(abort.signal)
+        .catch((err: unknown) => log.error({ err, controller: name }, 'a controller failed'));
+      running.push(run);
+      return async () => {
+        abort.abort();
+        await run;
+        running = running.filter((r) => r !== run);
+        drop();
+      };
+    },
+  });
+
+  const replicaList: Component[] = [
+    {
+      // Secret references of Factories' namespaces read Kubernetes Secrets; other teams keep the database's.
+      name: 'kubernetes-secrets',
+      roles: 'every',
+      async start() {
+        services.secrets.use(
+          new KubernetesSecretProvider({
+            core: clients.core,
+            db: services.db,
+            fallback: new DatabaseSecretProvider(services.db, services.cipher),
+          }),
+        );
+        return async () => {};
+      },
+    },
+    {
+      name: 'leader-caches-readiness',
+      roles: 'every',
+      async start() {
+        const remove = services.readiness.add('controllers', () => {
+          const informers = [factories?.informer, ...(jobs?.informers() ?? [])];
+          const down = informers.filter((i) => i && !i.synced).map((i) => i!.name);
+          return down.length ? `leader caches not synced: ${down.join(', ')}` : undefined;
+        });
+        return async () => remove();
+      },
+    },
+  ];
+
+  // Start order: the reconcile loops (the Factory controller asks them to fetch), the Job executor, the Factory
+  // controller (its finalizer deletes Jobs through the executor). Stopped in the reverse order.
+  const leaderList: Component[] = [
+    reconcileLoops(services.controller),
+    controllerComponent(
+      'job-executor',
+      () =>
+        (jobs = new JobExecutor({
+          ctx: services,
+          clients,
+          settings: options.jobs,
+          events,
+          metrics,
+          log,
+          watchNamespace: options.watchNamespace,
+        })),
+      () => {
+        jobs = undefined;
+      },
+    ),
+    controllerComponent(
+      'factory-controller',
+      () =>
+        (factories = new FactoryResourceController({
+          ctx: services,
+          clients,
+          teams,
+          events,
+          metrics,
+          log,
+          ...(jobs ? { cleanup: jobs } : {}),
+          resyncMs: options.resyncMs,
+          watchNamespace: options.watchNamespace,
+        })),
+      () => {
+        factories = undefined;
+      },
+    ),
+  ];
+
+  return {
+    replicaList,
+    leaderList,
+    leaderWorkEnded: () => Promise.all(running).then(() => {}),
+    factories: () => factories,
+    jobs: () => jobs,
   };
 }

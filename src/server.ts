@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Logger } from './kernel/log.ts';
 import type { Config } from './config.ts';
 import { buildApp } from './http/app.ts';
-import { compose } from './composition.ts';
+import { compose, startInOrder } from './composition.ts';
 import type { CompositionOptions, Services } from './composition.ts';
 import type { ServiceContext } from './context.ts';
 import type { AppInstance } from './plugin.ts';
@@ -80,10 +80,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const ctx: ServiceContext = { db, config, log, authenticator: new Authenticator(db), bus, cipher };
     const { services, plugins, startList } = compose(ctx, options.compose);
     const app = await buildApp(services, plugins);
-    const stops: (() => Promise<void>)[] = [];
+    let stopComponents: () => Promise<void> = async () => {};
     let url = config.publicUrl;
     try {
-      for (const component of startList(config.roles)) stops.push(await component.start());
+      stopComponents = await startInOrder(startList(config.roles), log);
       if (options.listen !== false) {
         const address = await app.listen({ port: config.port, host: config.host });
         url = address.replace('[::]', 'localhost').replace('0.0.0.0', '127.0.0.1');
@@ -95,7 +95,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       }
     } catch (err) {
       // A port in use (or a module failing to start) must not leave background loops running.
-      for (const stop of stops.reverse()) await stop().catch(() => {});
+      await stopComponents();
       await app.close().catch(() => {});
       await bus.stop();
       throw err;
@@ -110,8 +110,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       async stop() {
         if (stopped) return;
         stopped = true;
-        for (const stop of stops.reverse())
-          await stop().catch((err: unknown) => log.error({ err }, 'stopping a component failed'));
+        await stopComponents();
         await app.close();
         await bus.stop();
         if (ownsDb) await db.close();

@@ -7,11 +7,19 @@ import type { ApplyOutcome, ApplyTrigger, FactoryRow } from './apply/model.ts';
 import * as sql from './apply/sql.ts';
 import { FactoryGoneError, Reconciler } from './apply/reconciler.ts';
 import type { ReconcilerDeps } from './apply/reconciler.ts';
+import type { Clock } from '../kernel/clock.ts';
+import { WorkQueue } from '../kernel/work-queue.ts';
 
-/** Retries of transient failures: 2 s, doubling, at most this (or the poll interval when shorter). */
+/** Retries of transient failures: 2 s, doubling, at most 5 minutes. */
 const MAX_BACKOFF_MS = 5 * 60_000;
 const FIRST_BACKOFF_MS = 2_000;
 
+export interface FactoryControllerOptions {
+  /** The time retries wait by (tests pass a ManualClock). */
+  clock?: Clock;
+}
+
+/** What the next reconcile of a factory does and who waits for it; requests coalesce into one job. */
 interface Job {
   trigger: ApplyTrigger;
   explicit: boolean;
@@ -22,33 +30,45 @@ interface Tracked {
   key: string;
   timer: NodeJS.Timeout | undefined;
   stopWatching: (() => Promise<void>) | undefined;
-  retry: NodeJS.Timeout | undefined;
-  backoffMs: number;
 }
 
 /**
  * Runs the reconcile loops of every factory in this process: git pollers, directory watchers and a first
- * reconcile at start. Requests for one factory run one at a time and coalesce while one is running; an
- * explicit request (sync, push) always gets a fetch that starts after it arrived.
+ * reconcile at start. Reconciles run on one work queue keyed by factory: one at a time per factory (any number
+ * of factories at once), requests coalescing while one runs; an explicit request (sync, push) always gets a
+ * fetch that starts after it arrived. Transient failures are retried with the queue's per-factory back-off.
  */
 export class FactoryController {
   readonly reconciler: Reconciler;
   readonly #deps: ReconcilerDeps;
   readonly #tracked = new Map<string, Tracked>();
+  /** The job of each factory's next reconcile; a queued key without one is a retry. */
   readonly #pending = new Map<string, Job>();
-  readonly #running = new Map<string, Promise<void>>();
+  readonly #queue: WorkQueue;
+  readonly #processing: Promise<void>;
   readonly #unsubscribe: (() => void)[] = [];
   #loops = false;
   #stopped = false;
 
-  constructor(deps: ReconcilerDeps) {
+  constructor(deps: ReconcilerDeps, options: FactoryControllerOptions = {}) {
     this.#deps = deps;
     this.reconciler = new Reconciler(deps);
+    this.#queue = new WorkQueue({
+      baseDelayMs: FIRST_BACKOFF_MS,
+      maxDelayMs: MAX_BACKOFF_MS,
+      ...(options.clock ? { clock: options.clock } : {}),
+    });
+    this.#processing = this.#queue.process((factoryId) => this.#reconcile(factoryId));
   }
 
   /** Are the loops running here (the `controller` role)? */
   get runsLoops(): boolean {
     return this.#loops && !this.#stopped;
+  }
+
+  /** Factories waiting out a back-off before their next retry. */
+  get retrying(): number {
+    return this.#queue.delayed;
   }
 
   /** Starts the loops for every factory and follows factories created, changed and deleted elsewhere. */
@@ -84,13 +104,7 @@ export class FactoryController {
     const existing = this.#tracked.get(factory.id);
     if (existing?.key === key) return;
     if (existing) await this.#stopTracking(factory.id, existing);
-    const tracked: Tracked = {
-      key,
-      timer: undefined,
-      stopWatching: undefined,
-      retry: undefined,
-      backoffMs: FIRST_BACKOFF_MS,
-    };
+    const tracked: Tracked = { key, timer: undefined, stopWatching: undefined };
     this.#tracked.set(factory.id, tracked);
     const spec = factory.source;
     if (spec.type === 'git' && spec.poll_interval_seconds > 0) {
@@ -127,7 +141,7 @@ export class FactoryController {
   async #stopTracking(factoryId: string, tracked: Tracked): Promise<void> {
     this.#tracked.delete(factoryId);
     if (tracked.timer) clearInterval(tracked.timer);
-    if (tracked.retry) clearTimeout(tracked.retry);
+    this.#queue.drop(factoryId);
     await tracked.stopWatching?.();
   }
 
@@ -143,46 +157,36 @@ export class FactoryController {
       } else {
         this.#pending.set(factoryId, { trigger, explicit, waiters: [{ resolve, reject }] });
       }
-      this.#kick(factoryId);
+      this.#queue.add(factoryId);
     });
   }
 
-  #kick(factoryId: string): void {
-    if (this.#running.has(factoryId)) return;
-    const run = (async () => {
-      for (let job = this.#pending.get(factoryId); job; job = this.#pending.get(factoryId)) {
-        this.#pending.delete(factoryId);
-        try {
-          const result = await this.reconciler.reconcile(factoryId, { trigger: job.trigger, explicit: job.explicit });
-          this.#afterOutcome(factoryId, result);
-          for (const w of job.waiters) w.resolve(result);
-        } catch (err) {
-          if (err instanceof FactoryGoneError) await this.untrack(factoryId);
-          else this.#deps.log.error({ err, factory_id: factoryId }, 'reconcile failed');
-          for (const w of job.waiters) w.reject(err);
-        }
-      }
-    })().finally(() => this.#running.delete(factoryId));
-    this.#running.set(factoryId, run);
+  async #reconcile(factoryId: string): Promise<void> {
+    const job = this.#pending.get(factoryId) ?? this.#retry(factoryId);
+    if (!job) return;
+    this.#pending.delete(factoryId);
+    try {
+      const result = await this.reconciler.reconcile(factoryId, { trigger: job.trigger, explicit: job.explicit });
+      this.#afterOutcome(factoryId, result);
+      for (const w of job.waiters) w.resolve(result);
+    } catch (err) {
+      if (err instanceof FactoryGoneError) await this.untrack(factoryId);
+      else this.#deps.log.error({ err, factory_id: factoryId }, 'reconcile failed');
+      for (const w of job.waiters) w.reject(err);
+    }
   }
 
-  /** Transient failures are retried with backoff; anything else waits for a new commit, an event or a sync. */
+  /** A key that comes back with no request is a retry after a transient failure (while the factory is tracked). */
+  #retry(factoryId: string): Job | undefined {
+    if (!this.#tracked.has(factoryId) || this.#stopped) return undefined;
+    return { trigger: 'poll', explicit: false, waiters: [] };
+  }
+
+  /** Transient failures are retried with back-off; anything else waits for a new commit, an event or a sync. */
   #afterOutcome(factoryId: string, result: ApplyOutcome): void {
-    const tracked = this.#tracked.get(factoryId);
-    if (!tracked || this.#stopped) return;
-    if (tracked.retry) clearTimeout(tracked.retry);
-    tracked.retry = undefined;
-    if (result.result === 'failed' && result.transient) {
-      const delay = tracked.backoffMs;
-      tracked.backoffMs = Math.min(delay * 2, MAX_BACKOFF_MS);
-      tracked.retry = setTimeout(() => {
-        tracked.retry = undefined;
-        void this.request(factoryId, 'poll', false).catch(() => {});
-      }, delay);
-      tracked.retry.unref();
-    } else {
-      tracked.backoffMs = FIRST_BACKOFF_MS;
-    }
+    if (!this.#tracked.has(factoryId) || this.#stopped) return;
+    if (result.result === 'failed' && result.transient) this.#queue.addRateLimited(factoryId);
+    else this.#queue.forget(factoryId);
   }
 
   /** Removes the local copy of a deleted factory's git source (the managed repository is kept as its history). */
@@ -196,9 +200,16 @@ export class FactoryController {
     this.#stopped = true;
     for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
     for (const [id, tracked] of [...this.#tracked]) await this.#stopTracking(id, tracked);
+    this.#queue.shutDown();
+    this.#rejectPending();
+    await this.#processing;
+    // Requests that arrived while the reconciles under way finished.
+    this.#rejectPending();
+  }
+
+  #rejectPending(): void {
     for (const job of this.#pending.values())
       for (const w of job.waiters) w.reject(new AppError('resource_unavailable', 'the server is stopping'));
     this.#pending.clear();
-    await Promise.allSettled([...this.#running.values()]);
   }
 }

@@ -1,4 +1,4 @@
-/** The scheduler's notion of time, injectable so that tests advance minutes without waiting for them. */
+/** Time for the scheduler and the work queue, injectable so that tests advance minutes without waiting for them. */
 export interface Clock {
   now(): Date;
   /** Resolves once `ms` of this clock's time have passed, or at once when `signal` aborts. */
@@ -10,7 +10,9 @@ export const systemClock: Clock = {
   sleep: (ms, signal) =>
     new Promise((resolve) => {
       if (signal.aborted) return resolve();
+      // A sleep keeps no process alive on its own: what waits on it (a server, a loop) does.
       const timer = setTimeout(done, Math.max(0, ms));
+      timer.unref();
       function done(): void {
         clearTimeout(timer);
         signal.removeEventListener('abort', done);

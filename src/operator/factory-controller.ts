@@ -21,7 +21,7 @@ import { apiMessage, isNotFound, requestOptions } from './kube.ts';
 import type { NamespaceTeams } from './namespace-teams.ts';
 import * as sql from './sql.ts';
 import type { KubernetesFactoryRow } from './sql.ts';
-import { WorkQueue } from './queue.ts';
+import { WorkQueue } from '../kernel/work-queue.ts';
 import { TerminalError, runWorkers } from './reconcile.ts';
 import type { Result } from './reconcile.ts';
 

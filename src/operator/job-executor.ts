@@ -31,7 +31,7 @@ import type { JobSettings } from './job-spec.ts';
 import type { KubeClients } from './kube.ts';
 import { apiMessage, isConflict, isNotFound, requestOptions, statusCode } from './kube.ts';
 import * as sql from './sql.ts';
-import { WorkQueue } from './queue.ts';
+import { WorkQueue } from '../kernel/work-queue.ts';
 import { runWorkers } from './reconcile.ts';
 
 export interface JobExecutorOptions {

@@ -2,15 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../kernel/log.ts';
-import type { Config, Role } from '../config.ts';
+import type { Config } from '../config.ts';
+import { composeOperator, operatorServerRoles, startInOrder } from '../composition.ts';
+import type { OperatorComposition } from '../composition.ts';
 import { createLogger } from '../log.ts';
-import { DatabaseSecretProvider } from '../secrets/provider.ts';
 import { startServer } from '../server.ts';
 import type { RunningServer } from '../server.ts';
 import type { Db } from '../kernel/db.ts';
-import { EventRecorder } from './events.ts';
-import { FactoryResourceController } from './factory-controller.ts';
-import { JobExecutor } from './job-executor.ts';
+import type { FactoryResourceController } from './factory-controller.ts';
+import type { JobExecutor } from './job-executor.ts';
 import type { JobSettings } from './job-spec.ts';
 import type { HarnessSettings } from './harness.ts';
 import { harnessFor } from '../execution/settings.ts';
@@ -18,8 +18,6 @@ import { DEFAULT_JOB_SETTINGS } from './job-spec.ts';
 import { kubeClients, operatorNamespace } from './kube.ts';
 import { DEFAULT_ELECTION, LeaderElector, validateElectionOptions } from './leader-election.ts';
 import type { ElectionClock, ElectionEnd } from './leader-election.ts';
-import { NamespaceTeams } from './namespace-teams.ts';
-import { KubernetesSecretProvider } from './secret-provider.ts';
 
 export interface OperatorSettings {
   /** Namespace of the leader Lease (and of the operator itself). */
@@ -123,9 +121,6 @@ export interface StartOperatorOptions {
   electionClock?: ElectionClock;
 }
 
-/** Roles every operator replica runs; the reconcile loops and Jobs run on the leader only. */
-const LEADER_ONLY: ReadonlySet<Role> = new Set(['controller', 'executor']);
-
 export interface RunningOperator {
   server: RunningServer;
   identity: string;
@@ -139,32 +134,28 @@ export interface RunningOperator {
 }
 
 /**
- * `agentyard operator`, after kubenode's manager: the ingress and API start first and run on every
- * replica; the Factory controller, the reconcile loops and the Job executor start only on the holder of
- * the Lease, and stop before it is released. Losing the lease stops everything (the pod restarts, as
- * controller-runtime does), so no replica ever reconciles without holding the lease.
+ * `agentyard operator`, after kubenode's manager: the server (ingress, API) and the replica list start first
+ * and run on every replica; the leader list (the reconcile loops, the Job executor, the Factory controller:
+ * `composeOperator` in src/composition.ts) starts only on the holder of the Lease, and stops before it is
+ * released. Losing the lease stops everything (the pod restarts, as controller-runtime does), so no replica
+ * ever reconciles without holding the lease.
  */
 export async function startOperator(options: StartOperatorOptions): Promise<RunningOperator> {
   const { settings } = options;
   const log = options.log ?? createLogger(options.config.logLevel, options.config.logFormat);
-  const roles = new Set([...options.config.roles].filter((r) => !LEADER_ONLY.has(r)));
-  const config: Config = { ...options.config, roles };
+  const config: Config = { ...options.config, roles: operatorServerRoles(options.config.roles) };
   const server = await startServer(config, { ...(options.db ? { db: options.db } : {}), log });
-  const ctx = server.services;
   const clients = kubeClients(options.kubeConfig);
-  ctx.secrets.use(
-    new KubernetesSecretProvider({
-      core: clients.core,
-      db: ctx.db,
-      fallback: new DatabaseSecretProvider(ctx.db, ctx.cipher),
-    }),
-  );
-  const { metrics } = ctx;
-  const events = new EventRecorder(clients.core, log, settings.identity);
-  const teams = new NamespaceTeams({ db: ctx.db, core: clients.core, log, apiKeySecret: settings.apiKeySecret });
+  let stopReplica: () => Promise<void>;
+  let operator: OperatorComposition;
+  try {
+    operator = await composeOperator(server.services, { ...settings, clients, log });
+    stopReplica = await startInOrder(operator.replicaList, log);
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
 
-  let factories: FactoryResourceController | undefined;
-  let jobs: JobExecutor | undefined;
   const elector = new LeaderElector(clients.coordination, {
     namespace: settings.namespace,
     leaseName: settings.leaseName,
@@ -176,39 +167,16 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
     log,
     ...(options.electionClock ? { clock: options.electionClock } : {}),
   });
-  const removeCheck = ctx.readiness.add('controllers', () => {
-    if (!elector.isLeader()) return undefined;
-    const down = [factories?.informer, ...(jobs?.informers() ?? [])].filter((i) => i && !i.synced).map((i) => i!.name);
-    return down.length ? `leader caches not synced: ${down.join(', ')}` : undefined;
-  });
 
   const lead = async (signal: AbortSignal): Promise<void> => {
-    const reconcileLoops = ctx.controller;
-    jobs = new JobExecutor({
-      ctx,
-      clients,
-      settings: settings.jobs,
-      events,
-      metrics,
-      log,
-      watchNamespace: settings.watchNamespace,
+    const stopLeading = await startInOrder(operator.leaderList, log);
+    // Until the term ends, or every controller ended on its own (the lease is then given up).
+    const aborted = new Promise((resolve) => {
+      if (signal.aborted) resolve(undefined);
+      signal.addEventListener('abort', resolve, { once: true });
     });
-    factories = new FactoryResourceController({
-      ctx,
-      clients,
-      teams,
-      events,
-      metrics,
-      log,
-      cleanup: jobs,
-      resyncMs: settings.resyncMs,
-      watchNamespace: settings.watchNamespace,
-    });
-    const running = [factories.run(signal), jobs.run(signal)];
-    await reconcileLoops.start();
-    const results = await Promise.allSettled(running);
-    await reconcileLoops.stop();
-    for (const r of results) if (r.status === 'rejected') log.error({ err: r.reason }, 'a controller failed');
+    await Promise.race([aborted, operator.leaderWorkEnded()]);
+    await stopLeading();
   };
 
   const abort = new AbortController();
@@ -221,7 +189,7 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
     stopping ??= (async () => {
       abort.abort();
       await ended.catch(() => 'cancelled');
-      removeCheck();
+      await stopReplica();
       await server.stop();
     })();
     return stopping;
@@ -233,8 +201,8 @@ export async function startOperator(options: StartOperatorOptions): Promise<Runn
     server,
     identity: settings.identity,
     isLeader: () => elector.isLeader(),
-    factories: () => (elector.isLeader() ? factories : undefined),
-    jobs: () => (elector.isLeader() ? jobs : undefined),
+    factories: () => (elector.isLeader() ? operator.factories() : undefined),
+    jobs: () => (elector.isLeader() ? operator.jobs() : undefined),
     ended,
     stop,
   };

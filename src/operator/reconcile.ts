@@ -1,5 +1,5 @@
 import type { Logger } from '../kernel/log.ts';
-import type { WorkQueue } from './queue.ts';
+import type { WorkQueue } from '../kernel/work-queue.ts';
 
 /** What a reconcile asks of the loop: look again after a delay (a poll, a wait for something external). */
 export interface Result {
@@ -37,38 +37,34 @@ export async function runWorkers(options: WorkerOptions): Promise<void> {
   const onAbort = (): void => queue.shutDown();
   if (signal.aborted) queue.shutDown();
   else signal.addEventListener('abort', onAbort, { once: true });
-  const worker = async (): Promise<void> => {
-    for (let key = await queue.get(); key !== undefined; key = await queue.get()) {
-      const started = performance.now();
-      try {
-        const result = await options.reconcile(key, signal);
+  const reconcile = async (key: string): Promise<void> => {
+    const started = performance.now();
+    try {
+      const result = await options.reconcile(key, signal);
+      queue.forget(key);
+      options.observe?.('success', (performance.now() - started) / 1000);
+      if (result?.requeueAfterMs !== undefined && !signal.aborted) queue.addAfter(key, result.requeueAfterMs);
+    } catch (err) {
+      if (err instanceof TerminalError) {
         queue.forget(key);
-        options.observe?.('success', (performance.now() - started) / 1000);
-        if (result?.requeueAfterMs !== undefined && !signal.aborted) queue.addAfter(key, result.requeueAfterMs);
-      } catch (err) {
-        if (err instanceof TerminalError) {
-          queue.forget(key);
-          options.observe?.('terminal', (performance.now() - started) / 1000);
-          log.warn(
-            { controller: options.name, key, err: err.message },
-            `${options.name} ${key}: ${err.message} (not retried)`,
-          );
-        } else {
-          options.observe?.('error', (performance.now() - started) / 1000);
-          if (signal.aborted) continue;
-          const delay = queue.addRateLimited(key);
-          log.warn(
-            { controller: options.name, key, err, retryInMs: delay },
-            `${options.name} ${key}: reconcile failed; retrying in ${delay} ms`,
-          );
-        }
-      } finally {
-        queue.done(key);
+        options.observe?.('terminal', (performance.now() - started) / 1000);
+        log.warn(
+          { controller: options.name, key, err: err.message },
+          `${options.name} ${key}: ${err.message} (not retried)`,
+        );
+      } else {
+        options.observe?.('error', (performance.now() - started) / 1000);
+        if (signal.aborted) return;
+        const delay = queue.addRateLimited(key);
+        log.warn(
+          { controller: options.name, key, err, retryInMs: delay },
+          `${options.name} ${key}: reconcile failed; retrying in ${delay} ms`,
+        );
       }
     }
   };
   try {
-    await Promise.all(Array.from({ length: Math.max(1, options.concurrency) }, worker));
+    await queue.process(reconcile, options.concurrency);
   } finally {
     signal.removeEventListener('abort', onAbort);
   }

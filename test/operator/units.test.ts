@@ -5,107 +5,19 @@ import { parseDuration, validateFactorySpec } from '../../src/operator/factory-r
 import { statusEvents } from '../../src/operator/factory-status.ts';
 import type { FactoryStatus } from '../../src/operator/factory-resource.ts';
 import { jobNameFor, jobOutcome } from '../../src/operator/job-spec.ts';
-import { WorkQueue } from '../../src/operator/queue.ts';
-import type { Clock } from '../../src/operator/queue.ts';
+import { ManualClock } from '../../src/kernel/clock.ts';
+import { WorkQueue } from '../../src/kernel/work-queue.ts';
 import { TerminalError, runWorkers } from '../../src/operator/reconcile.ts';
 import { parseSecretReference } from '../../src/operator/secret-provider.ts';
 import { operatorNamespace } from '../../src/operator/kube.ts';
 import { createLogger } from '../../src/log.ts';
 
-/** A clock whose timers fire only when the test advances it. */
-function fakeClock(): Clock & { advance(ms: number): void } {
-  let now = 0;
-  const timers = new Map<number, { at: number; fn: () => void }>();
-  let next = 1;
-  return {
-    now: () => now,
-    setTimeout(fn, ms) {
-      const id = next++;
-      timers.set(id, { at: now + ms, fn });
-      return id;
-    },
-    clearTimeout(handle) {
-      timers.delete(handle as number);
-    },
-    advance(ms) {
-      now += ms;
-      for (const [id, t] of [...timers].sort((a, b) => a[1].at - b[1].at)) {
-        if (t.at <= now) {
-          timers.delete(id);
-          t.fn();
-        }
-      }
-    },
-  };
-}
-
-describe('WorkQueue', () => {
-  it('holds a key once however often it is added', async () => {
-    const q = new WorkQueue({ clock: fakeClock() });
-    q.add('ns/a');
-    q.add('ns/a');
-    q.add('ns/b');
-    expect(q.length).toBe(2);
-    expect(await q.get()).toBe('ns/a');
-    expect(await q.get()).toBe('ns/b');
-  });
-
-  it('never hands a key to two workers: added while in progress, it comes back after done', async () => {
-    const q = new WorkQueue({ clock: fakeClock() });
-    q.add('k');
-    expect(await q.get()).toBe('k');
-    q.add('k');
-    expect(q.length).toBe(0);
-    q.done('k');
-    expect(q.length).toBe(1);
-  });
-
-  it('delays keys; the earliest delay wins, and an add clears a pending delay', async () => {
-    const clock = fakeClock();
-    const q = new WorkQueue({ clock });
-    q.addAfter('k', 1_000);
-    q.addAfter('k', 5_000);
-    expect(q.delayed).toBe(1);
-    clock.advance(999);
-    expect(q.length).toBe(0);
-    clock.advance(1);
-    expect(q.length).toBe(1);
-    q.addAfter('j', 1_000);
-    q.add('j');
-    clock.advance(2_000);
-    expect(q.length).toBe(2);
-  });
-
-  it('backs a failing key off exponentially up to the maximum, until it is forgotten', () => {
-    const q = new WorkQueue({ clock: fakeClock(), baseDelayMs: 1_000, maxDelayMs: 8_000 });
-    expect([1, 2, 3, 4, 5].map(() => q.addRateLimited('k'))).toEqual([1_000, 2_000, 4_000, 8_000, 8_000]);
-    expect(q.failures('k')).toBe(5);
-    q.forget('k');
-    expect(q.addRateLimited('k')).toBe(1_000);
-  });
-
-  it('rate limits retries overall with a token bucket', () => {
-    const q = new WorkQueue({ clock: fakeClock(), baseDelayMs: 1, retriesPerSecond: 10, burst: 2 });
-    expect(q.addRateLimited('a')).toBe(1);
-    expect(q.addRateLimited('b')).toBe(1);
-    expect(q.addRateLimited('c')).toBe(100);
-  });
-
-  it('answers undefined to waiting workers on shutdown', async () => {
-    const q = new WorkQueue({ clock: fakeClock() });
-    const waiting = q.get();
-    q.shutDown();
-    expect(await waiting).toBeUndefined();
-    q.add('late');
-    expect(q.length).toBe(0);
-  });
-});
-
 describe('runWorkers', () => {
   const log = createLogger('silent');
+  const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
   it('retries errors with backoff, never retries a TerminalError, and requeues on requeueAfterMs', async () => {
-    const clock = fakeClock();
+    const clock = new ManualClock();
     const queue = new WorkQueue({ clock });
     const seen: string[] = [];
     const abort = new AbortController();
@@ -127,13 +39,13 @@ describe('runWorkers', () => {
     queue.add('fails');
     queue.add('terminal');
     queue.add('polls');
-    await new Promise((r) => setTimeout(r, 10));
+    await settle();
     expect(seen.sort()).toEqual(['fails', 'polls', 'terminal']);
     expect(queue.delayed).toBe(2);
     expect(queue.failures('fails')).toBe(1);
     expect(queue.failures('terminal')).toBe(0);
     clock.advance(1_000);
-    await new Promise((r) => setTimeout(r, 10));
+    await settle();
     expect(seen.filter((k) => k === 'fails').length).toBe(2);
     expect(outcomes).toContain('terminal');
     abort.abort();

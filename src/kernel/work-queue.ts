@@ -1,19 +1,5 @@
-/** Timers the queue uses; tests inject fake ones. */
-export interface Clock {
-  now(): number;
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-export const SYSTEM_CLOCK: Clock = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => {
-    const t = setTimeout(fn, ms);
-    t.unref();
-    return t;
-  },
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
+import { systemClock } from './clock.ts';
+import type { Clock } from './clock.ts';
 
 export interface WorkQueueOptions {
   /** First retry delay of a failing key; doubles per failure up to `maxDelayMs`. */
@@ -25,19 +11,26 @@ export interface WorkQueueOptions {
   clock?: Clock;
 }
 
+interface Delayed {
+  at: number;
+  cancel: AbortController;
+}
+
 /**
- * A work queue keyed by object (namespace/name), in the manner of client-go's rate-limited queue:
+ * A keyed work queue in the manner of client-go's rate-limited queue, shared by the reconcile loops of
+ * factories and the operator's controllers:
  * - a key waits in the queue at most once, however often it is added;
  * - a key is never handed to two workers at once: added while in progress, it is queued again when done;
  * - `addAfter` delays a key (the earliest pending delay wins); `addRateLimited` delays it by its own
- *   exponential backoff and an overall token bucket, until `forget` resets it.
+ *   exponential back-off and an overall token bucket, until `forget` resets it;
+ * - `process` hands keys to a handler, at most `concurrency` at a time; `shutDown` drains it.
  */
 export class WorkQueue {
   readonly #queue: string[] = [];
   readonly #queued = new Set<string>();
   readonly #processing = new Set<string>();
   readonly #dirty = new Set<string>();
-  readonly #delayed = new Map<string, { at: number; handle: unknown }>();
+  readonly #delayed = new Map<string, Delayed>();
   readonly #failures = new Map<string, number>();
   readonly #waiters: ((key: string | undefined) => void)[] = [];
   readonly #baseDelayMs: number;
@@ -54,9 +47,13 @@ export class WorkQueue {
     this.#maxDelayMs = options.maxDelayMs ?? 5 * 60_000;
     this.#rate = options.retriesPerSecond ?? 10;
     this.#burst = options.burst ?? 100;
-    this.#clock = options.clock ?? SYSTEM_CLOCK;
+    this.#clock = options.clock ?? systemClock;
     this.#tokens = this.#burst;
-    this.#tokensAt = this.#clock.now();
+    this.#tokensAt = this.#now();
+  }
+
+  #now(): number {
+    return this.#clock.now().getTime();
   }
 
   /** Keys waiting to be processed (not counting delayed ones). */
@@ -75,11 +72,7 @@ export class WorkQueue {
 
   add(key: string): void {
     if (this.#shuttingDown) return;
-    const delayed = this.#delayed.get(key);
-    if (delayed) {
-      this.#clock.clearTimeout(delayed.handle);
-      this.#delayed.delete(key);
-    }
+    this.#cancelDelay(key);
     if (this.#processing.has(key)) {
       this.#dirty.add(key);
       return;
@@ -99,19 +92,20 @@ export class WorkQueue {
     if (this.#shuttingDown) return;
     if (delayMs <= 0) return this.add(key);
     if (this.#queued.has(key)) return;
-    const at = this.#clock.now() + delayMs;
+    const at = this.#now() + delayMs;
     const existing = this.#delayed.get(key);
     if (existing && existing.at <= at) return;
-    if (existing) this.#clock.clearTimeout(existing.handle);
-    const handle = this.#clock.setTimeout(() => {
-      if (this.#delayed.get(key)?.handle !== handle) return;
+    existing?.cancel.abort();
+    const entry: Delayed = { at, cancel: new AbortController() };
+    this.#delayed.set(key, entry);
+    void this.#clock.sleep(delayMs, entry.cancel.signal).then(() => {
+      if (entry.cancel.signal.aborted || this.#delayed.get(key) !== entry) return;
       this.#delayed.delete(key);
       this.add(key);
-    }, delayMs);
-    this.#delayed.set(key, { at, handle });
+    });
   }
 
-  /** Queues the key again after its backoff (per key, doubling) or the overall rate limit, whichever is longer. */
+  /** Queues the key again after its back-off (per key, doubling) or the overall rate limit, whichever is longer. */
   addRateLimited(key: string): number {
     const failures = this.#failures.get(key) ?? 0;
     this.#failures.set(key, failures + 1);
@@ -122,7 +116,7 @@ export class WorkQueue {
   }
 
   #bucketDelay(): number {
-    const now = this.#clock.now();
+    const now = this.#now();
     this.#tokens = Math.min(this.#burst, this.#tokens + ((now - this.#tokensAt) / 1000) * this.#rate);
     this.#tokensAt = now;
     this.#tokens -= 1;
@@ -134,8 +128,22 @@ export class WorkQueue {
     return this.#failures.get(key) ?? 0;
   }
 
+  /** Resets the key's back-off (it succeeded). */
   forget(key: string): void {
     this.#failures.delete(key);
+  }
+
+  /** Drops a key no longer wanted: its pending delay and its back-off (a key already queued stays queued). */
+  drop(key: string): void {
+    this.#cancelDelay(key);
+    this.#failures.delete(key);
+  }
+
+  #cancelDelay(key: string): void {
+    const delayed = this.#delayed.get(key);
+    if (!delayed) return;
+    delayed.cancel.abort();
+    this.#delayed.delete(key);
   }
 
   /** The next key to process; undefined once the queue shuts down. Call `done(key)` after processing. */
@@ -155,10 +163,33 @@ export class WorkQueue {
     if (this.#dirty.delete(key)) this.add(key);
   }
 
-  /** Stops handing out keys: waiting `get`s resolve undefined, delayed keys are dropped. */
+  /**
+   * Hands each key to `handle`, at most `concurrency` keys at a time, until the queue shuts down; resolves once
+   * the handlers under way have finished (a drain). `handle` must not reject; `done` is called for it.
+   */
+  async process(handle: (key: string) => Promise<void>, concurrency = Number.POSITIVE_INFINITY): Promise<void> {
+    const running = new Set<Promise<void>>();
+    const limit = Math.max(1, concurrency);
+    for (;;) {
+      // Take a key only with a free slot, so a key waiting for one is still deduplicated in the queue.
+      while (running.size >= limit) await Promise.race(running);
+      const key = await this.get();
+      if (key === undefined) break;
+      const run: Promise<void> = handle(key)
+        .catch(() => {})
+        .finally(() => {
+          running.delete(run);
+          this.done(key);
+        });
+      running.add(run);
+    }
+    await Promise.all(running);
+  }
+
+  /** Stops handing out keys: waiting `get`s resolve undefined, delayed and queued keys are dropped. */
   shutDown(): void {
     this.#shuttingDown = true;
-    for (const { handle } of this.#delayed.values()) this.#clock.clearTimeout(handle);
+    for (const { cancel } of this.#delayed.values()) cancel.abort();
     this.#delayed.clear();
     this.#queue.length = 0;
     this.#queued.clear();

@@ -1,0 +1,71 @@
+/**
+ * The reconcile loops retry a transient source failure on the factory's back-off (2 s, doubling), by the
+ * injected clock: a git host answering 503 is asked again only when the back-off has passed.
+ */
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ManualClock } from '../../src/kernel/clock.ts';
+import { ENGINES } from '../support/db.ts';
+import { startTestServer } from '../support/server.ts';
+import type { TestServer } from '../support/server.ts';
+
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe.each(ENGINES)('reconcile retries on %s', (engine) => {
+  let server: TestServer;
+  let gitHost: Server;
+  let hits = 0;
+  const clock = new ManualClock();
+
+  beforeAll(async () => {
+    gitHost = createServer((_req, res) => {
+      hits++;
+      res.writeHead(503, { 'content-type': 'text/plain' }).end('down for maintenance\n');
+    });
+    await new Promise<void>((resolve) => gitHost.listen(0, '127.0.0.1', resolve));
+    server = await startTestServer(engine, { config: { sourceAllowedHosts: ['127.0.0.1'] }, compose: { clock } });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await new Promise((resolve) => gitHost?.close(resolve));
+  });
+
+  it('retries a transient fetch failure after 2 s, then 4 s, and stops when the factory goes', async () => {
+    const controller = server.server.services.controller;
+    const { port } = gitHost.address() as AddressInfo;
+    const created = await server.api('POST', '/factories', {
+      name: `flaky-${engine}`,
+      source: { type: 'git', url: `http://127.0.0.1:${port}/acme/factory.git`, poll_interval_seconds: 0 },
+    });
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.id as string;
+    await vi.waitUntil(() => controller.retrying === 1, { timeout: 15_000 });
+    const status = (await server.api('GET', `/factories/${id}`)).body.status;
+    expect(status.source_error).toMatchObject({ reason: 'FetchFailed', kind: 'transient' });
+
+    const afterFirst = hits;
+    expect(afterFirst).toBeGreaterThan(0);
+    clock.advance(1_999);
+    await settle();
+    expect(controller.retrying).toBe(1);
+    expect(hits).toBe(afterFirst);
+    clock.advance(1);
+    await vi.waitUntil(() => hits > afterFirst && controller.retrying === 1, { timeout: 15_000 });
+
+    const afterSecond = hits;
+    clock.advance(3_999);
+    await settle();
+    expect(hits).toBe(afterSecond);
+    clock.advance(1);
+    await vi.waitUntil(() => hits > afterSecond && controller.retrying === 1, { timeout: 15_000 });
+
+    expect((await server.api('DELETE', `/factories/${id}`)).status).toBe(200);
+    await vi.waitUntil(() => controller.retrying === 0, { timeout: 15_000 });
+    const afterDelete = hits;
+    clock.advance(10 * 60_000);
+    await settle();
+    expect(hits).toBe(afterDelete);
+  });
+});
