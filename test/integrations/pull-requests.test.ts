@@ -336,6 +336,21 @@ Triage the issue.
     expect(done.body.output.summary).toContain('the commit is not in the repository');
   });
 
+  it('a head over the source limits gets a failing check at the file too large, never a crash', async () => {
+    const sha = await pullHead(205, { 'agents/huge/agent.md': `---\n---\n${'x'.repeat(300 * 1024)}\n` });
+    await deliver(pullRequest('opened', 205, { sha, ref: 'pr-205' }, 'main'));
+    const { updates } = await checkRun(sha);
+    const done = updates.at(-1)!;
+    expect(done.body).toMatchObject({ status: 'completed', conclusion: 'failure' });
+    expect(done.body.output.annotations).toContainEqual(
+      expect.objectContaining({
+        path: 'agents/huge/agent.md',
+        title: 'FF_LIMIT_EXCEEDED',
+        annotation_level: 'failure',
+      }),
+    );
+  });
+
   it('more than 50 annotations go in several updates, the last completing the check', async () => {
     const files: Record<string, string> = {};
     for (let i = 0; i < 60; i++) files[`automations/broken-${i}/automation.md`] = BROKEN;
