@@ -39,6 +39,9 @@ import { registerAgentIdentityRoutes } from './identity/agent-identities.ts';
 import { registerIdentityRoutes } from './identity/routes.ts';
 import { registerIngressRoutes } from './ingress/routes.ts';
 import { ConnectionCache } from './integrations/connections.ts';
+import { GithubJobRunner } from './integrations/github-jobs.ts';
+import { pullFilesHandler } from './integrations/pull-files.ts';
+import { factoryCheckHandler } from './factories/config-check.ts';
 import { registerProviderEventRoutes } from './integrations/events-routes.ts';
 import { registerIntegrationRoutes } from './integrations/routes.ts';
 import { createIngressRuntime, startDeliveryRetention } from './ingress/runtime.ts';
@@ -124,6 +127,8 @@ export interface Services extends ServiceContext {
   routing: IngressRuntime['routing'] | undefined;
   /** The outbox evaluator, with the `ingress` or `controller` role. */
   evaluator: OutboxEvaluator | undefined;
+  /** Outbound GitHub work (pull request files, factory checks), wherever the evaluator runs. */
+  githubJobs: GithubJobRunner | undefined;
   /** The schedule loop, with the `scheduler` role. */
   scheduler: Scheduler | undefined;
   scheduleSync: AutomationScheduleSync | undefined;
@@ -188,6 +193,17 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     options.automations !== false && (roles.has('ingress') || roles.has('controller'))
       ? new OutboxEvaluator({ db, bus, log, runs }, options.automations ?? {})
       : undefined;
+  const githubJobs = evaluator
+    ? new GithubJobRunner({
+        db,
+        bus,
+        log,
+        handlers: {
+          pull_files: pullFilesHandler({ db, bus, secrets }),
+          factory_check: factoryCheckHandler({ db, secrets, reconciler: controller.reconciler }),
+        },
+      })
+    : undefined;
   const scheduler = roles.has('scheduler') ? new Scheduler({ db, bus, clock, log, runs }) : undefined;
   const scheduleSync = roles.has('scheduler') ? new AutomationScheduleSync({ db, bus, clock, log }) : undefined;
 
@@ -256,6 +272,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     ingress,
     routing: ingress?.routing,
     evaluator,
+    githubJobs,
     scheduler,
     scheduleSync,
     execution,
@@ -397,6 +414,15 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
         if (!evaluator) return stopNothing;
         evaluator.start();
         return () => evaluator.stop();
+      },
+    },
+    {
+      name: 'github-jobs',
+      roles: ['ingress', 'controller'],
+      async start() {
+        if (!githubJobs) return stopNothing;
+        githubJobs.start();
+        return () => githubJobs.stop();
       },
     },
     {

@@ -1,4 +1,4 @@
-import { DELIVERIES_ACCEPTED_TOPIC } from '../kernel/topics.ts';
+import { DELIVERIES_ACCEPTED_TOPIC, GITHUB_JOBS_TOPIC } from '../kernel/topics.ts';
 import type { Logger } from '../kernel/log.ts';
 import { CoalescedPass } from '../kernel/coalesced-pass.ts';
 import { isAppError } from '../kernel/errors.ts';
@@ -25,6 +25,8 @@ export interface EvaluatorOptions {
 export interface BatchResult {
   deliveries: number;
   runs: { runId: string; workerHost: string | null }[];
+  /** GitHub jobs enqueued (changed files, factory checks). */
+  githubJobs: number;
 }
 
 /**
@@ -108,23 +110,27 @@ export class OutboxEvaluator {
   async evaluateBatch(): Promise<BatchResult> {
     const result = await this.#db.transaction(async (tx) => {
       const deliveries = await sql.claimOutbox(tx, this.#batchSize);
-      if (deliveries.length === 0) return { deliveries: 0, runs: [] };
-      const runs = await this.#startRuns(tx, deliveries);
+      if (deliveries.length === 0) return { deliveries: 0, runs: [], githubJobs: 0 };
+      const jobs = { queued: 0 };
+      const runs = await this.#startRuns(tx, deliveries, jobs);
       const deliveryIds = deliveries.map((d) => d.id);
       await this.#beforeCommit?.({ deliveryIds, runIds: runs.map((r) => r.runId) });
       await sql.markEvaluated(tx, deliveryIds);
-      return { deliveries: deliveries.length, runs };
+      return { deliveries: deliveries.length, runs, githubJobs: jobs.queued };
     });
     this.#runs.announce(result.runs.map((r) => ({ id: r.runId, worker_host: r.workerHost })));
+    if (result.githubJobs > 0) await this.#bus.publish(GITHUB_JOBS_TOPIC, null);
     return result;
   }
 
-  async #startRuns(tx: Queryable, all: OutboxDelivery[]): Promise<BatchResult['runs']> {
+  async #startRuns(tx: Queryable, all: OutboxDelivery[], jobs: { queued: number }): Promise<BatchResult['runs']> {
     const runs: BatchResult['runs'] = [];
     const deliveries = all.filter((d) => d.provider === null);
     for (const delivery of all) {
       if (delivery.provider === null) continue;
-      for (const firing of await providerFirings(tx, delivery))
+      const evaluation = await providerFirings(tx, delivery);
+      jobs.queued += evaluation.jobsQueued;
+      for (const firing of evaluation.firings)
         await this.#fire(tx, delivery.id, firing.automationId, firing.input, runs);
     }
     if (deliveries.length === 0) return runs;

@@ -3,11 +3,13 @@
  * to them for its team (and repository), each at most once for its first matching trigger.
  */
 import { providerEvents } from '../definitions/provider-events.ts';
+import type { ProviderEvent } from '../definitions/provider-events.ts';
 import { matchesFilter } from '../definitions/trigger-match.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import { isProvider, RUN_SOURCE_OF } from '../integrations/model.ts';
 import type { Provider } from '../integrations/model.ts';
 import { recordLastEvents, upsertInstallation } from '../integrations/sql.ts';
+import { changedFiles, enqueueFactoryChecks, pullRequestFacts } from '../integrations/pull-request-jobs.ts';
 import type { CreateRunInput } from '../runs/service.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { EVENT_PAYLOAD_FILE, providerRunPrompt, providerRunTitle } from './envelope.ts';
@@ -18,6 +20,30 @@ import { automationRunBase } from './run-input.ts';
 export interface ProviderFiring {
   automationId: string;
   input: CreateRunInput;
+}
+
+export interface ProviderEvaluation {
+  firings: ProviderFiring[];
+  /** GitHub jobs this evaluation enqueued (the runners are told after the commit). */
+  jobsQueued: number;
+}
+
+/** The pull request events whose filters take `paths` (factory-definition.md § 5). */
+const PATHS_EVENTS = new Set([
+  'pull_request_opened',
+  'pull_request_ready',
+  'pull_request_closed',
+  'pull_request_merged',
+  'pull_request_labeled',
+  'pull_request_synchronized',
+  'pull_request_reopened',
+]);
+
+/** A subscription that filters on `paths` and whose other keys match one of these events. */
+function wantsPaths(sub: ProviderSubscription, events: readonly ProviderEvent[]): boolean {
+  if (!sub.filter.paths || !PATHS_EVENTS.has(sub.event)) return false;
+  const { paths: _, ...others } = sub.filter;
+  return events.some((e) => e.event === sub.event && matchesFilter(others, e.facts));
 }
 
 /** The event header a provider sends the event type in (Slack and Linear name it in the body). */
@@ -34,12 +60,17 @@ function installationOf(payload: unknown): { id: number; login: string | null } 
   return { id, login: typeof login === 'string' ? login : null };
 }
 
-/** Runs to start for one provider delivery (the caller claims each firing and inserts the run). */
-export async function providerFirings(tx: Queryable, delivery: OutboxDelivery): Promise<ProviderFiring[]> {
+/**
+ * Runs to start for one provider delivery (the caller claims each firing and inserts the run), and the GitHub
+ * jobs it asks for. A pull request event that some trigger's `paths` filter waits on starts nothing yet: its
+ * changed files are fetched by a job, which hands the delivery back to the outbox when it ends.
+ */
+export async function providerFirings(tx: Queryable, delivery: OutboxDelivery): Promise<ProviderEvaluation> {
+  const none = { firings: [], jobsQueued: 0 };
   const provider = delivery.provider;
-  if (!provider || !isProvider(provider)) return [];
+  if (!provider || !isProvider(provider)) return none;
   const parsed = parseJsonBody(delivery.payload);
-  if (!parsed) return [];
+  if (!parsed) return none;
   const headerName = EVENT_HEADER[provider];
   const eventType = headerName ? delivery.headers[headerName] : undefined;
   const derived = providerEvents(provider, eventType, parsed.value);
@@ -51,21 +82,29 @@ export async function providerFirings(tx: Queryable, delivery: OutboxDelivery): 
     const installation = installationOf(parsed.value);
     if (installation) await upsertInstallation(tx, delivery.webhook_uid, installation.id, installation.login);
   }
-  if (derived.events.length === 0) return [];
-  if (provider === 'github' && !derived.repository) return [];
+  const pr = provider === 'github' && eventType === 'pull_request' ? pullRequestFacts(parsed.value) : undefined;
+  const jobsQueued = pr ? await enqueueFactoryChecks(tx, delivery, pr) : 0;
+  if (derived.events.length === 0) return { firings: [], jobsQueued };
+  if (provider === 'github' && !derived.repository) return { firings: [], jobsQueued };
   const subs = await providerSubscriptions(tx, {
     teamId: delivery.team_id,
     provider,
     repository: provider === 'github' ? derived.repository! : '',
     events: [...new Set(derived.events.map((e) => e.event))],
   });
+  let events = derived.events;
+  if (pr && subs.some((sub) => wantsPaths(sub, events))) {
+    const changed = await changedFiles(tx, delivery, pr);
+    if ('waiting' in changed) return { firings: [], jobsQueued: jobsQueued + (changed.queued ? 1 : 0) };
+    events = events.map((e) => (PATHS_EVENTS.has(e.event) ? { ...e, facts: { ...e.facts, paths: changed.files } } : e));
+  }
   const chosen = new Map<string, { sub: ProviderSubscription; event: string }>();
   for (const sub of subs) {
     if (chosen.has(sub.automation_id)) continue;
-    const match = derived.events.find((e) => e.event === sub.event && matchesFilter(sub.filter, e.facts));
+    const match = events.find((e) => e.event === sub.event && matchesFilter(sub.filter, e.facts));
     if (match) chosen.set(sub.automation_id, { sub, event: match.event });
   }
-  return [...chosen.values()].map(({ sub, event }) => {
+  const firings = [...chosen.values()].map(({ sub, event }) => {
     const envelope = {
       automation: { id: sub.automation_id, name: sub.automation_name, prompt: sub.prompt },
       provider,
@@ -102,4 +141,5 @@ export async function providerFirings(tx: Queryable, delivery: OutboxDelivery): 
       },
     };
   });
+  return { firings, jobsQueued };
 }

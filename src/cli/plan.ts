@@ -3,7 +3,10 @@ import { formatText } from '../definitions/diagnostic.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import { readFactoryDir } from '../definitions/load.ts';
 import type { FactoryFileInput } from '../definitions/load.ts';
+import { formatChanges, summary } from '../factories/plan-text.ts';
 import type { Change, PlanWarning } from '../factories/apply/model.ts';
+
+export { formatChanges, summary };
 
 /** Options shared by the commands that talk to a running server. */
 export const SERVER_OPTIONS = {
@@ -99,30 +102,9 @@ export async function readTree(dir: string): Promise<FactoryFileInput[]> {
   }
 }
 
-const SIGN: Record<Change['action'], string> = { created: '+', updated: '~', deleted: '-' };
-
-/** One line per change: `+ webhook alerts (webhooks/alerts.yaml)`, `~ … : enabled, secret`. */
-export function formatChanges(changes: readonly Change[]): string {
-  return changes
-    .map((c) => {
-      const ids = [c.file, c.uid ? `uid ${c.uid}` : c.uid === null ? 'uid assigned at apply' : undefined]
-        .filter(Boolean)
-        .join(', ');
-      const fields = c.fields?.length ? `: ${c.fields.join(', ')}` : '';
-      const detail = c.detail ? ` — ${c.detail}` : '';
-      return `  ${SIGN[c.action]} ${c.kind} ${c.name} (${ids})${fields}${detail}\n`;
-    })
-    .join('');
-}
-
 /** One `file:line:1: warning code: message` line per plan warning; identical lines once. */
 export function formatWarnings(warnings: readonly PlanWarning[]): string {
   return [...new Set(warnings.map((w) => `${w.file}:${w.line}:1: warning ${w.code}: ${w.message}\n`))].join('');
-}
-
-export function summary(changes: readonly Change[]): string {
-  const count = (a: Change['action']) => changes.filter((c) => c.action === a).length;
-  return `${count('created')} to create, ${count('updated')} to change, ${count('deleted')} to delete`;
 }
 
 const USAGE = `Usage: agentyard plan DIR --factory NAME [--server URL] [--key KEY] [--json]

@@ -41,6 +41,13 @@ export const SourceInputSchema = Type.Object(
     poll_interval_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 86400 })),
     credentials_secret: Type.Optional(Type.String({ maxLength: 128 })),
     push_secret: Type.Optional(Type.String({ maxLength: 128 })),
+    github_repository: Type.Optional(
+      Type.String({
+        maxLength: 140,
+        description:
+          'The GitHub repository (owner/name) this git source is, when its URL does not say: its pull requests get the factory check.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -53,6 +60,7 @@ export const SourceSchema = Type.Object({
   poll_interval_seconds: Type.Optional(Type.Integer()),
   credentials_secret: Type.Optional(NullableStr),
   push_secret: Type.Optional(NullableStr),
+  github_repository: Type.Optional(NullableStr),
 });
 
 export const StatusSchema = Type.Object({

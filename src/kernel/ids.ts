@@ -44,6 +44,7 @@ export function ulid(now = Date.now()): string {
 export type IdPrefix =
   | 'team'
   | 'igc'
+  | 'ghj'
   | 'usr'
   | 'sa'
   | 'key'

@@ -23,6 +23,15 @@ export interface GitSourceOptions {
   limits?: SourceLimits;
 }
 
+/** Fetch failures of a commit that are reported as they are, not as "the commit is not in the repository". */
+const KEEP_REASONS = new Set([
+  'AuthenticationFailed',
+  'InvalidCredentials',
+  'URLNotAllowed',
+  'InsecureURL',
+  'InvalidURL',
+]);
+
 /** A local repository's failures all read the same: whether a path exists is nobody's business. */
 const LOCAL_FAILURE = 'repository not found or not readable';
 
@@ -125,9 +134,45 @@ export class GitSource implements Source {
     return this.#initialised;
   }
 
-  async #fetch(): Promise<SourceSnapshot> {
+  /**
+   * The tree of one commit that need not be on the production branch (a pull request's head), for the factory
+   * check: fetched by sha, else through `refs` (e.g. `refs/pull/7/head`), and read like a revision. Never applied.
+   */
+  fetchCommit(sha: string, refs: readonly string[]): Promise<SourceSnapshot> {
+    return this.#queue.run(async () => {
+      const where = `${this.describe()} at ${sha}`;
+      const local = `refs/agentyard/checked/${sha}`;
+      let lastError: unknown;
+      for (const ref of [sha, ...refs]) {
+        try {
+          await this.#gitFetch(where, [`+${ref}:${local}`]);
+          if (await this.#hasCommit(sha)) break;
+        } catch (err) {
+          lastError = err;
+        }
+      }
+      if (!(await this.#hasCommit(sha))) {
+        // A transient failure may pass on retry, and bad credentials or a refused host need a person; anything
+        // else (an unknown sha or ref) reads as the commit missing.
+        if (isSourceError(lastError) && (lastError.kind === 'transient' || KEEP_REASONS.has(lastError.reason)))
+          throw lastError;
+        throw new SourceError('terminal', 'CommitNotFound', `fetch ${where}: the commit is not in the repository`);
+      }
+      try {
+        return await this.#readRevision(sha, `${sha.slice(0, 12)}@sha1:${sha}`);
+      } finally {
+        await git(this.#dir, ['update-ref', '-d', local]).catch(() => '');
+      }
+    });
+  }
+
+  async #hasCommit(sha: string): Promise<boolean> {
+    return (await git(this.#dir, ['cat-file', '-t', sha]).catch(() => '')).trim() === 'commit';
+  }
+
+  /** `git fetch` of `refspecs` from the source's URL, with its credentials and host policy; failures classified. */
+  async #gitFetch(where: string, refspecs: readonly string[], prune = false): Promise<void> {
     const spec = this.#spec;
-    const where = this.describe();
     const kind = classifyGitUrl(spec.url);
     if (!kind) throw new SourceError('terminal', 'InvalidURL', `fetch ${where}: unsupported URL`);
     await this.#repo();
@@ -145,7 +190,6 @@ export class GitSource implements Source {
     } catch (err) {
       throw new SourceError('terminal', 'InvalidCredentials', `fetch ${where}: ${(err as Error).message}`);
     }
-    const remoteRef = `refs/remotes/origin/${spec.branch}`;
     const local = kind === 'local' || kind === 'file';
     try {
       const pinned = await this.#reachable(kind, where);
@@ -155,12 +199,12 @@ export class GitSource implements Source {
           ...pinned,
           'fetch',
           '--quiet',
-          '--prune',
+          ...(prune ? ['--prune'] : []),
           '--no-tags',
           '--force',
           '--',
           spec.url,
-          `+refs/heads/${spec.branch}:${remoteRef}`,
+          ...refspecs,
         ],
         auth.env,
       );
@@ -175,11 +219,23 @@ export class GitSource implements Source {
     } finally {
       await auth.dispose();
     }
+  }
+
+  async #fetch(): Promise<SourceSnapshot> {
+    const spec = this.#spec;
+    const where = this.describe();
+    const remoteRef = `refs/remotes/origin/${spec.branch}`;
+    await this.#gitFetch(where, [`+refs/heads/${spec.branch}:${remoteRef}`], true);
     const sha = (
       await git(this.#dir, ['rev-parse', '--verify', '--quiet', `${remoteRef}^{commit}`]).catch(() => '')
     ).trim();
     if (!sha) throw new SourceError('terminal', 'BranchNotFound', `fetch ${where}: branch ${spec.branch} not found`);
-    const revision = `${spec.branch}@sha1:${sha}`;
+    return this.#readRevision(sha, `${spec.branch}@sha1:${sha}`);
+  }
+
+  /** The factory tree of commit `sha` (under the source's path), read from the object database. */
+  async #readRevision(sha: string, revision: string): Promise<SourceSnapshot> {
+    const spec = this.#spec;
     let treeish = sha;
     if (spec.path) {
       const type = (await git(this.#dir, ['cat-file', '-t', `${sha}:${spec.path}`]).catch(() => '')).trim();

@@ -17,7 +17,10 @@ export interface SourceInput {
   poll_interval_seconds?: number | undefined;
   credentials_secret?: string | undefined;
   push_secret?: string | undefined;
+  github_repository?: string | undefined;
 }
+
+const GITHUB_REPOSITORY = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})\/[A-Za-z0-9._-]{1,100}$/;
 
 /** `git check-ref-format --branch` rules, in short. */
 const BRANCH = /^(?!-)(?!.*\.\.)(?!.*\/\/)(?!.*@\{)(?!.*\.lock$)(?!.*\/$)(?!.*\.$)[^\s~^:?*[\\\x00-\x1f\x7f]+$/;
@@ -58,7 +61,14 @@ export function normalizeSourceSpec(input: SourceInput | undefined, cwd = proces
   }
   if (type === 'directory') {
     if (!input?.path) throw new AppError('invalid_request', 'source.path is required for a directory source');
-    for (const key of ['url', 'branch', 'poll_interval_seconds', 'credentials_secret', 'push_secret'] as const) {
+    for (const key of [
+      'url',
+      'branch',
+      'poll_interval_seconds',
+      'credentials_secret',
+      'push_secret',
+      'github_repository',
+    ] as const) {
       if (input[key] !== undefined)
         throw new AppError('invalid_request', `source.${key} is not a setting of a directory source`);
     }
@@ -95,6 +105,13 @@ export function normalizeSourceSpec(input: SourceInput | undefined, cwd = proces
       `source.poll_interval_seconds must be an integer from 0 (never poll) to ${MAX_POLL_INTERVAL_SECONDS}`,
     );
   }
+  const githubRepository = input?.github_repository?.trim() || null;
+  if (githubRepository !== null && (!GITHUB_REPOSITORY.test(githubRepository) || githubRepository.endsWith('.git'))) {
+    throw new AppError(
+      'invalid_request',
+      `source.github_repository "${githubRepository}" must be a GitHub repository as owner/name`,
+    );
+  }
   return {
     type: 'git',
     url: kind === 'local' ? path.resolve(cwd, url) : url,
@@ -103,6 +120,7 @@ export function normalizeSourceSpec(input: SourceInput | undefined, cwd = proces
     poll_interval_seconds: interval,
     credentials_secret: checkSecretRef('credentials_secret', input?.credentials_secret),
     push_secret: checkSecretRef('push_secret', input?.push_secret),
+    ...(githubRepository ? { github_repository: githubRepository } : {}),
   };
 }
 

@@ -16,6 +16,11 @@ export interface GitSourceSpec {
   credentials_secret: string | null;
   /** Managed secret that authenticates push notifications on the sync hook (GitHub/GitLab webhook secret). */
   push_secret: string | null;
+  /**
+   * The GitHub repository (`owner/name`) this source is, when its URL does not say (a mirror, a local path):
+   * pull requests to it get the factory check. Absent or null: derived from a GitHub URL.
+   */
+  github_repository?: string | null;
 }
 
 export interface DirectorySourceSpec {

@@ -1,0 +1,209 @@
+/**
+ * The durable queue of outbound GitHub work (migration 0067): a pull request's changed files for `paths`
+ * filters, and the `agentyard/factory-config` check run. Jobs are enqueued in the outbox evaluation's
+ * transaction, so a stored event never loses its job; a runner claims one job at a time with a lease (a
+ * claim lost in a crash is taken again when the lease ends), and each kind's handler says done, retry or failed.
+ */
+import type { Bus } from '../kernel/bus.ts';
+import { CoalescedPass } from '../kernel/coalesced-pass.ts';
+import type { Db, Queryable } from '../kernel/db.ts';
+import { newId } from '../kernel/ids.ts';
+import type { Logger } from '../kernel/log.ts';
+import { GITHUB_JOBS_TOPIC } from '../kernel/topics.ts';
+
+export type GithubJobKind = 'pull_files' | 'factory_check';
+
+export interface GithubJob {
+  id: string;
+  kind: GithubJobKind;
+  team_id: string;
+  connection_id: string;
+  delivery_id: string;
+  factory_id: string;
+  input: GithubJobInput;
+  attempts: number;
+  result: Record<string, unknown>;
+}
+
+/** What the delivery said about the pull request. */
+export interface GithubJobInput {
+  /** `owner/name` as GitHub spells it. */
+  repository: string;
+  pull_number: number;
+  head_sha: string;
+  head_ref: string;
+  installation_id: number | null;
+}
+
+export type JobOutcome =
+  | { done: Record<string, unknown> }
+  | { retry: string; afterMs?: number }
+  | { failed: string; result?: Record<string, unknown> };
+
+export interface JobHandler {
+  /** `final`: the last attempt; a handler reports what it can (e.g. a failed check) rather than asking to retry. */
+  run(
+    job: GithubJob,
+    tools: { final: boolean; save(result: Record<string, unknown>): Promise<void> },
+  ): Promise<JobOutcome>;
+  /** Called in the transaction that ends the job (done or failed): e.g. hand the delivery back to the outbox. */
+  onEnd?(tx: Queryable, job: GithubJob): Promise<void>;
+  /** Called after that transaction committed (e.g. wake the evaluator). */
+  afterEnd?(job: GithubJob): Promise<void>;
+}
+
+export const MAX_JOB_ATTEMPTS = 5;
+/** How long a claim holds a job; a handler that has not ended by then is presumed dead. */
+const LEASE_SECONDS = 300;
+/** Pauses before the 2nd, 3rd… attempt. */
+const BACKOFF_SECONDS = [5, 30, 120, 600];
+
+export async function enqueueGithubJob(
+  q: Queryable,
+  job: Pick<GithubJob, 'kind' | 'team_id' | 'connection_id' | 'delivery_id' | 'factory_id' | 'input'>,
+): Promise<boolean> {
+  const res = await q.query(
+    `INSERT INTO github_jobs (id, kind, team_id, connection_id, delivery_id, factory_id, input)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING id`,
+    [
+      newId('ghj'),
+      job.kind,
+      job.team_id,
+      job.connection_id,
+      job.delivery_id,
+      job.factory_id,
+      JSON.stringify(job.input),
+    ],
+  );
+  return res.rowCount === 1;
+}
+
+/** A job of a delivery, in whatever state. */
+export async function deliveryJob(
+  q: Queryable,
+  deliveryId: string,
+  kind: GithubJobKind,
+): Promise<{ state: string; result: Record<string, unknown>; error: string | null } | undefined> {
+  const res = await q.query<{ state: string; result: Record<string, unknown>; error: string | null }>(
+    `SELECT state, result, error FROM github_jobs WHERE delivery_id = $1 AND kind = $2 AND factory_id = ''`,
+    [deliveryId, kind],
+  );
+  return res.rows[0];
+}
+
+const JOB_COLUMNS = 'id, kind, team_id, connection_id, delivery_id, factory_id, input, attempts, result';
+
+/** Claims the oldest due job, moving it past its lease; other processes skip it meanwhile. */
+async function claimJob(q: Queryable): Promise<GithubJob | undefined> {
+  const res = await q.query<GithubJob>(
+    `UPDATE github_jobs SET attempts = attempts + 1, run_after = ay_now() + make_interval(secs => $1)
+      WHERE id = (SELECT id FROM github_jobs WHERE state = 'pending' AND run_after <= ay_now()
+                   ORDER BY run_after LIMIT 1 FOR UPDATE SKIP LOCKED)
+      RETURNING ${JOB_COLUMNS}`,
+    [LEASE_SECONDS],
+  );
+  return res.rows[0];
+}
+
+export interface GithubJobRunnerOptions {
+  db: Db;
+  bus: Bus;
+  log: Logger;
+  handlers: Record<GithubJobKind, JobHandler>;
+  /** A look for due jobs even without a notice (retries, a lost notice, leases of a crashed process). */
+  pollIntervalMs?: number;
+}
+
+/** Runs due GitHub jobs one at a time; several processes share them (SKIP LOCKED). */
+export class GithubJobRunner {
+  readonly #options: GithubJobRunnerOptions;
+  readonly #passes = new CoalescedPass(
+    () => this.#drain(),
+    () => !this.#stopped,
+  );
+  #stopped = false;
+  #timer: NodeJS.Timeout | undefined;
+  #unsubscribe: (() => void) | undefined;
+
+  constructor(options: GithubJobRunnerOptions) {
+    this.#options = options;
+  }
+
+  start(): void {
+    this.#unsubscribe = this.#options.bus.subscribe(GITHUB_JOBS_TOPIC, () => this.kick());
+    this.#timer = setInterval(() => this.kick(), this.#options.pollIntervalMs ?? 2_000);
+    this.#timer.unref();
+    this.kick();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#unsubscribe?.();
+    clearInterval(this.#timer);
+    await this.#passes.idle();
+  }
+
+  kick(): void {
+    this.#passes.request();
+  }
+
+  idle(): Promise<void> {
+    return this.#passes.idle();
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (!this.#stopped) {
+        const job = await claimJob(this.#options.db);
+        if (!job) return;
+        await this.#run(job);
+      }
+    } catch (err) {
+      this.#options.log.error({ err }, 'running GitHub jobs failed; retrying at the next poll');
+    }
+  }
+
+  async #run(job: GithubJob): Promise<void> {
+    const { db, log, handlers } = this.#options;
+    const handler = handlers[job.kind];
+    const final = job.attempts >= MAX_JOB_ATTEMPTS;
+    const save = async (result: Record<string, unknown>) => {
+      job.result = { ...job.result, ...result };
+      await db.query('UPDATE github_jobs SET result = result || $2::jsonb WHERE id = $1', [
+        job.id,
+        JSON.stringify(result),
+      ]);
+    };
+    let outcome: JobOutcome;
+    try {
+      outcome = await handler.run(job, { final, save });
+    } catch (err) {
+      outcome = { retry: err instanceof Error ? err.message : String(err) };
+    }
+    if ('retry' in outcome && final) outcome = { failed: outcome.retry };
+    if ('retry' in outcome) {
+      const pause = outcome.afterMs ?? (BACKOFF_SECONDS[job.attempts - 1] ?? BACKOFF_SECONDS.at(-1)!) * 1000;
+      log.warn({ job_id: job.id, kind: job.kind, attempt: job.attempts, err: outcome.retry }, 'GitHub job will retry');
+      await db.query(
+        `UPDATE github_jobs SET run_after = ay_now() + make_interval(secs => $2), error = $3 WHERE id = $1`,
+        [job.id, pause / 1000, outcome.retry.slice(0, 1000)],
+      );
+      return;
+    }
+    const ended = outcome;
+    await db.transaction(async (tx) => {
+      await tx.query(
+        `UPDATE github_jobs SET state = $2, result = result || $3::jsonb, error = $4, finished_at = ay_now() WHERE id = $1`,
+        [
+          job.id,
+          'done' in ended ? 'done' : 'failed',
+          JSON.stringify('done' in ended ? ended.done : (ended.result ?? {})),
+          'failed' in ended ? ended.failed.slice(0, 1000) : null,
+        ],
+      );
+      await handler.onEnd?.(tx, job);
+    });
+    await handler.afterEnd?.(job);
+    if ('failed' in ended) log.warn({ job_id: job.id, kind: job.kind, err: ended.failed }, 'GitHub job failed');
+  }
+}
