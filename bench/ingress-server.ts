@@ -14,7 +14,11 @@ const config = loadConfig(process.env, {
   port: Number(process.env.PORT ?? 0),
   roles: new Set(['ingress']),
 });
-const server = await startServer(config, { compose: { ingress: { limits: { senderPoints: 1_000_000_000 } } } });
+// INGRESS_THROUGH_FASTIFY=1: deliveries go through a Fastify route instead (bench/ingress-plugin.ts).
+const throughFastify = process.env.INGRESS_THROUGH_FASTIFY === '1';
+const server = await startServer(config, {
+  compose: { ingress: { limits: { senderPoints: 1_000_000_000 }, throughFastify } },
+});
 const { db, cipher } = server.ctx;
 
 const team = (await db.query<{ id: string }>('SELECT id FROM teams ORDER BY created_at LIMIT 1')).rows[0]!.id;

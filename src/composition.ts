@@ -303,7 +303,12 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     {
       name: 'ingress',
       async root(app) {
-        if (ingress) registerIngressRoutes(app, { ctx: services, ...ingress });
+        if (ingress)
+          await registerIngressRoutes(
+            app,
+            { ctx: services, ...ingress },
+            { throughFastify: options.ingress?.throughFastify },
+          );
       },
     },
     {

@@ -40,8 +40,16 @@ export function deliveryIdentity(
   const configured = route.deliveryIdHeader ? header(headers, route.deliveryIdHeader) : undefined;
   if (configured !== undefined) return fromSender(configured, 'delivery_id_header');
   if (route.authMode === 'signature' && providerDeliveryId) return fromSender(providerDeliveryId, 'provider');
-  const own = header(headers, AGENTYARD_DELIVERY_ID_HEADER);
-  if (own !== undefined) return fromSender(own, 'agentyard_header');
+  return senderOrBodyIdentity(header(headers, AGENTYARD_DELIVERY_ID_HEADER), 'agentyard_header', rawBody);
+}
+
+/** The sender's ID `given` (from `source`) as the identity, or the SHA-256 of the body when it gave none. */
+export function senderOrBodyIdentity(
+  given: string | undefined,
+  source: IdentitySource,
+  rawBody: Buffer,
+): DeliveryIdentity {
+  if (given !== undefined) return fromSender(given, source);
   return { identity: `sha256:${hash('sha256', rawBody, 'hex')}`, source: 'body_sha256', senderDeliveryId: undefined };
 }
 

@@ -1,9 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
-import { traceIdOf } from '../kernel/trace.ts';
-import { logDirectRequest, sendDirect, sendDirectProblem } from './direct-reply.ts';
-import { AppError, isAppError } from '../kernel/errors.ts';
+import { AppError } from '../kernel/errors.ts';
 import { redactedPath } from '../kernel/redact.ts';
 import { newId } from '../kernel/ids.ts';
 import { authenticate } from './authenticate.ts';
@@ -11,9 +9,19 @@ import type { DeliveryWriter } from './delivery-writer.ts';
 import type { DeliveriesInProgress } from './in-progress.ts';
 import { claimedDeliveryId, deliveryIdentity } from './identity.ts';
 import { parseJsonBody } from './json-body.ts';
-import { WEBHOOK_BODY_LIMIT } from './limits.ts';
 import type { IngressLimits } from './limits.ts';
-import type { DeliveryInsert, DeliveryLabelCode } from './sql.ts';
+import type { DeliveryInsert } from './sql.ts';
+import {
+  admitSender,
+  answerAccept,
+  deliveryHandler,
+  deliveryRoutes,
+  readBody,
+  refuseInvalidJson,
+  refuseTooLarge,
+  requirePost,
+} from './direct-delivery.ts';
+import type { LogRejected } from './direct-delivery.ts';
 import type { IngressLimiters } from './rate-limits.ts';
 import type { RoutingSnapshot, WebhookRoute } from './routing.ts';
 
@@ -36,11 +44,6 @@ export interface IngressDeps {
 }
 
 const PREFIX = '/webhooks/w/';
-/** As the route table lists them: POST is served, the other methods answer 405. */
-const ROUTES = ['/webhooks/w/:uid', '/webhooks/w/:uid/:token'].map((url) => ({
-  methods: ['POST', 'GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-  url,
-}));
 /** Longer path segments are no webhook's (the API's routes take at most this much too). */
 const MAX_SEGMENT_LENGTH = 500;
 
@@ -70,79 +73,50 @@ export function parseIngressPath(url: string): { uid: string; token: string | un
   return { uid: decoded[0]!, token: decoded[1] };
 }
 
-/** The largest size the delivery log records (its `size` column is a 32-bit integer). */
-const MAX_LOGGED_SIZE = 2 ** 31 - 1;
-
-/** The body, or the size to log when it is over the limit: a declared length is refused before reading. */
-export function readBody(request: IncomingMessage): Promise<Buffer | { tooLarge: number }> {
-  const declared = Number(request.headers['content-length']);
-  if (declared > WEBHOOK_BODY_LIMIT) return Promise.resolve({ tooLarge: Math.min(declared, MAX_LOGGED_SIZE) });
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const stop = () => {
-      request.off('data', onData);
-      request.off('end', onEnd);
-      request.off('error', onError);
-      request.off('close', onClose);
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > WEBHOOK_BODY_LIMIT) {
-        stop();
-        resolve({ tooLarge: WEBHOOK_BODY_LIMIT + 1 });
-      } else {
-        chunks.push(chunk);
-      }
-    };
-    const onEnd = () => {
-      stop();
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-    };
-    const onError = (err: Error) => {
-      stop();
-      reject(err);
-    };
-    const onClose = () => {
-      if (request.complete) return;
-      stop();
-      reject(new Error('the sender closed the connection before the body ended'));
-    };
-    request.on('data', onData);
-    request.on('end', onEnd);
-    request.on('error', onError);
-    request.on('close', onClose);
-  });
-}
-
 /**
  * POST {webhook_base_url}/webhooks/w/{uid}[/{token}], in the order of ARCHITECTURE.md: route → webhook lookup
  * (404) → sender rate limit (429) → failed-auth budget (429) → size (413, enforced while reading) →
  * authentication (401) → JSON (400) → identity → delivery log, committed → 202. Served from node:http, not
  * Fastify (src/http/direct-routes.ts); errors are the same problem documents as the API's.
  */
-export function registerIngressRoutes(app: AppInstance, deps: IngressDeps): void {
-  const { ctx } = deps;
-  app.addDirectRoute(PREFIX, ROUTES, (request, response) => {
-    // Made only when something shows it (an error, the info-level access log): a 202 names no trace.
-    let traceId: string | undefined;
-    const trace = () => (traceId ??= traceIdOf(request));
-    logDirectRequest(ctx.log, request, response, trace);
-    serveDelivery(deps, request, response).catch((err: unknown) => {
-      if (isAppError(err)) {
-        // A refused body may still be arriving: the connection cannot be reused after it.
-        const close: Record<string, string> = err.code === 'payload_too_large' ? { connection: 'close' } : {};
-        sendDirectProblem(request, response, err, trace(), close);
-        return;
-      }
-      ctx.log.error({ err, reqId: trace() }, 'webhook delivery failed');
-      sendDirectProblem(
-        request,
-        response,
-        new AppError('internal_error', 'the delivery was not recorded; send it again', { cause: err }),
-        trace(),
-      );
-    });
+export async function registerIngressRoutes(
+  app: AppInstance,
+  deps: IngressDeps,
+  options: { throughFastify?: boolean | undefined } = {},
+): Promise<void> {
+  const messages = { failure: 'webhook delivery failed', retry: 'the delivery was not recorded; send it again' };
+  const urls = ['/webhooks/w/:uid', '/webhooks/w/:uid/:token'];
+  const handler = deliveryHandler(deps.ctx.log, messages, (request, response) =>
+    serveDelivery(deps, request, response),
+  );
+  if (options.throughFastify) await registerFastifyRoutes(app, urls, handler);
+  else app.addDirectRoute(PREFIX, deliveryRoutes(urls), handler);
+}
+
+/**
+ * The same handler behind Fastify's router, hooks and request objects (measured against the direct path by
+ * bench/ingress-plugin.ts). The body stays unread for the handler, which applies the webhook limit itself.
+ */
+async function registerFastifyRoutes(
+  app: AppInstance,
+  urls: readonly string[],
+  handler: (request: IncomingMessage, response: ServerResponse) => void,
+): Promise<void> {
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
+    for (const route of deliveryRoutes(urls)) {
+      scope.route({
+        method: route.methods,
+        url: route.url,
+        // the handler refuses a body over the webhook limit itself, after logging it
+        bodyLimit: 2 ** 31 - 1,
+        handler(request, reply) {
+          reply.hijack();
+          handler(request.raw, reply.raw);
+        },
+      });
+    }
   });
 }
 
@@ -153,37 +127,14 @@ async function serveDelivery(deps: IngressDeps, request: IncomingMessage, respon
   const url = request.url ?? '/';
   const target = parseIngressPath(url);
   if (!target) throw new AppError('route_not_found', `${request.method ?? ''} ${redactedPath(url)}`);
-  if (request.method !== 'POST') {
-    throw new AppError('method_not_allowed', `${request.method ?? ''} is not allowed; webhooks take POST`, {
-      headers: { allow: 'POST' },
-    });
-  }
+  requirePost(request, 'webhooks');
   let route = routing.get(target.uid);
   // A token segment on a webhook that takes none is a wrong URL, as is an unknown UID.
   if (!route || (target.token !== undefined && route.authMode !== 'url_token')) throw webhookNotFound();
 
   const senderIp = request.socket.remoteAddress ?? null;
   const limitKey = `${route.uid}|${senderIp ?? ''}`;
-  const wait = await limiters.consumeDelivery(limitKey);
-  if (wait !== undefined) {
-    throw new AppError(
-      'webhook_rate_limited',
-      `more than ${limits.senderPoints} deliveries per ${limits.senderWindowSeconds} s from this sender; retry in ${wait} s`,
-      {
-        headers: { 'retry-after': String(wait) },
-      },
-    );
-  }
-  const blocked = limiters.failedAuthBlocked(limitKey);
-  if (blocked !== undefined) {
-    throw new AppError(
-      'webhook_auth_rate_limited',
-      `too many failed authentications from this sender; retry in ${blocked} s`,
-      {
-        headers: { 'retry-after': String(blocked) },
-      },
-    );
-  }
+  await admitSender(limiters, limits, limitKey, 'deliveries');
   const state: IngressState = {
     route,
     limitKey,
@@ -191,7 +142,7 @@ async function serveDelivery(deps: IngressDeps, request: IncomingMessage, respon
     contentType: one(request.headers['content-type']),
     senderIp,
   };
-  const logRejected = async (label: DeliveryLabelCode, reason: string, size: number): Promise<string> => {
+  const logRejected: LogRejected = async (label, reason, size) => {
     const id = newId('dlv');
     const senderDeliveryId = claimedDeliveryId(state.route, request.headers);
     await writer.log({
@@ -203,12 +154,8 @@ async function serveDelivery(deps: IngressDeps, request: IncomingMessage, respon
     return id;
   };
 
-  const body = await readBody(request);
-  if (!Buffer.isBuffer(body)) {
-    const reason = `the body is larger than ${WEBHOOK_BODY_LIMIT} bytes (256 KB)`;
-    const id = await logRejected('rejected_too_large', reason, body.tooLarge);
-    throw new AppError('payload_too_large', reason, { extensions: { delivery_id: id } });
-  }
+  const read = await readBody(request);
+  const body = Buffer.isBuffer(read) ? read : await refuseTooLarge(read, logRejected);
 
   const authRequest = {
     headers: request.headers,
@@ -234,11 +181,7 @@ async function serveDelivery(deps: IngressDeps, request: IncomingMessage, respon
     const id = await logRejected('rejected_auth', auth.reason, body.length);
     throw new AppError('webhook_unauthorized', auth.reason, { extensions: { delivery_id: id } });
   }
-  if (parseJsonBody(body) === undefined) {
-    const reason = body.length === 0 ? 'the body is empty; send a JSON value' : 'the body is not valid JSON (UTF-8)';
-    const id = await logRejected('rejected_invalid_json', reason, body.length);
-    throw new AppError('invalid_json', reason, { extensions: { delivery_id: id } });
-  }
+  if (parseJsonBody(body) === undefined) await refuseInvalidJson(body, logRejected);
 
   const identity = deliveryIdentity(route, request.headers, auth.providerDeliveryId, body);
   const row = {
@@ -250,23 +193,7 @@ async function serveDelivery(deps: IngressDeps, request: IncomingMessage, respon
     payload: body,
   };
   const result = await writer.accept(row, route.secretVersion);
-  switch (result.outcome) {
-    case 'accepted':
-    case 'duplicate':
-      sendDirect(
-        response,
-        202,
-        { 'content-type': 'application/json; charset=utf-8' },
-        JSON.stringify({ delivery_id: result.id }),
-      );
-      return;
-    case 'gone':
-      throw webhookNotFound();
-    case 'secret_changed':
-      throw new AppError('webhook_unauthorized', 'the webhook secret was rotated while this request was in flight', {
-        extensions: { delivery_id: result.id },
-      });
-  }
+  answerAccept(response, result, webhookNotFound, 'the webhook secret was rotated while this request was in flight');
 }
 
 function baseRow(request: IncomingMessage, state: IngressState, id: string, size: number): DeliveryInsert {

@@ -13,6 +13,11 @@ export interface IngressOptions {
   limits?: Partial<IngressLimits>;
   /** How often old deliveries are purged (default 10 minutes). */
   retentionIntervalMs?: number;
+  /**
+   * Serve deliveries through a Fastify route instead of straight from node:http: for bench/ingress-plugin.ts,
+   * which measures the two (docs/decisions.md, "The ingress answers from node:http").
+   */
+  throughFastify?: boolean;
 }
 
 /** The webhook ingress of a process with the `ingress` role: routing snapshot, rate limits, delivery writer. */

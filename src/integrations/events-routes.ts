@@ -5,19 +5,17 @@
  * identity → delivery log and outbox, committed → 202. Slack's `url_verification` handshake is answered (200, the challenge) once signed, not stored.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { hash } from 'node:crypto';
-import { traceIdOf } from '../kernel/trace.ts';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
-import { logDirectRequest, sendDirect, sendDirectProblem } from '../ingress/direct-reply.ts';
-import { AppError, isAppError } from '../kernel/errors.ts';
+import { sendDirect } from '../ingress/direct-reply.ts';
+import { AppError } from '../kernel/errors.ts';
 import { redactedPath } from '../kernel/redact.ts';
 import type { IngressRuntime } from '../ingress/runtime.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
-import { WEBHOOK_BODY_LIMIT } from '../ingress/limits.ts';
 import type { IngressLimits } from '../ingress/limits.ts';
-import type { DeliveryInsert, DeliveryLabelCode } from '../ingress/sql.ts';
-import { readBody } from '../ingress/routes.ts';
+import type { DeliveryInsert } from '../ingress/sql.ts';
+import * as delivery from '../ingress/direct-delivery.ts';
+import { senderOrBodyIdentity } from '../ingress/identity.ts';
 import { getSignatureScheme } from '../ingress/signatures/index.ts';
 import { header } from '../ingress/signatures/primitives.ts';
 import { newId } from '../kernel/ids.ts';
@@ -25,13 +23,6 @@ import type { ConnectionCache, LiveConnection } from './connections.ts';
 import { isProvider, SIGNATURE_SCHEME_OF } from './model.ts';
 import type { Provider } from './model.ts';
 import { recordLastError } from './sql.ts';
-
-const PREFIX = '/integrations/';
-const ROUTES = ['/integrations/:provider/events/:connection'].map((url) => ({
-  methods: ['POST', 'GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-  url,
-}));
-const MAX_ID_LENGTH = 200;
 
 /** The headers kept with a provider delivery: what the evaluator needs (the event type) and harmless metadata. */
 const KEPT_HEADERS: Record<Provider, readonly string[]> = {
@@ -58,26 +49,12 @@ export interface EventsRouteDeps {
 }
 
 export function registerProviderEventRoutes(app: AppInstance, deps: EventsRouteDeps): void {
-  const { ctx } = deps;
-  app.addDirectRoute(PREFIX, ROUTES, (request, response) => {
-    let traceId: string | undefined;
-    const trace = () => (traceId ??= traceIdOf(request));
-    logDirectRequest(ctx.log, request, response, trace);
-    serveEvent(deps, request, response).catch((err: unknown) => {
-      if (isAppError(err)) {
-        const close: Record<string, string> = err.code === 'payload_too_large' ? { connection: 'close' } : {};
-        sendDirectProblem(request, response, err, trace(), close);
-        return;
-      }
-      ctx.log.error({ err, reqId: trace() }, 'provider event failed');
-      sendDirectProblem(
-        request,
-        response,
-        new AppError('internal_error', 'the event was not recorded; send it again', { cause: err }),
-        trace(),
-      );
-    });
-  });
+  const messages = { failure: 'provider event failed', retry: 'the event was not recorded; send it again' };
+  app.addDirectRoute(
+    '/integrations/',
+    delivery.deliveryRoutes(['/integrations/:provider/events/:connection']),
+    delivery.deliveryHandler(deps.ctx.log, messages, (request, response) => serveEvent(deps, request, response)),
+  );
 }
 
 /** The provider's own identity of a delivery: GitHub's and Linear's delivery header, Slack's `event_id`. */
@@ -95,11 +72,7 @@ async function serveEvent(deps: EventsRouteDeps, request: IncomingMessage, respo
   const url = request.url ?? '/';
   const target = parseEventsPath(url);
   if (!target) throw new AppError('route_not_found', `${request.method ?? ''} ${redactedPath(url)}`);
-  if (request.method !== 'POST') {
-    throw new AppError('method_not_allowed', `${request.method ?? ''} is not allowed; provider events take POST`, {
-      headers: { allow: 'POST' },
-    });
-  }
+  delivery.requirePost(request, 'provider events');
   let connection = await connections.get(target.connectionId);
   if (!connection || connection.provider !== target.provider) throw connectionNotFound();
 
@@ -107,14 +80,7 @@ async function serveEvent(deps: EventsRouteDeps, request: IncomingMessage, respo
   // Failed authentications are counted per (connection, sender IP); the event budget per connection, once the
   // signature checks out, so that nobody without the secret can spend a provider's budget.
   const limitKey = `${connection.id}|${senderIp ?? ''}`;
-  const blocked = ingress.limiters.failedAuthBlocked(limitKey);
-  if (blocked !== undefined) {
-    throw new AppError(
-      'webhook_auth_rate_limited',
-      `too many failed authentications from this sender; retry in ${blocked} s`,
-      { headers: { 'retry-after': String(blocked) } },
-    );
-  }
+  delivery.refuseBlockedSender(ingress.limiters, limitKey);
   const base = (id: string, size: number, conn: LiveConnection): DeliveryInsert => ({
     id,
     webhookUid: conn.id,
@@ -134,20 +100,16 @@ async function serveEvent(deps: EventsRouteDeps, request: IncomingMessage, respo
     senderIp,
     provider: conn.provider,
   });
-  const logRejected = async (label: DeliveryLabelCode, reason: string, size: number): Promise<string> => {
+  const logRejected: delivery.LogRejected = async (label, reason, size) => {
     const id = newId('dlv');
     await ingress.writer.log({ ...base(id, size, connection!), label, reason });
     return id;
   };
 
-  const body = await readBody(request);
-  if (!Buffer.isBuffer(body)) {
-    const reason = `the body is larger than ${WEBHOOK_BODY_LIMIT} bytes (256 KB)`;
-    // Unauthenticated, like a bad signature: a sender flooding a connection with them is refused soon.
-    await ingress.limiters.spendFailedAuth(limitKey);
-    const id = await logRejected('rejected_too_large', reason, body.tooLarge);
-    throw new AppError('payload_too_large', reason, { extensions: { delivery_id: id } });
-  }
+  const read = await delivery.readBody(request);
+  // Unauthenticated, like a bad signature: a sender flooding a connection with them is refused soon.
+  if (!Buffer.isBuffer(read)) await ingress.limiters.spendFailedAuth(limitKey);
+  const body = Buffer.isBuffer(read) ? read : await delivery.refuseTooLarge(read, logRejected);
 
   const scheme = getSignatureScheme(SIGNATURE_SCHEME_OF[connection.provider])!;
   const verify = (conn: LiveConnection) =>
@@ -182,13 +144,12 @@ async function serveEvent(deps: EventsRouteDeps, request: IncomingMessage, respo
       { headers: { 'retry-after': String(wait) } },
     );
   }
-  const parsed = parseJsonBody(body);
-  if (parsed === undefined) {
-    const reason = body.length === 0 ? 'the body is empty; send a JSON value' : 'the body is not valid JSON (UTF-8)';
-    const id = await logRejected('rejected_invalid_json', reason, body.length);
-    void recordLastError(ctx.db, connection.id, `rejected delivery ${id}: ${reason}`).catch(() => {});
-    throw new AppError('invalid_json', reason, { extensions: { delivery_id: id } });
-  }
+  const refusedConnection = connection;
+  const parsed =
+    parseJsonBody(body) ??
+    (await delivery.refuseInvalidJson(body, logRejected, (id, reason) => {
+      void recordLastError(ctx.db, refusedConnection.id, `rejected delivery ${id}: ${reason}`).catch(() => {});
+    }));
   const value = parsed.value as { type?: unknown; challenge?: unknown } | null;
   if (connection.provider === 'slack' && value?.type === 'url_verification') {
     const challenge = typeof value.challenge === 'string' ? value.challenge : '';
@@ -197,36 +158,21 @@ async function serveEvent(deps: EventsRouteDeps, request: IncomingMessage, respo
   }
 
   const given = providerIdentity(connection.provider, request, parsed.value);
+  const identity = senderOrBodyIdentity(given, 'provider', body);
   const row = {
     ...base(newId('dlv'), body.length, connection),
-    identity:
-      given === undefined
-        ? `sha256:${hash('sha256', body, 'hex')}`
-        : given.length <= MAX_ID_LENGTH
-          ? given
-          : `id-sha256:${hash('sha256', given, 'hex')}`,
-    identitySource: given === undefined ? ('body_sha256' as const) : ('provider' as const),
-    senderDeliveryId: given?.slice(0, MAX_ID_LENGTH) ?? null,
+    identity: identity.identity,
+    identitySource: identity.source,
+    senderDeliveryId: identity.senderDeliveryId ?? null,
     payload: body,
   };
   const result = await ingress.writer.accept(row, connection.secretVersion);
-  switch (result.outcome) {
-    case 'accepted':
-    case 'duplicate':
-      sendDirect(
-        response,
-        202,
-        { 'content-type': 'application/json; charset=utf-8' },
-        JSON.stringify({ delivery_id: result.id }),
-      );
-      return;
-    case 'gone':
-      throw connectionNotFound();
-    case 'secret_changed':
-      throw new AppError('webhook_unauthorized', 'the connection was changed while this request was in flight', {
-        extensions: { delivery_id: result.id },
-      });
-  }
+  delivery.answerAccept(
+    response,
+    result,
+    connectionNotFound,
+    'the connection was changed while this request was in flight',
+  );
 }
 
 function keptHeaders(provider: Provider, request: IncomingMessage): Record<string, string> {

@@ -7,7 +7,7 @@ import { AppError } from '../kernel/errors.ts';
 import { getSecretMeta } from '../secrets/sql.ts';
 import { checkSecretName } from '../secrets/service.ts';
 import { newId } from '../kernel/ids.ts';
-import { INTEGRATIONS_CHANGED_TOPIC, isProvider, PROVIDERS } from './model.ts';
+import { INTEGRATIONS_CHANGED_TOPIC, PROVIDERS } from './model.ts';
 import type { ConnectionRow, Provider } from './model.ts';
 import * as sql from './sql.ts';
 import { providerOf, teamConnection } from './lookup.ts';
