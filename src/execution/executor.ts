@@ -154,7 +154,7 @@ export class ServiceExecutor implements HandOffTarget {
   #handOffColumnsMatch(): boolean {
     if (insertsHandOffColumns()) return true;
     this.#deps.log.warn(
-      'runs are inserted with columns the hand-off statement (migration 0036) does not list: new runs wait for a claim of their own',
+      'runs are inserted with columns the hand-off statement (functions.sql) does not list: new runs wait for a claim of their own',
     );
     return false;
   }

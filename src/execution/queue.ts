@@ -1,10 +1,10 @@
 /**
  * The run queue: claiming queued runs for the service's executors (fair between teams) and for self-hosted
  * workers (by worker ID). A claim is one statement: it locks the runs to take (`FOR UPDATE SKIP LOCKED`, in
- * the functions of migration 0033), so that however many processes claim at once each run goes to exactly
+ * src/execution/functions.sql), so that however many processes claim at once each run goes to exactly
  * one; moves them QUEUED → CLAIMED with the state machine's `claim` transition as a compare-and-set; creates
  * their executions with their leases; and reads what their assignments need (ay_claim_service_runs and
- * ay_claim_worker_runs of migration 0034 over those of 0033: planned once per connection, one round trip).
+ * ay_claim_worker_runs over the lock functions: planned once per connection, one round trip).
  */
 import type { RunRow } from '../runs/model.ts';
 import { transitionFor } from '../runs/state-machine.ts';
@@ -73,7 +73,7 @@ function harnessParams(options: ClaimOptions): { spellings: string[]; types: Har
 
 const newExecutionIds = (n: number) => Array.from({ length: n }, () => newId('exe'));
 
-/** Claims up to `limit` queued runs for this process's executors (ay_claim_service_runs, migration 0034). */
+/** Claims up to `limit` queued runs for this process's executors (ay_claim_service_runs, functions.sql). */
 export async function claimServiceRuns(db: Db, options: ClaimOptions): Promise<Claimed[]> {
   const { spellings, types } = harnessParams(options);
   if (options.limit <= 0 || spellings.length === 0) return [];
@@ -98,7 +98,7 @@ export async function claimServiceRuns(db: Db, options: ClaimOptions): Promise<C
 /**
  * Inserts runs (`records`: the JSON records of sql.insertRuns) and, in the same statement, claims up to
  * `limit` queued runs for this process's executors as claimServiceRuns does (ay_create_and_claim_service_runs,
- * migration 0035): the claim may take older runs of other teams before the new ones.
+ * functions.sql): the claim may take older runs of other teams before the new ones.
  */
 export async function createAndClaimServiceRuns(db: Db, records: string, options: ClaimOptions): Promise<Claimed[]> {
   const { spellings, types } = harnessParams(options);

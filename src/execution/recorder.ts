@@ -158,7 +158,7 @@ export class ExecutionRecorder {
   }
 
   async #writeStarts(items: StartInput[]): Promise<boolean[]> {
-    // ay_start_executions (migration 0033): executions still holding their lease marked started, their runs
+    // ay_start_executions (functions.sql): executions still holding their lease marked started, their runs
     // moved by the state machine's `start` transition, the follow-ups in their prompts consumed.
     const t = transitionFor('start');
     const followups = items.flatMap((i) => i.followupIds.map((f) => [f, i.executionId] as const));
@@ -297,7 +297,7 @@ export class ExecutionRecorder {
   }
 
   async #writeEnds(items: FinishInput[]): Promise<(RunRow | undefined)[]> {
-    // ay_end_executions (migrations 0037, 0038): the executions still holding their lease ended, their runs moved by
+    // ay_end_executions (functions.sql): the executions still holding their lease ended, their runs moved by
     // the state machine's transition for their outcome (guarded by the execution still being current), usage
     // added, runs with a follow-up left waiting queued again — one statement, no BEGIN/COMMIT around it.
     const res = await this.#db.query<{ run: Record<string, unknown>; requeued: boolean }>(
