@@ -9,8 +9,8 @@
  */
 import { RUNS_QUEUED_TOPIC, RUN_EVENTS_TOPIC } from '../kernel/topics.ts';
 import type { Logger } from '../kernel/log.ts';
-import { appendEventsOfRuns } from '../runs/events.ts';
-import { insertArtifactFiles, recordArtifact } from '../runs/artifact-files.ts';
+import { recordArtifact } from '../runs/artifact-files.ts';
+import { appendEventsOfRuns, insertArtifactFiles } from '../runs/sql.ts';
 import type { ArtifactFile, RecordedArtifact } from '../runs/artifact-files.ts';
 import type { NewRunEvent } from '../runs/events.ts';
 import type { RunRow } from '../runs/model.ts';
