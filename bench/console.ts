@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import { generateApiKey } from '../src/identity/api-keys.ts';
 import { bootstrapIdentity } from '../src/identity/service.ts';
 import type { Db } from '../src/kernel/db.ts';
-import { migrate } from '../src/store/migrate.ts';
+import { prepareDatabase } from '../src/schema.ts';
 import { openDatabase } from '../src/store/open.ts';
 import { openPostgres } from '../src/store/pg.ts';
 import { startPostgresServer } from '../test/support/postgres-server.ts';
@@ -47,7 +47,7 @@ const ENGINES = values.engines.split(',') as ('pglite' | 'postgres')[];
 const tmpDirs: string[] = [];
 
 async function seed(db: Db, key: string): Promise<{ teamId: string; creatorId: string; webhookUid: string }> {
-  await migrate(db);
+  await prepareDatabase(db);
   await bootstrapIdentity(db, key);
   const row = (
     await db.query<{ team_id: string; principal_id: string }>(

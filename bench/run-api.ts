@@ -21,7 +21,7 @@ import autocannon from 'autocannon';
 import { generateApiKey } from '../src/identity/api-keys.ts';
 import { bootstrapIdentity } from '../src/identity/service.ts';
 import type { Db } from '../src/kernel/db.ts';
-import { migrate } from '../src/store/migrate.ts';
+import { prepareDatabase } from '../src/schema.ts';
 import { openPostgres } from '../src/store/pg.ts';
 import { openDatabase } from '../src/store/open.ts';
 import { startPostgresServer } from '../test/support/postgres-server.ts';
@@ -197,7 +197,7 @@ async function listSamples(url: string, key: string, q: ListQuery, requests: num
 }
 
 async function seed(db: Db, key: string): Promise<{ teamId: string; creatorId: string }> {
-  await migrate(db);
+  await prepareDatabase(db);
   await bootstrapIdentity(db, key);
   const row = (
     await db.query<{ team_id: string; principal_id: string }>(

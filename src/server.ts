@@ -11,7 +11,7 @@ import { Authenticator, bootstrapIdentity } from './identity/service.ts';
 import { createLogger } from './log.ts';
 import { Bus } from './kernel/bus.ts';
 import type { Db } from './kernel/db.ts';
-import { migrate } from './store/migrate.ts';
+import { prepareDatabase } from './schema.ts';
 import { openDatabase } from './store/open.ts';
 import { makeDataDirPrivate } from './store/private-files.ts';
 import { SecretCipher, loadMasterKey } from './secrets/crypto.ts';
@@ -61,11 +61,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const db = options.db ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
   const ownsDb = options.db === undefined;
   try {
-    const migrated = await migrate(db);
+    const migrated = await prepareDatabase(db);
     if (migrated.applied.length) {
       // A count and the last one: a first start applies every migration, too many names for a start-up line.
       const last = migrated.applied[migrated.applied.length - 1];
       log.info({ applied: migrated.applied.length, current: last }, `database migrated to ${last}`);
+    }
+    for (const set of migrated.functions) {
+      if (set.status === 'installed') log.info({ set: set.name, version: set.version }, 'database functions installed');
+      if (set.status === 'newer')
+        log.warn({ set: set.name, version: set.version }, 'a newer release installed these database functions');
     }
     const boot = await bootstrapIdentity(db, config.bootstrapApiKey);
     if (boot.generatedKey) {

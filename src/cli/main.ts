@@ -86,11 +86,12 @@ async function migrateCommand(argv: string[]): Promise<number> {
   parseArgs({ args: argv, options: {} });
   const config = loadConfig();
   const { openDatabase } = await import('../store/open.ts');
-  const { migrate } = await import('../store/migrate.ts');
+  const { prepareDatabase } = await import('../schema.ts');
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   try {
-    const result = await migrate(db);
+    const result = await prepareDatabase(db);
     console.log(result.applied.length ? `applied: ${result.applied.join(', ')}` : 'database is up to date');
+    for (const set of result.functions) console.log(`functions ${set.name} version ${set.version}: ${set.status}`);
     console.log(`schema version ${result.current} (${db.engine})`);
   } finally {
     await db.close();

@@ -13,6 +13,7 @@ import type { Assignment, AssignmentFollowup } from './assignment.ts';
 import { SECRET_ENV_OF } from './assignment.ts';
 import type { HarnessType } from './settings.ts';
 import { resolveSkill } from './skills.ts';
+import * as sql from './sql.ts';
 
 /** An assignment cannot be made for a reason that is the run's own (its configuration names a missing secret...). */
 export class AssignmentError extends Error {
@@ -48,28 +49,12 @@ function followupText(followups: readonly AssignmentFollowup[]): string {
   return followups.map((f) => f.message).join('\n\n');
 }
 
-/** The select-list columns `previous`, `followups` and `attachments` of AssignmentInputs, for a run and its execution. */
-export function ASSIGNMENT_INPUT_COLUMNS(runId: string, executionId: string): string {
-  return `(SELECT coalesce(json_agg(json_build_object('id', e.id, 'agent_session_id', e.agent_session_id, 'started', e.started_at IS NOT NULL)
-         ORDER BY e.attempt DESC), '[]'::json)
-       FROM executions e WHERE e.run_id = ${runId} AND e.id <> ${executionId}) AS previous,
-     (SELECT coalesce(json_agg(json_build_object('id', f.id, 'message', f.message) ORDER BY f.created_at, f.id), '[]'::json)
-       FROM run_followups f WHERE f.run_id = ${runId} AND f.consumed_by_execution IS NULL) AS followups,
-     (SELECT coalesce(json_agg(json_build_object('file_name', a.file_name, 'mime_type', a.mime_type, 'data', encode(a.data, 'base64'))
-         ORDER BY a.file_name), '[]'::json)
-       FROM run_attachments a WHERE a.run_id = ${runId}) AS attachments`;
-}
-
 /** What assignments need from the database, for several claimed runs in one query. */
 async function loadInputs(
   q: Queryable,
   claims: readonly { runId: string; executionId: string }[],
 ): Promise<Map<string, AssignmentInputs>> {
-  const res = await q.query<AssignmentInputs>(
-    `SELECT x.run_id, ${ASSIGNMENT_INPUT_COLUMNS('x.run_id', 'x.execution_id')}
-     FROM unnest($1::text[], $2::text[]) AS x(run_id, execution_id)`,
-    [claims.map((c) => c.runId), claims.map((c) => c.executionId)],
-  );
+  const res = await sql.assignmentInputs(q, claims);
   return new Map(res.rows.map((r) => [r.run_id, r]));
 }
 
@@ -147,12 +132,7 @@ async function assignmentFrom(
   const [lastResultRead, secretRead, skillRead] =
     continuesWithoutSession || secretName || run.skill_spec
       ? await Promise.allSettled([
-          continuesWithoutSession
-            ? q.query<{ data: { text?: string } }>(
-                `SELECT data FROM run_events WHERE run_id = $1 AND type = 'result' ORDER BY sequence DESC LIMIT 1`,
-                [run.id],
-              )
-            : undefined,
+          continuesWithoutSession ? sql.lastResultEvent(q, run.id) : undefined,
           secretName ? secrets.get(run.team_id, secretName) : undefined,
           run.skill_spec ? resolveSkill(q, run, run.skill_spec) : undefined,
         ])

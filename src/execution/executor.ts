@@ -23,8 +23,8 @@ import { claimServiceRuns } from './queue.ts';
 import type { Claimed, ClaimOptions } from './queue.ts';
 import type { ExecutionRecorder } from './recorder.ts';
 import { ExecutionRunner } from './runner.ts';
-import { runnerImages } from './runner-image.ts';
 import type { ExecutionSettings } from './settings.ts';
+import * as sql from './sql.ts';
 
 const HOST = hostname();
 
@@ -154,7 +154,7 @@ export class ServiceExecutor implements HandOffTarget {
   #handOffColumnsMatch(): boolean {
     if (insertsHandOffColumns()) return true;
     this.#deps.log.warn(
-      'runs are inserted with columns the hand-off statement (migration 0036) does not list: new runs wait for a claim of their own',
+      'runs are inserted with columns the hand-off statement (functions.sql) does not list: new runs wait for a claim of their own',
     );
     return false;
   }
@@ -206,7 +206,7 @@ export class ServiceExecutor implements HandOffTarget {
   async #take(claimed: Claimed[]): Promise<void> {
     const assignments = await buildAssignments(this.#deps.db, this.#deps.secrets, claimed, this.#deps.sessionLink);
     if (this.#deps.settings.sandbox.containerRuntime) {
-      const images = await runnerImages(
+      const images = await sql.runnerImages(
         this.#deps.db,
         claimed.map((c) => c.run.id),
       );
@@ -297,9 +297,9 @@ export class ServiceExecutor implements HandOffTarget {
   async #deliverFollowups(actives: Active[]): Promise<void> {
     const live = actives.filter((a) => a.runner && adapterFor(a.runner.assignment.harness)?.liveFollowups);
     if (live.length === 0) return;
-    const res = await this.#deps.db.query<{ id: string; run_id: string; message: string }>(
-      `SELECT id, run_id, message FROM run_followups WHERE run_id = ANY($1::text[]) AND consumed_by_execution IS NULL ORDER BY created_at, id`,
-      [live.map((a) => a.runId)],
+    const res = await sql.waitingFollowups(
+      this.#deps.db,
+      live.map((a) => a.runId),
     );
     for (const f of res.rows) {
       const active = live.find((a) => a.runId === f.run_id);
@@ -330,12 +330,13 @@ export class ServiceExecutor implements HandOffTarget {
   /** Says what this process offers, so that a run nobody here can take says what it waits for. */
   async #register(): Promise<void> {
     const { settings } = this.#deps;
-    await this.#deps.db.query(
-      `INSERT INTO executor_processes (id, host, capacity, harnesses, default_harness, last_seen_at) VALUES ($1, $2, $3, $4, $5, ay_now())
-       ON CONFLICT (id) DO UPDATE SET capacity = excluded.capacity, harnesses = excluded.harnesses,
-         default_harness = excluded.default_harness, last_seen_at = ay_now()`,
-      [this.#deps.processId, hostname(), settings.concurrency, settings.harnesses, settings.defaultHarness ?? null],
-    );
+    await sql.registerExecutorProcess(this.#deps.db, {
+      id: this.#deps.processId,
+      host: hostname(),
+      capacity: settings.concurrency,
+      harnesses: settings.harnesses,
+      defaultHarness: settings.defaultHarness ?? null,
+    });
   }
 
   /** Stops claiming; agents still running are stopped and their runs end ERROR (the server is going away). */
@@ -354,6 +355,6 @@ export class ServiceExecutor implements HandOffTarget {
       });
     }
     await Promise.all([...this.#finishing]);
-    await this.#deps.db.query('DELETE FROM executor_processes WHERE id = $1', [this.#deps.processId]).catch(() => {});
+    await sql.deleteExecutorProcess(this.#deps.db, this.#deps.processId).catch(() => {});
   }
 }

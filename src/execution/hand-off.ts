@@ -1,12 +1,12 @@
 /**
  * Direct hand-off: in a process whose executors have a free slot, a run created through RunService.create is
- * claimed in the statement that inserts it (ay_create_and_claim_service_runs, migration 0035) instead of being
+ * claimed in the statement that inserts it (ay_create_and_claim_service_runs, functions.sql) instead of being
  * inserted, announced, and then looked for by a claim of its own: one round trip from "create" to "the executor
  * has it", and the run is never seen QUEUED by anyone else. The claim is the executors' usual one (fair between
  * teams, QUEUED → CLAIMED through the state machine with its state event, an execution with its lease), so with
  * a queue it may take older runs of other teams first; the runs it leaves are announced as any new run is.
  * Creations of the same moment go together in one statement (group commit). The statement inserts the columns
- * insertRuns (src/runs/sql.ts) inserts, listed in migration 0036: the hand-off stays off when they differ.
+ * insertRuns (src/runs/sql.ts) inserts, listed in functions.sql: the hand-off stays off when they differ.
  */
 import type { CreatedRun, InsertRun } from '../runs/sql.ts';
 import { insertRunsParameter } from '../runs/sql.ts';
@@ -26,7 +26,7 @@ export interface HandOffTarget {
   accept(claimed: Claimed[], reserved: number): Promise<void>;
 }
 
-/** The columns ay_create_and_claim_service_runs (migration 0036) inserts. */
+/** The columns ay_create_and_claim_service_runs (functions.sql) inserts. */
 const HAND_OFF_COLUMNS = [
   'id',
   'team_id',

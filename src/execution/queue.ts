@@ -1,10 +1,10 @@
 /**
  * The run queue: claiming queued runs for the service's executors (fair between teams) and for self-hosted
  * workers (by worker ID). A claim is one statement: it locks the runs to take (`FOR UPDATE SKIP LOCKED`, in
- * the functions of migration 0033), so that however many processes claim at once each run goes to exactly
+ * src/execution/functions.sql), so that however many processes claim at once each run goes to exactly
  * one; moves them QUEUED → CLAIMED with the state machine's `claim` transition as a compare-and-set; creates
  * their executions with their leases; and reads what their assignments need (ay_claim_service_runs and
- * ay_claim_worker_runs of migration 0034 over those of 0033: planned once per connection, one round trip).
+ * ay_claim_worker_runs over the lock functions: planned once per connection, one round trip).
  */
 import type { RunRow } from '../runs/model.ts';
 import { transitionFor } from '../runs/state-machine.ts';
@@ -13,6 +13,8 @@ import { newId } from '../kernel/ids.ts';
 import type { AssignmentInputs } from './assignment-builder.ts';
 import type { HarnessType } from './settings.ts';
 import { harnessFor, harnessSpellings } from './settings.ts';
+import type { ClaimParams, ClaimRow } from './sql.ts';
+import * as sql from './sql.ts';
 
 export interface Claimed {
   run: RunRow;
@@ -31,16 +33,6 @@ export interface ClaimOptions {
   executor: string;
   workerId?: string;
   leaseMs: number;
-}
-
-interface ClaimRow {
-  run: Record<string, unknown>;
-  execution_id: string;
-  attempt: number;
-  harness: HarnessType;
-  previous: AssignmentInputs['previous'];
-  followups: AssignmentInputs['followups'];
-  attachments: AssignmentInputs['attachments'];
 }
 
 const DATE_COLUMNS = ['created_at', 'updated_at', 'started_at', 'finished_at'] as const;
@@ -73,52 +65,39 @@ function harnessParams(options: ClaimOptions): { spellings: string[]; types: Har
 
 const newExecutionIds = (n: number) => Array.from({ length: n }, () => newId('exe'));
 
-/** Claims up to `limit` queued runs for this process's executors (ay_claim_service_runs, migration 0034). */
+/** A claim's parameters: `limit` new execution ids, the harnesses, the lease, the state machine's `claim`. */
+function claimParams(limit: number, spellings: string[], types: HarnessType[], options: ClaimOptions): ClaimParams {
+  const t = transitionFor('claim');
+  return {
+    harnesses: spellings,
+    limit,
+    executionIds: newExecutionIds(limit),
+    harnessSpellings: spellings,
+    harnessTypes: types,
+    executor: options.executor,
+    leaseMs: options.leaseMs,
+    to: t.to,
+    from: [...t.from],
+  };
+}
+
+/** Claims up to `limit` queued runs for this process's executors (ay_claim_service_runs, functions.sql). */
 export async function claimServiceRuns(db: Db, options: ClaimOptions): Promise<Claimed[]> {
   const { spellings, types } = harnessParams(options);
   if (options.limit <= 0 || spellings.length === 0) return [];
-  const t = transitionFor('claim');
-  const res = await db.query<ClaimRow>(
-    'SELECT * FROM ay_claim_service_runs($1::text[], $2::int, $3::text[], $4::text[], $5::text[], $6, $7::int, $8, $9::text[])',
-    [
-      spellings,
-      options.limit,
-      newExecutionIds(options.limit),
-      spellings,
-      types,
-      options.executor,
-      options.leaseMs,
-      t.to,
-      [...t.from],
-    ],
-  );
+  const res = await sql.ayClaimServiceRuns(db, claimParams(options.limit, spellings, types, options));
   return claimedFrom(res.rows);
 }
 
 /**
- * Inserts runs (`records`: the JSON records of sql.insertRuns) and, in the same statement, claims up to
+ * Inserts runs (`records`: the JSON records of runs/sql.ts insertRunsParameter) and, in the same statement, claims up to
  * `limit` queued runs for this process's executors as claimServiceRuns does (ay_create_and_claim_service_runs,
- * migration 0035): the claim may take older runs of other teams before the new ones.
+ * functions.sql): the claim may take older runs of other teams before the new ones.
  */
 export async function createAndClaimServiceRuns(db: Db, records: string, options: ClaimOptions): Promise<Claimed[]> {
   const { spellings, types } = harnessParams(options);
   const limit = spellings.length === 0 ? 0 : Math.max(0, options.limit);
-  const t = transitionFor('claim');
-  const res = await db.query<ClaimRow>(
-    'SELECT * FROM ay_create_and_claim_service_runs($1::jsonb, $2::text[], $3::int, $4::text[], $5::text[], $6::text[], $7, $8::int, $9, $10::text[])',
-    [
-      records,
-      spellings,
-      limit,
-      newExecutionIds(limit),
-      spellings,
-      types,
-      options.executor,
-      options.leaseMs,
-      t.to,
-      [...t.from],
-    ],
-  );
+  const res = await sql.ayCreateAndClaimServiceRuns(db, records, claimParams(limit, spellings, types, options));
   return claimedFrom(res.rows);
 }
 
@@ -131,22 +110,6 @@ export async function claimWorkerRuns(
 ): Promise<Claimed[]> {
   const { spellings, types } = harnessParams(options);
   if (options.limit <= 0 || spellings.length === 0) return [];
-  const t = transitionFor('claim');
-  const res = await db.query<ClaimRow>(
-    'SELECT * FROM ay_claim_worker_runs($1, $2, $3::text[], $4::int, $5::text[], $6::text[], $7::text[], $8, $9::int, $10, $11::text[])',
-    [
-      teamId,
-      workerId,
-      spellings,
-      options.limit,
-      newExecutionIds(options.limit),
-      spellings,
-      types,
-      options.executor,
-      options.leaseMs,
-      t.to,
-      [...t.from],
-    ],
-  );
+  const res = await sql.ayClaimWorkerRuns(db, teamId, workerId, claimParams(options.limit, spellings, types, options));
   return claimedFrom(res.rows);
 }

@@ -10,6 +10,7 @@ import type { Logger } from '../kernel/log.ts';
 import { applyRunEvent } from '../runs/sql.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
+import * as sql from './sql.ts';
 import { sweepWorkspaces } from './workspace.ts';
 
 export interface ReaperDeps {
@@ -20,14 +21,6 @@ export interface ReaperDeps {
   /** Where this host's workspaces live, and how long a finished one is kept. */
   workspaceRoot: string;
   workspaceRetentionMs: number;
-}
-
-interface Expired {
-  id: string;
-  run_id: string;
-  executor: string;
-  started_at: Date | null;
-  lease_expires_at: Date;
 }
 
 const SWEEP_EVERY_MS = 10 * 60_000;
@@ -63,8 +56,7 @@ export class Reaper {
       this.#lastSweep = Date.now();
       await this.sweep();
       // presence records of processes and worker connections gone for a week
-      await this.#deps.db.query(`DELETE FROM executor_processes WHERE last_seen_at < ay_now() - interval '7 days'`);
-      await this.#deps.db.query(`DELETE FROM worker_connections WHERE last_seen_at < ay_now() - interval '7 days'`);
+      await sql.deleteStalePresence(this.#deps.db);
     }
   }
 
@@ -72,17 +64,10 @@ export class Reaper {
   async reapExpiredLeases(): Promise<number> {
     const changes: { runId: string; state: string; workerHost: string | null }[] = [];
     const count = await this.#deps.db.transaction(async (tx) => {
-      const expired = await tx.query<Expired>(
-        `SELECT id, run_id, executor, started_at, lease_expires_at FROM executions
-         WHERE ended_at IS NULL AND lease_expires_at < ay_now()
-         ORDER BY lease_expires_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
-      );
+      const expired = await sql.lockExpiredExecutions(tx);
       for (const e of expired.rows) {
         const started = e.started_at !== null;
-        await tx.query(`UPDATE executions SET ended_at = ay_now(), outcome = $2 WHERE id = $1`, [
-          e.id,
-          started ? 'lost' : 'released',
-        ]);
+        await sql.endExecution(tx, e.id, started ? 'lost' : 'released');
         const at = e.lease_expires_at.toISOString();
         const run = started
           ? await applyRunEvent(tx, e.run_id, 'error', {
@@ -113,12 +98,7 @@ export class Reaper {
 
   /** A follow-up that reached a run while its execution was finishing, and found no one to take it. */
   async requeueWaitingFollowups(): Promise<void> {
-    const waiting = await this.#deps.db.query<{ run_id: string }>(
-      `SELECT DISTINCT f.run_id FROM run_followups f JOIN runs r ON r.id = f.run_id
-       WHERE f.consumed_by_execution IS NULL AND r.state IN ('SUCCEEDED', 'FAILED', 'ERROR') AND r.execution_id IS NOT NULL
-         AND f.created_at < ay_now() - interval '1 second'
-       LIMIT 100`,
-    );
+    const waiting = await sql.runsWithUnconsumedFollowups(this.#deps.db);
     for (const { run_id } of waiting.rows) {
       const run = await applyRunEvent(this.#deps.db, run_id, 'continue', { statusMessage: null });
       if (run) await this.#deps.bus.publish(RUNS_QUEUED_TOPIC, { run_id, worker_host: run.worker_host });
@@ -135,10 +115,7 @@ export class Reaper {
       return true;
     });
     if (candidates.length === 0) return [];
-    const live = await this.#deps.db.query<{ id: string }>(
-      `SELECT id FROM executions WHERE id = ANY($1::text[]) AND (ended_at IS NULL OR ended_at > ay_now() - $2 * interval '1 millisecond')`,
-      [candidates, workspaceRetentionMs],
-    );
+    const live = await sql.executionsToKeep(this.#deps.db, candidates, workspaceRetentionMs);
     const keep = new Set(live.rows.map((r) => r.id));
     return sweepWorkspaces(workspaceRoot, (id) => !candidates.includes(id) || keep.has(id));
   }

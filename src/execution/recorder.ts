@@ -9,8 +9,8 @@
  */
 import { RUNS_QUEUED_TOPIC, RUN_EVENTS_TOPIC } from '../kernel/topics.ts';
 import type { Logger } from '../kernel/log.ts';
-import { appendEventsOfRuns } from '../runs/events.ts';
-import { insertArtifactFiles, recordArtifact } from '../runs/artifact-files.ts';
+import { recordArtifact } from '../runs/artifact-files.ts';
+import { appendEventsOfRuns, insertArtifactFiles } from '../runs/sql.ts';
 import type { ArtifactFile, RecordedArtifact } from '../runs/artifact-files.ts';
 import type { NewRunEvent } from '../runs/events.ts';
 import type { RunRow } from '../runs/model.ts';
@@ -18,10 +18,11 @@ import { applyRunEvent } from '../runs/sql.ts';
 import { transitionFor } from '../runs/state-machine.ts';
 import type { RunEvent } from '../runs/state-machine.ts';
 import type { Bus } from '../kernel/bus.ts';
-import type { Db, Queryable } from '../kernel/db.ts';
+import type { Db } from '../kernel/db.ts';
 import { Batcher } from '../kernel/group-commit.ts';
 import { retryOnConflict } from '../store/errors.ts';
 import { runFromJson } from './queue.ts';
+import * as sql from './sql.ts';
 import type { AgentEvent, ExecutionOutcome } from './assignment.ts';
 
 /** The state-machine event an outcome applies to its run (none: the run is left as it is). */
@@ -158,42 +159,26 @@ export class ExecutionRecorder {
   }
 
   async #writeStarts(items: StartInput[]): Promise<boolean[]> {
-    // ay_start_executions (migration 0033): executions still holding their lease marked started, their runs
+    // ay_start_executions (functions.sql): executions still holding their lease marked started, their runs
     // moved by the state machine's `start` transition, the follow-ups in their prompts consumed.
     const t = transitionFor('start');
     const followups = items.flatMap((i) => i.followupIds.map((f) => [f, i.executionId] as const));
-    const res = await this.#db.query<{ run_id: string }>(
-      'SELECT run_id FROM ay_start_executions($1::text[], $2::text[], $3::text[], $4::int[], $5::jsonb[], $6::text[], $7::text[], $8, $9::text[])',
-      [
-        items.map((i) => i.runId),
-        items.map((i) => i.executionId),
-        items.map((i) => i.workspace),
-        items.map((i) => i.leaseMs),
-        items.map((i) => JSON.stringify({ message: `Running on ${i.where}` })),
-        followups.map((f) => f[0]),
-        followups.map((f) => f[1]),
-        t.to,
-        [...t.from],
-      ],
-    );
+    const res = await sql.ayStartExecutions(this.#db, {
+      runIds: items.map((i) => i.runId),
+      executionIds: items.map((i) => i.executionId),
+      workspaces: items.map((i) => i.workspace),
+      leases: items.map((i) => i.leaseMs),
+      messages: items.map((i) => JSON.stringify({ message: `Running on ${i.where}` })),
+      followupIds: followups.map((f) => f[0]),
+      followupExecutions: followups.map((f) => f[1]),
+      to: t.to,
+      from: [...t.from],
+    });
     const moved = new Set(res.rows.map((r) => r.run_id));
     const local = items.filter((i) => i.location === 'LOCAL' && moved.has(i.runId)).map((i) => i.runId);
-    if (local.length)
-      await this.#db.query(
-        `UPDATE runs SET execution_location = 'LOCAL' WHERE id = ANY($1::text[]) AND execution_location <> 'LOCAL'`,
-        [local],
-      );
+    if (local.length) await sql.markRunsLocal(this.#db, local);
     await this.#announce([...moved]);
     return items.map((i) => moved.has(i.runId));
-  }
-
-  async #consume(tx: Queryable, pairs: readonly (readonly [string, string])[]): Promise<void> {
-    await tx.query(
-      `UPDATE run_followups f SET consumed_by_execution = x.execution_id, consumed_at = ay_now()
-       FROM unnest($1::text[], $2::text[]) AS x(id, execution_id)
-       WHERE f.id = x.id AND f.consumed_by_execution IS NULL`,
-      [pairs.map((p) => p[0]), pairs.map((p) => p[1])],
-    );
   }
 
   /** Stores events in order; follow-ups they report delivered are consumed, artifacts are added to the run. */
@@ -219,12 +204,9 @@ export class ExecutionRecorder {
         ? [...(await appendEventsOfRuns(this.#db, batches)).keys()]
         : await this.#db.transaction(async (tx) => {
             const last = await appendEventsOfRuns(tx, batches);
-            if (followups.length) await this.#consume(tx, followups);
+            if (followups.length) await sql.consumeFollowups(tx, followups);
             for (const [runId, a] of artifacts) {
-              await tx.query(
-                `UPDATE runs SET artifacts = artifacts || $2::jsonb, updated_at = ay_now() WHERE id = $1`,
-                [runId, JSON.stringify(a.items)],
-              );
+              await sql.appendRunArtifacts(tx, runId, JSON.stringify(a.items));
               await insertArtifactFiles(tx, runId, a.files);
             }
             return [...last.keys()];
@@ -236,34 +218,18 @@ export class ExecutionRecorder {
   /** Extends the leases of live executions; answers, per execution, whether it should go on. */
   async heartbeat(executionIds: readonly string[], leaseMs: number): Promise<LiveCheck[]> {
     if (executionIds.length === 0) return [];
-    const res = await this.#db.query<{ id: string; ended: boolean; state: string | null; current: string | null }>(
-      `WITH beat AS (
-         UPDATE executions SET heartbeat_at = ay_now(), lease_expires_at = ay_now() + $2 * interval '1 millisecond'
-         WHERE id = ANY($1::text[]) AND ended_at IS NULL RETURNING id, run_id
-       )
-       SELECT e.id, (b.id IS NULL) AS ended, r.state, r.execution_id AS current
-       FROM executions e LEFT JOIN beat b ON b.id = e.id LEFT JOIN runs r ON r.id = e.run_id
-       WHERE e.id = ANY($1::text[])`,
-      [executionIds, leaseMs],
-    );
+    const res = await sql.heartbeatExecutions(this.#db, executionIds, leaseMs);
     return this.#verdicts(executionIds, res.rows);
   }
 
   /** Whether executions should go on (read only: for the frequent cancellation poll). */
   async check(executionIds: readonly string[]): Promise<LiveCheck[]> {
     if (executionIds.length === 0) return [];
-    const res = await this.#db.query<{ id: string; ended: boolean; state: string | null; current: string | null }>(
-      `SELECT e.id, (e.ended_at IS NOT NULL) AS ended, r.state, r.execution_id AS current
-       FROM executions e LEFT JOIN runs r ON r.id = e.run_id WHERE e.id = ANY($1::text[])`,
-      [executionIds],
-    );
+    const res = await sql.checkExecutions(this.#db, executionIds);
     return this.#verdicts(executionIds, res.rows);
   }
 
-  #verdicts(
-    ids: readonly string[],
-    rows: { id: string; ended: boolean; state: string | null; current: string | null }[],
-  ): LiveCheck[] {
+  #verdicts(ids: readonly string[], rows: sql.LiveRow[]): LiveCheck[] {
     const byId = new Map(rows.map((r) => [r.id, r]));
     return ids.map((executionId) => {
       const row = byId.get(executionId);
@@ -277,10 +243,7 @@ export class ExecutionRecorder {
   /** Gives a claimed run that never started back to the queue (at capacity, shutting down). */
   async release(executionId: string, runId: string, message: string): Promise<void> {
     const released = await this.#db.transaction(async (tx) => {
-      const ended = await tx.query(
-        `UPDATE executions SET ended_at = ay_now(), outcome = 'released' WHERE id = $1 AND ended_at IS NULL RETURNING id`,
-        [executionId],
-      );
+      const ended = await sql.releaseExecution(tx, executionId);
       if (ended.rowCount === 0) return undefined;
       return applyRunEvent(tx, runId, 'release', { executionId, statusMessage: { message } });
     });
@@ -297,32 +260,29 @@ export class ExecutionRecorder {
   }
 
   async #writeEnds(items: FinishInput[]): Promise<(RunRow | undefined)[]> {
-    // ay_end_executions (migrations 0037, 0038): the executions still holding their lease ended, their runs moved by
+    // ay_end_executions (functions.sql): the executions still holding their lease ended, their runs moved by
     // the state machine's transition for their outcome (guarded by the execution still being current), usage
     // added, runs with a follow-up left waiting queued again — one statement, no BEGIN/COMMIT around it.
-    const res = await this.#db.query<{ run: Record<string, unknown>; requeued: boolean }>(
-      'SELECT * FROM ay_end_executions($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::jsonb[], $9::jsonb[], $10::jsonb)',
-      [
-        items.map((i) => i.executionId),
-        items.map((i) => i.runId),
-        items.map((i) => i.outcome.kind),
-        items.map((i) => i.outcome.exitCode),
-        items.map((i) => i.outcome.agentSessionId ?? null),
-        items.map((i) => i.outcome.workspace ?? null),
-        items.map((i) => OUTCOME_EVENT[i.outcome.kind] ?? null),
-        items.map((i) =>
-          JSON.stringify({
-            message: i.outcome.message,
-            ...(i.outcome.errorCode ? { error_code: i.outcome.errorCode } : {}),
-          }),
-        ),
-        items.map((i) => {
-          const usage = usageToAdd(i.usage);
-          return usage ? JSON.stringify(usage) : null;
+    const res = await sql.ayEndExecutions(this.#db, {
+      executionIds: items.map((i) => i.executionId),
+      runIds: items.map((i) => i.runId),
+      outcomes: items.map((i) => i.outcome.kind),
+      exitCodes: items.map((i) => i.outcome.exitCode),
+      sessions: items.map((i) => i.outcome.agentSessionId ?? null),
+      workspaces: items.map((i) => i.outcome.workspace ?? null),
+      events: items.map((i) => OUTCOME_EVENT[i.outcome.kind] ?? null),
+      messages: items.map((i) =>
+        JSON.stringify({
+          message: i.outcome.message,
+          ...(i.outcome.errorCode ? { error_code: i.outcome.errorCode } : {}),
         }),
-        END_TRANSITIONS,
-      ],
-    );
+      ),
+      usages: items.map((i) => {
+        const usage = usageToAdd(i.usage);
+        return usage ? JSON.stringify(usage) : null;
+      }),
+      transitions: END_TRANSITIONS,
+    });
     const rows = new Map(res.rows.map((r) => [r.run.id as string, runFromJson(r.run)]));
     await this.#announce([...rows.keys()]);
     for (const r of res.rows) {

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
+import { listWorkerConnections } from './sql.ts';
 
 const WorkerSchema = Type.Object({
   worker_id: Type.String(),
@@ -39,27 +40,11 @@ export async function registerWorkerRoutes(
       },
     },
     async (request) => {
-      const res = await ctx.db.query<{
-        id: string;
-        worker_id: string;
-        connected: boolean;
-        capacity: number;
-        load: number;
-        harnesses: string[];
-        default_harness: string | null;
-        host: string | null;
-        version: string | null;
-        protocol: number;
-        connected_at: Date;
-        last_seen_at: Date;
-        disconnected_at: Date | null;
-      }>(
-        `SELECT id, worker_id, (disconnected_at IS NULL AND last_seen_at > ay_now() - $2 * interval '1 millisecond') AS connected,
-           capacity, load, harnesses, default_harness, host, version, protocol, connected_at, last_seen_at, disconnected_at
-         FROM worker_connections
-         WHERE team_id = $1 AND last_seen_at > ay_now() - $3 * interval '1 millisecond'
-         ORDER BY worker_id, connected DESC, last_seen_at DESC`,
-        [request.principal.teamId, heartbeatMs() * STALE_HEARTBEATS, RECENT_MS],
+      const res = await listWorkerConnections(
+        ctx.db,
+        request.principal.teamId,
+        heartbeatMs() * STALE_HEARTBEATS,
+        RECENT_MS,
       );
       return {
         workers: res.rows.map((w) => ({

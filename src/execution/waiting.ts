@@ -10,24 +10,11 @@ import type { Logger } from '../kernel/log.ts';
 import { RUNS_QUEUED_TOPIC } from '../kernel/topics.ts';
 import { harnessFor, isHarnessType } from './settings.ts';
 import type { HarnessType } from './settings.ts';
+import type { Offer, WaitingRun } from './sql.ts';
+import * as sql from './sql.ts';
 
 /** An executor process or worker connection counts as present when seen within this many heartbeats. */
 export const PRESENCE_HEARTBEATS = 3;
-
-interface WaitingRun {
-  id: string;
-  team_id: string;
-  worker_host: string | null;
-  harness: string;
-  message: string | null;
-}
-
-interface Offer {
-  team_id: string | null;
-  worker_id: string | null;
-  harnesses: string[];
-  default_harness: string | null;
-}
 
 function offers(offer: Offer, requested: string): boolean {
   const def =
@@ -58,42 +45,16 @@ export function waitingMessage(
 
 /** Updates the waiting messages of queued runs; answers how many changed. */
 export async function annotateWaitingRuns(db: Db, presenceMs: number): Promise<number> {
-  const present = (
-    await db.query<Offer>(
-      `SELECT team_id, worker_id, harnesses, default_harness FROM worker_connections
-       WHERE disconnected_at IS NULL AND last_seen_at > ay_now() - $1 * interval '1 millisecond'
-       UNION ALL
-       SELECT NULL, NULL, harnesses, default_harness FROM executor_processes WHERE last_seen_at > ay_now() - $1 * interval '1 millisecond'`,
-      [presenceMs],
-    )
-  ).rows;
-  // Service runs and worker runs apart, each through its partial index of queued runs (migration 0030): written
-  // as one `state = 'QUEUED'`, PostgreSQL before 18 read every run of the table, every WAITING_EVERY_MS.
-  const runs = (
-    await db.query<WaitingRun>(
-      `SELECT r.id, r.team_id, r.worker_host, coalesce(nullif(lower(r.config->'harness'->>'type'), ''), 'oz') AS harness,
-         r.status_message->>'message' AS message
-       FROM (
-         (SELECT * FROM runs WHERE state = 'QUEUED' AND worker_host IS NULL ORDER BY created_at LIMIT 1000)
-         UNION ALL
-         (SELECT * FROM runs WHERE state = 'QUEUED' AND worker_host IS NOT NULL ORDER BY created_at LIMIT 1000)
-       ) r
-       WHERE r.factory_id IS NULL OR NOT EXISTS (
-         SELECT 1 FROM kubernetes_factories k WHERE k.factory_id = r.factory_id AND k.deleted_at IS NULL AND k.executor = 'kubernetes')
-       ORDER BY r.created_at LIMIT 1000`,
-    )
-  ).rows;
+  const present = (await sql.presentOffers(db, presenceMs)).rows;
+  const runs = (await sql.queuedRunsToAnnotate(db)).rows;
   const changes = runs
     .map((r) => ({ id: r.id, message: waitingMessage(r, present), old: r.message }))
     .filter((c) => c.message !== null && c.message !== c.old);
   if (changes.length === 0) return 0;
-  const res = await db.query(
-    `UPDATE runs r SET status_message = jsonb_build_object('message', c.message)
-     FROM unnest($1::text[], $2::text[]) AS c(id, message)
-     WHERE r.id = c.id AND r.state = 'QUEUED'`,
-    [changes.map((c) => c.id), changes.map((c) => c.message)],
+  return sql.setWaitingMessages(
+    db,
+    changes.map((c) => ({ id: c.id, message: c.message! })),
   );
-  return res.rowCount;
 }
 
 const WAITING_EVERY_MS = 2_000;

@@ -6,6 +6,8 @@ import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
 import { getSignatureScheme } from './signatures/index.ts';
 import type { SignatureScheme } from './signatures/index.ts';
+import { liveWebhookRoutes } from './sql.ts';
+import type { WebhookRouteRow } from './sql.ts';
 
 /** A live (enabled, not deleted) webhook as the ingress needs it per request. */
 export interface WebhookRoute {
@@ -26,21 +28,6 @@ export interface WebhookRoute {
   /** Lower-case header name. */
   deliveryIdHeader: string | null;
 }
-
-interface WebhookRow {
-  uid: string;
-  team_id: string;
-  factory_id: string;
-  name: string;
-  auth_mode: WebhookRoute['authMode'];
-  signature_scheme: string | null;
-  secret_ciphertext: Uint8Array | null;
-  secret_version: number;
-  delivery_id_header: string | null;
-}
-
-const SELECT_LIVE = `SELECT uid, team_id, factory_id, name, auth_mode, signature_scheme, secret_ciphertext, secret_version, delivery_id_header
-  FROM webhooks WHERE deleted_at IS NULL AND enabled`;
 
 /** Reload everything now and then, in case a change notice was lost (a dropped LISTEN connection). */
 const FULL_RELOAD_INTERVAL_MS = 60_000;
@@ -90,7 +77,7 @@ export class RoutingSnapshot {
 
   reloadAll(): Promise<void> {
     return this.#serial(async () => {
-      const { rows } = await this.#db.query<WebhookRow>(SELECT_LIVE);
+      const { rows } = await liveWebhookRoutes(this.#db);
       const next = new Map<string, WebhookRoute>();
       for (const row of rows) next.set(row.uid, this.#toRoute(row));
       this.#routes = next;
@@ -99,7 +86,7 @@ export class RoutingSnapshot {
 
   reloadFactory(factoryId: string): Promise<void> {
     return this.#serial(async () => {
-      const { rows } = await this.#db.query<WebhookRow>(`${SELECT_LIVE} AND factory_id = $1`, [factoryId]);
+      const { rows } = await liveWebhookRoutes(this.#db, { factoryId });
       const next = new Map([...this.#routes].filter(([, route]) => route.factoryId !== factoryId));
       for (const row of rows) next.set(row.uid, this.#toRoute(row));
       this.#routes = next;
@@ -108,7 +95,7 @@ export class RoutingSnapshot {
 
   reloadWebhook(uid: string): Promise<void> {
     return this.#serial(async () => {
-      const { rows } = await this.#db.query<WebhookRow>(`${SELECT_LIVE} AND uid = $1`, [uid]);
+      const { rows } = await liveWebhookRoutes(this.#db, { uid });
       const next = new Map(this.#routes);
       next.delete(uid);
       for (const row of rows) next.set(row.uid, this.#toRoute(row));
@@ -130,7 +117,7 @@ export class RoutingSnapshot {
     return run;
   }
 
-  #toRoute(row: WebhookRow): WebhookRoute {
+  #toRoute(row: WebhookRouteRow): WebhookRoute {
     let secret: string | null = null;
     if (row.secret_ciphertext) {
       try {

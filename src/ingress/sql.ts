@@ -1,6 +1,6 @@
 /** SQL of the delivery log (migration 0020), as functions. The group-commit writer is the only caller of the inserts. */
 import { int4Array, textArray, timestamptzArray } from '../store/binary-arrays.ts';
-import type { Queryable, SqlValue } from '../kernel/db.ts';
+import type { Queryable, QueryResult, SqlValue } from '../kernel/db.ts';
 import type { IdentitySource } from './identity.ts';
 
 export type DeliveryLabelCode =
@@ -249,4 +249,74 @@ export async function findAccepted(
 
 export function identityKey(webhookUid: string, identity: string): string {
   return `${webhookUid}\u0000${identity}`;
+}
+
+// ---- the routing snapshot (routing.ts) ----
+
+export interface WebhookRouteRow {
+  uid: string;
+  team_id: string;
+  factory_id: string;
+  name: string;
+  auth_mode: 'token' | 'url_token' | 'signature';
+  signature_scheme: string | null;
+  secret_ciphertext: Uint8Array | null;
+  secret_version: number;
+  delivery_id_header: string | null;
+}
+
+const SELECT_LIVE = `SELECT uid, team_id, factory_id, name, auth_mode, signature_scheme, secret_ciphertext, secret_version, delivery_id_header
+  FROM webhooks WHERE deleted_at IS NULL AND enabled`;
+
+/** The live webhooks (enabled, not deleted): all, one factory's, or one. */
+export function liveWebhookRoutes(
+  q: Queryable,
+  only: { factoryId: string } | { uid: string } | undefined = undefined,
+): Promise<QueryResult<WebhookRouteRow>> {
+  if (only === undefined) return q.query<WebhookRouteRow>(SELECT_LIVE);
+  if ('factoryId' in only) return q.query<WebhookRouteRow>(`${SELECT_LIVE} AND factory_id = $1`, [only.factoryId]);
+  return q.query<WebhookRouteRow>(`${SELECT_LIVE} AND uid = $1`, [only.uid]);
+}
+
+// ---- retention (retention.ts) ----
+
+/**
+ * Deletes up to `chunk` deliveries beyond both retention floors of their webhook (received before `cutoff` and
+ * not among its latest `keep`, not waiting in the outbox), with their firings; answers how many went.
+ */
+export async function purgeDeliveryChunk(q: Queryable, cutoff: Date, keep: number, chunk: number): Promise<number> {
+  const res = await q.query<{ n: number }>(
+    `WITH RECURSIVE hooks AS (
+         (SELECT webhook_uid FROM webhook_deliveries ORDER BY webhook_uid LIMIT 1)
+         UNION ALL
+         SELECT (SELECT d.webhook_uid FROM webhook_deliveries d WHERE d.webhook_uid > h.webhook_uid ORDER BY d.webhook_uid LIMIT 1)
+           FROM hooks h WHERE h.webhook_uid IS NOT NULL
+       ), floor AS (
+         SELECT h.webhook_uid, f.received_at, f.id
+           FROM hooks h
+           CROSS JOIN LATERAL (
+             SELECT d.received_at, d.id FROM webhook_deliveries d
+              WHERE d.webhook_uid = h.webhook_uid
+              ORDER BY d.received_at DESC, d.id DESC OFFSET $2::int - 1 LIMIT 1
+           ) f
+          WHERE h.webhook_uid IS NOT NULL
+       ), doomed AS (
+         SELECT o.id
+           FROM floor
+           CROSS JOIN LATERAL (
+             SELECT d.id FROM webhook_deliveries d
+              WHERE d.webhook_uid = floor.webhook_uid AND d.received_at < $1 AND (d.received_at, d.id) < (floor.received_at, floor.id)
+                AND NOT d.outbox_pending
+              ORDER BY d.received_at, d.id LIMIT $3
+           ) o
+          LIMIT $3
+       ), gone AS (
+         DELETE FROM webhook_deliveries d USING doomed WHERE d.id = doomed.id RETURNING d.id
+       ), unlinked AS (
+         DELETE FROM automation_firings f USING gone WHERE f.delivery_id = gone.id
+       )
+       SELECT count(*)::int AS n FROM gone`,
+    [cutoff, keep, chunk],
+  );
+  return res.rows[0]?.n ?? 0;
 }

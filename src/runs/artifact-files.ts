@@ -7,7 +7,6 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import path from 'node:path';
 import { ulid } from '../kernel/ids.ts';
 import { AppError } from '../kernel/errors.ts';
-import type { Queryable } from '../kernel/db.ts';
 
 /** Largest file one artifact may carry (the worker protocol carries it base64-encoded in one message). */
 export const MAX_ARTIFACT_FILE_BYTES = 8 * 1024 * 1024;
@@ -94,28 +93,6 @@ export function recordArtifact(
     return { item, problem: `the ${type} artifact ${filepath} is over ${MAX_ARTIFACT_FILE_BYTES} bytes` };
   if (type === 'FILE') data.size_bytes = bytes.length;
   return { item, file: { artifactUid: uid, mimeType, data: bytes } };
-}
-
-export async function insertArtifactFiles(q: Queryable, runId: string, files: readonly ArtifactFile[]): Promise<void> {
-  if (files.length === 0) return;
-  await q.query(
-    `INSERT INTO run_artifact_files (artifact_uid, run_id, mime_type, data)
-     SELECT x.uid, $1, x.mime, decode(x.b64, 'base64') FROM unnest($2::text[], $3::text[], $4::text[]) AS x(uid, mime, b64)
-     ON CONFLICT (artifact_uid) DO NOTHING`,
-    [runId, files.map((f) => f.artifactUid), files.map((f) => f.mimeType), files.map((f) => f.data.toString('base64'))],
-  );
-}
-
-export async function getArtifactFile(
-  q: Queryable,
-  artifactUid: string,
-): Promise<{ mime_type: string; data: Buffer } | undefined> {
-  const res = await q.query<{ mime_type: string; data: Uint8Array }>(
-    'SELECT mime_type, data FROM run_artifact_files WHERE artifact_uid = $1',
-    [artifactUid],
-  );
-  const row = res.rows[0];
-  return row ? { mime_type: row.mime_type, data: Buffer.from(row.data) } : undefined;
 }
 
 function signature(key: Buffer, artifactUid: string, expires: number): string {

@@ -2,12 +2,7 @@ import { Type } from 'typebox';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
-import {
-  ARTIFACT_URL_KEY_PURPOSE,
-  checkDownloadSignature,
-  getArtifactFile,
-  signedDownloadUrl,
-} from './artifact-files.ts';
+import { ARTIFACT_URL_KEY_PURPOSE, checkDownloadSignature, signedDownloadUrl } from './artifact-files.ts';
 import { knownModels } from './models.ts';
 import { environmentsOfFactories, environmentUid } from './environments.ts';
 import * as sql from './sql.ts';
@@ -325,7 +320,7 @@ export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContex
     async (request, reply) => {
       const uid = request.params.artifactUid;
       checkDownloadSignature(downloadKey, uid, request.query.expires, request.query.signature);
-      const file = await getArtifactFile(ctx.db, uid);
+      const file = await sql.getArtifactFile(ctx.db, uid);
       if (!file) throw new AppError('resource_not_found', `artifact ${uid} has no stored content`);
       return reply
         .type(file.mime_type)

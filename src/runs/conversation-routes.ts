@@ -8,9 +8,9 @@ import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
 import type { SecretCipher } from '../secrets/crypto.ts';
-import { buildConversation, loadAllEvents } from './conversation.ts';
+import { buildConversation } from './conversation.ts';
 import type { RunRow } from './model.ts';
-import { getRun, listConversationRuns } from './sql.ts';
+import { getRun, listConversationRuns, loadAllEvents, runHasExecuted } from './sql.ts';
 import { RunIdParamsSchema } from './schemas.ts';
 
 export const TRANSCRIPT_URL_TTL_MS = 60 * 60 * 1000;
@@ -121,8 +121,7 @@ export async function registerConversationRoutes(app: AppInstance, ctx: ServiceC
     async (request, reply) => {
       const teamId = request.principal.teamId;
       const run = await runOf(teamId, request.params.runId);
-      const executed = await ctx.db.query('SELECT 1 FROM executions WHERE run_id = $1 LIMIT 1', [run.id]);
-      if (executed.rowCount === 0)
+      if (!(await runHasExecuted(ctx.db, run.id)))
         throw new AppError('resource_not_found', `run ${run.id} has no transcript: it has not executed yet`);
       const token = sealTranscriptToken(ctx.cipher, teamId, run.id, Date.now() + TRANSCRIPT_URL_TTL_MS);
       return reply.redirect(`${ctx.config.publicUrl}/api/v1/agent/transcripts/${token}`, 302);

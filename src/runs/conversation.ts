@@ -6,6 +6,7 @@
 import type { Queryable } from '../kernel/db.ts';
 import type { StoredRunEvent } from './events.ts';
 import type { RunRow } from './model.ts';
+import { loadAllEvents, loadExecutions } from './sql.ts';
 
 export type ContentBlock =
   | { type: 'text'; text: string; message_id?: string }
@@ -217,22 +218,6 @@ export function runSteps(
     }
   }
   return ordered;
-}
-
-export async function loadExecutions(q: Queryable, runIds: readonly string[]): Promise<ExecutionSummary[]> {
-  const res = await q.query<ExecutionSummary>(
-    `SELECT id, run_id, attempt, harness, started_at, ended_at, claimed_at FROM executions WHERE run_id = ANY($1::text[]) ORDER BY run_id, attempt`,
-    [runIds],
-  );
-  return res.rows;
-}
-
-export async function loadAllEvents(q: Queryable, runId: string): Promise<StoredRunEvent[]> {
-  const res = await q.query<StoredRunEvent>(
-    `SELECT run_id, sequence, execution_id, type, data, occurred_at FROM run_events WHERE run_id = $1 ORDER BY sequence`,
-    [runId],
-  );
-  return res.rows.map((r) => ({ ...r, sequence: Number(r.sequence) }));
 }
 
 /** The conversation of runs (one run, or every run of a conversation id), oldest run first. */

@@ -8,9 +8,8 @@ import { Type } from 'typebox';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
-import { appendRunEvents, listEventsOfRuns, listRunEvents } from './events.ts';
 import type { StoredRunEvent } from './events.ts';
-import { applyRunEvent, getRun } from './sql.ts';
+import { appendRunEvents, applyRunEvent, getRun, listEventsOfRuns, listRunEvents, ownRunIds } from './sql.ts';
 import { RunIdParamsSchema } from './schemas.ts';
 import type { RunEvent } from './state-machine.ts';
 import { isRunState, isTerminal } from './state-machine.ts';
@@ -194,11 +193,7 @@ export async function registerEventRoutes(app: AppInstance, ctx: ServiceContext)
       },
     },
     async (request) => {
-      const own = await ctx.db.query<{ id: string }>(
-        'SELECT id FROM runs WHERE team_id = $1 AND id = ANY($2::text[])',
-        [request.principal.teamId, request.query.run_ids],
-      );
-      const ids = own.rows.map((r) => r.id);
+      const ids = await ownRunIds(ctx.db, request.principal.teamId, request.query.run_ids);
       if (ids.length === 0) return [];
       const events = await listEventsOfRuns(ctx.db, ids, request.query.since ?? 0, request.query.limit ?? 100);
       return events.map((e) => ({

@@ -377,7 +377,7 @@ export class RunService {
         const requeuedRun = await sql.applyRunEvent(tx, runId, 'continue', { teamId, statusMessage: null });
         return { followupId: f.id, run: requeuedRun ?? current, requeued: requeuedRun !== undefined };
       }
-      await tx.query('UPDATE runs SET updated_at = ay_now() WHERE id = $1', [runId]);
+      await sql.touchRun(tx, runId);
       return { followupId: f.id, run: current, requeued: false };
     });
     if (requeued) this.announce([run]);

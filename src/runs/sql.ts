@@ -1,5 +1,9 @@
 import type { WireMessages } from '../kernel/bus.ts';
 import type { Queryable, SqlValue } from '../kernel/db.ts';
+import type { ArtifactFile } from './artifact-files.ts';
+import type { ExecutionSummary } from './conversation.ts';
+import { clip } from './events.ts';
+import type { NewRunEvent, StoredRunEvent } from './events.ts';
 import type { AgentConfig, RunRow, RunSource } from './model.ts';
 import type { RunEvent, RunState } from './state-machine.ts';
 import { transitionFor } from './state-machine.ts';
@@ -369,7 +373,7 @@ export async function lastRunByConfigName(q: Queryable, teamId: string, names: s
 
 /**
  * The newest run on each runner of the given factories: a run's runner is its `config.runner_id`, else the
- * runner its agent (`config.name`) executes on (as src/execution/runner-image.ts resolves it).
+ * runner its agent (`config.name`) executes on (as runnerImages in src/execution/sql.ts resolves it).
  */
 export async function lastRunsByRunner(q: Queryable, teamId: string, factoryIds: string[]): Promise<LastRunOnRunner[]> {
   if (factoryIds.length === 0) return [];
@@ -420,4 +424,178 @@ export async function executionSeconds(q: Queryable, runIds: readonly string[]):
     [runIds],
   );
   return new Map(res.rows.map((r) => [r.run_id, Number(r.seconds)]));
+}
+
+// ---- events (src/runs/events.ts numbers them) ----
+
+/**
+ * Appends events to a run (in the caller's transaction when given one). Answers the sequence of the last
+ * event written, or undefined when the run does not exist.
+ */
+export async function appendRunEvents(
+  q: Queryable,
+  runId: string,
+  executionId: string | null,
+  events: readonly NewRunEvent[],
+): Promise<number | undefined> {
+  if (events.length === 0) return undefined;
+  const bumped = await q.query<{ event_seq: number }>(
+    'UPDATE runs SET event_seq = event_seq + $2 WHERE id = $1 RETURNING event_seq',
+    [runId, events.length],
+  );
+  const last = bumped.rows[0]?.event_seq;
+  if (last === undefined) return undefined;
+  const first = Number(last) - events.length + 1;
+  await q.query(
+    `INSERT INTO run_events (run_id, sequence, execution_id, type, data, occurred_at)
+     SELECT $1, $2::bigint + e.ord - 1, $3, e.type, e.data, coalesce(e.occurred_at, ay_now())
+     FROM unnest($4::text[], $5::jsonb[], $6::timestamptz[]) WITH ORDINALITY AS e(type, data, occurred_at, ord)`,
+    [
+      runId,
+      first,
+      executionId,
+      events.map((e) => e.type),
+      events.map((e) => JSON.stringify(clip(e.data))),
+      events.map((e) => e.occurredAt ?? null),
+    ],
+  );
+  return Number(last);
+}
+
+/**
+ * Appends events to several runs in one statement (executors write the events of many executions at once).
+ * Answers the sequence of each run's last event written.
+ */
+export async function appendEventsOfRuns(
+  q: Queryable,
+  batches: readonly { runId: string; executionId: string | null; events: readonly NewRunEvent[] }[],
+): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  const rows: { runId: string; ord: number; executionId: string | null; e: NewRunEvent }[] = [];
+  for (const b of batches) {
+    for (const e of b.events) {
+      const ord = (counts.get(b.runId) ?? 0) + 1;
+      counts.set(b.runId, ord);
+      rows.push({ runId: b.runId, ord, executionId: b.executionId, e });
+    }
+  }
+  if (rows.length === 0) return new Map();
+  // runs locked in id order, so two batches never wait on each other in a circle
+  const runIds = [...counts.keys()].sort();
+  const res = await q.query<{ run_id: string; last: number }>(
+    `WITH wanted AS (
+       SELECT w.run_id, w.n FROM unnest($1::text[], $2::int[]) AS w(run_id, n)
+     ), locked AS (
+       SELECT r.id FROM runs r JOIN wanted w ON w.run_id = r.id ORDER BY r.id FOR UPDATE OF r
+     ), bumped AS (
+       UPDATE runs r SET event_seq = r.event_seq + w.n FROM wanted w, locked l
+       WHERE r.id = w.run_id AND l.id = r.id RETURNING r.id, r.event_seq, w.n
+     ), written AS (
+       INSERT INTO run_events (run_id, sequence, execution_id, type, data, occurred_at)
+       SELECT e.run_id, b.event_seq - b.n + e.ord, e.execution_id, e.type, e.data, coalesce(e.occurred_at, ay_now())
+       FROM unnest($3::text[], $4::int[], $5::text[], $6::text[], $7::jsonb[], $8::timestamptz[])
+         AS e(run_id, ord, execution_id, type, data, occurred_at)
+       JOIN bumped b ON b.id = e.run_id
+       RETURNING 1
+     )
+     SELECT b.id AS run_id, b.event_seq AS last FROM bumped b`,
+    [
+      runIds,
+      runIds.map((id) => counts.get(id)!),
+      rows.map((r) => r.runId),
+      rows.map((r) => r.ord),
+      rows.map((r) => r.executionId),
+      rows.map((r) => r.e.type),
+      rows.map((r) => JSON.stringify(clip(r.e.data))),
+      rows.map((r) => r.e.occurredAt ?? null),
+    ],
+  );
+  return new Map(res.rows.map((r) => [r.run_id, Number(r.last)]));
+}
+
+/** The run's events after `after` (a sequence), oldest first. */
+export async function listRunEvents(q: Queryable, runId: string, after = 0, limit = 500): Promise<StoredRunEvent[]> {
+  const res = await q.query<StoredRunEvent>(
+    `SELECT run_id, sequence, execution_id, type, data, occurred_at FROM run_events
+     WHERE run_id = $1 AND sequence > $2 ORDER BY sequence LIMIT $3`,
+    [runId, after, limit],
+  );
+  return res.rows.map((r) => ({ ...r, sequence: Number(r.sequence) }));
+}
+
+/** Events of several runs after `after` (per run), ordered by run then sequence (`GET /agent/events`). */
+export async function listEventsOfRuns(
+  q: Queryable,
+  runIds: readonly string[],
+  after: number,
+  limit: number,
+): Promise<StoredRunEvent[]> {
+  const res = await q.query<StoredRunEvent>(
+    `SELECT run_id, sequence, execution_id, type, data, occurred_at FROM run_events
+     WHERE run_id = ANY($1::text[]) AND sequence > $2 ORDER BY occurred_at, run_id, sequence LIMIT $3`,
+    [runIds, after, limit],
+  );
+  return res.rows.map((r) => ({ ...r, sequence: Number(r.sequence) }));
+}
+
+// ---- conversations ----
+
+export async function loadExecutions(q: Queryable, runIds: readonly string[]): Promise<ExecutionSummary[]> {
+  const res = await q.query<ExecutionSummary>(
+    `SELECT id, run_id, attempt, harness, started_at, ended_at, claimed_at FROM executions WHERE run_id = ANY($1::text[]) ORDER BY run_id, attempt`,
+    [runIds],
+  );
+  return res.rows;
+}
+
+export async function loadAllEvents(q: Queryable, runId: string): Promise<StoredRunEvent[]> {
+  const res = await q.query<StoredRunEvent>(
+    `SELECT run_id, sequence, execution_id, type, data, occurred_at FROM run_events WHERE run_id = $1 ORDER BY sequence`,
+    [runId],
+  );
+  return res.rows.map((r) => ({ ...r, sequence: Number(r.sequence) }));
+}
+
+// ---- artifact files ----
+
+export async function insertArtifactFiles(q: Queryable, runId: string, files: readonly ArtifactFile[]): Promise<void> {
+  if (files.length === 0) return;
+  await q.query(
+    `INSERT INTO run_artifact_files (artifact_uid, run_id, mime_type, data)
+     SELECT x.uid, $1, x.mime, decode(x.b64, 'base64') FROM unnest($2::text[], $3::text[], $4::text[]) AS x(uid, mime, b64)
+     ON CONFLICT (artifact_uid) DO NOTHING`,
+    [runId, files.map((f) => f.artifactUid), files.map((f) => f.mimeType), files.map((f) => f.data.toString('base64'))],
+  );
+}
+
+export async function getArtifactFile(
+  q: Queryable,
+  artifactUid: string,
+): Promise<{ mime_type: string; data: Buffer } | undefined> {
+  const res = await q.query<{ mime_type: string; data: Uint8Array }>(
+    'SELECT mime_type, data FROM run_artifact_files WHERE artifact_uid = $1',
+    [artifactUid],
+  );
+  const row = res.rows[0];
+  return row ? { mime_type: row.mime_type, data: Buffer.from(row.data) } : undefined;
+}
+
+/** Whether the run ever had an execution. */
+export async function runHasExecuted(q: Queryable, runId: string): Promise<boolean> {
+  const executed = await q.query('SELECT 1 FROM executions WHERE run_id = $1 LIMIT 1', [runId]);
+  return executed.rowCount > 0;
+}
+
+/** Of `runIds`, those of the team. */
+export async function ownRunIds(q: Queryable, teamId: string, runIds: readonly string[]): Promise<string[]> {
+  const own = await q.query<{ id: string }>('SELECT id FROM runs WHERE team_id = $1 AND id = ANY($2::text[])', [
+    teamId,
+    runIds,
+  ]);
+  return own.rows.map((r) => r.id);
+}
+
+/** Marks a run updated now (a change beside its row: a follow-up). */
+export async function touchRun(q: Queryable, runId: string): Promise<void> {
+  await q.query('UPDATE runs SET updated_at = ay_now() WHERE id = $1', [runId]);
 }

@@ -62,7 +62,7 @@ interface Desired {
  */
 export async function syncFactorySchedules(db: Db, factoryId: string, now: Date): Promise<SyncResult> {
   return db.transaction(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock($1, $2)', [SYNC_LOCK_NAMESPACE, lockKeyOf(factoryId)]);
+    await sql.lockFactorySync(tx, SYNC_LOCK_NAMESPACE, lockKeyOf(factoryId));
     const result: SyncResult = { created: 0, updated: 0, deleted: 0, skipped: [] };
     const desired = new Map<string, Desired>();
     for (const automation of await sql.liveAutomationsOfFactory(tx, factoryId)) {

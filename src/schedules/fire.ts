@@ -133,7 +133,7 @@ async function fireOne(tx: Queryable, schedule: ScheduleRow, options: FireOption
   for (const input of inputs) {
     const outcome = await underSavepoint(tx, async () => {
       const { run } = await options.runs.create(input, { within: tx });
-      await tx.query('UPDATE runs SET schedule_info = $2 WHERE id = $1', [run.id, info]);
+      await sql.setRunScheduleInfo(tx, run.id, info);
       return run;
     });
     if (outcome.ok)
@@ -144,12 +144,13 @@ async function fireOne(tx: Queryable, schedule: ScheduleRow, options: FireOption
       );
   }
   const error = problems.length ? problems.join('; ') : null;
-  await tx.query('UPDATE schedule_fires SET run_ids = $3, error = $4 WHERE schedule_id = $1 AND scheduled_for = $2', [
+  await sql.recordFireRuns(
+    tx,
     schedule.id,
     slot,
     created.map((r) => r.run_id),
     error,
-  ]);
+  );
   await sql.markFired(tx, schedule.id, { nextRunAt, ranAt: created.length ? options.now : null, error });
   return created;
 }

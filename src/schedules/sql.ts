@@ -252,3 +252,29 @@ export async function factoriesWithSchedules(q: Queryable): Promise<string[]> {
   );
   return res.rows.map((r) => r.factory_id);
 }
+
+/** Records the runs a fire created (and what failed) on its slot. */
+export async function recordFireRuns(
+  q: Queryable,
+  scheduleId: string,
+  slot: Date,
+  runIds: readonly string[],
+  error: string | null,
+): Promise<void> {
+  await q.query('UPDATE schedule_fires SET run_ids = $3, error = $4 WHERE schedule_id = $1 AND scheduled_for = $2', [
+    scheduleId,
+    slot,
+    runIds,
+    error,
+  ]);
+}
+
+/** What schedule fired a run, as it was at the fire (`schedule_info`). */
+export async function setRunScheduleInfo(q: Queryable, runId: string, info: string): Promise<void> {
+  await q.query('UPDATE runs SET schedule_info = $2 WHERE id = $1', [runId, info]);
+}
+
+/** Serialises the syncs of one factory's inline schedules, for the transaction. */
+export async function lockFactorySync(q: Queryable, namespace: number, key: number): Promise<void> {
+  await q.query('SELECT pg_advisory_xact_lock($1, $2)', [namespace, key]);
+}

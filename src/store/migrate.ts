@@ -4,8 +4,8 @@ import path from 'node:path';
 import type { Db } from '../kernel/db.ts';
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
-/** Key of the advisory lock that serialises migration runs across processes. */
-const MIGRATION_LOCK_KEY = 7_242_001;
+/** Key of the advisory lock that serialises migration runs (and function installs) across processes. */
+export const MIGRATION_LOCK_KEY = 7_242_001;
 const BREAKING_MARKER = '--! breaking-change';
 
 export interface Migration {
@@ -38,12 +38,16 @@ export interface MigrateResult {
  */
 export async function migrate(db: Db, migrations?: Migration[]): Promise<MigrateResult> {
   const all = migrations ?? (await loadMigrations());
-  await db.exec(`CREATE TABLE IF NOT EXISTS agentyard_migrations (
-    id integer PRIMARY KEY,
-    name text NOT NULL,
-    breaking boolean NOT NULL DEFAULT false,
-    applied_at timestamptz NOT NULL DEFAULT now()
-  )`);
+  // under the lock: two first starts on an empty database would race on creating the table
+  await db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    await tx.query(`CREATE TABLE IF NOT EXISTS agentyard_migrations (
+      id integer PRIMARY KEY,
+      name text NOT NULL,
+      breaking boolean NOT NULL DEFAULT false,
+      applied_at timestamptz NOT NULL DEFAULT now()
+    )`);
+  });
   const latestKnown = all.at(-1)?.id ?? 0;
   const newer = await db.query<{ id: number; name: string; breaking: boolean }>(
     'SELECT id, name, breaking FROM agentyard_migrations WHERE id > $1 ORDER BY id',

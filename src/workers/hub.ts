@@ -18,6 +18,7 @@ import type { ExecutionOutcome } from '../execution/assignment.ts';
 import { claimWorkerRuns } from '../execution/queue.ts';
 import type { ExecutionRecorder } from '../execution/recorder.ts';
 import { isHarnessType } from '../execution/settings.ts';
+import { waitingFollowups } from '../execution/sql.ts';
 import type { HarnessType } from '../execution/settings.ts';
 import type { Authenticator } from '../identity/service.ts';
 import { RUN_EVENT_TYPES } from '../runs/events.ts';
@@ -27,6 +28,7 @@ import type { Db } from '../kernel/db.ts';
 import { newId } from '../kernel/ids.ts';
 import { CLOSE_CODES, parseWorkerMessage, WORKER_ID, WORKER_PROTOCOL_VERSION } from './protocol.ts';
 import type { HelloMessage, ServerMessage, WorkerMessage } from './protocol.ts';
+import * as sql from './sql.ts';
 
 export interface HubDeps {
   db: Db;
@@ -215,32 +217,29 @@ export class WorkerHub {
         () => !this.#stopped && c.ws.readyState === c.ws.OPEN,
       ),
     };
-    await this.#deps.db.query(
-      `INSERT INTO worker_connections (id, team_id, worker_id, capacity, harnesses, default_harness, host, version, protocol, server_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-      [
-        c.id,
-        teamId,
-        c.workerId,
-        capacity,
-        harnesses,
-        def ?? null,
-        c.host,
-        String(hello.version ?? '').slice(0, 100),
-        hello.protocol,
-        this.#deps.serverId,
-      ],
-    );
+    await sql.insertWorkerConnection(this.#deps.db, {
+      id: c.id,
+      teamId,
+      workerId: c.workerId,
+      capacity,
+      harnesses,
+      defaultHarness: def ?? null,
+      host: c.host,
+      version: String(hello.version ?? '').slice(0, 100),
+      protocol: hello.protocol,
+      serverId: this.#deps.serverId,
+    });
     // executions the worker still runs after a reconnect: this connection renews their leases from now on
     const running = (hello.running ?? []).filter((id) => typeof id === 'string');
     const adopted = running.length
       ? (
-          await this.#deps.db.query<{ id: string; run_id: string; harness: string; started: boolean }>(
-            `UPDATE executions SET executor = $4, lease_expires_at = ay_now() + $5 * interval '1 millisecond', heartbeat_at = ay_now()
-             WHERE id = ANY($1::text[]) AND team_id = $2 AND worker_id = $3 AND ended_at IS NULL
-             RETURNING id, run_id, harness, (started_at IS NOT NULL) AS started`,
-            [running, teamId, c.workerId, this.#executorName(c), this.#deps.leaseMs],
-          )
+          await sql.adoptExecutions(this.#deps.db, {
+            executionIds: running,
+            teamId,
+            workerId: c.workerId,
+            executor: this.#executorName(c),
+            leaseMs: this.#deps.leaseMs,
+          })
         ).rows
       : [];
     for (const e of adopted) {
@@ -278,9 +277,7 @@ export class WorkerHub {
 
   async #disconnected(c: Connection): Promise<void> {
     this.#connections.delete(c.id);
-    await this.#deps.db
-      .query('UPDATE worker_connections SET disconnected_at = ay_now(), last_seen_at = ay_now() WHERE id = $1', [c.id])
-      .catch(() => {});
+    await sql.markDisconnected(this.#deps.db, c.id).catch(() => {});
     this.#deps.log.info(
       { workerId: c.workerId, connectionId: c.id, running: c.assigned.size },
       'self-hosted worker disconnected',
@@ -425,10 +422,7 @@ export class WorkerHub {
 
   async #heartbeat(c: Connection, running: string[], load: number): Promise<void> {
     const ids = running.filter((id) => c.assigned.has(id));
-    await this.#deps.db.query('UPDATE worker_connections SET last_seen_at = ay_now(), load = $2 WHERE id = $1', [
-      c.id,
-      load,
-    ]);
+    await sql.markSeen(this.#deps.db, c.id, load);
     const checks = await this.#deps.recorder.heartbeat(ids, this.#deps.leaseMs);
     for (const check of checks) {
       const a = c.assigned.get(check.executionId);
@@ -464,9 +458,9 @@ export class WorkerHub {
   async #forwardFollowups(targets: [Connection, string, Assigned][]): Promise<void> {
     const live = targets.filter(([, , a]) => a.started && adapterFor(a.harness)?.liveFollowups);
     if (live.length === 0) return;
-    const res = await this.#deps.db.query<{ id: string; run_id: string; message: string }>(
-      `SELECT id, run_id, message FROM run_followups WHERE run_id = ANY($1::text[]) AND consumed_by_execution IS NULL ORDER BY created_at, id`,
-      [live.map(([, , a]) => a.runId)],
+    const res = await waitingFollowups(
+      this.#deps.db,
+      live.map(([, , a]) => a.runId),
     );
     for (const f of res.rows) {
       const target = live.find(([, , a]) => a.runId === f.run_id);

@@ -9,7 +9,7 @@ import { existsSync, readFileSync, readdirSync, realpathSync, statSync } from 'n
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runnerImages } from '../../src/execution/runner-image.ts';
+import { runnerImages } from '../../src/execution/sql.ts';
 import { sandboxSettings } from '../../src/execution/sandbox/index.ts';
 import { AGENTS, createRun, eventsOf, executionsOf, FAKE, startExecServer, waitForState } from './support.ts';
 import type { ExecServer } from './support.ts';

@@ -46,3 +46,28 @@ export async function createTestDatabase(engine: Engine): Promise<TestDatabase> 
     },
   };
 }
+
+/** A new, empty database on the engine (no migration applied): for tests of migrating and installing. */
+export async function createEmptyDatabase(engine: Engine): Promise<TestDatabase> {
+  if (engine === 'pglite') {
+    const db = await openPgliteThread({});
+    return { db, engine, url: undefined, close: () => db.close() };
+  }
+  const serverUrl = inject('pgUrl');
+  if (!serverUrl) throw new Error('PostgreSQL is not enabled for this test run');
+  const name = `e_${randomBytes(8).toString('hex')}`;
+  const admin = await openPostgres({ connectionString: serverUrl, maxConnections: 1 });
+  await admin.exec(`CREATE DATABASE ${name}`);
+  const url = serverUrl.replace(/\/postgres$/, `/${name}`);
+  const db = await openPostgres({ connectionString: url });
+  return {
+    db,
+    engine,
+    url,
+    async close() {
+      await db.close();
+      await admin.exec(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+      await admin.close();
+    },
+  };
+}

@@ -5,7 +5,7 @@ import type { TestProject } from 'vitest/node';
 import { PGlite } from '@electric-sql/pglite';
 import { openPostgres } from '../../src/store/pg.ts';
 import { wrapPglite } from '../../src/store/pglite.ts';
-import { migrate } from '../../src/store/migrate.ts';
+import { prepareDatabase } from '../../src/schema.ts';
 import { startPostgresServer } from './postgres-server.ts';
 import type { PostgresServer } from './postgres-server.ts';
 import { enabledEngines } from './engines-config.ts';
@@ -30,7 +30,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   let server: PostgresServer | undefined;
 
   const pglite = await PGlite.create();
-  await migrate(await wrapPglite(pglite));
+  await prepareDatabase(await wrapPglite(pglite));
   const template = path.join(dir, 'pglite-template.tar');
   writeFileSync(template, Buffer.from(await (await pglite.dumpDataDir('none')).arrayBuffer()));
   await pglite.close();
@@ -43,7 +43,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await admin.close();
     const templateUrl = server.url.replace(/\/postgres$/, `/${TEMPLATE_DB}`);
     const db = await openPostgres({ connectionString: templateUrl });
-    await migrate(db);
+    await prepareDatabase(db);
     await db.close();
     project.provide('pgUrl', server.url);
     project.provide('pgTemplateDb', TEMPLATE_DB);

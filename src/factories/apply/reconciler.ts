@@ -21,7 +21,7 @@ import { createSource, sanitizeUrl } from '../../sources/index.ts';
 import type { SourceUrlPolicy } from '../../sources/url-policy.ts';
 import type { ManagedRepository } from '../../sources/managed.ts';
 import type { CommitAuthor } from '../../sources/managed.ts';
-import { managedHeadSha } from '../../sources/managed-commits.ts';
+import { managedHeadSha } from '../../sources/sql.ts';
 import { SerialQueue } from '../../sources/mutex.ts';
 import { isSourceError } from '../../sources/types.ts';
 import type { Source, SourceSnapshot } from '../../sources/types.ts';

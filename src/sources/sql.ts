@@ -1,4 +1,4 @@
-/** SQL of the managed factories' commit record (migration 0012), as functions. */
+/** The sources domain's SQL: the managed factories' commit record (migration 0012), as functions. */
 import type { FactoryFileInput } from '../definitions/load.ts';
 import type { Db, Queryable } from '../kernel/db.ts';
 import { isUniqueViolation } from '../store/errors.ts';

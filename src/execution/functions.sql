@@ -1,0 +1,335 @@
+-- The execution queue's functions (src/execution/functions.ts installs them; docs/architecture.md, "Database
+-- functions"). Edit them here only, never in a migration, and raise EXECUTION_FUNCTIONS.version with each change.
+-- A changed signature or result needs a `DROP FUNCTION IF EXISTS` of the old one before its new definition.
+--
+-- Why functions: each is planned once per connection (`plan_cache_mode = force_generic_plan`), not on every
+-- call, and a claim, a start or an end is one round trip.
+
+-- Dispatch. The lock functions lock (FOR UPDATE SKIP LOCKED) the queued runs to claim, best first, inside the
+-- caller's transaction; the caller moves them through the state machine.
+--
+-- The service's executors: per team oldest first; teams interleaved by active runs plus place in their
+-- queue, ties to the team served least recently. Runs of Kubernetes-executed factories are the operator's.
+
+CREATE OR REPLACE FUNCTION ay_lock_service_runs(p_harnesses text[], p_limit integer)
+RETURNS TABLE (out_id text, out_harness text, out_attempt integer)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  WITH RECURSIVE queued_teams(team_id) AS (
+    (SELECT q.team_id FROM runs q WHERE q.state = 'QUEUED' AND q.worker_host IS NULL ORDER BY q.team_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT q.team_id FROM runs q WHERE q.state = 'QUEUED' AND q.worker_host IS NULL AND q.team_id > t.team_id
+            ORDER BY q.team_id LIMIT 1)
+    FROM queued_teams t WHERE t.team_id IS NOT NULL
+  ),
+  active AS (
+    SELECT a.team_id, count(*)::int AS n FROM runs a WHERE a.state IN ('CLAIMED', 'INPROGRESS') GROUP BY a.team_id
+  ),
+  candidates AS (
+    SELECT c.id, c.team_id, c.created_at,
+      row_number() OVER (PARTITION BY c.team_id ORDER BY c.created_at, c.id) AS place,
+      (SELECT max(e.claimed_at) FROM executions e WHERE e.team_id = t.team_id) AS served_at
+    FROM queued_teams t CROSS JOIN LATERAL (
+      SELECT q.id, q.team_id, q.created_at FROM runs q
+      WHERE q.team_id = t.team_id AND q.state = 'QUEUED' AND q.worker_host IS NULL
+        AND coalesce(nullif(lower(q.config->'harness'->>'type'), ''), 'oz') = ANY(p_harnesses)
+        AND (q.factory_id IS NULL OR NOT EXISTS (
+          SELECT 1 FROM kubernetes_factories k WHERE k.factory_id = q.factory_id AND k.deleted_at IS NULL AND k.executor = 'kubernetes'))
+      ORDER BY q.created_at, q.id
+      LIMIT p_limit
+    ) c
+    WHERE t.team_id IS NOT NULL
+  ),
+  ranked AS (
+    SELECT c.id, coalesce(a.n, 0) + c.place AS turn, c.served_at, c.created_at
+    FROM candidates c LEFT JOIN active a ON a.team_id = c.team_id
+  )
+  SELECT r.id, r.config->'harness'->>'type', (SELECT count(*)::int + 1 FROM executions x WHERE x.run_id = r.id)
+  FROM runs r JOIN ranked k ON k.id = r.id
+  WHERE r.state = 'QUEUED'
+  ORDER BY k.turn, k.served_at NULLS FIRST, k.created_at, r.id
+  LIMIT p_limit
+  FOR UPDATE OF r SKIP LOCKED;
+END
+$$;
+
+-- A self-hosted worker: the team's queued runs whose worker_host is its ID, oldest first.
+
+CREATE OR REPLACE FUNCTION ay_lock_worker_runs(p_team text, p_worker text, p_harnesses text[], p_limit integer)
+RETURNS TABLE (out_id text, out_harness text, out_attempt integer)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  SELECT r.id, r.config->'harness'->>'type', (SELECT count(*)::int + 1 FROM executions x WHERE x.run_id = r.id)
+  FROM runs r
+  WHERE r.team_id = p_team AND r.worker_host = p_worker AND r.state = 'QUEUED'
+    AND coalesce(nullif(lower(r.config->'harness'->>'type'), ''), 'oz') = ANY(p_harnesses)
+  ORDER BY r.created_at, r.id
+  LIMIT p_limit
+  FOR UPDATE OF r SKIP LOCKED;
+END
+$$;
+
+-- Claims locked runs (the rows a lock function above returned in this statement): QUEUED → CLAIMED with the
+-- transition the caller passes (the state machine's `claim`), their executions with their leases, and what
+-- their assignments need.
+
+CREATE OR REPLACE FUNCTION ay_claim_locked(
+  p_ids text[], p_spellings text[], p_attempts integer[], p_execution_ids text[],
+  p_harness_spellings text[], p_harness_types text[], p_executor text, p_worker text, p_lease_ms integer,
+  p_to text, p_from text[])
+RETURNS TABLE (run jsonb, execution_id text, attempt integer, harness text, previous json, followups json, attachments json)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  WITH x AS (
+    SELECT u.id, u.execution_id, u.attempt, h.type AS harness, u.ord
+    FROM unnest(p_ids, p_spellings, p_attempts, p_execution_ids) WITH ORDINALITY AS u(id, spelling, attempt, execution_id, ord)
+    JOIN unnest(p_harness_spellings, p_harness_types) AS h(spelling, type) ON h.spelling = coalesce(nullif(lower(u.spelling), ''), 'oz')
+  ), moved AS (
+    UPDATE runs r SET state = p_to, updated_at = ay_now(), execution_id = x.execution_id, status_message = NULL
+    FROM x WHERE r.id = x.id AND r.state = ANY(p_from) RETURNING r.*
+  ), created AS (
+    INSERT INTO executions (id, run_id, team_id, attempt, executor, worker_id, harness, lease_expires_at)
+    SELECT x.execution_id, m.id, m.team_id, x.attempt, p_executor, p_worker, x.harness, ay_now() + p_lease_ms * interval '1 millisecond'
+    FROM moved m JOIN x ON x.id = m.id
+    RETURNING 1
+  )
+  SELECT to_jsonb(m), x.execution_id, x.attempt, x.harness,
+    (SELECT coalesce(json_agg(json_build_object('id', e.id, 'agent_session_id', e.agent_session_id, 'started', e.started_at IS NOT NULL)
+       ORDER BY e.attempt DESC), '[]'::json) FROM executions e WHERE e.run_id = m.id),
+    (SELECT coalesce(json_agg(json_build_object('id', f.id, 'message', f.message) ORDER BY f.created_at, f.id), '[]'::json)
+       FROM run_followups f WHERE f.run_id = m.id AND f.consumed_by_execution IS NULL),
+    (SELECT coalesce(json_agg(json_build_object('file_name', a.file_name, 'mime_type', a.mime_type, 'data', encode(a.data, 'base64'))
+       ORDER BY a.file_name), '[]'::json) FROM run_attachments a WHERE a.run_id = m.id)
+  FROM moved m JOIN x ON x.id = m.id
+  ORDER BY x.ord;
+END
+$$;
+
+-- The whole claim in one call (lock, then ay_claim_locked): a claim that finds nothing to take ends right
+-- after the lock query.
+
+CREATE OR REPLACE FUNCTION ay_claim_service_runs(
+  p_harnesses text[], p_limit integer, p_execution_ids text[], p_harness_spellings text[], p_harness_types text[],
+  p_executor text, p_lease_ms integer, p_to text, p_from text[])
+RETURNS TABLE (run jsonb, execution_id text, attempt integer, harness text, previous json, followups json, attachments json)
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_ids text[];
+  v_spellings text[];
+  v_attempts integer[];
+BEGIN
+  SELECT array_agg(l.out_id ORDER BY l.ord), array_agg(l.out_harness ORDER BY l.ord), array_agg(l.out_attempt ORDER BY l.ord)
+    INTO v_ids, v_spellings, v_attempts
+  FROM ay_lock_service_runs(p_harnesses, p_limit) WITH ORDINALITY AS l(out_id, out_harness, out_attempt, ord);
+  IF v_ids IS NULL THEN
+    RETURN;
+  END IF;
+  RETURN QUERY SELECT * FROM ay_claim_locked(v_ids, v_spellings, v_attempts, p_execution_ids, p_harness_spellings, p_harness_types,
+    p_executor, NULL, p_lease_ms, p_to, p_from);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION ay_claim_worker_runs(
+  p_team text, p_worker text, p_harnesses text[], p_limit integer, p_execution_ids text[], p_harness_spellings text[],
+  p_harness_types text[], p_executor text, p_lease_ms integer, p_to text, p_from text[])
+RETURNS TABLE (run jsonb, execution_id text, attempt integer, harness text, previous json, followups json, attachments json)
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_ids text[];
+  v_spellings text[];
+  v_attempts integer[];
+BEGIN
+  SELECT array_agg(l.out_id ORDER BY l.ord), array_agg(l.out_harness ORDER BY l.ord), array_agg(l.out_attempt ORDER BY l.ord)
+    INTO v_ids, v_spellings, v_attempts
+  FROM ay_lock_worker_runs(p_team, p_worker, p_harnesses, p_limit) WITH ORDINALITY AS l(out_id, out_harness, out_attempt, ord);
+  IF v_ids IS NULL THEN
+    RETURN;
+  END IF;
+  RETURN QUERY SELECT * FROM ay_claim_locked(v_ids, v_spellings, v_attempts, p_execution_ids, p_harness_spellings, p_harness_types,
+    p_executor, p_worker, p_lease_ms, p_to, p_from);
+END
+$$;
+
+-- Direct hand-off (src/execution/hand-off.ts): runs created in a process whose executors have free slots are
+-- inserted QUEUED and, in the same statement, claimed by that process's executors the way a wake-up would
+-- claim them. The claim may take older runs of other teams instead of the new ones; whatever it leaves stays
+-- QUEUED and is announced by the caller.
+-- * The insert is static, planned once per connection: the columns are those of insertRuns in src/runs/
+--   (the hand-off checks at start that insertRuns writes exactly these, and stays off otherwise).
+-- * When nothing else is queued for the service's executors and the claim may take every new run, the fair
+--   choice between teams (ay_lock_service_runs) can only answer "every new run these executors take": that
+--   set is taken directly. Otherwise the usual fair claim runs.
+
+CREATE OR REPLACE FUNCTION ay_create_and_claim_service_runs(
+  p_runs jsonb, p_harnesses text[], p_limit integer, p_execution_ids text[], p_harness_spellings text[],
+  p_harness_types text[], p_executor text, p_lease_ms integer, p_to text, p_from text[])
+RETURNS TABLE (run jsonb, execution_id text, attempt integer, harness text, previous json, followups json, attachments json)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+DECLARE
+  v_new text[];
+  v_ids text[];
+  v_spellings text[];
+BEGIN
+  WITH inserted AS (
+    INSERT INTO runs (
+      id, team_id, title, prompt, state, source, config, config_name, model_id, environment_id, skill_spec,
+      worker_host, creator_id, creator_type, creator_name, creator_email, factory_id, automation_id,
+      delivery_id, schedule_id, parent_run_id, conversation_id, session_id, metadata, executor_id,
+      executor_type, executor_name)
+    SELECT
+      id, team_id, title, prompt, state, source, config, config_name, model_id, environment_id, skill_spec,
+      worker_host, creator_id, creator_type, creator_name, creator_email, factory_id, automation_id,
+      delivery_id, schedule_id, parent_run_id, conversation_id, session_id, metadata, executor_id,
+      executor_type, executor_name
+    FROM jsonb_to_recordset(p_runs) AS r(
+      id text, team_id text, title text, prompt text, state text, source text, config jsonb, config_name text,
+      model_id text, environment_id text, skill_spec text, worker_host text, creator_id text,
+      creator_type text, creator_name text, creator_email text, factory_id text, automation_id text,
+      delivery_id text, schedule_id text, parent_run_id text, conversation_id text, session_id text,
+      metadata jsonb, executor_id text, executor_type text, executor_name text)
+    RETURNING id
+  )
+  SELECT array_agg(id) INTO v_new FROM inserted;
+  IF p_limit <= 0 THEN
+    RETURN;
+  END IF;
+  IF p_limit < cardinality(v_new) OR EXISTS (
+    SELECT 1 FROM runs q WHERE q.state = 'QUEUED' AND q.worker_host IS NULL AND q.id <> ALL (v_new)
+  ) THEN
+    RETURN QUERY SELECT * FROM ay_claim_service_runs(p_harnesses, p_limit, p_execution_ids, p_harness_spellings, p_harness_types,
+      p_executor, p_lease_ms, p_to, p_from);
+    RETURN;
+  END IF;
+  -- the filters of ay_lock_service_runs; rows inserted by this transaction need no lock (nobody else sees them)
+  SELECT array_agg(r.id ORDER BY r.created_at, r.id), array_agg(r.config->'harness'->>'type' ORDER BY r.created_at, r.id)
+    INTO v_ids, v_spellings
+  FROM runs r
+  WHERE r.id = ANY (v_new) AND r.state = 'QUEUED' AND r.worker_host IS NULL
+    AND coalesce(nullif(lower(r.config->'harness'->>'type'), ''), 'oz') = ANY (p_harnesses)
+    AND (r.factory_id IS NULL OR NOT EXISTS (
+      SELECT 1 FROM kubernetes_factories k WHERE k.factory_id = r.factory_id AND k.deleted_at IS NULL AND k.executor = 'kubernetes'));
+  IF v_ids IS NULL THEN
+    RETURN;
+  END IF;
+  -- new runs: their first execution
+  RETURN QUERY SELECT * FROM ay_claim_locked(v_ids, v_spellings, array_fill(1, ARRAY[cardinality(v_ids)]), p_execution_ids,
+    p_harness_spellings, p_harness_types, p_executor, NULL, p_lease_ms, p_to, p_from);
+END
+$$;
+
+-- Starts executions: those still holding their lease are marked started (locked before their runs, as the
+-- reaper locks them), their runs moved CLAIMED → INPROGRESS with the transition the caller passes (the state
+-- machine's `start`, guarded by the run's current execution), and the follow-ups in their prompts consumed.
+-- Answers the runs that moved.
+
+CREATE OR REPLACE FUNCTION ay_start_executions(
+  p_run_ids text[], p_execution_ids text[], p_workspaces text[], p_leases integer[], p_messages jsonb[],
+  p_followup_ids text[], p_followup_executions text[], p_to text, p_from text[])
+RETURNS TABLE (run_id text)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  WITH input AS (
+    SELECT * FROM unnest(p_run_ids, p_execution_ids, p_workspaces, p_leases, p_messages) AS i(id, execution_id, workspace, lease, message)
+  ), live AS (
+    UPDATE executions e SET started_at = ay_now(), workspace = i.workspace, heartbeat_at = ay_now(),
+      lease_expires_at = ay_now() + i.lease * interval '1 millisecond'
+    FROM input i WHERE e.id = i.execution_id AND e.ended_at IS NULL RETURNING e.id
+  ), x AS (
+    SELECT i.id, i.execution_id, i.message FROM input i JOIN live l ON l.id = i.execution_id
+  ), moved AS (
+    UPDATE runs r SET state = p_to, updated_at = ay_now(), started_at = coalesce(r.started_at, ay_now()), status_message = x.message
+    FROM x WHERE r.id = x.id AND r.state = ANY(p_from) AND r.execution_id = x.execution_id
+    RETURNING r.id, r.execution_id
+  ), consumed AS (
+    UPDATE run_followups f SET consumed_by_execution = c.execution_id, consumed_at = ay_now()
+    FROM unnest(p_followup_ids, p_followup_executions) AS c(id, execution_id) JOIN moved m ON m.execution_id = c.execution_id
+    WHERE f.id = c.id AND f.consumed_by_execution IS NULL RETURNING 1
+  )
+  SELECT m.id FROM moved m;
+END
+$$;
+
+-- The end of a batch of executions in one call (src/execution/recorder.ts) instead of a transaction of several
+-- statements: on PGlite each would hold its only connection, on PostgreSQL each would be a round trip.
+--
+-- p_transitions holds the state machine's transitions the end uses (src/runs/state-machine.ts, passed by the
+-- caller): {"succeed": {"to": ..., "from": [...]}, "fail": ..., "error": ..., "continue": ...}. Per
+-- execution, p_events names the one its outcome applies (NULL: none, the run is left as it is). The columns
+-- each event sets are those of applyRunEventMany in src/runs/.
+--
+-- In order, each statement seeing the previous ones (and, on PostgreSQL, what others committed meanwhile):
+-- 1. the executions that still hold their lease are ended (locked before their runs, as the reaper does);
+-- 2. their runs move by their event, a compare-and-set on the state and on the execution still being the
+--    run's current one, their usage added (p_usages: amounts to add per key, NULL for none);
+-- 3. a run that moved while a follow-up waited that its execution did not consume is queued again
+--    (`continue`). A statement of its own on purpose: it sees a follow-up committed while 2 waited for the
+--    run's row lock (one statement would read with the snapshot taken before the wait).
+-- Answers the runs that moved, as they are at the end, and whether they were queued again.
+--
+-- Its plans are pinned: every statement looks rows up by primary key (run_followups by run) for a batch of at
+-- most a few hundred, so nested loops over index lookups are right at any table size. Generic plans are made
+-- at the first call of a session and PGlite never analyzes, so a first call on a young database would keep
+-- sequential scans and hash joins for the life of the process; `(e.ended_at IS NULL) IS TRUE` keeps the
+-- partial index of live executions, which cannot answer it, from being scanned once per execution.
+
+CREATE OR REPLACE FUNCTION ay_end_executions(
+  p_execution_ids text[], p_run_ids text[], p_outcomes text[], p_exit_codes integer[], p_sessions text[],
+  p_workspaces text[], p_events text[], p_messages jsonb[], p_usages jsonb[], p_transitions jsonb)
+RETURNS TABLE (run jsonb, requeued boolean)
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off AS $$
+#variable_conflict use_column
+DECLARE
+  v_ended text[];
+  v_moved text[];
+  v_requeued text[];
+BEGIN
+  WITH ended AS (
+    UPDATE executions e SET ended_at = ay_now(), outcome = x.outcome, exit_code = x.exit_code,
+      agent_session_id = coalesce(x.session, e.agent_session_id), workspace = coalesce(x.workspace, e.workspace)
+    FROM unnest(p_execution_ids, p_outcomes, p_exit_codes, p_sessions, p_workspaces) AS x(id, outcome, exit_code, session, workspace)
+    WHERE e.id = x.id AND (e.ended_at IS NULL) IS TRUE
+    RETURNING e.id
+  )
+  SELECT array_agg(ended.id) INTO v_ended FROM ended;
+  IF v_ended IS NULL THEN
+    RETURN;
+  END IF;
+
+  WITH moved AS (
+    UPDATE runs r SET state = p_transitions->x.event->>'to', updated_at = ay_now(), finished_at = ay_now(),
+      status_message = x.message,
+      request_usage = CASE WHEN x.usage IS NULL THEN r.request_usage ELSE coalesce(r.request_usage, '{}'::jsonb) || coalesce((
+        SELECT jsonb_object_agg(u.key,
+          CASE WHEN jsonb_typeof(r.request_usage->u.key) = 'number' THEN (r.request_usage->>u.key)::numeric ELSE 0 END + u.value::numeric)
+        FROM jsonb_each_text(x.usage) AS u(key, value)), '{}'::jsonb) END
+    FROM unnest(p_execution_ids, p_run_ids, p_events, p_messages, p_usages) AS x(execution_id, id, event, message, usage)
+    WHERE x.execution_id = ANY (v_ended) AND x.event IS NOT NULL
+      AND r.id = x.id AND r.execution_id = x.execution_id AND (p_transitions->x.event->'from') ? r.state
+    RETURNING r.id
+  )
+  SELECT array_agg(moved.id) INTO v_moved FROM moved;
+  IF v_moved IS NULL THEN
+    RETURN;
+  END IF;
+
+  WITH again AS (
+    UPDATE runs r SET state = p_transitions->'continue'->>'to', updated_at = ay_now(), finished_at = NULL, status_message = NULL
+    WHERE r.id = ANY (v_moved) AND (p_transitions->'continue'->'from') ? r.state
+      AND EXISTS (SELECT 1 FROM run_followups f WHERE f.run_id = r.id AND f.consumed_by_execution IS NULL)
+    RETURNING r.id
+  )
+  SELECT array_agg(again.id) INTO v_requeued FROM again;
+
+  RETURN QUERY SELECT to_jsonb(r), r.id = ANY (coalesce(v_requeued, '{}'::text[])) FROM runs r WHERE r.id = ANY (v_moved);
+END
+$$;

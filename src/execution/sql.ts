@@ -1,0 +1,495 @@
+/**
+ * The execution domain's SQL: claims, starts and ends (the calls of the functions in functions.sql), leases,
+ * executor presence, waiting messages, what an assignment reads. Every statement of src/execution/ is here.
+ */
+import type { Queryable, QueryResult, SqlValue } from '../kernel/db.ts';
+import type { AssignmentInputs } from './assignment-builder.ts';
+import type { HarnessType } from './settings.ts';
+
+// ---- the queue (functions.sql) ----
+
+/** A row answered by a claim: the claimed run as JSON, its new execution, and what its assignment needs. */
+export interface ClaimRow {
+  run: Record<string, unknown>;
+  execution_id: string;
+  attempt: number;
+  harness: HarnessType;
+  previous: AssignmentInputs['previous'];
+  followups: AssignmentInputs['followups'];
+  attachments: AssignmentInputs['attachments'];
+}
+
+/** The parameters every claim passes (harness spellings, new execution ids, the lease, the `claim` transition). */
+export interface ClaimParams {
+  harnesses: string[];
+  limit: number;
+  executionIds: string[];
+  harnessSpellings: string[];
+  harnessTypes: HarnessType[];
+  executor: string;
+  leaseMs: number;
+  to: string;
+  from: string[];
+}
+
+export function ayClaimServiceRuns(q: Queryable, p: ClaimParams): Promise<QueryResult<ClaimRow>> {
+  return q.query<ClaimRow>(
+    'SELECT * FROM ay_claim_service_runs($1::text[], $2::int, $3::text[], $4::text[], $5::text[], $6, $7::int, $8, $9::text[])',
+    [p.harnesses, p.limit, p.executionIds, p.harnessSpellings, p.harnessTypes, p.executor, p.leaseMs, p.to, p.from],
+  );
+}
+
+/** `records`: the JSON records of runs/sql.ts insertRunsParameter. */
+export function ayCreateAndClaimServiceRuns(
+  q: Queryable,
+  records: string,
+  p: ClaimParams,
+): Promise<QueryResult<ClaimRow>> {
+  return q.query<ClaimRow>(
+    'SELECT * FROM ay_create_and_claim_service_runs($1::jsonb, $2::text[], $3::int, $4::text[], $5::text[], $6::text[], $7, $8::int, $9, $10::text[])',
+    [
+      records,
+      p.harnesses,
+      p.limit,
+      p.executionIds,
+      p.harnessSpellings,
+      p.harnessTypes,
+      p.executor,
+      p.leaseMs,
+      p.to,
+      p.from,
+    ],
+  );
+}
+
+export function ayClaimWorkerRuns(
+  q: Queryable,
+  teamId: string,
+  workerId: string,
+  p: ClaimParams,
+): Promise<QueryResult<ClaimRow>> {
+  return q.query<ClaimRow>(
+    'SELECT * FROM ay_claim_worker_runs($1, $2, $3::text[], $4::int, $5::text[], $6::text[], $7::text[], $8, $9::int, $10, $11::text[])',
+    [
+      teamId,
+      workerId,
+      p.harnesses,
+      p.limit,
+      p.executionIds,
+      p.harnessSpellings,
+      p.harnessTypes,
+      p.executor,
+      p.leaseMs,
+      p.to,
+      p.from,
+    ],
+  );
+}
+
+/** The arrays ay_start_executions takes, one entry per execution (the follow-ups: one per follow-up). */
+export interface StartParams {
+  runIds: string[];
+  executionIds: string[];
+  workspaces: string[];
+  leases: number[];
+  messages: string[];
+  followupIds: string[];
+  followupExecutions: string[];
+  to: string;
+  from: string[];
+}
+
+export function ayStartExecutions(q: Queryable, p: StartParams): Promise<QueryResult<{ run_id: string }>> {
+  return q.query<{ run_id: string }>(
+    'SELECT run_id FROM ay_start_executions($1::text[], $2::text[], $3::text[], $4::int[], $5::jsonb[], $6::text[], $7::text[], $8, $9::text[])',
+    [p.runIds, p.executionIds, p.workspaces, p.leases, p.messages, p.followupIds, p.followupExecutions, p.to, p.from],
+  );
+}
+
+/** The arrays ay_end_executions takes, one entry per execution, and the transitions its ends use (JSON). */
+export interface EndParams {
+  executionIds: string[];
+  runIds: string[];
+  outcomes: string[];
+  exitCodes: (number | null)[];
+  sessions: (string | null)[];
+  workspaces: (string | null)[];
+  events: (string | null)[];
+  messages: string[];
+  usages: (string | null)[];
+  transitions: string;
+}
+
+export function ayEndExecutions(
+  q: Queryable,
+  p: EndParams,
+): Promise<QueryResult<{ run: Record<string, unknown>; requeued: boolean }>> {
+  return q.query<{ run: Record<string, unknown>; requeued: boolean }>(
+    'SELECT * FROM ay_end_executions($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::jsonb[], $9::jsonb[], $10::jsonb)',
+    [
+      p.executionIds,
+      p.runIds,
+      p.outcomes,
+      p.exitCodes,
+      p.sessions,
+      p.workspaces,
+      p.events,
+      p.messages,
+      p.usages,
+      p.transitions,
+    ],
+  );
+}
+
+// ---- leases and executions ----
+
+export interface LiveRow {
+  id: string;
+  ended: boolean;
+  state: string | null;
+  current: string | null;
+}
+
+/** Extends the leases of the live executions among `ids`; answers each with its run's state. */
+export function heartbeatExecutions(
+  q: Queryable,
+  ids: readonly string[],
+  leaseMs: number,
+): Promise<QueryResult<LiveRow>> {
+  return q.query<LiveRow>(
+    `WITH beat AS (
+         UPDATE executions SET heartbeat_at = ay_now(), lease_expires_at = ay_now() + $2 * interval '1 millisecond'
+         WHERE id = ANY($1::text[]) AND ended_at IS NULL RETURNING id, run_id
+       )
+       SELECT e.id, (b.id IS NULL) AS ended, r.state, r.execution_id AS current
+       FROM executions e LEFT JOIN beat b ON b.id = e.id LEFT JOIN runs r ON r.id = e.run_id
+       WHERE e.id = ANY($1::text[])`,
+    [ids, leaseMs],
+  );
+}
+
+export function checkExecutions(q: Queryable, ids: readonly string[]): Promise<QueryResult<LiveRow>> {
+  return q.query<LiveRow>(
+    `SELECT e.id, (e.ended_at IS NOT NULL) AS ended, r.state, r.execution_id AS current
+       FROM executions e LEFT JOIN runs r ON r.id = e.run_id WHERE e.id = ANY($1::text[])`,
+    [ids],
+  );
+}
+
+/** Ends a live execution as `released`; answers its id when it was live. */
+export function releaseExecution(q: Queryable, executionId: string): Promise<QueryResult<{ id: string }>> {
+  return q.query<{ id: string }>(
+    `UPDATE executions SET ended_at = ay_now(), outcome = 'released' WHERE id = $1 AND ended_at IS NULL RETURNING id`,
+    [executionId],
+  );
+}
+
+export interface ExpiredExecution {
+  id: string;
+  run_id: string;
+  executor: string;
+  started_at: Date | null;
+  lease_expires_at: Date;
+}
+
+/** Locks up to 100 live executions whose lease expired, oldest expiry first. */
+export function lockExpiredExecutions(q: Queryable): Promise<QueryResult<ExpiredExecution>> {
+  return q.query<ExpiredExecution>(
+    `SELECT id, run_id, executor, started_at, lease_expires_at FROM executions
+         WHERE ended_at IS NULL AND lease_expires_at < ay_now()
+         ORDER BY lease_expires_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
+  );
+}
+
+export async function endExecution(q: Queryable, id: string, outcome: string): Promise<void> {
+  await q.query(`UPDATE executions SET ended_at = ay_now(), outcome = $2 WHERE id = $1`, [id, outcome]);
+}
+
+/** Of `ids`, the executions live or ended within `retentionMs` (their workspaces are kept). */
+export function executionsToKeep(
+  q: Queryable,
+  ids: readonly string[],
+  retentionMs: number,
+): Promise<QueryResult<{ id: string }>> {
+  return q.query<{ id: string }>(
+    `SELECT id FROM executions WHERE id = ANY($1::text[]) AND (ended_at IS NULL OR ended_at > ay_now() - $2 * interval '1 millisecond')`,
+    [ids, retentionMs],
+  );
+}
+
+// ---- runs as executions change them ----
+
+/** Marks runs executed on this server's executors (`execution_location = 'LOCAL'`). */
+export async function markRunsLocal(q: Queryable, runIds: readonly string[]): Promise<void> {
+  await q.query(
+    `UPDATE runs SET execution_location = 'LOCAL' WHERE id = ANY($1::text[]) AND execution_location <> 'LOCAL'`,
+    [runIds],
+  );
+}
+
+/** Consumes follow-ups (id, execution) that are still waiting. */
+export async function consumeFollowups(q: Queryable, pairs: readonly (readonly [string, string])[]): Promise<void> {
+  await q.query(
+    `UPDATE run_followups f SET consumed_by_execution = x.execution_id, consumed_at = ay_now()
+       FROM unnest($1::text[], $2::text[]) AS x(id, execution_id)
+       WHERE f.id = x.id AND f.consumed_by_execution IS NULL`,
+    [pairs.map((p) => p[0]), pairs.map((p) => p[1])],
+  );
+}
+
+/** Appends artifacts (a JSON array) to a run's. */
+export async function appendRunArtifacts(q: Queryable, runId: string, artifacts: string): Promise<void> {
+  await q.query(`UPDATE runs SET artifacts = artifacts || $2::jsonb, updated_at = ay_now() WHERE id = $1`, [
+    runId,
+    artifacts,
+  ]);
+}
+
+export function waitingFollowups(
+  q: Queryable,
+  runIds: readonly string[],
+): Promise<QueryResult<{ id: string; run_id: string; message: string }>> {
+  return q.query<{ id: string; run_id: string; message: string }>(
+    `SELECT id, run_id, message FROM run_followups WHERE run_id = ANY($1::text[]) AND consumed_by_execution IS NULL ORDER BY created_at, id`,
+    [runIds],
+  );
+}
+
+/** Finished runs holding a follow-up nobody consumed for a second (at most 100). */
+export function runsWithUnconsumedFollowups(q: Queryable): Promise<QueryResult<{ run_id: string }>> {
+  return q.query<{ run_id: string }>(
+    `SELECT DISTINCT f.run_id FROM run_followups f JOIN runs r ON r.id = f.run_id
+       WHERE f.consumed_by_execution IS NULL AND r.state IN ('SUCCEEDED', 'FAILED', 'ERROR') AND r.execution_id IS NOT NULL
+         AND f.created_at < ay_now() - interval '1 second'
+       LIMIT 100`,
+  );
+}
+
+// ---- executor presence and waiting messages ----
+
+export interface ExecutorProcess {
+  id: string;
+  host: string;
+  capacity: number;
+  harnesses: readonly string[];
+  defaultHarness: string | null;
+}
+
+export async function registerExecutorProcess(q: Queryable, p: ExecutorProcess): Promise<void> {
+  await q.query(
+    `INSERT INTO executor_processes (id, host, capacity, harnesses, default_harness, last_seen_at) VALUES ($1, $2, $3, $4, $5, ay_now())
+       ON CONFLICT (id) DO UPDATE SET capacity = excluded.capacity, harnesses = excluded.harnesses,
+         default_harness = excluded.default_harness, last_seen_at = ay_now()`,
+    [p.id, p.host, p.capacity, p.harnesses, p.defaultHarness],
+  );
+}
+
+export async function deleteExecutorProcess(q: Queryable, id: string): Promise<void> {
+  await q.query('DELETE FROM executor_processes WHERE id = $1', [id]);
+}
+
+/** Presence records of executor processes and worker connections not seen for a week. */
+export async function deleteStalePresence(q: Queryable): Promise<void> {
+  await q.query(`DELETE FROM executor_processes WHERE last_seen_at < ay_now() - interval '7 days'`);
+  await q.query(`DELETE FROM worker_connections WHERE last_seen_at < ay_now() - interval '7 days'`);
+}
+
+export interface Offer {
+  /** null for the service's executors. */
+  team_id: string | null;
+  worker_id: string | null;
+  harnesses: string[];
+  default_harness: string | null;
+}
+
+/** What the worker connections and executor processes seen within `presenceMs` offer. */
+export function presentOffers(q: Queryable, presenceMs: number): Promise<QueryResult<Offer>> {
+  return q.query<Offer>(
+    `SELECT team_id, worker_id, harnesses, default_harness FROM worker_connections
+       WHERE disconnected_at IS NULL AND last_seen_at > ay_now() - $1 * interval '1 millisecond'
+       UNION ALL
+       SELECT NULL, NULL, harnesses, default_harness FROM executor_processes WHERE last_seen_at > ay_now() - $1 * interval '1 millisecond'`,
+    [presenceMs],
+  );
+}
+
+export interface WaitingRun {
+  id: string;
+  team_id: string;
+  worker_host: string | null;
+  harness: string;
+  message: string | null;
+}
+
+/**
+ * The oldest queued runs not for the operator. Service runs and worker runs apart, each through its partial
+ * index of queued runs (migration 0030): written as one `state = 'QUEUED'`, PostgreSQL before 18 read every run.
+ */
+export function queuedRunsToAnnotate(q: Queryable): Promise<QueryResult<WaitingRun>> {
+  return q.query<WaitingRun>(
+    `SELECT r.id, r.team_id, r.worker_host, coalesce(nullif(lower(r.config->'harness'->>'type'), ''), 'oz') AS harness,
+         r.status_message->>'message' AS message
+       FROM (
+         (SELECT * FROM runs WHERE state = 'QUEUED' AND worker_host IS NULL ORDER BY created_at LIMIT 1000)
+         UNION ALL
+         (SELECT * FROM runs WHERE state = 'QUEUED' AND worker_host IS NOT NULL ORDER BY created_at LIMIT 1000)
+       ) r
+       WHERE r.factory_id IS NULL OR NOT EXISTS (
+         SELECT 1 FROM kubernetes_factories k WHERE k.factory_id = r.factory_id AND k.deleted_at IS NULL AND k.executor = 'kubernetes')
+       ORDER BY r.created_at LIMIT 1000`,
+  );
+}
+
+/** Sets the waiting messages of runs still queued; answers how many changed. */
+export async function setWaitingMessages(
+  q: Queryable,
+  changes: readonly { id: string; message: string }[],
+): Promise<number> {
+  const res = await q.query(
+    `UPDATE runs r SET status_message = jsonb_build_object('message', c.message)
+     FROM unnest($1::text[], $2::text[]) AS c(id, message)
+     WHERE r.id = c.id AND r.state = 'QUEUED'`,
+    [changes.map((c) => c.id), changes.map((c) => c.message)],
+  );
+  return res.rowCount;
+}
+
+// ---- what an assignment reads ----
+
+/** The select-list columns `previous`, `followups` and `attachments` of AssignmentInputs, for a run and its execution. */
+export function ASSIGNMENT_INPUT_COLUMNS(runId: string, executionId: string): string {
+  return `(SELECT coalesce(json_agg(json_build_object('id', e.id, 'agent_session_id', e.agent_session_id, 'started', e.started_at IS NOT NULL)
+         ORDER BY e.attempt DESC), '[]'::json)
+       FROM executions e WHERE e.run_id = ${runId} AND e.id <> ${executionId}) AS previous,
+     (SELECT coalesce(json_agg(json_build_object('id', f.id, 'message', f.message) ORDER BY f.created_at, f.id), '[]'::json)
+       FROM run_followups f WHERE f.run_id = ${runId} AND f.consumed_by_execution IS NULL) AS followups,
+     (SELECT coalesce(json_agg(json_build_object('file_name', a.file_name, 'mime_type', a.mime_type, 'data', encode(a.data, 'base64'))
+         ORDER BY a.file_name), '[]'::json)
+       FROM run_attachments a WHERE a.run_id = ${runId}) AS attachments`;
+}
+
+/** What assignments need from the database, for several claimed runs in one query. */
+export function assignmentInputs(
+  q: Queryable,
+  claims: readonly { runId: string; executionId: string }[],
+): Promise<QueryResult<AssignmentInputs>> {
+  return q.query<AssignmentInputs>(
+    `SELECT x.run_id, ${ASSIGNMENT_INPUT_COLUMNS('x.run_id', 'x.execution_id')}
+     FROM unnest($1::text[], $2::text[]) AS x(run_id, execution_id)`,
+    [claims.map((c) => c.runId), claims.map((c) => c.executionId)],
+  );
+}
+
+/** The newest `result` event of a run. */
+export function lastResultEvent(q: Queryable, runId: string): Promise<QueryResult<{ data: { text?: string } }>> {
+  return q.query<{ data: { text?: string } }>(
+    `SELECT data FROM run_events WHERE run_id = $1 AND type = 'result' ORDER BY sequence DESC LIMIT 1`,
+    [runId],
+  );
+}
+
+/** Run id → the container image of its runner, for the runs whose runner has one. */
+export async function runnerImages(q: Queryable, runIds: readonly string[]): Promise<Map<string, string>> {
+  if (runIds.length === 0) return new Map();
+  const res = await q.query<{ run_id: string; image: string }>(
+    `SELECT r.id AS run_id, rn->'platform'->>'dockerImage' AS image
+     FROM runs r
+     JOIN factories f ON f.id = r.factory_id AND f.deleted_at IS NULL
+     CROSS JOIN LATERAL jsonb_array_elements(coalesce(f.definition->'runners', '[]'::jsonb)) rn
+     WHERE r.id = ANY($1::text[])
+       AND rn->>'name' = coalesce(
+         r.config->>'runner_id',
+         (SELECT a->'execution'->>'runner' FROM jsonb_array_elements(coalesce(f.definition->'agents', '[]'::jsonb)) a
+          WHERE a->>'name' = r.config->>'name' LIMIT 1))
+       AND rn->'platform'->>'dockerImage' IS NOT NULL`,
+    [runIds],
+  );
+  return new Map(res.rows.map((r) => [r.run_id, r.image]));
+}
+
+export interface SkillLookup {
+  /** Names of the factories looked in, in the order they are looked in. */
+  factories: string[];
+  /** The skill directories looked for in each factory, in order. */
+  dirs: string[];
+  /** The first factory (then directory) holding `<dir>/SKILL.md`, with the files under that directory. */
+  factory_name: string | null;
+  dir: string | null;
+  prefix: string | null;
+  files: { path: string; content: string }[] | null;
+}
+
+/**
+ * A skill's whole look-up in one statement (an assignment waits for it before the run starts): the run's
+ * factory, or the team's factories by name; the agent (the automation's, else the run's configuration name);
+ * the candidate directories (`dirs`, else the agent's `skills/<name>` then the shared one); the first factory
+ * and directory holding a SKILL.md, and the files under it.
+ */
+export async function lookUpSkill(
+  q: Queryable,
+  run: { team_id: string; factory_id: string | null; automation_id: string | null; config_name: string | null },
+  dirs: string[] | null,
+  name: string,
+): Promise<SkillLookup> {
+  const params: SqlValue[] = [run.factory_id, run.team_id, run.automation_id, run.config_name, dirs, name];
+  return (
+    await q.query<SkillLookup>(
+      `WITH f AS (
+    SELECT id, name, row_number() OVER (ORDER BY name, id) AS ord FROM factories
+    WHERE CASE WHEN $1::text IS NULL THEN team_id = $2::text AND deleted_at IS NULL ELSE id = $1::text END
+  ), a AS (
+    SELECT coalesce((SELECT agent FROM automations WHERE id = $3::text), $4::text) AS agent
+  ), d AS (
+    SELECT coalesce($5::text[], CASE WHEN coalesce(a.agent, '') <> '' THEN ARRAY['agents/' || a.agent || '/skills/' || $6::text, 'skills/' || $6::text]
+      ELSE ARRAY['skills/' || $6::text] END) AS dirs FROM a
+  ), c AS (
+    SELECT x.dir, x.ord, CASE WHEN x.dir = '' THEN '' ELSE x.dir || '/' END AS prefix FROM d, unnest(d.dirs) WITH ORDINALITY AS x(dir, ord)
+  ), hit AS (
+    SELECT f.id, f.name, c.dir, c.prefix FROM f CROSS JOIN c
+    WHERE EXISTS (SELECT 1 FROM factory_files ff WHERE ff.factory_id = f.id AND ff.path = c.prefix || 'SKILL.md')
+    ORDER BY f.ord, c.ord LIMIT 1
+  )
+  SELECT (SELECT coalesce(json_agg(f.name ORDER BY f.ord), '[]'::json) FROM f) AS factories, (SELECT dirs FROM d) AS dirs,
+    h.name AS factory_name, h.dir, h.prefix,
+    (SELECT coalesce(json_agg(json_build_object('path', ff.path, 'content', ff.content) ORDER BY ff.path), '[]'::json)
+      FROM factory_files ff WHERE ff.factory_id = h.id AND starts_with(ff.path, h.prefix)) AS files
+  FROM (SELECT 1) AS one LEFT JOIN hit h ON true`,
+      params,
+    )
+  ).rows[0]!;
+}
+
+// ---- the workers list (GET /workers) ----
+
+export interface WorkerConnectionRow {
+  id: string;
+  worker_id: string;
+  connected: boolean;
+  capacity: number;
+  load: number;
+  harnesses: string[];
+  default_harness: string | null;
+  host: string | null;
+  version: string | null;
+  protocol: number;
+  connected_at: Date;
+  last_seen_at: Date;
+  disconnected_at: Date | null;
+}
+
+/** A team's worker connections seen within `recentMs`; connected: seen within `staleMs` and not disconnected. */
+export function listWorkerConnections(
+  q: Queryable,
+  teamId: string,
+  staleMs: number,
+  recentMs: number,
+): Promise<QueryResult<WorkerConnectionRow>> {
+  return q.query<WorkerConnectionRow>(
+    `SELECT id, worker_id, (disconnected_at IS NULL AND last_seen_at > ay_now() - $2 * interval '1 millisecond') AS connected,
+           capacity, load, harnesses, default_harness, host, version, protocol, connected_at, last_seen_at, disconnected_at
+         FROM worker_connections
+         WHERE team_id = $1 AND last_seen_at > ay_now() - $3 * interval '1 millisecond'
+         ORDER BY worker_id, connected DESC, last_seen_at DESC`,
+    [teamId, staleMs, recentMs],
+  );
+}
