@@ -1,7 +1,8 @@
 /**
  * A local stand-in for GitHub's REST API, answering in its documented wire format the calls Agentyard makes
  * through octokit: `POST /app/installations/{id}/access_tokens` (docs.github.com/rest/apps/apps#create-an-
- * installation-access-token-for-an-app). The App's JWT is verified with the App's public key.
+ * installation-access-token-for-an-app; the App's JWT is verified with the App's public key) and `GET /user`
+ * (docs.github.com/rest/users/users#get-the-authenticated-user) for the users' tokens given.
  */
 import { createPublicKey, createVerify } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -28,7 +29,10 @@ function verifyJwt(jwt: string, publicKeyPem: string): Record<string, unknown> |
   return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
 }
 
-export async function startGithubApi(publicKeyPem: string): Promise<GithubApiStandIn> {
+/** A user's personal token and the account GitHub answers for it. */
+export type GithubUsers = Record<string, { login: string; id: number; name: string | null }>;
+
+export async function startGithubApi(publicKeyPem: string, users: GithubUsers = {}): Promise<GithubApiStandIn> {
   const tokenRequests: TokenRequest[] = [];
   let issued = 0;
   const server = createServer((req, res) => {
@@ -38,6 +42,12 @@ export async function startGithubApi(publicKeyPem: string): Promise<GithubApiSta
       const send = (status: number, body: unknown) => {
         res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(body));
       };
+      if (req.method === 'GET' && req.url === '/user') {
+        const token = /^(?:token|bearer) (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
+        const user = token ? users[token] : undefined;
+        if (!user) return send(401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest' });
+        return send(200, { login: user.login, id: user.id, name: user.name, type: 'User', site_admin: false });
+      }
       const match = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(req.url ?? '');
       if (req.method !== 'POST' || !match) return send(404, { message: 'Not Found' });
       const jwt = /^bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
