@@ -44,6 +44,7 @@ import { pullFilesHandler } from './integrations/pull-files.ts';
 import { factoryCheckHandler } from './factories/config-check.ts';
 import { registerProviderEventRoutes } from './integrations/events-routes.ts';
 import { registerIntegrationRoutes } from './integrations/routes.ts';
+import { registerProviderIdentityRoutes } from './integrations/identity-routes.ts';
 import { createIngressRuntime, startDeliveryRetention } from './ingress/runtime.ts';
 import type { IngressOptions, IngressRuntime } from './ingress/runtime.ts';
 import { systemClock } from './kernel/clock.ts';
@@ -313,7 +314,10 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     },
     {
       name: 'integrations',
-      api: (app) => registerIntegrationRoutes(app, services),
+      async api(app) {
+        await registerIntegrationRoutes(app, services);
+        await registerProviderIdentityRoutes(app, services, secrets);
+      },
       async root(app) {
         if (ingress && connections)
           registerProviderEventRoutes(app, { ctx: services, ingress, limits: ingress.limits, connections });

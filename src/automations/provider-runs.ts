@@ -134,6 +134,8 @@ export async function providerFirings(tx: Queryable, delivery: OutboxDelivery): 
           ...(derived.repository && derived.subject ? { repository: derived.subject } : {}),
           ...(derived.subject ? { subject: derived.subject } : {}),
           connection_id: delivery.webhook_uid,
+          ...(sub.credential_strategy === 'CREATOR' ? { credential_strategy: 'CREATOR' } : {}),
+          ...(derived.sender ? { sender: derived.sender } : {}),
         },
         attachments: [
           { fileName: EVENT_PAYLOAD_FILE, mimeType: 'application/json', data: Buffer.from(delivery.payload) },

@@ -90,6 +90,7 @@ export type ProviderSubscription = Pick<AutomationRow, 'team_id' | 'factory_id' 
   event: string;
   filter: Record<string, FilterMatcher>;
   agent_prompt: string | null;
+  /** The automation's agent's `credentialStrategy`, else the factory's; null: neither says (EXECUTOR). */
   credential_strategy: string | null;
 };
 
@@ -101,7 +102,10 @@ export async function providerSubscriptions(
   const res = await q.query<ProviderSubscription>(
     `SELECT t.automation_id, t.trigger_index, t.event, t.filter, a.name AS automation_name, a.team_id, a.factory_id,
             a.prompt, a.agent, a.config, ${AUTOMATION_AGENT_PROMPT_SQL} AS agent_prompt,
-            f.definition->'factory'->>'credentialStrategy' AS credential_strategy
+            coalesce((SELECT ag->>'credentialStrategy' FROM jsonb_array_elements(
+               CASE WHEN jsonb_typeof(f.definition->'agents') = 'array' THEN f.definition->'agents' ELSE '[]'::jsonb END) ag
+              WHERE ag->>'name' = coalesce(a.agent, f.definition->>'foreman') LIMIT 1),
+              f.definition->'factory'->>'credentialStrategy') AS credential_strategy
        FROM automation_provider_triggers t JOIN automations a ON a.id = t.automation_id JOIN factories f ON f.id = a.factory_id
       WHERE t.team_id = $1 AND t.provider = $2 AND t.repository = $3 AND t.event = ANY($4::text[])
         AND a.enabled AND a.deleted_at IS NULL AND f.deleted_at IS NULL

@@ -18,6 +18,8 @@ export interface DerivedEvents {
   subject: string | null;
   /** GitHub: the repository, lower-case `owner/name`; the routing key. */
   repository: string | null;
+  /** Who caused the event, as the provider names accounts: GitHub login, Slack user id, Linear user id. */
+  sender?: string | null;
   events: ProviderEvent[];
 }
 
@@ -216,7 +218,7 @@ export function githubEvents(eventType: string, body: unknown): DerivedEvents {
       break;
     }
   }
-  return { subject: repo ?? null, repository, events };
+  return { subject: repo ?? null, repository, sender: sender ?? null, events };
 }
 
 // ── Slack ────────────────────────────────────────────────────────────────────────────────────────────────
@@ -238,7 +240,7 @@ export function slackEvents(body: unknown): DerivedEvents {
   if (!payload || payload.type !== 'event_callback' || !event) return NONE;
   const type = str(event.type);
   const channel = str(event.channel) ?? str(obj(event.item)?.channel);
-  const base = { subject: channel ?? null, repository: null };
+  const base = { subject: channel ?? null, repository: null, sender: str(event.user) ?? null };
   const message: Facts = {
     channel_ids: strings(channel),
     user_ids: strings(event.user),
@@ -357,7 +359,14 @@ export function linearEvents(body: unknown): DerivedEvents {
       },
     });
   }
-  return { subject, repository: null, events };
+  const session = obj(payload.agentSession);
+  const sender =
+    str(obj(payload.actor)?.id) ??
+    (type === 'Comment' ? str(data?.userId) : undefined) ??
+    (type === 'Issue' && action === 'create' ? str(data?.creatorId) : undefined) ??
+    str(session?.creatorId) ??
+    null;
+  return { subject, repository: null, sender, events };
 }
 
 /** The events of a delivery from one of the connected providers. */

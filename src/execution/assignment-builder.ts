@@ -4,6 +4,7 @@
  * and the agent session to resume.
  */
 import { chatRunEnv } from '../integrations/chat-tokens.ts';
+import { actsAsCreator, CreatorUnknown, creatorRunEnv } from '../integrations/creator-env.ts';
 import { githubRunEnv } from '../integrations/github-token.ts';
 import type { AgentConfig, RunRow } from '../runs/model.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
@@ -168,17 +169,17 @@ async function assignmentFrom(
     for (const name of SECRET_ENV_OF[harness]) secretEnv[name] = value.trim();
   }
 
-  if (run.factory_id) Object.assign(secretEnv, await chatRunEnv(q, secrets, run));
-  if (run.source === 'GITHUB_ACTION') {
-    // A GitHub App connection lends the run a token for the event's repository (never argv; redacted from events).
+  if (actsAsCreator(run)) {
+    // The member who caused the event lends their own tokens; the connection's identity is not used.
     try {
-      Object.assign(secretEnv, await githubRunEnv(q, secrets, run));
+      Object.assign(secretEnv, await creatorRunEnv(q, secrets, run));
     } catch (err) {
-      throw new AssignmentError(
-        'environment_setup_failed',
-        `could not get a GitHub installation token for ${run.metadata.repository ?? 'the repository'}: ${(err as Error).message}`,
-      );
+      if (err instanceof CreatorUnknown) throw new AssignmentError('environment_setup_failed', err.message);
+      throw err;
     }
+  } else {
+    if (run.factory_id) Object.assign(secretEnv, await chatRunEnv(q, secrets, run));
+    if (run.source === 'GITHUB_ACTION') await addGithubToken(q, secrets, run, secretEnv);
   }
 
   const attachments = inputs.attachments.map((a) => ({
@@ -215,4 +216,21 @@ async function assignmentFrom(
       sessionLink: sessionLink(run.session_id),
     },
   };
+}
+
+/** An App installation token for the event's repository (never argv; redacted from events). */
+async function addGithubToken(
+  q: Queryable,
+  secrets: SecretProvider,
+  run: RunRow,
+  secretEnv: Record<string, string>,
+): Promise<void> {
+  try {
+    Object.assign(secretEnv, await githubRunEnv(q, secrets, run));
+  } catch (err) {
+    throw new AssignmentError(
+      'environment_setup_failed',
+      `could not get a GitHub installation token for ${run.metadata.repository ?? 'the repository'}: ${(err as Error).message}`,
+    );
+  }
 }

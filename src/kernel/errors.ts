@@ -48,6 +48,9 @@ export const ERROR_CATALOGUE = {
   download_url_expired: { status: 403, title: 'Download URL expired', retryable: false },
   download_url_invalid: { status: 403, title: 'Download URL invalid', retryable: false },
   model_unknown: { status: 422, title: 'Unknown model', retryable: false },
+  provider_token_rejected: { status: 422, title: 'Provider refused the token', retryable: false },
+  provider_identity_taken: { status: 409, title: 'Provider account linked by another member', retryable: false },
+  provider_unreachable: { status: 502, title: 'Provider did not answer', retryable: true },
   // Webhook ingress
   webhook_not_found: { status: 404, title: 'Webhook not found', retryable: false },
   webhook_unauthorized: { status: 401, title: 'Webhook authentication failed', retryable: false },

@@ -63,14 +63,14 @@ describe.each(ENGINES)('settings this deployment accepts without acting on them,
       .map((d) => [d.path, d.line, d.message]);
     expect(notes).toEqual(
       expect.arrayContaining([
-        ['factory.yaml', 9, DEPLOYMENT_NOTES.credentialStrategy],
         ['runners/default.yaml', 5, DEPLOYMENT_NOTES.runnerSetupCommands],
         ['runners/default.yaml', 7, DEPLOYMENT_NOTES.runnerInstanceShape],
         ['runners/mac.yaml', 2, DEPLOYMENT_NOTES.macosRunner],
         ['scorers/triage/scorer.md', 1, DEPLOYMENT_NOTES.scorers],
       ]),
     );
-    expect(notes).toHaveLength(5);
+    // credentialStrategy acts (docs/integrations.md § Credentials out): no note.
+    expect(notes).toHaveLength(4);
     expect(res.body.diagnostics.every((d: { severity: string }) => d.severity === 'warning')).toBe(true);
   });
 });

@@ -188,6 +188,28 @@ function teamAConnection(f: Fixture): Promise<{ id: string; eventsUrl: string }>
   return made;
 }
 
+/** A GitHub identity a member of team A linked (made on first use, straight in the table). */
+const teamAIdentities = new WeakMap<Fixture, Promise<void>>();
+function teamAIdentity(f: Fixture): Promise<void> {
+  let made = teamAIdentities.get(f);
+  if (!made) {
+    made = f.s.server.ctx.db
+      .query(
+        `INSERT INTO integration_identities (team_id, subject_id, subject_name, provider, secret_name, external_id)
+         VALUES ($1, 'usr_isolation_a', 'a member', 'github', $2, 'a-login')`,
+        [f.a.teamId, f.a.secretName],
+      )
+      .then(() => undefined);
+    teamAIdentities.set(f, made);
+  }
+  return made;
+}
+
+async function teamAIdentityListed(f: Fixture): Promise<void> {
+  const listed = (await f.asA('GET', '/integrations/github/identities')).body.identities as { account_id: string }[];
+  expect(listed.map((i) => i.account_id)).toContain('a-login');
+}
+
 const ISOLATION: Record<string, Probe> = {
   'GET /healthz': {
     kind: 'public',
@@ -961,6 +983,40 @@ const ISOLATION: Record<string, Probe> = {
       await teamAConnection(f);
       expect((await f.asA('GET', '/integrations/slack/deliveries')).status).toBe(200);
       await expectNotFound(await f.asB('GET', '/integrations/slack/deliveries'), "B reads slack's delivery log");
+    },
+  },
+  'GET /api/v1/integrations/:provider/identities': {
+    kind: 'team-list',
+    check: async (f) => {
+      await teamAIdentity(f);
+      await teamAIdentityListed(f);
+      expect((await f.asB('GET', '/integrations/github/identities')).body.identities).toEqual([]);
+      expect((await f.s.api('GET', '/integrations/github/identities', undefined, f.b.member)).status).toBe(403);
+    },
+  },
+  'GET /api/v1/integrations/:provider/identities/me': {
+    kind: 'caller',
+    check: async (f) => {
+      await teamAIdentity(f);
+      await expectNotFound(await f.asB('GET', '/integrations/github/identities/me'), "B reads A's identity");
+    },
+  },
+  'PUT /api/v1/integrations/:provider/identities/me': {
+    kind: 'team-create',
+    check: async (f) => {
+      // team A's secret names mean nothing in team B (and no provider is asked)
+      expect((await f.asA('PUT', '/secrets/a-only-github-token', { value: 'ghp_a' })).status).toBeLessThan(300);
+      const res = await f.asB('PUT', '/integrations/github/identities/me', { secret_name: 'a-only-github-token' });
+      expect(res.status, res.text).toBe(404);
+      expect(res.body.code).toBe('secret_not_found');
+    },
+  },
+  'DELETE /api/v1/integrations/:provider/identities/me': {
+    kind: 'caller',
+    check: async (f) => {
+      await teamAIdentity(f);
+      await expectNotFound(await f.asB('DELETE', '/integrations/github/identities/me'), "B unlinks A's identity");
+      await teamAIdentityListed(f);
     },
   },
   'DELETE /api/v1/integrations/:provider': {

@@ -3,7 +3,8 @@
  * the look-ups Agentyard makes through @slack/web-api and @linear/sdk at apply:
  * Slack `conversations.list` / `users.list` (api.slack.com/methods, cursor pagination in
  * `response_metadata.next_cursor`), Linear `teams`, `projects`, `workflowStates` connections and `issue`
- * (developers.linear.app, Relay-style `nodes` + `pageInfo`).
+ * (developers.linear.app, Relay-style `nodes` + `pageInfo`); and whose a member's token is: Slack `auth.test`,
+ * Linear `viewer`.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +18,12 @@ export interface ChatApiData {
   projects: { id: string; name: string }[];
   states: { id: string; name: string }[];
   issues: { id: string; identifier: string }[];
+  /** Members' user tokens (xoxp-…) and the user each belongs to, for `auth.test`. */
+  slackUserTokens?: Record<string, { user_id: string; user: string }>;
+  /** Members' personal API keys and the user each belongs to, for `viewer`. */
+  linearUserKeys?: Record<string, { id: string; name: string; displayName: string }>;
+  /** Workspace users, for `users` look-ups. */
+  linearUsers?: { id: string; name: string; displayName: string; email?: string }[];
 }
 
 export interface ChatApis {
@@ -40,6 +47,17 @@ export async function startChatApis(data: ChatApiData): Promise<ChatApis> {
       const slack = /^\/slack\/api\/([a-z.]+)$/.exec(req.url ?? '');
       if (slack) {
         calls.push(`slack ${slack[1]}`);
+        const userToken = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
+        if (slack[1] === 'auth.test' && data.slackUserTokens?.[userToken]) {
+          const who = data.slackUserTokens[userToken]!;
+          return json(200, {
+            ok: true,
+            url: 'https://example.slack.com/',
+            team: 'Example',
+            team_id: 'T123ABC456',
+            ...who,
+          });
+        }
         if (req.headers.authorization !== `Bearer ${data.slackToken}`)
           return json(200, { ok: false, error: 'invalid_auth' });
         if (slack[1] === 'conversations.list')
@@ -49,6 +67,11 @@ export async function startChatApis(data: ChatApiData): Promise<ChatApis> {
         return json(200, { ok: false, error: 'unknown_method' });
       }
       if (req.url === '/linear/graphql') {
+        const member = data.linearUserKeys?.[req.headers.authorization ?? ''];
+        if (member && /^\s*query\s+viewer\b/.test((JSON.parse(body) as { query: string }).query)) {
+          calls.push('linear viewer');
+          return json(200, { data: { viewer: { ...member, active: true, admin: false, guest: false } } });
+        }
         if (req.headers.authorization !== data.linearKey)
           return json(400, {
             errors: [{ message: 'Authentication required', extensions: { type: 'authentication error' } }],
@@ -60,6 +83,15 @@ export async function startChatApis(data: ChatApiData): Promise<ChatApis> {
         if (root === 'teams') return list(data.teams);
         if (root === 'projects') return list(data.projects);
         if (root === 'workflowStates') return list(data.states);
+        if (root === 'users') {
+          const filter = JSON.stringify(variables ?? {}).toLowerCase();
+          return list(
+            (data.linearUsers ?? []).filter(
+              (u) =>
+                filter.includes(`"${u.displayName.toLowerCase()}"`) || filter.includes(`"${u.name.toLowerCase()}"`),
+            ),
+          );
+        }
         if (root === 'issue') {
           const issue = data.issues.find((i) => i.identifier === variables?.id || i.id === variables?.id);
           if (!issue) return json(200, { data: null, errors: [{ message: 'Entity not found: Issue' }] });

@@ -3,6 +3,7 @@
  * through octokit:
  * - `POST /app/installations/{id}/access_tokens` (docs.github.com/rest/apps/apps#create-an-installation-access-
  *   token-for-an-app); the App's JWT is verified with the App's public key;
+ * - `GET /user` (docs.github.com/rest/users/users#get-the-authenticated-user) for the users' tokens given;
  * - `GET /repos/{owner}/{repo}/pulls/{n}/files` (docs.github.com/rest/pulls/pulls#list-pull-requests-files),
  *   paginated with `per_page`/`page` and a `Link` header;
  * - `POST /repos/{owner}/{repo}/check-runs` and `PATCH /repos/{owner}/{repo}/check-runs/{id}`
@@ -48,7 +49,10 @@ function verifyJwt(jwt: string, publicKeyPem: string): Record<string, unknown> |
   return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
 }
 
-export async function startGithubApi(publicKeyPem: string): Promise<GithubApiStandIn> {
+/** A user's personal token and the account GitHub answers for it. */
+export type GithubUsers = Record<string, { login: string; id: number; name: string | null }>;
+
+export async function startGithubApi(publicKeyPem: string, users: GithubUsers = {}): Promise<GithubApiStandIn> {
   const tokenRequests: TokenRequest[] = [];
   const calls: RecordedCall[] = [];
   const pullFiles = new Map<string, string[]>();
@@ -69,6 +73,12 @@ export async function startGithubApi(publicKeyPem: string): Promise<GithubApiSta
       const text = Buffer.concat(chunks).toString('utf8');
       const body = text ? (JSON.parse(text) as any) : undefined;
 
+      if (req.method === 'GET' && url.pathname === '/user') {
+        const token = /^(?:token|bearer) (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
+        const user = token ? users[token] : undefined;
+        if (!user) return send(401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest' });
+        return send(200, { login: user.login, id: user.id, name: user.name, type: 'User', site_admin: false });
+      }
       const tokenMatch = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(url.pathname);
       if (tokenMatch && req.method === 'POST') {
         const jwt = /^bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1];

@@ -13,6 +13,4 @@ export const DEPLOYMENT_NOTES: DeploymentNotes = {
     'the local executor and self-hosted workers do not run `setupCommands`; the Kubernetes operator runs them before the agent',
   macosRunner:
     'macOS runners are not provisioned: the local executor runs the agent on its own machine whatever the platform, the Kubernetes operator refuses the run (`runner_unsupported`)',
-  credentialStrategy:
-    'the local executor runs agents with the harness keys of their secrets; it does not mint per-run credentials, so `credentialStrategy` changes nothing there',
 };
