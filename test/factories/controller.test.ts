@@ -1,9 +1,10 @@
 /**
- * The reconcile loops retry a transient source failure on the factory's back-off (2 s, doubling), by the
- * injected clock: a git host answering 503 is asked again only when the back-off has passed.
+ * The reconcile loops on their work queue, against a git host answering 503 (a transient failure): retries on
+ * the factory's back-off (2 s, doubling) by the injected clock, and requests coalescing while a fetch runs.
  */
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/kernel/clock.ts';
@@ -13,16 +14,21 @@ import type { TestServer } from '../support/server.ts';
 
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-describe.each(ENGINES)('reconcile retries on %s', (engine) => {
+describe.each(ENGINES)('reconcile loops on %s', (engine) => {
   let server: TestServer;
   let gitHost: Server;
   let hits = 0;
+  /** While set, requests wait here instead of being answered. */
+  let held: ServerResponse[] | undefined;
   const clock = new ManualClock();
+  const answer = (res: ServerResponse) =>
+    res.writeHead(503, { 'content-type': 'text/plain' }).end('down for maintenance\n');
 
   beforeAll(async () => {
     gitHost = createServer((_req, res) => {
       hits++;
-      res.writeHead(503, { 'content-type': 'text/plain' }).end('down for maintenance\n');
+      if (held) held.push(res);
+      else answer(res);
     });
     await new Promise<void>((resolve) => gitHost.listen(0, '127.0.0.1', resolve));
     server = await startTestServer(engine, { config: { sourceAllowedHosts: ['127.0.0.1'] }, compose: { clock } });
@@ -67,5 +73,37 @@ describe.each(ENGINES)('reconcile retries on %s', (engine) => {
     clock.advance(10 * 60_000);
     await settle();
     expect(hits).toBe(afterDelete);
+  });
+
+  it('coalesces the requests made while a fetch runs into one more reconcile that fetches after them', async () => {
+    const controller = server.server.services.controller;
+    const { port } = gitHost.address() as AddressInfo;
+    held = [];
+    const created = await server.api('POST', '/factories', {
+      name: `held-${engine}`,
+      source: { type: 'git', url: `http://127.0.0.1:${port}/acme/held.git`, poll_interval_seconds: 0 },
+    });
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.id as string;
+    // The first reconcile (at creation) is fetching: its request waits at the git host.
+    await vi.waitUntil(() => held?.length === 1, { timeout: 15_000 });
+    const before = hits;
+    const requests = [
+      controller.request(id, 'poll', false),
+      controller.request(id, 'sync', true),
+      controller.request(id, 'poll', false),
+    ];
+    await settle();
+    expect(hits).toBe(before);
+    const waiting = held;
+    held = undefined;
+    for (const res of waiting) answer(res);
+    const [first, second, third] = await Promise.all(requests);
+    expect(first).toMatchObject({ factoryId: id, result: 'failed', reason: 'FetchFailed', transient: true });
+    expect(second).toBe(first);
+    expect(third).toBe(first);
+    // One fetch for all three, after the one that was running.
+    expect(hits).toBe(before + 1);
+    expect((await server.api('DELETE', `/factories/${id}`)).status).toBe(200);
   });
 });
