@@ -234,10 +234,7 @@ export class FactoryService {
     const name = (base.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '') || 'factory').slice(0, 100);
     const source = normalizeSourceSpec(git ? { type: 'git', url: target } : { type: 'directory', path: target });
     const { db } = this.#ctx;
-    const teams = await db.query<{ id: string }>(
-      "SELECT id FROM teams ORDER BY (name = 'default') DESC, created_at LIMIT 1",
-    );
-    const teamId = teams.rows[0]?.id;
+    const teamId = await sql.startupTeamId(db);
     if (!teamId) throw new Error('no team exists to hold the factory');
     const existing = await sql.findFactoryByName(db, teamId, name);
     if (existing) {
