@@ -69,6 +69,7 @@ import { AutomationScheduleSync } from './schedules/sync-runner.ts';
 import { DatabaseSecretProvider, ServerSecrets } from './secrets/provider.ts';
 import { sourceUrlPolicyFor } from './sources/url-policy.ts';
 import { registerSecretRoutes } from './secrets/routes.ts';
+import { SecretService } from './secrets/service.ts';
 import { startTableMaintenance } from './store/maintenance.ts';
 import { registerDeliveryLogRoutes, registerWebhookManagementRoutes } from './webhooks/routes.ts';
 import { AutomationManagement } from './automations/management.ts';
@@ -110,6 +111,8 @@ export interface Services extends ServiceContext {
   metrics: Metrics;
   /** Where secret values come from: the database, or what the operator installs with `secrets.use`. */
   secrets: ServerSecrets;
+  /** Team secrets as the API and webhook management write them (encrypted at rest). */
+  managedSecrets: SecretService;
   readiness: ReadinessChecks;
   /** Parses and validates factory trees on worker threads (applies and the dry-run validate endpoint). */
   definitions: DefinitionPool;
@@ -187,7 +190,8 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
   const runs = new RunService(db, bus);
   const managed = { ...ctx, controller, routing: ingress?.routing };
   const factories = new FactoryService({ ...managed, runs });
-  const webhooks = new WebhookManagement(managed);
+  const managedSecrets = new SecretService(db, ctx.cipher);
+  const webhooks = new WebhookManagement(managed, managedSecrets);
   const automations = new AutomationManagement(managed);
   const schedules = new ScheduleService(db, bus, clock);
   const evaluator =
@@ -261,6 +265,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     ...ctx,
     metrics,
     secrets,
+    managedSecrets,
     readiness,
     definitions,
     controller,

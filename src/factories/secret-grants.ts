@@ -6,10 +6,11 @@
  * that does not exist does: a member learns nothing about names.
  */
 import type { Principal } from '../identity/principal.ts';
-import type { FactoryDefinition, ResolvedExecution } from '../definitions/model.ts';
+import type { ResolvedExecution } from '../definitions/model.ts';
 import type { Queryable } from '../kernel/db.ts';
 import type { AgentConfig } from '../runs/model.ts';
 import { secretNamesOf, secretNotGranted } from '../runs/secret-names.ts';
+import { appliedDefinitions } from './apply/sql.ts';
 
 function grantsOfExecution(execution: ResolvedExecution | undefined, into: Set<string>): void {
   if (!execution) return;
@@ -20,12 +21,8 @@ function grantsOfExecution(execution: ResolvedExecution | undefined, into: Set<s
 
 /** The secrets the applied definitions of the team's factories (or of one factory) grant to their agents. */
 export async function grantedSecrets(q: Queryable, teamId: string, factoryId?: string): Promise<Set<string>> {
-  const res = await q.query<{ definition: FactoryDefinition }>(
-    `SELECT definition FROM factories WHERE team_id = $1 AND definition IS NOT NULL${factoryId ? ' AND id = $2' : ''}`,
-    factoryId ? [teamId, factoryId] : [teamId],
-  );
   const granted = new Set<string>();
-  for (const { definition } of res.rows) {
+  for (const definition of await appliedDefinitions(q, teamId, factoryId)) {
     for (const agent of definition.agents ?? []) grantsOfExecution(agent.execution, granted);
     for (const automation of definition.automations ?? []) grantsOfExecution(automation.execution, granted);
   }

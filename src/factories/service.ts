@@ -14,6 +14,8 @@ import { authorizeSource } from '../sources/access.ts';
 import { looksLikeGitUrl, normalizeSourceSpec } from '../sources/spec.ts';
 import { sourceUrlPolicyFor } from '../sources/url-policy.ts';
 import type { SourceInput } from '../sources/spec.ts';
+import type { SourceSpec } from '../sources/types.ts';
+import type { Queryable } from '../kernel/db.ts';
 import { isUniqueViolation } from '../store/errors.ts';
 import { newId } from '../kernel/ids.ts';
 import type { CommitAuthor } from '../sources/managed.ts';
@@ -104,6 +106,27 @@ export class FactoryService {
     if (event === 'deleted') await controller.forgetFactory(row);
     else await controller.track(row);
     await this.#ctx.bus.publish(FACTORIES_CHANGED_TOPIC, { factory_id: row.id, event });
+  }
+
+  /**
+   * A factory record written within the caller's transaction, without seeding, source check or announcement:
+   * for the operator, whose Factory resource is the source of truth (it tracks and announces after commit).
+   */
+  insertRecord(
+    f: { id: string; teamId: string; name: string; source: SourceSpec },
+    options: { within: Queryable },
+  ): Promise<FactoryRow> {
+    return sql.insertFactory(options.within, f);
+  }
+
+  /** Soft-deletes a factory with its webhooks and triggers, within the caller's transaction (the operator). */
+  softDelete(teamId: string, id: string, options: { within: Queryable }): Promise<FactoryRow | undefined> {
+    return sql.softDeleteFactory(options.within, teamId, id);
+  }
+
+  /** Replaces a live factory's source (the operator, from its Factory resource); undefined when it is gone. */
+  updateSource(id: string, source: SourceSpec): Promise<FactoryRow | undefined> {
+    return sql.updateFactorySource(this.#ctx.db, id, source);
   }
 
   async get(teamId: string, id: string): Promise<FactoryRow> {
@@ -211,10 +234,7 @@ export class FactoryService {
     const name = (base.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '') || 'factory').slice(0, 100);
     const source = normalizeSourceSpec(git ? { type: 'git', url: target } : { type: 'directory', path: target });
     const { db } = this.#ctx;
-    const teams = await db.query<{ id: string }>(
-      "SELECT id FROM teams ORDER BY (name = 'default') DESC, created_at LIMIT 1",
-    );
-    const teamId = teams.rows[0]?.id;
+    const teamId = await sql.startupTeamId(db);
     if (!teamId) throw new Error('no team exists to hold the factory');
     const existing = await sql.findFactoryByName(db, teamId, name);
     if (existing) {

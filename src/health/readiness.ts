@@ -1,4 +1,5 @@
 import type { Queryable } from '../kernel/db.ts';
+import { ping } from './sql.ts';
 
 /** A readiness check: undefined when ready, else why not (shown in the /readyz answer). */
 export type ReadinessCheck = () => Promise<string | undefined> | string | undefined;
@@ -42,7 +43,7 @@ export class ReadinessChecks {
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
-        this.#db.query('SELECT 1'),
+        ping(this.#db),
         new Promise((_, reject) => {
           timer = setTimeout(
             () => reject(new Error(`no answer within ${DATABASE_TIMEOUT_MS} ms`)),

@@ -1,6 +1,7 @@
 import type { ServiceContext } from '../context.ts';
 import { FACTORIES_CHANGED_TOPIC } from '../kernel/topics.ts';
 import type { Metrics } from '../metrics/metrics.ts';
+import { factoryFailure } from './sql.ts';
 
 /**
  * Counts the applies, refusals and fetch failures of the reconcile loops that run in this process (only those,
@@ -18,13 +19,8 @@ export function countReconcileOutcomes(
       return;
     }
     if (msg.result !== 'failed') return;
-    void ctx.db
-      .query<{ reason: string | null; source_error: { reason?: string } | null }>(
-        'SELECT reason, source_error FROM factories WHERE id = $1',
-        [msg.factory_id],
-      )
-      .then((res) => {
-        const row = res.rows[0];
+    void factoryFailure(ctx.db, msg.factory_id)
+      .then((row) => {
         if (msg.revision) metrics.refusals.inc({ reason: row?.reason ?? 'Unknown' });
         else metrics.fetchFailures.inc({ reason: row?.source_error?.reason ?? 'Unknown' });
       })

@@ -90,7 +90,7 @@ const BOOTSTRAP_LOCK_KEY = 7_242_002;
  */
 export async function bootstrapIdentity(db: Db, configuredKey: string | undefined): Promise<BootstrapResult> {
   return db.transaction(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_LOCK_KEY]);
+    await sql.lockBootstrap(tx, BOOTSTRAP_LOCK_KEY);
     if ((await sql.countTeams(tx)) === 0) {
       const created = await createTeamWithAdmin(tx, {
         name: 'default',

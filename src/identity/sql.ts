@@ -227,3 +227,8 @@ export async function deleteAgentIdentity(q: Queryable, teamId: string, id: stri
   await q.query('DELETE FROM principals WHERE id = $1 AND team_id = $2', [row.principal_id, teamId]);
   return true;
 }
+
+/** Serialises first starts (the bootstrap of the default team and admin key), for the transaction. */
+export async function lockBootstrap(q: Queryable, key: number): Promise<void> {
+  await q.query('SELECT pg_advisory_xact_lock($1)', [key]);
+}

@@ -7,9 +7,9 @@
 import type { Bus } from '../kernel/bus.ts';
 import { CoalescedPass } from '../kernel/coalesced-pass.ts';
 import type { Db, Queryable } from '../kernel/db.ts';
-import { newId } from '../kernel/ids.ts';
 import type { Logger } from '../kernel/log.ts';
 import { GITHUB_JOBS_TOPIC } from '../kernel/topics.ts';
+import * as sql from './sql.ts';
 
 export type GithubJobKind = 'pull_files' | 'factory_check';
 
@@ -57,53 +57,6 @@ export const MAX_JOB_ATTEMPTS = 5;
 const LEASE_SECONDS = 300;
 /** Pauses before the 2nd, 3rd… attempt. */
 const BACKOFF_SECONDS = [5, 30, 120, 600];
-
-export async function enqueueGithubJob(
-  q: Queryable,
-  job: Pick<GithubJob, 'kind' | 'team_id' | 'connection_id' | 'delivery_id' | 'factory_id' | 'input'>,
-): Promise<boolean> {
-  const res = await q.query(
-    `INSERT INTO github_jobs (id, kind, team_id, connection_id, delivery_id, factory_id, input)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING id`,
-    [
-      newId('ghj'),
-      job.kind,
-      job.team_id,
-      job.connection_id,
-      job.delivery_id,
-      job.factory_id,
-      JSON.stringify(job.input),
-    ],
-  );
-  return res.rowCount === 1;
-}
-
-/** A job of a delivery, in whatever state. */
-export async function deliveryJob(
-  q: Queryable,
-  deliveryId: string,
-  kind: GithubJobKind,
-): Promise<{ state: string; result: Record<string, unknown>; error: string | null } | undefined> {
-  const res = await q.query<{ state: string; result: Record<string, unknown>; error: string | null }>(
-    `SELECT state, result, error FROM github_jobs WHERE delivery_id = $1 AND kind = $2 AND factory_id = ''`,
-    [deliveryId, kind],
-  );
-  return res.rows[0];
-}
-
-const JOB_COLUMNS = 'id, kind, team_id, connection_id, delivery_id, factory_id, input, attempts, result';
-
-/** Claims the oldest due job, moving it past its lease; other processes skip it meanwhile. */
-async function claimJob(q: Queryable): Promise<GithubJob | undefined> {
-  const res = await q.query<GithubJob>(
-    `UPDATE github_jobs SET attempts = attempts + 1, run_after = ay_now() + make_interval(secs => $1)
-      WHERE id = (SELECT id FROM github_jobs WHERE state = 'pending' AND run_after <= ay_now()
-                   ORDER BY run_after LIMIT 1 FOR UPDATE SKIP LOCKED)
-      RETURNING ${JOB_COLUMNS}`,
-    [LEASE_SECONDS],
-  );
-  return res.rows[0];
-}
 
 export interface GithubJobRunnerOptions {
   db: Db;
@@ -154,7 +107,7 @@ export class GithubJobRunner {
   async #drain(): Promise<void> {
     try {
       while (!this.#stopped) {
-        const job = await claimJob(this.#options.db);
+        const job = await sql.claimGithubJob(this.#options.db, LEASE_SECONDS);
         if (!job) return;
         await this.#run(job);
       }
@@ -169,10 +122,7 @@ export class GithubJobRunner {
     const final = job.attempts >= MAX_JOB_ATTEMPTS;
     const save = async (result: Record<string, unknown>) => {
       job.result = { ...job.result, ...result };
-      await db.query('UPDATE github_jobs SET result = result || $2::jsonb WHERE id = $1', [
-        job.id,
-        JSON.stringify(result),
-      ]);
+      await sql.saveGithubJobResult(db, job.id, JSON.stringify(result));
     };
     let outcome: JobOutcome;
     try {
@@ -184,22 +134,17 @@ export class GithubJobRunner {
     if ('retry' in outcome) {
       const pause = outcome.afterMs ?? (BACKOFF_SECONDS[job.attempts - 1] ?? BACKOFF_SECONDS.at(-1)!) * 1000;
       log.warn({ job_id: job.id, kind: job.kind, attempt: job.attempts, err: outcome.retry }, 'GitHub job will retry');
-      await db.query(
-        `UPDATE github_jobs SET run_after = ay_now() + make_interval(secs => $2), error = $3 WHERE id = $1`,
-        [job.id, pause / 1000, outcome.retry.slice(0, 1000)],
-      );
+      await sql.deferGithubJob(db, job.id, pause / 1000, outcome.retry.slice(0, 1000));
       return;
     }
     const ended = outcome;
     await db.transaction(async (tx) => {
-      await tx.query(
-        `UPDATE github_jobs SET state = $2, result = result || $3::jsonb, error = $4, finished_at = ay_now() WHERE id = $1`,
-        [
-          job.id,
-          'done' in ended ? 'done' : 'failed',
-          JSON.stringify('done' in ended ? ended.done : (ended.result ?? {})),
-          'failed' in ended ? ended.failed.slice(0, 1000) : null,
-        ],
+      await sql.endGithubJob(
+        tx,
+        job.id,
+        'done' in ended ? 'done' : 'failed',
+        JSON.stringify('done' in ended ? ended.done : (ended.result ?? {})),
+        'failed' in ended ? ended.failed.slice(0, 1000) : null,
       );
       await handler.onEnd?.(tx, job);
     });

@@ -10,7 +10,7 @@ import { DELIVERIES_ACCEPTED_TOPIC } from '../kernel/topics.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import { installationClient, retryAdvice } from './github-client.ts';
 import type { GithubJob, JobHandler } from './github-jobs.ts';
-import { recordLastError } from './sql.ts';
+import { recordLastError, requeueDelivery } from './sql.ts';
 
 /** GitHub's `pulls.listFiles` answers at most 3,000 files; pages of 100 make that 30 calls at most. */
 export const PULL_FILES_CAP = 3_000;
@@ -64,7 +64,7 @@ export function pullFilesHandler(deps: { db: Queryable; bus: Bus; secrets: Secre
     },
     async onEnd(tx, job) {
       // Back to the outbox: the evaluation reads the files from this job.
-      await tx.query('UPDATE webhook_deliveries SET outbox_pending = true WHERE id = $1', [job.delivery_id]);
+      await requeueDelivery(tx, job.delivery_id);
     },
     async afterEnd() {
       await deps.bus.publish(DELIVERIES_ACCEPTED_TOPIC, null);

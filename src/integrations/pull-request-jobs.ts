@@ -4,12 +4,10 @@
  * against a git factory's production branch through a GitHub App connection, that factory's check run.
  */
 import type { Queryable } from '../kernel/db.ts';
-import type { SourceSpec } from '../sources/types.ts';
 import { githubRepositoryOf } from '../sources/github-repository.ts';
 import { githubApiUrl } from './github-token.ts';
-import { deliveryJob, enqueueGithubJob } from './github-jobs.ts';
 import type { GithubJobInput } from './github-jobs.ts';
-import { recordLastError } from './sql.ts';
+import { connectionMode, deliveryJob, enqueueGithubJob, gitFactoriesOnBranch, recordLastError } from './sql.ts';
 
 /** The actions that put a new head before the factory check. */
 const CHECKED_ACTIONS = new Set(['opened', 'synchronize', 'reopened']);
@@ -58,14 +56,6 @@ interface DeliveryRef {
   webhook_uid: string;
 }
 
-async function connectionMode(tx: Queryable, connectionId: string): Promise<string | undefined> {
-  const res = await tx.query<{ mode: string | null }>(
-    "SELECT settings->>'mode' AS mode FROM integration_connections WHERE id = $1",
-    [connectionId],
-  );
-  return res.rows[0]?.mode ?? undefined;
-}
-
 /** One `factory_check` job per git factory of the team whose production branch the pull request targets. */
 export async function enqueueFactoryChecks(
   tx: Queryable,
@@ -74,15 +64,11 @@ export async function enqueueFactoryChecks(
 ): Promise<number> {
   if (!CHECKED_ACTIONS.has(pr.action)) return 0;
   if ((await connectionMode(tx, delivery.webhook_uid)) !== 'app') return 0;
-  const res = await tx.query<{ id: string; source: SourceSpec }>(
-    `SELECT id, source FROM factories
-      WHERE team_id = $1 AND deleted_at IS NULL AND source->>'type' = 'git' AND source->>'branch' = $2`,
-    [delivery.team_id, pr.base_ref],
-  );
+  const factories = await gitFactoriesOnBranch(tx, delivery.team_id, pr.base_ref);
   const apiUrl = githubApiUrl();
   const repository = pr.input.repository.toLowerCase();
   let queued = 0;
-  for (const factory of res.rows) {
+  for (const factory of factories) {
     if (githubRepositoryOf(factory.source, apiUrl)?.toLowerCase() !== repository) continue;
     const added = await enqueueGithubJob(tx, {
       kind: 'factory_check',

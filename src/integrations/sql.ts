@@ -1,6 +1,9 @@
 /** SQL of the integrations domain (migration 0064): connections, installations, the provider trigger index. */
 import type { Queryable } from '../kernel/db.ts';
 import type { ConnectionRow, Provider } from './model.ts';
+import type { GithubJob, GithubJobKind } from './github-jobs.ts';
+import type { SourceSpec } from '../sources/types.ts';
+import { newId } from '../kernel/ids.ts';
 
 const CONNECTION_COLUMNS =
   'id, team_id, provider, settings, secret_version, last_event_at, last_event, last_error_at, last_error, created_at, updated_at';
@@ -149,6 +152,109 @@ export async function declaredConnections(
                THEN f.definition->'factory'->'integrations' ELSE '[]'::jsonb END) i)
       ORDER BY c.provider`,
     [factoryId],
+  );
+  return res.rows;
+}
+
+// ---- GitHub jobs (github-jobs.ts runs them) ----
+
+export async function enqueueGithubJob(
+  q: Queryable,
+  job: Pick<GithubJob, 'kind' | 'team_id' | 'connection_id' | 'delivery_id' | 'factory_id' | 'input'>,
+): Promise<boolean> {
+  const res = await q.query(
+    `INSERT INTO github_jobs (id, kind, team_id, connection_id, delivery_id, factory_id, input)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING id`,
+    [
+      newId('ghj'),
+      job.kind,
+      job.team_id,
+      job.connection_id,
+      job.delivery_id,
+      job.factory_id,
+      JSON.stringify(job.input),
+    ],
+  );
+  return res.rowCount === 1;
+}
+
+/** A job of a delivery, in whatever state. */
+export async function deliveryJob(
+  q: Queryable,
+  deliveryId: string,
+  kind: GithubJobKind,
+): Promise<{ state: string; result: Record<string, unknown>; error: string | null } | undefined> {
+  const res = await q.query<{ state: string; result: Record<string, unknown>; error: string | null }>(
+    `SELECT state, result, error FROM github_jobs WHERE delivery_id = $1 AND kind = $2 AND factory_id = ''`,
+    [deliveryId, kind],
+  );
+  return res.rows[0];
+}
+
+const JOB_COLUMNS = 'id, kind, team_id, connection_id, delivery_id, factory_id, input, attempts, result';
+
+/** Claims the oldest due job, moving it past its lease; other processes skip it meanwhile. */
+export async function claimGithubJob(q: Queryable, leaseSeconds: number): Promise<GithubJob | undefined> {
+  const res = await q.query<GithubJob>(
+    `UPDATE github_jobs SET attempts = attempts + 1, run_after = ay_now() + make_interval(secs => $1)
+      WHERE id = (SELECT id FROM github_jobs WHERE state = 'pending' AND run_after <= ay_now()
+                   ORDER BY run_after LIMIT 1 FOR UPDATE SKIP LOCKED)
+      RETURNING ${JOB_COLUMNS}`,
+    [leaseSeconds],
+  );
+  return res.rows[0];
+}
+
+export async function saveGithubJobResult(q: Queryable, id: string, result: string): Promise<void> {
+  await q.query('UPDATE github_jobs SET result = result || $2::jsonb WHERE id = $1', [id, result]);
+}
+
+/** Puts a job off for `seconds`, recording why. */
+export async function deferGithubJob(q: Queryable, id: string, seconds: number, error: string): Promise<void> {
+  await q.query(`UPDATE github_jobs SET run_after = ay_now() + make_interval(secs => $2), error = $3 WHERE id = $1`, [
+    id,
+    seconds,
+    error,
+  ]);
+}
+
+export async function endGithubJob(
+  q: Queryable,
+  id: string,
+  state: 'done' | 'failed',
+  result: string,
+  error: string | null,
+): Promise<void> {
+  await q.query(
+    `UPDATE github_jobs SET state = $2, result = result || $3::jsonb, error = $4, finished_at = ay_now() WHERE id = $1`,
+    [id, state, result, error],
+  );
+}
+
+/** Hands a delivery back to the outbox (its evaluation waited for a job). */
+export async function requeueDelivery(q: Queryable, deliveryId: string): Promise<void> {
+  await q.query('UPDATE webhook_deliveries SET outbox_pending = true WHERE id = $1', [deliveryId]);
+}
+
+/** The connection's `settings.mode` (`app` for a GitHub App). */
+export async function connectionMode(q: Queryable, connectionId: string): Promise<string | undefined> {
+  const res = await q.query<{ mode: string | null }>(
+    "SELECT settings->>'mode' AS mode FROM integration_connections WHERE id = $1",
+    [connectionId],
+  );
+  return res.rows[0]?.mode ?? undefined;
+}
+
+/** The team's live git factories whose source follows `branch`. */
+export async function gitFactoriesOnBranch(
+  q: Queryable,
+  teamId: string,
+  branch: string,
+): Promise<{ id: string; source: SourceSpec }[]> {
+  const res = await q.query<{ id: string; source: SourceSpec }>(
+    `SELECT id, source FROM factories
+      WHERE team_id = $1 AND deleted_at IS NULL AND source->>'type' = 'git' AND source->>'branch' = $2`,
+    [teamId, branch],
   );
   return res.rows;
 }

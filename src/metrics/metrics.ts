@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Queryable } from '../kernel/db.ts';
+import { outboxCount } from './sql.ts';
 
 /** How long database-derived gauges reuse one answer (scrapes every few seconds cost one query each). */
 const DB_GAUGE_TTL_MS = 5_000;
@@ -47,8 +48,6 @@ const RUN_COUNTS = `SELECT (SELECT count(*) FROM runs WHERE state = 'QUEUED' AND
                          + (SELECT count(*) FROM runs WHERE state = 'QUEUED' AND worker_host IS NOT NULL) AS "QUEUED",
                            (SELECT count(*) FROM runs WHERE state = 'CLAIMED') AS "CLAIMED",
                            (SELECT count(*) FROM runs WHERE state = 'INPROGRESS') AS "INPROGRESS"`;
-const OUTBOX_COUNT = 'SELECT count(*) AS n FROM webhook_deliveries WHERE outbox_pending';
-
 /** A registry with the service's metrics; the gauges of live runs and of the delivery outbox query the database when scraped. */
 export function createMetrics(db: Queryable): Metrics {
   const registry = new Registry();
@@ -58,7 +57,7 @@ export function createMetrics(db: Queryable): Metrics {
   const runs = cached(
     async () => (await db.query<Record<(typeof LIVE_RUN_STATES)[number], string>>(RUN_COUNTS)).rows[0]!,
   );
-  const outbox = cached(async () => (await db.query<{ n: string }>(OUTBOX_COUNT)).rows[0]!);
+  const outbox = cached(() => outboxCount(db));
 
   new Gauge({
     name: 'agentyard_runs',

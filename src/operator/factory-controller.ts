@@ -311,10 +311,10 @@ export class FactoryResourceController {
           const owner = await sql.findKubernetesFactory(tx, existing.id);
           // An earlier Factory of that name whose deletion was never seen: its factory goes first.
           if (!owner) return undefined;
-          await reconcilerSql.softDeleteFactory(tx, teamId, existing.id);
+          await ctx.factories.softDelete(teamId, existing.id, { within: tx });
           await sql.softDeleteKubernetesFactory(tx, existing.id);
         }
-        const row = await reconcilerSql.insertFactory(tx, { id: newId('fac'), teamId, name, source });
+        const row = await ctx.factories.insertRecord({ id: newId('fac'), teamId, name, source }, { within: tx });
         const k = await sql.insertKubernetesFactory(tx, { factoryId: row.id, namespace, name, uid, ...settings });
         return { row, k };
       });
@@ -325,7 +325,7 @@ export class FactoryResourceController {
     }
     const row = await reconcilerSql.getFactory(ctx.db, kf.factory_id);
     if (row && !sameJson(row.source, source)) {
-      const updated = await reconcilerSql.updateFactorySource(ctx.db, row.id, source);
+      const updated = await ctx.factories.updateSource(row.id, source);
       if (updated) {
         await ctx.bus.publish(FACTORIES_CHANGED_TOPIC, { factory_id: row.id, event: 'updated' });
         await controller.track(updated);

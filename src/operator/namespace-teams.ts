@@ -4,7 +4,7 @@ import { generateApiKey } from '../identity/api-keys.ts';
 import { createTeamWithAdmin } from '../identity/service.ts';
 import type { Db } from '../kernel/db.ts';
 import { isConflict, isNotFound, requestOptions } from './kube.ts';
-import { findNamespaceTeam, insertNamespaceTeam } from './sql.ts';
+import { findNamespaceTeam, insertNamespaceTeam, lockNamespaceTeam } from './sql.ts';
 
 /** The name of a namespace's team; `:` keeps it apart from teams created through the API. */
 export function namespaceTeamName(namespace: string): string {
@@ -42,7 +42,7 @@ export class NamespaceTeams {
     const key = generateApiKey();
     const name = namespaceTeamName(namespace);
     const teamId = await this.#o.db.transaction(async (tx) => {
-      await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 7242050))', [name]);
+      await lockNamespaceTeam(tx, name);
       const existing = await findNamespaceTeam(tx, namespace);
       if (existing) return existing;
       const created = await createTeamWithAdmin(tx, { name, adminName: `${name} admin`, key });

@@ -225,3 +225,8 @@ export async function listOpenRunJobs(q: Queryable, namespace?: string): Promise
   );
   return res.rows;
 }
+
+/** Serialises the creation of a namespace's team, for the transaction. */
+export async function lockNamespaceTeam(q: Queryable, teamName: string): Promise<void> {
+  await q.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 7242050))', [teamName]);
+}

@@ -4,7 +4,8 @@ import { requireTeamAdmin } from '../identity/guards.ts';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import type { SecretRow } from './sql.ts';
-import { MAX_SECRET_BYTES, SECRET_NAME_RULE, SecretService } from './service.ts';
+import { MAX_SECRET_BYTES, SECRET_NAME_RULE } from './service.ts';
+import type { SecretService } from './service.ts';
 
 const SecretSchema = Type.Object({
   name: Type.String(),
@@ -18,8 +19,11 @@ function secretView(row: SecretRow) {
   return { name: row.name, created_at: row.created_at.toISOString(), updated_at: row.updated_at.toISOString() };
 }
 
-export async function registerSecretRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
-  const secrets = new SecretService(ctx.db, ctx.cipher);
+export async function registerSecretRoutes(
+  app: AppInstance,
+  ctx: ServiceContext & { managedSecrets: SecretService },
+): Promise<void> {
+  const secrets = ctx.managedSecrets;
 
   app.get(
     '/secrets',

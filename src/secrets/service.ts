@@ -1,5 +1,5 @@
 import { AppError } from '../kernel/errors.ts';
-import type { Db } from '../kernel/db.ts';
+import type { Db, Queryable } from '../kernel/db.ts';
 import type { SecretCipher } from './crypto.ts';
 import * as sql from './sql.ts';
 import type { SecretRow } from './sql.ts';
@@ -31,6 +31,24 @@ export class SecretService {
     if (Buffer.byteLength(value, 'utf8') > MAX_SECRET_BYTES)
       throw new AppError('invalid_request', `value must be at most ${MAX_SECRET_BYTES / 1024} KiB`);
     return sql.upsertSecret(this.#db, teamId, name, this.#cipher.encrypt(value));
+  }
+
+  /**
+   * Stores a value another service sealed with the server's cipher (webhook secrets: the webhook keeps the
+   * same ciphertext), within the caller's transaction when given one. The caller checks name and value.
+   */
+  putSealed(
+    teamId: string,
+    name: string,
+    sealed: Buffer,
+    options: { within?: Queryable } = {},
+  ): Promise<{ row: SecretRow; created: boolean }> {
+    return sql.upsertSecret(options.within ?? this.#db, teamId, name, sealed);
+  }
+
+  /** The secret's metadata, or undefined when the team has none of that name. */
+  find(teamId: string, name: string): Promise<SecretRow | undefined> {
+    return sql.getSecretMeta(this.#db, teamId, name);
   }
 
   async list(teamId: string): Promise<SecretRow[]> {

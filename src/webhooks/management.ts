@@ -15,7 +15,7 @@ import { generateSecretFor, getSignatureScheme, SIGNATURE_SCHEME_IDS } from '../
 import type { FactoryRow, WebhookRow } from '../factories/apply/model.ts';
 import * as factorySql from '../factories/apply/sql.ts';
 import { isUrlSafe } from '../secrets/provider.ts';
-import * as secretSql from '../secrets/sql.ts';
+import type { SecretService } from '../secrets/service.ts';
 import { checkSecretName } from '../secrets/service.ts';
 import { randomToken } from '../kernel/ids.ts';
 import { changeManagedFactory, fileAt, replaceFile, requireManaged, teamFactory } from './managed-change.ts';
@@ -85,8 +85,12 @@ export async function teamWebhook(q: Queryable, teamId: string, uid: string): Pr
 export class WebhookManagement {
   readonly #ctx: ManagedFactoryContext;
 
-  constructor(ctx: ManagedFactoryContext) {
+  readonly #secrets: SecretService;
+
+  /** `secrets`: where a webhook's secret is stored (the secrets domain owns the table). */
+  constructor(ctx: ManagedFactoryContext, secrets: SecretService) {
     this.#ctx = ctx;
+    this.#secrets = secrets;
   }
 
   async #live(teamId: string, uid: string): Promise<{ row: WebhookRow; factory: FactoryRow }> {
@@ -152,7 +156,7 @@ export class WebhookManagement {
           );
         }
         // A change that lost the head to another process's commit runs again: the secret it made is its own.
-        const current = createdSecret ? undefined : await secretSql.getSecretMeta(this.#ctx.db, teamId, secretName);
+        const current = createdSecret ? undefined : await this.#secrets.find(teamId, secretName);
         if (current && input.secret !== undefined) {
           throw new AppError(
             'invalid_request',
@@ -166,7 +170,7 @@ export class WebhookManagement {
             authMode === 'signature'
               ? (input.secret ?? (scheme ? generateSecretFor(scheme) : undefined) ?? '')
               : randomToken(32);
-          await secretSql.upsertSecret(this.#ctx.db, teamId, secretName, this.#ctx.cipher.encrypt(value));
+          await this.#secrets.putSealed(teamId, secretName, this.#ctx.cipher.encrypt(value));
           createdSecret = true;
           shown = value === '' ? {} : { secret: value };
         }
@@ -183,7 +187,7 @@ export class WebhookManagement {
         );
       });
     } catch (err) {
-      if (createdSecret) await secretSql.deleteSecret(this.#ctx.db, teamId, secretName).catch(() => {});
+      if (createdSecret) await this.#secrets.delete(teamId, secretName).catch(() => {});
       throw err;
     }
     const row = (await factorySql.listFactoryWebhooks(this.#ctx.db, factory.id, { includeDeleted: false })).find(
@@ -264,7 +268,7 @@ export class WebhookManagement {
     const sealed = this.#ctx.cipher.encrypt(value);
     await this.#ctx.db.transaction(async (tx) => {
       await factorySql.lockFactory(tx, factory.id);
-      await secretSql.upsertSecret(tx, teamId, row.secret_name!, sealed);
+      await this.#secrets.putSealed(teamId, row.secret_name!, sealed, { within: tx });
       await tx.query(
         'UPDATE webhooks SET secret_ciphertext = $2, secret_version = secret_version + 1, updated_at = ay_now() WHERE uid = $1 AND deleted_at IS NULL',
         [uid, sealed],

@@ -17,7 +17,7 @@ import {
 import { webhookView as factoryWebhookView } from './views.ts';
 import { requireTeamAdmin } from '../identity/guards.ts';
 import type { WebhookRow } from '../factories/apply/model.ts';
-import { WebhookManagement, teamWebhook } from './management.ts';
+import { type WebhookManagement, teamWebhook } from './management.ts';
 import * as s from './schemas.ts';
 import { providerOf, teamConnection } from '../integrations/lookup.ts';
 import { Type } from 'typebox';
@@ -163,8 +163,11 @@ export function webhookView(row: WebhookRow, ctx: ServiceContext) {
   };
 }
 
-export async function registerWebhookManagementRoutes(app: AppInstance, ctx: ManagedFactoryContext): Promise<void> {
-  const webhooks = new WebhookManagement(ctx);
+export async function registerWebhookManagementRoutes(
+  app: AppInstance,
+  ctx: ManagedFactoryContext & { webhooks: WebhookManagement },
+): Promise<void> {
+  const webhooks = ctx.webhooks;
 
   app.get(
     '/factories/:id/webhooks',

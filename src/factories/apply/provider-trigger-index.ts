@@ -5,6 +5,7 @@
 import type { FactoryDefinition } from '../../definitions/model.ts';
 import type { FilterMatcher } from '../../definitions/model.ts';
 import type { Queryable } from '../../kernel/db.ts';
+import { liveAutomationIds, replaceFactoryProviderTriggers } from './sql.ts';
 
 const CONNECTED_PROVIDERS = new Set(['github', 'slack', 'linear']);
 
@@ -58,43 +59,4 @@ export interface ProviderTriggerRow {
   triggerIndex: number;
   repository: string;
   filter: Record<string, FilterMatcher>;
-}
-
-/** Replaces a factory's rows of the index (in the apply's transaction). */
-export async function replaceFactoryProviderTriggers(
-  q: Queryable,
-  factoryId: string,
-  rows: readonly ProviderTriggerRow[],
-): Promise<void> {
-  await q.query('DELETE FROM automation_provider_triggers WHERE factory_id = $1', [factoryId]);
-  if (rows.length === 0) return;
-  await q.query(
-    `INSERT INTO automation_provider_triggers (automation_id, team_id, factory_id, provider, event, trigger_index, repository, filter)
-     SELECT r.automation_id, r.team_id, r.factory_id, r.provider, r.event, r.trigger_index, r.repository, r.filter
-       FROM json_to_recordset($1::json) AS r(automation_id text, team_id text, factory_id text, provider text, event text,
-                                             trigger_index int4, repository text, filter jsonb)
-     ON CONFLICT DO NOTHING`,
-    [
-      JSON.stringify(
-        rows.map((r) => ({
-          automation_id: r.automationId,
-          team_id: r.teamId,
-          factory_id: r.factoryId,
-          provider: r.provider,
-          event: r.event,
-          trigger_index: r.triggerIndex,
-          repository: r.repository,
-          filter: r.filter,
-        })),
-      ),
-    ],
-  );
-}
-
-export async function liveAutomationIds(q: Queryable, factoryId: string): Promise<Map<string, string>> {
-  const res = await q.query<{ id: string; name: string }>(
-    'SELECT id, name FROM automations WHERE factory_id = $1 AND deleted_at IS NULL',
-    [factoryId],
-  );
-  return new Map(res.rows.map((r) => [r.name, r.id]));
 }

@@ -3,6 +3,7 @@ import type { FactoryDefinition, WebhookDefinition } from '../../definitions/mod
 import type { FactoryFileInput } from '../../definitions/load.ts';
 import type { SourceSpec } from '../../sources/types.ts';
 import type { Queryable } from '../../kernel/db.ts';
+import type { ProviderTriggerRow } from './provider-trigger-index.ts';
 import type {
   ApplyResult,
   AutomationRow,
@@ -437,4 +438,66 @@ export async function countFactoryResources(
     if (entry) entry[row.kind] = row.n;
   }
   return counts;
+}
+
+// ---- the provider trigger index (provider-trigger-index.ts) ----
+
+/** Replaces a factory's rows of the index (in the apply's transaction). */
+export async function replaceFactoryProviderTriggers(
+  q: Queryable,
+  factoryId: string,
+  rows: readonly ProviderTriggerRow[],
+): Promise<void> {
+  await q.query('DELETE FROM automation_provider_triggers WHERE factory_id = $1', [factoryId]);
+  if (rows.length === 0) return;
+  await q.query(
+    `INSERT INTO automation_provider_triggers (automation_id, team_id, factory_id, provider, event, trigger_index, repository, filter)
+     SELECT r.automation_id, r.team_id, r.factory_id, r.provider, r.event, r.trigger_index, r.repository, r.filter
+       FROM json_to_recordset($1::json) AS r(automation_id text, team_id text, factory_id text, provider text, event text,
+                                             trigger_index int4, repository text, filter jsonb)
+     ON CONFLICT DO NOTHING`,
+    [
+      JSON.stringify(
+        rows.map((r) => ({
+          automation_id: r.automationId,
+          team_id: r.teamId,
+          factory_id: r.factoryId,
+          provider: r.provider,
+          event: r.event,
+          trigger_index: r.triggerIndex,
+          repository: r.repository,
+          filter: r.filter,
+        })),
+      ),
+    ],
+  );
+}
+
+export async function liveAutomationIds(q: Queryable, factoryId: string): Promise<Map<string, string>> {
+  const res = await q.query<{ id: string; name: string }>(
+    'SELECT id, name FROM automations WHERE factory_id = $1 AND deleted_at IS NULL',
+    [factoryId],
+  );
+  return new Map(res.rows.map((r) => [r.name, r.id]));
+}
+
+/** The applied definitions of the team's factories, or of one of them. */
+export async function appliedDefinitions(
+  q: Queryable,
+  teamId: string,
+  factoryId?: string,
+): Promise<FactoryDefinition[]> {
+  const res = await q.query<{ definition: FactoryDefinition }>(
+    `SELECT definition FROM factories WHERE team_id = $1 AND definition IS NOT NULL${factoryId ? ' AND id = $2' : ''}`,
+    factoryId ? [teamId, factoryId] : [teamId],
+  );
+  return res.rows.map((r) => r.definition);
+}
+
+/** The team a factory named by path at start-up goes to: `default`, else the oldest. */
+export async function startupTeamId(q: Queryable): Promise<string | undefined> {
+  const teams = await q.query<{ id: string }>(
+    "SELECT id FROM teams ORDER BY (name = 'default') DESC, created_at LIMIT 1",
+  );
+  return teams.rows[0]?.id;
 }

@@ -1,0 +1,7 @@
+/** The metrics domain's SQL: what the gauges read when scraped. */
+import type { Queryable } from '../kernel/db.ts';
+
+/** Deliveries waiting in the outbox (counted through its partial index). */
+export async function outboxCount(q: Queryable): Promise<{ n: string }> {
+  return (await q.query<{ n: string }>('SELECT count(*) AS n FROM webhook_deliveries WHERE outbox_pending')).rows[0]!;
+}
