@@ -8,7 +8,8 @@
  * node:http (as `agentyard serve` does), one through a Fastify route (INGRESS_THROUGH_FASTIFY=1: router, hooks,
  * request and reply objects, then the same handler). Token mode, 1 KB JSON bodies with distinct identities,
  * 50 connections (autocannon), the two servers in alternating rounds. Prints each round's accepted/s and the
- * median of the per-round ratios Fastify : direct; the issue's bar is ≥ 0.95.
+ * median of the per-round ratios Fastify : direct (the issue's bar is ≥ 0.95), and the CPU each server's HTTP
+ * thread spent per request (from /proc), which a loaded machine disturbs less than the rate.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,6 +20,7 @@ import autocannon from 'autocannon';
 import { openPostgres } from '../src/store/pg.ts';
 import { startPostgresServer } from '../test/support/postgres-server.ts';
 import type { PostgresServer } from '../test/support/postgres-server.ts';
+import { threadCpu } from './support/cpu.ts';
 import { SERVICE_NODE_FLAGS } from './support/processes.ts';
 import { fmt } from './support/stats.ts';
 
@@ -39,6 +41,7 @@ const ROOT = new URL('../', import.meta.url).pathname;
 interface Ingress {
   tokenUrl: string;
   token: string;
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -80,6 +83,7 @@ async function startIngress(engine: 'pglite' | 'postgres', throughFastify: boole
   });
   return {
     ...info,
+    pid: child.pid!,
     async stop() {
       if (child.exitCode !== null) return;
       const exited = new Promise((r) => child.once('exit', r));
@@ -97,7 +101,11 @@ function body(): string {
   return `${head}${PAD.slice(0, 1024 - head.length - 4)}"}}`;
 }
 
-async function load(target: Ingress, duration: number): Promise<{ rps: number; failures: number }> {
+/** CPU seconds of the server's HTTP thread (its main thread) so far. */
+const httpCpu = (target: Ingress) => threadCpu(target.pid).get('MainThread') ?? 0;
+
+async function load(target: Ingress, duration: number): Promise<{ rps: number; failures: number; cpuUs: number }> {
+  const cpuBefore = httpCpu(target);
   const url = new URL(target.tokenUrl);
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${target.token}` };
   const result = await autocannon({
@@ -111,7 +119,8 @@ async function load(target: Ingress, duration: number): Promise<{ rps: number; f
       },
     ],
   });
-  return { rps: result.requests.average, failures: result.non2xx + result.errors + result.timeouts };
+  const cpuUs = ((httpCpu(target) - cpuBefore) * 1e6) / Math.max(1, result.requests.total);
+  return { rps: result.requests.average, failures: result.non2xx + result.errors + result.timeouts, cpuUs };
 }
 
 const median = (xs: number[]) => {
@@ -122,8 +131,10 @@ const median = (xs: number[]) => {
 
 try {
   console.log(`\n${ROUNDS} alternating rounds of ${DURATION} s per server, ${CONNECTIONS} connections, token mode\n`);
-  console.log('| engine | round | direct accepted/s | Fastify route accepted/s | ratio |');
-  console.log('| --- | ---: | ---: | ---: | ---: |');
+  console.log(
+    '| engine | round | direct accepted/s | Fastify route accepted/s | ratio | HTTP thread µs/request, direct | Fastify route |',
+  );
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
   const summary: string[] = [];
   for (const engine of ENGINES) {
     const direct = await startIngress(engine, false);
@@ -131,6 +142,7 @@ try {
     await load(direct, 3); // warm-up
     await load(viaFastify, 3);
     const ratios: number[] = [];
+    const cpu = { direct: [] as number[], fastify: [] as number[] };
     let failures = 0;
     for (let round = 1; round <= ROUNDS; round++) {
       // Alternate which goes first: load on a shared machine drifts.
@@ -139,16 +151,17 @@ try {
       for (const target of order) {
         const r = await load(target, DURATION);
         results.set(target, r.rps);
+        (target === direct ? cpu.direct : cpu.fastify).push(r.cpuUs);
         failures += r.failures;
       }
       const ratio = results.get(viaFastify)! / results.get(direct)!;
       ratios.push(ratio);
       console.log(
-        `| ${engine} | ${round} | ${fmt(results.get(direct)!)} | ${fmt(results.get(viaFastify)!)} | ${fmt(ratio, 3)} |`,
+        `| ${engine} | ${round} | ${fmt(results.get(direct)!)} | ${fmt(results.get(viaFastify)!)} | ${fmt(ratio, 3)} | ${fmt(cpu.direct.at(-1)!, 1)} | ${fmt(cpu.fastify.at(-1)!, 1)} |`,
       );
     }
     summary.push(
-      `${engine}: Fastify route : direct, median of ${ROUNDS} rounds ${fmt(median(ratios), 3)} (rounds ${ratios.map((r) => fmt(r, 3)).join(', ')}); non-2xx + errors ${failures}`,
+      `${engine}: Fastify route : direct, median of ${ROUNDS} rounds ${fmt(median(ratios), 3)} (rounds ${ratios.map((r) => fmt(r, 3)).join(', ')}); HTTP thread µs/request, medians: direct ${fmt(median(cpu.direct), 1)}, Fastify route ${fmt(median(cpu.fastify), 1)}; non-2xx + errors ${failures}`,
     );
     await direct.stop();
     await viaFastify.stop();

@@ -10,7 +10,7 @@ import { EVENT_PAYLOAD_FILE, runPrompt, runTitle } from './envelope.ts';
 import { matchPayloadFilter } from './payload-filter.ts';
 import * as sql from './sql.ts';
 import type { OutboxDelivery, Subscription } from './sql.ts';
-import { automationRunBase } from './run-input.ts';
+import { subscribedRun } from './run-input.ts';
 import { providerFirings } from './provider-runs.ts';
 
 export interface EvaluatorOptions {
@@ -184,20 +184,14 @@ export function firstMatchPerAutomation(subs: readonly Subscription[], payload: 
 }
 
 function runInputFor(delivery: OutboxDelivery, sub: Subscription): CreateRunInput {
+  const { base, automation } = subscribedRun(sub);
   const envelope = {
-    automation: { id: sub.automation_id, name: sub.automation_name, prompt: sub.prompt },
+    automation,
     webhook: { uid: delivery.webhook_uid, name: delivery.webhook_name },
     deliveryId: delivery.id,
   };
-  const automation = {
-    id: sub.automation_id,
-    name: sub.automation_name,
-    team_id: sub.team_id,
-    factory_id: sub.factory_id,
-    config: sub.config,
-  };
   return {
-    ...automationRunBase(automation, sub.agent_prompt),
+    ...base,
     prompt: runPrompt(envelope),
     title: runTitle(envelope),
     source: 'WEBHOOK',

@@ -15,7 +15,7 @@ import type { Queryable } from '../kernel/db.ts';
 import { EVENT_PAYLOAD_FILE, providerRunPrompt, providerRunTitle } from './envelope.ts';
 import { providerSubscriptions } from './sql.ts';
 import type { OutboxDelivery, ProviderSubscription } from './sql.ts';
-import { automationRunBase } from './run-input.ts';
+import { subscribedRun } from './run-input.ts';
 
 export interface ProviderFiring {
   automationId: string;
@@ -105,24 +105,12 @@ export async function providerFirings(tx: Queryable, delivery: OutboxDelivery): 
     if (match) chosen.set(sub.automation_id, { sub, event: match.event });
   }
   const firings = [...chosen.values()].map(({ sub, event }) => {
-    const envelope = {
-      automation: { id: sub.automation_id, name: sub.automation_name, prompt: sub.prompt },
-      provider,
-      event,
-      subject: derived.subject,
-      deliveryId: delivery.id,
-    };
-    const automation = {
-      id: sub.automation_id,
-      name: sub.automation_name,
-      team_id: sub.team_id,
-      factory_id: sub.factory_id,
-      config: sub.config,
-    };
+    const { base, automation } = subscribedRun(sub);
+    const envelope = { automation, provider, event, subject: derived.subject, deliveryId: delivery.id };
     return {
       automationId: sub.automation_id,
       input: {
-        ...automationRunBase(automation, sub.agent_prompt),
+        ...base,
         prompt: providerRunPrompt(envelope),
         title: providerRunTitle(envelope),
         source: RUN_SOURCE_OF[provider],

@@ -2,6 +2,7 @@
 import type { AutomationRow } from '../factories/apply/model.ts';
 import type { Creator } from '../runs/model.ts';
 import type { CreateRunInput } from '../runs/service.ts';
+import type { SubscribedAutomation } from './sql.ts';
 
 export type StartingAutomation = Pick<AutomationRow, 'id' | 'team_id' | 'factory_id' | 'name' | 'config'>;
 
@@ -37,4 +38,14 @@ export function automationRunBase(
     factoryId: automation.factory_id,
     automationId: automation.id,
   };
+}
+
+/** The run base of a subscribed automation's run, and the automation as its prompt envelope names it. */
+export function subscribedRun(sub: SubscribedAutomation): {
+  base: ReturnType<typeof automationRunBase>;
+  automation: { id: string; name: string; prompt: string };
+} {
+  const { automation_id: id, automation_name: name } = sub;
+  const starting = { id, name, team_id: sub.team_id, factory_id: sub.factory_id, config: sub.config };
+  return { base: automationRunBase(starting, sub.agent_prompt), automation: { id, name, prompt: sub.prompt } };
 }

@@ -35,15 +35,19 @@ export async function markEvaluated(q: Queryable, deliveryIds: readonly string[]
   );
 }
 
-/** A webhook trigger of an automation, with the automation's columns a run needs. */
-export type Subscription = Pick<AutomationRow, 'team_id' | 'factory_id' | 'prompt' | 'agent' | 'config'> & {
-  webhook_uid: string;
-  trigger_index: number;
-  payload_filter: PayloadFilter | null;
+/** The automation's columns a run needs, as a trigger's subscription row carries them. */
+export type SubscribedAutomation = Pick<AutomationRow, 'team_id' | 'factory_id' | 'prompt' | 'agent' | 'config'> & {
   automation_id: string;
   automation_name: string;
   /** The prompt of the agent the automation runs (the run's base prompt), from the applied definition. */
   agent_prompt: string | null;
+};
+
+/** A webhook trigger of an automation. */
+export type Subscription = SubscribedAutomation & {
+  webhook_uid: string;
+  trigger_index: number;
+  payload_filter: PayloadFilter | null;
 };
 
 /** Webhook triggers of enabled, live automations on these webhooks, in trigger order per automation. */
@@ -82,14 +86,11 @@ export async function recordFiring(
   ]);
 }
 
-/** A provider trigger of an enabled, live automation, with the automation's columns a run needs. */
-export type ProviderSubscription = Pick<AutomationRow, 'team_id' | 'factory_id' | 'prompt' | 'agent' | 'config'> & {
-  automation_id: string;
-  automation_name: string;
+/** A provider trigger of an enabled, live automation. */
+export type ProviderSubscription = SubscribedAutomation & {
   trigger_index: number;
   event: string;
   filter: Record<string, FilterMatcher>;
-  agent_prompt: string | null;
   /** The automation's agent's `credentialStrategy`, else the factory's; null: neither says (EXECUTOR). */
   credential_strategy: string | null;
 };

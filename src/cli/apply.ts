@@ -5,13 +5,13 @@ import type { Change, PlanWarning } from '../factories/apply/model.ts';
 import {
   CliError,
   SERVER_OPTIONS,
-  ServerClient,
   describeProblem,
+  factoryTree,
   formatChanges,
   formatWarnings,
-  readTree,
   reportCliError,
   summary,
+  usageShown,
 } from './plan.ts';
 
 const USAGE = `Usage: agentyard apply DIR --factory NAME [--message TEXT] [--server URL] [--key KEY] [--json]
@@ -37,14 +37,8 @@ export async function applyCommand(argv: string[]): Promise<number> {
       allowPositionals: true,
       options: { ...SERVER_OPTIONS, message: { type: 'string', short: 'm' } },
     });
-    if (values.help) {
-      process.stdout.write(`${USAGE}\n`);
-      return 0;
-    }
-    if (positionals.length !== 1 || !values.factory) throw new CliError(USAGE);
-    const client = new ServerClient(values.server, values.key);
-    const files = await readTree(positionals[0]!);
-    const id = await client.factoryId(values.factory);
+    if (values.help) return usageShown(USAGE);
+    const { client, id, files } = await factoryTree(positionals, values, USAGE);
     const res = await client.call<Outcome>('POST', `/factories/${id}/apply`, {
       files,
       ...(values.message ? { message: values.message } : {}),

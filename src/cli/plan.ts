@@ -122,17 +122,23 @@ interface PlanResponse {
   applied_revision: string | null;
 }
 
+/** `DIR --factory NAME`: the factory's id on the server and the tree read from DIR. */
+export async function factoryTree(
+  positionals: readonly string[],
+  values: { factory?: string | undefined; server?: string | undefined; key?: string | undefined },
+  usage: string,
+): Promise<{ client: ServerClient; id: string; files: FactoryFileInput[]; factory: string }> {
+  if (positionals.length !== 1 || !values.factory) throw new CliError(usage);
+  const client = new ServerClient(values.server, values.key);
+  const files = await readTree(positionals[0]!);
+  return { client, id: await client.factoryId(values.factory), files, factory: values.factory };
+}
+
 export async function planCommand(argv: string[]): Promise<number> {
   try {
     const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: SERVER_OPTIONS });
-    if (values.help) {
-      process.stdout.write(`${USAGE}\n`);
-      return 0;
-    }
-    if (positionals.length !== 1 || !values.factory) throw new CliError(USAGE);
-    const client = new ServerClient(values.server, values.key);
-    const files = await readTree(positionals[0]!);
-    const id = await client.factoryId(values.factory);
+    if (values.help) return usageShown(USAGE);
+    const { client, id, files } = await factoryTree(positionals, values, USAGE);
     const res = await client.call<PlanResponse>('POST', `/factories/${id}/plan`, { files });
     if (res.status !== 200) throw new CliError(`plan ${values.factory}: ${describeProblem(res.status, res.body)}`);
     const plan = res.body;
@@ -160,6 +166,12 @@ export async function planCommand(argv: string[]): Promise<number> {
   } catch (err) {
     return reportCliError('plan', err);
   }
+}
+
+/** Prints the usage (for --help); exit status 0. */
+export function usageShown(usage: string): number {
+  process.stdout.write(`${usage}\n`);
+  return 0;
 }
 
 export function reportCliError(command: string, err: unknown): number {

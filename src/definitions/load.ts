@@ -1,4 +1,5 @@
 import { lstat, readFile, readdir } from 'node:fs/promises';
+import type { SchemaKind } from './schemas.ts';
 import { join } from 'node:path';
 import type { DiagnosticCode } from './codes.ts';
 import type { Diagnostic } from './diagnostic.ts';
@@ -11,17 +12,8 @@ export interface FactoryFileInput {
   symlink?: boolean;
 }
 
-export type FileKind =
-  | 'factory'
-  | 'agent'
-  | 'automation'
-  | 'runner'
-  | 'scorer'
-  | 'webhook'
-  | 'benchmark-suite'
-  | 'benchmark-task'
-  | 'skill'
-  | 'agent-skill';
+/** The kinds of factory file: those with a schema, and skills. */
+export type FileKind = SchemaKind | 'skill' | 'agent-skill';
 
 export interface ClassifiedFile {
   path: string;

@@ -17,7 +17,7 @@ import { EventPipe } from './event-pipe.ts';
 import { HandOff, insertsHandOffColumns } from './hand-off.ts';
 import type { HandOffTarget } from './hand-off.ts';
 import { adapterFor } from './harnesses/index.ts';
-import { buildAssignments, AssignmentError } from './assignment-builder.ts';
+import { buildAssignments } from './assignment-builder.ts';
 import type { Assignment } from './assignment.ts';
 import { claimServiceRuns } from './queue.ts';
 import type { Claimed, ClaimOptions } from './queue.ts';
@@ -244,20 +244,7 @@ export class ServiceExecutor implements HandOffTarget {
     const { recorder, settings, log } = this.#deps;
     const { run, executionId } = claimed;
     if (assignment instanceof Error) {
-      const assignmentError = assignment instanceof AssignmentError;
-      if (!assignmentError) log.error({ err: assignment, runId: run.id }, 'building the execution assignment failed');
-      await recorder.finished({
-        executionId,
-        runId: run.id,
-        outcome: assignmentError
-          ? { kind: 'failed', exitCode: null, message: assignment.message, errorCode: assignment.errorCode }
-          : {
-              kind: 'error',
-              exitCode: null,
-              message: 'the execution could not be prepared',
-              errorCode: 'environment_setup_failed',
-            },
-      });
+      await recorder.unassigned({ executionId, runId: run.id }, assignment);
       return;
     }
     const pipe = new EventPipe(

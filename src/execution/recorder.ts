@@ -8,6 +8,7 @@
  * statement where several are locked.
  */
 import { RUNS_QUEUED_TOPIC, RUN_EVENTS_TOPIC } from '../kernel/topics.ts';
+import { AssignmentError } from './assignment-builder.ts';
 import type { Logger } from '../kernel/log.ts';
 import { recordArtifact } from '../runs/artifact-files.ts';
 import { appendEventsOfRuns, insertArtifactFiles } from '../runs/sql.ts';
@@ -248,6 +249,26 @@ export class ExecutionRecorder {
       return applyRunEvent(tx, runId, 'release', { executionId, statusMessage: { message } });
     });
     if (released) await this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: runId, worker_host: released.worker_host });
+  }
+
+  /**
+   * Ends an execution whose assignment could not be built: the run fails with an AssignmentError's own code and
+   * message, or ends in ERROR as an environment set-up failure (logged, as it is not the run's fault).
+   */
+  async unassigned(ids: { executionId: string; runId: string }, error: Error): Promise<void> {
+    const known = error instanceof AssignmentError;
+    if (!known) this.#log.error({ err: error, runId: ids.runId }, 'building the execution assignment failed');
+    await this.finished({
+      ...ids,
+      outcome: known
+        ? { kind: 'failed', exitCode: null, message: error.message, errorCode: error.errorCode }
+        : {
+            kind: 'error',
+            exitCode: null,
+            message: 'the execution could not be prepared',
+            errorCode: 'environment_setup_failed',
+          },
+    });
   }
 
   /**

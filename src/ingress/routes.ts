@@ -10,6 +10,7 @@ import type { DeliveriesInProgress } from './in-progress.ts';
 import { claimedDeliveryId, deliveryIdentity } from './identity.ts';
 import { parseJsonBody } from './json-body.ts';
 import type { IngressLimits } from './limits.ts';
+import { deliveryRow } from './sql.ts';
 import type { DeliveryInsert } from './sql.ts';
 import {
   admitSender,
@@ -201,22 +202,7 @@ function baseRow(request: IncomingMessage, state: IngressState, id: string, size
   if (state.contentType !== undefined) headers['content-type'] = state.contentType.slice(0, 200);
   const userAgent = one(request.headers['user-agent']);
   if (userAgent !== undefined) headers['user-agent'] = userAgent.slice(0, 200);
-  return {
-    id,
-    webhookUid: state.route.uid,
-    teamId: state.route.teamId,
-    factoryId: state.route.factoryId,
-    webhookName: state.route.name,
-    label: 'accepted',
-    identity: null,
-    identitySource: null,
-    senderDeliveryId: null,
-    duplicateOf: null,
-    size,
-    receivedAt: state.receivedAt,
-    payload: null,
-    headers,
-    reason: null,
-    senderIp: state.senderIp,
-  };
+  const { route, receivedAt, senderIp } = state;
+  const at = { webhookUid: route.uid, teamId: route.teamId, factoryId: route.factoryId, webhookName: route.name };
+  return deliveryRow({ id, ...at, size, receivedAt, headers, senderIp });
 }

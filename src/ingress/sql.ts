@@ -40,6 +40,26 @@ export interface DeliveryInsert {
   provider?: string | null;
 }
 
+/** Where a delivery came in, who sent it and what it weighs: what every delivery-log row starts from. */
+export type ReceivedDelivery = Pick<
+  DeliveryInsert,
+  'id' | 'webhookUid' | 'teamId' | 'factoryId' | 'webhookName' | 'size' | 'receivedAt' | 'headers' | 'senderIp'
+> & { provider?: string };
+
+/** A delivery-log row of `received`, nothing decided yet: accepted, no identity, no payload, no reason. */
+export function deliveryRow(received: ReceivedDelivery): DeliveryInsert {
+  return {
+    ...received,
+    label: 'accepted',
+    identity: null,
+    identitySource: null,
+    senderDeliveryId: null,
+    duplicateOf: null,
+    payload: null,
+    reason: null,
+  };
+}
+
 /** Each column: its name, its type in the JSON row set, and its value for a row. */
 const COLUMNS: readonly (readonly [string, string, (d: DeliveryInsert) => unknown])[] = [
   ['id', 'text', (d) => d.id],

@@ -13,6 +13,7 @@ import { redactedPath } from '../kernel/redact.ts';
 import type { IngressRuntime } from '../ingress/runtime.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import type { IngressLimits } from '../ingress/limits.ts';
+import { deliveryRow } from '../ingress/sql.ts';
 import type { DeliveryInsert } from '../ingress/sql.ts';
 import * as delivery from '../ingress/direct-delivery.ts';
 import { senderOrBodyIdentity } from '../ingress/identity.ts';
@@ -81,25 +82,11 @@ async function serveEvent(deps: EventsRouteDeps, request: IncomingMessage, respo
   // signature checks out, so that nobody without the secret can spend a provider's budget.
   const limitKey = `${connection.id}|${senderIp ?? ''}`;
   delivery.refuseBlockedSender(ingress.limiters, limitKey);
-  const base = (id: string, size: number, conn: LiveConnection): DeliveryInsert => ({
-    id,
-    webhookUid: conn.id,
-    teamId: conn.teamId,
-    factoryId: '',
-    webhookName: conn.provider,
-    label: 'accepted',
-    identity: null,
-    identitySource: null,
-    senderDeliveryId: null,
-    duplicateOf: null,
-    size,
-    receivedAt,
-    payload: null,
-    headers: keptHeaders(conn.provider, request),
-    reason: null,
-    senderIp,
-    provider: conn.provider,
-  });
+  const base = (id: string, size: number, conn: LiveConnection): DeliveryInsert => {
+    const at = { webhookUid: conn.id, teamId: conn.teamId, factoryId: '', webhookName: conn.provider };
+    const headers = keptHeaders(conn.provider, request);
+    return deliveryRow({ id, ...at, size, receivedAt, headers, senderIp, provider: conn.provider });
+  };
   const logRejected: delivery.LogRejected = async (label, reason, size) => {
     const id = newId('dlv');
     await ingress.writer.log({ ...base(id, size, connection!), label, reason });

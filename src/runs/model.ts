@@ -135,6 +135,15 @@ export function isoDuration(totalSeconds: number): string {
   return `PT${h ? `${h}H` : ''}${m ? `${m}M` : ''}${seconds || (!h && !m) ? `${seconds}S` : ''}`;
 }
 
+/** A creator or executor as the API shows it; undefined when the row has none. */
+function principalOf(
+  type: 'user' | 'service_account' | null,
+  uid: string | null,
+  name: string | null,
+): { type: 'user' | 'service_account'; uid: string; display_name: string } | undefined {
+  return type && uid ? { type, uid, display_name: name ?? uid } : undefined;
+}
+
 /**
  * `sessionLink` makes the run's signed session link (src/runs/session-link.ts). `executedSeconds`: the time
  * the run's executions took (sql.executionSeconds), what `run_time` reports; without it, the span from the
@@ -142,6 +151,8 @@ export function isoDuration(totalSeconds: number): string {
  */
 export function toRunItem(row: RunRow, sessionLink: (sessionId: string) => string, executedSeconds?: number): RunItem {
   const skillName = row.skill_spec ? row.skill_spec.split(':').pop() : undefined;
+  const creator = principalOf(row.creator_type, row.creator_id, row.creator_name);
+  const executor = principalOf(row.executor_type, row.executor_id, row.executor_name);
   return {
     run_id: row.id,
     task_id: row.id,
@@ -157,29 +168,9 @@ export function toRunItem(row: RunRow, sessionLink: (sessionId: string) => strin
     ...(clientSource(row.source) !== row.source ? { source_detail: row.source } : {}),
     session_id: row.session_id,
     session_link: sessionLink(row.session_id),
-    ...(row.creator_id && row.creator_type
-      ? {
-          creator: {
-            type: row.creator_type,
-            uid: row.creator_id,
-            display_name: row.creator_name ?? row.creator_id,
-            ...(row.creator_email ? { email: row.creator_email } : {}),
-          },
-        }
-      : {}),
-    ...(row.executor_id && row.executor_type
-      ? {
-          executor: {
-            type: row.executor_type,
-            uid: row.executor_id,
-            display_name: row.executor_name ?? row.executor_id,
-          },
-        }
-      : row.creator_id && row.creator_type
-        ? {
-            executor: { type: row.creator_type, uid: row.creator_id, display_name: row.creator_name ?? row.creator_id },
-          }
-        : {}),
+    ...(creator ? { creator: { ...creator, ...(row.creator_email ? { email: row.creator_email } : {}) } } : {}),
+    // A run executes as its creator unless an agent identity executes it.
+    ...(executor || creator ? { executor: executor ?? creator } : {}),
     agent_config: row.config,
     // A run starts a conversation named by its id, or continues the one it was created with.
     conversation_id: row.conversation_id ?? row.id,

@@ -13,7 +13,7 @@ import type { Logger } from '../kernel/log.ts';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import { adapterFor } from '../execution/harnesses/index.ts';
-import { buildAssignments, AssignmentError } from '../execution/assignment-builder.ts';
+import { buildAssignments } from '../execution/assignment-builder.ts';
 import type { ExecutionOutcome } from '../execution/assignment.ts';
 import { claimWorkerRuns } from '../execution/queue.ts';
 import type { ExecutionRecorder } from '../execution/recorder.ts';
@@ -303,21 +303,7 @@ export class WorkerHub {
     for (const [i, cl] of claimed.entries()) {
       const assignment = assignments[i]!;
       if (assignment instanceof Error) {
-        const assignmentError = assignment instanceof AssignmentError;
-        if (!assignmentError)
-          this.#deps.log.error({ err: assignment, runId: cl.run.id }, 'building the execution assignment failed');
-        await this.#deps.recorder.finished({
-          executionId: cl.executionId,
-          runId: cl.run.id,
-          outcome: assignmentError
-            ? { kind: 'failed', exitCode: null, message: assignment.message, errorCode: assignment.errorCode }
-            : {
-                kind: 'error',
-                exitCode: null,
-                message: 'the execution could not be prepared',
-                errorCode: 'environment_setup_failed',
-              },
-        });
+        await this.#deps.recorder.unassigned({ executionId: cl.executionId, runId: cl.run.id }, assignment);
         continue;
       }
       c.assigned.set(cl.executionId, {

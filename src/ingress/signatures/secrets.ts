@@ -15,12 +15,8 @@ export function providerIssuedSecret(
   extraCheck?: (secret: string) => string | undefined,
   interpretation: SecretInterpretation = 'utf8',
 ): SecretRule {
-  return {
-    interpretation,
-    description,
-    obtain,
-    check: (secret) => basicSecretProblem(secret) ?? extraCheck?.(secret),
-  };
+  const check = (secret: string) => basicSecretProblem(secret) ?? extraCheck?.(secret);
+  return { interpretation, description, obtain, check };
 }
 
 /**
@@ -32,11 +28,6 @@ export function userChosenSecret(
   obtain: string,
   interpretation: SecretInterpretation = 'utf8',
 ): SecretRule {
-  return {
-    interpretation,
-    description,
-    obtain,
-    generate: () => randomBytes(32).toString('base64url'),
-    check: basicSecretProblem,
-  };
+  const generate = () => randomBytes(32).toString('base64url');
+  return { ...providerIssuedSecret(description, obtain, undefined, interpretation), generate };
 }
