@@ -43,6 +43,7 @@ const OWNERS: Readonly<Record<string, string>> = {
   schedule_fires: 'schedules',
   secrets: 'secrets',
   integration_connections: 'integrations',
+  integration_identities: 'integrations',
   github_installations: 'integrations',
   github_jobs: 'integrations',
   kubernetes_factories: 'operator',
