@@ -1,6 +1,6 @@
 import { DELIVERIES_ACCEPTED_TOPIC, GITHUB_JOBS_TOPIC } from '../kernel/topics.ts';
 import type { Logger } from '../kernel/log.ts';
-import { CoalescedPass } from '../kernel/coalesced-pass.ts';
+import { DrainLoop } from '../kernel/drain-loop.ts';
 import { isAppError } from '../kernel/errors.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import type { CreateRunInput, RunService } from '../runs/service.ts';
@@ -51,15 +51,8 @@ export class OutboxEvaluator {
   readonly #runs: RunService;
   readonly #log: Logger;
   readonly #batchSize: number;
-  readonly #pollIntervalMs: number;
   readonly #beforeCommit: EvaluatorOptions['beforeCommit'];
-  readonly #passes = new CoalescedPass(
-    () => this.#drain(),
-    () => !this.#stopped,
-  );
-  #stopped = false;
-  #timer: NodeJS.Timeout | undefined;
-  #unsubscribe: (() => void) | undefined;
+  readonly #loop: DrainLoop;
 
   constructor({ db, bus, log, runs }: EvaluatorDeps, options: EvaluatorOptions = {}) {
     this.#db = db;
@@ -67,37 +60,36 @@ export class OutboxEvaluator {
     this.#log = log;
     this.#runs = runs;
     this.#batchSize = options.batchSize ?? 50;
-    this.#pollIntervalMs = options.pollIntervalMs ?? 2_000;
     this.#beforeCommit = options.beforeCommit;
+    this.#loop = new DrainLoop({
+      bus,
+      topic: DELIVERIES_ACCEPTED_TOPIC,
+      pollIntervalMs: options.pollIntervalMs ?? 2_000,
+      drain: () => this.#drain(),
+    });
   }
 
   start(): void {
-    this.#unsubscribe = this.#bus.subscribe(DELIVERIES_ACCEPTED_TOPIC, () => this.kick());
-    this.#timer = setInterval(() => this.kick(), this.#pollIntervalMs);
-    this.#timer.unref();
-    this.kick();
+    this.#loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    this.#unsubscribe?.();
-    clearInterval(this.#timer);
-    await this.#passes.idle();
+  stop(): Promise<void> {
+    return this.#loop.stop();
   }
 
   /** Evaluates until the outbox is empty; a kick while that runs asks for one more pass. */
   kick(): void {
-    this.#passes.request();
+    this.#loop.kick();
   }
 
   /** Resolves when the outbox has been drained (for tests and shutdown). */
   idle(): Promise<void> {
-    return this.#passes.idle();
+    return this.#loop.idle();
   }
 
   async #drain(): Promise<void> {
     try {
-      while (!this.#stopped) {
+      while (!this.#loop.stopped) {
         const result = await this.evaluateBatch();
         if (result.deliveries < this.#batchSize) return;
       }

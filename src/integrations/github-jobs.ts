@@ -5,7 +5,7 @@
  * claim lost in a crash is taken again when the lease ends), and each kind's handler says done, retry or failed.
  */
 import type { Bus } from '../kernel/bus.ts';
-import { CoalescedPass } from '../kernel/coalesced-pass.ts';
+import { DrainLoop } from '../kernel/drain-loop.ts';
 import type { Db, Queryable } from '../kernel/db.ts';
 import type { Logger } from '../kernel/log.ts';
 import { GITHUB_JOBS_TOPIC } from '../kernel/topics.ts';
@@ -70,43 +70,37 @@ export interface GithubJobRunnerOptions {
 /** Runs due GitHub jobs one at a time; several processes share them (SKIP LOCKED). */
 export class GithubJobRunner {
   readonly #options: GithubJobRunnerOptions;
-  readonly #passes = new CoalescedPass(
-    () => this.#drain(),
-    () => !this.#stopped,
-  );
-  #stopped = false;
-  #timer: NodeJS.Timeout | undefined;
-  #unsubscribe: (() => void) | undefined;
+  readonly #loop: DrainLoop;
 
   constructor(options: GithubJobRunnerOptions) {
     this.#options = options;
+    this.#loop = new DrainLoop({
+      bus: options.bus,
+      topic: GITHUB_JOBS_TOPIC,
+      pollIntervalMs: options.pollIntervalMs ?? 2_000,
+      drain: () => this.#drain(),
+    });
   }
 
   start(): void {
-    this.#unsubscribe = this.#options.bus.subscribe(GITHUB_JOBS_TOPIC, () => this.kick());
-    this.#timer = setInterval(() => this.kick(), this.#options.pollIntervalMs ?? 2_000);
-    this.#timer.unref();
-    this.kick();
+    this.#loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    this.#unsubscribe?.();
-    clearInterval(this.#timer);
-    await this.#passes.idle();
+  stop(): Promise<void> {
+    return this.#loop.stop();
   }
 
   kick(): void {
-    this.#passes.request();
+    this.#loop.kick();
   }
 
   idle(): Promise<void> {
-    return this.#passes.idle();
+    return this.#loop.idle();
   }
 
   async #drain(): Promise<void> {
     try {
-      while (!this.#stopped) {
+      while (!this.#loop.stopped) {
         const job = await sql.claimGithubJob(this.#options.db, LEASE_SECONDS);
         if (!job) return;
         await this.#run(job);
