@@ -5,6 +5,7 @@
 import { providerEvents } from '../definitions/provider-events.ts';
 import type { ProviderEvent } from '../definitions/provider-events.ts';
 import { matchesFilter } from '../definitions/trigger-match.ts';
+import { PULL_REQUEST_CHANGE_EVENTS } from '../definitions/triggers.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import { isProvider, RUN_SOURCE_OF } from '../integrations/model.ts';
 import type { Provider } from '../integrations/model.ts';
@@ -29,15 +30,7 @@ export interface ProviderEvaluation {
 }
 
 /** The pull request events whose filters take `paths` (factory-definition.md § 5). */
-const PATHS_EVENTS = new Set([
-  'pull_request_opened',
-  'pull_request_ready',
-  'pull_request_closed',
-  'pull_request_merged',
-  'pull_request_labeled',
-  'pull_request_synchronized',
-  'pull_request_reopened',
-]);
+const PATHS_EVENTS = new Set(PULL_REQUEST_CHANGE_EVENTS);
 
 /** A subscription that filters on `paths` and whose other keys match one of these events. */
 function wantsPaths(sub: ProviderSubscription, events: readonly ProviderEvent[]): boolean {

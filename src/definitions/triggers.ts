@@ -4,6 +4,16 @@
  */
 
 const GH_PR = ['repos', 'base_branches', 'pr_numbers', 'paths', 'assignees', 'authors', 'labels'];
+/** The pull request events whose filters take `GH_PR`'s keys, `paths` among them. */
+export const PULL_REQUEST_CHANGE_EVENTS: readonly string[] = [
+  'pull_request_opened',
+  'pull_request_ready',
+  'pull_request_closed',
+  'pull_request_merged',
+  'pull_request_labeled',
+  'pull_request_synchronized',
+  'pull_request_reopened',
+];
 const GH_CHECK_SUITE = ['repos', 'conclusions', 'branches', 'labels', 'authors'];
 const LINEAR_ISSUE = [
   'team_ids',
@@ -25,7 +35,7 @@ const LINEAR_COMMENT = [
 ];
 const SLACK_MESSAGE = ['channel_ids', 'user_ids', 'keywords'];
 
-function events(keys: string[], names: string[]): Record<string, string[]> {
+function events(keys: string[], names: readonly string[]): Record<string, string[]> {
   return Object.fromEntries(names.map((n) => [n, keys]));
 }
 
@@ -35,15 +45,7 @@ export const TRIGGER_CATALOGUE: Record<string, Record<string, string[]>> = {
   github: {
     push: ['repos', 'branches', 'paths'],
     ...events(['repos', 'labels', 'assignees', 'authors'], ['issue_created', 'issue_labeled']),
-    ...events(GH_PR, [
-      'pull_request_opened',
-      'pull_request_ready',
-      'pull_request_closed',
-      'pull_request_merged',
-      'pull_request_labeled',
-      'pull_request_synchronized',
-      'pull_request_reopened',
-    ]),
+    ...events(GH_PR, PULL_REQUEST_CHANGE_EVENTS),
     ...events(['repos', 'mentioned', 'labels'], ['issue_mentioned', 'pull_request_mentioned']),
     ...events(['repos', 'assignees', 'labels'], ['issue_assigned', 'pull_request_assigned']),
     pull_request_review_requested: ['repos', 'reviewers', 'reviewer_teams'],

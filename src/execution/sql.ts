@@ -32,10 +32,23 @@ export interface ClaimParams {
   from: string[];
 }
 
+/** The claim parameters in the order every claim function takes them. */
+const claimArgs = (p: ClaimParams): SqlValue[] => [
+  p.harnesses,
+  p.limit,
+  p.executionIds,
+  p.harnessSpellings,
+  p.harnessTypes,
+  p.executor,
+  p.leaseMs,
+  p.to,
+  p.from,
+];
+
 export function ayClaimServiceRuns(q: Queryable, p: ClaimParams): Promise<QueryResult<ClaimRow>> {
   return q.query<ClaimRow>(
     'SELECT * FROM ay_claim_service_runs($1::text[], $2::int, $3::text[], $4::text[], $5::text[], $6, $7::int, $8, $9::text[])',
-    [p.harnesses, p.limit, p.executionIds, p.harnessSpellings, p.harnessTypes, p.executor, p.leaseMs, p.to, p.from],
+    claimArgs(p),
   );
 }
 
@@ -47,18 +60,7 @@ export function ayCreateAndClaimServiceRuns(
 ): Promise<QueryResult<ClaimRow>> {
   return q.query<ClaimRow>(
     'SELECT * FROM ay_create_and_claim_service_runs($1::jsonb, $2::text[], $3::int, $4::text[], $5::text[], $6::text[], $7, $8::int, $9, $10::text[])',
-    [
-      records,
-      p.harnesses,
-      p.limit,
-      p.executionIds,
-      p.harnessSpellings,
-      p.harnessTypes,
-      p.executor,
-      p.leaseMs,
-      p.to,
-      p.from,
-    ],
+    [records, ...claimArgs(p)],
   );
 }
 
@@ -70,19 +72,7 @@ export function ayClaimWorkerRuns(
 ): Promise<QueryResult<ClaimRow>> {
   return q.query<ClaimRow>(
     'SELECT * FROM ay_claim_worker_runs($1, $2, $3::text[], $4::int, $5::text[], $6::text[], $7::text[], $8, $9::int, $10, $11::text[])',
-    [
-      teamId,
-      workerId,
-      p.harnesses,
-      p.limit,
-      p.executionIds,
-      p.harnessSpellings,
-      p.harnessTypes,
-      p.executor,
-      p.leaseMs,
-      p.to,
-      p.from,
-    ],
+    [teamId, workerId, ...claimArgs(p)],
   );
 }
 

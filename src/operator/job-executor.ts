@@ -405,21 +405,8 @@ export class JobExecutor implements FactoryCleanup {
     }
     if (row.job_uid && job.metadata?.uid !== row.job_uid) return;
     const outcome = jobOutcome(job);
-    if (outcome.kind === 'running') {
-      if (outcome.started && run.state === 'CLAIMED') {
-        await this.#recorder.started({
-          executionId,
-          runId,
-          workspace: '/workspace',
-          leaseMs: JOB_LEASE_MS,
-          followupIds: row.followup_ids,
-          where,
-        });
-      }
-      return;
-    }
-    if (run.state === 'CLAIMED') {
-      // The Job ended before its start was seen: the run did start.
+    // A Job that ended before its start was seen did start.
+    if (run.state === 'CLAIMED' && (outcome.kind !== 'running' || outcome.started)) {
       await this.#recorder.started({
         executionId,
         runId,
@@ -429,6 +416,7 @@ export class JobExecutor implements FactoryCleanup {
         where,
       });
     }
+    if (outcome.kind === 'running') return;
     if (outcome.kind === 'succeeded') {
       await finish({ kind: 'succeeded', exitCode: 0, message: `${where} completed` });
     } else {

@@ -17,17 +17,14 @@ import { harnessFor } from '../execution/settings.ts';
 import { DEFAULT_JOB_SETTINGS } from './job-spec.ts';
 import { kubeClients, operatorNamespace } from './kube.ts';
 import { DEFAULT_ELECTION, LeaderElector, validateElectionOptions } from './leader-election.ts';
-import type { ElectionClock, ElectionEnd } from './leader-election.ts';
+import type { ElectionClock, ElectionEnd, LeaderElectionOptions } from './leader-election.ts';
 
-export interface OperatorSettings {
-  /** Namespace of the leader Lease (and of the operator itself). */
-  namespace: string;
-  leaseName: string;
-  identity: string;
-  leaseDurationMs: number;
-  renewDeadlineMs: number;
-  retryPeriodMs: number;
-  jitterFactor: number;
+/** The election's settings (`namespace`: of the leader Lease and of the operator itself), and the operator's. */
+export interface OperatorSettings
+  extends Pick<
+    LeaderElectionOptions,
+    'namespace' | 'leaseName' | 'identity' | 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs' | 'jitterFactor'
+  > {
   /** Secret each namespace team's first admin API key is written to; empty: none. */
   apiKeySecret: string;
   /** Every Factory is reconciled again this often. */

@@ -14,6 +14,17 @@ export interface ScheduleFields {
   nextRunAt: Date | null;
 }
 
+/** The fields' parameters in the order both statements list their columns. */
+const fieldParams = (s: ScheduleFields) => [
+  s.name,
+  s.cronSchedule,
+  s.enabled,
+  s.prompt,
+  JSON.stringify(s.agentConfig),
+  JSON.stringify(s.metadata),
+  s.nextRunAt,
+];
+
 export async function insertApiSchedule(
   q: Queryable,
   s: ScheduleFields & { id: string; teamId: string; createdBy: CreatorInfo },
@@ -23,18 +34,7 @@ export async function insertApiSchedule(
        created_by, updated_by)
      VALUES ($1, $2, 'api', $3, $4, $5, $6, $7, $8, $9, $10, $10)
      RETURNING *`,
-    [
-      s.id,
-      s.teamId,
-      s.name,
-      s.cronSchedule,
-      s.enabled,
-      s.prompt,
-      JSON.stringify(s.agentConfig),
-      JSON.stringify(s.metadata),
-      s.nextRunAt,
-      JSON.stringify(s.createdBy),
-    ],
+    [s.id, s.teamId, ...fieldParams(s), JSON.stringify(s.createdBy)],
   );
   return res.rows[0]!;
 }
@@ -66,17 +66,7 @@ export async function replaceApiSchedule(
     `UPDATE schedules SET name = $2, cron_schedule = $3, enabled = $4, prompt = $5, agent_config = $6, metadata = $7,
        next_run_at = $8, updated_by = $9, updated_at = ay_now()
      WHERE id = $1 RETURNING *`,
-    [
-      id,
-      s.name,
-      s.cronSchedule,
-      s.enabled,
-      s.prompt,
-      JSON.stringify(s.agentConfig),
-      JSON.stringify(s.metadata),
-      s.nextRunAt,
-      JSON.stringify(s.updatedBy),
-    ],
+    [id, ...fieldParams(s), JSON.stringify(s.updatedBy)],
   );
   return res.rows[0]!;
 }

@@ -114,18 +114,16 @@ async function main(port: MessagePort, data: PgliteWorkerData): Promise<void> {
     void work.catch(() => {}).finally(() => transactions.delete(txId));
   };
 
+  const notOpen = (id: number, tx: number) =>
+    send({ kind: 'error', id, error: serializeError(new Error(`transaction ${tx} is not open`)) });
+
   port.on('message', (request: Request) => {
     switch (request.op) {
       case 'query': {
         if (request.tx !== undefined) {
           const inbox = transactions.get(request.tx);
           if (inbox) inbox.push(request);
-          else
-            send({
-              kind: 'error',
-              id: request.id,
-              error: serializeError(new Error(`transaction ${request.tx} is not open`)),
-            });
+          else notOpen(request.id, request.tx);
           return;
         }
         answer(
@@ -137,12 +135,7 @@ async function main(port: MessagePort, data: PgliteWorkerData): Promise<void> {
       case 'end': {
         const inbox = transactions.get(request.tx);
         if (inbox) inbox.push(request);
-        else
-          send({
-            kind: 'error',
-            id: request.id,
-            error: serializeError(new Error(`transaction ${request.tx} is not open`)),
-          });
+        else notOpen(request.id, request.tx);
         return;
       }
       case 'begin':

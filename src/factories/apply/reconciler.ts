@@ -321,16 +321,7 @@ export class Reconciler {
       } catch (err) {
         // The secret provider or the database failed (not the definition): worth another try soon.
         this.#deps.log.error({ err, factory_id: factory.id, revision }, 'prepare failed');
-        return this.#recordFailure(
-          factory,
-          snapshot,
-          options,
-          started,
-          'ApplyFailed',
-          applyFailedMessage(revision, err),
-          [],
-          [],
-        );
+        return this.#recordApplyFailed(factory, snapshot, options, started, err, []);
       }
       prepared = undefined;
       if (!ready.plan) {
@@ -405,16 +396,7 @@ export class Reconciler {
       } catch (err) {
         if (err instanceof FactoryGoneError) throw err;
         this.#deps.log.error({ err, factory_id: factory.id, revision }, 'apply failed');
-        return this.#recordFailure(
-          factory,
-          snapshot,
-          options,
-          started,
-          'ApplyFailed',
-          applyFailedMessage(revision, err),
-          [],
-          plan.warnings,
-        );
+        return this.#recordApplyFailed(factory, snapshot, options, started, err, plan.warnings);
       }
       if ('superseded' in result) {
         return outcome(factory.id, {
@@ -544,6 +526,19 @@ export class Reconciler {
       revision,
     });
     return outcome(factory.id, { result: 'unchanged', revision, reason: 'Applied', message, applyId: written });
+  }
+
+  /** An apply that failed for a reason other than the definition (the database, the secret provider). */
+  #recordApplyFailed(
+    factory: FactoryRow,
+    snapshot: SourceSnapshot,
+    options: ReconcileOptions,
+    started: Date,
+    err: unknown,
+    warnings: ApplyOutcome['warnings'],
+  ): Promise<ApplyOutcome> {
+    const message = applyFailedMessage(snapshot.revision, err);
+    return this.#recordFailure(factory, snapshot, options, started, 'ApplyFailed', message, [], warnings);
   }
 
   async #recordFailure(
