@@ -60,11 +60,6 @@ interface SharedWrite {
 /** Writes by a folder to a table it does not own, kept on purpose. A new one needs a reason as good. */
 const SHARED: readonly SharedWrite[] = [
   {
-    table: 'webhooks',
-    folder: 'webhooks',
-    why: 'webhook management, until it moves into factories/webhooks/ (then this entry is stale: remove it)',
-  },
-  {
     table: 'runs',
     folder: 'execution',
     why: 'the queue: a claim, start or end moves runs by the transitions runs/state-machine.ts passes in, in the one statement that writes the execution',
