@@ -143,7 +143,7 @@ function files(dir: string): string[] {
 }
 
 const folderOf = (file: string): string => path.relative(src, file).split(path.sep)[0]!;
-const isSqlModule = (file: string): boolean => /\/(sql|plans)\.ts$|\/functions\.sql$/.test(file);
+const isSqlModule = (file: string): boolean => /\/sql\.ts$|\/functions\.sql$/.test(file);
 
 /** Source text without comments (JSDoc and `//` lines, SQL `--` comments). */
 function code(text: string): string {
