@@ -38,12 +38,14 @@ import { errorDocsPlugin } from './http/error-docs.ts';
 import { registerAgentIdentityRoutes } from './identity/agent-identities.ts';
 import { registerIdentityRoutes } from './identity/routes.ts';
 import { registerIngressRoutes } from './ingress/routes.ts';
+import { registerDeliveryLogRoutes } from './ingress/delivery-log-routes.ts';
 import { ConnectionCache } from './integrations/connections.ts';
 import { GithubJobRunner } from './integrations/github-jobs.ts';
 import { pullFilesHandler } from './integrations/pull-files.ts';
 import { factoryCheckHandler } from './factories/config-check.ts';
 import { registerProviderEventRoutes } from './integrations/events-routes.ts';
 import { registerIntegrationRoutes } from './integrations/routes.ts';
+import { providerOf, teamConnection } from './integrations/lookup.ts';
 import { registerProviderIdentityRoutes } from './integrations/identity-routes.ts';
 import { createIngressRuntime, startDeliveryRetention } from './ingress/runtime.ts';
 import type { IngressOptions, IngressRuntime } from './ingress/runtime.ts';
@@ -71,9 +73,9 @@ import { sourceUrlPolicyFor } from './sources/url-policy.ts';
 import { registerSecretRoutes } from './secrets/routes.ts';
 import { SecretService } from './secrets/service.ts';
 import { startTableMaintenance } from './store/maintenance.ts';
-import { registerDeliveryLogRoutes, registerWebhookManagementRoutes } from './webhooks/routes.ts';
+import { registerWebhookManagementRoutes } from './factories/webhooks/routes.ts';
 import { AutomationManagement } from './automations/management.ts';
-import { WebhookManagement } from './webhooks/management.ts';
+import { WebhookManagement, teamWebhook } from './factories/webhooks/management.ts';
 import { WorkerHub } from './workers/hub.ts';
 import { registerWorkerConnectRoute } from './workers/routes.ts';
 
@@ -336,12 +338,16 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
       },
     },
     {
-      name: 'webhooks',
-      async api(app) {
-        await registerDeliveryLogRoutes(app, services);
-        await registerWebhookManagementRoutes(app, services);
-      },
+      name: 'delivery-log',
+      api: (app) =>
+        registerDeliveryLogRoutes(app, {
+          db,
+          webhookOfTeam: async (teamId, uid) => (await teamWebhook(db, teamId, uid)).uid,
+          connectionOfTeam: async (teamId, provider) =>
+            (await teamConnection(services, teamId, providerOf(provider))).id,
+        }),
     },
+    { name: 'factory-webhooks', api: (app) => registerWebhookManagementRoutes(app, services) },
     { name: 'schedules', api: (app) => registerScheduleRoutes(app, schedules, authorizeRunSecrets, db) },
     { name: 'health', root: (app) => registerHealthRoutes(app, services) },
     errorDocsPlugin,

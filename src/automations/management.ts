@@ -5,9 +5,9 @@
 import type { Caller } from '../identity/principal.ts';
 import { parseDocument, stringify } from 'yaml';
 import { RESOURCE_NAME } from '../definitions/load.ts';
-import type { ManagedFactoryContext } from '../webhooks/managed-change.ts';
+import type { ManagedFactoryContext } from '../factories/managed-change.ts';
 import { AppError } from '../kernel/errors.ts';
-import { changeManagedFactory, fileAt, replaceFile, teamFactory } from '../webhooks/managed-change.ts';
+import { changeManagedFactory, fileAt, replaceFile, teamFactory } from '../factories/managed-change.ts';
 import { getAutomation } from './views.ts';
 import type { AutomationRecord } from './views.ts';
 

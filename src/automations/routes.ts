@@ -1,8 +1,8 @@
 import { requireTeamAdmin } from '../identity/guards.ts';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
-import type { ManagedFactoryContext } from '../webhooks/managed-change.ts';
-import { teamFactory } from '../webhooks/managed-change.ts';
+import type { ManagedFactoryContext } from '../factories/managed-change.ts';
+import { teamFactory } from '../factories/managed-change.ts';
 import { FactoryIdParams } from '../factories/schemas.ts';
 import * as factorySql from '../factories/apply/sql.ts';
 import { Type } from 'typebox';

@@ -9,6 +9,7 @@ import type { DeliveryWriter } from './delivery-writer.ts';
 import type { DeliveriesInProgress } from './in-progress.ts';
 import { claimedDeliveryId, deliveryIdentity } from './identity.ts';
 import { parseJsonBody } from './json-body.ts';
+import { INGRESS_PATH_PREFIX } from './url.ts';
 import type { IngressLimits } from './limits.ts';
 import { deliveryRow } from './sql.ts';
 import type { DeliveryInsert } from './sql.ts';
@@ -44,7 +45,6 @@ export interface IngressDeps {
   inProgress: DeliveriesInProgress;
 }
 
-const PREFIX = '/webhooks/w/';
 /** Longer path segments are no webhook's (the API's routes take at most this much too). */
 const MAX_SEGMENT_LENGTH = 500;
 
@@ -58,7 +58,7 @@ function one(value: string | string[] | undefined): string | undefined {
 /** The UID and the token segment of `/webhooks/w/{uid}[/{token}]` (a trailing slash allowed), or undefined. */
 export function parseIngressPath(url: string): { uid: string; token: string | undefined } | undefined {
   const query = url.indexOf('?');
-  let rest = (query === -1 ? url : url.slice(0, query)).slice(PREFIX.length);
+  let rest = (query === -1 ? url : url.slice(0, query)).slice(INGRESS_PATH_PREFIX.length);
   if (rest.endsWith('/')) rest = rest.slice(0, -1);
   const segments = rest.split('/');
   if (segments.length > 2) return undefined;
@@ -91,7 +91,7 @@ export async function registerIngressRoutes(
     serveDelivery(deps, request, response),
   );
   if (options.throughFastify) await registerFastifyRoutes(app, urls, handler);
-  else app.addDirectRoute(PREFIX, deliveryRoutes(urls), handler);
+  else app.addDirectRoute(INGRESS_PATH_PREFIX, deliveryRoutes(urls), handler);
 }
 
 /**

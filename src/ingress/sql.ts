@@ -129,7 +129,7 @@ const ACCEPT_ROWS = `unnest($1::text[], $4::text[], $5::text[], $6::text[], $7::
 /**
  * The group's webhooks and provider connections still live as the statement runs, share-locked until it
  * commits (see acceptDeliveries). A connection's deliveries always enter the outbox: which automations they
- * reach depends on the event (src/integrations/routing.ts).
+ * reach depends on the event (src/automations/provider-runs.ts).
  */
 const LIVE_WEBHOOKS = `live_w AS (SELECT w.uid, w.team_id, w.factory_id, w.name, w.secret_version,
               EXISTS (SELECT 1 FROM automation_webhook_triggers t JOIN automations a ON a.id = t.automation_id

@@ -1,5 +1,5 @@
 import type { Diagnostic } from '../definitions/diagnostic.ts';
-import { ingressUrl } from '../webhooks/views.ts';
+import { ingressUrl } from '../ingress/url.ts';
 import type { FactoryRow, WebhookRow } from '../factories/apply/model.ts';
 import type { ConditionSet } from './conditions.ts';
 import type { EventType } from './events.ts';

@@ -29,7 +29,7 @@ export function secretNotGranted(name: string): AppError {
 
 /**
  * Refuses a run configuration naming a secret the caller may not give to a run (docs/security.md, "Secrets").
- * The composition root (src/modules.ts) passes the factories' grants (src/factories/secret-grants.ts).
+ * The composition root (src/composition.ts) passes the factories' grants (src/factories/secret-grants.ts).
  */
 export type RunSecretsCheck = (q: Queryable, principal: Principal, config: AgentConfig | undefined) => Promise<void>;
 

@@ -13,7 +13,7 @@ import { baseFiles } from '../factories/fixtures.ts';
 import { automationMd } from '../support/factory-tree.ts';
 import { createGitFactory } from '../factories/support.ts';
 import { post } from '../ingress/support.ts';
-import { createManagedFactory } from '../webhooks/support.ts';
+import { createManagedFactory } from '../factories/support.ts';
 import { runsOfDeliveries, waitEvaluated } from './support.ts';
 
 describe.each(ENGINES)('automations end to end on %s', (engine) => {

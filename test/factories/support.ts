@@ -1,9 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { expect } from 'vitest';
 import type { WebhookRow } from '../../src/factories/apply/model.ts';
 import type { TestServer } from '../support/server.ts';
 import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';
-import { baseFiles } from './fixtures.ts';
+import { asFileList, baseFiles } from './fixtures.ts';
 
 export interface GitFactory {
   id: string;
@@ -84,4 +85,18 @@ export async function createGitFactory(
     })
     .toBeTruthy();
   return factory;
+}
+
+/** A managed factory (POST /factories with a name only) holding the valid base tree. */
+export async function createManagedFactory(server: TestServer): Promise<string> {
+  const created = await server.api('POST', '/factories', {
+    name: `managed-${++counter}-${randomBytes(3).toString('hex')}`,
+  });
+  expect(created.status, created.text).toBe(201);
+  const applied = await server.api('POST', `/factories/${created.body.id}/apply`, {
+    files: asFileList(baseFiles()),
+    message: 'base files',
+  });
+  expect(applied.status, applied.text).toBe(200);
+  return created.body.id as string;
 }

@@ -10,7 +10,7 @@ import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 import { baseFiles } from '../factories/fixtures.ts';
 import { createGitFactory } from '../factories/support.ts';
-import { createManagedFactory } from '../webhooks/support.ts';
+import { createManagedFactory } from '../factories/support.ts';
 import { deliveriesOf, post, send } from './support.ts';
 
 interface Made {

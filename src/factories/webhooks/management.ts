@@ -3,22 +3,22 @@
  * (`webhooks/<name>.yaml`), committed and applied in one step; the secret value lives in the team's managed
  * secret (never in a file) and, once applied, in the webhook row. Rotation writes both at once.
  */
-import { WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
-import type { Caller } from '../identity/principal.ts';
+import { WEBHOOKS_CHANGED_TOPIC } from '../../kernel/topics.ts';
+import type { Caller } from '../../identity/principal.ts';
 import { parseDocument, stringify } from 'yaml';
-import { MAX_WEBHOOKS_PER_FACTORY } from '../definitions/index.ts';
-import { RESOURCE_NAME } from '../definitions/load.ts';
-import type { ManagedFactoryContext } from './managed-change.ts';
-import type { Queryable } from '../kernel/db.ts';
-import { AppError } from '../kernel/errors.ts';
-import { generateSecretFor, getSignatureScheme, SIGNATURE_SCHEME_IDS } from '../ingress/signatures/index.ts';
-import type { FactoryRow, WebhookRow } from '../factories/apply/model.ts';
-import * as factorySql from '../factories/apply/sql.ts';
-import { isUrlSafe } from '../secrets/provider.ts';
-import type { SecretService } from '../secrets/service.ts';
-import { checkSecretName } from '../secrets/service.ts';
-import { randomToken } from '../kernel/ids.ts';
-import { changeManagedFactory, fileAt, replaceFile, requireManaged, teamFactory } from './managed-change.ts';
+import { MAX_WEBHOOKS_PER_FACTORY } from '../../definitions/index.ts';
+import { RESOURCE_NAME } from '../../definitions/load.ts';
+import type { ManagedFactoryContext } from '../managed-change.ts';
+import type { Queryable } from '../../kernel/db.ts';
+import { AppError } from '../../kernel/errors.ts';
+import { generateSecretFor, getSignatureScheme, SIGNATURE_SCHEME_IDS } from '../../ingress/signatures/index.ts';
+import type { FactoryRow, WebhookRow } from '../apply/model.ts';
+import * as factorySql from '../apply/sql.ts';
+import { isUrlSafe } from '../../secrets/provider.ts';
+import type { SecretService } from '../../secrets/service.ts';
+import { checkSecretName } from '../../secrets/service.ts';
+import { randomToken } from '../../kernel/ids.ts';
+import { changeManagedFactory, fileAt, replaceFile, requireManaged, teamFactory } from '../managed-change.ts';
 
 export type AuthMode = 'token' | 'url_token' | 'signature';
 

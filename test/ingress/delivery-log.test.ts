@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
-import { post, seedFactory, seedWebhook, updateWebhook } from '../ingress/support.ts';
+import { post, seedFactory, seedWebhook, updateWebhook } from './support.ts';
 import { seedAutomation, waitEvaluated } from '../automations/support.ts';
 
 describe.each(ENGINES)('the delivery log API on %s', (engine) => {

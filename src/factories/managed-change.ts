@@ -8,10 +8,10 @@ import type { FactoryFileInput } from '../definitions/load.ts';
 import type { ServiceContext } from '../context.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import { AppError, isAppError } from '../kernel/errors.ts';
-import { definitionInvalid, readOnlyError } from '../factories/apply/reconciler.ts';
-import type { FactoryController } from '../factories/controller.ts';
-import type { ApplyOutcome, FactoryRow } from '../factories/apply/model.ts';
-import * as factorySql from '../factories/apply/sql.ts';
+import { definitionInvalid, readOnlyError } from './apply/reconciler.ts';
+import type { FactoryController } from './controller.ts';
+import type { ApplyOutcome, FactoryRow } from './apply/model.ts';
+import * as factorySql from './apply/sql.ts';
 
 /** What a write to a managed factory needs: the reconcile loops, and this process's ingress routes if it has them. */
 export interface ManagedFactoryContext extends ServiceContext {

@@ -1,10 +1,5 @@
-import type { WebhookRow } from '../factories/apply/model.ts';
-
-/** `{webhook_base_url}/webhooks/w/<uid>`; a url_token webhook's URL ends in a `{token}` placeholder for the secret. */
-export function ingressUrl(webhookBaseUrl: string, row: Pick<WebhookRow, 'uid' | 'auth_mode'>): string {
-  const base = `${webhookBaseUrl}/webhooks/w/${row.uid}`;
-  return row.auth_mode === 'url_token' ? `${base}/{token}` : base;
-}
+import { ingressUrl } from '../../ingress/url.ts';
+import type { WebhookRow } from '../apply/model.ts';
 
 export function webhookView(row: WebhookRow, webhookBaseUrl: string) {
   return {

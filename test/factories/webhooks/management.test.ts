@@ -7,13 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import Stripe from 'stripe';
 import { parse } from 'yaml';
-import { ENGINES } from '../support/db.ts';
-import { startTestServer } from '../support/server.ts';
-import type { TestServer } from '../support/server.ts';
-import { baseFiles } from '../factories/fixtures.ts';
-import { createGitFactory } from '../factories/support.ts';
-import { deliveriesOf, post } from '../ingress/support.ts';
-import { createManagedFactory } from './support.ts';
+import { ENGINES } from '../../support/db.ts';
+import { startTestServer } from '../../support/server.ts';
+import type { TestServer } from '../../support/server.ts';
+import { baseFiles } from '../fixtures.ts';
+import { createGitFactory, createManagedFactory } from '../support.ts';
+import { deliveriesOf, post } from '../../ingress/support.ts';
 
 const stripe = new Stripe('sk_test_not_used_offline');
 

@@ -1,7 +1,7 @@
 /** Reading the delivery log (migration 0020): the newest first, one page at a time, and one delivery in full. */
 import { AppError } from '../kernel/errors.ts';
-import { DELIVERY_LABELS } from '../ingress/sql.ts';
-import type { DeliveryLabelCode } from '../ingress/sql.ts';
+import { DELIVERY_LABELS } from './sql.ts';
+import type { DeliveryLabelCode } from './sql.ts';
 import type { Queryable } from '../kernel/db.ts';
 
 export interface DeliveryLogRow {

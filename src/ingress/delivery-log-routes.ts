@@ -1,0 +1,148 @@
+import { Type } from 'typebox';
+import type { AppInstance } from '../plugin.ts';
+import type { Queryable } from '../kernel/db.ts';
+import { AppError } from '../kernel/errors.ts';
+import {
+  countTeamDeliveries,
+  deliveryLogPage,
+  firingsOf,
+  getDelivery,
+  getDeliveryPayload,
+  toDeliveryItem,
+} from './delivery-log.ts';
+import * as s from './delivery-log-schemas.ts';
+import { parseJsonBody } from './json-body.ts';
+
+/**
+ * Whose log a caller may read. The webhooks belong to factories/ and the connections to integrations/, which
+ * the ingress does not import: the composition root passes their lookups in.
+ */
+export interface DeliveryLogOwners {
+  db: Queryable;
+  /** The UID of the team's webhook `uid` (a deleted one too), or resource_not_found. */
+  webhookOfTeam(teamId: string, uid: string): Promise<string>;
+  /** The ID of the team's connection to `provider`, or the error naming the unknown provider or missing connection. */
+  connectionOfTeam(teamId: string, provider: string): Promise<string>;
+}
+
+const TAGS = ['webhooks'];
+
+export async function registerDeliveryLogRoutes(app: AppInstance, owners: DeliveryLogOwners): Promise<void> {
+  // A provider connection's delivery log: the same rows, keyed by the connection (docs/integrations.md).
+  app.get(
+    '/integrations/:provider/deliveries',
+    {
+      schema: {
+        tags: ['integrations'],
+        summary: "The connection's delivery log, newest first",
+        params: Type.Object({ provider: Type.String() }),
+        querystring: s.DeliveryListQuery,
+        response: { 200: s.DeliveryListSchema },
+      },
+    },
+    async (request) => {
+      const connectionId = await owners.connectionOfTeam(request.principal.teamId, request.params.provider);
+      return deliveryLogPage(owners.db, connectionId, request.query);
+    },
+  );
+
+  app.get(
+    '/delivery-stats',
+    {
+      schema: {
+        tags: TAGS,
+        summary: "Deliveries to the team's webhooks in the last minutes (60 by default): all, accepted, rejected",
+        querystring: Type.Object({
+          minutes: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_080, default: 60 })),
+        }),
+        response: {
+          200: Type.Object({
+            since: Type.String({ format: 'date-time' }),
+            deliveries: Type.Integer(),
+            accepted: Type.Integer(),
+            rejected: Type.Integer(),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const since = new Date(Date.now() - (request.query.minutes ?? 60) * 60_000);
+      return { since: since.toISOString(), ...(await countTeamDeliveries(owners.db, request.principal.teamId, since)) };
+    },
+  );
+
+  app.get(
+    '/webhooks/:uid/deliveries',
+    {
+      schema: {
+        tags: TAGS,
+        summary: "The webhook's delivery log, newest first (label, delivery ID, size, time)",
+        params: s.WebhookUidParams,
+        querystring: s.DeliveryListQuery,
+        response: { 200: s.DeliveryListSchema },
+      },
+    },
+    async (request) => {
+      const uid = await owners.webhookOfTeam(request.principal.teamId, request.params.uid);
+      return deliveryLogPage(owners.db, uid, request.query);
+    },
+  );
+
+  app.get(
+    '/webhooks/:uid/deliveries/:deliveryId',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'One delivery: its log entry, its stored payload (accepted deliveries only) and the runs it started',
+        params: s.DeliveryParams,
+        response: { 200: s.DeliveryDetailSchema },
+      },
+    },
+    async (request) => {
+      const uid = await owners.webhookOfTeam(request.principal.teamId, request.params.uid);
+      const row = await getDelivery(owners.db, uid, request.params.deliveryId);
+      if (!row)
+        throw new AppError(
+          'resource_not_found',
+          `delivery ${request.params.deliveryId} of webhook ${uid} does not exist (or was purged)`,
+        );
+      const item = toDeliveryItem(row);
+      if (row.label !== 'accepted') return { ...item, runs: [] };
+      const stored = await getDeliveryPayload(owners.db, row.id);
+      const firings = await firingsOf(owners.db, row.id);
+      return {
+        ...item,
+        ...(stored ? { payload: parseJsonBody(stored.payload)?.value ?? null } : {}),
+        evaluation: row.outbox_pending ? ('pending' as const) : ('evaluated' as const),
+        ...(row.evaluated_at ? { evaluated_at: row.evaluated_at.toISOString() } : {}),
+        runs: firings.filter((f) => f.run_id).map((f) => ({ run_id: f.run_id!, automation_id: f.automation_id })),
+        ...(firings.some((f) => f.error)
+          ? { errors: firings.filter((f) => f.error).map((f) => ({ automation_id: f.automation_id, error: f.error! })) }
+          : {}),
+      };
+    },
+  );
+
+  app.get(
+    '/webhooks/:uid/deliveries/:deliveryId/payload',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'The stored body of an accepted delivery, byte for byte as the sender sent it',
+        params: s.DeliveryParams,
+        produces: ['application/json'],
+      },
+    },
+    async (request, reply) => {
+      const uid = await owners.webhookOfTeam(request.principal.teamId, request.params.uid);
+      const stored = await getDeliveryPayload(owners.db, request.params.deliveryId);
+      if (!stored || stored.webhook_uid !== uid) {
+        throw new AppError(
+          'resource_not_found',
+          `delivery ${request.params.deliveryId} of webhook ${uid} has no stored payload (only accepted deliveries keep theirs)`,
+        );
+      }
+      return reply.type('application/json').send(Buffer.from(stored.payload));
+    },
+  );
+}
