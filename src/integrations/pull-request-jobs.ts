@@ -1,7 +1,8 @@
 /**
  * The GitHub jobs a `pull_request` delivery asks for, decided in the outbox evaluation's transaction: its
  * changed files (when a candidate trigger filters on `paths`) and, when it is opened, pushed to or reopened
- * against a git factory's production branch through a GitHub App connection, that factory's check run.
+ * against a git factory's production branch through a GitHub App connection, or retargeted to it (`edited`
+ * with a new base), that factory's check run.
  */
 import type { Queryable } from '../kernel/db.ts';
 import { githubRepositoryOf } from '../sources/github-repository.ts';
@@ -15,6 +16,8 @@ const CHECKED_ACTIONS = new Set(['opened', 'synchronize', 'reopened']);
 export interface PullRequestFacts {
   action: string;
   base_ref: string;
+  /** `edited` only: the delivery changed the base branch (`changes.base`). */
+  base_changed: boolean;
   input: GithubJobInput;
 }
 
@@ -39,6 +42,7 @@ export function pullRequestFacts(payload: unknown): PullRequestFacts | undefined
   return {
     action,
     base_ref: baseRef,
+    base_changed: action === 'edited' && obj(obj(p?.changes)?.base) !== undefined,
     input: {
       repository,
       pull_number: number,
@@ -62,7 +66,7 @@ export async function enqueueFactoryChecks(
   delivery: DeliveryRef,
   pr: PullRequestFacts,
 ): Promise<number> {
-  if (!CHECKED_ACTIONS.has(pr.action)) return 0;
+  if (!CHECKED_ACTIONS.has(pr.action) && !pr.base_changed) return 0;
   if ((await connectionMode(tx, delivery.webhook_uid)) !== 'app') return 0;
   const factories = await gitFactoriesOnBranch(tx, delivery.team_id, pr.base_ref);
   const apiUrl = githubApiUrl();
