@@ -10,6 +10,7 @@ import { isProvider, RUN_SOURCE_OF } from '../integrations/model.ts';
 import type { Provider } from '../integrations/model.ts';
 import { recordLastEvents, upsertInstallation } from '../integrations/sql.ts';
 import { changedFiles, enqueueFactoryChecks, pullRequestFacts } from '../integrations/pull-request-jobs.ts';
+import { mentionedUsers } from '../integrations/linear-mentions.ts';
 import type { CreateRunInput } from '../runs/service.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { EVENT_PAYLOAD_FILE, providerRunPrompt, providerRunTitle } from './envelope.ts';
@@ -46,6 +47,13 @@ function wantsPaths(sub: ProviderSubscription, events: readonly ProviderEvent[])
   return events.some((e) => e.event === sub.event && matchesFilter(others, e.facts));
 }
 
+/** A subscription that filters on `mentioned_user_ids` and whose other keys match one of these events. */
+function wantsMentions(sub: ProviderSubscription, events: readonly ProviderEvent[]): boolean {
+  if (!sub.filter.mentioned_user_ids) return false;
+  const { mentioned_user_ids: _, ...others } = sub.filter;
+  return events.some((e) => e.event === sub.event && matchesFilter(others, e.facts));
+}
+
 /** The event header a provider sends the event type in (Slack and Linear name it in the body). */
 const EVENT_HEADER: Record<Provider, string> = { github: 'x-github-event', slack: '', linear: 'linear-event' };
 
@@ -61,9 +69,10 @@ function installationOf(payload: unknown): { id: number; login: string | null } 
 }
 
 /**
- * Runs to start for one provider delivery (the caller claims each firing and inserts the run), and the GitHub
- * jobs it asks for. A pull request event that some trigger's `paths` filter waits on starts nothing yet: its
- * changed files are fetched by a job, which hands the delivery back to the outbox when it ends.
+ * Runs to start for one provider delivery (the caller claims each firing and inserts the run), and the jobs it
+ * asks for. A pull request event that some trigger's `paths` filter waits on starts nothing yet: its changed
+ * files are fetched by a job, which hands the delivery back to the outbox when it ends; likewise the user ids
+ * of a Linear text's profile-link mentions for `mentioned_user_ids` filters.
  */
 export async function providerFirings(tx: Queryable, delivery: OutboxDelivery): Promise<ProviderEvaluation> {
   const none = { firings: [], jobsQueued: 0 };
@@ -97,6 +106,15 @@ export async function providerFirings(tx: Queryable, delivery: OutboxDelivery): 
     const changed = await changedFiles(tx, delivery, pr);
     if ('waiting' in changed) return { firings: [], jobsQueued: jobsQueued + (changed.queued ? 1 : 0) };
     events = events.map((e) => (PATHS_EVENTS.has(e.event) ? { ...e, facts: { ...e.facts, paths: changed.files } } : e));
+  }
+  const profiles = derived.mentionedProfiles ?? [];
+  if (profiles.length > 0 && subs.some((sub) => wantsMentions(sub, events))) {
+    const mentioned = await mentionedUsers(tx, delivery, profiles);
+    if ('waiting' in mentioned) return { firings: [], jobsQueued: jobsQueued + (mentioned.queued ? 1 : 0) };
+    events = events.map((e) => {
+      const ids = e.facts.mentioned_user_ids;
+      return ids ? { ...e, facts: { ...e.facts, mentioned_user_ids: [...new Set([...ids, ...mentioned.ids])] } } : e;
+    });
   }
   const chosen = new Map<string, { sub: ProviderSubscription; event: string }>();
   for (const sub of subs) {

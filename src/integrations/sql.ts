@@ -160,7 +160,7 @@ export async function declaredConnections(
 
 export async function enqueueGithubJob(
   q: Queryable,
-  job: Pick<GithubJob, 'kind' | 'team_id' | 'connection_id' | 'delivery_id' | 'factory_id' | 'input'>,
+  job: Pick<GithubJob<unknown>, 'kind' | 'team_id' | 'connection_id' | 'delivery_id' | 'factory_id' | 'input'>,
 ): Promise<boolean> {
   const res = await q.query(
     `INSERT INTO github_jobs (id, kind, team_id, connection_id, delivery_id, factory_id, input)
@@ -194,8 +194,8 @@ export async function deliveryJob(
 const JOB_COLUMNS = 'id, kind, team_id, connection_id, delivery_id, factory_id, input, attempts, result';
 
 /** Claims the oldest due job, moving it past its lease; other processes skip it meanwhile. */
-export async function claimGithubJob(q: Queryable, leaseSeconds: number): Promise<GithubJob | undefined> {
-  const res = await q.query<GithubJob>(
+export async function claimGithubJob(q: Queryable, leaseSeconds: number): Promise<GithubJob<unknown> | undefined> {
+  const res = await q.query<GithubJob<unknown>>(
     `UPDATE github_jobs SET attempts = attempts + 1, run_after = ay_now() + make_interval(secs => $1)
       WHERE id = (SELECT id FROM github_jobs WHERE state = 'pending' AND run_after <= ay_now()
                    ORDER BY run_after LIMIT 1 FOR UPDATE SKIP LOCKED)
