@@ -8,7 +8,8 @@ import { matchesFilter } from '../definitions/trigger-match.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import { isProvider, RUN_SOURCE_OF } from '../integrations/model.ts';
 import type { Provider } from '../integrations/model.ts';
-import { recordLastEvents, upsertInstallation } from '../integrations/sql.ts';
+import { upsertInstallation } from '../integrations/sql.ts';
+import type { ConnectionNotes } from '../integrations/sql.ts';
 import { changedFiles, enqueueFactoryChecks, pullRequestFacts } from '../integrations/pull-request-jobs.ts';
 import { mentionedUsers } from '../integrations/linear-mentions.ts';
 import type { CreateRunInput } from '../runs/service.ts';
@@ -28,6 +29,9 @@ export interface ProviderEvaluation {
   /** GitHub jobs this evaluation enqueued (the runners are told after the commit). */
   jobsQueued: number;
 }
+
+/** What the evaluation notes on the connection (its last event and error), written after the commit. */
+export type EvaluationNotes = ConnectionNotes;
 
 /** The pull request events whose filters take `paths` (factory-definition.md § 5). */
 const PATHS_EVENTS = new Set([
@@ -74,7 +78,11 @@ function installationOf(payload: unknown): { id: number; login: string | null } 
  * files are fetched by a job, which hands the delivery back to the outbox when it ends; likewise the user ids
  * of a Linear text's profile-link mentions for `mentioned_user_ids` filters.
  */
-export async function providerFirings(tx: Queryable, delivery: OutboxDelivery): Promise<ProviderEvaluation> {
+export async function providerFirings(
+  tx: Queryable,
+  delivery: OutboxDelivery,
+  notes: EvaluationNotes,
+): Promise<ProviderEvaluation> {
   const none = { firings: [], jobsQueued: 0 };
   const provider = delivery.provider;
   if (!provider || !isProvider(provider)) return none;
@@ -84,9 +92,11 @@ export async function providerFirings(tx: Queryable, delivery: OutboxDelivery): 
   const eventType = headerName ? delivery.headers[headerName] : undefined;
   const derived = providerEvents(provider, eventType, parsed.value);
   const received = new Date(delivery.received_at);
-  await recordLastEvents(tx, [
-    { connectionId: delivery.webhook_uid, event: derived.events[0]?.event ?? eventType ?? 'event', at: received },
-  ]);
+  notes.lastEvents.push({
+    connectionId: delivery.webhook_uid,
+    event: derived.events[0]?.event ?? eventType ?? 'event',
+    at: received,
+  });
   if (provider === 'github') {
     const installation = installationOf(parsed.value);
     if (installation) await upsertInstallation(tx, delivery.webhook_uid, installation.id, installation.login);
@@ -105,6 +115,7 @@ export async function providerFirings(tx: Queryable, delivery: OutboxDelivery): 
   if (pr && subs.some((sub) => wantsPaths(sub, events))) {
     const changed = await changedFiles(tx, delivery, pr);
     if ('waiting' in changed) return { firings: [], jobsQueued: jobsQueued + (changed.queued ? 1 : 0) };
+    if (changed.error) notes.lastErrors.push({ connectionId: delivery.webhook_uid, message: changed.error });
     events = events.map((e) => (PATHS_EVENTS.has(e.event) ? { ...e, facts: { ...e.facts, paths: changed.files } } : e));
   }
   const profiles = derived.mentionedProfiles ?? [];

@@ -8,7 +8,7 @@ import type { Queryable } from '../kernel/db.ts';
 import { githubRepositoryOf } from '../sources/github-repository.ts';
 import { githubApiUrl } from './github-token.ts';
 import type { GithubJobInput } from './github-jobs.ts';
-import { connectionMode, deliveryJob, enqueueGithubJob, gitFactoriesOnBranch, recordLastError } from './sql.ts';
+import { connectionMode, deliveryJob, enqueueGithubJob, gitFactoriesOnBranch } from './sql.ts';
 
 /** The actions that put a new head before the factory check. */
 const CHECKED_ACTIONS = new Set(['opened', 'synchronize', 'reopened']);
@@ -88,13 +88,14 @@ export async function enqueueFactoryChecks(
 }
 
 export type ChangedFiles =
-  | { files: readonly string[] }
+  /** `error`: why there are none, for the connection's `last_error` (the caller records it after its commit). */
+  | { files: readonly string[]; error?: string }
   /** A job fetches them; the delivery is evaluated again when it ends. */
   | { waiting: true; queued: boolean };
 
 /**
  * The pull request's changed files for `paths` filters: fetched by a job (App connections), whose result a
- * later evaluation reads; none for a plain-webhook connection, which has no token (recorded as its last error).
+ * later evaluation reads; none for a plain-webhook connection, which has no token (with the error to record).
  */
 export async function changedFiles(tx: Queryable, delivery: DeliveryRef, pr: PullRequestFacts): Promise<ChangedFiles> {
   const job = await deliveryJob(tx, delivery.id, 'pull_files');
@@ -104,12 +105,10 @@ export async function changedFiles(tx: Queryable, delivery: DeliveryRef, pr: Pul
     return { files: Array.isArray(files) ? files.filter((f): f is string => typeof f === 'string') : [] };
   }
   if ((await connectionMode(tx, delivery.webhook_uid)) !== 'app') {
-    await recordLastError(
-      tx,
-      delivery.webhook_uid,
-      `delivery ${delivery.id}: paths filters on pull_request events need a GitHub App connection (a plain webhook cannot list a pull request's files); they did not match`,
-    );
-    return { files: [] };
+    return {
+      files: [],
+      error: `delivery ${delivery.id}: paths filters on pull_request events need a GitHub App connection (a plain webhook cannot list a pull request's files); they did not match`,
+    };
   }
   await enqueueGithubJob(tx, {
     kind: 'pull_files',
