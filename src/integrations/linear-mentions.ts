@@ -84,7 +84,10 @@ export function linearMentionsHandler(deps: {
         const users = await client.users({
           first: 100,
           includeDisabled: true,
-          filter: { or: [{ displayName: { in: names } }, { name: { in: names } }] },
+          // Profile links keep the case the author typed; names compare without it.
+          filter: {
+            or: names.flatMap((n) => [{ displayName: { eqIgnoreCase: n } }, { name: { eqIgnoreCase: n } }]),
+          },
         });
         const wanted = new Set(names.map(fold));
         const ids = users.nodes

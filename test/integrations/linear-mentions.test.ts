@@ -165,7 +165,7 @@ describe.each(ENGINES)('Linear mentioned_user_ids on %s', (engine) => {
   it('a comment naming Alice by profile link fires once her id is looked up; naming Bob or nobody does not', async () => {
     const before = lookups();
     const asked = await deliver(
-      linearCommentCreated('Could [@alice](https://linear.app/acme/profiles/alice) take this one?'),
+      linearCommentCreated('Could [@Alice](https://linear.app/acme/profiles/Alice) take this one?'),
       'Comment',
     );
     const bob = await deliver(
