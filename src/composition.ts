@@ -41,6 +41,7 @@ import { registerIngressRoutes } from './ingress/routes.ts';
 import { registerDeliveryLogRoutes } from './ingress/delivery-log-routes.ts';
 import { ConnectionCache } from './integrations/connections.ts';
 import { GithubJobRunner } from './integrations/github-jobs.ts';
+import { linearMentionsHandler } from './integrations/linear-mentions.ts';
 import { pullFilesHandler } from './integrations/pull-files.ts';
 import { factoryCheckHandler } from './factories/config-check.ts';
 import { registerProviderEventRoutes } from './integrations/events-routes.ts';
@@ -208,6 +209,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
         handlers: {
           pull_files: pullFilesHandler({ db, bus, secrets }),
           factory_check: factoryCheckHandler({ db, secrets, reconciler: controller.reconciler }),
+          linear_mentions: linearMentionsHandler({ db, bus, secrets }),
         },
       })
     : undefined;

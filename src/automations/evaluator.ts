@@ -12,6 +12,8 @@ import * as sql from './sql.ts';
 import type { OutboxDelivery, Subscription } from './sql.ts';
 import { subscribedRun } from './run-input.ts';
 import { providerFirings } from './provider-runs.ts';
+import type { EvaluationNotes } from './provider-runs.ts';
+import { recordConnectionNotes } from '../integrations/sql.ts';
 
 export interface EvaluatorOptions {
   /** Deliveries evaluated per transaction. */
@@ -98,29 +100,45 @@ export class OutboxEvaluator {
     }
   }
 
-  /** One transaction: claim up to a batch of pending deliveries, start their runs, mark them evaluated. */
+  /**
+   * One transaction: claim up to a batch of pending deliveries, start their runs, mark them evaluated; then
+   * the provider connections' last event and error, outside it (recordConnectionNotes says why).
+   */
   async evaluateBatch(): Promise<BatchResult> {
+    const notes: EvaluationNotes = { lastEvents: [], lastErrors: [] };
     const result = await this.#db.transaction(async (tx) => {
+      notes.lastEvents.length = 0;
+      notes.lastErrors.length = 0;
       const deliveries = await sql.claimOutbox(tx, this.#batchSize);
       if (deliveries.length === 0) return { deliveries: 0, runs: [], githubJobs: 0 };
       const jobs = { queued: 0 };
-      const runs = await this.#startRuns(tx, deliveries, jobs);
+      const runs = await this.#startRuns(tx, deliveries, jobs, notes);
       const deliveryIds = deliveries.map((d) => d.id);
       await this.#beforeCommit?.({ deliveryIds, runIds: runs.map((r) => r.runId) });
       await sql.markEvaluated(tx, deliveryIds);
       return { deliveries: deliveries.length, runs, githubJobs: jobs.queued };
     });
+    try {
+      await recordConnectionNotes(this.#db, notes);
+    } catch (err) {
+      this.#log.warn({ err }, "recording the provider connections' last event failed");
+    }
     this.#runs.announce(result.runs.map((r) => ({ id: r.runId, worker_host: r.workerHost })));
     if (result.githubJobs > 0) await this.#bus.publish(GITHUB_JOBS_TOPIC, null);
     return result;
   }
 
-  async #startRuns(tx: Queryable, all: OutboxDelivery[], jobs: { queued: number }): Promise<BatchResult['runs']> {
+  async #startRuns(
+    tx: Queryable,
+    all: OutboxDelivery[],
+    jobs: { queued: number },
+    notes: EvaluationNotes,
+  ): Promise<BatchResult['runs']> {
     const runs: BatchResult['runs'] = [];
     const deliveries = all.filter((d) => d.provider === null);
     for (const delivery of all) {
       if (delivery.provider === null) continue;
-      const evaluation = await providerFirings(tx, delivery);
+      const evaluation = await providerFirings(tx, delivery, notes);
       jobs.queued += evaluation.jobsQueued;
       for (const firing of evaluation.firings)
         await this.#fire(tx, delivery.id, firing.automationId, firing.input, runs);

@@ -9,8 +9,10 @@ import { PULL_REQUEST_CHANGE_EVENTS } from '../definitions/triggers.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import { isProvider, RUN_SOURCE_OF } from '../integrations/model.ts';
 import type { Provider } from '../integrations/model.ts';
-import { recordLastEvents, upsertInstallation } from '../integrations/sql.ts';
+import { upsertInstallation } from '../integrations/sql.ts';
+import type { ConnectionNotes } from '../integrations/sql.ts';
 import { changedFiles, enqueueFactoryChecks, pullRequestFacts } from '../integrations/pull-request-jobs.ts';
+import { mentionedUsers } from '../integrations/linear-mentions.ts';
 import type { CreateRunInput } from '../runs/service.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { EVENT_PAYLOAD_FILE, providerRunPrompt, providerRunTitle } from './envelope.ts';
@@ -29,6 +31,9 @@ export interface ProviderEvaluation {
   jobsQueued: number;
 }
 
+/** What the evaluation notes on the connection (its last event and error), written after the commit. */
+export type EvaluationNotes = ConnectionNotes;
+
 /** The pull request events whose filters take `paths` (factory-definition.md § 5). */
 const PATHS_EVENTS = new Set(PULL_REQUEST_CHANGE_EVENTS);
 
@@ -36,6 +41,13 @@ const PATHS_EVENTS = new Set(PULL_REQUEST_CHANGE_EVENTS);
 function wantsPaths(sub: ProviderSubscription, events: readonly ProviderEvent[]): boolean {
   if (!sub.filter.paths || !PATHS_EVENTS.has(sub.event)) return false;
   const { paths: _, ...others } = sub.filter;
+  return events.some((e) => e.event === sub.event && matchesFilter(others, e.facts));
+}
+
+/** A subscription that filters on `mentioned_user_ids` and whose other keys match one of these events. */
+function wantsMentions(sub: ProviderSubscription, events: readonly ProviderEvent[]): boolean {
+  if (!sub.filter.mentioned_user_ids) return false;
+  const { mentioned_user_ids: _, ...others } = sub.filter;
   return events.some((e) => e.event === sub.event && matchesFilter(others, e.facts));
 }
 
@@ -54,11 +66,16 @@ function installationOf(payload: unknown): { id: number; login: string | null } 
 }
 
 /**
- * Runs to start for one provider delivery (the caller claims each firing and inserts the run), and the GitHub
- * jobs it asks for. A pull request event that some trigger's `paths` filter waits on starts nothing yet: its
- * changed files are fetched by a job, which hands the delivery back to the outbox when it ends.
+ * Runs to start for one provider delivery (the caller claims each firing and inserts the run), and the jobs it
+ * asks for. A pull request event that some trigger's `paths` filter waits on starts nothing yet: its changed
+ * files are fetched by a job, which hands the delivery back to the outbox when it ends; likewise the user ids
+ * of a Linear text's profile-link mentions for `mentioned_user_ids` filters.
  */
-export async function providerFirings(tx: Queryable, delivery: OutboxDelivery): Promise<ProviderEvaluation> {
+export async function providerFirings(
+  tx: Queryable,
+  delivery: OutboxDelivery,
+  notes: EvaluationNotes,
+): Promise<ProviderEvaluation> {
   const none = { firings: [], jobsQueued: 0 };
   const provider = delivery.provider;
   if (!provider || !isProvider(provider)) return none;
@@ -68,9 +85,11 @@ export async function providerFirings(tx: Queryable, delivery: OutboxDelivery): 
   const eventType = headerName ? delivery.headers[headerName] : undefined;
   const derived = providerEvents(provider, eventType, parsed.value);
   const received = new Date(delivery.received_at);
-  await recordLastEvents(tx, [
-    { connectionId: delivery.webhook_uid, event: derived.events[0]?.event ?? eventType ?? 'event', at: received },
-  ]);
+  notes.lastEvents.push({
+    connectionId: delivery.webhook_uid,
+    event: derived.events[0]?.event ?? eventType ?? 'event',
+    at: received,
+  });
   if (provider === 'github') {
     const installation = installationOf(parsed.value);
     if (installation) await upsertInstallation(tx, delivery.webhook_uid, installation.id, installation.login);
@@ -89,7 +108,17 @@ export async function providerFirings(tx: Queryable, delivery: OutboxDelivery): 
   if (pr && subs.some((sub) => wantsPaths(sub, events))) {
     const changed = await changedFiles(tx, delivery, pr);
     if ('waiting' in changed) return { firings: [], jobsQueued: jobsQueued + (changed.queued ? 1 : 0) };
+    if (changed.error) notes.lastErrors.push({ connectionId: delivery.webhook_uid, message: changed.error });
     events = events.map((e) => (PATHS_EVENTS.has(e.event) ? { ...e, facts: { ...e.facts, paths: changed.files } } : e));
+  }
+  const profiles = derived.mentionedProfiles ?? [];
+  if (profiles.length > 0 && subs.some((sub) => wantsMentions(sub, events))) {
+    const mentioned = await mentionedUsers(tx, delivery, profiles);
+    if ('waiting' in mentioned) return { firings: [], jobsQueued: jobsQueued + (mentioned.queued ? 1 : 0) };
+    events = events.map((e) => {
+      const ids = e.facts.mentioned_user_ids;
+      return ids ? { ...e, facts: { ...e.facts, mentioned_user_ids: [...new Set([...ids, ...mentioned.ids])] } } : e;
+    });
   }
   const chosen = new Map<string, { sub: ProviderSubscription; event: string }>();
   for (const sub of subs) {

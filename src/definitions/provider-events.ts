@@ -21,6 +21,11 @@ export interface DerivedEvents {
   /** Who caused the event, as the provider names accounts: GitHub login, Slack user id, Linear user id. */
   sender?: string | null;
   events: ProviderEvent[];
+  /**
+   * Linear: users mentioned by profile link in markdown whose ids the payload does not carry. Their ids are
+   * looked up before `mentioned_user_ids` filters are matched (src/integrations/linear-mentions.ts).
+   */
+  mentionedProfiles?: string[];
 }
 
 type Obj = Record<string, unknown>;
@@ -286,14 +291,73 @@ export function slackEvents(body: unknown): DerivedEvents {
 
 // ── Linear ───────────────────────────────────────────────────────────────────────────────────────────────
 
-function issueFacts(issue: Obj): Facts {
+// Linear's markdown writes a mention as a link to the user's profile, named by username (or, for some, the
+// URL-encoded full name); `@name` in markdown mentions nobody.
+const LINEAR_PROFILE_LINK = /https:\/\/linear\.app\/[\w.-]+\/profiles\/([^\s/?#)\]>"'`,;]+)/gi;
+
+/** The profile names a Linear markdown text mentions, decoded, in order of first mention. */
+export function linearProfileMentions(text: string | undefined): string[] {
+  if (!text) return [];
+  const found = new Set<string>();
+  for (const match of text.matchAll(LINEAR_PROFILE_LINK)) {
+    // A full stop after a link ends the sentence, not the name.
+    let name = match[1]!.replace(/\.+$/, '');
+    try {
+      name = decodeURIComponent(name);
+    } catch {
+      // A malformed escape: keep the name as written.
+    }
+    if (name.trim()) found.add(name.trim());
+  }
+  return [...found];
+}
+
+const MAX_DOCUMENT_NODES = 10_000;
+
+/**
+ * The user ids of the mentions in a Linear rich-text document (`descriptionData`, `bodyData`: ProseMirror JSON,
+ * as a string or an object), where a mention is a `suggestion_userMentions` node whose `attrs.id` is the user;
+ * undefined when there is no document to read.
+ */
+export function linearDocumentMentions(document: unknown): string[] | undefined {
+  let root: unknown = document;
+  if (typeof root === 'string') {
+    try {
+      root = JSON.parse(root);
+    } catch {
+      return undefined;
+    }
+  }
+  if (!obj(root)) return undefined;
+  const ids = new Set<string>();
+  const pending: unknown[] = [root];
+  for (let next = 0; next < pending.length && next < MAX_DOCUMENT_NODES; next++) {
+    const node = obj(pending[next]);
+    if (!node) continue;
+    if (node.type === 'suggestion_userMentions') {
+      const id = str(obj(node.attrs)?.id);
+      if (id) ids.add(id);
+    }
+    pending.push(...list(node.content));
+  }
+  return [...ids];
+}
+
+/** Mentioned users of a text: ids from its document when the payload has one, else profile names from markdown. */
+function linearMentions(markdown: unknown, document: unknown): { ids: string[]; profiles: string[] } {
+  const ids = linearDocumentMentions(document);
+  if (ids) return { ids, profiles: [] };
+  return { ids: [], profiles: linearProfileMentions(str(markdown)) };
+}
+
+function issueFacts(issue: Obj, mentionedIds: string[] = []): Facts {
   return {
     team_ids: strings(issue.teamId, obj(issue.team)?.id),
     project_ids: strings(issue.projectId, obj(issue.project)?.id),
     labels: labelNames(issue.labels),
     state_ids: strings(issue.stateId, obj(issue.state)?.id),
     assignee_ids: strings(issue.assigneeId, obj(issue.assignee)?.id),
-    mentioned_user_ids: [],
+    mentioned_user_ids: mentionedIds,
     creator_ids: strings(issue.creatorId, obj(issue.creator)?.id),
   };
 }
@@ -311,8 +375,11 @@ export function linearEvents(body: unknown): DerivedEvents {
   const data = obj(payload.data);
   const events: ProviderEvent[] = [];
   let subject: string | null = null;
+  let mentionedProfiles: string[] = [];
   if (type === 'Issue' && data) {
-    const facts = issueFacts(data);
+    const mentions = linearMentions(data.description, data.descriptionData);
+    mentionedProfiles = mentions.profiles;
+    const facts = issueFacts(data, mentions.ids);
     subject = str(data.identifier) ?? null;
     if (action === 'create') events.push({ event: 'issue_created', facts });
     if (action === 'update') {
@@ -333,6 +400,8 @@ export function linearEvents(body: unknown): DerivedEvents {
   } else if (type === 'Comment' && data && action === 'create') {
     const issue = obj(data.issue) ?? {};
     const issueSide = issueFacts(issue);
+    const mentions = linearMentions(data.body, data.bodyData);
+    mentionedProfiles = mentions.profiles;
     subject = str(issue.identifier) ?? null;
     events.push({
       event: 'comment_created',
@@ -342,7 +411,7 @@ export function linearEvents(body: unknown): DerivedEvents {
         labels: issueSide.labels!,
         state_ids: issueSide.state_ids!,
         issue_ids: strings(data.issueId, issue.id),
-        mentioned_user_ids: [],
+        mentioned_user_ids: mentions.ids,
         creator_ids: strings(data.userId, obj(data.user)?.id),
       },
     });
@@ -366,7 +435,13 @@ export function linearEvents(body: unknown): DerivedEvents {
     (type === 'Issue' && action === 'create' ? str(data?.creatorId) : undefined) ??
     str(session?.creatorId) ??
     null;
-  return { subject, repository: null, sender, events };
+  return {
+    subject,
+    repository: null,
+    sender,
+    events,
+    ...(mentionedProfiles.length > 0 && events.length > 0 ? { mentionedProfiles } : {}),
+  };
 }
 
 /** The events of a delivery from one of the connected providers. */

@@ -1,6 +1,6 @@
 /**
- * The durable queue of outbound GitHub work (migration 0067): a pull request's changed files for `paths`
- * filters, and the `agentyard/factory-config` check run. Jobs are enqueued in the outbox evaluation's
+ * The durable queue of outbound provider work (migrations 0067, 0070): a pull request's changed files for
+ * `paths` filters, the `agentyard/factory-config` check run, and the users a Linear text mentions by name. Jobs are enqueued in the outbox evaluation's
  * transaction, so a stored event never loses its job; a runner claims one job at a time with a lease (a
  * claim lost in a crash is taken again when the lease ends), and each kind's handler says done, retry or failed.
  */
@@ -11,16 +11,17 @@ import type { Logger } from '../kernel/log.ts';
 import { GITHUB_JOBS_TOPIC } from '../kernel/topics.ts';
 import * as sql from './sql.ts';
 
-export type GithubJobKind = 'pull_files' | 'factory_check';
+export type GithubJobKind = 'pull_files' | 'factory_check' | 'linear_mentions';
 
-export interface GithubJob {
+/** A job; `input` is what its kind needs (GithubJobInput for the GitHub kinds). */
+export interface GithubJob<Input = GithubJobInput> {
   id: string;
   kind: GithubJobKind;
   team_id: string;
   connection_id: string;
   delivery_id: string;
   factory_id: string;
-  input: GithubJobInput;
+  input: Input;
   attempts: number;
   result: Record<string, unknown>;
 }
@@ -40,16 +41,27 @@ export type JobOutcome =
   | { retry: string; afterMs?: number }
   | { failed: string; result?: Record<string, unknown> };
 
-export interface JobHandler {
+/** A Linear delivery's profile names to look up as user ids. */
+export interface LinearMentionsInput {
+  names: string[];
+}
+
+export interface JobHandler<Input = GithubJobInput> {
   /** `final`: the last attempt; a handler reports what it can (e.g. a failed check) rather than asking to retry. */
   run(
-    job: GithubJob,
+    job: GithubJob<Input>,
     tools: { final: boolean; save(result: Record<string, unknown>): Promise<void> },
   ): Promise<JobOutcome>;
   /** Called in the transaction that ends the job (done or failed): e.g. hand the delivery back to the outbox. */
-  onEnd?(tx: Queryable, job: GithubJob): Promise<void>;
+  onEnd?(tx: Queryable, job: GithubJob<Input>): Promise<void>;
   /** Called after that transaction committed (e.g. wake the evaluator). */
-  afterEnd?(job: GithubJob): Promise<void>;
+  afterEnd?(job: GithubJob<Input>): Promise<void>;
+}
+
+export interface JobHandlers {
+  pull_files: JobHandler;
+  factory_check: JobHandler;
+  linear_mentions: JobHandler<LinearMentionsInput>;
 }
 
 export const MAX_JOB_ATTEMPTS = 5;
@@ -62,7 +74,7 @@ export interface GithubJobRunnerOptions {
   db: Db;
   bus: Bus;
   log: Logger;
-  handlers: Record<GithubJobKind, JobHandler>;
+  handlers: JobHandlers;
   /** A look for due jobs even without a notice (retries, a lost notice, leases of a crashed process). */
   pollIntervalMs?: number;
 }
@@ -110,9 +122,10 @@ export class GithubJobRunner {
     }
   }
 
-  async #run(job: GithubJob): Promise<void> {
+  async #run(job: GithubJob<unknown>): Promise<void> {
     const { db, log, handlers } = this.#options;
-    const handler = handlers[job.kind];
+    // The row's kind says what its input holds.
+    const handler = handlers[job.kind] as JobHandler<unknown>;
     const final = job.attempts >= MAX_JOB_ATTEMPTS;
     const save = async (result: Record<string, unknown>) => {
       job.result = { ...job.result, ...result };

@@ -1,13 +1,14 @@
 /**
  * The GitHub jobs a `pull_request` delivery asks for, decided in the outbox evaluation's transaction: its
  * changed files (when a candidate trigger filters on `paths`) and, when it is opened, pushed to or reopened
- * against a git factory's production branch through a GitHub App connection, that factory's check run.
+ * against a git factory's production branch through a GitHub App connection, or retargeted to it (`edited`
+ * with a new base), that factory's check run.
  */
 import type { Queryable } from '../kernel/db.ts';
 import { githubRepositoryOf } from '../sources/github-repository.ts';
 import { githubApiUrl } from './github-token.ts';
 import type { GithubJobInput } from './github-jobs.ts';
-import { connectionMode, deliveryJob, enqueueGithubJob, gitFactoriesOnBranch, recordLastError } from './sql.ts';
+import { connectionMode, deliveryJob, enqueueGithubJob, gitFactoriesOnBranch } from './sql.ts';
 
 /** The actions that put a new head before the factory check. */
 const CHECKED_ACTIONS = new Set(['opened', 'synchronize', 'reopened']);
@@ -15,6 +16,8 @@ const CHECKED_ACTIONS = new Set(['opened', 'synchronize', 'reopened']);
 export interface PullRequestFacts {
   action: string;
   base_ref: string;
+  /** `edited` only: the delivery changed the base branch (`changes.base`). */
+  base_changed: boolean;
   input: GithubJobInput;
 }
 
@@ -39,6 +42,7 @@ export function pullRequestFacts(payload: unknown): PullRequestFacts | undefined
   return {
     action,
     base_ref: baseRef,
+    base_changed: action === 'edited' && obj(obj(p?.changes)?.base) !== undefined,
     input: {
       repository,
       pull_number: number,
@@ -62,7 +66,7 @@ export async function enqueueFactoryChecks(
   delivery: DeliveryRef,
   pr: PullRequestFacts,
 ): Promise<number> {
-  if (!CHECKED_ACTIONS.has(pr.action)) return 0;
+  if (!CHECKED_ACTIONS.has(pr.action) && !pr.base_changed) return 0;
   if ((await connectionMode(tx, delivery.webhook_uid)) !== 'app') return 0;
   const factories = await gitFactoriesOnBranch(tx, delivery.team_id, pr.base_ref);
   const apiUrl = githubApiUrl();
@@ -84,13 +88,14 @@ export async function enqueueFactoryChecks(
 }
 
 export type ChangedFiles =
-  | { files: readonly string[] }
+  /** `error`: why there are none, for the connection's `last_error` (the caller records it after its commit). */
+  | { files: readonly string[]; error?: string }
   /** A job fetches them; the delivery is evaluated again when it ends. */
   | { waiting: true; queued: boolean };
 
 /**
  * The pull request's changed files for `paths` filters: fetched by a job (App connections), whose result a
- * later evaluation reads; none for a plain-webhook connection, which has no token (recorded as its last error).
+ * later evaluation reads; none for a plain-webhook connection, which has no token (with the error to record).
  */
 export async function changedFiles(tx: Queryable, delivery: DeliveryRef, pr: PullRequestFacts): Promise<ChangedFiles> {
   const job = await deliveryJob(tx, delivery.id, 'pull_files');
@@ -100,12 +105,10 @@ export async function changedFiles(tx: Queryable, delivery: DeliveryRef, pr: Pul
     return { files: Array.isArray(files) ? files.filter((f): f is string => typeof f === 'string') : [] };
   }
   if ((await connectionMode(tx, delivery.webhook_uid)) !== 'app') {
-    await recordLastError(
-      tx,
-      delivery.webhook_uid,
-      `delivery ${delivery.id}: paths filters on pull_request events need a GitHub App connection (a plain webhook cannot list a pull request's files); they did not match`,
-    );
-    return { files: [] };
+    return {
+      files: [],
+      error: `delivery ${delivery.id}: paths filters on pull_request events need a GitHub App connection (a plain webhook cannot list a pull request's files); they did not match`,
+    };
   }
   await enqueueGithubJob(tx, {
     kind: 'pull_files',

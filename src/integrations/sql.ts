@@ -74,17 +74,32 @@ export async function deleteConnection(
   return res.rows[0];
 }
 
-export async function recordLastEvents(
-  q: Queryable,
-  events: readonly { connectionId: string; event: string; at: Date }[],
-): Promise<void> {
-  if (events.length === 0) return;
-  await q.query(
-    `UPDATE integration_connections c SET last_event_at = e.at, last_event = e.event
-       FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS e(id, event, at)
-      WHERE c.id = e.id AND (c.last_event_at IS NULL OR c.last_event_at <= e.at)`,
-    [events.map((e) => e.connectionId), events.map((e) => e.event), events.map((e) => e.at.toISOString())],
-  );
+export interface ConnectionNotes {
+  lastEvents: { connectionId: string; event: string; at: Date }[];
+  lastErrors: { connectionId: string; message: string }[];
+}
+
+/**
+ * Each connection's latest event and error of an outbox evaluation, written after it committed, one row per
+ * statement in id order: the ingress share-locks connection rows while it accepts deliveries (in id order), so
+ * an evaluation holding one row while it takes another, in its own order, could deadlock with it.
+ */
+export async function recordConnectionNotes(q: Queryable, notes: ConnectionNotes): Promise<void> {
+  const latest = new Map<string, { event: string; at: Date }>();
+  for (const e of notes.lastEvents) {
+    const known = latest.get(e.connectionId);
+    if (!known || known.at <= e.at) latest.set(e.connectionId, { event: e.event, at: e.at });
+  }
+  for (const [id, e] of [...latest].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    await q.query(
+      `UPDATE integration_connections SET last_event_at = $2, last_event = $3
+        WHERE id = $1 AND (last_event_at IS NULL OR last_event_at <= $2)`,
+      [id, e.at.toISOString(), e.event],
+    );
+  }
+  const errors = new Map(notes.lastErrors.map((e) => [e.connectionId, e.message]));
+  for (const [id, message] of [...errors].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+    await recordLastError(q, id, message);
 }
 
 export async function recordLastError(q: Queryable, connectionId: string, message: string): Promise<void> {
@@ -160,7 +175,7 @@ export async function declaredConnections(
 
 export async function enqueueGithubJob(
   q: Queryable,
-  job: Pick<GithubJob, 'kind' | 'team_id' | 'connection_id' | 'delivery_id' | 'factory_id' | 'input'>,
+  job: Pick<GithubJob<unknown>, 'kind' | 'team_id' | 'connection_id' | 'delivery_id' | 'factory_id' | 'input'>,
 ): Promise<boolean> {
   const res = await q.query(
     `INSERT INTO github_jobs (id, kind, team_id, connection_id, delivery_id, factory_id, input)
@@ -194,8 +209,8 @@ export async function deliveryJob(
 const JOB_COLUMNS = 'id, kind, team_id, connection_id, delivery_id, factory_id, input, attempts, result';
 
 /** Claims the oldest due job, moving it past its lease; other processes skip it meanwhile. */
-export async function claimGithubJob(q: Queryable, leaseSeconds: number): Promise<GithubJob | undefined> {
-  const res = await q.query<GithubJob>(
+export async function claimGithubJob(q: Queryable, leaseSeconds: number): Promise<GithubJob<unknown> | undefined> {
+  const res = await q.query<GithubJob<unknown>>(
     `UPDATE github_jobs SET attempts = attempts + 1, run_after = ay_now() + make_interval(secs => $1)
       WHERE id = (SELECT id FROM github_jobs WHERE state = 'pending' AND run_after <= ay_now()
                    ORDER BY run_after LIMIT 1 FOR UPDATE SKIP LOCKED)

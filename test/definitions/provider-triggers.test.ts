@@ -5,10 +5,22 @@
  */
 import examples from '@octokit/webhooks-examples/api.github.com/index.json' with { type: 'json' };
 import { describe, expect, it } from 'vitest';
-import { githubEvents, linearEvents, mentionsIn, slackEvents } from '../../src/definitions/provider-events.ts';
+import {
+  githubEvents,
+  linearDocumentMentions,
+  linearEvents,
+  linearProfileMentions,
+  mentionsIn,
+  slackEvents,
+} from '../../src/definitions/provider-events.ts';
 import { matchesFilter, matchesKey } from '../../src/definitions/trigger-match.ts';
 import { TRIGGER_CATALOGUE } from '../../src/definitions/triggers.ts';
-import { LINEAR_AGENT_SESSION_CREATED, SLACK_APP_MENTION } from '../integrations/fixtures.ts';
+import {
+  LINEAR_AGENT_SESSION_CREATED,
+  linearCommentCreated,
+  linearIssueCreated,
+  SLACK_APP_MENTION,
+} from '../integrations/fixtures.ts';
 
 type Payload = Record<string, any>;
 
@@ -211,5 +223,45 @@ describe('Slack and Linear deliveries → trigger events', () => {
     }).events;
     expect(labeled.map((e) => e.event)).toEqual(['issue_labeled']);
     expect(matchesFilter({ labels: { in: ['agent'] } }, labeled[0]!.facts)).toBe(true);
+  });
+
+  it('Linear mentions: ids from the description document, profile names from markdown links', () => {
+    const alice = { id: 'a11ce000-0000-4000-8000-000000000001', label: 'alice' };
+    const bob = { id: 'b0b00000-0000-4000-8000-000000000002', label: 'bob' };
+    const [created] = linearEvents(linearIssueCreated([alice, bob], 'c0ffee00-0000-4000-8000-000000000124')).events;
+    expect(created!.facts.mentioned_user_ids).toEqual([alice.id, bob.id]);
+    expect(matchesFilter({ mentioned_user_ids: { in: [alice.id.toUpperCase()] } }, created!.facts)).toBe(true);
+    expect(matchesFilter({ mentioned_user_ids: { not_in: [bob.id] } }, created!.facts)).toBe(false);
+    // With the document read, nothing is left to look up.
+    expect(linearEvents(linearIssueCreated([alice], 'c0ffee00-0000-4000-8000-000000000125')).mentionedProfiles).toBe(
+      undefined,
+    );
+
+    const comment = linearEvents(
+      linearCommentCreated(
+        'Could [@Alice](https://linear.app/acme/profiles/alice) and https://linear.app/acme/profiles/Bob%20Builder look? cc @carol',
+      ),
+    );
+    expect(comment.events.map((e) => e.event)).toEqual(['comment_created']);
+    expect(comment.events[0]!.facts.mentioned_user_ids).toEqual([]);
+    expect(comment.mentionedProfiles).toEqual(['alice', 'Bob Builder']);
+    expect(linearEvents(linearCommentCreated('No mention here, mail me@linear.app')).mentionedProfiles).toBe(undefined);
+  });
+
+  it('Linear mention parsing takes what the providers write and nothing else', () => {
+    expect(
+      linearProfileMentions(
+        'see https://linear.app/acme/profiles/j.doe, https://linear.app/acme/issue/ENG-1 and https://linear.app/acme/profiles/max.',
+      ),
+    ).toEqual(['j.doe', 'max']);
+    expect(linearProfileMentions('https://linear.app/acme/profiles/%E0%A4%A')).toEqual(['%E0%A4%A']);
+    expect(linearDocumentMentions('not json')).toBe(undefined);
+    expect(linearDocumentMentions({ type: 'doc', content: [{ type: 'paragraph' }] })).toEqual([]);
+    expect(
+      linearDocumentMentions({
+        type: 'doc',
+        content: [{ type: 'blockquote', content: [{ type: 'suggestion_userMentions', attrs: { id: 'u-1' } }] }],
+      }),
+    ).toEqual(['u-1']);
   });
 });

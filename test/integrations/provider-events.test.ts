@@ -58,6 +58,17 @@ triggers:
 Answer the mention.
 `;
 
+const SOURCE_REVIEW = `---
+triggers:
+  - provider: github
+    event: pull_request_opened
+    filter:
+      paths: ["src/**"]
+---
+
+Review the source change.
+`;
+
 const LINEAR_SESSION = `---
 triggers:
   - provider: linear
@@ -105,6 +116,7 @@ describe.each(ENGINES)('provider events on %s', (engine) => {
       'automations/triage/automation.md': ISSUE_LABELED,
       'automations/mention/automation.md': SLACK_MENTION,
       'automations/session/automation.md': LINEAR_SESSION,
+      'automations/source-review/automation.md': SOURCE_REVIEW,
     });
     const synced = await git.sync();
     // The factory's own loop may have applied the tree already (then the sync answers `unchanged`).
@@ -245,5 +257,25 @@ describe.each(ENGINES)('provider events on %s', (engine) => {
     const res = await post(urls.linear!, body, { 'content-type': 'application/json', 'linear-signature': '00' });
     expect(res.status).toBe(404);
     expect((await server.api('GET', '/integrations/linear')).status).toBe(404);
+  });
+
+  it("a plain-webhook connection cannot list a pull request's files: paths does not match, and it says why", async () => {
+    const payload = githubExample('pull_request', 'opened');
+    payload.repository.full_name = 'Codertocat/Hello-World';
+    const body = JSON.stringify(payload);
+    const res = await post(urls.github!, body, {
+      'content-type': 'application/json',
+      'x-github-event': 'pull_request',
+      'x-github-delivery': 'c0ffee00-0000-4000-8000-000000000010',
+      'x-hub-signature-256': await sign(githubSecret, body),
+    });
+    expect(res.status, res.text).toBe(202);
+    await waitEvaluated(server, [res.body.delivery_id]);
+    expect(await runsOfDeliveries(server, [res.body.delivery_id])).toHaveLength(0);
+    // Written just after the evaluation commits.
+    await expect
+      .poll(async () => (await server.api('GET', '/integrations/github')).body.last_error as string)
+      .toContain(`delivery ${res.body.delivery_id}: paths filters on pull_request events need a GitHub App`);
+    expect((await server.api('GET', '/integrations/github')).body.last_event).toBe('pull_request_opened');
   });
 });

@@ -70,17 +70,25 @@ triggers:
 Review the documentation.
 `;
 
-/** A pull request event from GitHub's examples; `master` (the example's base) is not the factory's production branch. */
+/**
+ * A pull request event from GitHub's examples; `master` (the example's base) is not the factory's production
+ * branch. The examples hold no `edited`: it is the `opened` one with GitHub's `changes` (webhooks-types' schema).
+ */
 function pullRequest(
-  action: 'opened' | 'synchronize',
+  action: 'opened' | 'synchronize' | 'edited',
   number: number,
   head?: { sha: string; ref: string },
   base = 'master',
+  changes?: Record<string, unknown>,
 ): Record<string, any> {
   const entry = (examples as { name: string; examples: Record<string, any>[] }[]).find(
     (e) => e.name === 'pull_request',
   )!;
-  const payload = structuredClone(entry.examples.find((x) => x.action === action)!);
+  const payload = structuredClone(entry.examples.find((x) => x.action === (action === 'edited' ? 'opened' : action))!);
+  if (action === 'edited') {
+    payload.action = 'edited';
+    payload.changes = changes ?? {};
+  }
   payload.number = number;
   payload.pull_request.number = number;
   payload.pull_request.base.ref = base;
@@ -349,6 +357,43 @@ Triage the issue.
         annotation_level: 'failure',
       }),
     );
+  });
+
+  it('a head with more files than the source limits gets a failing check that says so', async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i <= 2_000; i++) files[`automations/many-${i}/automation.md`] = SOURCE_REVIEW;
+    const sha = await pullHead(207, files);
+    await deliver(pullRequest('opened', 207, { sha, ref: 'pr-207' }, 'main'));
+    const { updates } = await checkRun(sha);
+    const done = updates.at(-1)!;
+    expect(done.body).toMatchObject({ status: 'completed', conclusion: 'failure' });
+    expect(JSON.stringify(done.body.output)).toContain('AGENTYARD_SOURCE_MAX_FILES');
+  });
+
+  it('a pull request retargeted to the production branch (edited, new base) gets the check', async () => {
+    const sha = await pullHead(206, { 'automations/broken/automation.md': BROKEN });
+    const head = { sha, ref: 'pr-206' };
+    const opened = await deliver(pullRequest('opened', 206, head, 'release'));
+    const retitled = await deliver(
+      pullRequest('edited', 206, head, 'release', { title: { from: 'Update the README with new information' } }),
+    );
+    for (const id of [opened, retitled]) await evaluated(id);
+    // Neither the pull request to another branch nor a title edit asks for a check.
+    const before = await server.server.ctx.db.query(
+      `SELECT id FROM github_jobs WHERE kind = 'factory_check' AND delivery_id = ANY($1::text[])`,
+      [[opened, retitled]],
+    );
+    expect(before.rows).toEqual([]);
+    expect(github.calls.some((c) => c.method === 'POST' && c.body?.head_sha === sha)).toBe(false);
+
+    await deliver(
+      pullRequest('edited', 206, head, 'main', {
+        base: { ref: { from: 'release' }, sha: { from: 'c'.repeat(40) } },
+      }),
+    );
+    const { created, updates } = await checkRun(sha);
+    expect(created.body).toMatchObject({ name: 'agentyard/factory-config', head_sha: sha });
+    expect(updates.at(-1)!.body).toMatchObject({ status: 'completed', conclusion: 'failure' });
   });
 
   it('more than 50 annotations go in several updates, the last completing the check', async () => {
