@@ -242,7 +242,7 @@ const CHANNEL_TYPE_EVENTS: Record<string, string[]> = {
 export function slackEvents(body: unknown): DerivedEvents {
   const payload = obj(body);
   const event = obj(payload?.event);
-  if (!payload || payload.type !== 'event_callback' || !event) return NONE;
+  if (payload?.type !== 'event_callback' || !event) return NONE;
   const type = str(event.type);
   const channel = str(event.channel) ?? str(obj(event.item)?.channel);
   const base = { subject: channel ?? null, repository: null, sender: str(event.user) ?? null };
