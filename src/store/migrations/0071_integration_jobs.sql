@@ -5,8 +5,8 @@
 ALTER TABLE github_jobs RENAME TO integration_jobs;
 ALTER INDEX github_jobs_once RENAME TO integration_jobs_once;
 ALTER INDEX github_jobs_due RENAME TO integration_jobs_due;
--- The primary key, checks and foreign keys (and PostgreSQL 18's named NOT NULL constraints) were named after the
--- table; renaming the primary key renames its index too.
+-- The primary key, checks and foreign keys were named after the table, and so were the NOT NULL constraints
+-- from PostgreSQL 18 on (PGlite too); renaming the primary key renames its index as well.
 DO $$
 DECLARE
   old_name name;
