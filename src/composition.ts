@@ -40,7 +40,7 @@ import { registerIdentityRoutes } from './identity/routes.ts';
 import { registerIngressRoutes } from './ingress/routes.ts';
 import { registerDeliveryLogRoutes } from './ingress/delivery-log-routes.ts';
 import { ConnectionCache } from './integrations/connections.ts';
-import { GithubJobRunner } from './integrations/github-jobs.ts';
+import { IntegrationJobRunner } from './integrations/integration-jobs.ts';
 import { linearMentionsHandler } from './integrations/linear-mentions.ts';
 import { pullFilesHandler } from './integrations/pull-files.ts';
 import { factoryCheckHandler } from './factories/config-check.ts';
@@ -134,8 +134,8 @@ export interface Services extends ServiceContext {
   routing: IngressRuntime['routing'] | undefined;
   /** The outbox evaluator, with the `ingress` or `controller` role. */
   evaluator: OutboxEvaluator | undefined;
-  /** Outbound GitHub work (pull request files, factory checks), wherever the evaluator runs. */
-  githubJobs: GithubJobRunner | undefined;
+  /** Outbound provider work (pull request files, factory checks, Linear mentions), wherever the evaluator runs. */
+  integrationJobs: IntegrationJobRunner | undefined;
   /** The schedule loop, with the `scheduler` role. */
   scheduler: Scheduler | undefined;
   scheduleSync: AutomationScheduleSync | undefined;
@@ -201,8 +201,8 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     options.automations !== false && (roles.has('ingress') || roles.has('controller'))
       ? new OutboxEvaluator({ db, bus, log, runs }, options.automations ?? {})
       : undefined;
-  const githubJobs = evaluator
-    ? new GithubJobRunner({
+  const integrationJobs = evaluator
+    ? new IntegrationJobRunner({
         db,
         bus,
         log,
@@ -282,7 +282,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     ingress,
     routing: ingress?.routing,
     evaluator,
-    githubJobs,
+    integrationJobs,
     scheduler,
     scheduleSync,
     execution,
@@ -439,12 +439,12 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
       },
     },
     {
-      name: 'github-jobs',
+      name: 'integration-jobs',
       roles: ['ingress', 'controller'],
       async start() {
-        if (!githubJobs) return stopNothing;
-        githubJobs.start();
-        return () => githubJobs.stop();
+        if (!integrationJobs) return stopNothing;
+        integrationJobs.start();
+        return () => integrationJobs.stop();
       },
     },
     {

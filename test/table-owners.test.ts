@@ -45,7 +45,7 @@ const OWNERS: Readonly<Record<string, string>> = {
   integration_connections: 'integrations',
   integration_identities: 'integrations',
   github_installations: 'integrations',
-  github_jobs: 'integrations',
+  integration_jobs: 'integrations',
   kubernetes_factories: 'operator',
   kubernetes_namespaces: 'operator',
   kubernetes_run_jobs: 'operator',
@@ -157,14 +157,21 @@ function tablesWritten(text: string): string[] {
   return [...code(text).matchAll(WRITE)].map((m) => m[1]!).filter((t) => t in OWNERS);
 }
 
+/** The tables the migrations leave: each created one, under the name its last rename gave it. */
 function migrationTables(): string[] {
   const dir = path.join(src, 'store', 'migrations');
-  return readdirSync(dir)
+  const tables = new Set<string>();
+  const statements =
+    /CREATE (?:UNLOGGED )?TABLE (?:IF NOT EXISTS )?([a-z_]+)|ALTER TABLE (?:IF EXISTS )?([a-z_]+) RENAME TO ([a-z_]+)/g;
+  for (const file of readdirSync(dir)
     .filter((f) => f.endsWith('.sql'))
-    .flatMap((f) => [
-      ...readFileSync(path.join(dir, f), 'utf8').matchAll(/CREATE (?:UNLOGGED )?TABLE (?:IF NOT EXISTS )?([a-z_]+)/g),
-    ])
-    .map((m) => m[1]!);
+    .sort()) {
+    for (const m of readFileSync(path.join(dir, file), 'utf8').matchAll(statements)) {
+      if (m[1]) tables.add(m[1]);
+      else if (tables.delete(m[2]!)) tables.add(m[3]!);
+    }
+  }
+  return [...tables];
 }
 
 /** The exported functions of a SQL module and the tables each writes (through its own statements or helpers). */

@@ -1,4 +1,4 @@
-import { DELIVERIES_ACCEPTED_TOPIC, GITHUB_JOBS_TOPIC } from '../kernel/topics.ts';
+import { DELIVERIES_ACCEPTED_TOPIC, INTEGRATION_JOBS_TOPIC } from '../kernel/topics.ts';
 import type { Logger } from '../kernel/log.ts';
 import { DrainLoop } from '../kernel/drain-loop.ts';
 import { isAppError } from '../kernel/errors.ts';
@@ -27,8 +27,8 @@ export interface EvaluatorOptions {
 export interface BatchResult {
   deliveries: number;
   runs: { runId: string; workerHost: string | null }[];
-  /** GitHub jobs enqueued (changed files, factory checks). */
-  githubJobs: number;
+  /** Integration jobs enqueued (changed files, factory checks, Linear mentions). */
+  integrationJobs: number;
 }
 
 /**
@@ -110,13 +110,13 @@ export class OutboxEvaluator {
       notes.lastEvents.length = 0;
       notes.lastErrors.length = 0;
       const deliveries = await sql.claimOutbox(tx, this.#batchSize);
-      if (deliveries.length === 0) return { deliveries: 0, runs: [], githubJobs: 0 };
+      if (deliveries.length === 0) return { deliveries: 0, runs: [], integrationJobs: 0 };
       const jobs = { queued: 0 };
       const runs = await this.#startRuns(tx, deliveries, jobs, notes);
       const deliveryIds = deliveries.map((d) => d.id);
       await this.#beforeCommit?.({ deliveryIds, runIds: runs.map((r) => r.runId) });
       await sql.markEvaluated(tx, deliveryIds);
-      return { deliveries: deliveries.length, runs, githubJobs: jobs.queued };
+      return { deliveries: deliveries.length, runs, integrationJobs: jobs.queued };
     });
     try {
       await recordConnectionNotes(this.#db, notes);
@@ -124,7 +124,7 @@ export class OutboxEvaluator {
       this.#log.warn({ err }, "recording the provider connections' last event failed");
     }
     this.#runs.announce(result.runs.map((r) => ({ id: r.runId, worker_host: r.workerHost })));
-    if (result.githubJobs > 0) await this.#bus.publish(GITHUB_JOBS_TOPIC, null);
+    if (result.integrationJobs > 0) await this.#bus.publish(INTEGRATION_JOBS_TOPIC, null);
     return result;
   }
 

@@ -27,7 +27,7 @@ export interface ProviderFiring {
 
 export interface ProviderEvaluation {
   firings: ProviderFiring[];
-  /** GitHub jobs this evaluation enqueued (the runners are told after the commit). */
+  /** Integration jobs this evaluation enqueued (the runners are told after the commit). */
   jobsQueued: number;
 }
 

@@ -1,13 +1,18 @@
 /**
  * The `agentyard/factory-config` check run on a pull request to a git factory's production branch: created
  * in progress through octokit, then completed with the plan of the PR head against the live state (never
- * applied: merging still applies only through the production branch). Runs as a durable GitHub job; the
+ * applied: merging still applies only through the production branch). Runs as a durable integration job; the
  * check run's id is kept with the job, so a retry completes the same check run.
  */
 import type { Octokit } from 'octokit';
 import type { Queryable } from '../kernel/db.ts';
 import { installationClient, retryAdvice } from '../integrations/github-client.ts';
-import type { GithubJob, JobHandler, JobOutcome } from '../integrations/github-jobs.ts';
+import type {
+  GithubPullRequestInput,
+  IntegrationJob,
+  JobHandler,
+  JobOutcome,
+} from '../integrations/integration-jobs.ts';
 import type { Reconciler } from './apply/reconciler.ts';
 import * as sql from './apply/sql.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
@@ -28,7 +33,7 @@ export interface FactoryCheckDeps {
 /** Thrown for a failure worth retrying (a transient fetch); on the last attempt it becomes the report. */
 class Transient extends Error {}
 
-export function factoryCheckHandler(deps: FactoryCheckDeps): JobHandler {
+export function factoryCheckHandler(deps: FactoryCheckDeps): JobHandler<GithubPullRequestInput> {
   return {
     async run(job, { final, save }) {
       let client: Awaited<ReturnType<typeof installationClient>>;
@@ -80,7 +85,7 @@ function giveUpOrRetry(err: unknown, final: boolean): JobOutcome {
 }
 
 /** Reads the head at its sha from the factory's git source and plans it against the live state. */
-async function reportFor(deps: FactoryCheckDeps, job: GithubJob): Promise<CheckReport> {
+async function reportFor(deps: FactoryCheckDeps, job: IntegrationJob<GithubPullRequestInput>): Promise<CheckReport> {
   const factory = await sql.getFactory(deps.db, job.factory_id);
   if (factory?.source.type !== 'git')
     return problemReport(
@@ -124,7 +129,7 @@ async function sendReport(
   octokit: Octokit,
   at: { owner: string; repo: string; checkRunId: number },
   report: CheckReport,
-  job: GithubJob,
+  job: IntegrationJob<GithubPullRequestInput>,
   save: (result: Record<string, unknown>) => Promise<void>,
 ): Promise<void> {
   const sent = typeof job.result.annotations_sent === 'number' ? job.result.annotations_sent : 0;

@@ -1,6 +1,7 @@
 /**
- * An octokit client acting as a GitHub App connection's installation on one repository, for the GitHub jobs,
- * and how a failed call is treated: retried later (5xx, network, timeout, rate limit) or not (anything else).
+ * An octokit client acting as a GitHub App connection's installation on one repository, for the GitHub kinds
+ * of integration jobs (a pull request's changed files, the factory check), and how a failed call is treated:
+ * retried later (5xx, network, timeout, rate limit) or not (anything else).
  */
 import { Octokit, RequestError } from 'octokit';
 import type { Queryable } from '../kernel/db.ts';

@@ -9,9 +9,9 @@ import type { Bus } from '../kernel/bus.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { DELIVERIES_ACCEPTED_TOPIC } from '../kernel/topics.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
-import type { GithubJob, JobHandler, LinearMentionsInput } from './github-jobs.ts';
+import type { IntegrationJob, JobHandler, LinearMentionsInput } from './integration-jobs.ts';
 import { linearApiUrl } from './name-resolver.ts';
-import { deliveryJob, enqueueGithubJob, recordLastError, requeueDelivery } from './sql.ts';
+import { deliveryJob, enqueueIntegrationJob, recordLastError, requeueDelivery } from './sql.ts';
 
 /** At most this many names of one delivery are looked up (one page of users). */
 const MAX_NAMES = 50;
@@ -48,7 +48,7 @@ export async function mentionedUsers(
     return { ids: Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string') : [] };
   }
   const input: LinearMentionsInput = { names: names.slice(0, MAX_NAMES) };
-  await enqueueGithubJob(tx, {
+  await enqueueIntegrationJob(tx, {
     kind: 'linear_mentions',
     team_id: delivery.team_id,
     connection_id: delivery.webhook_uid,
@@ -110,7 +110,7 @@ export function linearMentionsHandler(deps: {
   };
 }
 
-async function failed(db: Queryable, job: GithubJob<LinearMentionsInput>, reason: string) {
+async function failed(db: Queryable, job: IntegrationJob<LinearMentionsInput>, reason: string) {
   const message = `users mentioned in delivery ${job.delivery_id} (${job.input.names.join(', ')}) not looked up: ${reason}; its mentioned_user_ids filters match only the ids the payload carries`;
   await recordLastError(db, job.connection_id, message);
   return { failed: message, result: { ids: [] } };

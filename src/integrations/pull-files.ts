@@ -9,7 +9,7 @@ import type { Queryable } from '../kernel/db.ts';
 import { DELIVERIES_ACCEPTED_TOPIC } from '../kernel/topics.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import { installationClient, retryAdvice } from './github-client.ts';
-import type { GithubJob, JobHandler } from './github-jobs.ts';
+import type { GithubPullRequestInput, IntegrationJob, JobHandler } from './integration-jobs.ts';
 import { recordLastError, requeueDelivery } from './sql.ts';
 
 /** GitHub's `pulls.listFiles` answers at most 3,000 files; pages of 100 make that 30 calls at most. */
@@ -22,7 +22,11 @@ export interface PullFiles {
   truncated: boolean;
 }
 
-export function pullFilesHandler(deps: { db: Queryable; bus: Bus; secrets: SecretProvider }): JobHandler {
+export function pullFilesHandler(deps: {
+  db: Queryable;
+  bus: Bus;
+  secrets: SecretProvider;
+}): JobHandler<GithubPullRequestInput> {
   return {
     async run(job, { final }) {
       let client: Awaited<ReturnType<typeof installationClient>>;
@@ -72,7 +76,7 @@ export function pullFilesHandler(deps: { db: Queryable; bus: Bus; secrets: Secre
   };
 }
 
-async function failed(db: Queryable, job: GithubJob, reason: string) {
+async function failed(db: Queryable, job: IntegrationJob<GithubPullRequestInput>, reason: string) {
   const message = `changed files of ${job.input.repository}#${job.input.pull_number} (delivery ${job.delivery_id}) not fetched: ${reason}; its paths filters do not match`;
   await recordLastError(db, job.connection_id, message);
   return { failed: message, result: { files: [], truncated: false } };

@@ -1,5 +1,5 @@
 /**
- * The GitHub jobs a `pull_request` delivery asks for, decided in the outbox evaluation's transaction: its
+ * The integration jobs a GitHub `pull_request` delivery asks for, decided in the outbox evaluation's transaction: its
  * changed files (when a candidate trigger filters on `paths`) and, when it is opened, pushed to or reopened
  * against a git factory's production branch through a GitHub App connection, or retargeted to it (`edited`
  * with a new base), that factory's check run.
@@ -7,8 +7,8 @@
 import type { Queryable } from '../kernel/db.ts';
 import { githubRepositoryOf } from '../sources/github-repository.ts';
 import { githubApiUrl } from './github-token.ts';
-import type { GithubJobInput } from './github-jobs.ts';
-import { connectionMode, deliveryJob, enqueueGithubJob, gitFactoriesOnBranch } from './sql.ts';
+import type { GithubPullRequestInput } from './integration-jobs.ts';
+import { connectionMode, deliveryJob, enqueueIntegrationJob, gitFactoriesOnBranch } from './sql.ts';
 
 /** The actions that put a new head before the factory check. */
 const CHECKED_ACTIONS = new Set(['opened', 'synchronize', 'reopened']);
@@ -18,7 +18,7 @@ export interface PullRequestFacts {
   base_ref: string;
   /** `edited` only: the delivery changed the base branch (`changes.base`). */
   base_changed: boolean;
-  input: GithubJobInput;
+  input: GithubPullRequestInput;
 }
 
 type Obj = Record<string, unknown>;
@@ -74,7 +74,7 @@ export async function enqueueFactoryChecks(
   let queued = 0;
   for (const factory of factories) {
     if (githubRepositoryOf(factory.source, apiUrl)?.toLowerCase() !== repository) continue;
-    const added = await enqueueGithubJob(tx, {
+    const added = await enqueueIntegrationJob(tx, {
       kind: 'factory_check',
       team_id: delivery.team_id,
       connection_id: delivery.webhook_uid,
@@ -110,7 +110,7 @@ export async function changedFiles(tx: Queryable, delivery: DeliveryRef, pr: Pul
       error: `delivery ${delivery.id}: paths filters on pull_request events need a GitHub App connection (a plain webhook cannot list a pull request's files); they did not match`,
     };
   }
-  await enqueueGithubJob(tx, {
+  await enqueueIntegrationJob(tx, {
     kind: 'pull_files',
     team_id: delivery.team_id,
     connection_id: delivery.webhook_uid,

@@ -1,7 +1,7 @@
 /** SQL of the integrations domain (migration 0064): connections, installations, the provider trigger index. */
 import type { Queryable } from '../kernel/db.ts';
 import type { ConnectionRow, Provider } from './model.ts';
-import type { GithubJob, GithubJobKind } from './github-jobs.ts';
+import type { IntegrationJob, IntegrationJobKind } from './integration-jobs.ts';
 import type { SourceSpec } from '../sources/types.ts';
 import { newId } from '../kernel/ids.ts';
 
@@ -171,17 +171,17 @@ export async function declaredConnections(
   return res.rows;
 }
 
-// ---- GitHub jobs (github-jobs.ts runs them) ----
+// ---- Integration jobs (integration-jobs.ts runs them) ----
 
-export async function enqueueGithubJob(
+export async function enqueueIntegrationJob(
   q: Queryable,
-  job: Pick<GithubJob<unknown>, 'kind' | 'team_id' | 'connection_id' | 'delivery_id' | 'factory_id' | 'input'>,
+  job: Pick<IntegrationJob<unknown>, 'kind' | 'team_id' | 'connection_id' | 'delivery_id' | 'factory_id' | 'input'>,
 ): Promise<boolean> {
   const res = await q.query(
-    `INSERT INTO github_jobs (id, kind, team_id, connection_id, delivery_id, factory_id, input)
+    `INSERT INTO integration_jobs (id, kind, team_id, connection_id, delivery_id, factory_id, input)
      VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING id`,
     [
-      newId('ghj'),
+      newId('igj'),
       job.kind,
       job.team_id,
       job.connection_id,
@@ -197,10 +197,10 @@ export async function enqueueGithubJob(
 export async function deliveryJob(
   q: Queryable,
   deliveryId: string,
-  kind: GithubJobKind,
+  kind: IntegrationJobKind,
 ): Promise<{ state: string; result: Record<string, unknown>; error: string | null } | undefined> {
   const res = await q.query<{ state: string; result: Record<string, unknown>; error: string | null }>(
-    `SELECT state, result, error FROM github_jobs WHERE delivery_id = $1 AND kind = $2 AND factory_id = ''`,
+    `SELECT state, result, error FROM integration_jobs WHERE delivery_id = $1 AND kind = $2 AND factory_id = ''`,
     [deliveryId, kind],
   );
   return res.rows[0];
@@ -209,10 +209,13 @@ export async function deliveryJob(
 const JOB_COLUMNS = 'id, kind, team_id, connection_id, delivery_id, factory_id, input, attempts, result';
 
 /** Claims the oldest due job, moving it past its lease; other processes skip it meanwhile. */
-export async function claimGithubJob(q: Queryable, leaseSeconds: number): Promise<GithubJob<unknown> | undefined> {
-  const res = await q.query<GithubJob<unknown>>(
-    `UPDATE github_jobs SET attempts = attempts + 1, run_after = ay_now() + make_interval(secs => $1)
-      WHERE id = (SELECT id FROM github_jobs WHERE state = 'pending' AND run_after <= ay_now()
+export async function claimIntegrationJob(
+  q: Queryable,
+  leaseSeconds: number,
+): Promise<IntegrationJob<unknown> | undefined> {
+  const res = await q.query<IntegrationJob<unknown>>(
+    `UPDATE integration_jobs SET attempts = attempts + 1, run_after = ay_now() + make_interval(secs => $1)
+      WHERE id = (SELECT id FROM integration_jobs WHERE state = 'pending' AND run_after <= ay_now()
                    ORDER BY run_after LIMIT 1 FOR UPDATE SKIP LOCKED)
       RETURNING ${JOB_COLUMNS}`,
     [leaseSeconds],
@@ -220,20 +223,19 @@ export async function claimGithubJob(q: Queryable, leaseSeconds: number): Promis
   return res.rows[0];
 }
 
-export async function saveGithubJobResult(q: Queryable, id: string, result: string): Promise<void> {
-  await q.query('UPDATE github_jobs SET result = result || $2::jsonb WHERE id = $1', [id, result]);
+export async function saveIntegrationJobResult(q: Queryable, id: string, result: string): Promise<void> {
+  await q.query('UPDATE integration_jobs SET result = result || $2::jsonb WHERE id = $1', [id, result]);
 }
 
 /** Puts a job off for `seconds`, recording why. */
-export async function deferGithubJob(q: Queryable, id: string, seconds: number, error: string): Promise<void> {
-  await q.query(`UPDATE github_jobs SET run_after = ay_now() + make_interval(secs => $2), error = $3 WHERE id = $1`, [
-    id,
-    seconds,
-    error,
-  ]);
+export async function deferIntegrationJob(q: Queryable, id: string, seconds: number, error: string): Promise<void> {
+  await q.query(
+    `UPDATE integration_jobs SET run_after = ay_now() + make_interval(secs => $2), error = $3 WHERE id = $1`,
+    [id, seconds, error],
+  );
 }
 
-export async function endGithubJob(
+export async function endIntegrationJob(
   q: Queryable,
   id: string,
   state: 'done' | 'failed',
@@ -241,7 +243,7 @@ export async function endGithubJob(
   error: string | null,
 ): Promise<void> {
   await q.query(
-    `UPDATE github_jobs SET state = $2, result = result || $3::jsonb, error = $4, finished_at = ay_now() WHERE id = $1`,
+    `UPDATE integration_jobs SET state = $2, result = result || $3::jsonb, error = $4, finished_at = ay_now() WHERE id = $1`,
     [id, state, result, error],
   );
 }

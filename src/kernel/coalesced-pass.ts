@@ -2,7 +2,7 @@
  * One pass at a time over work that others announce: a request while a pass runs asks for exactly one more
  * pass after it, however many requests came meanwhile (nothing announced during a pass is missed, and a burst of
  * announcements costs one pass). Used by the executors' and the Job executor's dispatch, the worker hub's
- * assignments, and DrainLoop (the outbox evaluator, the GitHub jobs).
+ * assignments, and DrainLoop (the outbox evaluator, the integration jobs).
  */
 export class CoalescedPass {
   readonly #pass: () => Promise<void>;

@@ -14,7 +14,7 @@ export interface DrainLoopOptions {
 
 /**
  * Drains a durable queue whose new work is announced on a bus topic: a pass at start, on every announcement and
- * every poll interval, one pass at a time (CoalescedPass). Used by the outbox evaluator and the GitHub jobs.
+ * every poll interval, one pass at a time (CoalescedPass). Used by the outbox evaluator and the integration jobs.
  */
 export class DrainLoop {
   readonly #options: DrainLoopOptions;

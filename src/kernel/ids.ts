@@ -44,7 +44,7 @@ export function ulid(now = Date.now()): string {
 export type IdPrefix =
   | 'team'
   | 'igc'
-  | 'ghj'
+  | 'igj'
   | 'usr'
   | 'sa'
   | 'key'

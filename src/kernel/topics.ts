@@ -40,8 +40,8 @@ export interface BusTopics {
   'secrets.changed': { team_id: string; name: string };
   /** A team's GitHub, Slack or Linear connection was created, changed or deleted. */
   'integrations.changed': { team_id: string; provider: string };
-  /** GitHub jobs were enqueued (changed files of a pull request, a factory check): the job runners look now. */
-  'integrations.github_jobs': null;
+  /** Integration jobs were enqueued (pull request files, factory checks, Linear mentions): the runners look now. */
+  'integrations.jobs': null;
   /** An API key or agent credential was revoked: every process forgets its cached principals. */
   'identity.credentials_revoked': { key_id: string } | { agent_uid: string };
 }
@@ -59,5 +59,5 @@ export const RUN_EVENTS_TOPIC = 'runs.events' satisfies Topic;
 export const SCHEDULES_CHANGED_TOPIC = 'schedules.changed' satisfies Topic;
 export const SECRETS_CHANGED_TOPIC = 'secrets.changed' satisfies Topic;
 export const INTEGRATIONS_CHANGED_TOPIC = 'integrations.changed' satisfies Topic;
-export const GITHUB_JOBS_TOPIC = 'integrations.github_jobs' satisfies Topic;
+export const INTEGRATION_JOBS_TOPIC = 'integrations.jobs' satisfies Topic;
 export const CREDENTIALS_REVOKED_TOPIC = 'identity.credentials_revoked' satisfies Topic;

@@ -130,7 +130,7 @@ describe.each(ENGINES)('Linear mentioned_user_ids on %s', (engine) => {
       async () => {
         const res = await server.server.ctx.db.query<{ pending: boolean; job: string | null }>(
           `SELECT d.outbox_pending AS pending,
-                  (SELECT state FROM github_jobs j WHERE j.delivery_id = d.id AND j.kind = 'linear_mentions') AS job
+                  (SELECT state FROM integration_jobs j WHERE j.delivery_id = d.id AND j.kind = 'linear_mentions') AS job
              FROM webhook_deliveries d WHERE d.id = $1`,
           [deliveryId],
         );
@@ -199,7 +199,7 @@ describe.each(ENGINES)('Linear mentioned_user_ids on %s', (engine) => {
       await evaluated(id);
       expect(await automationNames(id)).toEqual([]);
       const job = await server.server.ctx.db.query<{ state: string; attempts: number }>(
-        `SELECT state, attempts FROM github_jobs WHERE delivery_id = $1`,
+        `SELECT state, attempts FROM integration_jobs WHERE delivery_id = $1`,
         [id],
       );
       expect(job.rows).toEqual([{ state: 'failed', attempts: 1 }]);

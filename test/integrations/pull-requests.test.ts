@@ -166,7 +166,7 @@ describe.each(ENGINES)('pull requests through a GitHub App on %s', (engine) => {
       `delivery ${deliveryId} evaluated with its files`,
       async () => {
         const res = await server.server.ctx.db.query<{ pending: boolean; job: string | null }>(
-          `SELECT d.outbox_pending AS pending, (SELECT state FROM github_jobs j WHERE j.delivery_id = d.id AND j.kind = 'pull_files') AS job
+          `SELECT d.outbox_pending AS pending, (SELECT state FROM integration_jobs j WHERE j.delivery_id = d.id AND j.kind = 'pull_files') AS job
              FROM webhook_deliveries d WHERE d.id = $1`,
           [deliveryId],
         );
@@ -221,7 +221,7 @@ describe.each(ENGINES)('pull requests through a GitHub App on %s', (engine) => {
     await evaluated(id);
     expect(await automationNames(id)).toEqual(['source-review']);
     const job = await server.server.ctx.db.query<{ attempts: number; state: string }>(
-      `SELECT attempts, state FROM github_jobs WHERE delivery_id = $1`,
+      `SELECT attempts, state FROM integration_jobs WHERE delivery_id = $1`,
       [id],
     );
     expect(job.rows[0]).toEqual({ attempts: 2, state: 'done' });
@@ -293,7 +293,7 @@ describe.each(ENGINES)('pull requests through a GitHub App on %s', (engine) => {
 
   async function checkRunId(sha: string): Promise<number | undefined> {
     const res = await server.server.ctx.db.query<{ id: number }>(
-      `SELECT (result->>'check_run_id')::int AS id FROM github_jobs WHERE kind = 'factory_check' AND input->>'head_sha' = $1`,
+      `SELECT (result->>'check_run_id')::int AS id FROM integration_jobs WHERE kind = 'factory_check' AND input->>'head_sha' = $1`,
       [sha],
     );
     return res.rows[0]?.id;
@@ -380,7 +380,7 @@ Triage the issue.
     for (const id of [opened, retitled]) await evaluated(id);
     // Neither the pull request to another branch nor a title edit asks for a check.
     const before = await server.server.ctx.db.query(
-      `SELECT id FROM github_jobs WHERE kind = 'factory_check' AND delivery_id = ANY($1::text[])`,
+      `SELECT id FROM integration_jobs WHERE kind = 'factory_check' AND delivery_id = ANY($1::text[])`,
       [[opened, retitled]],
     );
     expect(before.rows).toEqual([]);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Bus } from '../../src/kernel/bus.ts';
 import { DrainLoop } from '../../src/kernel/drain-loop.ts';
-import { GITHUB_JOBS_TOPIC } from '../../src/kernel/topics.ts';
+import { INTEGRATION_JOBS_TOPIC } from '../../src/kernel/topics.ts';
 import { createTestDatabase } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
 
@@ -19,7 +19,7 @@ describe('a drain loop', () => {
       let drains = 0;
       const loop = new DrainLoop({
         bus,
-        topic: GITHUB_JOBS_TOPIC,
+        topic: INTEGRATION_JOBS_TOPIC,
         pollIntervalMs: 1_000,
         drain: async () => {
           drains++;
@@ -29,7 +29,7 @@ describe('a drain loop', () => {
       await loop.idle();
       expect(drains).toBe(1);
 
-      await bus.publish(GITHUB_JOBS_TOPIC, null);
+      await bus.publish(INTEGRATION_JOBS_TOPIC, null);
       await loop.idle();
       expect(drains).toBe(2);
 
@@ -39,7 +39,7 @@ describe('a drain loop', () => {
 
       await loop.stop();
       expect(loop.stopped).toBe(true);
-      await bus.publish(GITHUB_JOBS_TOPIC, null);
+      await bus.publish(INTEGRATION_JOBS_TOPIC, null);
       vi.advanceTimersByTime(5_000);
       loop.kick();
       await loop.idle();
@@ -58,7 +58,7 @@ describe('a drain loop', () => {
     const seen: boolean[] = [];
     const loop = new DrainLoop({
       bus,
-      topic: GITHUB_JOBS_TOPIC,
+      topic: INTEGRATION_JOBS_TOPIC,
       pollIntervalMs: 60_000,
       drain: async () => {
         await held;

@@ -1,22 +1,23 @@
 /**
- * The durable queue of outbound provider work (migrations 0067, 0070): a pull request's changed files for
- * `paths` filters, the `agentyard/factory-config` check run, and the users a Linear text mentions by name. Jobs are enqueued in the outbox evaluation's
- * transaction, so a stored event never loses its job; a runner claims one job at a time with a lease (a
- * claim lost in a crash is taken again when the lease ends), and each kind's handler says done, retry or failed.
+ * The durable queue of outbound provider work (migrations 0067, 0070, 0071): a pull request's changed files
+ * for `paths` filters, the `agentyard/factory-config` check run, and the users a Linear text mentions by name.
+ * Jobs are enqueued in the outbox evaluation's transaction, so a stored event never loses its job; a runner
+ * claims one job at a time with a lease (a claim lost in a crash is taken again when the lease ends), and each
+ * kind's handler says done, retry or failed.
  */
 import type { Bus } from '../kernel/bus.ts';
 import { DrainLoop } from '../kernel/drain-loop.ts';
 import type { Db, Queryable } from '../kernel/db.ts';
 import type { Logger } from '../kernel/log.ts';
-import { GITHUB_JOBS_TOPIC } from '../kernel/topics.ts';
+import { INTEGRATION_JOBS_TOPIC } from '../kernel/topics.ts';
 import * as sql from './sql.ts';
 
-export type GithubJobKind = 'pull_files' | 'factory_check' | 'linear_mentions';
+export type IntegrationJobKind = 'pull_files' | 'factory_check' | 'linear_mentions';
 
-/** A job; `input` is what its kind needs (GithubJobInput for the GitHub kinds). */
-export interface GithubJob<Input = GithubJobInput> {
+/** A job; `input` is what its kind needs (GithubPullRequestInput for the GitHub kinds). */
+export interface IntegrationJob<Input> {
   id: string;
-  kind: GithubJobKind;
+  kind: IntegrationJobKind;
   team_id: string;
   connection_id: string;
   delivery_id: string;
@@ -26,8 +27,8 @@ export interface GithubJob<Input = GithubJobInput> {
   result: Record<string, unknown>;
 }
 
-/** What the delivery said about the pull request. */
-export interface GithubJobInput {
+/** What a GitHub delivery said about the pull request (the input of `pull_files` and `factory_check`). */
+export interface GithubPullRequestInput {
   /** `owner/name` as GitHub spells it. */
   repository: string;
   pull_number: number;
@@ -46,21 +47,21 @@ export interface LinearMentionsInput {
   names: string[];
 }
 
-export interface JobHandler<Input = GithubJobInput> {
+export interface JobHandler<Input> {
   /** `final`: the last attempt; a handler reports what it can (e.g. a failed check) rather than asking to retry. */
   run(
-    job: GithubJob<Input>,
+    job: IntegrationJob<Input>,
     tools: { final: boolean; save(result: Record<string, unknown>): Promise<void> },
   ): Promise<JobOutcome>;
   /** Called in the transaction that ends the job (done or failed): e.g. hand the delivery back to the outbox. */
-  onEnd?(tx: Queryable, job: GithubJob<Input>): Promise<void>;
+  onEnd?(tx: Queryable, job: IntegrationJob<Input>): Promise<void>;
   /** Called after that transaction committed (e.g. wake the evaluator). */
-  afterEnd?(job: GithubJob<Input>): Promise<void>;
+  afterEnd?(job: IntegrationJob<Input>): Promise<void>;
 }
 
 export interface JobHandlers {
-  pull_files: JobHandler;
-  factory_check: JobHandler;
+  pull_files: JobHandler<GithubPullRequestInput>;
+  factory_check: JobHandler<GithubPullRequestInput>;
   linear_mentions: JobHandler<LinearMentionsInput>;
 }
 
@@ -70,7 +71,7 @@ const LEASE_SECONDS = 300;
 /** Pauses before the 2nd, 3rd… attempt. */
 const BACKOFF_SECONDS = [5, 30, 120, 600];
 
-export interface GithubJobRunnerOptions {
+export interface IntegrationJobRunnerOptions {
   db: Db;
   bus: Bus;
   log: Logger;
@@ -79,16 +80,16 @@ export interface GithubJobRunnerOptions {
   pollIntervalMs?: number;
 }
 
-/** Runs due GitHub jobs one at a time; several processes share them (SKIP LOCKED). */
-export class GithubJobRunner {
-  readonly #options: GithubJobRunnerOptions;
+/** Runs due integration jobs one at a time; several processes share them (SKIP LOCKED). */
+export class IntegrationJobRunner {
+  readonly #options: IntegrationJobRunnerOptions;
   readonly #loop: DrainLoop;
 
-  constructor(options: GithubJobRunnerOptions) {
+  constructor(options: IntegrationJobRunnerOptions) {
     this.#options = options;
     this.#loop = new DrainLoop({
       bus: options.bus,
-      topic: GITHUB_JOBS_TOPIC,
+      topic: INTEGRATION_JOBS_TOPIC,
       pollIntervalMs: options.pollIntervalMs ?? 2_000,
       drain: () => this.#drain(),
     });
@@ -113,23 +114,23 @@ export class GithubJobRunner {
   async #drain(): Promise<void> {
     try {
       while (!this.#loop.stopped) {
-        const job = await sql.claimGithubJob(this.#options.db, LEASE_SECONDS);
+        const job = await sql.claimIntegrationJob(this.#options.db, LEASE_SECONDS);
         if (!job) return;
         await this.#run(job);
       }
     } catch (err) {
-      this.#options.log.error({ err }, 'running GitHub jobs failed; retrying at the next poll');
+      this.#options.log.error({ err }, 'running integration jobs failed; retrying at the next poll');
     }
   }
 
-  async #run(job: GithubJob<unknown>): Promise<void> {
+  async #run(job: IntegrationJob<unknown>): Promise<void> {
     const { db, log, handlers } = this.#options;
     // The row's kind says what its input holds.
     const handler = handlers[job.kind] as JobHandler<unknown>;
     const final = job.attempts >= MAX_JOB_ATTEMPTS;
     const save = async (result: Record<string, unknown>) => {
       job.result = { ...job.result, ...result };
-      await sql.saveGithubJobResult(db, job.id, JSON.stringify(result));
+      await sql.saveIntegrationJobResult(db, job.id, JSON.stringify(result));
     };
     let outcome: JobOutcome;
     try {
@@ -140,13 +141,16 @@ export class GithubJobRunner {
     if ('retry' in outcome && final) outcome = { failed: outcome.retry };
     if ('retry' in outcome) {
       const pause = outcome.afterMs ?? (BACKOFF_SECONDS[job.attempts - 1] ?? BACKOFF_SECONDS.at(-1)!) * 1000;
-      log.warn({ job_id: job.id, kind: job.kind, attempt: job.attempts, err: outcome.retry }, 'GitHub job will retry');
-      await sql.deferGithubJob(db, job.id, pause / 1000, outcome.retry.slice(0, 1000));
+      log.warn(
+        { job_id: job.id, kind: job.kind, attempt: job.attempts, err: outcome.retry },
+        'integration job will retry',
+      );
+      await sql.deferIntegrationJob(db, job.id, pause / 1000, outcome.retry.slice(0, 1000));
       return;
     }
     const ended = outcome;
     await db.transaction(async (tx) => {
-      await sql.endGithubJob(
+      await sql.endIntegrationJob(
         tx,
         job.id,
         'done' in ended ? 'done' : 'failed',
@@ -156,6 +160,6 @@ export class GithubJobRunner {
       await handler.onEnd?.(tx, job);
     });
     await handler.afterEnd?.(job);
-    if ('failed' in ended) log.warn({ job_id: job.id, kind: job.kind, err: ended.failed }, 'GitHub job failed');
+    if ('failed' in ended) log.warn({ job_id: job.id, kind: job.kind, err: ended.failed }, 'integration job failed');
   }
 }
