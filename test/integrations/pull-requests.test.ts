@@ -406,4 +406,30 @@ Triage the issue.
     expect(updates[0]!.body.status).toBeUndefined();
     expect(updates[1]!.body).toMatchObject({ status: 'completed', conclusion: 'failure' });
   });
+
+  it("the previous release's statements on github_jobs reach the renamed queue (a rolling deploy)", async () => {
+    const db = server.server.ctx.db;
+    const job = await db.query<{ team_id: string; connection_id: string; delivery_id: string }>(
+      'SELECT team_id, connection_id, delivery_id FROM integration_jobs ORDER BY created_at LIMIT 1',
+    );
+    const { team_id, connection_id, delivery_id } = job.rows[0]!;
+    // as release 0070 inserts, with a run_after no runner reaches before the row is gone
+    const insert = () =>
+      db.query(
+        `INSERT INTO github_jobs (id, kind, team_id, connection_id, delivery_id, factory_id, input, run_after)
+         VALUES ($1, 'factory_check', $2, $3, $4, 'fac_rolling', '{}', ay_now() + interval '1 hour')
+         ON CONFLICT DO NOTHING RETURNING id`,
+        [`ghj_rolling_${engine}`, team_id, connection_id, delivery_id],
+      );
+    expect((await insert()).rowCount).toBe(1);
+    expect((await insert()).rowCount).toBe(0);
+    const locked = await db.transaction((tx) =>
+      tx.query<{ kind: string }>(`SELECT kind FROM github_jobs WHERE id = $1 FOR UPDATE SKIP LOCKED`, [
+        `ghj_rolling_${engine}`,
+      ]),
+    );
+    expect(locked.rows).toEqual([{ kind: 'factory_check' }]);
+    const moved = await db.query('DELETE FROM integration_jobs WHERE id = $1 RETURNING id', [`ghj_rolling_${engine}`]);
+    expect(moved.rowCount).toBe(1);
+  });
 });

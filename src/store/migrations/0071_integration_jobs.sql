@@ -1,7 +1,7 @@
---! breaking-change
 -- The durable queue of outbound provider work (0067, 0070) carries Linear's work as well as GitHub's: it is the
--- integrations' job queue (src/integrations/integration-jobs.ts). A release that still names github_jobs cannot
--- use it, hence the marker.
+-- integrations' job queue (src/integrations/integration-jobs.ts). The view under the old name keeps processes
+-- of the previous release working during a rolling deploy (a simple view takes their inserts, updates and row
+-- locks); a later release drops it.
 ALTER TABLE github_jobs RENAME TO integration_jobs;
 ALTER INDEX github_jobs_once RENAME TO integration_jobs_once;
 ALTER INDEX github_jobs_due RENAME TO integration_jobs_due;
@@ -19,3 +19,4 @@ BEGIN
                    'integration_jobs_' || substr(old_name, length('github_jobs_') + 1));
   END LOOP;
 END $$;
+CREATE VIEW github_jobs AS SELECT * FROM integration_jobs;
