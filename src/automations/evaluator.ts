@@ -47,51 +47,28 @@ export interface EvaluatorDeps {
   runs: RunService;
 }
 
-export class OutboxEvaluator {
+export class OutboxEvaluator extends DrainLoop {
   readonly #db: Db;
   readonly #bus: Bus;
   readonly #runs: RunService;
   readonly #log: Logger;
   readonly #batchSize: number;
   readonly #beforeCommit: EvaluatorOptions['beforeCommit'];
-  readonly #loop: DrainLoop;
 
   constructor({ db, bus, log, runs }: EvaluatorDeps, options: EvaluatorOptions = {}) {
+    super({ bus, topic: DELIVERIES_ACCEPTED_TOPIC, pollIntervalMs: options.pollIntervalMs ?? 2_000 });
     this.#db = db;
     this.#bus = bus;
     this.#log = log;
     this.#runs = runs;
     this.#batchSize = options.batchSize ?? 50;
     this.#beforeCommit = options.beforeCommit;
-    this.#loop = new DrainLoop({
-      bus,
-      topic: DELIVERIES_ACCEPTED_TOPIC,
-      pollIntervalMs: options.pollIntervalMs ?? 2_000,
-      drain: () => this.#drain(),
-    });
   }
 
-  start(): void {
-    this.#loop.start();
-  }
-
-  stop(): Promise<void> {
-    return this.#loop.stop();
-  }
-
-  /** Evaluates until the outbox is empty; a kick while that runs asks for one more pass. */
-  kick(): void {
-    this.#loop.kick();
-  }
-
-  /** Resolves when the outbox has been drained (for tests and shutdown). */
-  idle(): Promise<void> {
-    return this.#loop.idle();
-  }
-
-  async #drain(): Promise<void> {
+  /** Evaluates batches until the outbox is empty. */
+  protected async drain(): Promise<void> {
     try {
-      while (!this.#loop.stopped) {
+      while (!this.stopped) {
         const result = await this.evaluateBatch();
         if (result.deliveries < this.#batchSize) return;
       }

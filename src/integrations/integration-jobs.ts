@@ -81,39 +81,18 @@ export interface IntegrationJobRunnerOptions {
 }
 
 /** Runs due integration jobs one at a time; several processes share them (SKIP LOCKED). */
-export class IntegrationJobRunner {
+export class IntegrationJobRunner extends DrainLoop {
   readonly #options: IntegrationJobRunnerOptions;
-  readonly #loop: DrainLoop;
 
   constructor(options: IntegrationJobRunnerOptions) {
+    super({ bus: options.bus, topic: INTEGRATION_JOBS_TOPIC, pollIntervalMs: options.pollIntervalMs ?? 2_000 });
     this.#options = options;
-    this.#loop = new DrainLoop({
-      bus: options.bus,
-      topic: INTEGRATION_JOBS_TOPIC,
-      pollIntervalMs: options.pollIntervalMs ?? 2_000,
-      drain: () => this.#drain(),
-    });
   }
 
-  start(): void {
-    this.#loop.start();
-  }
-
-  stop(): Promise<void> {
-    return this.#loop.stop();
-  }
-
-  kick(): void {
-    this.#loop.kick();
-  }
-
-  idle(): Promise<void> {
-    return this.#loop.idle();
-  }
-
-  async #drain(): Promise<void> {
+  /** Runs due jobs until none is left. */
+  protected async drain(): Promise<void> {
     try {
-      while (!this.#loop.stopped) {
+      while (!this.stopped) {
         const job = await sql.claimIntegrationJob(this.#options.db, LEASE_SECONDS);
         if (!job) return;
         await this.#run(job);

@@ -8,15 +8,13 @@ export interface DrainLoopOptions {
   topic: Topic;
   /** A look even without an announcement: work left by a crashed process, a lost notice, a retry come due. */
   pollIntervalMs: number;
-  /** Takes work until the queue is empty or the loop stopped; handles its own errors (must not reject). */
-  drain: () => Promise<void>;
 }
 
 /**
  * Drains a durable queue whose new work is announced on a bus topic: a pass at start, on every announcement and
  * every poll interval, one pass at a time (CoalescedPass). Used by the outbox evaluator and the integration jobs.
  */
-export class DrainLoop {
+export abstract class DrainLoop {
   readonly #options: DrainLoopOptions;
   readonly #passes: CoalescedPass;
   #stopped = false;
@@ -25,8 +23,14 @@ export class DrainLoop {
 
   constructor(options: DrainLoopOptions) {
     this.#options = options;
-    this.#passes = new CoalescedPass(options.drain, () => !this.#stopped);
+    this.#passes = new CoalescedPass(
+      () => this.drain(),
+      () => !this.#stopped,
+    );
   }
+
+  /** Takes work until the queue is empty or the loop stopped; handles its own errors (must not reject). */
+  protected abstract drain(): Promise<void>;
 
   /** True once `stop` was called: a drain in progress ends at its next item. */
   get stopped(): boolean {

@@ -4,6 +4,19 @@ import { DrainLoop } from '../../src/kernel/drain-loop.ts';
 import { INTEGRATION_JOBS_TOPIC } from '../../src/kernel/topics.ts';
 import { createTestDatabase } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
+import type { DrainLoopOptions } from '../../src/kernel/drain-loop.ts';
+
+/** A drain loop whose drain is the test's. */
+class TestLoop extends DrainLoop {
+  readonly #drain: (loop: TestLoop) => Promise<void>;
+  constructor(options: DrainLoopOptions, drain: (loop: TestLoop) => Promise<void>) {
+    super(options);
+    this.#drain = drain;
+  }
+  protected drain(): Promise<void> {
+    return this.#drain(this);
+  }
+}
 
 describe('a drain loop', () => {
   let database: TestDatabase;
@@ -17,13 +30,8 @@ describe('a drain loop', () => {
     try {
       const bus = new Bus(database.db);
       let drains = 0;
-      const loop = new DrainLoop({
-        bus,
-        topic: INTEGRATION_JOBS_TOPIC,
-        pollIntervalMs: 1_000,
-        drain: async () => {
-          drains++;
-        },
+      const loop = new TestLoop({ bus, topic: INTEGRATION_JOBS_TOPIC, pollIntervalMs: 1_000 }, async () => {
+        drains++;
       });
       loop.start();
       await loop.idle();
@@ -56,14 +64,9 @@ describe('a drain loop', () => {
       release = resolve;
     });
     const seen: boolean[] = [];
-    const loop = new DrainLoop({
-      bus,
-      topic: INTEGRATION_JOBS_TOPIC,
-      pollIntervalMs: 60_000,
-      drain: async () => {
-        await held;
-        seen.push(loop.stopped);
-      },
+    const loop = new TestLoop({ bus, topic: INTEGRATION_JOBS_TOPIC, pollIntervalMs: 60_000 }, async (self) => {
+      await held;
+      seen.push(self.stopped);
     });
     loop.start();
     let stopped = false;
