@@ -301,16 +301,7 @@ export class Reconciler {
       if (decision === 'unchanged') return this.#recordUnchanged(factory, snapshot, options, started);
 
       if (snapshot.refused && snapshot.refused.length > 0) {
-        return this.#recordFailure(
-          factory,
-          snapshot,
-          options,
-          started,
-          'ValidationFailed',
-          validationFailedMessage(revision, snapshot.refused),
-          snapshot.refused,
-          [],
-        );
+        return this.#recordValidationFailed(factory, snapshot, options, started, snapshot.refused);
       }
       let ready: Prepared;
       try {
@@ -325,17 +316,7 @@ export class Reconciler {
       }
       prepared = undefined;
       if (!ready.plan) {
-        const errors = ready.validation.diagnostics;
-        return this.#recordFailure(
-          factory,
-          snapshot,
-          options,
-          started,
-          'ValidationFailed',
-          validationFailedMessage(revision, errors),
-          errors,
-          [],
-        );
+        return this.#recordValidationFailed(factory, snapshot, options, started, ready.validation.diagnostics);
       }
       const plan = ready.plan;
       if (plan.deletesEverything && AUTOMATIC.has(options.trigger) && !options.explicit) {
@@ -526,6 +507,18 @@ export class Reconciler {
       revision,
     });
     return outcome(factory.id, { result: 'unchanged', revision, reason: 'Applied', message, applyId: written });
+  }
+
+  /** A revision refused for its definition's errors. */
+  #recordValidationFailed(
+    factory: FactoryRow,
+    snapshot: SourceSnapshot,
+    options: ReconcileOptions,
+    started: Date,
+    errors: Diagnostic[],
+  ): Promise<ApplyOutcome> {
+    const message = validationFailedMessage(snapshot.revision, errors);
+    return this.#recordFailure(factory, snapshot, options, started, 'ValidationFailed', message, errors, []);
   }
 
   /** An apply that failed for a reason other than the definition (the database, the secret provider). */
