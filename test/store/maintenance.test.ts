@@ -156,13 +156,22 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
     await createIndexFreeSpaceMaps(db);
     await db.exec('CHECKPOINT');
     const before = await walState(db);
-    const stop = startTableMaintenance(db, silentLog, {
+    // the loop's statements, counted: one for the free-space maps (none missing), then one per look at the WAL
+    let statements = 0;
+    const counted: Db = {
+      ...db,
+      query(text, params) {
+        statements++;
+        return db.query(text, params);
+      },
+    };
+    const stop = startTableMaintenance(counted, silentLog, {
       intervalMs: 3_600_000,
       checkpointCheckMs: 50,
       checkpoints: { ...never, walBytes: 256 * 1024 },
     });
     try {
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await expect.poll(() => statements, { timeout: 5_000, interval: 20 }).toBeGreaterThanOrEqual(4);
       expect((await walState(db)).redo, 'no checkpoint while little WAL was written').toBe(before.redo);
       await insertRunsInBulk(db, 'team_look', 2_000);
       await expect.poll(async () => (await walState(db)).redo, { timeout: 5_000, interval: 50 }).not.toBe(before.redo);
