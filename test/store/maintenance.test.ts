@@ -191,7 +191,7 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
     const pass = await maintainTables(db);
     expect(pass.freeSpaceMaps).toContain('webhook_deliveries_identity');
     expect(pass.freeSpaceMaps).toContain('runs_pkey');
-    expect(await fsmSize('webhook_deliveries_identity')).toBe(8192);
+    expect(await fsmSize('webhook_deliveries_identity'), 'the index has a free-space map').toBeGreaterThan(0);
     expect(await createIndexFreeSpaceMaps(db), 'none is missing any more').toEqual([]);
     expect(
       (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_largeobject_metadata')).rows[0]!.n,
@@ -209,7 +209,7 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
       [teamId],
     );
     expect(found.rows[0]!.n).toBe(3);
-    expect(await fsmSize('runs_pkey')).toBeGreaterThanOrEqual(8192);
+    expect(await fsmSize('runs_pkey'), 'the map is still there').toBeGreaterThan(0);
   });
 
   it('gives the indexes their free-space maps as soon as maintenance starts, logging their count', async () => {
@@ -229,7 +229,7 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
             ).rows[0]!.size,
           { timeout: 5_000, interval: 50 },
         )
-        .toBe(8192);
+        .toBeGreaterThan(0);
       await expect.poll(() => lines.length, { timeout: 5_000, interval: 50 }).toBeGreaterThan(0);
       // A count, not the name of every index, in the process's start-up output.
       expect(lines[0]!.freeSpaceMaps).toBeGreaterThan(30);
