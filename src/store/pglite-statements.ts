@@ -125,7 +125,7 @@ const MAX_KEPT_BUFFER = 1024 * 1024;
  * batch's large parameter. PGlite reads the message before `execProtocol`
  * returns its promise, and statements run one at a time, so one buffer serves every call.
  */
-export class BindMessage {
+class BindMessage {
   #buffer = Buffer.allocUnsafeSlow(16 * 1024);
 
   /**

@@ -104,7 +104,7 @@ export class WorkerClient {
         default_harness: settings.defaultHarness ?? null,
         version: this.#o.version,
         host: hostname(),
-        running: [...this.#runners.keys()],
+        running: this.#unfinished(),
       });
     });
     ws.on('message', (data) => {
@@ -134,6 +134,16 @@ export class WorkerClient {
     ws.on('error', () => {
       // 'close' follows
     });
+  }
+
+  /**
+   * Executions the server must still count on: those running here, and those that ended while disconnected
+   * (their end waits in the outbox). A server adopts only what hello names; any other end it would drop.
+   */
+  #unfinished(): string[] {
+    const ids = new Set(this.#runners.keys());
+    for (const m of this.#outbox) if (m.type === 'completed' || m.type === 'failed') ids.add(m.execution_id);
+    return [...ids];
   }
 
   #sendNow(msg: WorkerMessage): boolean {

@@ -27,7 +27,7 @@ export interface HelloMessage {
   default_harness: string | null;
   version: string;
   host: string;
-  /** Executions still running here after a reconnect; their leases are renewed by this connection. */
+  /** Executions still running here after a reconnect, or ended while disconnected (their end follows). */
   running: string[];
 }
 

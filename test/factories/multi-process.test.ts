@@ -10,6 +10,10 @@ import { asFileList, baseFiles, webhookYaml } from './fixtures.ts';
 
 // Two servers on one PostgreSQL database, each with its own connection pool, data directory and reconcile
 // loops: every revision must be applied exactly once, whoever gets there first.
+// Each test validates some thirty trees on the servers' validation workers, which run at nice +10: on a
+// saturated 2-core machine (the suite itself) they get a tenth of a core, and a test takes 25 s or more.
+const TIMEOUT = { timeout: 120_000 };
+
 describe.runIf(ENGINES.includes('postgres'))('two controllers on one PostgreSQL database', () => {
   let database: TestDatabase;
   let second: TestDatabase;
@@ -33,7 +37,7 @@ describe.runIf(ENGINES.includes('postgres'))('two controllers on one PostgreSQL 
     remote?.close();
   });
 
-  it('applies each revision once', async () => {
+  it('applies each revision once', TIMEOUT, async () => {
     await a.api('PUT', '/secrets/alerts-token', { value: 'tok' });
     await remote.write({ ...baseFiles(), 'webhooks/hook-0.yaml': webhookYaml('alerts-token') });
     await remote.commitAndPush('initial');
@@ -89,76 +93,81 @@ describe.runIf(ENGINES.includes('postgres'))('two controllers on one PostgreSQL 
       attempted_revision: revisions.at(-1),
     });
   });
-  it('keeps every managed write when the writes go to different processes, and to a process with an empty data directory', async () => {
-    const created = await a.api('POST', '/factories', { name: 'managed-shared' });
-    expect(created.status).toBe(201);
-    const id = created.body.id as string;
-    expect(
-      (await b.api('POST', `/factories/${id}/apply`, { files: asFileList(baseFiles()), message: 'base files' })).status,
-    ).toBe(200);
-    const servers = [a, b];
-    // Twelve webhooks created through both servers at once: each write starts from the head the database
-    // records, so none of them commits a tree without the others.
-    const results = await Promise.all(
-      Array.from({ length: 12 }, (_, i) =>
-        servers[i % 2]!.api('POST', `/factories/${id}/webhooks`, { name: `hook-${String(i).padStart(2, '0')}` }),
-      ),
-    );
-    for (const r of results) expect(r.status, JSON.stringify(r.body)).toBe(201);
-    const names = Array.from({ length: 12 }, (_, i) => `hook-${String(i).padStart(2, '0')}`);
-    for (const server of servers) {
-      const listed = (await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks
-        .map((w: { name: string }) => w.name)
-        .sort();
-      expect(listed).toEqual(names);
-      const files = (await server.api('GET', `/factories/${id}/definition`)).body.files.map(
-        (f: { path: string }) => f.path,
+  it(
+    'keeps every managed write when the writes go to different processes, and to a process with an empty data directory',
+    TIMEOUT,
+    async () => {
+      const created = await a.api('POST', '/factories', { name: 'managed-shared' });
+      expect(created.status).toBe(201);
+      const id = created.body.id as string;
+      expect(
+        (await b.api('POST', `/factories/${id}/apply`, { files: asFileList(baseFiles()), message: 'base files' }))
+          .status,
+      ).toBe(200);
+      const servers = [a, b];
+      // Twelve webhooks created through both servers at once: each write starts from the head the database
+      // records, so none of them commits a tree without the others.
+      const results = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          servers[i % 2]!.api('POST', `/factories/${id}/webhooks`, { name: `hook-${String(i).padStart(2, '0')}` }),
+        ),
       );
-      for (const name of names) expect(files).toContain(`webhooks/${name}.yaml`);
-    }
-    const commits = await a.server.ctx.db.query<{ seq: number }>(
-      'SELECT seq FROM managed_commits WHERE factory_id = $1 ORDER BY seq',
-      [id],
-    );
-    // The seed, the base files and twelve webhooks.
-    expect(commits.rows.map((r) => r.seq)).toEqual(Array.from({ length: 14 }, (_, i) => i + 1));
-    const status = (await a.api('GET', `/factories/${id}`)).body.status;
-    const head = await a.server.ctx.db.query<{ sha: string }>(
-      'SELECT sha FROM managed_commits WHERE factory_id = $1 AND seq = 14',
-      [id],
-    );
-    expect(status.applied_revision).toBe(`main@sha1:${head.rows[0]!.sha}`);
+      for (const r of results) expect(r.status, JSON.stringify(r.body)).toBe(201);
+      const names = Array.from({ length: 12 }, (_, i) => `hook-${String(i).padStart(2, '0')}`);
+      for (const server of servers) {
+        const listed = (await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks
+          .map((w: { name: string }) => w.name)
+          .sort();
+        expect(listed).toEqual(names);
+        const files = (await server.api('GET', `/factories/${id}/definition`)).body.files.map(
+          (f: { path: string }) => f.path,
+        );
+        for (const name of names) expect(files).toContain(`webhooks/${name}.yaml`);
+      }
+      const commits = await a.server.ctx.db.query<{ seq: number }>(
+        'SELECT seq FROM managed_commits WHERE factory_id = $1 ORDER BY seq',
+        [id],
+      );
+      // The seed, the base files and twelve webhooks.
+      expect(commits.rows.map((r) => r.seq)).toEqual(Array.from({ length: 14 }, (_, i) => i + 1));
+      const status = (await a.api('GET', `/factories/${id}`)).body.status;
+      const head = await a.server.ctx.db.query<{ sha: string }>(
+        'SELECT sha FROM managed_commits WHERE factory_id = $1 AND seq = 14',
+        [id],
+      );
+      expect(status.applied_revision).toBe(`main@sha1:${head.rows[0]!.sha}`);
 
-    // A third process with a data directory of its own (a pod that lost its volume) deletes one of them.
-    const third = await openPostgres({ connectionString: database.url! });
-    const c = await startTestServer('postgres', {
-      database: { db: third, engine: 'postgres', url: database.url, close: () => third.close() },
-      config: { bootstrapApiKey: a.adminKey },
-    });
-    try {
-      const victim = (await c.api('GET', `/factories/${id}/webhooks`)).body.webhooks.find(
-        (w: { name: string }) => w.name === 'hook-05',
-      );
-      expect((await c.api('DELETE', `/webhooks/${victim.uid}`)).status).toBe(204);
-      const left = (await a.api('GET', `/factories/${id}/webhooks`)).body.webhooks
-        .map((w: { name: string }) => w.name)
-        .sort();
-      expect(left).toEqual(names.filter((n) => n !== 'hook-05'));
-      // the first server's next write starts from the deletion, and both git mirrors hold one history
-      expect((await a.api('POST', `/factories/${id}/webhooks`, { name: 'hook-12' })).status).toBe(201);
-      const final = (await c.api('GET', `/factories/${id}/webhooks`)).body.webhooks
-        .map((w: { name: string }) => w.name)
-        .sort();
-      expect(final).toEqual([...names.filter((n) => n !== 'hook-05'), 'hook-12']);
-      const { simpleGit } = await import('simple-git');
-      const logOf = async (dir: string) =>
-        (await simpleGit(dir).raw(['log', '--format=%H %s', 'main'])).trim().split('\n');
-      const logA = await logOf(`${a.dataDir}/managed/${id}.git`);
-      expect(logA[0]).toMatch(/ Create webhook hook-12$/);
-      expect(logA.slice(1)).toEqual(await logOf(`${c.dataDir}/managed/${id}.git`));
-    } finally {
-      await c.close();
-      await third.close();
-    }
-  });
+      // A third process with a data directory of its own (a pod that lost its volume) deletes one of them.
+      const third = await openPostgres({ connectionString: database.url! });
+      const c = await startTestServer('postgres', {
+        database: { db: third, engine: 'postgres', url: database.url, close: () => third.close() },
+        config: { bootstrapApiKey: a.adminKey },
+      });
+      try {
+        const victim = (await c.api('GET', `/factories/${id}/webhooks`)).body.webhooks.find(
+          (w: { name: string }) => w.name === 'hook-05',
+        );
+        expect((await c.api('DELETE', `/webhooks/${victim.uid}`)).status).toBe(204);
+        const left = (await a.api('GET', `/factories/${id}/webhooks`)).body.webhooks
+          .map((w: { name: string }) => w.name)
+          .sort();
+        expect(left).toEqual(names.filter((n) => n !== 'hook-05'));
+        // the first server's next write starts from the deletion, and both git mirrors hold one history
+        expect((await a.api('POST', `/factories/${id}/webhooks`, { name: 'hook-12' })).status).toBe(201);
+        const final = (await c.api('GET', `/factories/${id}/webhooks`)).body.webhooks
+          .map((w: { name: string }) => w.name)
+          .sort();
+        expect(final).toEqual([...names.filter((n) => n !== 'hook-05'), 'hook-12']);
+        const { simpleGit } = await import('simple-git');
+        const logOf = async (dir: string) =>
+          (await simpleGit(dir).raw(['log', '--format=%H %s', 'main'])).trim().split('\n');
+        const logA = await logOf(`${a.dataDir}/managed/${id}.git`);
+        expect(logA[0]).toMatch(/ Create webhook hook-12$/);
+        expect(logA.slice(1)).toEqual(await logOf(`${c.dataDir}/managed/${id}.git`));
+      } finally {
+        await c.close();
+        await third.close();
+      }
+    },
+  );
 });

@@ -460,11 +460,16 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
   });
 
   describe('changes while a request is in flight', () => {
+    /** Settles when the server has the next request's headers (the change then comes while it is in flight). */
+    const requestReceived = (): Promise<void> =>
+      new Promise((resolve) => server.server.app.server.once('request', () => resolve()));
+
     it('rotation: a request authenticated with the old secret is refused; the new secret works at once, the old one never again', async () => {
       const hook = await seedWebhook(server);
       const oldSecret = hook.secret!;
       const newSecret = `rotated-${randomBytes(8).toString('hex')}`;
       const body = Buffer.from('{"in":"flight"}');
+      const received = requestReceived();
       const res = await post(
         hook.url,
         Buffer.alloc(0),
@@ -472,7 +477,7 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
         {
           chunks: [body.subarray(0, 5), body.subarray(5)],
           midway: async () => {
-            await new Promise((r) => setTimeout(r, 100));
+            await received;
             await updateWebhook(server, hook, { secret: newSecret });
           },
         },
@@ -488,6 +493,7 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
       for (const change of [{ enabled: false }, { deleted: true }]) {
         const hook = await seedWebhook(server);
         const body = Buffer.from('{"in":"flight"}');
+        const received = requestReceived();
         const res = await post(
           hook.url,
           Buffer.alloc(0),
@@ -495,7 +501,7 @@ describe.each(ENGINES)('webhook ingress on %s', (engine) => {
           {
             chunks: [body.subarray(0, 5), body.subarray(5)],
             midway: async () => {
-              await new Promise((r) => setTimeout(r, 100));
+              await received;
               await updateWebhook(server, hook, change);
             },
           },

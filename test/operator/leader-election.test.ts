@@ -170,8 +170,12 @@ describe.skipIf(availability.missing !== undefined || !ENGINES.includes('postgre
         const me = await fetch(`${url}/api/v1/whoami`, { headers: { authorization: `Bearer ${adminKey}` } });
         expect(me.status).toBe(200);
       }
-      // B keeps trying, but the lease stays with A.
-      await new Promise((r) => setTimeout(r, 1_500));
+      // B has tried the lease and found A holding it; the lease stays with A (B never leads: checked below).
+      await eventually(
+        async () => b.log.some((l) => l.includes('the leader is operator-a')),
+        20_000,
+        'operator-b to see operator-a lead',
+      );
       expect(await holder()).toBe('operator-a');
 
       await k8s.kubectl(

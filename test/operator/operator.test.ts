@@ -54,6 +54,14 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
     let hookUrl: string;
 
     const factory = () => getFactory(k8s, namespace, 'alerts');
+    /** When the operator last fetched the factory's source (each poll moves it). */
+    const fetchedAt = async (): Promise<number> => {
+      const res = await op.database.db.query<{ fetched_at: Date | null }>(
+        'SELECT fetched_at FROM factories WHERE id = $1',
+        [(await factory())!.status!.factoryId!],
+      );
+      return res.rows[0]?.fetched_at?.getTime() ?? 0;
+    };
     const commit = async (files: Record<string, string>, message: string, remove: string[] = []): Promise<string> => {
       if (remove.length) await remote.remove(...remove);
       await remote.write(files);
@@ -248,8 +256,10 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
 
     it('takes a changed Secret into account at the next apply, not before', async () => {
       await putSecret(k8s, namespace, 'alerts-token', { value: 'token-two' });
-      // Polls of the same revision change nothing.
-      await new Promise((r) => setTimeout(r, 1_500));
+      // Polls of the same revision change nothing: two polls end after the change (each fetch moves
+      // fetched_at), so the first one's whole reconcile is over.
+      const seen = new Set([await fetchedAt()]);
+      await eventually(async () => seen.add(await fetchedAt()).size >= 3, 20_000, 'two polls after the Secret changed');
       expect((await postJson(hookUrl, {}, { authorization: 'Bearer token-one' })).status).toBe(202);
       const revision = await commit(
         { 'factory.yaml': `${baseFiles()['factory.yaml']}description: rotated\n` },
@@ -284,9 +294,25 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
         { 'factory.yaml': `${baseFiles()['factory.yaml']}description: while suspended\n` },
         'while suspended',
       );
-      // Polling at 1s would have applied it by now.
-      await new Promise((r) => setTimeout(r, 2_500));
-      expect((await factory())!.status!.appliedRevision).toBe(before);
+      // Not even a reconcile asked for by annotation applies it while suspended.
+      await k8s.kubectl([
+        'annotate',
+        '-n',
+        namespace,
+        'factory/alerts',
+        `${REQUESTED_AT_ANNOTATION}=while-suspended`,
+        '--overwrite',
+      ]);
+      const handled = await eventually(
+        async () => {
+          const f = await factory();
+          return f?.status?.lastHandledReconcileAt === 'while-suspended' ? f : undefined;
+        },
+        20_000,
+        'the request to be handled',
+      );
+      expect(handled.status!.appliedRevision).toBe(before);
+      expect(next).not.toBe(before);
       await k8s.kubectl([
         'patch',
         '-n',

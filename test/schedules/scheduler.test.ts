@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ManualClock, systemClock } from '../../src/kernel/clock.ts';
 import { spawnAgentyard, serveEnv } from '../support/agentyard-process.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
@@ -139,8 +139,16 @@ describe.each(ENGINES)('scheduler on %s', (engine) => {
       ).rows[0]!.n;
     });
     await holding;
+    // The scheduler's own loop, watched (not replaced).
+    const ticks = vi.spyOn(s.scheduler, 'tick');
     clock.set('2030-05-03T00:01:00.000Z');
-    await new Promise((r) => setTimeout(r, 600));
+    // A tick that skipped the locked row and fired nothing: the loop now retries on real time. (PGlite is one
+    // connection: there the loop waits behind the holder's transaction, wherever it is.)
+    if (engine === 'postgres')
+      await waitFor(
+        async () => ticks.mock.settledResults.some((r) => r.type === 'fulfilled' && r.value.fired === 0),
+        'a tick that found the schedule held',
+      );
     release();
     expect(await holder).toBe(0);
     await waitForRuns(s, created.body.id, 'the fire after the lock is released', 1);

@@ -156,13 +156,22 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
     await createIndexFreeSpaceMaps(db);
     await db.exec('CHECKPOINT');
     const before = await walState(db);
-    const stop = startTableMaintenance(db, silentLog, {
+    // the loop's statements, counted: one for the free-space maps (none missing), then one per look at the WAL
+    let statements = 0;
+    const counted: Db = {
+      ...db,
+      query(text, params) {
+        statements++;
+        return db.query(text, params);
+      },
+    };
+    const stop = startTableMaintenance(counted, silentLog, {
       intervalMs: 3_600_000,
       checkpointCheckMs: 50,
       checkpoints: { ...never, walBytes: 256 * 1024 },
     });
     try {
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await expect.poll(() => statements, { timeout: 5_000, interval: 20 }).toBeGreaterThanOrEqual(4);
       expect((await walState(db)).redo, 'no checkpoint while little WAL was written').toBe(before.redo);
       await insertRunsInBulk(db, 'team_look', 2_000);
       await expect.poll(async () => (await walState(db)).redo, { timeout: 5_000, interval: 50 }).not.toBe(before.redo);
@@ -182,7 +191,7 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
     const pass = await maintainTables(db);
     expect(pass.freeSpaceMaps).toContain('webhook_deliveries_identity');
     expect(pass.freeSpaceMaps).toContain('runs_pkey');
-    expect(await fsmSize('webhook_deliveries_identity')).toBe(8192);
+    expect(await fsmSize('webhook_deliveries_identity'), 'the index has a free-space map').toBeGreaterThan(0);
     expect(await createIndexFreeSpaceMaps(db), 'none is missing any more').toEqual([]);
     expect(
       (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_largeobject_metadata')).rows[0]!.n,
@@ -200,7 +209,7 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
       [teamId],
     );
     expect(found.rows[0]!.n).toBe(3);
-    expect(await fsmSize('runs_pkey')).toBeGreaterThanOrEqual(8192);
+    expect(await fsmSize('runs_pkey'), 'the map is still there').toBeGreaterThan(0);
   });
 
   it('gives the indexes their free-space maps as soon as maintenance starts, logging their count', async () => {
@@ -220,7 +229,7 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
             ).rows[0]!.size,
           { timeout: 5_000, interval: 50 },
         )
-        .toBe(8192);
+        .toBeGreaterThan(0);
       await expect.poll(() => lines.length, { timeout: 5_000, interval: 50 }).toBeGreaterThan(0);
       // A count, not the name of every index, in the process's start-up output.
       expect(lines[0]!.freeSpaceMaps).toBeGreaterThan(30);

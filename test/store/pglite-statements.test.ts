@@ -51,6 +51,31 @@ describe('PGlite prepared statements', () => {
     expect(res.rows[0]!.n).toBe(256);
   });
 
+  it('binds text parameters as they are: null, empty, beyond the BMP, 40 kB, mixed with bytes', async () => {
+    const statements = new PgliteStatements(pglite);
+    expect((await statements.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    const texts = ['1', null, 'text with é, ✓ and 𝄞', ''];
+    const res = await statements.query<{ a: string; b: null; c: string; d: string; bytes: number }>(
+      'SELECT $1::text AS a, $2::text AS b, $3::text AS c, $4::text AS d, octet_length($3::text) AS bytes',
+      texts,
+    );
+    expect(res.rows).toEqual([{ a: '1', b: null, c: texts[2], d: '', bytes: Buffer.byteLength(texts[2]!) }]);
+    const long = 'x'.repeat(40_000);
+    expect((await statements.query('SELECT $1::text AS v, length($1::text) AS n', [long])).rows).toEqual([
+      { v: long, n: 40_000 },
+    ]);
+    // a short value after a long one on the same statement: nothing of the long one is left over
+    expect((await statements.query('SELECT $1::text AS v', ['b'])).rows).toEqual([{ v: 'b' }]);
+    const json = Buffer.from('{"a":"é"}');
+    const mixed = await statements.query<{ t: string; n: null; b: Uint8Array; j: Uint8Array; e: string }>(
+      'SELECT $1::text AS t, $2::text AS n, $3::bytea AS b, $4::bytea AS j, $5::text AS e',
+      ['1', null, new Uint8Array([0, 1, 2, 255]), json, 'é'],
+    );
+    expect(mixed.rows[0]).toMatchObject({ t: '1', n: null, e: 'é' });
+    expect([...mixed.rows[0]!.b]).toEqual([0, 1, 2, 255]);
+    expect(Buffer.from(mixed.rows[0]!.j).equals(json)).toBe(true);
+  });
+
   it('parses a statement once, however often it runs', async () => {
     const statements = new PgliteStatements(pglite);
     const before = (await preparedNames()).length;

@@ -108,7 +108,8 @@ describe('PGlite in a thread', () => {
         outsideDone = true;
         return r.rows[0]!.n;
       });
-      await new Promise((r) => setTimeout(r, 50));
+      // the thread answers in order: had the outside read run, it would be answered before this one
+      await q.query('SELECT 1');
       expect(outsideDone).toBe(false);
       // handed out unawaited: awaiting it here would wait for this very transaction to end
       return { outside };
@@ -130,8 +131,11 @@ describe('PGlite in a thread', () => {
     await db.notify('thread_test', 'first');
     await expect.poll(() => heard).toEqual(['first']);
     await unsubscribe();
+    // a second listener hears the second payload: by then the first would have too
+    const later: string[] = [];
+    await db.listen('thread_test', (payload) => later.push(payload));
     await db.notify('thread_test', 'second');
-    await new Promise((r) => setTimeout(r, 50));
+    await expect.poll(() => later).toEqual(['second']);
     expect(heard).toEqual(['first']);
   });
 });
@@ -181,9 +185,9 @@ describe('the PGlite thread and its process', () => {
     const causes: Error[] = [];
     db.onLost((cause) => causes.push(cause));
     await db.query('SELECT 1');
+    // close() resolves once the thread's exit has been handled
     await db.close();
     await terminatePgliteThreadsForTesting();
-    await new Promise((r) => setTimeout(r, 50));
     expect(causes).toEqual([]);
   });
 

@@ -4,6 +4,8 @@
  * frames driving the run's states; and a worker process that reconnects after its server restarts and
  * finishes its run on the new connection.
  */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { WORKER_PROTOCOL_VERSION } from '../../src/workers/protocol.ts';
@@ -196,10 +198,10 @@ describe.each(ENGINES)('the worker protocol on %s', (engine) => {
 });
 
 describe.each(ENGINES)('a worker process across a server restart on %s', (engine) => {
-  it('reconnects with backoff and finishes its run on the new connection', async () => {
+  it('reconnects with backoff and reports on the new connection a run still going and one that ended meanwhile', async () => {
     const database = await createTestDatabase(engine);
     const port = await freePort();
-    // The run survives the restart only if the worker reports back within its lease: a loaded machine can take
+    // The runs survive the restart only if the worker reports back within their lease: a loaded machine can take
     // several seconds to restart the server and reconnect, longer than the 3 s lease of the other tests.
     const settings = { harnesses: [] as [], defaultHarness: undefined, leaseMs: 30_000 };
     let s = await startExecServer(engine, { database, settings, config: { port } });
@@ -214,7 +216,7 @@ describe.each(ENGINES)('a worker process across a server restart on %s', (engine
         '--api-key',
         key,
         '--capacity',
-        '1',
+        '2',
         '--harnesses',
         'command',
       ],
@@ -224,21 +226,42 @@ describe.each(ENGINES)('a worker process across a server restart on %s', (engine
         AGENTYARD_HARNESS_COMMAND_BIN: FAKE.command,
       },
     );
+    const connections = () => worker.output().split('connected to ').length - 1;
     try {
-      const runId = await createRun(
+      const going = await createRun(
         s,
-        { prompt: 'survive the restart WAIT 3', config: { worker_host: 'phoenix' } },
+        { prompt: 'still going UNTIL released', config: { worker_host: 'phoenix' } },
         key,
       );
-      await waitForState(s, runId, ['INPROGRESS'], 20_000, key);
+      const ended = await createRun(
+        s,
+        { prompt: 'ends meanwhile UNTIL released', config: { worker_host: 'phoenix' } },
+        key,
+      );
+      // Each agent waits for a file in its workspace, so the test decides when it ends.
+      const workspaces = new Map<string, string>();
+      for (const runId of [going, ended]) {
+        await waitForState(s, runId, ['INPROGRESS'], 20_000, key);
+        workspaces.set(runId, (await executionsOf(s, runId))[0]!.workspace!);
+      }
+      const release = (runId: string) => writeFileSync(path.join(workspaces.get(runId)!, 'released'), '');
       await s.close();
+      await waitFor('the worker to see the server go', async () => worker.output().includes('disconnected (1001'));
+      release(ended);
+      await waitFor('the worker to finish a run while it has no server', async () =>
+        worker.output().includes(`finished ${ended}: succeeded`),
+      );
       s = await startExecServer(engine, { database, settings, config: { port } });
-      const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, key);
-      expect(run.state, worker.output()).toBe('SUCCEEDED');
+      await waitFor('the worker to reconnect', async () => connections() === 2);
+      release(going);
+      for (const runId of [going, ended]) {
+        const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, key);
+        expect(run.state, worker.output()).toBe('SUCCEEDED');
+        const executions = await executionsOf(s, runId);
+        expect(executions).toHaveLength(1);
+        expect(executions[0]!.outcome).toBe('succeeded');
+      }
       expect(worker.output()).toMatch(/reconnecting in \d+ ms/);
-      const executions = await executionsOf(s, runId);
-      expect(executions).toHaveLength(1);
-      expect(executions[0]!.outcome).toBe('succeeded');
     } finally {
       await worker.stop();
       await s.close();

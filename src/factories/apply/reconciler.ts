@@ -173,7 +173,7 @@ export class Reconciler {
   }
 
   /** Fetches the factory's source and reconciles its newest revision. */
-  async reconcile(factoryId: string, options: ReconcileOptions): Promise<ApplyOutcome> {
+  async reconcile(factoryId: string, options: ReconcileOptions, overtakenAgain = 0): Promise<ApplyOutcome> {
     const factory = await sql.getFactory(this.#deps.db, factoryId);
     if (!factory) throw new FactoryGoneError(factoryId);
     const source = this.sourceFor(factory);
@@ -209,7 +209,11 @@ export class Reconciler {
     // A successful fetch clears a source error and moves `fetched_at`, the time of the last good fetch.
     await sql.recordSourceFailure(this.#deps.db, factoryId, null);
     if (!snapshot) return outcome(factoryId, { result: 'none', message: `${source.describe()} has no revision yet` });
-    return this.reconcileSnapshot(factory, snapshot, options);
+    const result = await this.#reconcileSnapshot(factory, snapshot, options);
+    if (!('overtaken' in result)) return result;
+    // Another process handled a newer fetch meanwhile: the head is fetched again rather than this one applied.
+    if (overtakenAgain >= MAX_PLAN_ATTEMPTS) return result.outcome;
+    return this.reconcile(factoryId, options, overtakenAgain + 1);
   }
 
   /**
@@ -290,6 +294,20 @@ export class Reconciler {
     options: ReconcileOptions,
     prepared?: Prepared,
   ): Promise<ApplyOutcome> {
+    const result = await this.#reconcileSnapshot(initial, snapshot, options, prepared);
+    return 'overtaken' in result ? result.outcome : result;
+  }
+
+  /**
+   * Answers `overtaken` when, while this revision was being prepared, another process applied or refused a
+   * different one: this snapshot may be older than that, and applying it would take the factory back.
+   */
+  async #reconcileSnapshot(
+    initial: FactoryRow,
+    snapshot: SourceSnapshot,
+    options: ReconcileOptions,
+    prepared?: Prepared,
+  ): Promise<ApplyOutcome | { overtaken: true; outcome: ApplyOutcome }> {
     const { db } = this.#deps;
     const started = new Date();
     const revision = snapshot.revision;
@@ -387,6 +405,17 @@ export class Reconciler {
         });
       }
       if ('retry' in result) {
+        const fresh = result.retry;
+        if (fresh.attempted_revision !== factory.attempted_revision && fresh.attempted_revision !== revision) {
+          return {
+            overtaken: true,
+            outcome: outcome(factory.id, {
+              result: 'skipped',
+              revision,
+              message: `another process handled ${fresh.attempted_revision} while ${revision} was being prepared`,
+            }),
+          };
+        }
         // Another process applied (or refused) something meanwhile: decide again against what it left.
         if (attempt >= MAX_PLAN_ATTEMPTS)
           throw new AppError(
