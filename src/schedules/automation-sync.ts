@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { checkCron } from '../definitions/cron.ts';
 import type { Db } from '../kernel/db.ts';
+import type { Clock } from '../kernel/clock.ts';
 import { newId } from '../kernel/ids.ts';
 import { parseCron } from './cron.ts';
 import * as sql from './sql.ts';
@@ -60,9 +61,11 @@ interface Desired {
  * fire recomputed from now), a new name is a new schedule, and a schedule no longer declared is deleted.
  * A disabled automation keeps its schedules, paused. Safe to run from several processes at once.
  */
-export async function syncFactorySchedules(db: Db, factoryId: string, now: Date): Promise<SyncResult> {
+export async function syncFactorySchedules(db: Db, factoryId: string, clock: Pick<Clock, 'now'>): Promise<SyncResult> {
   return db.transaction(async (tx) => {
     await sql.lockFactorySync(tx, SYNC_LOCK_NAMESPACE, lockKeyOf(factoryId));
+    // read under the lock: a sync that waited for it re-arms from when it reads the automations, not from before
+    const now = clock.now();
     const result: SyncResult = { created: 0, updated: 0, deleted: 0, skipped: [] };
     const desired = new Map<string, Desired>();
     for (const automation of await sql.liveAutomationsOfFactory(tx, factoryId)) {

@@ -67,7 +67,7 @@ export class AutomationScheduleSync {
   }
 
   async #syncOne(factoryId: string): Promise<void> {
-    const result = await syncFactorySchedules(this.#db, factoryId, this.#clock.now());
+    const result = await syncFactorySchedules(this.#db, factoryId, this.#clock);
     for (const skipped of result.skipped) {
       this.#log.warn({ factory: factoryId, ...skipped }, 'automation schedule left out: its cron does not parse');
     }

@@ -57,6 +57,9 @@ describe.each(ENGINES)('automation schedule triggers on %s', (engine) => {
 
   async function applied(until: (items: Item[]) => boolean, what: string): Promise<Item[]> {
     await s.server.ctx.bus.publish(WEBHOOKS_CHANGED_TOPIC, { factory_id: factoryId });
+    // Syncs run one after another: once this one is done, so is every sync asked for before it, and none started
+    // before a later clock change can write what it read before that change.
+    await s.server.services.scheduleSync!.syncFactory(factoryId);
     return waitFor(async () => {
       const items = await schedulesOfFactory();
       return until(items) ? items : undefined;
