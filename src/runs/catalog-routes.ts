@@ -124,7 +124,7 @@ export function agentsOfFactories(rows: FactoryAgentsRow[]): Map<string, AgentVa
 }
 
 export async function registerCatalogRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
-  const { closed: _closed, ids: _ids, ...models } = knownModels(ctx.config);
+  const { closed: _closed, ids: _ids, verdicts: _verdicts, ...models } = knownModels(ctx.config);
   const downloadKey = ctx.cipher.deriveKey(ARTIFACT_URL_KEY_PURPOSE);
 
   app.get(

@@ -138,7 +138,12 @@ export interface KnownModels extends ModelCatalogue {
   /** Unknown ids are refused (AGENTYARD_MODEL_CATALOGUE=closed) rather than warned about. */
   closed: boolean;
   ids: ReadonlySet<string>;
+  /** What `unknownModel` answered for ids seen lately: the nearest-id search is the cost of a run's creation. */
+  readonly verdicts: Map<string, string | undefined>;
 }
+
+/** How many ids' verdicts are kept; past it the memo starts again (a sender of random ids gains nothing). */
+const MAX_VERDICTS = 1024;
 
 export function knownModels(config: {
   agentModels: string | undefined;
@@ -153,16 +158,22 @@ export function knownModels(config: {
     models,
     closed: config.modelCatalogue === 'closed',
     ids: new Set(models.map((m) => m.id)),
+    verdicts: new Map(),
   };
 }
 
 /** Why `id` (named by `field`) is not catalogued, with the nearest known id; undefined when it is. */
 export function unknownModel(known: KnownModels, field: string, id: string): string | undefined {
   if (known.ids.has(id)) return undefined;
+  const key = `${field}\u0000${id}`;
+  if (known.verdicts.has(key)) return known.verdicts.get(key);
   const suggestion = closest(id, known.ids);
-  return `${field} "${id}" is not in this deployment's model catalogue (GET /agent/models)${
+  const message = `${field} "${id}" is not in this deployment's model catalogue (GET /agent/models)${
     suggestion ? `; did you mean "${suggestion}"?` : ''
   }`;
+  if (known.verdicts.size >= MAX_VERDICTS) known.verdicts.clear();
+  known.verdicts.set(key, message);
+  return message;
 }
 
 export interface RunWarning {

@@ -26,6 +26,16 @@ describe('the model catalogue', () => {
     expect(unknownModel(known, 'config.model_id', 'no-such-model-xyz')).not.toMatch(/did you mean/);
   });
 
+  it('answers a repeated unknown id as the first time, for each field, and keeps a bounded memo', () => {
+    const known = knownModels({ agentModels: undefined, modelCatalogue: 'open' });
+    const first = unknownModel(known, 'config.model_id', 'claude-sonet-4-5');
+    expect(unknownModel(known, 'config.model_id', 'claude-sonet-4-5')).toBe(first);
+    expect(unknownModel(known, 'config.harness.model_id', 'claude-sonet-4-5')).toMatch(/^config\.harness\.model_id /);
+    for (let i = 0; i < 5_000; i++) unknownModel(known, 'config.model_id', `random-${i}`);
+    expect(known.verdicts.size).toBeLessThanOrEqual(1024);
+    expect(unknownModel(known, 'config.model_id', 'claude-sonet-4-5')).toBe(first);
+  });
+
   it('AGENTYARD_MODEL_CATALOGUE is open (default) or closed; anything else stops the start', () => {
     expect(loadConfig({}, {}).modelCatalogue).toBe('open');
     expect(loadConfig({ AGENTYARD_MODEL_CATALOGUE: 'closed' }, {}).modelCatalogue).toBe('closed');
