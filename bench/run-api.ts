@@ -27,6 +27,7 @@ import { openDatabase } from '../src/store/open.ts';
 import { startPostgresServer } from '../test/support/postgres-server.ts';
 import type { PostgresServer } from '../test/support/postgres-server.ts';
 import { bulkInsertRuns } from './support/bulk-runs.ts';
+import { processTreeCpu } from './support/cpu.ts';
 import { startAgentyard, startBareServer } from './support/processes.ts';
 import { fmt, percentile } from './support/stats.ts';
 
@@ -61,13 +62,16 @@ function tmp(prefix: string): string {
 
 interface Throughput {
   rps: number;
+  /** CPU of the server's process (its threads, PGlite's included; not PostgreSQL's backends) per request, µs. */
+  cpuUs: number;
   p50: number;
   p99: number;
   non2xx: number;
   errors: number;
 }
 
-async function hammer(url: string, key: string, seconds: number): Promise<Throughput> {
+async function hammer(url: string, key: string, seconds: number, pid: number): Promise<Throughput> {
+  const cpuBefore = processTreeCpu(pid);
   const result = await autocannon({
     url: `${url}/api/v1/agent/runs`,
     method: 'POST',
@@ -76,8 +80,10 @@ async function hammer(url: string, key: string, seconds: number): Promise<Throug
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: CREATE_BODY,
   });
+  const cpuSeconds = processTreeCpu(pid) - cpuBefore;
   return {
     rps: result.requests.average,
+    cpuUs: (cpuSeconds * 1e6) / Math.max(1, result.requests.total),
     p50: result.latency.p50,
     p99: result.latency.p99,
     non2xx: result.non2xx,
@@ -86,9 +92,9 @@ async function hammer(url: string, key: string, seconds: number): Promise<Throug
 }
 
 /** A short warm-up (JIT, connection pools, caches), then the measured run. */
-async function measureCreate(url: string, key: string): Promise<Throughput> {
-  await hammer(url, key, 2);
-  return hammer(url, key, DURATION);
+async function measureCreate(url: string, key: string, pid: number): Promise<Throughput> {
+  await hammer(url, key, 2, pid);
+  return hammer(url, key, DURATION, pid);
 }
 
 function median(values: number[]): number {
@@ -106,9 +112,9 @@ async function throughput(pgUrl: string | undefined): Promise<void> {
   console.log(
     `\n## Run creation throughput (${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION} s, each after a 2 s warm-up)\n`,
   );
-  const servers: { name: string; url: string; key: string; stop: () => Promise<void> }[] = [];
+  const servers: { name: string; url: string; key: string; pid: number; stop: () => Promise<void> }[] = [];
   const bare = await startBareServer();
-  servers.push({ name: 'bare node:http', url: bare.url, key: 'x', stop: bare.stop });
+  servers.push({ name: 'bare node:http', url: bare.url, key: 'x', pid: bare.child.pid!, stop: bare.stop });
   for (const engine of ENGINES) {
     const key = generateApiKey();
     let databaseUrl: string | undefined;
@@ -123,14 +129,14 @@ async function throughput(pgUrl: string | undefined): Promise<void> {
       apiKey: key,
       ...(databaseUrl ? { databaseUrl } : {}),
     });
-    servers.push({ name: `Agentyard on ${engine}`, url: server.url, key, stop: server.stop });
+    servers.push({ name: `Agentyard on ${engine}`, url: server.url, key, pid: server.child.pid!, stop: server.stop });
   }
   const results = new Map<string, Throughput[]>(servers.map((s) => [s.name, []]));
   const ratios = new Map<string, number[]>(servers.map((s) => [s.name, []]));
   try {
     for (let round = 1; round <= ROUNDS; round++) {
       const figures = new Map<string, Throughput>();
-      for (const server of servers) figures.set(server.name, await measureCreate(server.url, server.key));
+      for (const server of servers) figures.set(server.name, await measureCreate(server.url, server.key, server.pid));
       const bareRps = figures.get('bare node:http')!.rps;
       const line = [...figures.entries()]
         .map(([name, t]) => `${name} ${fmt(t.rps)}/s (${fmt(t.rps / bareRps, 2)})`)
@@ -145,9 +151,9 @@ async function throughput(pgUrl: string | undefined): Promise<void> {
     for (const server of servers) await server.stop();
   }
   console.log(
-    '| Server | requests/s (median) | range | p50 ms | p99 ms | non-2xx | errors | ratio to bare (median) | ratios per round |',
+    '| Server | requests/s (median) | range | p50 ms | p99 ms | non-2xx | errors | ratio to bare (median) | ratios per round | server CPU µs/request (median) |',
   );
-  console.log('|---|---:|---|---:|---:|---:|---:|---:|---|');
+  console.log('|---|---:|---|---:|---:|---:|---:|---:|---|---:|');
   for (const server of servers) {
     const runs = results.get(server.name)!;
     const rps = runs.map((t) => t.rps);
@@ -157,7 +163,7 @@ async function throughput(pgUrl: string | undefined): Promise<void> {
         `${fmt(median(ratios.get(server.name)!), 2)} | ${ratios
           .get(server.name)!
           .map((r) => fmt(r, 2))
-          .join(', ')} |`,
+          .join(', ')} | ${fmt(median(runs.map((t) => t.cpuUs)), 1)} |`,
     );
   }
 }
