@@ -126,14 +126,14 @@ describe.each(ENGINES)('sender budget on %s', (engine) => {
       expect(await limiters.consumeDelivery(key)).toBeUndefined();
       const started = Date.now();
       let sent = 1;
-      while (Date.now() - started < 6 * COUNT_INTERVAL_MS) {
+      // Six intervals and 20 turns at least: a loaded machine stretches the turns, never shortens the test.
+      while (Date.now() - started < 6 * COUNT_INTERVAL_MS || sent <= 100) {
         for (let i = 0; i < 5; i++) expect(await limiters.consumeDelivery(key)).toBeUndefined();
         sent += 5;
         await new Promise((resolve) => setTimeout(resolve, 2));
       }
       const elapsed = Date.now() - started;
-      // One count per turn (the behaviour before) would be one every ≈ 2 ms here, in the hundreds.
-      expect(sent).toBeGreaterThan(100);
+      // One count a round trip (the behaviour before) would be one every turn here, turns ≈ 2 ms apart when idle.
       // (the first counts, before the pace is known, are a round trip apart)
       expect(counts).toBeLessThanOrEqual(Math.ceil(elapsed / COUNT_INTERVAL_MS) + 4);
       await expect.poll(() => storedPoints(db, key), { timeout: 10_000 }).toBe(sent);
