@@ -5,6 +5,10 @@ import { validateFactory } from './validate.ts';
 import type { ValidationResult } from './validate.ts';
 import { parseValidateRequest } from './validate-request.ts';
 import type { RequestProblem } from './validate-request.ts';
+import { compileAllSchemas } from './schemas.ts';
+
+// While the worker starts, so that no job's time budget pays for Ajv's lazy compiles.
+compileAllSchemas();
 
 /** The live state a validation may consult, in a form that crosses a thread boundary. */
 export interface ContextSnapshot {
