@@ -1,12 +1,18 @@
 import { availableParallelism } from 'node:os';
 import { MessageChannel } from 'node:worker_threads';
-import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { AppError } from '../kernel/errors.ts';
 import type { DeploymentNotes } from './context.ts';
 import type { FactoryFileInput } from './load.ts';
 import type { ValidationResult } from './validate.ts';
-import type { ContextSnapshot, SecretAnswer, SecretQuestion, TaskOutcome, ValidateTask } from './validate-worker.ts';
+import type {
+  ContextSnapshot,
+  SecretAnswer,
+  SecretQuestion,
+  TaskOutcome,
+  ValidateTask,
+  WorkerMessage,
+} from './validate-worker.ts';
 import { SCHEMA_VERSION } from './schemas.ts';
 
 /** What a validation in the pool may know about live state; the secret questions are answered on this thread. */
@@ -24,7 +30,10 @@ export interface PoolContext {
 }
 
 export interface DefinitionPoolOptions {
-  /** Longest a validation may take, queue wait included; the worker running it is terminated then. */
+  /**
+   * Longest a validation may run, from when its worker takes it (the wait for a worker and the worker's start are
+   * not counted); the worker running it is terminated then.
+   */
   timeoutMs: number;
   /** Heap of a worker (V8's old generation); a validation that needs more ends its worker. */
   memoryMb: number;
@@ -106,27 +115,24 @@ export class DefinitionPool {
     context: PoolContext | undefined,
     transfer: ArrayBuffer[] = [],
   ): Promise<TaskOutcome> {
-    let channel: MessageChannel | undefined;
-    const transferList: (ArrayBuffer | MessagePort)[] = [...transfer];
-    if (context) {
-      task.context = snapshotOf(context);
-      if (task.context.secrets) {
-        channel = new MessageChannel();
-        const port = channel.port1;
-        port.on('message', (question: SecretQuestion) => void answer(port, question, context));
-        task.port = channel.port2;
-        transferList.push(channel.port2);
-      }
-    }
+    // The worker says when it takes the job (and asks the secret questions) over this channel.
+    const channel = new MessageChannel();
+    const port = channel.port1;
+    task.port = channel.port2;
+    if (context) task.context = snapshotOf(context);
+    const abort = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    port.on('message', (message: WorkerMessage) => {
+      if ('started' in message) timer ??= setTimeout(() => abort.abort(), this.options.timeoutMs);
+      else if (context) void answer(port, message, context);
+    });
     try {
-      return await this.#pool.run(task, {
-        signal: AbortSignal.timeout(this.options.timeoutMs),
-        ...(transferList.length > 0 ? { transferList } : {}),
-      });
+      return await this.#pool.run(task, { signal: abort.signal, transferList: [...transfer, channel.port2] });
     } catch (err) {
       return { result: this.#failed(files, err) };
     } finally {
-      channel?.port1.close();
+      clearTimeout(timer);
+      port.close();
     }
   }
 

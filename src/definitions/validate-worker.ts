@@ -5,6 +5,10 @@ import { validateFactory } from './validate.ts';
 import type { ValidationResult } from './validate.ts';
 import { parseValidateRequest } from './validate-request.ts';
 import type { RequestProblem } from './validate-request.ts';
+import { compileAllSchemas } from './schemas.ts';
+
+// While the worker starts, so that no job's time budget pays for Ajv's lazy compiles.
+compileAllSchemas();
 
 /** The live state a validation may consult, in a form that crosses a thread boundary. */
 export interface ContextSnapshot {
@@ -22,11 +26,16 @@ export interface ValidateTask {
   files?: FactoryFileInput[];
   body?: Uint8Array;
   context?: ContextSnapshot;
+  /** To the pool: JobStarted first, then the secret questions. */
   port?: MessagePort;
 }
 
+/** Sent when the worker takes the job: the pool's time budget starts then, not at the worker's start. */
+export type JobStarted = { started: true };
+
 export type SecretQuestion = { id: number; ask: 'secretExists' | 'secretIsUrlSafe'; name: string };
 export type SecretAnswer = { id: number; answer: boolean } | { id: number; error: string };
+export type WorkerMessage = JobStarted | SecretQuestion;
 
 function asker(port: MessagePort): (ask: SecretQuestion['ask'], name: string) => Promise<boolean> {
   let next = 0;
@@ -71,6 +80,7 @@ export type TaskOutcome = { result: ValidationResult } | { problem: RequestProbl
 
 /** The worker side of the definition pool: parse (a request body, then the files) and validate one tree. */
 export default async function validateTask(task: ValidateTask): Promise<TaskOutcome> {
+  task.port?.postMessage({ started: true } satisfies JobStarted);
   try {
     let files = task.files ?? [];
     if (task.body) {

@@ -16,6 +16,8 @@ interface SenderBudget {
   resetsAt: number;
   /** Deliveries admitted on the estimate and not yet counted in the store. */
   admitted: number;
+  /** Deliveries admitted on the estimate that the count in flight carries. */
+  inFlight: number;
   /** Deliveries waiting for the store's count to decide them, in arrival order. */
   waiting: ((wait: number | undefined) => void)[];
   /** A count for this sender is in flight; the next one waits for it, so that counts are never reordered. */
@@ -61,6 +63,8 @@ export class DeliveryBudgets {
   readonly #deliveryPoints: number;
   /** Points that must be left, by the estimate, for a delivery to be admitted without waiting for a count. */
   readonly #margin: number;
+  /** Deliveries admitted on the estimate at most before a count of them comes back (half the margin). */
+  readonly #unconfirmed: number;
   /** The budget is large enough for counts to wait COUNT_INTERVAL_MS (LAZY_COUNT_MIN_POINTS). */
   readonly #lazyCounts: boolean;
   readonly #budgets = new Map<string, SenderBudget>();
@@ -72,6 +76,7 @@ export class DeliveryBudgets {
   constructor(db: Db, keyPrefix: string, points: number, windowSeconds: number) {
     this.#deliveryPoints = points;
     this.#margin = Math.ceil(points / 4);
+    this.#unconfirmed = Math.floor(this.#margin / 2);
     this.#lazyCounts = points >= LAZY_COUNT_MIN_POINTS;
     this.#deliveries = limiter(db, keyPrefix, points, windowSeconds);
   }
@@ -96,6 +101,7 @@ export class DeliveryBudgets {
         left: 0,
         resetsAt: 0,
         admitted: 0,
+        inFlight: 0,
         waiting: [],
         counting: false,
         countedAt: 0,
@@ -106,7 +112,12 @@ export class DeliveryBudgets {
       this.#budgets.set(key, budget);
     }
     const now = Date.now();
-    if (budget.waiting.length === 0 && budget.left > this.#margin && now < budget.resetsAt) {
+    if (
+      budget.waiting.length === 0 &&
+      budget.left > this.#margin &&
+      budget.admitted + budget.inFlight < this.#unconfirmed &&
+      now < budget.resetsAt
+    ) {
       budget.left--;
       budget.admitted++;
       this.#countLater(key, budget, now);
@@ -167,6 +178,7 @@ export class DeliveryBudgets {
     const n = admitted + waiting.length;
     if (n === 0) return;
     budget.admitted = 0;
+    budget.inFlight = admitted;
     budget.waiting = [];
     budget.counting = true;
     budget.countedAt = Date.now();
@@ -204,6 +216,7 @@ export class DeliveryBudgets {
       budget.lazy = false;
     }
     budget.counting = false;
+    budget.inFlight = 0;
     if (budget.waiting.length > 0) this.#countNow(key, budget);
     else if (budget.admitted > 0) this.#countLater(key, budget, Date.now());
   }
@@ -233,10 +246,12 @@ export class DeliveryBudgets {
  * loop spend their points in ONE call (`consume(key, n)`, one round trip on PostgreSQL), and the first ones
  * that fit the budget pass, in arrival order, exactly as n separate calls would decide. A sender with more
  * than a quarter of its budget left by the last count is admitted at once, on that count less what this
- * process admitted since, and counted in the next call: most senders never wait for the store. One call per
- * sender is in flight at a time, so the store sees every point in order. In one process the limit is exact;
- * with several, a sender can pass it only if the other processes admit more than a quarter of its budget
- * between two counts of this one.
+ * process admitted since, and counted in the next call: most senders never wait for the store. At most an
+ * eighth of the budget is admitted so before a count of it comes back, so that a slow store does not leave a
+ * process admitting on an old count. One call per sender is in flight at a time, so the store sees every point
+ * in order. In one process the limit is exact; with several, a sender can pass it only if the other processes
+ * admit more than a quarter of its budget between two counts of this one, and then by what this one admits
+ * ahead of its counts.
  *
  * Failed authentications are counted in the shared store but checked from memory: the process whose
  * failure spends the last point of a budget announces the block on the bus, and every process refuses

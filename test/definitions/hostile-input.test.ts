@@ -74,13 +74,38 @@ describe('the definition pool', () => {
     expect(result.definition?.webhooks.map((w) => w.name)).toEqual(['alerts']);
   });
 
-  it('answers FF_LIMIT_EXCEEDED when a job runs out of time, and keeps working after', async () => {
-    const slow = pool({ timeoutMs: 1, memoryMb: 256, threads: 1 });
-    const result = await slow.validate(tree());
-    expect(result.valid).toBe(false);
-    expect(result.diagnostics).toEqual([expect.objectContaining({ file: 'factory.yaml', code: 'FF_LIMIT_EXCEEDED' })]);
-    expect(result.diagnostics[0]!.message).toMatch(/did not finish within 0\.001 s/);
-  });
+  it('ends a job that runs past its budget with FF_LIMIT_EXCEEDED, and keeps working after', async () => {
+    const p = pool({ timeoutMs: 1_000, memoryMb: 512, threads: 1 });
+    // The job waits for an answer that never comes: only the budget can end it.
+    const stuck = await p.validate(tree({ 'webhooks/alerts.yaml': 'authMode: token\nsecretName: hook-secret\n' }), {
+      secretExists: () => new Promise<boolean>(() => {}),
+    });
+    expect(stuck.valid).toBe(false);
+    expect(stuck.diagnostics).toEqual([expect.objectContaining({ file: 'factory.yaml', code: 'FF_LIMIT_EXCEEDED' })]);
+    expect(stuck.diagnostics[0]!.message).toMatch(/did not finish within 1 s/);
+    // 40 files of 140 KB of flow mappings, a tenth of a second of parsing each at least: a busy worker.
+    const big = `a: [${Array.from({ length: 12_000 }, (_, i) => `{k${i}: v}`).join(', ')}]\n`;
+    const files = tree(Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`runners/r${i}.yaml`, big])));
+    const busy = await p.validate(files);
+    expect(busy.diagnostics).toEqual([expect.objectContaining({ code: 'FF_LIMIT_EXCEEDED' })]);
+    expect(busy.diagnostics[0]!.message).toMatch(/did not finish within 1 s/);
+    // A new worker takes the next job; its start is not counted against the job.
+    expect((await p.validate(tree())).valid).toBe(true);
+  }, 90_000);
+
+  it("counts a job's time from when its worker takes it, not the worker's start or the wait for a worker", async () => {
+    const timeoutMs = 3_000;
+    const p = pool({ timeoutMs, memoryMb: 256, threads: 1 });
+    // Each job runs 0.55 of the budget (its secret question is answered that late), one after the other on one new
+    // worker: the second ends 1.1 budgets after it was submitted, plus the worker's start.
+    const held = { secretExists: () => new Promise<boolean>((resolve) => setTimeout(resolve, 0.55 * timeoutMs, true)) };
+    const files = tree({ 'webhooks/alerts.yaml': 'authMode: token\nsecretName: hook-secret\n' });
+    const submitted = Date.now();
+    const results = await Promise.all([p.validate(files, held), p.validate(files, held)]);
+    expect(Date.now() - submitted).toBeGreaterThan(1.1 * timeoutMs);
+    expect(results.map((r) => r.diagnostics.filter((d) => d.severity === 'error'))).toEqual([[], []]);
+    expect(results.map((r) => r.valid)).toEqual([true, true]);
+  }, 90_000);
 
   it('answers FF_LIMIT_EXCEEDED when a job needs more heap than its budget', async () => {
     // Ten files of 200 KiB of flow mappings: the parser's nodes need far more than 24 MiB.

@@ -105,7 +105,10 @@ describe.each(ENGINES)('git reconciler on %s', (engine) => {
       { 'webhooks/alerts.yaml': webhookYaml('alerts-token', { enabled: false }) },
       'fix the typo',
     );
+    expect(server.server.services.routing?.get(before!.uid)).toBeDefined();
     const applied = await f.sync();
+    // The sync answers once this process's ingress no longer serves the disabled webhook.
+    expect(server.server.services.routing?.get(before!.uid)).toBeUndefined();
     expect(applied).toMatchObject({ result: 'applied', revision: fixed, status: { state: 'applied', errors: [] } });
     expect(applied.changes).toContainEqual({
       kind: 'webhook',
