@@ -8,6 +8,9 @@
  * (https://linear.app/<workspace>/profiles/<username>) and in an issue's `descriptionData` (ProseMirror) as a
  * `suggestion_userMentions` node carrying the user's id.
  */
+import { runsOfDeliveries } from '../automations/support.ts';
+import { waitFor } from '../execution/support.ts';
+import type { TestServer } from '../support/server.ts';
 
 export const SLACK_APP_MENTION = {
   token: 'ZZZZZZWSxiZZZ2yIvs3peJ',
@@ -132,4 +135,32 @@ export function linearIssueCreated(users: { id: string; label: string }[], issue
     organizationId: LINEAR_ORGANIZATION,
     webhookId: '0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d',
   };
+}
+
+/** Waits until the delivery left the outbox and its integration job of `kind` (if any) is no longer pending. */
+export async function evaluatedWithJob(server: TestServer, deliveryId: string, kind: string): Promise<void> {
+  await waitFor(
+    `delivery ${deliveryId} evaluated (${kind})`,
+    async () => {
+      const res = await server.server.ctx.db.query<{ pending: boolean; job: string | null }>(
+        `SELECT d.outbox_pending AS pending,
+                (SELECT state FROM integration_jobs j WHERE j.delivery_id = d.id AND j.kind = $2) AS job
+           FROM webhook_deliveries d WHERE d.id = $1`,
+        [deliveryId, kind],
+      );
+      const row = res.rows[0]!;
+      return !row.pending && row.job !== 'pending';
+    },
+    30_000,
+  );
+}
+
+/** The names of the automations whose runs the delivery started, sorted. */
+export async function automationNamesOf(server: TestServer, deliveryId: string): Promise<string[]> {
+  const runs = await runsOfDeliveries(server, [deliveryId]);
+  const res = await server.server.ctx.db.query<{ name: string }>(
+    'SELECT name FROM automations WHERE id = ANY($1::text[]) ORDER BY name',
+    [runs.map((r) => r.automation_id)],
+  );
+  return res.rows.map((r) => r.name);
 }

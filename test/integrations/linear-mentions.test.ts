@@ -8,7 +8,6 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { LinearWebhookClient } from '@linear/sdk/webhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runsOfDeliveries } from '../automations/support.ts';
-import { waitFor } from '../execution/support.ts';
 import { createGitFactory } from '../factories/support.ts';
 import { post } from '../ingress/support.ts';
 import { startChatApis } from '../support/chat-apis.ts';
@@ -17,7 +16,13 @@ import { ENGINES } from '../support/db.ts';
 import { FOREMAN, RUNNER } from '../support/factory-tree.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
-import { LINEAR_TEAM, linearCommentCreated, linearIssueCreated } from './fixtures.ts';
+import {
+  automationNamesOf,
+  evaluatedWithJob,
+  LINEAR_TEAM,
+  linearCommentCreated,
+  linearIssueCreated,
+} from './fixtures.ts';
 
 const ALICE = { id: 'a11ce000-0000-4000-8000-000000000001', label: 'alice' };
 const BOB = { id: 'b0b00000-0000-4000-8000-000000000002', label: 'bob' };
@@ -123,32 +128,8 @@ describe.each(ENGINES)('Linear mentioned_user_ids on %s', (engine) => {
     return res.body.delivery_id as string;
   }
 
-  /** The delivery left the outbox and no look-up of its mentions is pending. */
-  async function evaluated(deliveryId: string): Promise<void> {
-    await waitFor(
-      `delivery ${deliveryId} evaluated`,
-      async () => {
-        const res = await server.server.ctx.db.query<{ pending: boolean; job: string | null }>(
-          `SELECT d.outbox_pending AS pending,
-                  (SELECT state FROM integration_jobs j WHERE j.delivery_id = d.id AND j.kind = 'linear_mentions') AS job
-             FROM webhook_deliveries d WHERE d.id = $1`,
-          [deliveryId],
-        );
-        const row = res.rows[0]!;
-        return !row.pending && row.job !== 'pending';
-      },
-      30_000,
-    );
-  }
-
-  async function automationNames(deliveryId: string): Promise<string[]> {
-    const runs = await runsOfDeliveries(server, [deliveryId]);
-    const res = await server.server.ctx.db.query<{ name: string }>(
-      'SELECT name FROM automations WHERE id = ANY($1::text[]) ORDER BY name',
-      [runs.map((r) => r.automation_id)],
-    );
-    return res.rows.map((r) => r.name);
-  }
+  const evaluated = (deliveryId: string) => evaluatedWithJob(server, deliveryId, 'linear_mentions');
+  const automationNames = (deliveryId: string) => automationNamesOf(server, deliveryId);
 
   const lookups = () => apis.calls.filter((c) => c === 'linear users').length;
 

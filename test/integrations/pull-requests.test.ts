@@ -16,8 +16,9 @@ import type { GithubApiStandIn } from '../support/github-api.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 import { post } from '../ingress/support.ts';
-import { runsOfDeliveries } from '../automations/support.ts';
 import { waitFor } from '../execution/support.ts';
+
+import { automationNamesOf, evaluatedWithJob } from './fixtures.ts';
 import { createGitFactory } from '../factories/support.ts';
 import type { GitFactory } from '../factories/support.ts';
 
@@ -161,30 +162,8 @@ describe.each(ENGINES)('pull requests through a GitHub App on %s', (engine) => {
     return res.body.delivery_id as string;
   }
 
-  async function evaluated(deliveryId: string): Promise<void> {
-    await waitFor(
-      `delivery ${deliveryId} evaluated with its files`,
-      async () => {
-        const res = await server.server.ctx.db.query<{ pending: boolean; job: string | null }>(
-          `SELECT d.outbox_pending AS pending, (SELECT state FROM integration_jobs j WHERE j.delivery_id = d.id AND j.kind = 'pull_files') AS job
-             FROM webhook_deliveries d WHERE d.id = $1`,
-          [deliveryId],
-        );
-        const row = res.rows[0]!;
-        return !row.pending && row.job !== 'pending';
-      },
-      30_000,
-    );
-  }
-
-  async function automationNames(deliveryId: string): Promise<string[]> {
-    const runs = await runsOfDeliveries(server, [deliveryId]);
-    const res = await server.server.ctx.db.query<{ name: string }>(
-      'SELECT name FROM automations WHERE id = ANY($1::text[]) ORDER BY name',
-      [runs.map((r) => r.automation_id)],
-    );
-    return res.rows.map((r) => r.name);
-  }
+  const evaluated = (deliveryId: string) => evaluatedWithJob(server, deliveryId, 'pull_files');
+  const automationNames = (deliveryId: string) => automationNamesOf(server, deliveryId);
 
   it('a pull request touching src/ fires the src/** automation and not the docs/** one', async () => {
     github.pullFiles.set('Codertocat/Hello-World#101', ['src/a.ts', 'README.md']);
