@@ -226,27 +226,29 @@ $$;
 
 -- Starts executions: those still holding their lease are marked started (locked before their runs, as the
 -- reaper locks them), their runs moved CLAIMED → INPROGRESS with the transition the caller passes (the state
--- machine's `start`, guarded by the run's current execution), and the follow-ups in their prompts consumed.
--- Answers the runs that moved.
+-- machine's `start`, guarded by the run's current execution; `execution_location` set where p_locations names
+-- one), and the follow-ups in their prompts consumed. Answers the runs that moved.
 
 CREATE OR REPLACE FUNCTION ay_start_executions(
   p_run_ids text[], p_execution_ids text[], p_workspaces text[], p_leases integer[], p_messages jsonb[],
-  p_followup_ids text[], p_followup_executions text[], p_to text, p_from text[])
+  p_followup_ids text[], p_followup_executions text[], p_to text, p_from text[], p_locations text[])
 RETURNS TABLE (run_id text)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 BEGIN
   RETURN QUERY
   WITH input AS (
-    SELECT * FROM unnest(p_run_ids, p_execution_ids, p_workspaces, p_leases, p_messages) AS i(id, execution_id, workspace, lease, message)
+    SELECT * FROM unnest(p_run_ids, p_execution_ids, p_workspaces, p_leases, p_messages, p_locations)
+      AS i(id, execution_id, workspace, lease, message, location)
   ), live AS (
     UPDATE executions e SET started_at = ay_now(), workspace = i.workspace, heartbeat_at = ay_now(),
       lease_expires_at = ay_now() + i.lease * interval '1 millisecond'
     FROM input i WHERE e.id = i.execution_id AND e.ended_at IS NULL RETURNING e.id
   ), x AS (
-    SELECT i.id, i.execution_id, i.message FROM input i JOIN live l ON l.id = i.execution_id
+    SELECT i.id, i.execution_id, i.message, i.location FROM input i JOIN live l ON l.id = i.execution_id
   ), moved AS (
-    UPDATE runs r SET state = p_to, updated_at = ay_now(), started_at = coalesce(r.started_at, ay_now()), status_message = x.message
+    UPDATE runs r SET state = p_to, updated_at = ay_now(), started_at = coalesce(r.started_at, ay_now()),
+      status_message = x.message, execution_location = coalesce(x.location, r.execution_location)
     FROM x WHERE r.id = x.id AND r.state = ANY(p_from) AND r.execution_id = x.execution_id
     RETURNING r.id, r.execution_id
   ), consumed AS (
@@ -256,6 +258,16 @@ BEGIN
   )
   SELECT m.id FROM moved m;
 END
+$$;
+
+-- The start of version 1 (no p_locations), for processes of the previous release during a rolling deploy.
+CREATE OR REPLACE FUNCTION ay_start_executions(
+  p_run_ids text[], p_execution_ids text[], p_workspaces text[], p_leases integer[], p_messages jsonb[],
+  p_followup_ids text[], p_followup_executions text[], p_to text, p_from text[])
+RETURNS TABLE (run_id text)
+LANGUAGE sql AS $$
+  SELECT * FROM ay_start_executions(p_run_ids, p_execution_ids, p_workspaces, p_leases, p_messages, p_followup_ids,
+    p_followup_executions, p_to, p_from, NULL::text[])
 $$;
 
 -- The end of a batch of executions in one call (src/execution/recorder.ts) instead of a transaction of several

@@ -174,10 +174,9 @@ export class ExecutionRecorder {
       followupExecutions: followups.map((f) => f[1]),
       to: t.to,
       from: [...t.from],
+      locations: items.map((i) => i.location ?? null),
     });
     const moved = new Set(res.rows.map((r) => r.run_id));
-    const local = items.filter((i) => i.location === 'LOCAL' && moved.has(i.runId)).map((i) => i.runId);
-    if (local.length) await sql.markRunsLocal(this.#db, local);
     await this.#announce([...moved]);
     return items.map((i) => moved.has(i.runId));
   }

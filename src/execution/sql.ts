@@ -87,12 +87,25 @@ export interface StartParams {
   followupExecutions: string[];
   to: string;
   from: string[];
+  /** Per run: `LOCAL` when this server's executors run it (its `execution_location`), null to leave it. */
+  locations: (string | null)[];
 }
 
 export function ayStartExecutions(q: Queryable, p: StartParams): Promise<QueryResult<{ run_id: string }>> {
   return q.query<{ run_id: string }>(
-    'SELECT run_id FROM ay_start_executions($1::text[], $2::text[], $3::text[], $4::int[], $5::jsonb[], $6::text[], $7::text[], $8, $9::text[])',
-    [p.runIds, p.executionIds, p.workspaces, p.leases, p.messages, p.followupIds, p.followupExecutions, p.to, p.from],
+    'SELECT run_id FROM ay_start_executions($1::text[], $2::text[], $3::text[], $4::int[], $5::jsonb[], $6::text[], $7::text[], $8, $9::text[], $10::text[])',
+    [
+      p.runIds,
+      p.executionIds,
+      p.workspaces,
+      p.leases,
+      p.messages,
+      p.followupIds,
+      p.followupExecutions,
+      p.to,
+      p.from,
+      p.locations,
+    ],
   );
 }
 
@@ -208,14 +221,6 @@ export function executionsToKeep(
 }
 
 // ---- runs as executions change them ----
-
-/** Marks runs executed on this server's executors (`execution_location = 'LOCAL'`). */
-export async function markRunsLocal(q: Queryable, runIds: readonly string[]): Promise<void> {
-  await q.query(
-    `UPDATE runs SET execution_location = 'LOCAL' WHERE id = ANY($1::text[]) AND execution_location <> 'LOCAL'`,
-    [runIds],
-  );
-}
 
 /** Consumes follow-ups (id, execution) that are still waiting. */
 export async function consumeFollowups(q: Queryable, pairs: readonly (readonly [string, string])[]): Promise<void> {

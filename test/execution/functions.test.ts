@@ -4,7 +4,7 @@
  * replaces an older one and never the reverse, and starts at once on an empty database all succeed.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { executionFunctions } from '../../src/execution/functions.ts';
+import { EXECUTION_FUNCTIONS_VERSION, executionFunctions } from '../../src/execution/functions.ts';
 import { claimServiceRuns } from '../../src/execution/queue.ts';
 import type { Db } from '../../src/kernel/db.ts';
 import { prepareDatabase } from '../../src/schema.ts';
@@ -15,19 +15,21 @@ import { loadMigrations, migrate } from '../../src/store/migrate.ts';
 import { createEmptyDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
 
-/** Name and body (the text between `$$`) of each function a set's SQL defines. */
+/** Body (the text between `$$`) of each function a set's SQL defines, by `name/number of arguments`. */
 function definitions(sql: string): Map<string, string> {
   const out = new Map<string, string>();
-  for (const m of sql.matchAll(/CREATE OR REPLACE FUNCTION (\w+)\([\s\S]*?\$\$([\s\S]*?)\$\$;/g)) out.set(m[1]!, m[2]!);
+  for (const m of sql.matchAll(/CREATE OR REPLACE FUNCTION (\w+)\(([^)]*)\)[\s\S]*?\$\$([\s\S]*?)\$\$;/g))
+    out.set(`${m[1]!}/${m[2]!.split(',').length}`, m[3]!);
   return out;
 }
 
+/** The installed functions of these names, by `name/number of arguments`. */
 async function bodies(db: Db, names: string[]): Promise<Map<string, { src: string; config: string[] }>> {
-  const res = await db.query<{ proname: string; prosrc: string; proconfig: string[] | null }>(
-    'SELECT proname, prosrc, proconfig FROM pg_proc WHERE proname = ANY($1::text[])',
+  const res = await db.query<{ proname: string; pronargs: number; prosrc: string; proconfig: string[] | null }>(
+    'SELECT proname, pronargs, prosrc, proconfig FROM pg_proc WHERE proname = ANY($1::text[])',
     [names],
   );
-  return new Map(res.rows.map((r) => [r.proname, { src: r.prosrc, config: r.proconfig ?? [] }]));
+  return new Map(res.rows.map((r) => [`${r.proname}/${r.pronargs}`, { src: r.prosrc, config: r.proconfig ?? [] }]));
 }
 
 const answerSet = (version: number, answer: number): FunctionSet => ({
@@ -50,7 +52,7 @@ const claimOptions = {
 
 describe('the execution function set', () => {
   it('defines its functions only: no migration after 0039 redefines one of them', async () => {
-    const names = [...definitions(executionFunctions().sql).keys()];
+    const names = [...new Set([...definitions(executionFunctions().sql).keys()].map((k) => k.split('/')[0]!))];
     expect(names.length).toBe(8);
     for (const migration of (await loadMigrations()).filter((m) => m.id > 39)) {
       for (const name of names)
@@ -74,18 +76,26 @@ describe.each(ENGINES)('function sets on %s', (engine) => {
     const { db } = await empty();
     const result = await prepareDatabase(db);
     expect(result.applied.length).toBe((await loadMigrations()).length);
-    expect(result.functions).toEqual([{ name: 'execution', version: 1, status: 'installed' }]);
+    expect(result.functions).toEqual([
+      { name: 'execution', version: EXECUTION_FUNCTIONS_VERSION, status: 'installed' },
+    ]);
     const set = executionFunctions();
     const recorded = await db.query('SELECT name, version, checksum FROM agentyard_function_sets');
     expect(recorded.rows).toEqual([{ name: 'execution', version: set.version, checksum: checksumOf(set.sql) }]);
     const wanted = definitions(set.sql);
-    const found = await bodies(db, [...wanted.keys()]);
+    const found = await bodies(db, [...new Set([...wanted.keys()].map((k) => k.split('/')[0]!))]);
     for (const [name, body] of wanted) expect(found.get(name)?.src, name).toBe(body);
-    expect(found.get('ay_end_executions')?.config).toEqual(
+    expect(found.get('ay_end_executions/10')?.config).toEqual(
       expect.arrayContaining(['plan_cache_mode=force_generic_plan', 'enable_seqscan=off', 'enable_hashjoin=off']),
     );
     // the claim runs on the installed functions: nothing queued, nothing taken
     expect(await claimServiceRuns(db, { ...claimOptions, harnesses: [...claimOptions.harnesses] })).toEqual([]);
+    // the previous release's start (no locations) still answers, through the current one
+    const previous = await db.query(
+      `SELECT run_id FROM ay_start_executions('{}'::text[], '{}'::text[], '{}'::text[], '{}'::int[], '{}'::jsonb[],
+         '{}'::text[], '{}'::text[], 'INPROGRESS', '{CLAIMED}'::text[])`,
+    );
+    expect(previous.rows).toEqual([]);
   });
 
   it('a database migrated before the install step gets the set once', async () => {
@@ -94,13 +104,15 @@ describe.each(ENGINES)('function sets on %s', (engine) => {
     // the migrations define none of the queue's functions: the install step does
     expect((await bodies(db, ['ay_claim_worker_runs'])).size).toBe(0);
 
-    expect((await prepareDatabase(db)).functions).toEqual([{ name: 'execution', version: 1, status: 'installed' }]);
+    expect((await prepareDatabase(db)).functions).toEqual([
+      { name: 'execution', version: EXECUTION_FUNCTIONS_VERSION, status: 'installed' },
+    ]);
     expect((await bodies(db, ['ay_claim_worker_runs'])).size).toBe(1);
     const first = await db.query<{ installed_at: Date }>('SELECT installed_at FROM agentyard_function_sets');
 
     const again = await prepareDatabase(db);
     expect(again.applied).toEqual([]);
-    expect(again.functions).toEqual([{ name: 'execution', version: 1, status: 'current' }]);
+    expect(again.functions).toEqual([{ name: 'execution', version: EXECUTION_FUNCTIONS_VERSION, status: 'current' }]);
     const second = await db.query<{ installed_at: Date }>('SELECT installed_at FROM agentyard_function_sets');
     expect(second.rows).toEqual(first.rows);
   });
@@ -164,6 +176,6 @@ describe.each(ENGINES)('function sets on %s', (engine) => {
     const statuses = results.map((r) => r.functions[0]?.status).sort();
     expect(statuses).toEqual(['current', 'current', 'installed']);
     const recorded = await first.db.query('SELECT name, version FROM agentyard_function_sets');
-    expect(recorded.rows).toEqual([{ name: 'execution', version: 1 }]);
+    expect(recorded.rows).toEqual([{ name: 'execution', version: EXECUTION_FUNCTIONS_VERSION }]);
   });
 });
