@@ -35,20 +35,30 @@ const KEEP_REASONS = new Set([
 /** A local repository's failures all read the same: whether a path exists is nobody's business. */
 const LOCAL_FAILURE = 'repository not found or not readable';
 
-/** Failures no retry fixes until someone changes the repository, the source or the credentials. */
+/**
+ * Failures no retry fixes until someone changes the repository, the source or the credentials. HTTP statuses
+ * only as git words them (`The requested URL returned error: 403`): the message also holds the URL, whose port
+ * or path may contain the same digits.
+ */
 const TERMINAL_PATTERNS: [RegExp, string, string][] = [
   [/couldn't find remote ref|no such ref|invalid refspec/i, 'BranchNotFound', 'branch not found'],
   [
-    /authentication failed|permission denied|could not read (username|password)|terminal prompts disabled|403|401/i,
+    /authentication failed|permission denied|could not read (username|password)|terminal prompts disabled|returned error: 40[13]\b/i,
     'AuthenticationFailed',
     'authentication failed',
   ],
   [
-    /repository not found|does not appear to be a git repository|not a git repository|no such file or directory|404/i,
+    /repository not found|does not appear to be a git repository|not a git repository|no such file or directory|returned error: 404\b/i,
     'RepositoryNotFound',
     'repository not found',
   ],
 ];
+
+/** The terminal failure (reason, what it means) git's message names; undefined for one worth retrying. */
+export function terminalFetchFailure(cause: string): { reason: string; meaning: string } | undefined {
+  const found = TERMINAL_PATTERNS.find(([pattern]) => pattern.test(cause));
+  return found ? { reason: found[1], meaning: found[2] } : undefined;
+}
 
 function isLoopback(url: string): boolean {
   try {
@@ -211,10 +221,10 @@ export class GitSource implements Source {
     } catch (err) {
       if (isSourceError(err)) throw err;
       const cause = gitCause(err, auth.secrets);
-      const terminal = TERMINAL_PATTERNS.find(([pattern]) => pattern.test(cause));
-      if (local && terminal?.[1] !== 'BranchNotFound')
+      const terminal = terminalFetchFailure(cause);
+      if (local && terminal?.reason !== 'BranchNotFound')
         throw new SourceError('terminal', 'RepositoryNotFound', `fetch ${where}: ${LOCAL_FAILURE}`);
-      if (terminal) throw new SourceError('terminal', terminal[1], `fetch ${where}: ${terminal[2]}: ${cause}`);
+      if (terminal) throw new SourceError('terminal', terminal.reason, `fetch ${where}: ${terminal.meaning}: ${cause}`);
       throw new SourceError('transient', 'FetchFailed', `fetch ${where}: ${cause}`);
     } finally {
       await auth.dispose();

@@ -227,22 +227,30 @@ describe.skipIf(availability.missing !== undefined || !ENGINES.includes('postgre
     it('stops a leader whose lease is taken away (exit 1), so two processes never reconcile at once', async () => {
       const b = processes[1]!;
       const api = k8s.kubeConfig.makeApiClient(CoordinationV1Api);
-      const lease = await api.readNamespacedLease({ name: 'agentyard-operator', namespace });
-      const now = new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000Z') as unknown as Date;
-      await api.replaceNamespacedLease({
-        name: 'agentyard-operator',
-        namespace,
-        body: {
-          ...lease,
-          spec: {
-            ...lease.spec,
-            holderIdentity: 'intruder',
-            leaseDurationSeconds: 60,
-            renewTime: now,
-            acquireTime: now,
-          },
-        },
-      });
+      // The leader renews meanwhile: a replace of the version read before a renewal is refused (409), so read again.
+      for (let attempt = 1; ; attempt++) {
+        const lease = await api.readNamespacedLease({ name: 'agentyard-operator', namespace });
+        const now = new Date().toISOString().replace(/\.(\d{3})Z$/, '.$1000Z') as unknown as Date;
+        try {
+          await api.replaceNamespacedLease({
+            name: 'agentyard-operator',
+            namespace,
+            body: {
+              ...lease,
+              spec: {
+                ...lease.spec,
+                holderIdentity: 'intruder',
+                leaseDurationSeconds: 60,
+                renewTime: now,
+                acquireTime: now,
+              },
+            },
+          });
+          break;
+        } catch (err) {
+          if ((err as { code?: number }).code !== 409 || attempt >= 20) throw err;
+        }
+      }
       expect(await b.exited).toBe(1);
       expect(b.log.some((l) => l.includes('leader election lost'))).toBe(true);
     });
