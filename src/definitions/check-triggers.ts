@@ -288,12 +288,7 @@ function checkScheduleTrigger(
     if (name === null) {
       seen.unnamed++;
       if (seen.unnamed > 1) {
-        env.report(
-          'FF_INVALID_TRIGGER',
-          `${base}/schedule`,
-          'at most one schedule of an automation may be unnamed; give it a `name`',
-          { target: 'key' },
-        );
+        reportScheduleKey(env, base, 'at most one schedule of an automation may be unnamed; give it a `name`');
         ok = false;
       }
     } else if (seen.names.has(name)) {
@@ -309,6 +304,11 @@ function checkScheduleTrigger(
     schedule = { name, cron: raw.schedule.cron.trim() };
   }
   return ok ? { kind: 'schedule', provider: 'schedule', event: 'cron_fired', schedule, scheduleIds } : undefined;
+}
+
+/** A trigger's `schedule` key refused as a whole (the diagnostic points at the key). */
+function reportScheduleKey(env: TriggerEnv, base: string, message: string): void {
+  env.report('FF_INVALID_TRIGGER', `${base}/schedule`, message, { target: 'key' });
 }
 
 function checkProviderTrigger(
@@ -328,12 +328,7 @@ function checkProviderTrigger(
   }
   let ok = true;
   if (raw.schedule !== undefined) {
-    env.report(
-      'FF_INVALID_TRIGGER',
-      `${base}/schedule`,
-      '`schedule` is only valid on a `schedule`/`cron_fired` trigger',
-      { target: 'key' },
-    );
+    reportScheduleKey(env, base, '`schedule` is only valid on a `schedule`/`cron_fired` trigger');
     ok = false;
   }
   const aliases = FILTER_KEY_ALIASES[raw.provider] ?? {};

@@ -6,7 +6,7 @@
 import { LinearClient } from '@linear/sdk';
 import { WebClient } from '@slack/web-api';
 import { Octokit } from 'octokit';
-import type { Queryable } from '../kernel/db.ts';
+import type { Queryable, SqlValue } from '../kernel/db.ts';
 import { githubApiUrl } from './github-token.ts';
 import type { Provider } from './model.ts';
 import { linearApiUrl, slackApiUrl } from './name-resolver.ts';
@@ -67,31 +67,33 @@ export async function upsertIdentity(
   return res.rows[0]!;
 }
 
-export async function getIdentity(
+/** The first identity row the condition selects. */
+async function identityWhere(q: Queryable, where: string, params: SqlValue[]): Promise<IdentityRow | undefined> {
+  const res = await q.query<IdentityRow>(`SELECT ${COLUMNS} FROM integration_identities WHERE ${where}`, params);
+  return res.rows[0];
+}
+
+export function getIdentity(
   q: Queryable,
   teamId: string,
   subjectId: string,
   provider: Provider,
 ): Promise<IdentityRow | undefined> {
-  const res = await q.query<IdentityRow>(
-    `SELECT ${COLUMNS} FROM integration_identities WHERE team_id = $1 AND subject_id = $2 AND provider = $3`,
-    [teamId, subjectId, provider],
-  );
-  return res.rows[0];
+  return identityWhere(q, 'team_id = $1 AND subject_id = $2 AND provider = $3', [teamId, subjectId, provider]);
 }
 
 /** The member who linked this provider account (an event's sender), if any. */
-export async function identityOfAccount(
+export function identityOfAccount(
   q: Queryable,
   teamId: string,
   provider: Provider,
   externalId: string,
 ): Promise<IdentityRow | undefined> {
-  const res = await q.query<IdentityRow>(
-    `SELECT ${COLUMNS} FROM integration_identities WHERE team_id = $1 AND provider = $2 AND lower(external_id) = lower($3)`,
-    [teamId, provider, externalId],
-  );
-  return res.rows[0];
+  return identityWhere(q, 'team_id = $1 AND provider = $2 AND lower(external_id) = lower($3)', [
+    teamId,
+    provider,
+    externalId,
+  ]);
 }
 
 /** Every identity a member linked, by provider. */
