@@ -12,8 +12,8 @@ import * as sql from './sql.ts';
 import type { OutboxDelivery, Subscription } from './sql.ts';
 import { subscribedRun } from './run-input.ts';
 import { providerFirings } from './provider-runs.ts';
-import type { EvaluationNotes } from './provider-runs.ts';
 import { recordConnectionNotes } from '../integrations/sql.ts';
+import type { ConnectionNotes } from '../integrations/sql.ts';
 
 export interface EvaluatorOptions {
   /** Deliveries evaluated per transaction. */
@@ -82,7 +82,7 @@ export class OutboxEvaluator extends DrainLoop {
    * the provider connections' last event and error, outside it (recordConnectionNotes says why).
    */
   async evaluateBatch(): Promise<BatchResult> {
-    const notes: EvaluationNotes = { lastEvents: [], lastErrors: [] };
+    const notes: ConnectionNotes = { lastEvents: [], lastErrors: [] };
     const result = await this.#db.transaction(async (tx) => {
       notes.lastEvents.length = 0;
       notes.lastErrors.length = 0;
@@ -109,7 +109,7 @@ export class OutboxEvaluator extends DrainLoop {
     tx: Queryable,
     all: OutboxDelivery[],
     jobs: { queued: number },
-    notes: EvaluationNotes,
+    notes: ConnectionNotes,
   ): Promise<BatchResult['runs']> {
     const runs: BatchResult['runs'] = [];
     const deliveries = all.filter((d) => d.provider === null);

@@ -31,23 +31,16 @@ export interface ProviderEvaluation {
   jobsQueued: number;
 }
 
-/** What the evaluation notes on the connection (its last event and error), written after the commit. */
-export type EvaluationNotes = ConnectionNotes;
-
 /** The pull request events whose filters take `paths` (factory-definition.md § 5). */
 const PATHS_EVENTS = new Set(PULL_REQUEST_CHANGE_EVENTS);
 
-/** A subscription that filters on `paths` and whose other keys match one of these events. */
-function wantsPaths(sub: ProviderSubscription, events: readonly ProviderEvent[]): boolean {
-  if (!sub.filter.paths || !PATHS_EVENTS.has(sub.event)) return false;
-  const { paths: _, ...others } = sub.filter;
-  return events.some((e) => e.event === sub.event && matchesFilter(others, e.facts));
-}
-
-/** A subscription that filters on `mentioned_user_ids` and whose other keys match one of these events. */
-function wantsMentions(sub: ProviderSubscription, events: readonly ProviderEvent[]): boolean {
-  if (!sub.filter.mentioned_user_ids) return false;
-  const { mentioned_user_ids: _, ...others } = sub.filter;
+/**
+ * A subscription that filters on `key` and whose other keys match one of these events: its match waits for
+ * what a job fetches for `key` (a pull request's files, the ids of mentioned users).
+ */
+function waitsOn(sub: ProviderSubscription, key: string, events: readonly ProviderEvent[]): boolean {
+  if (!sub.filter[key]) return false;
+  const { [key]: _, ...others } = sub.filter;
   return events.some((e) => e.event === sub.event && matchesFilter(others, e.facts));
 }
 
@@ -74,7 +67,7 @@ function installationOf(payload: unknown): { id: number; login: string | null } 
 export async function providerFirings(
   tx: Queryable,
   delivery: OutboxDelivery,
-  notes: EvaluationNotes,
+  notes: ConnectionNotes,
 ): Promise<ProviderEvaluation> {
   const none = { firings: [], jobsQueued: 0 };
   const provider = delivery.provider;
@@ -105,14 +98,14 @@ export async function providerFirings(
     events: [...new Set(derived.events.map((e) => e.event))],
   });
   let events = derived.events;
-  if (pr && subs.some((sub) => wantsPaths(sub, events))) {
+  if (pr && subs.some((sub) => PATHS_EVENTS.has(sub.event) && waitsOn(sub, 'paths', events))) {
     const changed = await changedFiles(tx, delivery, pr);
     if ('waiting' in changed) return { firings: [], jobsQueued: jobsQueued + (changed.queued ? 1 : 0) };
     if (changed.error) notes.lastErrors.push({ connectionId: delivery.webhook_uid, message: changed.error });
     events = events.map((e) => (PATHS_EVENTS.has(e.event) ? { ...e, facts: { ...e.facts, paths: changed.files } } : e));
   }
   const profiles = derived.mentionedProfiles ?? [];
-  if (profiles.length > 0 && subs.some((sub) => wantsMentions(sub, events))) {
+  if (profiles.length > 0 && subs.some((sub) => waitsOn(sub, 'mentioned_user_ids', events))) {
     const mentioned = await mentionedUsers(tx, delivery, profiles);
     if ('waiting' in mentioned) return { firings: [], jobsQueued: jobsQueued + (mentioned.queued ? 1 : 0) };
     events = events.map((e) => {

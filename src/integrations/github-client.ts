@@ -7,7 +7,7 @@ import { Octokit, RequestError } from 'octokit';
 import type { Queryable } from '../kernel/db.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import { githubApiUrl, mintInstallationToken } from './github-token.ts';
-import { installationForOwner } from './sql.ts';
+import { connectionSettings, installationForOwner } from './sql.ts';
 
 /** Each API call's time limit. */
 const CALL_TIMEOUT_MS = 15_000;
@@ -23,11 +23,7 @@ export async function installationClient(
   secrets: SecretProvider,
   job: { team_id: string; connection_id: string; input: { repository: string; installation_id: number | null } },
 ): Promise<GithubClientResult> {
-  const res = await q.query<{ settings: Record<string, string> }>(
-    'SELECT settings FROM integration_connections WHERE id = $1',
-    [job.connection_id],
-  );
-  const settings = res.rows[0]?.settings;
+  const settings = await connectionSettings(q, job.connection_id);
   if (!settings) return { ok: false, reason: 'the GitHub connection was deleted' };
   if (settings.mode !== 'app' || !settings.app_id || !settings.private_key_secret_name)
     return { ok: false, reason: 'the GitHub connection is a plain webhook: API calls need a GitHub App connection' };

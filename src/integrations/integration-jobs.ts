@@ -9,7 +9,7 @@ import type { Bus } from '../kernel/bus.ts';
 import { DrainLoop } from '../kernel/drain-loop.ts';
 import type { Db, Queryable } from '../kernel/db.ts';
 import type { Logger } from '../kernel/log.ts';
-import { INTEGRATION_JOBS_TOPIC } from '../kernel/topics.ts';
+import { DELIVERIES_ACCEPTED_TOPIC, INTEGRATION_JOBS_TOPIC } from '../kernel/topics.ts';
 import * as sql from './sql.ts';
 
 export type IntegrationJobKind = 'pull_files' | 'factory_check' | 'linear_mentions';
@@ -57,6 +57,14 @@ export interface JobHandler<Input> {
   onEnd?(tx: Queryable, job: IntegrationJob<Input>): Promise<void>;
   /** Called after that transaction committed (e.g. wake the evaluator). */
   afterEnd?(job: IntegrationJob<Input>): Promise<void>;
+}
+
+/** The ends of a job its delivery waits on: the delivery goes back to the outbox, and the evaluators are told. */
+export function returnsDelivery<Input>(bus: Bus): Required<Pick<JobHandler<Input>, 'onEnd' | 'afterEnd'>> {
+  return {
+    onEnd: (tx, job) => sql.requeueDelivery(tx, job.delivery_id),
+    afterEnd: () => bus.publish(DELIVERIES_ACCEPTED_TOPIC, null),
+  };
 }
 
 export interface JobHandlers {

@@ -7,11 +7,11 @@
 import { LinearClient, LinearError, LinearErrorType } from '@linear/sdk';
 import type { Bus } from '../kernel/bus.ts';
 import type { Queryable } from '../kernel/db.ts';
-import { DELIVERIES_ACCEPTED_TOPIC } from '../kernel/topics.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
+import { returnsDelivery } from './integration-jobs.ts';
 import type { IntegrationJob, JobHandler, LinearMentionsInput } from './integration-jobs.ts';
 import { linearApiUrl } from './name-resolver.ts';
-import { deliveryJob, enqueueIntegrationJob, recordLastError, requeueDelivery } from './sql.ts';
+import { connectionSettings, deliveryJob, enqueueIntegrationJob, recordLastError } from './sql.ts';
 
 /** At most this many names of one delivery are looked up (one page of users). */
 const MAX_NAMES = 50;
@@ -70,11 +70,7 @@ export function linearMentionsHandler(deps: {
 }): JobHandler<LinearMentionsInput> {
   return {
     async run(job, { final }) {
-      const res = await deps.db.query<{ settings: Record<string, string> }>(
-        'SELECT settings FROM integration_connections WHERE id = $1',
-        [job.connection_id],
-      );
-      const setting = res.rows[0]?.settings.api_key_secret_name;
+      const setting = (await connectionSettings(deps.db, job.connection_id))?.api_key_secret_name;
       if (!setting) return failed(deps.db, job, 'the Linear connection was deleted');
       const apiKey = await deps.secrets.get(job.team_id, setting);
       if (!apiKey) return failed(deps.db, job, `the managed secret ${setting} (the Linear API key) is missing`);
@@ -101,12 +97,7 @@ export function linearMentionsHandler(deps: {
         return failed(deps.db, job, message);
       }
     },
-    async onEnd(tx, job) {
-      await requeueDelivery(tx, job.delivery_id);
-    },
-    async afterEnd() {
-      await deps.bus.publish(DELIVERIES_ACCEPTED_TOPIC, null);
-    },
+    ...returnsDelivery(deps.bus),
   };
 }
 

@@ -6,11 +6,11 @@
  */
 import type { Bus } from '../kernel/bus.ts';
 import type { Queryable } from '../kernel/db.ts';
-import { DELIVERIES_ACCEPTED_TOPIC } from '../kernel/topics.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import { installationClient, retryAdvice } from './github-client.ts';
+import { returnsDelivery } from './integration-jobs.ts';
 import type { GithubPullRequestInput, IntegrationJob, JobHandler } from './integration-jobs.ts';
-import { recordLastError, requeueDelivery } from './sql.ts';
+import { recordLastError } from './sql.ts';
 
 /** GitHub's `pulls.listFiles` answers at most 3,000 files; pages of 100 make that 30 calls at most. */
 export const PULL_FILES_CAP = 3_000;
@@ -66,13 +66,8 @@ export function pullFilesHandler(deps: {
       }
       return { done: { files: [...files], truncated } satisfies PullFiles as unknown as Record<string, unknown> };
     },
-    async onEnd(tx, job) {
-      // Back to the outbox: the evaluation reads the files from this job.
-      await requeueDelivery(tx, job.delivery_id);
-    },
-    async afterEnd() {
-      await deps.bus.publish(DELIVERIES_ACCEPTED_TOPIC, null);
-    },
+    // Back to the outbox: the evaluation reads the files from this job.
+    ...returnsDelivery(deps.bus),
   };
 }
 

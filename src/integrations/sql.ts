@@ -253,6 +253,18 @@ export async function requeueDelivery(q: Queryable, deliveryId: string): Promise
   await q.query('UPDATE webhook_deliveries SET outbox_pending = true WHERE id = $1', [deliveryId]);
 }
 
+/** The connection's settings (secret names, mode, app id); undefined once it is deleted. */
+export async function connectionSettings(
+  q: Queryable,
+  connectionId: string,
+): Promise<Record<string, string> | undefined> {
+  const res = await q.query<{ settings: Record<string, string> }>(
+    'SELECT settings FROM integration_connections WHERE id = $1',
+    [connectionId],
+  );
+  return res.rows[0]?.settings;
+}
+
 /** The connection's `settings.mode` (`app` for a GitHub App). */
 export async function connectionMode(q: Queryable, connectionId: string): Promise<string | undefined> {
   const res = await q.query<{ mode: string | null }>(
