@@ -169,6 +169,11 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
   const secrets = new ServerSecrets(db, ctx.cipher);
   const readiness = new ReadinessChecks(db);
   const definitions = new DefinitionPool(poolOptionsFor(config));
+  const ingressOptions = {
+    ...options.ingress,
+    limits: { providerEventPoints: config.providerEventsPerMinute, ...options.ingress?.limits },
+  };
+  const ingress = roles.has('ingress') ? createIngressRuntime(ctx, metrics, ingressOptions) : undefined;
   const controller = new FactoryController(
     {
       db,
@@ -181,14 +186,10 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
       urlPolicy: sourceUrlPolicyFor(config),
       sourceLimits: config.sourceLimits,
       models: knownModels(config),
+      routing: ingress?.routing,
     },
     { clock },
   );
-  const ingressOptions = {
-    ...options.ingress,
-    limits: { providerEventPoints: config.providerEventsPerMinute, ...options.ingress?.limits },
-  };
-  const ingress = roles.has('ingress') ? createIngressRuntime(ctx, metrics, ingressOptions) : undefined;
   const connections = ingress ? new ConnectionCache(db, ctx.cipher, log) : undefined;
   const runs = new RunService(db, bus);
   const managed = { ...ctx, controller, routing: ingress?.routing };

@@ -63,7 +63,6 @@ export async function changeManagedFactory(
       outcome.message ?? `the change to factory ${factory.name} was committed but did not apply`,
     );
   }
-  await ctx.routing?.reloadFactory(factory.id);
   return outcome;
 }
 

@@ -13,7 +13,7 @@ import { toRunItem } from '../runs/model.ts';
 import { sessionLinksFor } from '../runs/session-link.ts';
 import { MAX_SECRET_BYTES } from '../secrets/service.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
-import type { ApplyOutcome, ApplyTrigger } from './apply/model.ts';
+import type { ApplyTrigger } from './apply/model.ts';
 import { pushedBranch, verifyPushNotification } from './push-hook.ts';
 import * as s from './schemas.ts';
 import { decodeCursor, encodeCursor } from './service.ts';
@@ -28,19 +28,11 @@ export interface FactoryRouteDeps extends ServiceContext {
   factories: FactoryService;
   controller: FactoryController;
   secrets: SecretProvider;
-  /** The ingress's routing snapshot, in processes with the `ingress` role. */
-  routing: { reloadFactory(factoryId: string): Promise<void> } | undefined;
 }
 
 export async function registerFactoryRoutes(app: AppInstance, ctx: FactoryRouteDeps): Promise<void> {
   const { factories, controller } = ctx;
   const view = (row: FactoryRow) => factoryView(row, ctx.config.publicUrl);
-
-  /** An apply, answered once this process's ingress routes reflect it (as a managed change is). */
-  const live = async (outcome: ApplyOutcome): Promise<ApplyOutcome> => {
-    if (outcome.result === 'applied') await ctx.routing?.reloadFactory(outcome.factoryId);
-    return outcome;
-  };
 
   /** Fetch and apply now: in this process when it runs the loops, else by asking the one that does. */
   const sync = async (factory: FactoryRow, trigger: ApplyTrigger) => {
@@ -48,7 +40,7 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: FactoryRouteD
       await ctx.bus.publish(FACTORY_SYNC_REQUESTED_TOPIC, { factory_id: factory.id, trigger });
       return undefined;
     }
-    return live(await controller.request(factory.id, trigger, true));
+    return controller.request(factory.id, trigger, true);
   };
 
   app.post(
@@ -348,12 +340,10 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: FactoryRouteD
       const factory = await factories.get(request.principal.teamId, request.params.id);
       if (factory.source.type !== 'managed') throw readOnlyError(factory);
       const subject = request.principal.subject;
-      const result = await live(
-        await controller.reconciler.applyManagedChange(factory.id, () => request.body.files, {
-          author: { name: subject.displayName, email: subject.email ?? `${subject.id}@agentyard.invalid` },
-          message: request.body.message?.trim() || 'agentyard apply',
-        }),
-      );
+      const result = await controller.reconciler.applyManagedChange(factory.id, () => request.body.files, {
+        author: { name: subject.displayName, email: subject.email ?? `${subject.id}@agentyard.invalid` },
+        message: request.body.message?.trim() || 'agentyard apply',
+      });
       return outcomeView(result, statusView(await factories.get(request.principal.teamId, factory.id)));
     },
   );

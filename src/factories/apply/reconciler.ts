@@ -56,6 +56,11 @@ export interface ReconcilerDeps {
   sourceLimits?: SourceLimits;
   /** The deployment's model catalogue; absent: model ids are not checked. */
   models?: { ids: ReadonlySet<string>; closed: boolean };
+  /**
+   * This process's ingress routes (with the `ingress` role): reloaded before an apply that changed live webhooks
+   * or automations answers, so that whoever asked for it finds the routes in force.
+   */
+  routing?: { reloadFactory(factoryId: string): Promise<void> } | undefined;
 }
 
 export interface ReconcileOptions {
@@ -429,7 +434,10 @@ export class Reconciler {
         { factory_id: factory.id, revision, changes: result.changes.length },
         result.message ?? 'applied',
       );
-      if (plan.liveChanged) await this.#deps.bus.publish(WEBHOOKS_CHANGED_TOPIC, { factory_id: factory.id });
+      if (plan.liveChanged) {
+        await this.#deps.routing?.reloadFactory(factory.id);
+        await this.#deps.bus.publish(WEBHOOKS_CHANGED_TOPIC, { factory_id: factory.id });
+      }
       await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, {
         factory_id: factory.id,
         event: 'reconciled',
