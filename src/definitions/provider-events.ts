@@ -331,14 +331,18 @@ export function linearDocumentMentions(document: unknown): string[] | undefined 
   if (!obj(root)) return undefined;
   const ids = new Set<string>();
   const pending: unknown[] = [root];
-  for (let next = 0; next < pending.length && next < MAX_DOCUMENT_NODES; next++) {
+  for (let next = 0; next < pending.length; next++) {
     const node = obj(pending[next]);
     if (!node) continue;
     if (node.type === 'suggestion_userMentions') {
       const id = str(obj(node.attrs)?.id);
       if (id) ids.add(id);
     }
-    pending.push(...list(node.content));
+    // one by one and only up to the budget: a spread of a huge `content` list would overflow the stack
+    for (const child of list(node.content)) {
+      if (pending.length >= MAX_DOCUMENT_NODES) break;
+      pending.push(child);
+    }
   }
   return [...ids];
 }

@@ -264,4 +264,15 @@ describe('Slack and Linear deliveries → trigger events', () => {
       }),
     ).toEqual(['u-1']);
   });
+
+  it('Linear documents that are huge or deep are read within a node budget, never overflowing the stack', () => {
+    const mention = { type: 'suggestion_userMentions', attrs: { id: 'u-wide' } };
+    const wide = { type: 'doc', content: [mention, ...new Array(600_000).fill({ type: 'paragraph' })] };
+    expect(linearDocumentMentions(wide)).toEqual(['u-wide']);
+    expect(linearDocumentMentions(JSON.stringify(wide))).toEqual(['u-wide']);
+    let deep: Record<string, unknown> = { type: 'suggestion_userMentions', attrs: { id: 'u-deep' } };
+    for (let i = 0; i < 20_000; i++) deep = { type: 'blockquote', content: [deep] };
+    expect(linearDocumentMentions(deep)).toEqual([]);
+    expect(linearDocumentMentions(`${'['.repeat(200_000)}${']'.repeat(200_000)}`)).toBe(undefined);
+  });
 });
