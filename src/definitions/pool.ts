@@ -6,16 +6,19 @@ import type { DeploymentNotes } from './context.ts';
 import type { FactoryFileInput } from './load.ts';
 import type { ValidationResult } from './validate.ts';
 import type {
+  ContextAnswer,
+  ContextQuestion,
   ContextSnapshot,
-  SecretAnswer,
-  SecretQuestion,
   TaskOutcome,
   ValidateTask,
   WorkerMessage,
 } from './validate-worker.ts';
 import { SCHEMA_VERSION } from './schemas.ts';
 
-/** What a validation in the pool may know about live state; the secret questions are answered on this thread. */
+/**
+ * What a validation in the pool may know about live state (everything an apply knows): the questions (secrets,
+ * integrations) are answered on this thread, the rest is copied to the worker.
+ */
 export interface PoolContext {
   secretExists?(name: string): boolean | Promise<boolean>;
   secretIsUrlSafe?(name: string): boolean | Promise<boolean>;
@@ -27,6 +30,10 @@ export interface PoolContext {
   /** The deployment's model catalogue (ValidationContext.models). */
   models?: { ids: ReadonlySet<string>; closed: boolean };
   deploymentNotes?: DeploymentNotes;
+  /** Has the team connected this integration (ValidationContext.integrationConnected)? */
+  integrationConnected?(type: string): boolean | Promise<boolean>;
+  /** The IDs of names in a name alias (ValidationContext.resolveNames). */
+  resolveNames?(provider: string, field: string, names: readonly string[]): Promise<Map<string, string[]>>;
 }
 
 export interface DefinitionPoolOptions {
@@ -64,6 +71,7 @@ function snapshotOf(context: PoolContext): ContextSnapshot {
     ...(context.deploymentNotes ? { deploymentNotes: context.deploymentNotes } : {}),
     ...(context.models ? { models: { ids: [...context.models.ids], closed: context.models.closed } } : {}),
     ...(context.secretExists || context.secretIsUrlSafe ? { secrets: true } : {}),
+    ...(context.integrationConnected || context.resolveNames ? { integrations: true } : {}),
   };
 }
 
@@ -115,12 +123,14 @@ export class DefinitionPool {
     context: PoolContext | undefined,
     transfer: ArrayBuffer[] = [],
   ): Promise<TaskOutcome> {
-    // The worker says when it takes the job (and asks the secret questions) over this channel.
+    // The worker says when it takes the job (and asks its questions about live state) over this channel.
     const channel = new MessageChannel();
     const port = channel.port1;
     task.port = channel.port2;
     if (context) task.context = snapshotOf(context);
     const abort = new AbortController();
+    // The budget runs from when the worker takes the job, questions included: a question never answered (a
+    // provider that hangs) ends with the job.
     let timer: NodeJS.Timeout | undefined;
     port.on('message', (message: WorkerMessage) => {
       if ('started' in message) timer ??= setTimeout(() => abort.abort(), this.options.timeoutMs);
@@ -160,11 +170,18 @@ export class DefinitionPool {
   }
 }
 
-async function answer(port: MessageChannel['port1'], question: SecretQuestion, context: PoolContext): Promise<void> {
-  let reply: SecretAnswer;
+async function answer(port: MessageChannel['port1'], question: ContextQuestion, context: PoolContext): Promise<void> {
+  let reply: ContextAnswer;
   try {
-    const check = context[question.ask];
-    reply = { id: question.id, answer: check ? await check(question.name) : false };
+    if (question.ask === 'resolveNames') {
+      const found = context.resolveNames
+        ? await context.resolveNames(question.provider, question.field, question.names)
+        : new Map<string, string[]>();
+      reply = { id: question.id, answer: [...found] };
+    } else {
+      const check = context[question.ask];
+      reply = { id: question.id, answer: check ? (await check(question.name)) === true : false };
+    }
   } catch (err) {
     reply = { id: question.id, error: err instanceof Error ? err.message : String(err) };
   }

@@ -19,6 +19,8 @@ export interface ContextSnapshot {
   deploymentNotes?: DeploymentNotes;
   /** Secret questions (`secretExists`, `secretIsUrlSafe`) are asked over `port`. */
   secrets?: boolean;
+  /** Integration questions (`integrationConnected`, `resolveNames`) are asked over `port`. */
+  integrations?: boolean;
 }
 
 export interface ValidateTask {
@@ -26,32 +28,40 @@ export interface ValidateTask {
   files?: FactoryFileInput[];
   body?: Uint8Array;
   context?: ContextSnapshot;
-  /** To the pool: JobStarted first, then the secret questions. */
+  /** To the pool: JobStarted first, then the questions about live state. */
   port?: MessagePort;
 }
 
 /** Sent when the worker takes the job: the pool's time budget starts then, not at the worker's start. */
 export type JobStarted = { started: true };
 
-export type SecretQuestion = { id: number; ask: 'secretExists' | 'secretIsUrlSafe'; name: string };
-export type SecretAnswer = { id: number; answer: boolean } | { id: number; error: string };
-export type WorkerMessage = JobStarted | SecretQuestion;
+/** A question about live state the worker cannot answer itself (the database, the providers' APIs). */
+export type ContextQuestion =
+  | { id: number; ask: 'secretExists' | 'secretIsUrlSafe' | 'integrationConnected'; name: string }
+  | { id: number; ask: 'resolveNames'; provider: string; field: string; names: string[] };
+/** `resolveNames` answers `[name, ids][]`; the other questions a boolean. */
+export type ContextAnswer = { id: number; answer: boolean | [string, string[]][] } | { id: number; error: string };
+export type WorkerMessage = JobStarted | ContextQuestion;
 
-function asker(port: MessagePort): (ask: SecretQuestion['ask'], name: string) => Promise<boolean> {
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+type Question = DistributiveOmit<ContextQuestion, 'id'>;
+type Answer = Extract<ContextAnswer, { answer: unknown }>['answer'];
+
+function asker(port: MessagePort): (question: Question) => Promise<Answer> {
   let next = 0;
-  const pending = new Map<number, { resolve: (v: boolean) => void; reject: (e: Error) => void }>();
-  port.on('message', (message: SecretAnswer) => {
+  const pending = new Map<number, { resolve: (v: Answer) => void; reject: (e: Error) => void }>();
+  port.on('message', (message: ContextAnswer) => {
     const waiter = pending.get(message.id);
     if (!waiter) return;
     pending.delete(message.id);
     if ('error' in message) waiter.reject(new Error(message.error));
     else waiter.resolve(message.answer);
   });
-  return (ask, name) =>
-    new Promise<boolean>((resolve, reject) => {
+  return (question) =>
+    new Promise((resolve, reject) => {
       const id = next++;
       pending.set(id, { resolve, reject });
-      port.postMessage({ id, ask, name } satisfies SecretQuestion);
+      port.postMessage({ ...question, id } as ContextQuestion);
     });
 }
 
@@ -68,10 +78,18 @@ function contextOf(snapshot: ContextSnapshot, port: MessagePort | undefined): Va
   }
   if (snapshot.deploymentNotes) context.deploymentNotes = snapshot.deploymentNotes;
   if (snapshot.models) context.models = { ids: new Set(snapshot.models.ids), closed: snapshot.models.closed };
-  if (snapshot.secrets && port) {
-    const ask = asker(port);
-    context.secretExists = (name) => ask('secretExists', name);
-    context.secretIsUrlSafe = (name) => ask('secretIsUrlSafe', name);
+  const ask = port && (snapshot.secrets || snapshot.integrations) ? asker(port) : undefined;
+  const yes = async (question: Question) => (await ask!(question)) === true;
+  if (snapshot.secrets && ask) {
+    context.secretExists = (name) => yes({ ask: 'secretExists', name });
+    context.secretIsUrlSafe = (name) => yes({ ask: 'secretIsUrlSafe', name });
+  }
+  if (snapshot.integrations && ask) {
+    context.integrationConnected = (name) => yes({ ask: 'integrationConnected', name });
+    context.resolveNames = async (provider, field, names) => {
+      const answer = await ask({ ask: 'resolveNames', provider, field, names: [...names] });
+      return new Map(Array.isArray(answer) ? answer : []);
+    };
   }
   return context;
 }

@@ -12,12 +12,13 @@ import { definitionInvalid, readOnlyError } from './apply/reconciler.ts';
 import type { FactoryController } from './controller.ts';
 import type { ApplyOutcome, FactoryRow } from './apply/model.ts';
 import * as factorySql from './apply/sql.ts';
+import type { LiveRoutes } from './live-state.ts';
 
 /** What a write to a managed factory needs: the reconcile loops, and this process's ingress routes if it has them. */
 export interface ManagedFactoryContext extends ServiceContext {
   controller: FactoryController;
   /** The ingress's routing snapshot, in processes with the `ingress` role. */
-  routing: { reloadFactory(factoryId: string): Promise<void> } | undefined;
+  routing: LiveRoutes | undefined;
 }
 
 /** The caller's factory, or 404. */

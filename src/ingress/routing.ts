@@ -103,6 +103,11 @@ export class RoutingSnapshot {
     });
   }
 
+  /** Answers once every reload asked for so far is done. */
+  settled(): Promise<void> {
+    return this.#chain;
+  }
+
   /** The webhook as the database has it now (the snapshot is updated too). */
   async recheck(uid: string): Promise<WebhookRoute | undefined> {
     await this.reloadWebhook(uid);

@@ -1,11 +1,13 @@
 import { DEPLOYMENT_NOTES } from './deployment-notes.ts';
-import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../../kernel/topics.ts';
+import { FACTORIES_CHANGED_TOPIC } from '../../kernel/topics.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../../kernel/log.ts';
 import { uniqueDiagnostics } from '../../definitions/diagnostic.ts';
-import { validateFactory } from '../../definitions/validate.ts';
 import { teamNameResolver } from '../../integrations/name-resolver.ts';
 import { withKeptIntegrations } from './integrations-kept.ts';
+import { announceLiveChange } from '../live-state.ts';
+import type { LiveRoutes } from '../live-state.ts';
+import type { FactoryDefinition } from '../../definitions/model.ts';
 import { reindexProviderTriggers } from './provider-trigger-index.ts';
 import type { Diagnostic } from '../../definitions/diagnostic.ts';
 import type { FactoryFileInput } from '../../definitions/load.ts';
@@ -57,10 +59,10 @@ export interface ReconcilerDeps {
   /** The deployment's model catalogue; absent: model ids are not checked. */
   models?: { ids: ReadonlySet<string>; closed: boolean };
   /**
-   * This process's ingress routes (with the `ingress` role): reloaded before an apply that changed live webhooks
-   * or automations answers, so that whoever asked for it finds the routes in force.
+   * This process's ingress routes (with the `ingress` role): an apply that changed live webhooks or automations
+   * answers once they are reloaded, so that whoever asked for it finds the routes in force.
    */
-  routing?: { reloadFactory(factoryId: string): Promise<void> } | undefined;
+  routing?: LiveRoutes | undefined;
 }
 
 export interface ReconcileOptions {
@@ -89,6 +91,27 @@ export class FactoryGoneError extends Error {
 }
 
 type Decision = 'skip' | 'unchanged' | 'apply';
+
+/** What a reconcile decided for a revision, written by `#finalize`. */
+type Verdict =
+  | {
+      result: 'applied';
+      definition: FactoryDefinition;
+      liveChanged: boolean;
+      /** The validation's warnings (the status keeps them as `errors` of severity warning). */
+      errors: Diagnostic[];
+      warnings: ApplyOutcome['warnings'];
+      changes: ApplyOutcome['changes'];
+    }
+  | { result: 'unchanged' }
+  | {
+      result: 'failed';
+      reason: RevisionReason;
+      message: string;
+      errors: Diagnostic[];
+      warnings: ApplyOutcome['warnings'];
+      changes: ApplyOutcome['changes'];
+    };
 
 /** Reasons that mean "this revision needs a new commit or a person": retried only on an explicit sync. */
 const REFUSED: ReadonlySet<string> = new Set<RevisionReason>(['ValidationFailed', 'DeletionBlocked']);
@@ -257,21 +280,11 @@ export class Reconciler {
       teamRunners: new Set(),
       ...(this.#deps.models ? { models: this.#deps.models } : {}),
       deploymentNotes: DEPLOYMENT_NOTES,
+      // Connections and name look-ups need the database and the providers' APIs: the pool's worker asks them
+      // of this thread, so that the tree is validated once, with everything the apply knows.
+      ...teamNameResolver(db, this.#deps.secrets, factory.team_id),
     };
-    let validation = await this.#validator.validate(files, context);
-    const integrations = validation.definition?.factory.integrations ?? [];
-    if (validation.valid && (validation.deferredResolutions.length > 0 || integrations.length > 0)) {
-      // Connections and name look-ups need the database and the providers' APIs, which the pool's workers do
-      // not reach: a tree the pool accepted (within its budgets) is validated again here with them.
-      validation = await validateFactory(files, {
-        secretExists: context.secretExists!,
-        secretIsUrlSafe: context.secretIsUrlSafe!,
-        webhookUidForName: (name) => liveUids.get(name),
-        knownWebhookUids: new Set(webhooks.map((w) => w.uid)),
-        teamRunnerExists: () => false,
-        ...teamNameResolver(db, this.#deps.secrets, factory.team_id),
-      });
-    }
+    const validation = await this.#validator.validate(files, context);
     if (!validation.valid || !validation.definition) return { validation, plan: undefined, generation };
     const secrets = new Map<string, string>();
     for (const hook of validation.definition.webhooks) {
@@ -368,33 +381,13 @@ export class Reconciler {
           await this.#write(tx, fresh, plan, snapshot);
           const definition = withKeptIntegrations(ready.validation.definition!, fresh.definition);
           await reindexProviderTriggers(tx, { id: fresh.id, teamId: fresh.team_id }, definition);
-          const warnings = warningDiagnostics(ready.validation);
-          const message = appliedMessage(revision);
-          await sql.markRevisionApplied(tx, fresh.id, {
-            revision,
+          return this.#finalize(tx, fresh, snapshot, options, started, {
+            result: 'applied',
             definition,
             liveChanged: plan.liveChanged,
-            message,
-            warnings,
-          });
-          const row = await sql.insertApply(tx, {
-            ...this.#historyBase(fresh.id, snapshot, options, started),
-            result: 'applied',
-            reason: 'Applied',
-            message,
-            errors: warnings,
+            errors: warningDiagnostics(ready.validation),
             warnings: plan.warnings,
             changes: plan.changes,
-          });
-          return outcome(fresh.id, {
-            result: 'applied',
-            revision,
-            reason: 'Applied',
-            message,
-            errors: warnings,
-            warnings: plan.warnings,
-            changes: plan.changes,
-            applyId: row.id,
           });
         });
       } catch (err) {
@@ -434,16 +427,7 @@ export class Reconciler {
         { factory_id: factory.id, revision, changes: result.changes.length },
         result.message ?? 'applied',
       );
-      if (plan.liveChanged) {
-        await this.#deps.routing?.reloadFactory(factory.id);
-        await this.#deps.bus.publish(WEBHOOKS_CHANGED_TOPIC, { factory_id: factory.id });
-      }
-      await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, {
-        factory_id: factory.id,
-        event: 'reconciled',
-        result: 'applied',
-        revision,
-      });
+      await this.#announce(result, plan.liveChanged);
       return result;
     }
   }
@@ -510,40 +494,16 @@ export class Reconciler {
     options: ReconcileOptions,
     started: Date,
   ): Promise<ApplyOutcome> {
-    const revision = snapshot.revision;
-    const message = appliedMessage(revision);
-    const written = await this.#deps.db.transaction(async (tx) => {
+    const result = await this.#deps.db.transaction(async (tx) => {
       await sql.lockFactory(tx, factory.id);
       const fresh = await sql.getFactory(tx, factory.id);
       if (!fresh) throw new FactoryGoneError(factory.id);
-      const decision = decide(fresh, revision, options.explicit);
-      if (decision !== 'unchanged') return undefined;
-      await sql.markRevisionApplied(tx, fresh.id, {
-        revision,
-        definition: null,
-        liveChanged: false,
-        message,
-        warnings: fresh.state === 'applied' ? fresh.errors : [],
-      });
-      const row = await sql.insertApply(tx, {
-        ...this.#historyBase(fresh.id, snapshot, options, started),
-        result: 'unchanged',
-        reason: 'Applied',
-        message,
-        errors: [],
-        warnings: [],
-        changes: [],
-      });
-      return row.id;
+      if (decide(fresh, snapshot.revision, options.explicit) !== 'unchanged') return undefined;
+      return this.#finalize(tx, fresh, snapshot, options, started, { result: 'unchanged' });
     });
-    if (written === undefined) return outcome(factory.id, { result: 'skipped', revision });
-    await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, {
-      factory_id: factory.id,
-      event: 'reconciled',
-      result: 'unchanged',
-      revision,
-    });
-    return outcome(factory.id, { result: 'unchanged', revision, reason: 'Applied', message, applyId: written });
+    if (result === undefined) return outcome(factory.id, { result: 'skipped', revision: snapshot.revision });
+    await this.#announce(result, false);
+    return result;
   }
 
   /** A revision refused for its definition's errors. */
@@ -583,44 +543,113 @@ export class Reconciler {
     changes: ApplyOutcome['changes'] = [],
   ): Promise<ApplyOutcome> {
     const revision = snapshot.revision;
-    // However large the refused tree, the status and the history keep a bounded list.
-    errors = capDiagnostics(errors);
-    const applyId = await this.#deps.db.transaction(async (tx) => {
+    const result = await this.#deps.db.transaction(async (tx) => {
       await sql.lockFactory(tx, factory.id);
       const fresh = await sql.getFactory(tx, factory.id);
       if (!fresh) throw new FactoryGoneError(factory.id);
       // Another process recorded this revision meanwhile: once is enough.
       if (decide(fresh, revision, options.explicit) !== 'apply') return undefined;
-      await sql.markRevisionFailed(tx, fresh.id, { revision, reason, message, errors });
-      const row = await sql.insertApply(tx, {
-        ...this.#historyBase(fresh.id, snapshot, options, started),
+      return this.#finalize(tx, fresh, snapshot, options, started, {
         result: 'failed',
+        reason,
+        message,
+        // However large the refused tree, the status and the history keep a bounded list.
+        errors: capDiagnostics(errors),
+        warnings,
+        changes,
+      });
+    });
+    if (result === undefined) return outcome(factory.id, { result: 'skipped', revision });
+    this.#deps.log.warn({ factory_id: factory.id, revision, reason }, message);
+    await this.#announce(result, false);
+    return result;
+  }
+
+  /**
+   * The one writer of a revision's status: the factory's status and its history entry, in the transaction
+   * that decided them (and, for an apply, wrote the live state). Every path of a reconcile ends here.
+   */
+  async #finalize(
+    tx: Queryable,
+    fresh: FactoryRow,
+    snapshot: SourceSnapshot,
+    options: ReconcileOptions,
+    started: Date,
+    verdict: Verdict,
+  ): Promise<ApplyOutcome> {
+    const revision = snapshot.revision;
+    const base = this.#historyBase(fresh.id, snapshot, options, started);
+    if (verdict.result === 'failed') {
+      const { reason, message, errors, warnings, changes } = verdict;
+      await sql.markRevisionFailed(tx, fresh.id, { revision, reason, message, errors });
+      const row = await sql.insertApply(tx, { ...base, result: 'failed', reason, message, errors, warnings, changes });
+      return outcome(fresh.id, {
+        result: 'failed',
+        revision,
         reason,
         message,
         errors,
         warnings,
         changes,
+        applyId: row.id,
+        transient: reason === 'ApplyFailed',
       });
-      return row.id;
-    });
-    if (applyId === undefined) return outcome(factory.id, { result: 'skipped', revision });
-    this.#deps.log.warn({ factory_id: factory.id, revision, reason }, message);
-    await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, {
-      factory_id: factory.id,
-      event: 'reconciled',
-      result: 'failed',
-      revision,
-    });
-    return outcome(factory.id, {
-      result: 'failed',
-      revision,
-      reason,
+    }
+    const message = appliedMessage(revision);
+    if (verdict.result === 'unchanged') {
+      // Nothing live changes: the warnings of the applied revision stay in the status.
+      await sql.markRevisionApplied(tx, fresh.id, {
+        revision,
+        definition: null,
+        liveChanged: false,
+        message,
+        warnings: fresh.state === 'applied' ? fresh.errors : [],
+      });
+      const row = await sql.insertApply(tx, {
+        ...base,
+        result: 'unchanged',
+        reason: 'Applied',
+        message,
+        errors: [],
+        warnings: [],
+        changes: [],
+      });
+      return outcome(fresh.id, { result: 'unchanged', revision, reason: 'Applied', message, applyId: row.id });
+    }
+    const { definition, liveChanged, errors, warnings, changes } = verdict;
+    await sql.markRevisionApplied(tx, fresh.id, { revision, definition, liveChanged, message, warnings: errors });
+    const row = await sql.insertApply(tx, {
+      ...base,
+      result: 'applied',
+      reason: 'Applied',
       message,
       errors,
       warnings,
       changes,
-      applyId,
-      transient: reason === 'ApplyFailed',
+    });
+    return outcome(fresh.id, {
+      result: 'applied',
+      revision,
+      reason: 'Applied',
+      message,
+      errors,
+      warnings,
+      changes,
+      applyId: row.id,
+    });
+  }
+
+  /**
+   * After the commit, the one place that makes a reconcile's result known: this process's routes (when live
+   * webhooks changed), the other processes and the loops (through the bus).
+   */
+  async #announce(result: ApplyOutcome, liveChanged: boolean): Promise<void> {
+    if (liveChanged) await announceLiveChange(this.#deps, result.factoryId);
+    await this.#deps.bus.publish(FACTORIES_CHANGED_TOPIC, {
+      factory_id: result.factoryId,
+      event: 'reconciled',
+      result: result.result as 'applied' | 'unchanged' | 'failed',
+      ...(result.revision ? { revision: result.revision } : {}),
     });
   }
 

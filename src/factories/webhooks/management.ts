@@ -3,7 +3,7 @@
  * (`webhooks/<name>.yaml`), committed and applied in one step; the secret value lives in the team's managed
  * secret (never in a file) and, once applied, in the webhook row. Rotation writes both at once.
  */
-import { WEBHOOKS_CHANGED_TOPIC } from '../../kernel/topics.ts';
+import { announceLiveChange } from '../live-state.ts';
 import type { Caller } from '../../identity/principal.ts';
 import { parseDocument, stringify } from 'yaml';
 import { MAX_WEBHOOKS_PER_FACTORY } from '../../definitions/index.ts';
@@ -274,8 +274,7 @@ export class WebhookManagement {
         [uid, sealed],
       );
     });
-    await this.#ctx.routing?.reloadFactory(factory.id);
-    await this.#ctx.bus.publish(WEBHOOKS_CHANGED_TOPIC, { factory_id: factory.id });
+    await announceLiveChange(this.#ctx, factory.id);
     const fresh = await teamWebhook(this.#ctx.db, teamId, uid);
     return {
       row: fresh,
