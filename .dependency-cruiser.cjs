@@ -3,7 +3,7 @@
  * `npm test` fails on a new arrow that breaks a rule. Type-only imports count like any other.
  */
 const DOMAINS =
-  '^src/(automations|console|definitions|execution|factories|health|identity|ingress|integrations|metrics|operator|runs|schedules|secrets|sources|store|workers)/';
+  '^src/(automations|console|definitions|engine|execution|factories|health|identity|ingress|integrations|metrics|operator|runs|schedules|secrets|sources|store|workers)/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -82,6 +82,15 @@ module.exports = {
         ],
       },
       to: { path: '^src/plugin\\.ts$' },
+    },
+    {
+      name: 'engine-below-its-callers',
+      comment:
+        'src/engine/ owns the life of a run (runs, executions, the queue); the Run API, the agent runtime, workers, ' +
+        'the operator and schedules call it, never the other way round.',
+      severity: 'error',
+      from: { path: '^src/engine/' },
+      to: { path: '^src/', pathNot: ['^src/engine/', '^src/kernel/', '^src/store/function-sets\\.ts$'] },
     },
     {
       name: 'no-cycles-between-folders',

@@ -31,12 +31,12 @@ import pgLib from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { generateApiKey } from '../src/identity/api-keys.ts';
 import { createLogger } from '../src/log.ts';
-import { insertRuns } from '../src/runs/sql.ts';
 import { prepareQueuedRun } from '../src/runs/service.ts';
 import { startServer } from '../src/server.ts';
 import type { RunningServer } from '../src/server.ts';
 import { openPostgres } from '../src/store/pg.ts';
 import { startPostgresServer } from '../test/support/postgres-server.ts';
+import { insertRuns } from '../src/engine/engine.ts';
 
 const { values } = parseArgs({
   options: {

@@ -3,7 +3,7 @@
  * domain's function set, installed when the database holds an older version (src/store/function-sets.ts).
  */
 import type { Db } from './kernel/db.ts';
-import { executionFunctions } from './execution/functions.ts';
+import { executionFunctions } from './engine/functions.ts';
 import type { FunctionSet, InstalledSet } from './store/function-sets.ts';
 import { installFunctionSets } from './store/function-sets.ts';
 import type { MigrateResult } from './store/migrate.ts';

@@ -19,13 +19,13 @@ const OWNERS: Readonly<Record<string, string>> = {
   api_keys: 'identity',
   agent_identities: 'identity',
   instance_settings: 'identity',
-  runs: 'runs',
-  run_events: 'runs',
+  runs: 'engine',
+  run_events: 'engine',
   run_followups: 'runs',
   run_attachments: 'runs',
   run_idempotency_keys: 'runs',
   run_artifact_files: 'runs',
-  executions: 'execution',
+  executions: 'engine',
   executor_processes: 'execution',
   worker_connections: 'workers',
   factories: 'factories',
@@ -60,14 +60,9 @@ interface SharedWrite {
 /** Writes by a folder to a table it does not own, kept on purpose. A new one needs a reason as good. */
 const SHARED: readonly SharedWrite[] = [
   {
-    table: 'runs',
-    folder: 'execution',
-    why: 'the queue: a claim, start or end moves runs by the transitions runs/state-machine.ts passes in, in the one statement that writes the execution',
-  },
-  {
-    table: 'run_events',
-    folder: 'execution',
-    why: 'the recorder appends the events executions report (runs/sql.ts appendEventsOfRuns), group-committed with the follow-ups and artifacts they carry',
+    table: 'run_followups',
+    folder: 'engine',
+    why: 'a start (ay_start_executions) consumes the follow-ups its prompt carries, in the statement that starts the execution',
   },
   {
     table: 'run_artifact_files',
@@ -78,21 +73,6 @@ const SHARED: readonly SharedWrite[] = [
     table: 'run_followups',
     folder: 'execution',
     why: 'a start consumes the follow-ups its prompt carries, in the statement that starts the execution',
-  },
-  {
-    table: 'runs',
-    folder: 'operator',
-    why: 'the Job executor claims and ends the runs of Kubernetes factories through runs/state-machine.ts (applyRunEvent), in the transaction that writes its job',
-  },
-  {
-    table: 'executions',
-    folder: 'operator',
-    why: 'the Job executor records the execution of the run its Job runs',
-  },
-  {
-    table: 'executions',
-    folder: 'workers',
-    why: 'the hub records what a connected worker reports of the executions it holds',
   },
   {
     table: 'worker_connections',
@@ -113,11 +93,6 @@ const SHARED: readonly SharedWrite[] = [
     table: 'automation_firings',
     folder: 'ingress',
     why: 'retention deletes the firings of the deliveries it purges, in the same statement',
-  },
-  {
-    table: 'runs',
-    folder: 'schedules',
-    why: 'a fire records itself on the run it created (schedule_info), in the transaction that records the fire',
   },
   {
     table: 'integration_connections',

@@ -1,6 +1,6 @@
 /** What every run an automation starts has in common, whether a webhook delivery or a schedule fired it. */
 import type { AutomationRow } from '../factories/apply/model.ts';
-import type { Creator } from '../runs/model.ts';
+import type { Creator } from '../engine/model.ts';
 import type { CreateRunInput } from '../runs/service.ts';
 import type { SubscribedAutomation } from './sql.ts';
 

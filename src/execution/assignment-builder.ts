@@ -6,7 +6,7 @@
 import { chatRunEnv } from '../integrations/chat-tokens.ts';
 import { actsAsCreator, CreatorUnknown, creatorRunEnv } from '../integrations/creator-env.ts';
 import { githubRunEnv } from '../integrations/github-token.ts';
-import type { AgentConfig, RunRow } from '../runs/model.ts';
+import type { AgentConfig, RunRow } from '../engine/model.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { adapterFor } from './harnesses/index.ts';
@@ -15,6 +15,7 @@ import { SECRET_ENV_OF } from './assignment.ts';
 import type { HarnessType } from './settings.ts';
 import { resolveSkill } from './skills.ts';
 import * as sql from './sql.ts';
+import type { ClaimInputs } from '../engine/engine.ts';
 
 /** An assignment cannot be made for a reason that is the run's own (its configuration names a missing secret...). */
 export class AssignmentError extends Error {
@@ -38,13 +39,8 @@ export function authSecretName(config: AgentConfig, harness: HarnessType): strin
   return secrets[`${harness}_auth_secret_name`] || undefined;
 }
 
-export interface AssignmentInputs {
-  run_id: string;
-  /** Earlier executions of the run, newest first. */
-  previous: { id: string; agent_session_id: string | null; started: boolean }[];
-  followups: AssignmentFollowup[];
-  attachments: { file_name: string; mime_type: string; data: string }[];
-}
+/** What an assignment reads from the database (the claim reads it too). */
+export type AssignmentInputs = ClaimInputs;
 
 function followupText(followups: readonly AssignmentFollowup[]): string {
   return followups.map((f) => f.message).join('\n\n');

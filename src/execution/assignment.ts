@@ -3,8 +3,8 @@
  * (prompt, skill files, attachments, secrets) so that the service's executors and a self-hosted worker run
  * it the same way. Plain JSON: the worker protocol sends it as the `assignment`.
  */
-import type { McpServerConfig } from '../runs/model.ts';
-import type { RunEventType } from '../runs/events.ts';
+import type { McpServerConfig } from '../engine/model.ts';
+import type { RunEventType } from '../engine/events.ts';
 import type { HarnessType } from './settings.ts';
 
 export interface AssignmentFile {

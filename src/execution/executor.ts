@@ -8,7 +8,6 @@ import { RUNS_QUEUED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
 import { hostname } from 'node:os';
 import { CoalescedPass } from '../kernel/coalesced-pass.ts';
 import type { Logger } from '../kernel/log.ts';
-import type { CreatedRun } from '../runs/sql.ts';
 import type { RunService } from '../runs/service.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Bus } from '../kernel/bus.ts';
@@ -25,6 +24,7 @@ import type { ExecutionRecorder } from './recorder.ts';
 import { ExecutionRunner } from './runner.ts';
 import type { ExecutionSettings } from './settings.ts';
 import * as sql from './sql.ts';
+import type { CreatedRun } from '../engine/engine.ts';
 
 const HOST = hostname();
 

@@ -6,15 +6,15 @@
  * teams, QUEUED → CLAIMED through the state machine with its state event, an execution with its lease), so with
  * a queue it may take older runs of other teams first; the runs it leaves are announced as any new run is.
  * Creations of the same moment go together in one statement (group commit). The statement inserts the columns
- * insertRuns (src/runs/sql.ts) inserts, listed in functions.sql: the hand-off stays off when they differ.
+ * insertRuns (src/engine/sql.ts) inserts, listed in functions.sql: the hand-off stays off when they differ.
  */
-import type { CreatedRun, InsertRun } from '../runs/sql.ts';
-import { insertRunsParameter } from '../runs/sql.ts';
 import type { RunHandOff } from '../runs/service.ts';
 import type { Db } from '../kernel/db.ts';
 import { Batcher } from '../kernel/group-commit.ts';
 import type { Claimed, ClaimOptions } from './queue.ts';
 import { createAndClaimServiceRuns } from './queue.ts';
+import type { CreatedRun, InsertRun } from '../engine/engine.ts';
+import { insertRunsParameter } from '../engine/engine.ts';
 
 /** The executors a hand-off claims for. */
 export interface HandOffTarget {

@@ -1,20 +1,20 @@
 /**
  * The run queue: claiming queued runs for the service's executors (fair between teams) and for self-hosted
  * workers (by worker ID). A claim is one statement: it locks the runs to take (`FOR UPDATE SKIP LOCKED`, in
- * src/execution/functions.sql), so that however many processes claim at once each run goes to exactly
+ * src/engine/functions.sql), so that however many processes claim at once each run goes to exactly
  * one; moves them QUEUED → CLAIMED with the state machine's `claim` transition as a compare-and-set; creates
  * their executions with their leases; and reads what their assignments need (ay_claim_service_runs and
  * ay_claim_worker_runs over the lock functions: planned once per connection, one round trip).
  */
-import type { RunRow } from '../runs/model.ts';
-import { transitionFor } from '../runs/state-machine.ts';
+import type { RunRow } from '../engine/model.ts';
+import { transitionFor } from '../engine/state-machine.ts';
 import type { Db } from '../kernel/db.ts';
 import { newId } from '../kernel/ids.ts';
 import type { AssignmentInputs } from './assignment-builder.ts';
 import type { HarnessType } from './settings.ts';
 import { harnessFor, harnessSpellings } from './settings.ts';
-import type { ClaimParams, ClaimRow } from './sql.ts';
-import * as sql from './sql.ts';
+import type { ClaimParams, ClaimRow } from '../engine/engine.ts';
+import * as engine from '../engine/engine.ts';
 
 export interface Claimed {
   run: RunRow;
@@ -51,7 +51,7 @@ function claimedFrom(rows: ClaimRow[]): Claimed[] {
       run,
       executionId: row.execution_id,
       attempt: Number(row.attempt),
-      harness: row.harness,
+      harness: row.harness as HarnessType,
       inputs: { run_id: run.id, previous: row.previous, followups: row.followups, attachments: row.attachments },
     };
   });
@@ -85,19 +85,19 @@ function claimParams(limit: number, spellings: string[], types: HarnessType[], o
 export async function claimServiceRuns(db: Db, options: ClaimOptions): Promise<Claimed[]> {
   const { spellings, types } = harnessParams(options);
   if (options.limit <= 0 || spellings.length === 0) return [];
-  const res = await sql.ayClaimServiceRuns(db, claimParams(options.limit, spellings, types, options));
+  const res = await engine.ayClaimServiceRuns(db, claimParams(options.limit, spellings, types, options));
   return claimedFrom(res.rows);
 }
 
 /**
- * Inserts runs (`records`: the JSON records of runs/sql.ts insertRunsParameter) and, in the same statement, claims up to
+ * Inserts runs (`records`: the JSON records of insertRunsParameter) and, in the same statement, claims up to
  * `limit` queued runs for this process's executors as claimServiceRuns does (ay_create_and_claim_service_runs,
  * functions.sql): the claim may take older runs of other teams before the new ones.
  */
 export async function createAndClaimServiceRuns(db: Db, records: string, options: ClaimOptions): Promise<Claimed[]> {
   const { spellings, types } = harnessParams(options);
   const limit = spellings.length === 0 ? 0 : Math.max(0, options.limit);
-  const res = await sql.ayCreateAndClaimServiceRuns(db, records, claimParams(limit, spellings, types, options));
+  const res = await engine.ayCreateAndClaimServiceRuns(db, records, claimParams(limit, spellings, types, options));
   return claimedFrom(res.rows);
 }
 
@@ -110,6 +110,11 @@ export async function claimWorkerRuns(
 ): Promise<Claimed[]> {
   const { spellings, types } = harnessParams(options);
   if (options.limit <= 0 || spellings.length === 0) return [];
-  const res = await sql.ayClaimWorkerRuns(db, teamId, workerId, claimParams(options.limit, spellings, types, options));
+  const res = await engine.ayClaimWorkerRuns(
+    db,
+    teamId,
+    workerId,
+    claimParams(options.limit, spellings, types, options),
+  );
   return claimedFrom(res.rows);
 }

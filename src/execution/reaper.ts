@@ -7,11 +7,12 @@
  */
 import { RUNS_QUEUED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
 import type { Logger } from '../kernel/log.ts';
-import { applyRunEvent } from '../runs/sql.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
 import * as sql from './sql.ts';
 import { sweepWorkspaces } from './workspace.ts';
+import { applyRunEvent } from '../engine/engine.ts';
+import * as engine from '../engine/engine.ts';
 
 export interface ReaperDeps {
   db: Db;
@@ -64,10 +65,10 @@ export class Reaper {
   async reapExpiredLeases(): Promise<number> {
     const changes: { runId: string; state: string; workerHost: string | null }[] = [];
     const count = await this.#deps.db.transaction(async (tx) => {
-      const expired = await sql.lockExpiredExecutions(tx);
+      const expired = await engine.lockExpiredExecutions(tx);
       for (const e of expired.rows) {
         const started = e.started_at !== null;
-        await sql.endExecution(tx, e.id, started ? 'lost' : 'released');
+        await engine.endExecution(tx, e.id, started ? 'lost' : 'released');
         const at = e.lease_expires_at.toISOString();
         const run = started
           ? await applyRunEvent(tx, e.run_id, 'error', {

@@ -11,13 +11,12 @@ import { RUNS_QUEUED_TOPIC, RUN_EVENTS_TOPIC } from '../kernel/topics.ts';
 import { AssignmentError } from './assignment-builder.ts';
 import type { Logger } from '../kernel/log.ts';
 import { recordArtifact } from '../runs/artifact-files.ts';
-import { appendEventsOfRuns, insertArtifactFiles } from '../runs/sql.ts';
+import { insertArtifactFiles } from '../runs/sql.ts';
 import type { ArtifactFile, RecordedArtifact } from '../runs/artifact-files.ts';
-import type { NewRunEvent } from '../runs/events.ts';
-import type { RunRow } from '../runs/model.ts';
-import { applyRunEvent } from '../runs/sql.ts';
-import { transitionFor } from '../runs/state-machine.ts';
-import type { RunEvent } from '../runs/state-machine.ts';
+import type { NewRunEvent } from '../engine/events.ts';
+import type { RunRow } from '../engine/model.ts';
+import { transitionFor } from '../engine/state-machine.ts';
+import type { RunEvent } from '../engine/state-machine.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
 import { Batcher } from '../kernel/group-commit.ts';
@@ -25,6 +24,9 @@ import { retryOnConflict } from '../store/errors.ts';
 import { runFromJson } from './queue.ts';
 import * as sql from './sql.ts';
 import type { AgentEvent, ExecutionOutcome } from './assignment.ts';
+import { appendEventsOfRuns } from '../engine/engine.ts';
+import { applyRunEvent } from '../engine/engine.ts';
+import * as engine from '../engine/engine.ts';
 
 /** The state-machine event an outcome applies to its run (none: the run is left as it is). */
 const OUTCOME_EVENT: Partial<Record<ExecutionOutcome['kind'], RunEvent>> = {
@@ -164,7 +166,7 @@ export class ExecutionRecorder {
     // moved by the state machine's `start` transition, the follow-ups in their prompts consumed.
     const t = transitionFor('start');
     const followups = items.flatMap((i) => i.followupIds.map((f) => [f, i.executionId] as const));
-    const res = await sql.ayStartExecutions(this.#db, {
+    const res = await engine.ayStartExecutions(this.#db, {
       runIds: items.map((i) => i.runId),
       executionIds: items.map((i) => i.executionId),
       workspaces: items.map((i) => i.workspace),
@@ -206,7 +208,7 @@ export class ExecutionRecorder {
             const last = await appendEventsOfRuns(tx, batches);
             if (followups.length) await sql.consumeFollowups(tx, followups);
             for (const [runId, a] of artifacts) {
-              await sql.appendRunArtifacts(tx, runId, JSON.stringify(a.items));
+              await engine.appendRunArtifacts(tx, runId, JSON.stringify(a.items));
               await insertArtifactFiles(tx, runId, a.files);
             }
             return [...last.keys()];
@@ -218,18 +220,18 @@ export class ExecutionRecorder {
   /** Extends the leases of live executions; answers, per execution, whether it should go on. */
   async heartbeat(executionIds: readonly string[], leaseMs: number): Promise<LiveCheck[]> {
     if (executionIds.length === 0) return [];
-    const res = await sql.heartbeatExecutions(this.#db, executionIds, leaseMs);
+    const res = await engine.heartbeatExecutions(this.#db, executionIds, leaseMs);
     return this.#verdicts(executionIds, res.rows);
   }
 
   /** Whether executions should go on (read only: for the frequent cancellation poll). */
   async check(executionIds: readonly string[]): Promise<LiveCheck[]> {
     if (executionIds.length === 0) return [];
-    const res = await sql.checkExecutions(this.#db, executionIds);
+    const res = await engine.checkExecutions(this.#db, executionIds);
     return this.#verdicts(executionIds, res.rows);
   }
 
-  #verdicts(ids: readonly string[], rows: sql.LiveRow[]): LiveCheck[] {
+  #verdicts(ids: readonly string[], rows: engine.LiveRow[]): LiveCheck[] {
     const byId = new Map(rows.map((r) => [r.id, r]));
     return ids.map((executionId) => {
       const row = byId.get(executionId);
@@ -243,7 +245,7 @@ export class ExecutionRecorder {
   /** Gives a claimed run that never started back to the queue (at capacity, shutting down). */
   async release(executionId: string, runId: string, message: string): Promise<void> {
     const released = await this.#db.transaction(async (tx) => {
-      const ended = await sql.releaseExecution(tx, executionId);
+      const ended = await engine.releaseExecution(tx, executionId);
       if (ended.rowCount === 0) return undefined;
       return applyRunEvent(tx, runId, 'release', { executionId, statusMessage: { message } });
     });
@@ -283,7 +285,7 @@ export class ExecutionRecorder {
     // ay_end_executions (functions.sql): the executions still holding their lease ended, their runs moved by
     // the state machine's transition for their outcome (guarded by the execution still being current), usage
     // added, runs with a follow-up left waiting queued again — one statement, no BEGIN/COMMIT around it.
-    const res = await sql.ayEndExecutions(this.#db, {
+    const res = await engine.ayEndExecutions(this.#db, {
       executionIds: items.map((i) => i.executionId),
       runIds: items.map((i) => i.runId),
       outcomes: items.map((i) => i.outcome.kind),

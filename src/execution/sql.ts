@@ -4,209 +4,10 @@
  */
 import type { Queryable, QueryResult, SqlValue } from '../kernel/db.ts';
 import type { AssignmentInputs } from './assignment-builder.ts';
-import type { HarnessType } from './settings.ts';
 
 // ---- the queue (functions.sql) ----
 
-/** A row answered by a claim: the claimed run as JSON, its new execution, and what its assignment needs. */
-export interface ClaimRow {
-  run: Record<string, unknown>;
-  execution_id: string;
-  attempt: number;
-  harness: HarnessType;
-  previous: AssignmentInputs['previous'];
-  followups: AssignmentInputs['followups'];
-  attachments: AssignmentInputs['attachments'];
-}
-
-/** The parameters every claim passes (harness spellings, new execution ids, the lease, the `claim` transition). */
-export interface ClaimParams {
-  harnesses: string[];
-  limit: number;
-  executionIds: string[];
-  harnessSpellings: string[];
-  harnessTypes: HarnessType[];
-  executor: string;
-  leaseMs: number;
-  to: string;
-  from: string[];
-}
-
-/** The claim parameters in the order every claim function takes them. */
-const claimArgs = (p: ClaimParams): SqlValue[] => [
-  p.harnesses,
-  p.limit,
-  p.executionIds,
-  p.harnessSpellings,
-  p.harnessTypes,
-  p.executor,
-  p.leaseMs,
-  p.to,
-  p.from,
-];
-
-export function ayClaimServiceRuns(q: Queryable, p: ClaimParams): Promise<QueryResult<ClaimRow>> {
-  return q.query<ClaimRow>(
-    'SELECT * FROM ay_claim_service_runs($1::text[], $2::int, $3::text[], $4::text[], $5::text[], $6, $7::int, $8, $9::text[])',
-    claimArgs(p),
-  );
-}
-
-/** `records`: the JSON records of runs/sql.ts insertRunsParameter. */
-export function ayCreateAndClaimServiceRuns(
-  q: Queryable,
-  records: string,
-  p: ClaimParams,
-): Promise<QueryResult<ClaimRow>> {
-  return q.query<ClaimRow>(
-    'SELECT * FROM ay_create_and_claim_service_runs($1::jsonb, $2::text[], $3::int, $4::text[], $5::text[], $6::text[], $7, $8::int, $9, $10::text[])',
-    [records, ...claimArgs(p)],
-  );
-}
-
-export function ayClaimWorkerRuns(
-  q: Queryable,
-  teamId: string,
-  workerId: string,
-  p: ClaimParams,
-): Promise<QueryResult<ClaimRow>> {
-  return q.query<ClaimRow>(
-    'SELECT * FROM ay_claim_worker_runs($1, $2, $3::text[], $4::int, $5::text[], $6::text[], $7::text[], $8, $9::int, $10, $11::text[])',
-    [teamId, workerId, ...claimArgs(p)],
-  );
-}
-
-/** The arrays ay_start_executions takes, one entry per execution (the follow-ups: one per follow-up). */
-export interface StartParams {
-  runIds: string[];
-  executionIds: string[];
-  workspaces: string[];
-  leases: number[];
-  messages: string[];
-  followupIds: string[];
-  followupExecutions: string[];
-  to: string;
-  from: string[];
-  /** Per run: `LOCAL` when this server's executors run it (its `execution_location`), null to leave it. */
-  locations: (string | null)[];
-}
-
-export function ayStartExecutions(q: Queryable, p: StartParams): Promise<QueryResult<{ run_id: string }>> {
-  return q.query<{ run_id: string }>(
-    'SELECT run_id FROM ay_start_executions($1::text[], $2::text[], $3::text[], $4::int[], $5::jsonb[], $6::text[], $7::text[], $8, $9::text[], $10::text[])',
-    [
-      p.runIds,
-      p.executionIds,
-      p.workspaces,
-      p.leases,
-      p.messages,
-      p.followupIds,
-      p.followupExecutions,
-      p.to,
-      p.from,
-      p.locations,
-    ],
-  );
-}
-
-/** The arrays ay_end_executions takes, one entry per execution, and the transitions its ends use (JSON). */
-export interface EndParams {
-  executionIds: string[];
-  runIds: string[];
-  outcomes: string[];
-  exitCodes: (number | null)[];
-  sessions: (string | null)[];
-  workspaces: (string | null)[];
-  events: (string | null)[];
-  messages: string[];
-  usages: (string | null)[];
-  transitions: string;
-}
-
-export function ayEndExecutions(
-  q: Queryable,
-  p: EndParams,
-): Promise<QueryResult<{ run: Record<string, unknown>; requeued: boolean }>> {
-  return q.query<{ run: Record<string, unknown>; requeued: boolean }>(
-    'SELECT * FROM ay_end_executions($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::jsonb[], $9::jsonb[], $10::jsonb)',
-    [
-      p.executionIds,
-      p.runIds,
-      p.outcomes,
-      p.exitCodes,
-      p.sessions,
-      p.workspaces,
-      p.events,
-      p.messages,
-      p.usages,
-      p.transitions,
-    ],
-  );
-}
-
 // ---- leases and executions ----
-
-export interface LiveRow {
-  id: string;
-  ended: boolean;
-  state: string | null;
-  current: string | null;
-}
-
-/** Extends the leases of the live executions among `ids`; answers each with its run's state. */
-export function heartbeatExecutions(
-  q: Queryable,
-  ids: readonly string[],
-  leaseMs: number,
-): Promise<QueryResult<LiveRow>> {
-  return q.query<LiveRow>(
-    `WITH beat AS (
-         UPDATE executions SET heartbeat_at = ay_now(), lease_expires_at = ay_now() + $2 * interval '1 millisecond'
-         WHERE id = ANY($1::text[]) AND ended_at IS NULL RETURNING id, run_id
-       )
-       SELECT e.id, (b.id IS NULL) AS ended, r.state, r.execution_id AS current
-       FROM executions e LEFT JOIN beat b ON b.id = e.id LEFT JOIN runs r ON r.id = e.run_id
-       WHERE e.id = ANY($1::text[])`,
-    [ids, leaseMs],
-  );
-}
-
-export function checkExecutions(q: Queryable, ids: readonly string[]): Promise<QueryResult<LiveRow>> {
-  return q.query<LiveRow>(
-    `SELECT e.id, (e.ended_at IS NOT NULL) AS ended, r.state, r.execution_id AS current
-       FROM executions e LEFT JOIN runs r ON r.id = e.run_id WHERE e.id = ANY($1::text[])`,
-    [ids],
-  );
-}
-
-/** Ends a live execution as `released`; answers its id when it was live. */
-export function releaseExecution(q: Queryable, executionId: string): Promise<QueryResult<{ id: string }>> {
-  return q.query<{ id: string }>(
-    `UPDATE executions SET ended_at = ay_now(), outcome = 'released' WHERE id = $1 AND ended_at IS NULL RETURNING id`,
-    [executionId],
-  );
-}
-
-export interface ExpiredExecution {
-  id: string;
-  run_id: string;
-  executor: string;
-  started_at: Date | null;
-  lease_expires_at: Date;
-}
-
-/** Locks up to 100 live executions whose lease expired, oldest expiry first. */
-export function lockExpiredExecutions(q: Queryable): Promise<QueryResult<ExpiredExecution>> {
-  return q.query<ExpiredExecution>(
-    `SELECT id, run_id, executor, started_at, lease_expires_at FROM executions
-         WHERE ended_at IS NULL AND lease_expires_at < ay_now()
-         ORDER BY lease_expires_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
-  );
-}
-
-export async function endExecution(q: Queryable, id: string, outcome: string): Promise<void> {
-  await q.query(`UPDATE executions SET ended_at = ay_now(), outcome = $2 WHERE id = $1`, [id, outcome]);
-}
 
 /** Of `ids`, the executions live or ended within `retentionMs` (their workspaces are kept). */
 export function executionsToKeep(
@@ -230,14 +31,6 @@ export async function consumeFollowups(q: Queryable, pairs: readonly (readonly [
        WHERE f.id = x.id AND f.consumed_by_execution IS NULL`,
     [pairs.map((p) => p[0]), pairs.map((p) => p[1])],
   );
-}
-
-/** Appends artifacts (a JSON array) to a run's. */
-export async function appendRunArtifacts(q: Queryable, runId: string, artifacts: string): Promise<void> {
-  await q.query(`UPDATE runs SET artifacts = artifacts || $2::jsonb, updated_at = ay_now() WHERE id = $1`, [
-    runId,
-    artifacts,
-  ]);
 }
 
 export function waitingFollowups(
@@ -333,20 +126,6 @@ export function queuedRunsToAnnotate(q: Queryable): Promise<QueryResult<WaitingR
          SELECT 1 FROM kubernetes_factories k WHERE k.factory_id = r.factory_id AND k.deleted_at IS NULL AND k.executor = 'kubernetes')
        ORDER BY r.created_at LIMIT 1000`,
   );
-}
-
-/** Sets the waiting messages of runs still queued; answers how many changed. */
-export async function setWaitingMessages(
-  q: Queryable,
-  changes: readonly { id: string; message: string }[],
-): Promise<number> {
-  const res = await q.query(
-    `UPDATE runs r SET status_message = jsonb_build_object('message', c.message)
-     FROM unnest($1::text[], $2::text[]) AS c(id, message)
-     WHERE r.id = c.id AND r.state = 'QUEUED'`,
-    [changes.map((c) => c.id), changes.map((c) => c.message)],
-  );
-  return res.rowCount;
 }
 
 // ---- what an assignment reads ----

@@ -12,6 +12,7 @@ import { harnessFor, isHarnessType } from './settings.ts';
 import type { HarnessType } from './settings.ts';
 import type { Offer, WaitingRun } from './sql.ts';
 import * as sql from './sql.ts';
+import * as engine from '../engine/engine.ts';
 
 /** An executor process or worker connection counts as present when seen within this many heartbeats. */
 export const PRESENCE_HEARTBEATS = 3;
@@ -51,7 +52,7 @@ export async function annotateWaitingRuns(db: Db, presenceMs: number): Promise<n
     .map((r) => ({ id: r.id, message: waitingMessage(r, present), old: r.message }))
     .filter((c) => c.message !== null && c.message !== c.old);
   if (changes.length === 0) return 0;
-  return sql.setWaitingMessages(
+  return engine.setWaitingMessages(
     db,
     changes.map((c) => ({ id: c.id, message: c.message! })),
   );

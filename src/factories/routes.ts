@@ -9,7 +9,7 @@ import { readOnlyError } from './apply/reconciler.ts';
 import type { FactoryController } from './controller.ts';
 import type { FactoryRow } from './apply/model.ts';
 import * as sql from './apply/sql.ts';
-import { toRunItem } from '../runs/model.ts';
+import { toRunItem } from '../engine/model.ts';
 import { sessionLinksFor } from '../runs/session-link.ts';
 import { MAX_SECRET_BYTES } from '../secrets/service.ts';
 import type { SecretProvider } from '../secrets/provider.ts';

@@ -8,7 +8,7 @@
 import type { Principal } from '../identity/principal.ts';
 import type { ResolvedExecution } from '../definitions/model.ts';
 import type { Queryable } from '../kernel/db.ts';
-import type { AgentConfig } from '../runs/model.ts';
+import type { AgentConfig } from '../engine/model.ts';
 import { secretNamesOf, secretNotGranted } from '../runs/secret-names.ts';
 import { appliedDefinitions } from './apply/sql.ts';
 

@@ -9,7 +9,7 @@ import type { RunService } from '../runs/service.ts';
 import type { FactoryController } from './controller.ts';
 import type { FactoryRow } from './apply/model.ts';
 import * as sql from './apply/sql.ts';
-import type { AgentConfig, RunRow } from '../runs/model.ts';
+import type { AgentConfig, RunRow } from '../engine/model.ts';
 import { authorizeSource } from '../sources/access.ts';
 import { looksLikeGitUrl, normalizeSourceSpec } from '../sources/spec.ts';
 import { sourceUrlPolicyFor } from '../sources/url-policy.ts';

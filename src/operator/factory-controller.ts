@@ -5,7 +5,6 @@ import { AppError } from '../kernel/errors.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { FactoryRow } from '../factories/apply/model.ts';
 import * as reconcilerSql from '../factories/apply/sql.ts';
-import { applyRunEvent } from '../runs/sql.ts';
 import { normalizeSourceSpec } from '../sources/spec.ts';
 import type { GitSourceSpec } from '../sources/types.ts';
 import { newId } from '../kernel/ids.ts';
@@ -24,6 +23,7 @@ import type { KubernetesFactoryRow } from './sql.ts';
 import { WorkQueue } from '../kernel/work-queue.ts';
 import { TerminalError, runWorkers } from './reconcile.ts';
 import type { Result } from './reconcile.ts';
+import { applyRunEvent } from '../engine/engine.ts';
 
 export const FINALIZER = 'agentyard.dev/finalizer';
 /** Set it to any new value to fetch and apply now (retrying a refused revision), like Flux's requestedAt. */

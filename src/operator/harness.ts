@@ -7,7 +7,7 @@ import { promptWithNotes } from '../execution/runner.ts';
 import { harnessFor } from '../execution/settings.ts';
 import type { HarnessType } from '../execution/settings.ts';
 import { createWorkspace, writeAssignmentFiles } from '../execution/workspace.ts';
-import type { RunRow } from '../runs/model.ts';
+import type { RunRow } from '../engine/model.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { WORKSPACE_DIR } from './job-spec.ts';

@@ -8,10 +8,10 @@ import type { ExecutionOutcome } from '../execution/assignment.ts';
 import type { OperatorContext } from './context.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { getFactory } from '../factories/apply/sql.ts';
-import type { RunRow } from '../runs/model.ts';
-import { applyRunEvent, getRunById } from '../runs/sql.ts';
+import type { RunRow } from '../engine/model.ts';
+import { getRunById } from '../runs/sql.ts';
 import { SERVICE_WORKER_HOSTS } from '../runs/service.ts';
-import { isTerminal } from '../runs/state-machine.ts';
+import { isTerminal } from '../engine/state-machine.ts';
 import type { EventRecorder } from './events.ts';
 import type { FactoryCleanup } from './factory-controller.ts';
 import { InvocationError, jobHarness, prepareJobInvocation } from './harness.ts';
@@ -33,6 +33,8 @@ import { apiMessage, isConflict, isNotFound, requestOptions, statusCode } from '
 import * as sql from './sql.ts';
 import { WorkQueue } from '../kernel/work-queue.ts';
 import { runWorkers } from './reconcile.ts';
+import { applyRunEvent } from '../engine/engine.ts';
+import * as engine from '../engine/engine.ts';
 
 export interface JobExecutorOptions {
   ctx: OperatorContext;
@@ -210,7 +212,7 @@ export class JobExecutor implements FactoryCleanup {
         const jobName = jobNameFor(executionId);
         const run = await applyRunEvent(tx, candidate.id, 'claim', { executionId, statusMessage: null });
         if (!run) continue;
-        const attempt = await sql.insertJobExecution(tx, {
+        const attempt = await engine.insertJobExecution(tx, {
           id: executionId,
           runId: run.id,
           teamId: run.team_id,

@@ -1,6 +1,6 @@
 import type { V1Job, V1Secret, V1OwnerReference, V1EnvVar, V1KeyToPath } from '@kubernetes/client-node';
 import type { RunnerDefinition } from '../definitions/model.ts';
-import type { RunRow } from '../runs/model.ts';
+import type { RunRow } from '../engine/model.ts';
 import type { HarnessSettings, JobInvocation } from './harness.ts';
 import { API_VERSION, FACTORY_KIND } from './crd.ts';
 

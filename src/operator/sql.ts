@@ -165,20 +165,6 @@ export async function insertRunJob(
   );
 }
 
-/** The execution row of a run's Job (the Job is its executor; its lease is renewed while the Job lives). */
-export async function insertJobExecution(
-  q: Queryable,
-  row: { id: string; runId: string; teamId: string; executor: string; harness: string; leaseMs: number },
-): Promise<number> {
-  const res = await q.query<{ attempt: number }>(
-    `INSERT INTO executions (id, run_id, team_id, attempt, executor, harness, lease_expires_at)
-     SELECT $1, $2, $3, coalesce((SELECT count(*)::int FROM executions WHERE run_id = $2), 0) + 1, $4, $5, ay_now() + $6 * interval '1 millisecond'
-     RETURNING attempt`,
-    [row.id, row.runId, row.teamId, row.executor, row.harness, row.leaseMs],
-  );
-  return Number(res.rows[0]!.attempt);
-}
-
 export async function setRunJobLaunched(
   q: Queryable,
   runId: string,

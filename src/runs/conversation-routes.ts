@@ -9,7 +9,7 @@ import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
 import type { SecretCipher } from '../secrets/crypto.ts';
 import { buildConversation } from './conversation.ts';
-import type { RunRow } from './model.ts';
+import type { RunRow } from '../engine/model.ts';
 import { getRun, listConversationRuns, loadAllEvents, runHasExecuted } from './sql.ts';
 import { RunIdParamsSchema } from './schemas.ts';
 

@@ -4,8 +4,8 @@
  * results (`action_result`); skill loads as `read_skill` actions; state changes and results as `event` blocks.
  */
 import type { Queryable } from '../kernel/db.ts';
-import type { StoredRunEvent } from './events.ts';
-import type { RunRow } from './model.ts';
+import type { StoredRunEvent } from '../engine/events.ts';
+import type { RunRow } from '../engine/model.ts';
 import { loadAllEvents, loadExecutions } from './sql.ts';
 
 export type ContentBlock =

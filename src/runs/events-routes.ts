@@ -8,11 +8,12 @@ import { Type } from 'typebox';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
-import type { StoredRunEvent } from './events.ts';
-import { appendRunEvents, applyRunEvent, getRun, listEventsOfRuns, listRunEvents, ownRunIds } from './sql.ts';
+import type { StoredRunEvent } from '../engine/events.ts';
+import { getRun, listEventsOfRuns, listRunEvents, ownRunIds } from './sql.ts';
 import { RunIdParamsSchema } from './schemas.ts';
-import type { RunEvent } from './state-machine.ts';
-import { isRunState, isTerminal } from './state-machine.ts';
+import type { RunEvent } from '../engine/state-machine.ts';
+import { isRunState, isTerminal } from '../engine/state-machine.ts';
+import { appendRunEvents, applyRunEvent } from '../engine/engine.ts';
 
 const KEEPALIVE_MS = 15_000;
 const POLL_MS = 1_000;

@@ -1,8 +1,8 @@
 import { AppError } from '../kernel/errors.ts';
 import type { Queryable, SqlValue } from '../kernel/db.ts';
-import { storedSourcesFor } from './client-enums.ts';
-import type { RunRow } from './model.ts';
-import { RUN_STATES } from './state-machine.ts';
+import { storedSourcesFor } from '../engine/client-enums.ts';
+import type { RunRow } from '../engine/model.ts';
+import { RUN_STATES } from '../engine/state-machine.ts';
 
 export const SORT_FIELDS = ['updated_at', 'created_at', 'title', 'agent'] as const;
 export type SortField = (typeof SORT_FIELDS)[number];

@@ -1,9 +1,9 @@
 import { Type } from 'typebox';
-import { CLIENT_ERROR_CODES, CLIENT_RUN_SOURCES, RUN_SOURCES, SOURCE_FILTER_VALUES } from './client-enums.ts';
-import type { ClientErrorCode, ClientRunSource, RunSource } from './client-enums.ts';
-import type { AgentConfig } from './model.ts';
-import { RUN_STATES } from './state-machine.ts';
-import type { RunState } from './state-machine.ts';
+import { CLIENT_ERROR_CODES, CLIENT_RUN_SOURCES, RUN_SOURCES, SOURCE_FILTER_VALUES } from '../engine/client-enums.ts';
+import type { ClientErrorCode, ClientRunSource, RunSource } from '../engine/client-enums.ts';
+import type { AgentConfig } from '../engine/model.ts';
+import { RUN_STATES } from '../engine/state-machine.ts';
+import type { RunState } from '../engine/state-machine.ts';
 
 const Str = Type.String();
 const OptStr = Type.Optional(Type.String());

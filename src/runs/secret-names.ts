@@ -1,7 +1,7 @@
 import { AppError } from '../kernel/errors.ts';
 import type { Queryable } from '../kernel/db.ts';
 import type { Principal } from '../identity/principal.ts';
-import type { AgentConfig } from './model.ts';
+import type { AgentConfig } from '../engine/model.ts';
 
 /**
  * The managed secrets a run configuration names (their values would reach the agent's environment):

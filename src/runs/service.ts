@@ -4,11 +4,12 @@ import { AppError } from '../kernel/errors.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db, Queryable } from '../kernel/db.ts';
 import { newId, timeOrderedUuid } from '../kernel/ids.ts';
-import type { AgentConfig, Creator, McpServerConfig, RunRow, RunSource } from './model.ts';
+import type { AgentConfig, Creator, McpServerConfig, RunRow, RunSource } from '../engine/model.ts';
 import * as sql from './sql.ts';
-import { isTerminal } from './state-machine.ts';
+import { isTerminal } from '../engine/state-machine.ts';
 import { resolveAgentIdentity } from '../identity/agent-identities.ts';
-import { RunInsertBatcher } from './insert-batcher.ts';
+import { RunInsertBatcher } from '../engine/insert-batcher.ts';
+import * as engine from '../engine/engine.ts';
 
 /** Reserved `worker_host` values that mean "the service's own executors". */
 export const SERVICE_WORKER_HOSTS: ReadonlySet<string> = new Set(['service', 'warp']);
@@ -130,7 +131,7 @@ export function workerHostOf(config: AgentConfig): string | null {
 }
 
 /** Validates a creation request and resolves it into the row to insert (the agent identity is looked up in `q`). */
-export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Promise<sql.InsertRun> {
+export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Promise<engine.InsertRun> {
   const config = resolveConfig(input);
   if (input.metadata) checkMetadata(input.metadata);
   const prompt = input.prompt ?? '';
@@ -169,7 +170,7 @@ export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Pro
 
 /** Inserts a queued run in `q` (a transaction) with its attachments. */
 async function insertQueuedRun(q: Queryable, input: CreateRunInput): Promise<RunRow> {
-  const row = await sql.insertRun(q, await prepareQueuedRun(q, input));
+  const row = await engine.insertRun(q, await prepareQueuedRun(q, input));
   for (const attachment of input.attachments ?? []) await sql.insertAttachment(q, row.id, attachment);
   return row;
 }
@@ -196,12 +197,12 @@ function requestHash(body: unknown): string {
  * hand-off, src/execution/hand-off.ts). `create` answers undefined when it does not take the run.
  */
 export interface RunHandOff {
-  create(row: sql.InsertRun): Promise<sql.CreatedRun> | undefined;
+  create(row: engine.InsertRun): Promise<engine.CreatedRun> | undefined;
 }
 
 /** The `runs.queued` messages for new runs: one per worker host (a hint means "look at the queue", not one per run). */
 function queuedHints(
-  runs: readonly Pick<sql.CreatedRun, 'id' | 'worker_host'>[],
+  runs: readonly Pick<engine.CreatedRun, 'id' | 'worker_host'>[],
 ): { run_id: string; worker_host: string | null }[] {
   const byHost = new Map<string | null, { run_id: string; worker_host: string | null }>();
   for (const run of runs)
@@ -259,11 +260,11 @@ export class RunService {
    * commit.
    */
   create(input: CreateRunInput, options: CreateRunWithin): Promise<{ run: RunRow; replayed: false }>;
-  create(input: CreateRunInput, options?: CreateRunOptions): Promise<{ run: sql.CreatedRun; replayed: boolean }>;
+  create(input: CreateRunInput, options?: CreateRunOptions): Promise<{ run: engine.CreatedRun; replayed: boolean }>;
   async create(
     input: CreateRunInput,
     options: CreateRunOptions | CreateRunWithin = {},
-  ): Promise<{ run: sql.CreatedRun; replayed: boolean }> {
+  ): Promise<{ run: engine.CreatedRun; replayed: boolean }> {
     if ('within' in options) return { run: await insertQueuedRun(options.within, input), replayed: false };
     const { idempotency } = options;
     if (!idempotency && !input.attachments?.length) {
@@ -324,7 +325,7 @@ export class RunService {
    * host among the new runs (a hint means "look at the queue", so the runs created together need one, not one
    * each). A lost hint only delays them until the executors' next poll, so nobody waits for it.
    */
-  announce(runs: readonly Pick<sql.CreatedRun, 'id' | 'worker_host'>[]): void {
+  announce(runs: readonly Pick<engine.CreatedRun, 'id' | 'worker_host'>[]): void {
     for (const hint of queuedHints(runs)) void this.#bus.publish(RUNS_QUEUED_TOPIC, hint).catch(() => {});
   }
 
@@ -342,7 +343,7 @@ export class RunService {
     if (isTerminal(run.state)) {
       throw new AppError('invalid_request', `run ${runId} is already ${run.state} and cannot be cancelled`);
     }
-    const cancelled = await sql.applyRunEvent(this.#db, runId, 'cancel', {
+    const cancelled = await engine.applyRunEvent(this.#db, runId, 'cancel', {
       teamId,
       statusMessage: { message: 'Cancelled by request' },
     });
@@ -374,10 +375,10 @@ export class RunService {
       if (!current) throw new AppError('resource_not_found', `run ${runId} does not exist`);
       const f = await sql.insertFollowup(tx, { id: newId('fu'), runId, teamId, ...input });
       if (isTerminal(current.state)) {
-        const requeuedRun = await sql.applyRunEvent(tx, runId, 'continue', { teamId, statusMessage: null });
+        const requeuedRun = await engine.applyRunEvent(tx, runId, 'continue', { teamId, statusMessage: null });
         return { followupId: f.id, run: requeuedRun ?? current, requeued: requeuedRun !== undefined };
       }
-      await sql.touchRun(tx, runId);
+      await engine.touchRun(tx, runId);
       return { followupId: f.id, run: current, requeued: false };
     });
     if (requeued) this.announce([run]);

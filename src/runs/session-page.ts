@@ -1,4 +1,4 @@
-import type { RunItem } from './model.ts';
+import type { RunItem } from '../engine/model.ts';
 
 const escapeHtml = (s: string): string =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);

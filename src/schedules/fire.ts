@@ -7,6 +7,7 @@ import type { ScheduleRow } from './model.ts';
 import { creatorOfInfo, scheduleInfoOf } from './model.ts';
 import * as sql from './sql.ts';
 import type { LiveAutomation } from './sql.ts';
+import * as engine from '../engine/engine.ts';
 
 export interface FireOptions {
   now: Date;
@@ -133,7 +134,7 @@ async function fireOne(tx: Queryable, schedule: ScheduleRow, options: FireOption
   for (const input of inputs) {
     const outcome = await underSavepoint(tx, async () => {
       const { run } = await options.runs.create(input, { within: tx });
-      await sql.setRunScheduleInfo(tx, run.id, info);
+      await engine.setRunScheduleInfo(tx, run.id, info);
       return run;
     });
     if (outcome.ok)

@@ -1,4 +1,4 @@
-import type { AgentConfig, Creator } from '../runs/model.ts';
+import type { AgentConfig, Creator } from '../engine/model.ts';
 
 /** RunCreatorInfo as the API answers it (`created_by`, `updated_by`). */
 export interface CreatorInfo {

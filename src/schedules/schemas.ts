@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import type { AgentConfig } from '../runs/model.ts';
+import type { AgentConfig } from '../engine/model.ts';
 import { AgentConfigSchema } from '../runs/schemas.ts';
 
 const Str = Type.String();

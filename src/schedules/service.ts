@@ -1,6 +1,6 @@
 import { SCHEDULES_CHANGED_TOPIC } from '../kernel/topics.ts';
 import { AppError, isAppError } from '../kernel/errors.ts';
-import type { AgentConfig } from '../runs/model.ts';
+import type { AgentConfig } from '../engine/model.ts';
 import { checkMetadata, resolveConfig } from '../runs/service.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';

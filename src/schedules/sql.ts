@@ -1,7 +1,7 @@
 import { AUTOMATION_AGENT_PROMPT_SQL } from '../automations/run-input.ts';
 import type { AutomationRow } from '../factories/apply/model.ts';
 import type { Queryable } from '../kernel/db.ts';
-import type { AgentConfig } from '../runs/model.ts';
+import type { AgentConfig } from '../engine/model.ts';
 import type { CreatorInfo, ScheduleRow } from './model.ts';
 
 export interface ScheduleFields {
@@ -257,11 +257,6 @@ export async function recordFireRuns(
     runIds,
     error,
   ]);
-}
-
-/** What schedule fired a run, as it was at the fire (`schedule_info`). */
-export async function setRunScheduleInfo(q: Queryable, runId: string, info: string): Promise<void> {
-  await q.query('UPDATE runs SET schedule_info = $2 WHERE id = $1', [runId, info]);
 }
 
 /** Serialises the syncs of one factory's inline schedules, for the transaction. */

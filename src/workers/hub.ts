@@ -21,7 +21,7 @@ import { isHarnessType } from '../execution/settings.ts';
 import { waitingFollowups } from '../execution/sql.ts';
 import type { HarnessType } from '../execution/settings.ts';
 import type { Authenticator } from '../identity/service.ts';
-import { RUN_EVENT_TYPES } from '../runs/events.ts';
+import { RUN_EVENT_TYPES } from '../engine/events.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
@@ -29,6 +29,7 @@ import { newId } from '../kernel/ids.ts';
 import { CLOSE_CODES, parseWorkerMessage, WORKER_ID, WORKER_PROTOCOL_VERSION } from './protocol.ts';
 import type { HelloMessage, ServerMessage, WorkerMessage } from './protocol.ts';
 import * as sql from './sql.ts';
+import * as engine from '../engine/engine.ts';
 
 export interface HubDeps {
   db: Db;
@@ -233,7 +234,7 @@ export class WorkerHub {
     const running = (hello.running ?? []).filter((id) => typeof id === 'string');
     const adopted = running.length
       ? (
-          await sql.adoptExecutions(this.#deps.db, {
+          await engine.adoptExecutions(this.#deps.db, {
             executionIds: running,
             teamId,
             workerId: c.workerId,

@@ -1,5 +1,5 @@
-/** The workers domain's SQL: the connections of self-hosted workers, and the executions a reconnect adopts. */
-import type { Queryable, QueryResult } from '../kernel/db.ts';
+/** The workers domain's SQL: the connections of self-hosted workers (the executions a reconnect adopts: engine/). */
+import type { Queryable } from '../kernel/db.ts';
 
 export interface NewWorkerConnection {
   id: string;
@@ -31,20 +31,4 @@ export async function markDisconnected(q: Queryable, connectionId: string): Prom
 
 export async function markSeen(q: Queryable, connectionId: string, load: number): Promise<void> {
   await q.query('UPDATE worker_connections SET last_seen_at = ay_now(), load = $2 WHERE id = $1', [connectionId, load]);
-}
-
-/**
- * Executions a worker still runs after a reconnect: the new connection (`executor`) holds their leases from
- * now on. Answers those adopted (live, of the team and the worker).
- */
-export function adoptExecutions(
-  q: Queryable,
-  p: { executionIds: readonly string[]; teamId: string; workerId: string; executor: string; leaseMs: number },
-): Promise<QueryResult<{ id: string; run_id: string; harness: string; started: boolean }>> {
-  return q.query<{ id: string; run_id: string; harness: string; started: boolean }>(
-    `UPDATE executions SET executor = $4, lease_expires_at = ay_now() + $5 * interval '1 millisecond', heartbeat_at = ay_now()
-             WHERE id = ANY($1::text[]) AND team_id = $2 AND worker_id = $3 AND ended_at IS NULL
-             RETURNING id, run_id, harness, (started_at IS NOT NULL) AS started`,
-    [p.executionIds, p.teamId, p.workerId, p.executor, p.leaseMs],
-  );
 }

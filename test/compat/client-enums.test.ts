@@ -7,8 +7,8 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CLIENT_ERROR_CODES, ERROR_CODE_TABLE, RUN_SOURCE_TABLE } from '../../src/runs/client-enums.ts';
-import { RUN_STATES } from '../../src/runs/state-machine.ts';
+import { CLIENT_ERROR_CODES, ERROR_CODE_TABLE, RUN_SOURCE_TABLE } from '../../src/engine/client-enums.ts';
+import { RUN_STATES } from '../../src/engine/state-machine.ts';
 import { ensurePythonClient } from './support.ts';
 
 const run = promisify(execFile);

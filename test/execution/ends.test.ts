@@ -10,7 +10,7 @@ import type { Topic } from '../../src/kernel/topics.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimServiceRuns } from '../../src/execution/queue.ts';
 import type { FinishInput } from '../../src/execution/recorder.ts';
-import { transitionFor } from '../../src/runs/state-machine.ts';
+import { transitionFor } from '../../src/engine/state-machine.ts';
 import { ENGINES } from '../support/db.ts';
 import { createRun, eventsOf, executionsOf, startExecServer, waitFor } from './support.ts';
 import type { ExecServer } from './support.ts';

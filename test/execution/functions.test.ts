@@ -4,7 +4,7 @@
  * replaces an older one and never the reverse, and starts at once on an empty database all succeed.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { EXECUTION_FUNCTIONS_VERSION, executionFunctions } from '../../src/execution/functions.ts';
+import { EXECUTION_FUNCTIONS_VERSION, executionFunctions } from '../../src/engine/functions.ts';
 import { claimServiceRuns } from '../../src/execution/queue.ts';
 import type { Db } from '../../src/kernel/db.ts';
 import { prepareDatabase } from '../../src/schema.ts';

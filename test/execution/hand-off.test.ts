@@ -7,13 +7,13 @@
 import { RUNS_QUEUED_TOPIC } from '../../src/kernel/topics.ts';
 import { describe, expect, it } from 'vitest';
 import { insertsHandOffColumns } from '../../src/execution/hand-off.ts';
-import { insertRunsParameter } from '../../src/runs/sql.ts';
 import { createAndClaimServiceRuns } from '../../src/execution/queue.ts';
-import { insertRuns } from '../../src/runs/sql.ts';
 import { prepareQueuedRun } from '../../src/runs/service.ts';
 import { ENGINES } from '../support/db.ts';
 import { eventsOf, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
 import type { ExecServer } from './support.ts';
+import { insertRunsParameter } from '../../src/engine/engine.ts';
+import { insertRuns } from '../../src/engine/engine.ts';
 
 async function teamIdOf(s: ExecServer): Promise<string> {
   return (await s.api('GET', '/whoami')).body.team.id;

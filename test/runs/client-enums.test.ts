@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_CODE_TABLE, RUN_SOURCE_TABLE } from '../../src/runs/client-enums.ts';
-import type { RunSource } from '../../src/runs/client-enums.ts';
+import { ERROR_CODE_TABLE, RUN_SOURCE_TABLE } from '../../src/engine/client-enums.ts';
+import type { RunSource } from '../../src/engine/client-enums.ts';
 import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';

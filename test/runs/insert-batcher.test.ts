@@ -1,15 +1,15 @@
 import { RUNS_QUEUED_TOPIC } from '../../src/kernel/topics.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertTeam } from '../../src/identity/sql.ts';
-import { RunInsertBatcher } from '../../src/runs/insert-batcher.ts';
+import { RunInsertBatcher } from '../../src/engine/insert-batcher.ts';
 import { prepareQueuedRun, RunService } from '../../src/runs/service.ts';
 import { Bus } from '../../src/kernel/bus.ts';
 import type { Db } from '../../src/kernel/db.ts';
 import { openPostgres } from '../../src/store/pg.ts';
-import type { CreatedRun } from '../../src/runs/sql.ts';
 import { newId } from '../../src/kernel/ids.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
+import type { CreatedRun } from '../../src/engine/engine.ts';
 
 describe.each(ENGINES)('group commit of run creation on %s', (engine) => {
   let database: TestDatabase;

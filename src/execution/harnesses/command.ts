@@ -2,8 +2,8 @@
  * The generic `command` harness: any executable. It gets the run as one JSON document on stdin (then EOF)
  * and reports events as JSON lines on stdout, in Agentyard's own event format (docs/harnesses.md).
  */
-import { RUN_EVENT_TYPES } from '../../runs/events.ts';
-import type { RunEventType } from '../../runs/events.ts';
+import { RUN_EVENT_TYPES } from '../../engine/events.ts';
+import type { RunEventType } from '../../engine/events.ts';
 import type { AgentEvent, Assignment } from '../assignment.ts';
 import { jsonLine, readExitCommon, splitMcpServers, str } from './common.ts';
 import type { HarnessAdapter, OutputParser } from './types.ts';

@@ -1,4 +1,4 @@
-import type { McpServerConfig } from '../../runs/model.ts';
+import type { McpServerConfig } from '../../engine/model.ts';
 import type { AgentEvent } from '../assignment.ts';
 import type { ExitReading } from './types.ts';
 

@@ -1,6 +1,6 @@
 import type { Diagnostic } from '../../definitions/diagnostic.ts';
 import type { FactoryDefinition, WebhookAuthMode } from '../../definitions/model.ts';
-import type { AgentConfig } from '../../runs/model.ts';
+import type { AgentConfig } from '../../engine/model.ts';
 import type { SourceSpec } from '../../sources/types.ts';
 
 export type FactoryState = 'pending' | 'applied' | 'failed';

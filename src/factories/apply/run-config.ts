@@ -1,5 +1,5 @@
 import type { ResolvedExecution, Trigger } from '../../definitions/model.ts';
-import type { AgentConfig } from '../../runs/model.ts';
+import type { AgentConfig } from '../../engine/model.ts';
 import type { StoredTrigger } from './model.ts';
 
 const AUTH_SECRET_KEY: Record<string, keyof NonNullable<AgentConfig['harness_auth_secrets']>> = {

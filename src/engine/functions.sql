@@ -1,4 +1,4 @@
--- The execution queue's functions (src/execution/functions.ts installs them; docs/architecture.md, "Database
+-- The execution queue's functions (src/engine/functions.ts installs them; docs/architecture.md, "Database
 -- functions"). Edit them here only, never in a migration, and raise EXECUTION_FUNCTIONS.version with each change.
 -- A changed signature or result needs a `DROP FUNCTION IF EXISTS` of the old one before its new definition.
 --
@@ -273,7 +273,7 @@ $$;
 -- The end of a batch of executions in one call (src/execution/recorder.ts) instead of a transaction of several
 -- statements: on PGlite each would hold its only connection, on PostgreSQL each would be a round trip.
 --
--- p_transitions holds the state machine's transitions the end uses (src/runs/state-machine.ts, passed by the
+-- p_transitions holds the state machine's transitions the end uses (src/engine/state-machine.ts, passed by the
 -- caller): {"succeed": {"to": ..., "from": [...]}, "fail": ..., "error": ..., "continue": ...}. Per
 -- execution, p_events names the one its outcome applies (NULL: none, the run is left as it is). The columns
 -- each event sets are those of applyRunEventMany in src/runs/.

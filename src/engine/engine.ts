@@ -1,0 +1,46 @@
+/**
+ * The run engine's operations: every change of a run or an execution that another folder makes (the Run API,
+ * the executors and the recorder, self-hosted workers, the Kubernetes Job executor, schedules) is one of these.
+ * Each is one statement of `sql.ts` or one call of a queue function of `functions.sql`; a state change is a
+ * compare-and-set by a transition of `state-machine.ts`. Docs: docs/architecture.md, "The life of a run".
+ */
+export type {
+  ClaimInputs,
+  ClaimParams,
+  ClaimRow,
+  CreatedRun,
+  EndParams,
+  ExpiredExecution,
+  InsertRun,
+  LiveRow,
+  StartParams,
+} from './sql.ts';
+export {
+  // creation
+  insertRun,
+  insertRuns,
+  insertRunsParameter,
+  // the state machine
+  applyRunEvent,
+  // the queue: claim (service executors, self-hosted workers), hand-off, start, end
+  ayClaimServiceRuns,
+  ayClaimWorkerRuns,
+  ayCreateAndClaimServiceRuns,
+  ayStartExecutions,
+  ayEndExecutions,
+  // leases and executions (the Job executor's, a reconnected worker's)
+  heartbeatExecutions,
+  checkExecutions,
+  releaseExecution,
+  lockExpiredExecutions,
+  endExecution,
+  adoptExecutions,
+  insertJobExecution,
+  // what a run's row carries
+  appendRunEvents,
+  appendEventsOfRuns,
+  touchRun,
+  appendRunArtifacts,
+  setWaitingMessages,
+  setRunScheduleInfo,
+} from './sql.ts';

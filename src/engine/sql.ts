@@ -1,0 +1,559 @@
+/**
+ * The run engine's SQL: every statement that writes `runs` or `executions` (docs/architecture.md, "The life of
+ * a run"). Creation, the state machine's compare-and-sets, the calls of the queue's functions (functions.sql:
+ * claim, hand-off, start, end), leases, and the bookkeeping a run's row carries (its event sequence, artifacts,
+ * waiting message, schedule). Other folders call these; none writes `runs` or `executions` itself.
+ */
+import type { WireMessages } from '../kernel/bus.ts';
+import type { Queryable, QueryResult, SqlValue } from '../kernel/db.ts';
+import { clip } from './events.ts';
+import type { NewRunEvent } from './events.ts';
+import type { AgentConfig, RunRow, RunSource } from './model.ts';
+import type { RunEvent, RunState } from './state-machine.ts';
+import { transitionFor } from './state-machine.ts';
+
+// ---- creation ----
+
+export interface InsertRun {
+  id: string;
+  teamId: string;
+  title: string;
+  prompt: string;
+  state: RunState;
+  source: RunSource;
+  config: AgentConfig;
+  workerHost: string | null;
+  creator: { id: string; type: string; displayName: string; email: string | null } | null;
+  /** Who the run executes as, when not the creator. */
+  executor?: { id: string; type: string; displayName: string } | null;
+  factoryId: string | null;
+  automationId: string | null;
+  deliveryId: string | null;
+  scheduleId: string | null;
+  parentRunId: string | null;
+  conversationId: string | null;
+  sessionId: string;
+  metadata: Record<string, string>;
+}
+
+/** The columns a new run is inserted with, and their types (the record type of the JSON batch). */
+const INSERT_COLUMNS: readonly [string, string][] = [
+  ['id', 'text'],
+  ['team_id', 'text'],
+  ['title', 'text'],
+  ['prompt', 'text'],
+  ['state', 'text'],
+  ['source', 'text'],
+  ['config', 'jsonb'],
+  ['config_name', 'text'],
+  ['model_id', 'text'],
+  ['environment_id', 'text'],
+  ['skill_spec', 'text'],
+  ['worker_host', 'text'],
+  ['creator_id', 'text'],
+  ['creator_type', 'text'],
+  ['creator_name', 'text'],
+  ['creator_email', 'text'],
+  ['factory_id', 'text'],
+  ['automation_id', 'text'],
+  ['delivery_id', 'text'],
+  ['schedule_id', 'text'],
+  ['parent_run_id', 'text'],
+  ['conversation_id', 'text'],
+  ['session_id', 'text'],
+  ['metadata', 'jsonb'],
+  ['executor_id', 'text'],
+  ['executor_type', 'text'],
+  ['executor_name', 'text'],
+];
+
+const COLUMN_LIST = INSERT_COLUMNS.map(([name]) => name).join(', ');
+
+const RECORD_TYPE = INSERT_COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ');
+
+/** Inserts the records of insertRunsParameter ($1). */
+const INSERT_RUNS = `INSERT INTO runs (${COLUMN_LIST}) SELECT ${COLUMN_LIST} FROM json_to_recordset($1::json) AS r(${RECORD_TYPE})`;
+
+function insertRecord(r: InsertRun): Record<string, unknown> {
+  // Stored only when someone other than the creator executes the run (migration 0004).
+  const executor = r.executor && r.executor.id !== r.creator?.id ? r.executor : null;
+  return {
+    id: r.id,
+    team_id: r.teamId,
+    title: r.title,
+    prompt: r.prompt,
+    state: r.state,
+    source: r.source,
+    config: r.config,
+    config_name: r.config.name ?? null,
+    model_id: r.config.model_id ?? null,
+    environment_id: r.config.environment_id ?? null,
+    skill_spec: r.config.skill_spec ?? null,
+    worker_host: r.workerHost,
+    creator_id: r.creator?.id ?? null,
+    creator_type: r.creator?.type ?? null,
+    creator_name: r.creator?.displayName ?? null,
+    creator_email: r.creator?.email ?? null,
+    factory_id: r.factoryId,
+    automation_id: r.automationId,
+    delivery_id: r.deliveryId,
+    schedule_id: r.scheduleId,
+    parent_run_id: r.parentRunId,
+    conversation_id: r.conversationId,
+    session_id: r.sessionId,
+    metadata: r.metadata,
+    executor_id: executor?.id ?? null,
+    executor_type: executor?.type ?? null,
+    executor_name: executor?.displayName ?? null,
+  };
+}
+
+export async function insertRun(q: Queryable, r: InsertRun): Promise<RunRow> {
+  const res = await q.query<RunRow>(`${INSERT_RUNS} RETURNING *`, [insertRunsParameter([r])]);
+  return res.rows[0]!;
+}
+
+/** What a new run's creator needs back: reading every column back costs more than the insert on PGlite. */
+export type CreatedRun = Pick<RunRow, 'id' | 'state' | 'worker_host'>;
+
+/**
+ * The rows of a run insert as its one JSON parameter: on PGlite, binding 27 parameters per run cost more than the
+ * insert itself. Unpacked by json_to_recordset, which reads the text as it goes (jsonb_to_recordset first builds a
+ * jsonb value of the whole batch, slower per row: docs/decisions.md).
+ */
+export function insertRunsParameter(runs: readonly InsertRun[]): string {
+  return JSON.stringify(runs.map(insertRecord));
+}
+
+/**
+ * Several runs in one statement (all or none). A creator needs back only what it sent (id, state, worker
+ * host), so nothing is read back: on PGlite, parsing RETURNING rows cost about a tenth of the insert.
+ * `notify`: NOTIFYs sent by the same statement, so only if the runs commit, and without a round trip of their own.
+ */
+export async function insertRuns(
+  q: Queryable,
+  runs: readonly InsertRun[],
+  notify?: WireMessages,
+): Promise<CreatedRun[]> {
+  let inserted: number | null;
+  if (notify && notify.payloads.length > 0) {
+    const res = await q.query<{ inserted: number }>(
+      `WITH inserted AS (${INSERT_RUNS} RETURNING 1)
+       SELECT (SELECT count(*) FROM inserted)::int AS inserted, (SELECT count(pg_notify($2, p)) FROM unnest($3::text[]) AS p) AS notified`,
+      [insertRunsParameter(runs), notify.channel, notify.payloads],
+    );
+    inserted = res.rows[0]?.inserted ?? null;
+  } else {
+    inserted = (await q.query(INSERT_RUNS, [insertRunsParameter(runs)])).rowCount;
+  }
+  if (inserted !== runs.length) throw new Error(`inserted ${inserted} of ${runs.length} runs`);
+  return runs.map((r) => ({ id: r.id, state: r.state, worker_host: r.workerHost }));
+}
+
+// ---- the state machine ----
+
+/**
+ * Moves a run by a state-machine event as a compare-and-set on its current state. Answers the updated row,
+ * or undefined when the run was not in a state the event applies to.
+ */
+export async function applyRunEvent(
+  q: Queryable,
+  id: string,
+  event: RunEvent,
+  extra: {
+    statusMessage?: RunRow['status_message'];
+    teamId?: string;
+    /**
+     * `claim`: the execution that becomes the run's current one. Any other event: applies only while this is
+     * still the run's current execution (an executor whose lease was taken over changes nothing).
+     */
+    executionId?: string;
+  } = {},
+): Promise<RunRow | undefined> {
+  const t = transitionFor(event);
+  const params: SqlValue[] = [id, t.to, [...t.from]];
+  let sets = 'state = $2, updated_at = ay_now()';
+  if (extra.executionId !== undefined && event === 'claim') {
+    params.push(extra.executionId);
+    sets += `, execution_id = $${params.length}`;
+  }
+  if (event === 'start') sets += ', started_at = coalesce(started_at, ay_now())';
+  if (['succeed', 'fail', 'error', 'block', 'cancel'].includes(event)) sets += ', finished_at = ay_now()';
+  if (event === 'continue') sets += ', finished_at = NULL';
+  if (extra.statusMessage !== undefined) {
+    params.push(extra.statusMessage === null ? null : JSON.stringify(extra.statusMessage));
+    sets += `, status_message = $${params.length}`;
+  }
+  let where = 'id = $1 AND state = ANY($3)';
+  if (extra.teamId) {
+    params.push(extra.teamId);
+    where += ` AND team_id = $${params.length}`;
+  }
+  if (extra.executionId !== undefined && event !== 'claim') {
+    params.push(extra.executionId);
+    where += ` AND execution_id = $${params.length}`;
+  }
+  const res = await q.query<RunRow>(`UPDATE runs SET ${sets} WHERE ${where} RETURNING *`, params);
+  return res.rows[0];
+}
+
+// ---- the queue (functions.sql) ----
+
+/** A row answered by a claim: the claimed run as JSON, its new execution, and what its assignment needs. */
+/** What a claim reads for the claimed run's assignment (execution/assignment-builder.ts, AssignmentInputs). */
+export interface ClaimInputs {
+  run_id: string;
+  /** Earlier executions of the run, newest first. */
+  previous: { id: string; agent_session_id: string | null; started: boolean }[];
+  followups: { id: string; message: string }[];
+  attachments: { file_name: string; mime_type: string; data: string }[];
+}
+
+export interface ClaimRow {
+  run: Record<string, unknown>;
+  execution_id: string;
+  attempt: number;
+  /** A harness type of execution/settings.ts. */
+  harness: string;
+  previous: ClaimInputs['previous'];
+  followups: ClaimInputs['followups'];
+  attachments: ClaimInputs['attachments'];
+}
+
+/** The parameters every claim passes (harness spellings, new execution ids, the lease, the `claim` transition). */
+export interface ClaimParams {
+  harnesses: string[];
+  limit: number;
+  executionIds: string[];
+  harnessSpellings: string[];
+  harnessTypes: string[];
+  executor: string;
+  leaseMs: number;
+  to: string;
+  from: string[];
+}
+
+/** The claim parameters in the order every claim function takes them. */
+const claimArgs = (p: ClaimParams): SqlValue[] => [
+  p.harnesses,
+  p.limit,
+  p.executionIds,
+  p.harnessSpellings,
+  p.harnessTypes,
+  p.executor,
+  p.leaseMs,
+  p.to,
+  p.from,
+];
+
+export function ayClaimServiceRuns(q: Queryable, p: ClaimParams): Promise<QueryResult<ClaimRow>> {
+  return q.query<ClaimRow>(
+    'SELECT * FROM ay_claim_service_runs($1::text[], $2::int, $3::text[], $4::text[], $5::text[], $6, $7::int, $8, $9::text[])',
+    claimArgs(p),
+  );
+}
+
+/** `records`: the JSON records of insertRunsParameter. */
+export function ayCreateAndClaimServiceRuns(
+  q: Queryable,
+  records: string,
+  p: ClaimParams,
+): Promise<QueryResult<ClaimRow>> {
+  return q.query<ClaimRow>(
+    'SELECT * FROM ay_create_and_claim_service_runs($1::jsonb, $2::text[], $3::int, $4::text[], $5::text[], $6::text[], $7, $8::int, $9, $10::text[])',
+    [records, ...claimArgs(p)],
+  );
+}
+
+export function ayClaimWorkerRuns(
+  q: Queryable,
+  teamId: string,
+  workerId: string,
+  p: ClaimParams,
+): Promise<QueryResult<ClaimRow>> {
+  return q.query<ClaimRow>(
+    'SELECT * FROM ay_claim_worker_runs($1, $2, $3::text[], $4::int, $5::text[], $6::text[], $7::text[], $8, $9::int, $10, $11::text[])',
+    [teamId, workerId, ...claimArgs(p)],
+  );
+}
+
+/** The arrays ay_start_executions takes, one entry per execution (the follow-ups: one per follow-up). */
+export interface StartParams {
+  runIds: string[];
+  executionIds: string[];
+  workspaces: string[];
+  leases: number[];
+  messages: string[];
+  followupIds: string[];
+  followupExecutions: string[];
+  to: string;
+  from: string[];
+  /** Per run: `LOCAL` when this server's executors run it (its `execution_location`), null to leave it. */
+  locations: (string | null)[];
+}
+
+export function ayStartExecutions(q: Queryable, p: StartParams): Promise<QueryResult<{ run_id: string }>> {
+  return q.query<{ run_id: string }>(
+    'SELECT run_id FROM ay_start_executions($1::text[], $2::text[], $3::text[], $4::int[], $5::jsonb[], $6::text[], $7::text[], $8, $9::text[], $10::text[])',
+    [
+      p.runIds,
+      p.executionIds,
+      p.workspaces,
+      p.leases,
+      p.messages,
+      p.followupIds,
+      p.followupExecutions,
+      p.to,
+      p.from,
+      p.locations,
+    ],
+  );
+}
+
+/** The arrays ay_end_executions takes, one entry per execution, and the transitions its ends use (JSON). */
+export interface EndParams {
+  executionIds: string[];
+  runIds: string[];
+  outcomes: string[];
+  exitCodes: (number | null)[];
+  sessions: (string | null)[];
+  workspaces: (string | null)[];
+  events: (string | null)[];
+  messages: string[];
+  usages: (string | null)[];
+  transitions: string;
+}
+
+export function ayEndExecutions(
+  q: Queryable,
+  p: EndParams,
+): Promise<QueryResult<{ run: Record<string, unknown>; requeued: boolean }>> {
+  return q.query<{ run: Record<string, unknown>; requeued: boolean }>(
+    'SELECT * FROM ay_end_executions($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::jsonb[], $9::jsonb[], $10::jsonb)',
+    [
+      p.executionIds,
+      p.runIds,
+      p.outcomes,
+      p.exitCodes,
+      p.sessions,
+      p.workspaces,
+      p.events,
+      p.messages,
+      p.usages,
+      p.transitions,
+    ],
+  );
+}
+
+// ---- leases ----
+
+export interface LiveRow {
+  id: string;
+  ended: boolean;
+  state: string | null;
+  current: string | null;
+}
+
+/** Extends the leases of the live executions among `ids`; answers each with its run's state. */
+export function heartbeatExecutions(
+  q: Queryable,
+  ids: readonly string[],
+  leaseMs: number,
+): Promise<QueryResult<LiveRow>> {
+  return q.query<LiveRow>(
+    `WITH beat AS (
+         UPDATE executions SET heartbeat_at = ay_now(), lease_expires_at = ay_now() + $2 * interval '1 millisecond'
+         WHERE id = ANY($1::text[]) AND ended_at IS NULL RETURNING id, run_id
+       )
+       SELECT e.id, (b.id IS NULL) AS ended, r.state, r.execution_id AS current
+       FROM executions e LEFT JOIN beat b ON b.id = e.id LEFT JOIN runs r ON r.id = e.run_id
+       WHERE e.id = ANY($1::text[])`,
+    [ids, leaseMs],
+  );
+}
+
+export function checkExecutions(q: Queryable, ids: readonly string[]): Promise<QueryResult<LiveRow>> {
+  return q.query<LiveRow>(
+    `SELECT e.id, (e.ended_at IS NOT NULL) AS ended, r.state, r.execution_id AS current
+       FROM executions e LEFT JOIN runs r ON r.id = e.run_id WHERE e.id = ANY($1::text[])`,
+    [ids],
+  );
+}
+
+/** Ends a live execution as `released`; answers its id when it was live. */
+export function releaseExecution(q: Queryable, executionId: string): Promise<QueryResult<{ id: string }>> {
+  return q.query<{ id: string }>(
+    `UPDATE executions SET ended_at = ay_now(), outcome = 'released' WHERE id = $1 AND ended_at IS NULL RETURNING id`,
+    [executionId],
+  );
+}
+
+export interface ExpiredExecution {
+  id: string;
+  run_id: string;
+  executor: string;
+  started_at: Date | null;
+  lease_expires_at: Date;
+}
+
+/** Locks up to 100 live executions whose lease expired, oldest expiry first. */
+export function lockExpiredExecutions(q: Queryable): Promise<QueryResult<ExpiredExecution>> {
+  return q.query<ExpiredExecution>(
+    `SELECT id, run_id, executor, started_at, lease_expires_at FROM executions
+         WHERE ended_at IS NULL AND lease_expires_at < ay_now()
+         ORDER BY lease_expires_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
+  );
+}
+
+export async function endExecution(q: Queryable, id: string, outcome: string): Promise<void> {
+  await q.query(`UPDATE executions SET ended_at = ay_now(), outcome = $2 WHERE id = $1`, [id, outcome]);
+}
+
+/**
+ * Executions a worker still runs after a reconnect: the new connection (`executor`) holds their leases from
+ * now on. Answers those adopted (live, of the team and the worker).
+ */
+export function adoptExecutions(
+  q: Queryable,
+  p: { executionIds: readonly string[]; teamId: string; workerId: string; executor: string; leaseMs: number },
+): Promise<QueryResult<{ id: string; run_id: string; harness: string; started: boolean }>> {
+  return q.query<{ id: string; run_id: string; harness: string; started: boolean }>(
+    `UPDATE executions SET executor = $4, lease_expires_at = ay_now() + $5 * interval '1 millisecond', heartbeat_at = ay_now()
+             WHERE id = ANY($1::text[]) AND team_id = $2 AND worker_id = $3 AND ended_at IS NULL
+             RETURNING id, run_id, harness, (started_at IS NOT NULL) AS started`,
+    [p.executionIds, p.teamId, p.workerId, p.executor, p.leaseMs],
+  );
+}
+
+/** The execution row of a run's Job (the Job is its executor; its lease is renewed while the Job lives). */
+export async function insertJobExecution(
+  q: Queryable,
+  row: { id: string; runId: string; teamId: string; executor: string; harness: string; leaseMs: number },
+): Promise<number> {
+  const res = await q.query<{ attempt: number }>(
+    `INSERT INTO executions (id, run_id, team_id, attempt, executor, harness, lease_expires_at)
+     SELECT $1, $2, $3, coalesce((SELECT count(*)::int FROM executions WHERE run_id = $2), 0) + 1, $4, $5, ay_now() + $6 * interval '1 millisecond'
+     RETURNING attempt`,
+    [row.id, row.runId, row.teamId, row.executor, row.harness, row.leaseMs],
+  );
+  return Number(res.rows[0]!.attempt);
+}
+
+// ---- what a run row carries ----
+
+/**
+ * Appends events to a run (in the caller's transaction when given one). Answers the sequence of the last
+ * event written, or undefined when the run does not exist.
+ */
+export async function appendRunEvents(
+  q: Queryable,
+  runId: string,
+  executionId: string | null,
+  events: readonly NewRunEvent[],
+): Promise<number | undefined> {
+  if (events.length === 0) return undefined;
+  const bumped = await q.query<{ event_seq: number }>(
+    'UPDATE runs SET event_seq = event_seq + $2 WHERE id = $1 RETURNING event_seq',
+    [runId, events.length],
+  );
+  const last = bumped.rows[0]?.event_seq;
+  if (last === undefined) return undefined;
+  const first = Number(last) - events.length + 1;
+  await q.query(
+    `INSERT INTO run_events (run_id, sequence, execution_id, type, data, occurred_at)
+     SELECT $1, $2::bigint + e.ord - 1, $3, e.type, e.data, coalesce(e.occurred_at, ay_now())
+     FROM unnest($4::text[], $5::jsonb[], $6::timestamptz[]) WITH ORDINALITY AS e(type, data, occurred_at, ord)`,
+    [
+      runId,
+      first,
+      executionId,
+      events.map((e) => e.type),
+      events.map((e) => JSON.stringify(clip(e.data))),
+      events.map((e) => e.occurredAt ?? null),
+    ],
+  );
+  return Number(last);
+}
+
+/**
+ * Appends events to several runs in one statement (executors write the events of many executions at once).
+ * Answers the sequence of each run's last event written.
+ */
+export async function appendEventsOfRuns(
+  q: Queryable,
+  batches: readonly { runId: string; executionId: string | null; events: readonly NewRunEvent[] }[],
+): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  const rows: { runId: string; ord: number; executionId: string | null; e: NewRunEvent }[] = [];
+  for (const b of batches) {
+    for (const e of b.events) {
+      const ord = (counts.get(b.runId) ?? 0) + 1;
+      counts.set(b.runId, ord);
+      rows.push({ runId: b.runId, ord, executionId: b.executionId, e });
+    }
+  }
+  if (rows.length === 0) return new Map();
+  // runs locked in id order, so two batches never wait on each other in a circle
+  const runIds = [...counts.keys()].sort();
+  const res = await q.query<{ run_id: string; last: number }>(
+    `WITH wanted AS (
+       SELECT w.run_id, w.n FROM unnest($1::text[], $2::int[]) AS w(run_id, n)
+     ), locked AS (
+       SELECT r.id FROM runs r JOIN wanted w ON w.run_id = r.id ORDER BY r.id FOR UPDATE OF r
+     ), bumped AS (
+       UPDATE runs r SET event_seq = r.event_seq + w.n FROM wanted w, locked l
+       WHERE r.id = w.run_id AND l.id = r.id RETURNING r.id, r.event_seq, w.n
+     ), written AS (
+       INSERT INTO run_events (run_id, sequence, execution_id, type, data, occurred_at)
+       SELECT e.run_id, b.event_seq - b.n + e.ord, e.execution_id, e.type, e.data, coalesce(e.occurred_at, ay_now())
+       FROM unnest($3::text[], $4::int[], $5::text[], $6::text[], $7::jsonb[], $8::timestamptz[])
+         AS e(run_id, ord, execution_id, type, data, occurred_at)
+       JOIN bumped b ON b.id = e.run_id
+       RETURNING 1
+     )
+     SELECT b.id AS run_id, b.event_seq AS last FROM bumped b`,
+    [
+      runIds,
+      runIds.map((id) => counts.get(id)!),
+      rows.map((r) => r.runId),
+      rows.map((r) => r.ord),
+      rows.map((r) => r.executionId),
+      rows.map((r) => r.e.type),
+      rows.map((r) => JSON.stringify(clip(r.e.data))),
+      rows.map((r) => r.e.occurredAt ?? null),
+    ],
+  );
+  return new Map(res.rows.map((r) => [r.run_id, Number(r.last)]));
+}
+
+/** Marks a run updated now (a change beside its row: a follow-up). */
+export async function touchRun(q: Queryable, runId: string): Promise<void> {
+  await q.query('UPDATE runs SET updated_at = ay_now() WHERE id = $1', [runId]);
+}
+
+/** Appends artifacts (a JSON array) to a run's. */
+export async function appendRunArtifacts(q: Queryable, runId: string, artifacts: string): Promise<void> {
+  await q.query(`UPDATE runs SET artifacts = artifacts || $2::jsonb, updated_at = ay_now() WHERE id = $1`, [
+    runId,
+    artifacts,
+  ]);
+}
+
+/** Sets the waiting messages of runs still queued; answers how many changed. */
+export async function setWaitingMessages(
+  q: Queryable,
+  changes: readonly { id: string; message: string }[],
+): Promise<number> {
+  const res = await q.query(
+    `UPDATE runs r SET status_message = jsonb_build_object('message', c.message)
+     FROM unnest($1::text[], $2::text[]) AS c(id, message)
+     WHERE r.id = c.id AND r.state = 'QUEUED'`,
+    [changes.map((c) => c.id), changes.map((c) => c.message)],
+  );
+  return res.rowCount;
+}
+
+/** What schedule fired a run, as it was at the fire (`schedule_info`). */
+export async function setRunScheduleInfo(q: Queryable, runId: string, info: string): Promise<void> {
+  await q.query('UPDATE runs SET schedule_info = $2 WHERE id = $1', [runId, info]);
+}
