@@ -22,6 +22,7 @@ export {
   insertRunsParameter,
   // the state machine
   applyRunEvent,
+  cancelRunTree,
   // the queue: claim (service executors, self-hosted workers), hand-off, start, end
   ayClaimServiceRuns,
   ayClaimWorkerRuns,

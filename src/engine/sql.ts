@@ -197,6 +197,33 @@ export async function applyRunEvent(
   return res.rows[0];
 }
 
+/**
+ * Cancels a run and every run below it (`parent_run_id`, any depth): each one still active moves by the
+ * `cancel` transition, with `message` on the root and `childMessage` on the others. Answers the runs moved.
+ */
+export async function cancelRunTree(
+  q: Queryable,
+  teamId: string,
+  rootId: string,
+  message: string,
+  childMessage: string,
+): Promise<RunRow[]> {
+  const t = transitionFor('cancel');
+  const res = await q.query<RunRow>(
+    `WITH RECURSIVE tree(id) AS (
+       SELECT id FROM runs WHERE id = $1 AND team_id = $2
+       UNION
+       SELECT r.id FROM runs r JOIN tree ON r.parent_run_id = tree.id WHERE r.team_id = $2
+     )
+     UPDATE runs r SET state = $3, updated_at = ay_now(), finished_at = ay_now(),
+       status_message = jsonb_build_object('message', CASE WHEN r.id = $1 THEN $5 ELSE $6 END)
+     FROM tree WHERE r.id = tree.id AND r.state = ANY($4)
+     RETURNING r.*`,
+    [rootId, teamId, t.to, [...t.from], message, childMessage],
+  );
+  return res.rows;
+}
+
 // ---- the queue (functions.sql) ----
 
 /** A row answered by a claim: the claimed run as JSON, its new execution, and what its assignment needs. */

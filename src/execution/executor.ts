@@ -25,6 +25,7 @@ import { ExecutionRunner } from './runner.ts';
 import type { ExecutionSettings } from './settings.ts';
 import * as sql from './sql.ts';
 import type { CreatedRun } from '../engine/engine.ts';
+import { announceRunChanges } from '../engine/announce.ts';
 
 const HOST = hostname();
 
@@ -161,11 +162,10 @@ export class ServiceExecutor implements HandOffTarget {
 
   /** Runs a hand-off inserted but did not claim are announced as RunService announces new runs. */
   #announceQueued(runs: CreatedRun[]): void {
-    const byHost = new Map<string | null, CreatedRun>();
-    for (const run of runs) if (!byHost.has(run.worker_host)) byHost.set(run.worker_host, run);
-    for (const run of byHost.values()) {
-      void this.#deps.bus.publish(RUNS_QUEUED_TOPIC, { run_id: run.id, worker_host: run.worker_host }).catch(() => {});
-    }
+    void announceRunChanges(
+      this.#deps.bus,
+      runs.map((r) => ({ ...r, created: true })),
+    );
   }
 
   /**

@@ -1,11 +1,3 @@
-/**
- * The reaper, in every process (several at once are safe: each takes the executions it handles with
- * `FOR UPDATE SKIP LOCKED`): an execution whose lease expired ends its run ERROR (`lease_expired`) when the
- * agent had started, or gives the run back to the queue when it had not. It also queues again a finished run
- * that a follow-up reached while it was ending (the follow-up API saw it still running), and sweeps old
- * workspaces of this host.
- */
-import { RUNS_QUEUED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
 import type { Logger } from '../kernel/log.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
@@ -13,6 +5,7 @@ import * as sql from './sql.ts';
 import { sweepWorkspaces } from './workspace.ts';
 import { applyRunEvent } from '../engine/engine.ts';
 import * as engine from '../engine/engine.ts';
+import { announceRunChanges } from '../engine/announce.ts';
 
 export interface ReaperDeps {
   db: Db;
@@ -88,12 +81,11 @@ export class Reaper {
       }
       return expired.rowCount;
     });
-    for (const c of changes) {
-      this.#deps.log.warn({ runId: c.runId, state: c.state }, 'execution lease expired');
-      await this.#deps.bus.publish(RUN_CHANGED_TOPIC, { run_id: c.runId, state: c.state });
-      if (c.state === 'QUEUED')
-        await this.#deps.bus.publish(RUNS_QUEUED_TOPIC, { run_id: c.runId, worker_host: c.workerHost });
-    }
+    for (const c of changes) this.#deps.log.warn({ runId: c.runId, state: c.state }, 'execution lease expired');
+    await announceRunChanges(
+      this.#deps.bus,
+      changes.map((c) => ({ id: c.runId, state: c.state, worker_host: c.workerHost })),
+    );
     return count;
   }
 
@@ -102,7 +94,7 @@ export class Reaper {
     const waiting = await sql.runsWithUnconsumedFollowups(this.#deps.db);
     for (const { run_id } of waiting.rows) {
       const run = await applyRunEvent(this.#deps.db, run_id, 'continue', { statusMessage: null });
-      if (run) await this.#deps.bus.publish(RUNS_QUEUED_TOPIC, { run_id, worker_host: run.worker_host });
+      if (run) await announceRunChanges(this.#deps.bus, [run]);
     }
   }
 

@@ -7,7 +7,7 @@
  * Lock order, everywhere: executions before runs (the reaper does the same), runs in id order within a
  * statement where several are locked.
  */
-import { RUNS_QUEUED_TOPIC, RUN_EVENTS_TOPIC } from '../kernel/topics.ts';
+import { RUN_EVENTS_TOPIC } from '../kernel/topics.ts';
 import { AssignmentError } from './assignment-builder.ts';
 import type { Logger } from '../kernel/log.ts';
 import { recordArtifact } from '../runs/artifact-files.ts';
@@ -27,6 +27,7 @@ import type { AgentEvent, ExecutionOutcome } from './assignment.ts';
 import { appendEventsOfRuns } from '../engine/engine.ts';
 import { applyRunEvent } from '../engine/engine.ts';
 import * as engine from '../engine/engine.ts';
+import { announceRunChanges } from '../engine/announce.ts';
 
 /** The state-machine event an outcome applies to its run (none: the run is left as it is). */
 const OUTCOME_EVENT: Partial<Record<ExecutionOutcome['kind'], RunEvent>> = {
@@ -249,7 +250,7 @@ export class ExecutionRecorder {
       if (ended.rowCount === 0) return undefined;
       return applyRunEvent(tx, runId, 'release', { executionId, statusMessage: { message } });
     });
-    if (released) await this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: runId, worker_host: released.worker_host });
+    if (released) await announceRunChanges(this.#bus, [released]);
   }
 
   /**
@@ -307,12 +308,8 @@ export class ExecutionRecorder {
     });
     const rows = new Map(res.rows.map((r) => [r.run.id as string, runFromJson(r.run)]));
     await this.#announce([...rows.keys()]);
-    for (const r of res.rows) {
-      if (r.requeued) {
-        const run = rows.get(r.run.id as string);
-        if (run) await this.#bus.publish(RUNS_QUEUED_TOPIC, { run_id: run.id, worker_host: run.worker_host });
-      }
-    }
+    const requeued = res.rows.flatMap((r) => (r.requeued ? [rows.get(r.run.id as string)!] : []));
+    if (requeued.length > 0) await announceRunChanges(this.#bus, requeued);
     return items.map((i) => {
       const row = rows.get(i.runId);
       if (!row)

@@ -1,4 +1,4 @@
-import { FACTORIES_CHANGED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
+import { FACTORIES_CHANGED_TOPIC } from '../kernel/topics.ts';
 import type { Logger } from '../kernel/log.ts';
 import type { OperatorContext } from './context.ts';
 import { AppError } from '../kernel/errors.ts';
@@ -24,6 +24,7 @@ import { WorkQueue } from '../kernel/work-queue.ts';
 import { TerminalError, runWorkers } from './reconcile.ts';
 import type { Result } from './reconcile.ts';
 import { applyRunEvent } from '../engine/engine.ts';
+import { announceRunChanges } from '../engine/announce.ts';
 
 export const FINALIZER = 'agentyard.dev/finalizer';
 /** Set it to any new value to fetch and apply now (retrying a refused revision), like Flux's requestedAt. */
@@ -426,7 +427,7 @@ export class FactoryResourceController {
       const moved = await applyRunEvent(ctx.db, run.id, event, {
         statusMessage: { message: `${why}: its runs were stopped`, error_code: 'factory_deleted' },
       });
-      if (moved) await ctx.bus.publish(RUN_CHANGED_TOPIC, { run_id: run.id, state: moved.state });
+      if (moved) await announceRunChanges(ctx.bus, [moved]);
     }
     const row = await reconcilerSql.getFactory(ctx.db, kf.factory_id);
     if (row) {

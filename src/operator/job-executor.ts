@@ -35,6 +35,7 @@ import { WorkQueue } from '../kernel/work-queue.ts';
 import { runWorkers } from './reconcile.ts';
 import { applyRunEvent } from '../engine/engine.ts';
 import * as engine from '../engine/engine.ts';
+import { announceRunChanges } from '../engine/announce.ts';
 
 export interface JobExecutorOptions {
   ctx: OperatorContext;
@@ -231,12 +232,11 @@ export class JobExecutor implements FactoryCleanup {
       }
       return { out, unsupported };
     });
-    for (const { run } of claimed.unsupported)
-      await this.#o.ctx.bus.publish(RUN_CHANGED_TOPIC, { run_id: run.id, state: run.state });
-    for (const claim of claimed.out) {
-      await this.#o.ctx.bus.publish(RUN_CHANGED_TOPIC, { run_id: claim.run.id, state: claim.run.state });
-      await this.#launch(claim);
-    }
+    await announceRunChanges(this.#o.ctx.bus, [
+      ...claimed.unsupported.map((u) => u.run),
+      ...claimed.out.map((c) => c.run),
+    ]);
+    for (const claim of claimed.out) await this.#launch(claim);
   }
 
   /** Creates the run's Job (suspended), its Secret (owned by the Job), then lets the Job start. */

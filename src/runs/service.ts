@@ -1,4 +1,3 @@
-import { RUN_CHANGED_TOPIC, RUNS_QUEUED_TOPIC } from '../kernel/topics.ts';
 import { createHash } from 'node:crypto';
 import { AppError } from '../kernel/errors.ts';
 import type { Bus } from '../kernel/bus.ts';
@@ -10,6 +9,7 @@ import { isTerminal } from '../engine/state-machine.ts';
 import { resolveAgentIdentity } from '../identity/agent-identities.ts';
 import { RunInsertBatcher } from '../engine/insert-batcher.ts';
 import * as engine from '../engine/engine.ts';
+import { announceQueuedLocally, announceRunChanges, queuedWireMessages } from '../engine/announce.ts';
 
 /** Reserved `worker_host` values that mean "the service's own executors". */
 export const SERVICE_WORKER_HOSTS: ReadonlySet<string> = new Set(['service', 'warp']);
@@ -200,16 +200,6 @@ export interface RunHandOff {
   create(row: engine.InsertRun): Promise<engine.CreatedRun> | undefined;
 }
 
-/** The `runs.queued` messages for new runs: one per worker host (a hint means "look at the queue", not one per run). */
-function queuedHints(
-  runs: readonly Pick<engine.CreatedRun, 'id' | 'worker_host'>[],
-): { run_id: string; worker_host: string | null }[] {
-  const byHost = new Map<string | null, { run_id: string; worker_host: string | null }>();
-  for (const run of runs)
-    if (!byHost.has(run.worker_host)) byHost.set(run.worker_host, { run_id: run.id, worker_host: run.worker_host });
-  return [...byHost.values()];
-}
-
 /** How a run is created; see RunService.create. */
 export interface CreateRunOptions {
   /** The same key and body within 24 hours answer the run created the first time; another body is refused. */
@@ -236,10 +226,11 @@ export class RunService {
     this.#bus = bus;
     this.#batcher = new RunInsertBatcher(db, {
       notifications: (runs) =>
-        bus.wireMessages(RUNS_QUEUED_TOPIC, queuedHints(runs.map((r) => ({ id: r.id, worker_host: r.workerHost })))),
-      inserted: (runs) => {
-        for (const hint of queuedHints(runs)) bus.emitLocal(RUNS_QUEUED_TOPIC, hint);
-      },
+        queuedWireMessages(
+          bus,
+          runs.map((r) => ({ id: r.id, worker_host: r.workerHost })),
+        ),
+      inserted: (runs) => announceQueuedLocally(bus, runs),
     });
   }
 
@@ -326,7 +317,10 @@ export class RunService {
    * each). A lost hint only delays them until the executors' next poll, so nobody waits for it.
    */
   announce(runs: readonly Pick<engine.CreatedRun, 'id' | 'worker_host'>[]): void {
-    for (const hint of queuedHints(runs)) void this.#bus.publish(RUNS_QUEUED_TOPIC, hint).catch(() => {});
+    void announceRunChanges(
+      this.#bus,
+      runs.map((r) => ({ ...r, state: 'QUEUED', created: true })),
+    );
   }
 
   async get(teamId: string, runId: string): Promise<RunRow> {
@@ -343,16 +337,21 @@ export class RunService {
     if (isTerminal(run.state)) {
       throw new AppError('invalid_request', `run ${runId} is already ${run.state} and cannot be cancelled`);
     }
-    const cancelled = await engine.applyRunEvent(this.#db, runId, 'cancel', {
+    // The runs it started (`parent_run_id`, any depth) are cancelled with it.
+    const moved = await engine.cancelRunTree(
+      this.#db,
       teamId,
-      statusMessage: { message: 'Cancelled by request' },
-    });
+      runId,
+      'Cancelled by request',
+      `Cancelled with run ${runId}, which it descends from`,
+    );
+    await announceRunChanges(this.#bus, moved);
+    const cancelled = moved.find((r) => r.id === runId);
     if (!cancelled) {
       const now = await this.get(teamId, runId);
       if (now.state === 'CANCELLED') return now;
       throw new AppError('invalid_request', `run ${runId} is already ${now.state} and cannot be cancelled`);
     }
-    await this.#bus.publish(RUN_CHANGED_TOPIC, { run_id: runId, state: cancelled.state });
     return cancelled;
   }
 
@@ -381,8 +380,9 @@ export class RunService {
       await engine.touchRun(tx, runId);
       return { followupId: f.id, run: current, requeued: false };
     });
-    if (requeued) this.announce([run]);
-    await this.#bus.publish(RUN_CHANGED_TOPIC, { run_id: runId, followup_id: followupId });
+    await announceRunChanges(this.#bus, [
+      { id: runId, worker_host: run.worker_host, followupId, ...(requeued ? { state: run.state } : {}) },
+    ]);
     return { followupId, run };
   }
 }
