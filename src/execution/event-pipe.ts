@@ -1,4 +1,5 @@
 import type { AgentEvent } from './assignment.ts';
+import { SerialQueue } from '../kernel/loop.ts';
 
 /**
  * Batches an execution's events and writes them one batch at a time, in order: events reported in one tick
@@ -9,7 +10,7 @@ export class EventPipe {
   readonly #onError: (err: unknown) => void;
   #pending: AgentEvent[] = [];
   #scheduled = false;
-  #chain: Promise<void> = Promise.resolve();
+  readonly #queue = new SerialQueue();
 
   constructor(write: (events: AgentEvent[]) => Promise<void>, onError: (err: unknown) => void) {
     this.#write = write;
@@ -28,8 +29,8 @@ export class EventPipe {
     this.#scheduled = false;
     const batch = this.#pending;
     this.#pending = [];
-    if (batch.length > 0) this.#chain = this.#chain.then(() => this.#write(batch)).catch(this.#onError);
-    return this.#chain;
+    if (batch.length > 0) void this.#queue.run(() => this.#write(batch)).catch(this.#onError);
+    return this.#queue.settled();
   }
 
   drain(): Promise<void> {

@@ -26,6 +26,7 @@ import type { ExecutionSettings } from './settings.ts';
 import * as sql from './sql.ts';
 import type { CreatedRun } from '../engine/engine.ts';
 import { announceRunChanges } from '../engine/announce.ts';
+import { Loop } from '../kernel/loop.ts';
 
 const HOST = hostname();
 
@@ -59,7 +60,7 @@ export class ServiceExecutor implements HandOffTarget {
   readonly #active = new Map<string, Active>();
   readonly #byRun = new Map<string, string>();
   readonly #unsubscribe: (() => void)[] = [];
-  readonly #timers: NodeJS.Timeout[] = [];
+  readonly #loops: Loop[] = [];
   readonly #dispatches = new CoalescedPass(
     () => this.#dispatch().catch((err: unknown) => this.#deps.log.warn({ err }, 'claiming runs failed')),
     () => !this.#stopped,
@@ -130,19 +131,21 @@ export class ServiceExecutor implements HandOffTarget {
         this.#onRunChanged(data as { run_id?: string; state?: string; followup_id?: string } | null),
       ),
     );
-    const every = (ms: number, fn: () => Promise<void>) => {
-      const t = setInterval(
-        () => void fn().catch((err: unknown) => this.#deps.log.warn({ err }, 'executor tick failed')),
-        ms,
+    const every = (name: string, ms: number, pass: () => Promise<void>) =>
+      this.#loops.push(
+        new Loop({
+          name,
+          everyMs: ms,
+          atStart: false,
+          pass,
+          onError: (err) => this.#deps.log.warn({ err }, 'executor tick failed'),
+        }).start(),
       );
-      t.unref();
-      this.#timers.push(t);
-    };
-    every(settings.pollMs, async () => {
+    every('executor poll', settings.pollMs, async () => {
       this.wake();
       await this.#poll();
     });
-    every(settings.heartbeatMs, () => this.#heartbeat());
+    every('executor heartbeat', settings.heartbeatMs, () => this.#heartbeat());
     await this.#register();
     if (settings.concurrency > 0 && settings.harnesses.length > 0 && this.#handOffColumnsMatch()) {
       const handOff = new HandOff(this.#deps.db, this, (runs) => this.#announceQueued(runs));
@@ -330,7 +333,7 @@ export class ServiceExecutor implements HandOffTarget {
   async stop(): Promise<void> {
     this.#stopped = true;
     for (const u of this.#unsubscribe) u();
-    for (const t of this.#timers) clearInterval(t);
+    await Promise.all(this.#loops.map((l) => l.stop()));
     await this.#dispatches.idle();
     // runs claimed by hand-offs under way are launched, then stopped with the others
     await this.#handOff?.drain();

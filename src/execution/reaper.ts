@@ -6,6 +6,7 @@ import { sweepWorkspaces } from './workspace.ts';
 import { applyRunEvent } from '../engine/engine.ts';
 import * as engine from '../engine/engine.ts';
 import { announceRunChanges } from '../engine/announce.ts';
+import { Loop } from '../kernel/loop.ts';
 
 export interface ReaperDeps {
   db: Db;
@@ -21,7 +22,7 @@ const SWEEP_EVERY_MS = 10 * 60_000;
 
 export class Reaper {
   readonly #deps: ReaperDeps;
-  #timer: NodeJS.Timeout | undefined;
+  #loop: Loop | undefined;
   #running: Promise<void> | undefined;
   #lastSweep = 0;
 
@@ -30,8 +31,12 @@ export class Reaper {
   }
 
   start(): void {
-    this.#timer = setInterval(() => void this.tick(), this.#deps.intervalMs);
-    this.#timer.unref();
+    this.#loop = new Loop({
+      name: 'reaper',
+      everyMs: this.#deps.intervalMs,
+      atStart: false,
+      pass: () => this.tick(),
+    }).start();
   }
 
   tick(): Promise<void> {
@@ -114,7 +119,7 @@ export class Reaper {
   }
 
   async stop(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
+    await this.#loop?.stop();
     await this.#running;
   }
 }

@@ -16,6 +16,7 @@ import type { ExecutionSettings } from './settings.ts';
 import { redact, secretForms } from './redaction.ts';
 import { createWorkspace, workspaceSize, writeAssignmentFiles } from './workspace.ts';
 import type { Workspace } from './workspace.ts';
+import { Loop } from '../kernel/loop.ts';
 
 export interface RunnerHooks {
   /**
@@ -369,22 +370,22 @@ export class ExecutionRunner {
     this.#process = proc;
     if (this.#stopReason) void proc.stop(this.#settings.killGraceMs);
 
-    const sizeTimer = setInterval(
-      () => {
-        void workspaceSize(ws.dir, this.#settings.workspaceMaxBytes).then((bytes) => {
-          if (bytes > this.#settings.workspaceMaxBytes) {
-            void this.stop('shutdown', {
-              message: `the workspace grew past ${Math.round(this.#settings.workspaceMaxBytes / 1048576)} MB (AGENTYARD_WORKSPACE_MAX_MB)`,
-              errorCode: 'workspace_too_large',
-            });
-          }
-        });
+    const sizeCheck = new Loop({
+      name: 'workspace size',
+      everyMs: Math.min(SIZE_CHECK_MS, this.#settings.heartbeatMs * 5),
+      atStart: false,
+      pass: async () => {
+        const bytes = await workspaceSize(ws.dir, this.#settings.workspaceMaxBytes);
+        if (bytes > this.#settings.workspaceMaxBytes) {
+          void this.stop('shutdown', {
+            message: `the workspace grew past ${Math.round(this.#settings.workspaceMaxBytes / 1048576)} MB (AGENTYARD_WORKSPACE_MAX_MB)`,
+            errorCode: 'workspace_too_large',
+          });
+        }
       },
-      Math.min(SIZE_CHECK_MS, this.#settings.heartbeatMs * 5),
-    );
-    sizeTimer.unref();
+    }).start();
     const exit = await proc.exited;
-    clearInterval(sizeTimer);
+    await sizeCheck.stop();
     onEvents(parser.end());
     if (stderrDropped)
       this.#emit([{ type: 'log', data: { stream: 'stderr', text: `[${stderrDropped} more stderr lines not kept]` } }]);

@@ -13,6 +13,7 @@ import type { HarnessType } from './settings.ts';
 import type { Offer, WaitingRun } from './sql.ts';
 import * as sql from './sql.ts';
 import * as engine from '../engine/engine.ts';
+import { Loop } from '../kernel/loop.ts';
 
 /** An executor process or worker connection counts as present when seen within this many heartbeats. */
 export const PRESENCE_HEARTBEATS = 3;
@@ -65,21 +66,15 @@ const WAITING_EVERY_MS = 2_000;
  * or anywhere can take with what they wait for; answers the stop.
  */
 export function startWaitingAnnotations(deps: { db: Db; bus: Bus; log: Logger }, heartbeatMs: number): () => void {
-  let pending: NodeJS.Timeout | undefined;
-  const annotate = () => {
-    pending = undefined;
-    void annotateWaitingRuns(deps.db, heartbeatMs * PRESENCE_HEARTBEATS).catch((err: unknown) =>
-      deps.log.debug({ err }, 'annotating waiting runs failed'),
-    );
-  };
-  const timer = setInterval(annotate, WAITING_EVERY_MS);
-  timer.unref();
-  const unsubscribe = deps.bus.subscribe(RUNS_QUEUED_TOPIC, () => {
-    pending ??= setTimeout(annotate, 250).unref();
-  });
-  return () => {
-    clearInterval(timer);
-    clearTimeout(pending);
-    unsubscribe();
-  };
+  const loop = new Loop({
+    name: 'waiting annotations',
+    everyMs: WAITING_EVERY_MS,
+    atStart: false,
+    topics: { bus: deps.bus, topics: [RUNS_QUEUED_TOPIC], delayMs: 250 },
+    pass: async () => {
+      await annotateWaitingRuns(deps.db, heartbeatMs * PRESENCE_HEARTBEATS);
+    },
+    onError: (err) => deps.log.debug({ err }, 'annotating waiting runs failed'),
+  }).start();
+  return () => void loop.stop();
 }

@@ -9,6 +9,7 @@ import { FactoryGoneError, Reconciler } from './apply/reconciler.ts';
 import type { ReconcilerDeps } from './apply/reconciler.ts';
 import type { Clock } from '../kernel/clock.ts';
 import { WorkQueue } from '../kernel/work-queue.ts';
+import { Loop } from '../kernel/loop.ts';
 
 /** Retries of transient failures: 2 s, doubling, at most 5 minutes. */
 const MAX_BACKOFF_MS = 5 * 60_000;
@@ -28,7 +29,7 @@ interface Job {
 
 interface Tracked {
   key: string;
-  timer: NodeJS.Timeout | undefined;
+  poll: Loop | undefined;
   stopWatching: (() => Promise<void>) | undefined;
 }
 
@@ -104,15 +105,16 @@ export class FactoryController {
     const existing = this.#tracked.get(factory.id);
     if (existing?.key === key) return;
     if (existing) await this.#stopTracking(factory.id, existing);
-    const tracked: Tracked = { key, timer: undefined, stopWatching: undefined };
+    const tracked: Tracked = { key, poll: undefined, stopWatching: undefined };
     this.#tracked.set(factory.id, tracked);
     const spec = factory.source;
     if (spec.type === 'git' && spec.poll_interval_seconds > 0) {
-      tracked.timer = setInterval(
-        () => void this.request(factory.id, 'poll', false).catch(() => {}),
-        spec.poll_interval_seconds * 1000,
-      );
-      tracked.timer.unref();
+      tracked.poll = new Loop({
+        name: `factory ${factory.id} poll`,
+        everyMs: spec.poll_interval_seconds * 1000,
+        atStart: false,
+        pass: () => void this.request(factory.id, 'poll', false).catch(() => {}),
+      }).start();
     }
     if (spec.type === 'directory') {
       const source = this.reconciler.sourceFor(factory);
@@ -140,7 +142,7 @@ export class FactoryController {
 
   async #stopTracking(factoryId: string, tracked: Tracked): Promise<void> {
     this.#tracked.delete(factoryId);
-    if (tracked.timer) clearInterval(tracked.timer);
+    await tracked.poll?.stop();
     this.#queue.drop(factoryId);
     await tracked.stopWatching?.();
   }

@@ -8,6 +8,8 @@ import { getSignatureScheme } from './signatures/index.ts';
 import type { SignatureScheme } from './signatures/index.ts';
 import { liveWebhookRoutes } from './sql.ts';
 import type { WebhookRouteRow } from './sql.ts';
+import { Loop } from '../kernel/loop.ts';
+import { SerialQueue } from '../kernel/loop.ts';
 
 /** A live (enabled, not deleted) webhook as the ingress needs it per request. */
 export interface WebhookRoute {
@@ -42,9 +44,9 @@ export class RoutingSnapshot {
   readonly #cipher: SecretCipher;
   readonly #log: Logger;
   #routes = new Map<string, WebhookRoute>();
-  #chain: Promise<void> = Promise.resolve();
+  readonly #queue = new SerialQueue();
   #unsubscribe: (() => void) | undefined;
-  #timer: NodeJS.Timeout | undefined;
+  #fullReload: Loop | undefined;
 
   constructor(db: Db, cipher: SecretCipher, log: Logger) {
     this.#db = db;
@@ -66,13 +68,17 @@ export class RoutingSnapshot {
       const factoryId = (data as { factory_id?: unknown } | null)?.factory_id;
       void (typeof factoryId === 'string' ? this.reloadFactory(factoryId) : this.reloadAll());
     });
-    this.#timer = setInterval(() => void this.reloadAll(), FULL_RELOAD_INTERVAL_MS);
-    this.#timer.unref();
+    this.#fullReload = new Loop({
+      name: 'routing full reload',
+      everyMs: FULL_RELOAD_INTERVAL_MS,
+      atStart: false,
+      pass: () => this.reloadAll(),
+    }).start();
   }
 
   stop(): void {
     this.#unsubscribe?.();
-    clearInterval(this.#timer);
+    void this.#fullReload?.stop();
   }
 
   reloadAll(): Promise<void> {
@@ -105,7 +111,7 @@ export class RoutingSnapshot {
 
   /** Answers once every reload asked for so far is done. */
   settled(): Promise<void> {
-    return this.#chain;
+    return this.#queue.settled();
   }
 
   /** The webhook as the database has it now (the snapshot is updated too). */
@@ -115,11 +121,9 @@ export class RoutingSnapshot {
   }
 
   #serial(load: () => Promise<void>): Promise<void> {
-    const run = this.#chain
-      .then(load)
+    return this.#queue
+      .run(load)
       .catch((err: unknown) => this.#log.error({ err }, 'webhook routing snapshot refresh failed'));
-    this.#chain = run;
-    return run;
   }
 
   #toRoute(row: WebhookRouteRow): WebhookRoute {

@@ -8,6 +8,7 @@ import type { IngressLimits } from './limits.ts';
 import { DeliveryBudgets, IngressLimiters } from './rate-limits.ts';
 import { purgeDeliveries } from './retention.ts';
 import { RoutingSnapshot } from './routing.ts';
+import { Loop } from '../kernel/loop.ts';
 
 export interface IngressOptions {
   limits?: Partial<IngressLimits>;
@@ -80,11 +81,15 @@ export function createIngressRuntime(
 
 /** Purges old deliveries every `intervalMs` (default 10 minutes), in every process; answers the stop. */
 export function startDeliveryRetention(ctx: ServiceContext, intervalMs = 10 * 60_000): () => Promise<void> {
-  const purge = () =>
-    void purgeDeliveries(ctx.db)
-      .then((n) => n > 0 && ctx.log.info({ deliveries: n }, 'purged old webhook deliveries'))
-      .catch((err: unknown) => ctx.log.error({ err }, 'purging old webhook deliveries failed'));
-  const timer = setInterval(purge, intervalMs);
-  timer.unref();
-  return async () => clearInterval(timer);
+  const loop = new Loop({
+    name: 'delivery retention',
+    everyMs: intervalMs,
+    atStart: false,
+    pass: async () => {
+      const n = await purgeDeliveries(ctx.db);
+      if (n > 0) ctx.log.info({ deliveries: n }, 'purged old webhook deliveries');
+    },
+    onError: (err) => ctx.log.error({ err }, 'purging old webhook deliveries failed'),
+  }).start();
+  return () => loop.stop();
 }

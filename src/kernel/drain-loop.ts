@@ -1,5 +1,5 @@
 import type { Bus } from './bus.ts';
-import { CoalescedPass } from './coalesced-pass.ts';
+import { Loop } from './loop.ts';
 import type { Topic } from './topics.ts';
 
 export interface DrainLoopOptions {
@@ -15,18 +15,15 @@ export interface DrainLoopOptions {
  * every poll interval, one pass at a time (CoalescedPass). Used by the outbox evaluator and the integration jobs.
  */
 export abstract class DrainLoop {
-  readonly #options: DrainLoopOptions;
-  readonly #passes: CoalescedPass;
-  #stopped = false;
-  #timer: NodeJS.Timeout | undefined;
-  #unsubscribe: (() => void) | undefined;
+  readonly #loop: Loop;
 
   constructor(options: DrainLoopOptions) {
-    this.#options = options;
-    this.#passes = new CoalescedPass(
-      () => this.drain(),
-      () => !this.#stopped,
-    );
+    this.#loop = new Loop({
+      name: new.target.name,
+      everyMs: options.pollIntervalMs,
+      topics: { bus: options.bus, topics: [options.topic] },
+      pass: () => this.drain(),
+    });
   }
 
   /** Takes work until the queue is empty or the loop stopped; handles its own errors (must not reject). */
@@ -34,30 +31,29 @@ export abstract class DrainLoop {
 
   /** True once `stop` was called: a drain in progress ends at its next item. */
   get stopped(): boolean {
-    return this.#stopped;
+    return this.#loop.stopped;
   }
 
   start(): void {
-    this.#unsubscribe = this.#options.bus.subscribe(this.#options.topic, () => this.kick());
-    this.#timer = setInterval(() => this.kick(), this.#options.pollIntervalMs);
-    this.#timer.unref();
-    this.kick();
+    this.#loop.start();
   }
 
   async stop(): Promise<void> {
-    this.#stopped = true;
-    this.#unsubscribe?.();
-    clearInterval(this.#timer);
-    await this.#passes.idle();
+    await this.#loop.stop();
   }
 
   /** Drains now, or once more after the pass under way. */
   kick(): void {
-    this.#passes.request();
+    this.#loop.kick();
   }
 
   /** Resolves when no pass runs (for tests and shutdown). */
   idle(): Promise<void> {
-    return this.#passes.idle();
+    return this.#loop.idle();
+  }
+
+  /** The loop's lifecycle (a pass ended, the loop stopped), for tests that wait on it. */
+  get loop(): Loop {
+    return this.#loop;
   }
 }

@@ -25,6 +25,7 @@ import { TerminalError, runWorkers } from './reconcile.ts';
 import type { Result } from './reconcile.ts';
 import { applyRunEvent } from '../engine/engine.ts';
 import { announceRunChanges } from '../engine/announce.ts';
+import { Loop } from '../kernel/loop.ts';
 
 export const FINALIZER = 'agentyard.dev/finalizer';
 /** Set it to any new value to fetch and apply now (retrying a refused revision), like Flux's requestedAt. */
@@ -108,14 +109,16 @@ export class FactoryResourceController {
       if (id) void this.#enqueueFactory(id);
     });
     const removeQueue = metrics.addQueue('factories', () => this.queue.length);
-    const resync = setInterval(
-      () => {
+    const resync = new Loop({
+      name: 'factory resync',
+      everyMs: this.#o.resyncMs ?? 5 * 60_000,
+      atStart: false,
+      pass: async () => {
         for (const obj of this.informer.list()) this.queue.add(objectKey(obj));
-        void this.#sweepOrphans().catch((err: unknown) => this.#o.log.warn({ err }, 'factory orphan sweep failed'));
+        await this.#sweepOrphans();
       },
-      this.#o.resyncMs ?? 5 * 60_000,
-    );
-    resync.unref();
+      onError: (err) => this.#o.log.warn({ err }, 'factory orphan sweep failed'),
+    }).start();
     try {
       await this.informer.start();
       void this.#sweepOrphans().catch((err: unknown) => this.#o.log.warn({ err }, 'factory orphan sweep failed'));
@@ -129,7 +132,7 @@ export class FactoryResourceController {
         observe: (outcome, seconds) => metrics.reconcileDuration.observe({ controller: 'factories', outcome }, seconds),
       });
     } finally {
-      clearInterval(resync);
+      await resync.stop();
       unsubscribe();
       removeQueue();
       await this.informer.stop();

@@ -36,6 +36,7 @@ import { runWorkers } from './reconcile.ts';
 import { applyRunEvent } from '../engine/engine.ts';
 import * as engine from '../engine/engine.ts';
 import { announceRunChanges } from '../engine/announce.ts';
+import { Loop } from '../kernel/loop.ts';
 
 export interface JobExecutorOptions {
   ctx: OperatorContext;
@@ -136,13 +137,17 @@ export class JobExecutor implements FactoryCleanup {
     ];
     const removeQueue = metrics.addQueue('jobs', () => this.queue.length);
     let polls = 0;
-    const poll = setInterval(() => {
-      this.dispatch();
-      // Now and then: renew the leases of open Jobs, and look at each again (missed events, runs ended elsewhere).
-      if (++polls % 12 === 0)
-        void this.#heartbeat().catch((err: unknown) => this.#o.log.warn({ err }, 'renewing Job leases failed'));
-    }, this.#o.pollMs ?? 5_000);
-    poll.unref();
+    const poll = new Loop({
+      name: 'job dispatch poll',
+      everyMs: this.#o.pollMs ?? 5_000,
+      atStart: false,
+      pass: async () => {
+        this.dispatch();
+        // Now and then: renew the leases of open Jobs, and look at each again (missed events, runs ended elsewhere).
+        if (++polls % 12 === 0) await this.#heartbeat();
+      },
+      onError: (err) => this.#o.log.warn({ err }, 'renewing Job leases failed'),
+    }).start();
     try {
       await this.informer.start();
       await this.#enqueueOpen();
@@ -157,7 +162,7 @@ export class JobExecutor implements FactoryCleanup {
         observe: (outcome, seconds) => metrics.reconcileDuration.observe({ controller: 'jobs', outcome }, seconds),
       });
     } finally {
-      clearInterval(poll);
+      await poll.stop();
       for (const u of unsubscribe) u();
       removeQueue();
       await this.#dispatches.idle();

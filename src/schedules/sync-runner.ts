@@ -5,6 +5,7 @@ import type { Db } from '../kernel/db.ts';
 import { syncFactorySchedules } from './automation-sync.ts';
 import type { Clock } from '../kernel/clock.ts';
 import { factoriesWithSchedules } from './sql.ts';
+import { SerialQueue } from '../kernel/loop.ts';
 
 /** Re-sync every factory this often, in case a change notice was lost. */
 const FULL_SYNC_INTERVAL_MS = 60_000;
@@ -19,7 +20,7 @@ export class AutomationScheduleSync {
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #stop = new AbortController();
-  #chain: Promise<void> = Promise.resolve();
+  readonly #queue = new SerialQueue();
   #unsubscribe: (() => void) | undefined;
   #loop: Promise<void> | undefined;
 
@@ -53,7 +54,7 @@ export class AutomationScheduleSync {
     this.#unsubscribe?.();
     this.#stop.abort();
     await this.#loop;
-    await this.#chain;
+    await this.#queue.settled();
   }
 
   syncAll(): Promise<void> {
@@ -81,10 +82,6 @@ export class AutomationScheduleSync {
   }
 
   #serial(work: () => Promise<void>): Promise<void> {
-    const run = this.#chain
-      .then(work)
-      .catch((err: unknown) => this.#log.error({ err }, 'automation schedule sync failed'));
-    this.#chain = run;
-    return run;
+    return this.#queue.run(work).catch((err: unknown) => this.#log.error({ err }, 'automation schedule sync failed'));
   }
 }

@@ -3,7 +3,7 @@ import { gitAuthFor } from './credentials.ts';
 import { git, initBareRepository, readCommit, readSourceTree } from './git-exec.ts';
 import { DEFAULT_SOURCE_LIMITS } from './limits.ts';
 import type { SourceLimits } from './limits.ts';
-import { SerialQueue } from './mutex.ts';
+import { SerialQueue } from '../kernel/loop.ts';
 import { SourceError, isSourceError } from './types.ts';
 import type { GitSourceSpec, Source, SourceSnapshot } from './types.ts';
 import { classifyGitUrl, sanitizeMessage, sanitizeUrl } from './url.ts';

@@ -5,7 +5,7 @@ import type { Db } from '../kernel/db.ts';
 import { BASE_GIT_ENV, inheritedEnv, openBareRepository, readTree } from './git-exec.ts';
 import type { ManagedCommit } from './sql.ts';
 import { insertManagedCommits, isCommitTaken, listManagedCommits, managedCommitFiles } from './sql.ts';
-import { SerialQueue } from './mutex.ts';
+import { SerialQueue } from '../kernel/loop.ts';
 import { SourceError } from './types.ts';
 import type { Source, SourceSnapshot } from './types.ts';
 

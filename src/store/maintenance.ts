@@ -1,5 +1,6 @@
 import type { Logger } from '../kernel/log.ts';
 import type { Db } from '../kernel/db.ts';
+import { Loop } from '../kernel/loop.ts';
 
 /**
  * When a table is due, with PostgreSQL's autovacuum defaults: more rows changed since the last ANALYZE than
@@ -202,25 +203,29 @@ export function startTableMaintenance(db: Db, log: Logger, schedule: Maintenance
       .catch((err: unknown) => log.warn({ err }, 'table maintenance failed'))
       .finally(() => (running = undefined));
   };
-  const passes = setInterval(() => start(() => maintainTables(db, AUTOVACUUM_DEFAULTS, checkpoints)), intervalMs);
-  const checks = setInterval(
-    () =>
+  const passes = new Loop({
+    name: 'table maintenance',
+    everyMs: intervalMs,
+    atStart: false,
+    pass: () => start(() => maintainTables(db, AUTOVACUUM_DEFAULTS, checkpoints)),
+  }).start();
+  const checks = new Loop({
+    name: 'checkpoint check',
+    everyMs: checkpointCheckMs,
+    atStart: false,
+    pass: () =>
       start(async () => {
         const checkpointed = await checkpointIfDue(db, checkpoints);
         return { analyzed: [], vacuumed: [], ...(checkpointed !== undefined ? { checkpointed } : {}) };
       }),
-    checkpointCheckMs,
-  );
-  passes.unref();
-  checks.unref();
+  }).start();
   // the indexes' free-space maps at once, rather than a whole interval into the process's life
   start(async () => {
     const freeSpaceMaps = await createIndexFreeSpaceMaps(db);
     return { analyzed: [], vacuumed: [], ...(freeSpaceMaps.length > 0 ? { freeSpaceMaps } : {}) };
   });
   return async () => {
-    clearInterval(passes);
-    clearInterval(checks);
+    await Promise.all([passes.stop(), checks.stop()]);
     await running;
   };
 }

@@ -13,6 +13,7 @@ import type { ExecutionSettings } from '../execution/settings.ts';
 import { sweepWorkspaces } from '../execution/workspace.ts';
 import { WORKER_CONNECT_PATH, WORKER_PROTOCOL_VERSION } from './protocol.ts';
 import type { ServerMessage, WorkerMessage } from './protocol.ts';
+import { Loop } from '../kernel/loop.ts';
 
 export interface WorkerLog {
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -49,8 +50,8 @@ export class WorkerClient {
   readonly #outbox: WorkerMessage[] = [];
   #ws: WebSocket | undefined;
   #welcomed = false;
-  #heartbeat: NodeJS.Timeout | undefined;
-  #sweeper: NodeJS.Timeout | undefined;
+  #heartbeat: Loop | undefined;
+  #sweeper: Loop | undefined;
   #reconnect: NodeJS.Timeout | undefined;
   #backoff: number;
   #stopped = false;
@@ -71,9 +72,12 @@ export class WorkerClient {
     const first = new Promise<void>((resolve) => {
       this.#connected = resolve;
     });
-    void this.#sweep();
-    this.#sweeper = setInterval(() => void this.#sweep(), 10 * 60_000);
-    this.#sweeper.unref();
+    this.#sweeper = new Loop({
+      name: 'workspace sweep',
+      everyMs: 10 * 60_000,
+      pass: () => this.#sweep(),
+      onError: (err) => this.#o.log.warn('sweeping old workspaces failed', { err: String(err) }),
+    }).start();
     this.#connect();
     return first;
   }
@@ -120,7 +124,7 @@ export class WorkerClient {
       this.#o.log.warn(`the server refused the connection: HTTP ${res.statusCode}`, { url });
     });
     ws.on('close', (code, reason) => {
-      if (this.#heartbeat) clearInterval(this.#heartbeat);
+      void this.#heartbeat?.stop();
       this.#heartbeat = undefined;
       this.#welcomed = false;
       if (this.#stopped) return;
@@ -172,12 +176,15 @@ export class WorkerClient {
         for (const id of msg.stale) void this.#runners.get(id)?.stop('lost');
         const pending = this.#outbox.splice(0);
         for (const m of pending) this.#send(m);
-        this.#heartbeat = setInterval(
-          () => this.#sendNow({ type: 'heartbeat', load: this.#runners.size, running: [...this.#runners.keys()] }),
-          msg.heartbeat_ms,
-        );
-        this.#heartbeat.unref();
-        this.#sendNow({ type: 'heartbeat', load: this.#runners.size, running: [...this.#runners.keys()] });
+        void this.#heartbeat?.stop();
+        // A heartbeat now, then every heartbeat_ms.
+        this.#heartbeat = new Loop({
+          name: 'worker heartbeat',
+          everyMs: msg.heartbeat_ms,
+          pass: () => {
+            this.#sendNow({ type: 'heartbeat', load: this.#runners.size, running: [...this.#runners.keys()] });
+          },
+        }).start();
         this.#o.log.info(`connected to ${connectUrl(this.#o.serverUrl)} as worker "${this.#o.workerId}"`, {
           connection: msg.connection_id,
         });
@@ -257,14 +264,14 @@ export class WorkerClient {
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#reconnect) clearTimeout(this.#reconnect);
-    if (this.#sweeper) clearInterval(this.#sweeper);
+    void this.#sweeper?.stop();
     for (const r of this.#runners.values())
       void r.stop('shutdown', {
         message: `self-hosted worker "${this.#o.workerId}" shut down`,
         errorCode: 'executor_stopped',
       });
     await Promise.all([...this.#finished]);
-    if (this.#heartbeat) clearInterval(this.#heartbeat);
+    await this.#heartbeat?.stop();
     const ws = this.#ws;
     if (ws && ws.readyState === WebSocket.OPEN) {
       await new Promise<void>((resolve) => {

@@ -30,6 +30,7 @@ import { CLOSE_CODES, parseWorkerMessage, WORKER_ID, WORKER_PROTOCOL_VERSION } f
 import type { HelloMessage, ServerMessage, WorkerMessage } from './protocol.ts';
 import * as sql from './sql.ts';
 import * as engine from '../engine/engine.ts';
+import { Loop } from '../kernel/loop.ts';
 
 export interface HubDeps {
   db: Db;
@@ -84,7 +85,7 @@ export class WorkerHub {
   readonly #wss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD });
   readonly #connections = new Map<string, Connection>();
   readonly #unsubscribe: (() => void)[] = [];
-  #timer: NodeJS.Timeout | undefined;
+  #poller: Loop | undefined;
   #stopped = false;
 
   constructor(deps: HubDeps) {
@@ -108,11 +109,13 @@ export class WorkerHub {
         this.#onRunChanged(data as { run_id?: string; state?: string; followup_id?: string } | null),
       ),
     );
-    this.#timer = setInterval(
-      () => void this.#poll().catch((err: unknown) => this.#deps.log.warn({ err }, 'worker poll failed')),
-      this.#deps.pollMs,
-    );
-    this.#timer.unref();
+    this.#poller = new Loop({
+      name: 'worker poll',
+      everyMs: this.#deps.pollMs,
+      atStart: false,
+      pass: () => this.#poll(),
+      onError: (err) => this.#deps.log.warn({ err }, 'worker poll failed'),
+    }).start();
   }
 
   /** For the HTTP server's `upgrade` event on the connect path. */
@@ -482,7 +485,7 @@ export class WorkerHub {
   async stop(): Promise<void> {
     this.#stopped = true;
     for (const u of this.#unsubscribe) u();
-    if (this.#timer) clearInterval(this.#timer);
+    await this.#poller?.stop();
     for (const c of this.#connections.values()) c.ws.close(CLOSE_CODES.serverStopping, 'server stopping');
     await Promise.all([...this.#connections.values()].map((c) => this.#disconnected(c)));
     this.#wss.close();

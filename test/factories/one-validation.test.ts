@@ -128,7 +128,7 @@ describe.each(ENGINES)('one validation per apply, with integrations, on %s', (en
       [git.id],
     );
     expect(rows.rows).toEqual([{ filter: { channel_ids: { in: ['C0ENG00001'] }, emojis: { in: ['eyes'] } } }]);
-  });
+  }, 120_000);
 
   it('a closed catalogue refuses the revision of a factory with integrations', async () => {
     const git = await createGitFactory(closed, tree(true));

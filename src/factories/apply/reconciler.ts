@@ -24,7 +24,7 @@ import type { SourceUrlPolicy } from '../../sources/url-policy.ts';
 import type { ManagedRepository } from '../../sources/managed.ts';
 import type { CommitAuthor } from '../../sources/managed.ts';
 import { managedHeadSha } from '../../sources/sql.ts';
-import { SerialQueue } from '../../sources/mutex.ts';
+import { SerialQueue } from '../../kernel/loop.ts';
 import { isSourceError } from '../../sources/types.ts';
 import type { Source, SourceSnapshot } from '../../sources/types.ts';
 import type { Bus } from '../../kernel/bus.ts';
