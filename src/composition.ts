@@ -289,10 +289,13 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     execution,
   };
 
-  // One plugin per domain, in the order their routes are registered (the OpenAPI document follows it).
+  // One plugin per domain, in the order their routes are registered (the OpenAPI document follows it), each
+  // with the roles that serve it.
+  const API: readonly Role[] = ['api'];
   const plugins: RoutePlugin[] = [
     {
       name: 'identity',
+      roles: API,
       async api(app) {
         await registerIdentityRoutes(app, services);
         await registerAgentIdentityRoutes(app, services);
@@ -300,6 +303,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     },
     {
       name: 'runs',
+      roles: API,
       async api(app) {
         await registerRunRoutes(app, services, runs, authorizeRunSecrets);
         await registerFollowupListRoute(app, runs);
@@ -308,11 +312,12 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
       },
       root: (app) => registerSessionPageRoute(app, services, sessionLinks),
     },
-    { name: 'secrets', api: (app) => registerSecretRoutes(app, services) },
-    { name: 'factories', api: (app) => registerFactoryRoutes(app, services) },
-    { name: 'factory-files', api: (app) => registerFactoryFileRoutes(app, services) },
+    { name: 'secrets', roles: API, api: (app) => registerSecretRoutes(app, services) },
+    { name: 'factories', roles: API, api: (app) => registerFactoryRoutes(app, services) },
+    { name: 'factory-files', roles: API, api: (app) => registerFactoryFileRoutes(app, services) },
     {
       name: 'ingress',
+      roles: ['ingress'],
       async root(app) {
         if (ingress)
           await registerIngressRoutes(
@@ -324,10 +329,15 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     },
     {
       name: 'integrations',
+      roles: API,
       async api(app) {
         await registerIntegrationRoutes(app, services);
         await registerProviderIdentityRoutes(app, services, secrets);
       },
+    },
+    {
+      name: 'provider-events',
+      roles: ['ingress'],
       async root(app) {
         if (ingress && connections)
           registerProviderEventRoutes(app, { ctx: services, ingress, limits: ingress.limits, connections });
@@ -335,6 +345,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     },
     {
       name: 'automations',
+      roles: API,
       async api(app) {
         await registerAutomationReadRoutes(app, services);
         await registerAutomationManagementRoutes(app, services);
@@ -342,6 +353,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     },
     {
       name: 'delivery-log',
+      roles: API,
       api: (app) =>
         registerDeliveryLogRoutes(app, {
           db,
@@ -350,21 +362,24 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
             (await teamConnection(services, teamId, providerOf(provider))).id,
         }),
     },
-    { name: 'factory-webhooks', api: (app) => registerWebhookManagementRoutes(app, services) },
-    { name: 'schedules', api: (app) => registerScheduleRoutes(app, schedules, authorizeRunSecrets, db) },
+    { name: 'factory-webhooks', roles: API, api: (app) => registerWebhookManagementRoutes(app, services) },
+    { name: 'schedules', roles: API, api: (app) => registerScheduleRoutes(app, schedules, authorizeRunSecrets, db) },
     { name: 'health', root: (app) => registerHealthRoutes(app, services) },
     errorDocsPlugin,
     {
       name: 'execution',
+      roles: API,
       async api(app) {
         await registerEventRoutes(app, services);
         await registerConversationRoutes(app, services);
         await registerWorkerRoutes(app, services, () => settings.heartbeatMs);
       },
-      root: (app) => registerWorkerConnectRoute(app, execution.hub),
     },
+    // Self-hosted workers connect to any process: the hub runs in each.
+    { name: 'worker-connect', root: (app) => registerWorkerConnectRoute(app, execution.hub) },
     {
       name: 'console',
+      roles: API,
       root: (app) => consoleRoutes(app, { cipher: ctx.cipher, secureCookies: config.publicUrl.startsWith('https:') }),
     },
     ...(options.plugins ?? []),
@@ -501,7 +516,8 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
 
   return {
     services,
-    plugins,
+    // A process serves the routes of its roles: without `api`, neither the Run API nor the console.
+    plugins: plugins.filter((p) => !p.roles || p.roles.some((role) => roles.has(role))),
     components,
     startList: (processRoles) =>
       components.filter((c) => c.roles === 'every' || c.roles.some((role) => processRoles.has(role))),

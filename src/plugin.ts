@@ -11,6 +11,7 @@ import type {
   RawServerDefault,
 } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Role } from './config.ts';
 import type { Principal } from './identity/principal.ts';
 
 /** Answers a request straight from node:http (src/http/direct-routes.ts). */
@@ -55,6 +56,8 @@ export type AppInstance = FastifyInstance<
  */
 export interface RoutePlugin {
   name: string;
+  /** The process roles that serve its routes (AGENTYARD_ROLES); every process when absent. */
+  roles?: readonly Role[];
   /** Routes under `/api/v1`, behind API-key authentication unless a route sets `config.public`. */
   api?: (app: AppInstance) => Promise<void>;
   /** Routes at the root of the server (webhook ingress, pages, health), with no API-key authentication. */
