@@ -101,7 +101,7 @@ async function migrateCommand(argv: string[]): Promise<number> {
 
 async function openapiCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { write: { type: 'string' } } });
-  const { renderOpenApi } = await import('../http/openapi.ts');
+  const { renderOpenApi } = await import('./openapi.ts');
   const text = await renderOpenApi();
   if (values.write) {
     const { writeFile } = await import('node:fs/promises');

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderOpenApi } from '../../src/http/openapi.ts';
+import { renderOpenApi } from '../../src/cli/openapi.ts';
 import { request, startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 

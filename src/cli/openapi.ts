@@ -5,7 +5,7 @@ import { Bus } from '../kernel/bus.ts';
 import { createLogger } from '../log.ts';
 import { SecretCipher, loadMasterKey } from '../secrets/crypto.ts';
 import { openPglite } from '../store/pglite.ts';
-import { buildApp } from './app.ts';
+import { buildApp } from '../http/app.ts';
 
 /** Sorts the members of every object (arrays keep their order), so that the output is the same on every run. */
 function sortKeys(value: unknown): unknown {
