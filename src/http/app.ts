@@ -17,6 +17,7 @@ import { sendProblem, toAppError } from './errors.ts';
 import { redactUrl } from '../kernel/redact.ts';
 import { MAX_JSON_DEPTH, findStringFault, jsonDeeperThan } from '../kernel/hostile-input.ts';
 import { answerClientError } from './client-errors.ts';
+import { refuseUnsafeNumbers } from './finite-numbers.ts';
 
 /** The API's own body limit; the webhook ingress sets its own (256 KB) on its routes. */
 export const API_BODY_LIMIT = 4 * 1024 * 1024;
@@ -109,8 +110,9 @@ export async function buildApp(
   // Query strings, params and headers are text, so their validator coerces ("20" → 20, one value → array);
   // a JSON body is typed already and is not coerced (`{"prompt": 42}` is a 400 naming the field).
   const validators = { coercing: requestValidator('array'), strict: requestValidator(false) };
+  // Coerced numbers must be finite and safe integers (`?limit=1e400` is a 400 naming `limit`, never a 500).
   app.setValidatorCompiler(({ schema, httpPart }) =>
-    (httpPart === 'body' ? validators.strict : validators.coercing).compile(schema),
+    httpPart === 'body' ? validators.strict.compile(schema) : refuseUnsafeNumbers(validators.coercing.compile(schema)),
   );
 
   // Route patterns by method, to tell a wrong method (405) from an unknown path (404).

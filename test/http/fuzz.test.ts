@@ -306,6 +306,35 @@ describe.each(ENGINES.slice(0, 1))('fuzzing the HTTP edges on %s', (engine) => {
     );
   });
 
+  it('numeric query parameters of every list endpoint: non-finite, huge, fractional and signed forms', async () => {
+    const numberText = fc.oneof(
+      fc.constantFrom('1e400', '-1e400', 'Infinity', '-Infinity', '+Infinity', 'NaN', '-0', '1e-400', '9e15'),
+      fc.double().map(String),
+      fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }).map(String),
+      fc.integer().map(String),
+    );
+    const endpoints = [
+      ['/agent/runs', 'limit'],
+      ['/agent/tasks', 'limit'],
+      ['/agent/events?run_ids=run_x', 'limit'],
+      ['/agent/events?run_ids=run_x', 'since'],
+      ['/factories', 'limit'],
+      ['/factory', 'limit'],
+      ['/factories/fct_x/applies', 'limit'],
+      ['/webhooks/wh_x/deliveries', 'limit'],
+      ['/delivery-stats', 'minutes'],
+    ] as const;
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...endpoints), numberText, async ([route, field], value) => {
+        const url = `${s.apiUrl}${route}${route.includes('?') ? '&' : '?'}${field}=${encodeURIComponent(value)}`;
+        const res = await send(url, 'GET', undefined, { authorization: `Bearer ${s.adminKey}` });
+        expectWellFormed(res, `GET ${url}`);
+        if (res.status === 400) expect((res.body as { detail: string }).detail).toContain(`querystring.${field}`);
+      }),
+      PROPERTY_OPTIONS,
+    );
+  });
+
   it('the Run API create: any body, and any run id in the path', async () => {
     await fc.assert(
       fc.asyncProperty(
