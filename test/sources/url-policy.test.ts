@@ -169,6 +169,25 @@ describe('the URL policy', () => {
     expect(connections() - before).toBe(0);
   });
 
+  it('holds ssh to the checked address too (the name only resolves through the policy)', async () => {
+    const policy = new SourceUrlPolicy({
+      allowedHosts: ['git.test'],
+      ownPorts: [],
+      resolve: async (host) => (host === 'git.test' ? ['127.0.0.1'] : []),
+    });
+    const source = new GitSource({
+      spec: gitSpec(`ssh://git@git.test:${v4.port}/r.git`),
+      dir: path.join(scratch, 'ssh-pinned'),
+      credentials: async () => undefined,
+      policy,
+    });
+    const before = v4.connections();
+    const err = (await source.fetch().catch((e: unknown) => e)) as Error & { reason: string };
+    expect(err.reason).toBe('FetchFailed');
+    expect(err.message).toContain(refusedHostMessage('git.test'));
+    expect(v4.connections() - before).toBe(1);
+  });
+
   it('answers a closed port and an open non-git port of an allowed host alike', async () => {
     // git.test does not resolve on this machine: the fetch reaches the listener only through the pinned address.
     const policy = new SourceUrlPolicy({
