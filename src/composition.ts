@@ -78,7 +78,7 @@ import { registerWebhookManagementRoutes } from './factories/webhooks/routes.ts'
 import { AutomationManagement } from './automations/management.ts';
 import { WebhookManagement, teamWebhook } from './factories/webhooks/management.ts';
 import { WorkerHub } from './workers/hub.ts';
-import { registerWorkerConnectRoute } from './workers/routes.ts';
+import { registerWorkerConnectRoute, registerWorkerTokenRoutes } from './workers/routes.ts';
 
 /** What tests and benchmarks may change in how a server is built. */
 export interface CompositionOptions {
@@ -360,6 +360,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
         await registerEventRoutes(app, services);
         await registerConversationRoutes(app, services);
         await registerWorkerRoutes(app, services, () => settings.heartbeatMs);
+        await registerWorkerTokenRoutes(app, services);
       },
       root: (app) => registerWorkerConnectRoute(app, execution.hub),
     },

@@ -28,6 +28,7 @@ const OWNERS: Readonly<Record<string, string>> = {
   executions: 'execution',
   executor_processes: 'execution',
   worker_connections: 'workers',
+  worker_tokens: 'workers',
   factories: 'factories',
   factory_applies: 'factories',
   factory_files: 'factories',

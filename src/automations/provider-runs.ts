@@ -130,6 +130,8 @@ export async function providerFirings(
         title: providerRunTitle(envelope),
         source: RUN_SOURCE_OF[provider],
         deliveryId: delivery.id,
+        // the event's signature was verified before it reached the outbox: its sender is who caused it
+        ...(sub.credential_strategy === 'CREATOR' ? { actsAs: { provider, account: derived.sender ?? null } } : {}),
         metadata: {
           provider,
           provider_event: event,

@@ -32,6 +32,16 @@ export interface ClaimParams {
   from: string[];
 }
 
+/**
+ * What a worker connection's registration may receive (docs/security.md, "Self-hosted workers"): `trusted`, a
+ * team admin key's connection, every run of its team; otherwise runs acting as a member only when `registrant`
+ * (the subject who made its worker token) is that member.
+ */
+export interface WorkerRegistration {
+  trusted: boolean;
+  registrant: string | null;
+}
+
 /** The claim parameters in the order every claim function takes them. */
 const claimArgs = (p: ClaimParams): SqlValue[] => [
   p.harnesses,
@@ -68,11 +78,12 @@ export function ayClaimWorkerRuns(
   q: Queryable,
   teamId: string,
   workerId: string,
+  registration: WorkerRegistration,
   p: ClaimParams,
 ): Promise<QueryResult<ClaimRow>> {
   return q.query<ClaimRow>(
-    'SELECT * FROM ay_claim_worker_runs($1, $2, $3::text[], $4::int, $5::text[], $6::text[], $7::text[], $8, $9::int, $10, $11::text[])',
-    [teamId, workerId, ...claimArgs(p)],
+    'SELECT * FROM ay_claim_worker_runs($1, $2, $3::boolean, $4, $5::text[], $6::int, $7::text[], $8::text[], $9::text[], $10, $11::int, $12, $13::text[])',
+    [teamId, workerId, registration.trusted, registration.registrant, ...claimArgs(p)],
   );
 }
 

@@ -43,6 +43,7 @@ export function ulid(now = Date.now()): string {
 
 export type IdPrefix =
   | 'team'
+  | 'wtk'
   | 'igc'
   | 'igj'
   | 'usr'

@@ -43,6 +43,13 @@ export interface Creator {
   email: string | null;
 }
 
+/** Whom a CREATOR run acts as: the verified sender of the provider event that started it (never client input). */
+export interface ActsAs {
+  provider: string;
+  /** The sender's account as the provider's signed event named it (GitHub login, Slack or Linear user id). */
+  account: string | null;
+}
+
 export interface RunRow {
   id: string;
   team_id: string;
@@ -77,6 +84,8 @@ export interface RunRow {
   status_message: { message: string; error_code?: string; retryable?: boolean } | null;
   artifacts: unknown[];
   metadata: Record<string, string>;
+  /** credentialStrategy CREATOR: set by the server from a signed provider event; null otherwise (migration 0072). */
+  acts_as?: ActsAs | null;
   request_usage: Record<string, number> | null;
   created_at: Date;
   updated_at: Date;

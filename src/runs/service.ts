@@ -4,7 +4,7 @@ import { AppError } from '../kernel/errors.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db, Queryable } from '../kernel/db.ts';
 import { newId, timeOrderedUuid } from '../kernel/ids.ts';
-import type { AgentConfig, Creator, McpServerConfig, RunRow, RunSource } from './model.ts';
+import type { ActsAs, AgentConfig, Creator, McpServerConfig, RunRow, RunSource } from './model.ts';
 import * as sql from './sql.ts';
 import { isTerminal } from './state-machine.ts';
 import { resolveAgentIdentity } from '../identity/agent-identities.ts';
@@ -37,6 +37,11 @@ export interface CreateRunInput {
   conversationId?: string | null;
   attachments?: Attachment[];
   metadata?: Record<string, string>;
+  /**
+   * credentialStrategy CREATOR: the verified sender of the signed provider event the server creates this run
+   * from. Only the server sets it, never from a request; run metadata never decides whom a run acts as.
+   */
+  actsAs?: ActsAs | null;
 }
 
 const MAX_TITLE = 120;
@@ -171,6 +176,7 @@ export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Pro
 async function insertQueuedRun(q: Queryable, input: CreateRunInput): Promise<RunRow> {
   const row = await sql.insertRun(q, await prepareQueuedRun(q, input));
   for (const attachment of input.attachments ?? []) await sql.insertAttachment(q, row.id, attachment);
+  if (input.actsAs) return sql.setRunActsAs(q, row.id, input.actsAs);
   return row;
 }
 
@@ -266,7 +272,7 @@ export class RunService {
   ): Promise<{ run: sql.CreatedRun; replayed: boolean }> {
     if ('within' in options) return { run: await insertQueuedRun(options.within, input), replayed: false };
     const { idempotency } = options;
-    if (!idempotency && !input.attachments?.length) {
+    if (!idempotency && !input.attachments?.length && !input.actsAs) {
       // The common case needs no transaction: one row, written with the other creations of the moment.
       const row = await prepareQueuedRun(this.#db, input);
       const run = await (this.#handOff?.create(row) ?? this.#batcher.insert(row));

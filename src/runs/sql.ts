@@ -4,7 +4,7 @@ import type { ArtifactFile } from './artifact-files.ts';
 import type { ExecutionSummary } from './conversation.ts';
 import { clip } from './events.ts';
 import type { NewRunEvent, StoredRunEvent } from './events.ts';
-import type { AgentConfig, RunRow, RunSource } from './model.ts';
+import type { ActsAs, AgentConfig, RunRow, RunSource } from './model.ts';
 import type { RunEvent, RunState } from './state-machine.ts';
 import { transitionFor } from './state-machine.ts';
 
@@ -97,6 +97,15 @@ function insertRecord(r: InsertRun): Record<string, unknown> {
     executor_type: executor?.type ?? null,
     executor_name: executor?.displayName ?? null,
   };
+}
+
+/** Whom a CREATOR run acts as (RunService sets it in the transaction that inserts the run). */
+export async function setRunActsAs(q: Queryable, runId: string, actsAs: ActsAs): Promise<RunRow> {
+  const res = await q.query<RunRow>('UPDATE runs SET acts_as = $2 WHERE id = $1 RETURNING *', [
+    runId,
+    JSON.stringify(actsAs),
+  ]);
+  return res.rows[0]!;
 }
 
 export async function insertRun(q: Queryable, r: InsertRun): Promise<RunRow> {

@@ -21,6 +21,7 @@ export interface WorkerLog {
 
 export interface WorkerClientOptions {
   serverUrl: string;
+  /** What the worker connects with: a worker token, or a team admin's API key. */
   apiKey: string;
   workerId: string;
   capacity: number;

@@ -516,6 +516,38 @@ const ISOLATION: Record<string, Probe> = {
       expect((await request(`${f.s.apiUrl}/agent/transcripts/${otherTeam}`)).status).toBe(404);
     },
   },
+  'POST /api/v1/workers/tokens': {
+    kind: 'team-create',
+    check: async (f) => {
+      // a token of B registers B's workers only: A's run for the same worker id is never B's to claim
+      const made = await f.asB('POST', '/workers/tokens', { name: 'b box', worker_ids: ['a-box'] });
+      expect(made.status, made.text).toBe(201);
+      const row = await f.s.server.ctx.db.query<{ team_id: string }>(
+        'SELECT team_id FROM worker_tokens WHERE id = $1',
+        [made.body.id],
+      );
+      expect(row.rows[0]!.team_id).toBe(f.b.teamId);
+    },
+  },
+  'GET /api/v1/workers/tokens': {
+    kind: 'team-list',
+    check: async (f) => {
+      const a = await f.asA('POST', '/workers/tokens', { name: 'a box', worker_ids: ['a-box'] });
+      const listed = (await f.asB('GET', '/workers/tokens')).body.worker_tokens as { id: string }[];
+      expect(idsOf(listed)).not.toContain(a.body.id);
+    },
+  },
+  'DELETE /api/v1/workers/tokens/:tokenId': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const a = await f.asA('POST', '/workers/tokens', { name: 'a box 2', worker_ids: ['a-box'] });
+      await expectNotFound(await f.asB('DELETE', `/workers/tokens/${a.body.id}`), "revoke A's worker token");
+      const still = (await f.asA('GET', '/workers/tokens')).body.worker_tokens.find(
+        (t: { id: string }) => t.id === a.body.id,
+      );
+      expect(still.revoked_at).toBeNull();
+    },
+  },
   'GET /api/v1/workers': {
     kind: 'team-list',
     check: async (f) => {

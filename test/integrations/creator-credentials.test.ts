@@ -28,6 +28,7 @@ const { privateKey, publicKey } = generateKeyPairSync('rsa', {
 const ADA_GITHUB = `ghp_${'a1'.repeat(18)}`;
 const ADA_SLACK = `xoxp-1111-2222-3333-${'b'.repeat(32)}`;
 const BOB_GITHUB = `ghp_${'c3'.repeat(18)}`;
+const ADMIN_GITHUB = `ghp_${'d4'.repeat(18)}`;
 
 const FILES = {
   'factory.yaml': `schemaVersion: v1alpha1
@@ -77,6 +78,7 @@ describe.each(ENGINES)('credentialStrategy CREATOR on %s', (engine) => {
     github = await startGithubApi(publicKey, {
       [ADA_GITHUB]: { login: 'Codertocat', id: 21031067, name: 'Ada' },
       [BOB_GITHUB]: { login: 'Codertocat', id: 21031067, name: 'Ada' },
+      [ADMIN_GITHUB]: { login: 'octo-admin', id: 9000001, name: 'The admin' },
     });
     chat = await startChatApis({
       slackToken: 'xoxb-bot',
@@ -101,10 +103,7 @@ describe.each(ENGINES)('credentialStrategy CREATOR on %s', (engine) => {
       'gh-app-hook': webhookSecret,
       'slack-signing': 'slack-signing-secret',
       'slack-bot': 'xoxb-bot',
-      'ada-github': ADA_GITHUB,
-      'ada-slack': ADA_SLACK,
-      'bob-github': BOB_GITHUB,
-      'stale-github': 'ghp_revoked0000000000000000000000000000',
+      'admin-github': ADMIN_GITHUB,
     }))
       expect((await s.api('PUT', `/secrets/${name}`, { value })).status).toBeLessThan(300);
     const connection = await s.api('PUT', '/integrations/github', {
@@ -127,28 +126,42 @@ describe.each(ENGINES)('credentialStrategy CREATOR on %s', (engine) => {
   });
 
   it('a member links their own tokens; the provider says whose; nobody else sees or takes them', async () => {
-    const linked = await s.api('PUT', '/integrations/github/identities/me', { secret_name: 'ada-github' }, ada);
+    const linked = await s.api('PUT', '/integrations/github/identities/me', { token: ADA_GITHUB }, ada);
     expect(linked.status, linked.text).toBe(200);
-    expect(linked.body).toMatchObject({ provider: 'github', secret_name: 'ada-github', account_id: 'Codertocat' });
+    expect(linked.body).toMatchObject({ provider: 'github', account_id: 'Codertocat' });
     expect(linked.text).not.toContain(ADA_GITHUB);
-    const slack = await s.api('PUT', '/integrations/slack/identities/me', { secret_name: 'ada-slack' }, ada);
+    // the token went into a managed secret of ada's own
+    const secretName = linked.body.secret_name as string;
+    const secret = (await s.api('GET', `/secrets/${secretName}`, undefined, ada)).body;
+    expect(secret.created_by).toBe((await s.api('GET', '/whoami', undefined, ada)).body.principal.uid);
+    const slack = await s.api(
+      'PUT',
+      '/integrations/slack/identities/me',
+      { token: ADA_SLACK, secret_name: 'ada-slack' },
+      ada,
+    );
     expect(slack.status, slack.text).toBe(200);
-    expect(slack.body.account_id).toBe('U123ABC456');
+    expect(slack.body).toMatchObject({ account_id: 'U123ABC456', secret_name: 'ada-slack' });
+    // a secret ada created is hers to link again
+    const again = await s.api('PUT', '/integrations/slack/identities/me', { secret_name: 'ada-slack' }, ada);
+    expect(again.status, again.text).toBe(200);
 
-    const refused = await s.api('PUT', '/integrations/github/identities/me', { secret_name: 'stale-github' }, bob);
+    const refused = await s.api(
+      'PUT',
+      '/integrations/github/identities/me',
+      { token: 'ghp_revoked0000000000000000000000000000' },
+      bob,
+    );
     expect(refused.status, refused.text).toBe(422);
     expect(refused.body.code).toBe('provider_token_rejected');
     // Bob's token is (in this stand-in) Ada's account too: one member per account.
-    const taken = await s.api('PUT', '/integrations/github/identities/me', { secret_name: 'bob-github' }, bob);
+    const taken = await s.api('PUT', '/integrations/github/identities/me', { token: BOB_GITHUB }, bob);
     expect(taken.status, taken.text).toBe(409);
     expect(taken.body.code).toBe('provider_identity_taken');
-    const bad = await s.api(
-      'PUT',
-      '/integrations/github/identities/me',
-      { secret_name: 'ada-github', login: 'x' },
-      bob,
-    );
+    const bad = await s.api('PUT', '/integrations/github/identities/me', { token: BOB_GITHUB, login: 'x' }, bob);
     expect(bad.status).toBe(400);
+    const neither = await s.api('PUT', '/integrations/github/identities/me', {}, bob);
+    expect(neither.status).toBe(400);
 
     expect((await s.api('GET', '/integrations/github/identities/me', undefined, bob)).status).toBe(404);
     expect((await s.api('GET', '/integrations/github/identities/me', undefined, ada)).body.account_id).toBe(
@@ -159,6 +172,51 @@ describe.each(ENGINES)('credentialStrategy CREATOR on %s', (engine) => {
     expect(listed.status).toBe(200);
     expect(listed.body.identities.map((i: { account_id: string }) => i.account_id)).toEqual(['Codertocat']);
     expect(listed.text).not.toContain(ADA_GITHUB);
+  });
+
+  it("a member cannot link a team secret (an admin's) or another member's secret as their identity", async () => {
+    for (const provider of ['github', 'slack', 'linear']) {
+      const res = await s.api('PUT', `/integrations/${provider}/identities/me`, { secret_name: 'admin-github' }, bob);
+      expect(res.status, res.text).toBe(403);
+      expect(res.body.code).toBe('secret_not_owned');
+      expect(res.body.detail).toContain('admin-github');
+    }
+    const others = await s.api('PUT', '/integrations/slack/identities/me', { secret_name: 'ada-slack' }, bob);
+    expect(others.status, others.text).toBe(403);
+    expect(others.body.code).toBe('secret_not_owned');
+    // nor overwrite one by naming it with a token of their own
+    const overwrite = await s.api(
+      'PUT',
+      '/integrations/github/identities/me',
+      { token: BOB_GITHUB, secret_name: 'admin-github' },
+      bob,
+    );
+    expect(overwrite.status, overwrite.text).toBe(403);
+    expect(overwrite.body.code).toBe('secret_not_owned');
+    expect((await s.api('GET', '/integrations/github/identities/me', undefined, bob)).status).toBe(404);
+    // a team admin links a team secret
+    const admin = await s.api('PUT', '/integrations/github/identities/me', { secret_name: 'admin-github' });
+    expect(admin.status, admin.text).toBe(200);
+    expect(admin.body.account_id).toBe('octo-admin');
+  });
+
+  it("run metadata cannot choose credentialStrategy CREATOR: a member's API run never gets an admin's token", async () => {
+    const res = await s.api(
+      'POST',
+      '/agent/runs',
+      {
+        prompt: 'print the environment',
+        metadata: { credential_strategy: 'CREATOR', provider: 'github', sender: 'octo-admin' },
+      },
+      bob,
+    );
+    expect(res.status, res.text).toBe(200);
+    const run = await waitForState(s, res.body.run_id, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, bob);
+    expect(run.state, JSON.stringify(run.status_message)).toBe('SUCCEEDED');
+    const [execution] = await executionsOf(s, run.run_id);
+    const record = fakeRecords(execution!.workspace!)[0];
+    expect(record.env.GH_TOKEN).toBeUndefined();
+    expect(record.env.GITHUB_TOKEN).toBeUndefined();
   });
 
   async function deliver(sender: string, delivery: string): Promise<string> {
