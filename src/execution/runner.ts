@@ -4,6 +4,7 @@
  * executors and self-hosted workers both run assignments through this.
  */
 import { constants } from 'node:os';
+import path from 'node:path';
 import { withArtifactContent } from './artifact-content.ts';
 import { AgentProcess } from './agent-process.ts';
 import { adapterFor } from './harnesses/index.ts';
@@ -16,7 +17,14 @@ import type { ExecutionSettings } from './settings.ts';
 import { effectiveLimits, sizeText } from './limits.ts';
 import type { ExecutionLimits } from './limits.ts';
 import { redact, secretForms } from './redaction.ts';
-import { createWorkspace, removeConfigDir, workspaceUsage, writeAssignmentFiles } from './workspace.ts';
+import {
+  createWorkspace,
+  removeConfigDir,
+  removeWorkspace,
+  workspaceUsage,
+  writeAssignmentFiles,
+} from './workspace.ts';
+import { WorkspacePathError } from './workspace-fs.ts';
 import type { Workspace } from './workspace.ts';
 
 export interface RunnerHooks {
@@ -93,6 +101,8 @@ export class ExecutionRunner {
   #eventCount = 0;
   #outputBytes = 0;
   #overLimit = false;
+  /** What the preparation of the execution has to say once it starts (a workspace not carried over). */
+  readonly #notes: AgentEvent[] = [];
   #workspace: Workspace | undefined;
   #sandbox: SandboxKind | undefined;
   #sessionId: string | undefined;
@@ -242,14 +252,31 @@ export class ExecutionRunner {
 
   async #prepareWorkspace(): Promise<string[]> {
     const assignment = this.assignment;
-    const ws = await createWorkspace(
-      this.#settings.workspaceRoot,
-      assignment.executionId,
-      assignment.previousExecutionId,
-      this.#settings.configRoot,
-    );
-    this.#workspace = ws;
-    return writeAssignmentFiles(ws.dir, assignment);
+    const { workspaceRoot, configRoot } = this.#settings;
+    const create = async (previous: string | undefined): Promise<string[]> => {
+      const ws = await createWorkspace(workspaceRoot, assignment.executionId, previous, configRoot);
+      this.#workspace = ws;
+      return writeAssignmentFiles(ws.dir, assignment);
+    };
+    try {
+      return await create(assignment.previousExecutionId);
+    } catch (err) {
+      if (!(err instanceof WorkspacePathError) || !assignment.previousExecutionId) throw err;
+      // The previous agent left a link where the server writes: its workspace is not carried over (the server
+      // would have to follow the link), and the follow-up goes on in a fresh one, saying why.
+      await removeWorkspace(path.join(workspaceRoot, assignment.executionId));
+      if (this.#workspace) await removeConfigDir(this.#workspace);
+      this.#workspace = undefined;
+      this.#notes.push({
+        type: 'error',
+        data: {
+          message: `the previous workspace was not carried over: ${err.message}; this execution starts in an empty workspace`,
+          fatal: false,
+          error_code: 'workspace_link_refused',
+        },
+      });
+      return create(undefined);
+    }
   }
 
   #environment(invocation: Invocation, ws: Workspace): Record<string, string> {
@@ -274,6 +301,7 @@ export class ExecutionRunner {
   /** What the agent starts with, recorded once it starts: the skill, left-out MCP servers, follow-ups in the prompt. */
   #emitPrelude(): void {
     const assignment = this.assignment;
+    this.#emit(this.#notes);
     if (assignment.skill) {
       this.#emit([
         {
