@@ -168,6 +168,18 @@ export interface RunnerDefinition {
     dockerImage: string | null;
     macVersion: string | null;
   };
+  /** Agentyard's `x-agentyard-limits` extension, when the file declares it. */
+  limits?: RunnerLimits;
+}
+
+/** A runner's sandbox limits (`x-agentyard-limits`); each tightens the server's own. */
+export interface RunnerLimits {
+  processes?: number;
+  tmpMiB?: number;
+  workspaceMiB?: number;
+  events?: number;
+  outputMiB?: number;
+  nestedUserNamespaces?: boolean;
 }
 
 export interface ScorerDefinition {

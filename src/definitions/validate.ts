@@ -28,6 +28,7 @@ import type {
   McpServerRef,
   ResolvedExecution,
   RunnerDefinition,
+  RunnerLimits,
   ScorerDefinition,
   SkillFile,
   Trigger,
@@ -739,6 +740,7 @@ class FactoryValidation {
         dockerImage: linux ? (linux.dockerImage as string) : null,
         macVersion: os === 'macos' ? (str(mac?.version) ?? '26') : null,
       },
+      ...(v['x-agentyard-limits'] ? { limits: { ...(v['x-agentyard-limits'] as RunnerLimits) } } : {}),
     };
   }
 

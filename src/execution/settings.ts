@@ -1,4 +1,6 @@
 import path from 'node:path';
+import { serverLimits } from './limits.ts';
+import type { ServerLimits } from './limits.ts';
 import { sandboxSettings } from './sandbox/index.ts';
 import type { SandboxSettings } from './sandbox/index.ts';
 
@@ -60,6 +62,11 @@ export interface ExecutionSettings {
   pollMs: number;
   /** Workspaces live here: `<dataDir>/workspaces/<execution id>`. */
   workspaceRoot: string;
+  /**
+   * The server's per-execution files for the sandbox (passwd, group, MCP configuration), outside any workspace:
+   * `<dataDir>/execution-files/<execution id>`, bound read-only into the sandbox.
+   */
+  configRoot: string;
   /** An execution whose workspace grows past this many bytes is stopped (`AGENTYARD_WORKSPACE_MAX_MB`, default 2048). */
   workspaceMaxBytes: number;
   /** How long a finished execution's workspace is kept for a follow-up (`AGENTYARD_WORKSPACE_RETENTION_HOURS`, default 24). */
@@ -71,6 +78,8 @@ export interface ExecutionSettings {
    * Nothing else of it is: a server's DATABASE_URL or master key never reaches an agent.
    */
   passEnv: string[];
+  /** What one execution may use, at most (docs/execution.md, "Limits of an execution"); runners may tighten them. */
+  limits: ServerLimits;
   /** How agents are isolated (AGENTYARD_SANDBOX, AGENTYARD_REQUIRE_SANDBOX, AGENTYARD_BWRAP_PATH…; docs/security.md). */
   sandbox: SandboxSettings;
 }
@@ -159,6 +168,7 @@ export function executionSettings(
     heartbeatMs,
     pollMs: overrides.pollMs ?? int(env, 'AGENTYARD_EXECUTOR_POLL_MS', 1_000, 10),
     workspaceRoot: overrides.workspaceRoot ?? path.join(dataDir, 'workspaces'),
+    configRoot: overrides.configRoot ?? path.join(dataDir, 'execution-files'),
     workspaceMaxBytes: overrides.workspaceMaxBytes ?? int(env, 'AGENTYARD_WORKSPACE_MAX_MB', 2048, 1) * 1024 * 1024,
     workspaceRetentionMs:
       overrides.workspaceRetentionMs ?? int(env, 'AGENTYARD_WORKSPACE_RETENTION_HOURS', 24, 0) * 3_600_000,
@@ -169,6 +179,7 @@ export function executionSettings(
         .split(',')
         .map((s) => s.trim())
         .filter(Boolean),
+    limits: overrides.limits ?? serverLimits(env),
     sandbox: overrides.sandbox ?? sandboxSettings(dataDir, env),
   };
 }

@@ -396,9 +396,21 @@ export function lastResultEvent(q: Queryable, runId: string): Promise<QueryResul
 
 /** Run id → the container image of its runner, for the runs whose runner has one. */
 export async function runnerImages(q: Queryable, runIds: readonly string[]): Promise<Map<string, string>> {
+  const runners = await runnerSettings(q, runIds);
+  return new Map([...runners].flatMap(([id, r]) => (r.image ? [[id, r.image] as const] : [])));
+}
+
+/**
+ * Run id → what its runner (the run's `runner_id`, else its factory agent's runner) sets for its execution: the
+ * container image and the `x-agentyard-limits`; runs of no factory runner are absent.
+ */
+export async function runnerSettings(
+  q: Queryable,
+  runIds: readonly string[],
+): Promise<Map<string, { image: string | null; limits: unknown }>> {
   if (runIds.length === 0) return new Map();
-  const res = await q.query<{ run_id: string; image: string }>(
-    `SELECT r.id AS run_id, rn->'platform'->>'dockerImage' AS image
+  const res = await q.query<{ run_id: string; image: string | null; limits: unknown }>(
+    `SELECT r.id AS run_id, rn->'platform'->>'dockerImage' AS image, rn->'limits' AS limits
      FROM runs r
      JOIN factories f ON f.id = r.factory_id AND f.deleted_at IS NULL
      CROSS JOIN LATERAL jsonb_array_elements(coalesce(f.definition->'runners', '[]'::jsonb)) rn
@@ -406,11 +418,10 @@ export async function runnerImages(q: Queryable, runIds: readonly string[]): Pro
        AND rn->>'name' = coalesce(
          r.config->>'runner_id',
          (SELECT a->'execution'->>'runner' FROM jsonb_array_elements(coalesce(f.definition->'agents', '[]'::jsonb)) a
-          WHERE a->>'name' = r.config->>'name' LIMIT 1))
-       AND rn->'platform'->>'dockerImage' IS NOT NULL`,
+          WHERE a->>'name' = r.config->>'name' LIMIT 1))`,
     [runIds],
   );
-  return new Map(res.rows.map((r) => [r.run_id, r.image]));
+  return new Map(res.rows.map((r) => [r.run_id, { image: r.image, limits: r.limits }]));
 }
 
 export interface SkillLookup {

@@ -15,6 +15,7 @@ import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import { adapterFor } from '../execution/harnesses/index.ts';
 import { buildAssignments } from '../execution/assignment-builder.ts';
+import { applyRunnerSettings } from '../execution/runner-settings.ts';
 import type { ExecutionOutcome } from '../execution/assignment.ts';
 import { claimWorkerRuns } from '../execution/queue.ts';
 import type { ExecutionRecorder } from '../execution/recorder.ts';
@@ -370,6 +371,13 @@ export class WorkerHub {
       },
     );
     const assignments = await buildAssignments(this.#deps.db, this.#deps.secrets, claimed, this.#deps.sessionLink);
+    // the runner's limits go with the assignment: the worker tightens its own with them
+    await applyRunnerSettings(
+      this.#deps.db,
+      claimed.map((cl) => cl.run),
+      assignments,
+      false,
+    );
     for (const [i, cl] of claimed.entries()) {
       const assignment = assignments[i]!;
       if (assignment instanceof Error) {
