@@ -27,6 +27,8 @@ export interface Config {
   modelCatalogue: 'open' | 'closed';
   /** `POST /factory-files/validate` requests per minute from one client address; 0 = no limit (AGENTYARD_VALIDATE_RATE_LIMIT). */
   validateRateLimit: number;
+  /** Failed API-key attempts per minute from one client address before it is refused (429); 0 = no limit (AGENTYARD_AUTH_FAILURE_LIMIT). */
+  authFailureLimit: number;
   /** Provider events (GitHub, Slack, Linear) per minute per connection (AGENTYARD_PROVIDER_EVENTS_PER_MINUTE). */
   providerEventsPerMinute: number;
   /**
@@ -131,6 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     agentModels: overrides.agentModels ?? (env.AGENTYARD_MODELS || undefined),
     modelCatalogue: overrides.modelCatalogue ?? parseCatalogueMode(env.AGENTYARD_MODEL_CATALOGUE),
     validateRateLimit: overrides.validateRateLimit ?? envInt(env, 'AGENTYARD_VALIDATE_RATE_LIMIT', 30),
+    authFailureLimit: overrides.authFailureLimit ?? envInt(env, 'AGENTYARD_AUTH_FAILURE_LIMIT', 20),
     providerEventsPerMinute:
       overrides.providerEventsPerMinute ?? envPositive(env, 'AGENTYARD_PROVIDER_EVENTS_PER_MINUTE', 6_000),
     pgliteMaintenanceSeconds:

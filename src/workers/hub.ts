@@ -21,6 +21,7 @@ import { isHarnessType } from '../execution/settings.ts';
 import { waitingFollowups } from '../execution/sql.ts';
 import type { HarnessType } from '../execution/settings.ts';
 import type { Authenticator } from '../identity/service.ts';
+import { isAppError } from '../kernel/errors.ts';
 import { RUN_EVENT_TYPES } from '../runs/events.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Bus } from '../kernel/bus.ts';
@@ -123,7 +124,7 @@ export class WorkerHub {
     const header = request.headers.authorization;
     const match = header ? /^Bearer\s+(.+)$/i.exec(header) : null;
     if (!match) return refuse(401, 'Unauthorized');
-    void this.#deps.authenticator.authenticate(match[1]!.trim()).then(
+    void this.#deps.authenticator.authenticateFrom(match[1]!.trim(), request.socket.remoteAddress ?? '').then(
       (principal) => {
         if (!principal) return refuse(401, 'Unauthorized');
         if (principal.subject.type !== 'service_account' && principal.role !== 'admin') return refuse(403, 'Forbidden');
@@ -131,7 +132,10 @@ export class WorkerHub {
           this.#accept(ws, principal.teamId, request.socket.remoteAddress ?? ''),
         );
       },
-      () => refuse(500, 'Internal Server Error'),
+      (err: unknown) =>
+        isAppError(err) && err.code === 'rate_limited'
+          ? refuse(429, 'Too Many Requests')
+          : refuse(500, 'Internal Server Error'),
     );
   }
 
