@@ -40,6 +40,8 @@ export interface Config {
   validationTimeoutMs: number;
   /** Heap of a validation worker thread, MiB (AGENTYARD_VALIDATION_MEMORY_MB). */
   validationMemoryMb: number;
+  /** Longest a validate request waits for a thread before 429 resource_unavailable (AGENTYARD_VALIDATION_QUEUE_WAIT_MS). */
+  validationQueueWaitMs: number;
   /** What a git or directory source may hold, counted before any content is read. */
   sourceLimits: SourceLimits;
   /**
@@ -140,6 +142,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       overrides.pgliteMaintenanceSeconds ?? envInt(env, 'AGENTYARD_PGLITE_MAINTENANCE_SECONDS', 60),
     validationTimeoutMs: overrides.validationTimeoutMs ?? envPositive(env, 'AGENTYARD_VALIDATION_TIMEOUT_MS', 10_000),
     validationMemoryMb: overrides.validationMemoryMb ?? envPositive(env, 'AGENTYARD_VALIDATION_MEMORY_MB', 256),
+    validationQueueWaitMs:
+      overrides.validationQueueWaitMs ?? envPositive(env, 'AGENTYARD_VALIDATION_QUEUE_WAIT_MS', 5_000),
     sourceLimits: overrides.sourceLimits ?? {
       files: envPositive(env, 'AGENTYARD_SOURCE_MAX_FILES', DEFAULT_SOURCE_LIMITS.files),
       fileBytes: envPositive(env, 'AGENTYARD_SOURCE_MAX_FILE_BYTES', DEFAULT_SOURCE_LIMITS.fileBytes),

@@ -17,16 +17,30 @@ export const YAML_BUDGET = {
 
 export type BudgetItem = keyof typeof YAML_BUDGET;
 
+/** The most one factory tree (every file of one validation or apply) may ask for in all. */
+export const TREE_BUDGET: Readonly<Record<BudgetItem, number>> = { keys: 20_000, nodes: 80_000, aliases: 100 };
+
+/** What is left of a tree's budget; each file within its own budget spends from it. */
+export class TreeBudget {
+  readonly left: Record<BudgetItem, number>;
+
+  constructor(limits: Readonly<Record<BudgetItem, number>> = TREE_BUDGET) {
+    this.left = { ...limits };
+  }
+}
+
 const SCALAR = '\x1f';
 
 /**
- * The first place where `text` goes over `budget`, and what it exceeded; undefined within budget. Stops
- * lexing there, so a hostile file costs at most the budget's worth of tokens.
+ * The first place where `text` goes over the file's budget (or what is left of the tree's), and what it
+ * exceeded; undefined within budget, and then the tree's budget is spent. Stops lexing there, so a hostile
+ * file costs at most the budget's worth of tokens.
  */
 export function overBudget(
   text: string,
+  tree?: TreeBudget,
   budget: Readonly<Record<BudgetItem, number>> = YAML_BUDGET,
-): { item: BudgetItem; position: Position } | undefined {
+): { item: BudgetItem; scope: 'file' | 'tree'; position: Position } | undefined {
   const counts: Record<BudgetItem, number> = { keys: 0, nodes: 0, aliases: 0 };
   let offset = 0;
   let scalarNext = false;
@@ -42,9 +56,14 @@ export function overBudget(
       item = 'nodes';
     else if (type === 'map-value-ind') item = 'keys';
     else if (type === 'alias') item = 'aliases';
-    if (item !== undefined && ++counts[item] > budget[item]) return { item, position: positionAt(text, offset) };
+    if (item !== undefined) {
+      const count = ++counts[item];
+      if (count > budget[item]) return { item, scope: 'file', position: positionAt(text, offset) };
+      if (tree && count > tree.left[item]) return { item, scope: 'tree', position: positionAt(text, offset) };
+    }
     offset += token.length;
   }
+  if (tree) for (const item of Object.keys(counts) as BudgetItem[]) tree.left[item] -= counts[item];
   return undefined;
 }
 

@@ -2,8 +2,8 @@ import { LineCounter, Parser, isAlias, isMap, isScalar, isSeq, parseAllDocuments
 import type { CST, Document, Node as YamlNode, ParsedNode, YAMLError } from 'yaml';
 import type { DiagnosticCode } from './codes.ts';
 import { MAX_YAML_DEPTH, excessiveDepth } from './depth.ts';
-import { YAML_BUDGET, overBudget } from './work-budget.ts';
-import type { BudgetItem } from './work-budget.ts';
+import { TREE_BUDGET, YAML_BUDGET, overBudget } from './work-budget.ts';
+import type { BudgetItem, TreeBudget } from './work-budget.ts';
 import type { Diagnostic } from './diagnostic.ts';
 
 export interface Position {
@@ -243,6 +243,7 @@ function parseBlock(
   block: YamlBlock,
   emptyAllowed: boolean,
   rootPosition?: Position,
+  tree?: TreeBudget,
 ): Omit<ParsedSource, 'body' | 'bodyLine'> {
   const diagnostics: Diagnostic[] = [];
   const emit = collector(file, diagnostics);
@@ -254,13 +255,16 @@ function parseBlock(
     });
     return { file, value: undefined, diagnostics, locate: () => rootPosition ?? START };
   }
-  const over = overBudget(block.text);
+  const over = overBudget(block.text, tree);
   if (over) {
-    emit(
-      'FF_LIMIT_EXCEEDED',
-      `the file has more than ${YAML_BUDGET[over.item]} ${BUDGET_WORDS[over.item]}; it is not parsed`,
-      { line: over.position.line + block.lineOffset, column: over.position.column },
-    );
+    const what =
+      over.scope === 'file'
+        ? `the file has more than ${YAML_BUDGET[over.item]} ${BUDGET_WORDS[over.item]}`
+        : `the factory files have more than ${TREE_BUDGET[over.item]} ${BUDGET_WORDS[over.item]} in all`;
+    emit('FF_LIMIT_EXCEEDED', `${what}; it is not parsed`, {
+      line: over.position.line + block.lineOffset,
+      column: over.position.column,
+    });
     return { file, value: undefined, diagnostics, locate: () => rootPosition ?? START };
   }
   const counter = new LineCounter();
@@ -326,8 +330,8 @@ function parseBlock(
 }
 
 /** A `.yaml` resource: one document whose root is a mapping. */
-export function parseYamlSource(file: string, text: string): ParsedSource {
-  return parseBlock(file, { text: text.replace(/^\uFEFF/, ''), lineOffset: 0 }, false);
+export function parseYamlSource(file: string, text: string, tree?: TreeBudget): ParsedSource {
+  return parseBlock(file, { text: text.replace(/^\uFEFF/, ''), lineOffset: 0 }, false, undefined, tree);
 }
 
 /** Splits `text` into lines, keeping each line's start offset (handles LF and CRLF). */
@@ -347,7 +351,7 @@ function lineAt(text: string, starts: number[], index: number): string {
  * A Markdown resource: a `---` frontmatter fence (YAML mapping, may be empty) followed by the body.
  * Positions of frontmatter keys are lines of the `.md` file.
  */
-export function parseMarkdownSource(file: string, raw: string): ParsedSource {
+export function parseMarkdownSource(file: string, raw: string, tree?: TreeBudget): ParsedSource {
   const text = raw.replace(/^\uFEFF/, '');
   const diagnostics: Diagnostic[] = [];
   const emit = collector(file, diagnostics);
@@ -379,6 +383,6 @@ export function parseMarkdownSource(file: string, raw: string): ParsedSource {
   const frontmatter = text.slice(starts[1]!, starts[close]!);
   const bodyStart = starts[close + 1];
   const body = bodyStart === undefined ? '' : text.slice(bodyStart);
-  const parsed = parseBlock(file, { text: frontmatter, lineOffset: 1 }, true, START);
+  const parsed = parseBlock(file, { text: frontmatter, lineOffset: 1 }, true, START, tree);
   return { ...parsed, body, bodyLine: close + 2 };
 }

@@ -1,5 +1,5 @@
-import ipaddr from 'ipaddr.js';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { clientKey } from '../kernel/client-address.ts';
 import { AppError } from '../kernel/errors.ts';
 
 /**
@@ -44,13 +44,4 @@ export class AuthThrottle {
       { headers: { 'retry-after': String(wait) } },
     );
   }
-}
-
-/** The address as counted: IPv4 (mapped ones unwrapped) as is, IPv6 by its /64. */
-export function clientKey(address: string): string {
-  if (!ipaddr.isValid(address)) return address;
-  const parsed = ipaddr.process(address);
-  if (parsed.kind() === 'ipv4') return parsed.toString();
-  const parts = (parsed as ipaddr.IPv6).parts.slice(0, 4);
-  return `${parts.map((p) => p.toString(16)).join(':')}::/64`;
 }
