@@ -366,7 +366,12 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     },
     {
       name: 'console',
-      root: (app) => consoleRoutes(app, { cipher: ctx.cipher, secureCookies: config.publicUrl.startsWith('https:') }),
+      root: (app) =>
+        consoleRoutes(app, {
+          cipher: ctx.cipher,
+          secureCookies: config.publicUrl.startsWith('https:'),
+          publicUrl: () => config.publicUrl,
+        }),
     },
     ...(options.plugins ?? []),
   ];

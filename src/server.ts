@@ -7,6 +7,7 @@ import { compose, startInOrder } from './composition.ts';
 import type { CompositionOptions, Services } from './composition.ts';
 import type { ServiceContext } from './context.ts';
 import type { AppInstance } from './plugin.ts';
+import { AuthThrottle } from './identity/auth-throttle.ts';
 import { Authenticator, bootstrapIdentity } from './identity/service.ts';
 import { createLogger } from './log.ts';
 import { Bus } from './kernel/bus.ts';
@@ -82,7 +83,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const bus = new Bus(db);
     await bus.start();
     const cipher = new SecretCipher(await loadMasterKey(config.masterKey, config.dataDir));
-    const ctx: ServiceContext = { db, config, log, authenticator: new Authenticator(db), bus, cipher };
+    const authenticator = new Authenticator(db, undefined, new AuthThrottle(config.authFailureLimit));
+    const ctx: ServiceContext = { db, config, log, authenticator, bus, cipher };
     const { services, plugins, startList } = compose(ctx, options.compose);
     const app = await buildApp(services, plugins);
     let stopComponents: () => Promise<void> = async () => {};

@@ -30,6 +30,7 @@ import { overviewPage } from './pages/overview.ts';
 import { RUN_FILTERS, runPage, runsPage } from './pages/runs.ts';
 import type { RunFilters } from './pages/runs.ts';
 import { schedulesPage } from './pages/schedules.ts';
+import { PAGE_SECURITY_HEADERS, crossSiteReason } from '../kernel/page-security.ts';
 import { signInPage } from './pages/sign-in.ts';
 import { deliveryPage, deliveryRow, webhookPage } from './pages/webhook.ts';
 import type { TestFilterResult } from './pages/webhook.ts';
@@ -48,12 +49,10 @@ export interface ConsoleOptions {
   cipher: SecretCipher;
   /** Whether the server is reached over HTTPS (then the cookie is `Secure`). */
   secureCookies: boolean;
+  /** The server's public URL (read at each request): a sign-in form must come from it or from the Host asked. */
+  publicUrl: () => string;
 }
 
-/** No inline code, nothing from other hosts, no framing. */
-const CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
-  "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'";
 const FORM_BODY_LIMIT = 512 * 1024;
 const ASSETS = path.join(import.meta.dirname, 'assets');
 const ASSET_TYPES: Record<string, string> = {
@@ -85,10 +84,8 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       },
     );
     scope.addHook('onSend', async (_request, reply, payload) => {
-      reply.header('content-security-policy', CSP);
-      reply.header('x-content-type-options', 'nosniff');
+      reply.headers(PAGE_SECURITY_HEADERS);
       reply.header('referrer-policy', 'same-origin');
-      reply.header('x-frame-options', 'DENY');
       if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
       return payload;
     });
@@ -99,7 +96,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       if (!session) return undefined;
       return {
         session,
-        api: new ConsoleApi(root, session.key),
+        api: new ConsoleApi(root, session.key, request.ip),
         viewer: { ...session.identity, csrf: session.csrf },
       };
     };
@@ -242,16 +239,28 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       }),
     );
 
+    // Login CSRF: a page elsewhere must not sign a browser in (as its author). There is no session yet, so no
+    // CSRF token: the browser's own Sec-Fetch-Site and Origin say where the form was posted from. Wrong keys
+    // count against the address's failed-key budget through the API call (429 once it is spent).
     scope.post('/console/sign-in', async (request, reply) => {
+      const crossSite = crossSiteReason(request.headers, options.publicUrl());
+      if (crossSite) {
+        request.log.warn({ reason: crossSite }, 'cross-site console sign-in refused');
+        return sendPage(reply, signInPage('Sign in from this console’s own page.'), 403);
+      }
       const form = (request.body ?? {}) as Form;
       const key = typeof form.api_key === 'string' ? form.api_key.trim() : '';
       if (!key || key.length > 512) return sendPage(reply, signInPage('Enter an API key.'), 400);
       let me: WhoAmI;
       try {
-        me = await new ConsoleApi(root, key).get<WhoAmI>('/whoami');
+        me = await new ConsoleApi(root, key, request.ip).get<WhoAmI>('/whoami');
       } catch (err) {
         if (err instanceof ApiProblem && err.status === 401) {
           return sendPage(reply, signInPage('That API key is invalid, expired or revoked.'), 401);
+        }
+        if (err instanceof ApiProblem && err.status === 429) {
+          if (err.retryAfter) reply.header('retry-after', err.retryAfter);
+          return sendPage(reply, signInPage('Too many failed sign-ins from this address: wait and try again.'), 429);
         }
         throw err;
       }
@@ -638,8 +647,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
           res.writeHead(answer.statusCode ?? 502, {
             'content-type': answer.headers['content-type'] ?? 'text/event-stream',
             'cache-control': 'no-store',
-            'content-security-policy': CSP,
-            'x-content-type-options': 'nosniff',
+            ...PAGE_SECURITY_HEADERS,
           });
           answer.pipe(res);
         });

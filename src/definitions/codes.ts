@@ -28,7 +28,7 @@ export const DIAGNOSTIC_CODES = {
   FF_INVALID_FILTER:
     'A filter key is not valid for the provider and event, or a filter value is outside its domain (payload filter grammar and limits included); a warning for a payload filter key that looks like an operator (`gt`, `ne`, …).',
   FF_LIMIT_EXCEEDED:
-    'agentyard: a limit is exceeded: more than 20 webhooks, a file larger than 256 KiB, YAML nesting deeper than 100 levels, a validation over its time or memory budget, or a source tree over the source limits.',
+    'agentyard: a limit is exceeded: more than 20 webhooks, a file larger than 256 KiB, YAML nesting deeper than 100 levels, a file or tree over its work budget (mapping keys, values, aliases; counted before parsing), a validation over its time or memory budget, or a source tree over the source limits.',
   FF_NOT_SUPPORTED_HERE:
     'agentyard (warning): a valid key or file for a feature this service does not run (integrations, cloud providers, benchmarks, scorer self-improvement, non-webhook triggers).',
 } as const;

@@ -41,6 +41,7 @@ import { SCHEMA_VERSION, checkSchema } from './schemas.ts';
 import type { SchemaKind } from './schemas.ts';
 import { CREDENTIAL_HEADERS } from './signature-schemes.ts';
 import { parseMarkdownSource, parseYamlSource } from './yaml.ts';
+import { TreeBudget } from './work-budget.ts';
 import type { ParsedSource, Position, PositionTarget } from './yaml.ts';
 
 export interface ValidationResult {
@@ -137,6 +138,8 @@ class FactoryValidation {
   private readonly context: ValidationContext | undefined;
   private readonly reporter = new Reporter();
   private readonly sources = new Map<string, ParsedSource>();
+  /** Keys, nodes and aliases every file of the tree may use in all (each file also has its own budget). */
+  private readonly budget = new TreeBudget();
   private readonly notRun: StateDependentCheck[] = [];
   private readonly deferred: DeferredResolution[] = [];
   private readonly secretRefs: { name: string; source: ParsedSource; pointer: string }[] = [];
@@ -293,7 +296,9 @@ class FactoryValidation {
 
   private parseAndCheckSchema(file: ClassifiedFile): Checked {
     const markdown = file.path.endsWith('.md');
-    const source = markdown ? parseMarkdownSource(file.path, file.content) : parseYamlSource(file.path, file.content);
+    const source = markdown
+      ? parseMarkdownSource(file.path, file.content, this.budget)
+      : parseYamlSource(file.path, file.content, this.budget);
     this.sources.set(file.path, source);
     this.reporter.diagnostics.push(...source.diagnostics);
     if (!source.value) return { file, source, value: undefined };

@@ -72,7 +72,7 @@ export function registeredRoutes(app: AppInstance): readonly RegisteredRoute[] {
 export interface AppDeps {
   log: Logger;
   config: Pick<Config, 'bodyTimeoutSeconds'>;
-  authenticator: Pick<Authenticator, 'authenticate'>;
+  authenticator: Pick<Authenticator, 'authenticateFrom'>;
 }
 
 function requestValidator(coerceTypes: 'array' | false): Ajv {
@@ -243,7 +243,7 @@ export async function buildApp(
         const header = request.headers.authorization;
         const match = header ? /^Bearer\s+(.+)$/i.exec(header) : null;
         if (!match) throw new AppError('authentication_required', 'send the API key as "Authorization: Bearer <key>"');
-        const principal = await deps.authenticator.authenticate(match[1]!.trim());
+        const principal = await deps.authenticator.authenticateFrom(match[1]!.trim(), request.ip);
         if (!principal) throw new AppError('authentication_required', 'the API key is invalid, expired or revoked');
         request.principal = principal;
       });

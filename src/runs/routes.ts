@@ -11,6 +11,7 @@ import { sessionLinksFor } from './session-link.ts';
 import type { SessionLinks } from './session-link.ts';
 import { getRunBySession } from './sql.ts';
 import { renderSessionPage } from './session-page.ts';
+import { PAGE_SECURITY_HEADERS } from '../kernel/page-security.ts';
 import { listRuns } from './list.ts';
 import { checkRunModels, knownModels } from './models.ts';
 import type { RunFilters, SortField, SortOrder } from './list.ts';
@@ -346,6 +347,11 @@ export async function registerSessionPageRoute(
         hide: true,
         params: Type.Object({ sessionId: Type.String() }),
         querystring: Type.Object({ exp: Type.Optional(Type.String()), sig: Type.Optional(Type.String()) }),
+      },
+      // Every answer (the page, a redirect, a refusal) is under the console's CSP and never framed.
+      onSend: async (_request, reply, payload) => {
+        reply.headers(PAGE_SECURITY_HEADERS);
+        return payload;
       },
     },
     async (request, reply) => {

@@ -3,7 +3,10 @@ import type { RunItem } from './model.ts';
 const escapeHtml = (s: string): string =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
-/** A small read-only page where a person can follow a run; the session id in its URL is the capability. */
+/**
+ * A small read-only page where a person can follow a run; the session id in its URL is the capability. No inline
+ * code or style: it is served under the console's Content-Security-Policy.
+ */
 export function renderSessionPage(run: RunItem): string {
   const rows: [string, string][] = [
     ['State', run.state],
@@ -18,8 +21,7 @@ export function renderSessionPage(run: RunItem): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="10">
 <title>${escapeHtml(run.title)} · Agentyard</title>
-<style>body{font:15px/1.5 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#222}
-th{text-align:left;padding-right:1.5rem;color:#666;font-weight:500}pre{background:#f5f5f5;padding:1rem;white-space:pre-wrap}</style>
+<link rel="stylesheet" href="/console/assets/console.css">
 </head><body>
 <h1>${escapeHtml(run.title)}</h1>
 <table>${rows.map(([k, v]) => `<tr><th>${k}</th><td>${escapeHtml(v)}</td></tr>`).join('')}</table>

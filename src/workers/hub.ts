@@ -23,6 +23,7 @@ import { isHarnessType } from '../execution/settings.ts';
 import { waitingFollowups } from '../execution/sql.ts';
 import type { HarnessType } from '../execution/settings.ts';
 import type { Authenticator } from '../identity/service.ts';
+import { isAppError } from '../kernel/errors.ts';
 import { RUN_EVENT_TYPES } from '../runs/events.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Bus } from '../kernel/bus.ts';
@@ -144,7 +145,7 @@ export class WorkerHub {
     const header = request.headers.authorization;
     const match = header ? /^Bearer\s+(.+)$/i.exec(header) : null;
     if (!match) return refuse(401, 'Unauthorized');
-    void this.#register(match[1]!.trim()).then(
+    void this.#register(match[1]!.trim(), request.socket.remoteAddress ?? '').then(
       (registration) => {
         if (registration === 'unknown') return refuse(401, 'Unauthorized');
         if (registration === 'forbidden') return refuse(403, 'Forbidden');
@@ -152,12 +153,15 @@ export class WorkerHub {
           this.#accept(ws, registration, request.socket.remoteAddress ?? ''),
         );
       },
-      () => refuse(500, 'Internal Server Error'),
+      (err: unknown) =>
+        isAppError(err) && err.code === 'rate_limited'
+          ? refuse(429, 'Too Many Requests')
+          : refuse(500, 'Internal Server Error'),
     );
   }
 
   /** A worker connects with a worker token, or a team admin key; a member's key registers nothing. */
-  async #register(bearer: string): Promise<Registration | 'unknown' | 'forbidden'> {
+  async #register(bearer: string, address: string): Promise<Registration | 'unknown' | 'forbidden'> {
     if (isWorkerToken(bearer)) {
       const token = await sql.useWorkerToken(this.#deps.db, hashWorkerToken(bearer));
       if (!token) return 'unknown';
@@ -169,7 +173,7 @@ export class WorkerHub {
         registrant: token.created_by,
       };
     }
-    const principal = await this.#deps.authenticator.authenticate(bearer);
+    const principal = await this.#deps.authenticator.authenticateFrom(bearer, address);
     if (!principal) return 'unknown';
     if (principal.role !== 'admin' && !principal.instanceAdmin) return 'forbidden';
     return {
