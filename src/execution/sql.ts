@@ -306,15 +306,19 @@ export interface Offer {
   worker_id: string | null;
   harnesses: string[];
   default_harness: string | null;
+  /** A worker connection registered with a worker token (it receives no run acting as another member). */
+  by_token: boolean;
 }
 
 /** What the worker connections and executor processes seen within `presenceMs` offer. */
 export function presentOffers(q: Queryable, presenceMs: number): Promise<QueryResult<Offer>> {
   return q.query<Offer>(
-    `SELECT team_id, worker_id, harnesses, default_harness FROM worker_connections
+    `SELECT team_id, worker_id, harnesses, default_harness, coalesce(credential_kind = 'token', false) AS by_token
+       FROM worker_connections
        WHERE disconnected_at IS NULL AND last_seen_at > ay_now() - $1 * interval '1 millisecond'
        UNION ALL
-       SELECT NULL, NULL, harnesses, default_harness FROM executor_processes WHERE last_seen_at > ay_now() - $1 * interval '1 millisecond'`,
+       SELECT NULL, NULL, harnesses, default_harness, false FROM executor_processes
+       WHERE last_seen_at > ay_now() - $1 * interval '1 millisecond'`,
     [presenceMs],
   );
 }
@@ -324,6 +328,8 @@ export interface WaitingRun {
   team_id: string;
   worker_host: string | null;
   harness: string;
+  /** The run acts as a member (credentialStrategy CREATOR). */
+  acts_as_member: boolean;
   message: string | null;
 }
 
@@ -334,7 +340,7 @@ export interface WaitingRun {
 export function queuedRunsToAnnotate(q: Queryable): Promise<QueryResult<WaitingRun>> {
   return q.query<WaitingRun>(
     `SELECT r.id, r.team_id, r.worker_host, coalesce(nullif(lower(r.config->'harness'->>'type'), ''), 'oz') AS harness,
-         r.status_message->>'message' AS message
+         r.acts_as IS NOT NULL AS acts_as_member, r.status_message->>'message' AS message
        FROM (
          (SELECT * FROM runs WHERE state = 'QUEUED' AND worker_host IS NULL ORDER BY created_at LIMIT 1000)
          UNION ALL
