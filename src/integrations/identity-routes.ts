@@ -204,6 +204,7 @@ export async function registerProviderIdentityRoutes(
           secret_name: name,
           external_id: account.id,
           external_name: account.name,
+          secret_owner: typeof sent === 'string' ? principal.subject.id : (existing?.created_by ?? null),
         });
         return view(row);
       } catch (err) {

@@ -261,6 +261,19 @@ describe.each(ENGINES)('credentialStrategy CREATOR on %s', (engine) => {
     expect(events).not.toContain(ADA_SLACK);
   });
 
+  it("a linked secret whose value someone else wrote since is not lent: an admin's token never becomes a member's", async () => {
+    // ada linked her Slack token as "ada-slack"; a team admin writes another value over it
+    const rewritten = await s.api('PUT', '/secrets/ada-slack', { value: `xoxp-9999-admin-${'z'.repeat(30)}` });
+    expect(rewritten.status, rewritten.text).toBe(200);
+    const runId = await deliver('codertocat', 'c7ea7000-0000-4000-8000-000000000003');
+    const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    expect(run.state, JSON.stringify(run.status_message)).toBe('SUCCEEDED');
+    const [execution] = await executionsOf(s, runId);
+    const record = fakeRecords(execution!.workspace!)[0];
+    expect(record.env.GH_TOKEN).toBe(`<${ADA_GITHUB.length} chars>`);
+    expect(record.env.SLACK_BOT_TOKEN).toBeUndefined();
+  });
+
   it('an event from an account no member linked fails the run, naming the account; it does not act as the App', async () => {
     const runId = await deliver('octocat-stranger', 'c7ea7000-0000-4000-8000-000000000002');
     const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
