@@ -484,6 +484,9 @@ export interface WorkerConnectionRow {
   host: string | null;
   version: string | null;
   protocol: number;
+  /** What registered it: `key` (a team admin's API key) or `token` (a worker token), and its id; null before 0075. */
+  credential_kind: 'key' | 'token' | null;
+  credential_id: string | null;
   connected_at: Date;
   last_seen_at: Date;
   disconnected_at: Date | null;
@@ -498,7 +501,8 @@ export function listWorkerConnections(
 ): Promise<QueryResult<WorkerConnectionRow>> {
   return q.query<WorkerConnectionRow>(
     `SELECT id, worker_id, (disconnected_at IS NULL AND last_seen_at > ay_now() - $2 * interval '1 millisecond') AS connected,
-           capacity, load, harnesses, default_harness, host, version, protocol, connected_at, last_seen_at, disconnected_at
+           capacity, load, harnesses, default_harness, host, version, protocol, credential_kind, credential_id,
+           connected_at, last_seen_at, disconnected_at
          FROM worker_connections
          WHERE team_id = $1 AND last_seen_at > ay_now() - $3 * interval '1 millisecond'
          ORDER BY worker_id, connected DESC, last_seen_at DESC`,

@@ -199,7 +199,20 @@ describe.each(ENGINES)('who may run a worker, and which runs it gets, on %s', (e
 
     // an admin key's worker gets the run acting as a member
     const byAdmin = await welcomed(s, admin, 'shared-box');
-    expect((await byAdmin.next('assignment')).plan.runId).toBe(actingAsMallory.run.id);
+    const adminAssignment = await byAdmin.next('assignment');
+    expect(adminAssignment.plan.runId).toBe(actingAsMallory.run.id);
+    byAdmin.send({ type: 'claimed', execution_id: adminAssignment.execution_id, workspace: '/w/admin' });
+    await waitFor('the run to start', async () =>
+      (await s.api('GET', `/agent/runs/${actingAsMallory.run.id}`, undefined, admin)).body.state === 'INPROGRESS'
+        ? true
+        : undefined,
+    );
+    // nor can the token's worker take over that execution by claiming to run it after a reconnect
+    const usurper = await connect(s, token);
+    if (!('ws' in usurper)) throw new Error('no connection');
+    usurper.send({ ...hello('shared-box'), running: [adminAssignment.execution_id] });
+    expect((await usurper.next('welcome')).stale).toEqual([adminAssignment.execution_id]);
+    usurper.ws.close();
     byAdmin.ws.close();
     expect((await s.api('GET', `/agent/runs/${foreign}`, undefined, other)).body.state).toBe('QUEUED');
   });
