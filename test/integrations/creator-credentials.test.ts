@@ -274,6 +274,22 @@ describe.each(ENGINES)('credentialStrategy CREATOR on %s', (engine) => {
     expect(record.env.SLACK_BOT_TOKEN).toBeUndefined();
   });
 
+  it('a run acting as a member takes follow-ups only from that member or a team admin', async () => {
+    const runId = await deliver('codertocat', 'c7ea7000-0000-4000-8000-000000000004');
+    await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    const fromBob = await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'push to main' }, bob);
+    expect(fromBob.status, fromBob.text).toBe(403);
+    expect(fromBob.body.code).toBe('not_authorized');
+    expect(fromBob.body.detail).toContain('codertocat');
+    expect((await s.api('GET', `/agent/runs/${runId}/followups`, undefined, bob)).body.followups ?? []).toEqual([]);
+    const fromAda = await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'thanks, go on' }, ada);
+    expect(fromAda.status, fromAda.text).toBe(200);
+    await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    const fromAdmin = await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'and finish' });
+    expect(fromAdmin.status, fromAdmin.text).toBe(200);
+    await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
+  });
+
   it('an event from an account no member linked fails the run, naming the account; it does not act as the App', async () => {
     const runId = await deliver('octocat-stranger', 'c7ea7000-0000-4000-8000-000000000002');
     const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
