@@ -117,6 +117,15 @@ export async function identitiesOfSubject(q: Queryable, teamId: string, subjectI
   return res.rows;
 }
 
+/** Whether any identity of the team still names this secret. */
+export async function secretLinked(q: Queryable, teamId: string, secretName: string): Promise<boolean> {
+  const res = await q.query('SELECT 1 FROM integration_identities WHERE team_id = $1 AND secret_name = $2 LIMIT 1', [
+    teamId,
+    secretName,
+  ]);
+  return res.rows.length > 0;
+}
+
 export async function listIdentities(q: Queryable, teamId: string, provider: Provider): Promise<IdentityRow[]> {
   const res = await q.query<IdentityRow>(
     `SELECT ${COLUMNS} FROM integration_identities WHERE team_id = $1 AND provider = $2 ORDER BY subject_name, subject_id`,

@@ -299,4 +299,14 @@ describe.each(ENGINES)('credentialStrategy CREATOR on %s', (engine) => {
     expect(await executionsOf(s, runId).then((e) => e.filter((x) => x.workspace))).toEqual([]);
     expect(github.tokenRequests).toEqual([]);
   });
+
+  it("unlinking deletes the member's own token secret, never one that is not theirs", async () => {
+    const linked = (await s.api('GET', '/integrations/github/identities/me', undefined, ada)).body;
+    const slack = (await s.api('GET', '/integrations/slack/identities/me', undefined, ada)).body;
+    expect((await s.api('DELETE', '/integrations/github/identities/me', undefined, ada)).status).toBe(200);
+    expect((await s.api('GET', `/secrets/${linked.secret_name}`, undefined, ada)).status).toBe(404);
+    // "ada-slack" was written over by an admin since: it is the admin's now, and stays
+    expect((await s.api('DELETE', '/integrations/slack/identities/me', undefined, ada)).status).toBe(200);
+    expect((await s.api('GET', `/secrets/${slack.secret_name}`, undefined, ada)).status).toBe(200);
+  });
 });
