@@ -306,15 +306,19 @@ export interface Offer {
   worker_id: string | null;
   harnesses: string[];
   default_harness: string | null;
+  /** A worker connection registered with a worker token (it receives no run acting as another member). */
+  by_token: boolean;
 }
 
 /** What the worker connections and executor processes seen within `presenceMs` offer. */
 export function presentOffers(q: Queryable, presenceMs: number): Promise<QueryResult<Offer>> {
   return q.query<Offer>(
-    `SELECT team_id, worker_id, harnesses, default_harness FROM worker_connections
+    `SELECT team_id, worker_id, harnesses, default_harness, coalesce(credential_kind = 'token', false) AS by_token
+       FROM worker_connections
        WHERE disconnected_at IS NULL AND last_seen_at > ay_now() - $1 * interval '1 millisecond'
        UNION ALL
-       SELECT NULL, NULL, harnesses, default_harness FROM executor_processes WHERE last_seen_at > ay_now() - $1 * interval '1 millisecond'`,
+       SELECT NULL, NULL, harnesses, default_harness, false FROM executor_processes
+       WHERE last_seen_at > ay_now() - $1 * interval '1 millisecond'`,
     [presenceMs],
   );
 }
@@ -324,6 +328,8 @@ export interface WaitingRun {
   team_id: string;
   worker_host: string | null;
   harness: string;
+  /** The run acts as a member (credentialStrategy CREATOR). */
+  acts_as_member: boolean;
   message: string | null;
 }
 
@@ -334,7 +340,7 @@ export interface WaitingRun {
 export function queuedRunsToAnnotate(q: Queryable): Promise<QueryResult<WaitingRun>> {
   return q.query<WaitingRun>(
     `SELECT r.id, r.team_id, r.worker_host, coalesce(nullif(lower(r.config->'harness'->>'type'), ''), 'oz') AS harness,
-         r.status_message->>'message' AS message
+         r.acts_as IS NOT NULL AS acts_as_member, r.status_message->>'message' AS message
        FROM (
          (SELECT * FROM runs WHERE state = 'QUEUED' AND worker_host IS NULL ORDER BY created_at LIMIT 1000)
          UNION ALL
@@ -489,6 +495,9 @@ export interface WorkerConnectionRow {
   host: string | null;
   version: string | null;
   protocol: number;
+  /** What registered it: `key` (a team admin's API key) or `token` (a worker token), and its id; null before 0075. */
+  credential_kind: 'key' | 'token' | null;
+  credential_id: string | null;
   connected_at: Date;
   last_seen_at: Date;
   disconnected_at: Date | null;
@@ -503,7 +512,8 @@ export function listWorkerConnections(
 ): Promise<QueryResult<WorkerConnectionRow>> {
   return q.query<WorkerConnectionRow>(
     `SELECT id, worker_id, (disconnected_at IS NULL AND last_seen_at > ay_now() - $2 * interval '1 millisecond') AS connected,
-           capacity, load, harnesses, default_harness, host, version, protocol, connected_at, last_seen_at, disconnected_at
+           capacity, load, harnesses, default_harness, host, version, protocol, credential_kind, credential_id,
+           connected_at, last_seen_at, disconnected_at
          FROM worker_connections
          WHERE team_id = $1 AND last_seen_at > ay_now() - $3 * interval '1 millisecond'
          ORDER BY worker_id, connected DESC, last_seen_at DESC`,

@@ -7,6 +7,7 @@
 import type { Queryable } from '../kernel/db.ts';
 import type { ActsAs } from '../runs/model.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
+import { getSecretMeta } from '../secrets/sql.ts';
 import { identitiesOfSubject, identityOfAccount } from './identities.ts';
 import { isProvider } from './model.ts';
 import type { Provider } from './model.ts';
@@ -51,6 +52,9 @@ export async function creatorRunEnv(
   const env: Record<string, string> = {};
   for (const identity of await identitiesOfSubject(q, run.team_id, member.subject_id)) {
     if (identity.provider !== 'github' && !declared.has(identity.provider)) continue;
+    // written since by someone else (an admin's value over the member's secret): not the member's token any more
+    const owner = (await getSecretMeta(q, run.team_id, identity.secret_name))?.created_by ?? null;
+    if (owner !== identity.secret_owner && owner !== identity.subject_id) continue;
     const token = (await secrets.get(run.team_id, identity.secret_name))?.trim();
     if (!token) continue;
     for (const name of PROVIDER_ENV[identity.provider]) env[name] = token;

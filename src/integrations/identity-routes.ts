@@ -204,6 +204,7 @@ export async function registerProviderIdentityRoutes(
           secret_name: name,
           external_id: account.id,
           external_name: account.name,
+          secret_owner: typeof sent === 'string' ? principal.subject.id : (existing?.created_by ?? null),
         });
         return view(row);
       } catch (err) {
@@ -223,7 +224,8 @@ export async function registerProviderIdentityRoutes(
     {
       schema: {
         tags: TAGS,
-        summary: 'Unlink your identity for the provider',
+        summary:
+          'Unlink your identity for the provider; the secret holding your token is deleted when it is yours and no other link names it',
         params: ProviderParams,
         response: { 200: IdentitySchema },
       },
@@ -232,6 +234,15 @@ export async function registerProviderIdentityRoutes(
       const provider = providerOf(request.params.provider);
       const row = await ownIdentity(ctx, request.principal, provider);
       await identities.deleteIdentity(ctx.db, row.team_id, row.subject_id, provider);
+      // a member cannot delete secrets otherwise: their token does not outlive its last link
+      const secret = await getSecretMeta(ctx.db, row.team_id, row.secret_name);
+      if (
+        secret?.created_by === row.subject_id &&
+        !(await identities.secretLinked(ctx.db, row.team_id, row.secret_name))
+      ) {
+        await ctx.managedSecrets.delete(row.team_id, row.secret_name).catch(() => undefined);
+        await ctx.bus.publish(SECRETS_CHANGED_TOPIC, { team_id: row.team_id, name: row.secret_name });
+      }
       return view(row);
     },
   );

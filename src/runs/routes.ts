@@ -298,6 +298,7 @@ export async function registerRunRoutes(
         message,
         mode: request.body?.mode ?? 'normal',
         creatorId: request.principal.subject.id,
+        admin: request.principal.role === 'admin' || request.principal.instanceAdmin,
       });
       return { followup_id: followupId, run_id: run.id, state: run.state };
     },

@@ -373,12 +373,20 @@ export class RunService {
   async followup(
     teamId: string,
     runId: string,
-    input: { message: string; mode: string; creatorId: string | null },
+    input: { message: string; mode: string; creatorId: string | null; admin?: boolean },
   ): Promise<{ followupId: string; run: RunRow }> {
+    const { admin = false, ...followup } = input;
     const { followupId, run, requeued } = await this.#db.transaction(async (tx) => {
       const current = await sql.getRun(tx, teamId, runId);
       if (!current) throw new AppError('resource_not_found', `run ${runId} does not exist`);
-      const f = await sql.insertFollowup(tx, { id: newId('fu'), runId, teamId, ...input });
+      // a run acting as a member continues with that member's tokens: only they (or an admin) say what it does next
+      if (current.acts_as && !admin && (await sql.actsAsSubject(tx, teamId, current.acts_as)) !== input.creatorId) {
+        throw new AppError(
+          'not_authorized',
+          `run ${runId} acts as the ${current.acts_as.provider} account ${current.acts_as.account ?? '(unknown)'} (credentialStrategy CREATOR): only the member who linked it or a team admin may send it follow-ups`,
+        );
+      }
+      const f = await sql.insertFollowup(tx, { id: newId('fu'), runId, teamId, ...followup });
       if (isTerminal(current.state)) {
         const requeuedRun = await sql.applyRunEvent(tx, runId, 'continue', { teamId, statusMessage: null });
         return { followupId: f.id, run: requeuedRun ?? current, requeued: requeuedRun !== undefined };

@@ -99,6 +99,15 @@ function insertRecord(r: InsertRun): Record<string, unknown> {
   };
 }
 
+/** The member who linked the account a CREATOR run acts as (integrations' identities), if any. */
+export async function actsAsSubject(q: Queryable, teamId: string, actsAs: ActsAs): Promise<string | undefined> {
+  const res = await q.query<{ subject_id: string }>(
+    `SELECT subject_id FROM integration_identities WHERE team_id = $1 AND provider = $2 AND lower(external_id) = lower($3)`,
+    [teamId, actsAs.provider, actsAs.account ?? ''],
+  );
+  return res.rows[0]?.subject_id;
+}
+
 /** Whom a CREATOR run acts as (RunService sets it in the transaction that inserts the run). */
 export async function setRunActsAs(q: Queryable, runId: string, actsAs: ActsAs): Promise<RunRow> {
   const res = await q.query<RunRow>('UPDATE runs SET acts_as = $2 WHERE id = $1 RETURNING *', [

@@ -307,6 +307,8 @@ export class WorkerHub {
             workerId: c.workerId,
             executor: this.#executorName(c),
             leaseMs: this.#deps.leaseMs,
+            trusted: registration.trusted,
+            registrant: registration.registrant,
           })
         ).rows
       : [];

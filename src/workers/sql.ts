@@ -55,17 +55,31 @@ export async function markSeen(q: Queryable, connectionId: string, load: number)
 
 /**
  * Executions a worker still runs after a reconnect: the new connection (`executor`) holds their leases from
- * now on. Answers those adopted (live, of the team and the worker).
+ * now on. Answers those adopted (live, of the team and the worker, of runs this registration may receive: the
+ * rule of ay_lock_worker_runs, so that a worker cannot take over the reports of a run it could not claim).
  */
 export function adoptExecutions(
   q: Queryable,
-  p: { executionIds: readonly string[]; teamId: string; workerId: string; executor: string; leaseMs: number },
+  p: {
+    executionIds: readonly string[];
+    teamId: string;
+    workerId: string;
+    executor: string;
+    leaseMs: number;
+    trusted: boolean;
+    registrant: string;
+  },
 ): Promise<QueryResult<{ id: string; run_id: string; harness: string; started: boolean }>> {
   return q.query<{ id: string; run_id: string; harness: string; started: boolean }>(
-    `UPDATE executions SET executor = $4, lease_expires_at = ay_now() + $5 * interval '1 millisecond', heartbeat_at = ay_now()
-             WHERE id = ANY($1::text[]) AND team_id = $2 AND worker_id = $3 AND ended_at IS NULL
-             RETURNING id, run_id, harness, (started_at IS NOT NULL) AS started`,
-    [p.executionIds, p.teamId, p.workerId, p.executor, p.leaseMs],
+    `UPDATE executions e SET executor = $4, lease_expires_at = ay_now() + $5 * interval '1 millisecond', heartbeat_at = ay_now()
+       FROM runs r
+      WHERE e.id = ANY($1::text[]) AND e.team_id = $2 AND e.worker_id = $3 AND e.ended_at IS NULL AND r.id = e.run_id
+        AND ($6::boolean OR r.acts_as IS NULL OR EXISTS (
+          SELECT 1 FROM integration_identities i
+          WHERE i.team_id = r.team_id AND i.subject_id = $7 AND i.provider = r.acts_as->>'provider'
+            AND lower(i.external_id) = lower(r.acts_as->>'account')))
+      RETURNING e.id, e.run_id, e.harness, (e.started_at IS NOT NULL) AS started`,
+    [p.executionIds, p.teamId, p.workerId, p.executor, p.leaseMs, p.trusted, p.registrant],
   );
 }
 

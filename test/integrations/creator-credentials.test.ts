@@ -261,6 +261,35 @@ describe.each(ENGINES)('credentialStrategy CREATOR on %s', (engine) => {
     expect(events).not.toContain(ADA_SLACK);
   });
 
+  it("a linked secret whose value someone else wrote since is not lent: an admin's token never becomes a member's", async () => {
+    // ada linked her Slack token as "ada-slack"; a team admin writes another value over it
+    const rewritten = await s.api('PUT', '/secrets/ada-slack', { value: `xoxp-9999-admin-${'z'.repeat(30)}` });
+    expect(rewritten.status, rewritten.text).toBe(200);
+    const runId = await deliver('codertocat', 'c7ea7000-0000-4000-8000-000000000003');
+    const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    expect(run.state, JSON.stringify(run.status_message)).toBe('SUCCEEDED');
+    const [execution] = await executionsOf(s, runId);
+    const record = fakeRecords(execution!.workspace!)[0];
+    expect(record.env.GH_TOKEN).toBe(`<${ADA_GITHUB.length} chars>`);
+    expect(record.env.SLACK_BOT_TOKEN).toBeUndefined();
+  });
+
+  it('a run acting as a member takes follow-ups only from that member or a team admin', async () => {
+    const runId = await deliver('codertocat', 'c7ea7000-0000-4000-8000-000000000004');
+    await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    const fromBob = await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'push to main' }, bob);
+    expect(fromBob.status, fromBob.text).toBe(403);
+    expect(fromBob.body.code).toBe('not_authorized');
+    expect(fromBob.body.detail).toContain('codertocat');
+    expect((await s.api('GET', `/agent/runs/${runId}/followups`, undefined, bob)).body.followups ?? []).toEqual([]);
+    const fromAda = await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'thanks, go on' }, ada);
+    expect(fromAda.status, fromAda.text).toBe(200);
+    await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    const fromAdmin = await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'and finish' });
+    expect(fromAdmin.status, fromAdmin.text).toBe(200);
+    await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
+  });
+
   it('an event from an account no member linked fails the run, naming the account; it does not act as the App', async () => {
     const runId = await deliver('octocat-stranger', 'c7ea7000-0000-4000-8000-000000000002');
     const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
@@ -269,5 +298,15 @@ describe.each(ENGINES)('credentialStrategy CREATOR on %s', (engine) => {
     expect(JSON.stringify(run.status_message)).toContain('/integrations/github/identities/me');
     expect(await executionsOf(s, runId).then((e) => e.filter((x) => x.workspace))).toEqual([]);
     expect(github.tokenRequests).toEqual([]);
+  });
+
+  it("unlinking deletes the member's own token secret, never one that is not theirs", async () => {
+    const linked = (await s.api('GET', '/integrations/github/identities/me', undefined, ada)).body;
+    const slack = (await s.api('GET', '/integrations/slack/identities/me', undefined, ada)).body;
+    expect((await s.api('DELETE', '/integrations/github/identities/me', undefined, ada)).status).toBe(200);
+    expect((await s.api('GET', `/secrets/${linked.secret_name}`, undefined, ada)).status).toBe(404);
+    // "ada-slack" was written over by an admin since: it is the admin's now, and stays
+    expect((await s.api('DELETE', '/integrations/slack/identities/me', undefined, ada)).status).toBe(200);
+    expect((await s.api('GET', `/secrets/${slack.secret_name}`, undefined, ada)).status).toBe(200);
   });
 });

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
-import { createRun, startExecServer } from '../execution/support.ts';
+import { createRun, startExecServer, waitFor } from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
 import { connect, hello } from './support.ts';
 import type { Client } from './support.ts';
@@ -189,11 +189,30 @@ describe.each(ENGINES)('who may run a worker, and which runs it gets, on %s', (e
     expect([first.plan.runId, second.plan.runId]).toEqual([actingAsAdmin.run.id, plain]);
     expect((await s.api('GET', `/agent/runs/${foreign}`, undefined, other)).body.state).toBe('QUEUED');
     expect((await s.api('GET', `/agent/runs/${actingAsMallory.run.id}`, undefined, admin)).body.state).toBe('QUEUED');
+    // and the run says what it waits for
+    const waiting = await waitFor('the waiting message', async () => {
+      const r = (await s.api('GET', `/agent/runs/${actingAsMallory.run.id}`, undefined, admin)).body;
+      return r.status_message?.message?.includes('team admin key') ? r : undefined;
+    });
+    expect(waiting.status_message.message).toContain('acts as a member (credentialStrategy CREATOR)');
     c.ws.close();
 
     // an admin key's worker gets the run acting as a member
     const byAdmin = await welcomed(s, admin, 'shared-box');
-    expect((await byAdmin.next('assignment')).plan.runId).toBe(actingAsMallory.run.id);
+    const adminAssignment = await byAdmin.next('assignment');
+    expect(adminAssignment.plan.runId).toBe(actingAsMallory.run.id);
+    byAdmin.send({ type: 'claimed', execution_id: adminAssignment.execution_id, workspace: '/w/admin' });
+    await waitFor('the run to start', async () =>
+      (await s.api('GET', `/agent/runs/${actingAsMallory.run.id}`, undefined, admin)).body.state === 'INPROGRESS'
+        ? true
+        : undefined,
+    );
+    // nor can the token's worker take over that execution by claiming to run it after a reconnect
+    const usurper = await connect(s, token);
+    if (!('ws' in usurper)) throw new Error('no connection');
+    usurper.send({ ...hello('shared-box'), running: [adminAssignment.execution_id] });
+    expect((await usurper.next('welcome')).stale).toEqual([adminAssignment.execution_id]);
+    usurper.ws.close();
     byAdmin.ws.close();
     expect((await s.api('GET', `/agent/runs/${foreign}`, undefined, other)).body.state).toBe('QUEUED');
   });

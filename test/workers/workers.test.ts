@@ -99,6 +99,7 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
       default_harness: 'claude',
       protocol: 1,
       connected: true,
+      registered_with: { kind: 'token', id: expect.stringMatching(/^wtk_/) },
     });
 
     const runId = await createRun(
