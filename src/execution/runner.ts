@@ -21,6 +21,7 @@ import {
   createWorkspace,
   removeConfigDir,
   removeWorkspace,
+  workspaceSize,
   workspaceUsage,
   writeAssignmentFiles,
 } from './workspace.ts';
@@ -530,6 +531,19 @@ export class ExecutionRunner {
     if (this.#stopReason || this.#stopError) return this.#stopped(exit.code);
     const { code: exitCode, signal } = sandbox === 'bubblewrap' ? launcherExit(exit.code, exit.signal) : exit;
     const reading = adapter.readExit(exitCode, signal, lastResult);
+    // a write stopped at the largest file the sandbox allows (RLIMIT_FSIZE: the workspace limit) fails the agent
+    // before a measurement sees it: its failure is the limit's
+    if (
+      reading.kind !== 'succeeded' &&
+      (await workspaceSize(ws.dir, this.#limits.workspaceBytes)) >= this.#limits.workspaceBytes
+    ) {
+      return this.#outcome(
+        'failed',
+        exitCode,
+        `the workspace reached ${sizeText(this.#limits.workspaceBytes)} (the execution's workspace limit): ${reading.message}`,
+        'workspace_too_large',
+      );
+    }
     let message = reading.message;
     if (
       reading.kind !== 'succeeded' &&
