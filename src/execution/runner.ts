@@ -188,16 +188,14 @@ export class ExecutionRunner {
     void this.stop('shutdown', { message, errorCode, kind: 'failed' });
   }
 
-  /** Counts the agent's output; past the limit the agent is stopped. False: the line is not kept. */
-  #countOutput(line: string): boolean {
-    if (this.#overLimit) return false;
-    this.#outputBytes += Buffer.byteLength(line) + 1;
-    if (this.#outputBytes <= this.#limits.outputBytes) return true;
+  /** Counts the agent's output as it arrives; past the limit the agent is stopped. */
+  #countOutput(bytes: number): void {
+    this.#outputBytes += bytes;
+    if (this.#outputBytes <= this.#limits.outputBytes) return;
     this.#passLimit(
       `the agent printed more than ${sizeText(this.#limits.outputBytes)} of output (the execution's output limit)`,
       'output_limit_exceeded',
     );
-    return false;
   }
 
   /** Stops the agent's process tree; the outcome says why. */
@@ -477,11 +475,12 @@ export class ExecutionRunner {
       launcher: sandbox === 'bubblewrap',
       ...(invocation.input !== undefined ? { input: invocation.input } : {}),
       keepStdinOpen: invocation.keepStdinOpen,
+      onOutput: (bytes) => this.#countOutput(bytes),
       onStdoutLine: (line) => {
-        if (this.#countOutput(line)) onEvents(parser.line(line));
+        if (!this.#overLimit) onEvents(parser.line(line));
       },
       onStderrLine: (line) => {
-        if (!this.#countOutput(line) || !line.trim()) return;
+        if (this.#overLimit || !line.trim()) return;
         stderrTail.push(line);
         if (stderrTail.length > 20) stderrTail.shift();
         if (stderrEvents < MAX_STDERR_EVENTS) {

@@ -93,13 +93,21 @@ describe('the limits of an execution in the bubblewrap sandbox', () => {
     expect(events.length).toBeLessThanOrEqual(10_010);
   });
 
-  it('ends FAILED past 16 MiB of output (17 MiB printed on stderr)', async () => {
-    const { run } = await shell("head -c 17M /dev/zero | tr '\\0' a | fold -w 4096 >&2; sleep 30");
-    expect(run.state).toBe('FAILED');
-    expect(run.status_message.message).toBe(
-      "the agent printed more than 16 MiB of output (the execution's output limit)",
-    );
-    expect(run.status_message).toMatchObject({ error_code: 'budget_exceeded', error_detail: 'output_limit_exceeded' });
+  it('ends FAILED past 16 MiB of output (17 MiB in lines on stderr; an endless line on stdout)', async () => {
+    for (const script of [
+      "head -c 17M /dev/zero | tr '\\0' a | fold -w 4096 >&2; sleep 30",
+      "head -c 17M /dev/zero | tr '\\0' a; sleep 30",
+    ]) {
+      const { run } = await shell(script);
+      expect(run.state).toBe('FAILED');
+      expect(run.status_message.message).toBe(
+        "the agent printed more than 16 MiB of output (the execution's output limit)",
+      );
+      expect(run.status_message).toMatchObject({
+        error_code: 'budget_exceeded',
+        error_detail: 'output_limit_exceeded',
+      });
+    }
   });
 
   it("ends FAILED when deleted-but-open files fill the workspace past its runner's x-agentyard-limits", async () => {
