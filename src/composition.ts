@@ -249,6 +249,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
       intervalMs: settings.heartbeatMs,
       workspaceRoot: settings.workspaceRoot,
       workspaceRetentionMs: settings.workspaceRetentionMs,
+      configRoot: settings.configRoot,
     }),
     executor: roles.has('executor')
       ? new ServiceExecutor({

@@ -21,6 +21,7 @@ import {
   createWorkspace,
   removeConfigDir,
   removeWorkspace,
+  workspaceSize,
   workspaceUsage,
   writeAssignmentFiles,
 } from './workspace.ts';
@@ -187,16 +188,14 @@ export class ExecutionRunner {
     void this.stop('shutdown', { message, errorCode, kind: 'failed' });
   }
 
-  /** Counts the agent's output; past the limit the agent is stopped. False: the line is not kept. */
-  #countOutput(line: string): boolean {
-    if (this.#overLimit) return false;
-    this.#outputBytes += Buffer.byteLength(line) + 1;
-    if (this.#outputBytes <= this.#limits.outputBytes) return true;
+  /** Counts the agent's output as it arrives; past the limit the agent is stopped. */
+  #countOutput(bytes: number): void {
+    this.#outputBytes += bytes;
+    if (this.#outputBytes <= this.#limits.outputBytes) return;
     this.#passLimit(
       `the agent printed more than ${sizeText(this.#limits.outputBytes)} of output (the execution's output limit)`,
       'output_limit_exceeded',
     );
-    return false;
   }
 
   /** Stops the agent's process tree; the outcome says why. */
@@ -476,11 +475,12 @@ export class ExecutionRunner {
       launcher: sandbox === 'bubblewrap',
       ...(invocation.input !== undefined ? { input: invocation.input } : {}),
       keepStdinOpen: invocation.keepStdinOpen,
+      onOutput: (bytes) => this.#countOutput(bytes),
       onStdoutLine: (line) => {
-        if (this.#countOutput(line)) onEvents(parser.line(line));
+        if (!this.#overLimit) onEvents(parser.line(line));
       },
       onStderrLine: (line) => {
-        if (!this.#countOutput(line) || !line.trim()) return;
+        if (this.#overLimit || !line.trim()) return;
         stderrTail.push(line);
         if (stderrTail.length > 20) stderrTail.shift();
         if (stderrEvents < MAX_STDERR_EVENTS) {
@@ -530,6 +530,19 @@ export class ExecutionRunner {
     if (this.#stopReason || this.#stopError) return this.#stopped(exit.code);
     const { code: exitCode, signal } = sandbox === 'bubblewrap' ? launcherExit(exit.code, exit.signal) : exit;
     const reading = adapter.readExit(exitCode, signal, lastResult);
+    // a write stopped at the largest file the sandbox allows (RLIMIT_FSIZE: the workspace limit) fails the agent
+    // before a measurement sees it: its failure is the limit's
+    if (
+      reading.kind !== 'succeeded' &&
+      (await workspaceSize(ws.dir, this.#limits.workspaceBytes)) >= this.#limits.workspaceBytes
+    ) {
+      return this.#outcome(
+        'failed',
+        exitCode,
+        `the workspace reached ${sizeText(this.#limits.workspaceBytes)} (the execution's workspace limit): ${reading.message}`,
+        'workspace_too_large',
+      );
+    }
     let message = reading.message;
     if (
       reading.kind !== 'succeeded' &&

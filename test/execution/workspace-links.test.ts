@@ -4,7 +4,17 @@
  * prompt says in a shell (fixtures/agents/shell-agent.mjs); the follow-up that would reuse their workspace
  * leaves the host files untouched and goes on in a fresh workspace, with an error event naming the link.
  */
-import { lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -127,5 +137,22 @@ describe('links an agent leaves in its workspace', () => {
       [runId],
     );
     expect(files.rows.map((r) => Buffer.from(r.data).toString())).toEqual(['inside\n']);
+  });
+
+  it("the server's files for an execution are gone when it ends; a crashed runner's are swept", async () => {
+    const runId = await shellRun('cat /etc/passwd > seen-passwd.txt');
+    const [execution] = await executionsOf(s, runId);
+    const configRoot = path.join(s.dataDir, 'execution-files');
+    // the sandbox saw its own passwd, which is gone with the execution
+    expect(readFileSync(path.join(execution!.workspace!, 'seen-passwd.txt'), 'utf8')).toContain('agent:x:1000:1000');
+    expect(existsSync(path.join(configRoot, execution!.id))).toBe(false);
+    // left by a runner that died: no running execution has it
+    const stale = path.join(configRoot, 'exe_01zzzzzzzzzzzzzzzzzzzzzzzz');
+    mkdirSync(stale, { recursive: true });
+    writeFileSync(path.join(stale, 'claude-mcp.json'), '{}');
+    const old = new Date(Date.now() - 3_600_000);
+    utimesSync(stale, old, old);
+    await s.parts.reaper.sweep();
+    expect(existsSync(stale)).toBe(false);
   });
 });

@@ -190,14 +190,21 @@ async function processLimit(limits: ExecutionLimits, executionId: string): Promi
   const wrapper = prlimit ? [PRLIMIT, `--nproc=${limits.processes}`, `--fsize=${limits.workspaceBytes}`, '--'] : [];
   const cgroups = await pidsCgroupAvailability();
   let cgroup: string | undefined;
+  let cgroupProblem = cgroups.ok ? '' : cgroups.reason;
   if (cgroups.ok) {
-    cgroup = await createPidsCgroup(cgroups.base, executionId, limits.processes);
+    try {
+      cgroup = await createPidsCgroup(cgroups.base, executionId, limits.processes);
+    } catch (err) {
+      cgroupProblem = `the execution's pids cgroup could not be made (${(err as NodeJS.ErrnoException).code ?? err})`;
+    }
+  }
+  if (cgroup) {
     notes.push(`at most ${limits.processes} processes (pids cgroup)`);
   } else if (prlimit && process.getuid?.() !== 0) {
     notes.push(`at most ${limits.processes} processes (RLIMIT_NPROC)`);
   } else {
     const why = prlimit ? 'the server runs as root, which RLIMIT_NPROC exempts' : `${PRLIMIT} is missing`;
-    notes.push(`process limit not enforced: ${why}, and ${cgroups.reason}`);
+    notes.push(`process limit not enforced: ${why}, and ${cgroupProblem}`);
   }
   return { wrapper, cgroup, notes };
 }
