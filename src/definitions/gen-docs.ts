@@ -217,9 +217,12 @@ ${aliasTable()}
 
 ### Webhook triggers
 
-\`filter.webhook_ids\` holds exactly one webhook UID (${WEBHOOK_UID_FORMAT}; file names are refused);
-one trigger per webhook. Offline validation checks the UID's format; an apply checks that the UID belongs to
-the factory. \`filter.payload\` is an optional payload filter:
+\`filter.webhook_ids\` holds exactly one webhook: its file's name (\`[ci]\` for \`webhooks/ci.yaml\`) or its UID
+(${WEBHOOK_UID_FORMAT}); one trigger per webhook. A name must be a \`webhooks/\` file of the same tree (checked
+offline) and is resolved to that webhook's UID at apply, so a tree can name a webhook in the commit that
+creates it and works unchanged on another factory; the live automation stores the UID. Offline validation
+checks a UID's format; an apply checks that the UID belongs to the factory. \`filter.payload\` is an
+optional payload filter:
 
 - The filter is a mapping; every key must match (AND); a nested mapping reaches nested fields.
 - A bare scalar matches by strict equality (\`1\` is not \`"1"\`); a bare list is \`in\`.

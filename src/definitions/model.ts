@@ -124,8 +124,12 @@ export type Trigger =
       kind: 'webhook';
       provider: 'webhook';
       event: 'received';
-      /** The single webhook UID the trigger selects. */
-      webhookUid: string;
+      /**
+       * The single webhook the trigger selects, by UID or by its file's name (`ci` for `webhooks/ci.yaml`):
+       * exactly one of the two is set. A name is resolved to the webhook's UID at apply.
+       */
+      webhookUid: string | null;
+      webhookName: string | null;
       payload: PayloadFilter | null;
     }
   | {
