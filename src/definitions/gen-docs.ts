@@ -87,6 +87,7 @@ function rows(bundle: Bundle, owner: string, raw: JsonSchema, prefix: string, ou
     const description = [
       cell(resolved.schema.description),
       notRun ? `*Accepted, not run here (warning \`FF_NOT_SUPPORTED_HERE\`).*` : '',
+      resolved.schema['x-agentyard-extension'] ? '*Agentyard extension.*' : '',
     ]
       .filter(Boolean)
       .join(' ');

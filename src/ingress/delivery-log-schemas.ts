@@ -84,4 +84,10 @@ export const DeliveryDetailSchema = Type.Object({
       description: 'Automations whose run could not be created, and why',
     }),
   ),
+  skipped: Type.Optional(
+    Type.Array(Type.Object({ automation_id: Str, reason: Str }), {
+      description:
+        "Automations whose trigger matched but whose factory's trigger policy starts no run for who caused the event, and why (docs/governance.md)",
+    }),
+  ),
 });

@@ -23,6 +23,8 @@ export interface DeliveryFiring {
   automation_id: string;
   run_id: string | null;
   error: string | null;
+  /** Why no run started although the trigger matched (the factory's trigger policy). */
+  skipped: string | null;
 }
 
 export interface DeliveryItem {
@@ -128,7 +130,7 @@ export async function getDeliveryPayload(
 
 export async function firingsOf(q: Queryable, deliveryId: string): Promise<DeliveryFiring[]> {
   const res = await q.query<DeliveryFiring>(
-    'SELECT automation_id, run_id, error FROM automation_firings WHERE delivery_id = $1 ORDER BY created_at, automation_id',
+    'SELECT automation_id, run_id, error, skipped FROM automation_firings WHERE delivery_id = $1 ORDER BY created_at, automation_id',
     [deliveryId],
   );
   return res.rows;
