@@ -212,6 +212,10 @@ inline \`schedule\` or a non-empty \`filter.schedule_ids\`.
 
 ${triggerTable()}
 
+GitHub, Slack and Linear events start runs only when the person who caused them is one the factory's
+\`triggerPolicy\` allows: by default GitHub authors whose \`author_association\` is OWNER, MEMBER or
+COLLABORATOR, and the connected Slack or Linear workspace's own people, no bots (docs/governance.md).
+
 Authoring aliases of filter keys (an alias and its canonical key together are an error):
 
 ${aliasTable()}
