@@ -63,7 +63,7 @@ export function rootWarning(uid: number | undefined): string | undefined {
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const log = options.log ?? createLogger(config.logLevel, config.logFormat);
   const asRoot = rootWarning(process.getuid?.());
-  if (asRoot) log.warn({ uid: 0 }, asRoot);
+  if (asRoot) log.warn(asRoot);
   const tightened = await makeDataDirPrivate(config.dataDir);
   if (tightened.paths.length)
     log.warn(
