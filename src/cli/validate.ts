@@ -1,4 +1,5 @@
 import { parseCommandLine } from './args.ts';
+import { closest } from '../definitions/levenshtein.ts';
 import { formatDiagnostics } from '../definitions/diagnostic.ts';
 import type { DiagnosticFormat } from '../definitions/diagnostic.ts';
 import { readFactoryDir } from '../definitions/load.ts';
@@ -41,10 +42,15 @@ export async function validateCommand(argv: string[]): Promise<number> {
     return 0;
   }
   const format = (values.json ? 'json' : (values.format ?? 'text')) as DiagnosticFormat;
-  if (!FORMATS.includes(format) || positionals.length !== 1) {
+  if (!FORMATS.includes(format)) {
+    const meant = closest(format, FORMATS);
     process.stderr.write(
-      `${!FORMATS.includes(format) ? `agentyard validate: unknown format "${format}"\n\n` : ''}${USAGE}\n`,
+      `agentyard validate: unknown format "${format}"${meant ? `; did you mean "${meant}"?` : ''} (text, json or github)\n`,
     );
+    return 2;
+  }
+  if (positionals.length !== 1) {
+    process.stderr.write(`${USAGE}\n`);
     return 2;
   }
   const dir = positionals[0]!;

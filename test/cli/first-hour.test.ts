@@ -86,6 +86,7 @@ describe('mistakes get one clean line', () => {
     [['operator', '--namspace', 'x'], 'agentyard operator: unknown option --namspace; did you mean --namespace?'],
     [['serve', '--port'], 'agentyard serve: option --port needs a value'],
     [['migrate', 'now'], 'agentyard migrate: unexpected argument "now"'],
+    [['validate', '--format', 'jsn', '.'], 'agentyard validate: unknown format "jsn"; did you mean "json"?'],
   ])('%j', (args, line) => {
     const result = run(args);
     expect(result.code).toBe(2);
