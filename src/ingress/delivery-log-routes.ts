@@ -42,7 +42,7 @@ export async function registerDeliveryLogRoutes(app: AppInstance, owners: Delive
     },
     async (request) => {
       const connectionId = await owners.connectionOfTeam(request.principal.teamId, request.params.provider);
-      return deliveryLogPage(owners.db, connectionId, request.query);
+      return deliveryLogPage(owners.db, connectionId, request.query, { withSkips: true });
     },
   );
 

@@ -164,6 +164,11 @@ describe.each(ENGINES)('who may trigger, on %s', (engine) => {
     expect(await runsOfDeliveries(server, [deliveryId])).toHaveLength(0);
     const page = await detail('github', deliveryId);
     expect(page.runs).toEqual([]);
+    // The connection's delivery log says it too, on the delivery's line.
+    const log = (await server.api('GET', '/integrations/github/deliveries')).body.deliveries as Payload[];
+    expect(log.find((d) => d.delivery_id === deliveryId)?.skipped_reasons).toEqual([
+      'skipped: Codertocat (author_association NONE) may not trigger this factory; triggerPolicy.github.authorAssociations allows OWNER, MEMBER, COLLABORATOR',
+    ]);
     expect(page.skipped).toEqual([
       {
         automation_id: expect.stringMatching(/^auto_/),
