@@ -50,9 +50,21 @@ async function writeAdminKeyFile(dataDir: string, key: string): Promise<string> 
   return file;
 }
 
+/** The start-up warning for a server running as `uid` (process.getuid; undefined on Windows), if it is root. */
+export function rootWarning(uid: number | undefined): string | undefined {
+  if (uid !== 0) return undefined;
+  return (
+    'running as root: whatever goes wrong in this process (a bug, an agent that gets out of its sandbox, a ' +
+    'run without one) can change the whole machine; run Agentyard as an ordinary user (the image runs as ' +
+    'uid 10001; docs/security.md)'
+  );
+}
+
 /** Opens the database, migrates, bootstraps identity, builds the app, starts background work and listens. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const log = options.log ?? createLogger(config.logLevel, config.logFormat);
+  const asRoot = rootWarning(process.getuid?.());
+  if (asRoot) log.warn(asRoot);
   const tightened = await makeDataDirPrivate(config.dataDir);
   if (tightened.paths.length)
     log.warn(

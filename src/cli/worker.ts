@@ -4,7 +4,7 @@
  * (docs/worker-protocol.md).
  */
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseCommandLine } from './args.ts';
 
 const USAGE = `Usage: agentyard worker --worker-id ID --server URL [--token TOKEN | --api-key KEY] [--capacity N]
                         [--harnesses claude,codex,gemini,command] [--data-dir DIR]
@@ -23,7 +23,7 @@ Provider keys in this worker's environment (ANTHROPIC_API_KEY, OPENAI_API_KEY, G
 agents of runs whose harness auth is workerEnvironment.`;
 
 export async function workerCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseCommandLine({
     args: argv,
     options: {
       'worker-id': { type: 'string' },

@@ -2,6 +2,7 @@
  * The desired state a valid factory tree describes, with inheritance already resolved.
  * Produced by validateFactory only when the tree has no error; the reconciler diffs it against live state.
  */
+import type { TriggerPolicy } from './trigger-policy.ts';
 
 export type HarnessType = 'oz' | 'claude' | 'codex' | 'gemini';
 
@@ -84,6 +85,8 @@ export interface FactorySettings {
   /** undefined = not declared: leave the stored set alone; [] = detach all. */
   integrations: { type: string }[] | undefined;
   cloudProviders: CloudProviders | undefined;
+  /** Who may start runs through provider events, defaults filled in (an Agentyard extension). */
+  triggerPolicy: TriggerPolicy;
   agentDefaults: ExecutionOverrides;
 }
 
@@ -124,8 +127,12 @@ export type Trigger =
       kind: 'webhook';
       provider: 'webhook';
       event: 'received';
-      /** The single webhook UID the trigger selects. */
-      webhookUid: string;
+      /**
+       * The single webhook the trigger selects, by UID or by its file's name (`ci` for `webhooks/ci.yaml`):
+       * exactly one of the two is set. A name is resolved to the webhook's UID at apply.
+       */
+      webhookUid: string | null;
+      webhookName: string | null;
       payload: PayloadFilter | null;
     }
   | {

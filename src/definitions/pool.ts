@@ -19,8 +19,7 @@ import { SCHEMA_VERSION } from './schemas.ts';
 export interface PoolContext {
   secretExists?(name: string): boolean | Promise<boolean>;
   secretIsUrlSafe?(name: string): boolean | Promise<boolean>;
-  /** Webhook file name → the UID it already has. */
-  webhookUids?: ReadonlyMap<string, string>;
+  /** UIDs of the factory's webhooks (ValidationContext.knownWebhookUids). */
   knownWebhookUids?: ReadonlySet<string>;
   /** Team runners that exist outside the tree. */
   teamRunners?: ReadonlySet<string>;
@@ -73,7 +72,6 @@ function refusal(files: readonly FactoryFileInput[], message: string): Validatio
 
 function snapshotOf(context: PoolContext): ContextSnapshot {
   return {
-    ...(context.webhookUids ? { webhookUids: [...context.webhookUids] } : {}),
     ...(context.knownWebhookUids ? { knownWebhookUids: [...context.knownWebhookUids] } : {}),
     ...(context.teamRunners ? { teamRunners: [...context.teamRunners] } : {}),
     ...(context.deploymentNotes ? { deploymentNotes: context.deploymentNotes } : {}),

@@ -41,6 +41,7 @@ import { SCHEMA_VERSION, checkSchema } from './schemas.ts';
 import type { SchemaKind } from './schemas.ts';
 import { CREDENTIAL_HEADERS } from './signature-schemes.ts';
 import { parseMarkdownSource, parseYamlSource } from './yaml.ts';
+import { triggerPolicyOf } from './trigger-policy.ts';
 import { TreeBudget } from './work-budget.ts';
 import type { ParsedSource, Position, PositionTarget } from './yaml.ts';
 
@@ -425,6 +426,7 @@ class FactoryValidation {
       mcpServers: { ...((v.mcpServers as Record<string, McpServerRef> | undefined) ?? {}) },
       integrations,
       cloudProviders: cloud,
+      triggerPolicy: triggerPolicyOf(v.triggerPolicy),
       agentDefaults: overridesOf(defaults),
     };
     return {

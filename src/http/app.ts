@@ -15,6 +15,7 @@ import type { AppInstance, DirectHandler, DirectRoute, RoutePlugin } from '../pl
 import { DirectRoutes } from './direct-routes.ts';
 import { sendProblem, toAppError } from './errors.ts';
 import { redactUrl } from '../kernel/redact.ts';
+import { RequestLog } from './request-log.ts';
 import { MAX_JSON_DEPTH, findStringFault, jsonDeeperThan } from '../kernel/hostile-input.ts';
 import { answerClientError } from './client-errors.ts';
 import { refuseUnsafeNumbers } from './finite-numbers.ts';
@@ -97,6 +98,7 @@ export async function buildApp(
   const app = Fastify({
     serverFactory: (handler, serverOptions) => direct.server(handler, serverOptions),
     loggerInstance: deps.log,
+    logController: new RequestLog(deps.log),
     genReqId: traceIdOf,
     bodyLimit: API_BODY_LIMIT,
     // Slow senders: the whole request (headers and body) must arrive within this time, or 408 and close.

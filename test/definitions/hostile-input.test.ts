@@ -63,7 +63,6 @@ describe('the definition pool', () => {
           return name === 'hook-secret';
         },
         secretIsUrlSafe: () => true,
-        webhookUids: new Map(),
         knownWebhookUids: new Set(),
         teamRunners: new Set(),
       },

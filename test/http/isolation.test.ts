@@ -3,6 +3,7 @@
  * the first test fails when a route has no entry, or an entry names a route that no longer exists. When you
  * add a route, add its entry: say how a key of team B is kept away from team A's resources through it.
  */
+import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registeredRoutes } from '../../src/http/app.ts';
 import { sealTranscriptToken } from '../../src/runs/conversation-routes.ts';
@@ -1015,6 +1016,29 @@ const ISOLATION: Record<string, Probe> = {
       await teamAConnection(f);
       expect((await f.asA('GET', '/integrations/slack/deliveries')).status).toBe(200);
       await expectNotFound(await f.asB('GET', '/integrations/slack/deliveries'), "B reads slack's delivery log");
+    },
+  },
+  'GET /api/v1/integrations/:provider/deliveries/:deliveryId': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const { eventsUrl } = await teamAConnection(f);
+      const body = JSON.stringify({
+        type: 'event_callback',
+        team_id: 'T1',
+        event_id: 'EvIso1',
+        event: { type: 'app_mention' },
+      });
+      const at = String(Math.floor(Date.now() / 1000));
+      const signature = createHmac('sha256', 'a-signing-secret').update(`v0:${at}:${body}`).digest('hex');
+      const sent = await request(eventsUrl, {
+        method: 'POST',
+        body,
+        headers: { 'x-slack-request-timestamp': at, 'x-slack-signature': `v0=${signature}` },
+      });
+      expect(sent.status, sent.text).toBe(202);
+      const path = `/integrations/slack/deliveries/${sent.body.delivery_id}`;
+      expect((await f.asA('GET', path)).status).toBe(200);
+      await expectNotFound(await f.asB('GET', path), "B reads a delivery of A's slack connection");
     },
   },
   'GET /api/v1/integrations/:provider/identities': {

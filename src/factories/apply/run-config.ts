@@ -44,7 +44,7 @@ export function storedTrigger(trigger: Trigger): StoredTrigger {
         provider: 'webhook',
         event: 'received',
         filter: {
-          webhook_ids: [trigger.webhookUid],
+          webhook_ids: [trigger.webhookUid ?? trigger.webhookName ?? ''],
           ...(trigger.payload !== null ? { payload: trigger.payload } : {}),
         },
       };
