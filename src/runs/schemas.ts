@@ -129,6 +129,11 @@ export const RunItemSchema = Type.Object(
     automation_id: OptStr,
     delivery_id: OptStr,
     worker_host: OptStr,
+    result: Type.Optional(
+      Type.Union([Str, Type.Null()], {
+        description: "The agent's final answer: the text of the run's last `result` event (GET of one run only)",
+      }),
+    ),
   },
   { additionalProperties: true },
 );

@@ -18,6 +18,8 @@ export interface ContainerSpec {
   command: string;
   args: readonly string[];
   workspace: string;
+  /** Host directories mounted read-only at their own paths. */
+  readOnly?: readonly string[];
   /** Names of the environment variables the agent gets (their values stay in the client's environment). */
   envNames: readonly string[];
   uid: number;
@@ -47,6 +49,7 @@ export function containerArgs(spec: ContainerSpec): string[] {
     '--workdir',
     spec.workspace,
   ];
+  for (const dir of spec.readOnly ?? []) a.push('--volume', `${dir}:${dir}:ro`);
   for (const name of spec.envNames) a.push('--env', name);
   a.push('--', spec.image, spec.command, ...spec.args);
   return a;
