@@ -3,7 +3,7 @@
  * Produced by validateFactory only when the tree has no error; the reconciler diffs it against live state.
  */
 
-export type HarnessType = 'oz' | 'claude' | 'codex' | 'gemini';
+export type HarnessType = 'oz' | 'claude' | 'codex' | 'gemini' | 'agentyard';
 
 export type HarnessAuth = { source: 'managedSecret'; secretName: string } | { source: 'workerEnvironment' };
 
@@ -14,6 +14,8 @@ export interface ResolvedHarness {
   reasoningLevel: string | null;
   /** null = none. Never set for `oz`. */
   auth: HarnessAuth | null;
+  /** The built-in agent's endpoint (`agentyard` only); absent = the instance's. */
+  baseUrl?: string;
 }
 
 export interface McpServerRef {
@@ -43,6 +45,7 @@ export interface ExecutionOverrides {
     model?: string | null;
     reasoningLevel?: string | null;
     auth?: HarnessAuth | null;
+    baseUrl?: string | null;
   };
   runner?: string | null;
   environmentId?: string | null;

@@ -280,3 +280,19 @@ describe('the built-in agent and a hung endpoint', () => {
     expect(model.requests[0]!.model).toBe('auto');
   });
 });
+
+describe('the model catalogue', () => {
+  it('takes the instance’s own model ids for the built-in agent', async () => {
+    const { knownModels } = await import('../../src/runs/models.ts');
+    const { builtinModelIds } = await import('../../src/config.ts');
+    const ids = builtinModelIds({
+      AGENTYARD_OPENAI_MODEL: 'qwen2.5-coder:32b',
+      AGENTYARD_OPENAI_MODELS: 'llama3.3, qwen2.5-coder:32b',
+    });
+    expect(ids).toEqual(['qwen2.5-coder:32b', 'llama3.3']);
+    const known = knownModels({ agentModels: undefined, modelCatalogue: 'closed', builtinModels: ids });
+    expect(known.ids.has('llama3.3')).toBe(true);
+    expect(known.ids.has('auto')).toBe(true);
+    expect(known.default_model_id).toBe('auto');
+  });
+});
