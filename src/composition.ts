@@ -41,6 +41,10 @@ import { registerIngressRoutes } from './ingress/routes.ts';
 import { registerDeliveryLogRoutes } from './ingress/delivery-log-routes.ts';
 import { ConnectionCache } from './integrations/connections.ts';
 import { IntegrationJobRunner } from './integrations/integration-jobs.ts';
+import { Judge } from './scoring/judge.ts';
+import { registerScoringRoutes } from './scoring/routes.ts';
+import { ScoringRunner, scoringSettingsFrom } from './scoring/runner.ts';
+import type { ScoringSettings } from './scoring/runner.ts';
 import { linearMentionsHandler } from './integrations/linear-mentions.ts';
 import { pullFilesHandler } from './integrations/pull-files.ts';
 import { factoryCheckHandler } from './factories/config-check.ts';
@@ -97,6 +101,8 @@ export interface CompositionOptions {
   automations?: EvaluatorOptions | false;
   /** Route plugins registered after the service's own (tests). */
   plugins?: readonly RoutePlugin[];
+  /** Scoring over the environment's settings (tests: the judge's endpoint, a short settle time). */
+  scoring?: Partial<ScoringSettings>;
 }
 
 /** Run execution in this process: the recorder, the reaper, the worker hub, and the executor with that role. */
@@ -136,6 +142,8 @@ export interface Services extends ServiceContext {
   evaluator: OutboxEvaluator | undefined;
   /** Outbound provider work (pull request files, factory checks, Linear mentions), wherever the evaluator runs. */
   integrationJobs: IntegrationJobRunner | undefined;
+  /** Scorers judging finished runs (with the ingress or controller role). */
+  scoring: ScoringRunner | undefined;
   /** The schedule loop, with the `scheduler` role. */
   scheduler: Scheduler | undefined;
   scheduleSync: AutomationScheduleSync | undefined;
@@ -214,6 +222,21 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
         },
       })
     : undefined;
+  const scoringSettings = { ...scoringSettingsFrom(options.execution?.env ?? process.env), ...options.scoring };
+  const scoring =
+    roles.has('ingress') || roles.has('controller')
+      ? new ScoringRunner({
+          db,
+          bus,
+          log,
+          runs,
+          metrics,
+          judge: new Judge(scoringSettings.judge),
+          settleMs: scoringSettings.settleMs,
+          pollIntervalMs: scoringSettings.pollIntervalMs,
+          window: scoringSettings.window,
+        })
+      : undefined;
   const scheduler = roles.has('scheduler') ? new Scheduler({ db, bus, clock, log, runs }) : undefined;
   const scheduleSync = roles.has('scheduler') ? new AutomationScheduleSync({ db, bus, clock, log }) : undefined;
 
@@ -284,6 +307,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     routing: ingress?.routing,
     evaluator,
     integrationJobs,
+    scoring,
     scheduler,
     scheduleSync,
     execution,
@@ -320,6 +344,12 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
             { ctx: services, ...ingress },
             { throughFastify: options.ingress?.throughFastify },
           );
+      },
+    },
+    {
+      name: 'scoring',
+      async api(app) {
+        await registerScoringRoutes(app, services);
       },
     },
     {
@@ -446,6 +476,16 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
         if (!integrationJobs) return stopNothing;
         integrationJobs.start();
         return () => integrationJobs.stop();
+      },
+    },
+    {
+      name: 'scoring',
+      roles: ['ingress', 'controller'],
+      async start() {
+        if (!scoring) return stopNothing;
+        if (!scoring.configured) log.info('scorers judge no run: no judge endpoint (AGENTYARD_OPENAI_BASE_URL)');
+        scoring.start();
+        return () => scoring.stop();
       },
     },
     {

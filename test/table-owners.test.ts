@@ -49,6 +49,10 @@ const OWNERS: Readonly<Record<string, string>> = {
   kubernetes_factories: 'operator',
   kubernetes_namespaces: 'operator',
   kubernetes_run_jobs: 'operator',
+  scoring_cursors: 'scoring',
+  scoring_jobs: 'scoring',
+  run_scores: 'scoring',
+  scorer_improvement_runs: 'scoring',
 };
 
 interface SharedWrite {

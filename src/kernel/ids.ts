@@ -60,7 +60,9 @@ export type IdPrefix =
   | 'sch'
   | 'evt'
   | 'wrk'
-  | 'agt';
+  | 'agt'
+  | 'scj'
+  | 'bch';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid()}`;

@@ -401,6 +401,23 @@ const ISOLATION: Record<string, Probe> = {
       expect(messages).not.toContain('hijack');
     },
   },
+  'GET /api/v1/agent/runs/:runId/scores': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/scores`), 'scores of A run'),
+  },
+  'GET /api/v1/agent/scores': {
+    kind: 'team-list',
+    check: async (f) => {
+      await f.s.server.ctx.db.query(
+        `INSERT INTO run_scores (run_id, scorer, team_id, factory_id, agent, status, label, score, passed, reason, judge_model)
+         VALUES ($1, 'iso-scorer', $2, 'fac_a', 'a-agent', 'scored', 'good', 1, true, 'fine', 'm') ON CONFLICT DO NOTHING`,
+        [f.a.runId, f.a.teamId],
+      );
+      const scorers = (body: { totals: { scorer: string }[] }) => body.totals.map((t) => t.scorer);
+      expect(scorers((await f.asA('GET', '/agent/scores')).body)).toContain('iso-scorer');
+      expect(scorers((await f.asB('GET', '/agent/scores')).body)).not.toContain('iso-scorer');
+    },
+  },
   'GET /api/v1/agent/runs/:runId/followups': {
     kind: 'team-resource',
     check: async (f) => expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/followups`), 'list follow-ups'),
