@@ -233,6 +233,35 @@ describe('scorers', () => {
     expect(text).toContain('agentyard_scoring_jobs_pending');
   });
 
+  it('shows a run’s scores on its console page, and each agent’s pass rate on its page', async () => {
+    const signIn = await fetch(`${s.url}/console/sign-in`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ api_key: s.adminKey }).toString(),
+      redirect: 'manual',
+    });
+    const cookie = signIn.headers.get('set-cookie')!.split(';')[0]!;
+    const get = async (path: string) => {
+      const res = await fetch(`${s.url}${path}`, { headers: { cookie } });
+      expect(res.status, path).toBe(200);
+      return res.text();
+    };
+    const scored = (await s.api('GET', '/agent/scores?agent=coder')).body;
+    expect(scored.totals.length).toBeGreaterThan(0);
+    const runId = (
+      await s.server.ctx.db.query<{ run_id: string }>(`SELECT run_id FROM run_scores WHERE label = 'ok' LIMIT 1`)
+    ).rows[0]!.run_id;
+    const runPage = await get(`/console/runs/${runId}`);
+    expect(runPage).toContain('id="run-scores"');
+    expect(runPage).toMatch(/<th scope="row">quality<\/th><td>ok<\/td><td>0.5<\/td><td>no<\/td>/);
+    const factoryPage = await get(`/console/factories/${factoryId}`);
+    expect(factoryPage).toContain(`href="/console/factories/${factoryId}/agents/coder"`);
+    const agentPage = await get(`/console/factories/${factoryId}/agents/coder`);
+    expect(agentPage).toContain('<svg role="img"');
+    expect(agentPage).toContain('Pass rate per day by scorer');
+    expect(agentPage).toMatch(/<td>quality<\/td><td>5<\/td><td>2<\/td><td>50%<\/td>/);
+  });
+
   it('gives the foreman a run with the failing reasons when a self-improving scorer falls below its passing score', async () => {
     const helperRuns = [];
     for (const word of ['alpha', 'beta', 'gamma']) helperRuns.push(await runOf('helper', `JUDGE:fail helper ${word}`));
