@@ -41,6 +41,7 @@ import { registerIngressRoutes } from './ingress/routes.ts';
 import { registerDeliveryLogRoutes } from './ingress/delivery-log-routes.ts';
 import { ConnectionCache } from './integrations/connections.ts';
 import { IntegrationJobRunner } from './integrations/integration-jobs.ts';
+import { BenchmarkService } from './scoring/benchmarks.ts';
 import { Judge } from './scoring/judge.ts';
 import { registerScoringRoutes } from './scoring/routes.ts';
 import { ScoringRunner, scoringSettingsFrom } from './scoring/runner.ts';
@@ -223,15 +224,24 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
       })
     : undefined;
   const scoringSettings = { ...scoringSettingsFrom(options.execution?.env ?? process.env), ...options.scoring };
+  const judge = new Judge(scoringSettings.judge);
+  const benchmarks = new BenchmarkService({
+    db,
+    runs,
+    judge,
+    log,
+    defaultJudgeModel: scoringSettings.judge.defaultModel,
+  });
   const scoring =
     roles.has('ingress') || roles.has('controller')
       ? new ScoringRunner({
+          benchmarks,
           db,
           bus,
           log,
           runs,
           metrics,
-          judge: new Judge(scoringSettings.judge),
+          judge,
           settleMs: scoringSettings.settleMs,
           pollIntervalMs: scoringSettings.pollIntervalMs,
           window: scoringSettings.window,
@@ -349,7 +359,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     {
       name: 'scoring',
       async api(app) {
-        await registerScoringRoutes(app, services);
+        await registerScoringRoutes(app, services, benchmarks);
       },
     },
     {

@@ -53,6 +53,8 @@ const OWNERS: Readonly<Record<string, string>> = {
   scoring_jobs: 'scoring',
   run_scores: 'scoring',
   scorer_improvement_runs: 'scoring',
+  benchmark_runs: 'scoring',
+  benchmark_results: 'scoring',
 };
 
 interface SharedWrite {

@@ -6,6 +6,7 @@ import { Type } from 'typebox';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
 import type { AppInstance } from '../plugin.ts';
+import type { BenchmarkService } from './benchmarks.ts';
 import * as sql from './sql.ts';
 
 const TAGS = ['scores'];
@@ -64,7 +65,123 @@ export function parseSince(raw: string | undefined, now: Date): Date {
   return new Date(t);
 }
 
-export async function registerScoringRoutes(app: AppInstance, ctx: ServiceContext): Promise<void> {
+const BenchmarkTaskSchema = Type.Object({
+  task: Type.String(),
+  title: Type.String(),
+  run_id: Type.String(),
+  state: Type.Union([Type.Literal('pending'), Type.Literal('judged'), Type.Literal('unscored')]),
+  run_state: Type.Union([Type.String(), Type.Null()]),
+  passed: Type.Union([Type.Boolean(), Type.Null()]),
+  score: Type.Union([Type.Number(), Type.Null()]),
+  reason: Type.Union([Type.String(), Type.Null()]),
+  duration_ms: Type.Union([Type.Number(), Type.Null()]),
+  usage: Type.Record(Type.String(), Type.Number()),
+});
+
+const BenchmarkRunSchema = Type.Object({
+  id: Type.String(),
+  factory_id: Type.String(),
+  suite: Type.String(),
+  suite_name: Type.String(),
+  agent: Type.String(),
+  revision: Type.Union([Type.String(), Type.Null()], {
+    description: "The factory's applied revision the runs started from",
+  }),
+  judge_model: Type.String(),
+  state: Type.Union([Type.Literal('running'), Type.Literal('done')]),
+  created_at: Type.String({ format: 'date-time' }),
+  finished_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  passed: Type.Integer(),
+  tasks: Type.Array(BenchmarkTaskSchema),
+});
+
+const SuiteParams = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 100 }),
+  suite: Type.String({ minLength: 1, maxLength: 200 }),
+});
+
+export async function registerScoringRoutes(
+  app: AppInstance,
+  ctx: ServiceContext,
+  benchmarks: BenchmarkService,
+): Promise<void> {
+  app.post(
+    '/factories/:id/benchmarks/:suite/runs',
+    {
+      schema: {
+        tags: ['benchmarks'],
+        operationId: 'runBenchmark',
+        summary: "Run every task of a benchmark suite as a run of the suite's agent; each is judged when it ends",
+        params: SuiteParams,
+        body: Type.Optional(
+          Type.Object(
+            {
+              judge_model: Type.Optional(
+                Type.String({ minLength: 1, maxLength: 200, description: 'Default: the instance model' }),
+              ),
+            },
+            { additionalProperties: false },
+          ),
+        ),
+        response: { 200: BenchmarkRunSchema },
+      },
+    },
+    async (request) => {
+      const p = request.principal;
+      return benchmarks.start({
+        teamId: p.teamId,
+        factoryId: request.params.id,
+        suite: request.params.suite,
+        judgeModel: request.body?.judge_model,
+        creator: {
+          id: p.subject.id,
+          type: p.subject.type,
+          displayName: p.subject.displayName,
+          email: p.subject.email,
+        },
+      });
+    },
+  );
+
+  app.get(
+    '/factories/:id/benchmarks/:suite/runs',
+    {
+      schema: {
+        tags: ['benchmarks'],
+        operationId: 'listBenchmarkRuns',
+        summary: 'Benchmark runs of a suite, newest first, with their task results (to compare revisions)',
+        params: SuiteParams,
+        querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50, default: 10 })) }),
+        response: { 200: Type.Object({ runs: Type.Array(BenchmarkRunSchema) }) },
+      },
+    },
+    async (request) => ({
+      runs: await benchmarks.list(
+        request.principal.teamId,
+        request.params.id,
+        request.params.suite,
+        request.query.limit ?? 10,
+      ),
+    }),
+  );
+
+  app.get(
+    '/factories/:id/benchmark-runs/:runId',
+    {
+      schema: {
+        tags: ['benchmarks'],
+        operationId: 'getBenchmarkRun',
+        summary: 'A benchmark run and its task results',
+        params: Type.Object({
+          id: Type.String({ minLength: 1, maxLength: 100 }),
+          runId: Type.String({ minLength: 1, maxLength: 100 }),
+        }),
+        response: { 200: BenchmarkRunSchema },
+      },
+    },
+    async (request) => benchmarks.get(request.principal.teamId, request.params.id, request.params.runId),
+  );
+
   app.get(
     '/agent/runs/:runId/scores',
     {

@@ -15,6 +15,7 @@ import type { FactoryDefinition, ScorerDefinition } from '../definitions/model.t
 import { runConfigFor } from '../factories/apply/run-config.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { RunService } from '../runs/service.ts';
+import type { BenchmarkService } from './benchmarks.ts';
 import { JudgeUnavailable } from './judge.ts';
 import type { Judge, Judgement, JudgeSettings } from './judge.ts';
 import { runMaterial } from './material.ts';
@@ -28,6 +29,8 @@ export interface ScoringOptions {
   judge: Judge;
   runs: RunService;
   metrics?: Pick<Metrics, 'runScores' | 'runScoreSum' | 'judgeTokens'>;
+  /** Judges the tasks of benchmark runs in the same passes. */
+  benchmarks?: BenchmarkService;
   pollIntervalMs?: number;
   /**
    * A run is scanned once it has been finished this long: a transaction still writing an earlier end time is
@@ -100,9 +103,10 @@ export class ScoringRunner extends DrainLoop {
       await this.scan();
       while (!this.stopped) {
         const job = await sql.claimJob(this.#o.db, LEASE_SECONDS);
-        if (!job) return;
+        if (!job) break;
         await this.#run(job);
       }
+      await this.#o.benchmarks?.judgeFinished(() => this.stopped);
     } catch (err) {
       this.#o.log.error({ err }, 'scoring failed; retrying at the next poll');
     }

@@ -282,3 +282,16 @@ export async function definitionOf(q: Queryable, factoryId: string): Promise<Fac
   );
   return res.rows[0]?.definition ?? undefined;
 }
+
+/** A team's factory with its applied definition and revision. */
+export async function definitionOfTeam(
+  q: Queryable,
+  teamId: string,
+  factoryId: string,
+): Promise<{ definition: FactoryDefinition | null; applied_revision: string | null } | undefined> {
+  const res = await q.query<{ definition: FactoryDefinition | null; applied_revision: string | null }>(
+    'SELECT definition, applied_revision FROM factories WHERE team_id = $1 AND id = $2 AND deleted_at IS NULL',
+    [teamId, factoryId],
+  );
+  return res.rows[0];
+}

@@ -789,6 +789,27 @@ const ISOLATION: Record<string, Probe> = {
     kind: 'team-resource',
     check: async (f) => expectNotFound(await f.asB('POST', '/factories/fac_a/runs', { prompt: 'x' }), 'run on A'),
   },
+  'POST /api/v1/factories/:id/benchmarks/:suite/runs': {
+    kind: 'team-resource',
+    check: async (f) =>
+      expectNotFound(await f.asB('POST', '/factories/fac_a/benchmarks/smoke/runs', {}), 'benchmark on A'),
+  },
+  'GET /api/v1/factories/:id/benchmarks/:suite/runs': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', '/factories/fac_a/benchmarks/smoke/runs'), 'A benchmarks'),
+  },
+  'GET /api/v1/factories/:id/benchmark-runs/:runId': {
+    kind: 'team-resource',
+    check: async (f) => {
+      await f.s.server.ctx.db.query(
+        `INSERT INTO benchmark_runs (id, team_id, factory_id, suite, suite_name, agent, judge_model)
+         VALUES ('bch_isoa', $1, 'fac_a', 'smoke', 'Smoke', 'a', 'm') ON CONFLICT DO NOTHING`,
+        [f.a.teamId],
+      );
+      expect((await f.asA('GET', '/factories/fac_a/benchmark-runs/bch_isoa')).status).toBe(200);
+      await expectNotFound(await f.asB('GET', '/factories/fac_a/benchmark-runs/bch_isoa'), 'A benchmark run');
+    },
+  },
   'GET /api/v1/factory': {
     kind: 'team-list',
     check: async (f) => expect(idsOf((await f.asB('GET', '/factory')).body.factories)).not.toContain('fac_a'),
@@ -858,6 +879,11 @@ const ISOLATION: Record<string, Probe> = {
           'GET',
           '/console/factories/:id/files/*',
           (a: ConsoleIds) => `/console/factories/${a.factoryId}/files/factory.yaml`,
+        ],
+        [
+          'GET',
+          '/console/factories/:id/agents/:agent',
+          (a: ConsoleIds) => `/console/factories/${a.factoryId}/agents/foreman`,
         ],
         ['POST', '/console/factories/:id/sync', (a: ConsoleIds) => `/console/factories/${a.factoryId}/sync`],
         ['POST', '/console/factories/:id/webhooks', (a: ConsoleIds) => `/console/factories/${a.factoryId}/webhooks`],
