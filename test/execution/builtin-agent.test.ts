@@ -188,7 +188,12 @@ describe('the built-in agent', () => {
   });
 
   it('stops within a second of a cancel, with its command', async () => {
-    scripts.set('CANCEL', () => call('shell', { command: 'sleep 60' }));
+    scripts.set('CANCEL', (req) => {
+      const interrupted = toolResults(req).find((m) => /interrupted|stopped/.test(textOf(m)));
+      return interrupted
+        ? { content: `after the cancel: ${textOf(interrupted)}` }
+        : call('shell', { command: 'sleep 60' });
+    });
     const runId = await createRun(s, { prompt: 'CANCEL' });
     await waitFor('the shell to start', async () =>
       (await eventsOf(s, runId)).some((e) => e.type === 'tool_call' && e.data.name === 'shell'),
@@ -207,6 +212,16 @@ describe('the built-in agent', () => {
     expect(performance.now() - t0).toBeLessThan(1_000 + 200 + 500);
     const events = await eventsOf(s, runId);
     expect(events.some((e) => e.type === 'result' && e.data.is_error === false)).toBe(false);
+    // a follow-up continues the transcript, whose interrupted call is answered as interrupted
+    expect((await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'go on' })).status).toBe(200);
+    const resumed = await waitFor('the continuation to finish', async () => {
+      const run = (await s.api('GET', `/agent/runs/${runId}`)).body;
+      return run.state === 'SUCCEEDED' || run.state === 'FAILED' ? run : undefined;
+    });
+    // (the call's result says it was stopped, or, when the agent ended before writing it, that it was interrupted)
+    expect(resumed.result).toMatch(
+      /^after the cancel: (command was stopped with the agent|Error: the tool call was interrupted)/,
+    );
   });
 
   it('offers the tools of the run’s MCP servers', async () => {

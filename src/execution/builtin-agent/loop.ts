@@ -17,9 +17,10 @@ import type { ToolContext, ToolSpec } from './tools.ts';
 
 export type Emit = (event: Record<string, unknown> & { type: string }) => void;
 
+/** A session's conversation, kept as it grows: each save appends the messages added since the last one. */
 export interface TranscriptStore {
   load(sessionId: string): Promise<ChatCompletionMessageParam[] | undefined>;
-  save(sessionId: string, messages: ChatCompletionMessageParam[]): Promise<void>;
+  append(sessionId: string, messages: readonly ChatCompletionMessageParam[]): Promise<void>;
 }
 
 export interface FollowupSource {
@@ -70,6 +71,8 @@ export class AgentLoop {
   #messages: ChatCompletionMessageParam[] = [];
   #sessionId = '';
   #requests = 0;
+  /** Messages already in the transcript file. */
+  #saved = 0;
 
   constructor(deps: LoopDeps) {
     this.#d = deps;
@@ -113,6 +116,8 @@ export class AgentLoop {
       this.#sessionId = doc.resume_session_id;
       if (earlier && earlier.length > 0) {
         this.#messages = earlier;
+        this.#saved = earlier.length;
+        this.#answerInterruptedCalls();
         this.#push({ role: 'user', content: doc.prompt });
         return;
       }
@@ -126,6 +131,29 @@ export class AgentLoop {
     this.#sessionId = randomUUID();
     this.#messages = this.#system();
     this.#push({ role: 'user', content: doc.prompt });
+  }
+
+  /**
+   * A session stopped during a tool call (a cancel, a crash) ends with calls that have no result; the endpoint
+   * refuses such a conversation, so each gets one saying it was interrupted.
+   */
+  #answerInterruptedCalls(): void {
+    const lastAssistant = this.#messages.findLastIndex((m) => m.role === 'assistant');
+    const last = this.#messages[lastAssistant];
+    if (!last || last.role !== 'assistant' || !last.tool_calls?.length) return;
+    const answered = new Set(
+      this.#messages
+        .slice(lastAssistant + 1)
+        .map((m) => (m.role === 'tool' ? m.tool_call_id : undefined))
+        .filter(Boolean),
+    );
+    for (const call of last.tool_calls)
+      if (!answered.has(call.id))
+        this.#push({
+          role: 'tool',
+          tool_call_id: call.id,
+          content: 'Error: the tool call was interrupted (the run was stopped).',
+        });
   }
 
   #system(): ChatCompletionMessageParam[] {
@@ -144,7 +172,9 @@ export class AgentLoop {
   }
 
   async #save(): Promise<void> {
-    await this.#d.transcripts.save(this.#sessionId, this.#messages);
+    if (this.#saved === this.#messages.length) return;
+    await this.#d.transcripts.append(this.#sessionId, this.#messages.slice(this.#saved));
+    this.#saved = this.#messages.length;
   }
 
   /** One turn: model requests and tool calls until an answer without a tool call. */

@@ -5,7 +5,7 @@
  * environment at once, so no command the agent runs inherits it. Exit 0: the agent answered; 1: it failed
  * (max turns, deadline, the endpoint); 143: it was stopped (SIGTERM).
  */
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -75,24 +75,34 @@ function stdinLines(): { first: Promise<string | undefined>; followups: Followup
   };
 }
 
+/** JSON lines, one message each: a save appends, so a turn costs what it adds, not the whole conversation. */
 function transcripts(home: string): TranscriptStore {
   return {
     async load(sessionId) {
       if (!SESSION_ID.test(sessionId)) return undefined;
+      let text: string;
       try {
-        const parsed: unknown = JSON.parse(await readFile(transcriptPath(home, sessionId), 'utf8'));
-        const messages = (parsed as { messages?: unknown }).messages;
-        return Array.isArray(messages) ? (messages as ChatCompletionMessageParam[]) : undefined;
+        text = await readFile(transcriptPath(home, sessionId), 'utf8');
       } catch {
         return undefined;
       }
+      const messages: ChatCompletionMessageParam[] = [];
+      for (const line of text.split('\n')) {
+        if (!line) continue;
+        try {
+          const m = JSON.parse(line) as ChatCompletionMessageParam;
+          if (m && typeof m === 'object' && typeof m.role === 'string') messages.push(m);
+        } catch {
+          // a line cut short by a crash: the conversation ends before it
+          break;
+        }
+      }
+      return messages;
     },
-    async save(sessionId, messages) {
+    async append(sessionId, messages) {
       const file = transcriptPath(home, sessionId);
       await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-      const tmp = `${file}.tmp`;
-      await writeFile(tmp, JSON.stringify({ format: 'agentyard.transcript/v1', messages }), { mode: 0o600 });
-      await rename(tmp, file);
+      await appendFile(file, messages.map((m) => `${JSON.stringify(m)}\n`).join(''), { mode: 0o600 });
     },
   };
 }

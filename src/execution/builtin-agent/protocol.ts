@@ -55,7 +55,7 @@ export function followupLine(message: string): string {
 
 /** Where a session's transcript is kept, relative to the agent's HOME (carried over with the workspace). */
 export function transcriptPath(home: string, sessionId: string): string {
-  return `${home}/.agentyard-agent/sessions/${sessionId}.json`;
+  return `${home}/.agentyard-agent/sessions/${sessionId}.jsonl`;
 }
 
 export const SESSION_ID = /^[0-9a-f-]{36}$/;

@@ -153,7 +153,7 @@ export function runShell(command: string, timeoutMs: number, ctx: ToolContext): 
       }
     };
     const timer = setTimeout(() => kill(`timed out after ${Math.round(timeoutMs / 1000)} s`), timeoutMs);
-    const onAbort = () => kill('stopped');
+    const onAbort = () => kill('was stopped with the agent');
     ctx.signal.addEventListener('abort', onAbort, { once: true });
     child.once('error', (err) => {
       clearTimeout(timer);
