@@ -23,6 +23,11 @@ export interface Config {
   factory: string | undefined;
   /** `GET /agent/models`: model ids (comma-separated, first = default) or a JSON document (AGENTYARD_MODELS). */
   agentModels: string | undefined;
+  /**
+   * The built-in agent's model ids on this instance's endpoint (AGENTYARD_OPENAI_MODEL, then AGENTYARD_OPENAI_MODELS,
+   * comma-separated): catalogued, so factories and runs may name them.
+   */
+  builtinModels?: readonly string[];
   /** `closed`: runs and factories may name only catalogued models (AGENTYARD_MODEL_CATALOGUE, default `open`). */
   modelCatalogue: 'open' | 'closed';
   /** `POST /factory-files/validate` requests per minute from one client address; 0 = no limit (AGENTYARD_VALIDATE_RATE_LIMIT). */
@@ -133,6 +138,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     roles: overrides.roles ?? parseRoles(env.AGENTYARD_ROLES),
     factory: overrides.factory ?? (env.AGENTYARD_FACTORY || undefined),
     agentModels: overrides.agentModels ?? (env.AGENTYARD_MODELS || undefined),
+    builtinModels: overrides.builtinModels ?? builtinModelIds(env),
     modelCatalogue: overrides.modelCatalogue ?? parseCatalogueMode(env.AGENTYARD_MODEL_CATALOGUE),
     validateRateLimit: overrides.validateRateLimit ?? envInt(env, 'AGENTYARD_VALIDATE_RATE_LIMIT', 30),
     authFailureLimit: overrides.authFailureLimit ?? envInt(env, 'AGENTYARD_AUTH_FAILURE_LIMIT', 20),
@@ -159,4 +165,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     sessionLinkTtlSeconds:
       overrides.sessionLinkTtlSeconds ?? envPositive(env, 'AGENTYARD_SESSION_LINK_TTL_SECONDS', 7 * 24 * 3600),
   };
+}
+
+/** The built-in agent's model ids from AGENTYARD_OPENAI_MODEL and AGENTYARD_OPENAI_MODELS, without duplicates. */
+export function builtinModelIds(env: NodeJS.ProcessEnv): string[] {
+  const ids = [env.AGENTYARD_OPENAI_MODEL ?? '', ...(env.AGENTYARD_OPENAI_MODELS ?? '').split(',')]
+    .map((s) => s.trim())
+    .filter(Boolean);
+  return [...new Set(ids)];
 }

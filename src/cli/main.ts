@@ -18,6 +18,7 @@ export const COMMAND_USAGE: Record<string, string> = {
   plan: 'agentyard plan DIR --factory NAME [--server URL] [--key KEY] [--json]',
   apply: 'agentyard apply DIR --factory NAME [--message TEXT] [--server URL] [--key KEY] [--json]',
   worker: 'agentyard worker --worker-id ID --server URL [--api-key KEY] [--capacity N]',
+  bench: 'agentyard bench run|compare SUITE --factory NAME [--judge-model ID] [--server URL] [--key KEY] [--json]',
 };
 
 const USAGE = `agentyard — GitOps factory reconciler, webhook ingress and Run API for cloud agent runs
@@ -140,6 +141,7 @@ export const COMMANDS: Record<string, Command> = {
   validate: async (argv) => (await import('./validate.ts')).validateCommand(argv),
   plan: async (argv) => (await import('./plan.ts')).planCommand(argv),
   apply: async (argv) => (await import('./apply.ts')).applyCommand(argv),
+  bench: async (argv) => (await import('./bench.ts')).benchCommand(argv),
   serve,
   migrate: migrateCommand,
   openapi: openapiCommand,

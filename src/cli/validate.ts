@@ -4,7 +4,7 @@ import { formatDiagnostics } from '../definitions/diagnostic.ts';
 import type { DiagnosticFormat } from '../definitions/diagnostic.ts';
 import { readFactoryDir } from '../definitions/load.ts';
 import { validateFactory } from '../definitions/validate.ts';
-import { parseCatalogueMode } from '../config.ts';
+import { builtinModelIds, parseCatalogueMode } from '../config.ts';
 import { knownModels } from '../runs/models.ts';
 import type { KnownModels } from '../runs/models.ts';
 
@@ -67,6 +67,7 @@ export async function validateCommand(argv: string[]): Promise<number> {
   try {
     models = knownModels({
       agentModels: process.env.AGENTYARD_MODELS,
+      builtinModels: builtinModelIds(process.env),
       modelCatalogue: parseCatalogueMode(process.env.AGENTYARD_MODEL_CATALOGUE),
     });
   } catch (error) {

@@ -29,6 +29,8 @@ import { integrationsPage } from './pages/integrations.ts';
 import { overviewPage } from './pages/overview.ts';
 import { RUN_FILTERS, runPage, runsPage } from './pages/runs.ts';
 import type { RunFilters } from './pages/runs.ts';
+import { agentPage } from './pages/scores.ts';
+import type { RunScore, ScoreDay } from './pages/scores.ts';
 import { schedulesPage } from './pages/schedules.ts';
 import { PAGE_SECURITY_HEADERS, crossSiteReason } from '../kernel/page-security.ts';
 import { signInPage } from './pages/sign-in.ts';
@@ -302,6 +304,20 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       viewing<{ id: string }>(async (s, request, reply) =>
         sendPage(reply, factoryPage(s.viewer, await factoryData(s, request.params.id))),
       ),
+    );
+
+    scope.get(
+      '/console/factories/:id/agents/:agent',
+      viewing<{ id: string; agent: string }>(async (s, request, reply) => {
+        const factory = await s.api.get<Factory>(`/factories/${enc(request.params.id)}`);
+        const since = new Date(Date.now() - 90 * 86_400_000).toISOString();
+        const stats = await s.api.get<{ days: ScoreDay[] }>('/agent/scores', {
+          agent: request.params.agent,
+          factory_id: factory.id,
+          since,
+        });
+        return sendPage(reply, agentPage(s.viewer, { factory, agent: request.params.agent, days: stats.days }));
+      }),
     );
 
     scope.get(
@@ -581,9 +597,14 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
 
     scope.get(
       '/console/runs/:id',
-      viewing<{ id: string }>(async (s, request, reply) =>
-        sendPage(reply, runPage(s.viewer, await s.api.get<Run>(`/agent/runs/${enc(request.params.id)}`))),
-      ),
+      viewing<{ id: string }>(async (s, request, reply) => {
+        const id = enc(request.params.id);
+        const [run, scores] = await Promise.all([
+          s.api.get<Run>(`/agent/runs/${id}`),
+          s.api.get<{ scores: RunScore[] }>(`/agent/runs/${id}/scores`).catch(() => ({ scores: [] })),
+        ]);
+        return sendPage(reply, runPage(s.viewer, run, undefined, undefined, scores.scores));
+      }),
     );
 
     scope.post(

@@ -4,7 +4,7 @@
  */
 import type { TriggerPolicy } from './trigger-policy.ts';
 
-export type HarnessType = 'oz' | 'claude' | 'codex' | 'gemini';
+export type HarnessType = 'oz' | 'claude' | 'codex' | 'gemini' | 'agentyard';
 
 export type HarnessAuth = { source: 'managedSecret'; secretName: string } | { source: 'workerEnvironment' };
 
@@ -15,6 +15,8 @@ export interface ResolvedHarness {
   reasoningLevel: string | null;
   /** null = none. Never set for `oz`. */
   auth: HarnessAuth | null;
+  /** The built-in agent's endpoint (`agentyard` only); absent = the instance's. */
+  baseUrl?: string;
 }
 
 export interface McpServerRef {
@@ -44,6 +46,7 @@ export interface ExecutionOverrides {
     model?: string | null;
     reasoningLevel?: string | null;
     auth?: HarnessAuth | null;
+    baseUrl?: string | null;
   };
   runner?: string | null;
   environmentId?: string | null;

@@ -454,14 +454,20 @@ class FactoryValidation {
     }
     const harness = v.harness as Json | undefined | null;
     if (harness) {
-      const keys = ['type', 'model', 'reasoningLevel', 'auth'].filter((k) => Object.hasOwn(harness, k));
+      const keys = ['type', 'model', 'reasoningLevel', 'auth', 'baseUrl'].filter((k) => Object.hasOwn(harness, k));
       if (!isDefaults && keys.length === 0) {
         error(
           'FF_MISSING_REQUIRED',
           `${base}/harness`,
-          'a harness override must set at least one of `type`, `model`, `reasoningLevel`, `auth`',
+          'a harness override must set at least one of `type`, `model`, `reasoningLevel`, `auth`, `baseUrl`',
         );
       }
+      if (typeof harness.baseUrl === 'string' && typeof harness.type === 'string' && harness.type !== 'agentyard')
+        error(
+          'FF_INVALID_VALUE',
+          `${base}/harness/baseUrl`,
+          "`baseUrl` is the built-in agent's endpoint: only `harness.type: agentyard` takes it",
+        );
       if (harness.type === 'oz') {
         if (harness.reasoningLevel)
           error('FF_INVALID_VALUE', `${base}/harness/reasoningLevel`, 'the oz harness has no `reasoningLevel`');

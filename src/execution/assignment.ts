@@ -99,5 +99,6 @@ export const SECRET_ENV_OF: Record<HarnessType, string[]> = {
   codex: ['OPENAI_API_KEY', 'CODEX_API_KEY'],
   gemini: ['GEMINI_API_KEY'],
   command: ['AGENT_API_KEY'],
+  agentyard: ['AGENTYARD_OPENAI_API_KEY'],
   noop: [],
 };

@@ -93,7 +93,7 @@ export class ExecutionRunner {
   readonly done: Promise<ExecutionOutcome>;
   readonly #settings: ExecutionSettings;
   readonly #hooks: RunnerHooks;
-  readonly #secrets: string[];
+  #secrets: string[];
   #adapter: HarnessAdapter | undefined;
   #process: AgentProcess | undefined;
   #stopReason: StopReason | undefined;
@@ -372,7 +372,7 @@ export class ExecutionRunner {
 
     const adapter = adapterFor(assignment.harness)!;
     this.#adapter = adapter;
-    const bin = this.#settings.bins[assignment.harness];
+    const bin = this.#settings.bins[assignment.harness] ?? '';
     let invocation: Invocation;
     try {
       invocation = await adapter.prepare({
@@ -381,6 +381,7 @@ export class ExecutionRunner {
         bin,
         extraArgs: assignment.harness === 'command' ? this.#settings.commandArgs : [],
         prompt,
+        builtin: this.#settings.builtin,
       });
     } catch (err) {
       return this.#outcome(
@@ -389,6 +390,10 @@ export class ExecutionRunner {
         `the ${assignment.harness} harness could not be prepared: ${(err as Error).message}`,
         'environment_setup_failed',
       );
+    }
+    if (invocation.secrets?.length) {
+      const extra = invocation.secrets.filter((v) => v.length >= 6).flatMap((v) => secretForms(v));
+      this.#secrets = [...new Set([...this.#secrets, ...extra])].sort((a, b) => b.length - a.length);
     }
     const env = this.#environment(invocation, ws);
     let sandboxed;
@@ -461,7 +466,7 @@ export class ExecutionRunner {
       for (const e of events) {
         if (e.type === 'result') lastResult = e;
         if (adapter.isTurnEnd?.(e)) {
-          this.#turnsDone += 1;
+          this.#turnsDone += adapter.promptsAnswered?.(e) ?? 1;
           // every prompt handed over has had its turn: nothing more to say, so the CLI may finish
           if (this.#turnsDone >= 1 + this.#deliveredLive) this.#process?.closeStdin();
         }

@@ -1,11 +1,12 @@
 import path from 'node:path';
 import { serverLimits } from './limits.ts';
 import type { ServerLimits } from './limits.ts';
+import type { BuiltinAgentSettings } from './harnesses/agentyard.ts';
 import { sandboxSettings } from './sandbox/index.ts';
 import type { SandboxSettings } from './sandbox/index.ts';
 
 /** The harness types Agentyard can run. `oz` in a run names none of them: it maps to the default harness. */
-export const HARNESS_TYPES = ['claude', 'codex', 'gemini', 'command', 'noop'] as const;
+export const HARNESS_TYPES = ['claude', 'codex', 'gemini', 'command', 'agentyard', 'noop'] as const;
 export type HarnessType = (typeof HARNESS_TYPES)[number];
 
 export function isHarnessType(value: string): value is HarnessType {
@@ -21,6 +22,7 @@ const HARNESS_ALIASES: Record<string, HarnessType> = {
   gemini: 'gemini',
   'gemini-cli': 'gemini',
   command: 'command',
+  agentyard: 'agentyard',
   noop: 'noop',
 };
 
@@ -43,6 +45,9 @@ export function harnessFor(
   return HARNESS_ALIASES[type];
 }
 
+/** Executable per harness; the built-in agent's defaults to this process's Node. */
+export type HarnessBins = Record<Exclude<HarnessType, 'noop' | 'agentyard'>, string> & { agentyard?: string };
+
 export interface ExecutionSettings {
   /** Runs this process executes at once (`AGENTYARD_EXECUTOR_CONCURRENCY`, default 4). */
   concurrency: number;
@@ -51,7 +56,9 @@ export interface ExecutionSettings {
   /** What runs with harness `oz` or none get (`AGENTYARD_DEFAULT_HARNESS`; default the first harness; `none`: no default). */
   defaultHarness: HarnessType | undefined;
   /** Executable per harness (`AGENTYARD_HARNESS_CLAUDE_BIN`, `..._CODEX_BIN`, `..._GEMINI_BIN`, `..._COMMAND_BIN`). */
-  bins: Record<Exclude<HarnessType, 'noop'>, string>;
+  bins: HarnessBins;
+  /** The built-in agent's endpoint and limits (`AGENTYARD_OPENAI_*`, `AGENTYARD_AGENT_*`). */
+  builtin: BuiltinAgentSettings;
   /** Extra arguments of the `command` harness (`AGENTYARD_HARNESS_COMMAND_ARGS`, a JSON array). */
   commandArgs: string[];
   /** A lease lasts this long without a heartbeat (`AGENTYARD_LEASE_MS`, default 30 000). */
@@ -161,8 +168,10 @@ export function executionSettings(
       codex: env.AGENTYARD_HARNESS_CODEX_BIN || 'codex',
       gemini: env.AGENTYARD_HARNESS_GEMINI_BIN || 'gemini',
       command: env.AGENTYARD_HARNESS_COMMAND_BIN || '',
+      agentyard: env.AGENTYARD_HARNESS_AGENTYARD_BIN || '',
       ...overrides.bins,
     },
+    builtin: overrides.builtin ?? builtinAgentSettings(env),
     commandArgs: overrides.commandArgs ?? commandArgs,
     leaseMs,
     heartbeatMs,
@@ -181,5 +190,30 @@ export function executionSettings(
         .filter(Boolean),
     limits: overrides.limits ?? serverLimits(env),
     sandbox: overrides.sandbox ?? sandboxSettings(dataDir, env),
+  };
+}
+
+/** The built-in agent's settings from the environment; a malformed value is an error at start. */
+export function builtinAgentSettings(env: NodeJS.ProcessEnv): BuiltinAgentSettings {
+  const baseUrl = env.AGENTYARD_OPENAI_BASE_URL?.trim() || undefined;
+  if (baseUrl) {
+    let url: URL;
+    try {
+      url = new URL(baseUrl);
+    } catch {
+      throw new Error(`AGENTYARD_OPENAI_BASE_URL is not a URL: "${baseUrl}"`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new Error(`AGENTYARD_OPENAI_BASE_URL must be an http or https URL, got "${baseUrl}"`);
+    if (url.username || url.password)
+      throw new Error('AGENTYARD_OPENAI_BASE_URL must not carry credentials: set AGENTYARD_OPENAI_API_KEY');
+  }
+  return {
+    baseUrl,
+    apiKey: env.AGENTYARD_OPENAI_API_KEY?.trim() || undefined,
+    model: env.AGENTYARD_OPENAI_MODEL?.trim() || undefined,
+    maxTurns: int(env, 'AGENTYARD_AGENT_MAX_TURNS', 100, 1),
+    deadlineMs: int(env, 'AGENTYARD_AGENT_DEADLINE_SECONDS', 3600, 1) * 1000,
+    requestTimeoutMs: int(env, 'AGENTYARD_OPENAI_TIMEOUT_SECONDS', 600, 1) * 1000,
   };
 }

@@ -61,7 +61,9 @@ export type IdPrefix =
   | 'sch'
   | 'evt'
   | 'wrk'
-  | 'agt';
+  | 'agt'
+  | 'scj'
+  | 'bch';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid()}`;

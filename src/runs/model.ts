@@ -25,11 +25,13 @@ export interface AgentConfig {
   mcp_servers?: Record<string, McpServerConfig>;
   computer_use_enabled?: boolean;
   idle_timeout_minutes?: number;
-  harness?: { type?: string; model_id?: string; reasoning_level?: string };
+  /** `base_url`: the built-in agent's endpoint (`type: agentyard`). */
+  harness?: { type?: string; model_id?: string; reasoning_level?: string; base_url?: string };
   harness_auth_secrets?: {
     claude_auth_secret_name?: string;
     codex_auth_secret_name?: string;
     gemini_auth_secret_name?: string;
+    agentyard_auth_secret_name?: string;
   };
   skills?: string[];
   runner_id?: string;

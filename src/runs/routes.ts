@@ -225,7 +225,11 @@ export async function registerRunRoutes(
         response: { 200: schemas.RunItemSchema },
       },
     },
-    async (request) => runItem(await runs.get(request.principal.teamId, request.params.runId)),
+    async (request) => {
+      const row = await runs.get(request.principal.teamId, request.params.runId);
+      const [item, result] = await Promise.all([runItem(row), sql.runResult(ctx.db, row.id)]);
+      return { ...item, result };
+    },
   );
 
   // Legacy clients (warp-sdk ≤0.3) used /agent/tasks.

@@ -617,3 +617,12 @@ export async function ownRunIds(q: Queryable, teamId: string, runIds: readonly s
 export async function touchRun(q: Queryable, runId: string): Promise<void> {
   await q.query('UPDATE runs SET updated_at = ay_now() WHERE id = $1', [runId]);
 }
+
+/** The text of a run's last `result` event: the agent's final answer; null before it gave one. */
+export async function runResult(q: Queryable, runId: string): Promise<string | null> {
+  const res = await q.query<{ text: string | null }>(
+    `SELECT data->>'text' AS text FROM run_events WHERE run_id = $1 AND type = 'result' ORDER BY sequence DESC LIMIT 1`,
+    [runId],
+  );
+  return res.rows[0]?.text ?? null;
+}

@@ -402,6 +402,23 @@ const ISOLATION: Record<string, Probe> = {
       expect(messages).not.toContain('hijack');
     },
   },
+  'GET /api/v1/agent/runs/:runId/scores': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/scores`), 'scores of A run'),
+  },
+  'GET /api/v1/agent/scores': {
+    kind: 'team-list',
+    check: async (f) => {
+      await f.s.server.ctx.db.query(
+        `INSERT INTO run_scores (run_id, scorer, team_id, factory_id, agent, status, label, score, passed, reason, judge_model)
+         VALUES ($1, 'iso-scorer', $2, 'fac_a', 'a-agent', 'scored', 'good', 1, true, 'fine', 'm') ON CONFLICT DO NOTHING`,
+        [f.a.runId, f.a.teamId],
+      );
+      const scorers = (body: { totals: { scorer: string }[] }) => body.totals.map((t) => t.scorer);
+      expect(scorers((await f.asA('GET', '/agent/scores')).body)).toContain('iso-scorer');
+      expect(scorers((await f.asB('GET', '/agent/scores')).body)).not.toContain('iso-scorer');
+    },
+  },
   'GET /api/v1/agent/runs/:runId/followups': {
     kind: 'team-resource',
     check: async (f) => expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/followups`), 'list follow-ups'),
@@ -805,6 +822,27 @@ const ISOLATION: Record<string, Probe> = {
     kind: 'team-resource',
     check: async (f) => expectNotFound(await f.asB('POST', '/factories/fac_a/runs', { prompt: 'x' }), 'run on A'),
   },
+  'POST /api/v1/factories/:id/benchmarks/:suite/runs': {
+    kind: 'team-resource',
+    check: async (f) =>
+      expectNotFound(await f.asB('POST', '/factories/fac_a/benchmarks/smoke/runs', {}), 'benchmark on A'),
+  },
+  'GET /api/v1/factories/:id/benchmarks/:suite/runs': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', '/factories/fac_a/benchmarks/smoke/runs'), 'A benchmarks'),
+  },
+  'GET /api/v1/factories/:id/benchmark-runs/:runId': {
+    kind: 'team-resource',
+    check: async (f) => {
+      await f.s.server.ctx.db.query(
+        `INSERT INTO benchmark_runs (id, team_id, factory_id, suite, suite_name, agent, judge_model)
+         VALUES ('bch_isoa', $1, 'fac_a', 'smoke', 'Smoke', 'a', 'm') ON CONFLICT DO NOTHING`,
+        [f.a.teamId],
+      );
+      expect((await f.asA('GET', '/factories/fac_a/benchmark-runs/bch_isoa')).status).toBe(200);
+      await expectNotFound(await f.asB('GET', '/factories/fac_a/benchmark-runs/bch_isoa'), 'A benchmark run');
+    },
+  },
   'GET /api/v1/factory': {
     kind: 'team-list',
     check: async (f) => expect(idsOf((await f.asB('GET', '/factory')).body.factories)).not.toContain('fac_a'),
@@ -874,6 +912,11 @@ const ISOLATION: Record<string, Probe> = {
           'GET',
           '/console/factories/:id/files/*',
           (a: ConsoleIds) => `/console/factories/${a.factoryId}/files/factory.yaml`,
+        ],
+        [
+          'GET',
+          '/console/factories/:id/agents/:agent',
+          (a: ConsoleIds) => `/console/factories/${a.factoryId}/agents/foreman`,
         ],
         ['POST', '/console/factories/:id/sync', (a: ConsoleIds) => `/console/factories/${a.factoryId}/sync`],
         ['POST', '/console/factories/:id/webhooks', (a: ConsoleIds) => `/console/factories/${a.factoryId}/webhooks`],

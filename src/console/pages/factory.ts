@@ -4,6 +4,7 @@ import { html } from '../html.ts';
 import type { SafeHtml } from '../html.ts';
 import { csrfField, errorBox, page } from '../layout.ts';
 import type { Viewer } from '../layout.ts';
+import { agentLinks } from './scores.ts';
 
 export interface FactoryPageData {
   factory: Factory;
@@ -141,6 +142,7 @@ export function factoryPage(viewer: Viewer, data: FactoryPageData): string {
       : html`<p class="muted">None.</p>`
   }
   </section>
+  ${agentLinks(f.id, data.files)}
   ${managedForms(viewer, data)}
   <section aria-labelledby="history"><h2 id="history">Apply history</h2>
   ${

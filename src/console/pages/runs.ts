@@ -4,6 +4,8 @@ import { html } from '../html.ts';
 import type { SafeHtml } from '../html.ts';
 import { csrfField, errorBox, page } from '../layout.ts';
 import type { Viewer } from '../layout.ts';
+import { runScoresSection } from './scores.ts';
+import type { RunScore } from './scores.ts';
 
 export const RUN_FILTERS = ['state', 'source', 'factory_id', 'automation_id', 'name', 'creator'] as const;
 export type RunFilters = Partial<Record<(typeof RUN_FILTERS)[number], string>>;
@@ -85,7 +87,13 @@ export function runsPage(
 
 const ACTIVE = new Set(['QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS', 'BLOCKED']);
 
-export function runPage(viewer: Viewer, run: Run, notice?: string, error?: string): string {
+export function runPage(
+  viewer: Viewer,
+  run: Run,
+  notice?: string,
+  error?: string,
+  scores?: readonly RunScore[],
+): string {
   const active = ACTIVE.has(run.state);
   const artifacts = run.artifacts ?? [];
   const body = html`<p class="crumbs"><a href="/console/runs">Runs</a> /</p>
@@ -118,6 +126,7 @@ export function runPage(viewer: Viewer, run: Run, notice?: string, error?: strin
   <section aria-labelledby="artifacts"><h2 id="artifacts">Artifacts</h2>
   ${artifacts.length ? html`<ul class="plain">${artifacts.map((a) => html`<li>${a.artifact_type} <code>${JSON.stringify(a.data ?? {})}</code></li>`)}</ul>` : html`<p class="muted">None.</p>`}
   </section>
+  ${scores ? runScoresSection(scores) : ''}
   <section aria-labelledby="prompt"><h2 id="prompt">Prompt</h2><pre>${run.prompt}</pre></section>
   <section aria-labelledby="config"><h2 id="config">Configuration</h2><pre>${JSON.stringify(run.agent_config ?? {}, null, 2)}</pre></section>`;
   return page({ title: run.title, viewer, section: 'runs', body });

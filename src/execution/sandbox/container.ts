@@ -20,6 +20,8 @@ export interface ContainerSpec {
   workspace: string;
   /** The execution's configuration directory (MCP configuration), mounted read-only at its own path. */
   configDir: string;
+  /** Host directories mounted read-only at their own paths. */
+  readOnly?: readonly string[];
   /** Names of the environment variables the agent gets (their values stay in the client's environment). */
   envNames: readonly string[];
   uid: number;
@@ -57,6 +59,7 @@ export function containerArgs(spec: ContainerSpec): string[] {
     a.push('--pids-limit', String(spec.limits.processes));
     a.push('--ulimit', `fsize=${spec.limits.workspaceBytes}:${spec.limits.workspaceBytes}`);
   }
+  for (const dir of spec.readOnly ?? []) a.push('--volume', `${dir}:${dir}:ro`);
   for (const name of spec.envNames) a.push('--env', name);
   a.push('--', spec.image, spec.command, ...spec.args);
   return a;
