@@ -6,7 +6,13 @@ export interface InProcessHttp {
     headers: Record<string, string>;
     query?: Record<string, string>;
     payload?: string;
-  }): PromiseLike<{ statusCode: number; statusMessage: string; body: string }>;
+  }): PromiseLike<{
+    statusCode: number;
+    statusMessage: string;
+    body: string;
+    rawPayload?: Buffer;
+    headers?: Record<string, unknown>;
+  }>;
 }
 
 /** A problem document the API answered; pages show its detail and status. */
@@ -40,6 +46,29 @@ export class ConsoleApi {
 
   get<T>(path: string, query?: Record<string, string | undefined>): Promise<T> {
     return this.call<T>('GET', path, undefined, query);
+  }
+
+  /** A GET whose answer is not JSON (an event stream, a file): its body and headers, or the API's problem. */
+  async raw(
+    path: string,
+    query?: Record<string, string>,
+  ): Promise<{ body: string; bytes: Buffer; headers: Record<string, unknown> }> {
+    const res = await this.#app.inject({
+      method: 'GET',
+      url: path.startsWith('/api/v1/') ? path : `/api/v1${path}`,
+      headers: { authorization: `Bearer ${this.#key}` },
+      ...(query ? { query } : {}),
+    });
+    if (res.statusCode >= 400) {
+      let problem: { code?: string; detail?: string } = {};
+      try {
+        problem = JSON.parse(res.body) as typeof problem;
+      } catch {
+        // not a problem document
+      }
+      throw new ApiProblem(res.statusCode, problem.code ?? 'error', problem.detail ?? res.statusMessage);
+    }
+    return { body: res.body, bytes: res.rawPayload ?? Buffer.from(res.body), headers: res.headers ?? {} };
   }
 
   async call<T>(method: Method, path: string, body?: unknown, query?: Record<string, string | undefined>): Promise<T> {

@@ -1,5 +1,3 @@
-import { request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -27,7 +25,7 @@ import { factoryPage, filePage } from './pages/factory.ts';
 import type { FactoryPageData } from './pages/factory.ts';
 import { integrationsPage } from './pages/integrations.ts';
 import { overviewPage } from './pages/overview.ts';
-import { RUN_FILTERS, runPage, runsPage } from './pages/runs.ts';
+import { RUN_FILTERS, runsPage } from './pages/runs.ts';
 import type { RunFilters } from './pages/runs.ts';
 import { schedulesPage } from './pages/schedules.ts';
 import { signInPage } from './pages/sign-in.ts';
@@ -42,7 +40,8 @@ import {
   sealSession,
   sessionCookie,
 } from './session.ts';
-import type { ConsoleSession } from './session.ts';
+import type { ConsoleKit, Form, Signed } from './shared-routes.ts';
+import { registerRunRoutes } from './run-routes.ts';
 
 export interface ConsoleOptions {
   cipher: SecretCipher;
@@ -61,14 +60,6 @@ const ASSET_TYPES: Record<string, string> = {
   'console.js': 'text/javascript; charset=utf-8',
 };
 
-interface Signed {
-  session: ConsoleSession;
-  api: ConsoleApi;
-  viewer: Viewer;
-}
-
-type Form = Record<string, string>;
-
 /** The web console: pages rendered on the server from the JSON API, under `/` and `/console/`. */
 export async function consoleRoutes(app: FastifyInstance, options: ConsoleOptions): Promise<void> {
   // `app` is the whole application: the console calls its API routes in process.
@@ -85,7 +76,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       },
     );
     scope.addHook('onSend', async (_request, reply, payload) => {
-      reply.header('content-security-policy', CSP);
+      if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', CSP);
       reply.header('x-content-type-options', 'nosniff');
       reply.header('referrer-policy', 'same-origin');
       reply.header('x-frame-options', 'DENY');
@@ -143,9 +134,14 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
     /** A form post: signed in, the session's CSRF token, then the change. */
     const changing =
       <P>(
-        act: (s: Signed, form: Form, request: FastifyRequest<{ Params: P }>, reply: FastifyReply) => Promise<unknown>,
+        act: (
+          s: Signed,
+          form: Form,
+          request: FastifyRequest<{ Params: P; Querystring: Record<string, string> }>,
+          reply: FastifyReply,
+        ) => Promise<unknown>,
       ) =>
-      async (request: FastifyRequest<{ Params: P }>, reply: FastifyReply) => {
+      async (request: FastifyRequest<{ Params: P; Querystring: Record<string, string> }>, reply: FastifyReply) => {
         const s = signedIn(request);
         if (!s) return reply.redirect('/', 303);
         const form = (request.body ?? {}) as Form;
@@ -570,87 +566,8 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       }),
     );
 
-    scope.get(
-      '/console/runs/:id',
-      viewing<{ id: string }>(async (s, request, reply) =>
-        sendPage(reply, runPage(s.viewer, await s.api.get<Run>(`/agent/runs/${enc(request.params.id)}`))),
-      ),
-    );
-
-    scope.post(
-      '/console/runs/:id/cancel',
-      changing<{ id: string }>(async (s, _form, request, reply) => {
-        const id = request.params.id;
-        let error: string | undefined;
-        try {
-          await s.api.call('POST', `/agent/runs/${enc(id)}/cancel`);
-        } catch (err) {
-          if (!(err instanceof ApiProblem) || err.status >= 500) throw err;
-          error = err.detail;
-        }
-        const run = await s.api.get<Run>(`/agent/runs/${enc(id)}`);
-        return sendPage(
-          reply,
-          runPage(s.viewer, run, error ? undefined : 'Cancel requested.', error),
-          error ? 409 : 200,
-        );
-      }),
-    );
-
-    scope.post(
-      '/console/runs/:id/followups',
-      changing<{ id: string }>(async (s, form, request, reply) => {
-        const id = request.params.id;
-        let error: string | undefined;
-        try {
-          await s.api.call('POST', `/agent/runs/${enc(id)}/followups`, { message: form.message ?? '' });
-        } catch (err) {
-          if (!(err instanceof ApiProblem) || err.status >= 500) throw err;
-          error = err.detail;
-        }
-        const run = await s.api.get<Run>(`/agent/runs/${enc(id)}`);
-        return sendPage(reply, runPage(s.viewer, run, error ? undefined : 'Follow-up sent.', error), error ? 422 : 200);
-      }),
-    );
-
-    // The run's server-sent events, relayed from the API on this server's own listening socket: a streamed
-    // answer cannot go through inject(), which waits for the end.
-    scope.get(
-      '/console/runs/:id/events',
-      viewing<{ id: string }>(async (s, request, reply) => {
-        const address = root.server.address() as AddressInfo | null;
-        if (!address || typeof address !== 'object')
-          throw new ApiProblem(503, 'unavailable', 'the server is not listening');
-        const host = address.address === '::' || address.address === '0.0.0.0' ? '127.0.0.1' : address.address;
-        const upstream = httpRequest({
-          host,
-          port: address.port,
-          path: `/api/v1/agent/runs/${enc(request.params.id)}/events`,
-          headers: {
-            authorization: `Bearer ${s.session.key}`,
-            accept: 'text/event-stream',
-            ...(request.headers['last-event-id'] ? { 'last-event-id': String(request.headers['last-event-id']) } : {}),
-          },
-        });
-        reply.hijack();
-        const res = reply.raw;
-        upstream.on('response', (answer) => {
-          res.writeHead(answer.statusCode ?? 502, {
-            'content-type': answer.headers['content-type'] ?? 'text/event-stream',
-            'cache-control': 'no-store',
-            'content-security-policy': CSP,
-            'x-content-type-options': 'nosniff',
-          });
-          answer.pipe(res);
-        });
-        upstream.on('error', () => {
-          if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
-          res.end();
-        });
-        request.raw.on('close', () => upstream.destroy());
-        upstream.end();
-      }),
-    );
+    const kit: ConsoleKit = { root, lookups, csp: CSP, sendPage, viewing, changing };
+    registerRunRoutes(scope, kit);
 
     scope.get(
       '/console/integrations',

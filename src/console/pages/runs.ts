@@ -2,7 +2,7 @@ import type { Factory, PageInfo, Run } from '../api-types.ts';
 import { runState, timeAgo } from '../format.ts';
 import { html } from '../html.ts';
 import type { SafeHtml } from '../html.ts';
-import { csrfField, errorBox, page } from '../layout.ts';
+import { errorBox, page } from '../layout.ts';
 import type { Viewer } from '../layout.ts';
 
 export const RUN_FILTERS = ['state', 'source', 'factory_id', 'automation_id', 'name', 'creator'] as const;
@@ -76,49 +76,9 @@ export function runsPage(
     <thead><tr><th scope="col">Run</th><th scope="col">State</th><th scope="col">Source</th><th scope="col">Creator</th><th scope="col">Created</th></tr></thead>
     <tbody>${data.runs.map(
       (r) =>
-        html`<tr><th scope="row"><a href="/console/runs/${r.run_id}">${r.title}</a></th><td>${runState(r.state)}</td><td>${r.source}</td><td>${r.creator?.display_name ?? '—'}</td><td>${timeAgo(r.created_at)}</td></tr>`,
+        html`<tr><th scope="row"><a href="/console/runs/${r.run_id}">${r.title}</a></th><td>${runState(r.state)}</td><td>${r.source_detail ?? r.source}</td><td>${r.creator?.display_name ?? '—'}</td><td>${timeAgo(r.created_at)}</td></tr>`,
     )}</tbody></table></div>`
   }
   ${data.pageInfo.has_next_page ? html`<p><a href="/console/runs?${next.toString()}">Next page</a></p>` : ''}`;
   return page({ title: 'Runs', viewer, section: 'runs', body });
-}
-
-const ACTIVE = new Set(['QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS', 'BLOCKED']);
-
-export function runPage(viewer: Viewer, run: Run, notice?: string, error?: string): string {
-  const active = ACTIVE.has(run.state);
-  const artifacts = run.artifacts ?? [];
-  const body = html`<p class="crumbs"><a href="/console/runs">Runs</a> /</p>
-  <h1>${run.title} <span id="run-state">${runState(run.state)}</span></h1>
-  ${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}
-  ${error ? errorBox(error) : ''}
-  <dl class="facts">
-    <dt>Run</dt><dd><code>${run.run_id}</code></dd>
-    <dt>Source</dt><dd>${run.source}</dd>
-    <dt>Creator</dt><dd>${run.creator?.display_name ?? '—'}</dd>
-    <dt>Created</dt><dd>${timeAgo(run.created_at)}</dd>
-    <dt>Status</dt><dd id="run-status">${run.status_message?.message ?? '—'}</dd>
-  </dl>
-  ${
-    active
-      ? html`<div class="actions">
-    <form method="post" action="/console/runs/${run.run_id}/cancel" class="inline" data-while-active>${csrfField(viewer)}<button type="submit" class="danger">Cancel run</button></form>
-  </div>`
-      : ''
-  }
-  <section aria-labelledby="events"><h2 id="events">Events</h2>
-  <ol id="run-events" class="events" data-live-events="/console/runs/${run.run_id}/events" aria-live="polite"></ol>
-  <noscript><p>Live events need JavaScript; the API serves them at <code>/api/v1/agent/runs/${run.run_id}/events</code>.</p></noscript>
-  </section>
-  <section aria-labelledby="followup"><h2 id="followup">Follow-up</h2>
-  <form method="post" action="/console/runs/${run.run_id}/followups" class="stack narrow">${csrfField(viewer)}
-    <label for="fu-message">Message</label><textarea id="fu-message" name="message" rows="3" required></textarea>
-    <button type="submit">Send follow-up</button>
-  </form></section>
-  <section aria-labelledby="artifacts"><h2 id="artifacts">Artifacts</h2>
-  ${artifacts.length ? html`<ul class="plain">${artifacts.map((a) => html`<li>${a.artifact_type} <code>${JSON.stringify(a.data ?? {})}</code></li>`)}</ul>` : html`<p class="muted">None.</p>`}
-  </section>
-  <section aria-labelledby="prompt"><h2 id="prompt">Prompt</h2><pre>${run.prompt}</pre></section>
-  <section aria-labelledby="config"><h2 id="config">Configuration</h2><pre>${JSON.stringify(run.agent_config ?? {}, null, 2)}</pre></section>`;
-  return page({ title: run.title, viewer, section: 'runs', body });
 }
