@@ -40,6 +40,7 @@ export function page(opts: { title: string; viewer?: Viewer; section?: Section; 
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${opts.title} · Agentyard</title>
+<link rel="icon" href="/console/assets/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/console/assets/console.css">
 <script src="/console/assets/console.js" defer></script>
 </head>
@@ -59,4 +60,16 @@ export function errorBox(message: string): SafeHtml {
 
 export function csrfField(viewer: Viewer): SafeHtml {
   return html`<input type="hidden" name="csrf" value="${viewer.csrf}">`;
+}
+
+/** A question before a change that cannot be undone from here: the form posts only when confirmed. */
+export function confirmPage(
+  viewer: Viewer,
+  opts: { title: string; explanation: string; action: string; button: string; back: string; backLabel: string },
+): string {
+  const body = html`<h1>${opts.title}</h1>
+  <p>${opts.explanation}</p>
+  <div class="actions"><form method="post" action="${opts.action}" class="inline">${csrfField(viewer)}<button type="submit" class="danger">${opts.button}</button></form>
+  <a href="${opts.back}">${opts.backLabel}</a></div>`;
+  return page({ title: opts.title, viewer, section: 'none', body });
 }

@@ -19,7 +19,7 @@ import type {
   WhoAmI,
 } from './api-types.ts';
 import { html } from './html.ts';
-import { errorBox, page } from './layout.ts';
+import { confirmPage, errorBox, page } from './layout.ts';
 import type { Viewer } from './layout.ts';
 import { factoryPage, filePage } from './pages/factory.ts';
 import type { FactoryPageData } from './pages/factory.ts';
@@ -30,7 +30,7 @@ import type { RunFilters } from './pages/runs.ts';
 import { schedulesPage } from './pages/schedules.ts';
 import { signInPage } from './pages/sign-in.ts';
 import { deliveryPage, deliveryRow, webhookPage } from './pages/webhook.ts';
-import type { TestFilterResult } from './pages/webhook.ts';
+import type { DeliveryDetail, TestFilterResult } from './pages/webhook.ts';
 import {
   SESSION_COOKIE,
   clearedSessionCookie,
@@ -58,6 +58,7 @@ const ASSETS = path.join(import.meta.dirname, 'assets');
 const ASSET_TYPES: Record<string, string> = {
   'console.css': 'text/css; charset=utf-8',
   'console.js': 'text/javascript; charset=utf-8',
+  'favicon.svg': 'image/svg+xml',
 };
 
 /** The web console: pages rendered on the server from the JSON API, under `/` and `/console/`. */
@@ -170,6 +171,30 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       const body = await readFile(path.join(ASSETS, request.params.file));
       return reply.type(type).header('cache-control', 'public, max-age=300').send(body);
     });
+
+    scope.get('/favicon.ico', async (_request, reply) =>
+      reply
+        .type('image/svg+xml')
+        .header('cache-control', 'public, max-age=86400')
+        .send(await readFile(path.join(ASSETS, 'favicon.svg'))),
+    );
+
+    // Any other address under /console/ is a page that does not exist: an HTML 404, signed in or not.
+    const notFound = async (request: FastifyRequest, reply: FastifyReply) => {
+      const s = signedIn(request);
+      return sendPage(
+        reply,
+        page({
+          title: 'Not found',
+          ...(s ? { viewer: s.viewer } : {}),
+          section: 'none',
+          body: html`<h1>Not found</h1><p>There is no console page at <code>${request.url.split('?')[0] ?? ''}</code>.</p><p><a href="/">Go to the overview</a>${s ? html` or <a href="/console/runs">the runs</a>` : ''}.</p>`,
+        }),
+        404,
+      );
+    };
+    scope.get('/console', notFound);
+    scope.get('/console/*', notFound);
 
     const overview = async (s: Signed, reply: FastifyReply, error?: string) => {
       const [list, running, stats] = await Promise.all([
@@ -350,7 +375,9 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         const id = request.params.id;
         let error: string | undefined;
         try {
-          const filter: Record<string, unknown> = { webhook_ids: [form.webhook ?? ''] };
+          if (!form.webhook)
+            throw new ApiProblem(422, 'invalid_request', 'choose the webhook the automation listens to');
+          const filter: Record<string, unknown> = { webhook_ids: [form.webhook] };
           if (form.filter?.trim()) filter.payload = JSON.parse(form.filter) as unknown;
           await s.api.call('POST', `/factories/${enc(id)}/automations`, {
             name: form.name ?? '',
@@ -364,6 +391,28 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
           else throw err;
         }
         if (!error) return reply.redirect(backToFactory(id), 303);
+        return sendPage(reply, factoryPage(s.viewer, { ...(await factoryData(s, id)), error }), 422);
+      }),
+    );
+
+    scope.post(
+      '/console/factories/:id/runs',
+      changing<{ id: string }>(async (s, form, request, reply) => {
+        const id = request.params.id;
+        let error: string;
+        if (!form.prompt?.trim()) error = 'The run was not started: write a prompt.';
+        else {
+          try {
+            const run = await s.api.call<{ run_id: string }>('POST', `/factories/${enc(id)}/runs`, {
+              prompt: form.prompt,
+              ...(form.title?.trim() ? { title: form.title.trim() } : {}),
+            });
+            return reply.redirect(`/console/runs/${enc(run.run_id)}?done=started`, 303);
+          } catch (err) {
+            if (!(err instanceof ApiProblem) || err.status >= 500 || err.status === 404) throw err;
+            error = `The run was not started: ${err.detail}`;
+          }
+        }
         return sendPage(reply, factoryPage(s.viewer, { ...(await factoryData(s, id)), error }), 422);
       }),
     );
@@ -411,10 +460,47 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         if (!error && !created) return reply.redirect(backToFactory(hook.factory_id), 303);
         return sendPage(
           reply,
-          factoryPage(s.viewer, { ...data, ...(created ? { created } : {}), ...(error ? { error } : {}) }),
+          factoryPage(s.viewer, {
+            ...data,
+            ...(created ? { created, rotated: request.url.endsWith('/rotate') } : {}),
+            ...(error ? { error } : {}),
+          }),
           error ? 422 : 200,
         );
       });
+
+    const webhookConfirm = (make: (hook: Webhook) => Parameters<typeof confirmPage>[1]) =>
+      viewing<{ uid: string }>(async (s, request, reply) => {
+        const hook = await s.api.get<Webhook>(`/webhooks/${enc(request.params.uid)}`);
+        return sendPage(reply, confirmPage(s.viewer, make(hook)));
+      });
+    const hookBack = (hook: Webhook) => ({
+      back: hook.factory_id ? backToFactory(hook.factory_id) : '/',
+      backLabel: 'Keep it as it is',
+    });
+    scope.get(
+      '/console/webhooks/:uid/rotate',
+      webhookConfirm((hook) => ({
+        title: `Rotate the secret of webhook ${hook.name}?`,
+        explanation:
+          'A new secret is made and shown once; the current one is refused from then on, so every sender must be given the new one.',
+        action: `/console/webhooks/${enc(hook.uid)}/rotate`,
+        button: 'Rotate secret',
+        ...hookBack(hook),
+      })),
+    );
+    scope.get(
+      '/console/webhooks/:uid/toggle',
+      webhookConfirm((hook) => ({
+        title: hook.enabled ? `Disable webhook ${hook.name}?` : `Enable webhook ${hook.name}?`,
+        explanation: hook.enabled
+          ? 'Senders get 404 at once and nothing is logged; the delivery history and the automations stay. Enable it again to resume.'
+          : 'Deliveries are accepted again.',
+        action: `/console/webhooks/${enc(hook.uid)}/toggle`,
+        button: hook.enabled ? 'Disable webhook' : 'Enable webhook',
+        ...hookBack(hook),
+      })),
+    );
 
     scope.post(
       '/console/webhooks/:uid/toggle',
@@ -452,6 +538,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         deliveries: deliveries.deliveries,
         pageInfo: deliveries.page_info,
         automations: automations.automations,
+        ...(cursor ? { older: true } : {}),
       };
     };
 
@@ -478,13 +565,46 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       '/console/webhooks/:uid/deliveries/:did',
       viewing<{ uid: string; did: string }>(async (s, request, reply) => {
         const { uid, did } = request.params;
-        const webhook = await s.api.get<Webhook>(`/webhooks/${enc(uid)}`);
-        const one = await s.api.get<{ delivery?: Delivery; payload?: unknown } & Delivery>(
-          `/webhooks/${enc(uid)}/deliveries/${enc(did)}`,
-        );
-        const delivery = one.delivery ?? one;
-        const raw = delivery.status === 'accepted' ? await rawPayload(s, uid, did) : undefined;
-        return sendPage(reply, deliveryPage(s.viewer, webhook, delivery, raw));
+        const [webhook, delivery] = await Promise.all([
+          s.api.get<Webhook>(`/webhooks/${enc(uid)}`),
+          s.api.get<DeliveryDetail>(`/webhooks/${enc(uid)}/deliveries/${enc(did)}`),
+        ]);
+        const stored = delivery.status === 'accepted' || delivery.status === 'duplicate';
+        const automations = webhook.factory_id
+          ? (
+              await s.api
+                .get<{ automations: (Automation & { webhook_triggers?: { webhook_uid: string }[] })[] }>(
+                  `/factories/${enc(webhook.factory_id)}/automations`,
+                )
+                .catch(() => ({ automations: [] }))
+            ).automations.filter((a) => a.webhook_triggers?.some((t) => t.webhook_uid === webhook.uid) ?? true)
+          : [];
+        const [raw, evaluations, runs] = await Promise.all([
+          delivery.status === 'accepted' ? rawPayload(s, uid, did) : undefined,
+          Promise.all(
+            automations.map(async (automation) => {
+              if (!stored) return { automation };
+              try {
+                const result = await s.api.call<TestFilterResult>(
+                  'POST',
+                  `/automations/${enc(automation.id)}/test-filter`,
+                  { delivery_id: did },
+                );
+                return { automation, result };
+              } catch (err) {
+                if (!(err instanceof ApiProblem) || err.status >= 500) throw err;
+                return { automation, error: err.detail };
+              }
+            }),
+          ),
+          Promise.all(
+            (delivery.runs ?? []).map(async (r) => {
+              const run = await s.api.get<Run>(`/agent/runs/${enc(r.run_id)}`).catch(() => undefined);
+              return { ...r, ...(run ? { title: run.title, state: run.state } : {}) };
+            }),
+          ),
+        ]);
+        return sendPage(reply, deliveryPage(s.viewer, { webhook, delivery, payload: raw, evaluations, runs }));
       }),
     );
 
