@@ -24,9 +24,9 @@ import type { Viewer } from './layout.ts';
 import { factoryPage, filePage } from './pages/factory.ts';
 import type { FactoryPageData } from './pages/factory.ts';
 import { integrationsPage } from './pages/integrations.ts';
-import { overviewPage } from './pages/overview.ts';
+import { ACTIVE_RUN_STATES, overviewLive, overviewPage } from './pages/overview.ts';
 import { RUN_FILTERS, runsPage } from './pages/runs.ts';
-import type { RunFilters } from './pages/runs.ts';
+import type { RunFilters, RunSort } from './pages/runs.ts';
 import { schedulesPage } from './pages/schedules.ts';
 import { signInPage } from './pages/sign-in.ts';
 import { deliveryPage, deliveryRow, webhookPage } from './pages/webhook.ts';
@@ -196,11 +196,27 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
     scope.get('/console', notFound);
     scope.get('/console/*', notFound);
 
-    const overview = async (s: Signed, reply: FastifyReply, error?: string) => {
-      const [list, running, stats] = await Promise.all([
-        s.api.get<{ factories: Factory[]; page_info: PageInfo }>('/factories', { limit: '100', counts: 'true' }),
-        s.api.get<{ runs: Run[] }>('/agent/runs', { state: 'INPROGRESS', limit: '20' }),
+    /** Runs counted by active state (each up to 100, the API's index on state makes it cheap), and deliveries. */
+    const overviewLiveData = async (s: Signed) => {
+      const [byState, active, stats] = await Promise.all([
+        Promise.all(
+          ACTIVE_RUN_STATES.map(async (state) => {
+            const list = await s.api.get<{ runs: Run[]; page_info: PageInfo }>('/agent/runs', { state, limit: '100' });
+            return { state, count: list.runs.length, more: list.page_info.has_next_page };
+          }),
+        ),
+        s.api.get<{ runs: Run[] }>(
+          `/agent/runs?${ACTIVE_RUN_STATES.map((state) => `state=${state}`).join('&')}&limit=20&sort_by=updated_at`,
+        ),
         s.api.get<{ deliveries: number }>('/delivery-stats', { minutes: '60' }),
+      ]);
+      return { runs: { byState, active: active.runs }, deliveriesLastHour: stats.deliveries };
+    };
+
+    const overview = async (s: Signed, reply: FastifyReply, error?: string) => {
+      const [list, live] = await Promise.all([
+        s.api.get<{ factories: Factory[]; page_info: PageInfo }>('/factories', { limit: '100', counts: 'true' }),
+        overviewLiveData(s),
       ]);
       let factories = list.factories;
       let more = list.page_info;
@@ -219,13 +235,19 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         overviewPage(s.viewer, {
           factories,
           moreFactories: more.has_next_page,
-          running: running.runs,
-          deliveriesLastHour: stats.deliveries,
+          ...live,
           ...(error ? { error } : {}),
         }),
         error ? 422 : 200,
       );
     };
+
+    scope.get(
+      '/console/overview.html',
+      viewing<Record<string, never>>(async (s, _request, reply) =>
+        reply.type('text/html; charset=utf-8').send(overviewLive(await overviewLiveData(s)).text),
+      ),
+    );
 
     scope.get('/', async (request, reply) => {
       const s = signedIn(request);
@@ -649,8 +671,19 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         const filters: RunFilters = {};
         for (const key of RUN_FILTERS) {
           const value = request.query[key];
-          if (typeof value === 'string' && value !== '') filters[key] = value;
+          if (typeof value === 'string' && value.trim() !== '') filters[key] = value.trim();
         }
+        const by = request.query.sort_by;
+        const sort: RunSort = {
+          by: by === 'title' || by === 'updated_at' ? by : 'created_at',
+          order: request.query.sort_order === 'asc' ? 'asc' : 'desc',
+        };
+        const asked = Number(request.query.limit);
+        const limit = Number.isInteger(asked) && asked >= 1 && asked <= 100 ? asked : 25;
+        const params = new URLSearchParams(request.url.split('?')[1] ?? '');
+        const back = params.getAll('back').slice(-20);
+        const cursor =
+          typeof request.query.cursor === 'string' && request.query.cursor ? request.query.cursor : undefined;
         const [factories, runs] = await Promise.all([
           lookups.get(s.session.csrf, 'factories', () =>
             s.api.get<{ factories: Factory[] }>('/factories', { limit: '100' }),
@@ -658,31 +691,25 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
           s.api
             .get<{ runs: Run[]; page_info: PageInfo }>('/agent/runs', {
               ...filters,
-              limit: '25',
-              cursor: request.query.cursor,
+              sort_by: sort.by,
+              sort_order: sort.order,
+              limit: String(limit),
+              cursor,
             })
             .catch((err: unknown) => {
               if (err instanceof ApiProblem && err.status < 500) return err;
               throw err;
             }),
         ]);
+        const base = { filters, sort, limit, back, ...(cursor ? { cursor } : {}), factories: factories.factories };
         if (runs instanceof ApiProblem) {
           return sendPage(
             reply,
-            runsPage(s.viewer, {
-              runs: [],
-              pageInfo: { has_next_page: false },
-              filters,
-              factories: factories.factories,
-              error: runs.detail,
-            }),
+            runsPage(s.viewer, { ...base, runs: [], pageInfo: { has_next_page: false }, error: runs.detail }),
             runs.status,
           );
         }
-        return sendPage(
-          reply,
-          runsPage(s.viewer, { runs: runs.runs, pageInfo: runs.page_info, filters, factories: factories.factories }),
-        );
+        return sendPage(reply, runsPage(s.viewer, { ...base, runs: runs.runs, pageInfo: runs.page_info }));
       }),
     );
 

@@ -161,3 +161,55 @@ describe('console flows', { timeout: 60_000 }, () => {
     expect(posted.text).toContain('choose the webhook');
   });
 });
+
+describe('lists that hold up', { timeout: 60_000 }, () => {
+  let server: ExecServer;
+  let admin: Session;
+
+  beforeAll(async () => {
+    server = await startExecServer('pglite', { settings: { harnesses: ['command'], defaultHarness: 'command' } });
+    admin = await signIn(server, server.adminKey);
+  }, 60_000);
+  afterAll(async () => server?.close());
+
+  it('sorts runs by the column, pages both ways, filters and searches', async () => {
+    const ids: string[] = [];
+    for (const title of ['charlie', 'alpha', 'bravo']) {
+      const r = await server.api('POST', '/agent/runs', { title, prompt: `work on ${title} NEEDLE-${title}` });
+      ids.push(r.body.run_id);
+    }
+    for (const id of ids) await waitForState(server, id, ['SUCCEEDED', 'FAILED']);
+    const titles = (text: string) =>
+      [...text.matchAll(/<th scope="row"><a href="\/console\/runs\/[^"]+">([^<]+)</g)].map((m) => m[1]);
+
+    const byTitle = await get(server, '/console/runs?sort_by=title&sort_order=asc&limit=2', admin.cookie);
+    expect(titles(byTitle.text)).toEqual(['alpha', 'bravo']);
+    expect(byTitle.text).toMatch(/<th scope="col" aria-sort="ascending"><a [^>]*>Run ▲/);
+    const next = /<a href="([^"]+)" rel="next">/.exec(byTitle.text)![1]!.replaceAll('&amp;', '&');
+    const page2 = await get(server, next, admin.cookie);
+    expect(titles(page2.text)).toEqual(['charlie']);
+    const prev = /<a href="([^"]+)" rel="prev">/.exec(page2.text)![1]!.replaceAll('&amp;', '&');
+    expect(titles((await get(server, prev, admin.cookie)).text)).toEqual(['alpha', 'bravo']);
+
+    const newest = await get(server, '/console/runs', admin.cookie);
+    expect(titles(newest.text)).toEqual(['bravo', 'alpha', 'charlie']);
+    expect(newest.text).toMatch(/aria-sort="descending"><a [^>]*>Created ▼/);
+    const searched = await get(server, '/console/runs?q=needle-alpha', admin.cookie);
+    expect(titles(searched.text)).toEqual(['alpha']);
+    const failed = await get(server, '/console/runs?state=FAILED', admin.cookie);
+    expect(failed.text).toContain('No runs match.');
+    const bad = await get(server, '/console/runs?creator=%00', admin.cookie);
+    expect(bad.status).toBeLessThan(500);
+  });
+
+  it('counts active runs by state on the overview and serves the counts for live refresh', async () => {
+    const r = await server.api('POST', '/agent/runs', { title: 'waiting', prompt: 'UNTIL released-file' });
+    await waitForState(server, r.body.run_id, ['INPROGRESS']);
+    const overview = await get(server, '/', admin.cookie);
+    expect(overview.text).toMatch(/<a class="big" href="\/console\/runs\?state=INPROGRESS">1<\/a> inprogress/);
+    expect(overview.text).toContain('data-live-html="/console/overview.html"');
+    const live = await get(server, '/console/overview.html', admin.cookie);
+    expect(live.text).toContain(`/console/runs/${r.body.run_id}`);
+    await server.api('POST', `/agent/runs/${r.body.run_id}/cancel`);
+  });
+});

@@ -47,6 +47,31 @@ function liveDeliveries(table) {
   setTimeout(poll, 2000);
 }
 
+// A part of the page the server renders again on its own address (the overview's runs by state).
+function liveHtml(el) {
+  const url = el.getAttribute('data-live-html');
+  let stopped = false;
+  async function poll() {
+    if (stopped) return;
+    try {
+      const res = await fetch(url, { credentials: 'same-origin', headers: { accept: 'text/html' } });
+      if (res.ok && !res.redirected) {
+        const text = await res.text();
+        if (text !== el.dataset.last) {
+          el.dataset.last = text;
+          // escaped by the server's renderer, as the page itself
+          el.innerHTML = text;
+          refreshTimes(el);
+        }
+      } else stopped = true;
+    } catch {
+      // the next poll tries again
+    }
+    setTimeout(poll, 5000);
+  }
+  setTimeout(poll, 5000);
+}
+
 const ENDED = new Set(['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
 
 function setText(id, text) {
@@ -108,6 +133,7 @@ document.addEventListener('DOMContentLoaded', () => {
   setInterval(() => refreshTimes(document), 30000);
   for (const table of document.querySelectorAll('[data-live-deliveries]')) liveDeliveries(table);
   for (const list of document.querySelectorAll('[data-live-events]')) liveEvents(list);
+  for (const el of document.querySelectorAll('[data-live-html]')) liveHtml(el);
   for (const form of document.querySelectorAll('form[data-confirm]')) {
     form.addEventListener('submit', (event) => {
       if (!window.confirm(form.getAttribute('data-confirm'))) event.preventDefault();
