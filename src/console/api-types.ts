@@ -135,6 +135,8 @@ export interface Schedule {
   history: { last_ran: string | null; next_run: string | null };
   factory_uid?: string;
   automation_name?: string;
+  agent_config?: Record<string, unknown> | null;
+  metadata?: Record<string, string> | null;
 }
 
 export interface WhoAmI {

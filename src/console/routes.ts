@@ -7,14 +7,12 @@ import { ApiProblem, ConsoleApi, enc } from './api.ts';
 import type {
   Apply,
   Automation,
-  Connection,
   CreatedWebhook,
   DefinitionFile,
   Delivery,
   Factory,
   PageInfo,
   Run,
-  Schedule,
   Webhook,
   WhoAmI,
 } from './api-types.ts';
@@ -23,11 +21,9 @@ import { confirmPage, errorBox, page } from './layout.ts';
 import type { Viewer } from './layout.ts';
 import { factoryPage, filePage } from './pages/factory.ts';
 import type { FactoryPageData } from './pages/factory.ts';
-import { integrationsPage } from './pages/integrations.ts';
 import { ACTIVE_RUN_STATES, overviewLive, overviewPage } from './pages/overview.ts';
 import { RUN_FILTERS, runsPage } from './pages/runs.ts';
 import type { RunFilters, RunSort } from './pages/runs.ts';
-import { schedulesPage } from './pages/schedules.ts';
 import { signInPage } from './pages/sign-in.ts';
 import { deliveryPage, deliveryRow, webhookPage } from './pages/webhook.ts';
 import type { DeliveryDetail, TestFilterResult } from './pages/webhook.ts';
@@ -42,6 +38,7 @@ import {
 } from './session.ts';
 import type { ConsoleKit, Form, Signed } from './shared-routes.ts';
 import { registerRunRoutes } from './run-routes.ts';
+import { registerSettingsRoutes } from './settings-routes.ts';
 
 export interface ConsoleOptions {
   cipher: SecretCipher;
@@ -716,20 +713,6 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
     const kit: ConsoleKit = { root, lookups, csp: CSP, sendPage, viewing, changing };
     registerRunRoutes(scope, kit);
 
-    scope.get(
-      '/console/integrations',
-      viewing<Record<string, never>>(async (s, _request, reply) => {
-        const list = await s.api.get<{ integrations: Connection[] }>('/integrations');
-        return sendPage(reply, integrationsPage(s.viewer, list.integrations));
-      }),
-    );
-
-    scope.get(
-      '/console/schedules',
-      viewing<Record<string, never>>(async (s, _request, reply) => {
-        const list = await s.api.get<{ schedules: Schedule[] }>('/agent/schedules');
-        return sendPage(reply, schedulesPage(s.viewer, list.schedules));
-      }),
-    );
+    registerSettingsRoutes(scope, kit);
   });
 }
