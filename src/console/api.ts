@@ -13,6 +13,7 @@ export interface InProcessHttp {
     statusMessage: string;
     body: string;
     headers: Record<string, string | string[] | number | undefined>;
+    rawPayload?: Buffer;
   }>;
 }
 
@@ -52,6 +53,29 @@ export class ConsoleApi {
 
   get<T>(path: string, query?: Record<string, string | undefined>): Promise<T> {
     return this.call<T>('GET', path, undefined, query);
+  }
+
+  /** A GET whose answer is not JSON (an event stream, a file): its body and headers, or the API's problem. */
+  async raw(
+    path: string,
+    query?: Record<string, string>,
+  ): Promise<{ body: string; bytes: Buffer; headers: Record<string, unknown> }> {
+    const res = await this.#app.inject({
+      method: 'GET',
+      url: path.startsWith('/api/v1/') ? path : `/api/v1${path}`,
+      headers: { authorization: `Bearer ${this.#key}` },
+      ...(query ? { query } : {}),
+    });
+    if (res.statusCode >= 400) {
+      let problem: { code?: string; detail?: string } = {};
+      try {
+        problem = JSON.parse(res.body) as typeof problem;
+      } catch {
+        // not a problem document
+      }
+      throw new ApiProblem(res.statusCode, problem.code ?? 'error', problem.detail ?? res.statusMessage);
+    }
+    return { body: res.body, bytes: res.rawPayload ?? Buffer.from(res.body), headers: res.headers ?? {} };
   }
 
   async call<T>(method: Method, path: string, body?: unknown, query?: Record<string, string | undefined>): Promise<T> {

@@ -11,7 +11,7 @@ export function renderSessionPage(run: RunItem): string {
   const rows: [string, string][] = [
     ['State', run.state],
     ['Run', run.run_id],
-    ['Source', run.source],
+    ['Source', run.source_detail ?? run.source],
     ['Created', run.created_at],
     ['Updated', run.updated_at],
     ['Started', run.started_at ?? '—'],
@@ -19,13 +19,16 @@ export function renderSessionPage(run: RunItem): string {
     ['Status', run.status_message?.message ?? '—'],
   ];
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="10">
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(run.title)} · Agentyard</title>
 <link rel="stylesheet" href="/console/assets/console.css">
 </head><body>
+<main>
 <h1>${escapeHtml(run.title)}</h1>
-<table>${rows.map(([k, v]) => `<tr><th>${k}</th><td>${escapeHtml(v)}</td></tr>`).join('')}</table>
+<p><a href="">Reload</a> to see the latest state.</p>
+<table><caption>The run</caption>${rows.map(([k, v]) => `<tr><th scope="row">${k}</th><td>${escapeHtml(v)}</td></tr>`).join('')}</table>
 <h2>Prompt</h2><pre>${escapeHtml(run.prompt)}</pre>
 <h2>Configuration</h2><pre>${escapeHtml(JSON.stringify(run.agent_config, null, 2))}</pre>
+</main>
 </body></html>`;
 }
