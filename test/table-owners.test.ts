@@ -28,6 +28,7 @@ const OWNERS: Readonly<Record<string, string>> = {
   executions: 'engine',
   executor_processes: 'execution',
   worker_connections: 'workers',
+  worker_tokens: 'workers',
   factories: 'factories',
   factory_applies: 'factories',
   factory_files: 'factories',
@@ -49,6 +50,12 @@ const OWNERS: Readonly<Record<string, string>> = {
   kubernetes_factories: 'operator',
   kubernetes_namespaces: 'operator',
   kubernetes_run_jobs: 'operator',
+  scoring_cursors: 'scoring',
+  scoring_jobs: 'scoring',
+  run_scores: 'scoring',
+  scorer_improvement_runs: 'scoring',
+  benchmark_runs: 'scoring',
+  benchmark_results: 'scoring',
 };
 
 interface SharedWrite {

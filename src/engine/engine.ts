@@ -14,12 +14,14 @@ export type {
   InsertRun,
   LiveRow,
   StartParams,
+  WorkerRegistration,
 } from './sql.ts';
 export {
   // creation
   insertRun,
   insertRuns,
   insertRunsParameter,
+  setRunActsAs,
   // the state machine
   applyRunEvent,
   cancelRunTree,

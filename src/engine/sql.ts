@@ -8,7 +8,7 @@ import type { WireMessages } from '../kernel/bus.ts';
 import type { Queryable, QueryResult, SqlValue } from '../kernel/db.ts';
 import { clip } from './events.ts';
 import type { NewRunEvent } from './events.ts';
-import type { AgentConfig, RunRow, RunSource } from './model.ts';
+import type { ActsAs, AgentConfig, RunRow, RunSource } from './model.ts';
 import type { RunEvent, RunState } from './state-machine.ts';
 import { transitionFor } from './state-machine.ts';
 
@@ -106,6 +106,15 @@ function insertRecord(r: InsertRun): Record<string, unknown> {
     executor_type: executor?.type ?? null,
     executor_name: executor?.displayName ?? null,
   };
+}
+
+/** Whom a CREATOR run acts as (RunService sets it in the transaction that inserts the run). */
+export async function setRunActsAs(q: Queryable, runId: string, actsAs: ActsAs): Promise<RunRow> {
+  const res = await q.query<RunRow>('UPDATE runs SET acts_as = $2 WHERE id = $1 RETURNING *', [
+    runId,
+    JSON.stringify(actsAs),
+  ]);
+  return res.rows[0]!;
 }
 
 export async function insertRun(q: Queryable, r: InsertRun): Promise<RunRow> {
@@ -260,6 +269,16 @@ export interface ClaimParams {
   from: string[];
 }
 
+/**
+ * What a worker connection's registration may receive (docs/security.md, "Self-hosted workers"): `trusted`, a
+ * team admin key's connection, every run of its team; otherwise runs acting as a member only when `registrant`
+ * (the subject who made its worker token) is that member.
+ */
+export interface WorkerRegistration {
+  trusted: boolean;
+  registrant: string | null;
+}
+
 /** The claim parameters in the order every claim function takes them. */
 const claimArgs = (p: ClaimParams): SqlValue[] => [
   p.harnesses,
@@ -296,11 +315,12 @@ export function ayClaimWorkerRuns(
   q: Queryable,
   teamId: string,
   workerId: string,
+  registration: WorkerRegistration,
   p: ClaimParams,
 ): Promise<QueryResult<ClaimRow>> {
   return q.query<ClaimRow>(
-    'SELECT * FROM ay_claim_worker_runs($1, $2, $3::text[], $4::int, $5::text[], $6::text[], $7::text[], $8, $9::int, $10, $11::text[])',
-    [teamId, workerId, ...claimArgs(p)],
+    'SELECT * FROM ay_claim_worker_runs($1, $2, $3::boolean, $4, $5::text[], $6::int, $7::text[], $8::text[], $9::text[], $10, $11::int, $12, $13::text[])',
+    [teamId, workerId, registration.trusted, registration.registrant, ...claimArgs(p)],
   );
 }
 
@@ -438,17 +458,31 @@ export async function endExecution(q: Queryable, id: string, outcome: string): P
 
 /**
  * Executions a worker still runs after a reconnect: the new connection (`executor`) holds their leases from
- * now on. Answers those adopted (live, of the team and the worker).
+ * now on. Answers those adopted (live, of the team and the worker, of runs this registration may receive: the
+ * rule of ay_lock_worker_runs, so that a worker cannot take over the reports of a run it could not claim).
  */
 export function adoptExecutions(
   q: Queryable,
-  p: { executionIds: readonly string[]; teamId: string; workerId: string; executor: string; leaseMs: number },
+  p: {
+    executionIds: readonly string[];
+    teamId: string;
+    workerId: string;
+    executor: string;
+    leaseMs: number;
+    trusted: boolean;
+    registrant: string;
+  },
 ): Promise<QueryResult<{ id: string; run_id: string; harness: string; started: boolean }>> {
   return q.query<{ id: string; run_id: string; harness: string; started: boolean }>(
-    `UPDATE executions SET executor = $4, lease_expires_at = ay_now() + $5 * interval '1 millisecond', heartbeat_at = ay_now()
-             WHERE id = ANY($1::text[]) AND team_id = $2 AND worker_id = $3 AND ended_at IS NULL
-             RETURNING id, run_id, harness, (started_at IS NOT NULL) AS started`,
-    [p.executionIds, p.teamId, p.workerId, p.executor, p.leaseMs],
+    `UPDATE executions e SET executor = $4, lease_expires_at = ay_now() + $5 * interval '1 millisecond', heartbeat_at = ay_now()
+       FROM runs r
+      WHERE e.id = ANY($1::text[]) AND e.team_id = $2 AND e.worker_id = $3 AND e.ended_at IS NULL AND r.id = e.run_id
+        AND ($6::boolean OR r.acts_as IS NULL OR EXISTS (
+          SELECT 1 FROM integration_identities i
+          WHERE i.team_id = r.team_id AND i.subject_id = $7 AND i.provider = r.acts_as->>'provider'
+            AND lower(i.external_id) = lower(r.acts_as->>'account')))
+      RETURNING e.id, e.run_id, e.harness, (e.started_at IS NOT NULL) AS started`,
+    [p.executionIds, p.teamId, p.workerId, p.executor, p.leaseMs, p.trusted, p.registrant],
   );
 }
 

@@ -5,6 +5,7 @@
  */
 import type { McpServerConfig } from '../engine/model.ts';
 import type { RunEventType } from '../engine/events.ts';
+import type { RunnerLimits } from './limits.ts';
 import type { HarnessType } from './settings.ts';
 
 export interface AssignmentFile {
@@ -59,6 +60,8 @@ export interface Assignment {
   previousExecutionId: string | undefined;
   /** The container image of the run's runner (`platform.linux.dockerImage`), for hosts with a container runtime. */
   image?: string;
+  /** The `x-agentyard-limits` of the run's runner: they tighten the executing host's own limits. */
+  limits?: RunnerLimits;
   /** Follow-ups this execution delivers (they are part of `prompt`). */
   followups: AssignmentFollowup[];
   /** The run as the `command` harness receives it on stdin. */
@@ -96,5 +99,6 @@ export const SECRET_ENV_OF: Record<HarnessType, string[]> = {
   codex: ['OPENAI_API_KEY', 'CODEX_API_KEY'],
   gemini: ['GEMINI_API_KEY'],
   command: ['AGENT_API_KEY'],
+  agentyard: ['AGENTYARD_OPENAI_API_KEY'],
   noop: [],
 };

@@ -22,6 +22,7 @@ import { claimServiceRuns } from './queue.ts';
 import type { Claimed, ClaimOptions } from './queue.ts';
 import type { ExecutionRecorder } from './recorder.ts';
 import { ExecutionRunner } from './runner.ts';
+import { applyRunnerSettings } from './runner-settings.ts';
 import type { ExecutionSettings } from './settings.ts';
 import * as sql from './sql.ts';
 import type { CreatedRun } from '../engine/engine.ts';
@@ -208,16 +209,12 @@ export class ServiceExecutor implements HandOffTarget {
   /** Starts executing claimed runs. */
   async #take(claimed: Claimed[]): Promise<void> {
     const assignments = await buildAssignments(this.#deps.db, this.#deps.secrets, claimed, this.#deps.sessionLink);
-    if (this.#deps.settings.sandbox.containerRuntime) {
-      const images = await sql.runnerImages(
-        this.#deps.db,
-        claimed.map((c) => c.run.id),
-      );
-      assignments.forEach((assignment, i) => {
-        const image = images.get(claimed[i]!.run.id);
-        if (image && !(assignment instanceof Error)) assignment.image = image;
-      });
-    }
+    await applyRunnerSettings(
+      this.#deps.db,
+      claimed.map((c) => c.run),
+      assignments,
+      this.#deps.settings.sandbox.containerRuntime !== undefined,
+    );
     claimed.forEach((c, i) => this.#launch(c, assignments[i]!));
     this.#deps.onClaimed?.(claimed.map((c) => c.run.id));
   }

@@ -106,6 +106,7 @@ export async function claimWorkerRuns(
   db: Db,
   teamId: string,
   workerId: string,
+  registration: engine.WorkerRegistration,
   options: ClaimOptions,
 ): Promise<Claimed[]> {
   const { spellings, types } = harnessParams(options);
@@ -114,6 +115,7 @@ export async function claimWorkerRuns(
     db,
     teamId,
     workerId,
+    registration,
     claimParams(options.limit, spellings, types, options),
   );
   return claimedFrom(res.rows);

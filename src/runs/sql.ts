@@ -2,7 +2,16 @@ import type { Queryable } from '../kernel/db.ts';
 import type { ArtifactFile } from './artifact-files.ts';
 import type { ExecutionSummary } from './conversation.ts';
 import type { StoredRunEvent } from '../engine/events.ts';
-import type { RunRow } from '../engine/model.ts';
+import type { ActsAs, RunRow } from '../engine/model.ts';
+
+/** The member who linked the account a CREATOR run acts as (integrations' identities), if any. */
+export async function actsAsSubject(q: Queryable, teamId: string, actsAs: ActsAs): Promise<string | undefined> {
+  const res = await q.query<{ subject_id: string }>(
+    `SELECT subject_id FROM integration_identities WHERE team_id = $1 AND provider = $2 AND lower(external_id) = lower($3)`,
+    [teamId, actsAs.provider, actsAs.account ?? ''],
+  );
+  return res.rows[0]?.subject_id;
+}
 
 export async function insertAttachment(
   q: Queryable,
@@ -326,4 +335,13 @@ export async function ownRunIds(q: Queryable, teamId: string, runIds: readonly s
     runIds,
   ]);
   return own.rows.map((r) => r.id);
+}
+
+/** The text of a run's last `result` event: the agent's final answer; null before it gave one. */
+export async function runResult(q: Queryable, runId: string): Promise<string | null> {
+  const res = await q.query<{ text: string | null }>(
+    `SELECT data->>'text' AS text FROM run_events WHERE run_id = $1 AND type = 'result' ORDER BY sequence DESC LIMIT 1`,
+    [runId],
+  );
+  return res.rows[0]?.text ?? null;
 }

@@ -1,4 +1,4 @@
-/** The workers domain's SQL: the connections of self-hosted workers (the executions a reconnect adopts: engine/). */
+/** The workers domain's SQL: the connections of self-hosted workers and the worker tokens they connect with. */
 import type { Queryable } from '../kernel/db.ts';
 
 export interface NewWorkerConnection {
@@ -13,13 +13,30 @@ export interface NewWorkerConnection {
   protocol: number;
   /** The server process the socket is connected to. */
   serverId: string;
+  /** What registered it: a team admin key or a worker token, and its id. */
+  credentialKind: 'key' | 'token';
+  credentialId: string;
 }
 
 export async function insertWorkerConnection(q: Queryable, c: NewWorkerConnection): Promise<void> {
   await q.query(
-    `INSERT INTO worker_connections (id, team_id, worker_id, capacity, harnesses, default_harness, host, version, protocol, server_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-    [c.id, c.teamId, c.workerId, c.capacity, c.harnesses, c.defaultHarness, c.host, c.version, c.protocol, c.serverId],
+    `INSERT INTO worker_connections (id, team_id, worker_id, capacity, harnesses, default_harness, host, version, protocol,
+       server_id, credential_kind, credential_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+    [
+      c.id,
+      c.teamId,
+      c.workerId,
+      c.capacity,
+      c.harnesses,
+      c.defaultHarness,
+      c.host,
+      c.version,
+      c.protocol,
+      c.serverId,
+      c.credentialKind,
+      c.credentialId,
+    ],
   );
 }
 
@@ -31,4 +48,60 @@ export async function markDisconnected(q: Queryable, connectionId: string): Prom
 
 export async function markSeen(q: Queryable, connectionId: string, load: number): Promise<void> {
   await q.query('UPDATE worker_connections SET last_seen_at = ay_now(), load = $2 WHERE id = $1', [connectionId, load]);
+}
+
+export interface WorkerTokenRow {
+  id: string;
+  team_id: string;
+  name: string;
+  prefix: string;
+  worker_ids: string[];
+  created_by: string;
+  created_by_name: string;
+  created_at: Date;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}
+
+const TOKEN_COLUMNS =
+  'id, team_id, name, prefix, worker_ids, created_by, created_by_name, created_at, last_used_at, revoked_at';
+
+export async function insertWorkerToken(
+  q: Queryable,
+  t: Omit<WorkerTokenRow, 'created_at' | 'last_used_at' | 'revoked_at'> & { tokenHash: string },
+): Promise<WorkerTokenRow> {
+  const res = await q.query<WorkerTokenRow>(
+    `INSERT INTO worker_tokens (id, team_id, name, prefix, token_hash, worker_ids, created_by, created_by_name)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${TOKEN_COLUMNS}`,
+    [t.id, t.team_id, t.name, t.prefix, t.tokenHash, t.worker_ids, t.created_by, t.created_by_name],
+  );
+  return res.rows[0]!;
+}
+
+export async function listWorkerTokens(q: Queryable, teamId: string): Promise<WorkerTokenRow[]> {
+  const res = await q.query<WorkerTokenRow>(
+    `SELECT ${TOKEN_COLUMNS} FROM worker_tokens WHERE team_id = $1 ORDER BY created_at, id`,
+    [teamId],
+  );
+  return res.rows;
+}
+
+/** Revokes a token of the team (idempotent); undefined when the team has no such token. */
+export async function revokeWorkerToken(q: Queryable, teamId: string, id: string): Promise<WorkerTokenRow | undefined> {
+  const res = await q.query<WorkerTokenRow>(
+    `UPDATE worker_tokens SET revoked_at = coalesce(revoked_at, ay_now()) WHERE team_id = $1 AND id = $2
+     RETURNING ${TOKEN_COLUMNS}`,
+    [teamId, id],
+  );
+  return res.rows[0];
+}
+
+/** The live (not revoked) token with this hash, its use recorded. */
+export async function useWorkerToken(q: Queryable, tokenHash: string): Promise<WorkerTokenRow | undefined> {
+  const res = await q.query<WorkerTokenRow>(
+    `UPDATE worker_tokens SET last_used_at = ay_now() WHERE token_hash = $1 AND revoked_at IS NULL
+     RETURNING ${TOKEN_COLUMNS}`,
+    [tokenHash],
+  );
+  return res.rows[0];
 }

@@ -46,7 +46,7 @@ export function commandRunDocument(assignment: Assignment, workspace: string, pr
 }
 
 /** Event members the `command` format names explicitly; the rest of a line is the event's data. */
-function commandParser(): OutputParser {
+export function commandParser(): OutputParser {
   return {
     line(text) {
       const ev = jsonLine(text);
