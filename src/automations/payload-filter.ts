@@ -1,7 +1,6 @@
 /**
  * The payload filter of a webhook trigger: does a delivery's JSON body match? Pure, no I/O, never throws.
- * Semantics (ARCHITECTURE.md "Payload filter semantics"; the choices it leaves open are in
- * docs/payload-filters.md):
+ * Semantics (docs/payload-filters.md, "Semantics"):
  *
  * - every key must match (AND); a nested object reaches nested fields;
  * - a bare scalar is strict equality (1 is not "1"); a bare array is `in`;

@@ -32,7 +32,7 @@ export interface ProviderEvaluation {
   jobsQueued: number;
 }
 
-/** The pull request events whose filters take `paths` (factory-definition.md § 5). */
+/** The pull request events whose filters take `paths` (docs/factory-files.md, "Triggers"). */
 const PATHS_EVENTS = new Set(PULL_REQUEST_CHANGE_EVENTS);
 
 /**

@@ -9,7 +9,7 @@ export type StartingAutomation = Pick<AutomationRow, 'id' | 'team_id' | 'factory
 /**
  * SQL for the prompt of the agent an automation runs, the base prompt of its runs, from the factory's applied
  * definition: the agent the automation names, else the factory's foreman (an automation's `agent` defaults
- * to the foreman, factory-definition.md). The query names the automation `a` and its factory `f`.
+ * to the foreman, docs/factory-files.md). The query names the automation `a` and its factory `f`.
  */
 export const AUTOMATION_AGENT_PROMPT_SQL = `(SELECT ag->>'prompt' FROM jsonb_array_elements(
         CASE WHEN jsonb_typeof(f.definition->'agents') = 'array' THEN f.definition->'agents' ELSE '[]'::jsonb END) ag

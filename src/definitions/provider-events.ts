@@ -1,5 +1,5 @@
 /**
- * What a GitHub, Slack or Linear delivery means in the trigger grammar (factory-definition.md § 5): the events
+ * What a GitHub, Slack or Linear delivery means in the trigger grammar (docs/factory-files.md, "Triggers"): the events
  * it produces and, for each, the values its filter keys are matched against. Pure: the same code serves
  * `agentyard validate`'s documentation and the outbox evaluator.
  */

@@ -1,5 +1,5 @@
 /**
- * Whether a provider trigger's filter matches an event (factory-definition.md § 5, Matching): every key ANDed,
+ * Whether a provider trigger's filter matches an event (docs/factory-files.md, "Triggers"): every key ANDed,
  * an omitted key a wildcard, `in` = any of the listed values, `not_in` = none of them, values compared in
  * their canonical forms. Pure; src/definitions/provider-events.ts says what an event's values are.
  */

@@ -1,6 +1,6 @@
 /**
  * The one place where this server's own run sources and failure codes meet the official clients'
- * enumerations (`RunSourceType`, `ErrorCode` in reference/oz-api.md). A run stores the fine value; the API
+ * enumerations (`RunSourceType`, `ErrorCode`; docs/api.md, "Official clients"). A run stores the fine value; the API
  * serves the client's value in `source` / `status_message.error_code` and the fine one beside it in
  * `source_detail` / `status_message.error_detail`, members the clients ignore.
  */

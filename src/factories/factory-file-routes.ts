@@ -17,7 +17,7 @@ import { VALIDATE_LIMITS } from '../definitions/validate-request.ts';
 import type { RequestProblem } from '../definitions/validate-request.ts';
 
 /**
- * The factory-file wire endpoints of the product (reference factory-definition.md §9), so that its tools work
+ * The factory-file wire endpoints of the product (docs/api.md, "Factory files"), so that its tools work
  * against this server: the published JSON Schemas (for YAML language servers; public, cacheable with ETag)
  * and the dry-run validation its validator script calls.
  */

@@ -75,7 +75,7 @@ export function parseIngressPath(url: string): { uid: string; token: string | un
 }
 
 /**
- * POST {webhook_base_url}/webhooks/w/{uid}[/{token}], in the order of ARCHITECTURE.md: route → webhook lookup
+ * POST {webhook_base_url}/webhooks/w/{uid}[/{token}], in the order of docs/ingress.md ("What happens to a POST, in order"): route → webhook lookup
  * (404) → sender rate limit (429) → failed-auth budget (429) → size (413, enforced while reading) →
  * authentication (401) → JSON (400) → identity → delivery log, committed → 202. Served from node:http, not
  * Fastify (src/http/direct-routes.ts); errors are the same problem documents as the API's.

@@ -1,7 +1,7 @@
 /**
  * The error catalogue: every error the API and the ingress answer with is declared here once, with its
  * HTTP status, title and whether a client may retry. `docs/errors.md` lists the same codes; a test keeps the
- * two in step. Codes follow the Oz API's PlatformErrorCode where one fits (see reference/oz-api.md).
+ * two in step. Codes follow the Oz API's PlatformErrorCode where one fits (docs/errors.md).
  */
 export interface ErrorSpec {
   status: number;
