@@ -84,6 +84,15 @@ module.exports = {
       to: { path: '^src/plugin\\.ts$' },
     },
     {
+      name: 'context-and-plugin-know-no-domain',
+      comment:
+        'src/context.ts and src/plugin.ts are what every domain receives: the caller and the cipher are kernel ' +
+        'interfaces (kernel/caller.ts) that identity/ and secrets/ implement.',
+      severity: 'error',
+      from: { path: '^src/(context|plugin)\\.ts$' },
+      to: { path: DOMAINS },
+    },
+    {
       name: 'engine-below-its-callers',
       comment:
         'src/engine/ owns the life of a run (runs, executions, the queue); the Run API, the agent runtime, workers, ' +

@@ -12,7 +12,7 @@ import type {
 } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Role } from './config.ts';
-import type { Principal } from './identity/principal.ts';
+import type { RequestPrincipal } from './kernel/caller.ts';
 
 /** Answers a request straight from node:http (src/http/direct-routes.ts). */
 export type DirectHandler = (request: IncomingMessage, response: ServerResponse) => void;
@@ -27,7 +27,7 @@ export interface DirectRoute {
 declare module 'fastify' {
   interface FastifyRequest {
     /** Set on every authenticated API route. */
-    principal: Principal;
+    principal: RequestPrincipal;
   }
   interface FastifyContextConfig {
     /** An API route that answers without an API key. */

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { SecretCipher } from '../secrets/crypto.ts';
+import type { Cipher } from '../kernel/caller.ts';
 import { LookupCache } from './lookup-cache.ts';
 import { ApiProblem, ConsoleApi, enc } from './api.ts';
 import type {
@@ -44,7 +44,7 @@ import { registerRunRoutes } from './run-routes.ts';
 import { registerSettingsRoutes } from './settings-routes.ts';
 
 export interface ConsoleOptions {
-  cipher: SecretCipher;
+  cipher: Cipher;
   /** Whether the server is reached over HTTPS (then the cookie is `Secure`). */
   secureCookies: boolean;
   /** The server's public URL (read at each request): a sign-in form must come from it or from the Host asked. */

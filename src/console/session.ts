@@ -1,6 +1,6 @@
 import { CONSOLE_SESSION_COOKIE } from '../kernel/api.ts';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import type { SecretCipher } from '../secrets/crypto.ts';
+import type { Cipher } from '../kernel/caller.ts';
 
 export const SESSION_COOKIE = CONSOLE_SESSION_COOKIE;
 /** How long a console sign-in lasts; the API key's own expiry and revocation still apply at every request. */
@@ -29,7 +29,7 @@ export interface ConsoleSession {
 
 /** The cookie value: the session sealed with the instance master key (AES-256-GCM), so only this server reads it. */
 export function sealSession(
-  cipher: SecretCipher,
+  cipher: Cipher,
   key: string,
   identity: SessionIdentity,
   now = Date.now(),
@@ -43,11 +43,7 @@ export function sealSession(
   return { value: cipher.encrypt(PURPOSE + JSON.stringify(session)).toString('base64url'), session };
 }
 
-export function openSession(
-  cipher: SecretCipher,
-  value: string | undefined,
-  now = Date.now(),
-): ConsoleSession | undefined {
+export function openSession(cipher: Cipher, value: string | undefined, now = Date.now()): ConsoleSession | undefined {
   if (!value || value.length > 4096) return undefined;
   try {
     const plain = cipher.decrypt(Buffer.from(value, 'base64url'));

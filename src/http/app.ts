@@ -9,7 +9,7 @@ import addFormats from 'ajv-formats';
 import { API_PREFIX } from '../kernel/api.ts';
 import { AppError } from '../kernel/errors.ts';
 import { traceIdOf } from '../kernel/trace.ts';
-import type { Authenticator } from '../identity/service.ts';
+import type { KeyAuthenticator } from '../kernel/caller.ts';
 import type { Logger } from '../kernel/log.ts';
 import type { AppInstance, DirectHandler, DirectRoute, RoutePlugin } from '../plugin.ts';
 import { DirectRoutes } from './direct-routes.ts';
@@ -73,7 +73,7 @@ export function registeredRoutes(app: AppInstance): readonly RegisteredRoute[] {
 export interface AppDeps {
   log: Logger;
   config: Pick<Config, 'bodyTimeoutSeconds'>;
-  authenticator: Pick<Authenticator, 'authenticateFrom'>;
+  authenticator: Pick<KeyAuthenticator, 'authenticateFrom'>;
 }
 
 function requestValidator(coerceTypes: 'array' | false): Ajv {

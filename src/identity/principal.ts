@@ -19,3 +19,8 @@ export interface Principal {
 export interface Caller {
   principal: Principal;
 }
+
+declare module '../kernel/caller.ts' {
+  /** The kernel's caller is identity's principal. */
+  interface RequestPrincipal extends Principal {}
+}

@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import { WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
 import type { Logger } from '../kernel/log.ts';
-import type { SecretCipher } from '../secrets/crypto.ts';
+import type { Cipher } from '../kernel/caller.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
 import { getSignatureScheme } from './signatures/index.ts';
@@ -41,14 +41,14 @@ const FULL_RELOAD_INTERVAL_MS = 60_000;
  */
 export class RoutingSnapshot {
   readonly #db: Db;
-  readonly #cipher: SecretCipher;
+  readonly #cipher: Cipher;
   readonly #log: Logger;
   #routes = new Map<string, WebhookRoute>();
   readonly #queue = new SerialQueue();
   #unsubscribe: (() => void) | undefined;
   #fullReload: Loop | undefined;
 
-  constructor(db: Db, cipher: SecretCipher, log: Logger) {
+  constructor(db: Db, cipher: Cipher, log: Logger) {
     this.#db = db;
     this.#cipher = cipher;
     this.#log = log;

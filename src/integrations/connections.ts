@@ -4,7 +4,7 @@
  * or, through the bus, in another) or a delivery fails to verify against it.
  */
 import type { Logger } from '../kernel/log.ts';
-import type { SecretCipher } from '../secrets/crypto.ts';
+import type { Cipher } from '../kernel/caller.ts';
 import { SECRETS_CHANGED_TOPIC } from '../kernel/topics.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
@@ -27,13 +27,13 @@ const MAX_UNKNOWN = 10_000;
 
 export class ConnectionCache {
   readonly #db: Db;
-  readonly #cipher: SecretCipher;
+  readonly #cipher: Cipher;
   readonly #log: Logger;
   #live = new Map<string, LiveConnection>();
   #unknown = new Map<string, number>();
   #unsubscribe: (() => void)[] = [];
 
-  constructor(db: Db, cipher: SecretCipher, log: Logger) {
+  constructor(db: Db, cipher: Cipher, log: Logger) {
     this.#db = db;
     this.#cipher = cipher;
     this.#log = log;

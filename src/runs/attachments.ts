@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
-import type { SecretCipher } from '../secrets/crypto.ts';
+import type { Cipher } from '../kernel/caller.ts';
 import * as sql from './sql.ts';
 import { RunIdParamsSchema } from './schemas.ts';
 import type { RunService } from './service.ts';
@@ -23,14 +23,14 @@ interface DownloadGrant {
  * be neither read nor forged), because clients fetch `download_url` without the API key.
  */
 export function sealDownloadToken(
-  cipher: SecretCipher,
+  cipher: Cipher,
   grant: { teamId: string; runId: string; fileName: string; expiresAt: number },
 ): string {
   const payload: DownloadGrant = { t: grant.teamId, r: grant.runId, f: grant.fileName, e: grant.expiresAt };
   return cipher.encrypt(JSON.stringify(payload)).toString('base64url');
 }
 
-export function openDownloadToken(cipher: SecretCipher, token: string, now = Date.now()): DownloadGrant {
+export function openDownloadToken(cipher: Cipher, token: string, now = Date.now()): DownloadGrant {
   let grant: DownloadGrant;
   try {
     grant = JSON.parse(cipher.decrypt(Buffer.from(token, 'base64url'))) as DownloadGrant;

@@ -7,7 +7,7 @@ import { Type } from 'typebox';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
-import type { SecretCipher } from '../secrets/crypto.ts';
+import type { Cipher } from '../kernel/caller.ts';
 import { buildConversation } from './conversation.ts';
 import type { RunRow } from '../engine/model.ts';
 import { getRun, listConversationRuns, loadAllEvents, runHasExecuted } from './sql.ts';
@@ -22,12 +22,12 @@ interface TranscriptGrant {
   e: number;
 }
 
-export function sealTranscriptToken(cipher: SecretCipher, teamId: string, runId: string, expiresAt: number): string {
+export function sealTranscriptToken(cipher: Cipher, teamId: string, runId: string, expiresAt: number): string {
   const grant: TranscriptGrant = { k: 'transcript', t: teamId, r: runId, e: expiresAt };
   return cipher.encrypt(JSON.stringify(grant)).toString('base64url');
 }
 
-export function openTranscriptToken(cipher: SecretCipher, token: string, now = Date.now()): TranscriptGrant {
+export function openTranscriptToken(cipher: Cipher, token: string, now = Date.now()): TranscriptGrant {
   let grant: TranscriptGrant;
   try {
     grant = JSON.parse(cipher.decrypt(Buffer.from(token, 'base64url'))) as TranscriptGrant;

@@ -1,5 +1,5 @@
 import type { Queryable } from '../kernel/db.ts';
-import type { SecretCipher } from './crypto.ts';
+import type { Cipher } from '../kernel/caller.ts';
 import { getSecretCiphertext } from './sql.ts';
 
 /**
@@ -13,9 +13,9 @@ export interface SecretProvider {
 /** Managed secrets stored encrypted in the `secrets` table. */
 export class DatabaseSecretProvider implements SecretProvider {
   readonly #db: Queryable;
-  readonly #cipher: SecretCipher;
+  readonly #cipher: Cipher;
 
-  constructor(db: Queryable, cipher: SecretCipher) {
+  constructor(db: Queryable, cipher: Cipher) {
     this.#db = db;
     this.#cipher = cipher;
   }
@@ -40,7 +40,7 @@ export function isUrlSafe(value: string): boolean {
 export class ServerSecrets implements SecretProvider {
   #provider: SecretProvider;
 
-  constructor(db: Queryable, cipher: SecretCipher) {
+  constructor(db: Queryable, cipher: Cipher) {
     this.#provider = new DatabaseSecretProvider(db, cipher);
   }
 

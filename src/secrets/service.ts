@@ -1,6 +1,6 @@
 import { AppError } from '../kernel/errors.ts';
 import type { Db, Queryable } from '../kernel/db.ts';
-import type { SecretCipher } from './crypto.ts';
+import type { Cipher } from '../kernel/caller.ts';
 import * as sql from './sql.ts';
 import type { SecretRow } from './sql.ts';
 
@@ -18,9 +18,9 @@ export function checkSecretName(name: string): void {
 /** Team-scoped managed secrets, encrypted at rest. Values are written here and read only through a SecretProvider. */
 export class SecretService {
   readonly #db: Db;
-  readonly #cipher: SecretCipher;
+  readonly #cipher: Cipher;
 
-  constructor(db: Db, cipher: SecretCipher) {
+  constructor(db: Db, cipher: Cipher) {
     this.#db = db;
     this.#cipher = cipher;
   }

@@ -22,7 +22,7 @@ import type { ExecutionRecorder } from '../execution/recorder.ts';
 import { isHarnessType } from '../execution/settings.ts';
 import { waitingFollowups } from '../execution/sql.ts';
 import type { HarnessType } from '../execution/settings.ts';
-import type { Authenticator } from '../identity/service.ts';
+import type { KeyAuthenticator } from '../kernel/caller.ts';
 import { isAppError } from '../kernel/errors.ts';
 import { RUN_EVENT_TYPES } from '../engine/events.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
@@ -54,7 +54,7 @@ export interface HubDeps {
   db: Db;
   bus: Bus;
   log: Logger;
-  authenticator: Authenticator;
+  authenticator: KeyAuthenticator;
   recorder: ExecutionRecorder;
   secrets: SecretProvider;
   /** The signed session link of a run's session (src/runs/session-link.ts). */

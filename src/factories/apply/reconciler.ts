@@ -14,7 +14,7 @@ import type { FactoryFileInput } from '../../definitions/load.ts';
 import type { DefinitionPool, PoolContext } from '../../definitions/pool.ts';
 import type { ValidationResult } from '../../definitions/validate.ts';
 import { AppError } from '../../kernel/errors.ts';
-import type { SecretCipher } from '../../secrets/crypto.ts';
+import type { Cipher } from '../../kernel/caller.ts';
 import { isUrlSafe } from '../../secrets/provider.ts';
 import type { SecretProvider } from '../../secrets/provider.ts';
 import { capDiagnostics } from '../../sources/limits.ts';
@@ -45,7 +45,7 @@ import * as sql from './sql.ts';
 export interface ReconcilerDeps {
   db: Db;
   bus: Bus;
-  cipher: SecretCipher;
+  cipher: Cipher;
   /** Where secret values come from (the database, or Kubernetes Secrets under the operator). */
   secrets: SecretProvider;
   log: Logger;
