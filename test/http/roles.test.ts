@@ -28,7 +28,7 @@ describe.each(ENGINES)('roles gate the routes on %s', (engine) => {
     const runs = await ingressOnly.api('POST', '/agent/runs', { prompt: 'x' });
     expect(runs.status).toBe(404);
     expect((await ingressOnly.api('GET', '/agent/runs')).status).toBe(404);
-    expect((await fetch(`${ingressOnly.url}/console/factories`)).status).toBe(404);
+    expect((await fetch(`${ingressOnly.url}/console/overview.html`)).status).toBe(404);
     expect((await fetch(`${ingressOnly.url}/healthz`)).status).toBe(200);
   });
 
@@ -36,7 +36,7 @@ describe.each(ENGINES)('roles gate the routes on %s', (engine) => {
     const created = await apiOnly.api('POST', '/agent/runs', { prompt: 'x' });
     expect(created.status, created.text).toBe(200);
     expect((await apiOnly.api('GET', `/agent/runs/${created.body.run_id}`)).status).toBe(200);
-    expect((await fetch(`${apiOnly.url}/console/factories`, { redirect: 'manual' })).status).not.toBe(404);
+    expect((await fetch(`${apiOnly.url}/console/overview.html`, { redirect: 'manual' })).status).not.toBe(404);
     const delivery = await fetch(`${apiOnly.url}/webhooks/w/wh_nosuchwebhook0000000000000`, {
       method: 'POST',
       body: '{}',
