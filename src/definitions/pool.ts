@@ -157,13 +157,17 @@ export class DefinitionPool {
     let timer: NodeJS.Timeout | undefined;
     let started = false;
     const waitMs = this.options.queueWaitMs;
-    // A request still waiting for a thread after `queueWaitMs` is taken out of the queue and refused.
-    const waitTimer =
-      lane === 'requests' && waitMs !== undefined && waitMs > 0
-        ? setTimeout(() => {
-            if (!started) abort.abort(new QueueWaitExceeded());
-          }, waitMs)
-        : undefined;
+    // A request still waiting for a thread after `queueWaitMs` while others run is taken out of the queue and
+    // refused. A wait with nothing running is a thread starting (slow on a loaded host), not a busy lane.
+    let waitTimer: NodeJS.Timeout | undefined;
+    const armWait = (ms: number) => {
+      waitTimer = setTimeout(() => {
+        if (started) return;
+        if (this.#running[lane] === 0) return armWait(ms);
+        abort.abort(new QueueWaitExceeded());
+      }, ms);
+    };
+    if (lane === 'requests' && waitMs !== undefined && waitMs > 0) armWait(waitMs);
     port.on('message', (message: WorkerMessage) => {
       if ('started' in message) {
         if (!started) this.#running[lane]++;
