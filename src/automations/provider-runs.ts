@@ -13,6 +13,7 @@ import { upsertInstallation } from '../integrations/sql.ts';
 import type { ConnectionNotes } from '../integrations/sql.ts';
 import { changedFiles, enqueueFactoryChecks, pullRequestFacts } from '../integrations/pull-request-jobs.ts';
 import { mentionedUsers } from '../integrations/linear-mentions.ts';
+import { threadMetadata } from '../integrations/threads.ts';
 import type { CreateRunInput } from '../runs/service.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { EVENT_PAYLOAD_FILE, providerRunPrompt, providerRunTitle } from './envelope.ts';
@@ -139,6 +140,8 @@ export async function providerFirings(
           connection_id: delivery.webhook_uid,
           ...(sub.credential_strategy === 'CREATOR' ? { credential_strategy: 'CREATOR' } : {}),
           ...(derived.sender ? { sender: derived.sender } : {}),
+          // the conversation the run answers in (reply, ask_user) and that continues it
+          ...threadMetadata(provider, parsed.value),
         },
         attachments: [
           { fileName: EVENT_PAYLOAD_FILE, mimeType: 'application/json', data: Buffer.from(delivery.payload) },

@@ -96,7 +96,7 @@ export class ExecutionRunner {
     this.#hooks = hooks;
     this.#secrets = [
       ...new Set(
-        Object.values(assignment.secretEnv)
+        [...Object.values(assignment.secretEnv), ...(assignment.factoryMcp ? [assignment.factoryMcp.token] : [])]
           .filter((v) => v.length >= 6)
           .flatMap((v) => secretForms(v)),
       ),

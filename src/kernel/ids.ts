@@ -50,6 +50,7 @@ export type IdPrefix =
   | 'key'
   | 'run'
   | 'fu'
+  | 'qst'
   | 'fac'
   | 'wh'
   | 'auto'

@@ -39,6 +39,8 @@ export interface HubDeps {
   secrets: SecretProvider;
   /** The signed session link of a run's session (src/runs/session-link.ts). */
   sessionLink: (sessionId: string) => string;
+  /** The factory interface's URL the agents are given (AGENTYARD_PUBLIC_URL); absent: none. */
+  factoryMcpUrl?: () => string;
   serverId: string;
   leaseMs: number;
   heartbeatMs: number;
@@ -299,7 +301,13 @@ export class WorkerHub {
       executor: this.#executorName(c),
       leaseMs: this.#deps.leaseMs,
     });
-    const assignments = await buildAssignments(this.#deps.db, this.#deps.secrets, claimed, this.#deps.sessionLink);
+    const assignments = await buildAssignments(
+      this.#deps.db,
+      this.#deps.secrets,
+      claimed,
+      this.#deps.sessionLink,
+      this.#deps.factoryMcpUrl,
+    );
     for (const [i, cl] of claimed.entries()) {
       const assignment = assignments[i]!;
       if (assignment instanceof Error) {

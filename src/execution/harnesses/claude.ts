@@ -7,7 +7,17 @@ import { copyFile, mkdir, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { AgentEvent } from '../assignment.ts';
 import { writeWorkspaceFile } from '../workspace.ts';
-import { jsonLine, num, obj, readExitCommon, splitMcpServers, isSseUrl, str, toolEvents } from './common.ts';
+import {
+  jsonLine,
+  num,
+  obj,
+  readExitCommon,
+  splitMcpServers,
+  isSseUrl,
+  str,
+  toolEvents,
+  withFactoryServer,
+} from './common.ts';
 import type { HarnessAdapter, OutputParser } from './types.ts';
 
 /** Longest base prompt passed as an argument; longer ones go to CLAUDE.md (Linux limits one argument to 128 KiB). */
@@ -131,6 +141,20 @@ function claudeParser(): OutputParser {
   };
 }
 
+/** Claude Code's `.mcp.json`: the run's MCP servers and the factory interface. */
+export function claudeMcpConfig(assignment: Parameters<typeof withFactoryServer>[0]): Record<string, unknown> {
+  const { usable } = splitMcpServers(withFactoryServer(assignment));
+  const mcpServers = Object.fromEntries(
+    usable.map(([name, s]) => [
+      name,
+      s.command
+        ? { type: 'stdio', command: s.command, args: s.args ?? [], env: s.env ?? {} }
+        : { type: isSseUrl(s.url!) ? 'sse' : 'http', url: s.url, ...(s.headers ? { headers: s.headers } : {}) },
+    ]),
+  );
+  return { mcpServers };
+}
+
 export const claudeHarness: HarnessAdapter = {
   type: 'claude',
   liveFollowups: true,
@@ -138,19 +162,10 @@ export const claudeHarness: HarnessAdapter = {
   async prepare({ assignment, workspace, bin, prompt }) {
     const configDir = path.join(workspace.home, '.claude');
     await mkdir(configDir, { recursive: true, mode: 0o700 });
-    const { usable } = splitMcpServers(assignment.mcpServers);
-    const mcpServers = Object.fromEntries(
-      usable.map(([name, s]) => [
-        name,
-        s.command
-          ? { type: 'stdio', command: s.command, args: s.args ?? [], env: s.env ?? {} }
-          : { type: isSseUrl(s.url!) ? 'sse' : 'http', url: s.url, ...(s.headers ? { headers: s.headers } : {}) },
-      ]),
-    );
     const mcpConfig = await writeWorkspaceFile(
       workspace.dir,
       '.mcp.json',
-      `${JSON.stringify({ mcpServers }, null, 2)}\n`,
+      `${JSON.stringify(claudeMcpConfig(assignment), null, 2)}\n`,
     );
     if (assignment.skill?.resolved) {
       for (const file of assignment.skill.files) {
