@@ -3,6 +3,8 @@
  * speaks to the factory interface through the real MCP client SDK, following a playbook per agent.
  */
 import { realpathSync } from 'node:fs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import path from 'node:path';
 import { AGENTS, fastSettings, ROOT } from '../execution/support.ts';
 import type { Engine } from '../support/db.ts';
@@ -17,7 +19,9 @@ export const SDK_DIR = path.join(NODE_MODULES, '@modelcontextprotocol/sdk');
 export type PlaybookStep =
   | { call: string; args?: Record<string, unknown>; save?: string; expectError?: boolean }
   | { result: string }
-  | { fail: string };
+  | { fail: string }
+  | { sleep: number }
+  | { echo_token: true };
 
 /** Agent name → attempt ("1", "2"…, or "default") → steps. */
 export type Playbook = Record<string, Record<string, PlaybookStep[]>>;
@@ -48,6 +52,32 @@ export async function startMcpServer(
     },
     ...(options.config ? { config: options.config } : {}),
   });
+}
+
+/** An MCP client of the factory interface, as a person's own client or an agent would connect. */
+export async function mcpClient(s: TestServer, bearer: string): Promise<Client> {
+  const client = new Client({ name: 'test-client', version: '1.0.0' });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${s.apiUrl}/mcp/factory`), {
+      requestInit: { headers: { Authorization: `Bearer ${bearer}` } },
+    }),
+  );
+  return client;
+}
+
+/** A tool's answer: its structured content, or its refusal text. */
+export async function callTool(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<{ isError: boolean; data: any; text: string }> {
+  const answer = (await client.callTool({ name, arguments: args })) as {
+    isError?: boolean;
+    structuredContent?: unknown;
+    content?: { type: string; text?: string }[];
+  };
+  const text = (answer.content ?? []).map((c) => c.text ?? '').join('\n');
+  return { isError: answer.isError === true, data: answer.structuredContent, text };
 }
 
 /** Applies `files` to a new managed factory; answers its id. */
