@@ -93,6 +93,7 @@ export interface Run {
   agent_config?: unknown;
   artifacts?: { artifact_type: string; data?: Record<string, unknown> }[] | null;
   session_link?: string;
+  parent_run_id?: string;
 }
 
 export interface Schedule {

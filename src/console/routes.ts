@@ -27,6 +27,7 @@ import { factoryPage, filePage } from './pages/factory.ts';
 import type { FactoryPageData } from './pages/factory.ts';
 import { integrationsPage } from './pages/integrations.ts';
 import { overviewPage } from './pages/overview.ts';
+import { loadRunTree } from './pages/run-tree.ts';
 import { RUN_FILTERS, runPage, runsPage } from './pages/runs.ts';
 import type { RunFilters } from './pages/runs.ts';
 import { schedulesPage } from './pages/schedules.ts';
@@ -176,9 +177,10 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
     });
 
     const overview = async (s: Signed, reply: FastifyReply, error?: string) => {
-      const [list, running, stats] = await Promise.all([
+      const [list, running, blocked, stats] = await Promise.all([
         s.api.get<{ factories: Factory[]; page_info: PageInfo }>('/factories', { limit: '100', counts: 'true' }),
         s.api.get<{ runs: Run[] }>('/agent/runs', { state: 'INPROGRESS', limit: '20' }),
+        s.api.get<{ runs: Run[] }>('/agent/runs', { state: 'BLOCKED', limit: '20' }),
         s.api.get<{ deliveries: number }>('/delivery-stats', { minutes: '60' }),
       ]);
       let factories = list.factories;
@@ -199,6 +201,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
           factories,
           moreFactories: more.has_next_page,
           running: running.runs,
+          blocked: blocked.runs,
           deliveriesLastHour: stats.deliveries,
           ...(error ? { error } : {}),
         }),
@@ -572,9 +575,10 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
 
     scope.get(
       '/console/runs/:id',
-      viewing<{ id: string }>(async (s, request, reply) =>
-        sendPage(reply, runPage(s.viewer, await s.api.get<Run>(`/agent/runs/${enc(request.params.id)}`))),
-      ),
+      viewing<{ id: string }>(async (s, request, reply) => {
+        const run = await s.api.get<Run>(`/agent/runs/${enc(request.params.id)}`);
+        return sendPage(reply, runPage(s.viewer, run, undefined, undefined, await loadRunTree(s.api, run)));
+      }),
     );
 
     scope.post(

@@ -93,7 +93,7 @@ function liveEvents(list) {
       if (ENDED.has(state)) for (const form of document.querySelectorAll('form[data-while-active]')) form.remove();
     }
   };
-  const names = ['state', 'status', 'message', 'tool_call', 'tool_result', 'usage', 'result', 'session', 'skill', 'followup', 'log', 'error'];
+  const names = ['state', 'status', 'message', 'tool_call', 'tool_result', 'usage', 'result', 'session', 'skill', 'followup', 'log', 'error', 'artifact', 'report', 'question', 'reply'];
   for (const name of names) {
     source.addEventListener(name, (message) => {
       // EventSource's own connection errors arrive as 'error' events without data

@@ -1,4 +1,6 @@
 import type { Factory, PageInfo, Run } from '../api-types.ts';
+import { runTreeSection } from './run-tree.ts';
+import type { RunTree } from './run-tree.ts';
 import { runState, timeAgo } from '../format.ts';
 import { html } from '../html.ts';
 import type { SafeHtml } from '../html.ts';
@@ -85,7 +87,7 @@ export function runsPage(
 
 const ACTIVE = new Set(['QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS', 'BLOCKED']);
 
-export function runPage(viewer: Viewer, run: Run, notice?: string, error?: string): string {
+export function runPage(viewer: Viewer, run: Run, notice?: string, error?: string, tree?: RunTree | undefined): string {
   const active = ACTIVE.has(run.state);
   const artifacts = run.artifacts ?? [];
   const body = html`<p class="crumbs"><a href="/console/runs">Runs</a> /</p>
@@ -106,6 +108,7 @@ export function runPage(viewer: Viewer, run: Run, notice?: string, error?: strin
   </div>`
       : ''
   }
+  ${runTreeSection(tree, run.run_id)}
   <section aria-labelledby="events"><h2 id="events">Events</h2>
   <ol id="run-events" class="events" data-live-events="/console/runs/${run.run_id}/events" aria-live="polite"></ol>
   <noscript><p>Live events need JavaScript; the API serves them at <code>/api/v1/agent/runs/${run.run_id}/events</code>.</p></noscript>
