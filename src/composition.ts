@@ -41,6 +41,11 @@ import { registerIngressRoutes } from './ingress/routes.ts';
 import { registerDeliveryLogRoutes } from './ingress/delivery-log-routes.ts';
 import { ConnectionCache } from './integrations/connections.ts';
 import { IntegrationJobRunner } from './integrations/integration-jobs.ts';
+import { BenchmarkService } from './scoring/benchmarks.ts';
+import { Judge } from './scoring/judge.ts';
+import { registerScoringRoutes } from './scoring/routes.ts';
+import { ScoringRunner, scoringSettingsFrom } from './scoring/runner.ts';
+import type { ScoringSettings } from './scoring/runner.ts';
 import { linearMentionsHandler } from './integrations/linear-mentions.ts';
 import { pullFilesHandler } from './integrations/pull-files.ts';
 import { factoryCheckHandler } from './factories/config-check.ts';
@@ -85,7 +90,7 @@ import { registerWebhookManagementRoutes } from './factories/webhooks/routes.ts'
 import { AutomationManagement } from './automations/management.ts';
 import { WebhookManagement, teamWebhook } from './factories/webhooks/management.ts';
 import { WorkerHub } from './workers/hub.ts';
-import { registerWorkerConnectRoute } from './workers/routes.ts';
+import { registerWorkerConnectRoute, registerWorkerTokenRoutes } from './workers/routes.ts';
 
 /** The version the factory interface's MCP server reports. */
 const FACTORY_INTERFACE_VERSION = '1.0.0';
@@ -112,6 +117,8 @@ export interface CompositionOptions {
   plugins?: readonly RoutePlugin[];
   /** The run tree's limits over those of the environment (the factory interface). */
   orchestration?: { limits?: Partial<TreeLimits> };
+  /** Scoring over the environment's settings (tests: the judge's endpoint, a short settle time). */
+  scoring?: Partial<ScoringSettings>;
 }
 
 /** Run execution in this process: the recorder, the reaper, the worker hub, and the executor with that role. */
@@ -151,6 +158,8 @@ export interface Services extends ServiceContext {
   evaluator: OutboxEvaluator | undefined;
   /** Outbound provider work (pull request files, factory checks, Linear mentions), wherever the evaluator runs. */
   integrationJobs: IntegrationJobRunner | undefined;
+  /** Scorers judging finished runs (with the ingress or controller role). */
+  scoring: ScoringRunner | undefined;
   /** The schedule loop, with the `scheduler` role. */
   scheduler: Scheduler | undefined;
   scheduleSync: AutomationScheduleSync | undefined;
@@ -243,6 +252,30 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
         },
       })
     : undefined;
+  const scoringSettings = { ...scoringSettingsFrom(options.execution?.env ?? process.env), ...options.scoring };
+  const judge = new Judge(scoringSettings.judge);
+  const benchmarks = new BenchmarkService({
+    db,
+    runs,
+    judge,
+    log,
+    defaultJudgeModel: scoringSettings.judge.defaultModel,
+  });
+  const scoring =
+    roles.has('ingress') || roles.has('controller')
+      ? new ScoringRunner({
+          benchmarks,
+          db,
+          bus,
+          log,
+          runs,
+          metrics,
+          judge,
+          settleMs: scoringSettings.settleMs,
+          pollIntervalMs: scoringSettings.pollIntervalMs,
+          window: scoringSettings.window,
+        })
+      : undefined;
   const scheduler = roles.has('scheduler') ? new Scheduler({ db, bus, clock, log, runs }) : undefined;
   const scheduleSync = roles.has('scheduler') ? new AutomationScheduleSync({ db, bus, clock, log }) : undefined;
 
@@ -279,6 +312,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
       intervalMs: settings.heartbeatMs,
       workspaceRoot: settings.workspaceRoot,
       workspaceRetentionMs: settings.workspaceRetentionMs,
+      configRoot: settings.configRoot,
     }),
     executor: roles.has('executor')
       ? new ServiceExecutor({
@@ -315,6 +349,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     routing: ingress?.routing,
     evaluator,
     integrationJobs,
+    scoring,
     scheduler,
     scheduleSync,
     execution,
@@ -355,6 +390,12 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
       },
     },
     {
+      name: 'scoring',
+      async api(app) {
+        await registerScoringRoutes(app, services, benchmarks);
+      },
+    },
+    {
       name: 'integrations',
       async api(app) {
         await registerIntegrationRoutes(app, services);
@@ -392,6 +433,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
         await registerEventRoutes(app, services);
         await registerConversationRoutes(app, services);
         await registerWorkerRoutes(app, services, () => settings.heartbeatMs);
+        await registerWorkerTokenRoutes(app, services);
       },
       root: (app) => registerWorkerConnectRoute(app, execution.hub),
     },
@@ -408,7 +450,12 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     },
     {
       name: 'console',
-      root: (app) => consoleRoutes(app, { cipher: ctx.cipher, secureCookies: config.publicUrl.startsWith('https:') }),
+      root: (app) =>
+        consoleRoutes(app, {
+          cipher: ctx.cipher,
+          secureCookies: config.publicUrl.startsWith('https:'),
+          publicUrl: () => config.publicUrl,
+        }),
     },
     ...(options.plugins ?? []),
   ];
@@ -503,6 +550,16 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
         const timer = setInterval(sweep, TREE_DEADLINE_SWEEP_MS);
         timer.unref();
         return async () => clearInterval(timer);
+      },
+    },
+    {
+      name: 'scoring',
+      roles: ['ingress', 'controller'],
+      async start() {
+        if (!scoring) return stopNothing;
+        if (!scoring.configured) log.info('scorers judge no run: no judge endpoint (AGENTYARD_OPENAI_BASE_URL)');
+        scoring.start();
+        return () => scoring.stop();
       },
     },
     {

@@ -23,10 +23,17 @@ export interface Config {
   factory: string | undefined;
   /** `GET /agent/models`: model ids (comma-separated, first = default) or a JSON document (AGENTYARD_MODELS). */
   agentModels: string | undefined;
+  /**
+   * The built-in agent's model ids on this instance's endpoint (AGENTYARD_OPENAI_MODEL, then AGENTYARD_OPENAI_MODELS,
+   * comma-separated): catalogued, so factories and runs may name them.
+   */
+  builtinModels?: readonly string[];
   /** `closed`: runs and factories may name only catalogued models (AGENTYARD_MODEL_CATALOGUE, default `open`). */
   modelCatalogue: 'open' | 'closed';
   /** `POST /factory-files/validate` requests per minute from one client address; 0 = no limit (AGENTYARD_VALIDATE_RATE_LIMIT). */
   validateRateLimit: number;
+  /** Failed API-key attempts per minute from one client address before it is refused (429); 0 = no limit (AGENTYARD_AUTH_FAILURE_LIMIT). */
+  authFailureLimit: number;
   /** Provider events (GitHub, Slack, Linear) per minute per connection (AGENTYARD_PROVIDER_EVENTS_PER_MINUTE). */
   providerEventsPerMinute: number;
   /**
@@ -38,6 +45,8 @@ export interface Config {
   validationTimeoutMs: number;
   /** Heap of a validation worker thread, MiB (AGENTYARD_VALIDATION_MEMORY_MB). */
   validationMemoryMb: number;
+  /** Longest a validate request waits for a thread before 429 resource_unavailable (AGENTYARD_VALIDATION_QUEUE_WAIT_MS). */
+  validationQueueWaitMs: number;
   /** What a git or directory source may hold, counted before any content is read. */
   sourceLimits: SourceLimits;
   /**
@@ -129,14 +138,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     roles: overrides.roles ?? parseRoles(env.AGENTYARD_ROLES),
     factory: overrides.factory ?? (env.AGENTYARD_FACTORY || undefined),
     agentModels: overrides.agentModels ?? (env.AGENTYARD_MODELS || undefined),
+    builtinModels: overrides.builtinModels ?? builtinModelIds(env),
     modelCatalogue: overrides.modelCatalogue ?? parseCatalogueMode(env.AGENTYARD_MODEL_CATALOGUE),
     validateRateLimit: overrides.validateRateLimit ?? envInt(env, 'AGENTYARD_VALIDATE_RATE_LIMIT', 30),
+    authFailureLimit: overrides.authFailureLimit ?? envInt(env, 'AGENTYARD_AUTH_FAILURE_LIMIT', 20),
     providerEventsPerMinute:
       overrides.providerEventsPerMinute ?? envPositive(env, 'AGENTYARD_PROVIDER_EVENTS_PER_MINUTE', 6_000),
     pgliteMaintenanceSeconds:
       overrides.pgliteMaintenanceSeconds ?? envInt(env, 'AGENTYARD_PGLITE_MAINTENANCE_SECONDS', 60),
     validationTimeoutMs: overrides.validationTimeoutMs ?? envPositive(env, 'AGENTYARD_VALIDATION_TIMEOUT_MS', 10_000),
     validationMemoryMb: overrides.validationMemoryMb ?? envPositive(env, 'AGENTYARD_VALIDATION_MEMORY_MB', 256),
+    validationQueueWaitMs:
+      overrides.validationQueueWaitMs ?? envPositive(env, 'AGENTYARD_VALIDATION_QUEUE_WAIT_MS', 5_000),
     sourceLimits: overrides.sourceLimits ?? {
       files: envPositive(env, 'AGENTYARD_SOURCE_MAX_FILES', DEFAULT_SOURCE_LIMITS.files),
       fileBytes: envPositive(env, 'AGENTYARD_SOURCE_MAX_FILE_BYTES', DEFAULT_SOURCE_LIMITS.fileBytes),
@@ -152,4 +165,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     sessionLinkTtlSeconds:
       overrides.sessionLinkTtlSeconds ?? envPositive(env, 'AGENTYARD_SESSION_LINK_TTL_SECONDS', 7 * 24 * 3600),
   };
+}
+
+/** The built-in agent's model ids from AGENTYARD_OPENAI_MODEL and AGENTYARD_OPENAI_MODELS, without duplicates. */
+export function builtinModelIds(env: NodeJS.ProcessEnv): string[] {
+  const ids = [env.AGENTYARD_OPENAI_MODEL ?? '', ...(env.AGENTYARD_OPENAI_MODELS ?? '').split(',')]
+    .map((s) => s.trim())
+    .filter(Boolean);
+  return [...new Set(ids)];
 }

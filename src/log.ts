@@ -12,11 +12,16 @@ export function prettyStream(destination: NodeJS.WritableStream = process.stdout
     sync: true,
     colorize: destination === process.stdout && Boolean(process.stdout.isTTY),
     translateTime: 'SYS:HH:MM:ss',
-    ignore: 'pid,hostname',
+    // A request's line says its method, URL, status and time in the message; its fields are for JSON logs.
+    ignore: 'pid,hostname,req,res,responseTime',
   });
 }
 
-export function createLogger(level: string, format: LogFormat = 'json'): Logger {
+export function createLogger(
+  level: string,
+  format: LogFormat = 'json',
+  destination: NodeJS.WritableStream = process.stdout,
+): Logger {
   const options: LoggerOptions = {
     level,
     redact: {
@@ -32,6 +37,11 @@ export function createLogger(level: string, format: LogFormat = 'json'): Logger 
       res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
     },
   };
-  const logger = format === 'pretty' ? pino(options, prettyStream()) : pino(options);
+  const logger =
+    format === 'pretty'
+      ? pino(options, prettyStream(destination))
+      : destination === process.stdout
+        ? pino(options)
+        : pino(options, destination);
   return logger as unknown as Logger;
 }

@@ -7,6 +7,7 @@ import { compose, startInOrder } from './composition.ts';
 import type { CompositionOptions, Services } from './composition.ts';
 import type { ServiceContext } from './context.ts';
 import type { AppInstance } from './plugin.ts';
+import { AuthThrottle } from './identity/auth-throttle.ts';
 import { Authenticator, bootstrapIdentity } from './identity/service.ts';
 import { createLogger } from './log.ts';
 import { Bus } from './kernel/bus.ts';
@@ -49,9 +50,21 @@ async function writeAdminKeyFile(dataDir: string, key: string): Promise<string> 
   return file;
 }
 
+/** The start-up warning for a server running as `uid` (process.getuid; undefined on Windows), if it is root. */
+export function rootWarning(uid: number | undefined): string | undefined {
+  if (uid !== 0) return undefined;
+  return (
+    'running as root: whatever goes wrong in this process (a bug, an agent that gets out of its sandbox, a ' +
+    'run without one) can change the whole machine; run Agentyard as an ordinary user (the image runs as ' +
+    'uid 10001; docs/security.md)'
+  );
+}
+
 /** Opens the database, migrates, bootstraps identity, builds the app, starts background work and listens. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const log = options.log ?? createLogger(config.logLevel, config.logFormat);
+  const asRoot = rootWarning(process.getuid?.());
+  if (asRoot) log.warn(asRoot);
   const tightened = await makeDataDirPrivate(config.dataDir);
   if (tightened.paths.length)
     log.warn(
@@ -82,7 +95,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const bus = new Bus(db);
     await bus.start();
     const cipher = new SecretCipher(await loadMasterKey(config.masterKey, config.dataDir));
-    const ctx: ServiceContext = { db, config, log, authenticator: new Authenticator(db), bus, cipher };
+    const authenticator = new Authenticator(db, undefined, new AuthThrottle(config.authFailureLimit));
+    const ctx: ServiceContext = { db, config, log, authenticator, bus, cipher };
     const { services, plugins, startList } = compose(ctx, options.compose);
     const app = await buildApp(services, plugins);
     let stopComponents: () => Promise<void> = async () => {};

@@ -31,6 +31,7 @@ const OWNERS: Readonly<Record<string, string>> = {
   executions: 'execution',
   executor_processes: 'execution',
   worker_connections: 'workers',
+  worker_tokens: 'workers',
   factories: 'factories',
   factory_applies: 'factories',
   factory_files: 'factories',
@@ -52,6 +53,12 @@ const OWNERS: Readonly<Record<string, string>> = {
   kubernetes_factories: 'operator',
   kubernetes_namespaces: 'operator',
   kubernetes_run_jobs: 'operator',
+  scoring_cursors: 'scoring',
+  scoring_jobs: 'scoring',
+  run_scores: 'scoring',
+  scorer_improvement_runs: 'scoring',
+  benchmark_runs: 'scoring',
+  benchmark_results: 'scoring',
 };
 
 interface SharedWrite {

@@ -142,8 +142,10 @@ export class OutboxEvaluator extends DrainLoop {
       }
       const evaluation = await providerFirings(tx, delivery, notes);
       jobs.queued += evaluation.jobsQueued;
-      for (const firing of evaluation.firings)
-        await this.#fire(tx, delivery.id, firing.automationId, firing.input, runs, this.#threads);
+      for (const firing of evaluation.firings) {
+        if ('skipped' in firing) await this.#skip(tx, delivery.id, firing.automationId, firing.skipped);
+        else await this.#fire(tx, delivery.id, firing.automationId, firing.input, runs, this.#threads);
+      }
     }
     if (deliveries.length === 0) return runs;
     const subs = await sql.subscriptions(tx, [...new Set(deliveries.map((d) => d.webhook_uid))]);
@@ -157,6 +159,12 @@ export class OutboxEvaluator extends DrainLoop {
         await this.#fire(tx, delivery.id, sub.automation_id, runInputFor(delivery, sub), runs);
     }
     return runs;
+  }
+
+  /** Records that the automation's trigger matched but its factory's trigger policy starts no run, and why. */
+  async #skip(tx: Queryable, deliveryId: string, automationId: string, reason: string): Promise<void> {
+    if (await sql.claimFiring(tx, deliveryId, automationId))
+      await sql.recordFiring(tx, deliveryId, automationId, { skipped: reason });
   }
 
   /** Starts the automation's run for the delivery unless it has fired for it already. */

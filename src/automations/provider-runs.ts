@@ -5,6 +5,7 @@
 import { providerEvents } from '../definitions/provider-events.ts';
 import type { ProviderEvent } from '../definitions/provider-events.ts';
 import { matchesFilter } from '../definitions/trigger-match.ts';
+import { policyRefusal, triggerPolicyOf } from '../definitions/trigger-policy.ts';
 import { PULL_REQUEST_CHANGE_EVENTS } from '../definitions/triggers.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import { isProvider, RUN_SOURCE_OF } from '../integrations/model.ts';
@@ -21,10 +22,10 @@ import { providerSubscriptions } from './sql.ts';
 import type { OutboxDelivery, ProviderSubscription } from './sql.ts';
 import { subscribedRun } from './run-input.ts';
 
-export interface ProviderFiring {
-  automationId: string;
-  input: CreateRunInput;
-}
+/** A run to start for an automation, or the reason its factory's trigger policy lets none start. */
+export type ProviderFiring =
+  | { automationId: string; input: CreateRunInput }
+  | { automationId: string; skipped: string };
 
 export interface ProviderEvaluation {
   firings: ProviderFiring[];
@@ -98,17 +99,55 @@ export async function providerFirings(
     repository: provider === 'github' ? derived.repository! : '',
     events: [...new Set(derived.events.map((e) => e.event))],
   });
+  // The trigger policy of each subscriber's factory: who caused the event may start its runs, or not.
+  const refusals = new Map<string, string | undefined>();
+  const refusalOf = (sub: ProviderSubscription): string | undefined => {
+    if (!refusals.has(sub.factory_id))
+      refusals.set(sub.factory_id, policyRefusal(triggerPolicyOf(sub.trigger_policy), derived.origin));
+    return refusals.get(sub.factory_id);
+  };
+  const profiles = derived.mentionedProfiles ?? [];
+  // Refused subscriptions never make a job fetch anything: a filter that would wait on a fetch counts as met.
+  const skipped: ProviderFiring[] = [];
+  for (const sub of subs) {
+    const reason = refusalOf(sub);
+    if (!reason || skipped.some((f) => f.automationId === sub.automation_id)) continue;
+    const matches =
+      derived.events.some((e) => e.event === sub.event && matchesFilter(sub.filter, e.facts)) ||
+      (pr !== undefined && PATHS_EVENTS.has(sub.event) && waitsOn(sub, 'paths', derived.events)) ||
+      (profiles.length > 0 && waitsOn(sub, 'mentioned_user_ids', derived.events));
+    if (matches) skipped.push({ automationId: sub.automation_id, skipped: reason });
+  }
+  const allowed = subs.filter((sub) => !refusalOf(sub));
+  const result = await allowedFirings(tx, delivery, notes, { provider, derived, pr, subs: allowed, payload: parsed.value });
+  return { firings: [...skipped, ...result.firings], jobsQueued: jobsQueued + result.jobsQueued };
+}
+
+/** The runs the allowed subscriptions start, after what their filters wait on has been fetched. */
+async function allowedFirings(
+  tx: Queryable,
+  delivery: OutboxDelivery,
+  notes: ConnectionNotes,
+  routed: {
+    provider: Provider;
+    derived: ReturnType<typeof providerEvents>;
+    pr: ReturnType<typeof pullRequestFacts>;
+    subs: ProviderSubscription[];
+    payload: unknown;
+  },
+): Promise<ProviderEvaluation> {
+  const { provider, derived, pr, subs, payload } = routed;
   let events = derived.events;
   if (pr && subs.some((sub) => PATHS_EVENTS.has(sub.event) && waitsOn(sub, 'paths', events))) {
     const changed = await changedFiles(tx, delivery, pr);
-    if ('waiting' in changed) return { firings: [], jobsQueued: jobsQueued + (changed.queued ? 1 : 0) };
+    if ('waiting' in changed) return { firings: [], jobsQueued: changed.queued ? 1 : 0 };
     if (changed.error) notes.lastErrors.push({ connectionId: delivery.webhook_uid, message: changed.error });
     events = events.map((e) => (PATHS_EVENTS.has(e.event) ? { ...e, facts: { ...e.facts, paths: changed.files } } : e));
   }
   const profiles = derived.mentionedProfiles ?? [];
   if (profiles.length > 0 && subs.some((sub) => waitsOn(sub, 'mentioned_user_ids', events))) {
     const mentioned = await mentionedUsers(tx, delivery, profiles);
-    if ('waiting' in mentioned) return { firings: [], jobsQueued: jobsQueued + (mentioned.queued ? 1 : 0) };
+    if ('waiting' in mentioned) return { firings: [], jobsQueued: mentioned.queued ? 1 : 0 };
     events = events.map((e) => {
       const ids = e.facts.mentioned_user_ids;
       return ids ? { ...e, facts: { ...e.facts, mentioned_user_ids: [...new Set([...ids, ...mentioned.ids])] } } : e;
@@ -131,6 +170,8 @@ export async function providerFirings(
         title: providerRunTitle(envelope),
         source: RUN_SOURCE_OF[provider],
         deliveryId: delivery.id,
+        // the event's signature was verified before it reached the outbox: its sender is who caused it
+        ...(sub.credential_strategy === 'CREATOR' ? { actsAs: { provider, account: derived.sender ?? null } } : {}),
         metadata: {
           provider,
           provider_event: event,
@@ -141,7 +182,7 @@ export async function providerFirings(
           ...(sub.credential_strategy === 'CREATOR' ? { credential_strategy: 'CREATOR' } : {}),
           ...(derived.sender ? { sender: derived.sender } : {}),
           // the conversation the run answers in (reply, ask_user) and that continues it
-          ...threadMetadata(provider, parsed.value),
+          ...threadMetadata(provider, payload),
         },
         attachments: [
           { fileName: EVENT_PAYLOAD_FILE, mimeType: 'application/json', data: Buffer.from(delivery.payload) },
@@ -149,5 +190,5 @@ export async function providerFirings(
       },
     };
   });
-  return { firings, jobsQueued };
+  return { firings, jobsQueued: 0 };
 }

@@ -76,14 +76,18 @@ export async function recordFiring(
   q: Queryable,
   deliveryId: string,
   automationId: string,
-  outcome: { runId: string } | { error: string },
+  outcome: { runId: string } | { error: string } | { skipped: string },
 ): Promise<void> {
-  await q.query('UPDATE automation_firings SET run_id = $3, error = $4 WHERE delivery_id = $1 AND automation_id = $2', [
-    deliveryId,
-    automationId,
-    'runId' in outcome ? outcome.runId : null,
-    'error' in outcome ? outcome.error : null,
-  ]);
+  await q.query(
+    'UPDATE automation_firings SET run_id = $3, error = $4, skipped = $5 WHERE delivery_id = $1 AND automation_id = $2',
+    [
+      deliveryId,
+      automationId,
+      'runId' in outcome ? outcome.runId : null,
+      'error' in outcome ? outcome.error : null,
+      'skipped' in outcome ? outcome.skipped : null,
+    ],
+  );
 }
 
 /** A provider trigger of an enabled, live automation. */
@@ -93,6 +97,8 @@ export type ProviderSubscription = SubscribedAutomation & {
   filter: Record<string, FilterMatcher>;
   /** The automation's agent's `credentialStrategy`, else the factory's; null: neither says (EXECUTOR). */
   credential_strategy: string | null;
+  /** The factory's `triggerPolicy` as applied (null: none written, or applied before the key existed). */
+  trigger_policy: unknown;
 };
 
 /** The automations subscribed to these events of a provider, for a team and (GitHub) repository: one index scan. */
@@ -106,7 +112,8 @@ export async function providerSubscriptions(
             coalesce((SELECT ag->>'credentialStrategy' FROM jsonb_array_elements(
                CASE WHEN jsonb_typeof(f.definition->'agents') = 'array' THEN f.definition->'agents' ELSE '[]'::jsonb END) ag
               WHERE ag->>'name' = coalesce(a.agent, f.definition->>'foreman') LIMIT 1),
-              f.definition->'factory'->>'credentialStrategy') AS credential_strategy
+              f.definition->'factory'->>'credentialStrategy') AS credential_strategy,
+            f.definition->'factory'->'triggerPolicy' AS trigger_policy
        FROM automation_provider_triggers t JOIN automations a ON a.id = t.automation_id JOIN factories f ON f.id = a.factory_id
       WHERE t.team_id = $1 AND t.provider = $2 AND t.repository = $3 AND t.event = ANY($4::text[])
         AND a.enabled AND a.deleted_at IS NULL AND f.deleted_at IS NULL

@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import { parseCommandLine } from './args.ts';
 import { formatText } from '../definitions/diagnostic.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import type { Change, PlanWarning } from '../factories/apply/model.ts';
@@ -32,7 +32,7 @@ interface Outcome {
 
 export async function applyCommand(argv: string[]): Promise<number> {
   try {
-    const { values, positionals } = parseArgs({
+    const { values, positionals } = parseCommandLine({
       args: argv,
       allowPositionals: true,
       options: { ...SERVER_OPTIONS, message: { type: 'string', short: 'm' } },

@@ -1,7 +1,9 @@
-import { parseArgs } from 'node:util';
+import { readFileSync } from 'node:fs';
+import { closest } from '../definitions/levenshtein.ts';
 import { loadConfig, parseRoles } from '../config.ts';
 import type { Config } from '../config.ts';
 import { PRIVATE_UMASK } from '../store/private-files.ts';
+import { isParseArgsError, parseCommandLine } from './args.ts';
 import { exitOnDatabaseLost } from './database-lost.ts';
 
 type Command = (argv: string[]) => Promise<number>;
@@ -16,6 +18,7 @@ export const COMMAND_USAGE: Record<string, string> = {
   plan: 'agentyard plan DIR --factory NAME [--server URL] [--key KEY] [--json]',
   apply: 'agentyard apply DIR --factory NAME [--message TEXT] [--server URL] [--key KEY] [--json]',
   worker: 'agentyard worker --worker-id ID --server URL [--api-key KEY] [--capacity N]',
+  bench: 'agentyard bench run|compare SUITE --factory NAME [--judge-model ID] [--server URL] [--key KEY] [--json]',
 };
 
 const USAGE = `agentyard — GitOps factory reconciler, webhook ingress and Run API for cloud agent runs
@@ -23,13 +26,29 @@ const USAGE = `agentyard — GitOps factory reconciler, webhook ingress and Run 
 Usage:
   ${Object.values(COMMAND_USAGE).join('\n  ')}
   agentyard <command> --help
+  agentyard --version
 
 Environment: PORT, HOST, AGENTYARD_DATA_DIR, DATABASE_URL, AGENTYARD_ROLES, AGENTYARD_BOOTSTRAP_API_KEY,
 AGENTYARD_MASTER_KEY, AGENTYARD_PUBLIC_URL, AGENTYARD_WEBHOOK_BASE_URL, LOG_LEVEL (see README.md).
 Exit status: 0 success, 1 failure (a refused tree, a failed run of the command), 2 usage problem.`;
 
+const SERVE_HELP = `Usage: ${COMMAND_USAGE.serve}
+
+Runs the server: the API, the webhook ingress, the console, the reconcile loops, the schedules and the
+executor (the parts AGENTYARD_ROLES or --roles name). Each option overrides its environment variable.
+
+  --port N          port to listen on (PORT, default 8080; 0 picks a free one)
+  --host ADDR       address to listen on (HOST, default 0.0.0.0; 127.0.0.1 for this machine only)
+  --factory SOURCE  a factory directory (watched and applied on save) or a git URL to serve
+  --roles LIST      ingress,api,controller,executor,scheduler: the parts this process runs (AGENTYARD_ROLES)
+  --data-dir DIR    embedded database, admin key, workspaces (AGENTYARD_DATA_DIR, default ./.agentyard)
+  -h, --help        this text
+
+Agents run only with a harness: AGENTYARD_HARNESSES (claude, codex, gemini, command) and the model key the
+harness reads (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, or a factory secret); see README.md.`;
+
 async function serve(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseCommandLine({
     args: argv,
     options: {
       port: { type: 'string' },
@@ -37,8 +56,13 @@ async function serve(argv: string[]): Promise<number> {
       factory: { type: 'string' },
       roles: { type: 'string' },
       'data-dir': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
     },
   });
+  if (values.help) {
+    console.log(SERVE_HELP);
+    return 0;
+  }
   const overrides: Partial<Config> = {};
   if (values.port !== undefined) {
     const port = Number(values.port);
@@ -83,7 +107,7 @@ async function serve(argv: string[]): Promise<number> {
 }
 
 async function migrateCommand(argv: string[]): Promise<number> {
-  parseArgs({ args: argv, options: {} });
+  parseCommandLine({ args: argv, options: {} });
   const config = loadConfig();
   const { openDatabase } = await import('../store/open.ts');
   const { prepareDatabase } = await import('../schema.ts');
@@ -100,7 +124,7 @@ async function migrateCommand(argv: string[]): Promise<number> {
 }
 
 async function openapiCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { write: { type: 'string' } } });
+  const { values } = parseCommandLine({ args: argv, options: { write: { type: 'string' } } });
   const { renderOpenApi } = await import('../http/openapi.ts');
   const text = await renderOpenApi();
   if (values.write) {
@@ -117,6 +141,7 @@ export const COMMANDS: Record<string, Command> = {
   validate: async (argv) => (await import('./validate.ts')).validateCommand(argv),
   plan: async (argv) => (await import('./plan.ts')).planCommand(argv),
   apply: async (argv) => (await import('./apply.ts')).applyCommand(argv),
+  bench: async (argv) => (await import('./bench.ts')).benchCommand(argv),
   serve,
   migrate: migrateCommand,
   openapi: openapiCommand,
@@ -131,10 +156,12 @@ const PRIVATE_COMMANDS = new Set(['serve', 'operator', 'worker', 'migrate']);
 export class UsageError extends Error {}
 
 /** Commands without a `--help` of their own answer their synopsis. */
-const SYNOPSIS_ONLY = new Set(['serve', 'migrate', 'openapi']);
+const SYNOPSIS_ONLY = new Set(['migrate', 'openapi']);
 
-function isParseArgsError(err: unknown): err is Error {
-  return err instanceof TypeError && String((err as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS');
+/** package.json's version, read where the program is installed. */
+export function packageVersion(): string {
+  const text = readFileSync(new URL('../../package.json', import.meta.url), 'utf8');
+  return (JSON.parse(text) as { version: string }).version;
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -144,9 +171,18 @@ export async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return name ? 0 : 2;
   }
+  if (name === '--version' || name === '-v' || name === 'version') {
+    console.log(packageVersion());
+    return 0;
+  }
   const command = COMMANDS[name];
   if (!command) {
-    console.error(`agentyard: unknown command "${name}"\n\n${USAGE}`);
+    const option = name.startsWith('-');
+    const match = option ? closest(name.replace(/^-+/, ''), ['help', 'version']) : closest(name, Object.keys(COMMANDS));
+    const suggestion = match ? `; did you mean "${option ? `--${match}` : match}"?` : '';
+    console.error(
+      `agentyard: unknown ${option ? 'option' : 'command'} "${name}"${suggestion} (agentyard --help lists the commands)`,
+    );
     return 2;
   }
   if (SYNOPSIS_ONLY.has(name) && (rest.includes('--help') || rest.includes('-h'))) {
@@ -156,7 +192,12 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return await command(rest);
   } catch (err) {
-    if (!(err instanceof UsageError) && !isParseArgsError(err)) throw err;
+    if (isParseArgsError(err)) {
+      // One line: which option or argument, and where the rest is told.
+      console.error(`agentyard ${name}: ${err.message} (agentyard ${name} --help)`);
+      return 2;
+    }
+    if (!(err instanceof UsageError)) throw err;
     console.error(`agentyard ${name}: ${err.message}\nUsage: ${COMMAND_USAGE[name]}`);
     return 2;
   }

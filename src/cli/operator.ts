@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import { parseCommandLine } from './args.ts';
 import { loadConfig } from '../config.ts';
 import type { Config } from '../config.ts';
 import { exitOnDatabaseLost } from './database-lost.ts';
@@ -14,7 +14,7 @@ Reads KUBECONFIG, or the pod's service account. See docs/kubernetes.md for the e
  * database's thread died (the pod restarts).
  */
 export async function operatorCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseCommandLine({
     args: argv,
     options: {
       port: { type: 'string' },

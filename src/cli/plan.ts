@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import { isParseArgsError, parseCommandLine } from './args.ts';
 import { formatText } from '../definitions/diagnostic.ts';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import { readFactoryDir } from '../definitions/load.ts';
@@ -136,7 +136,7 @@ export async function factoryTree(
 
 export async function planCommand(argv: string[]): Promise<number> {
   try {
-    const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: SERVER_OPTIONS });
+    const { values, positionals } = parseCommandLine({ args: argv, allowPositionals: true, options: SERVER_OPTIONS });
     if (values.help) return usageShown(USAGE);
     const { client, id, files } = await factoryTree(positionals, values, USAGE);
     const res = await client.call<PlanResponse>('POST', `/factories/${id}/plan`, { files });
@@ -179,12 +179,8 @@ export function reportCliError(command: string, err: unknown): number {
     process.stderr.write(`${err.message.startsWith('Usage:') ? '' : `agentyard ${command}: `}${err.message}\n`);
     return err.exitCode;
   }
-  if (
-    err instanceof TypeError &&
-    'code' in err &&
-    String((err as { code: unknown }).code).startsWith('ERR_PARSE_ARGS')
-  ) {
-    process.stderr.write(`agentyard ${command}: ${err.message}\n`);
+  if (isParseArgsError(err)) {
+    process.stderr.write(`agentyard ${command}: ${err.message} (agentyard ${command} --help)\n`);
     return 2;
   }
   throw err;

@@ -1,9 +1,10 @@
-import { parseArgs } from 'node:util';
+import { parseCommandLine } from './args.ts';
+import { closest } from '../definitions/levenshtein.ts';
 import { formatDiagnostics } from '../definitions/diagnostic.ts';
 import type { DiagnosticFormat } from '../definitions/diagnostic.ts';
 import { readFactoryDir } from '../definitions/load.ts';
 import { validateFactory } from '../definitions/validate.ts';
-import { parseCatalogueMode } from '../config.ts';
+import { builtinModelIds, parseCatalogueMode } from '../config.ts';
 import { knownModels } from '../runs/models.ts';
 import type { KnownModels } from '../runs/models.ts';
 
@@ -11,7 +12,7 @@ const USAGE = `Usage: agentyard validate DIR [--format text|json|github] [--json
 
 Checks a factory tree offline: every file against its schema, and the cross-file rules an apply checks.
 Prints one line per problem (file:line:column: severity code: message). Checks that need live state
-(secret names, team runners, webhook UIDs) run only at apply.
+(secret names, webhook UIDs) run only at apply. A runner must be a runners/ file (a server has no team runners).
 Exit status: 0 no errors (warnings allowed), 1 errors, 2 usage or I/O problem.`;
 
 const FORMATS: readonly DiagnosticFormat[] = ['text', 'json', 'github'];
@@ -20,7 +21,7 @@ const FORMATS: readonly DiagnosticFormat[] = ['text', 'json', 'github'];
 export async function validateCommand(argv: string[]): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({
+    parsed = parseCommandLine({
       args: argv,
       allowPositionals: true,
       options: {
@@ -30,7 +31,9 @@ export async function validateCommand(argv: string[]): Promise<number> {
       },
     });
   } catch (error) {
-    process.stderr.write(`agentyard validate: ${error instanceof Error ? error.message : String(error)}\n\n${USAGE}\n`);
+    process.stderr.write(
+      `agentyard validate: ${error instanceof Error ? error.message : String(error)} (agentyard validate --help)\n`,
+    );
     return 2;
   }
   const { values, positionals } = parsed;
@@ -39,10 +42,15 @@ export async function validateCommand(argv: string[]): Promise<number> {
     return 0;
   }
   const format = (values.json ? 'json' : (values.format ?? 'text')) as DiagnosticFormat;
-  if (!FORMATS.includes(format) || positionals.length !== 1) {
+  if (!FORMATS.includes(format)) {
+    const meant = closest(format, FORMATS);
     process.stderr.write(
-      `${!FORMATS.includes(format) ? `agentyard validate: unknown format "${format}"\n\n` : ''}${USAGE}\n`,
+      `agentyard validate: unknown format "${format}"${meant ? `; did you mean "${meant}"?` : ''} (text, json or github)\n`,
     );
+    return 2;
+  }
+  if (positionals.length !== 1) {
+    process.stderr.write(`${USAGE}\n`);
     return 2;
   }
   const dir = positionals[0]!;
@@ -59,6 +67,7 @@ export async function validateCommand(argv: string[]): Promise<number> {
   try {
     models = knownModels({
       agentModels: process.env.AGENTYARD_MODELS,
+      builtinModels: builtinModelIds(process.env),
       modelCatalogue: parseCatalogueMode(process.env.AGENTYARD_MODEL_CATALOGUE),
     });
   } catch (error) {
@@ -67,7 +76,8 @@ export async function validateCommand(argv: string[]): Promise<number> {
   }
   // The model catalogue as a server with the same AGENTYARD_MODELS / AGENTYARD_MODEL_CATALOGUE has it. What a
   // deployment does with settings it ignores is the server's to say (its validate endpoint and apply).
-  const result = await validateFactory(files, { models });
+  // A server has no team runners (docs/reconciler.md), so a runner no runners/ file defines is an error here too.
+  const result = await validateFactory(files, { models, teamRunnerExists: () => false });
   if (format === 'json') {
     const body = {
       valid: result.valid,
@@ -85,7 +95,7 @@ export async function validateCommand(argv: string[]): Promise<number> {
       const deferred = result.stateDependentChecksNotRun.length;
       const summary = `${files.length} files: ${errors} error${errors === 1 ? '' : 's'}, ${warnings} warning${warnings === 1 ? '' : 's'}`;
       const note = deferred
-        ? `; ${deferred} state-dependent check${deferred === 1 ? '' : 's'} (secrets, team runners, webhook UIDs) run at apply`
+        ? `; ${deferred} state-dependent check${deferred === 1 ? '' : 's'} (secrets, webhook UIDs) run at apply`
         : '';
       process.stderr.write(`${summary}${note}\n`);
     }

@@ -1,16 +1,19 @@
 /**
- * `agentyard worker --worker-id ID --server URL [--api-key KEY] [--capacity N]`: a self-hosted worker that
- * connects out to a server and runs the team's runs whose `worker_host` is its ID (docs/worker-protocol.md).
+ * `agentyard worker --worker-id ID --server URL [--token TOKEN | --api-key KEY] [--capacity N]`: a self-hosted
+ * worker that connects out to a server and runs the team's runs whose `worker_host` is its ID
+ * (docs/worker-protocol.md).
  */
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseCommandLine } from './args.ts';
 
-const USAGE = `Usage: agentyard worker --worker-id ID --server URL [--api-key KEY] [--capacity N]
+const USAGE = `Usage: agentyard worker --worker-id ID --server URL [--token TOKEN | --api-key KEY] [--capacity N]
                         [--harnesses claude,codex,gemini,command] [--data-dir DIR]
 
   --worker-id   the ID runs name in worker_host / workerHost (case-sensitive)
   --server      the server's base URL (http(s)://host:port, with or without /api/v1)
-  --api-key     a team API key of a service account (or AGENTYARD_API_KEY, WARP_API_KEY)
+  --token       a worker token a team admin created for this worker id (POST /api/v1/workers/tokens;
+                or AGENTYARD_WORKER_TOKEN)
+  --api-key     instead of a token: a team admin's API key (or AGENTYARD_API_KEY, WARP_API_KEY)
   --capacity    runs executed at once (default 2)
   --harnesses   harnesses this worker runs (default AGENTYARD_HARNESSES, else claude,codex,gemini)
   --data-dir    workspaces go to DIR/workspaces (default AGENTYARD_DATA_DIR, else .agentyard-worker)
@@ -20,11 +23,12 @@ Provider keys in this worker's environment (ANTHROPIC_API_KEY, OPENAI_API_KEY, G
 agents of runs whose harness auth is workerEnvironment.`;
 
 export async function workerCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
+  const { values } = parseCommandLine({
     args: argv,
     options: {
       'worker-id': { type: 'string' },
       server: { type: 'string' },
+      token: { type: 'string' },
       'api-key': { type: 'string' },
       capacity: { type: 'string' },
       harnesses: { type: 'string' },
@@ -38,9 +42,16 @@ export async function workerCommand(argv: string[]): Promise<number> {
   }
   const workerId = values['worker-id'];
   const server = values.server ?? process.env.AGENTYARD_SERVER_URL;
-  const apiKey = values['api-key'] ?? process.env.AGENTYARD_API_KEY ?? process.env.WARP_API_KEY;
-  if (!workerId || !server || !apiKey) {
-    console.error(`agentyard worker: --worker-id, --server and an API key are required\n\n${USAGE}`);
+  const credential =
+    values.token ??
+    values['api-key'] ??
+    process.env.AGENTYARD_WORKER_TOKEN ??
+    process.env.AGENTYARD_API_KEY ??
+    process.env.WARP_API_KEY;
+  if (!workerId || !server || !credential) {
+    console.error(
+      `agentyard worker: --worker-id, --server and a worker token (or admin API key) are required\n\n${USAGE}`,
+    );
     return 2;
   }
   const capacity = Number(values.capacity ?? '2');
@@ -75,7 +86,7 @@ export async function workerCommand(argv: string[]): Promise<number> {
     process.stderr.write(`${new Date().toISOString()} ${level} ${msg}${fields ? ` ${JSON.stringify(fields)}` : ''}\n`);
   const client = new WorkerClient({
     serverUrl: server,
-    apiKey,
+    apiKey: credential,
     workerId,
     capacity,
     settings,

@@ -79,21 +79,50 @@ export interface Delivery {
   reason?: string;
 }
 
+export interface Artifact {
+  artifact_type: string;
+  created_at?: string;
+  data?: Record<string, unknown>;
+}
+
 export interface Run {
   run_id: string;
   title: string;
   state: string;
   prompt: string;
   source: string;
+  /** The stored source when it is finer than the served one (`WEBHOOK`, `FACTORY`). */
+  source_detail?: string;
   created_at: string;
   updated_at: string;
   started_at?: string | null;
+  /** ISO 8601 duration of the run's executions. */
+  run_time?: string;
   creator?: { display_name?: string; uid?: string } | null;
-  status_message?: { message?: string } | null;
+  executor?: { display_name?: string; uid?: string } | null;
+  status_message?: { message?: string; error_code?: string } | null;
   agent_config?: unknown;
-  artifacts?: { artifact_type: string; data?: Record<string, unknown> }[] | null;
+  artifacts?: Artifact[] | null;
   session_link?: string;
+  request_usage?: Record<string, number>;
+  factory_uid?: string;
+  automation_id?: string;
+  delivery_id?: string;
   parent_run_id?: string;
+  conversation_id?: string;
+  worker_host?: string;
+  schedule?: { schedule_id: string; schedule_name: string; cron_schedule: string };
+  agent_skill?: { name?: string; full_path?: string };
+}
+
+/** One event of a run, as the API's event stream carries it. */
+export interface RunEventDoc {
+  sequence: number;
+  run_id: string;
+  execution_id: string | null;
+  type: string;
+  occurred_at: string;
+  data: Record<string, unknown>;
 }
 
 export interface Schedule {
@@ -106,6 +135,8 @@ export interface Schedule {
   history: { last_ran: string | null; next_run: string | null };
   factory_uid?: string;
   automation_name?: string;
+  agent_config?: Record<string, unknown> | null;
+  metadata?: Record<string, string> | null;
 }
 
 export interface WhoAmI {

@@ -1,5 +1,3 @@
-import { request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -9,31 +7,29 @@ import { ApiProblem, ConsoleApi, enc } from './api.ts';
 import type {
   Apply,
   Automation,
-  Connection,
   CreatedWebhook,
   DefinitionFile,
   Delivery,
   Factory,
   PageInfo,
   Run,
-  Schedule,
   Webhook,
   WhoAmI,
 } from './api-types.ts';
 import { html } from './html.ts';
-import { errorBox, page } from './layout.ts';
+import { confirmPage, errorBox, page } from './layout.ts';
 import type { Viewer } from './layout.ts';
 import { factoryPage, filePage } from './pages/factory.ts';
 import type { FactoryPageData } from './pages/factory.ts';
-import { integrationsPage } from './pages/integrations.ts';
-import { overviewPage } from './pages/overview.ts';
-import { loadRunTree } from './pages/run-tree.ts';
-import { RUN_FILTERS, runPage, runsPage } from './pages/runs.ts';
-import type { RunFilters } from './pages/runs.ts';
-import { schedulesPage } from './pages/schedules.ts';
+import { ACTIVE_RUN_STATES, overviewLive, overviewPage } from './pages/overview.ts';
+import { RUN_FILTERS, runsPage } from './pages/runs.ts';
+import type { RunFilters, RunSort } from './pages/runs.ts';
+import { agentPage } from './pages/scores.ts';
+import type { ScoreDay } from './pages/scores.ts';
 import { signInPage } from './pages/sign-in.ts';
+import { PAGE_CSP, crossSiteReason } from '../kernel/page-security.ts';
 import { deliveryPage, deliveryRow, webhookPage } from './pages/webhook.ts';
-import type { TestFilterResult } from './pages/webhook.ts';
+import type { DeliveryDetail, TestFilterResult } from './pages/webhook.ts';
 import {
   SESSION_COOKIE,
   clearedSessionCookie,
@@ -43,32 +39,25 @@ import {
   sealSession,
   sessionCookie,
 } from './session.ts';
-import type { ConsoleSession } from './session.ts';
+import type { ConsoleKit, Form, Signed } from './shared-routes.ts';
+import { registerRunRoutes } from './run-routes.ts';
+import { registerSettingsRoutes } from './settings-routes.ts';
 
 export interface ConsoleOptions {
   cipher: SecretCipher;
   /** Whether the server is reached over HTTPS (then the cookie is `Secure`). */
   secureCookies: boolean;
+  /** The server's public URL (read at each request): a sign-in form must come from it or from the Host asked. */
+  publicUrl: () => string;
 }
 
-/** No inline code, nothing from other hosts, no framing. */
-const CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
-  "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'";
 const FORM_BODY_LIMIT = 512 * 1024;
 const ASSETS = path.join(import.meta.dirname, 'assets');
 const ASSET_TYPES: Record<string, string> = {
   'console.css': 'text/css; charset=utf-8',
   'console.js': 'text/javascript; charset=utf-8',
+  'favicon.svg': 'image/svg+xml',
 };
-
-interface Signed {
-  session: ConsoleSession;
-  api: ConsoleApi;
-  viewer: Viewer;
-}
-
-type Form = Record<string, string>;
 
 /** The web console: pages rendered on the server from the JSON API, under `/` and `/console/`. */
 export async function consoleRoutes(app: FastifyInstance, options: ConsoleOptions): Promise<void> {
@@ -86,7 +75,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       },
     );
     scope.addHook('onSend', async (_request, reply, payload) => {
-      reply.header('content-security-policy', CSP);
+      if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', PAGE_CSP);
       reply.header('x-content-type-options', 'nosniff');
       reply.header('referrer-policy', 'same-origin');
       reply.header('x-frame-options', 'DENY');
@@ -100,7 +89,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       if (!session) return undefined;
       return {
         session,
-        api: new ConsoleApi(root, session.key),
+        api: new ConsoleApi(root, session.key, request.ip),
         viewer: { ...session.identity, csrf: session.csrf },
       };
     };
@@ -144,9 +133,14 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
     /** A form post: signed in, the session's CSRF token, then the change. */
     const changing =
       <P>(
-        act: (s: Signed, form: Form, request: FastifyRequest<{ Params: P }>, reply: FastifyReply) => Promise<unknown>,
+        act: (
+          s: Signed,
+          form: Form,
+          request: FastifyRequest<{ Params: P; Querystring: Record<string, string> }>,
+          reply: FastifyReply,
+        ) => Promise<unknown>,
       ) =>
-      async (request: FastifyRequest<{ Params: P }>, reply: FastifyReply) => {
+      async (request: FastifyRequest<{ Params: P; Querystring: Record<string, string> }>, reply: FastifyReply) => {
         const s = signedIn(request);
         if (!s) return reply.redirect('/', 303);
         const form = (request.body ?? {}) as Form;
@@ -176,12 +170,52 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       return reply.type(type).header('cache-control', 'public, max-age=300').send(body);
     });
 
-    const overview = async (s: Signed, reply: FastifyReply, error?: string) => {
-      const [list, running, blocked, stats] = await Promise.all([
-        s.api.get<{ factories: Factory[]; page_info: PageInfo }>('/factories', { limit: '100', counts: 'true' }),
-        s.api.get<{ runs: Run[] }>('/agent/runs', { state: 'INPROGRESS', limit: '20' }),
-        s.api.get<{ runs: Run[] }>('/agent/runs', { state: 'BLOCKED', limit: '20' }),
+    scope.get('/favicon.ico', async (_request, reply) =>
+      reply
+        .type('image/svg+xml')
+        .header('cache-control', 'public, max-age=86400')
+        .send(await readFile(path.join(ASSETS, 'favicon.svg'))),
+    );
+
+    // Any other address under /console/ is a page that does not exist: an HTML 404, signed in or not.
+    const notFound = async (request: FastifyRequest, reply: FastifyReply) => {
+      const s = signedIn(request);
+      return sendPage(
+        reply,
+        page({
+          title: 'Not found',
+          ...(s ? { viewer: s.viewer } : {}),
+          section: 'none',
+          body: html`<h1>Not found</h1><p>There is no console page at <code>${request.url.split('?')[0] ?? ''}</code>.</p><p><a href="/">Go to the overview</a>${s ? html` or <a href="/console/runs">the runs</a>` : ''}.</p>`,
+        }),
+        404,
+      );
+    };
+    scope.get('/console', notFound);
+    scope.get('/console/*', notFound);
+
+    /** Runs counted by active state (each up to 100, the API's index on state makes it cheap), and deliveries. */
+    const overviewLiveData = async (s: Signed) => {
+      const [byState, active, stats] = await Promise.all([
+        Promise.all(
+          ACTIVE_RUN_STATES.map(async (state) => {
+            const list = await s.api.get<{ runs: Run[]; page_info: PageInfo }>('/agent/runs', { state, limit: '100' });
+            return { state, count: list.runs.length, more: list.page_info.has_next_page };
+          }),
+        ),
+        s.api.get<{ runs: Run[] }>(
+          `/agent/runs?${ACTIVE_RUN_STATES.map((state) => `state=${state}`).join('&')}&limit=20&sort_by=updated_at`,
+        ),
         s.api.get<{ deliveries: number }>('/delivery-stats', { minutes: '60' }),
+      ]);
+      return { runs: { byState, active: active.runs }, deliveriesLastHour: stats.deliveries };
+    };
+
+    const overview = async (s: Signed, reply: FastifyReply, error?: string) => {
+      const [list, live, blocked] = await Promise.all([
+        s.api.get<{ factories: Factory[]; page_info: PageInfo }>('/factories', { limit: '100', counts: 'true' }),
+        overviewLiveData(s),
+        s.api.get<{ runs: Run[] }>('/agent/runs', { state: 'BLOCKED', limit: '20' }),
       ]);
       let factories = list.factories;
       let more = list.page_info;
@@ -200,14 +234,20 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         overviewPage(s.viewer, {
           factories,
           moreFactories: more.has_next_page,
-          running: running.runs,
+          ...live,
           blocked: blocked.runs,
-          deliveriesLastHour: stats.deliveries,
           ...(error ? { error } : {}),
         }),
         error ? 422 : 200,
       );
     };
+
+    scope.get(
+      '/console/overview.html',
+      viewing<Record<string, never>>(async (s, _request, reply) =>
+        reply.type('text/html; charset=utf-8').send(overviewLive(await overviewLiveData(s)).text),
+      ),
+    );
 
     scope.get('/', async (request, reply) => {
       const s = signedIn(request);
@@ -245,16 +285,28 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       }),
     );
 
+    // Login CSRF: a page elsewhere must not sign a browser in (as its author). There is no session yet, so no
+    // CSRF token: the browser's own Sec-Fetch-Site and Origin say where the form was posted from. Wrong keys
+    // count against the address's failed-key budget through the API call (429 once it is spent).
     scope.post('/console/sign-in', async (request, reply) => {
+      const crossSite = crossSiteReason(request.headers, options.publicUrl());
+      if (crossSite) {
+        request.log.warn({ reason: crossSite }, 'cross-site console sign-in refused');
+        return sendPage(reply, signInPage('Sign in from this console’s own page.'), 403);
+      }
       const form = (request.body ?? {}) as Form;
       const key = typeof form.api_key === 'string' ? form.api_key.trim() : '';
       if (!key || key.length > 512) return sendPage(reply, signInPage('Enter an API key.'), 400);
       let me: WhoAmI;
       try {
-        me = await new ConsoleApi(root, key).get<WhoAmI>('/whoami');
+        me = await new ConsoleApi(root, key, request.ip).get<WhoAmI>('/whoami');
       } catch (err) {
         if (err instanceof ApiProblem && err.status === 401) {
           return sendPage(reply, signInPage('That API key is invalid, expired or revoked.'), 401);
+        }
+        if (err instanceof ApiProblem && err.status === 429) {
+          if (err.retryAfter) reply.header('retry-after', err.retryAfter);
+          return sendPage(reply, signInPage('Too many failed sign-ins from this address: wait and try again.'), 429);
         }
         throw err;
       }
@@ -296,6 +348,20 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       viewing<{ id: string }>(async (s, request, reply) =>
         sendPage(reply, factoryPage(s.viewer, await factoryData(s, request.params.id))),
       ),
+    );
+
+    scope.get(
+      '/console/factories/:id/agents/:agent',
+      viewing<{ id: string; agent: string }>(async (s, request, reply) => {
+        const factory = await s.api.get<Factory>(`/factories/${enc(request.params.id)}`);
+        const since = new Date(Date.now() - 90 * 86_400_000).toISOString();
+        const stats = await s.api.get<{ days: ScoreDay[] }>('/agent/scores', {
+          agent: request.params.agent,
+          factory_id: factory.id,
+          since,
+        });
+        return sendPage(reply, agentPage(s.viewer, { factory, agent: request.params.agent, days: stats.days }));
+      }),
     );
 
     scope.get(
@@ -357,7 +423,9 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         const id = request.params.id;
         let error: string | undefined;
         try {
-          const filter: Record<string, unknown> = { webhook_ids: [form.webhook ?? ''] };
+          if (!form.webhook)
+            throw new ApiProblem(422, 'invalid_request', 'choose the webhook the automation listens to');
+          const filter: Record<string, unknown> = { webhook_ids: [form.webhook] };
           if (form.filter?.trim()) filter.payload = JSON.parse(form.filter) as unknown;
           await s.api.call('POST', `/factories/${enc(id)}/automations`, {
             name: form.name ?? '',
@@ -371,6 +439,28 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
           else throw err;
         }
         if (!error) return reply.redirect(backToFactory(id), 303);
+        return sendPage(reply, factoryPage(s.viewer, { ...(await factoryData(s, id)), error }), 422);
+      }),
+    );
+
+    scope.post(
+      '/console/factories/:id/runs',
+      changing<{ id: string }>(async (s, form, request, reply) => {
+        const id = request.params.id;
+        let error: string;
+        if (!form.prompt?.trim()) error = 'The run was not started: write a prompt.';
+        else {
+          try {
+            const run = await s.api.call<{ run_id: string }>('POST', `/factories/${enc(id)}/runs`, {
+              prompt: form.prompt,
+              ...(form.title?.trim() ? { title: form.title.trim() } : {}),
+            });
+            return reply.redirect(`/console/runs/${enc(run.run_id)}?done=started`, 303);
+          } catch (err) {
+            if (!(err instanceof ApiProblem) || err.status >= 500 || err.status === 404) throw err;
+            error = `The run was not started: ${err.detail}`;
+          }
+        }
         return sendPage(reply, factoryPage(s.viewer, { ...(await factoryData(s, id)), error }), 422);
       }),
     );
@@ -418,10 +508,47 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         if (!error && !created) return reply.redirect(backToFactory(hook.factory_id), 303);
         return sendPage(
           reply,
-          factoryPage(s.viewer, { ...data, ...(created ? { created } : {}), ...(error ? { error } : {}) }),
+          factoryPage(s.viewer, {
+            ...data,
+            ...(created ? { created, rotated: request.url.endsWith('/rotate') } : {}),
+            ...(error ? { error } : {}),
+          }),
           error ? 422 : 200,
         );
       });
+
+    const webhookConfirm = (make: (hook: Webhook) => Parameters<typeof confirmPage>[1]) =>
+      viewing<{ uid: string }>(async (s, request, reply) => {
+        const hook = await s.api.get<Webhook>(`/webhooks/${enc(request.params.uid)}`);
+        return sendPage(reply, confirmPage(s.viewer, make(hook)));
+      });
+    const hookBack = (hook: Webhook) => ({
+      back: hook.factory_id ? backToFactory(hook.factory_id) : '/',
+      backLabel: 'Keep it as it is',
+    });
+    scope.get(
+      '/console/webhooks/:uid/rotate',
+      webhookConfirm((hook) => ({
+        title: `Rotate the secret of webhook ${hook.name}?`,
+        explanation:
+          'A new secret is made and shown once; the current one is refused from then on, so every sender must be given the new one.',
+        action: `/console/webhooks/${enc(hook.uid)}/rotate`,
+        button: 'Rotate secret',
+        ...hookBack(hook),
+      })),
+    );
+    scope.get(
+      '/console/webhooks/:uid/toggle',
+      webhookConfirm((hook) => ({
+        title: hook.enabled ? `Disable webhook ${hook.name}?` : `Enable webhook ${hook.name}?`,
+        explanation: hook.enabled
+          ? 'Senders get 404 at once and nothing is logged; the delivery history and the automations stay. Enable it again to resume.'
+          : 'Deliveries are accepted again.',
+        action: `/console/webhooks/${enc(hook.uid)}/toggle`,
+        button: hook.enabled ? 'Disable webhook' : 'Enable webhook',
+        ...hookBack(hook),
+      })),
+    );
 
     scope.post(
       '/console/webhooks/:uid/toggle',
@@ -459,6 +586,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         deliveries: deliveries.deliveries,
         pageInfo: deliveries.page_info,
         automations: automations.automations,
+        ...(cursor ? { older: true } : {}),
       };
     };
 
@@ -485,13 +613,46 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       '/console/webhooks/:uid/deliveries/:did',
       viewing<{ uid: string; did: string }>(async (s, request, reply) => {
         const { uid, did } = request.params;
-        const webhook = await s.api.get<Webhook>(`/webhooks/${enc(uid)}`);
-        const one = await s.api.get<{ delivery?: Delivery; payload?: unknown } & Delivery>(
-          `/webhooks/${enc(uid)}/deliveries/${enc(did)}`,
-        );
-        const delivery = one.delivery ?? one;
-        const raw = delivery.status === 'accepted' ? await rawPayload(s, uid, did) : undefined;
-        return sendPage(reply, deliveryPage(s.viewer, webhook, delivery, raw));
+        const [webhook, delivery] = await Promise.all([
+          s.api.get<Webhook>(`/webhooks/${enc(uid)}`),
+          s.api.get<DeliveryDetail>(`/webhooks/${enc(uid)}/deliveries/${enc(did)}`),
+        ]);
+        const stored = delivery.status === 'accepted' || delivery.status === 'duplicate';
+        const automations = webhook.factory_id
+          ? (
+              await s.api
+                .get<{ automations: (Automation & { webhook_triggers?: { webhook_uid: string }[] })[] }>(
+                  `/factories/${enc(webhook.factory_id)}/automations`,
+                )
+                .catch(() => ({ automations: [] }))
+            ).automations.filter((a) => a.webhook_triggers?.some((t) => t.webhook_uid === webhook.uid) ?? true)
+          : [];
+        const [raw, evaluations, runs] = await Promise.all([
+          delivery.status === 'accepted' ? rawPayload(s, uid, did) : undefined,
+          Promise.all(
+            automations.map(async (automation) => {
+              if (!stored) return { automation };
+              try {
+                const result = await s.api.call<TestFilterResult>(
+                  'POST',
+                  `/automations/${enc(automation.id)}/test-filter`,
+                  { delivery_id: did },
+                );
+                return { automation, result };
+              } catch (err) {
+                if (!(err instanceof ApiProblem) || err.status >= 500) throw err;
+                return { automation, error: err.detail };
+              }
+            }),
+          ),
+          Promise.all(
+            (delivery.runs ?? []).map(async (r) => {
+              const run = await s.api.get<Run>(`/agent/runs/${enc(r.run_id)}`).catch(() => undefined);
+              return { ...r, ...(run ? { title: run.title, state: run.state } : {}) };
+            }),
+          ),
+        ]);
+        return sendPage(reply, deliveryPage(s.viewer, { webhook, delivery, payload: raw, evaluations, runs }));
       }),
     );
 
@@ -536,8 +697,19 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         const filters: RunFilters = {};
         for (const key of RUN_FILTERS) {
           const value = request.query[key];
-          if (typeof value === 'string' && value !== '') filters[key] = value;
+          if (typeof value === 'string' && value.trim() !== '') filters[key] = value.trim();
         }
+        const by = request.query.sort_by;
+        const sort: RunSort = {
+          by: by === 'title' || by === 'updated_at' ? by : 'created_at',
+          order: request.query.sort_order === 'asc' ? 'asc' : 'desc',
+        };
+        const asked = Number(request.query.limit);
+        const limit = Number.isInteger(asked) && asked >= 1 && asked <= 100 ? asked : 25;
+        const params = new URLSearchParams(request.url.split('?')[1] ?? '');
+        const back = params.getAll('back').slice(-20);
+        const cursor =
+          typeof request.query.cursor === 'string' && request.query.cursor ? request.query.cursor : undefined;
         const [factories, runs] = await Promise.all([
           lookups.get(s.session.csrf, 'factories', () =>
             s.api.get<{ factories: Factory[] }>('/factories', { limit: '100' }),
@@ -545,131 +717,31 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
           s.api
             .get<{ runs: Run[]; page_info: PageInfo }>('/agent/runs', {
               ...filters,
-              limit: '25',
-              cursor: request.query.cursor,
+              sort_by: sort.by,
+              sort_order: sort.order,
+              limit: String(limit),
+              cursor,
             })
             .catch((err: unknown) => {
               if (err instanceof ApiProblem && err.status < 500) return err;
               throw err;
             }),
         ]);
+        const base = { filters, sort, limit, back, ...(cursor ? { cursor } : {}), factories: factories.factories };
         if (runs instanceof ApiProblem) {
           return sendPage(
             reply,
-            runsPage(s.viewer, {
-              runs: [],
-              pageInfo: { has_next_page: false },
-              filters,
-              factories: factories.factories,
-              error: runs.detail,
-            }),
+            runsPage(s.viewer, { ...base, runs: [], pageInfo: { has_next_page: false }, error: runs.detail }),
             runs.status,
           );
         }
-        return sendPage(
-          reply,
-          runsPage(s.viewer, { runs: runs.runs, pageInfo: runs.page_info, filters, factories: factories.factories }),
-        );
+        return sendPage(reply, runsPage(s.viewer, { ...base, runs: runs.runs, pageInfo: runs.page_info }));
       }),
     );
 
-    scope.get(
-      '/console/runs/:id',
-      viewing<{ id: string }>(async (s, request, reply) => {
-        const run = await s.api.get<Run>(`/agent/runs/${enc(request.params.id)}`);
-        return sendPage(reply, runPage(s.viewer, run, undefined, undefined, await loadRunTree(s.api, run)));
-      }),
-    );
+    const kit: ConsoleKit = { root, lookups, csp: PAGE_CSP, sendPage, viewing, changing };
+    registerRunRoutes(scope, kit);
 
-    scope.post(
-      '/console/runs/:id/cancel',
-      changing<{ id: string }>(async (s, _form, request, reply) => {
-        const id = request.params.id;
-        let error: string | undefined;
-        try {
-          await s.api.call('POST', `/agent/runs/${enc(id)}/cancel`);
-        } catch (err) {
-          if (!(err instanceof ApiProblem) || err.status >= 500) throw err;
-          error = err.detail;
-        }
-        const run = await s.api.get<Run>(`/agent/runs/${enc(id)}`);
-        return sendPage(
-          reply,
-          runPage(s.viewer, run, error ? undefined : 'Cancel requested.', error),
-          error ? 409 : 200,
-        );
-      }),
-    );
-
-    scope.post(
-      '/console/runs/:id/followups',
-      changing<{ id: string }>(async (s, form, request, reply) => {
-        const id = request.params.id;
-        let error: string | undefined;
-        try {
-          await s.api.call('POST', `/agent/runs/${enc(id)}/followups`, { message: form.message ?? '' });
-        } catch (err) {
-          if (!(err instanceof ApiProblem) || err.status >= 500) throw err;
-          error = err.detail;
-        }
-        const run = await s.api.get<Run>(`/agent/runs/${enc(id)}`);
-        return sendPage(reply, runPage(s.viewer, run, error ? undefined : 'Follow-up sent.', error), error ? 422 : 200);
-      }),
-    );
-
-    // The run's server-sent events, relayed from the API on this server's own listening socket: a streamed
-    // answer cannot go through inject(), which waits for the end.
-    scope.get(
-      '/console/runs/:id/events',
-      viewing<{ id: string }>(async (s, request, reply) => {
-        const address = root.server.address() as AddressInfo | null;
-        if (!address || typeof address !== 'object')
-          throw new ApiProblem(503, 'unavailable', 'the server is not listening');
-        const host = address.address === '::' || address.address === '0.0.0.0' ? '127.0.0.1' : address.address;
-        const upstream = httpRequest({
-          host,
-          port: address.port,
-          path: `/api/v1/agent/runs/${enc(request.params.id)}/events`,
-          headers: {
-            authorization: `Bearer ${s.session.key}`,
-            accept: 'text/event-stream',
-            ...(request.headers['last-event-id'] ? { 'last-event-id': String(request.headers['last-event-id']) } : {}),
-          },
-        });
-        reply.hijack();
-        const res = reply.raw;
-        upstream.on('response', (answer) => {
-          res.writeHead(answer.statusCode ?? 502, {
-            'content-type': answer.headers['content-type'] ?? 'text/event-stream',
-            'cache-control': 'no-store',
-            'content-security-policy': CSP,
-            'x-content-type-options': 'nosniff',
-          });
-          answer.pipe(res);
-        });
-        upstream.on('error', () => {
-          if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
-          res.end();
-        });
-        request.raw.on('close', () => upstream.destroy());
-        upstream.end();
-      }),
-    );
-
-    scope.get(
-      '/console/integrations',
-      viewing<Record<string, never>>(async (s, _request, reply) => {
-        const list = await s.api.get<{ integrations: Connection[] }>('/integrations');
-        return sendPage(reply, integrationsPage(s.viewer, list.integrations));
-      }),
-    );
-
-    scope.get(
-      '/console/schedules',
-      viewing<Record<string, never>>(async (s, _request, reply) => {
-        const list = await s.api.get<{ schedules: Schedule[] }>('/agent/schedules');
-        return sendPage(reply, schedulesPage(s.viewer, list.schedules));
-      }),
-    );
+    registerSettingsRoutes(scope, kit);
   });
 }

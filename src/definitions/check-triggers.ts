@@ -171,7 +171,7 @@ function checkWebhookTrigger(env: TriggerEnv, base: string, raw: RawTrigger): Tr
     env.report(
       'FF_MISSING_REQUIRED',
       raw.filter ? `${base}/filter` : base,
-      'a webhook trigger needs `filter.webhook_ids` with the UID of one webhook',
+      'a webhook trigger needs `filter.webhook_ids` with one webhook: its file name or its UID',
     );
     return undefined;
   }
@@ -183,38 +183,42 @@ function checkWebhookTrigger(env: TriggerEnv, base: string, raw: RawTrigger): Tr
     env.report(
       'FF_INVALID_TRIGGER',
       listPointer,
-      `\`webhook_ids\` must hold exactly one webhook UID (it has ${ids.length}); use one trigger per webhook`,
+      `\`webhook_ids\` must hold exactly one webhook, by file name or UID (it has ${ids.length}); use one trigger per webhook`,
     );
     return undefined;
   }
-  const uid = String(ids[0]);
-  const uidPointer = `${listPointer}/0`;
+  const ref = String(ids[0]);
+  const refPointer = `${listPointer}/0`;
   const context = env.context;
-  if (env.webhookFileNames.has(uid)) {
-    const known = context?.webhookUidForName?.(uid);
-    const hint = known
-      ? `use the UID ${known}`
-      : 'use the UID the webhook gets when webhooks/' +
-        uid +
-        '.yaml first applies (shown by `agentyard plan` and the API)';
-    env.report(
-      'FF_INVALID_REFERENCE',
-      uidPointer,
-      `\`${uid}\` is a webhook file name; \`webhook_ids\` takes UIDs, not names: ${hint}`,
-    );
-    return undefined;
-  }
-  if (!isWebhookUid(uid)) {
-    env.report('FF_INVALID_FILTER', uidPointer, `\`${uid}\` is not a webhook UID (${WEBHOOK_UID_FORMAT})`);
-    return undefined;
-  }
-  if (context?.knownWebhookUids) {
-    if (!context.knownWebhookUids.has(uid)) {
-      env.report('FF_INVALID_REFERENCE', uidPointer, `no webhook of this factory has the UID ${uid}`);
+  // A webhook file's name (`ci` for webhooks/ci.yaml) is resolved to its UID at apply: a tree can name its
+  // webhooks before they have UIDs, and works unchanged on another factory.
+  const byName = env.webhookFileNames.has(ref);
+  const isUid: boolean = isWebhookUid(ref);
+  if (!byName) {
+    if (!isUid && ref.startsWith('wh_')) {
+      env.report('FF_INVALID_FILTER', refPointer, `\`${ref}\` is not a webhook UID (${WEBHOOK_UID_FORMAT})`);
       return undefined;
     }
-  } else {
-    env.notRun('webhook_uid', uidPointer, uid);
+    if (!isUid) {
+      const names = [...env.webhookFileNames];
+      const hint = didYouMean(ref, names);
+      env.report(
+        'FF_INVALID_REFERENCE',
+        refPointer,
+        names.length === 0
+          ? `\`${ref}\` is not a webhook UID (${WEBHOOK_UID_FORMAT}), and the tree has no webhooks/ file to name`
+          : `\`${ref}\` is neither a webhook file name (no webhooks/${ref}.yaml) nor a webhook UID (${WEBHOOK_UID_FORMAT})${hint}`,
+      );
+      return undefined;
+    }
+    if (context?.knownWebhookUids) {
+      if (!context.knownWebhookUids.has(ref)) {
+        env.report('FF_INVALID_REFERENCE', refPointer, `no webhook of this factory has the UID ${ref}`);
+        return undefined;
+      }
+    } else {
+      env.notRun('webhook_uid', refPointer, ref);
+    }
   }
   let payload: Record<string, unknown> | null = null;
   if ('payload' in filter) {
@@ -230,7 +234,16 @@ function checkWebhookTrigger(env: TriggerEnv, base: string, raw: RawTrigger): Tr
     if (problems.some((p) => !p.severity)) return undefined;
     payload = filter.payload as Record<string, unknown>;
   }
-  return ok ? { kind: 'webhook', provider: 'webhook', event: 'received', webhookUid: uid, payload } : undefined;
+  return ok
+    ? {
+        kind: 'webhook',
+        provider: 'webhook',
+        event: 'received',
+        webhookUid: byName ? null : ref,
+        webhookName: byName ? ref : null,
+        payload,
+      }
+    : undefined;
 }
 
 interface ScheduleNames {

@@ -21,16 +21,16 @@ export const DIAGNOSTIC_CODES = {
   FF_TYPE_MISMATCH: 'A value has the wrong YAML type.',
   FF_INVALID_VALUE: 'A value violates a format, range or exclusivity rule.',
   FF_INVALID_REFERENCE:
-    'A name does not resolve: an agent, runner, secret or webhook UID; or an unknown `agentType`/`credentialStrategy`.',
+    'A name does not resolve: an agent, runner, secret, webhook file name or webhook UID; or an unknown `agentType`/`credentialStrategy`.',
   FF_INVALID_MCP: 'An `mcpServers` entry is not exactly `{warpId: <non-empty string>}`.',
   FF_INVALID_TRIGGER: 'A trigger is structurally wrong (schedule rules, webhook trigger shape).',
   FF_INVALID_EVENT: 'The trigger provider or event is unknown.',
   FF_INVALID_FILTER:
     'A filter key is not valid for the provider and event, or a filter value is outside its domain (payload filter grammar and limits included); a warning for a payload filter key that looks like an operator (`gt`, `ne`, …).',
   FF_LIMIT_EXCEEDED:
-    'agentyard: a limit is exceeded: more than 20 webhooks, a file larger than 256 KiB, YAML nesting deeper than 100 levels, a validation over its time or memory budget, or a source tree over the source limits.',
+    'agentyard: a limit is exceeded: more than 20 webhooks, a file larger than 256 KiB, YAML nesting deeper than 100 levels, a file or tree over its work budget (mapping keys, values, aliases; counted before parsing), a validation over its time or memory budget, or a source tree over the source limits.',
   FF_NOT_SUPPORTED_HERE:
-    'agentyard (warning): a valid key or file for a feature this service does not run (integrations, cloud providers, benchmarks, scorer self-improvement, non-webhook triggers).',
+    'agentyard (warning): a valid key or file for a feature this service does not run: integrations other than Slack and Linear, cloud providers, benchmarks, scorer self-improvement, triggers of providers other than webhook, schedule, GitHub, Slack and Linear (GitLab, Jira, factory), and settings the deployment accepts without acting on.',
 } as const;
 
 export type DiagnosticCode = keyof typeof DIAGNOSTIC_CODES;

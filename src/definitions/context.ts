@@ -7,8 +7,6 @@ export interface ValidationContext {
   secretExists?(name: string): boolean | Promise<boolean>;
   /** Is the secret's value URL-safe (`A-Za-z0-9-._~`), as a `url_token` webhook needs? */
   secretIsUrlSafe?(name: string): boolean | Promise<boolean>;
-  /** The UID already assigned to the webhook file of this name, if it has applied before. */
-  webhookUidForName?(name: string): string | undefined;
   /** UIDs of the factory's webhooks (live ones plus those this apply would keep). */
   knownWebhookUids?: Set<string>;
   /** Does a team runner (not declared in the tree) of this name exist? */

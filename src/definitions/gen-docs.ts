@@ -87,6 +87,7 @@ function rows(bundle: Bundle, owner: string, raw: JsonSchema, prefix: string, ou
     const description = [
       cell(resolved.schema.description),
       notRun ? `*Accepted, not run here (warning \`FF_NOT_SUPPORTED_HERE\`).*` : '',
+      resolved.schema['x-agentyard-extension'] ? '*Agentyard extension.*' : '',
     ]
       .filter(Boolean)
       .join(' ');
@@ -211,15 +212,22 @@ inline \`schedule\` or a non-empty \`filter.schedule_ids\`.
 
 ${triggerTable()}
 
+GitHub, Slack and Linear events start runs only when the person who caused them is one the factory's
+\`triggerPolicy\` allows: by default GitHub authors whose \`author_association\` is OWNER, MEMBER or
+COLLABORATOR, and the connected Slack or Linear workspace's own people, no bots (docs/governance.md).
+
 Authoring aliases of filter keys (an alias and its canonical key together are an error):
 
 ${aliasTable()}
 
 ### Webhook triggers
 
-\`filter.webhook_ids\` holds exactly one webhook UID (${WEBHOOK_UID_FORMAT}; file names are refused);
-one trigger per webhook. Offline validation checks the UID's format; an apply checks that the UID belongs to
-the factory. \`filter.payload\` is an optional payload filter:
+\`filter.webhook_ids\` holds exactly one webhook: its file's name (\`[ci]\` for \`webhooks/ci.yaml\`) or its UID
+(${WEBHOOK_UID_FORMAT}); one trigger per webhook. A name must be a \`webhooks/\` file of the same tree (checked
+offline) and is resolved to that webhook's UID at apply, so a tree can name a webhook in the commit that
+creates it and works unchanged on another factory; the live automation stores the UID. Offline validation
+checks a UID's format; an apply checks that the UID belongs to the factory. \`filter.payload\` is an
+optional payload filter:
 
 - The filter is a mapping; every key must match (AND); a nested mapping reaches nested fields.
 - A bare scalar matches by strict equality (\`1\` is not \`"1"\`); a bare list is \`in\`.

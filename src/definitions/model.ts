@@ -2,8 +2,9 @@
  * The desired state a valid factory tree describes, with inheritance already resolved.
  * Produced by validateFactory only when the tree has no error; the reconciler diffs it against live state.
  */
+import type { TriggerPolicy } from './trigger-policy.ts';
 
-export type HarnessType = 'oz' | 'claude' | 'codex' | 'gemini';
+export type HarnessType = 'oz' | 'claude' | 'codex' | 'gemini' | 'agentyard';
 
 export type HarnessAuth = { source: 'managedSecret'; secretName: string } | { source: 'workerEnvironment' };
 
@@ -14,6 +15,8 @@ export interface ResolvedHarness {
   reasoningLevel: string | null;
   /** null = none. Never set for `oz`. */
   auth: HarnessAuth | null;
+  /** The built-in agent's endpoint (`agentyard` only); absent = the instance's. */
+  baseUrl?: string;
 }
 
 export interface McpServerRef {
@@ -43,6 +46,7 @@ export interface ExecutionOverrides {
     model?: string | null;
     reasoningLevel?: string | null;
     auth?: HarnessAuth | null;
+    baseUrl?: string | null;
   };
   runner?: string | null;
   environmentId?: string | null;
@@ -84,6 +88,8 @@ export interface FactorySettings {
   /** undefined = not declared: leave the stored set alone; [] = detach all. */
   integrations: { type: string }[] | undefined;
   cloudProviders: CloudProviders | undefined;
+  /** Who may start runs through provider events, defaults filled in (an Agentyard extension). */
+  triggerPolicy: TriggerPolicy;
   agentDefaults: ExecutionOverrides;
 }
 
@@ -124,8 +130,12 @@ export type Trigger =
       kind: 'webhook';
       provider: 'webhook';
       event: 'received';
-      /** The single webhook UID the trigger selects. */
-      webhookUid: string;
+      /**
+       * The single webhook the trigger selects, by UID or by its file's name (`ci` for `webhooks/ci.yaml`):
+       * exactly one of the two is set. A name is resolved to the webhook's UID at apply.
+       */
+      webhookUid: string | null;
+      webhookName: string | null;
       payload: PayloadFilter | null;
     }
   | {
@@ -168,6 +178,18 @@ export interface RunnerDefinition {
     dockerImage: string | null;
     macVersion: string | null;
   };
+  /** Agentyard's `x-agentyard-limits` extension, when the file declares it. */
+  limits?: RunnerLimits;
+}
+
+/** A runner's sandbox limits (`x-agentyard-limits`); each tightens the server's own. */
+export interface RunnerLimits {
+  processes?: number;
+  tmpMiB?: number;
+  workspaceMiB?: number;
+  events?: number;
+  outputMiB?: number;
+  nestedUserNamespaces?: boolean;
 }
 
 export interface ScorerDefinition {

@@ -19,8 +19,7 @@ import { SCHEMA_VERSION } from './schemas.ts';
 export interface PoolContext {
   secretExists?(name: string): boolean | Promise<boolean>;
   secretIsUrlSafe?(name: string): boolean | Promise<boolean>;
-  /** Webhook file name → the UID it already has. */
-  webhookUids?: ReadonlyMap<string, string>;
+  /** UIDs of the factory's webhooks (ValidationContext.knownWebhookUids). */
   knownWebhookUids?: ReadonlySet<string>;
   /** Team runners that exist outside the tree. */
   teamRunners?: ReadonlySet<string>;
@@ -37,13 +36,28 @@ export interface DefinitionPoolOptions {
   timeoutMs: number;
   /** Heap of a worker (V8's old generation); a validation that needs more ends its worker. */
   memoryMb: number;
-  /** Worker threads at most; defaults to one less than the CPUs, at least one. */
+  /** Worker threads of the request lane at most; defaults to one less than the CPUs, at least one. */
   threads?: number;
-  /** Validations waiting for a thread at most; more are refused with `resource_unavailable`. */
+  /** Validate requests waiting for a thread at most; more are refused with `resource_unavailable`. */
   maxQueue?: number;
+  /**
+   * Longest a validate request may wait for a thread of its lane; then it is refused with `resource_unavailable`
+   * (429, Retry-After) rather than left hanging behind others.
+   */
+  queueWaitMs?: number;
 }
 
-export const DEFAULT_POOL_OPTIONS: DefinitionPoolOptions = { timeoutMs: 10_000, memoryMb: 256 };
+export const DEFAULT_POOL_OPTIONS: DefinitionPoolOptions = { timeoutMs: 10_000, memoryMb: 256, queueWaitMs: 5_000 };
+
+/** How busy a lane is: validations on its threads and waiting for one, and how many it has finished. */
+export interface LaneLoad {
+  running: number;
+  queued: number;
+  completed: number;
+}
+
+/** Which capacity a validation uses: the validate endpoint's (anyone's requests), or the reconciler's own. */
+export type Lane = 'requests' | 'applies';
 
 function refusal(files: readonly FactoryFileInput[], message: string): ValidationResult {
   const root = files.find((f) => f.path === 'factory.yaml')?.path ?? 'factory.yaml';
@@ -58,7 +72,6 @@ function refusal(files: readonly FactoryFileInput[], message: string): Validatio
 
 function snapshotOf(context: PoolContext): ContextSnapshot {
   return {
-    ...(context.webhookUids ? { webhookUids: [...context.webhookUids] } : {}),
     ...(context.knownWebhookUids ? { knownWebhookUids: [...context.knownWebhookUids] } : {}),
     ...(context.teamRunners ? { teamRunners: [...context.teamRunners] } : {}),
     ...(context.deploymentNotes ? { deploymentNotes: context.deploymentNotes } : {}),
@@ -70,46 +83,66 @@ function snapshotOf(context: PoolContext): ContextSnapshot {
 /**
  * Parses and validates factory trees on worker threads, so that a hostile tree (deep nesting, huge files)
  * costs a worker, never the event loop: each job has a time and a heap budget and answers a
- * `FF_LIMIT_EXCEEDED` diagnostic when it runs out of either.
+ * `FF_LIMIT_EXCEEDED` diagnostic when it runs out of either. Two lanes of threads: validate requests (which
+ * anyone may send) queue only behind each other, for a bounded time, and never take the thread the reconciler
+ * validates teams' applies on.
  */
 export class DefinitionPool {
   readonly options: DefinitionPoolOptions;
-  readonly #pool: Piscina<ValidateTask, TaskOutcome>;
+  readonly #lanes: Record<Lane, Piscina<ValidateTask, TaskOutcome>>;
+  readonly #running: Record<Lane, number> = { requests: 0, applies: 0 };
+  readonly #completed: Record<Lane, number> = { requests: 0, applies: 0 };
 
   constructor(options: DefinitionPoolOptions = DEFAULT_POOL_OPTIONS) {
     this.options = options;
     const threads = options.threads ?? Math.max(1, availableParallelism() - 1);
-    this.#pool = new Piscina({
-      filename: new URL('./validate-worker.ts', import.meta.url).href,
-      minThreads: 0,
-      maxThreads: threads,
-      idleTimeout: 60_000,
-      maxQueue: options.maxQueue ?? threads * 32,
-      resourceLimits: { maxOldGenerationSizeMb: options.memoryMb, maxYoungGenerationSizeMb: 16 },
-      // Below the event loop's priority: on a busy machine, webhooks and the API go first.
-      niceIncrement: 10,
-    });
-    // A worker that dies outside a job (out of memory while starting) is replaced; its job's own failure answers.
-    this.#pool.on('error', () => {});
+    const lane = (maxThreads: number, maxQueue: number) => {
+      const pool = new Piscina<ValidateTask, TaskOutcome>({
+        filename: new URL('./validate-worker.ts', import.meta.url).href,
+        minThreads: 0,
+        maxThreads,
+        idleTimeout: 60_000,
+        maxQueue,
+        resourceLimits: { maxOldGenerationSizeMb: options.memoryMb, maxYoungGenerationSizeMb: 16 },
+        // Below the event loop's priority: on a busy machine, webhooks and the API go first.
+        niceIncrement: 10,
+      });
+      // A worker that dies outside a job (out of memory while starting) is replaced; its job's own failure answers.
+      pool.on('error', () => {});
+      return pool;
+    };
+    this.#lanes = {
+      requests: lane(threads, options.maxQueue ?? threads * 8),
+      // One thread of its own: applies are serialised per factory and small; they queue only behind applies.
+      applies: lane(1, 1_000),
+    };
   }
 
+  /** A factory tree of an apply, a plan or a check: on the reconciler's lane. */
   async validate(files: readonly FactoryFileInput[], context?: PoolContext): Promise<ValidationResult> {
-    const outcome = await this.#run({ files: files.map((f) => ({ ...f })) }, files, context);
+    const outcome = await this.#run('applies', { files: files.map((f) => ({ ...f })) }, files, context);
     if ('problem' in outcome) throw new Error(outcome.problem.detail);
     return outcome.result;
   }
 
   /**
-   * A validate request's JSON body, parsed, checked against the request caps and validated on a worker: the
-   * event loop only copies the bytes. Answers the result, or the problem that refuses the request.
+   * A validate request's JSON body, parsed, checked against the request caps and validated on a worker of the
+   * requests lane: the event loop only copies the bytes. Answers the result, or the problem that refuses the
+   * request; throws `resource_unavailable` when the lane's queue is full or the wait for a thread too long.
    */
   validateRequest(body: Buffer, context?: PoolContext): Promise<TaskOutcome> {
     const copy = new Uint8Array(body.length);
     copy.set(body);
-    return this.#run({ body: copy }, [], context, [copy.buffer]);
+    return this.#run('requests', { body: copy }, [], context, [copy.buffer]);
+  }
+
+  /** The load of a lane (for readiness, metrics and tests). */
+  load(lane: Lane): LaneLoad {
+    return { running: this.#running[lane], queued: this.#lanes[lane].queueSize, completed: this.#completed[lane] };
   }
 
   async #run(
+    lane: Lane,
     task: ValidateTask,
     files: readonly FactoryFileInput[],
     context: PoolContext | undefined,
@@ -122,17 +155,40 @@ export class DefinitionPool {
     if (context) task.context = snapshotOf(context);
     const abort = new AbortController();
     let timer: NodeJS.Timeout | undefined;
+    let started = false;
+    const waitMs = this.options.queueWaitMs;
+    // A request still waiting for a thread after `queueWaitMs` is taken out of the queue and refused.
+    const waitTimer =
+      lane === 'requests' && waitMs !== undefined && waitMs > 0
+        ? setTimeout(() => {
+            if (!started) abort.abort(new QueueWaitExceeded());
+          }, waitMs)
+        : undefined;
     port.on('message', (message: WorkerMessage) => {
-      if ('started' in message) timer ??= setTimeout(() => abort.abort(), this.options.timeoutMs);
-      else if (context) void answer(port, message, context);
+      if ('started' in message) {
+        if (!started) this.#running[lane]++;
+        started = true;
+        clearTimeout(waitTimer);
+        timer ??= setTimeout(() => abort.abort(), this.options.timeoutMs);
+      } else if (context) void answer(port, message, context);
     });
     try {
-      return await this.#pool.run(task, { signal: abort.signal, transferList: [...transfer, channel.port2] });
+      return await this.#lanes[lane].run(task, { signal: abort.signal, transferList: [...transfer, channel.port2] });
     } catch (err) {
+      if (!started && abort.signal.reason instanceof QueueWaitExceeded)
+        throw new AppError(
+          'resource_unavailable',
+          `every factory-validation thread stayed busy for ${(waitMs ?? 0) / 1000} s; retry shortly`,
+          { headers: { 'retry-after': String(Math.max(1, Math.ceil((waitMs ?? 0) / 1000))) } },
+        );
       return { result: this.#failed(files, err) };
     } finally {
       clearTimeout(timer);
+      clearTimeout(waitTimer);
       port.close();
+      if (started) this.#running[lane]--;
+      // A job may end before its start message is read: it counts as done all the same.
+      if (!(abort.signal.reason instanceof QueueWaitExceeded)) this.#completed[lane]++;
     }
   }
 
@@ -155,8 +211,16 @@ export class DefinitionPool {
     throw err;
   }
 
-  close(): Promise<void> {
-    return this.#pool.close({ force: true });
+  async close(): Promise<void> {
+    await Promise.all([this.#lanes.requests.close({ force: true }), this.#lanes.applies.close({ force: true })]);
+  }
+}
+
+/** The abort reason of a request that waited too long for a thread. */
+class QueueWaitExceeded extends Error {
+  constructor() {
+    super('waited too long for a validation thread');
+    this.name = 'AbortError';
   }
 }
 
@@ -175,10 +239,18 @@ async function answer(port: MessageChannel['port1'], question: SecretQuestion, c
   }
 }
 
-/** The pool's budgets from a server's configuration (AGENTYARD_VALIDATION_TIMEOUT_MS, AGENTYARD_VALIDATION_MEMORY_MB). */
+/**
+ * The pool's budgets from a server's configuration (AGENTYARD_VALIDATION_TIMEOUT_MS, AGENTYARD_VALIDATION_MEMORY_MB,
+ * AGENTYARD_VALIDATION_QUEUE_WAIT_MS).
+ */
 export function poolOptionsFor(config: {
   validationTimeoutMs: number;
   validationMemoryMb: number;
+  validationQueueWaitMs: number;
 }): DefinitionPoolOptions {
-  return { timeoutMs: config.validationTimeoutMs, memoryMb: config.validationMemoryMb };
+  return {
+    timeoutMs: config.validationTimeoutMs,
+    memoryMb: config.validationMemoryMb,
+    queueWaitMs: config.validationQueueWaitMs,
+  };
 }

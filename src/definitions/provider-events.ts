@@ -13,6 +13,18 @@ export interface ProviderEvent {
   facts: Facts;
 }
 
+/**
+ * Who caused an event, as a factory's trigger policy judges it (docs/governance.md, "Who may trigger").
+ * GitHub: the `author_association` of the text the event is about when its sender wrote it (the comment, the
+ * review, their own issue or pull request), `NONE` when the payload omits it; null when the sender acted on
+ * someone else's item (labels, assignments, review requests, merges) or the event has no author (pushes,
+ * checks, workflow runs): GitHub lets only people with triage or write access do those.
+ * Slack and Linear: whether a bot or app caused it, and whether someone outside the workspace did.
+ */
+export type EventOrigin =
+  | { provider: 'github'; login: string | null; association: string | null }
+  | { provider: 'slack' | 'linear'; user: string | null; bot: boolean; external: string | null };
+
 export interface DerivedEvents {
   /** `owner/name` (GitHub), the channel (Slack) or the team key (Linear), for the envelope; null when none. */
   subject: string | null;
@@ -20,6 +32,8 @@ export interface DerivedEvents {
   repository: string | null;
   /** Who caused the event, as the provider names accounts: GitHub login, Slack user id, Linear user id. */
   sender?: string | null;
+  /** Who caused the event, for the trigger policy; absent: nobody to judge (no events). */
+  origin?: EventOrigin;
   events: ProviderEvent[];
   /**
    * Linear: users mentioned by profile link in markdown whose ids the payload does not carry. Their ids are
@@ -223,7 +237,25 @@ export function githubEvents(eventType: string, body: unknown): DerivedEvents {
       break;
     }
   }
-  return { subject: repo ?? null, repository, sender: sender ?? null, events };
+  return {
+    subject: repo ?? null,
+    repository,
+    sender: sender ?? null,
+    origin: { provider: 'github', login: sender ?? null, association: githubAssociation(payload, sender) },
+    events,
+  };
+}
+
+function githubAssociation(payload: Obj, sender: string | undefined): string | null {
+  // What the sender wrote in this event: a comment or a review is always theirs.
+  const written = obj(payload.comment) ?? obj(payload.review);
+  if (written) return str(written.author_association) ?? 'NONE';
+  const item = obj(payload.pull_request) ?? obj(payload.issue);
+  if (item && sender !== undefined && str(obj(item.user)?.login) === sender)
+    return str(item.author_association) ?? 'NONE';
+  // An item without a sender or author to compare: judged as written by a stranger.
+  if (item && (sender === undefined || str(obj(item.user)?.login) === undefined)) return 'NONE';
+  return null;
 }
 
 // ── Slack ────────────────────────────────────────────────────────────────────────────────────────────────
@@ -245,7 +277,12 @@ export function slackEvents(body: unknown): DerivedEvents {
   if (payload?.type !== 'event_callback' || !event) return NONE;
   const type = str(event.type);
   const channel = str(event.channel) ?? str(obj(event.item)?.channel);
-  const base = { subject: channel ?? null, repository: null, sender: str(event.user) ?? null };
+  const base = {
+    subject: channel ?? null,
+    repository: null,
+    sender: str(event.user) ?? null,
+    origin: slackOrigin(payload!, event),
+  };
   const message: Facts = {
     channel_ids: strings(channel),
     user_ids: strings(event.user),
@@ -287,6 +324,16 @@ export function slackEvents(body: unknown): DerivedEvents {
     default:
       return { ...base, events: [] };
   }
+}
+
+/** A bot or app (bot_id, a bot profile, a bot_message); a user of another workspace (Slack Connect). */
+function slackOrigin(payload: Obj, event: Obj): EventOrigin {
+  const bot =
+    str(event.bot_id) !== undefined || obj(event.bot_profile) !== undefined || event.subtype === 'bot_message';
+  const home = new Set(strings(payload.team_id, ...list(payload.authorizations).map((a) => obj(a)?.team_id)));
+  const team = str(event.user_team) ?? str(obj(event.user_profile)?.team) ?? str(event.team);
+  const external = team !== undefined && home.size > 0 && !home.has(team) ? team : null;
+  return { provider: 'slack', user: str(event.user) ?? null, bot, external };
 }
 
 // ── Linear ───────────────────────────────────────────────────────────────────────────────────────────────
@@ -433,6 +480,13 @@ export function linearEvents(body: unknown): DerivedEvents {
     });
   }
   const session = obj(payload.agentSession);
+  const actor = obj(payload.actor);
+  const actorType = str(actor?.type)?.toLowerCase();
+  // An app acts as `OauthClient` or `Integration`; a comment can also carry the app that posted it.
+  const bot = (actorType !== undefined && actorType !== 'user') || obj(data?.botActor) !== undefined;
+  // Comments synced from Slack and customer requests are written by people who are no users of the workspace.
+  const externalUser =
+    str(data?.externalUserId) ?? str(obj(data?.externalUser)?.id) ?? str(data?.externalUserCreatorId) ?? null;
   const sender =
     str(obj(payload.actor)?.id) ??
     (type === 'Comment' ? str(data?.userId) : undefined) ??
@@ -443,6 +497,12 @@ export function linearEvents(body: unknown): DerivedEvents {
     subject,
     repository: null,
     sender,
+    origin: {
+      provider: 'linear',
+      user: sender,
+      bot,
+      external: externalUser === null ? null : `external user ${externalUser}`,
+    },
     events,
     ...(mentionedProfiles.length > 0 && events.length > 0 ? { mentionedProfiles } : {}),
   };

@@ -88,7 +88,8 @@ export function resolveExecution(levels: readonly ExecutionLevel[]): Resolution 
       const auth: HarnessAuth | null = has(h, 'auth') ? (h.auth ?? null) : base.auth;
       if (has(h, 'auth')) origins.auth = at('harness/auth');
       else if (typeChanged) delete origins.auth;
-      harness = { type, model, reasoningLevel, auth };
+      const baseUrl = has(h, 'baseUrl') ? h.baseUrl || undefined : base.baseUrl;
+      harness = { type, model, reasoningLevel, auth, ...(baseUrl ? { baseUrl } : {}) };
       origins.harness = at('harness');
     }
     if (typeof d.runner === 'string') {

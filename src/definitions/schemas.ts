@@ -90,6 +90,8 @@ function instance(): Ajv2020 {
   addFormats.default(created);
   ajvErrors.default(created);
   created.addKeyword({ keyword: 'x-agentyard-code', schemaType: 'string' });
+  // Marks a key Agentyard adds to the product's format (docs/factory-files.md says so beside it).
+  created.addKeyword({ keyword: 'x-agentyard-extension', schemaType: 'boolean' });
   created.addKeyword({
     keyword: 'x-agentyard-not-run-here',
     schemaType: 'string',

@@ -12,7 +12,6 @@ compileAllSchemas();
 
 /** The live state a validation may consult, in a form that crosses a thread boundary. */
 export interface ContextSnapshot {
-  webhookUids?: [string, string][];
   knownWebhookUids?: string[];
   teamRunners?: string[];
   models?: { ids: string[]; closed: boolean };
@@ -57,10 +56,6 @@ function asker(port: MessagePort): (ask: SecretQuestion['ask'], name: string) =>
 
 function contextOf(snapshot: ContextSnapshot, port: MessagePort | undefined): ValidationContext {
   const context: ValidationContext = {};
-  if (snapshot.webhookUids) {
-    const uids = new Map(snapshot.webhookUids);
-    context.webhookUidForName = (name) => uids.get(name);
-  }
   if (snapshot.knownWebhookUids) context.knownWebhookUids = new Set(snapshot.knownWebhookUids);
   if (snapshot.teamRunners) {
     const runners = new Set(snapshot.teamRunners);

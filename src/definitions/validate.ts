@@ -28,6 +28,7 @@ import type {
   McpServerRef,
   ResolvedExecution,
   RunnerDefinition,
+  RunnerLimits,
   ScorerDefinition,
   SkillFile,
   Trigger,
@@ -40,6 +41,8 @@ import { SCHEMA_VERSION, checkSchema } from './schemas.ts';
 import type { SchemaKind } from './schemas.ts';
 import { CREDENTIAL_HEADERS } from './signature-schemes.ts';
 import { parseMarkdownSource, parseYamlSource } from './yaml.ts';
+import { triggerPolicyOf } from './trigger-policy.ts';
+import { TreeBudget } from './work-budget.ts';
 import type { ParsedSource, Position, PositionTarget } from './yaml.ts';
 
 export interface ValidationResult {
@@ -136,6 +139,8 @@ class FactoryValidation {
   private readonly context: ValidationContext | undefined;
   private readonly reporter = new Reporter();
   private readonly sources = new Map<string, ParsedSource>();
+  /** Keys, nodes and aliases every file of the tree may use in all (each file also has its own budget). */
+  private readonly budget = new TreeBudget();
   private readonly notRun: StateDependentCheck[] = [];
   private readonly deferred: DeferredResolution[] = [];
   private readonly secretRefs: { name: string; source: ParsedSource; pointer: string }[] = [];
@@ -292,7 +297,9 @@ class FactoryValidation {
 
   private parseAndCheckSchema(file: ClassifiedFile): Checked {
     const markdown = file.path.endsWith('.md');
-    const source = markdown ? parseMarkdownSource(file.path, file.content) : parseYamlSource(file.path, file.content);
+    const source = markdown
+      ? parseMarkdownSource(file.path, file.content, this.budget)
+      : parseYamlSource(file.path, file.content, this.budget);
     this.sources.set(file.path, source);
     this.reporter.diagnostics.push(...source.diagnostics);
     if (!source.value) return { file, source, value: undefined };
@@ -419,6 +426,7 @@ class FactoryValidation {
       mcpServers: { ...((v.mcpServers as Record<string, McpServerRef> | undefined) ?? {}) },
       integrations,
       cloudProviders: cloud,
+      triggerPolicy: triggerPolicyOf(v.triggerPolicy),
       agentDefaults: overridesOf(defaults),
     };
     return {
@@ -446,14 +454,20 @@ class FactoryValidation {
     }
     const harness = v.harness as Json | undefined | null;
     if (harness) {
-      const keys = ['type', 'model', 'reasoningLevel', 'auth'].filter((k) => Object.hasOwn(harness, k));
+      const keys = ['type', 'model', 'reasoningLevel', 'auth', 'baseUrl'].filter((k) => Object.hasOwn(harness, k));
       if (!isDefaults && keys.length === 0) {
         error(
           'FF_MISSING_REQUIRED',
           `${base}/harness`,
-          'a harness override must set at least one of `type`, `model`, `reasoningLevel`, `auth`',
+          'a harness override must set at least one of `type`, `model`, `reasoningLevel`, `auth`, `baseUrl`',
         );
       }
+      if (typeof harness.baseUrl === 'string' && typeof harness.type === 'string' && harness.type !== 'agentyard')
+        error(
+          'FF_INVALID_VALUE',
+          `${base}/harness/baseUrl`,
+          "`baseUrl` is the built-in agent's endpoint: only `harness.type: agentyard` takes it",
+        );
       if (harness.type === 'oz') {
         if (harness.reasoningLevel)
           error('FF_INVALID_VALUE', `${base}/harness/reasoningLevel`, 'the oz harness has no `reasoningLevel`');
@@ -739,6 +753,7 @@ class FactoryValidation {
         dockerImage: linux ? (linux.dockerImage as string) : null,
         macVersion: os === 'macos' ? (str(mac?.version) ?? '26') : null,
       },
+      ...(v['x-agentyard-limits'] ? { limits: { ...(v['x-agentyard-limits'] as RunnerLimits) } } : {}),
     };
   }
 

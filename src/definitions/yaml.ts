@@ -2,6 +2,8 @@ import { LineCounter, Parser, isAlias, isMap, isScalar, isSeq, parseAllDocuments
 import type { CST, Document, Node as YamlNode, ParsedNode, YAMLError } from 'yaml';
 import type { DiagnosticCode } from './codes.ts';
 import { MAX_YAML_DEPTH, excessiveDepth } from './depth.ts';
+import { TREE_BUDGET, YAML_BUDGET, overBudget } from './work-budget.ts';
+import type { BudgetItem, TreeBudget } from './work-budget.ts';
 import type { Diagnostic } from './diagnostic.ts';
 
 export interface Position {
@@ -151,22 +153,30 @@ function checkRestrictedSyntax(doc: Document.Parsed, source: string, locator: So
 }
 
 /** `duplicate key \`name\` (first on line 2)`: the repeated key, found in the mapping that holds it. */
-function duplicateKeyMessage(doc: Document.Parsed, error: YAMLError, locator: SourceLocator): string {
-  let message = 'duplicate key in a mapping';
+/**
+ * Each repeated key of a mapping, at the repeat, naming the line of the first, in source order: one pass with
+ * a set per mapping (the parser's own `uniqueKeys` compares every key with every other).
+ */
+function duplicateKeys(doc: Document.Parsed, locator: SourceLocator, emit: Emit): void {
+  const repeats: { at: number; message: string }[] = [];
   visit(doc, {
     Map(_key, map) {
-      const keys = map.items.map((p) => p.key as ParsedNode | null);
-      const at = keys.findIndex((k) => k?.range[0] === error.pos[0]);
-      if (at < 0) return undefined;
-      const name = isScalar(keys[at]) ? String(keys[at].value) : undefined;
-      if (name === undefined) return visit.BREAK;
-      const first = keys.find((k) => isScalar(k) && String(k.value) === name);
-      const line = first ? locator.at(first.range[0]).line : undefined;
-      message = `duplicate key \`${name}\`${line !== undefined ? ` (first on line ${line})` : ''}`;
-      return visit.BREAK;
+      const seen = new Map<unknown, ParsedNode>();
+      for (const pair of map.items) {
+        const key = pair.key as ParsedNode | null;
+        if (!isScalar(key)) continue;
+        const first = seen.get(key.value);
+        if (first === undefined) seen.set(key.value, key);
+        else
+          repeats.push({
+            at: key.range[0],
+            message: `duplicate key \`${String(key.value)}\` (first on line ${locator.at(first.range[0]).line})`,
+          });
+      }
     },
   });
-  return message;
+  repeats.sort((a, b) => a.at - b.at);
+  for (const repeat of repeats) emit('FF_DUPLICATE_KEY', repeat.message, locator.at(repeat.at));
 }
 
 const CLOSERS: Record<string, string> = { '[': ']', '{': '}', '"': '"', "'": "'" };
@@ -222,11 +232,18 @@ function isClosedQuote(source: string): boolean {
   return backslashes % 2 === 0;
 }
 
+const BUDGET_WORDS: Record<BudgetItem, string> = {
+  keys: 'mapping keys',
+  nodes: 'values and collections',
+  aliases: 'aliases',
+};
+
 function parseBlock(
   file: string,
   block: YamlBlock,
   emptyAllowed: boolean,
   rootPosition?: Position,
+  tree?: TreeBudget,
 ): Omit<ParsedSource, 'body' | 'bodyLine'> {
   const diagnostics: Diagnostic[] = [];
   const emit = collector(file, diagnostics);
@@ -238,10 +255,23 @@ function parseBlock(
     });
     return { file, value: undefined, diagnostics, locate: () => rootPosition ?? START };
   }
+  const over = overBudget(block.text, tree);
+  if (over) {
+    const what =
+      over.scope === 'file'
+        ? `the file has more than ${YAML_BUDGET[over.item]} ${BUDGET_WORDS[over.item]}`
+        : `the factory files have more than ${TREE_BUDGET[over.item]} ${BUDGET_WORDS[over.item]} in all`;
+    emit('FF_LIMIT_EXCEEDED', `${what}; it is not parsed`, {
+      line: over.position.line + block.lineOffset,
+      column: over.position.column,
+    });
+    return { file, value: undefined, diagnostics, locate: () => rootPosition ?? START };
+  }
   const counter = new LineCounter();
+  // Duplicate keys are found by `duplicateKeys` below in one pass: the parser's own check is quadratic.
   const docs = parseAllDocuments(block.text, {
     lineCounter: counter,
-    uniqueKeys: true,
+    uniqueKeys: false,
     keepSourceTokens: true,
     merge: false,
     prettyErrors: false,
@@ -263,11 +293,8 @@ function parseBlock(
   let tokens: CST.Token[] | undefined;
   const openersTaken = new Set<number>();
   for (const d of docs) {
+    duplicateKeys(d, locator, emit);
     for (const error of d.errors) {
-      if (error.code === 'DUPLICATE_KEY') {
-        emit('FF_DUPLICATE_KEY', duplicateKeyMessage(d, error, locator), locator.at(error.pos[0]));
-        continue;
-      }
       const text = error.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
       tokens ??= [...new Parser().parse(block.text)];
       const opener = unclosedOpener(tokens, error, openersTaken);
@@ -303,8 +330,8 @@ function parseBlock(
 }
 
 /** A `.yaml` resource: one document whose root is a mapping. */
-export function parseYamlSource(file: string, text: string): ParsedSource {
-  return parseBlock(file, { text: text.replace(/^\uFEFF/, ''), lineOffset: 0 }, false);
+export function parseYamlSource(file: string, text: string, tree?: TreeBudget): ParsedSource {
+  return parseBlock(file, { text: text.replace(/^\uFEFF/, ''), lineOffset: 0 }, false, undefined, tree);
 }
 
 /** Splits `text` into lines, keeping each line's start offset (handles LF and CRLF). */
@@ -324,7 +351,7 @@ function lineAt(text: string, starts: number[], index: number): string {
  * A Markdown resource: a `---` frontmatter fence (YAML mapping, may be empty) followed by the body.
  * Positions of frontmatter keys are lines of the `.md` file.
  */
-export function parseMarkdownSource(file: string, raw: string): ParsedSource {
+export function parseMarkdownSource(file: string, raw: string, tree?: TreeBudget): ParsedSource {
   const text = raw.replace(/^\uFEFF/, '');
   const diagnostics: Diagnostic[] = [];
   const emit = collector(file, diagnostics);
@@ -356,6 +383,6 @@ export function parseMarkdownSource(file: string, raw: string): ParsedSource {
   const frontmatter = text.slice(starts[1]!, starts[close]!);
   const bodyStart = starts[close + 1];
   const body = bodyStart === undefined ? '' : text.slice(bodyStart);
-  const parsed = parseBlock(file, { text: frontmatter, lineOffset: 1 }, true, START);
+  const parsed = parseBlock(file, { text: frontmatter, lineOffset: 1 }, true, START, tree);
   return { ...parsed, body, bodyLine: close + 2 };
 }

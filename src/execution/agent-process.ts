@@ -19,6 +19,8 @@ export interface AgentProcessOptions {
   keepStdinOpen: boolean;
   onStdoutLine: (line: string) => void;
   onStderrLine: (line: string) => void;
+  /** Bytes read from stdout or stderr, as they arrive (before they make lines: a line may be endless). */
+  onOutput?: (bytes: number) => void;
   /**
    * The command is a sandbox launcher (bubblewrap) that dies at SIGTERM without passing it on: SIGTERM goes
    * only to what runs inside it, so the agent may end gracefully; SIGKILL still ends everything.
@@ -60,6 +62,10 @@ export class AgentProcess {
       [child.stderr, options.onStderrLine],
     ] as const) {
       if (!stream) continue;
+      if (options.onOutput) {
+        const onOutput = options.onOutput;
+        stream.on('data', (chunk: Buffer) => onOutput(chunk.length));
+      }
       const rl = createInterface({ input: stream, crlfDelay: Infinity });
       rl.on('line', (line) => onLine(line.length > MAX_LINE ? line.slice(0, MAX_LINE) : line));
       readerDone.push(new Promise((resolve) => rl.once('close', resolve)));

@@ -1,12 +1,13 @@
-import { readFileSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { MAX_ARTIFACT_FILE_BYTES } from '../runs/artifact-files.ts';
 import type { AgentEvent } from './assignment.ts';
+import { readFileInside, WorkspacePathError } from './workspace-fs.ts';
 
 /**
  * A FILE or SCREENSHOT artifact an agent reports by its `filepath` in the workspace gets the file's bytes
  * (`content_base64`), read here where the workspace is, so that the server can serve them after the
- * workspace is gone. A path outside the workspace, a missing or an oversized file: an `error` event instead.
+ * workspace is gone. A path outside the workspace or through a symbolic link, a missing, special or oversized
+ * file: an `error` event instead.
  */
 export function withArtifactContent(events: AgentEvent[], workspaceDir: string): AgentEvent[] {
   if (!events.some((e) => e.type === 'artifact')) return events;
@@ -35,20 +36,15 @@ export function withArtifactContent(events: AgentEvent[], workspaceDir: string):
   return out;
 }
 
-/** The file's bytes, or why not. */
+/** The file's bytes, or why not (a link anywhere on its path is refused: it is never followed). */
 function readWorkspaceFile(workspaceDir: string, filepath: string): Buffer | string {
   try {
-    const root = realpathSync(workspaceDir);
-    const inside = (p: string) => p.startsWith(`${root}${path.sep}`);
-    // Lexically first (a missing file outside is still outside), then through symbolic links.
-    if (!inside(path.resolve(root, filepath))) return 'the path leaves the workspace';
-    const file = realpathSync(path.resolve(root, filepath));
-    if (!inside(file)) return 'the path leaves the workspace';
-    const stat = statSync(file);
-    if (!stat.isFile()) return 'not a regular file';
-    if (stat.size > MAX_ARTIFACT_FILE_BYTES) return `over ${MAX_ARTIFACT_FILE_BYTES} bytes`;
-    return readFileSync(file);
+    const relative = path.isAbsolute(filepath) ? path.relative(workspaceDir, filepath) : filepath;
+    return readFileInside(workspaceDir, relative, MAX_ARTIFACT_FILE_BYTES);
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file in the workspace' : (err as Error).message;
+    if (err instanceof WorkspacePathError)
+      return err.message.endsWith('leaves the workspace') ? 'the path leaves the workspace' : err.message;
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' ? 'no such file in the workspace' : `cannot be read (${code ?? (err as Error).message})`;
   }
 }

@@ -5,6 +5,7 @@
  */
 import type { McpServerConfig } from '../runs/model.ts';
 import type { RunEventType } from '../runs/events.ts';
+import type { RunnerLimits } from './limits.ts';
 import type { HarnessType } from './settings.ts';
 
 export interface AssignmentFile {
@@ -65,6 +66,8 @@ export interface Assignment {
    * AGENTYARD_RUN_TOKEN. Redacted from events like a secret.
    */
   factoryMcp?: { url: string; token: string };
+  /** The `x-agentyard-limits` of the run's runner: they tighten the executing host's own limits. */
+  limits?: RunnerLimits;
   /** Follow-ups this execution delivers (they are part of `prompt`). */
   followups: AssignmentFollowup[];
   /** The run as the `command` harness receives it on stdin. */
@@ -102,5 +105,6 @@ export const SECRET_ENV_OF: Record<HarnessType, string[]> = {
   codex: ['OPENAI_API_KEY', 'CODEX_API_KEY'],
   gemini: ['GEMINI_API_KEY'],
   command: ['AGENT_API_KEY'],
+  agentyard: ['AGENTYARD_OPENAI_API_KEY'],
   noop: [],
 };

@@ -23,6 +23,7 @@ import { claimServiceRuns } from './queue.ts';
 import type { Claimed, ClaimOptions } from './queue.ts';
 import type { ExecutionRecorder } from './recorder.ts';
 import { ExecutionRunner } from './runner.ts';
+import { applyRunnerSettings } from './runner-settings.ts';
 import type { ExecutionSettings } from './settings.ts';
 import * as sql from './sql.ts';
 
@@ -213,16 +214,12 @@ export class ServiceExecutor implements HandOffTarget {
       this.#deps.sessionLink,
       this.#deps.factoryMcpUrl,
     );
-    if (this.#deps.settings.sandbox.containerRuntime) {
-      const images = await sql.runnerImages(
-        this.#deps.db,
-        claimed.map((c) => c.run.id),
-      );
-      assignments.forEach((assignment, i) => {
-        const image = images.get(claimed[i]!.run.id);
-        if (image && !(assignment instanceof Error)) assignment.image = image;
-      });
-    }
+    await applyRunnerSettings(
+      this.#deps.db,
+      claimed.map((c) => c.run),
+      assignments,
+      this.#deps.settings.sandbox.containerRuntime !== undefined,
+    );
     claimed.forEach((c, i) => this.#launch(c, assignments[i]!));
     this.#deps.onClaimed?.(claimed.map((c) => c.run.id));
   }

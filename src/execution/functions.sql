@@ -55,9 +55,16 @@ BEGIN
 END
 $$;
 
--- A self-hosted worker: the team's queued runs whose worker_host is its ID, oldest first.
+-- A self-hosted worker: the team's queued runs whose worker_host is its ID, oldest first, that its registration
+-- may receive (docs/security.md, "Self-hosted workers"): a run acting as a member (credentialStrategy CREATOR,
+-- `acts_as`) carries that member's own tokens, so it goes only to a worker connected with a team admin key
+-- (p_trusted) or registered by that member (p_registrant: the subject who made the worker token).
 
-CREATE OR REPLACE FUNCTION ay_lock_worker_runs(p_team text, p_worker text, p_harnesses text[], p_limit integer)
+DROP FUNCTION IF EXISTS ay_claim_worker_runs(text, text, text[], integer, text[], text[], text[], text, integer, text, text[]);
+DROP FUNCTION IF EXISTS ay_lock_worker_runs(text, text, text[], integer);
+
+CREATE OR REPLACE FUNCTION ay_lock_worker_runs(
+  p_team text, p_worker text, p_harnesses text[], p_limit integer, p_trusted boolean, p_registrant text)
 RETURNS TABLE (out_id text, out_harness text, out_attempt integer)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
@@ -67,6 +74,10 @@ BEGIN
   FROM runs r
   WHERE r.team_id = p_team AND r.worker_host = p_worker AND r.state = 'QUEUED'
     AND coalesce(nullif(lower(r.config->'harness'->>'type'), ''), 'oz') = ANY(p_harnesses)
+    AND (p_trusted OR r.acts_as IS NULL OR EXISTS (
+      SELECT 1 FROM integration_identities i
+      WHERE i.team_id = r.team_id AND i.subject_id = p_registrant AND i.provider = r.acts_as->>'provider'
+        AND lower(i.external_id) = lower(r.acts_as->>'account')))
   ORDER BY r.created_at, r.id
   LIMIT p_limit
   FOR UPDATE OF r SKIP LOCKED;
@@ -136,8 +147,9 @@ END
 $$;
 
 CREATE OR REPLACE FUNCTION ay_claim_worker_runs(
-  p_team text, p_worker text, p_harnesses text[], p_limit integer, p_execution_ids text[], p_harness_spellings text[],
-  p_harness_types text[], p_executor text, p_lease_ms integer, p_to text, p_from text[])
+  p_team text, p_worker text, p_trusted boolean, p_registrant text, p_harnesses text[], p_limit integer,
+  p_execution_ids text[], p_harness_spellings text[], p_harness_types text[], p_executor text, p_lease_ms integer,
+  p_to text, p_from text[])
 RETURNS TABLE (run jsonb, execution_id text, attempt integer, harness text, previous json, followups json, attachments json)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -147,7 +159,8 @@ DECLARE
 BEGIN
   SELECT array_agg(l.out_id ORDER BY l.ord), array_agg(l.out_harness ORDER BY l.ord), array_agg(l.out_attempt ORDER BY l.ord)
     INTO v_ids, v_spellings, v_attempts
-  FROM ay_lock_worker_runs(p_team, p_worker, p_harnesses, p_limit) WITH ORDINALITY AS l(out_id, out_harness, out_attempt, ord);
+  FROM ay_lock_worker_runs(p_team, p_worker, p_harnesses, p_limit, p_trusted, p_registrant)
+    WITH ORDINALITY AS l(out_id, out_harness, out_attempt, ord);
   IF v_ids IS NULL THEN
     RETURN;
   END IF;

@@ -106,10 +106,17 @@ export async function claimWorkerRuns(
   db: Db,
   teamId: string,
   workerId: string,
+  registration: sql.WorkerRegistration,
   options: ClaimOptions,
 ): Promise<Claimed[]> {
   const { spellings, types } = harnessParams(options);
   if (options.limit <= 0 || spellings.length === 0) return [];
-  const res = await sql.ayClaimWorkerRuns(db, teamId, workerId, claimParams(options.limit, spellings, types, options));
+  const res = await sql.ayClaimWorkerRuns(
+    db,
+    teamId,
+    workerId,
+    registration,
+    claimParams(options.limit, spellings, types, options),
+  );
   return claimedFrom(res.rows);
 }

@@ -21,6 +21,8 @@ export interface ReaperDeps {
   /** Where this host's workspaces live, and how long a finished one is kept. */
   workspaceRoot: string;
   workspaceRetentionMs: number;
+  /** Where executions' configuration directories live (removed by the runner; swept after a crash). */
+  configRoot?: string;
 }
 
 const SWEEP_EVERY_MS = 10 * 60_000;
@@ -114,10 +116,26 @@ export class Reaper {
       if (now - modifiedAt.getTime() > workspaceRetentionMs) candidates.push(id);
       return true;
     });
+    await this.#sweepConfigDirs(now);
     if (candidates.length === 0) return [];
     const live = await sql.executionsToKeep(this.#deps.db, candidates, workspaceRetentionMs);
     const keep = new Set(live.rows.map((r) => r.id));
     return sweepWorkspaces(workspaceRoot, (id) => !candidates.includes(id) || keep.has(id));
+  }
+
+  /** Configuration directories of executions no longer running (their runner died before removing them). */
+  async #sweepConfigDirs(now: number): Promise<void> {
+    const { configRoot } = this.#deps;
+    if (!configRoot) return;
+    const candidates: string[] = [];
+    await sweepWorkspaces(configRoot, (id, modifiedAt) => {
+      if (now - modifiedAt.getTime() > 60_000) candidates.push(id);
+      return true;
+    });
+    if (candidates.length === 0) return;
+    const running = await sql.executionsToKeep(this.#deps.db, candidates, 0);
+    const keep = new Set(running.rows.map((r) => r.id));
+    await sweepWorkspaces(configRoot, (id) => !candidates.includes(id) || keep.has(id));
   }
 
   async stop(): Promise<void> {

@@ -14,6 +14,16 @@ const WorkerSchema = Type.Object({
   host: Type.Union([Type.String(), Type.Null()]),
   version: Type.Union([Type.String(), Type.Null()]),
   protocol: Type.Integer(),
+  registered_with: Type.Union(
+    [
+      Type.Object({
+        kind: Type.Union([Type.Literal('key'), Type.Literal('token')]),
+        id: Type.String({ description: "The team admin's API key id, or the worker token's id (to revoke it)" }),
+      }),
+      Type.Null(),
+    ],
+    { description: 'What the worker connected with (docs/worker-protocol.md, Credentials)' },
+  ),
   connected_at: Type.String({ format: 'date-time' }),
   last_seen_at: Type.String({ format: 'date-time' }),
   disconnected_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
@@ -58,6 +68,8 @@ export async function registerWorkerRoutes(
           host: w.host,
           version: w.version,
           protocol: w.protocol,
+          registered_with:
+            w.credential_kind && w.credential_id ? { kind: w.credential_kind, id: w.credential_id } : null,
           connected_at: w.connected_at.toISOString(),
           last_seen_at: w.last_seen_at.toISOString(),
           disconnected_at: w.disconnected_at?.toISOString() ?? null,

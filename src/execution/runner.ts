@@ -4,6 +4,7 @@
  * executors and self-hosted workers both run assignments through this.
  */
 import { constants } from 'node:os';
+import path from 'node:path';
 import { withArtifactContent } from './artifact-content.ts';
 import { AgentProcess } from './agent-process.ts';
 import { adapterFor } from './harnesses/index.ts';
@@ -11,10 +12,20 @@ import type { HarnessAdapter, Invocation } from './harnesses/types.ts';
 import type { AgentEvent, ExecutionOutcome, Assignment, AssignmentFollowup } from './assignment.ts';
 import { removeContainer } from './sandbox/container.ts';
 import { sandboxInvocation } from './sandbox/index.ts';
-import type { SandboxKind } from './sandbox/index.ts';
+import type { SandboxedInvocation, SandboxKind } from './sandbox/index.ts';
 import type { ExecutionSettings } from './settings.ts';
+import { effectiveLimits, sizeText } from './limits.ts';
+import type { ExecutionLimits } from './limits.ts';
 import { redact, secretForms } from './redaction.ts';
-import { createWorkspace, workspaceSize, writeAssignmentFiles } from './workspace.ts';
+import {
+  createWorkspace,
+  removeConfigDir,
+  removeWorkspace,
+  workspaceSize,
+  workspaceUsage,
+  writeAssignmentFiles,
+} from './workspace.ts';
+import { WorkspacePathError } from './workspace-fs.ts';
 import type { Workspace } from './workspace.ts';
 
 export interface RunnerHooks {
@@ -31,8 +42,12 @@ export type StopReason = 'cancelled' | 'lost' | 'shutdown';
 
 /** stderr lines kept as `log` events per execution; the rest are counted. */
 const MAX_STDERR_EVENTS = 200;
-/** How often the workspace size is measured (at most every 5 s). */
-const SIZE_CHECK_MS = 5_000;
+/**
+ * How often the workspace's disk use is measured: at least every second, and at most every 5 s; in between,
+ * ten times as long as the last measurement took (a workspace of many files is not walked back to back).
+ */
+const SIZE_CHECK_MIN_MS = 1_000;
+const SIZE_CHECK_MAX_MS = 5_000;
 
 /** The environment every agent starts from; nothing else of the executor's own environment is passed. */
 const BASE_ENV_VARS = [
@@ -78,11 +93,17 @@ export class ExecutionRunner {
   readonly done: Promise<ExecutionOutcome>;
   readonly #settings: ExecutionSettings;
   readonly #hooks: RunnerHooks;
-  readonly #secrets: string[];
+  #secrets: string[];
   #adapter: HarnessAdapter | undefined;
   #process: AgentProcess | undefined;
   #stopReason: StopReason | undefined;
-  #stopError: { message: string; errorCode: string } | undefined;
+  #stopError: { message: string; errorCode: string; kind?: 'failed' | 'error' } | undefined;
+  readonly #limits: ExecutionLimits;
+  #eventCount = 0;
+  #outputBytes = 0;
+  #overLimit = false;
+  /** What the preparation of the execution has to say once it starts (a workspace not carried over). */
+  readonly #notes: AgentEvent[] = [];
   #workspace: Workspace | undefined;
   #sandbox: SandboxKind | undefined;
   #sessionId: string | undefined;
@@ -94,6 +115,7 @@ export class ExecutionRunner {
     this.assignment = assignment;
     this.#settings = settings;
     this.#hooks = hooks;
+    this.#limits = effectiveLimits(settings.limits, settings.workspaceMaxBytes, assignment.limits);
     this.#secrets = [
       ...new Set(
         [...Object.values(assignment.secretEnv), ...(assignment.factoryMcp ? [assignment.factoryMcp.token] : [])]
@@ -101,12 +123,14 @@ export class ExecutionRunner {
           .flatMap((v) => secretForms(v)),
       ),
     ].sort((a, b) => b.length - a.length);
-    this.done = this.#run().catch((err: unknown) => ({
-      kind: 'error' as const,
-      exitCode: null,
-      message: `the executor failed: ${redact(err instanceof Error ? err.message : String(err), this.#secrets)}`,
-      errorCode: 'executor_failed',
-    }));
+    this.done = this.#run()
+      .catch((err: unknown) => ({
+        kind: 'error' as const,
+        exitCode: null,
+        message: `the executor failed: ${redact(err instanceof Error ? err.message : String(err), this.#secrets)}`,
+        errorCode: 'executor_failed',
+      }))
+      .finally(() => (this.#workspace ? removeConfigDir(this.#workspace).catch(() => {}) : undefined));
   }
 
   /** Usage the agent reported so far, summed over its turns. */
@@ -115,7 +139,18 @@ export class ExecutionRunner {
   }
 
   #emit(events: AgentEvent[]): void {
-    if (events.length === 0) return;
+    if (events.length === 0 || this.#overLimit) return;
+    if (this.#eventCount + events.length > this.#limits.events) {
+      events = events.slice(0, Math.max(0, this.#limits.events - this.#eventCount));
+      this.#eventCount = this.#limits.events;
+      this.#emit(events);
+      this.#passLimit(
+        `the agent reported more than ${this.#limits.events} events (the execution's event limit)`,
+        'event_limit_exceeded',
+      );
+      return;
+    }
+    this.#eventCount += events.length;
     for (const e of events) {
       if (e.type === 'session' && typeof e.data.session_id === 'string') this.#sessionId = e.data.session_id;
       if (e.type === 'usage') {
@@ -141,8 +176,33 @@ export class ExecutionRunner {
     return true;
   }
 
+  /**
+   * The agent used more than a limit lets it (events, output, disk): it is stopped, its run ends FAILED with a
+   * message naming the limit, and nothing more it reports is kept.
+   */
+  #passLimit(message: string, errorCode: string): void {
+    if (this.#overLimit) return;
+    // the last event kept says why the rest is not
+    this.#hooks.events([{ type: 'error', data: { message, fatal: true, error_code: errorCode } }]);
+    this.#overLimit = true;
+    void this.stop('shutdown', { message, errorCode, kind: 'failed' });
+  }
+
+  /** Counts the agent's output as it arrives; past the limit the agent is stopped. */
+  #countOutput(bytes: number): void {
+    this.#outputBytes += bytes;
+    if (this.#outputBytes <= this.#limits.outputBytes) return;
+    this.#passLimit(
+      `the agent printed more than ${sizeText(this.#limits.outputBytes)} of output (the execution's output limit)`,
+      'output_limit_exceeded',
+    );
+  }
+
   /** Stops the agent's process tree; the outcome says why. */
-  async stop(reason: StopReason, error?: { message: string; errorCode: string }): Promise<void> {
+  async stop(
+    reason: StopReason,
+    error?: { message: string; errorCode: string; kind?: 'failed' | 'error' },
+  ): Promise<void> {
     this.#stopReason ??= reason;
     if (error) this.#stopError ??= error;
     await this.#process?.stop(this.#settings.killGraceMs);
@@ -168,7 +228,13 @@ export class ExecutionRunner {
 
   /** The outcome of an execution stopped by `stop()` (or refused at its start: cancelled, lease lost). */
   #stopped(exitCode: number | null): ExecutionOutcome {
-    if (this.#stopError) return this.#outcome('error', exitCode, this.#stopError.message, this.#stopError.errorCode);
+    if (this.#stopError)
+      return this.#outcome(
+        this.#stopError.kind ?? 'error',
+        exitCode,
+        this.#stopError.message,
+        this.#stopError.errorCode,
+      );
     switch (this.#stopReason) {
       case 'cancelled':
         return this.#outcome('cancelled', exitCode, 'stopped: the run was cancelled');
@@ -185,13 +251,31 @@ export class ExecutionRunner {
 
   async #prepareWorkspace(): Promise<string[]> {
     const assignment = this.assignment;
-    const ws = await createWorkspace(
-      this.#settings.workspaceRoot,
-      assignment.executionId,
-      assignment.previousExecutionId,
-    );
-    this.#workspace = ws;
-    return writeAssignmentFiles(ws.dir, assignment);
+    const { workspaceRoot, configRoot } = this.#settings;
+    const create = async (previous: string | undefined): Promise<string[]> => {
+      const ws = await createWorkspace(workspaceRoot, assignment.executionId, previous, configRoot);
+      this.#workspace = ws;
+      return writeAssignmentFiles(ws.dir, assignment);
+    };
+    try {
+      return await create(assignment.previousExecutionId);
+    } catch (err) {
+      if (!(err instanceof WorkspacePathError) || !assignment.previousExecutionId) throw err;
+      // The previous agent left a link where the server writes: its workspace is not carried over (the server
+      // would have to follow the link), and the follow-up goes on in a fresh one, saying why.
+      await removeWorkspace(path.join(workspaceRoot, assignment.executionId));
+      if (this.#workspace) await removeConfigDir(this.#workspace);
+      this.#workspace = undefined;
+      this.#notes.push({
+        type: 'error',
+        data: {
+          message: `the previous workspace was not carried over: ${err.message}; this execution starts in an empty workspace`,
+          fatal: false,
+          error_code: 'workspace_link_refused',
+        },
+      });
+      return create(undefined);
+    }
   }
 
   #environment(invocation: Invocation, ws: Workspace): Record<string, string> {
@@ -216,6 +300,7 @@ export class ExecutionRunner {
   /** What the agent starts with, recorded once it starts: the skill, left-out MCP servers, follow-ups in the prompt. */
   #emitPrelude(): void {
     const assignment = this.assignment;
+    this.#emit(this.#notes);
     if (assignment.skill) {
       this.#emit([
         {
@@ -287,7 +372,7 @@ export class ExecutionRunner {
 
     const adapter = adapterFor(assignment.harness)!;
     this.#adapter = adapter;
-    const bin = this.#settings.bins[assignment.harness];
+    const bin = this.#settings.bins[assignment.harness] ?? '';
     let invocation: Invocation;
     try {
       invocation = await adapter.prepare({
@@ -296,6 +381,7 @@ export class ExecutionRunner {
         bin,
         extraArgs: assignment.harness === 'command' ? this.#settings.commandArgs : [],
         prompt,
+        builtin: this.#settings.builtin,
       });
     } catch (err) {
       return this.#outcome(
@@ -305,12 +391,26 @@ export class ExecutionRunner {
         'environment_setup_failed',
       );
     }
+    if (invocation.secrets?.length) {
+      const extra = invocation.secrets.filter((v) => v.length >= 6).flatMap((v) => secretForms(v));
+      this.#secrets = [...new Set([...this.#secrets, ...extra])].sort((a, b) => b.length - a.length);
+    }
     const env = this.#environment(invocation, ws);
     let sandboxed;
     try {
       sandboxed = await sandboxInvocation(
-        { ...this.#settings.sandbox, hidden: [...this.#settings.sandbox.hidden, this.#settings.workspaceRoot] },
-        { invocation, workspace: ws, env, image: assignment.image, executionId: assignment.executionId },
+        {
+          ...this.#settings.sandbox,
+          hidden: [...this.#settings.sandbox.hidden, this.#settings.workspaceRoot, this.#settings.configRoot],
+        },
+        {
+          invocation,
+          workspace: ws,
+          env,
+          image: assignment.image,
+          executionId: assignment.executionId,
+          limits: this.#limits,
+        },
       );
     } catch (err) {
       return this.#outcome(
@@ -325,10 +425,35 @@ export class ExecutionRunner {
       return this.#outcome('error', null, this.#notFound(invocation), 'harness_unavailable');
     const sandbox: SandboxKind = sandboxed.kind;
     this.#sandbox = sandbox;
+    try {
+      return await this.#start(sandboxed, invocation, env, ws);
+    } finally {
+      await sandboxed.cleanup?.();
+    }
+  }
+
+  async #start(
+    sandboxed: Extract<SandboxedInvocation, { command: string }>,
+    invocation: Invocation,
+    env: Record<string, string>,
+    ws: Workspace,
+  ): Promise<ExecutionOutcome> {
+    const assignment = this.assignment;
+    const adapter = this.#adapter!;
+    const sandbox = sandboxed.kind;
     if (!(await this.#hooks.starting({ workspace: ws.dir, sandbox: sandboxed.description })) || this.#stopReason)
       return this.#stopped(null);
     this.#emitPrelude();
-    this.#emit([{ type: 'status', data: { message: `The agent runs ${sandboxed.description}`, sandbox } }]);
+    this.#emit([
+      {
+        type: 'status',
+        data: {
+          message: `The agent runs ${sandboxed.description}`,
+          sandbox,
+          ...(sandboxed.limits ? { limits: sandboxed.limits } : {}),
+        },
+      },
+    ]);
 
     const parser = adapter.parser();
     let lastResult: AgentEvent | undefined;
@@ -341,7 +466,7 @@ export class ExecutionRunner {
       for (const e of events) {
         if (e.type === 'result') lastResult = e;
         if (adapter.isTurnEnd?.(e)) {
-          this.#turnsDone += 1;
+          this.#turnsDone += adapter.promptsAnswered?.(e) ?? 1;
           // every prompt handed over has had its turn: nothing more to say, so the CLI may finish
           if (this.#turnsDone >= 1 + this.#deliveredLive) this.#process?.closeStdin();
         }
@@ -355,9 +480,12 @@ export class ExecutionRunner {
       launcher: sandbox === 'bubblewrap',
       ...(invocation.input !== undefined ? { input: invocation.input } : {}),
       keepStdinOpen: invocation.keepStdinOpen,
-      onStdoutLine: (line) => onEvents(parser.line(line)),
+      onOutput: (bytes) => this.#countOutput(bytes),
+      onStdoutLine: (line) => {
+        if (!this.#overLimit) onEvents(parser.line(line));
+      },
       onStderrLine: (line) => {
-        if (!line.trim()) return;
+        if (this.#overLimit || !line.trim()) return;
         stderrTail.push(line);
         if (stderrTail.length > 20) stderrTail.shift();
         if (stderrEvents < MAX_STDERR_EVENTS) {
@@ -369,22 +497,29 @@ export class ExecutionRunner {
     this.#process = proc;
     if (this.#stopReason) void proc.stop(this.#settings.killGraceMs);
 
-    const sizeTimer = setInterval(
-      () => {
-        void workspaceSize(ws.dir, this.#settings.workspaceMaxBytes).then((bytes) => {
-          if (bytes > this.#settings.workspaceMaxBytes) {
-            void this.stop('shutdown', {
-              message: `the workspace grew past ${Math.round(this.#settings.workspaceMaxBytes / 1048576)} MB (AGENTYARD_WORKSPACE_MAX_MB)`,
-              errorCode: 'workspace_too_large',
-            });
-          }
-        });
-      },
-      Math.min(SIZE_CHECK_MS, this.#settings.heartbeatMs * 5),
-    );
+    let sizeTimer: NodeJS.Timeout | undefined;
+    let measuring = true;
+    const measure = (): void => {
+      const began = Date.now();
+      void workspaceUsage(ws.dir, this.#limits.workspaceBytes, proc.pid).then((bytes) => {
+        if (bytes > this.#limits.workspaceBytes) {
+          this.#passLimit(
+            `the workspace grew past ${sizeText(this.#limits.workspaceBytes)} (the execution's workspace limit; files deleted but still open count)`,
+            'workspace_too_large',
+          );
+          return;
+        }
+        if (!measuring) return;
+        const next = Math.min(SIZE_CHECK_MAX_MS, Math.max(SIZE_CHECK_MIN_MS, 10 * (Date.now() - began)));
+        sizeTimer = setTimeout(measure, Math.min(next, this.#settings.heartbeatMs * 5));
+        sizeTimer.unref();
+      });
+    };
+    sizeTimer = setTimeout(measure, Math.min(SIZE_CHECK_MIN_MS, this.#settings.heartbeatMs * 5));
     sizeTimer.unref();
     const exit = await proc.exited;
-    clearInterval(sizeTimer);
+    measuring = false;
+    clearTimeout(sizeTimer);
     onEvents(parser.end());
     if (stderrDropped)
       this.#emit([{ type: 'log', data: { stream: 'stderr', text: `[${stderrDropped} more stderr lines not kept]` } }]);
@@ -400,6 +535,19 @@ export class ExecutionRunner {
     if (this.#stopReason || this.#stopError) return this.#stopped(exit.code);
     const { code: exitCode, signal } = sandbox === 'bubblewrap' ? launcherExit(exit.code, exit.signal) : exit;
     const reading = adapter.readExit(exitCode, signal, lastResult);
+    // a write stopped at the largest file the sandbox allows (RLIMIT_FSIZE: the workspace limit) fails the agent
+    // before a measurement sees it: its failure is the limit's
+    if (
+      reading.kind !== 'succeeded' &&
+      (await workspaceSize(ws.dir, this.#limits.workspaceBytes)) >= this.#limits.workspaceBytes
+    ) {
+      return this.#outcome(
+        'failed',
+        exitCode,
+        `the workspace reached ${sizeText(this.#limits.workspaceBytes)} (the execution's workspace limit): ${reading.message}`,
+        'workspace_too_large',
+      );
+    }
     let message = reading.message;
     if (
       reading.kind !== 'succeeded' &&

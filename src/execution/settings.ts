@@ -1,9 +1,12 @@
 import path from 'node:path';
+import { serverLimits } from './limits.ts';
+import type { ServerLimits } from './limits.ts';
+import type { BuiltinAgentSettings } from './harnesses/agentyard.ts';
 import { sandboxSettings } from './sandbox/index.ts';
 import type { SandboxSettings } from './sandbox/index.ts';
 
 /** The harness types Agentyard can run. `oz` in a run names none of them: it maps to the default harness. */
-export const HARNESS_TYPES = ['claude', 'codex', 'gemini', 'command', 'noop'] as const;
+export const HARNESS_TYPES = ['claude', 'codex', 'gemini', 'command', 'agentyard', 'noop'] as const;
 export type HarnessType = (typeof HARNESS_TYPES)[number];
 
 export function isHarnessType(value: string): value is HarnessType {
@@ -19,6 +22,7 @@ const HARNESS_ALIASES: Record<string, HarnessType> = {
   gemini: 'gemini',
   'gemini-cli': 'gemini',
   command: 'command',
+  agentyard: 'agentyard',
   noop: 'noop',
 };
 
@@ -41,6 +45,9 @@ export function harnessFor(
   return HARNESS_ALIASES[type];
 }
 
+/** Executable per harness; the built-in agent's defaults to this process's Node. */
+export type HarnessBins = Record<Exclude<HarnessType, 'noop' | 'agentyard'>, string> & { agentyard?: string };
+
 export interface ExecutionSettings {
   /** Runs this process executes at once (`AGENTYARD_EXECUTOR_CONCURRENCY`, default 4). */
   concurrency: number;
@@ -49,7 +56,9 @@ export interface ExecutionSettings {
   /** What runs with harness `oz` or none get (`AGENTYARD_DEFAULT_HARNESS`; default the first harness; `none`: no default). */
   defaultHarness: HarnessType | undefined;
   /** Executable per harness (`AGENTYARD_HARNESS_CLAUDE_BIN`, `..._CODEX_BIN`, `..._GEMINI_BIN`, `..._COMMAND_BIN`). */
-  bins: Record<Exclude<HarnessType, 'noop'>, string>;
+  bins: HarnessBins;
+  /** The built-in agent's endpoint and limits (`AGENTYARD_OPENAI_*`, `AGENTYARD_AGENT_*`). */
+  builtin: BuiltinAgentSettings;
   /** Extra arguments of the `command` harness (`AGENTYARD_HARNESS_COMMAND_ARGS`, a JSON array). */
   commandArgs: string[];
   /** A lease lasts this long without a heartbeat (`AGENTYARD_LEASE_MS`, default 30 000). */
@@ -60,6 +69,11 @@ export interface ExecutionSettings {
   pollMs: number;
   /** Workspaces live here: `<dataDir>/workspaces/<execution id>`. */
   workspaceRoot: string;
+  /**
+   * The server's per-execution files for the sandbox (passwd, group, MCP configuration), outside any workspace:
+   * `<dataDir>/execution-files/<execution id>`, bound read-only into the sandbox.
+   */
+  configRoot: string;
   /** An execution whose workspace grows past this many bytes is stopped (`AGENTYARD_WORKSPACE_MAX_MB`, default 2048). */
   workspaceMaxBytes: number;
   /** How long a finished execution's workspace is kept for a follow-up (`AGENTYARD_WORKSPACE_RETENTION_HOURS`, default 24). */
@@ -71,6 +85,8 @@ export interface ExecutionSettings {
    * Nothing else of it is: a server's DATABASE_URL or master key never reaches an agent.
    */
   passEnv: string[];
+  /** What one execution may use, at most (docs/execution.md, "Limits of an execution"); runners may tighten them. */
+  limits: ServerLimits;
   /** How agents are isolated (AGENTYARD_SANDBOX, AGENTYARD_REQUIRE_SANDBOX, AGENTYARD_BWRAP_PATH…; docs/security.md). */
   sandbox: SandboxSettings;
 }
@@ -152,13 +168,16 @@ export function executionSettings(
       codex: env.AGENTYARD_HARNESS_CODEX_BIN || 'codex',
       gemini: env.AGENTYARD_HARNESS_GEMINI_BIN || 'gemini',
       command: env.AGENTYARD_HARNESS_COMMAND_BIN || '',
+      agentyard: env.AGENTYARD_HARNESS_AGENTYARD_BIN || '',
       ...overrides.bins,
     },
+    builtin: overrides.builtin ?? builtinAgentSettings(env),
     commandArgs: overrides.commandArgs ?? commandArgs,
     leaseMs,
     heartbeatMs,
     pollMs: overrides.pollMs ?? int(env, 'AGENTYARD_EXECUTOR_POLL_MS', 1_000, 10),
     workspaceRoot: overrides.workspaceRoot ?? path.join(dataDir, 'workspaces'),
+    configRoot: overrides.configRoot ?? path.join(dataDir, 'execution-files'),
     workspaceMaxBytes: overrides.workspaceMaxBytes ?? int(env, 'AGENTYARD_WORKSPACE_MAX_MB', 2048, 1) * 1024 * 1024,
     workspaceRetentionMs:
       overrides.workspaceRetentionMs ?? int(env, 'AGENTYARD_WORKSPACE_RETENTION_HOURS', 24, 0) * 3_600_000,
@@ -169,6 +188,32 @@ export function executionSettings(
         .split(',')
         .map((s) => s.trim())
         .filter(Boolean),
+    limits: overrides.limits ?? serverLimits(env),
     sandbox: overrides.sandbox ?? sandboxSettings(dataDir, env),
+  };
+}
+
+/** The built-in agent's settings from the environment; a malformed value is an error at start. */
+export function builtinAgentSettings(env: NodeJS.ProcessEnv): BuiltinAgentSettings {
+  const baseUrl = env.AGENTYARD_OPENAI_BASE_URL?.trim() || undefined;
+  if (baseUrl) {
+    let url: URL;
+    try {
+      url = new URL(baseUrl);
+    } catch {
+      throw new Error(`AGENTYARD_OPENAI_BASE_URL is not a URL: "${baseUrl}"`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new Error(`AGENTYARD_OPENAI_BASE_URL must be an http or https URL, got "${baseUrl}"`);
+    if (url.username || url.password)
+      throw new Error('AGENTYARD_OPENAI_BASE_URL must not carry credentials: set AGENTYARD_OPENAI_API_KEY');
+  }
+  return {
+    baseUrl,
+    apiKey: env.AGENTYARD_OPENAI_API_KEY?.trim() || undefined,
+    model: env.AGENTYARD_OPENAI_MODEL?.trim() || undefined,
+    maxTurns: int(env, 'AGENTYARD_AGENT_MAX_TURNS', 100, 1),
+    deadlineMs: int(env, 'AGENTYARD_AGENT_DEADLINE_SECONDS', 3600, 1) * 1000,
+    requestTimeoutMs: int(env, 'AGENTYARD_OPENAI_TIMEOUT_SECONDS', 600, 1) * 1000,
   };
 }

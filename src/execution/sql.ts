@@ -32,6 +32,16 @@ export interface ClaimParams {
   from: string[];
 }
 
+/**
+ * What a worker connection's registration may receive (docs/security.md, "Self-hosted workers"): `trusted`, a
+ * team admin key's connection, every run of its team; otherwise runs acting as a member only when `registrant`
+ * (the subject who made its worker token) is that member.
+ */
+export interface WorkerRegistration {
+  trusted: boolean;
+  registrant: string | null;
+}
+
 /** The claim parameters in the order every claim function takes them. */
 const claimArgs = (p: ClaimParams): SqlValue[] => [
   p.harnesses,
@@ -68,11 +78,12 @@ export function ayClaimWorkerRuns(
   q: Queryable,
   teamId: string,
   workerId: string,
+  registration: WorkerRegistration,
   p: ClaimParams,
 ): Promise<QueryResult<ClaimRow>> {
   return q.query<ClaimRow>(
-    'SELECT * FROM ay_claim_worker_runs($1, $2, $3::text[], $4::int, $5::text[], $6::text[], $7::text[], $8, $9::int, $10, $11::text[])',
-    [teamId, workerId, ...claimArgs(p)],
+    'SELECT * FROM ay_claim_worker_runs($1, $2, $3::boolean, $4, $5::text[], $6::int, $7::text[], $8::text[], $9::text[], $10, $11::int, $12, $13::text[])',
+    [teamId, workerId, registration.trusted, registration.registrant, ...claimArgs(p)],
   );
 }
 
@@ -295,15 +306,19 @@ export interface Offer {
   worker_id: string | null;
   harnesses: string[];
   default_harness: string | null;
+  /** A worker connection registered with a worker token (it receives no run acting as another member). */
+  by_token: boolean;
 }
 
 /** What the worker connections and executor processes seen within `presenceMs` offer. */
 export function presentOffers(q: Queryable, presenceMs: number): Promise<QueryResult<Offer>> {
   return q.query<Offer>(
-    `SELECT team_id, worker_id, harnesses, default_harness FROM worker_connections
+    `SELECT team_id, worker_id, harnesses, default_harness, coalesce(credential_kind = 'token', false) AS by_token
+       FROM worker_connections
        WHERE disconnected_at IS NULL AND last_seen_at > ay_now() - $1 * interval '1 millisecond'
        UNION ALL
-       SELECT NULL, NULL, harnesses, default_harness FROM executor_processes WHERE last_seen_at > ay_now() - $1 * interval '1 millisecond'`,
+       SELECT NULL, NULL, harnesses, default_harness, false FROM executor_processes
+       WHERE last_seen_at > ay_now() - $1 * interval '1 millisecond'`,
     [presenceMs],
   );
 }
@@ -313,6 +328,8 @@ export interface WaitingRun {
   team_id: string;
   worker_host: string | null;
   harness: string;
+  /** The run acts as a member (credentialStrategy CREATOR). */
+  acts_as_member: boolean;
   message: string | null;
 }
 
@@ -323,7 +340,7 @@ export interface WaitingRun {
 export function queuedRunsToAnnotate(q: Queryable): Promise<QueryResult<WaitingRun>> {
   return q.query<WaitingRun>(
     `SELECT r.id, r.team_id, r.worker_host, coalesce(nullif(lower(r.config->'harness'->>'type'), ''), 'oz') AS harness,
-         r.status_message->>'message' AS message
+         r.acts_as IS NOT NULL AS acts_as_member, r.status_message->>'message' AS message
        FROM (
          (SELECT * FROM runs WHERE state = 'QUEUED' AND worker_host IS NULL ORDER BY created_at LIMIT 1000)
          UNION ALL
@@ -385,9 +402,21 @@ export function lastResultEvent(q: Queryable, runId: string): Promise<QueryResul
 
 /** Run id → the container image of its runner, for the runs whose runner has one. */
 export async function runnerImages(q: Queryable, runIds: readonly string[]): Promise<Map<string, string>> {
+  const runners = await runnerSettings(q, runIds);
+  return new Map([...runners].flatMap(([id, r]) => (r.image ? [[id, r.image] as const] : [])));
+}
+
+/**
+ * Run id → what its runner (the run's `runner_id`, else its factory agent's runner) sets for its execution: the
+ * container image and the `x-agentyard-limits`; runs of no factory runner are absent.
+ */
+export async function runnerSettings(
+  q: Queryable,
+  runIds: readonly string[],
+): Promise<Map<string, { image: string | null; limits: unknown }>> {
   if (runIds.length === 0) return new Map();
-  const res = await q.query<{ run_id: string; image: string }>(
-    `SELECT r.id AS run_id, rn->'platform'->>'dockerImage' AS image
+  const res = await q.query<{ run_id: string; image: string | null; limits: unknown }>(
+    `SELECT r.id AS run_id, rn->'platform'->>'dockerImage' AS image, rn->'limits' AS limits
      FROM runs r
      JOIN factories f ON f.id = r.factory_id AND f.deleted_at IS NULL
      CROSS JOIN LATERAL jsonb_array_elements(coalesce(f.definition->'runners', '[]'::jsonb)) rn
@@ -395,11 +424,10 @@ export async function runnerImages(q: Queryable, runIds: readonly string[]): Pro
        AND rn->>'name' = coalesce(
          r.config->>'runner_id',
          (SELECT a->'execution'->>'runner' FROM jsonb_array_elements(coalesce(f.definition->'agents', '[]'::jsonb)) a
-          WHERE a->>'name' = r.config->>'name' LIMIT 1))
-       AND rn->'platform'->>'dockerImage' IS NOT NULL`,
+          WHERE a->>'name' = r.config->>'name' LIMIT 1))`,
     [runIds],
   );
-  return new Map(res.rows.map((r) => [r.run_id, r.image]));
+  return new Map(res.rows.map((r) => [r.run_id, { image: r.image, limits: r.limits }]));
 }
 
 export interface SkillLookup {
@@ -467,6 +495,9 @@ export interface WorkerConnectionRow {
   host: string | null;
   version: string | null;
   protocol: number;
+  /** What registered it: `key` (a team admin's API key) or `token` (a worker token), and its id; null before 0075. */
+  credential_kind: 'key' | 'token' | null;
+  credential_id: string | null;
   connected_at: Date;
   last_seen_at: Date;
   disconnected_at: Date | null;
@@ -481,7 +512,8 @@ export function listWorkerConnections(
 ): Promise<QueryResult<WorkerConnectionRow>> {
   return q.query<WorkerConnectionRow>(
     `SELECT id, worker_id, (disconnected_at IS NULL AND last_seen_at > ay_now() - $2 * interval '1 millisecond') AS connected,
-           capacity, load, harnesses, default_harness, host, version, protocol, connected_at, last_seen_at, disconnected_at
+           capacity, load, harnesses, default_harness, host, version, protocol, credential_kind, credential_id,
+           connected_at, last_seen_at, disconnected_at
          FROM worker_connections
          WHERE team_id = $1 AND last_seen_at > ay_now() - $3 * interval '1 millisecond'
          ORDER BY worker_id, connected DESC, last_seen_at DESC`,

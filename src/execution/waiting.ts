@@ -24,7 +24,7 @@ function offers(offer: Offer, requested: string): boolean {
 }
 
 export function waitingMessage(
-  run: Pick<WaitingRun, 'team_id' | 'worker_host' | 'harness'>,
+  run: Pick<WaitingRun, 'team_id' | 'worker_host' | 'harness'> & { acts_as_member?: boolean },
   present: readonly Offer[],
 ): string | null {
   const harness = run.harness === 'oz' ? 'default' : run.harness;
@@ -34,6 +34,9 @@ export function waitingMessage(
     if (!workers.some((w) => offers(w, run.harness))) {
       return `Waiting for self-hosted worker "${run.worker_host}" with the ${harness} harness (the connected ones offer: ${[...new Set(workers.flatMap((w) => w.harnesses))].join(', ') || 'none'})`;
     }
+    // a run carrying a member's own tokens goes to an admin key's worker, or a token of that member's (security.md)
+    if (run.acts_as_member && workers.every((w) => w.by_token))
+      return `Waiting for self-hosted worker "${run.worker_host}" connected with a team admin key: this run acts as a member (credentialStrategy CREATOR), and the connected ones use worker tokens, which receive it only when that member made the token`;
     return `Waiting for a free slot on self-hosted worker "${run.worker_host}"`;
   }
   const executors = present.filter((o) => o.team_id === null);

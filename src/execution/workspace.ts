@@ -1,12 +1,18 @@
 /**
  * Workspaces: one directory per execution, `<root>/<execution id>`, holding what the agent works on (the
- * attachments, the skill, the CLI's configuration and its home directory). A follow-up that continues a run
- * gets a fresh directory that takes over the previous execution's files when they are still on this host.
- * Finished workspaces are kept for the retention period (for such follow-ups), then swept.
+ * attachments, the skill, the CLI's home directory). A follow-up that continues a run gets a fresh directory
+ * that takes over the previous execution's files when they are still on this host. Finished workspaces are
+ * kept for the retention period (for such follow-ups), then swept.
+ *
+ * Everything in a workspace is the agent's: the server writes and reads there only through workspace-fs.ts
+ * (no link followed). The files the server writes for the sandbox itself (passwd, group, MCP configuration)
+ * go to the execution's configuration directory outside the workspace, which the agent sees read-only.
  */
-import { lstat, mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readlink, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { descendantsOf } from './agent-process.ts';
 import type { Assignment } from './assignment.ts';
+import { makeDirectoryInside, writeFileInside } from './workspace-fs.ts';
 
 export interface Workspace {
   /** The agent's working directory. */
@@ -15,14 +21,26 @@ export interface Workspace {
   home: string;
   /** Whether the previous execution's files were carried over. */
   carriedOver: boolean;
+  /**
+   * The server's files for this execution's sandbox and harness (passwd, group, MCP configuration): outside
+   * the workspace, bound read-only into the sandbox. Made by createWorkspace; removed with removeConfigDir.
+   */
+  configDir: string;
 }
 
 const EXECUTION_DIR = /^exe_[0-9a-z]{26}$/;
 
+/**
+ * Makes an execution's workspace, carrying the previous execution's files over when they are here.
+ * `configRoot`: where the execution's configuration directory goes (`<configRoot>/<execution id>`); without
+ * one (a Kubernetes Job's scratch workspace, where no server shares the agent's disk) it is
+ * `<workspace>/.agentyard/config`.
+ */
 export async function createWorkspace(
   root: string,
   executionId: string,
   previousExecutionId?: string,
+  configRoot?: string,
 ): Promise<Workspace> {
   if (!EXECUTION_DIR.test(executionId)) throw new Error(`not an execution id: ${executionId}`);
   await mkdir(root, { recursive: true, mode: 0o700 });
@@ -37,29 +55,35 @@ export async function createWorkspace(
     }
   }
   if (!carriedOver) await mkdir(dir, { mode: 0o700 });
-  const home = path.join(dir, '.agentyard', 'home');
-  await mkdir(home, { recursive: true, mode: 0o700 });
-  return { dir, home, carriedOver };
+  // a carried-over workspace is the previous agent's: `.agentyard` may be a link by now
+  const home = makeDirectoryInside(dir, '.agentyard/home');
+  let configDir: string;
+  if (configRoot) {
+    await mkdir(configRoot, { recursive: true, mode: 0o700 });
+    configDir = path.join(configRoot, executionId);
+    await rm(configDir, { recursive: true, force: true });
+    await mkdir(configDir, { mode: 0o700 });
+  } else configDir = makeDirectoryInside(dir, '.agentyard/config');
+  return { dir, home, carriedOver, configDir };
 }
 
-/** Resolves `relative` inside `dir`, refusing paths that leave it. */
-export function insideWorkspace(dir: string, relative: string): string {
-  const target = path.resolve(dir, relative);
-  if (target !== dir && !target.startsWith(dir + path.sep)) throw new Error(`path leaves the workspace: ${relative}`);
-  return target;
+/** Removes an execution's configuration directory (when it is outside its workspace). */
+export async function removeConfigDir(ws: Workspace): Promise<void> {
+  if (ws.configDir.startsWith(ws.dir + path.sep)) return;
+  await rm(ws.configDir, { recursive: true, force: true, maxRetries: 3 });
 }
 
-/** Writes a file in the workspace (creating directories); secrets and configuration files are 0600. */
-export async function writeWorkspaceFile(
+/**
+ * Writes a file in the workspace (creating directories) without following a link on the way; secrets and
+ * configuration files are 0600. Throws a WorkspacePathError naming a link it meets.
+ */
+export function writeWorkspaceFile(
   dir: string,
   relative: string,
   content: string | Buffer,
   mode = 0o600,
 ): Promise<string> {
-  const target = insideWorkspace(dir, relative);
-  await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
-  await writeFile(target, content, { mode });
-  return target;
+  return writeFileInside(dir, relative, content, mode);
 }
 
 /** A safe file name for an attachment: its base name, no leading dot, no control characters. */
@@ -91,8 +115,8 @@ export async function writeAssignmentFiles(
 }
 
 /**
- * Bytes under `dir` (files only, symlinks not followed); stops counting once past `limit` and answers a
- * number above it.
+ * Disk used under `dir`: the blocks of its files (symlinks not followed; a sparse file counts what it holds),
+ * stopping once past `limit` (and answering a number above it).
  */
 export async function workspaceSize(dir: string, limit = Number.POSITIVE_INFINITY): Promise<number> {
   let total = 0;
@@ -110,7 +134,7 @@ export async function workspaceSize(dir: string, limit = Number.POSITIVE_INFINIT
       if (entry.isDirectory()) stack.push(full);
       else if (entry.isFile()) {
         try {
-          total += (await lstat(full)).size;
+          total += diskBytes(await lstat(full));
         } catch {
           // removed meanwhile
         }
@@ -119,6 +143,48 @@ export async function workspaceSize(dir: string, limit = Number.POSITIVE_INFINIT
     }
   }
   return total;
+}
+
+function diskBytes(info: { blocks: number; size: number }): number {
+  return Number.isFinite(info.blocks) ? info.blocks * 512 : info.size;
+}
+
+/**
+ * Disk held by files under `dir` that were deleted while a process of the agent's tree (below `pid`) still
+ * has them open: they use the disk until closed, and a walk of the directory does not see them. Read from
+ * /proc/<pid>/fd (Linux); nothing elsewhere.
+ */
+export async function deletedOpenBytes(dir: string, pid: number): Promise<number> {
+  const seen = new Set<string>();
+  let total = 0;
+  for (const p of [pid, ...(await descendantsOf(pid))]) {
+    let fds: string[];
+    try {
+      fds = await readdir(`/proc/${p}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        const target = await readlink(`/proc/${p}/fd/${fd}`);
+        if (!target.endsWith(' (deleted)') || !target.startsWith(dir + path.sep)) continue;
+        const info = await stat(`/proc/${p}/fd/${fd}`);
+        const key = `${info.dev}:${info.ino}`;
+        if (seen.has(key) || info.nlink > 0) continue;
+        seen.add(key);
+        total += diskBytes(info);
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  return total;
+}
+
+/** The workspace's disk use while its agent (process `pid`) runs: its files and the deleted ones still open. */
+export async function workspaceUsage(dir: string, limit: number, pid: number | undefined): Promise<number> {
+  const open = pid === undefined ? 0 : await deletedOpenBytes(dir, pid);
+  return open > limit ? open : open + (await workspaceSize(dir, limit - open));
 }
 
 export async function removeWorkspace(dir: string): Promise<void> {

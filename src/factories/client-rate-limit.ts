@@ -1,9 +1,10 @@
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { clientKey } from '../kernel/client-address.ts';
 import { AppError } from '../kernel/errors.ts';
 
 /**
  * The per-client budget of a public, CPU-bound endpoint (dry-run validation): `points` requests per window
- * from one client address, then 429 `rate_limited` with `Retry-After` until the window ends. Counted in this
+ * from one client address (IPv6: one /64), then 429 `rate_limited` with `Retry-After` until the window ends. Counted in this
  * process's memory, unlike the ingress's shared counters: what the budget protects is this process's CPU,
  * and refusing a request should not cost a database round trip.
  */
@@ -23,7 +24,7 @@ export class ClientRateLimit {
   async consume(client: string): Promise<void> {
     if (!this.#limiter) return;
     try {
-      await this.#limiter.consume(client);
+      await this.#limiter.consume(clientKey(client));
     } catch (err) {
       if (!(err instanceof RateLimiterRes)) throw err;
       const wait = Math.max(1, Math.ceil(err.msBeforeNext / 1000));

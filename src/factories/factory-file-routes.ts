@@ -120,7 +120,7 @@ async function optionalPrincipal(ctx: ServiceContext, request: FastifyRequest): 
   if (!header) return undefined;
   const match = /^Bearer\s+(.+)$/i.exec(header);
   // A key that was sent but does not work is an error, never silently a narrower validation.
-  const principal = match ? await ctx.authenticator.authenticate(match[1]!.trim()) : undefined;
+  const principal = match ? await ctx.authenticator.authenticateFrom(match[1]!.trim(), request.ip) : undefined;
   if (!principal)
     throw new AppError(
       'authentication_required',

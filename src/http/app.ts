@@ -15,8 +15,10 @@ import type { AppInstance, DirectHandler, DirectRoute, RoutePlugin } from '../pl
 import { DirectRoutes } from './direct-routes.ts';
 import { sendProblem, toAppError } from './errors.ts';
 import { redactUrl } from '../kernel/redact.ts';
+import { RequestLog } from './request-log.ts';
 import { MAX_JSON_DEPTH, findStringFault, jsonDeeperThan } from '../kernel/hostile-input.ts';
 import { answerClientError } from './client-errors.ts';
+import { refuseUnsafeNumbers } from './finite-numbers.ts';
 
 /** The API's own body limit; the webhook ingress sets its own (256 KB) on its routes. */
 export const API_BODY_LIMIT = 4 * 1024 * 1024;
@@ -71,7 +73,7 @@ export function registeredRoutes(app: AppInstance): readonly RegisteredRoute[] {
 export interface AppDeps {
   log: Logger;
   config: Pick<Config, 'bodyTimeoutSeconds'>;
-  authenticator: Pick<Authenticator, 'authenticate'>;
+  authenticator: Pick<Authenticator, 'authenticateFrom'>;
 }
 
 function requestValidator(coerceTypes: 'array' | false): Ajv {
@@ -96,6 +98,7 @@ export async function buildApp(
   const app = Fastify({
     serverFactory: (handler, serverOptions) => direct.server(handler, serverOptions),
     loggerInstance: deps.log,
+    logController: new RequestLog(deps.log),
     genReqId: traceIdOf,
     bodyLimit: API_BODY_LIMIT,
     // Slow senders: the whole request (headers and body) must arrive within this time, or 408 and close.
@@ -109,8 +112,9 @@ export async function buildApp(
   // Query strings, params and headers are text, so their validator coerces ("20" → 20, one value → array);
   // a JSON body is typed already and is not coerced (`{"prompt": 42}` is a 400 naming the field).
   const validators = { coercing: requestValidator('array'), strict: requestValidator(false) };
+  // Coerced numbers must be finite and safe integers (`?limit=1e400` is a 400 naming `limit`, never a 500).
   app.setValidatorCompiler(({ schema, httpPart }) =>
-    (httpPart === 'body' ? validators.strict : validators.coercing).compile(schema),
+    httpPart === 'body' ? validators.strict.compile(schema) : refuseUnsafeNumbers(validators.coercing.compile(schema)),
   );
 
   // Route patterns by method, to tell a wrong method (405) from an unknown path (404).
@@ -241,7 +245,7 @@ export async function buildApp(
         const header = request.headers.authorization;
         const match = header ? /^Bearer\s+(.+)$/i.exec(header) : null;
         if (!match) throw new AppError('authentication_required', 'send the API key as "Authorization: Bearer <key>"');
-        const principal = await deps.authenticator.authenticate(match[1]!.trim());
+        const principal = await deps.authenticator.authenticateFrom(match[1]!.trim(), request.ip);
         if (!principal) throw new AppError('authentication_required', 'the API key is invalid, expired or revoked');
         request.principal = principal;
       });

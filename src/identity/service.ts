@@ -3,6 +3,7 @@ import { newId } from '../kernel/ids.ts';
 import { displayPrefix, generateApiKey, hashApiKey } from './api-keys.ts';
 import * as sql from './sql.ts';
 import type { Principal, SubjectType, TeamRole } from './principal.ts';
+import type { AuthThrottle } from './auth-throttle.ts';
 
 export interface CreatedKey {
   id: string;
@@ -128,9 +129,23 @@ export class Authenticator {
   /** Bumped by invalidateAll: a look-up that started before a revocation must not fill the cache after it. */
   #generation = 0;
 
-  constructor(db: Db, ttlMs = 2_000) {
+  readonly #throttle: AuthThrottle | undefined;
+
+  constructor(db: Db, ttlMs = 2_000, throttle?: AuthThrottle) {
     this.#db = db;
     this.#ttlMs = ttlMs;
+    this.#throttle = throttle;
+  }
+
+  /**
+   * `authenticate` for a request from `address`: refused with 429 while the address is over its failed-key
+   * budget (see AuthThrottle), and a key that does not work counts against it.
+   */
+  async authenticateFrom(key: string, address: string): Promise<Principal | undefined> {
+    await this.#throttle?.refuseIfBlocked(address);
+    const principal = await this.authenticate(key);
+    if (!principal) await this.#throttle?.failed(address);
+    return principal;
   }
 
   authenticate(key: string): Promise<Principal | undefined> {

@@ -42,7 +42,7 @@ export async function registerDeliveryLogRoutes(app: AppInstance, owners: Delive
     },
     async (request) => {
       const connectionId = await owners.connectionOfTeam(request.principal.teamId, request.params.provider);
-      return deliveryLogPage(owners.db, connectionId, request.query);
+      return deliveryLogPage(owners.db, connectionId, request.query, { withSkips: true });
     },
   );
 
@@ -100,26 +100,29 @@ export async function registerDeliveryLogRoutes(app: AppInstance, owners: Delive
     },
     async (request) => {
       const uid = await owners.webhookOfTeam(request.principal.teamId, request.params.uid);
-      const row = await getDelivery(owners.db, uid, request.params.deliveryId);
-      if (!row)
-        throw new AppError(
-          'resource_not_found',
-          `delivery ${request.params.deliveryId} of webhook ${uid} does not exist (or was purged)`,
-        );
-      const item = toDeliveryItem(row);
-      if (row.label !== 'accepted') return { ...item, runs: [] };
-      const stored = await getDeliveryPayload(owners.db, row.id);
-      const firings = await firingsOf(owners.db, row.id);
-      return {
-        ...item,
-        ...(stored ? { payload: parseJsonBody(stored.payload)?.value ?? null } : {}),
-        evaluation: row.outbox_pending ? ('pending' as const) : ('evaluated' as const),
-        ...(row.evaluated_at ? { evaluated_at: row.evaluated_at.toISOString() } : {}),
-        runs: firings.filter((f) => f.run_id).map((f) => ({ run_id: f.run_id!, automation_id: f.automation_id })),
-        ...(firings.some((f) => f.error)
-          ? { errors: firings.filter((f) => f.error).map((f) => ({ automation_id: f.automation_id, error: f.error! })) }
-          : {}),
-      };
+      return deliveryDetail(owners.db, uid, `webhook ${uid}`, request.params.deliveryId);
+    },
+  );
+
+  app.get(
+    '/integrations/:provider/deliveries/:deliveryId',
+    {
+      schema: {
+        tags: ['integrations'],
+        summary:
+          'One delivery of the connection: its log entry, its payload, the runs it started and the automations it skipped, with why',
+        params: Type.Object({ provider: Type.String(), deliveryId: Type.String() }),
+        response: { 200: s.DeliveryDetailSchema },
+      },
+    },
+    async (request) => {
+      const connectionId = await owners.connectionOfTeam(request.principal.teamId, request.params.provider);
+      return deliveryDetail(
+        owners.db,
+        connectionId,
+        `the ${request.params.provider} connection`,
+        request.params.deliveryId,
+      );
     },
   );
 
@@ -145,4 +148,26 @@ export async function registerDeliveryLogRoutes(app: AppInstance, owners: Delive
       return reply.type('application/json').send(Buffer.from(stored.payload));
     },
   );
+}
+
+/** One delivery of a log (a webhook's or a connection's), with what its evaluation did. */
+async function deliveryDetail(db: Queryable, logUid: string, logName: string, deliveryId: string) {
+  const row = await getDelivery(db, logUid, deliveryId);
+  if (!row)
+    throw new AppError('resource_not_found', `delivery ${deliveryId} of ${logName} does not exist (or was purged)`);
+  const item = toDeliveryItem(row);
+  if (row.label !== 'accepted') return { ...item, runs: [] };
+  const stored = await getDeliveryPayload(db, row.id);
+  const firings = await firingsOf(db, row.id);
+  const errors = firings.filter((f) => f.error).map((f) => ({ automation_id: f.automation_id, error: f.error! }));
+  const skipped = firings.filter((f) => f.skipped).map((f) => ({ automation_id: f.automation_id, reason: f.skipped! }));
+  return {
+    ...item,
+    ...(stored ? { payload: parseJsonBody(stored.payload)?.value ?? null } : {}),
+    evaluation: row.outbox_pending ? ('pending' as const) : ('evaluated' as const),
+    ...(row.evaluated_at ? { evaluated_at: row.evaluated_at.toISOString() } : {}),
+    runs: firings.filter((f) => f.run_id).map((f) => ({ run_id: f.run_id!, automation_id: f.automation_id })),
+    ...(errors.length > 0 ? { errors } : {}),
+    ...(skipped.length > 0 ? { skipped } : {}),
+  };
 }

@@ -58,6 +58,12 @@ export const DeliveryItemSchema = Type.Object({
   ),
   duplicate_of: Type.Optional(Type.String({ description: 'For a Duplicate: the accepted delivery it repeats' })),
   reason: Type.Optional(Type.String({ description: 'Why it was rejected, as the sender was told' })),
+  skipped_reasons: Type.Optional(
+    Type.Array(Type.String(), {
+      description:
+        "A connection's log only: why an automation that matched this event started no run (the factory's trigger policy; docs/governance.md)",
+    }),
+  ),
 });
 
 export const DeliveryListSchema = Type.Object({
@@ -82,6 +88,12 @@ export const DeliveryDetailSchema = Type.Object({
   errors: Type.Optional(
     Type.Array(Type.Object({ automation_id: Str, error: Str }), {
       description: 'Automations whose run could not be created, and why',
+    }),
+  ),
+  skipped: Type.Optional(
+    Type.Array(Type.Object({ automation_id: Str, reason: Str }), {
+      description:
+        "Automations whose trigger matched but whose factory's trigger policy starts no run for who caused the event, and why (docs/governance.md)",
     }),
   ),
 });

@@ -23,6 +23,8 @@ export interface DeliveryFiring {
   automation_id: string;
   run_id: string | null;
   error: string | null;
+  /** Why no run started although the trigger matched (the factory's trigger policy). */
+  skipped: string | null;
 }
 
 export interface DeliveryItem {
@@ -38,6 +40,8 @@ export interface DeliveryItem {
   identity_source?: string;
   duplicate_of?: string;
   reason?: string;
+  /** A provider event some automation matched but whose factory's trigger policy let start no run: why. */
+  skipped_reasons?: string[];
 }
 
 const COLUMNS = `id, webhook_uid, webhook_name, label, identity_source, sender_delivery_id, duplicate_of, size, received_at, reason,
@@ -128,7 +132,7 @@ export async function getDeliveryPayload(
 
 export async function firingsOf(q: Queryable, deliveryId: string): Promise<DeliveryFiring[]> {
   const res = await q.query<DeliveryFiring>(
-    'SELECT automation_id, run_id, error FROM automation_firings WHERE delivery_id = $1 ORDER BY created_at, automation_id',
+    'SELECT automation_id, run_id, error, skipped FROM automation_firings WHERE delivery_id = $1 ORDER BY created_at, automation_id',
     [deliveryId],
   );
   return res.rows;
@@ -153,15 +157,37 @@ export async function countTeamDeliveries(q: Queryable, teamId: string, since: D
   return res.rows[0] ?? { deliveries: 0, accepted: 0, rejected: 0 };
 }
 
-/** One page of a delivery log (a webhook's, or a provider connection's) as the API answers it. */
+/** Why the accepted deliveries among these started no run for some automation (trigger policies), by delivery. */
+async function skipsOf(q: Queryable, rows: readonly DeliveryLogRow[]): Promise<Map<string, string[]>> {
+  const ids = rows.filter((r) => r.label === 'accepted').map((r) => r.id);
+  const skips = new Map<string, string[]>();
+  if (ids.length === 0) return skips;
+  const res = await q.query<{ delivery_id: string; skipped: string }>(
+    'SELECT DISTINCT delivery_id, skipped FROM automation_firings WHERE delivery_id = ANY($1::text[]) AND skipped IS NOT NULL ORDER BY delivery_id, skipped',
+    [ids],
+  );
+  for (const row of res.rows) skips.set(row.delivery_id, [...(skips.get(row.delivery_id) ?? []), row.skipped]);
+  return skips;
+}
+
+/**
+ * One page of a delivery log (a webhook's, or a provider connection's) as the API answers it. A connection's
+ * log (`withSkips`) also says, per delivery, why an event started no run (docs/governance.md).
+ */
 export async function deliveryLogPage(
   q: Queryable,
   logUid: string,
   query: { limit?: number | undefined; cursor?: string | undefined },
+  options: { withSkips?: boolean } = {},
 ): Promise<{ deliveries: DeliveryItem[]; page_info: { has_next_page: boolean; next_cursor?: string } }> {
   const page = await listDeliveries(q, logUid, { limit: query.limit ?? 50, cursor: query.cursor });
+  const skips = options.withSkips ? await skipsOf(q, page.rows) : new Map<string, string[]>();
   return {
-    deliveries: page.rows.map(toDeliveryItem),
+    deliveries: page.rows.map((row) => {
+      const item = toDeliveryItem(row);
+      const skipped = skips.get(row.id);
+      return skipped ? { ...item, skipped_reasons: skipped } : item;
+    }),
     page_info: {
       has_next_page: page.nextCursor !== undefined,
       ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),

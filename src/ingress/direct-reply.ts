@@ -39,8 +39,8 @@ export function sendDirect(
 const INFO_AND_BELOW = new Set(['trace', 'debug', 'info']);
 
 /**
- * The access log line Fastify writes for its own routes ("request completed", with the URL redacted by the
- * logger's `req` serializer), written when the response finishes; nothing is done below the info level.
+ * The access log line the app writes for its own routes (`POST /webhooks/w/… 202 3 ms`, the URL redacted),
+ * written when the response finishes; nothing is done below the info level.
  */
 export function logDirectRequest(
   log: Logger,
@@ -52,14 +52,10 @@ export function logDirectRequest(
   const started = performance.now();
   const traceId = trace();
   response.once('finish', () => {
+    const ms = Math.round(performance.now() - started);
     log.info(
-      {
-        reqId: traceId,
-        req: { method: request.method, url: request.url, id: traceId },
-        res: response,
-        responseTime: performance.now() - started,
-      },
-      'request completed',
+      { req: { method: request.method, url: request.url, id: traceId }, res: response, responseTime: ms },
+      `${request.method ?? 'GET'} ${redactedPath(request.url ?? '/')} ${response.statusCode} ${ms} ms`,
     );
   });
 }

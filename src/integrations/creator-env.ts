@@ -5,7 +5,9 @@
  * installation, the bot, the API key). A sender no member linked starts no run as anyone: CreatorUnknown.
  */
 import type { Queryable } from '../kernel/db.ts';
+import type { ActsAs } from '../runs/model.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
+import { getSecretMeta } from '../secrets/sql.ts';
 import { identitiesOfSubject, identityOfAccount } from './identities.ts';
 import { isProvider } from './model.ts';
 import type { Provider } from './model.ts';
@@ -20,18 +22,22 @@ export const PROVIDER_ENV: Record<Provider, readonly string[]> = {
 
 export class CreatorUnknown extends Error {}
 
-export function actsAsCreator(run: { metadata: Record<string, string> }): boolean {
-  return run.metadata.credential_strategy === 'CREATOR';
+/**
+ * Whether the run acts as the member who caused its event: only what the server recorded when it created the run
+ * from a signed provider event (`runs.acts_as`), never the run's metadata, which is the caller's.
+ */
+export function actsAsCreator(run: { acts_as?: ActsAs | null }): run is { acts_as: ActsAs } {
+  return Boolean(run.acts_as);
 }
 
 /** The environment of a CREATOR run: the creator's linked tokens, GitHub always, Slack/Linear where declared. */
 export async function creatorRunEnv(
   q: Queryable,
   secrets: SecretProvider,
-  run: { team_id: string; factory_id: string | null; metadata: Record<string, string> },
+  run: { team_id: string; factory_id: string | null; acts_as: ActsAs },
 ): Promise<Record<string, string>> {
-  const provider = run.metadata.provider ?? '';
-  const sender = run.metadata.sender;
+  const provider = run.acts_as.provider;
+  const sender = run.acts_as.account;
   if (!isProvider(provider) || !sender)
     throw new CreatorUnknown(
       'credentialStrategy CREATOR: the event does not say who caused it, so the run has no identity to act as',
@@ -46,6 +52,9 @@ export async function creatorRunEnv(
   const env: Record<string, string> = {};
   for (const identity of await identitiesOfSubject(q, run.team_id, member.subject_id)) {
     if (identity.provider !== 'github' && !declared.has(identity.provider)) continue;
+    // written since by someone else (an admin's value over the member's secret): not the member's token any more
+    const owner = (await getSecretMeta(q, run.team_id, identity.secret_name))?.created_by ?? null;
+    if (owner !== identity.secret_owner && owner !== identity.subject_id) continue;
     const token = (await secrets.get(run.team_id, identity.secret_name))?.trim();
     if (!token) continue;
     for (const name of PROVIDER_ENV[identity.provider]) env[name] = token;

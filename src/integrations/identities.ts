@@ -19,12 +19,14 @@ export interface IdentityRow {
   secret_name: string;
   external_id: string;
   external_name: string | null;
+  /** The secret's creator when it was linked: its token is lent only while that is still so (migration 0073). */
+  secret_owner: string | null;
   created_at: Date;
   updated_at: Date;
 }
 
 const COLUMNS =
-  'team_id, subject_id, subject_name, provider, secret_name, external_id, external_name, created_at, updated_at';
+  'team_id, subject_id, subject_name, provider, secret_name, external_id, external_name, secret_owner, created_at, updated_at';
 
 /** The provider's account a token belongs to: its id (login for GitHub) and a readable name. */
 export interface ProviderAccount {
@@ -56,13 +58,23 @@ export async function upsertIdentity(
   row: Omit<IdentityRow, 'created_at' | 'updated_at'>,
 ): Promise<IdentityRow> {
   const res = await q.query<IdentityRow>(
-    `INSERT INTO integration_identities (team_id, subject_id, subject_name, provider, secret_name, external_id, external_name)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)
+    `INSERT INTO integration_identities (team_id, subject_id, subject_name, provider, secret_name, external_id, external_name,
+        secret_owner)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
      ON CONFLICT (team_id, subject_id, provider) DO UPDATE SET subject_name = EXCLUDED.subject_name,
         secret_name = EXCLUDED.secret_name, external_id = EXCLUDED.external_id,
-        external_name = EXCLUDED.external_name, updated_at = ay_now()
+        external_name = EXCLUDED.external_name, secret_owner = EXCLUDED.secret_owner, updated_at = ay_now()
      RETURNING ${COLUMNS}`,
-    [row.team_id, row.subject_id, row.subject_name, row.provider, row.secret_name, row.external_id, row.external_name],
+    [
+      row.team_id,
+      row.subject_id,
+      row.subject_name,
+      row.provider,
+      row.secret_name,
+      row.external_id,
+      row.external_name,
+      row.secret_owner,
+    ],
   );
   return res.rows[0]!;
 }
@@ -103,6 +115,15 @@ export async function identitiesOfSubject(q: Queryable, teamId: string, subjectI
     [teamId, subjectId],
   );
   return res.rows;
+}
+
+/** Whether any identity of the team still names this secret. */
+export async function secretLinked(q: Queryable, teamId: string, secretName: string): Promise<boolean> {
+  const res = await q.query('SELECT 1 FROM integration_identities WHERE team_id = $1 AND secret_name = $2 LIMIT 1', [
+    teamId,
+    secretName,
+  ]);
+  return res.rows.length > 0;
 }
 
 export async function listIdentities(q: Queryable, teamId: string, provider: Provider): Promise<IdentityRow[]> {

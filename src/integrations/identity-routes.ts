@@ -1,6 +1,7 @@
 /**
  * /api/v1/integrations/{provider}/identities: members' own provider identities for credentialStrategy CREATOR.
- * A member links, reads and unlinks only their own (`/me`); team admins list them all. Secret names only.
+ * A member links, reads and unlinks only their own (`/me`), with a token they send (stored as a managed secret
+ * of theirs) or a secret they created; team admins list them all. Secret names only, never values.
  */
 import { Type } from 'typebox';
 import { requireTeamAdmin } from '../identity/guards.ts';
@@ -10,8 +11,11 @@ import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import { isUniqueViolation } from '../store/errors.ts';
+import { SECRETS_CHANGED_TOPIC } from '../kernel/topics.ts';
 import { getSecretMeta } from '../secrets/sql.ts';
-import { checkSecretName } from '../secrets/service.ts';
+import type { SecretRow } from '../secrets/sql.ts';
+import { checkSecretName, MAX_SECRET_BYTES } from '../secrets/service.ts';
+import type { SecretService } from '../secrets/service.ts';
 import { providerOf } from './lookup.ts';
 import type { Provider } from './model.ts';
 import * as identities from './identities.ts';
@@ -61,9 +65,24 @@ function refused(err: unknown): boolean {
   return typeof e?.type === 'string' && /auth|forbidden/i.test(e.type);
 }
 
+/** Whether the caller may link (or overwrite) this secret: a team admin any, a member only one they created. */
+function mayUse(principal: Principal, secret: SecretRow): boolean {
+  return principal.role === 'admin' || principal.instanceAdmin || secret.created_by === principal.subject.id;
+}
+
+function notOwned(name: string): AppError {
+  return new AppError(
+    'secret_not_owned',
+    `\`secret_name\`: the managed secret "${name}" is not yours to link (a member links a secret they created, or sends their token as \`token\`)`,
+  );
+}
+
+/** The secret a token sent with the link is stored in when the body names none. */
+const ownSecretName = (provider: Provider, principal: Principal) => `${provider}-identity-${principal.subject.id}`;
+
 export async function registerProviderIdentityRoutes(
   app: AppInstance,
-  ctx: ServiceContext,
+  ctx: ServiceContext & { managedSecrets: SecretService },
   secrets: SecretProvider,
 ): Promise<void> {
   app.get(
@@ -103,7 +122,7 @@ export async function registerProviderIdentityRoutes(
       schema: {
         tags: TAGS,
         summary:
-          'Link your own provider token (by managed-secret name) for runs whose credentialStrategy is CREATOR; the provider is asked whose it is',
+          'Link your own provider token for runs whose credentialStrategy is CREATOR: `token` (stored as a managed secret of yours, `secret_name` or `<provider>-identity-<your principal id>`) or `secret_name` of a secret you created; the provider is asked whose it is',
         params: ProviderParams,
         body: Type.Record(Type.String(), Type.Unknown()),
         response: { 200: IdentitySchema },
@@ -114,24 +133,44 @@ export async function registerProviderIdentityRoutes(
       const { principal } = request;
       const body = request.body;
       for (const key of Object.keys(body)) {
-        if (key !== 'secret_name')
-          throw new AppError('invalid_request', `\`${key}\` is not a field of an identity (fields: secret_name)`);
+        if (key !== 'secret_name' && key !== 'token')
+          throw new AppError(
+            'invalid_request',
+            `\`${key}\` is not a field of an identity (fields: token, secret_name)`,
+          );
       }
-      const name = body.secret_name;
-      if (typeof name !== 'string' || name === '')
-        throw new AppError('invalid_request', '`secret_name` is required: the managed secret holding your token');
+      const sent = body.token;
+      if (sent !== undefined && (typeof sent !== 'string' || sent.trim() === ''))
+        throw new AppError('invalid_request', '`token` must be your non-empty token for the provider');
+      if (typeof sent === 'string' && Buffer.byteLength(sent, 'utf8') > MAX_SECRET_BYTES)
+        throw new AppError('invalid_request', `\`token\` must be at most ${MAX_SECRET_BYTES / 1024} KiB`);
+      if (sent === undefined && body.secret_name === undefined)
+        throw new AppError(
+          'invalid_request',
+          '`token` (your token, stored as a managed secret of yours) or `secret_name` (a managed secret you created) is required',
+        );
+      const raw = body.secret_name ?? ownSecretName(provider, principal);
+      if (typeof raw !== 'string' || raw === '')
+        throw new AppError('invalid_request', '`secret_name` must be a managed-secret name');
+      const name = raw;
       try {
         checkSecretName(name);
       } catch {
         throw new AppError('invalid_request', `\`secret_name\`: "${name}" is not a managed-secret name`);
       }
-      if (!(await getSecretMeta(ctx.db, principal.teamId, name)))
-        throw new AppError(
-          'secret_not_found',
-          `\`secret_name\`: no managed secret named "${name}"; create it with PUT /api/v1/secrets/${name}`,
-        );
-      const token = (await secrets.get(principal.teamId, name))?.trim();
-      if (!token) throw new AppError('invalid_request', `\`secret_name\`: the managed secret "${name}" is empty`);
+      const existing = await getSecretMeta(ctx.db, principal.teamId, name);
+      if (existing && !mayUse(principal, existing)) throw notOwned(name);
+      let token: string | undefined;
+      if (typeof sent === 'string') token = sent.trim();
+      else {
+        if (!existing)
+          throw new AppError(
+            'secret_not_found',
+            `\`secret_name\`: no managed secret named "${name}"; send your token as \`token\` instead`,
+          );
+        token = (await secrets.get(principal.teamId, name))?.trim();
+        if (!token) throw new AppError('invalid_request', `\`secret_name\`: the managed secret "${name}" is empty`);
+      }
       let account: identities.ProviderAccount;
       try {
         account = await identities.accountOfToken(provider, token);
@@ -139,7 +178,7 @@ export async function registerProviderIdentityRoutes(
         if (refused(err))
           throw new AppError(
             'provider_token_rejected',
-            `${provider} refused the token in "${name}": ${(err as Error).message}`,
+            `${provider} refused the token${typeof sent === 'string' ? '' : ` in "${name}"`}: ${(err as Error).message}`,
           );
         throw new AppError('provider_unreachable', `${provider} could not be asked whose the token is; try again`, {
           cause: err,
@@ -151,6 +190,11 @@ export async function registerProviderIdentityRoutes(
           'provider_identity_taken',
           `the ${provider} account ${account.id} is linked by another member of the team`,
         );
+      if (typeof sent === 'string') {
+        // stored only once the provider has said whose it is; the caller owns the secret
+        await ctx.managedSecrets.put(principal.teamId, name, token, principal.subject.id);
+        await ctx.bus.publish(SECRETS_CHANGED_TOPIC, { team_id: principal.teamId, name });
+      }
       try {
         const row = await identities.upsertIdentity(ctx.db, {
           team_id: principal.teamId,
@@ -160,6 +204,7 @@ export async function registerProviderIdentityRoutes(
           secret_name: name,
           external_id: account.id,
           external_name: account.name,
+          secret_owner: typeof sent === 'string' ? principal.subject.id : (existing?.created_by ?? null),
         });
         return view(row);
       } catch (err) {
@@ -179,7 +224,8 @@ export async function registerProviderIdentityRoutes(
     {
       schema: {
         tags: TAGS,
-        summary: 'Unlink your identity for the provider',
+        summary:
+          'Unlink your identity for the provider; the secret holding your token is deleted when it is yours and no other link names it',
         params: ProviderParams,
         response: { 200: IdentitySchema },
       },
@@ -188,6 +234,15 @@ export async function registerProviderIdentityRoutes(
       const provider = providerOf(request.params.provider);
       const row = await ownIdentity(ctx, request.principal, provider);
       await identities.deleteIdentity(ctx.db, row.team_id, row.subject_id, provider);
+      // a member cannot delete secrets otherwise: their token does not outlive its last link
+      const secret = await getSecretMeta(ctx.db, row.team_id, row.secret_name);
+      if (
+        secret?.created_by === row.subject_id &&
+        !(await identities.secretLinked(ctx.db, row.team_id, row.secret_name))
+      ) {
+        await ctx.managedSecrets.delete(row.team_id, row.secret_name).catch(() => undefined);
+        await ctx.bus.publish(SECRETS_CHANGED_TOPIC, { team_id: row.team_id, name: row.secret_name });
+      }
       return view(row);
     },
   );

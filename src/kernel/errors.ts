@@ -43,6 +43,8 @@ export const ERROR_CATALOGUE = {
   webhook_name_taken: { status: 409, title: 'Webhook name already in use', retryable: false },
   automation_name_taken: { status: 409, title: 'Automation name already in use', retryable: false },
   secret_not_found: { status: 404, title: 'Secret not found', retryable: false },
+  secret_not_owned: { status: 403, title: 'Secret is not yours', retryable: false },
+  schedule_not_owned: { status: 403, title: 'Schedule is not yours', retryable: false },
   secret_not_url_safe: { status: 422, title: 'Secret is not URL-safe', retryable: false },
   session_link_expired: { status: 410, title: 'Session link expired', retryable: false },
   download_url_expired: { status: 403, title: 'Download URL expired', retryable: false },

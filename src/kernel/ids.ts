@@ -43,6 +43,7 @@ export function ulid(now = Date.now()): string {
 
 export type IdPrefix =
   | 'team'
+  | 'wtk'
   | 'igc'
   | 'igj'
   | 'usr'
@@ -61,7 +62,9 @@ export type IdPrefix =
   | 'sch'
   | 'evt'
   | 'wrk'
-  | 'agt';
+  | 'agt'
+  | 'scj'
+  | 'bch';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid()}`;

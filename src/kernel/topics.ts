@@ -43,7 +43,7 @@ export interface BusTopics {
   /** Integration jobs were enqueued (pull request files, factory checks, Linear mentions): the runners look now. */
   'integrations.jobs': null;
   /** An API key or agent credential was revoked: every process forgets its cached principals. */
-  'identity.credentials_revoked': { key_id: string } | { agent_uid: string };
+  'identity.credentials_revoked': { key_id: string } | { agent_uid: string } | { worker_token_id: string };
 }
 
 export type Topic = keyof BusTopics;

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Queryable } from '../kernel/db.ts';
-import { outboxCount } from './sql.ts';
+import { outboxCount, scoringPendingCount } from './sql.ts';
 
 /** How long database-derived gauges reuse one answer (scrapes every few seconds cost one query each). */
 const DB_GAUGE_TTL_MS = 5_000;
@@ -19,6 +19,12 @@ export interface Metrics {
   kubernetesEvents: Counter<'type' | 'reason'>;
   /** Webhook deliveries this process wrote to the delivery log, by label. */
   webhookDeliveries: Counter<'label'>;
+  /** Judgements of runs by scorers, by factory, scorer, status (scored, unscored) and pass (true, false, none). */
+  runScores: Counter<'factory_id' | 'scorer' | 'status' | 'passed'>;
+  /** Scores given, for the mean per scorer: `agentyard_run_score_sum / agentyard_run_scores_total{status="scored"}`. */
+  runScoreSum: Counter<'factory_id' | 'scorer'>;
+  /** Tokens the judges used, by direction (input, output). */
+  judgeTokens: Counter<'direction'>;
   /** Registers a work queue whose depth `agentyard_workqueue_depth{controller}` reports; returns an unregister function. */
   addQueue(controller: string, depth: () => number): () => void;
 }
@@ -58,6 +64,7 @@ export function createMetrics(db: Queryable): Metrics {
     async () => (await db.query<Record<(typeof LIVE_RUN_STATES)[number], string>>(RUN_COUNTS)).rows[0]!,
   );
   const outbox = cached(() => outboxCount(db));
+  const scoring = cached(() => scoringPendingCount(db));
 
   new Gauge({
     name: 'agentyard_runs',
@@ -75,6 +82,14 @@ export function createMetrics(db: Queryable): Metrics {
     registers: [registry],
     async collect() {
       this.set(Number((await outbox()).n));
+    },
+  });
+  new Gauge({
+    name: 'agentyard_scoring_jobs_pending',
+    help: 'Sampled runs waiting for their scorer, across every process on the database.',
+    registers: [registry],
+    async collect() {
+      this.set(Number((await scoring()).n));
     },
   });
   new Gauge({
@@ -125,6 +140,24 @@ export function createMetrics(db: Queryable): Metrics {
       name: 'agentyard_webhook_deliveries_total',
       help: 'Webhook deliveries written to the delivery log by this process, by label (accepted, duplicate, rejected_*).',
       labelNames: ['label'],
+      registers: [registry],
+    }),
+    runScores: new Counter({
+      name: 'agentyard_run_scores_total',
+      help: 'Runs judged by scorers in this process, by factory, scorer, status and pass.',
+      labelNames: ['factory_id', 'scorer', 'status', 'passed'],
+      registers: [registry],
+    }),
+    runScoreSum: new Counter({
+      name: 'agentyard_run_score_sum',
+      help: 'Sum of the scores given by scorers in this process (mean = sum / scored count).',
+      labelNames: ['factory_id', 'scorer'],
+      registers: [registry],
+    }),
+    judgeTokens: new Counter({
+      name: 'agentyard_judge_tokens_total',
+      help: 'Tokens the scorer judges used in this process, by direction.',
+      labelNames: ['direction'],
       registers: [registry],
     }),
     addQueue(controller, depth) {

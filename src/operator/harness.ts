@@ -4,7 +4,9 @@ import path from 'node:path';
 import { adapterFor } from '../execution/harnesses/index.ts';
 import { buildAssignment } from '../execution/assignment-builder.ts';
 import { promptWithNotes } from '../execution/runner.ts';
+import type { BuiltinAgentSettings } from '../execution/harnesses/agentyard.ts';
 import { harnessFor } from '../execution/settings.ts';
+import type { HarnessBins } from '../execution/settings.ts';
 import type { HarnessType } from '../execution/settings.ts';
 import { createWorkspace, writeAssignmentFiles } from '../execution/workspace.ts';
 import type { RunRow } from '../runs/model.ts';
@@ -39,8 +41,10 @@ export interface HarnessSettings {
   /** The harness of runs that name none (`oz`). */
   defaultHarness: HarnessType | undefined;
   /** The CLI executable of each harness inside the runner image. */
-  bins: Record<Exclude<HarnessType, 'noop'>, string>;
+  bins: HarnessBins;
   commandArgs: string[];
+  /** The built-in agent's endpoint and limits (its key goes to the per-run Secret, like a provider key). */
+  builtin?: BuiltinAgentSettings;
 }
 
 export class InvocationError extends Error {
@@ -110,11 +114,16 @@ export async function prepareJobInvocation(
       const invocation = await adapter.prepare({
         assignment,
         workspace: ws,
-        bin: settings.bins[harness],
+        bin: settings.bins[harness] ?? '',
         extraArgs: harness === 'command' ? settings.commandArgs : [],
         prompt,
+        ...(settings.builtin ? { builtin: settings.builtin } : {}),
       });
       command = [invocation.command, ...invocation.args].map(inPod);
+      // values the invocation marks secret travel in the per-run Secret, never in the Job spec
+      const secretValues = new Set(invocation.secrets ?? []);
+      for (const [k, v] of Object.entries(invocation.env))
+        if (secretValues.has(v) && !(k in assignment.secretEnv)) assignment.secretEnv[k] = v;
       env = Object.fromEntries(
         Object.entries(invocation.env)
           .filter(([k]) => !(k in assignment.secretEnv) && k !== 'AGENTYARD_RUN_TOKEN')

@@ -52,7 +52,7 @@ export const DEFAULT_JOB_SETTINGS: JobSettings = {
   workspaceSizeLimit: undefined,
   harness: {
     defaultHarness: 'claude',
-    bins: { claude: 'claude', codex: 'codex', gemini: 'gemini', command: '' },
+    bins: { claude: 'claude', codex: 'codex', gemini: 'gemini', command: '', agentyard: 'node' },
     commandArgs: [],
   },
 };

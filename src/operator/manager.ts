@@ -13,7 +13,7 @@ import type { FactoryResourceController } from './factory-controller.ts';
 import type { JobExecutor } from './job-executor.ts';
 import type { JobSettings } from './job-spec.ts';
 import type { HarnessSettings } from './harness.ts';
-import { harnessFor } from '../execution/settings.ts';
+import { builtinAgentSettings, harnessFor } from '../execution/settings.ts';
 import { DEFAULT_JOB_SETTINGS } from './job-spec.ts';
 import { kubeClients, operatorNamespace } from './kube.ts';
 import { DEFAULT_ELECTION, LeaderElector, validateElectionOptions } from './leader-election.ts';
@@ -62,7 +62,9 @@ function jobHarnessSettings(env: NodeJS.ProcessEnv): HarnessSettings {
       codex: env.AGENTYARD_JOB_HARNESS_CODEX_BIN || defaults.bins.codex,
       gemini: env.AGENTYARD_JOB_HARNESS_GEMINI_BIN || defaults.bins.gemini,
       command: env.AGENTYARD_JOB_HARNESS_COMMAND_BIN || defaults.bins.command,
+      agentyard: env.AGENTYARD_JOB_HARNESS_AGENTYARD_BIN || defaults.bins.agentyard,
     },
+    builtin: builtinAgentSettings(env),
     commandArgs,
   };
 }

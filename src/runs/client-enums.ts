@@ -105,6 +105,9 @@ export const ERROR_CODE_TABLE = {
   secret_not_found: 'integration_not_configured',
   runner_unsupported: 'operation_not_supported',
   workspace_too_large: 'budget_exceeded',
+  // The agent passed a limit of its execution (docs/execution.md, "Limits of an execution")
+  event_limit_exceeded: 'budget_exceeded',
+  output_limit_exceeded: 'budget_exceeded',
   run_too_large: 'invalid_request',
   // The executor or the Kubernetes Job under it
   executor_failed: 'internal_error',

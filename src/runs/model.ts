@@ -25,11 +25,13 @@ export interface AgentConfig {
   mcp_servers?: Record<string, McpServerConfig>;
   computer_use_enabled?: boolean;
   idle_timeout_minutes?: number;
-  harness?: { type?: string; model_id?: string; reasoning_level?: string };
+  /** `base_url`: the built-in agent's endpoint (`type: agentyard`). */
+  harness?: { type?: string; model_id?: string; reasoning_level?: string; base_url?: string };
   harness_auth_secrets?: {
     claude_auth_secret_name?: string;
     codex_auth_secret_name?: string;
     gemini_auth_secret_name?: string;
+    agentyard_auth_secret_name?: string;
   };
   skills?: string[];
   runner_id?: string;
@@ -41,6 +43,13 @@ export interface Creator {
   type: 'user' | 'service_account';
   displayName: string;
   email: string | null;
+}
+
+/** Whom a CREATOR run acts as: the verified sender of the provider event that started it (never client input). */
+export interface ActsAs {
+  provider: string;
+  /** The sender's account as the provider's signed event named it (GitHub login, Slack or Linear user id). */
+  account: string | null;
 }
 
 export interface RunRow {
@@ -77,6 +86,8 @@ export interface RunRow {
   status_message: { message: string; error_code?: string; retryable?: boolean } | null;
   artifacts: unknown[];
   metadata: Record<string, string>;
+  /** credentialStrategy CREATOR: set by the server from a signed provider event; null otherwise (migration 0072). */
+  acts_as?: ActsAs | null;
   request_usage: Record<string, number> | null;
   created_at: Date;
   updated_at: Date;

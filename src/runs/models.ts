@@ -148,10 +148,22 @@ const MAX_VERDICTS = 1024;
 export function knownModels(config: {
   agentModels: string | undefined;
   modelCatalogue: 'open' | 'closed';
+  builtinModels?: readonly string[] | undefined;
 }): KnownModels {
   const configured = parseModelCatalogue(config.agentModels);
   const models = [...configured.models];
   const seen = new Set(models.map((m) => m.id));
+  for (const id of config.builtinModels ?? []) {
+    if (seen.has(id)) continue;
+    seen.add(id);
+    models.push({
+      id,
+      display_name: id,
+      provider: providerOf(id),
+      vision_supported: false,
+      description: "A model of this instance's OpenAI-compatible endpoint (harness agentyard)",
+    });
+  }
   for (const m of BUILT_IN_MODELS) if (!seen.has(m.id)) models.push(m);
   return {
     default_model_id: configured.default_model_id,

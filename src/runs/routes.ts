@@ -11,6 +11,7 @@ import { sessionLinksFor } from './session-link.ts';
 import type { SessionLinks } from './session-link.ts';
 import { getRunBySession } from './sql.ts';
 import { renderSessionPage } from './session-page.ts';
+import { PAGE_SECURITY_HEADERS } from '../kernel/page-security.ts';
 import { listRuns } from './list.ts';
 import { checkRunModels, knownModels } from './models.ts';
 import type { RunFilters, SortField, SortOrder } from './list.ts';
@@ -224,7 +225,11 @@ export async function registerRunRoutes(
         response: { 200: schemas.RunItemSchema },
       },
     },
-    async (request) => runItem(await runs.get(request.principal.teamId, request.params.runId)),
+    async (request) => {
+      const row = await runs.get(request.principal.teamId, request.params.runId);
+      const [item, result] = await Promise.all([runItem(row), sql.runResult(ctx.db, row.id)]);
+      return { ...item, result };
+    },
   );
 
   // Legacy clients (warp-sdk ≤0.3) used /agent/tasks.
@@ -297,6 +302,7 @@ export async function registerRunRoutes(
         message,
         mode: request.body?.mode ?? 'normal',
         creatorId: request.principal.subject.id,
+        admin: request.principal.role === 'admin' || request.principal.instanceAdmin,
       });
       return { followup_id: followupId, run_id: run.id, state: run.state };
     },
@@ -346,6 +352,11 @@ export async function registerSessionPageRoute(
         hide: true,
         params: Type.Object({ sessionId: Type.String() }),
         querystring: Type.Object({ exp: Type.Optional(Type.String()), sig: Type.Optional(Type.String()) }),
+      },
+      // Every answer (the page, a redirect, a refusal) is under the console's CSP and never framed.
+      onSend: async (_request, reply, payload) => {
+        reply.headers(PAGE_SECURITY_HEADERS);
+        return payload;
       },
     },
     async (request, reply) => {

@@ -29,9 +29,23 @@ export const AgentConfigSchema = Type.Object(
     mcp_servers: Type.Optional(Type.Record(Type.String(), McpServerConfigSchema)),
     computer_use_enabled: Type.Optional(Type.Boolean()),
     idle_timeout_minutes: Type.Optional(Type.Integer()),
-    harness: Type.Optional(Type.Object({ type: OptStr, model_id: OptStr, reasoning_level: OptStr })),
+    harness: Type.Optional(
+      Type.Object({
+        type: OptStr,
+        model_id: OptStr,
+        reasoning_level: OptStr,
+        base_url: Type.Optional(
+          Type.String({ description: "The built-in agent's OpenAI-compatible endpoint (`type: agentyard`)" }),
+        ),
+      }),
+    ),
     harness_auth_secrets: Type.Optional(
-      Type.Object({ claude_auth_secret_name: OptStr, codex_auth_secret_name: OptStr, gemini_auth_secret_name: OptStr }),
+      Type.Object({
+        claude_auth_secret_name: OptStr,
+        codex_auth_secret_name: OptStr,
+        gemini_auth_secret_name: OptStr,
+        agentyard_auth_secret_name: OptStr,
+      }),
     ),
     skills: Type.Optional(Type.Array(Str)),
     runner_id: OptStr,
@@ -129,6 +143,11 @@ export const RunItemSchema = Type.Object(
     automation_id: OptStr,
     delivery_id: OptStr,
     worker_host: OptStr,
+    result: Type.Optional(
+      Type.Union([Str, Type.Null()], {
+        description: "The agent's final answer: the text of the run's last `result` event (GET of one run only)",
+      }),
+    ),
   },
   { additionalProperties: true },
 );

@@ -4,7 +4,7 @@ import { AppError } from '../kernel/errors.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db, Queryable } from '../kernel/db.ts';
 import { newId, timeOrderedUuid } from '../kernel/ids.ts';
-import type { AgentConfig, Creator, McpServerConfig, RunRow, RunSource } from './model.ts';
+import type { ActsAs, AgentConfig, Creator, McpServerConfig, RunRow, RunSource } from './model.ts';
 import * as sql from './sql.ts';
 import { isTerminal } from './state-machine.ts';
 import { resolveAgentIdentity } from '../identity/agent-identities.ts';
@@ -38,6 +38,11 @@ export interface CreateRunInput {
   conversationId?: string | null;
   attachments?: Attachment[];
   metadata?: Record<string, string>;
+  /**
+   * credentialStrategy CREATOR: the verified sender of the signed provider event the server creates this run
+   * from. Only the server sets it, never from a request; run metadata never decides whom a run acts as.
+   */
+  actsAs?: ActsAs | null;
 }
 
 const MAX_TITLE = 120;
@@ -172,6 +177,7 @@ export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Pro
 async function insertQueuedRun(q: Queryable, input: CreateRunInput): Promise<RunRow> {
   const row = await sql.insertRun(q, await prepareQueuedRun(q, input));
   for (const attachment of input.attachments ?? []) await sql.insertAttachment(q, row.id, attachment);
+  if (input.actsAs) return sql.setRunActsAs(q, row.id, input.actsAs);
   return row;
 }
 
@@ -267,7 +273,7 @@ export class RunService {
   ): Promise<{ run: sql.CreatedRun; replayed: boolean }> {
     if ('within' in options) return { run: await insertQueuedRun(options.within, input), replayed: false };
     const { idempotency } = options;
-    if (!idempotency && !input.attachments?.length) {
+    if (!idempotency && !input.attachments?.length && !input.actsAs) {
       // The common case needs no transaction: one row, written with the other creations of the moment.
       const row = await prepareQueuedRun(this.#db, input);
       const run = await (this.#handOff?.create(row) ?? this.#batcher.insert(row));
@@ -369,12 +375,20 @@ export class RunService {
   async followup(
     teamId: string,
     runId: string,
-    input: { message: string; mode: string; creatorId: string | null },
+    input: { message: string; mode: string; creatorId: string | null; admin?: boolean },
   ): Promise<{ followupId: string; run: RunRow }> {
+    const { admin = false, ...followup } = input;
     const { followupId, run, requeued } = await this.#db.transaction(async (tx) => {
       const current = await sql.getRun(tx, teamId, runId);
       if (!current) throw new AppError('resource_not_found', `run ${runId} does not exist`);
-      const f = await sql.insertFollowup(tx, { id: newId('fu'), runId, teamId, ...input });
+      // a run acting as a member continues with that member's tokens: only they (or an admin) say what it does next
+      if (current.acts_as && !admin && (await sql.actsAsSubject(tx, teamId, current.acts_as)) !== input.creatorId) {
+        throw new AppError(
+          'not_authorized',
+          `run ${runId} acts as the ${current.acts_as.provider} account ${current.acts_as.account ?? '(unknown)'} (credentialStrategy CREATOR): only the member who linked it or a team admin may send it follow-ups`,
+        );
+      }
+      const f = await sql.insertFollowup(tx, { id: newId('fu'), runId, teamId, ...followup });
       if (isTerminal(current.state)) {
         const requeuedRun = await sql.applyRunEvent(tx, runId, 'continue', { teamId, statusMessage: null });
         return { followupId: f.id, run: requeuedRun ?? current, requeued: requeuedRun !== undefined };

@@ -4,7 +4,7 @@ import type { ArtifactFile } from './artifact-files.ts';
 import type { ExecutionSummary } from './conversation.ts';
 import { clip } from './events.ts';
 import type { NewRunEvent, StoredRunEvent } from './events.ts';
-import type { AgentConfig, RunRow, RunSource } from './model.ts';
+import type { ActsAs, AgentConfig, RunRow, RunSource } from './model.ts';
 import type { RunEvent, RunState } from './state-machine.ts';
 import { transitionFor } from './state-machine.ts';
 
@@ -97,6 +97,24 @@ function insertRecord(r: InsertRun): Record<string, unknown> {
     executor_type: executor?.type ?? null,
     executor_name: executor?.displayName ?? null,
   };
+}
+
+/** The member who linked the account a CREATOR run acts as (integrations' identities), if any. */
+export async function actsAsSubject(q: Queryable, teamId: string, actsAs: ActsAs): Promise<string | undefined> {
+  const res = await q.query<{ subject_id: string }>(
+    `SELECT subject_id FROM integration_identities WHERE team_id = $1 AND provider = $2 AND lower(external_id) = lower($3)`,
+    [teamId, actsAs.provider, actsAs.account ?? ''],
+  );
+  return res.rows[0]?.subject_id;
+}
+
+/** Whom a CREATOR run acts as (RunService sets it in the transaction that inserts the run). */
+export async function setRunActsAs(q: Queryable, runId: string, actsAs: ActsAs): Promise<RunRow> {
+  const res = await q.query<RunRow>('UPDATE runs SET acts_as = $2 WHERE id = $1 RETURNING *', [
+    runId,
+    JSON.stringify(actsAs),
+  ]);
+  return res.rows[0]!;
 }
 
 export async function insertRun(q: Queryable, r: InsertRun): Promise<RunRow> {
@@ -805,4 +823,13 @@ export async function runStates(
     [teamId, ids as string[]],
   );
   return res.rows;
+}
+
+/** The text of a run's last `result` event: the agent's final answer; null before it gave one. */
+export async function runResult(q: Queryable, runId: string): Promise<string | null> {
+  const res = await q.query<{ text: string | null }>(
+    `SELECT data->>'text' AS text FROM run_events WHERE run_id = $1 AND type = 'result' ORDER BY sequence DESC LIMIT 1`,
+    [runId],
+  );
+  return res.rows[0]?.text ?? null;
 }

@@ -79,7 +79,8 @@ async function runInputsOf(
       prompt: schedule.prompt,
       config: schedule.agent_config,
       source: 'SCHEDULED_AGENT',
-      creator: creatorOfInfo(schedule.created_by),
+      // whoever last set the prompt asked for these runs, not necessarily the schedule's creator
+      creator: creatorOfInfo(schedule.prompt_set_by ?? schedule.created_by),
       scheduleId: schedule.id,
       ...(Object.keys(schedule.metadata).length ? { metadata: schedule.metadata } : {}),
     });

@@ -29,6 +29,8 @@ export interface ScheduleRow {
   last_spawn_error: string | null;
   created_by: CreatorInfo | null;
   updated_by: CreatorInfo | null;
+  /** Who last set the prompt or agent configuration: the creator of the runs it starts (migration 0074). */
+  prompt_set_by: CreatorInfo | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -46,6 +48,7 @@ export interface ScheduledAgentItem {
   agent_config: AgentConfig;
   created_by?: CreatorInfo;
   updated_by?: CreatorInfo;
+  prompt_set_by?: CreatorInfo;
   history: { last_ran: string | null; next_run: string | null };
   scope: { type: 'Team'; uid: string };
   metadata: Record<string, string>;
@@ -84,6 +87,7 @@ export function toScheduledAgentItem(row: ScheduleRow): ScheduledAgentItem {
     agent_config: row.agent_config,
     ...(row.created_by ? { created_by: row.created_by } : {}),
     ...(row.updated_by ? { updated_by: row.updated_by } : {}),
+    ...(row.prompt_set_by ? { prompt_set_by: row.prompt_set_by } : {}),
     history: {
       last_ran: row.last_ran_at ? row.last_ran_at.toISOString() : null,
       next_run: row.enabled && row.next_run_at ? row.next_run_at.toISOString() : null,

@@ -3,13 +3,19 @@ import type { AppInstance } from '../plugin.ts';
 import type { CreatorInfo } from './model.ts';
 import { toScheduledAgentItem } from './model.ts';
 import * as schemas from './schemas.ts';
-import type { ScheduleService } from './service.ts';
+import type { ScheduleCaller, ScheduleService } from './service.ts';
 import type { Queryable } from '../kernel/db.ts';
 import type { RunSecretsCheck } from '../runs/secret-names.ts';
 
 function callerOf(request: FastifyRequest): CreatorInfo {
   const s = request.principal.subject;
   return { type: s.type, uid: s.id, display_name: s.displayName, ...(s.email ? { email: s.email } : {}) };
+}
+
+/** The caller of a change: a schedule is changed by its creator or a team admin. */
+function changerOf(request: FastifyRequest): ScheduleCaller {
+  const p = request.principal;
+  return { info: callerOf(request), admin: p.role === 'admin' || p.instanceAdmin };
 }
 
 const tags = ['schedules'];
@@ -73,7 +79,8 @@ export async function registerScheduleRoutes(
       schema: {
         tags,
         operationId: 'updateScheduledAgent',
-        summary: 'Replace a schedule (every field; an absent agent_config clears it)',
+        summary:
+          'Replace a schedule (its creator or a team admin; every field, an absent agent_config clears it). Whoever changes the prompt or agent_config becomes the creator of its runs',
         params: schemas.ScheduleIdParamsSchema,
         body: schemas.UpdateScheduleRequestSchema,
         response: item,
@@ -82,7 +89,7 @@ export async function registerScheduleRoutes(
     async (request) => {
       await checkSecrets(db, request.principal, request.body.agent_config);
       return toScheduledAgentItem(
-        await schedules.replace(request.principal.teamId, request.params.scheduleId, callerOf(request), request.body),
+        await schedules.replace(request.principal.teamId, request.params.scheduleId, changerOf(request), request.body),
       );
     },
   );
@@ -93,13 +100,13 @@ export async function registerScheduleRoutes(
       schema: {
         tags,
         operationId: 'deleteScheduledAgent',
-        summary: 'Delete a schedule; runs it started stay',
+        summary: 'Delete a schedule (its creator or a team admin); runs it started stay',
         params: schemas.ScheduleIdParamsSchema,
         response: { 200: schemas.DeleteScheduleResponseSchema },
       },
     },
     async (request) => {
-      await schedules.delete(request.principal.teamId, request.params.scheduleId);
+      await schedules.delete(request.principal.teamId, request.params.scheduleId, changerOf(request));
       return { success: true };
     },
   );
@@ -110,14 +117,14 @@ export async function registerScheduleRoutes(
       schema: {
         tags,
         operationId: 'pauseScheduledAgent',
-        summary: 'Pause a schedule: it does not fire until resumed',
+        summary: 'Pause a schedule (its creator or a team admin): it does not fire until resumed',
         params: schemas.ScheduleIdParamsSchema,
         response: item,
       },
     },
     async (request) =>
       toScheduledAgentItem(
-        await schedules.setEnabled(request.principal.teamId, request.params.scheduleId, callerOf(request), false),
+        await schedules.setEnabled(request.principal.teamId, request.params.scheduleId, changerOf(request), false),
       ),
   );
 
@@ -127,14 +134,15 @@ export async function registerScheduleRoutes(
       schema: {
         tags,
         operationId: 'resumeScheduledAgent',
-        summary: 'Resume a paused schedule; the next fire is the first slot after now (missed slots are not replayed)',
+        summary:
+          'Resume a paused schedule (its creator or a team admin); the next fire is the first slot after now (missed slots are not replayed)',
         params: schemas.ScheduleIdParamsSchema,
         response: item,
       },
     },
     async (request) =>
       toScheduledAgentItem(
-        await schedules.setEnabled(request.principal.teamId, request.params.scheduleId, callerOf(request), true),
+        await schedules.setEnabled(request.principal.teamId, request.params.scheduleId, changerOf(request), true),
       ),
   );
 }

@@ -57,6 +57,11 @@ export const ScheduledAgentItemSchema = Type.Object(
     agent_config: Type.Unsafe<AgentConfig>({ type: 'object', additionalProperties: true }),
     created_by: Type.Optional(CreatorInfoSchema),
     updated_by: Type.Optional(CreatorInfoSchema),
+    prompt_set_by: Type.Optional({
+      ...CreatorInfoSchema,
+      description:
+        'Who last set the prompt or agent_config: the creator of the runs the schedule starts (API schedules)',
+    }),
     history: Type.Object({ last_ran: NullableDateTime, next_run: NullableDateTime }),
     scope: Type.Object({ type: Type.Literal('Team'), uid: Str }),
     metadata: Metadata,

@@ -66,6 +66,25 @@ function nextFromNow(cron: string, now: Date): Date {
   }
 }
 
+/** The caller of a schedule change: who they are, and whether their key is a team admin's. */
+export interface ScheduleCaller {
+  info: CreatorInfo;
+  admin: boolean;
+}
+
+/** A schedule is changed by its creator or a team admin (docs/security.md, "Schedules"). */
+function refuseIfNotOwner(row: ScheduleRow, caller: ScheduleCaller): void {
+  if (caller.admin || (row.created_by !== null && row.created_by.uid === caller.info.uid)) return;
+  throw new AppError(
+    'schedule_not_owned',
+    `schedule ${row.id} was created by ${row.created_by?.display_name ?? 'someone else'}: only its creator or a team admin may change or delete it`,
+  );
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
 function refuseIfManaged(row: ScheduleRow): void {
   if (row.origin === 'automation') {
     throw new AppError(
@@ -112,29 +131,37 @@ export class ScheduleService {
   }
 
   /** Full replacement. The next fire is recomputed from now when the cron changes or the schedule is re-enabled. */
-  async replace(teamId: string, id: string, updater: CreatorInfo, input: ScheduleInput): Promise<ScheduleRow> {
+  async replace(teamId: string, id: string, caller: ScheduleCaller, input: ScheduleInput): Promise<ScheduleRow> {
     const fields = checkScheduleInput(input, true);
+    const updater = caller.info;
     const row = await this.#db.transaction(async (tx) => {
       const current = await sql.getSchedule(tx, teamId, id, true);
       if (!current) throw new AppError('resource_not_found', `schedule ${id} does not exist`);
       refuseIfManaged(current);
+      refuseIfNotOwner(current, caller);
+      // what the runs are told and run with: whoever changes it becomes the creator of the runs
+      const promptSetBy =
+        fields.prompt === current.prompt && sameJson(fields.agentConfig, current.agent_config)
+          ? (current.prompt_set_by ?? current.created_by)
+          : updater;
       const rearm = fields.cronSchedule !== current.cron_schedule || !current.enabled || current.next_run_at === null;
       const nextRunAt = !fields.enabled
         ? null
         : rearm
           ? parseCron(fields.cronSchedule).nextAfter(this.#clock.now())
           : current.next_run_at;
-      return sql.replaceApiSchedule(tx, id, { ...fields, nextRunAt, updatedBy: updater });
+      return sql.replaceApiSchedule(tx, id, { ...fields, nextRunAt, updatedBy: updater, promptSetBy });
     });
     await this.#changed(row);
     return row;
   }
 
-  async delete(teamId: string, id: string): Promise<void> {
+  async delete(teamId: string, id: string, caller: ScheduleCaller): Promise<void> {
     const row = await this.#db.transaction(async (tx) => {
       const current = await sql.getSchedule(tx, teamId, id, true);
       if (!current) throw new AppError('resource_not_found', `schedule ${id} does not exist`);
       refuseIfManaged(current);
+      refuseIfNotOwner(current, caller);
       await sql.deleteSchedule(tx, id);
       return current;
     });
@@ -142,14 +169,15 @@ export class ScheduleService {
   }
 
   /** Pause (no fires; `next_run` cleared) or resume (next fire computed from now). Idempotent. */
-  async setEnabled(teamId: string, id: string, updater: CreatorInfo, enabled: boolean): Promise<ScheduleRow> {
+  async setEnabled(teamId: string, id: string, caller: ScheduleCaller, enabled: boolean): Promise<ScheduleRow> {
     const row = await this.#db.transaction(async (tx) => {
       const current = await sql.getSchedule(tx, teamId, id, true);
       if (!current) throw new AppError('resource_not_found', `schedule ${id} does not exist`);
       refuseIfManaged(current);
+      refuseIfNotOwner(current, caller);
       if (current.enabled === enabled && (!enabled || current.next_run_at)) return current;
       const nextRunAt = enabled ? nextFromNow(current.cron_schedule, this.#clock.now()) : null;
-      return sql.setEnabled(tx, id, enabled, nextRunAt, updater);
+      return sql.setEnabled(tx, id, enabled, nextRunAt, caller.info);
     });
     await this.#changed(row);
     return row;

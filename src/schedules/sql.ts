@@ -31,8 +31,8 @@ export async function insertApiSchedule(
 ): Promise<ScheduleRow> {
   const res = await q.query<ScheduleRow>(
     `INSERT INTO schedules (id, team_id, origin, name, cron_schedule, enabled, prompt, agent_config, metadata, next_run_at,
-       created_by, updated_by)
-     VALUES ($1, $2, 'api', $3, $4, $5, $6, $7, $8, $9, $10, $10)
+       created_by, updated_by, prompt_set_by)
+     VALUES ($1, $2, 'api', $3, $4, $5, $6, $7, $8, $9, $10, $10, $10)
      RETURNING *`,
     [s.id, s.teamId, ...fieldParams(s), JSON.stringify(s.createdBy)],
   );
@@ -60,13 +60,13 @@ export async function listSchedules(q: Queryable, teamId: string): Promise<Sched
 export async function replaceApiSchedule(
   q: Queryable,
   id: string,
-  s: ScheduleFields & { updatedBy: CreatorInfo },
+  s: ScheduleFields & { updatedBy: CreatorInfo; promptSetBy: CreatorInfo | null },
 ): Promise<ScheduleRow> {
   const res = await q.query<ScheduleRow>(
     `UPDATE schedules SET name = $2, cron_schedule = $3, enabled = $4, prompt = $5, agent_config = $6, metadata = $7,
-       next_run_at = $8, updated_by = $9, updated_at = ay_now()
+       next_run_at = $8, updated_by = $9, prompt_set_by = $10, updated_at = ay_now()
      WHERE id = $1 RETURNING *`,
-    [id, ...fieldParams(s), JSON.stringify(s.updatedBy)],
+    [id, ...fieldParams(s), JSON.stringify(s.updatedBy), s.promptSetBy ? JSON.stringify(s.promptSetBy) : null],
   );
   return res.rows[0]!;
 }

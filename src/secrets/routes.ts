@@ -9,6 +9,10 @@ import type { SecretService } from './service.ts';
 
 const SecretSchema = Type.Object({
   name: Type.String(),
+  created_by: Type.Union([Type.String(), Type.Null()], {
+    description:
+      "The principal whose key wrote the value (it owns the secret); null: the team admins' (older secrets, webhook secrets)",
+  }),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
 });
@@ -16,7 +20,12 @@ const SecretSchema = Type.Object({
 const NameParams = Type.Object({ name: Type.String({ description: `Secret name: ${SECRET_NAME_RULE}` }) });
 
 function secretView(row: SecretRow) {
-  return { name: row.name, created_at: row.created_at.toISOString(), updated_at: row.updated_at.toISOString() };
+  return {
+    name: row.name,
+    created_by: row.created_by,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
 }
 
 export async function registerSecretRoutes(
@@ -66,7 +75,13 @@ export async function registerSecretRoutes(
     },
     async (request, reply) => {
       requireTeamAdmin(request);
-      const { row, created } = await secrets.put(request.principal.teamId, request.params.name, request.body.value);
+      const { principal } = request;
+      const { row, created } = await secrets.put(
+        principal.teamId,
+        request.params.name,
+        request.body.value,
+        principal.subject.id,
+      );
       await ctx.bus.publish(SECRETS_CHANGED_TOPIC, { team_id: row.team_id, name: row.name });
       return reply.code(created ? 201 : 200).send(secretView(row));
     },

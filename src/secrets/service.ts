@@ -25,12 +25,18 @@ export class SecretService {
     this.#cipher = cipher;
   }
 
-  async put(teamId: string, name: string, value: string): Promise<{ row: SecretRow; created: boolean }> {
+  /** `createdBy`: the subject of the key writing the value (it owns the secret from now on). */
+  async put(
+    teamId: string,
+    name: string,
+    value: string,
+    createdBy: string | null,
+  ): Promise<{ row: SecretRow; created: boolean }> {
     checkSecretName(name);
     if (value.length === 0) throw new AppError('invalid_request', 'value must not be empty');
     if (Buffer.byteLength(value, 'utf8') > MAX_SECRET_BYTES)
       throw new AppError('invalid_request', `value must be at most ${MAX_SECRET_BYTES / 1024} KiB`);
-    return sql.upsertSecret(this.#db, teamId, name, this.#cipher.encrypt(value));
+    return sql.upsertSecret(this.#db, teamId, name, this.#cipher.encrypt(value), createdBy);
   }
 
   /**
@@ -43,7 +49,7 @@ export class SecretService {
     sealed: Buffer,
     options: { within?: Queryable } = {},
   ): Promise<{ row: SecretRow; created: boolean }> {
-    return sql.upsertSecret(options.within ?? this.#db, teamId, name, sealed);
+    return sql.upsertSecret(options.within ?? this.#db, teamId, name, sealed, null);
   }
 
   /** The secret's metadata, or undefined when the team has none of that name. */

@@ -4,9 +4,13 @@ import type { Queryable } from '../kernel/db.ts';
 export interface SecretRow {
   team_id: string;
   name: string;
+  /** The subject whose key wrote the value; null: the team admins' (written before migration 0073, or by the server). */
+  created_by: string | null;
   created_at: Date;
   updated_at: Date;
 }
+
+const META = 'team_id, name, created_by, created_at, updated_at';
 
 /** Inserts or replaces the value; answers whether the secret already existed. */
 export async function upsertSecret(
@@ -14,30 +18,27 @@ export async function upsertSecret(
   teamId: string,
   name: string,
   ciphertext: Buffer,
+  createdBy: string | null,
 ): Promise<{ row: SecretRow; created: boolean }> {
+  // whoever writes the value owns it from now on
   const res = await q.query<SecretRow & { created: boolean }>(
-    `INSERT INTO secrets (team_id, name, ciphertext) VALUES ($1, $2, $3)
-     ON CONFLICT (team_id, name) DO UPDATE SET ciphertext = EXCLUDED.ciphertext, updated_at = ay_now()
-     RETURNING team_id, name, created_at, updated_at, (xmax = 0) AS created`,
-    [teamId, name, ciphertext],
+    `INSERT INTO secrets (team_id, name, ciphertext, created_by) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (team_id, name) DO UPDATE SET ciphertext = EXCLUDED.ciphertext, created_by = EXCLUDED.created_by,
+       updated_at = ay_now()
+     RETURNING ${META}, (xmax = 0) AS created`,
+    [teamId, name, ciphertext, createdBy],
   );
   const { created, ...row } = res.rows[0]!;
   return { row, created };
 }
 
 export async function listSecrets(q: Queryable, teamId: string): Promise<SecretRow[]> {
-  const res = await q.query<SecretRow>(
-    'SELECT team_id, name, created_at, updated_at FROM secrets WHERE team_id = $1 ORDER BY name',
-    [teamId],
-  );
+  const res = await q.query<SecretRow>(`SELECT ${META} FROM secrets WHERE team_id = $1 ORDER BY name`, [teamId]);
   return res.rows;
 }
 
 export async function getSecretMeta(q: Queryable, teamId: string, name: string): Promise<SecretRow | undefined> {
-  const res = await q.query<SecretRow>(
-    'SELECT team_id, name, created_at, updated_at FROM secrets WHERE team_id = $1 AND name = $2',
-    [teamId, name],
-  );
+  const res = await q.query<SecretRow>(`SELECT ${META} FROM secrets WHERE team_id = $1 AND name = $2`, [teamId, name]);
   return res.rows[0];
 }
 
@@ -50,9 +51,9 @@ export async function getSecretCiphertext(q: Queryable, teamId: string, name: st
 }
 
 export async function deleteSecret(q: Queryable, teamId: string, name: string): Promise<SecretRow | undefined> {
-  const res = await q.query<SecretRow>(
-    'DELETE FROM secrets WHERE team_id = $1 AND name = $2 RETURNING team_id, name, created_at, updated_at',
-    [teamId, name],
-  );
+  const res = await q.query<SecretRow>(`DELETE FROM secrets WHERE team_id = $1 AND name = $2 RETURNING ${META}`, [
+    teamId,
+    name,
+  ]);
   return res.rows[0];
 }

@@ -1,7 +1,7 @@
 import { AppError } from '../kernel/errors.ts';
 import type { SourceSpec } from './types.ts';
 import { classifyGitUrl } from './url.ts';
-import { gitEndpoint, refusedHostMessage } from './url-policy.ts';
+import { parseGitEndpoint, refusedHostMessage } from './url-policy.ts';
 import type { SourceUrlPolicy } from './url-policy.ts';
 
 /** The one answer for a local source from a team key: the same whatever the path is, exists or not. */
@@ -33,9 +33,12 @@ export async function authorizeSource(
       'not_authorized',
       'source.url: plain http:// is for instance admins; use an https:// or ssh:// URL',
     );
-  const endpoint = kind ? gitEndpoint(source.url, kind) : undefined;
-  if (!endpoint) return;
-  const checked = await policy.check(endpoint);
+  if (!kind) throw new AppError('invalid_request', 'source.url: use an https://, ssh:// or user@host:path git URL');
+  // Fails closed: a host that cannot be read is refused like an internal one, with the same answer.
+  const parsed = parseGitEndpoint(source.url, kind);
+  if (parsed.kind === 'local') return;
+  if (parsed.kind === 'unparseable') throw new AppError('invalid_request', refusedHostMessage(parsed.host));
+  const checked = await policy.check(parsed.endpoint);
   if (!checked.ok && checked.reason !== 'unresolved')
-    throw new AppError('invalid_request', refusedHostMessage(endpoint));
+    throw new AppError('invalid_request', refusedHostMessage(parsed.endpoint.host));
 }

@@ -8,7 +8,8 @@ import { SourceError, isSourceError } from './types.ts';
 import type { GitSourceSpec, Source, SourceSnapshot } from './types.ts';
 import { classifyGitUrl, sanitizeMessage, sanitizeUrl } from './url.ts';
 import type { GitUrlKind } from './url.ts';
-import { gitEndpoint, refusedHostMessage } from './url-policy.ts';
+import { parseGitEndpoint, refusedHostMessage } from './url-policy.ts';
+import type { GitEndpoint } from './url-policy.ts';
 import type { SourceUrlPolicy } from './url-policy.ts';
 
 export interface GitSourceOptions {
@@ -68,6 +69,39 @@ function isLoopback(url: string): boolean {
   }
 }
 
+/** The URL and settings a fetch uses, held to the addresses the policy checked. */
+interface PinnedRemote {
+  url: string;
+  args: string[];
+  /** GIT_SSH_COMMAND options to add (the host-key alias of a pinned SSH host). */
+  env: { sshOptions?: string };
+  /** The network host, when there is one: its failures all read the same. */
+  host?: string;
+}
+
+/** An SSH URL with the checked address in place of its name; the name stays what known_hosts is keyed by. */
+function sshPinned(url: string, endpoint: GitEndpoint, address: string): PinnedRemote {
+  const hostPart = address.includes(':') ? `[${address}]` : address;
+  let pinned: string;
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
+    const parsed = new URL(url);
+    const user = parsed.username ? `${parsed.username}@` : '';
+    pinned = `ssh://${user}${hostPart}:${endpoint.port}${parsed.pathname}`;
+  } else {
+    const at = url.indexOf('@');
+    const rest = url.slice(at + 1).replace(/^(\[[^\]]*\]|[^:]*):/, '');
+    pinned = `${url.slice(0, at)}@${hostPart}:${rest}`;
+  }
+  return { url: pinned, args: [], env: { sshOptions: `-o HostKeyAlias=${endpoint.host}` }, host: endpoint.host };
+}
+
+/** The credentials' environment, with the SSH options of a pinned host added to its ssh command. */
+function withSshAlias(env: Record<string, string>, pinned: PinnedRemote['env']): Record<string, string> {
+  if (!pinned.sshOptions) return env;
+  const base = env.GIT_SSH_COMMAND ?? process.env.GIT_SSH_COMMAND ?? 'ssh -o BatchMode=yes';
+  return { ...env, GIT_SSH_COMMAND: `${base} ${pinned.sshOptions}` };
+}
+
 /** The last meaningful line of git's stderr, without credentials. */
 function gitCause(err: unknown, secrets: string[]): string {
   const text = err instanceof Error ? err.message : String(err);
@@ -105,26 +139,39 @@ export class GitSource implements Source {
   }
 
   /**
-   * The policy's check with the addresses it resolved, and git's settings that hold it to them: HTTP(S) connects
-   * only to those addresses and follows no redirect.
+   * The policy's check, and how git is held to the addresses it saw (the check and the connection must not
+   * resolve apart): HTTP(S) gets the normalised URL, its name pinned with `http.curloptResolve` (git 2.37+)
+   * and no redirects; SSH gets the checked address in place of the name, which stays the host-key alias.
+   * Every refusal, unparseable or unresolved host reads the same.
    */
-  async #reachable(kind: GitUrlKind, where: string): Promise<string[]> {
-    const endpoint = gitEndpoint(this.#spec.url, kind);
-    if (!this.#policy || !endpoint) return [];
+  async #reachable(kind: GitUrlKind, where: string): Promise<PinnedRemote> {
+    const url = this.#spec.url;
+    if (!this.#policy) return { url, args: [], env: {} };
+    const parsed = parseGitEndpoint(url, kind);
+    if (parsed.kind === 'local') return { url, args: [], env: {} };
+    if (parsed.kind === 'unparseable')
+      throw new SourceError('terminal', 'URLNotAllowed', `fetch ${where}: ${refusedHostMessage(parsed.host)}`);
+    const { endpoint } = parsed;
     const checked = await this.#policy.check(endpoint);
     if (!checked.ok) {
-      if (checked.reason === 'unresolved')
-        throw new SourceError('transient', 'FetchFailed', `fetch ${where}: cannot resolve ${endpoint.host}`);
-      throw new SourceError('terminal', 'URLNotAllowed', `fetch ${where}: ${refusedHostMessage(endpoint)}`);
+      const message = `fetch ${where}: ${refusedHostMessage(endpoint.host)}`;
+      if (checked.reason === 'unresolved') throw new SourceError('transient', 'FetchFailed', message);
+      throw new SourceError('terminal', 'URLNotAllowed', message);
     }
-    if (kind !== 'https' && kind !== 'http') return [];
+    if (kind === 'ssh') return sshPinned(url, endpoint, checked.addresses[0]!);
+    const pinned = new URL(url);
+    const isName = checked.addresses.length !== 1 || checked.addresses[0] !== endpoint.host;
     const addresses = checked.addresses.map((a) => (a.includes(':') ? `[${a}]` : a)).join(',');
-    return [
-      '-c',
-      `http.curloptResolve=${endpoint.host}:${endpoint.port}:${addresses}`,
-      '-c',
-      'http.followRedirects=false',
-    ];
+    return {
+      url: pinned.href,
+      host: endpoint.host,
+      args: [
+        ...(isName ? ['-c', `http.curloptResolve=${endpoint.host}:${endpoint.port}:${addresses}`] : []),
+        '-c',
+        'http.followRedirects=false',
+      ],
+      env: {},
+    };
   }
 
   describe(): string {
@@ -201,22 +248,24 @@ export class GitSource implements Source {
       throw new SourceError('terminal', 'InvalidCredentials', `fetch ${where}: ${(err as Error).message}`);
     }
     const local = kind === 'local' || kind === 'file';
+    let remoteHost: string | undefined;
     try {
       const pinned = await this.#reachable(kind, where);
+      remoteHost = pinned.host;
       await git(
         this.#dir,
         [
-          ...pinned,
+          ...pinned.args,
           'fetch',
           '--quiet',
           ...(prune ? ['--prune'] : []),
           '--no-tags',
           '--force',
           '--',
-          spec.url,
+          pinned.url,
           ...refspecs,
         ],
-        auth.env,
+        withSshAlias(auth.env, pinned.env),
       );
     } catch (err) {
       if (isSourceError(err)) throw err;
@@ -225,6 +274,10 @@ export class GitSource implements Source {
       if (local && terminal?.reason !== 'BranchNotFound')
         throw new SourceError('terminal', 'RepositoryNotFound', `fetch ${where}: ${LOCAL_FAILURE}`);
       if (terminal) throw new SourceError('terminal', terminal.reason, `fetch ${where}: ${terminal.meaning}: ${cause}`);
+      // A network failure (refused, reset, timed out, not speaking git) reads like a refused host: what git
+      // saw would tell an open port from a closed one.
+      if (remoteHost !== undefined)
+        throw new SourceError('transient', 'FetchFailed', `fetch ${where}: ${refusedHostMessage(remoteHost)}`);
       throw new SourceError('transient', 'FetchFailed', `fetch ${where}: ${cause}`);
     } finally {
       await auth.dispose();

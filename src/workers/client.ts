@@ -21,6 +21,7 @@ export interface WorkerLog {
 
 export interface WorkerClientOptions {
   serverUrl: string;
+  /** What the worker connects with: a worker token, or a team admin's API key. */
   apiKey: string;
   workerId: string;
   capacity: number;
@@ -79,12 +80,14 @@ export class WorkerClient {
   }
 
   async #sweep(): Promise<void> {
-    const { workspaceRoot, workspaceRetentionMs } = this.#o.settings;
+    const { workspaceRoot, workspaceRetentionMs, configRoot } = this.#o.settings;
     const now = Date.now();
     await sweepWorkspaces(
       workspaceRoot,
       (id, modifiedAt) => this.#runners.has(id) || now - modifiedAt.getTime() <= workspaceRetentionMs,
     );
+    // configuration directories outlive their execution only when a runner died before removing its own
+    await sweepWorkspaces(configRoot, (id) => this.#runners.has(id));
   }
 
   #connect(): void {

@@ -1,11 +1,12 @@
 /**
- * The server side of self-hosted workers: accepts their WebSocket connections (a team API key), records
- * them, assigns them the team's queued runs whose `worker_host` is their ID (claimed in the database like the
+ * The server side of self-hosted workers: accepts their WebSocket connections (a team admin key, or a worker
+ * token for named worker ids), records them, assigns them the team's queued runs whose `worker_host` is their ID
+ * and that their registration may receive (docs/security.md, "Self-hosted workers"; claimed in the database like the
  * service's own executors, so one run goes to one worker whatever the number of server processes), and turns
  * their messages into the run's start, events and end. Leases cover workers too: a worker that stops
  * heartbeating (killed, cut off) loses its runs to the reaper.
  */
-import { RUNS_QUEUED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
+import { CREDENTIALS_REVOKED_TOPIC, RUNS_QUEUED_TOPIC, RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { CoalescedPass } from '../kernel/coalesced-pass.ts';
@@ -14,6 +15,7 @@ import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import { adapterFor } from '../execution/harnesses/index.ts';
 import { buildAssignments } from '../execution/assignment-builder.ts';
+import { applyRunnerSettings } from '../execution/runner-settings.ts';
 import type { ExecutionOutcome } from '../execution/assignment.ts';
 import { claimWorkerRuns } from '../execution/queue.ts';
 import type { ExecutionRecorder } from '../execution/recorder.ts';
@@ -21,6 +23,7 @@ import { isHarnessType } from '../execution/settings.ts';
 import { waitingFollowups } from '../execution/sql.ts';
 import type { HarnessType } from '../execution/settings.ts';
 import type { Authenticator } from '../identity/service.ts';
+import { isAppError } from '../kernel/errors.ts';
 import { RUN_EVENT_TYPES } from '../runs/events.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Bus } from '../kernel/bus.ts';
@@ -29,6 +32,21 @@ import { newId } from '../kernel/ids.ts';
 import { CLOSE_CODES, parseWorkerMessage, WORKER_ID, WORKER_PROTOCOL_VERSION } from './protocol.ts';
 import type { HelloMessage, ServerMessage, WorkerMessage } from './protocol.ts';
 import * as sql from './sql.ts';
+import { hashWorkerToken, isWorkerToken } from './tokens.ts';
+
+/**
+ * What a connection was registered with, and so what it may receive: a team admin key's connection every run
+ * of its team for any worker id (`trusted`); a worker token's only the token's worker ids, and a run acting as
+ * a member only when `registrant` (the token's creator) is that member.
+ */
+interface Registration {
+  teamId: string;
+  credential: { kind: 'key' | 'token'; id: string };
+  /** The worker ids a token names; null: any (an admin key). */
+  workerIds: readonly string[] | null;
+  trusted: boolean;
+  registrant: string;
+}
 
 export interface HubDeps {
   db: Db;
@@ -64,6 +82,7 @@ interface Connection {
   id: string;
   ws: WebSocket;
   teamId: string;
+  registration: Registration;
   workerId: string;
   host: string;
   capacity: number;
@@ -108,6 +127,9 @@ export class WorkerHub {
       bus.subscribe(RUN_CHANGED_TOPIC, (data) =>
         this.#onRunChanged(data as { run_id?: string; state?: string; followup_id?: string } | null),
       ),
+      bus.subscribe(CREDENTIALS_REVOKED_TOPIC, (data) =>
+        this.#onRevoked(data as { key_id?: string; worker_token_id?: string } | null),
+      ),
     );
     this.#timer = setInterval(
       () => void this.#poll().catch((err: unknown) => this.#deps.log.warn({ err }, 'worker poll failed')),
@@ -125,19 +147,47 @@ export class WorkerHub {
     const header = request.headers.authorization;
     const match = header ? /^Bearer\s+(.+)$/i.exec(header) : null;
     if (!match) return refuse(401, 'Unauthorized');
-    void this.#deps.authenticator.authenticate(match[1]!.trim()).then(
-      (principal) => {
-        if (!principal) return refuse(401, 'Unauthorized');
-        if (principal.subject.type !== 'service_account' && principal.role !== 'admin') return refuse(403, 'Forbidden');
+    void this.#register(match[1]!.trim(), request.socket.remoteAddress ?? '').then(
+      (registration) => {
+        if (registration === 'unknown') return refuse(401, 'Unauthorized');
+        if (registration === 'forbidden') return refuse(403, 'Forbidden');
         this.#wss.handleUpgrade(request, socket, head, (ws) =>
-          this.#accept(ws, principal.teamId, request.socket.remoteAddress ?? ''),
+          this.#accept(ws, registration, request.socket.remoteAddress ?? ''),
         );
       },
-      () => refuse(500, 'Internal Server Error'),
+      (err: unknown) =>
+        isAppError(err) && err.code === 'rate_limited'
+          ? refuse(429, 'Too Many Requests')
+          : refuse(500, 'Internal Server Error'),
     );
   }
 
-  #accept(ws: WebSocket, teamId: string, remote: string): void {
+  /** A worker connects with a worker token, or a team admin key; a member's key registers nothing. */
+  async #register(bearer: string, address: string): Promise<Registration | 'unknown' | 'forbidden'> {
+    if (isWorkerToken(bearer)) {
+      const token = await sql.useWorkerToken(this.#deps.db, hashWorkerToken(bearer));
+      if (!token) return 'unknown';
+      return {
+        teamId: token.team_id,
+        credential: { kind: 'token', id: token.id },
+        workerIds: token.worker_ids,
+        trusted: false,
+        registrant: token.created_by,
+      };
+    }
+    const principal = await this.#deps.authenticator.authenticateFrom(bearer, address);
+    if (!principal) return 'unknown';
+    if (principal.role !== 'admin' && !principal.instanceAdmin) return 'forbidden';
+    return {
+      teamId: principal.teamId,
+      credential: { kind: 'key', id: principal.keyId },
+      workerIds: null,
+      trusted: true,
+      registrant: principal.subject.id,
+    };
+  }
+
+  #accept(ws: WebSocket, registration: Registration, remote: string): void {
     let connection: Connection | undefined;
     const helloTimer = setTimeout(() => ws.close(CLOSE_CODES.helloTimeout, 'no hello'), HELLO_TIMEOUT_MS);
     ws.on('message', (data, isBinary) => {
@@ -151,7 +201,7 @@ export class WorkerHub {
         if (msg.type !== 'hello')
           return this.#send(ws, { type: 'error', code: 'hello_first', message: 'send hello first' });
         clearTimeout(helloTimer);
-        void this.#hello(ws, teamId, remote, msg).then(
+        void this.#hello(ws, registration, remote, msg).then(
           (c) => {
             connection = c;
           },
@@ -175,7 +225,13 @@ export class WorkerHub {
     if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(msg));
   }
 
-  async #hello(ws: WebSocket, teamId: string, remote: string, hello: HelloMessage): Promise<Connection | undefined> {
+  async #hello(
+    ws: WebSocket,
+    registration: Registration,
+    remote: string,
+    hello: HelloMessage,
+  ): Promise<Connection | undefined> {
+    const { teamId } = registration;
     if (hello.protocol !== WORKER_PROTOCOL_VERSION) {
       this.#send(ws, {
         type: 'error',
@@ -194,6 +250,15 @@ export class WorkerHub {
       ws.close(CLOSE_CODES.badMessage, 'bad worker id');
       return undefined;
     }
+    if (registration.workerIds && !registration.workerIds.includes(hello.worker_id)) {
+      this.#send(ws, {
+        type: 'error',
+        code: 'worker_id_not_allowed',
+        message: `this worker token is for the worker ids ${registration.workerIds.join(', ')}, not "${hello.worker_id}"`,
+      });
+      ws.close(CLOSE_CODES.workerIdNotAllowed, 'worker id not allowed');
+      return undefined;
+    }
     const harnesses = (hello.harnesses ?? []).filter(isHarnessType) as HarnessType[];
     const def =
       hello.default_harness && isHarnessType(hello.default_harness) && harnesses.includes(hello.default_harness)
@@ -204,6 +269,7 @@ export class WorkerHub {
       id: newId('wrk'),
       ws,
       teamId,
+      registration,
       workerId: hello.worker_id,
       host: String(hello.host ?? remote).slice(0, 200),
       capacity,
@@ -230,6 +296,8 @@ export class WorkerHub {
       version: String(hello.version ?? '').slice(0, 100),
       protocol: hello.protocol,
       serverId: this.#deps.serverId,
+      credentialKind: registration.credential.kind,
+      credentialId: registration.credential.id,
     });
     // executions the worker still runs after a reconnect: this connection renews their leases from now on
     const running = (hello.running ?? []).filter((id) => typeof id === 'string');
@@ -241,6 +309,8 @@ export class WorkerHub {
             workerId: c.workerId,
             executor: this.#executorName(c),
             leaseMs: this.#deps.leaseMs,
+            trusted: registration.trusted,
+            registrant: registration.registrant,
           })
         ).rows
       : [];
@@ -294,19 +364,33 @@ export class WorkerHub {
   async #assign(c: Connection): Promise<void> {
     const free = c.capacity - c.assigned.size;
     if (free <= 0 || Date.now() < c.pausedUntil || !this.#connections.has(c.id)) return;
-    const claimed = await claimWorkerRuns(this.#deps.db, c.teamId, c.workerId, {
-      limit: free,
-      harnesses: c.harnesses,
-      defaultHarness: c.defaultHarness,
-      executor: this.#executorName(c),
-      leaseMs: this.#deps.leaseMs,
-    });
+    const { trusted, registrant } = c.registration;
+    const claimed = await claimWorkerRuns(
+      this.#deps.db,
+      c.teamId,
+      c.workerId,
+      { trusted, registrant },
+      {
+        limit: free,
+        harnesses: c.harnesses,
+        defaultHarness: c.defaultHarness,
+        executor: this.#executorName(c),
+        leaseMs: this.#deps.leaseMs,
+      },
+    );
     const assignments = await buildAssignments(
       this.#deps.db,
       this.#deps.secrets,
       claimed,
       this.#deps.sessionLink,
       this.#deps.factoryMcpUrl,
+    );
+    // the runner's limits go with the assignment: the worker tightens its own with them
+    await applyRunnerSettings(
+      this.#deps.db,
+      claimed.map((cl) => cl.run),
+      assignments,
+      false,
     );
     for (const [i, cl] of claimed.entries()) {
       const assignment = assignments[i]!;
@@ -430,6 +514,15 @@ export class WorkerHub {
     if (a.cancelSent || a.endReported) return;
     a.cancelSent = true;
     this.#send(c.ws, { type: 'cancel', execution_id: executionId, reason });
+  }
+
+  /** A revoked API key or worker token: the connections it registered end now (the runs they hold go back by lease). */
+  #onRevoked(data: { key_id?: string; worker_token_id?: string } | null): void {
+    for (const c of this.#connections.values()) {
+      const { kind, id } = c.registration.credential;
+      if ((kind === 'key' && id === data?.key_id) || (kind === 'token' && id === data?.worker_token_id))
+        c.ws.close(CLOSE_CODES.credentialRevoked, 'credential revoked');
+    }
   }
 
   #find(runId: string): [Connection, string, Assigned] | undefined {

@@ -1,6 +1,6 @@
 /**
  * The self-hosted worker protocol (docs/worker-protocol.md): JSON text frames over a WebSocket the worker
- * opens to `/api/v1/workers/connect` with `Authorization: Bearer <team API key>`.
+ * opens to `/api/v1/workers/connect` with `Authorization: Bearer <worker token or team admin key>`.
  */
 import type { AgentEvent, Assignment, AssignmentFollowup } from '../execution/assignment.ts';
 
@@ -11,7 +11,9 @@ export const WORKER_CONNECT_PATH = '/api/v1/workers/connect';
 export const CLOSE_CODES = {
   protocolMismatch: 4400,
   badMessage: 4401,
+  workerIdNotAllowed: 4403,
   helloTimeout: 4408,
+  credentialRevoked: 4410,
   serverStopping: 1001,
 } as const;
 

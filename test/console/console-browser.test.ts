@@ -178,8 +178,13 @@ describe('the console in Chromium', { timeout: 120_000 }, () => {
       .toContain('INPROGRESS');
     await checked(page);
     await shoot(page, 'run');
+    await page.getByRole('link', { name: 'Cancel run…' }).click();
+    await page.getByRole('heading', { name: /^Cancel run/ }).waitFor();
+    await checked(page);
     await page.getByRole('button', { name: 'Cancel run' }).click();
-    await page.getByText(/Cancel requested|not cancellable/).waitFor();
+    await page.getByText(/Cancel requested/).waitFor();
+    // the state changes on the page without a reload
+    await expect.poll(async () => page.locator('#run-state').textContent(), { timeout: 20_000 }).toBe('CANCELLED');
     await expect
       .poll(async () => (await server.api('GET', `/agent/runs/${created.body.run_id}`)).body.state, { timeout: 20_000 })
       .toBe('CANCELLED');

@@ -58,19 +58,31 @@ describe('state-dependent checks', () => {
     expect(result.definition!.agents[0]!.execution.runnerSource).toBe('team');
   });
 
-  it('a webhook file name in webhook_ids names the UID when the context knows it', async () => {
+  it('a webhook file name in webhook_ids is a reference by name, valid offline and at apply', async () => {
     const input = tree({
       'webhooks/alerts.yaml': 'secretName: s\n',
       'automations/a/automation.md': webhookAutomation('alerts'),
     });
-    const offline = await validateFactory(input);
-    expect(offline.diagnostics[0]).toMatchObject({
-      file: 'automations/a/automation.md',
-      line: 6,
-      column: 21,
-      code: 'FF_INVALID_REFERENCE',
+    for (const context of [undefined, { knownWebhookUids: new Set<string>() }]) {
+      const result = await validateFactory(input, context);
+      expect(result.diagnostics.filter((d) => d.file.startsWith('automations/'))).toEqual([]);
+      expect(result.stateDependentChecksNotRun.filter((c) => c.check === 'webhook_uid')).toEqual([]);
+      expect(result.definition!.automations[0]!.triggers[0]).toMatchObject({
+        kind: 'webhook',
+        webhookUid: null,
+        webhookName: 'alerts',
+      });
+    }
+  });
+
+  it('a name no webhooks/ file has is refused offline, with the file name meant', async () => {
+    const input = tree({
+      'webhooks/alerts.yaml': 'secretName: s\n',
+      'automations/a/automation.md': webhookAutomation('alert'),
     });
-    const online = await validateFactory(input, { webhookUidForName: (name) => (name === 'alerts' ? UID : undefined) });
-    expect(online.diagnostics[0]!.message).toContain(`use the UID ${UID}`);
+    const result = await validateFactory(input);
+    expect(lines(result.diagnostics)).toEqual([
+      'automations/a/automation.md:6:21 FF_INVALID_REFERENCE `alert` is neither a webhook file name (no webhooks/alert.yaml) nor a webhook UID (wh_ followed by 26 lower-case letters or digits); did you mean `alerts`?',
+    ]);
   });
 });

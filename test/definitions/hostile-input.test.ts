@@ -63,7 +63,6 @@ describe('the definition pool', () => {
           return name === 'hook-secret';
         },
         secretIsUrlSafe: () => true,
-        webhookUids: new Map(),
         knownWebhookUids: new Set(),
         teamRunners: new Set(),
       },
@@ -108,9 +107,9 @@ describe('the definition pool', () => {
   }, 90_000);
 
   it('answers FF_LIMIT_EXCEEDED when a job needs more heap than its budget', async () => {
-    // Ten files of 200 KiB of flow mappings: the parser's nodes need far more than 24 MiB.
-    const big = `a: [${Array.from({ length: 12_000 }, (_, i) => `{k${i}: v}`).join(', ')}]\n`;
-    const files = tree(Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`runners/r${i}.yaml`, big])));
+    // Four files of 180 KiB of flow mappings, within the work budgets: their nodes need far more than 24 MiB.
+    const big = `a: [${Array.from({ length: 4_500 }, (_, i) => `{k${i}: ${'v'.repeat(30)}}`).join(', ')}]\n`;
+    const files = tree(Object.fromEntries(Array.from({ length: 4 }, (_, i) => [`runners/r${i}.yaml`, big])));
     const result = await pool({ timeoutMs: 60_000, memoryMb: 24, threads: 1 }).validate(files);
     expect(result.valid).toBe(false);
     expect(result.diagnostics).toEqual([expect.objectContaining({ code: 'FF_LIMIT_EXCEEDED' })]);

@@ -114,7 +114,7 @@ describe('validateFactory: resolved definition', () => {
     expect(automation.execution.workerHost).toBeNull();
     expect(automation.execution.secrets).toEqual(['factory-secret']);
     expect(automation.triggers).toEqual([
-      { kind: 'webhook', provider: 'webhook', event: 'received', webhookUid: UID, payload: null },
+      { kind: 'webhook', provider: 'webhook', event: 'received', webhookUid: UID, webhookName: null, payload: null },
     ]);
   });
 

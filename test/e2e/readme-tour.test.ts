@@ -120,13 +120,14 @@ describe('README tour: what the text says', () => {
     );
   });
 
-  it('the sender uses the secret the tour stores, and the automation names the webhook by the UID the tour reads', () => {
+  it('the sender uses the secret the tour stores, and the automation names the webhook by its file name', () => {
     const secret = tourRequest((r) => r.url.includes('/api/v1/secrets/'), 'storing the secret');
     const deliveries = tour.requests.filter((r) => r.url === '$INGRESS');
     expect(deliveries.length).toBeGreaterThanOrEqual(2);
     for (const d of deliveries)
       expect(d.headers.authorization).toBe(`Bearer ${(secret.body as { value: string }).value}`);
-    expect(tour.commits[1]!.files[0]!.content).toContain('webhook_ids: [$HOOK]');
+    expect(tour.commits[1]!.files[0]!.content).toContain('webhook_ids: [ci]');
+    expect(tour.commits[1]!.files[0]!.expands).toBe(false);
     expect(tour.script).toContain('HOOK=${INGRESS##*/}');
   });
 });
@@ -200,8 +201,8 @@ describe.each(ENGINES)('README tour, step by step on %s', (engine) => {
     expect(ingress.split('/').pop()).toBe(hook.uid); // ${INGRESS##*/}
     expectShown(ingress, s.url);
 
-    // 4. the automation, with the UID in it, committed and synced
-    commitFiles(dir, tourCommit('run on failed builds'), { HOOK: hook.uid });
+    // 4. the automation, naming the webhook by its file name, committed and synced
+    commitFiles(dir, tourCommit('run on failed builds'), {});
     const second = commit(dir, tourCommit('run on failed builds'));
     const withAutomation = await s.api('POST', `/factories/${factoryId}/sync`);
     expect(withAutomation.body.result).toBe('applied');
@@ -247,9 +248,7 @@ describe.each(ENGINES)('README tour, step by step on %s', (engine) => {
       automation_id: automationId,
       factory_uid: factoryId,
     });
-    const automationBody = expand(tourCommit('run on failed builds').files[0]!, { HOOK: hook.uid })
-      .split('\n---\n')[1]!
-      .trim();
+    const automationBody = expand(tourCommit('run on failed builds').files[0]!, {}).split('\n---\n')[1]!.trim();
     expect(run.prompt.startsWith(`${automationBody}\n`)).toBe(true);
     expect(run.prompt).toContain(`- Webhook: ci (${hook.uid})`);
     expect(run.prompt).toContain(`- Delivery ID: ${deliveryId}`);
@@ -374,8 +373,9 @@ describe('README tour, the shell block run with bash (pglite)', () => {
     expect(code, context).toBe(0);
     // stderr holds only validate's two summaries
     expect(stderr.trim().split('\n'), context).toEqual([
-      '4 files: 0 errors, 0 warnings; 1 state-dependent check (secrets, team runners, webhook UIDs) run at apply',
-      '5 files: 1 error, 0 warnings; 1 state-dependent check (secrets, team runners, webhook UIDs) run at apply',
+      '4 files: 0 errors, 0 warnings; 1 state-dependent check (secrets, webhook UIDs) run at apply',
+      // the typo makes webhooks/ci.yaml unreadable, so its secret is not looked up; [ci] still names the file
+      '5 files: 1 error, 0 warnings',
     ]);
     expect(out[0], context).toBe('ci-webhook');
     for (const shown of [

@@ -175,7 +175,8 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
         config: { harness_auth_secrets: { claude_auth_secret_name: 'key' } },
       });
       const run = await waitForState(s, runId, ['ERROR', 'FAILED', 'SUCCEEDED']);
-      expect(run.state).toBe('ERROR');
+      // the agent's doing: FAILED, as for every limit of an execution
+      expect(run.state).toBe('FAILED');
       expect(run.status_message.error_detail).toBe('workspace_too_large');
       const [execution] = await executionsOf(s, runId);
       expect(existsSync(execution!.workspace!)).toBe(true);

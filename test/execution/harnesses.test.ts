@@ -4,7 +4,7 @@
  * secret in the environment and never on the command line or in events, the streaming output parsed into
  * events and the conversation, and exit codes mapped onto run states.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
@@ -111,8 +111,10 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
     expect(rec.env.AGENTYARD_MASTER_KEY).toBeUndefined();
     expect(rec.env.AGENTYARD_RUN_ID).toBe(runId);
     const mcpFile = rec.argv[rec.argv.indexOf('--mcp-config') + 1];
-    expect(mcpFile).toBe(path.join(execution.workspace!, '.mcp.json'));
-    expect(JSON.parse(readFileSync(mcpFile, 'utf8'))).toEqual({
+    // the server's own file, outside the workspace (and gone with the execution)
+    expect(mcpFile).toBe(path.join(s.dataDir, 'execution-files', execution.id, 'claude-mcp.json'));
+    expect(existsSync(mcpFile)).toBe(false);
+    expect(rec.mcpConfig).toEqual({
       mcpServers: {
         github: { type: 'stdio', command: 'gh-mcp', args: ['--stdio'], env: { GH_HOST: 'github.example.com' } },
         docs: { type: 'sse', url: 'https://mcp.example.com/sse', headers: { 'X-Team': 'a' } },

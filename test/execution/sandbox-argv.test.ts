@@ -22,17 +22,19 @@ import { launcherExit } from '../../src/execution/runner.ts';
 import { AGENTS, FAKE } from './support.ts';
 
 const WS = '/srv/agentyard/workspaces/exe_01jaaaaaaaaaaaaaaaaaaaaaaa';
+const CONFIG = '/srv/agentyard/execution-files/exe_01jaaaaaaaaaaaaaaaaaaaaaaa';
 const SPEC: BubblewrapSpec = {
   bwrap: '/usr/bin/bwrap',
   command: '/opt/tools/agent.mjs',
   args: ['--flag', 'value'],
   workspace: WS,
+  configDir: CONFIG,
   readOnly: ['/opt/tools', '/opt/node'],
   hidden: ['/srv/agentyard', '/home/agentyard'],
   uid: 1000,
   gid: 1000,
-  passwdFile: `${WS}/.agentyard/passwd`,
-  groupFile: `${WS}/.agentyard/group`,
+  passwdFile: `${CONFIG}/passwd`,
+  groupFile: `${CONFIG}/group`,
   system: [
     { path: '/usr', kind: 'dir' },
     { path: '/bin', kind: 'symlink', target: 'usr/bin' },
@@ -57,10 +59,15 @@ describe('bubblewrap command line', () => {
         ['/usr', '/usr'],
         ['/opt/tools', '/opt/tools'],
         ['/opt/node', '/opt/node'],
-        [`${WS}/.agentyard/passwd`, '/etc/passwd'],
+        [`${CONFIG}/passwd`, '/etc/passwd'],
+        // the server's files for the execution: read-only, outside the workspace
+        [CONFIG, CONFIG],
       ]),
     );
-    expect(pairs(args, '--symlink')).toEqual([['usr/bin', '/bin']]);
+    expect(pairs(args, '--symlink')).toEqual([
+      ['usr/bin', '/bin'],
+      ['/tmp', '/var/tmp'],
+    ]);
     for (const flag of [
       '--unshare-user',
       '--unshare-pid',
@@ -75,12 +82,47 @@ describe('bubblewrap command line', () => {
     expect(args.slice(args.indexOf('--proc'), args.indexOf('--proc') + 2)).toEqual(['--proc', '/proc']);
     expect(args).toContain('/tmp');
     // nothing of the data directory or the home is mounted, and neither is covered by a tool bind here
-    expect(args.filter((a) => a.startsWith('/srv/agentyard') && !a.startsWith(WS))).toEqual([]);
+    expect(args.filter((a) => a.startsWith('/srv/agentyard') && !a.startsWith(WS) && !a.startsWith(CONFIG))).toEqual(
+      [],
+    );
     expect(args).not.toContain('/home/agentyard');
     // the root is read-only once the mount points exist; the command comes last, after `--`
-    expect(args.indexOf('--remount-ro')).toBeGreaterThan(args.lastIndexOf('--bind'));
+    expect(args.lastIndexOf('--remount-ro')).toBeGreaterThan(args.lastIndexOf('--bind'));
+    expect(args[args.lastIndexOf('--remount-ro') + 1]).toBe('/');
     expect(args.slice(args.indexOf('--'))).toEqual(['--', '/opt/tools/agent.mjs', '--flag', 'value']);
     expect(args.slice(args.indexOf('--chdir'), args.indexOf('--chdir') + 2)).toEqual(['--chdir', WS]);
+  });
+
+  it('sizes /tmp, /dev/shm and /run, keeps /dev read-only, refuses user namespaces, wraps the command', () => {
+    const args = bubblewrapArgs({
+      ...SPEC,
+      tmpBytes: 256 * 1024 * 1024,
+      disableUserns: true,
+      wrapper: ['/usr/bin/prlimit', '--nproc=256', '--fsize=1024', '--'],
+    });
+    const sized = args.flatMap((a, i) => (a === '--size' ? [[args[i + 1], args[i + 2], args[i + 3]]] : []));
+    expect(sized).toEqual([
+      [String(256 * 1024 * 1024), '--tmpfs', '/dev/shm'],
+      [String(256 * 1024 * 1024), '--tmpfs', '/tmp'],
+      [String(1024 * 1024), '--tmpfs', '/run'],
+    ]);
+    expect(pairs(args, '--symlink')).toContainEqual(['/tmp', '/var/tmp']);
+    expect(args.slice(args.indexOf('/dev/shm') + 1, args.indexOf('/dev/shm') + 3)).toEqual(['--remount-ro', '/dev']);
+    expect(args.indexOf('--disable-userns')).toBeGreaterThan(args.indexOf('--unshare-user'));
+    expect(args.slice(args.indexOf('--'))).toEqual([
+      '--',
+      '/usr/bin/prlimit',
+      '--nproc=256',
+      '--fsize=1024',
+      '--',
+      '/opt/tools/agent.mjs',
+      '--flag',
+      'value',
+    ]);
+    // an older bubblewrap: unsized, and no --disable-userns
+    const old = bubblewrapArgs(SPEC);
+    expect(old).not.toContain('--size');
+    expect(old).not.toContain('--disable-userns');
   });
 
   it('hides the data directory and the home under an empty tmpfs when a tool bind would show them', () => {
@@ -186,6 +228,7 @@ describe('container command line', () => {
       command: 'claude',
       args: ['-p'],
       workspace: WS,
+      configDir: CONFIG,
       envNames: ['ANTHROPIC_API_KEY', 'HOME'],
       uid: 10001,
       gid: 10001,

@@ -92,7 +92,14 @@ describe('agents in the bubblewrap sandbox', () => {
     const second = await probe({
       mark: 'second',
       read: [masterKey, ...dataFiles, path.join(cwd, 'package.json'), '/etc/shadow'],
-      list: [s.dataDir, path.join(s.dataDir, 'workspaces'), home, cwd, '/root'],
+      list: [
+        s.dataDir,
+        path.join(s.dataDir, 'workspaces'),
+        path.join(s.dataDir, 'execution-files'),
+        home,
+        cwd,
+        '/root',
+      ],
       write: Object.values(planted),
     });
     expect(second.run.state).toBe('SUCCEEDED');
@@ -106,9 +113,10 @@ describe('agents in the bubblewrap sandbox', () => {
     for (const file of [masterKey, ...dataFiles, path.join(cwd, 'package.json'), '/etc/shadow']) {
       expect(report.reads[file], file).toMatchObject({ ok: false });
     }
-    // the data directory shows only the way to its own workspace
-    expect(report.lists[s.dataDir]!.value).toEqual(['workspaces']);
+    // the data directory shows only the way to its own workspace and its own configuration directory
+    expect(report.lists[s.dataDir]!.value).toEqual(['execution-files', 'workspaces']);
     expect(report.lists[path.join(s.dataDir, 'workspaces')]!.value).toEqual([second.execution.id]);
+    expect(report.lists[path.join(s.dataDir, 'execution-files')]!.value).toEqual([second.execution.id]);
     // the server's home and working directory show only the way to the tools it runs with (node, the fixture)
     const tools = [realpathSync(process.execPath), AGENTS, ...(process.env.PATH ?? '').split(':')];
     for (const dir of [home, cwd]) {

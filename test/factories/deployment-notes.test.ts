@@ -66,11 +66,10 @@ describe.each(ENGINES)('settings this deployment accepts without acting on them,
         ['runners/default.yaml', 5, DEPLOYMENT_NOTES.runnerSetupCommands],
         ['runners/default.yaml', 7, DEPLOYMENT_NOTES.runnerInstanceShape],
         ['runners/mac.yaml', 2, DEPLOYMENT_NOTES.macosRunner],
-        ['scorers/triage/scorer.md', 1, DEPLOYMENT_NOTES.scorers],
       ]),
     );
-    // credentialStrategy acts (docs/integrations.md § Credentials out): no note.
-    expect(notes).toHaveLength(4);
+    // credentialStrategy acts (docs/integrations.md § Credentials out), and scorers judge runs: no note.
+    expect(notes).toHaveLength(3);
     expect(res.body.diagnostics.every((d: { severity: string }) => d.severity === 'warning')).toBe(true);
   });
 });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
-import { automationMd, baseFiles, webhookYaml } from './fixtures.ts';
+import { asFileList, automationMd, baseFiles, webhookYaml } from './fixtures.ts';
 import { createGitFactory } from './support.ts';
 import type { GitFactory } from './support.ts';
 
@@ -120,6 +120,60 @@ describe.each(ENGINES)('git reconciler on %s', (engine) => {
     });
     const [after] = await f.rows();
     expect(after).toMatchObject({ uid: before!.uid, enabled: false });
+  });
+
+  it('a trigger names its webhook by file name: one tree works on its first commit, on two factories', async () => {
+    const tree = {
+      ...baseFiles(),
+      'webhooks/alerts.yaml': webhookYaml('alerts-token'),
+      'automations/triage/automation.md': automationMd('alerts'),
+    };
+    const one = await factory(tree);
+    const two = await factory(tree);
+    const uids: string[] = [];
+    for (const f of [one, two]) {
+      // Applied when the factory was created: the first commit already holds the automation.
+      expect(await f.status()).toMatchObject({ state: 'applied', errors: [] });
+      const [hook] = await f.webhooks();
+      uids.push(hook.uid);
+      const [automation] = (await server.api('GET', `/factories/${f.id}/automations`)).body.automations;
+      // Stored as the UID it resolved to, for the ingress and the API alike.
+      expect(automation.triggers[0].filter.webhook_ids).toEqual([hook.uid]);
+      const rows = await server.server.ctx.db.query<{ webhook_uid: string }>(
+        'SELECT webhook_uid FROM automation_webhook_triggers WHERE automation_id = $1',
+        [automation.id],
+      );
+      expect(rows.rows).toEqual([{ webhook_uid: hook.uid }]);
+    }
+    expect(uids[0]).not.toBe(uids[1]);
+
+    // The UID form names the same webhook: switching to it changes nothing live.
+    await one.commit({ 'automations/triage/automation.md': automationMd(uids[0]!) }, 'by uid');
+    const byUid = await one.sync();
+    expect(byUid.result).toBe('applied');
+    expect(byUid.changes.filter((c: { kind: string }) => c.kind === 'automation')).toEqual([]);
+    // Another factory's UID is not this factory's webhook.
+    await one.commit({ 'automations/triage/automation.md': automationMd(uids[1]!) }, 'foreign uid');
+    const foreign = await one.sync();
+    expect(foreign.status.state).toBe('failed');
+    expect(foreign.status.message).toContain(`no webhook of this factory has the UID ${uids[1]}`);
+
+    // A dry run of a tree naming a webhook that does not exist yet: valid, and the plan creates both.
+    const plan = await server.api('POST', `/factories/${two.id}/plan`, {
+      files: asFileList({
+        ...tree,
+        'webhooks/deploys.yaml': webhookYaml('alerts-token'),
+        'automations/deploys/automation.md': automationMd('deploys'),
+      }),
+    });
+    expect(plan.status, plan.text).toBe(200);
+    expect(plan.body.valid).toBe(true);
+    expect(plan.body.changes).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ kind: 'webhook', name: 'deploys', action: 'created' }),
+        expect.objectContaining({ kind: 'automation', name: 'deploys', action: 'created' }),
+      ]),
+    );
   });
 
   it('applies automations with their webhook triggers, and soft-deletes the webhook of a removed file', async () => {

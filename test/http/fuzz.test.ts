@@ -6,6 +6,8 @@
  * engine (the edges do not depend on it).
  */
 import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -306,6 +308,35 @@ describe.each(ENGINES.slice(0, 1))('fuzzing the HTTP edges on %s', (engine) => {
     );
   });
 
+  it('numeric query parameters of every list endpoint: non-finite, huge, fractional and signed forms', async () => {
+    const numberText = fc.oneof(
+      fc.constantFrom('1e400', '-1e400', 'Infinity', '-Infinity', '+Infinity', 'NaN', '-0', '1e-400', '9e15'),
+      fc.double().map(String),
+      fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }).map(String),
+      fc.integer().map(String),
+    );
+    const endpoints = [
+      ['/agent/runs', 'limit'],
+      ['/agent/tasks', 'limit'],
+      ['/agent/events?run_ids=run_x', 'limit'],
+      ['/agent/events?run_ids=run_x', 'since'],
+      ['/factories', 'limit'],
+      ['/factory', 'limit'],
+      ['/factories/fct_x/applies', 'limit'],
+      ['/webhooks/wh_x/deliveries', 'limit'],
+      ['/delivery-stats', 'minutes'],
+    ] as const;
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...endpoints), numberText, async ([route, field], value) => {
+        const url = `${s.apiUrl}${route}${route.includes('?') ? '&' : '?'}${field}=${encodeURIComponent(value)}`;
+        const res = await send(url, 'GET', undefined, { authorization: `Bearer ${s.adminKey}` });
+        expectWellFormed(res, `GET ${url}`);
+        if (res.status === 400) expect((res.body as { detail: string }).detail).toContain(`querystring.${field}`);
+      }),
+      PROPERTY_OPTIONS,
+    );
+  });
+
   it('the Run API create: any body, and any run id in the path', async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -359,6 +390,60 @@ describe.each(ENGINES.slice(0, 1))('fuzzing the HTTP edges on %s', (engine) => {
       ),
       PROPERTY_OPTIONS,
     );
+  });
+
+  it('git source URLs: IPv6 zone ids and numeric forms of internal IPv4 are refused, nothing connects', async () => {
+    const team = await send(`${s.apiUrl}/teams`, 'POST', JSON.stringify({ name: 'fuzz-ssrf', admin_name: 'A' }), {
+      authorization: `Bearer ${s.adminKey}`,
+      'content-type': 'application/json',
+    });
+    const teamKey = (team.body as { admin_key: { key: string } }).admin_key.key;
+    let connections = 0;
+    const trap = createServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => trap.listen(0, '127.0.0.1', resolve));
+    const port = (trap.address() as AddressInfo).port;
+    const internalV4 = fc.oneof(
+      fc.tuple(fc.constant(127), fc.nat(255), fc.nat(255), fc.nat(255)),
+      fc.tuple(fc.constant(10), fc.nat(255), fc.nat(255), fc.nat(255)),
+      fc.tuple(fc.constant(192), fc.constant(168), fc.nat(255), fc.nat(255)),
+      fc.tuple(fc.constant(169), fc.constant(254), fc.nat(255), fc.nat(255)),
+      fc.constant([0, 0, 0, 0] as [number, number, number, number]),
+    );
+    const v4Forms = internalV4.chain(([a, b, c, d]) => {
+      const n = ((a << 24) >>> 0) + (b << 16) + (c << 8) + d;
+      return fc.constantFrom(
+        `${a}.${b}.${c}.${d}`,
+        String(n),
+        `0x${n.toString(16)}`,
+        `0${a.toString(8)}.${b}.${c}.${d}`,
+        `${a}.${(b << 16) + (c << 8) + d}`,
+        `[::ffff:${a}.${b}.${c}.${d}]`,
+        `[64:ff9b::${a}.${b}.${c}.${d}]`,
+      );
+    });
+    const zone = fc.oneof(fc.constantFrom('lo', 'eth0', '1', '0', '%2F', 'lo%00'), fc.string({ maxLength: 6 }));
+    const zoned = fc
+      .tuple(fc.oneof(fc.ipV6(), fc.constantFrom('::1', '::ffff:127.0.0.1', 'fe80::1', '::')), zone)
+      .map(([address, z]) => `[${address}%25${encodeURIComponent(z)}]`);
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(v4Forms, zoned), fc.constantFrom('https', 'ssh'), async (host, scheme) => {
+        const url = `${scheme}://${scheme === 'ssh' ? 'git@' : ''}${host}:${port}/r.git`;
+        const res = await send(
+          `${s.apiUrl}/factories`,
+          'POST',
+          JSON.stringify({ name: 'ssrf', source: { type: 'git', url, poll_interval_seconds: 0 } }),
+          { authorization: `Bearer ${teamKey}`, 'content-type': 'application/json' },
+        );
+        expectWellFormed(res, `register ${url}`);
+        expect(res.status, `${url}: ${res.text.slice(0, 300)}`).toBe(400);
+      }),
+      PROPERTY_OPTIONS,
+    );
+    trap.close();
+    expect(connections).toBe(0);
   });
 
   it('still answers after the fuzzing', async () => {

@@ -3,6 +3,7 @@
  * the first test fails when a route has no entry, or an entry names a route that no longer exists. When you
  * add a route, add its entry: say how a key of team B is kept away from team A's resources through it.
  */
+import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registeredRoutes } from '../../src/http/app.ts';
 import { sealTranscriptToken } from '../../src/runs/conversation-routes.ts';
@@ -401,6 +402,23 @@ const ISOLATION: Record<string, Probe> = {
       expect(messages).not.toContain('hijack');
     },
   },
+  'GET /api/v1/agent/runs/:runId/scores': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/scores`), 'scores of A run'),
+  },
+  'GET /api/v1/agent/scores': {
+    kind: 'team-list',
+    check: async (f) => {
+      await f.s.server.ctx.db.query(
+        `INSERT INTO run_scores (run_id, scorer, team_id, factory_id, agent, status, label, score, passed, reason, judge_model)
+         VALUES ($1, 'iso-scorer', $2, 'fac_a', 'a-agent', 'scored', 'good', 1, true, 'fine', 'm') ON CONFLICT DO NOTHING`,
+        [f.a.runId, f.a.teamId],
+      );
+      const scorers = (body: { totals: { scorer: string }[] }) => body.totals.map((t) => t.scorer);
+      expect(scorers((await f.asA('GET', '/agent/scores')).body)).toContain('iso-scorer');
+      expect(scorers((await f.asB('GET', '/agent/scores')).body)).not.toContain('iso-scorer');
+    },
+  },
   'GET /api/v1/agent/runs/:runId/followups': {
     kind: 'team-resource',
     check: async (f) => expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/followups`), 'list follow-ups'),
@@ -514,6 +532,38 @@ const ISOLATION: Record<string, Probe> = {
       expect((await request(`${f.s.apiUrl}/agent/transcripts/${token.replace(/.{6}$/, 'AAAAAA')}`)).status).toBe(404);
       const otherTeam = sealTranscriptToken(f.s.server.ctx.cipher, f.b.teamId, f.a.runId, Date.now() + 60_000);
       expect((await request(`${f.s.apiUrl}/agent/transcripts/${otherTeam}`)).status).toBe(404);
+    },
+  },
+  'POST /api/v1/workers/tokens': {
+    kind: 'team-create',
+    check: async (f) => {
+      // a token of B registers B's workers only: A's run for the same worker id is never B's to claim
+      const made = await f.asB('POST', '/workers/tokens', { name: 'b box', worker_ids: ['a-box'] });
+      expect(made.status, made.text).toBe(201);
+      const row = await f.s.server.ctx.db.query<{ team_id: string }>(
+        'SELECT team_id FROM worker_tokens WHERE id = $1',
+        [made.body.id],
+      );
+      expect(row.rows[0]!.team_id).toBe(f.b.teamId);
+    },
+  },
+  'GET /api/v1/workers/tokens': {
+    kind: 'team-list',
+    check: async (f) => {
+      const a = await f.asA('POST', '/workers/tokens', { name: 'a box', worker_ids: ['a-box'] });
+      const listed = (await f.asB('GET', '/workers/tokens')).body.worker_tokens as { id: string }[];
+      expect(idsOf(listed)).not.toContain(a.body.id);
+    },
+  },
+  'DELETE /api/v1/workers/tokens/:tokenId': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const a = await f.asA('POST', '/workers/tokens', { name: 'a box 2', worker_ids: ['a-box'] });
+      await expectNotFound(await f.asB('DELETE', `/workers/tokens/${a.body.id}`), "revoke A's worker token");
+      const still = (await f.asA('GET', '/workers/tokens')).body.worker_tokens.find(
+        (t: { id: string }) => t.id === a.body.id,
+      );
+      expect(still.revoked_at).toBeNull();
     },
   },
   'GET /api/v1/workers': {
@@ -772,6 +822,27 @@ const ISOLATION: Record<string, Probe> = {
     kind: 'team-resource',
     check: async (f) => expectNotFound(await f.asB('POST', '/factories/fac_a/runs', { prompt: 'x' }), 'run on A'),
   },
+  'POST /api/v1/factories/:id/benchmarks/:suite/runs': {
+    kind: 'team-resource',
+    check: async (f) =>
+      expectNotFound(await f.asB('POST', '/factories/fac_a/benchmarks/smoke/runs', {}), 'benchmark on A'),
+  },
+  'GET /api/v1/factories/:id/benchmarks/:suite/runs': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', '/factories/fac_a/benchmarks/smoke/runs'), 'A benchmarks'),
+  },
+  'GET /api/v1/factories/:id/benchmark-runs/:runId': {
+    kind: 'team-resource',
+    check: async (f) => {
+      await f.s.server.ctx.db.query(
+        `INSERT INTO benchmark_runs (id, team_id, factory_id, suite, suite_name, agent, judge_model)
+         VALUES ('bch_isoa', $1, 'fac_a', 'smoke', 'Smoke', 'a', 'm') ON CONFLICT DO NOTHING`,
+        [f.a.teamId],
+      );
+      expect((await f.asA('GET', '/factories/fac_a/benchmark-runs/bch_isoa')).status).toBe(200);
+      await expectNotFound(await f.asB('GET', '/factories/fac_a/benchmark-runs/bch_isoa'), 'A benchmark run');
+    },
+  },
   'GET /api/v1/factory': {
     kind: 'team-list',
     check: async (f) => expect(idsOf((await f.asB('GET', '/factory')).body.factories)).not.toContain('fac_a'),
@@ -884,6 +955,11 @@ const ISOLATION: Record<string, Probe> = {
           'GET',
           '/console/factories/:id/files/*',
           (a: ConsoleIds) => `/console/factories/${a.factoryId}/files/factory.yaml`,
+        ],
+        [
+          'GET',
+          '/console/factories/:id/agents/:agent',
+          (a: ConsoleIds) => `/console/factories/${a.factoryId}/agents/foreman`,
         ],
         ['POST', '/console/factories/:id/sync', (a: ConsoleIds) => `/console/factories/${a.factoryId}/sync`],
         ['POST', '/console/factories/:id/webhooks', (a: ConsoleIds) => `/console/factories/${a.factoryId}/webhooks`],
@@ -1026,6 +1102,29 @@ const ISOLATION: Record<string, Probe> = {
       await teamAConnection(f);
       expect((await f.asA('GET', '/integrations/slack/deliveries')).status).toBe(200);
       await expectNotFound(await f.asB('GET', '/integrations/slack/deliveries'), "B reads slack's delivery log");
+    },
+  },
+  'GET /api/v1/integrations/:provider/deliveries/:deliveryId': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const { eventsUrl } = await teamAConnection(f);
+      const body = JSON.stringify({
+        type: 'event_callback',
+        team_id: 'T1',
+        event_id: 'EvIso1',
+        event: { type: 'app_mention' },
+      });
+      const at = String(Math.floor(Date.now() / 1000));
+      const signature = createHmac('sha256', 'a-signing-secret').update(`v0:${at}:${body}`).digest('hex');
+      const sent = await request(eventsUrl, {
+        method: 'POST',
+        body,
+        headers: { 'x-slack-request-timestamp': at, 'x-slack-signature': `v0=${signature}` },
+      });
+      expect(sent.status, sent.text).toBe(202);
+      const path = `/integrations/slack/deliveries/${sent.body.delivery_id}`;
+      expect((await f.asA('GET', path)).status).toBe(200);
+      await expectNotFound(await f.asB('GET', path), "B reads a delivery of A's slack connection");
     },
   },
   'GET /api/v1/integrations/:provider/identities': {

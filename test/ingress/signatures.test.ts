@@ -783,9 +783,10 @@ describe('scheme-specific rules', () => {
     expect(result).toMatchObject({ ok: false, reason: 'bad_signature' });
   });
 
-  it('linear: a body without webhookTimestamp is checked by signature only; a non-numeric one is malformed', () => {
+  it('linear: a signed body without webhookTimestamp is refused (issue 28); a non-numeric one is malformed', () => {
     const secret = 'lin_wh_x';
     const scheme = getSignatureScheme('linear')!;
+    expect(scheme.timestamp).toMatchObject({ source: { bodyField: 'webhookTimestamp' }, required: true });
     const plain = Buffer.from('{"action":"create"}');
     expect(
       scheme.verify({
@@ -794,8 +795,8 @@ describe('scheme-specific rules', () => {
         secret,
         url: URL_BASE,
         now,
-      }).ok,
-    ).toBe(true);
+      }),
+    ).toMatchObject({ ok: false, reason: 'missing_timestamp', message: expect.stringContaining('webhookTimestamp') });
     const odd = Buffer.from('{"action":"create","webhookTimestamp":"soon"}');
     expect(
       scheme.verify({

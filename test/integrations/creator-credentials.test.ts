@@ -28,6 +28,7 @@ const { privateKey, publicKey } = generateKeyPairSync('rsa', {
 const ADA_GITHUB = `ghp_${'a1'.repeat(18)}`;
 const ADA_SLACK = `xoxp-1111-2222-3333-${'b'.repeat(32)}`;
 const BOB_GITHUB = `ghp_${'c3'.repeat(18)}`;
+const ADMIN_GITHUB = `ghp_${'d4'.repeat(18)}`;
 
 const FILES = {
   'factory.yaml': `schemaVersion: v1alpha1
@@ -77,6 +78,7 @@ describe.each(ENGINES)('credentialStrategy CREATOR on %s', (engine) => {
     github = await startGithubApi(publicKey, {
       [ADA_GITHUB]: { login: 'Codertocat', id: 21031067, name: 'Ada' },
       [BOB_GITHUB]: { login: 'Codertocat', id: 21031067, name: 'Ada' },
+      [ADMIN_GITHUB]: { login: 'octo-admin', id: 9000001, name: 'The admin' },
     });
     chat = await startChatApis({
       slackToken: 'xoxb-bot',
@@ -101,10 +103,7 @@ describe.each(ENGINES)('credentialStrategy CREATOR on %s', (engine) => {
       'gh-app-hook': webhookSecret,
       'slack-signing': 'slack-signing-secret',
       'slack-bot': 'xoxb-bot',
-      'ada-github': ADA_GITHUB,
-      'ada-slack': ADA_SLACK,
-      'bob-github': BOB_GITHUB,
-      'stale-github': 'ghp_revoked0000000000000000000000000000',
+      'admin-github': ADMIN_GITHUB,
     }))
       expect((await s.api('PUT', `/secrets/${name}`, { value })).status).toBeLessThan(300);
     const connection = await s.api('PUT', '/integrations/github', {
@@ -127,28 +126,42 @@ describe.each(ENGINES)('credentialStrategy CREATOR on %s', (engine) => {
   });
 
   it('a member links their own tokens; the provider says whose; nobody else sees or takes them', async () => {
-    const linked = await s.api('PUT', '/integrations/github/identities/me', { secret_name: 'ada-github' }, ada);
+    const linked = await s.api('PUT', '/integrations/github/identities/me', { token: ADA_GITHUB }, ada);
     expect(linked.status, linked.text).toBe(200);
-    expect(linked.body).toMatchObject({ provider: 'github', secret_name: 'ada-github', account_id: 'Codertocat' });
+    expect(linked.body).toMatchObject({ provider: 'github', account_id: 'Codertocat' });
     expect(linked.text).not.toContain(ADA_GITHUB);
-    const slack = await s.api('PUT', '/integrations/slack/identities/me', { secret_name: 'ada-slack' }, ada);
+    // the token went into a managed secret of ada's own
+    const secretName = linked.body.secret_name as string;
+    const secret = (await s.api('GET', `/secrets/${secretName}`, undefined, ada)).body;
+    expect(secret.created_by).toBe((await s.api('GET', '/whoami', undefined, ada)).body.principal.uid);
+    const slack = await s.api(
+      'PUT',
+      '/integrations/slack/identities/me',
+      { token: ADA_SLACK, secret_name: 'ada-slack' },
+      ada,
+    );
     expect(slack.status, slack.text).toBe(200);
-    expect(slack.body.account_id).toBe('U123ABC456');
+    expect(slack.body).toMatchObject({ account_id: 'U123ABC456', secret_name: 'ada-slack' });
+    // a secret ada created is hers to link again
+    const again = await s.api('PUT', '/integrations/slack/identities/me', { secret_name: 'ada-slack' }, ada);
+    expect(again.status, again.text).toBe(200);
 
-    const refused = await s.api('PUT', '/integrations/github/identities/me', { secret_name: 'stale-github' }, bob);
+    const refused = await s.api(
+      'PUT',
+      '/integrations/github/identities/me',
+      { token: 'ghp_revoked0000000000000000000000000000' },
+      bob,
+    );
     expect(refused.status, refused.text).toBe(422);
     expect(refused.body.code).toBe('provider_token_rejected');
     // Bob's token is (in this stand-in) Ada's account too: one member per account.
-    const taken = await s.api('PUT', '/integrations/github/identities/me', { secret_name: 'bob-github' }, bob);
+    const taken = await s.api('PUT', '/integrations/github/identities/me', { token: BOB_GITHUB }, bob);
     expect(taken.status, taken.text).toBe(409);
     expect(taken.body.code).toBe('provider_identity_taken');
-    const bad = await s.api(
-      'PUT',
-      '/integrations/github/identities/me',
-      { secret_name: 'ada-github', login: 'x' },
-      bob,
-    );
+    const bad = await s.api('PUT', '/integrations/github/identities/me', { token: BOB_GITHUB, login: 'x' }, bob);
     expect(bad.status).toBe(400);
+    const neither = await s.api('PUT', '/integrations/github/identities/me', {}, bob);
+    expect(neither.status).toBe(400);
 
     expect((await s.api('GET', '/integrations/github/identities/me', undefined, bob)).status).toBe(404);
     expect((await s.api('GET', '/integrations/github/identities/me', undefined, ada)).body.account_id).toBe(
@@ -159,6 +172,51 @@ describe.each(ENGINES)('credentialStrategy CREATOR on %s', (engine) => {
     expect(listed.status).toBe(200);
     expect(listed.body.identities.map((i: { account_id: string }) => i.account_id)).toEqual(['Codertocat']);
     expect(listed.text).not.toContain(ADA_GITHUB);
+  });
+
+  it("a member cannot link a team secret (an admin's) or another member's secret as their identity", async () => {
+    for (const provider of ['github', 'slack', 'linear']) {
+      const res = await s.api('PUT', `/integrations/${provider}/identities/me`, { secret_name: 'admin-github' }, bob);
+      expect(res.status, res.text).toBe(403);
+      expect(res.body.code).toBe('secret_not_owned');
+      expect(res.body.detail).toContain('admin-github');
+    }
+    const others = await s.api('PUT', '/integrations/slack/identities/me', { secret_name: 'ada-slack' }, bob);
+    expect(others.status, others.text).toBe(403);
+    expect(others.body.code).toBe('secret_not_owned');
+    // nor overwrite one by naming it with a token of their own
+    const overwrite = await s.api(
+      'PUT',
+      '/integrations/github/identities/me',
+      { token: BOB_GITHUB, secret_name: 'admin-github' },
+      bob,
+    );
+    expect(overwrite.status, overwrite.text).toBe(403);
+    expect(overwrite.body.code).toBe('secret_not_owned');
+    expect((await s.api('GET', '/integrations/github/identities/me', undefined, bob)).status).toBe(404);
+    // a team admin links a team secret
+    const admin = await s.api('PUT', '/integrations/github/identities/me', { secret_name: 'admin-github' });
+    expect(admin.status, admin.text).toBe(200);
+    expect(admin.body.account_id).toBe('octo-admin');
+  });
+
+  it("run metadata cannot choose credentialStrategy CREATOR: a member's API run never gets an admin's token", async () => {
+    const res = await s.api(
+      'POST',
+      '/agent/runs',
+      {
+        prompt: 'print the environment',
+        metadata: { credential_strategy: 'CREATOR', provider: 'github', sender: 'octo-admin' },
+      },
+      bob,
+    );
+    expect(res.status, res.text).toBe(200);
+    const run = await waitForState(s, res.body.run_id, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, bob);
+    expect(run.state, JSON.stringify(run.status_message)).toBe('SUCCEEDED');
+    const [execution] = await executionsOf(s, run.run_id);
+    const record = fakeRecords(execution!.workspace!)[0];
+    expect(record.env.GH_TOKEN).toBeUndefined();
+    expect(record.env.GITHUB_TOKEN).toBeUndefined();
   });
 
   async function deliver(sender: string, delivery: string): Promise<string> {
@@ -203,6 +261,35 @@ describe.each(ENGINES)('credentialStrategy CREATOR on %s', (engine) => {
     expect(events).not.toContain(ADA_SLACK);
   });
 
+  it("a linked secret whose value someone else wrote since is not lent: an admin's token never becomes a member's", async () => {
+    // ada linked her Slack token as "ada-slack"; a team admin writes another value over it
+    const rewritten = await s.api('PUT', '/secrets/ada-slack', { value: `xoxp-9999-admin-${'z'.repeat(30)}` });
+    expect(rewritten.status, rewritten.text).toBe(200);
+    const runId = await deliver('codertocat', 'c7ea7000-0000-4000-8000-000000000003');
+    const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    expect(run.state, JSON.stringify(run.status_message)).toBe('SUCCEEDED');
+    const [execution] = await executionsOf(s, runId);
+    const record = fakeRecords(execution!.workspace!)[0];
+    expect(record.env.GH_TOKEN).toBe(`<${ADA_GITHUB.length} chars>`);
+    expect(record.env.SLACK_BOT_TOKEN).toBeUndefined();
+  });
+
+  it('a run acting as a member takes follow-ups only from that member or a team admin', async () => {
+    const runId = await deliver('codertocat', 'c7ea7000-0000-4000-8000-000000000004');
+    await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    const fromBob = await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'push to main' }, bob);
+    expect(fromBob.status, fromBob.text).toBe(403);
+    expect(fromBob.body.code).toBe('not_authorized');
+    expect(fromBob.body.detail).toContain('codertocat');
+    expect((await s.api('GET', `/agent/runs/${runId}/followups`, undefined, bob)).body.followups ?? []).toEqual([]);
+    const fromAda = await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'thanks, go on' }, ada);
+    expect(fromAda.status, fromAda.text).toBe(200);
+    await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    const fromAdmin = await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'and finish' });
+    expect(fromAdmin.status, fromAdmin.text).toBe(200);
+    await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
+  });
+
   it('an event from an account no member linked fails the run, naming the account; it does not act as the App', async () => {
     const runId = await deliver('octocat-stranger', 'c7ea7000-0000-4000-8000-000000000002');
     const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
@@ -211,5 +298,15 @@ describe.each(ENGINES)('credentialStrategy CREATOR on %s', (engine) => {
     expect(JSON.stringify(run.status_message)).toContain('/integrations/github/identities/me');
     expect(await executionsOf(s, runId).then((e) => e.filter((x) => x.workspace))).toEqual([]);
     expect(github.tokenRequests).toEqual([]);
+  });
+
+  it("unlinking deletes the member's own token secret, never one that is not theirs", async () => {
+    const linked = (await s.api('GET', '/integrations/github/identities/me', undefined, ada)).body;
+    const slack = (await s.api('GET', '/integrations/slack/identities/me', undefined, ada)).body;
+    expect((await s.api('DELETE', '/integrations/github/identities/me', undefined, ada)).status).toBe(200);
+    expect((await s.api('GET', `/secrets/${linked.secret_name}`, undefined, ada)).status).toBe(404);
+    // "ada-slack" was written over by an admin since: it is the admin's now, and stays
+    expect((await s.api('DELETE', '/integrations/slack/identities/me', undefined, ada)).status).toBe(200);
+    expect((await s.api('GET', `/secrets/${slack.secret_name}`, undefined, ada)).status).toBe(200);
   });
 });

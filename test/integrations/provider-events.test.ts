@@ -251,6 +251,26 @@ describe.each(ENGINES)('provider events on %s', (engine) => {
     expect(staleRes.status).toBe(401);
   });
 
+  it('Linear (issue 28): a signed body without webhookTimestamp is refused, and so is its replay', async () => {
+    const headers = (body: string, delivery: string) => ({
+      'content-type': 'application/json',
+      'linear-delivery': delivery,
+      'linear-event': 'AgentSessionEvent',
+      'linear-signature': createHmac('sha256', linearSecret).update(body).digest('hex'),
+    });
+    const bare = JSON.stringify(LINEAR_AGENT_SESSION_CREATED);
+    expect(bare).not.toContain('webhookTimestamp');
+    const missing = await post(urls.linear!, bare, headers(bare, '7f8e9d0c-1b2a-4c3d-9e8f-000000000010'));
+    expect(missing.status, missing.text).toBe(401);
+    expect(missing.body).toMatchObject({ code: 'webhook_unauthorized' });
+    expect(missing.body.detail).toContain('webhookTimestamp is missing');
+    // A captured delivery sent again later under a new delivery id: its signed time is past the 60 s window.
+    const captured = JSON.stringify({ ...LINEAR_AGENT_SESSION_CREATED, webhookTimestamp: Date.now() - 61_000 });
+    const replay = await post(urls.linear!, captured, headers(captured, '7f8e9d0c-1b2a-4c3d-9e8f-000000000011'));
+    expect(replay.status, replay.text).toBe(401);
+    expect(replay.body.code).toBe('webhook_unauthorized');
+  });
+
   it('a deleted connection answers 404', async () => {
     const body = JSON.stringify({ type: 'Issue', action: 'create', data: {} });
     expect((await server.api('DELETE', '/integrations/linear')).status).toBe(200);

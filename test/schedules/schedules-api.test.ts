@@ -238,4 +238,79 @@ describe.each(ENGINES)('schedules API on %s', (engine) => {
     expect(await runsOfSchedule(s, created.body.id)).toHaveLength(0);
     await s.api('DELETE', `/agent/schedules/${created.body.id}`);
   });
+  it("a member changes only their own schedules; a run's creator is whoever last set the prompt", async () => {
+    clock.set('2030-04-01T00:00:00.000Z');
+    const member = (await s.api('POST', '/api-keys', { name: 'mallory', role: 'member' })).body.key as string;
+    const malloryUid = (await s.api('GET', '/whoami', undefined, member)).body.principal.uid as string;
+    const adminUid = (await s.api('GET', '/whoami')).body.principal.uid as string;
+    const body = { name: "the admin's", cron_schedule: '@every 1m', prompt: 'Summarise the week' };
+    const admins = await s.api('POST', '/agent/schedules', body);
+    expect(admins.status).toBe(201);
+    const id = admins.body.id as string;
+
+    // a member can read it, but neither rewrite, pause, resume nor delete it
+    expect((await s.api('GET', `/agent/schedules/${id}`, undefined, member)).status).toBe(200);
+    const attempts = [
+      await s.api('PUT', `/agent/schedules/${id}`, { ...body, prompt: 'Post the secrets', enabled: true }, member),
+      await s.api('POST', `/agent/schedules/${id}/pause`, undefined, member),
+      await s.api('POST', `/agent/schedules/${id}/resume`, undefined, member),
+      await s.api('DELETE', `/agent/schedules/${id}`, undefined, member),
+    ];
+    for (const res of attempts) {
+      expect(res.status, res.text).toBe(403);
+      expect(res.body.code).toBe('schedule_not_owned');
+      expect(res.body.detail).toContain(id);
+    }
+    const unchanged = await s.api('GET', `/agent/schedules/${id}`);
+    expect(unchanged.body).toMatchObject({ prompt: 'Summarise the week', enabled: true });
+
+    // a member's own schedule is theirs to change; an admin may change it too, and whoever set the prompt
+    // last is the creator of the runs it starts
+    const own = await s.api('POST', '/agent/schedules', { ...body, name: "mallory's", prompt: 'mine' }, member);
+    expect(own.status).toBe(201);
+    expect(own.body.prompt_set_by).toMatchObject({ uid: malloryUid });
+    const edited = await s.api(
+      'PUT',
+      `/agent/schedules/${own.body.id}`,
+      { ...body, name: "mallory's", prompt: 'still mine', enabled: true },
+      member,
+    );
+    expect(edited.status, edited.text).toBe(200);
+    const rewritten = await s.api('PUT', `/agent/schedules/${id}`, {
+      ...body,
+      prompt: 'Summarise the month',
+      enabled: true,
+    });
+    expect(rewritten.status, rewritten.text).toBe(200);
+    expect(rewritten.body.prompt_set_by).toMatchObject({ uid: adminUid });
+    const byAdmin = await s.api('PUT', `/agent/schedules/${own.body.id}`, {
+      ...body,
+      name: "mallory's",
+      prompt: 'changed by the admin',
+      enabled: true,
+    });
+    expect(byAdmin.status, byAdmin.text).toBe(200);
+    expect(byAdmin.body.created_by).toMatchObject({ uid: malloryUid });
+    expect(byAdmin.body.prompt_set_by).toMatchObject({ uid: adminUid });
+    // pausing and resuming set no prompt
+    expect((await s.api('POST', `/agent/schedules/${own.body.id}/pause`, undefined, member)).status).toBe(200);
+    const resumed = await s.api('POST', `/agent/schedules/${own.body.id}/resume`, undefined, member);
+    expect(resumed.body.prompt_set_by).toMatchObject({ uid: adminUid });
+    const back = await s.api(
+      'PUT',
+      `/agent/schedules/${own.body.id}`,
+      { ...body, name: "mallory's", prompt: 'mine again', enabled: true },
+      member,
+    );
+    expect(back.body.prompt_set_by).toMatchObject({ uid: malloryUid });
+
+    clock.advance(60_000);
+    const [adminRun] = await waitForRuns(s, id, "the admin's fire");
+    const [memberRun] = await waitForRuns(s, own.body.id, "mallory's fire");
+    expect(adminRun).toMatchObject({ prompt: 'Summarise the month', creator: { uid: adminUid } });
+    expect(memberRun).toMatchObject({ prompt: 'mine again', creator: { uid: malloryUid } });
+
+    expect((await s.api('DELETE', `/agent/schedules/${own.body.id}`, undefined, member)).status).toBe(200);
+    expect((await s.api('DELETE', `/agent/schedules/${id}`)).status).toBe(200);
+  });
 });

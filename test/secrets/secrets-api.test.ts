@@ -21,6 +21,8 @@ describe.each(ENGINES)('managed secrets API on %s', (engine) => {
     expect(first.status).toBe(201);
     expect(first.body).toEqual({
       name: 'alerts-token',
+      // the principal whose key wrote it owns it
+      created_by: (await server.api('GET', '/whoami')).body.principal.uid,
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });

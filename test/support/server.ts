@@ -5,6 +5,7 @@ import { loadConfig } from '../../src/config.ts';
 import type { Config } from '../../src/config.ts';
 import type { CompositionOptions } from '../../src/composition.ts';
 import { createLogger } from '../../src/log.ts';
+import type { Logger } from '../../src/kernel/log.ts';
 import { startServer } from '../../src/server.ts';
 import type { RunningServer } from '../../src/server.ts';
 import { generateApiKey } from '../../src/identity/api-keys.ts';
@@ -48,6 +49,8 @@ export interface TestServerOptions {
   compose?: CompositionOptions;
   /** Reuse a database (a second process on the same PostgreSQL database, or a restart). */
   database?: TestDatabase;
+  /** The server's logger (silent unless AGENTYARD_TEST_LOG names a level). */
+  log?: Logger;
 }
 
 export async function request(
@@ -90,7 +93,7 @@ export async function startTestServer(engine: Engine, options: TestServerOptions
   );
   const server = await startServer(config, {
     db: database.db,
-    log: createLogger(process.env.AGENTYARD_TEST_LOG ?? 'silent'),
+    log: options.log ?? createLogger(process.env.AGENTYARD_TEST_LOG ?? 'silent'),
     ...(options.compose ? { compose: options.compose } : {}),
   });
   // The public URL has to name the real port, which is known only after listen.

@@ -7,8 +7,6 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
-import { WORKER_PROTOCOL_VERSION } from '../../src/workers/protocol.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import { freePort } from '../support/postgres-server.ts';
 import { spawnAgentyard } from '../support/agentyard-process.ts';
@@ -22,68 +20,16 @@ import {
   waitForState,
 } from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
-
-interface Client {
-  ws: WebSocket;
-  messages: any[];
-  next(type: string): Promise<any>;
-  send(msg: unknown): void;
-  closed: Promise<{ code: number; reason: string }>;
-}
-
-function connect(s: ExecServer, key: string | undefined): Promise<Client | { status: number }> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(
-      `${s.url.replace('http', 'ws')}/api/v1/workers/connect`,
-      key ? { headers: { authorization: `Bearer ${key}` } } : {},
-    );
-    const messages: any[] = [];
-    const waiters: { type: string; resolve: (m: any) => void }[] = [];
-    ws.on('message', (d) => {
-      const m = JSON.parse(d.toString());
-      const i = waiters.findIndex((w) => w.type === m.type);
-      if (i >= 0) waiters.splice(i, 1)[0]!.resolve(m);
-      else messages.push(m);
-    });
-    const closed = new Promise<{ code: number; reason: string }>((r) =>
-      ws.on('close', (code, reason) => r({ code, reason: reason.toString() })),
-    );
-    ws.on('unexpected-response', (_req, res) => resolve({ status: res.statusCode ?? 0 }));
-    ws.on('error', () => {});
-    ws.on('open', () =>
-      resolve({
-        ws,
-        messages,
-        closed,
-        send: (msg) => ws.send(JSON.stringify(msg)),
-        next: (type) => {
-          const i = messages.findIndex((m) => m.type === type);
-          if (i >= 0) return Promise.resolve(messages.splice(i, 1)[0]);
-          return new Promise((r) => waiters.push({ type, resolve: r }));
-        },
-      }),
-    );
-  });
-}
-
-const hello = (workerId: string, capacity = 1) => ({
-  type: 'hello',
-  protocol: WORKER_PROTOCOL_VERSION,
-  worker_id: workerId,
-  capacity,
-  harnesses: ['command'],
-  default_harness: 'command',
-  version: 'test',
-  host: 'test-host',
-  running: [],
-});
+import { connect, hello } from './support.ts';
+import type { Client } from './support.ts';
 
 describe.each(ENGINES)('the worker protocol on %s', (engine) => {
   let s: ExecServer;
   let key: string;
   beforeAll(async () => {
     s = await startExecServer(engine, { settings: { harnesses: [], defaultHarness: undefined } });
-    key = (await s.api('POST', '/api-keys', { name: 'raw worker' })).body.key;
+    // a team admin's key both connects the worker and creates the runs (worker tokens: worker-auth.test.ts)
+    key = (await s.api('POST', '/api-keys', { name: 'raw worker', role: 'admin' })).body.key;
   });
   afterAll(async () => {
     await s?.close();
@@ -205,7 +151,7 @@ describe.each(ENGINES)('a worker process across a server restart on %s', (engine
     // several seconds to restart the server and reconnect, longer than the 3 s lease of the other tests.
     const settings = { harnesses: [] as [], defaultHarness: undefined, leaseMs: 30_000 };
     let s = await startExecServer(engine, { database, settings, config: { port } });
-    const key = (await s.api('POST', '/api-keys', { name: 'worker' })).body.key as string;
+    const key = (await s.api('POST', '/api-keys', { name: 'worker', role: 'admin' })).body.key as string;
     const worker = spawnAgentyard(
       [
         'worker',

@@ -22,7 +22,14 @@ import {
 } from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
 
-function startWorker(s: ExecServer, key: string, workerId: string, capacity: number): AgentyardProcess {
+/** A worker process connecting with a worker token: on its command line, or in AGENTYARD_WORKER_TOKEN. */
+function startWorker(
+  s: ExecServer,
+  token: string,
+  workerId: string,
+  capacity: number,
+  via: 'argv' | 'env' = 'argv',
+): AgentyardProcess {
   return spawnAgentyard(
     [
       'worker',
@@ -30,8 +37,7 @@ function startWorker(s: ExecServer, key: string, workerId: string, capacity: num
       workerId,
       '--server',
       s.apiUrl,
-      '--api-key',
-      key,
+      ...(via === 'argv' ? ['--token', token] : []),
       '--capacity',
       String(capacity),
       '--harnesses',
@@ -43,6 +49,7 @@ function startWorker(s: ExecServer, key: string, workerId: string, capacity: num
       AGENTYARD_HARNESS_CLAUDE_BIN: FAKE.claude,
       AGENTYARD_HARNESS_COMMAND_BIN: FAKE.command,
       ANTHROPIC_API_KEY: 'sk-worker-environment-key',
+      ...(via === 'env' ? { AGENTYARD_WORKER_TOKEN: token } : {}),
     },
   );
 }
@@ -64,11 +71,16 @@ function killAgentsOf(workspace: string): void {
 describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
   let s: ExecServer;
   let key: string;
+  let token: string;
   const workers: AgentyardProcess[] = [];
   beforeAll(async () => {
     // the service's own executors offer nothing here: every run below must go to a worker
     s = await startExecServer(engine, { settings: { harnesses: [], defaultHarness: undefined } });
-    key = (await s.api('POST', '/api-keys', { name: 'worker key' })).body.key;
+    // runs are created by a member; the workers connect with a token a team admin made for their ids
+    key = (await s.api('POST', '/api-keys', { name: 'member key' })).body.key;
+    const created = await s.api('POST', '/workers/tokens', { name: 'boxes', worker_ids: ['box-1', 'box-doomed'] });
+    expect(created.status, created.text).toBe(201);
+    token = created.body.token;
   });
   afterAll(async () => {
     for (const w of workers) await w.stop();
@@ -76,7 +88,7 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
   });
 
   it('runs a run whose worker_host names a connected worker process, and lists the worker', async () => {
-    const w = startWorker(s, key, 'box-1', 2);
+    const w = startWorker(s, token, 'box-1', 2);
     workers.push(w);
     const listed = await waitFor('box-1 to connect', async () =>
       (await workersOf(s, key)).find((x) => x.worker_id === 'box-1' && x.connected),
@@ -87,6 +99,7 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
       default_harness: 'claude',
       protocol: 1,
       connected: true,
+      registered_with: { kind: 'token', id: expect.stringMatching(/^wtk_/) },
     });
 
     const runId = await createRun(
@@ -166,7 +179,7 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
   });
 
   it('ends a run ERROR by lease expiry when its worker is killed with -9 mid-run', async () => {
-    const w = startWorker(s, key, 'box-doomed', 1);
+    const w = startWorker(s, token, 'box-doomed', 1, 'env');
     workers.push(w);
     await waitFor('box-doomed to connect', async () =>
       (await workersOf(s, key)).find((x) => x.worker_id === 'box-doomed' && x.connected),

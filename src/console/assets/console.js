@@ -47,63 +47,84 @@ function liveDeliveries(table) {
   setTimeout(poll, 2000);
 }
 
-function describe(data) {
-  if (!data || typeof data !== 'object') return String(data);
-  if (data.state) return data.status_message?.message ? `${data.state}: ${data.status_message.message}` : data.state;
-  if (typeof data.text === 'string') return data.text;
-  if (typeof data.message === 'string') return data.message;
-  if (data.tool || data.name) return `${data.tool ?? data.name} ${JSON.stringify(data.input ?? data.arguments ?? '')}`;
-  return JSON.stringify(data);
+// A part of the page the server renders again on its own address (the overview's runs by state).
+function liveHtml(el) {
+  const url = el.getAttribute('data-live-html');
+  let stopped = false;
+  async function poll() {
+    if (stopped) return;
+    try {
+      const res = await fetch(url, { credentials: 'same-origin', headers: { accept: 'text/html' } });
+      if (res.ok && !res.redirected) {
+        const text = await res.text();
+        if (text !== el.dataset.last) {
+          el.dataset.last = text;
+          // escaped by the server's renderer, as the page itself
+          el.innerHTML = text;
+          refreshTimes(el);
+        }
+      } else stopped = true;
+    } catch {
+      // the next poll tries again
+    }
+    setTimeout(poll, 5000);
+  }
+  setTimeout(poll, 5000);
 }
 
-const TONES = {
-  SUCCEEDED: 'ok', FAILED: 'bad', ERROR: 'bad', CANCELLED: 'idle', INPROGRESS: 'busy', CLAIMED: 'busy',
-  QUEUED: 'idle', PENDING: 'idle', BLOCKED: 'warn',
-};
 const ENDED = new Set(['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
 
+function setText(id, text) {
+  const el = document.getElementById(id);
+  if (el && typeof text === 'string') el.textContent = text;
+}
+
+// A run's transcript, live. Every piece of HTML in these messages was rendered and escaped by the server
+// with the same functions as the page itself (src/console/transcript.ts).
 function liveEvents(list) {
+  if (list.getAttribute('data-ended') === 'true') return;
   const source = new EventSource(list.getAttribute('data-live-events'));
-  const stateEl = document.getElementById('run-state');
-  const add = (kind, text) => {
-    const li = document.createElement('li');
-    const k = document.createElement('span');
-    k.className = 'kind';
-    k.textContent = kind;
-    li.append(k, document.createTextNode(text));
-    list.append(li);
-  };
-  source.onmessage = (message) => {
-    let data;
+  const status = document.getElementById('live-status');
+  const artifacts = document.getElementById('artifact-list');
+  source.addEventListener('item', (message) => {
+    let item;
     try {
-      data = JSON.parse(message.data);
+      item = JSON.parse(message.data);
     } catch {
-      add('message', message.data);
       return;
     }
-    const kind = data.type ?? data.kind ?? data.event_type ?? (data.state ? 'status' : 'event');
-    add(String(kind), describe(data.data ?? data.payload ?? data));
-    const state = data.state ?? data.data?.state;
-    if (state && stateEl) {
-      stateEl.textContent = '';
-      const badge = document.createElement('span');
-      badge.className = `badge ${TONES[state] ?? 'idle'}`;
-      badge.textContent = state;
-      stateEl.append(badge);
-      if (ENDED.has(state)) for (const form of document.querySelectorAll('form[data-while-active]')) form.remove();
+    if (document.getElementById(`ev-${item.seq}`)) return;
+    const call = item.tool ? list.querySelector(`li[data-tool="${CSS.escape(item.tool)}"] .tool-slot`) : null;
+    if (call && item.result) call.innerHTML = item.result;
+    else list.insertAdjacentHTML('beforeend', item.html);
+    if (item.artifact && artifacts) {
+      for (const none of artifacts.querySelectorAll('.none')) none.remove();
+      artifacts.insertAdjacentHTML('beforeend', item.artifact);
     }
-  };
-  const names = ['state', 'status', 'message', 'tool_call', 'tool_result', 'usage', 'result', 'session', 'skill', 'followup', 'log', 'error', 'artifact', 'report', 'question', 'reply'];
-  for (const name of names) {
-    source.addEventListener(name, (message) => {
-      // EventSource's own connection errors arrive as 'error' events without data
-      if (typeof message.data === 'string') source.onmessage(message);
-    });
-  }
+    const facts = item.facts;
+    if (facts) {
+      if (facts.state_html) {
+        const state = document.getElementById('run-state');
+        if (state) state.innerHTML = facts.state_html;
+      }
+      setText('run-status', facts.status);
+      setText('run-duration', facts.duration);
+      setText('run-usage', facts.usage);
+      if (ENDED.has(facts.state)) for (const el of document.querySelectorAll('[data-while-active]')) el.remove();
+    }
+    refreshTimes(list);
+  });
   source.addEventListener('end', (message) => {
-    source.onmessage(message);
     source.close();
     list.setAttribute('data-ended', 'true');
+    let state;
+    try {
+      state = JSON.parse(message.data).state;
+    } catch {
+      // no state
+    }
+    if (ENDED.has(state)) for (const el of document.querySelectorAll('[data-while-active]')) el.remove();
+    if (status) status.textContent = `The run ended${state ? ` (${state})` : ''}.`;
   });
 }
 
@@ -112,6 +133,7 @@ document.addEventListener('DOMContentLoaded', () => {
   setInterval(() => refreshTimes(document), 30000);
   for (const table of document.querySelectorAll('[data-live-deliveries]')) liveDeliveries(table);
   for (const list of document.querySelectorAll('[data-live-events]')) liveEvents(list);
+  for (const el of document.querySelectorAll('[data-live-html]')) liveHtml(el);
   for (const form of document.querySelectorAll('form[data-confirm]')) {
     form.addEventListener('submit', (event) => {
       if (!window.confirm(form.getAttribute('data-confirm'))) event.preventDefault();

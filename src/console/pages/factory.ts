@@ -4,6 +4,7 @@ import { html } from '../html.ts';
 import type { SafeHtml } from '../html.ts';
 import { csrfField, errorBox, page } from '../layout.ts';
 import type { Viewer } from '../layout.ts';
+import { agentLinks } from './scores.ts';
 
 export interface FactoryPageData {
   factory: Factory;
@@ -11,8 +12,9 @@ export interface FactoryPageData {
   files: DefinitionFile[];
   webhooks: Webhook[];
   automations: Automation[];
-  /** A webhook just created: its secret is shown this once. */
+  /** A webhook just created or whose secret was just rotated: its secret is shown this once. */
   created?: CreatedWebhook;
+  rotated?: boolean;
   notice?: string;
   error?: string;
 }
@@ -49,24 +51,40 @@ function managedForms(viewer: Viewer, data: FactoryPageData): SafeHtml {
       <form method="post" action="/console/factories/${f.id}/webhooks" class="card stack">
         <h3>New webhook</h3>
         ${csrfField(viewer)}
-        <label for="wh-name">Name</label><input id="wh-name" name="name" required pattern="[a-z0-9][a-z0-9-]*" maxlength="64">
+        <label for="wh-name">Name</label><input id="wh-name" name="name" required pattern="[a-z0-9][a-z0-9\\-]*" title="lower-case letters, digits and hyphens, starting with a letter or digit" maxlength="64">
         <label for="wh-mode">Authentication</label>
         <select id="wh-mode" name="auth_mode"><option value="token">token</option><option value="url_token">url_token</option><option value="signature">signature</option></select>
         <label for="wh-scheme">Signature scheme (signature only)</label><input id="wh-scheme" name="signature_scheme" placeholder="standard-webhooks">
         <button type="submit">Create webhook</button>
       </form>
-      <form method="post" action="/console/factories/${f.id}/automations" class="card stack">
+      ${
+        data.webhooks.length === 0
+          ? html`<div class="card stack"><h3>New automation</h3><p class="muted">An automation here starts runs on a webhook's deliveries: create a webhook first.</p></div>`
+          : html`<form method="post" action="/console/factories/${f.id}/automations" class="card stack">
         <h3>New automation</h3>
         ${csrfField(viewer)}
-        <label for="au-name">Name</label><input id="au-name" name="name" required maxlength="64">
+        <label for="au-name">Name</label><input id="au-name" name="name" required maxlength="64" pattern="[a-z0-9][a-z0-9\\-]*" title="lower-case letters, digits and hyphens, starting with a letter or digit">
         <label for="au-webhook">Webhook</label>
-        <select id="au-webhook" name="webhook">${data.webhooks.map((w) => html`<option value="${w.uid}">${w.name}</option>`)}</select>
+        <select id="au-webhook" name="webhook" required>${data.webhooks.map((w) => html`<option value="${w.uid}">${w.name}</option>`)}</select>
         <label for="au-filter">Payload filter (JSON, optional)</label><textarea id="au-filter" name="filter" rows="3" placeholder='{"status": ["failed"]}'></textarea>
         <label for="au-prompt">Prompt</label><textarea id="au-prompt" name="prompt" rows="4" required></textarea>
         <button type="submit">Create automation</button>
-      </form>
+      </form>`
+      }
     </div>
   </section>`;
+}
+
+function startRun(viewer: Viewer, data: FactoryPageData): SafeHtml {
+  const f = data.factory;
+  return html`<section aria-labelledby="start"><h2 id="start">Start a run</h2>
+    <p class="muted">Sends work to this factory: a run of its foreman with the definition's defaults.</p>
+    <form method="post" action="/console/factories/${f.id}/runs" class="stack narrow">
+      ${csrfField(viewer)}
+      <label for="run-title">Title <span class="muted">(optional)</span></label><input id="run-title" name="title" maxlength="200">
+      <label for="run-prompt">Prompt</label><textarea id="run-prompt" name="prompt" rows="4" required></textarea>
+      <button type="submit">Start run</button>
+    </form></section>`;
 }
 
 function automationEditor(viewer: Viewer, data: FactoryPageData, a: Automation): SafeHtml {
@@ -92,8 +110,8 @@ function webhookRows(viewer: Viewer, data: FactoryPageData): SafeHtml {
       <td>${w.enabled ? badge('enabled', 'ok') : badge('disabled', 'idle')}</td>
       <td>${
         canManage
-          ? html`<form method="post" action="/console/webhooks/${w.uid}/toggle" class="inline">${csrfField(viewer)}<button type="submit" class="small">${w.enabled ? 'Disable' : 'Enable'}</button></form>
-        <form method="post" action="/console/webhooks/${w.uid}/rotate" class="inline">${csrfField(viewer)}<button type="submit" class="small">Rotate secret</button></form>
+          ? html`${w.enabled ? html`<a class="button small" href="/console/webhooks/${w.uid}/toggle">Disable…</a>` : html`<form method="post" action="/console/webhooks/${w.uid}/toggle" class="inline">${csrfField(viewer)}<button type="submit" class="small">Enable</button></form>`}
+        <a class="button small" href="/console/webhooks/${w.uid}/rotate">Rotate secret…</a>
         <form method="post" action="/console/webhooks/${w.uid}/delete" class="inline" data-confirm="Delete webhook ${w.name}? Senders get 404 at once.">${csrfField(viewer)}<button type="submit" class="small danger">Delete</button></form>`
           : ''
       }</td>
@@ -115,7 +133,7 @@ export function factoryPage(viewer: Viewer, data: FactoryPageData): string {
   ${data.error ? errorBox(data.error) : ''}
   ${
     data.created?.secret
-      ? html`<div class="notice" role="status"><p>Webhook <strong>${data.created.name}</strong> created. Its secret is shown this once:</p>
+      ? html`<div class="notice" role="status"><p>${data.rotated ? html`The secret of webhook <strong>${data.created.name}</strong> was rotated: the old one is refused from now on. The new secret is shown this once:` : html`Webhook <strong>${data.created.name}</strong> created. Its secret is shown this once:`}</p>
         <p><code class="secret">${data.created.secret}</code></p><p>URL: <code>${data.created.ingress_url}</code></p></div>`
       : ''
   }
@@ -131,16 +149,18 @@ export function factoryPage(viewer: Viewer, data: FactoryPageData): string {
       ? html`<section aria-labelledby="problems"><h2 id="problems">Problems in the last attempted revision</h2>${diagnosticList(f.id, f.status.errors, (p) => files.has(p))}</section>`
       : ''
   }
+  ${f.status.applied_revision ? startRun(viewer, data) : ''}
   <section aria-labelledby="webhooks"><h2 id="webhooks">Webhooks</h2>
   ${data.webhooks.length ? html`<div class="scroll"><table><thead><tr><th scope="col">Name</th><th scope="col">Authentication</th><th scope="col">State</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead><tbody>${webhookRows(viewer, data)}</tbody></table></div>` : html`<p class="muted">None.</p>`}
   </section>
   <section aria-labelledby="automations"><h2 id="automations">Automations</h2>
   ${
     data.automations.length
-      ? html`<ul class="plain">${data.automations.map((a) => html`<li><code>${a.name}</code> ${a.firing ? badge('firing', 'ok') : badge('not firing', 'warn')} ${a.not_firing_reasons?.join('; ') ?? ''}${automationEditor(viewer, data, a)}</li>`)}</ul>`
+      ? html`<ul class="plain">${data.automations.map((a) => html`<li id="automation-${a.id}"><code>${a.name}</code> ${a.firing ? badge('firing', 'ok') : badge('not firing', 'warn')} ${a.not_firing_reasons?.join('; ') ?? ''}${automationEditor(viewer, data, a)}</li>`)}</ul>`
       : html`<p class="muted">None.</p>`
   }
   </section>
+  ${agentLinks(f.id, data.files)}
   ${managedForms(viewer, data)}
   <section aria-labelledby="history"><h2 id="history">Apply history</h2>
   ${

@@ -1,17 +1,48 @@
 import type { Factory, Run } from '../api-types.ts';
-import { badge, factoryState, shortRevision, timeAgo } from '../format.ts';
+import { badge, factoryState, runState, shortRevision, timeAgo } from '../format.ts';
 import { html } from '../html.ts';
+import type { SafeHtml } from '../html.ts';
 import { csrfField, errorBox, page } from '../layout.ts';
 import type { Viewer } from '../layout.ts';
+
+export interface RunCounts {
+  /** Runs per active state; `more` when there are more than the count shows. */
+  byState: { state: string; count: number; more: boolean }[];
+  /** The newest active runs. */
+  active: Run[];
+}
 
 export interface OverviewData {
   factories: Factory[];
   moreFactories: boolean;
-  running: Run[];
+  runs: RunCounts;
   /** Runs waiting for someone's answer (BLOCKED), with their question as the status message. */
   blocked: Run[];
   deliveriesLastHour: number | undefined;
   error?: string;
+}
+
+export const ACTIVE_RUN_STATES = ['QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS', 'BLOCKED'] as const;
+
+/** The live part of the overview: runs by state, the active runs, deliveries; console.js refreshes it. */
+export function overviewLive(data: Pick<OverviewData, 'runs' | 'deliveriesLastHour'>): SafeHtml {
+  const total = data.runs.byState.reduce((n, s) => n + s.count, 0);
+  return html`<div class="tiles">
+      ${data.runs.byState.map(
+        (s) =>
+          html`<p class="tile"><a class="big" href="/console/runs?state=${s.state}">${s.count}${s.more ? '+' : ''}</a> ${s.state.toLowerCase()}</p>`,
+      )}
+      <p class="tile"><span class="big">${data.deliveriesLastHour ?? '—'}</span> webhook deliveries in the last hour</p>
+    </div>
+    <h2>Active runs</h2>
+    ${
+      data.runs.active.length === 0
+        ? html`<p class="muted">None.</p>`
+        : html`<ul class="plain">${data.runs.active.map(
+            (r) =>
+              html`<li><a href="/console/runs/${r.run_id}">${r.title}</a> ${runState(r.state)} · ${r.started_at ? html`started ${timeAgo(r.started_at)}` : html`created ${timeAgo(r.created_at)}`}</li>`,
+          )}</ul>${total > data.runs.active.length ? html`<p><a href="/console/runs">All runs</a></p>` : ''}`
+    }`;
 }
 
 function registerForm(viewer: Viewer) {
@@ -43,10 +74,7 @@ export function overviewPage(viewer: Viewer, data: OverviewData): string {
   });
   const body = html`<h1>Factories</h1>
     ${data.error ? errorBox(data.error) : ''}
-    <div class="tiles">
-      <p class="tile"><span class="big">${data.running.length}</span> runs in progress</p>
-      <p class="tile"><span class="big">${data.deliveriesLastHour ?? '—'}</span> webhook deliveries in the last hour</p>
-    </div>
+    <div id="overview-live" data-live-html="/console/overview.html" aria-live="off">${overviewLive(data)}</div>
     ${
       data.factories.length === 0
         ? html`<p>No factories yet. Register one with <code>POST /api/v1/factories</code> (see the README's tour).</p>`
@@ -65,15 +93,6 @@ export function overviewPage(viewer: Viewer, data: OverviewData): string {
         : html`<ul class="plain" id="blocked-runs">${data.blocked.map(
             (r) =>
               html`<li><a href="/console/runs/${r.run_id}">${r.title}</a> · asks: <q>${r.status_message?.message ?? ''}</q> · ${timeAgo(r.updated_at)}</li>`,
-          )}</ul>`
-    }
-    <h2>Runs in progress</h2>
-    ${
-      data.running.length === 0
-        ? html`<p class="muted">None.</p>`
-        : html`<ul class="plain">${data.running.map(
-            (r) =>
-              html`<li><a href="/console/runs/${r.run_id}">${r.title}</a> · ${r.state} · started ${timeAgo(r.started_at ?? r.created_at)}</li>`,
           )}</ul>`
     }`;
   return page({ title: 'Factories', viewer, section: 'overview', body });

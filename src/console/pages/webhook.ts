@@ -1,5 +1,5 @@
 import type { Automation, Delivery, PageInfo, Webhook } from '../api-types.ts';
-import { badge, bytes, deliveryLabel, timeAgo } from '../format.ts';
+import { badge, bytes, deliveryLabel, runState, timeAgo } from '../format.ts';
 import { html } from '../html.ts';
 import type { SafeHtml } from '../html.ts';
 import { csrfField, errorBox, page } from '../layout.ts';
@@ -7,7 +7,7 @@ import type { Viewer } from '../layout.ts';
 
 export interface TestFilterResult {
   result: string;
-  webhook_check: { passed: boolean; detail: string };
+  webhook_check: { passed: boolean; detail: string; path?: string };
   payload_check: { passed: boolean; detail: string; path?: string };
 }
 
@@ -17,13 +17,17 @@ export interface WebhookPageData {
   deliveries: Delivery[];
   pageInfo: PageInfo;
   automations: Automation[];
+  /** Showing an older page of the log (a cursor): it is not refreshed live. */
+  older?: boolean;
+  /** The webhook refuses its sender for failed authentication (429) until this time. */
+  lockedOutUntil?: string;
   test?: { automation: string; delivery: string; result?: TestFilterResult; error?: string };
 }
 
 export function deliveryRow(webhookUid: string, d: Delivery): SafeHtml {
   return html`<tr data-delivery="${d.delivery_id}">
     <td>${deliveryLabel(d.label, d.status)}</td>
-    <td>${d.status === 'accepted' ? html`<a href="/console/webhooks/${webhookUid}/deliveries/${d.delivery_id}"><code>${d.delivery_id}</code></a>` : html`<code>${d.delivery_id}</code>`}</td>
+    <td><a href="/console/webhooks/${webhookUid}/deliveries/${d.delivery_id}"><code>${d.delivery_id}</code></a></td>
     <td class="num">${bytes(d.size)}</td>
     <td>${timeAgo(d.received_at)}</td>
   </tr>`;
@@ -44,8 +48,12 @@ export function webhookPage(viewer: Viewer, data: WebhookPageData): string {
     <dt>File</dt><dd><code>${w.file}</code></dd>
   </dl>
   <section aria-labelledby="deliveries"><h2 id="deliveries">Deliveries</h2>
-  <p class="muted" id="live-status" aria-live="polite">Newest first; new deliveries appear here as they arrive.</p>
-  <div class="scroll"><table id="delivery-log" data-live-deliveries="/console/webhooks/${w.uid}/deliveries.html">
+  ${
+    data.older
+      ? html`<p class="muted" id="live-status">Older deliveries, newest first. <a href="/console/webhooks/${w.uid}">Back to the newest</a> (which update live).</p>`
+      : html`<p class="muted" id="live-status" aria-live="polite">Newest first; new deliveries appear here as they arrive.</p>`
+  }
+  <div class="scroll"><table id="delivery-log"${data.older ? '' : html` data-live-deliveries="/console/webhooks/${w.uid}/deliveries.html"`}>
     <thead><tr><th scope="col">Label</th><th scope="col">Delivery</th><th scope="col" class="num">Size</th><th scope="col">Received</th></tr></thead>
     <tbody>${data.deliveries.map((d) => deliveryRow(w.uid, d))}</tbody>
   </table></div>
@@ -75,12 +83,35 @@ export function webhookPage(viewer: Viewer, data: WebhookPageData): string {
   return page({ title: `Webhook ${w.name}`, viewer, section: 'overview', body });
 }
 
-export function deliveryPage(
-  viewer: Viewer,
-  webhook: Webhook,
-  delivery: Delivery,
-  payload: string | undefined,
-): string {
+export interface DeliveryDetail extends Delivery {
+  evaluation?: 'pending' | 'evaluated';
+  evaluated_at?: string;
+  runs?: { run_id: string; automation_id: string }[];
+  errors?: { automation_id: string; error: string }[];
+  duplicate_of?: string;
+}
+
+export interface DeliveryPageData {
+  webhook: Webhook;
+  delivery: DeliveryDetail;
+  payload: string | undefined;
+  /** Each automation on this webhook, tested against the delivery as the evaluator would. */
+  evaluations: { automation: Automation; result?: TestFilterResult; error?: string }[];
+  /** The runs it started, with their titles and states when the API still has them. */
+  runs: { run_id: string; automation_id: string; title?: string; state?: string }[];
+}
+
+function evaluationRow(e: DeliveryPageData['evaluations'][number]): SafeHtml {
+  const r = e.result;
+  const verdict = r ? badge(r.result, r.result === 'Would trigger' ? 'ok' : 'warn') : badge('not tested', 'idle');
+  const failing =
+    r && !r.payload_check.passed ? r.payload_check : r && !r.webhook_check.passed ? r.webhook_check : undefined;
+  return html`<tr><th scope="row"><code>${e.automation.name}</code></th><td>${verdict}</td>
+    <td>${failing ? html`${failing.detail}${failing.path !== undefined ? html` (at <code>${failing.path || '/'}</code>)` : ''}` : (e.error ?? (r ? 'both checks pass' : ''))}</td></tr>`;
+}
+
+export function deliveryPage(viewer: Viewer, data: DeliveryPageData): string {
+  const { webhook, delivery, payload } = data;
   let pretty = payload;
   if (payload !== undefined) {
     try {
@@ -89,9 +120,28 @@ export function deliveryPage(
       // shown as sent
     }
   }
-  const body = html`<p class="crumbs"><a href="/">Factories</a> / <a href="/console/webhooks/${webhook.uid}">Webhook ${webhook.name}</a> /</p>
+  const rejected = delivery.status !== 'accepted' && delivery.status !== 'duplicate';
+  const body = html`<p class="crumbs"><a href="/">Factories</a> / ${webhook.factory_id ? html`<a href="/console/factories/${webhook.factory_id}">Factory</a> / ` : ''}<a href="/console/webhooks/${webhook.uid}">Webhook ${webhook.name}</a> /</p>
   <h1>Delivery <code>${delivery.delivery_id}</code></h1>
-  <dl class="facts"><dt>Label</dt><dd>${deliveryLabel(delivery.label, delivery.status)}</dd><dt>Size</dt><dd>${bytes(delivery.size)}</dd><dt>Received</dt><dd>${timeAgo(delivery.received_at)}</dd></dl>
+  <dl class="facts"><dt>Label</dt><dd>${deliveryLabel(delivery.label, delivery.status)}</dd>
+  ${delivery.reason ? html`<dt>${rejected ? 'Why it was rejected' : 'Note'}</dt><dd>${delivery.reason}</dd>` : ''}
+  ${delivery.duplicate_of ? html`<dt>Repeats</dt><dd><a href="/console/webhooks/${webhook.uid}/deliveries/${delivery.duplicate_of}"><code>${delivery.duplicate_of}</code></a></dd>` : ''}
+  <dt>Size</dt><dd>${bytes(delivery.size)}</dd><dt>Received</dt><dd>${timeAgo(delivery.received_at)}</dd>
+  ${delivery.evaluation ? html`<dt>Evaluation</dt><dd>${delivery.evaluation === 'pending' ? badge('pending', 'busy') : html`${badge('evaluated', 'ok')} ${timeAgo(delivery.evaluated_at)}`}</dd>` : ''}
+  </dl>
+  <section aria-labelledby="started"><h2 id="started">Runs it started</h2>
+  ${data.runs.length ? html`<ul class="plain">${data.runs.map((r) => html`<li><a href="/console/runs/${r.run_id}">${r.title ?? r.run_id}</a> ${r.state ? runState(r.state) : ''} <code class="muted">${r.run_id}</code></li>`)}</ul>` : html`<p class="muted">${rejected ? 'None: a rejected delivery starts nothing.' : 'None.'}</p>`}
+  ${delivery.errors?.length ? html`<ul class="plain">${delivery.errors.map((e) => html`<li>${badge('error', 'bad')} automation <code>${e.automation_id}</code>: ${e.error}</li>`)}</ul>` : ''}
+  </section>
+  <section aria-labelledby="evaluated"><h2 id="evaluated">Automations on this webhook</h2>
+  ${
+    data.evaluations.length === 0
+      ? html`<p class="muted">No automation listens to this webhook.</p>`
+      : rejected
+        ? html`<p class="muted">A rejected delivery is not evaluated (it keeps no payload).</p>`
+        : html`<div class="scroll"><table><caption class="sr-only">Each automation tested against this delivery now</caption><thead><tr><th scope="col">Automation</th><th scope="col">Against this delivery</th><th scope="col">Why</th></tr></thead><tbody>${data.evaluations.map(evaluationRow)}</tbody></table></div>`
+  }
+  </section>
   <h2>Payload</h2>
   ${pretty === undefined ? html`<p class="muted">Only accepted deliveries keep their payload.</p>` : html`<pre class="payload">${pretty}</pre>`}`;
   return page({ title: `Delivery ${delivery.delivery_id}`, viewer, section: 'overview', body });

@@ -3,10 +3,11 @@
  * every follow-up go to stdin as stream-json user messages (a follow-up is taken at the agent's next turn);
  * stdin closes after a turn's `result` when no follow-up waits, and the CLI exits.
  */
-import { copyFile, mkdir, readdir, stat } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { AgentEvent } from '../assignment.ts';
 import { writeWorkspaceFile } from '../workspace.ts';
+import { fileExistsInside, listInside, makeDirectoryInside, readFileInside, writeFileInside } from '../workspace-fs.ts';
 import {
   jsonLine,
   num,
@@ -32,32 +33,21 @@ export function claudeProjectDir(configDir: string, cwd: string): string {
   return path.join(configDir, 'projects', cwd.replace(/[^a-zA-Z0-9]/g, '-'));
 }
 
-/** A session recorded in another working directory (the previous workspace) is copied where a resume looks. */
-async function placeSessionForResume(configDir: string, cwd: string, sessionId: string): Promise<void> {
-  const target = claudeProjectDir(configDir, cwd);
+/**
+ * A session recorded in another working directory (the previous workspace) is copied where a resume looks.
+ * The agent's home is the agent's: read and written without following a link (workspace-fs.ts).
+ */
+async function placeSessionForResume(home: string, cwd: string, sessionId: string): Promise<void> {
+  const configDir = path.join(home, '.claude');
+  const projects = path.relative(home, path.join(configDir, 'projects'));
+  const target = path.relative(home, claudeProjectDir(configDir, cwd));
   const file = `${sessionId}.jsonl`;
-  try {
-    await stat(path.join(target, file));
+  if (!/^[A-Za-z0-9._-]+$/.test(sessionId) || fileExistsInside(home, path.join(target, file))) return;
+  for (const project of listInside(home, projects)) {
+    const source = path.join(projects, project, file);
+    if (!fileExistsInside(home, source)) continue;
+    await writeFileInside(home, path.join(target, file), readFileInside(home, source));
     return;
-  } catch {
-    // not there yet
-  }
-  let projects: string[];
-  try {
-    projects = await readdir(path.join(configDir, 'projects'));
-  } catch {
-    return;
-  }
-  for (const project of projects) {
-    const source = path.join(configDir, 'projects', project, file);
-    try {
-      await stat(source);
-      await mkdir(target, { recursive: true, mode: 0o700 });
-      await copyFile(source, path.join(target, file));
-      return;
-    } catch {
-      // not in this project
-    }
   }
 }
 
@@ -160,13 +150,10 @@ export const claudeHarness: HarnessAdapter = {
   liveFollowups: true,
   resumes: true,
   async prepare({ assignment, workspace, bin, prompt }) {
-    const configDir = path.join(workspace.home, '.claude');
-    await mkdir(configDir, { recursive: true, mode: 0o700 });
-    const mcpConfig = await writeWorkspaceFile(
-      workspace.dir,
-      '.mcp.json',
-      `${JSON.stringify(claudeMcpConfig(assignment), null, 2)}\n`,
-    );
+    const configDir = makeDirectoryInside(workspace.home, '.claude');
+    // the server's own file, outside the workspace (bound read-only into the sandbox)
+    const mcpConfig = path.join(workspace.configDir, 'claude-mcp.json');
+    await writeFile(mcpConfig, `${JSON.stringify(claudeMcpConfig(assignment), null, 2)}\n`, { mode: 0o600 });
     if (assignment.skill?.resolved) {
       for (const file of assignment.skill.files) {
         await writeWorkspaceFile(
@@ -196,7 +183,7 @@ export const claudeHarness: HarnessAdapter = {
       else await writeWorkspaceFile(workspace.dir, 'CLAUDE.md', assignment.basePrompt, 0o644);
     }
     if (assignment.resumeSessionId) {
-      await placeSessionForResume(configDir, workspace.dir, assignment.resumeSessionId);
+      await placeSessionForResume(workspace.home, workspace.dir, assignment.resumeSessionId);
       args.push('--resume', assignment.resumeSessionId);
     }
     return {

@@ -53,7 +53,7 @@ export function commandFactoryEnv(assignment: Pick<Assignment, 'factoryMcp'>): R
 }
 
 /** Event members the `command` format names explicitly; the rest of a line is the event's data. */
-function commandParser(): OutputParser {
+export function commandParser(): OutputParser {
   return {
     line(text) {
       const ev = jsonLine(text);

@@ -1,4 +1,5 @@
 import type { HarnessType } from '../settings.ts';
+import { agentyardHarness } from './agentyard.ts';
 import { claudeHarness } from './claude.ts';
 import { codexHarness } from './codex.ts';
 import { commandHarness } from './command.ts';
@@ -11,6 +12,7 @@ export const HARNESS_ADAPTERS: Record<Exclude<HarnessType, 'noop'>, HarnessAdapt
   codex: codexHarness,
   gemini: geminiHarness,
   command: commandHarness,
+  agentyard: agentyardHarness,
 };
 
 export function adapterFor(type: HarnessType): HarnessAdapter | undefined {

@@ -1,6 +1,7 @@
 import type { AgentEvent, Assignment } from '../assignment.ts';
 import type { HarnessType } from '../settings.ts';
 import type { Workspace } from '../workspace.ts';
+import type { BuiltinAgentSettings } from './agentyard.ts';
 
 /** How to start the agent CLI for an execution. */
 export interface Invocation {
@@ -13,6 +14,10 @@ export interface Invocation {
   input?: string;
   /** stdin stays open for follow-ups during the run (live follow-ups). */
   keepStdinOpen: boolean;
+  /** Directories the command needs besides its own, bound read-only into the sandbox at their own paths. */
+  readOnly?: string[];
+  /** Values `env` holds that are not in the assignment's `secretEnv`: redacted from every event too. */
+  secrets?: string[];
 }
 
 /** Reads the CLI's streaming output, one line at a time, into run events. */
@@ -38,6 +43,8 @@ export interface HarnessContext {
   extraArgs: string[];
   /** The prompt text the agent gets, with the skill and attachment notes. */
   prompt: string;
+  /** The built-in agent's endpoint and limits (the `agentyard` harness). */
+  builtin?: BuiltinAgentSettings;
 }
 
 export interface HarnessAdapter {
@@ -53,5 +60,7 @@ export interface HarnessAdapter {
   followupInput?(message: string): string;
   /** The agent finished a turn (stdin may be closed when no follow-up waits). */
   isTurnEnd?(event: AgentEvent): boolean;
+  /** How many prompts (the first and live follow-ups) a turn-ending event answered; 1 when not given. */
+  promptsAnswered?(event: AgentEvent): number;
   readExit(code: number | null, signal: NodeJS.Signals | null, lastResult: AgentEvent | undefined): ExitReading;
 }

@@ -40,18 +40,37 @@ export interface BubblewrapSpec {
   command: string;
   args: readonly string[];
   workspace: string;
+  /** The execution's configuration directory (outside the workspace), bound read-only at its own path. */
+  configDir: string;
   /** Directories bound read-only at their own paths (the command's tool directories and configured extras). */
   readOnly: readonly string[];
   /** Paths hidden by an empty tmpfs when a read-only bind would show them (the data directory, the server's home). */
   hidden: readonly string[];
   uid: number;
   gid: number;
-  /** Files in the workspace bound over /etc/passwd and /etc/group (the sandbox's own user). */
+  /** Files of the configuration directory bound over /etc/passwd and /etc/group (the sandbox's own user). */
   passwdFile: string;
   groupFile: string;
   /** How each system directory is on this host: a directory to bind, or a symlink to recreate. */
   system: readonly SystemEntry[];
+  /** Size of the private /tmp and /dev/shm (bubblewrap's `--size`); undefined: unsized (bubblewrap < 0.5). */
+  tmpBytes?: number;
+  /** `--disable-userns`: the agent cannot create user namespaces (bubblewrap >= 0.8). */
+  disableUserns?: boolean;
+  /** Run inside the sandbox before the command, which it execs (`prlimit --nproc=… --fsize=… --`). */
+  wrapper?: readonly string[];
 }
+
+/** What this bubblewrap offers beyond the basics (`bwrap --help`). */
+export interface BubblewrapFeatures {
+  /** `--size` for a tmpfs (0.5). */
+  size: boolean;
+  /** `--disable-userns` (0.8). */
+  disableUserns: boolean;
+}
+
+/** Size of the sandbox's /run (sockets and pid files). */
+const RUN_BYTES = 1024 * 1024;
 
 export type SystemEntry = { path: string; kind: 'dir' } | { path: string; kind: 'symlink'; target: string };
 
@@ -80,38 +99,57 @@ export function identityFiles(uid: number, gid: number, home: string): { passwd:
 
 /** bubblewrap's command line for a spec (the argv after the bwrap executable). */
 export function bubblewrapArgs(spec: BubblewrapSpec): string[] {
-  const a: string[] = [
-    '--unshare-user',
-    '--uid',
-    String(spec.uid),
-    '--gid',
-    String(spec.gid),
-    '--unshare-pid',
-    '--unshare-ipc',
-    '--unshare-uts',
-    '--unshare-cgroup-try',
-    '--hostname',
-    'agentyard-sandbox',
-    '--die-with-parent',
-    '--new-session',
-  ];
+  return [...namespaceArgs(spec), ...filesystemArgs(spec), '--', ...(spec.wrapper ?? []), spec.command, ...spec.args];
+}
+
+/** New user (with the agent's ids), pid, ipc, uts and cgroup namespaces; the network is the host's. */
+function namespaceArgs(spec: BubblewrapSpec): string[] {
+  const a = ['--unshare-user', '--uid', String(spec.uid), '--gid', String(spec.gid)];
+  if (spec.disableUserns) a.push('--disable-userns');
+  a.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--hostname', 'agentyard-sandbox');
+  a.push('--die-with-parent', '--new-session');
+  return a;
+}
+
+/** A tmpfs, of `bytes` when bubblewrap can size it. */
+function tmpfs(dir: string, bytes: number | undefined): string[] {
+  return bytes === undefined ? ['--tmpfs', dir] : ['--size', String(bytes), '--tmpfs', dir];
+}
+
+function filesystemArgs(spec: BubblewrapSpec): string[] {
+  const a: string[] = [];
   for (const entry of spec.system) {
     if (entry.kind === 'dir') a.push('--ro-bind', entry.path, entry.path);
     else a.push('--symlink', entry.target, entry.path);
   }
   for (const name of ETC_ENTRIES) a.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`);
   a.push('--ro-bind', spec.passwdFile, '/etc/passwd', '--ro-bind', spec.groupFile, '/etc/group');
-  a.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/var/tmp', '--tmpfs', '/run');
+  // RAM the agent can fill: /tmp (with /var/tmp a link to it), /dev/shm and /run, each sized; /dev itself read-only
+  a.push('--proc', '/proc', '--dev', '/dev', ...tmpfs('/dev/shm', spec.tmpBytes), '--remount-ro', '/dev');
+  a.push(...tmpfs('/tmp', spec.tmpBytes), '--symlink', '/tmp', '/var/tmp');
+  a.push(...tmpfs('/run', spec.tmpBytes === undefined ? undefined : RUN_BYTES));
   // parents before children, so a deeper bind is not covered by a shallower one
   const readOnly = [...new Set(spec.readOnly)].sort((x, y) => x.length - y.length);
   for (const dir of readOnly) a.push('--ro-bind', dir, dir);
   for (const hide of spec.hidden) {
     if (readOnly.some((dir) => dir !== hide && under(dir, hide))) a.push('--tmpfs', hide);
   }
+  // the server's files for this execution, read-only, after the tmpfs that hides the data directory
+  a.push('--ro-bind', spec.configDir, spec.configDir);
   // the sandbox's own root (the mount points above) read-only: the workspace and /tmp are the writable places
   a.push('--bind', spec.workspace, spec.workspace, '--remount-ro', '/', '--chdir', spec.workspace);
-  a.push('--setenv', 'TMPDIR', '/tmp', '--', spec.command, ...spec.args);
+  a.push('--setenv', 'TMPDIR', '/tmp');
   return a;
+}
+
+/** Reads which options this bubblewrap has from its `--help`; none when it cannot be run. */
+export function bubblewrapFeatures(bwrap: string, timeoutMs = 10_000): Promise<BubblewrapFeatures> {
+  return new Promise((resolve) => {
+    execFile(bwrap, ['--help'], { timeout: timeoutMs, env: { PATH: '/usr/bin:/bin' } }, (_err, stdout, stderr) => {
+      const help = `${stdout}${stderr}`;
+      resolve({ size: /^\s*--size\b/m.test(help), disableUserns: /^\s*--disable-userns\b/m.test(help) });
+    });
+  });
 }
 
 export type ProbeResult = { ok: true } | { ok: false; reason: string };

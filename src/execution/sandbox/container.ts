@@ -18,10 +18,16 @@ export interface ContainerSpec {
   command: string;
   args: readonly string[];
   workspace: string;
+  /** The execution's configuration directory (MCP configuration), mounted read-only at its own path. */
+  configDir: string;
+  /** Host directories mounted read-only at their own paths. */
+  readOnly?: readonly string[];
   /** Names of the environment variables the agent gets (their values stay in the client's environment). */
   envNames: readonly string[];
   uid: number;
   gid: number;
+  /** Processes, /tmp and the largest file (`--pids-limit`, a sized tmpfs, `--ulimit fsize`). */
+  limits?: { processes: number; tmpBytes: number; workspaceBytes: number };
 }
 
 /** The client's command line for a spec (after the runtime executable). */
@@ -37,16 +43,23 @@ export function containerArgs(spec: ContainerSpec): string[] {
     `${spec.uid}:${spec.gid}`,
     '--read-only',
     '--tmpfs',
-    '/tmp',
+    spec.limits ? `/tmp:rw,size=${spec.limits.tmpBytes}` : '/tmp',
     '--cap-drop',
     'ALL',
     '--security-opt',
     'no-new-privileges',
     '--volume',
     `${spec.workspace}:${spec.workspace}:rw`,
+    '--volume',
+    `${spec.configDir}:${spec.configDir}:ro`,
     '--workdir',
     spec.workspace,
   ];
+  if (spec.limits) {
+    a.push('--pids-limit', String(spec.limits.processes));
+    a.push('--ulimit', `fsize=${spec.limits.workspaceBytes}:${spec.limits.workspaceBytes}`);
+  }
+  for (const dir of spec.readOnly ?? []) a.push('--volume', `${dir}:${dir}:ro`);
   for (const name of spec.envNames) a.push('--env', name);
   a.push('--', spec.image, spec.command, ...spec.args);
   return a;

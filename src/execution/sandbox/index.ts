@@ -7,10 +7,20 @@
 import { homedir } from 'node:os';
 import path from 'node:path';
 import type { Invocation } from '../harnesses/types.ts';
+import { writeFile } from 'node:fs/promises';
 import type { Workspace } from '../workspace.ts';
-import { writeWorkspaceFile } from '../workspace.ts';
-import { bubblewrapArgs, identityFiles, probeBubblewrap, systemLayout } from './bubblewrap.ts';
-import type { ProbeResult } from './bubblewrap.ts';
+import type { ExecutionLimits } from '../limits.ts';
+import { sizeText } from '../limits.ts';
+import { bubblewrapArgs, bubblewrapFeatures, identityFiles, probeBubblewrap, systemLayout } from './bubblewrap.ts';
+import type { BubblewrapFeatures, ProbeResult } from './bubblewrap.ts';
+import {
+  createPidsCgroup,
+  hasPrlimit,
+  inCgroup,
+  pidsCgroupAvailability,
+  PRLIMIT,
+  removePidsCgroup,
+} from './process-limit.ts';
 import { CONTAINER_RUNTIMES, containerArgs, containerName, probeContainerRuntime } from './container.ts';
 import { resolveCommand } from './resolve.ts';
 
@@ -135,6 +145,10 @@ export type SandboxedInvocation =
       env: Record<string, string>;
       /** "in a bubblewrap sandbox…", "unsandboxed: <why>": how the agent runs, for the run's status message. */
       description: string;
+      /** Which limits hold, and how ("at most 256 processes (pids cgroup)", "…not enforced: <why>"). */
+      limits?: string;
+      /** Undoes what the sandbox made for the execution (its cgroup), once the agent has exited. */
+      cleanup?: () => Promise<void>;
     }
   | { kind: 'refused'; message: string }
   | { kind: 'not_found' };
@@ -147,6 +161,52 @@ export interface SandboxRequest {
   /** The runner's container image, when the run has one. */
   image: string | undefined;
   executionId: string;
+  /** What the execution may use (processes, /tmp, user namespaces, the largest file). */
+  limits: ExecutionLimits;
+}
+
+const features = new Map<string, Promise<BubblewrapFeatures>>();
+
+/** The options this bubblewrap has, read once per executable. */
+function featuresOf(bwrap: string): Promise<BubblewrapFeatures> {
+  let found = features.get(bwrap);
+  if (!found) {
+    found = bubblewrapFeatures(bwrap);
+    features.set(bwrap, found);
+  }
+  return found;
+}
+
+interface ProcessLimitPlan {
+  wrapper: string[];
+  cgroup: string | undefined;
+  notes: string[];
+}
+
+/** How the sandbox's process limit (and largest file) is enforced here; see process-limit.ts. */
+async function processLimit(limits: ExecutionLimits, executionId: string): Promise<ProcessLimitPlan> {
+  const notes: string[] = [];
+  const prlimit = await hasPrlimit();
+  const wrapper = prlimit ? [PRLIMIT, `--nproc=${limits.processes}`, `--fsize=${limits.workspaceBytes}`, '--'] : [];
+  const cgroups = await pidsCgroupAvailability();
+  let cgroup: string | undefined;
+  let cgroupProblem = cgroups.ok ? '' : cgroups.reason;
+  if (cgroups.ok) {
+    try {
+      cgroup = await createPidsCgroup(cgroups.base, executionId, limits.processes);
+    } catch (err) {
+      cgroupProblem = `the execution's pids cgroup could not be made (${(err as NodeJS.ErrnoException).code ?? err})`;
+    }
+  }
+  if (cgroup) {
+    notes.push(`at most ${limits.processes} processes (pids cgroup)`);
+  } else if (prlimit && process.getuid?.() !== 0) {
+    notes.push(`at most ${limits.processes} processes (RLIMIT_NPROC)`);
+  } else {
+    const why = prlimit ? 'the server runs as root, which RLIMIT_NPROC exempts' : `${PRLIMIT} is missing`;
+    notes.push(`process limit not enforced: ${why}, and ${cgroupProblem}`);
+  }
+  return { wrapper, cgroup, notes };
 }
 
 /** Wraps an agent's invocation in the sandbox this host offers. */
@@ -167,12 +227,16 @@ export async function sandboxInvocation(settings: SandboxSettings, req: SandboxR
         runtime: settings.containerRuntime,
         image,
         name: containerName(req.executionId),
-        command: invocation.command,
+        // a command of this host (the built-in agent's Node) is the image's own on its PATH
+        command: invocation.readOnly?.length ? path.basename(invocation.command) : invocation.command,
         args: invocation.args,
         workspace: workspace.dir,
+        configDir: workspace.configDir,
+        readOnly: invocation.readOnly ?? [],
         envNames,
         uid: process.getuid?.() ?? 1000,
         gid: process.getgid?.() ?? 1000,
+        limits: req.limits,
       }),
       env: runtimeEnvironment(),
       description: `in a ${path.basename(settings.containerRuntime)} container (image ${image})`,
@@ -195,26 +259,45 @@ export async function sandboxInvocation(settings: SandboxSettings, req: SandboxR
   }
   const resolved = await resolveCommand(invocation.command, req.env.PATH ?? '', workspace.dir);
   if (!resolved) return { kind: 'not_found' };
+  // in the execution's configuration directory, which the server alone writes: never in the workspace
   const ids = identityFiles(settings.uid, settings.gid, workspace.home);
-  const passwdFile = await writeWorkspaceFile(workspace.dir, '.agentyard/passwd', ids.passwd, 0o600);
-  const groupFile = await writeWorkspaceFile(workspace.dir, '.agentyard/group', ids.group, 0o600);
+  const passwdFile = path.join(workspace.configDir, 'passwd');
+  const groupFile = path.join(workspace.configDir, 'group');
+  await writeFile(passwdFile, ids.passwd, { mode: 0o600, flag: 'wx' });
+  await writeFile(groupFile, ids.group, { mode: 0o600, flag: 'wx' });
+  const { limits } = req;
+  const can = await featuresOf(settings.bwrapPath);
+  const plan = await processLimit(limits, req.executionId);
+  const notes = [...plan.notes];
+  notes.push(can.size ? `/tmp ${sizeText(limits.tmpBytes)}` : '/tmp unsized (bubblewrap < 0.5 has no --size)');
+  if (limits.nestedUserNamespaces) notes.push('user namespaces allowed');
+  else notes.push(can.disableUserns ? 'no user namespaces' : 'user namespaces possible (bubblewrap < 0.8)');
+  const args = bubblewrapArgs({
+    bwrap: settings.bwrapPath,
+    command: resolved.executable,
+    args: invocation.args,
+    workspace: workspace.dir,
+    configDir: workspace.configDir,
+    readOnly: [...resolved.readOnly, ...(invocation.readOnly ?? []), ...settings.readOnlyPaths],
+    hidden: settings.hidden,
+    uid: settings.uid,
+    gid: settings.gid,
+    passwdFile,
+    groupFile,
+    system: await systemLayout(),
+    ...(can.size ? { tmpBytes: limits.tmpBytes } : {}),
+    disableUserns: can.disableUserns && !limits.nestedUserNamespaces,
+    wrapper: plan.wrapper,
+  });
+  const launch = plan.cgroup ? inCgroup(plan.cgroup, settings.bwrapPath, args) : { command: settings.bwrapPath, args };
+  const cgroup = plan.cgroup;
   return {
     kind: 'bubblewrap',
-    command: settings.bwrapPath,
-    args: bubblewrapArgs({
-      bwrap: settings.bwrapPath,
-      command: resolved.executable,
-      args: invocation.args,
-      workspace: workspace.dir,
-      readOnly: [...resolved.readOnly, ...settings.readOnlyPaths],
-      hidden: settings.hidden,
-      uid: settings.uid,
-      gid: settings.gid,
-      passwdFile,
-      groupFile,
-      system: await systemLayout(),
-    }),
+    command: launch.command,
+    args: launch.args,
     env: { TMPDIR: '/tmp', USER: 'agent', LOGNAME: 'agent' },
     description: `in a bubblewrap sandbox (uid ${settings.uid}; only its workspace writable)`,
+    limits: notes.join('; '),
+    ...(cgroup ? { cleanup: () => removePidsCgroup(cgroup) } : {}),
   };
 }

@@ -6,7 +6,6 @@
 import type { DeploymentNotes } from '../../definitions/context.ts';
 
 export const DEPLOYMENT_NOTES: DeploymentNotes = {
-  scorers: 'scorers are stored but no run is scored: this deployment has no scoring',
   runnerInstanceShape:
     'the local executor and self-hosted workers run agents on their own machine and ignore `instanceShape`; the Kubernetes operator sets the pod resources from it',
   runnerSetupCommands:

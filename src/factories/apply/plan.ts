@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { FactoryFileInput } from '../../definitions/load.ts';
-import type { AutomationDefinition, FactoryDefinition, WebhookDefinition } from '../../definitions/model.ts';
+import type { AutomationDefinition, FactoryDefinition, Trigger, WebhookDefinition } from '../../definitions/model.ts';
 import type { AutomationRow, Change, ChangeKind, PlanWarning, WebhookRow } from './model.ts';
 import type { AutomationValues, WebhookTriggerRow, WebhookValues } from './sql.ts';
 import { runConfigFor, storedTrigger } from './run-config.ts';
@@ -84,13 +84,34 @@ const WEBHOOK_FIELD_NAMES: Record<keyof WebhookValues, string> = {
   enabled: 'enabled',
 };
 
-export function automationValues(def: AutomationDefinition): {
+/**
+ * Webhook file name → the UID its webhook has after this apply: kept webhooks keep theirs, created ones get
+ * a new one (null in a dry run, before it exists).
+ */
+export type WebhookUidsByName = ReadonlyMap<string, string | null>;
+
+/**
+ * A definition's automation as rows. Webhook triggers that name a webhook file are stored with the UID it
+ * resolves to, so live rows hold UIDs whichever form the file used; `webhookUids` holds every name the
+ * definition's webhooks have (validation refused any other name).
+ */
+export function automationValues(
+  def: AutomationDefinition,
+  webhookUids: WebhookUidsByName = new Map(),
+): {
   values: AutomationValues;
   triggers: WebhookTriggerRow[];
 } {
+  const resolved = def.triggers.map((t): Trigger => {
+    if (t.kind !== 'webhook' || t.webhookName === null) return t;
+    const uid = webhookUids.get(t.webhookName);
+    return uid ? { ...t, webhookUid: uid, webhookName: null } : t;
+  });
   const triggers: WebhookTriggerRow[] = [];
-  def.triggers.forEach((t, i) => {
-    if (t.kind === 'webhook') triggers.push({ webhookUid: t.webhookUid, triggerIndex: i, payloadFilter: t.payload });
+  resolved.forEach((t, i) => {
+    // A name still unresolved is a webhook a dry run would create: there is no row to write for it.
+    if (t.kind === 'webhook' && t.webhookUid !== null)
+      triggers.push({ webhookUid: t.webhookUid, triggerIndex: i, payloadFilter: t.payload });
   });
   return {
     values: {
@@ -100,7 +121,7 @@ export function automationValues(def: AutomationDefinition): {
       prompt: def.prompt,
       agent: def.agent,
       config: runConfigFor(def.execution, def.name),
-      triggers: def.triggers.map(storedTrigger),
+      triggers: resolved.map(storedTrigger),
     },
     triggers,
   };
@@ -252,7 +273,8 @@ export function computePlan(input: PlanInput): Plan {
   const deletedBefore = new Map(input.webhooks.filter((w) => w.deleted_at !== null).map((w) => [w.uid, w]));
   for (const automation of definition.automations) {
     automation.triggers.forEach((trigger, i) => {
-      if (trigger.kind !== 'webhook') return;
+      // A trigger naming a webhook file follows that file: it never names a deleted webhook.
+      if (trigger.kind !== 'webhook' || trigger.webhookUid === null) return;
       const path = `/triggers/${i}/filter/webhook_ids/0`;
       const line = lineOf(input.files, automation.file, trigger.webhookUid);
       const now = deletedNow.get(trigger.webhookUid);
@@ -285,10 +307,13 @@ export function computePlan(input: PlanInput): Plan {
     });
   }
 
+  const uidsByName = new Map<string, string | null>();
+  for (const row of live.values()) if (desired.has(row.name)) uidsByName.set(row.name, row.uid);
+  for (const op of created) uidsByName.set(op.values.name, op.uid);
   const liveAutomations = new Map(input.automations.map((a) => [a.name, a]));
   const desiredAutomations = new Set(definition.automations.map((a) => a.name));
   for (const def of definition.automations) {
-    const { values, triggers } = automationValues(def);
+    const { values, triggers } = automationValues(def, uidsByName);
     const row = liveAutomations.get(def.name);
     if (!row) {
       const id = input.newAutomationId?.() ?? null;

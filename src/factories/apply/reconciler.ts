@@ -243,14 +243,12 @@ export class Reconciler {
       }
       return value;
     };
-    const liveUids = new Map(webhooks.filter((w) => w.deleted_at === null).map((w) => [w.name, w.uid]));
     const context: PoolContext = {
       secretExists: async (name) => (await secret(name)) !== undefined,
       secretIsUrlSafe: async (name) => {
         const value = await secret(name);
         return value !== undefined && isUrlSafe(value);
       },
-      webhookUids: liveUids,
       // Deleted webhooks count: a trigger naming one is valid and never fires (the plan warns).
       knownWebhookUids: new Set(webhooks.map((w) => w.uid)),
       // This service has no team runners: a runner must be a runners/ file.
@@ -266,7 +264,6 @@ export class Reconciler {
       validation = await validateFactory(files, {
         secretExists: context.secretExists!,
         secretIsUrlSafe: context.secretIsUrlSafe!,
-        webhookUidForName: (name) => liveUids.get(name),
         knownWebhookUids: new Set(webhooks.map((w) => w.uid)),
         teamRunnerExists: () => false,
         ...teamNameResolver(db, this.#deps.secrets, factory.team_id),

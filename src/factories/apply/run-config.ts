@@ -6,6 +6,7 @@ const AUTH_SECRET_KEY: Record<string, keyof NonNullable<AgentConfig['harness_aut
   claude: 'claude_auth_secret_name',
   codex: 'codex_auth_secret_name',
   gemini: 'gemini_auth_secret_name',
+  agentyard: 'agentyard_auth_secret_name',
 };
 
 /**
@@ -22,6 +23,7 @@ export function runConfigFor(execution: ResolvedExecution, name: string): AgentC
       type: harness.type,
       model_id: harness.model,
       ...(harness.reasoningLevel ? { reasoning_level: harness.reasoningLevel } : {}),
+      ...(harness.type === 'agentyard' && harness.baseUrl ? { base_url: harness.baseUrl } : {}),
     };
     const key = AUTH_SECRET_KEY[harness.type];
     if (harness.auth?.source === 'managedSecret' && key)
@@ -44,7 +46,7 @@ export function storedTrigger(trigger: Trigger): StoredTrigger {
         provider: 'webhook',
         event: 'received',
         filter: {
-          webhook_ids: [trigger.webhookUid],
+          webhook_ids: [trigger.webhookUid ?? trigger.webhookName ?? ''],
           ...(trigger.payload !== null ? { payload: trigger.payload } : {}),
         },
       };

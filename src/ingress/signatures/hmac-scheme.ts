@@ -30,12 +30,17 @@ export type SignatureSource =
 
 /**
  * The signed timestamp, checked against our clock: in a header, under a key of the signature header's items,
- * or in a top-level field of a JSON body (then optional, and checked after the signature as it is not signed).
+ * or in a top-level field of a JSON body (checked after the signature, as the body is what is signed).
  */
 export interface TimestampSource {
   from: { header: string } | { key: string } | { bodyField: string };
   unit: 'seconds' | 'milliseconds' | 'iso8601';
   toleranceSeconds: number;
+  /**
+   * A body field is optional unless the provider documents it on every delivery (Linear): without it a
+   * signed body could be replayed forever under a new delivery id.
+   */
+  bodyFieldRequired?: boolean;
 }
 
 /** A scheme that is an HMAC of some parts of the request, described as data; `hmacScheme` makes it a verifier. */
@@ -172,17 +177,20 @@ function timestampMs(text: string, unit: TimestampSource['unit']): number | unde
   return seconds === undefined ? undefined : seconds * 1000;
 }
 
-/** A body-field timestamp: optional, a number in the record's unit when present. */
+/** A body-field timestamp: a number in the record's unit when present; missing is refused when required. */
 function checkBodyTimestamp(rawBody: Buffer, now: Date, timestamp: TimestampSource): Failure | undefined {
   if (!('bodyField' in timestamp.from)) return undefined;
   const field = timestamp.from.bodyField;
+  const missing = timestamp.bodyFieldRequired
+    ? fail('missing_timestamp', `body field ${field} is missing: every delivery must carry its signed time`)
+    : undefined;
   let parsed: unknown;
   try {
     parsed = JSON.parse(rawBody.toString('utf8'));
   } catch {
-    return undefined;
+    return missing;
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || !(field in parsed)) return undefined;
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || !(field in parsed)) return missing;
   const value = (parsed as Record<string, unknown>)[field];
   if (typeof value !== 'number' || !Number.isFinite(value))
     return fail('malformed', `body field ${field} is not a number of ${timestamp.unit}`);
@@ -243,7 +251,7 @@ function timestampRuleOf(timestamp: TimestampSource, signatureHeader: string): T
         : { header: 'header' in from ? from.header : signatureHeader },
     unit: timestamp.unit,
     toleranceSeconds: timestamp.toleranceSeconds,
-    required: !('bodyField' in from),
+    required: !('bodyField' in from) || timestamp.bodyFieldRequired === true,
   };
 }
 

@@ -17,7 +17,12 @@ export interface VerifyInput {
   now: Date;
 }
 
-export type VerifyFailureReason = 'missing_signature' | 'bad_signature' | 'stale_timestamp' | 'malformed';
+export type VerifyFailureReason =
+  | 'missing_signature'
+  | 'bad_signature'
+  | 'missing_timestamp'
+  | 'stale_timestamp'
+  | 'malformed';
 
 export type VerifyResult =
   | { ok: true; deliveryId?: string }

@@ -129,7 +129,12 @@ const RECORDS = [
     encoding: 'hex',
     signature: { header: 'linear-signature', prefix: '' },
     signed: ['body'],
-    timestamp: { from: { bodyField: 'webhookTimestamp' }, unit: 'milliseconds', toleranceSeconds: 60 },
+    timestamp: {
+      from: { bodyField: 'webhookTimestamp' },
+      unit: 'milliseconds',
+      toleranceSeconds: 60,
+      bodyFieldRequired: true,
+    },
     deliveryIdHeaders: ['linear-delivery'],
     otherHeaders: ['linear-event'],
     secret: providerIssuedSecret(
@@ -138,7 +143,7 @@ const RECORDS = [
     ),
     docsUrl: 'https://linear.app/developers/webhooks#securing-webhooks',
     notes: [
-      'Replay protection comes from the signed body field webhookTimestamp (unix milliseconds), which must be within 60 s of our clock when present.',
+      'Replay protection comes from the signed body field webhookTimestamp (unix milliseconds), which every delivery must carry and which must be within 60 s of our clock.',
     ],
   },
   {

@@ -1,0 +1,291 @@
+import { loadRunTree } from './pages/run-tree.ts';
+/**
+ * A run's console routes: its page, its live transcript, cancel (confirmed, then redirected so that a reload
+ * posts nothing), follow-ups, and its artifacts' files.
+ */
+import type { RunScore } from './pages/scores.ts';
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { ApiProblem, enc } from './api.ts';
+import type { Factory, Run, RunEventDoc } from './api-types.ts';
+import { runState } from './format.ts';
+import type { ConsoleKit, Signed } from './shared-routes.ts';
+import { cancelConfirmPage, runPage } from './pages/run.ts';
+import type { RunPageData } from './pages/run.ts';
+import { SseReader } from './sse.ts';
+import { duration, isoSeconds, renderArtifact, renderEvent, toolResultBody, usageText } from './transcript.ts';
+
+/** What a redirect after a form may say on the run's page (`?done=` / `?failed=`): codes, never free text. */
+const NOTICES: Record<string, string> = {
+  cancel: 'Cancel requested: the agent is being stopped.',
+  followup: 'Follow-up sent.',
+  started: 'Run started.',
+};
+const FAILURES: Record<string, string> = {
+  'cancel-finished': 'The run has already finished: there is nothing to cancel.',
+  'cancel-busy': 'The run is being set up; try cancelling again in a moment.',
+  'cancel-denied': 'Your key may not cancel this run.',
+  'followup-empty': 'Write a message to send as a follow-up.',
+  'followup-refused': 'The follow-up was refused by the API.',
+};
+
+interface AutomationStatus {
+  name: string;
+  webhook_triggers?: { webhook_uid: string }[];
+}
+
+/**
+ * The run's events so far: its transcript (JSON lines, through the download URL the API redirects to). A run
+ * that never executed has none yet; the page's live stream then brings its state events.
+ */
+export async function runHistory(s: Signed, runId: string): Promise<RunEventDoc[]> {
+  let location: string;
+  try {
+    const redirect = await s.api.raw(`/agent/runs/${enc(runId)}/transcript`);
+    location = String(redirect.headers.location ?? '');
+  } catch (err) {
+    if (err instanceof ApiProblem && err.status === 404) return [];
+    throw err;
+  }
+  if (!location) return [];
+  const url = new URL(location, 'http://console.invalid');
+  const { body } = await s.api.raw(`${url.pathname}${url.search}`);
+  const events: RunEventDoc[] = [];
+  for (const line of body.split('\n')) {
+    if (!line) continue;
+    const doc = JSON.parse(line) as { kind?: string } & RunEventDoc;
+    if (doc.kind === 'event') events.push({ ...doc, run_id: runId });
+  }
+  return events;
+}
+
+async function runPageData(kit: ConsoleKit, s: Signed, id: string): Promise<RunPageData> {
+  const run = await s.api.get<Run>(`/agent/runs/${enc(id)}`);
+  const quiet = <T>(p: Promise<T>): Promise<T | undefined> => p.catch(() => undefined);
+  const [events, descendants, factory, automation, parent, scores, tree] = await Promise.all([
+    runHistory(s, id),
+    quiet(s.api.get<{ runs: Run[] }>('/agent/runs', { ancestor_run_id: id, limit: '100' })),
+    run.factory_uid
+      ? quiet(
+          kit.lookups.get(s.session.csrf, `factory:${run.factory_uid}:self`, () =>
+            s.api.get<Factory>(`/factories/${enc(run.factory_uid!)}`),
+          ),
+        )
+      : undefined,
+    run.automation_id ? quiet(s.api.get<AutomationStatus>(`/automations/${enc(run.automation_id)}`)) : undefined,
+    run.parent_run_id ? quiet(s.api.get<Run>(`/agent/runs/${enc(run.parent_run_id)}`)) : undefined,
+    quiet(s.api.get<{ scores: RunScore[] }>(`/agent/runs/${enc(id)}/scores`)),
+    quiet(loadRunTree(s.api, run)),
+  ]);
+  let deliveryHref: string | undefined;
+  if (run.delivery_id) {
+    for (const t of automation?.webhook_triggers ?? []) {
+      const found = await quiet(s.api.get(`/webhooks/${enc(t.webhook_uid)}/deliveries/${enc(run.delivery_id)}`));
+      if (found) {
+        deliveryHref = `/console/webhooks/${enc(t.webhook_uid)}/deliveries/${enc(run.delivery_id)}`;
+        break;
+      }
+    }
+  }
+  return {
+    run,
+    events,
+    children: (descendants?.runs ?? []).filter((c) => c.parent_run_id === id),
+    ...(parent ? { parent } : {}),
+    ...(factory ? { factoryName: factory.name } : {}),
+    ...(automation ? { automationName: automation.name } : {}),
+    ...(deliveryHref ? { deliveryHref } : {}),
+    ...(scores?.scores.length ? { scores: scores.scores } : {}),
+    ...(tree ? { tree } : {}),
+  };
+}
+
+/** The facts of the page that change as the run goes on. */
+function liveFacts(run: Run): Record<string, string> {
+  const seconds = isoSeconds(run.run_time);
+  return {
+    state: run.state,
+    state_html: runState(run.state).text,
+    status: run.status_message?.message ?? '—',
+    duration: seconds !== undefined ? duration(seconds) : 'not started',
+    usage: run.request_usage ? usageText(run.request_usage) : 'none yet',
+  };
+}
+
+/** One event for the page's script: its transcript HTML, and what else on the page it changes. */
+async function liveItem(s: Signed, runId: string, e: RunEventDoc): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = { seq: e.sequence, type: e.type, html: renderEvent(e).text };
+  if (e.type === 'tool_result' && typeof e.data.id === 'string') {
+    out.tool = e.data.id;
+    out.result = toolResultBody(e.data).text;
+  }
+  if (e.type === 'artifact' && typeof e.data.artifact_type === 'string') {
+    const data = e.data.data && typeof e.data.data === 'object' ? (e.data.data as Record<string, unknown>) : {};
+    out.artifact = renderArtifact({ artifact_type: e.data.artifact_type, data }).text;
+  }
+  if (e.type === 'status' && typeof e.data.message === 'string') out.facts = { status: e.data.message };
+  if (e.type === 'state' || e.type === 'usage' || e.type === 'result') {
+    const run = await s.api.get<Run>(`/agent/runs/${enc(runId)}`).catch(() => undefined);
+    if (run) out.facts = liveFacts(run);
+    // The stream's state is the event's: the run may have moved on since, and a later event says so.
+    if (e.type === 'state' && typeof e.data.state === 'string') {
+      out.facts = { ...(out.facts as object), state: e.data.state, state_html: runState(e.data.state).text };
+    }
+  }
+  return out;
+}
+
+export function registerRunRoutes(scope: FastifyInstance, kit: ConsoleKit): void {
+  const { viewing, changing, sendPage } = kit;
+
+  scope.get(
+    '/console/runs/:id',
+    viewing<{ id: string }>(async (s, request, reply) => {
+      const data = await runPageData(kit, s, request.params.id);
+      const done = NOTICES[request.query.done ?? ''];
+      const failed = FAILURES[request.query.failed ?? ''];
+      return sendPage(
+        reply,
+        runPage(s.viewer, { ...data, ...(done ? { notice: done } : {}), ...(failed ? { error: failed } : {}) }),
+      );
+    }),
+  );
+
+  scope.get(
+    '/console/runs/:id/cancel',
+    viewing<{ id: string }>(async (s, request, reply) =>
+      sendPage(reply, cancelConfirmPage(s.viewer, await s.api.get<Run>(`/agent/runs/${enc(request.params.id)}`))),
+    ),
+  );
+
+  const back = (id: string, query: string) => `/console/runs/${enc(id)}?${query}`;
+
+  scope.post(
+    '/console/runs/:id/cancel',
+    changing<{ id: string }>(async (s, _form, request, reply) => {
+      const id = request.params.id;
+      try {
+        await s.api.call('POST', `/agent/runs/${enc(id)}/cancel`);
+      } catch (err) {
+        if (!(err instanceof ApiProblem) || err.status >= 500 || err.status === 404) throw err;
+        const code = err.status === 409 ? 'cancel-busy' : err.status === 403 ? 'cancel-denied' : 'cancel-finished';
+        return reply.redirect(back(id, `failed=${code}`), 303);
+      }
+      return reply.redirect(back(id, 'done=cancel'), 303);
+    }),
+  );
+
+  scope.post(
+    '/console/runs/:id/followups',
+    changing<{ id: string }>(async (s, form, request, reply) => {
+      const id = request.params.id;
+      if (!form.message?.trim()) return reply.redirect(back(id, 'failed=followup-empty'), 303);
+      try {
+        await s.api.call('POST', `/agent/runs/${enc(id)}/followups`, { message: form.message });
+      } catch (err) {
+        if (!(err instanceof ApiProblem) || err.status >= 500 || err.status === 404) throw err;
+        return reply.redirect(back(id, 'failed=followup-refused'), 303);
+      }
+      return reply.redirect(back(id, 'done=followup'), 303);
+    }),
+  );
+
+  // The run's transcript live: the API's server-sent events, read on this server's own listening socket (a
+  // stream cannot go through inject(), which waits for the end), each rendered here as the page renders it.
+  scope.get(
+    '/console/runs/:id/live',
+    viewing<{ id: string }>(async (s, request, reply) => {
+      const runId = request.params.id;
+      const address = kit.root.server.address() as AddressInfo | null;
+      if (!address || typeof address !== 'object')
+        throw new ApiProblem(503, 'unavailable', 'the server is not listening');
+      const host = address.address === '::' || address.address === '0.0.0.0' ? '127.0.0.1' : address.address;
+      const lastId = request.headers['last-event-id'];
+      const since = /^\d{1,15}$/.test(request.query.since ?? '') ? request.query.since : '0';
+      const upstream = httpRequest({
+        host,
+        port: address.port,
+        path: `/api/v1/agent/runs/${enc(runId)}/events?since=${since}`,
+        headers: {
+          authorization: `Bearer ${s.session.key}`,
+          accept: 'text/event-stream',
+          ...(typeof lastId === 'string' && /^\d{1,15}$/.test(lastId) ? { 'last-event-id': lastId } : {}),
+        },
+      });
+      reply.hijack();
+      const res = reply.raw;
+      const reader = new SseReader();
+      // Events are rendered in order even when one waits for the run's facts.
+      let chain = Promise.resolve();
+      upstream.on('response', (answer) => {
+        res.writeHead(answer.statusCode ?? 502, {
+          'content-type': answer.statusCode === 200 ? 'text/event-stream; charset=utf-8' : 'text/plain',
+          'cache-control': 'no-store',
+          'content-security-policy': kit.csp,
+          'x-content-type-options': 'nosniff',
+        });
+        if (answer.statusCode !== 200) {
+          answer.resume();
+          res.end();
+          return;
+        }
+        res.write('retry: 2000\n\n');
+        answer.setEncoding('utf8');
+        answer.on('data', (chunk: string) => {
+          const messages = reader.push(chunk);
+          if (messages.length === 0 && chunk.includes(': keep-alive'))
+            chain = chain.then(() => void res.write(': keep-alive\n\n'));
+          for (const m of messages) {
+            chain = chain.then(async () => {
+              if (m.event === 'end') {
+                res.write(`event: end\ndata: ${m.data}\n\n`);
+                return;
+              }
+              let e: RunEventDoc;
+              try {
+                e = JSON.parse(m.data) as RunEventDoc;
+              } catch {
+                return;
+              }
+              const item = await liveItem(s, runId, e);
+              res.write(`id: ${e.sequence}\nevent: item\ndata: ${JSON.stringify(item)}\n\n`);
+            });
+          }
+        });
+        answer.on('end', () => {
+          chain = chain.then(() => void res.end());
+        });
+      });
+      upstream.on('error', () => {
+        if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
+        res.end();
+      });
+      request.raw.on('close', () => upstream.destroy());
+      upstream.end();
+    }),
+  );
+
+  /** An artifact's file, read through its signed download URL, which the API hands to this key. */
+  const artifactFile = (inline: boolean) =>
+    viewing<{ uid: string }>(async (s, request, reply) => {
+      const artifact = await s.api.get<{ artifact_type: string; data: Record<string, unknown> }>(
+        `/agent/artifacts/${enc(request.params.uid)}`,
+      );
+      const url = typeof artifact.data.download_url === 'string' ? new URL(artifact.data.download_url) : undefined;
+      if (!url) throw new ApiProblem(404, 'resource_not_found', 'this artifact has no file');
+      const file = await s.api.raw(`${url.pathname}${url.search}`);
+      const type = String(file.headers['content-type'] ?? 'application/octet-stream');
+      const name = typeof artifact.data.filename === 'string' ? artifact.data.filename : 'artifact';
+      // An image is shown in the page; anything else (and SVG, which may carry script) is only downloaded.
+      const showable = inline && /^image\/(png|jpeg|gif|webp)$/.test(type);
+      return reply
+        .type(type)
+        .header('content-disposition', showable ? 'inline' : `attachment; filename="${name.replace(/[^\w.-]/g, '_')}"`)
+        .header('content-security-policy', "sandbox; default-src 'none'")
+        .header('cache-control', 'private, max-age=300')
+        .send(file.bytes);
+    });
+  scope.get('/console/artifacts/:uid/download', artifactFile(false));
+  scope.get('/console/artifacts/:uid/view', artifactFile(true));
+}

@@ -1,0 +1,26 @@
+import type { Queryable } from '../kernel/db.ts';
+import type { Assignment } from './assignment.ts';
+import { runnerLimitsFrom } from './limits.ts';
+import { runnerSettings } from './sql.ts';
+
+/**
+ * Adds to assignments what their runs' runners set: the `x-agentyard-limits`, and the container image when
+ * `images` (a host with a container runtime). Runs of no factory have no runner: no query for them.
+ */
+export async function applyRunnerSettings(
+  q: Queryable,
+  runs: readonly { id: string; factory_id: string | null }[],
+  assignments: readonly (Assignment | Error)[],
+  images: boolean,
+): Promise<void> {
+  const ids = runs.filter((r) => r.factory_id !== null).map((r) => r.id);
+  if (ids.length === 0) return;
+  const found = await runnerSettings(q, ids);
+  assignments.forEach((assignment, i) => {
+    const runner = found.get(runs[i]!.id);
+    if (!runner || assignment instanceof Error) return;
+    if (images && runner.image) assignment.image = runner.image;
+    const limits = runnerLimitsFrom(runner.limits);
+    if (limits) assignment.limits = limits;
+  });
+}

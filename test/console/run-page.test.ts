@@ -1,0 +1,107 @@
+/**
+ * A run's console page tells what the agent did: each message once, tool calls with their output, artifacts by
+ * type, usage and duration, the live transcript rendered as the page renders it, and a confirmed cancel.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startExecServer, waitForState } from '../execution/support.ts';
+import type { ExecServer } from '../execution/support.ts';
+import { count, get, postForm, signIn } from './support.ts';
+import type { Session } from './support.ts';
+import { parseSse } from '../../src/console/sse.ts';
+
+describe('the run page', { timeout: 60_000 }, () => {
+  let server: ExecServer;
+  let admin: Session;
+
+  beforeAll(async () => {
+    server = await startExecServer('pglite', { settings: { harnesses: ['command'], defaultHarness: 'command' } });
+    admin = await signIn(server, server.adminKey);
+  }, 60_000);
+  afterAll(async () => server?.close());
+
+  async function finishedRun(prompt: string): Promise<string> {
+    const created = await server.api('POST', '/agent/runs', { prompt, config: { name: 'demo' } });
+    expect(created.status).toBe(200);
+    await waitForState(server, created.body.run_id, ['SUCCEEDED', 'FAILED']);
+    return created.body.run_id;
+  }
+
+  it('shows every message once, tool output, artifacts by type, usage and duration', async () => {
+    const id = await finishedRun('LIST_FILES ARTIFACTS_ALL please');
+    const events = (await server.api('GET', `/agent/runs/${id}/events?follow=false`)).text as string;
+    const messages = parseSse(events).filter((m) => m.event === 'message').length;
+    expect(messages).toBe(1);
+
+    const page = await get(server, `/console/runs/${id}`, admin.cookie);
+    expect(page.status).toBe(200);
+    expect(count(page.text, 'class="ev ev-message"')).toBe(messages);
+    // the tool call with what it ran and what it printed
+    expect(page.text).toMatch(/<pre class="call">ls -a<\/pre>/);
+    expect(page.text).toMatch(/<pre class="out" aria-label="Output">\.agentyard<\/pre>/);
+    expect(page.text).not.toContain('shell &quot;&quot;');
+    // artifacts by type
+    expect(page.text).toContain('<h3>Plan: The plan</h3>');
+    expect(page.text).toMatch(/<div class="md"><h3>Plan<\/h3>\s*<ol><li>Fix it<\/li><\/ol><\/div>/);
+    const download = /href="(\/console\/artifacts\/[^"]+\/download)"/.exec(page.text)![1]!;
+    const view = /<img src="(\/console\/artifacts\/[^"]+\/view)"/.exec(page.text)![1]!;
+    expect(page.text).toContain('<a href="https://example.com/pr/1" rel="noopener noreferrer">');
+    // usage, duration and status from the run
+    expect(page.text).toMatch(/id="run-usage">10 input, 5 output tokens/);
+    expect(page.text).toMatch(/id="run-duration">\d+ s</);
+    expect(page.text).toMatch(/id="run-status">[^<—]+</);
+    expect(page.text).toContain('data-ended="true"');
+
+    const file = await fetch(`${server.url}${download}`, { headers: { cookie: admin.cookie } });
+    expect(file.status).toBe(200);
+    expect(file.headers.get('content-disposition')).toMatch(/^attachment; filename="report.md"/);
+    expect(await file.text()).toBe('# Report\n\nAll green.\n');
+    const image = await fetch(`${server.url}${view}`, { headers: { cookie: admin.cookie } });
+    expect(image.status).toBe(200);
+    expect(image.headers.get('content-type')).toBe('image/png');
+    expect(image.headers.get('content-disposition')).toBe('inline');
+    expect(image.headers.get('content-security-policy')).toContain('sandbox');
+    // without a session the files are not served
+    expect((await get(server, download)).status).toBe(303);
+  });
+
+  it('relays the live transcript rendered like the page, ending with the run', async () => {
+    const id = await finishedRun('LIST_FILES done');
+    const res = await fetch(`${server.url}/console/runs/${id}/live?since=0`, { headers: { cookie: admin.cookie } });
+    expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const messages = parseSse(await res.text());
+    const items = messages.filter((m) => m.event === 'item').map((m) => JSON.parse(m.data));
+    expect(messages.at(-1)!.event).toBe('end');
+    expect(items.map((i) => i.seq)).toEqual(items.map((_, n) => n + 1));
+    const result = items.find((i) => i.type === 'tool_result');
+    expect(result.tool).toBe('t0');
+    expect(result.result).toMatch(/<pre class="out" aria-label="Output">/);
+    const state = items.filter((i) => i.type === 'state').at(-1);
+    expect(state.facts.state).toBe('SUCCEEDED');
+    expect(state.facts.state_html).toContain('SUCCEEDED');
+    expect(state.facts.usage).toContain('10 input');
+    const page = await get(server, `/console/runs/${id}`, admin.cookie);
+    for (const item of items.filter((i) => i.type === 'message')) expect(page.text).toContain(item.html);
+  });
+
+  it('asks before cancelling, and answers the cancel with a redirect that a reload does not repeat', async () => {
+    const created = await server.api('POST', '/agent/runs', { prompt: 'SLEEP 30', config: { name: 'long' } });
+    const id = created.body.run_id;
+    await waitForState(server, id, ['INPROGRESS']);
+    const page = await get(server, `/console/runs/${id}`, admin.cookie);
+    expect(page.text).toContain(`href="/console/runs/${id}/cancel"`);
+    const confirm = await get(server, `/console/runs/${id}/cancel`, admin.cookie);
+    expect(confirm.status).toBe(200);
+    expect(confirm.text).toMatch(/<h1>Cancel run [^<]*\?<\/h1>/);
+    const done = await postForm(server, `/console/runs/${id}/cancel`, { csrf: admin.csrf }, admin.cookie);
+    expect(done.status).toBe(303);
+    expect(done.headers.get('location')).toBe(`/console/runs/${id}?done=cancel`);
+    await waitForState(server, id, ['CANCELLED']);
+    const again = await postForm(server, `/console/runs/${id}/cancel`, { csrf: admin.csrf }, admin.cookie);
+    expect(again.headers.get('location')).toBe(`/console/runs/${id}?failed=cancel-finished`);
+    const after = await get(server, `/console/runs/${id}?failed=cancel-finished`, admin.cookie);
+    expect(after.text).toContain('already finished');
+    expect(after.text).not.toContain('Cancel run…');
+    // a forged notice code shows nothing
+    expect((await get(server, `/console/runs/${id}?done=%3Cb%3E`, admin.cookie)).text).not.toContain('class="notice"');
+  });
+});
