@@ -119,7 +119,13 @@ export async function providerFirings(
     if (matches) skipped.push({ automationId: sub.automation_id, skipped: reason });
   }
   const allowed = subs.filter((sub) => !refusalOf(sub));
-  const result = await allowedFirings(tx, delivery, notes, { provider, derived, pr, subs: allowed, payload: parsed.value });
+  const result = await allowedFirings(tx, delivery, notes, {
+    provider,
+    derived,
+    pr,
+    subs: allowed,
+    payload: parsed.value,
+  });
   return { firings: [...skipped, ...result.firings], jobsQueued: jobsQueued + result.jobsQueued };
 }
 
