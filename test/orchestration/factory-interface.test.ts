@@ -237,11 +237,15 @@ describe.each(ENGINES)('the factory interface on %s', (engine) => {
       })
     ).body.run_id as string;
     await waitForState(s, runId, ['INPROGRESS'], 30_000);
-    const workspace = await waitFor(
-      'the workspace',
-      async () => (await executionsOf(s, runId))[0]?.workspace ?? undefined,
+    const execution = await waitFor('the execution', async () => {
+      const first = (await executionsOf(s, runId))[0];
+      return first?.workspace ? first : undefined;
+    });
+    const workspace = execution.workspace!;
+    // the server's own file, outside the agent-writable workspace (bound read-only into the sandbox)
+    const config = JSON.parse(
+      readFileSync(path.join(s.dataDir, 'execution-files', execution.id, 'claude-mcp.json'), 'utf8'),
     );
-    const config = JSON.parse(readFileSync(path.join(workspace, '.mcp.json'), 'utf8'));
     expect(config.mcpServers.factory).toMatchObject({ type: 'http', url: `${s.apiUrl}/mcp/factory` });
     const token = /^Bearer (ayrt_\S+)$/.exec(config.mcpServers.factory.headers.Authorization)![1]!;
     const stored = await s.server.ctx.db.query<{ token_hash: string }>(
@@ -250,8 +254,7 @@ describe.each(ENGINES)('the factory interface on %s', (engine) => {
     );
     expect(stored.rows[0]!.token_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(stored.rows[0]!.token_hash).not.toBe(token);
-    for (const file of filesUnder(workspace))
-      if (path.basename(file) !== '.mcp.json') expect(readFileSync(file, 'utf8')).not.toContain(token);
+    for (const file of filesUnder(workspace)) expect(readFileSync(file, 'utf8')).not.toContain(token);
 
     const client = await mcpClient(s, token);
     const tools = (await client.listTools()).tools.map((t) => t.name);
