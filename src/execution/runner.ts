@@ -120,7 +120,7 @@ export class ExecutionRunner {
     this.#limits = effectiveLimits(settings.limits, settings.workspaceMaxBytes, assignment.limits);
     this.#secrets = [
       ...new Set(
-        Object.values(assignment.secretEnv)
+        [...Object.values(assignment.secretEnv), ...(assignment.factoryMcp ? [assignment.factoryMcp.token] : [])]
           .filter((v) => v.length >= 6)
           .flatMap((v) => secretForms(v)),
       ),

@@ -9,6 +9,7 @@ import * as sql from './sql.ts';
 import { isTerminal } from './state-machine.ts';
 import { resolveAgentIdentity } from '../identity/agent-identities.ts';
 import { RunInsertBatcher } from './insert-batcher.ts';
+import { cancelDescendants } from './tree.ts';
 
 /** Reserved `worker_host` values that mean "the service's own executors". */
 export const SERVICE_WORKER_HOSTS: ReadonlySet<string> = new Set(['service', 'warp']);
@@ -358,6 +359,7 @@ export class RunService {
       throw new AppError('invalid_request', `run ${runId} is already ${now.state} and cannot be cancelled`);
     }
     await this.#bus.publish(RUN_CHANGED_TOPIC, { run_id: runId, state: cancelled.state });
+    await cancelDescendants(this.#db, this.#bus, runId, `Cancelled with its ancestor ${runId}`);
     return cancelled;
   }
 
