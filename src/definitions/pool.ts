@@ -159,13 +159,17 @@ export class DefinitionPool {
     let timer: NodeJS.Timeout | undefined;
     let started = false;
     const waitMs = this.options.queueWaitMs;
-    // A request still waiting for a thread after `queueWaitMs` is taken out of the queue and refused.
-    const waitTimer =
-      lane === 'requests' && waitMs !== undefined && waitMs > 0
-        ? setTimeout(() => {
-            if (!started) abort.abort(new QueueWaitExceeded());
-          }, waitMs)
-        : undefined;
+    // A request still waiting after `queueWaitMs` behind others' jobs is taken out of the queue and refused.
+    // While none runs, the wait is a worker starting (slow on a loaded machine): it is not held against anyone.
+    let waitTimer: NodeJS.Timeout | undefined;
+    const armWait = () => {
+      waitTimer = setTimeout(() => {
+        if (started) return;
+        if (this.#running[lane] > 0) abort.abort(new QueueWaitExceeded());
+        else armWait();
+      }, waitMs);
+    };
+    if (lane === 'requests' && waitMs !== undefined && waitMs > 0) armWait();
     port.on('message', (message: WorkerMessage) => {
       if ('started' in message) {
         if (!started) this.#running[lane]++;
