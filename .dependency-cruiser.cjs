@@ -3,7 +3,7 @@
  * `npm test` fails on a new arrow that breaks a rule. Type-only imports count like any other.
  */
 const DOMAINS =
-  '^src/(automations|console|definitions|engine|execution|factories|health|identity|ingress|integrations|metrics|operator|runs|schedules|scoring|secrets|sources|store|workers)/';
+  '^src/(automations|console|definitions|engine|execution|factories|health|identity|ingress|integrations|metrics|operator|orchestration|runs|schedules|scoring|secrets|sources|store|workers)/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {

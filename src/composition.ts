@@ -56,6 +56,13 @@ import { registerProviderIdentityRoutes } from './integrations/identity-routes.t
 import { createIngressRuntime, startDeliveryRetention } from './ingress/runtime.ts';
 import type { IngressOptions, IngressRuntime } from './ingress/runtime.ts';
 import { systemClock } from './kernel/clock.ts';
+import { chatContinuation } from './orchestration/continuation.ts';
+import { registerFactoryInterfaceRoutes } from './orchestration/routes.ts';
+import { FactoryInterface } from './orchestration/service.ts';
+import { treeLimits } from './orchestration/settings.ts';
+import { cancelOverdue } from './runs/tree.ts';
+import type { TreeLimits } from './runs/tree.ts';
+import { factoryMcpUrl } from './kernel/api.ts';
 import type { Clock } from './kernel/clock.ts';
 import { CREDENTIALS_REVOKED_TOPIC } from './kernel/topics.ts';
 import { createMetrics } from './metrics/metrics.ts';
@@ -84,6 +91,13 @@ import { AutomationManagement } from './automations/management.ts';
 import { WebhookManagement, teamWebhook } from './factories/webhooks/management.ts';
 import { WorkerHub } from './workers/hub.ts';
 import { registerWorkerConnectRoute, registerWorkerTokenRoutes } from './workers/routes.ts';
+import { Loop } from './kernel/loop.ts';
+
+/** The version the factory interface's MCP server reports. */
+const FACTORY_INTERFACE_VERSION = '1.0.0';
+
+/** How often runs whose tree passed its deadline are looked for. */
+const TREE_DEADLINE_SWEEP_MS = 60_000;
 
 /** What tests and benchmarks may change in how a server is built. */
 export interface CompositionOptions {
@@ -102,6 +116,8 @@ export interface CompositionOptions {
   automations?: EvaluatorOptions | false;
   /** Route plugins registered after the service's own (tests). */
   plugins?: readonly RoutePlugin[];
+  /** The run tree's limits over those of the environment (the factory interface). */
+  orchestration?: { limits?: Partial<TreeLimits> };
   /** Scoring over the environment's settings (tests: the judge's endpoint, a short settle time). */
   scoring?: Partial<ScoringSettings>;
 }
@@ -149,6 +165,8 @@ export interface Services extends ServiceContext {
   scheduler: Scheduler | undefined;
   scheduleSync: AutomationScheduleSync | undefined;
   execution: ExecutionParts;
+  /** The factory interface (/api/v1/mcp/factory): dispatch, reports, questions and replies. */
+  factoryInterface: FactoryInterface;
 }
 
 /** Something a process starts; the function it resolves to stops it. */
@@ -209,8 +227,20 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
   const schedules = new ScheduleService(db, bus, clock);
   const evaluator =
     options.automations !== false && (roles.has('ingress') || roles.has('controller'))
-      ? new OutboxEvaluator({ db, bus, log, runs }, options.automations ?? {})
+      ? new OutboxEvaluator({ db, bus, log, runs, threads: chatContinuation(bus) }, options.automations ?? {})
       : undefined;
+  const limits = treeLimits(options.execution?.env ?? process.env, options.orchestration?.limits);
+  const factoryInterface = new FactoryInterface({
+    db,
+    bus,
+    log,
+    secrets,
+    factories,
+    runs,
+    definitions,
+    models: knownModels(config),
+    limits,
+  });
   const integrationJobs = evaluator
     ? new IntegrationJobRunner({
         db,
@@ -270,6 +300,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
       recorder,
       secrets,
       sessionLink: sessionLinks.urlFor,
+      factoryMcpUrl: () => factoryMcpUrl(config.publicUrl),
       serverId: processId,
       leaseMs: settings.leaseMs,
       heartbeatMs: settings.heartbeatMs,
@@ -294,6 +325,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
           secrets,
           runs,
           sessionLink: sessionLinks.urlFor,
+          factoryMcpUrl: () => factoryMcpUrl(config.publicUrl),
           processId,
           ...(options.execution?.onClaimed ? { onClaimed: options.execution.onClaimed } : {}),
         })
@@ -322,6 +354,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     scheduler,
     scheduleSync,
     execution,
+    factoryInterface,
   };
 
   // One plugin per domain, in the order their routes are registered (the OpenAPI document follows it), each
@@ -421,6 +454,17 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     // Self-hosted workers connect to any process: the hub runs in each.
     { name: 'worker-connect', root: (app) => registerWorkerConnectRoute(app, execution.hub) },
     {
+      name: 'factory-interface',
+      api: (app) =>
+        registerFactoryInterfaceRoutes(app, {
+          db,
+          authenticator: ctx.authenticator,
+          factories,
+          iface: factoryInterface,
+          version: FACTORY_INTERFACE_VERSION,
+        }),
+    },
+    {
       name: 'console',
       roles: API,
       root: (app) =>
@@ -509,6 +553,23 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
         if (!integrationJobs) return stopNothing;
         integrationJobs.start();
         return () => integrationJobs.stop();
+      },
+    },
+    {
+      // A child cannot outlive its root's deadline: active runs of a tree past it are cancelled.
+      name: 'run-tree-deadlines',
+      roles: ['executor'],
+      async start() {
+        const loop = new Loop({
+          name: 'run tree deadlines',
+          everyMs: TREE_DEADLINE_SWEEP_MS,
+          atStart: false,
+          pass: async () => {
+            await cancelOverdue(db, bus, limits, clock.now());
+          },
+          onError: (err) => log.warn({ err }, 'cancelling the runs of trees past their deadline failed'),
+        }).start();
+        return () => loop.stop();
       },
     },
     {

@@ -38,6 +38,17 @@ export interface BatchResult {
  * evaluated again; `automation_firings` (one row per delivery and automation) makes a second run impossible
  * even if that ever overlapped.
  */
+/**
+ * Chat threads that continue runs (docs/orchestration.md): a provider delivery that is a message in a thread of a
+ * run becomes that run's follow-up and starts nothing; a run a provider delivery starts is linked to its thread.
+ */
+export interface ChatContinuation {
+  /** In the evaluation's transaction: the follow-ups the delivery is, with what to announce after the commit; undefined when it continues no run. */
+  continues(tx: Queryable, delivery: OutboxDelivery): Promise<{ announce(): Promise<void> } | undefined>;
+  /** In the evaluation's transaction: a run this delivery started. */
+  started(tx: Queryable, run: { id: string; team_id: string }, input: CreateRunInput): Promise<void>;
+}
+
 /** What the evaluator works with. */
 export interface EvaluatorDeps {
   db: Db;
@@ -45,6 +56,8 @@ export interface EvaluatorDeps {
   log: Logger;
   /** Where its runs are created, in the evaluation's transaction. */
   runs: RunService;
+  /** Chat threads that continue runs; absent: every delivery is matched to triggers. */
+  threads?: ChatContinuation;
 }
 
 export class OutboxEvaluator extends DrainLoop {
@@ -54,8 +67,9 @@ export class OutboxEvaluator extends DrainLoop {
   readonly #log: Logger;
   readonly #batchSize: number;
   readonly #beforeCommit: EvaluatorOptions['beforeCommit'];
+  readonly #threads: ChatContinuation | undefined;
 
-  constructor({ db, bus, log, runs }: EvaluatorDeps, options: EvaluatorOptions = {}) {
+  constructor({ db, bus, log, runs, threads }: EvaluatorDeps, options: EvaluatorOptions = {}) {
     super({ bus, topic: DELIVERIES_ACCEPTED_TOPIC, pollIntervalMs: options.pollIntervalMs ?? 2_000 });
     this.#db = db;
     this.#bus = bus;
@@ -63,6 +77,7 @@ export class OutboxEvaluator extends DrainLoop {
     this.#runs = runs;
     this.#batchSize = options.batchSize ?? 50;
     this.#beforeCommit = options.beforeCommit;
+    this.#threads = threads;
   }
 
   /** Evaluates batches until the outbox is empty. */
@@ -83,13 +98,15 @@ export class OutboxEvaluator extends DrainLoop {
    */
   async evaluateBatch(): Promise<BatchResult> {
     const notes: ConnectionNotes = { lastEvents: [], lastErrors: [] };
+    const continued: { announce(): Promise<void> }[] = [];
     const result = await this.#db.transaction(async (tx) => {
       notes.lastEvents.length = 0;
       notes.lastErrors.length = 0;
+      continued.length = 0;
       const deliveries = await sql.claimOutbox(tx, this.#batchSize);
       if (deliveries.length === 0) return { deliveries: 0, runs: [], integrationJobs: 0 };
       const jobs = { queued: 0 };
-      const runs = await this.#startRuns(tx, deliveries, jobs, notes);
+      const runs = await this.#startRuns(tx, deliveries, jobs, notes, continued);
       const deliveryIds = deliveries.map((d) => d.id);
       await this.#beforeCommit?.({ deliveryIds, runIds: runs.map((r) => r.runId) });
       await sql.markEvaluated(tx, deliveryIds);
@@ -101,6 +118,8 @@ export class OutboxEvaluator extends DrainLoop {
       this.#log.warn({ err }, "recording the provider connections' last event failed");
     }
     this.#runs.announce(result.runs.map((r) => ({ id: r.runId, worker_host: r.workerHost })));
+    for (const c of continued)
+      await c.announce().catch((err: unknown) => this.#log.warn({ err }, 'announcing follow-ups failed'));
     if (result.integrationJobs > 0) await this.#bus.publish(INTEGRATION_JOBS_TOPIC, null);
     return result;
   }
@@ -110,16 +129,22 @@ export class OutboxEvaluator extends DrainLoop {
     all: OutboxDelivery[],
     jobs: { queued: number },
     notes: ConnectionNotes,
+    continued: { announce(): Promise<void> }[],
   ): Promise<BatchResult['runs']> {
     const runs: BatchResult['runs'] = [];
     const deliveries = all.filter((d) => d.provider === null);
     for (const delivery of all) {
       if (delivery.provider === null) continue;
+      const continuation = await this.#threads?.continues(tx, delivery);
+      if (continuation) {
+        continued.push(continuation);
+        continue;
+      }
       const evaluation = await providerFirings(tx, delivery, notes);
       jobs.queued += evaluation.jobsQueued;
       for (const firing of evaluation.firings) {
         if ('skipped' in firing) await this.#skip(tx, delivery.id, firing.automationId, firing.skipped);
-        else await this.#fire(tx, delivery.id, firing.automationId, firing.input, runs);
+        else await this.#fire(tx, delivery.id, firing.automationId, firing.input, runs, this.#threads);
       }
     }
     if (deliveries.length === 0) return runs;
@@ -149,10 +174,12 @@ export class OutboxEvaluator extends DrainLoop {
     automationId: string,
     input: CreateRunInput,
     runs: BatchResult['runs'],
+    threads?: ChatContinuation,
   ): Promise<void> {
     if (!(await sql.claimFiring(tx, deliveryId, automationId))) return;
     try {
       const { run } = await this.#runs.create(input, { within: tx });
+      await threads?.started(tx, run, input);
       await sql.recordFiring(tx, deliveryId, automationId, { runId: run.id });
       runs.push({ runId: run.id, workerHost: run.worker_host });
     } catch (err) {

@@ -14,6 +14,7 @@ import { upsertInstallation } from '../integrations/sql.ts';
 import type { ConnectionNotes } from '../integrations/sql.ts';
 import { changedFiles, enqueueFactoryChecks, pullRequestFacts } from '../integrations/pull-request-jobs.ts';
 import { mentionedUsers } from '../integrations/linear-mentions.ts';
+import { threadMetadata } from '../integrations/threads.ts';
 import type { CreateRunInput } from '../runs/service.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { EVENT_PAYLOAD_FILE, providerRunPrompt, providerRunTitle } from './envelope.ts';
@@ -118,7 +119,13 @@ export async function providerFirings(
     if (matches) skipped.push({ automationId: sub.automation_id, skipped: reason });
   }
   const allowed = subs.filter((sub) => !refusalOf(sub));
-  const result = await allowedFirings(tx, delivery, notes, { provider, derived, pr, subs: allowed });
+  const result = await allowedFirings(tx, delivery, notes, {
+    provider,
+    derived,
+    pr,
+    subs: allowed,
+    payload: parsed.value,
+  });
   return { firings: [...skipped, ...result.firings], jobsQueued: jobsQueued + result.jobsQueued };
 }
 
@@ -132,9 +139,10 @@ async function allowedFirings(
     derived: ReturnType<typeof providerEvents>;
     pr: ReturnType<typeof pullRequestFacts>;
     subs: ProviderSubscription[];
+    payload: unknown;
   },
 ): Promise<ProviderEvaluation> {
-  const { provider, derived, pr, subs } = routed;
+  const { provider, derived, pr, subs, payload } = routed;
   let events = derived.events;
   if (pr && subs.some((sub) => PATHS_EVENTS.has(sub.event) && waitsOn(sub, 'paths', events))) {
     const changed = await changedFiles(tx, delivery, pr);
@@ -179,6 +187,8 @@ async function allowedFirings(
           connection_id: delivery.webhook_uid,
           ...(sub.credential_strategy === 'CREATOR' ? { credential_strategy: 'CREATOR' } : {}),
           ...(derived.sender ? { sender: derived.sender } : {}),
+          // the conversation the run answers in (reply, ask_user) and that continues it
+          ...threadMetadata(provider, payload),
         },
         attachments: [
           { fileName: EVENT_PAYLOAD_FILE, mimeType: 'application/json', data: Buffer.from(delivery.payload) },

@@ -212,9 +212,10 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
     };
 
     const overview = async (s: Signed, reply: FastifyReply, error?: string) => {
-      const [list, live] = await Promise.all([
+      const [list, live, blocked] = await Promise.all([
         s.api.get<{ factories: Factory[]; page_info: PageInfo }>('/factories', { limit: '100', counts: 'true' }),
         overviewLiveData(s),
+        s.api.get<{ runs: Run[] }>('/agent/runs', { state: 'BLOCKED', limit: '20' }),
       ]);
       let factories = list.factories;
       let more = list.page_info;
@@ -234,6 +235,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
           factories,
           moreFactories: more.has_next_page,
           ...live,
+          blocked: blocked.runs,
           ...(error ? { error } : {}),
         }),
         error ? 422 : 200,

@@ -1,3 +1,4 @@
+import { loadRunTree } from './pages/run-tree.ts';
 /**
  * A run's console routes: its page, its live transcript, cancel (confirmed, then redirected so that a reload
  * posts nothing), follow-ups, and its artifacts' files.
@@ -62,7 +63,7 @@ export async function runHistory(s: Signed, runId: string): Promise<RunEventDoc[
 async function runPageData(kit: ConsoleKit, s: Signed, id: string): Promise<RunPageData> {
   const run = await s.api.get<Run>(`/agent/runs/${enc(id)}`);
   const quiet = <T>(p: Promise<T>): Promise<T | undefined> => p.catch(() => undefined);
-  const [events, descendants, factory, automation, parent, scores] = await Promise.all([
+  const [events, descendants, factory, automation, parent, scores, tree] = await Promise.all([
     runHistory(s, id),
     quiet(s.api.get<{ runs: Run[] }>('/agent/runs', { ancestor_run_id: id, limit: '100' })),
     run.factory_uid
@@ -75,6 +76,7 @@ async function runPageData(kit: ConsoleKit, s: Signed, id: string): Promise<RunP
     run.automation_id ? quiet(s.api.get<AutomationStatus>(`/automations/${enc(run.automation_id)}`)) : undefined,
     run.parent_run_id ? quiet(s.api.get<Run>(`/agent/runs/${enc(run.parent_run_id)}`)) : undefined,
     quiet(s.api.get<{ scores: RunScore[] }>(`/agent/runs/${enc(id)}/scores`)),
+    quiet(loadRunTree(s.api, run)),
   ]);
   let deliveryHref: string | undefined;
   if (run.delivery_id) {
@@ -95,6 +97,7 @@ async function runPageData(kit: ConsoleKit, s: Signed, id: string): Promise<RunP
     ...(automation ? { automationName: automation.name } : {}),
     ...(deliveryHref ? { deliveryHref } : {}),
     ...(scores?.scores.length ? { scores: scores.scores } : {}),
+    ...(tree ? { tree } : {}),
   };
 }
 

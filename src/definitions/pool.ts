@@ -22,7 +22,8 @@ import { SCHEMA_VERSION } from './schemas.ts';
 export interface PoolContext {
   secretExists?(name: string): boolean | Promise<boolean>;
   secretIsUrlSafe?(name: string): boolean | Promise<boolean>;
-  /** UIDs of the factory's webhooks (ValidationContext.knownWebhookUids). */
+  /** Webhook file name → the UID it already has. */
+  webhookUids?: ReadonlyMap<string, string>;
   knownWebhookUids?: ReadonlySet<string>;
   /** Team runners that exist outside the tree. */
   teamRunners?: ReadonlySet<string>;
@@ -79,6 +80,7 @@ function refusal(files: readonly FactoryFileInput[], message: string): Validatio
 
 function snapshotOf(context: PoolContext): ContextSnapshot {
   return {
+    ...(context.webhookUids ? { webhookUids: [...context.webhookUids] } : {}),
     ...(context.knownWebhookUids ? { knownWebhookUids: [...context.knownWebhookUids] } : {}),
     ...(context.teamRunners ? { teamRunners: [...context.teamRunners] } : {}),
     ...(context.deploymentNotes ? { deploymentNotes: context.deploymentNotes } : {}),
@@ -167,13 +169,17 @@ export class DefinitionPool {
     let timer: NodeJS.Timeout | undefined;
     let started = false;
     const waitMs = this.options.queueWaitMs;
-    // A request still waiting for a thread after `queueWaitMs` is taken out of the queue and refused.
-    const waitTimer =
-      lane === 'requests' && waitMs !== undefined && waitMs > 0
-        ? setTimeout(() => {
-            if (!started) abort.abort(new QueueWaitExceeded());
-          }, waitMs)
-        : undefined;
+    // A request still waiting after `queueWaitMs` behind others' jobs is taken out of the queue and refused.
+    // While none runs, the wait is a worker starting (slow on a loaded machine): it is not held against anyone.
+    let waitTimer: NodeJS.Timeout | undefined;
+    const armWait = () => {
+      waitTimer = setTimeout(() => {
+        if (started) return;
+        if (this.#running[lane] > 0) abort.abort(new QueueWaitExceeded());
+        else armWait();
+      }, waitMs);
+    };
+    if (lane === 'requests' && waitMs !== undefined && waitMs > 0) armWait();
     port.on('message', (message: WorkerMessage) => {
       if ('started' in message) {
         if (!started) this.#running[lane]++;

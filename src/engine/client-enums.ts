@@ -41,6 +41,9 @@ export const RUN_SOURCE_TABLE = {
   GITHUB_ACTION: 'GITHUB_ACTION',
   SLACK: 'SLACK',
   LINEAR: 'LINEAR',
+  // A child run a factory's agent dispatched through the factory interface (dispatch_agent); served as API, as
+  // the TypeScript client (1.0.0-alpha.8) declares no ORCHESTRATION.
+  ORCHESTRATION: 'API',
 } as const satisfies Record<string, ClientRunSource>;
 export type RunSource = keyof typeof RUN_SOURCE_TABLE;
 

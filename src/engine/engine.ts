@@ -25,6 +25,7 @@ export {
   // the state machine
   applyRunEvent,
   cancelRunTree,
+  cancelRuns,
   // the queue: claim (service executors, self-hosted workers), hand-off, start, end
   ayClaimServiceRuns,
   ayClaimWorkerRuns,

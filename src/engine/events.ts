@@ -17,7 +17,11 @@ export type RunEventType =
   | 'followup'
   | 'log'
   | 'error'
-  | 'artifact';
+  | 'artifact'
+  // the factory interface (docs/orchestration.md): written by the server only, never taken from an agent's output
+  | 'report'
+  | 'question'
+  | 'reply';
 
 export const RUN_EVENT_TYPES: readonly RunEventType[] = [
   'state',
@@ -33,7 +37,19 @@ export const RUN_EVENT_TYPES: readonly RunEventType[] = [
   'log',
   'error',
   'artifact',
+  'report',
+  'question',
+  'reply',
 ];
+
+/** Event types only Agentyard writes: an agent reporting one (the `command` harness) is logged as text instead. */
+export const SERVER_EVENT_TYPES: ReadonlySet<RunEventType> = new Set([
+  'state',
+  'followup',
+  'report',
+  'question',
+  'reply',
+]);
 
 /** What an execution reports; `data` is documented per type in docs/execution.md. */
 export interface NewRunEvent {

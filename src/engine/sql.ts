@@ -233,6 +233,22 @@ export async function cancelRunTree(
   return res.rows;
 }
 
+/** Cancels the runs among `ids` that may be cancelled; answers those it moved. */
+export async function cancelRuns(
+  q: Queryable,
+  ids: readonly string[],
+  message: string,
+): Promise<{ id: string; state: RunState }[]> {
+  if (ids.length === 0) return [];
+  const t = transitionFor('cancel');
+  const res = await q.query<{ id: string; state: RunState }>(
+    `UPDATE runs SET state = $2, updated_at = ay_now(), finished_at = ay_now(), status_message = $4::jsonb
+      WHERE id = ANY($1::text[]) AND state = ANY($3::text[]) RETURNING id, state`,
+    [ids as string[], t.to, [...t.from], JSON.stringify({ message })],
+  );
+  return res.rows;
+}
+
 // ---- the queue (functions.sql) ----
 
 /** A row answered by a claim: the claimed run as JSON, its new execution, and what its assignment needs. */

@@ -14,6 +14,7 @@ import type { Assignment, AssignmentFollowup } from './assignment.ts';
 import { SECRET_ENV_OF } from './assignment.ts';
 import type { HarnessType } from './settings.ts';
 import { resolveSkill } from './skills.ts';
+import { issueRunTokens } from './run-token.ts';
 import * as sql from './sql.ts';
 import type { ClaimInputs } from '../engine/engine.ts';
 
@@ -70,6 +71,7 @@ export async function buildAssignments(
   secrets: SecretProvider,
   requests: readonly AssignmentRequest[],
   sessionLink: (sessionId: string) => string,
+  factoryMcpUrl?: () => string,
 ): Promise<(Assignment | Error)[]> {
   if (requests.length === 0) return [];
   const missing = requests.filter((r) => !r.inputs);
@@ -79,21 +81,34 @@ export async function buildAssignments(
         missing.map((r) => ({ runId: r.run.id, executionId: r.executionId })),
       )
     : new Map<string, AssignmentInputs>();
-  return Promise.all(
+  const built = await Promise.all(
     requests.map((r) =>
       assignmentFrom(q, secrets, r, r.inputs ?? loaded.get(r.run.id)!, sessionLink).catch((err: unknown) =>
         err instanceof Error ? err : new Error(String(err)),
       ),
     ),
   );
+  if (factoryMcpUrl) await addFactoryMcp(q, built, factoryMcpUrl());
+  return built;
+}
+
+/** A run token for each execution that runs an agent (the noop harness runs none), issued in one statement. */
+async function addFactoryMcp(q: Queryable, assignments: (Assignment | Error)[], url: string): Promise<void> {
+  const agents = assignments.filter((a): a is Assignment => !(a instanceof Error) && a.harness !== 'noop');
+  if (agents.length === 0) return;
+  const tokens = await issueRunTokens(
+    q,
+    agents.map((a) => ({ executionId: a.executionId, runId: a.runId, teamId: a.teamId })),
+  );
+  for (const a of agents) a.factoryMcp = { url, token: tokens.get(a.executionId)! };
 }
 
 export async function buildAssignment(
   q: Queryable,
   secrets: SecretProvider,
-  input: AssignmentRequest & { sessionLink: (sessionId: string) => string },
+  input: AssignmentRequest & { sessionLink: (sessionId: string) => string; factoryMcpUrl?: () => string },
 ): Promise<Assignment> {
-  const [assignment] = await buildAssignments(q, secrets, [input], input.sessionLink);
+  const [assignment] = await buildAssignments(q, secrets, [input], input.sessionLink, input.factoryMcpUrl);
   if (assignment instanceof Error) throw assignment;
   return assignment!;
 }

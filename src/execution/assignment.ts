@@ -60,6 +60,12 @@ export interface Assignment {
   previousExecutionId: string | undefined;
   /** The container image of the run's runner (`platform.linux.dockerImage`), for hosts with a container runtime. */
   image?: string;
+  /**
+   * The factory interface (docs/orchestration.md): its URL and this execution's run token. Each harness writes it
+   * into its MCP configuration as the server `factory`; the `command` harness gets AGENTYARD_MCP_URL and
+   * AGENTYARD_RUN_TOKEN. Redacted from events like a secret.
+   */
+  factoryMcp?: { url: string; token: string };
   /** The `x-agentyard-limits` of the run's runner: they tighten the executing host's own limits. */
   limits?: RunnerLimits;
   /** Follow-ups this execution delivers (they are part of `prompt`). */

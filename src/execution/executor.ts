@@ -40,6 +40,8 @@ export interface ExecutorDeps {
   secrets: SecretProvider;
   /** The signed session link of a run's session (src/runs/session-link.ts). */
   sessionLink: (sessionId: string) => string;
+  /** The factory interface's URL the agents are given (AGENTYARD_PUBLIC_URL); absent: none. */
+  factoryMcpUrl?: () => string;
   /** Where this process's API creates runs: the executor offers to claim them as they are created. */
   runs: Pick<RunService, 'offerHandOff'>;
   /** This process, as the lease holder names it. */
@@ -208,7 +210,13 @@ export class ServiceExecutor implements HandOffTarget {
 
   /** Starts executing claimed runs. */
   async #take(claimed: Claimed[]): Promise<void> {
-    const assignments = await buildAssignments(this.#deps.db, this.#deps.secrets, claimed, this.#deps.sessionLink);
+    const assignments = await buildAssignments(
+      this.#deps.db,
+      this.#deps.secrets,
+      claimed,
+      this.#deps.sessionLink,
+      this.#deps.factoryMcpUrl,
+    );
     await applyRunnerSettings(
       this.#deps.db,
       claimed.map((c) => c.run),

@@ -17,6 +17,8 @@ import type { NewRunEvent } from '../engine/events.ts';
 import type { RunRow } from '../engine/model.ts';
 import { transitionFor } from '../engine/state-machine.ts';
 import type { RunEvent } from '../engine/state-machine.ts';
+import { blockedMessage, questionsOf } from '../runs/tree.ts';
+import type { QuestionRow } from '../runs/tree.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
 import { Batcher } from '../kernel/group-commit.ts';
@@ -123,7 +125,9 @@ function usageToAdd(usage: Readonly<Record<string, number>> | undefined): Record
 
 /** The state machine's transitions an end applies (ay_end_executions takes them rather than knowing them). */
 const END_TRANSITIONS = JSON.stringify(
-  Object.fromEntries([...new Set(Object.values(OUTCOME_EVENT)), 'continue' as const].map((e) => [e, transitionFor(e)])),
+  Object.fromEntries(
+    [...new Set(Object.values(OUTCOME_EVENT)), 'block' as const, 'continue' as const].map((e) => [e, transitionFor(e)]),
+  ),
 );
 
 export class ExecutionRecorder {
@@ -286,6 +290,21 @@ export class ExecutionRecorder {
     // ay_end_executions (functions.sql): the executions still holding their lease ended, their runs moved by
     // the state machine's transition for their outcome (guarded by the execution still being current), usage
     // added, runs with a follow-up left waiting queued again — one statement, no BEGIN/COMMIT around it.
+    // An execution that asked a question (ask_user) and ended well ends its run BLOCKED on it (runs/tree.ts).
+    const succeeded = items.filter((i) => i.outcome.kind === 'succeeded').map((i) => i.executionId);
+    const questions = succeeded.length ? await questionsOf(this.#db, succeeded) : new Map<string, QuestionRow>();
+    const eventOf = (i: FinishInput) =>
+      i.outcome.kind === 'succeeded' && questions.has(i.executionId)
+        ? 'block'
+        : (OUTCOME_EVENT[i.outcome.kind] ?? null);
+    const messageOf = (i: FinishInput) => {
+      const question = i.outcome.kind === 'succeeded' ? questions.get(i.executionId) : undefined;
+      if (question) return JSON.stringify(blockedMessage(question.question));
+      return JSON.stringify({
+        message: i.outcome.message,
+        ...(i.outcome.errorCode ? { error_code: i.outcome.errorCode } : {}),
+      });
+    };
     const res = await engine.ayEndExecutions(this.#db, {
       executionIds: items.map((i) => i.executionId),
       runIds: items.map((i) => i.runId),
@@ -293,13 +312,8 @@ export class ExecutionRecorder {
       exitCodes: items.map((i) => i.outcome.exitCode),
       sessions: items.map((i) => i.outcome.agentSessionId ?? null),
       workspaces: items.map((i) => i.outcome.workspace ?? null),
-      events: items.map((i) => OUTCOME_EVENT[i.outcome.kind] ?? null),
-      messages: items.map((i) =>
-        JSON.stringify({
-          message: i.outcome.message,
-          ...(i.outcome.errorCode ? { error_code: i.outcome.errorCode } : {}),
-        }),
-      ),
+      events: items.map(eventOf),
+      messages: items.map(messageOf),
       usages: items.map((i) => {
         const usage = usageToAdd(i.usage);
         return usage ? JSON.stringify(usage) : null;

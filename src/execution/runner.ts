@@ -105,6 +105,8 @@ export class ExecutionRunner {
   #overLimit = false;
   /** What the preparation of the execution has to say once it starts (a workspace not carried over). */
   readonly #notes: AgentEvent[] = [];
+  /** What is being prepared, for the message of a failure. */
+  #stage: 'workspace' | 'harness' = 'workspace';
   #workspace: Workspace | undefined;
   #sandbox: SandboxKind | undefined;
   #sessionId: string | undefined;
@@ -119,7 +121,7 @@ export class ExecutionRunner {
     this.#limits = effectiveLimits(settings.limits, settings.workspaceMaxBytes, assignment.limits);
     this.#secrets = [
       ...new Set(
-        Object.values(assignment.secretEnv)
+        [...Object.values(assignment.secretEnv), ...(assignment.factoryMcp ? [assignment.factoryMcp.token] : [])]
           .filter((v) => v.length >= 6)
           .flatMap((v) => secretForms(v)),
       ),
@@ -250,33 +252,73 @@ export class ExecutionRunner {
     }
   }
 
-  async #prepareWorkspace(): Promise<string[]> {
+  /**
+   * The workspace, the run's files in it, and the harness's files and command line. When the previous agent left
+   * a link where the server writes (an attachment's name, `.agentyard`, a skill or CLI directory), its workspace
+   * is not carried over (the server would have to follow the link): the execution goes on in a fresh one, and
+   * its run says why.
+   */
+  async #prepare(
+    adapter: HarnessAdapter,
+  ): Promise<{ invocation: Invocation; prompt: string } | { failed: ExecutionOutcome }> {
     const assignment = this.assignment;
-    const { workspaceRoot, configRoot } = this.#settings;
-    const create = async (previous: string | undefined): Promise<string[]> => {
-      const ws = await createWorkspace(workspaceRoot, assignment.executionId, previous, configRoot);
-      this.#workspace = ws;
-      return writeAssignmentFiles(ws.dir, assignment);
-    };
     try {
-      return await create(assignment.previousExecutionId);
+      return await this.#prepareIn(adapter, assignment.previousExecutionId, assignment);
     } catch (err) {
-      if (!(err instanceof WorkspacePathError) || !assignment.previousExecutionId) throw err;
-      // The previous agent left a link where the server writes: its workspace is not carried over (the server
-      // would have to follow the link), and the follow-up goes on in a fresh one, saying why.
-      await removeWorkspace(path.join(workspaceRoot, assignment.executionId));
+      if (!(err instanceof WorkspacePathError) || !assignment.previousExecutionId)
+        return { failed: this.#preparationFailed(err) };
+      await removeWorkspace(path.join(this.#settings.workspaceRoot, assignment.executionId));
       if (this.#workspace) await removeConfigDir(this.#workspace);
       this.#workspace = undefined;
       this.#notes.push({
         type: 'error',
         data: {
-          message: `the previous workspace was not carried over: ${err.message}; this execution starts in an empty workspace`,
+          message: `the previous workspace was not carried over: ${err.message}; this execution starts in an empty workspace${assignment.resumeSessionId ? ', without the CLI session it held' : ''}`,
           fatal: false,
           error_code: 'workspace_link_refused',
         },
       });
-      return create(undefined);
     }
+    try {
+      // the CLI's session was in the old workspace
+      return await this.#prepareIn(adapter, undefined, { ...assignment, resumeSessionId: undefined });
+    } catch (err) {
+      return { failed: this.#preparationFailed(err) };
+    }
+  }
+
+  async #prepareIn(
+    adapter: HarnessAdapter,
+    previous: string | undefined,
+    assignment: Assignment,
+  ): Promise<{ invocation: Invocation; prompt: string }> {
+    const { workspaceRoot, configRoot } = this.#settings;
+    this.#stage = 'workspace';
+    const ws = await createWorkspace(workspaceRoot, assignment.executionId, previous, configRoot);
+    this.#workspace = ws;
+    const prompt = promptWithNotes(assignment, await writeAssignmentFiles(ws.dir, assignment));
+    this.#stage = 'harness';
+    const invocation = await adapter.prepare({
+      assignment,
+      workspace: ws,
+      bin: this.#settings.bins[assignment.harness as Exclude<typeof assignment.harness, 'noop'>] ?? '',
+      extraArgs: assignment.harness === 'command' ? this.#settings.commandArgs : [],
+      prompt,
+      builtin: this.#settings.builtin,
+    });
+    return { invocation, prompt };
+  }
+
+  #preparationFailed(err: unknown): ExecutionOutcome {
+    const message = (err as Error).message;
+    return this.#outcome(
+      'error',
+      null,
+      this.#stage === 'workspace'
+        ? `the workspace could not be prepared: ${message}`
+        : `the ${this.assignment.harness} harness could not be prepared: ${message}`,
+      'environment_setup_failed',
+    );
   }
 
   #environment(invocation: Invocation, ws: Workspace): Record<string, string> {
@@ -357,41 +399,12 @@ export class ExecutionRunner {
       ]);
       return this.#outcome('succeeded', 0, 'noop harness: done');
     }
-    let fileNames: string[];
-    try {
-      fileNames = await this.#prepareWorkspace();
-    } catch (err) {
-      return this.#outcome(
-        'error',
-        null,
-        `the workspace could not be prepared: ${(err as Error).message}`,
-        'environment_setup_failed',
-      );
-    }
-    const ws = this.#workspace!;
-    const prompt = promptWithNotes(assignment, fileNames);
-
     const adapter = adapterFor(assignment.harness)!;
     this.#adapter = adapter;
-    const bin = this.#settings.bins[assignment.harness] ?? '';
-    let invocation: Invocation;
-    try {
-      invocation = await adapter.prepare({
-        assignment,
-        workspace: ws,
-        bin,
-        extraArgs: assignment.harness === 'command' ? this.#settings.commandArgs : [],
-        prompt,
-        builtin: this.#settings.builtin,
-      });
-    } catch (err) {
-      return this.#outcome(
-        'error',
-        null,
-        `the ${assignment.harness} harness could not be prepared: ${(err as Error).message}`,
-        'environment_setup_failed',
-      );
-    }
+    const prepared = await this.#prepare(adapter);
+    if ('failed' in prepared) return prepared.failed;
+    const { invocation } = prepared;
+    const ws = this.#workspace!;
     if (invocation.secrets?.length) {
       const extra = invocation.secrets.filter((v) => v.length >= 6).flatMap((v) => secretForms(v));
       this.#secrets = [...new Set([...this.#secrets, ...extra])].sort((a, b) => b.length - a.length);

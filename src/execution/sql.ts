@@ -288,3 +288,44 @@ export function listWorkerConnections(
     [teamId, staleMs, recentMs],
   );
 }
+
+// ---- run tokens (run-token.ts) ----
+
+export async function insertRunTokens(
+  q: Queryable,
+  tokens: readonly { hash: string; executionId: string; runId: string; teamId: string }[],
+): Promise<void> {
+  if (tokens.length === 0) return;
+  await q.query(
+    `INSERT INTO run_tokens (token_hash, execution_id, run_id, team_id)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
+     ON CONFLICT (execution_id) DO UPDATE SET token_hash = excluded.token_hash`,
+    [
+      tokens.map((t) => t.hash),
+      tokens.map((t) => t.executionId),
+      tokens.map((t) => t.runId),
+      tokens.map((t) => t.teamId),
+    ],
+  );
+}
+
+export interface LiveTokenRow {
+  run_id: string;
+  execution_id: string;
+  team_id: string;
+  factory_id: string | null;
+}
+
+/** The execution a token belongs to, while that execution runs and is its run's current one. */
+export async function liveRunToken(q: Queryable, hash: string): Promise<LiveTokenRow | undefined> {
+  const res = await q.query<LiveTokenRow>(
+    `SELECT t.run_id, t.execution_id, r.team_id, r.factory_id
+       FROM run_tokens t
+       JOIN executions e ON e.id = t.execution_id
+       JOIN runs r ON r.id = t.run_id
+      WHERE t.token_hash = $1 AND e.ended_at IS NULL AND r.execution_id = t.execution_id
+        AND r.team_id = t.team_id AND r.state IN ('CLAIMED', 'INPROGRESS')`,
+    [hash],
+  );
+  return res.rows[0];
+}

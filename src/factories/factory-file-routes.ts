@@ -9,12 +9,11 @@ import type { Principal } from '../identity/principal.ts';
 import { knownModels } from '../runs/models.ts';
 import { isUrlSafe } from '../secrets/provider.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
-import type { Diagnostic } from '../definitions/diagnostic.ts';
 import { ClientRateLimit } from './client-rate-limit.ts';
 import { getSchemaBundle, SCHEMA_VERSION } from '../definitions/schemas.ts';
 import type { DefinitionPool, PoolContext } from '../definitions/pool.ts';
 import { VALIDATE_LIMITS } from '../definitions/validate-request.ts';
-import type { RequestProblem } from '../definitions/validate-request.ts';
+import { validateFactoryFiles } from './validation.ts';
 
 /**
  * The factory-file wire endpoints of the product (docs/api.md, "Factory files"), so that its tools work
@@ -103,33 +102,6 @@ const ValidateResponseSchema = Type.Object({
     state_dependent: Type.Union([Type.Literal('not_checked'), Type.Literal('partially_checked')]),
   }),
 });
-
-function diagnosticView(d: Diagnostic) {
-  return {
-    code: d.code,
-    path: d.file,
-    line: d.line,
-    column: d.column,
-    message: d.message,
-    severity: d.severity,
-    json_pointer: d.path,
-  };
-}
-
-/** A refused request body as the API answers it; a refused file is also an `FF_LIMIT_EXCEEDED` diagnostic. */
-function requestError(problem: RequestProblem): AppError {
-  if (problem.path === undefined) return new AppError(problem.code, problem.detail);
-  const diagnostic = {
-    code: 'FF_LIMIT_EXCEEDED',
-    path: problem.path,
-    line: 1,
-    column: 1,
-    message: problem.detail,
-    severity: 'error',
-    json_pointer: '',
-  };
-  return new AppError(problem.code, problem.detail, { extensions: { diagnostics: [diagnostic] } });
-}
 
 /** With a team's key, the checks that need the team's secrets run too. */
 function teamContext(ctx: FactoryFileRouteDeps, principal: Principal): PoolContext {
@@ -282,35 +254,12 @@ export async function registerFactoryFileRoutes(app: AppInstance, ctx: FactoryFi
         const principal = await optionalPrincipal(ctx, request);
         const raw = request.body as unknown;
         if (!Buffer.isBuffer(raw)) throw new AppError('invalid_request', "body must have required property 'files'");
-        const outcome = await ctx.definitions.validateRequest(raw, {
+        return validateFactoryFiles(ctx.definitions, raw, {
           ...(principal ? teamContext(ctx, principal) : {}),
           models,
           deploymentNotes: DEPLOYMENT_NOTES,
+          teamChecked: principal !== undefined,
         });
-        if ('problem' in outcome) throw requestError(outcome.problem);
-        const result = outcome.result;
-        return {
-          valid: result.valid,
-          schema_version: result.schemaVersion,
-          diagnostics: result.diagnostics.map(diagnosticView),
-          deferred_resolutions: result.deferredResolutions.map((d) => ({
-            path: d.file,
-            field: d.field,
-            kind: d.kind,
-            json_pointer: d.path,
-          })),
-          state_dependent_checks_not_run: result.stateDependentChecksNotRun.map((c) => ({
-            check: c.check,
-            path: c.file,
-            json_pointer: c.path,
-            subject: c.subject,
-          })),
-          validation_scope: {
-            parser: `agentyard/${SCHEMA_VERSION}`,
-            state_independent: 'checked' as const,
-            state_dependent: principal ? ('partially_checked' as const) : ('not_checked' as const),
-          },
-        };
       },
     );
   });

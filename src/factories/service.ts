@@ -6,10 +6,11 @@ import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
 import { runConfigFor } from './apply/run-config.ts';
 import type { RunService } from '../runs/service.ts';
+import type { CreatedRun } from '../engine/engine.ts';
 import type { FactoryController } from './controller.ts';
 import type { FactoryRow } from './apply/model.ts';
 import * as sql from './apply/sql.ts';
-import type { AgentConfig, RunRow } from '../engine/model.ts';
+import type { AgentConfig, Creator, RunRow } from '../engine/model.ts';
 import { authorizeSource } from '../sources/access.ts';
 import { looksLikeGitUrl, normalizeSourceSpec } from '../sources/spec.ts';
 import { sourceUrlPolicyFor } from '../sources/url-policy.ts';
@@ -50,6 +51,14 @@ export interface FactoryServiceContext extends ServiceContext {
   controller: FactoryController;
   /** Where the runs sent to a factory are created. */
   runs: RunService;
+}
+
+/** The run configuration of one agent of a factory's applied definition (its name only, for an unknown agent). */
+export function agentRunConfig(factory: FactoryRow, agentName: string): AgentConfig {
+  const agent = factory.definition?.agents.find((a) => a.name === agentName);
+  const config: AgentConfig = agent ? runConfigFor(agent.execution, agent.name) : { name: agentName };
+  if (agent?.prompt) config.base_prompt = agent.prompt;
+  return config;
 }
 
 /** Factories of a team: creation, lookup, deletion and sending work to them. */
@@ -187,12 +196,7 @@ export class FactoryService {
     const definition = factory.definition;
     if (!definition)
       throw new AppError('conflict', `factory ${factory.name} has no applied definition yet (state ${factory.state})`);
-    const foreman = definition.agents.find((a) => a.name === definition.foreman);
-    const defaults: AgentConfig = foreman
-      ? runConfigFor(foreman.execution, foreman.name)
-      : { name: definition.foreman };
-    if (foreman?.prompt) defaults.base_prompt = foreman.prompt;
-    const config: AgentConfig = { ...defaults, ...(input.config ?? {}) };
+    const config: AgentConfig = { ...agentRunConfig(factory, definition.foreman), ...(input.config ?? {}) };
     await authorizeRunSecrets(this.#ctx.db, principal, config, factory.id);
     const { runs } = this.#ctx;
     const { run } = await this.#ctx.db.transaction((tx) =>
@@ -216,6 +220,50 @@ export class FactoryService {
     );
     runs.announce([run]);
     return { run, factory, foreman: definition.foreman };
+  }
+
+  /**
+   * A run of one agent of the factory with the agent's resolved configuration (the factory interface's
+   * `dispatch_agent`): a child of `parentRunId` when a run dispatches it. The definition grants the agent's
+   * secrets; a person's dispatch is checked against what their key may give a run.
+   */
+  async createAgentRun(
+    teamId: string,
+    factoryId: string,
+    agent: string,
+    input: {
+      prompt: string;
+      title?: string | undefined;
+      parentRunId?: string | undefined;
+      creator: Creator | null;
+      principal?: Principal;
+      metadata?: Record<string, string>;
+    },
+  ): Promise<{ run: CreatedRun; factory: FactoryRow }> {
+    const factory = await this.get(teamId, factoryId);
+    const definition = factory.definition;
+    if (!definition)
+      throw new AppError('conflict', `factory ${factory.name} has no applied definition yet (state ${factory.state})`);
+    if (!definition.agents.some((a) => a.name === agent))
+      throw new AppError(
+        'resource_not_found',
+        `factory ${factory.name} has no agent "${agent}"; its agents: ${definition.agents.map((a) => a.name).join(', ') || 'none'}`,
+      );
+    const config = agentRunConfig(factory, agent);
+    if (input.principal) await authorizeRunSecrets(this.#ctx.db, input.principal, config, factory.id);
+    // a plain run: claimed where it is inserted when this process's executors have a slot (hand-off.ts)
+    const { run } = await this.#ctx.runs.create({
+      teamId,
+      prompt: input.prompt,
+      title: input.title,
+      config,
+      source: input.parentRunId ? 'ORCHESTRATION' : 'FACTORY',
+      factoryId: factory.id,
+      parentRunId: input.parentRunId ?? null,
+      creator: input.creator,
+      ...(input.metadata ? { metadata: input.metadata } : {}),
+    });
+    return { run, factory };
   }
 
   /**

@@ -4,8 +4,9 @@ import { AppError } from '../kernel/errors.ts';
 
 /**
  * Failed API-key attempts per client address: past `failures` in a window of `windowSeconds`, every attempt
- * from that address (a right key included) answers 429 `rate_limited` with `Retry-After` until the window
- * ends; other addresses are not affected. IPv6 clients are counted per /64, which one host usually holds
+ * from that address answers 429 `rate_limited` with `Retry-After` until the window ends, unchecked (so a
+ * guess is never answered), except with a key that authenticated in the last hour (see Authenticator: people
+ * behind the same proxy or NAT as a guesser keep working); other addresses are not affected. IPv6 clients are counted per /64, which one host usually holds
  * whole. Counted in this process's memory, like the validation budget: a refusal costs no database trip.
  */
 export class AuthThrottle {
@@ -23,11 +24,11 @@ export class AuthThrottle {
         : undefined;
   }
 
-  /** Throws `rate_limited` when `address` has used up its failures. */
-  async refuseIfBlocked(address: string): Promise<void> {
-    if (!this.#limiter) return;
+  /** The `rate_limited` refusal when `address` has used up its failures; undefined while it has not. */
+  async blocked(address: string): Promise<AppError | undefined> {
+    if (!this.#limiter) return undefined;
     const state = await this.#limiter.get(clientKey(address));
-    if (state && state.consumedPoints >= this.#failures) throw this.#refusal(state.msBeforeNext);
+    return state && state.consumedPoints >= this.#failures ? this.#refusal(state.msBeforeNext) : undefined;
   }
 
   /** Counts one failed attempt from `address`. */

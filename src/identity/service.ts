@@ -130,6 +130,8 @@ export class Authenticator {
   #generation = 0;
 
   readonly #throttle: AuthThrottle | undefined;
+  /** Hashes of keys that authenticated in the last hour, and until when they count as known. */
+  readonly #good = new Map<string, number>();
 
   constructor(db: Db, ttlMs = 2_000, throttle?: AuthThrottle) {
     this.#db = db;
@@ -142,10 +144,17 @@ export class Authenticator {
    * budget (see AuthThrottle), and a key that does not work counts against it.
    */
   async authenticateFrom(key: string, address: string): Promise<Principal | undefined> {
-    await this.#throttle?.refuseIfBlocked(address);
+    const blocked = await this.#throttle?.blocked(address);
+    if (blocked && !this.#recentlyGood(hashApiKey(key))) throw blocked;
     const principal = await this.authenticate(key);
     if (!principal) await this.#throttle?.failed(address);
     return principal;
+  }
+
+  /** Whether the key (by hash) authenticated in the last hour: then it is no guess, wherever it comes from. */
+  #recentlyGood(hash: string): boolean {
+    const until = this.#good.get(hash);
+    return until !== undefined && until > Date.now();
   }
 
   authenticate(key: string): Promise<Principal | undefined> {
@@ -168,12 +177,17 @@ export class Authenticator {
       if (this.#cache.size > 10_000) this.#cache.clear();
       this.#cache.set(hash, { principal, expires: Date.now() + this.#ttlMs });
     }
-    if (principal) void sql.touchApiKey(this.#db, principal.keyId).catch(() => {});
+    if (principal) {
+      void sql.touchApiKey(this.#db, principal.keyId).catch(() => {});
+      if (this.#good.size > 10_000) this.#good.clear();
+      this.#good.set(hash, Date.now() + 3_600_000);
+    }
     return principal;
   }
 
   invalidateAll(): void {
     this.#generation++;
+    this.#good.clear();
     this.#inFlight.clear();
     this.#cache.clear();
   }

@@ -149,10 +149,9 @@ export async function registerProviderIdentityRoutes(
           'invalid_request',
           '`token` (your token, stored as a managed secret of yours) or `secret_name` (a managed secret you created) is required',
         );
-      const raw = body.secret_name ?? ownSecretName(provider, principal);
-      if (typeof raw !== 'string' || raw === '')
+      const name = body.secret_name ?? ownSecretName(provider, principal);
+      if (typeof name !== 'string' || name === '')
         throw new AppError('invalid_request', '`secret_name` must be a managed-secret name');
-      const name = raw;
       try {
         checkSecretName(name);
       } catch {
@@ -192,7 +191,10 @@ export async function registerProviderIdentityRoutes(
         );
       if (typeof sent === 'string') {
         // stored only once the provider has said whose it is; the caller owns the secret
-        await ctx.managedSecrets.put(principal.teamId, name, token, principal.subject.id);
+        // (a member's write replaces only a secret they own, however the table changed since the check above)
+        await ctx.managedSecrets.put(principal.teamId, name, token, principal.subject.id, {
+          ownedOnly: principal.role !== 'admin' && !principal.instanceAdmin,
+        });
         await ctx.bus.publish(SECRETS_CHANGED_TOPIC, { team_id: principal.teamId, name });
       }
       try {

@@ -6,3 +6,9 @@ export const CONSOLE_SESSION_COOKIE = 'agentyard_session';
 
 /** Where the console shows a run. */
 export const consoleRunPath = (runId: string): string => `/console/runs/${encodeURIComponent(runId)}`;
+
+/** The factory interface: the MCP server every run is offered (docs/orchestration.md). */
+export const FACTORY_MCP_PATH = '/mcp/factory';
+
+/** The factory interface's URL on a server reached at `publicUrl` (AGENTYARD_PUBLIC_URL). */
+export const factoryMcpUrl = (publicUrl: string): string => `${publicUrl}${API_PREFIX}${FACTORY_MCP_PATH}`;

@@ -51,6 +51,7 @@ export type IdPrefix =
   | 'key'
   | 'run'
   | 'fu'
+  | 'qst'
   | 'fac'
   | 'wh'
   | 'auto'

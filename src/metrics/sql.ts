@@ -6,7 +6,7 @@ export async function outboxCount(q: Queryable): Promise<{ n: string }> {
   return (await q.query<{ n: string }>('SELECT count(*) AS n FROM webhook_deliveries WHERE outbox_pending')).rows[0]!;
 }
 
-/** Scoring jobs waiting (counted through their partial index, migration 0075). */
+/** Scoring jobs waiting (counted through their partial index, migration 0077). */
 export async function scoringPendingCount(q: Queryable): Promise<{ n: string }> {
   return (await q.query<{ n: string }>(`SELECT count(*) AS n FROM scoring_jobs WHERE state = 'pending'`)).rows[0]!;
 }

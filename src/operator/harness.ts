@@ -72,7 +72,12 @@ async function listFiles(root: string, dir = root): Promise<string[]> {
  * line, made in a scratch directory whose path is rewritten to the pod's workspace.
  */
 export async function prepareJobInvocation(
-  deps: { db: Queryable; secrets: SecretProvider; sessionLink: (sessionId: string) => string },
+  deps: {
+    db: Queryable;
+    secrets: SecretProvider;
+    sessionLink: (sessionId: string) => string;
+    factoryMcpUrl?: () => string;
+  },
   run: RunRow,
   execution: { id: string; attempt: number; harness: HarnessType },
   settings: HarnessSettings,
@@ -86,6 +91,7 @@ export async function prepareJobInvocation(
       attempt: execution.attempt,
       harness,
       sessionLink: deps.sessionLink,
+      ...(deps.factoryMcpUrl ? { factoryMcpUrl: deps.factoryMcpUrl } : {}),
     });
   } catch (err) {
     const code = (err as { errorCode?: string }).errorCode;
@@ -120,7 +126,7 @@ export async function prepareJobInvocation(
         if (secretValues.has(v) && !(k in assignment.secretEnv)) assignment.secretEnv[k] = v;
       env = Object.fromEntries(
         Object.entries(invocation.env)
-          .filter(([k]) => !(k in assignment.secretEnv))
+          .filter(([k]) => !(k in assignment.secretEnv) && k !== 'AGENTYARD_RUN_TOKEN')
           .map(([k, v]) => [k, inPod(v)]),
       );
       stdin = invocation.input === undefined ? undefined : inPod(invocation.input);
@@ -142,7 +148,11 @@ export async function prepareJobInvocation(
         NO_COLOR: '1',
         CI: 'true',
       },
-      secretEnv: { ...assignment.secretEnv },
+      // the run token travels like a secret (a Secret of the Job, never its spec)
+      secretEnv: {
+        ...assignment.secretEnv,
+        ...(harness === 'command' && assignment.factoryMcp ? { AGENTYARD_RUN_TOKEN: assignment.factoryMcp.token } : {}),
+      },
       stdin,
       files,
     };

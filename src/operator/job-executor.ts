@@ -3,6 +3,7 @@ import type { V1Job } from '@kubernetes/client-node';
 import { CoalescedPass } from '../kernel/coalesced-pass.ts';
 import type { Logger } from '../kernel/log.ts';
 import { sessionLinksFor } from '../runs/session-link.ts';
+import { factoryMcpUrl } from '../kernel/api.ts';
 import { ExecutionRecorder } from '../execution/recorder.ts';
 import type { ExecutionOutcome } from '../execution/assignment.ts';
 import type { OperatorContext } from './context.ts';
@@ -276,7 +277,12 @@ export class JobExecutor implements FactoryCleanup {
       let invocation;
       try {
         invocation = await prepareJobInvocation(
-          { db: ctx.db, secrets: provider, sessionLink: sessionLinksFor(ctx).urlFor },
+          {
+            db: ctx.db,
+            secrets: provider,
+            sessionLink: sessionLinksFor(ctx).urlFor,
+            factoryMcpUrl: () => factoryMcpUrl(ctx.config.publicUrl),
+          },
           run,
           { id: claim.executionId, attempt: claim.attempt, harness: claim.harness },
           settings.harness,

@@ -174,7 +174,11 @@ export function runSteps(
         );
         break;
       case 'skill': {
-        const input: Record<string, unknown> = { skill_path: d.skill_path ?? d.spec, skill_spec: d.spec, name: d.name };
+        // a skill of the package (read_skill of the factory interface) is named by its id, not a path
+        const input: Record<string, unknown> =
+          typeof d.bundled_skill_id === 'string'
+            ? { bundled_skill_id: d.bundled_skill_id, name: d.name }
+            : { skill_path: d.skill_path ?? d.spec, skill_spec: d.spec, name: d.name };
         push(
           step,
           'assistant',
@@ -210,6 +214,9 @@ export function runSteps(
       case 'session':
       case 'error':
       case 'artifact':
+      case 'report':
+      case 'question':
+      case 'reply':
         push(step, 'system', { type: 'event', name: e.type, data: d, message_id: id }, id, at);
         break;
       default:

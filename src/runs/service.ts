@@ -349,7 +349,7 @@ export class RunService {
       teamId,
       runId,
       'Cancelled by request',
-      `Cancelled with run ${runId}, which it descends from`,
+      `Cancelled with its ancestor ${runId}`,
     );
     await announceRunChanges(this.#bus, moved);
     const cancelled = moved.find((r) => r.id === runId);

@@ -3,6 +3,7 @@ import type { ArtifactFile } from './artifact-files.ts';
 import type { ExecutionSummary } from './conversation.ts';
 import type { StoredRunEvent } from '../engine/events.ts';
 import type { ActsAs, RunRow } from '../engine/model.ts';
+import type { RunState } from '../engine/state-machine.ts';
 
 /** The member who linked the account a CREATOR run acts as (integrations' identities), if any. */
 export async function actsAsSubject(q: Queryable, teamId: string, actsAs: ActsAs): Promise<string | undefined> {
@@ -335,6 +336,197 @@ export async function ownRunIds(q: Queryable, teamId: string, runIds: readonly s
     runIds,
   ]);
   return own.rows.map((r) => r.id);
+}
+
+// ── The run tree, questions and chat threads (runs/tree.ts) ──────────────────────────────────────────────
+
+/** A run and its ancestors, the run first (`depth` 0) and its root last. */
+export async function runAncestors(q: Queryable, runId: string): Promise<{ id: string; depth: number }[]> {
+  const res = await q.query<{ id: string; depth: number }>(
+    `WITH RECURSIVE up AS (
+       SELECT id, parent_run_id, 0 AS depth FROM runs WHERE id = $1
+       UNION ALL
+       SELECT r.id, r.parent_run_id, up.depth + 1 FROM runs r JOIN up ON r.id = up.parent_run_id WHERE up.depth < 64
+     ) SELECT id, depth FROM up ORDER BY depth`,
+    [runId],
+  );
+  return res.rows.map((r) => ({ id: r.id, depth: Number(r.depth) }));
+}
+
+/** The runs under `runId` (not itself), with their depth below it. */
+export async function runDescendants(
+  q: Queryable,
+  runId: string,
+): Promise<{ id: string; parent_run_id: string; state: RunState; depth: number }[]> {
+  const res = await q.query<{ id: string; parent_run_id: string; state: RunState; depth: number }>(
+    `WITH RECURSIVE down AS (
+       SELECT id, parent_run_id, state, 1 AS depth FROM runs WHERE parent_run_id = $1
+       UNION ALL
+       SELECT r.id, r.parent_run_id, r.state, down.depth + 1 FROM runs r JOIN down ON r.parent_run_id = down.id
+        WHERE down.depth < 64
+     ) SELECT id, parent_run_id, state, depth FROM down ORDER BY depth, id`,
+    [runId],
+  );
+  return res.rows.map((r) => ({ ...r, depth: Number(r.depth) }));
+}
+
+export async function countChildren(q: Queryable, runId: string): Promise<number> {
+  const res = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM runs WHERE parent_run_id = $1', [runId]);
+  return Number(res.rows[0]?.n ?? 0);
+}
+
+export async function countActiveFactoryRuns(q: Queryable, factoryId: string): Promise<number> {
+  const res = await q.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM runs WHERE factory_id = $1 AND state IN ('QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS')`,
+    [factoryId],
+  );
+  return Number(res.rows[0]?.n ?? 0);
+}
+
+export interface QuestionRow {
+  id: string;
+  run_id: string;
+  execution_id: string;
+  team_id: string;
+  question: string;
+  posted_to: Record<string, string>;
+  asked_at: Date;
+}
+
+export async function insertQuestion(
+  q: Queryable,
+  row: Omit<QuestionRow, 'asked_at' | 'posted_to'> & { posted_to: Record<string, string> },
+): Promise<void> {
+  await q.query(
+    `INSERT INTO run_questions (id, run_id, execution_id, team_id, question, posted_to) VALUES ($1, $2, $3, $4, $5, $6)`,
+    [row.id, row.run_id, row.execution_id, row.team_id, row.question, JSON.stringify(row.posted_to)],
+  );
+}
+
+/** The last question each of these executions asked. */
+export async function questionsOfExecutions(q: Queryable, executionIds: readonly string[]): Promise<QuestionRow[]> {
+  const res = await q.query<QuestionRow>(
+    `SELECT DISTINCT ON (execution_id) * FROM run_questions WHERE execution_id = ANY($1::text[])
+      ORDER BY execution_id, asked_at DESC`,
+    [executionIds as string[]],
+  );
+  return res.rows;
+}
+
+/** The team's BLOCKED runs with the last question each asked, newest first. */
+export async function blockedRuns(
+  q: Queryable,
+  teamId: string,
+  limit: number,
+): Promise<(QuestionRow & { title: string; updated_at: Date })[]> {
+  const res = await q.query<QuestionRow & { title: string; updated_at: Date }>(
+    `SELECT r.title, r.updated_at, qn.* FROM runs r
+       JOIN LATERAL (SELECT * FROM run_questions x WHERE x.run_id = r.id ORDER BY x.asked_at DESC LIMIT 1) qn ON true
+      WHERE r.team_id = $1 AND r.state = 'BLOCKED' ORDER BY r.updated_at DESC LIMIT $2`,
+    [teamId, limit],
+  );
+  return res.rows;
+}
+
+export async function insertThread(
+  q: Queryable,
+  t: { connectionId: string; threadKey: string; runId: string; teamId: string; provider: string },
+): Promise<void> {
+  await q.query(
+    `INSERT INTO run_threads (connection_id, thread_key, run_id, team_id, provider) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT DO NOTHING`,
+    [t.connectionId, t.threadKey, t.runId, t.teamId, t.provider],
+  );
+}
+
+/** The runs a thread continues, the most recently linked first. */
+export async function runsOfThread(
+  q: Queryable,
+  connectionId: string,
+  threadKey: string,
+): Promise<{ id: string; team_id: string; state: RunState }[]> {
+  const res = await q.query<{ id: string; team_id: string; state: RunState }>(
+    `SELECT r.id, r.team_id, r.state FROM run_threads t JOIN runs r ON r.id = t.run_id
+      WHERE t.connection_id = $1 AND t.thread_key = $2 ORDER BY t.created_at DESC, r.created_at DESC LIMIT 20`,
+    [connectionId, threadKey],
+  );
+  return res.rows;
+}
+
+/** A follow-up recorded once per provider message (`providerMessageKey`); undefined when it was recorded before. */
+export async function insertFollowupOnce(
+  q: Queryable,
+  f: {
+    id: string;
+    runId: string;
+    teamId: string;
+    message: string;
+    creatorId: string | null;
+    providerMessageKey: string | null;
+  },
+): Promise<{ id: string } | undefined> {
+  const res = await q.query<{ id: string }>(
+    `INSERT INTO run_followups (id, run_id, team_id, message, mode, creator_id, provider_message_key)
+     VALUES ($1, $2, $3, $4, 'normal', $5, $6) ON CONFLICT DO NOTHING RETURNING id`,
+    [f.id, f.runId, f.teamId, f.message, f.creatorId, f.providerMessageKey],
+  );
+  return res.rows[0];
+}
+
+/** The text of a run's last `result` event. */
+export async function lastResultText(q: Queryable, runId: string): Promise<string | undefined> {
+  const res = await q.query<{ text: string | null }>(
+    `SELECT data->>'text' AS text FROM run_events WHERE run_id = $1 AND type = 'result' ORDER BY sequence DESC LIMIT 1`,
+    [runId],
+  );
+  return res.rows[0]?.text ?? undefined;
+}
+
+/** The reports of `childIds` waiting for `runId` (follow-ups keyed `report:<child>:…`), consumed by `executionId`. */
+export async function consumeReports(
+  q: Queryable,
+  runId: string,
+  childIds: readonly string[],
+  executionId: string,
+): Promise<{ id: string; message: string; provider_message_key: string }[]> {
+  if (childIds.length === 0) return [];
+  const res = await q.query<{ id: string; message: string; provider_message_key: string }>(
+    `UPDATE run_followups SET consumed_by_execution = $3, consumed_at = ay_now()
+      WHERE run_id = $1 AND consumed_at IS NULL AND provider_message_key LIKE ANY($2::text[])
+      RETURNING id, message, provider_message_key`,
+    [runId, childIds.map((c) => `report:${c}:%`), executionId],
+  );
+  return res.rows;
+}
+
+/** Active runs below a root created before `cutoff` (their tree passed its deadline). */
+export async function overdueTreeRuns(q: Queryable, cutoff: Date): Promise<string[]> {
+  const res = await q.query<{ run_id: string }>(
+    `WITH RECURSIVE up AS (
+       SELECT id AS run_id, parent_run_id, 0 AS depth FROM runs
+        WHERE parent_run_id IS NOT NULL AND state IN ('QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS')
+       UNION ALL
+       SELECT up.run_id, r.parent_run_id, up.depth + 1 FROM up JOIN runs r ON r.id = up.parent_run_id
+        WHERE r.parent_run_id IS NOT NULL AND up.depth < 64
+     )
+     SELECT DISTINCT up.run_id FROM up JOIN runs root ON root.id = up.parent_run_id
+      WHERE root.parent_run_id IS NULL AND root.created_at < $1`,
+    [cutoff],
+  );
+  return res.rows.map((r) => r.run_id);
+}
+
+/** The state of each of the team's runs among `ids`. */
+export async function runStates(
+  q: Queryable,
+  teamId: string,
+  ids: readonly string[],
+): Promise<{ id: string; state: RunState; status_message: RunRow['status_message'] }[]> {
+  const res = await q.query<{ id: string; state: RunState; status_message: RunRow['status_message'] }>(
+    'SELECT id, state, status_message FROM runs WHERE team_id = $1 AND id = ANY($2::text[])',
+    [teamId, ids as string[]],
+  );
+  return res.rows;
 }
 
 /** The text of a run's last `result` event: the agent's final answer; null before it gave one. */

@@ -1,4 +1,4 @@
-/** The SQL of benchmarks (migration 0076). */
+/** The SQL of benchmarks (migration 0078). */
 import type { Queryable } from '../kernel/db.ts';
 
 export interface BenchmarkRunRow {

@@ -1,4 +1,4 @@
-/** The SQL of scoring (migration 0075): cursors, the job queue, scores, and the reads they need. */
+/** The SQL of scoring (migration 0077): cursors, the job queue, scores, and the reads they need. */
 import type { Queryable } from '../kernel/db.ts';
 import { newId } from '../kernel/ids.ts';
 import type { FactoryDefinition, ScorerDefinition } from '../definitions/model.ts';

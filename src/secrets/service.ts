@@ -25,31 +25,41 @@ export class SecretService {
     this.#cipher = cipher;
   }
 
-  /** `createdBy`: the subject of the key writing the value (it owns the secret from now on). */
+  /**
+   * `createdBy`: the subject of the key writing the value (it owns the secret from now on). `ownedOnly`: an
+   * existing secret is replaced only when `createdBy` owns it (a member's write), else `secret_not_owned`.
+   */
   async put(
     teamId: string,
     name: string,
     value: string,
     createdBy: string | null,
+    options: { ownedOnly?: boolean } = {},
   ): Promise<{ row: SecretRow; created: boolean }> {
     checkSecretName(name);
     if (value.length === 0) throw new AppError('invalid_request', 'value must not be empty');
     if (Buffer.byteLength(value, 'utf8') > MAX_SECRET_BYTES)
       throw new AppError('invalid_request', `value must be at most ${MAX_SECRET_BYTES / 1024} KiB`);
-    return sql.upsertSecret(this.#db, teamId, name, this.#cipher.encrypt(value), createdBy);
+    const ownedBy = options.ownedOnly && createdBy !== null ? createdBy : undefined;
+    const written = await sql.upsertSecret(this.#db, teamId, name, this.#cipher.encrypt(value), createdBy, ownedBy);
+    if (!written) throw new AppError('secret_not_owned', `the managed secret "${name}" is not yours to write`);
+    return written;
   }
 
   /**
    * Stores a value another service sealed with the server's cipher (webhook secrets: the webhook keeps the
    * same ciphertext), within the caller's transaction when given one. The caller checks name and value.
    */
-  putSealed(
+  async putSealed(
     teamId: string,
     name: string,
     sealed: Buffer,
     options: { within?: Queryable } = {},
   ): Promise<{ row: SecretRow; created: boolean }> {
-    return sql.upsertSecret(options.within ?? this.#db, teamId, name, sealed, null);
+    // written by the server itself: the team admins' (no owner), and never refused
+    const written = await sql.upsertSecret(options.within ?? this.#db, teamId, name, sealed, null);
+    if (!written) throw new Error(`secret ${name} was not written`);
+    return written;
   }
 
   /** The secret's metadata, or undefined when the team has none of that name. */

@@ -12,23 +12,32 @@ export interface SecretRow {
 
 const META = 'team_id, name, created_by, created_at, updated_at';
 
-/** Inserts or replaces the value; answers whether the secret already existed. */
+/**
+ * Inserts or replaces the value; answers whether the secret already existed. With `onlyOwnedBy`, an existing
+ * secret is replaced only when that subject owns it: undefined otherwise (nothing written).
+ */
 export async function upsertSecret(
   q: Queryable,
   teamId: string,
   name: string,
   ciphertext: Buffer,
   createdBy: string | null,
-): Promise<{ row: SecretRow; created: boolean }> {
+  onlyOwnedBy?: string,
+): Promise<{ row: SecretRow; created: boolean } | undefined> {
   // whoever writes the value owns it from now on
   const res = await q.query<SecretRow & { created: boolean }>(
     `INSERT INTO secrets (team_id, name, ciphertext, created_by) VALUES ($1, $2, $3, $4)
      ON CONFLICT (team_id, name) DO UPDATE SET ciphertext = EXCLUDED.ciphertext, created_by = EXCLUDED.created_by,
        updated_at = ay_now()
+       ${onlyOwnedBy === undefined ? '' : 'WHERE secrets.created_by = $5'}
      RETURNING ${META}, (xmax = 0) AS created`,
-    [teamId, name, ciphertext, createdBy],
+    onlyOwnedBy === undefined
+      ? [teamId, name, ciphertext, createdBy]
+      : [teamId, name, ciphertext, createdBy, onlyOwnedBy],
   );
-  const { created, ...row } = res.rows[0]!;
+  const first = res.rows[0];
+  if (!first) return undefined;
+  const { created, ...row } = first;
   return { row, created };
 }
 

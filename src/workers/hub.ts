@@ -59,6 +59,8 @@ export interface HubDeps {
   secrets: SecretProvider;
   /** The signed session link of a run's session (src/runs/session-link.ts). */
   sessionLink: (sessionId: string) => string;
+  /** The factory interface's URL the agents are given (AGENTYARD_PUBLIC_URL); absent: none. */
+  factoryMcpUrl?: () => string;
   serverId: string;
   leaseMs: number;
   heartbeatMs: number;
@@ -380,7 +382,13 @@ export class WorkerHub {
         leaseMs: this.#deps.leaseMs,
       },
     );
-    const assignments = await buildAssignments(this.#deps.db, this.#deps.secrets, claimed, this.#deps.sessionLink);
+    const assignments = await buildAssignments(
+      this.#deps.db,
+      this.#deps.secrets,
+      claimed,
+      this.#deps.sessionLink,
+      this.#deps.factoryMcpUrl,
+    );
     // the runner's limits go with the assignment: the worker tightens its own with them
     await applyRunnerSettings(
       this.#deps.db,

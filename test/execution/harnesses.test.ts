@@ -46,6 +46,9 @@ function decodedForms(text: string): string[] {
   return forms;
 }
 
+/** The run token as each CLI's MCP configuration carries it. */
+const RUN_TOKEN_HEADER = expect.stringMatching(/^Bearer ayrt_[A-Za-z0-9_-]{40,}$/);
+
 describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
   let s: ExecServer;
   beforeAll(async () => {
@@ -116,6 +119,8 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
         github: { type: 'stdio', command: 'gh-mcp', args: ['--stdio'], env: { GH_HOST: 'github.example.com' } },
         docs: { type: 'sse', url: 'https://mcp.example.com/sse', headers: { 'X-Team': 'a' } },
         tracker: { type: 'http', url: 'https://mcp.example.com/mcp' },
+        // the factory interface, with this execution's run token (docs/orchestration.md)
+        factory: { type: 'http', url: `${s.url}/api/v1/mcp/factory`, headers: { Authorization: RUN_TOKEN_HEADER } },
       },
     });
     expect(rec.prompt).toContain('Fix the bug LIST_FILES');
@@ -186,6 +191,7 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
       github: { command: 'gh-mcp', args: ['--stdio'], env: { GH_HOST: 'github.example.com' } },
       docs: { url: 'https://mcp.example.com/sse', http_headers: { 'X-Team': 'a' } },
       tracker: { url: 'https://mcp.example.com/mcp' },
+      factory: { url: `${s.url}/api/v1/mcp/factory`, http_headers: { Authorization: RUN_TOKEN_HEADER } },
     });
     const toml = readFileSync(path.join(rec.env.CODEX_HOME, 'config.toml'), 'utf8');
     expect(toml).toContain('model_reasoning_effort = "high"');
@@ -229,6 +235,7 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
       github: { command: 'gh-mcp', args: ['--stdio'], env: { GH_HOST: 'github.example.com' }, trust: true },
       docs: { url: 'https://mcp.example.com/sse', headers: { 'X-Team': 'a' }, trust: true },
       tracker: { httpUrl: 'https://mcp.example.com/mcp', trust: true },
+      factory: { httpUrl: `${s.url}/api/v1/mcp/factory`, headers: { Authorization: RUN_TOKEN_HEADER }, trust: true },
     });
     expect(readFileSync(path.join(execution.workspace!, 'GEMINI.md'), 'utf8')).toBe('You are the test agent.');
     const messages = events.filter((e) => e.type === 'message');
@@ -247,6 +254,9 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
       metadata: undefined,
     });
     expect(run.state).toBe('SUCCEEDED');
+    // the factory interface: its URL and the run token (recorded by length only) in the environment
+    expect(records[0].env.AGENTYARD_MCP_URL).toBe(`${s.url}/api/v1/mcp/factory`);
+    expect(records[0].env.AGENTYARD_RUN_TOKEN).toMatch(/^<\d+ chars>$/);
     const doc = records[0].document;
     expect(doc).toMatchObject({
       format: 'agentyard.run/v1',

@@ -5,10 +5,13 @@
  * `x-agentyard-limits`, applied from a factory's runner file). The agents run under the `command` harness and
  * do what their prompt says in a shell (fixtures/agents/shell-agent.mjs).
  */
+import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { effectiveLimits, runnerLimitsFrom, serverLimits } from '../../src/execution/limits.ts';
+import { systemLayout } from '../../src/execution/sandbox/bubblewrap.ts';
+import { PRLIMIT } from '../../src/execution/sandbox/process-limit.ts';
 import { baseFiles } from '../support/factory-tree.ts';
 import { AGENTS, FAKE, createRun, eventsOf, executionsOf, startExecServer, waitForState } from './support.ts';
 import type { ExecServer } from './support.ts';
@@ -150,6 +153,46 @@ describe('the limits of an execution in the bubblewrap sandbox', () => {
     expect(existsSync(path.join(execution!.workspace!, 'one.bin'))).toBe(false);
     const status = (await eventsOf(s, runId)).find((e) => e.type === 'status' && e.data.sandbox);
     expect(status!.data.limits).toMatch(/^at most 64 processes/);
+  });
+});
+
+describe('RLIMIT_NPROC, the process limit where no cgroup can be made', () => {
+  // bubblewrap as an unprivileged user (root is exempt from RLIMIT_NPROC: as root, the test drops to nobody)
+  const asUser = process.getuid?.() === 0 ? ['setpriv', '--reuid', '65534', '--regid', '65534', '--clear-groups'] : [];
+  const sandbox = async (script: string): Promise<string> => {
+    const system = (await systemLayout()).flatMap((e) =>
+      e.kind === 'dir' ? ['--ro-bind', e.path, e.path] : ['--symlink', e.target, e.path],
+    );
+    return new Promise((resolve, reject) => {
+      const argv = [
+        ...asUser,
+        '/usr/bin/bwrap',
+        ...['--unshare-user', '--uid', '1000', '--gid', '1000', '--unshare-pid', '--disable-userns'],
+        ...system,
+        ...['--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp'],
+        '--die-with-parent',
+        ...['--', PRLIMIT, '--nproc=20', '--', '/bin/sh', '-c', script],
+      ];
+      execFile(argv[0]!, argv.slice(1), { timeout: 30_000 }, (err, stdout) =>
+        err && !stdout ? reject(err) : resolve(stdout.trim()),
+      );
+    });
+  };
+
+  it('is counted per sandbox (each its own user namespace), though every agent is uid 1000', async () => {
+    // 15 sleeps in each of two sandboxes at once: 30 processes of uid 1000, 20 allowed per sandbox
+    const script =
+      'for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do sleep 3 & done; sleep 0.5; ls /proc | grep -c "^[0-9]"';
+    const [one, two] = await Promise.all([sandbox(script), sandbox(script)]);
+    expect(Number(one)).toBeGreaterThanOrEqual(17);
+    expect(Number(two)).toBeGreaterThanOrEqual(17);
+    // and it holds in each: 30 forks in one sandbox stop at 20
+    // (counted with builtins only: at the limit, nothing more can be forked)
+    const over = await sandbox(
+      '(i=0; while [ $i -lt 30 ]; do (echo x >> /tmp/s; exec sleep 3) & i=$((i+1)); done) 2>/dev/null; n=0; while read l; do n=$((n+1)); done < /tmp/s; echo $n',
+    );
+    expect(Number(over)).toBeLessThan(20);
+    expect(Number(over)).toBeGreaterThan(10);
   });
 });
 

@@ -12,6 +12,7 @@ import {
   readFileSync,
   readdirSync,
   rmSync,
+  symlinkSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
@@ -86,7 +87,7 @@ describe('links an agent leaves in its workspace', () => {
     expect(refused.map((e) => e.data)).toEqual([
       {
         message:
-          'the previous workspace was not carried over: payload.txt is a symbolic link (the server follows no link in a workspace); this execution starts in an empty workspace',
+          'the previous workspace was not carried over: payload.txt is a symbolic link (the server follows no link in a workspace); this execution starts in an empty workspace, without the CLI session it held',
         fatal: false,
         error_code: 'workspace_link_refused',
       },
@@ -108,7 +109,31 @@ describe('links an agent leaves in its workspace', () => {
     expect(run.state).toBe('SUCCEEDED');
     const refused = (await eventsOf(s, runId)).filter((e) => e.type === 'error');
     expect(refused.map((e) => e.data.message)).toEqual([
-      'the previous workspace was not carried over: .agentyard is a symbolic link (the server follows no link in a workspace); this execution starts in an empty workspace',
+      'the previous workspace was not carried over: .agentyard is a symbolic link (the server follows no link in a workspace); this execution starts in an empty workspace, without the CLI session it held',
+    ]);
+  });
+
+  it("a follow-up does not write a CLI's configuration through a linked directory of the agent's home", async () => {
+    await s.api('PUT', '/secrets/key', { value: 'sk-links-0123456789' });
+    const runId = await createRun(s, {
+      prompt: 'Plan it',
+      config: { harness: { type: 'codex' }, harness_auth_secrets: { codex_auth_secret_name: 'key' } },
+    });
+    await waitForState(s, runId, ['SUCCEEDED']);
+    const [first] = await executionsOf(s, runId);
+    // what the codex agent could do with its shell: its CLI home becomes a link to a host directory
+    const dir = path.join(host, 'codex-home');
+    mkdirSync(dir);
+    const codexHome = path.join(first!.workspace!, '.agentyard', 'home', '.codex');
+    rmSync(codexHome, { recursive: true, force: true });
+    symlinkSync(dir, codexHome);
+    const run = await followUp(runId);
+
+    expect(readdirSync(dir)).toEqual([]);
+    expect(run.state).toBe('SUCCEEDED');
+    const refused = (await eventsOf(s, runId)).filter((e) => e.type === 'error');
+    expect(refused.map((e) => e.data.message)).toEqual([
+      'the previous workspace was not carried over: .agentyard/home/.codex is a symbolic link (the server follows no link in a workspace); this execution starts in an empty workspace, without the CLI session it held',
     ]);
   });
 

@@ -874,6 +874,49 @@ const ISOLATION: Record<string, Probe> = {
     check: async (f) =>
       expect((await request(`${f.s.apiUrl}/factory-files/schemas/v1alpha1/factory`)).status).toBe(200),
   },
+  'POST /api/v1/mcp/factory': {
+    kind: 'public',
+    why: "authenticates itself: a run token is bound to its run's team and tree, an API key to its team's factories",
+    check: async (f) => {
+      const call = (key: string | undefined) =>
+        request(`${f.s.apiUrl}/mcp/factory`, {
+          method: 'POST',
+          body: {
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'tools/call',
+            params: { name: 'list_agents', arguments: { factory: 'fac_a' } },
+          },
+          headers: {
+            accept: 'application/json, text/event-stream',
+            ...(key ? { authorization: `Bearer ${key}` } : {}),
+          },
+        });
+      expect((await call(undefined)).status).toBe(401);
+      const asB = await call(f.b.admin);
+      expect(asB.status, asB.text).toBe(200);
+      expect(asB.body.result).toMatchObject({ isError: true });
+      expect(asB.body.result.content[0].text).toBe('the team has no factory "fac_a"');
+    },
+  },
+  'GET /api/v1/mcp/factory': {
+    kind: 'public',
+    why: 'answers 405 to everyone: the interface offers no server-initiated stream',
+    check: async (f) => expect((await f.asB('GET', '/mcp/factory')).status).toBe(405),
+  },
+  'DELETE /api/v1/mcp/factory': {
+    kind: 'public',
+    why: 'answers 405 to everyone: the interface keeps no sessions',
+    check: async (f) => expect((await f.asB('DELETE', '/mcp/factory')).status).toBe(405),
+  },
+  'GET /api/v1/agent/skills': {
+    kind: 'team-list',
+    check: async (f) => {
+      const skills = (await f.asB('GET', '/agent/skills')).body.skills as { kind: string; factory?: string }[];
+      expect(skills.some((k) => k.kind === 'bundled')).toBe(true);
+      expect(skills.filter((k) => k.kind === 'factory')).toEqual([]);
+    },
+  },
   'POST /api/v1/factory-files/validate': {
     kind: 'public',
     why: "validates only the files sent; with a key, the team's own secrets are consulted, never another team's",

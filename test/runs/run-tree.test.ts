@@ -49,7 +49,7 @@ describe.each(ENGINES)('run trees on %s', (engine) => {
     for (const id of [a, b, grandchild]) {
       const run = await state(id);
       expect(run.state).toBe('CANCELLED');
-      expect(run.status_message.message).toBe(`Cancelled with run ${rootId}, which it descends from`);
+      expect(run.status_message.message).toBe(`Cancelled with its ancestor ${rootId}`);
     }
     expect((await state(other)).state).toBe('QUEUED');
     expect((await state(otherChild)).state).toBe('QUEUED');

@@ -4,7 +4,8 @@
  * Slack `conversations.list` / `users.list` (api.slack.com/methods, cursor pagination in
  * `response_metadata.next_cursor`), Linear `teams`, `projects`, `workflowStates` connections and `issue`
  * (developers.linear.app, Relay-style `nodes` + `pageInfo`); and whose a member's token is: Slack `auth.test`,
- * Linear `viewer`.
+ * Linear `viewer`; and the posts the factory interface makes: Slack `chat.postMessage` (JSON or form body, as
+ * @slack/web-api sends it), Linear `commentCreate` and `agentActivityCreate`, each recorded in `posts`.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,10 +27,18 @@ export interface ChatApiData {
   linearUsers?: { id: string; name: string; displayName: string; email?: string }[];
 }
 
+export interface ChatPost {
+  api: 'slack chat.postMessage' | 'linear commentCreate' | 'linear agentActivityCreate';
+  /** The Authorization header it came with. */
+  authorization: string;
+  body: Record<string, unknown>;
+}
+
 export interface ChatApis {
   slackUrl: string;
   linearUrl: string;
   calls: string[];
+  posts: ChatPost[];
   close(): Promise<void>;
 }
 
@@ -37,6 +46,8 @@ const PAGE_INFO = { hasNextPage: false, hasPreviousPage: false, startCursor: nul
 
 export async function startChatApis(data: ChatApiData): Promise<ChatApis> {
   const calls: string[] = [];
+  const posts: ChatPost[] = [];
+  let posted = 0;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -44,7 +55,7 @@ export async function startChatApis(data: ChatApiData): Promise<ChatApis> {
       const body = Buffer.concat(chunks).toString('utf8');
       const json = (status: number, value: unknown) =>
         res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(value));
-      const slack = /^\/slack\/api\/([a-z.]+)$/.exec(req.url ?? '');
+      const slack = /^\/slack\/api\/([A-Za-z.]+)$/.exec(req.url ?? '');
       if (slack) {
         calls.push(`slack ${slack[1]}`);
         const userToken = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
@@ -62,6 +73,21 @@ export async function startChatApis(data: ChatApiData): Promise<ChatApis> {
           return json(200, { ok: false, error: 'invalid_auth' });
         if (slack[1] === 'conversations.list')
           return json(200, { ok: true, channels: data.channels, response_metadata: { next_cursor: '' } });
+        if (slack[1] === 'chat.postMessage') {
+          const form = (req.headers['content-type'] ?? '').includes('json')
+            ? (JSON.parse(body) as Record<string, unknown>)
+            : Object.fromEntries(new URLSearchParams(body));
+          if (!form.channel) return json(200, { ok: false, error: 'channel_not_found' });
+          if (!form.text && !form.blocks) return json(200, { ok: false, error: 'no_text' });
+          posts.push({ api: 'slack chat.postMessage', authorization: req.headers.authorization ?? '', body: form });
+          const ts = `1700000000.${String(++posted).padStart(6, '0')}`;
+          return json(200, {
+            ok: true,
+            channel: form.channel,
+            ts,
+            message: { type: 'message', bot_id: 'B0AGENTYARD', text: form.text, ts, thread_ts: form.thread_ts },
+          });
+        }
         if (slack[1] === 'users.list')
           return json(200, { ok: true, members: data.users, response_metadata: { next_cursor: '' } });
         return json(200, { ok: false, error: 'unknown_method' });
@@ -77,6 +103,17 @@ export async function startChatApis(data: ChatApiData): Promise<ChatApis> {
             errors: [{ message: 'Authentication required', extensions: { type: 'authentication error' } }],
           });
         const { query, variables } = JSON.parse(body) as { query: string; variables?: Record<string, unknown> };
+        const mutation = /^\s*mutation\s+\w*\s*(?:\([^)]*\))?\s*\{\s*(\w+)/.exec(query)?.[1];
+        if (mutation === 'commentCreate' || mutation === 'agentActivityCreate') {
+          calls.push(`linear ${mutation}`);
+          const input = (variables?.input ?? {}) as Record<string, unknown>;
+          posts.push({ api: `linear ${mutation}`, authorization: req.headers.authorization ?? '', body: input });
+          const id = `00000000-0000-4000-8000-${String(++posted).padStart(12, '0')}`;
+          const entity = mutation === 'commentCreate' ? 'comment' : 'agentActivity';
+          return json(200, {
+            data: { [mutation]: { success: true, lastSyncId: posted, [entity]: { id } } },
+          });
+        }
         const root = /^\s*query\s+\w*\s*(?:\([^)]*\))?\s*\{\s*(\w+)/.exec(query)?.[1] ?? '';
         calls.push(`linear ${root}`);
         const list = (nodes: unknown[]) => json(200, { data: { [root]: { nodes, pageInfo: PAGE_INFO } } });
@@ -109,6 +146,7 @@ export async function startChatApis(data: ChatApiData): Promise<ChatApis> {
     slackUrl: `${base}/slack/api`,
     linearUrl: `${base}/linear/graphql`,
     calls,
+    posts,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }

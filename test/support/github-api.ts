@@ -7,7 +7,9 @@
  * - `GET /repos/{owner}/{repo}/pulls/{n}/files` (docs.github.com/rest/pulls/pulls#list-pull-requests-files),
  *   paginated with `per_page`/`page` and a `Link` header;
  * - `POST /repos/{owner}/{repo}/check-runs` and `PATCH /repos/{owner}/{repo}/check-runs/{id}`
- *   (docs.github.com/rest/checks/runs), at most 50 annotations per request as GitHub enforces.
+ *   (docs.github.com/rest/checks/runs), at most 50 annotations per request as GitHub enforces;
+ * - `POST /repos/{owner}/{repo}/issues/{n}/comments` (docs.github.com/rest/issues/comments#create-an-issue-comment),
+ *   answered as the App's bot user.
  * Repository calls need an installation token this stand-in issued (`Authorization: token …`).
  */
 import { createPublicKey, createVerify } from 'node:crypto';
@@ -60,6 +62,7 @@ export async function startGithubApi(publicKeyPem: string, users: GithubUsers = 
   const failures: FailedAnswer[] = [];
   let issued = 0;
   let checkRunIds = 9_000_000;
+  let commentIds = 1_000_000_000;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -150,6 +153,22 @@ export async function startGithubApi(publicKeyPem: string, users: GithubUsers = 
           url: `https://api.github.com/repos/${owner}/${repo}/check-runs/${id}`,
           html_url: `https://github.com/${owner}/${repo}/runs/${id}`,
           output: { title: body.output?.title ?? null, summary: body.output?.summary ?? null, annotations_count: 0 },
+        });
+      }
+      const comment = /^\/issues\/(\d+)\/comments$/.exec(rest);
+      if (comment && req.method === 'POST') {
+        if (typeof body?.body !== 'string' || !body.body) return send(422, { message: 'Validation Failed' });
+        const id = ++commentIds;
+        return send(201, {
+          id,
+          node_id: `IC_${id}`,
+          url: `https://api.github.com/repos/${owner}/${repo}/issues/comments/${id}`,
+          html_url: `https://github.com/${owner}/${repo}/issues/${comment[1]}#issuecomment-${id}`,
+          body: body.body,
+          user: { login: 'agentyard[bot]', id: 41898282, type: 'Bot' },
+          created_at: new Date().toISOString(),
+          updated_at: new Date().toISOString(),
+          author_association: 'NONE',
         });
       }
       const checkRun = /^\/check-runs\/(\d+)$/.exec(rest);

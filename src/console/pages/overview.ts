@@ -16,6 +16,8 @@ export interface OverviewData {
   factories: Factory[];
   moreFactories: boolean;
   runs: RunCounts;
+  /** Runs waiting for someone's answer (BLOCKED), with their question as the status message. */
+  blocked: Run[];
   deliveriesLastHour: number | undefined;
   error?: string;
 }
@@ -83,6 +85,15 @@ export function overviewPage(viewer: Viewer, data: OverviewData): string {
     </table></div>`
     }
     ${registerForm(viewer)}
-    ${data.moreFactories ? html`<p class="muted">Showing the first ${data.factories.length} factories.</p>` : ''}`;
+    ${data.moreFactories ? html`<p class="muted">Showing the first ${data.factories.length} factories.</p>` : ''}
+    <h2>Waiting for an answer</h2>
+    ${
+      data.blocked.length === 0
+        ? html`<p class="muted">No run is waiting.</p>`
+        : html`<ul class="plain" id="blocked-runs">${data.blocked.map(
+            (r) =>
+              html`<li><a href="/console/runs/${r.run_id}">${r.title}</a> · asks: <q>${r.status_message?.message ?? ''}</q> · ${timeAgo(r.updated_at)}</li>`,
+          )}</ul>`
+    }`;
   return page({ title: 'Factories', viewer, section: 'overview', body });
 }

@@ -8,6 +8,8 @@ import { html } from '../html.ts';
 import type { SafeHtml } from '../html.ts';
 import { csrfField, errorBox, page } from '../layout.ts';
 import type { Viewer } from '../layout.ts';
+import { runTreeSection } from './run-tree.ts';
+import type { RunTree } from './run-tree.ts';
 import { runScoresSection } from './scores.ts';
 import type { RunScore } from './scores.ts';
 import { duration, isoSeconds, renderArtifact, renderTranscript, usageText } from '../transcript.ts';
@@ -23,6 +25,8 @@ export interface RunPageData {
   automationName?: string;
   /** The console page of the delivery that started the run, when it can be found. */
   deliveryHref?: string;
+  /** The run's tree (root and every run below it), when it has a parent or children. */
+  tree?: RunTree;
   /** The run's scores, once its scoring runs have ended. */
   scores?: readonly RunScore[];
   notice?: string;
@@ -124,6 +128,7 @@ export const runSections: RunSection[] = [
   header,
   facts,
   actions,
+  (_viewer, d) => (d.tree ? html`${runTreeSection(d.tree, d.run.run_id)}` : html``),
   prompt,
   transcript,
   artifacts,

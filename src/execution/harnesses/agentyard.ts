@@ -8,7 +8,7 @@ import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { AGENT_RUN_FORMAT, followupLine } from '../builtin-agent/protocol.ts';
 import type { AgentRunDocument } from '../builtin-agent/protocol.ts';
-import { readExitCommon, splitMcpServers } from './common.ts';
+import { readExitCommon, splitMcpServers, withFactoryServer } from './common.ts';
 import { commandParser } from './command.ts';
 import type { HarnessAdapter } from './types.ts';
 
@@ -85,7 +85,7 @@ export const agentyardHarness: HarnessAdapter = {
       run_prompt: assignment.runPrompt,
       base_prompt: assignment.basePrompt ?? null,
       model: assignment.modelId ?? builtin?.model ?? 'auto',
-      mcp_servers: Object.fromEntries(splitMcpServers(assignment.mcpServers).usable),
+      mcp_servers: Object.fromEntries(splitMcpServers(withFactoryServer(assignment)).usable),
       resume_session_id: assignment.resumeSessionId ?? null,
       max_turns: limits.maxTurns,
       deadline_at: Date.now() + limits.deadlineMs,

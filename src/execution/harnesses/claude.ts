@@ -8,7 +8,17 @@ import path from 'node:path';
 import type { AgentEvent } from '../assignment.ts';
 import { writeWorkspaceFile } from '../workspace.ts';
 import { fileExistsInside, listInside, makeDirectoryInside, readFileInside, writeFileInside } from '../workspace-fs.ts';
-import { jsonLine, num, obj, readExitCommon, splitMcpServers, isSseUrl, str, toolEvents } from './common.ts';
+import {
+  jsonLine,
+  num,
+  obj,
+  readExitCommon,
+  splitMcpServers,
+  isSseUrl,
+  str,
+  toolEvents,
+  withFactoryServer,
+} from './common.ts';
 import type { HarnessAdapter, OutputParser } from './types.ts';
 
 /** Longest base prompt passed as an argument; longer ones go to CLAUDE.md (Linux limits one argument to 128 KiB). */
@@ -121,24 +131,29 @@ function claudeParser(): OutputParser {
   };
 }
 
+/** Claude Code's `.mcp.json`: the run's MCP servers and the factory interface. */
+export function claudeMcpConfig(assignment: Parameters<typeof withFactoryServer>[0]): Record<string, unknown> {
+  const { usable } = splitMcpServers(withFactoryServer(assignment));
+  const mcpServers = Object.fromEntries(
+    usable.map(([name, s]) => [
+      name,
+      s.command
+        ? { type: 'stdio', command: s.command, args: s.args ?? [], env: s.env ?? {} }
+        : { type: isSseUrl(s.url!) ? 'sse' : 'http', url: s.url, ...(s.headers ? { headers: s.headers } : {}) },
+    ]),
+  );
+  return { mcpServers };
+}
+
 export const claudeHarness: HarnessAdapter = {
   type: 'claude',
   liveFollowups: true,
   resumes: true,
   async prepare({ assignment, workspace, bin, prompt }) {
     const configDir = makeDirectoryInside(workspace.home, '.claude');
-    const { usable } = splitMcpServers(assignment.mcpServers);
-    const mcpServers = Object.fromEntries(
-      usable.map(([name, s]) => [
-        name,
-        s.command
-          ? { type: 'stdio', command: s.command, args: s.args ?? [], env: s.env ?? {} }
-          : { type: isSseUrl(s.url!) ? 'sse' : 'http', url: s.url, ...(s.headers ? { headers: s.headers } : {}) },
-      ]),
-    );
     // the server's own file, outside the workspace (bound read-only into the sandbox)
     const mcpConfig = path.join(workspace.configDir, 'claude-mcp.json');
-    await writeFile(mcpConfig, `${JSON.stringify({ mcpServers }, null, 2)}\n`, { mode: 0o600 });
+    await writeFile(mcpConfig, `${JSON.stringify(claudeMcpConfig(assignment), null, 2)}\n`, { mode: 0o600 });
     if (assignment.skill?.resolved) {
       for (const file of assignment.skill.files) {
         await writeWorkspaceFile(

@@ -6,11 +6,23 @@
 import path from 'node:path';
 import type { AgentEvent } from '../assignment.ts';
 import { writeWorkspaceFile } from '../workspace.ts';
-import { jsonLine, num, obj, readExitCommon, splitMcpServers, str, tomlInlineTable, tomlString } from './common.ts';
+import {
+  jsonLine,
+  num,
+  obj,
+  readExitCommon,
+  splitMcpServers,
+  str,
+  tomlInlineTable,
+  tomlString,
+  withFactoryServer,
+} from './common.ts';
 import type { HarnessAdapter, OutputParser } from './types.ts';
 
+/** Codex's config.toml: settings, the run's MCP servers and the factory interface. */
 export function codexConfigToml(assignment: {
   mcpServers: Parameters<typeof splitMcpServers>[0];
+  factoryMcp?: { url: string; token: string } | undefined;
   basePrompt: string | undefined;
   reasoningLevel: string | undefined;
 }): string {
@@ -21,7 +33,7 @@ export function codexConfigToml(assignment: {
   ];
   if (assignment.reasoningLevel) lines.push(`model_reasoning_effort = ${tomlString(assignment.reasoningLevel)}`);
   if (assignment.basePrompt) lines.push(`developer_instructions = ${tomlString(assignment.basePrompt)}`);
-  for (const [name, s] of splitMcpServers(assignment.mcpServers).usable) {
+  for (const [name, s] of splitMcpServers(withFactoryServer(assignment)).usable) {
     lines.push('', `[mcp_servers.${tomlString(name)}]`);
     if (s.command) {
       lines.push(`command = ${tomlString(s.command)}`);

@@ -2,7 +2,7 @@
  * The generic `command` harness: any executable. It gets the run as one JSON document on stdin (then EOF)
  * and reports events as JSON lines on stdout, in Agentyard's own event format (docs/harnesses.md).
  */
-import { RUN_EVENT_TYPES } from '../../engine/events.ts';
+import { RUN_EVENT_TYPES, SERVER_EVENT_TYPES } from '../../engine/events.ts';
 import type { RunEventType } from '../../engine/events.ts';
 import type { AgentEvent, Assignment } from '../assignment.ts';
 import { jsonLine, readExitCommon, splitMcpServers, str } from './common.ts';
@@ -45,6 +45,13 @@ export function commandRunDocument(assignment: Assignment, workspace: string, pr
   };
 }
 
+/** The factory interface for the `command` harness: AGENTYARD_MCP_URL and AGENTYARD_RUN_TOKEN. */
+export function commandFactoryEnv(assignment: Pick<Assignment, 'factoryMcp'>): Record<string, string> {
+  return assignment.factoryMcp
+    ? { AGENTYARD_MCP_URL: assignment.factoryMcp.url, AGENTYARD_RUN_TOKEN: assignment.factoryMcp.token }
+    : {};
+}
+
 /** Event members the `command` format names explicitly; the rest of a line is the event's data. */
 export function commandParser(): OutputParser {
   return {
@@ -52,7 +59,11 @@ export function commandParser(): OutputParser {
       const ev = jsonLine(text);
       if (!ev) return text.trim() ? [{ type: 'log', data: { stream: 'stdout', text } }] : [];
       const type = str(ev.type);
-      if (!type || !(RUN_EVENT_TYPES as readonly string[]).includes(type) || type === 'state' || type === 'followup') {
+      if (
+        !type ||
+        !(RUN_EVENT_TYPES as readonly string[]).includes(type) ||
+        SERVER_EVENT_TYPES.has(type as RunEventType)
+      ) {
         return [{ type: 'log', data: { stream: 'stdout', text } }];
       }
       const { type: _type, at, ...data } = ev;
@@ -74,7 +85,7 @@ export const commandHarness: HarnessAdapter = {
     return {
       command: bin,
       args: extraArgs,
-      env: { ...assignment.secretEnv },
+      env: { ...assignment.secretEnv, ...commandFactoryEnv(assignment) },
       input: `${JSON.stringify(commandRunDocument(assignment, workspace.dir, prompt))}\n`,
       keepStdinOpen: false,
     };

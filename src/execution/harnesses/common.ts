@@ -71,6 +71,28 @@ export interface McpSplit {
   unresolved: string[];
 }
 
+/** The name of the factory interface among a run's MCP servers (docs/orchestration.md). */
+export const FACTORY_MCP_SERVER = 'factory';
+
+/**
+ * The run's MCP servers with the factory interface as `factory` (streamable HTTP, the run token in the
+ * Authorization header) when the execution has one; it replaces a server of the run under that name.
+ */
+export function withFactoryServer(assignment: {
+  mcpServers: Record<string, McpServerConfig>;
+  factoryMcp?: { url: string; token: string } | undefined;
+}): Record<string, McpServerConfig> {
+  if (!assignment.factoryMcp) return assignment.mcpServers;
+  const { [FACTORY_MCP_SERVER]: _replaced, ...others } = assignment.mcpServers;
+  return {
+    ...others,
+    [FACTORY_MCP_SERVER]: {
+      url: assignment.factoryMcp.url,
+      headers: { Authorization: `Bearer ${assignment.factoryMcp.token}` },
+    },
+  };
+}
+
 export function splitMcpServers(servers: Record<string, McpServerConfig>): McpSplit {
   const usable: [string, McpServerConfig][] = [];
   const unresolved: string[] = [];

@@ -6,14 +6,25 @@
 import path from 'node:path';
 import type { AgentEvent } from '../assignment.ts';
 import { writeWorkspaceFile } from '../workspace.ts';
-import { jsonLine, num, obj, readExitCommon, splitMcpServers, isSseUrl, str, toolEvents } from './common.ts';
+import {
+  jsonLine,
+  num,
+  obj,
+  readExitCommon,
+  splitMcpServers,
+  isSseUrl,
+  str,
+  toolEvents,
+  withFactoryServer,
+} from './common.ts';
 import type { ExitReading, HarnessAdapter, OutputParser } from './types.ts';
 
 export const GEMINI_PROMPT_FLAG_TEXT = 'Carry out the task given above (from standard input).';
 
-export function geminiSettings(servers: Parameters<typeof splitMcpServers>[0]): Record<string, unknown> {
+/** Gemini CLI's settings.json: the run's MCP servers and the factory interface. */
+export function geminiSettings(assignment: Parameters<typeof withFactoryServer>[0]): Record<string, unknown> {
   const mcpServers = Object.fromEntries(
-    splitMcpServers(servers).usable.map(([name, s]) => [
+    splitMcpServers(withFactoryServer(assignment)).usable.map(([name, s]) => [
       name,
       s.command
         ? { command: s.command, args: s.args ?? [], env: s.env ?? {}, trust: true }
@@ -135,7 +146,7 @@ export const geminiHarness: HarnessAdapter = {
     await writeWorkspaceFile(
       workspace.dir,
       path.relative(workspace.dir, path.join(workspace.home, '.gemini', 'settings.json')),
-      `${JSON.stringify(geminiSettings(assignment.mcpServers), null, 2)}\n`,
+      `${JSON.stringify(geminiSettings(assignment), null, 2)}\n`,
     );
     if (assignment.basePrompt) await writeWorkspaceFile(workspace.dir, 'GEMINI.md', assignment.basePrompt, 0o644);
     const args = ['--output-format', 'stream-json', '--approval-mode', 'yolo'];

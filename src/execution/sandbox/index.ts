@@ -13,14 +13,7 @@ import type { ExecutionLimits } from '../limits.ts';
 import { sizeText } from '../limits.ts';
 import { bubblewrapArgs, bubblewrapFeatures, identityFiles, probeBubblewrap, systemLayout } from './bubblewrap.ts';
 import type { BubblewrapFeatures, ProbeResult } from './bubblewrap.ts';
-import {
-  createPidsCgroup,
-  hasPrlimit,
-  inCgroup,
-  pidsCgroupAvailability,
-  PRLIMIT,
-  removePidsCgroup,
-} from './process-limit.ts';
+import { inCgroup, planProcessLimit, removePidsCgroup } from './process-limit.ts';
 import { CONTAINER_RUNTIMES, containerArgs, containerName, probeContainerRuntime } from './container.ts';
 import { resolveCommand } from './resolve.ts';
 
@@ -177,38 +170,6 @@ function featuresOf(bwrap: string): Promise<BubblewrapFeatures> {
   return found;
 }
 
-interface ProcessLimitPlan {
-  wrapper: string[];
-  cgroup: string | undefined;
-  notes: string[];
-}
-
-/** How the sandbox's process limit (and largest file) is enforced here; see process-limit.ts. */
-async function processLimit(limits: ExecutionLimits, executionId: string): Promise<ProcessLimitPlan> {
-  const notes: string[] = [];
-  const prlimit = await hasPrlimit();
-  const wrapper = prlimit ? [PRLIMIT, `--nproc=${limits.processes}`, `--fsize=${limits.workspaceBytes}`, '--'] : [];
-  const cgroups = await pidsCgroupAvailability();
-  let cgroup: string | undefined;
-  let cgroupProblem = cgroups.ok ? '' : cgroups.reason;
-  if (cgroups.ok) {
-    try {
-      cgroup = await createPidsCgroup(cgroups.base, executionId, limits.processes);
-    } catch (err) {
-      cgroupProblem = `the execution's pids cgroup could not be made (${(err as NodeJS.ErrnoException).code ?? err})`;
-    }
-  }
-  if (cgroup) {
-    notes.push(`at most ${limits.processes} processes (pids cgroup)`);
-  } else if (prlimit && process.getuid?.() !== 0) {
-    notes.push(`at most ${limits.processes} processes (RLIMIT_NPROC)`);
-  } else {
-    const why = prlimit ? 'the server runs as root, which RLIMIT_NPROC exempts' : `${PRLIMIT} is missing`;
-    notes.push(`process limit not enforced: ${why}, and ${cgroupProblem}`);
-  }
-  return { wrapper, cgroup, notes };
-}
-
 /** Wraps an agent's invocation in the sandbox this host offers. */
 export async function sandboxInvocation(settings: SandboxSettings, req: SandboxRequest): Promise<SandboxedInvocation> {
   const { invocation, workspace } = req;
@@ -267,7 +228,7 @@ export async function sandboxInvocation(settings: SandboxSettings, req: SandboxR
   await writeFile(groupFile, ids.group, { mode: 0o600, flag: 'wx' });
   const { limits } = req;
   const can = await featuresOf(settings.bwrapPath);
-  const plan = await processLimit(limits, req.executionId);
+  const plan = await planProcessLimit(limits, req.executionId);
   const notes = [...plan.notes];
   notes.push(can.size ? `/tmp ${sizeText(limits.tmpBytes)}` : '/tmp unsized (bubblewrap < 0.5 has no --size)');
   if (limits.nestedUserNamespaces) notes.push('user namespaces allowed');

@@ -15,6 +15,7 @@
 import { access, mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { constants } from 'node:fs';
 import path from 'node:path';
+import type { ExecutionLimits } from '../limits.ts';
 
 /** Where the sandbox's prlimit lives; /usr is bound into every sandbox, so the host's path is the sandbox's. */
 export const PRLIMIT = '/usr/bin/prlimit';
@@ -102,4 +103,42 @@ export async function hasPrlimit(): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+export interface ProcessLimitPlan {
+  /** Run inside the sandbox before the command (`prlimit --nproc=… --fsize=… --`), or nothing. */
+  wrapper: string[];
+  /** The execution's pids cgroup, when one was made. */
+  cgroup: string | undefined;
+  /** How the limit holds, for the run's status event. */
+  notes: string[];
+}
+
+/** How the sandbox's process limit (and its largest file) is enforced on this host, as the top of this file says. */
+export async function planProcessLimit(
+  limits: Pick<ExecutionLimits, 'processes' | 'workspaceBytes'>,
+  executionId: string,
+): Promise<ProcessLimitPlan> {
+  const notes: string[] = [];
+  const prlimit = await hasPrlimit();
+  const wrapper = prlimit ? [PRLIMIT, `--nproc=${limits.processes}`, `--fsize=${limits.workspaceBytes}`, '--'] : [];
+  const cgroups = await pidsCgroupAvailability();
+  let cgroup: string | undefined;
+  let cgroupProblem = cgroups.ok ? '' : cgroups.reason;
+  if (cgroups.ok) {
+    try {
+      cgroup = await createPidsCgroup(cgroups.base, executionId, limits.processes);
+    } catch (err) {
+      cgroupProblem = `the execution's pids cgroup could not be made (${(err as NodeJS.ErrnoException).code ?? err})`;
+    }
+  }
+  if (cgroup) {
+    notes.push(`at most ${limits.processes} processes (pids cgroup)`);
+  } else if (prlimit && process.getuid?.() !== 0) {
+    notes.push(`at most ${limits.processes} processes (RLIMIT_NPROC)`);
+  } else {
+    const why = prlimit ? 'the server runs as root, which RLIMIT_NPROC exempts' : `${PRLIMIT} is missing`;
+    notes.push(`process limit not enforced: ${why}, and ${cgroupProblem}`);
+  }
+  return { wrapper, cgroup, notes };
 }

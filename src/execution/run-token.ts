@@ -1,0 +1,48 @@
+/**
+ * Run tokens: the bearer credential an execution's agent uses on the factory interface (/api/v1/mcp/factory).
+ * Random, stored only as a SHA-256, valid only while its execution is running and is its run's current one,
+ * and bound to that run: its team, factory and tree follow from the run (docs/orchestration.md).
+ */
+import { hash } from 'node:crypto';
+import type { Queryable } from '../kernel/db.ts';
+import { randomToken } from '../kernel/ids.ts';
+import * as sql from './sql.ts';
+
+export const RUN_TOKEN_PREFIX = 'ayrt_';
+
+export function hashRunToken(token: string): string {
+  return hash('sha256', token, 'hex');
+}
+
+export function isRunToken(value: string): boolean {
+  return value.startsWith(RUN_TOKEN_PREFIX);
+}
+
+/** New tokens for executions, stored as hashes in one statement; answers the tokens by execution id. */
+export async function issueRunTokens(
+  q: Queryable,
+  executions: readonly { executionId: string; runId: string; teamId: string }[],
+): Promise<Map<string, string>> {
+  const tokens = executions.map((e) => ({ ...e, token: `${RUN_TOKEN_PREFIX}${randomToken(32)}` }));
+  await sql.insertRunTokens(
+    q,
+    tokens.map((t) => ({ hash: hashRunToken(t.token), executionId: t.executionId, runId: t.runId, teamId: t.teamId })),
+  );
+  return new Map(tokens.map((t) => [t.executionId, t.token]));
+}
+
+/** Who a token speaks for, while its execution runs. */
+export interface RunTokenHolder {
+  runId: string;
+  executionId: string;
+  teamId: string;
+  factoryId: string | null;
+}
+
+export async function verifyRunToken(q: Queryable, token: string): Promise<RunTokenHolder | undefined> {
+  if (!isRunToken(token) || token.length > 200) return undefined;
+  const row = await sql.liveRunToken(q, hashRunToken(token));
+  return row
+    ? { runId: row.run_id, executionId: row.execution_id, teamId: row.team_id, factoryId: row.factory_id }
+    : undefined;
+}

@@ -1,0 +1,183 @@
+/**
+ * The factory interface as an MCP server (@modelcontextprotocol/sdk): one server per request (stateless
+ * streamable HTTP, so any process answers any call), its tools bound to the caller. A run token sees every tool;
+ * a team API key sees the schema and validate tools, `list_agents`, `dispatch_agent` and `read_skill`. A refusal
+ * is a tool result with `isError: true` and a sentence, never a protocol error.
+ */
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { FactoryCaller, FactoryInterface } from './service.ts';
+import { MAX_WAIT_RUNS, MAX_WAIT_SECONDS, ToolRefusal } from './service.ts';
+
+export const FACTORY_MCP_SERVER_NAME = 'agentyard-factory';
+
+const SERVER_INSTRUCTIONS =
+  'The factory interface of Agentyard: work with the other agents of your factory. dispatch_agent starts a ' +
+  'child run of an agent with a brief; send_followup gives a run of your tree more work; wait_for_runs and ' +
+  'get_run read their state, result and reports; report answers your parent; ask_user posts a question where ' +
+  'your run came from and pauses it (end your turn after it); reply posts there without pausing. read_skill ' +
+  '"factory-mcp" explains the whole interface.';
+
+async function answer(work: () => Promise<object> | object): Promise<CallToolResult> {
+  try {
+    const result = (await work()) as Record<string, unknown>;
+    return { content: [{ type: 'text', text: JSON.stringify(result, null, 2) }], structuredContent: result };
+  } catch (err) {
+    if (err instanceof ToolRefusal) return { isError: true, content: [{ type: 'text', text: err.message }] };
+    throw err;
+  }
+}
+
+const runId = z.string().min(1).max(100).describe('A run id (run_…)');
+
+export function factoryMcpServer(iface: FactoryInterface, caller: FactoryCaller, version: string): McpServer {
+  const server = new McpServer(
+    { name: FACTORY_MCP_SERVER_NAME, version },
+    { instructions: SERVER_INSTRUCTIONS, capabilities: { tools: {} } },
+  );
+  const forRuns = caller.kind === 'run';
+  // A run works with its own factory; a key names one when its team has several.
+  const factoryArg: Record<string, z.ZodOptional<z.ZodString>> = forRuns
+    ? {}
+    : {
+        factory: z.string().max(200).optional().describe("The factory's name or id (needed when the team has several)"),
+      };
+
+  server.registerTool(
+    'list_agents',
+    {
+      description: "The agents of the caller's factory: name, description and type (the foreman first among equals).",
+      inputSchema: factoryArg,
+      annotations: { readOnlyHint: true },
+    },
+    async (args: { factory?: string | undefined }) => answer(() => iface.listAgents(caller, args.factory)),
+  );
+
+  server.registerTool(
+    'dispatch_agent',
+    {
+      description:
+        "Starts a run of an agent of the same factory with the agent's configuration and your brief; from a run, " +
+        'it is a child of that run. Answers {run_id}. Refused (with the reason) for an unknown agent or over the ' +
+        'limits: tree depth, children per run, active runs of the factory, the tree deadline.',
+      inputSchema: {
+        agent: z.string().min(1).max(200).describe('The agent name, as list_agents answers it'),
+        prompt: z.string().min(1).max(100_000).describe('The brief: what to do, with the context it needs'),
+        title: z.string().max(200).optional(),
+        ...factoryArg,
+      },
+    },
+    async (args: { agent: string; prompt: string; title?: string | undefined; factory?: string | undefined }) =>
+      answer(() => iface.dispatch(caller, args)),
+  );
+
+  server.registerTool(
+    'read_skill',
+    {
+      description:
+        "The text of a skill: one of the factory's (by name, `repo:name` or its path) or a bundled skill by its id " +
+        '(factory-files, factory-mcp, agentyard-platform, pr-comments, create-skill, add-mcp-server).',
+      inputSchema: { skill: z.string().min(1).max(500) },
+      annotations: { readOnlyHint: true },
+    },
+    async ({ skill }) => answer(() => iface.readSkill(caller, skill)),
+  );
+
+  server.registerTool(
+    'get_factory_file_schema',
+    {
+      description:
+        'The JSON Schemas of factory files (draft 2020-12): every document, or one (`factory`, `agent`, `automation`, …).',
+      inputSchema: { document: z.string().max(200).optional() },
+      annotations: { readOnlyHint: true },
+    },
+    async ({ document }) => answer(() => iface.schema(document)),
+  );
+
+  server.registerTool(
+    'validate_factory_files',
+    {
+      description:
+        "Dry-run validation of factory files, as POST /api/v1/factory-files/validate answers it (with the team's secrets checked).",
+      inputSchema: {
+        files: z
+          .array(z.object({ path: z.string().min(1).max(500), content: z.string().max(262_144) }))
+          .min(1)
+          .max(500),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    async ({ files }) => answer(() => iface.validate(caller, files)),
+  );
+
+  if (!forRuns) return server;
+
+  server.registerTool(
+    'send_followup',
+    {
+      description:
+        'A follow-up to a run of your tree: the run keeps its conversation and workspace (a finished one continues).',
+      inputSchema: { run_id: runId, message: z.string().min(1).max(100_000) },
+    },
+    async (args) => answer(() => iface.followup(caller, args.run_id, args.message)),
+  );
+
+  server.registerTool(
+    'get_run',
+    {
+      description:
+        'A run of your tree: state, status message, its last result text and artifacts, and the reports it sent you.',
+      inputSchema: { run_id: runId },
+      annotations: { readOnlyHint: true },
+    },
+    async (args) => answer(() => iface.getRun(caller, args.run_id)),
+  );
+
+  server.registerTool(
+    'wait_for_runs',
+    {
+      description: `Waits until the runs have all ended (SUCCEEDED, FAILED, ERROR, CANCELLED or BLOCKED) or the timeout passes (at most ${MAX_WAIT_SECONDS} s); answers each run as get_run does, and their reports.`,
+      inputSchema: {
+        run_ids: z.array(runId).min(1).max(MAX_WAIT_RUNS),
+        timeout_seconds: z.number().min(0).max(MAX_WAIT_SECONDS).default(60),
+      },
+      annotations: { readOnlyHint: true },
+    },
+    async (args, extra) => answer(() => iface.waitForRuns(caller, args.run_ids, args.timeout_seconds, extra.signal)),
+  );
+
+  server.registerTool(
+    'report',
+    {
+      description:
+        'From a child run to its parent: delivered to the parent as a follow-up (and in its wait_for_runs/get_run answers).',
+      inputSchema: { text: z.string().min(1).max(100_000) },
+    },
+    async ({ text }) => answer(() => iface.report(caller, text)),
+  );
+
+  server.registerTool(
+    'ask_user',
+    {
+      description:
+        'Posts a question where your run came from (the Slack thread, the GitHub issue or pull request, the Linear ' +
+        'issue; the console otherwise) and pauses the run: end your turn after it. The run ends this execution ' +
+        'BLOCKED with the question; the answer resumes it as a follow-up.',
+      inputSchema: { question: z.string().min(1).max(40_000) },
+    },
+    async ({ question }) => answer(() => iface.askUser(caller, question)),
+  );
+
+  server.registerTool(
+    'reply',
+    {
+      description:
+        'Posts to where your run came from without pausing (the server posts with the connection’s credentials).',
+      inputSchema: { text: z.string().min(1).max(40_000) },
+    },
+    async ({ text }) => answer(() => iface.reply(caller, text)),
+  );
+
+  return server;
+}

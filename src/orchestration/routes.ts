@@ -1,0 +1,165 @@
+/**
+ * `/api/v1/mcp/factory`: the factory interface over MCP streamable HTTP (stateless: a server per request, so any
+ * process answers any call), authenticated by a run token (`ayrt_…`, while its execution runs) or a team API key;
+ * and `GET /api/v1/agent/skills`, the bundled skills beside the team's factories' own.
+ */
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { Type } from 'typebox';
+import type { FastifyRequest } from 'fastify';
+import { FACTORY_MCP_PATH } from '../kernel/api.ts';
+import { AppError } from '../kernel/errors.ts';
+import type { Db } from '../kernel/db.ts';
+import type { AppInstance } from '../plugin.ts';
+import type { Authenticator } from '../identity/service.ts';
+import type { FactoryService } from '../factories/service.ts';
+import { isRunToken, verifyRunToken } from '../execution/run-token.ts';
+import { factoryMcpServer } from './mcp-server.ts';
+import type { FactoryCaller, FactoryInterface } from './service.ts';
+import { bundledSkills, factorySkills } from './skills.ts';
+
+export interface FactoryInterfaceRouteDeps {
+  db: Db;
+  authenticator: Pick<Authenticator, 'authenticate'>;
+  factories: FactoryService;
+  iface: FactoryInterface;
+  version: string;
+}
+
+const UNAUTHENTICATED = {
+  headers: { 'www-authenticate': 'Bearer realm="agentyard", error="invalid_token"' },
+};
+
+async function callerOf(deps: FactoryInterfaceRouteDeps, request: FastifyRequest): Promise<FactoryCaller> {
+  const header = request.headers.authorization;
+  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  if (!match)
+    throw new AppError(
+      'authentication_required',
+      'send the run token (AGENTYARD_RUN_TOKEN) or an API key as "Authorization: Bearer <token>"',
+      UNAUTHENTICATED,
+    );
+  const token = match[1]!;
+  if (isRunToken(token)) {
+    const holder = await verifyRunToken(deps.db, token);
+    if (!holder)
+      throw new AppError(
+        'authentication_required',
+        'the run token is unknown, or its execution is no longer running',
+        UNAUTHENTICATED,
+      );
+    return { kind: 'run', ...holder };
+  }
+  const principal = await deps.authenticator.authenticate(token);
+  if (!principal)
+    throw new AppError('authentication_required', 'the API key is invalid, expired or revoked', UNAUTHENTICATED);
+  return { kind: 'key', principal };
+}
+
+export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: FactoryInterfaceRouteDeps): Promise<void> {
+  app.post(
+    FACTORY_MCP_PATH,
+    {
+      config: { public: true },
+      schema: {
+        tags: ['factory-interface'],
+        operationId: 'factoryMcp',
+        summary:
+          'The factory interface (MCP, streamable HTTP, stateless): a run token or an API key as the bearer (docs/orchestration.md)',
+        security: [{ bearerAuth: [] }],
+      },
+    },
+    async (request, reply) => {
+      const caller = await callerOf(deps, request);
+      const server = factoryMcpServer(deps.iface, caller, deps.version);
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      reply.hijack();
+      reply.raw.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      try {
+        await server.connect(transport);
+        await transport.handleRequest(request.raw, reply.raw, request.body);
+      } catch (err) {
+        request.log.error({ err }, 'the factory interface failed');
+        if (!reply.raw.headersSent)
+          reply.raw
+            .writeHead(500, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'internal error' }, id: null }));
+      }
+    },
+  );
+
+  // No server-initiated stream and no sessions: GET and DELETE are not offered (MCP streamable HTTP allows 405).
+  for (const method of ['GET', 'DELETE'] as const) {
+    app.route({
+      method,
+      url: FACTORY_MCP_PATH,
+      config: { public: true },
+      schema: { hide: true },
+      handler: async (_request, reply) =>
+        reply
+          .code(405)
+          .header('allow', 'POST')
+          .send({
+            jsonrpc: '2.0',
+            error: { code: -32000, message: 'Method not allowed: POST JSON-RPC messages' },
+            id: null,
+          }),
+    });
+  }
+
+  app.get(
+    '/agent/skills',
+    {
+      schema: {
+        tags: ['factory-interface'],
+        operationId: 'listAgentSkills',
+        summary: "Skills agents can read (read_skill): the bundled ones and the team's factories' own",
+        response: {
+          200: Type.Object({
+            skills: Type.Array(
+              Type.Object({
+                id: Type.String(),
+                name: Type.String(),
+                kind: Type.Union([Type.Literal('bundled'), Type.Literal('factory')]),
+                description: Type.String(),
+                factory: Type.Optional(Type.String()),
+                agent: Type.Optional(Type.String()),
+                path: Type.Optional(Type.String()),
+              }),
+            ),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const skills: {
+        id: string;
+        name: string;
+        kind: 'bundled' | 'factory';
+        description: string;
+        factory?: string;
+        agent?: string;
+        path?: string;
+      }[] = bundledSkills().map((s) => ({ id: s.id, name: s.id, kind: 'bundled', description: s.description }));
+      const { rows } = await deps.factories.list(request.principal.teamId, { limit: 100 });
+      for (const factory of rows) {
+        if (!factory.definition) continue;
+        for (const { skill, agent } of factorySkills(factory.definition)) {
+          const description = /^description:\s*(.+)$/m.exec(skill.content)?.[1]?.trim() ?? '';
+          skills.push({
+            id: `${factory.name}:${skill.path}`,
+            name: skill.name,
+            kind: 'factory',
+            description,
+            factory: factory.name,
+            ...(agent ? { agent } : {}),
+            path: skill.path,
+          });
+        }
+      }
+      return { skills };
+    },
+  );
+}

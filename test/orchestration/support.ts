@@ -1,0 +1,121 @@
+/**
+ * A server whose agents are the MCP stand-in (test/fixtures/agents/mcp-agent.mjs) on the `command` harness: it
+ * speaks to the factory interface through the real MCP client SDK, following a playbook per agent.
+ */
+import { realpathSync } from 'node:fs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import path from 'node:path';
+import { AGENTS, fastSettings, ROOT } from '../execution/support.ts';
+import type { Engine } from '../support/db.ts';
+import { startTestServer } from '../support/server.ts';
+import type { TestServer, TestServerOptions } from '../support/server.ts';
+
+export const MCP_AGENT = path.join(AGENTS, 'mcp-agent.mjs');
+const NODE_MODULES = realpathSync(path.join(ROOT, 'node_modules'));
+export const SDK_DIR = path.join(NODE_MODULES, '@modelcontextprotocol/sdk');
+
+/** A step of the stand-in's playbook (see mcp-agent.mjs). */
+export type PlaybookStep =
+  | { call: string; args?: Record<string, unknown>; save?: string; expectError?: boolean }
+  | { result: string }
+  | { fail: string }
+  | { sleep: number }
+  | { echo_token: true };
+
+/** Agent name → attempt ("1", "2"…, or "default") → steps. */
+export type Playbook = Record<string, Record<string, PlaybookStep[]>>;
+
+/** Sets the playbook the stand-in agents of this test file follow (read by the executor when an agent starts). */
+export function usePlaybook(playbook: Playbook): void {
+  process.env.MCP_PLAYBOOK = JSON.stringify(playbook);
+  process.env.MCP_SDK_DIR = SDK_DIR;
+}
+
+export async function startMcpServer(
+  engine: Engine,
+  options: { config?: TestServerOptions['config']; limits?: Record<string, number> } = {},
+): Promise<TestServer> {
+  return startTestServer(engine, {
+    compose: {
+      execution: {
+        // the sandbox shows the SDK's node_modules read-only, as an installation's tools would be
+        env: { AGENTYARD_SANDBOX_READ_ONLY_PATHS: NODE_MODULES },
+        settings: fastSettings({
+          harnesses: ['command', 'claude', 'codex', 'gemini'],
+          defaultHarness: 'command',
+          bins: { ...fastSettings().bins!, command: MCP_AGENT },
+          passEnv: ['MCP_PLAYBOOK', 'MCP_SDK_DIR'],
+        }),
+      },
+      ...(options.limits ? { orchestration: { limits: options.limits } } : {}),
+    },
+    ...(options.config ? { config: options.config } : {}),
+  });
+}
+
+/** An MCP client of the factory interface, as a person's own client or an agent would connect. */
+export async function mcpClient(s: TestServer, bearer: string): Promise<Client> {
+  const client = new Client({ name: 'test-client', version: '1.0.0' });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${s.apiUrl}/mcp/factory`), {
+      requestInit: { headers: { Authorization: `Bearer ${bearer}` } },
+    }),
+  );
+  return client;
+}
+
+/** A tool's answer: its structured content, or its refusal text. */
+export async function callTool(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+): Promise<{ isError: boolean; data: any; text: string }> {
+  const answer = (await client.callTool({ name, arguments: args })) as {
+    isError?: boolean;
+    structuredContent?: unknown;
+    content?: { type: string; text?: string }[];
+  };
+  const text = (answer.content ?? []).map((c) => c.text ?? '').join('\n');
+  return { isError: answer.isError === true, data: answer.structuredContent, text };
+}
+
+/** Applies `files` to a new managed factory; answers its id. */
+export async function managedFactory(s: TestServer, name: string, files: Record<string, string>): Promise<string> {
+  const factory = await s.api('POST', '/factories', { name, source: { type: 'managed' } });
+  if (factory.status !== 201) throw new Error(`create factory: ${factory.status} ${factory.text}`);
+  const applied = await s.api('POST', `/factories/${factory.body.id}/apply`, {
+    files: Object.entries(files).map(([p, content]) => ({ path: p, content })),
+    message: 'test factory',
+  });
+  if (applied.status !== 200) throw new Error(`apply: ${applied.status} ${applied.text}`);
+  return factory.body.id as string;
+}
+
+export const AGENT_FILES = {
+  'agents/foreman/agent.md': `---
+agentType: FOREMAN
+description: The orchestrator of the software factory.
+---
+
+You are the foreman: you delegate to subagents.
+`,
+  'agents/implement/agent.md': `---
+description: Implements a change and opens a pull request.
+---
+
+You implement what the brief asks.
+`,
+  'runners/default.yaml': `platform:
+  os: linux
+  linux:
+    dockerImage: node:24-bookworm
+`,
+  'skills/triage/SKILL.md': `---
+name: triage
+description: How this factory triages.
+---
+
+Label it, then hand it to implement.
+`,
+};
