@@ -114,9 +114,10 @@ async function liveItem(s: Signed, runId: string, e: RunEventDoc): Promise<Recor
     out.tool = e.data.id;
     out.result = toolResultBody(e.data).text;
   }
-  if (e.type === 'artifact' && typeof e.data.artifact_type === 'string') {
-    const data = e.data.data && typeof e.data.data === 'object' ? (e.data.data as Record<string, unknown>) : {};
-    out.artifact = renderArtifact({ artifact_type: e.data.artifact_type, data }).text;
+  if (e.type === 'artifact') {
+    // The event carries what the agent reported; the run holds the artifact as recorded (its uid, its file).
+    const run = await s.api.get<Run>(`/agent/runs/${enc(runId)}`).catch(() => undefined);
+    if (run?.artifacts?.length) out.artifacts = run.artifacts.map((a) => renderArtifact(a).text).join('');
   }
   if (e.type === 'status' && typeof e.data.message === 'string') out.facts = { status: e.data.message };
   if (e.type === 'state' || e.type === 'usage' || e.type === 'result') {
