@@ -114,7 +114,6 @@ describe('the console in Chromium', { timeout: 120_000 }, () => {
     }
     // console.js polls the log: the rows appear without a reload
     await expect.poll(async () => rows.count(), { timeout: 15_000 }).toBe(3);
-    await shoot(page, 'webhook');
     await page.goto(server.url);
     expect(await page.locator('.tile', { hasText: 'deliveries in the last hour' }).textContent()).toMatch(/^\s*3\s/);
     await page.goBack();
@@ -139,7 +138,6 @@ describe('the console in Chromium', { timeout: 120_000 }, () => {
     await signIn(page, server.adminKey);
     await page.goto(`${server.url}/console/runs`);
     await checked(page);
-    await shoot(page, 'runs');
     await page.locator(`a[href="/console/runs/${created.body.run_id}"]`).click();
     await page.locator('#run-events').waitFor();
     // events arrive over SSE while the agent runs
@@ -148,7 +146,6 @@ describe('the console in Chromium', { timeout: 120_000 }, () => {
       .poll(async () => page.locator('#run-events').textContent(), { timeout: 20_000 })
       .toContain('INPROGRESS');
     await checked(page);
-    await shoot(page, 'run');
     await page.getByRole('link', { name: 'Cancel run…' }).click();
     await page.getByRole('heading', { name: /^Cancel run/ }).waitFor();
     await checked(page);

@@ -217,7 +217,6 @@ describe('console pages in Chromium', { timeout: 120_000 }, () => {
     expect(await page.locator('th[aria-sort="descending"]').textContent()).toContain('Run');
     await page.goto(`${server.url}/`);
     await checked();
-    await screenshot(page, 'overview');
     const missing = await page.goto(`${server.url}/console/no-such-page`);
     expect(missing?.status()).toBe(404);
     await page.getByRole('heading', { name: 'Not found' }).waitFor();
