@@ -30,7 +30,7 @@ const FAILURES: Record<string, string> = {
 
 interface AutomationStatus {
   name: string;
-  webhook_triggers?: { webhook_uid: string }[];
+  webhook_triggers?: { webhook_uid: string; webhook_name: string | null }[];
 }
 
 /**
@@ -75,11 +75,13 @@ async function runPageData(kit: ConsoleKit, s: Signed, id: string): Promise<RunP
     run.parent_run_id ? quiet(s.api.get<Run>(`/agent/runs/${enc(run.parent_run_id)}`)) : undefined,
   ]);
   let deliveryHref: string | undefined;
+  let webhook: { uid: string; name?: string } | undefined;
   if (run.delivery_id) {
     for (const t of automation?.webhook_triggers ?? []) {
       const found = await quiet(s.api.get(`/webhooks/${enc(t.webhook_uid)}/deliveries/${enc(run.delivery_id)}`));
       if (found) {
         deliveryHref = `/console/webhooks/${enc(t.webhook_uid)}/deliveries/${enc(run.delivery_id)}`;
+        webhook = { uid: t.webhook_uid, ...(t.webhook_name ? { name: t.webhook_name } : {}) };
         break;
       }
     }
@@ -92,6 +94,7 @@ async function runPageData(kit: ConsoleKit, s: Signed, id: string): Promise<RunP
     ...(factory ? { factoryName: factory.name } : {}),
     ...(automation ? { automationName: automation.name } : {}),
     ...(deliveryHref ? { deliveryHref } : {}),
+    ...(webhook ? { webhook } : {}),
   };
 }
 
