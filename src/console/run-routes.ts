@@ -59,11 +59,22 @@ export async function runHistory(s: Signed, runId: string): Promise<RunEventDoc[
 }
 
 async function runPageData(kit: ConsoleKit, s: Signed, id: string): Promise<RunPageData> {
-  const run = await s.api.get<Run>(`/agent/runs/${enc(id)}`);
   const quiet = <T>(p: Promise<T>): Promise<T | undefined> => p.catch(() => undefined);
-  const [events, descendants, factory, automation, parent] = await Promise.all([
+  // The transcript does not depend on the run's answer: both are read at once, then what the run names.
+  const [run, events, descendants] = await Promise.all([
+    s.api.get<Run>(`/agent/runs/${enc(id)}`),
     runHistory(s, id),
-    quiet(s.api.get<{ runs: Run[] }>('/agent/runs', { ancestor_run_id: id, limit: '100' })),
+    // Sorted by title: the API then sorts the (few) matching runs instead of walking every run by time.
+    quiet(
+      s.api.get<{ runs: Run[] }>('/agent/runs', {
+        ancestor_run_id: id,
+        limit: '100',
+        sort_by: 'title',
+        sort_order: 'asc',
+      }),
+    ),
+  ]);
+  const [factory, automation, parent] = await Promise.all([
     run.factory_uid
       ? quiet(
           kit.lookups.get(s.session.csrf, `factory:${run.factory_uid}:self`, () =>

@@ -244,12 +244,17 @@ export function renderTranscript(events: readonly RunEventDoc[]): SafeHtml {
   return new SafeHtml(parts.join(''));
 }
 
+/** 12,345: `toLocaleString` is slow for a transcript's hundreds of usage events. */
+function thousands(n: number): string {
+  return String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
 export function usageText(u: Data): string {
   const input = num(u.input_tokens) ?? 0;
   const output = num(u.output_tokens) ?? 0;
   const cached = num(u.cached_input_tokens);
   const cost = num(u.cost_usd) ?? num(u.inference_cost_usd);
-  return `${input.toLocaleString('en')} input${cached ? ` (${cached.toLocaleString('en')} cached)` : ''}, ${output.toLocaleString('en')} output tokens${cost !== undefined ? `, $${cost.toFixed(4)}` : ''}`;
+  return `${thousands(input)} input${cached ? ` (${thousands(cached)} cached)` : ''}, ${thousands(output)} output tokens${cost !== undefined ? `, $${cost.toFixed(4)}` : ''}`;
 }
 
 /** `2 h 3 min`, `4 min 5 s`, `6 s`. */
