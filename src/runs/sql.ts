@@ -758,9 +758,10 @@ export async function runsOfThread(
   q: Queryable,
   connectionId: string,
   threadKey: string,
-): Promise<{ id: string; team_id: string; state: RunState }[]> {
-  const res = await q.query<{ id: string; team_id: string; state: RunState }>(
-    `SELECT r.id, r.team_id, r.state FROM run_threads t JOIN runs r ON r.id = t.run_id
+): Promise<{ id: string; team_id: string; state: RunState; agent_session: string | null }[]> {
+  const res = await q.query<{ id: string; team_id: string; state: RunState; agent_session: string | null }>(
+    `SELECT r.id, r.team_id, r.state, r.metadata->>'linear_agent_session_id' AS agent_session
+       FROM run_threads t JOIN runs r ON r.id = t.run_id
       WHERE t.connection_id = $1 AND t.thread_key = $2 ORDER BY t.created_at DESC, r.created_at DESC LIMIT 20`,
     [connectionId, threadKey],
   );

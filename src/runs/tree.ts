@@ -199,7 +199,7 @@ export function runsOfThread(
   q: Queryable,
   connectionId: string,
   threadKey: string,
-): Promise<{ id: string; team_id: string; state: RunRow['state'] }[]> {
+): Promise<{ id: string; team_id: string; state: RunRow['state']; agent_session: string | null }[]> {
   return sql.runsOfThread(q, connectionId, threadKey);
 }
 
