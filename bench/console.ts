@@ -8,7 +8,11 @@
  *    the same page (`GET /api/v1/agent/runs?limit=25`, `GET /api/v1/webhooks/{uid}/deliveries?limit=50`) in the
  *    same run: p50 / p99 and the ratio of p50s (target ≤ 1.5). Requests alternate between the two, round after
  *    round, so that the machine's drift hits both alike.
- * 2. First load of the overview with `--factories` factories in Debian's Chromium (playwright-core): the
+ * 2. Server time to render a run's page with `--events` events (2,000 by default: tool calls with multi-line
+ *    output, messages in Markdown, usage, status) against the JSON list of the same events (the API's transcript:
+ *    `GET /api/v1/agent/runs/{id}/transcript` and the download it redirects to), alternating the same way
+ *    (target ≤ 1.5).
+ * 3. First load of the overview with `--factories` factories in Debian's Chromium (playwright-core): the
  *    navigation's load event after a cold start of the browser context (median of five; target ≤ 300 ms).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -36,6 +40,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '4' },
     requests: { type: 'string', default: '50' },
     engines: { type: 'string', default: 'pglite,postgres' },
+    events: { type: 'string', default: '2000' },
   },
 });
 const ROWS = Number(values.rows);
@@ -43,6 +48,9 @@ const FACTORIES = Number(values.factories);
 const ROUNDS = Number(values.rounds);
 const REQUESTS = Number(values.requests);
 const ENGINES = values.engines.split(',') as ('pglite' | 'postgres')[];
+const EVENTS = Number(values.events);
+/** The run whose page is timed: the first bulk run (SUCCEEDED), given an execution and `--events` events. */
+const EVENTS_RUN = `run_bulk${'1'.padStart(18, '0')}`;
 
 const tmpDirs: string[] = [];
 
@@ -83,6 +91,33 @@ async function seed(db: Db, key: string): Promise<{ teamId: string; creatorId: s
     );
   }
   await bulkInsertRuns(db, teamId, row.principal_id, 1, ROWS);
+  await db.query(
+    `INSERT INTO executions (id, run_id, team_id, attempt, executor, harness, lease_expires_at, started_at, ended_at)
+     VALUES ('exe_bench', $1, $2, 1, 'service:bench', 'claude', ay_now(), ay_now(), ay_now())`,
+    [EVENTS_RUN, teamId],
+  );
+  // What Claude Code reports, in turn: a tool call, its output (twelve lines), a message, usage, a status.
+  await db.query(
+    `INSERT INTO run_events (run_id, sequence, execution_id, type, data, occurred_at)
+     SELECT $1, 1000 + g, 'exe_bench',
+       (ARRAY['tool_call','tool_result','message','usage','status'])[1 + g % 5],
+       CASE g % 5
+         WHEN 0 THEN jsonb_build_object('id', 't' || g, 'name', 'Bash', 'category', 'command',
+           'input', jsonb_build_object('command', 'grep -rn "needle ' || g || '" src/ | head -20'))
+         WHEN 1 THEN jsonb_build_object('id', 't' || (g - 1), 'name', 'Bash', 'category', 'command',
+           'status', 'completed', 'output', jsonb_build_object('content', jsonb_build_array(jsonb_build_object(
+             'type', 'text', 'text', (SELECT string_agg('src/module' || i || '.ts:' || (g * i) || ': const needle = ' || g || ';', E'\n')
+               FROM generate_series(1, 12) i)))))
+         WHEN 2 THEN jsonb_build_object('role', 'assistant', 'text',
+           'I looked at **module ' || g || '** and found \`needle\` in twelve places:' || E'\n\n' ||
+           '- the parser' || E'\n' || '- the renderer' || E'\n\n' || 'Next I will change the tests.')
+         WHEN 3 THEN jsonb_build_object('input_tokens', 1200 + g, 'output_tokens', 300, 'cached_input_tokens', 800)
+         ELSE jsonb_build_object('message', 'step ' || g || ' of the plan')
+       END,
+       timestamptz '2025-01-01 00:00:00+00' + g * interval '1 second'
+     FROM generate_series(1, $2::int) g`,
+    [EVENTS_RUN, EVENTS],
+  );
   await db.exec('ANALYZE webhook_deliveries');
   return { teamId, creatorId: row.principal_id, webhookUid };
 }
@@ -134,6 +169,42 @@ async function pageVersusApi(url: string, key: string, cookie: string, webhookUi
         `${fmt(percentile(page, 50), 2)} / ${fmt(percentile(page, 99), 2)} | ${fmt(percentile(page, 50) / percentile(api, 50), 2)} |`,
     );
   }
+}
+
+/** The run's page against the JSON list of its events: the transcript's redirect and its download, in turn. */
+async function runPageVersusEvents(url: string, key: string, cookie: string): Promise<void> {
+  const auth = { authorization: `Bearer ${key}` };
+  const events = async (): Promise<number> => {
+    const started = performance.now();
+    const redirect = await fetch(`${url}/api/v1/agent/runs/${EVENTS_RUN}/transcript`, {
+      headers: auth,
+      redirect: 'manual',
+    });
+    await redirect.arrayBuffer();
+    const location = new URL(redirect.headers.get('location') ?? '', url);
+    const res = await fetch(`${url}${location.pathname}`);
+    const body = await res.text();
+    if (res.status !== 200 || body.split('\n').length < EVENTS)
+      throw new Error(`the transcript answered ${res.status}`);
+    return performance.now() - started;
+  };
+  const pageUrl = `${url}/console/runs/${EVENTS_RUN}`;
+  const page: number[] = [];
+  const api: number[] = [];
+  await events();
+  await timed(pageUrl, { cookie });
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let i = 0; i < Math.max(5, Math.round(REQUESTS / 5)); i++) {
+      api.push(await events());
+      page.push(await timed(pageUrl, { cookie }));
+    }
+  }
+  page.sort((a, b) => a - b);
+  api.sort((a, b) => a - b);
+  console.log(
+    `| run page, ${fmt(EVENTS)} events | ${fmt(percentile(api, 50), 2)} / ${fmt(percentile(api, 99), 2)} | ` +
+      `${fmt(percentile(page, 50), 2)} / ${fmt(percentile(page, 99), 2)} | ${fmt(percentile(page, 50) / percentile(api, 50), 2)} |`,
+  );
 }
 
 async function firstLoad(url: string, cookie: string): Promise<number[]> {
@@ -198,6 +269,7 @@ try {
         `## ${engine}\n\n| Page | JSON API p50 / p99 ms | Console page p50 / p99 ms | p50 ratio (target ≤ 1.5) |\n|---|---:|---:|---:|`,
       );
       await pageVersusApi(server.url, key, cookie, seeded.webhookUid);
+      await runPageVersusEvents(server.url, key, cookie);
       const loads = await firstLoad(server.url, cookie);
       console.log(
         `\nOverview with ${FACTORIES} factories, first load in Chromium (load event): median ${fmt(percentile(loads, 50))} ms, ` +

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { parseCommandLine } from './args.ts';
 
 const USAGE = `Usage: agentyard worker --worker-id ID --server URL [--token TOKEN | --api-key KEY] [--capacity N]
-                        [--harnesses claude,codex,gemini,command] [--data-dir DIR]
+                        [--harnesses claude,codex,gemini,command,agentyard] [--data-dir DIR]
 
   --worker-id   the ID runs name in worker_host / workerHost (case-sensitive)
   --server      the server's base URL (http(s)://host:port, with or without /api/v1)
@@ -19,6 +19,7 @@ const USAGE = `Usage: agentyard worker --worker-id ID --server URL [--token TOKE
   --data-dir    workspaces go to DIR/workspaces (default AGENTYARD_DATA_DIR, else .agentyard-worker)
 
 Harness executables: AGENTYARD_HARNESS_CLAUDE_BIN, _CODEX_BIN, _GEMINI_BIN, _COMMAND_BIN (docs/harnesses.md).
+The built-in agent (agentyard) uses this worker's AGENTYARD_OPENAI_BASE_URL, _API_KEY and _MODEL.
 Provider keys in this worker's environment (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY...) reach the
 agents of runs whose harness auth is workerEnvironment.`;
 

@@ -32,7 +32,7 @@ const FAILURES: Record<string, string> = {
 
 interface AutomationStatus {
   name: string;
-  webhook_triggers?: { webhook_uid: string }[];
+  webhook_triggers?: { webhook_uid: string; webhook_name: string | null }[];
 }
 
 /**
@@ -61,11 +61,22 @@ export async function runHistory(s: Signed, runId: string): Promise<RunEventDoc[
 }
 
 async function runPageData(kit: ConsoleKit, s: Signed, id: string): Promise<RunPageData> {
-  const run = await s.api.get<Run>(`/agent/runs/${enc(id)}`);
   const quiet = <T>(p: Promise<T>): Promise<T | undefined> => p.catch(() => undefined);
-  const [events, descendants, factory, automation, parent, scores, tree] = await Promise.all([
+  // The transcript does not depend on the run's answer: both are read at once, then what the run names.
+  const [run, events, descendants] = await Promise.all([
+    s.api.get<Run>(`/agent/runs/${enc(id)}`),
     runHistory(s, id),
-    quiet(s.api.get<{ runs: Run[] }>('/agent/runs', { ancestor_run_id: id, limit: '100' })),
+    // Sorted by title: the API then sorts the (few) matching runs instead of walking every run by time.
+    quiet(
+      s.api.get<{ runs: Run[] }>('/agent/runs', {
+        ancestor_run_id: id,
+        limit: '100',
+        sort_by: 'title',
+        sort_order: 'asc',
+      }),
+    ),
+  ]);
+  const [factory, automation, parent, scores, tree] = await Promise.all([
     run.factory_uid
       ? quiet(
           kit.lookups.get(s.session.csrf, `factory:${run.factory_uid}:self`, () =>
@@ -79,11 +90,13 @@ async function runPageData(kit: ConsoleKit, s: Signed, id: string): Promise<RunP
     quiet(loadRunTree(s.api, run)),
   ]);
   let deliveryHref: string | undefined;
+  let webhook: { uid: string; name?: string } | undefined;
   if (run.delivery_id) {
     for (const t of automation?.webhook_triggers ?? []) {
       const found = await quiet(s.api.get(`/webhooks/${enc(t.webhook_uid)}/deliveries/${enc(run.delivery_id)}`));
       if (found) {
         deliveryHref = `/console/webhooks/${enc(t.webhook_uid)}/deliveries/${enc(run.delivery_id)}`;
+        webhook = { uid: t.webhook_uid, ...(t.webhook_name ? { name: t.webhook_name } : {}) };
         break;
       }
     }
@@ -98,6 +111,7 @@ async function runPageData(kit: ConsoleKit, s: Signed, id: string): Promise<RunP
     ...(deliveryHref ? { deliveryHref } : {}),
     ...(scores?.scores.length ? { scores: scores.scores } : {}),
     ...(tree ? { tree } : {}),
+    ...(webhook ? { webhook } : {}),
   };
 }
 
@@ -120,9 +134,10 @@ async function liveItem(s: Signed, runId: string, e: RunEventDoc): Promise<Recor
     out.tool = e.data.id;
     out.result = toolResultBody(e.data).text;
   }
-  if (e.type === 'artifact' && typeof e.data.artifact_type === 'string') {
-    const data = e.data.data && typeof e.data.data === 'object' ? (e.data.data as Record<string, unknown>) : {};
-    out.artifact = renderArtifact({ artifact_type: e.data.artifact_type, data }).text;
+  if (e.type === 'artifact') {
+    // The event carries what the agent reported; the run holds the artifact as recorded (its uid, its file).
+    const run = await s.api.get<Run>(`/agent/runs/${enc(runId)}`).catch(() => undefined);
+    if (run?.artifacts?.length) out.artifacts = run.artifacts.map((a) => renderArtifact(a).text).join('');
   }
   if (e.type === 'status' && typeof e.data.message === 'string') out.facts = { status: e.data.message };
   if (e.type === 'state' || e.type === 'usage' || e.type === 'result') {

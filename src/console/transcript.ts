@@ -4,8 +4,8 @@
  * the page shows an event the same way whether it was there at load or arrived later.
  */
 import type { Artifact, RunEventDoc } from './api-types.ts';
-import { badge, runState, timeAgo } from './format.ts';
-import { html, SafeHtml } from './html.ts';
+import { badge, relative, runState } from './format.ts';
+import { escapeHtml, html, SafeHtml } from './html.ts';
 import { markdown } from './markdown.ts';
 
 /** Output longer than this (lines or characters) is shown collapsed. */
@@ -20,11 +20,15 @@ const obj = (v: unknown): Data | undefined =>
   v && typeof v === 'object' && !Array.isArray(v) ? (v as Data) : undefined;
 
 function item(e: RunEventDoc, kind: string, body: SafeHtml, extra?: SafeHtml): SafeHtml {
-  return html`<li class="ev ev-${kind}" id="ev-${e.sequence}" data-seq="${e.sequence}"${extra ?? ''}>${body}</li>`;
+  return new SafeHtml(`<li class="ev ev-${kind}" id="ev-${Number(e.sequence)}"${extra?.text ?? ''}>${body.text}</li>`);
 }
 
+// Built directly: a long transcript has one per event.
 function when(e: RunEventDoc): SafeHtml {
-  return html`<span class="at">${timeAgo(e.occurred_at)}</span>`;
+  const at = Date.parse(e.occurred_at);
+  if (Number.isNaN(at)) return html`<span class="at">${e.occurred_at}</span>`;
+  const iso = escapeHtml(e.occurred_at);
+  return new SafeHtml(`<time class="at" datetime="${iso}" title="${iso}">${relative(Date.now() - at)}</time>`);
 }
 
 /** A block of text shown as is, collapsed behind a summary when long. */
@@ -240,12 +244,17 @@ export function renderTranscript(events: readonly RunEventDoc[]): SafeHtml {
   return new SafeHtml(parts.join(''));
 }
 
+/** 12,345: `toLocaleString` is slow for a transcript's hundreds of usage events. */
+function thousands(n: number): string {
+  return String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
 export function usageText(u: Data): string {
   const input = num(u.input_tokens) ?? 0;
   const output = num(u.output_tokens) ?? 0;
   const cached = num(u.cached_input_tokens);
   const cost = num(u.cost_usd) ?? num(u.inference_cost_usd);
-  return `${input.toLocaleString('en')} input${cached ? ` (${cached.toLocaleString('en')} cached)` : ''}, ${output.toLocaleString('en')} output tokens${cost !== undefined ? `, $${cost.toFixed(4)}` : ''}`;
+  return `${thousands(input)} input${cached ? ` (${thousands(cached)} cached)` : ''}, ${thousands(output)} output tokens${cost !== undefined ? `, $${cost.toFixed(4)}` : ''}`;
 }
 
 /** `2 h 3 min`, `4 min 5 s`, `6 s`. */

@@ -30,7 +30,7 @@ export const DIAGNOSTIC_CODES = {
   FF_LIMIT_EXCEEDED:
     'agentyard: a limit is exceeded: more than 20 webhooks, a file larger than 256 KiB, YAML nesting deeper than 100 levels, a file or tree over its work budget (mapping keys, values, aliases; counted before parsing), a validation over its time or memory budget, or a source tree over the source limits.',
   FF_NOT_SUPPORTED_HERE:
-    'agentyard (warning): a valid key or file for a feature this service does not run: integrations other than Slack and Linear, cloud providers, benchmarks, scorer self-improvement, triggers of providers other than webhook, schedule, GitHub, Slack and Linear (GitLab, Jira, factory), and settings the deployment accepts without acting on.',
+    'agentyard (warning): a valid key or file for a feature this service does not run: integrations other than Slack and Linear, cloud providers, triggers of providers other than webhook, schedule, GitHub, Slack and Linear (GitLab, Jira, factory), and settings the deployment accepts without acting on.',
 } as const;
 
 export type DiagnosticCode = keyof typeof DIAGNOSTIC_CODES;

@@ -6,6 +6,7 @@
 import { hash } from 'node:crypto';
 import type { Queryable } from '../kernel/db.ts';
 import { randomToken } from '../kernel/ids.ts';
+import type { RunRow } from '../engine/model.ts';
 import * as sql from './sql.ts';
 
 export const RUN_TOKEN_PREFIX = 'ayrt_';
@@ -31,18 +32,19 @@ export async function issueRunTokens(
   return new Map(tokens.map((t) => [t.executionId, t.token]));
 }
 
-/** Who a token speaks for, while its execution runs. */
+/** Who a token speaks for, while its execution runs: the run as it is now. */
 export interface RunTokenHolder {
   runId: string;
   executionId: string;
   teamId: string;
   factoryId: string | null;
+  run: RunRow;
 }
 
 export async function verifyRunToken(q: Queryable, token: string): Promise<RunTokenHolder | undefined> {
   if (!isRunToken(token) || token.length > 200) return undefined;
   const row = await sql.liveRunToken(q, hashRunToken(token));
-  return row
-    ? { runId: row.run_id, executionId: row.execution_id, teamId: row.team_id, factoryId: row.factory_id }
-    : undefined;
+  if (!row) return undefined;
+  const { token_execution_id: executionId, ...run } = row;
+  return { runId: run.id, executionId, teamId: run.team_id, factoryId: run.factory_id, run };
 }

@@ -4,6 +4,7 @@
  */
 import type { Queryable, QueryResult, SqlValue } from '../kernel/db.ts';
 import type { AssignmentInputs } from './assignment-builder.ts';
+import type { RunRow } from '../engine/model.ts';
 
 // ---- the queue (functions.sql) ----
 
@@ -309,17 +310,13 @@ export async function insertRunTokens(
   );
 }
 
-export interface LiveTokenRow {
-  run_id: string;
-  execution_id: string;
-  team_id: string;
-  factory_id: string | null;
-}
+/** The run a token speaks for (as `SELECT * FROM runs` reads it), with the token's execution. */
+export type LiveTokenRow = RunRow & { token_execution_id: string };
 
-/** The execution a token belongs to, while that execution runs and is its run's current one. */
+/** The run of a token, while the token's execution runs and is its run's current one. */
 export async function liveRunToken(q: Queryable, hash: string): Promise<LiveTokenRow | undefined> {
   const res = await q.query<LiveTokenRow>(
-    `SELECT t.run_id, t.execution_id, r.team_id, r.factory_id
+    `SELECT r.*, t.execution_id AS token_execution_id
        FROM run_tokens t
        JOIN executions e ON e.id = t.execution_id
        JOIN runs r ON r.id = t.run_id

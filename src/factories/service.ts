@@ -229,7 +229,7 @@ export class FactoryService {
    */
   async createAgentRun(
     teamId: string,
-    factoryId: string,
+    factoryOrId: string | FactoryRow,
     agent: string,
     input: {
       prompt: string;
@@ -240,7 +240,10 @@ export class FactoryService {
       metadata?: Record<string, string>;
     },
   ): Promise<{ run: CreatedRun; factory: FactoryRow }> {
-    const factory = await this.get(teamId, factoryId);
+    const factory =
+      typeof factoryOrId === 'string' || factoryOrId.team_id !== teamId
+        ? await this.get(teamId, typeof factoryOrId === 'string' ? factoryOrId : factoryOrId.id)
+        : factoryOrId;
     const definition = factory.definition;
     if (!definition)
       throw new AppError('conflict', `factory ${factory.name} has no applied definition yet (state ${factory.state})`);

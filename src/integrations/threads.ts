@@ -149,7 +149,8 @@ export function threadKeysOf(metadata: Record<string, string>): string[] {
     keys.push(slackThreadKey(metadata.slack_channel, metadata.slack_thread_ts));
   if (metadata.repository && metadata.issue_number && /^\d+$/.test(metadata.issue_number))
     keys.push(githubThreadKey(metadata.repository, Number(metadata.issue_number)));
+  // an agent session's run is continued by the session's prompts and by comments on its issue
   if (metadata.linear_agent_session_id) keys.push(linearSessionKey(metadata.linear_agent_session_id));
-  else if (metadata.linear_issue_id) keys.push(linearIssueKey(metadata.linear_issue_id));
+  if (metadata.linear_issue_id) keys.push(linearIssueKey(metadata.linear_issue_id));
   return keys;
 }

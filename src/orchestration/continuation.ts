@@ -42,8 +42,10 @@ export function chatContinuation(bus: Bus): ChatContinuation {
       const linked = (await runsOfThread(tx, delivery.webhook_uid, message.threadKey)).filter(
         (r) => r.team_id === delivery.team_id,
       );
-      // GitHub comments resume only a run that asked there; any other comment matches triggers as before.
-      const candidates = provider === 'github' ? linked.filter((r) => r.state === 'BLOCKED') : linked;
+      // GitHub and Linear comments resume a run that asked there (BLOCKED), and Linear's continue an agent
+      // session's run; any other comment matches triggers as before. Slack threads continue their runs.
+      const candidates =
+        provider === 'slack' ? linked : linked.filter((r) => r.state === 'BLOCKED' || r.agent_session !== null);
       const target = candidates.find((r) => r.state === 'BLOCKED') ?? candidates[0];
       if (!target) return undefined;
       // A bot's message (our own posts come back as events too) continues nothing and starts nothing.

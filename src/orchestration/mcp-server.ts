@@ -30,12 +30,54 @@ async function answer(work: () => Promise<object> | object): Promise<CallToolRes
 }
 
 const runId = z.string().min(1).max(100).describe('A run id (run_…)');
+const FACTORY_ARG = {
+  factory: z.string().max(200).optional().describe("The factory's name or id (needed when the team has several)"),
+};
+// Built once: a server is made per request, its tools bound to the caller, their schemas shared.
+const SCHEMAS = {
+  dispatch: {
+    agent: z.string().min(1).max(200).describe('The agent name, as list_agents answers it'),
+    prompt: z.string().min(1).max(100_000).describe('The brief: what to do, with the context it needs'),
+    title: z.string().max(200).optional(),
+  },
+  skill: { skill: z.string().min(1).max(500) },
+  schema: { document: z.string().max(200).optional() },
+  files: {
+    files: z
+      .array(z.object({ path: z.string().min(1).max(500), content: z.string().max(262_144) }))
+      .min(1)
+      .max(500),
+  },
+  followup: { run_id: runId, message: z.string().min(1).max(100_000) },
+  run: { run_id: runId },
+  wait: {
+    run_ids: z.array(runId).min(1).max(MAX_WAIT_RUNS),
+    timeout_seconds: z.number().min(0).max(MAX_WAIT_SECONDS).default(60),
+  },
+  text: { text: z.string().min(1).max(100_000) },
+  post: { text: z.string().min(1).max(40_000) },
+  question: { question: z.string().min(1).max(40_000) },
+};
 
-export function factoryMcpServer(iface: FactoryInterface, caller: FactoryCaller, version: string): McpServer {
-  const server = new McpServer(
+/**
+ * The server for one request. `only`: the request calls this one tool (`tools/call`), so only it is registered
+ * (registering every tool costs about a millisecond); any other request gets them all.
+ */
+export function factoryMcpServer(
+  iface: FactoryInterface,
+  caller: FactoryCaller,
+  version: string,
+  only?: string,
+): McpServer {
+  const mcp = new McpServer(
     { name: FACTORY_MCP_SERVER_NAME, version },
     { instructions: SERVER_INSTRUCTIONS, capabilities: { tools: {} } },
   );
+  const server = {
+    registerTool: ((name: string, ...rest: unknown[]) => {
+      if (only === undefined || only === name) (mcp.registerTool as (...a: unknown[]) => unknown)(name, ...rest);
+    }) as McpServer['registerTool'],
+  };
   const forRuns = caller.kind === 'run';
   // A run works with its own factory; a key names one when its team has several.
   const factoryArg: Record<string, z.ZodOptional<z.ZodString>> = forRuns
@@ -61,12 +103,7 @@ export function factoryMcpServer(iface: FactoryInterface, caller: FactoryCaller,
         "Starts a run of an agent of the same factory with the agent's configuration and your brief; from a run, " +
         'it is a child of that run. Answers {run_id}. Refused (with the reason) for an unknown agent or over the ' +
         'limits: tree depth, children per run, active runs of the factory, the tree deadline.',
-      inputSchema: {
-        agent: z.string().min(1).max(200).describe('The agent name, as list_agents answers it'),
-        prompt: z.string().min(1).max(100_000).describe('The brief: what to do, with the context it needs'),
-        title: z.string().max(200).optional(),
-        ...factoryArg,
-      },
+      inputSchema: { ...SCHEMAS.dispatch, ...factoryArg },
     },
     async (args: { agent: string; prompt: string; title?: string | undefined; factory?: string | undefined }) =>
       answer(() => iface.dispatch(caller, args)),
@@ -78,7 +115,7 @@ export function factoryMcpServer(iface: FactoryInterface, caller: FactoryCaller,
       description:
         "The text of a skill: one of the factory's (by name, `repo:name` or its path) or a bundled skill by its id " +
         '(factory-files, factory-mcp, agentyard-platform, pr-comments, create-skill, add-mcp-server).',
-      inputSchema: { skill: z.string().min(1).max(500) },
+      inputSchema: SCHEMAS.skill,
       annotations: { readOnlyHint: true },
     },
     async ({ skill }) => answer(() => iface.readSkill(caller, skill)),
@@ -89,7 +126,7 @@ export function factoryMcpServer(iface: FactoryInterface, caller: FactoryCaller,
     {
       description:
         'The JSON Schemas of factory files (draft 2020-12): every document, or one (`factory`, `agent`, `automation`, …).',
-      inputSchema: { document: z.string().max(200).optional() },
+      inputSchema: SCHEMAS.schema,
       annotations: { readOnlyHint: true },
     },
     async ({ document }) => answer(() => iface.schema(document)),
@@ -100,25 +137,20 @@ export function factoryMcpServer(iface: FactoryInterface, caller: FactoryCaller,
     {
       description:
         "Dry-run validation of factory files, as POST /api/v1/factory-files/validate answers it (with the team's secrets checked).",
-      inputSchema: {
-        files: z
-          .array(z.object({ path: z.string().min(1).max(500), content: z.string().max(262_144) }))
-          .min(1)
-          .max(500),
-      },
+      inputSchema: SCHEMAS.files,
       annotations: { readOnlyHint: true },
     },
     async ({ files }) => answer(() => iface.validate(caller, files)),
   );
 
-  if (!forRuns) return server;
+  if (!forRuns) return mcp;
 
   server.registerTool(
     'send_followup',
     {
       description:
         'A follow-up to a run of your tree: the run keeps its conversation and workspace (a finished one continues).',
-      inputSchema: { run_id: runId, message: z.string().min(1).max(100_000) },
+      inputSchema: SCHEMAS.followup,
     },
     async (args) => answer(() => iface.followup(caller, args.run_id, args.message)),
   );
@@ -128,7 +160,7 @@ export function factoryMcpServer(iface: FactoryInterface, caller: FactoryCaller,
     {
       description:
         'A run of your tree: state, status message, its last result text and artifacts, and the reports it sent you.',
-      inputSchema: { run_id: runId },
+      inputSchema: SCHEMAS.run,
       annotations: { readOnlyHint: true },
     },
     async (args) => answer(() => iface.getRun(caller, args.run_id)),
@@ -138,10 +170,7 @@ export function factoryMcpServer(iface: FactoryInterface, caller: FactoryCaller,
     'wait_for_runs',
     {
       description: `Waits until the runs have all ended (SUCCEEDED, FAILED, ERROR, CANCELLED or BLOCKED) or the timeout passes (at most ${MAX_WAIT_SECONDS} s); answers each run as get_run does, and their reports.`,
-      inputSchema: {
-        run_ids: z.array(runId).min(1).max(MAX_WAIT_RUNS),
-        timeout_seconds: z.number().min(0).max(MAX_WAIT_SECONDS).default(60),
-      },
+      inputSchema: SCHEMAS.wait,
       annotations: { readOnlyHint: true },
     },
     async (args, extra) => answer(() => iface.waitForRuns(caller, args.run_ids, args.timeout_seconds, extra.signal)),
@@ -152,7 +181,7 @@ export function factoryMcpServer(iface: FactoryInterface, caller: FactoryCaller,
     {
       description:
         'From a child run to its parent: delivered to the parent as a follow-up (and in its wait_for_runs/get_run answers).',
-      inputSchema: { text: z.string().min(1).max(100_000) },
+      inputSchema: SCHEMAS.text,
     },
     async ({ text }) => answer(() => iface.report(caller, text)),
   );
@@ -164,7 +193,7 @@ export function factoryMcpServer(iface: FactoryInterface, caller: FactoryCaller,
         'Posts a question where your run came from (the Slack thread, the GitHub issue or pull request, the Linear ' +
         'issue; the console otherwise) and pauses the run: end your turn after it. The run ends this execution ' +
         'BLOCKED with the question; the answer resumes it as a follow-up.',
-      inputSchema: { question: z.string().min(1).max(40_000) },
+      inputSchema: SCHEMAS.question,
     },
     async ({ question }) => answer(() => iface.askUser(caller, question)),
   );
@@ -174,10 +203,10 @@ export function factoryMcpServer(iface: FactoryInterface, caller: FactoryCaller,
     {
       description:
         'Posts to where your run came from without pausing (the server posts with the connection’s credentials).',
-      inputSchema: { text: z.string().min(1).max(40_000) },
+      inputSchema: SCHEMAS.post,
     },
     async ({ text }) => answer(() => iface.reply(caller, text)),
   );
 
-  return server;
+  return mcp;
 }

@@ -127,12 +127,12 @@ export async function postAtOrigin(
         agentSessionId: origin.sessionId,
         content: { type: kind === 'question' ? 'elicitation' : 'response', body: text },
       });
-      const activity = await res.agentActivity;
-      return activity ? { activity_id: activity.id } : {};
+      if (!res.success) throw new PostFailed('Linear did not create the agent activity');
+      return res.agentActivityId ? { activity_id: res.agentActivityId } : {};
     }
     const res = await linear.createComment({ issueId: origin.issueId!, body: text });
-    const comment = await res.comment;
-    return comment ? { comment_id: comment.id } : {};
+    if (!res.success) throw new PostFailed('Linear did not create the comment');
+    return res.commentId ? { comment_id: res.commentId } : {};
   } catch (err) {
     if (err instanceof PostFailed) throw err;
     throw new PostFailed(`${origin.provider} refused the post: ${(err as Error).message}`.slice(0, 500));

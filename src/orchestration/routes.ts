@@ -55,6 +55,13 @@ async function callerOf(deps: FactoryInterfaceRouteDeps, request: FastifyRequest
   return { kind: 'key', principal };
 }
 
+/** The tool a single `tools/call` message calls; undefined for anything else. */
+function calledTool(body: unknown): string | undefined {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return undefined;
+  const message = body as { method?: unknown; params?: { name?: unknown } };
+  return message.method === 'tools/call' && typeof message.params?.name === 'string' ? message.params.name : undefined;
+}
+
 export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: FactoryInterfaceRouteDeps): Promise<void> {
   app.post(
     FACTORY_MCP_PATH,
@@ -70,7 +77,7 @@ export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: Fac
     },
     async (request, reply) => {
       const caller = await callerOf(deps, request);
-      const server = factoryMcpServer(deps.iface, caller, deps.version);
+      const server = factoryMcpServer(deps.iface, caller, deps.version, calledTool(request.body));
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       reply.hijack();
       reply.raw.on('close', () => {

@@ -40,7 +40,15 @@ import type { Origin } from './origin.ts';
 import { findSkill } from './skills.ts';
 
 export type FactoryCaller =
-  | { kind: 'run'; teamId: string; runId: string; executionId: string; factoryId: string | null }
+  | {
+      kind: 'run';
+      teamId: string;
+      runId: string;
+      executionId: string;
+      factoryId: string | null;
+      /** The run as the request found it (its token checked against it). */
+      run?: RunRow;
+    }
   | { kind: 'key'; principal: Principal };
 
 /** A tool call refused: the sentence says why (the MCP answer is `isError: true` with it). */
@@ -145,21 +153,26 @@ export class FactoryInterface {
   ): Promise<{ run_id: string; state: string; agent: string; parent_run_id: string | null }> {
     const { db, limits } = this.#deps;
     if (!input.prompt.trim()) throw new ToolRefusal('prompt must not be empty');
+    const teamId = this.#teamOf(caller);
+    const refusalOf = (factoryId: string) =>
+      dispatchRefusal(
+        db,
+        { parentId: caller.kind === 'run' ? caller.runId : null, factoryId, now: this.#now() },
+        limits,
+      );
+    // A run's factory is known: its limits are read while the factory is (PostgreSQL runs them side by side).
+    const early = caller.kind === 'run' && caller.factoryId && !input.factory ? refusalOf(caller.factoryId) : undefined;
+    early?.catch(() => {});
     const factory = await this.#factoryOf(caller, input.factory);
     if (!factory.definition?.agents.some((a) => a.name === input.agent)) {
       const names = factory.definition?.agents.map((a) => a.name).join(', ') || 'none';
       throw new ToolRefusal(`factory ${factory.name} has no agent "${input.agent}"; its agents: ${names}`);
     }
-    const teamId = this.#teamOf(caller);
-    let parent: RunRow | undefined;
-    let root: RunRow | undefined;
-    if (caller.kind === 'run') {
-      parent = await getRun(db, teamId, caller.runId);
-      if (!parent) throw new ToolRefusal('the calling run no longer exists');
-      const position = await treePosition(db, parent.id);
-      root = position.rootId === parent.id ? parent : await getRun(db, teamId, position.rootId);
-    }
-    const refusal = await dispatchRefusal(db, { parent, root, factoryId: factory.id, now: this.#now() }, limits);
+    const [parent, refusal] = await Promise.all([
+      caller.kind === 'run' ? (caller.run ?? getRun(db, teamId, caller.runId)) : undefined,
+      early ?? refusalOf(factory.id),
+    ]);
+    if (caller.kind === 'run' && !parent) throw new ToolRefusal('the calling run no longer exists');
     if (refusal) throw new ToolRefusal(refusal);
     const creator = parent
       ? parent.creator_id && parent.creator_type
@@ -179,7 +192,7 @@ export class FactoryInterface {
           }
         : null;
     try {
-      const { run } = await this.#deps.factories.createAgentRun(teamId, factory.id, input.agent, {
+      const { run } = await this.#deps.factories.createAgentRun(teamId, factory, input.agent, {
         prompt: input.prompt,
         title: input.title,
         parentRunId: parent?.id,

@@ -114,6 +114,7 @@ export function resolveConfig(input: {
     if (skillName) config.name = skillName;
   }
   if (config.mcp_servers) checkMcpServers(config.mcp_servers);
+  if (config.harness?.base_url !== undefined) checkBaseUrl(config.harness.base_url);
   if (
     config.idle_timeout_minutes !== undefined &&
     (config.idle_timeout_minutes < 1 || config.idle_timeout_minutes > 60)
@@ -128,6 +129,26 @@ export function resolveConfig(input: {
     config.harness_auth_secrets = { claude_auth_secret_name: secretName, ...(config.harness_auth_secrets ?? {}) };
   }
   return config;
+}
+
+/** `harness.base_url` (the built-in agent's endpoint): an http(s) URL without credentials. */
+function checkBaseUrl(raw: unknown): void {
+  let url: URL | undefined;
+  try {
+    url = typeof raw === 'string' ? new URL(raw) : undefined;
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+    throw new AppError(
+      'invalid_request',
+      'config.harness.base_url must be an http or https URL, such as http://vllm:8000/v1',
+    );
+  if (url.username || url.password)
+    throw new AppError(
+      'invalid_request',
+      'config.harness.base_url must not carry credentials: name a managed secret in harness_auth_secrets.agentyard_auth_secret_name',
+    );
 }
 
 export function workerHostOf(config: AgentConfig): string | null {

@@ -370,6 +370,42 @@ export async function runDescendants(
   return res.rows.map((r) => ({ ...r, depth: Number(r.depth) }));
 }
 
+/** What a dispatch is checked against, in one statement: the parent's depth, root and children, the factory's active runs. */
+export async function dispatchFacts(
+  q: Queryable,
+  parentId: string | null,
+  factoryId: string,
+): Promise<{ depth: number; root_id: string | null; root_created_at: Date | null; children: number; active: number }> {
+  const res = await q.query<{
+    depth: number | null;
+    root_id: string | null;
+    root_created_at: Date | null;
+    children: number;
+    active: number;
+  }>(
+    `WITH RECURSIVE up AS (
+       SELECT id, parent_run_id, created_at, 0 AS depth FROM runs WHERE id = $1
+       UNION ALL
+       SELECT r.id, r.parent_run_id, r.created_at, up.depth + 1 FROM runs r JOIN up ON r.id = up.parent_run_id
+        WHERE up.depth < 64
+     ), top AS (SELECT id, created_at, depth FROM up ORDER BY depth DESC LIMIT 1)
+     SELECT (SELECT depth FROM top) AS depth, (SELECT id FROM top) AS root_id,
+            (SELECT created_at FROM top) AS root_created_at,
+            CASE WHEN $1::text IS NULL THEN 0 ELSE (SELECT count(*) FROM runs WHERE parent_run_id = $1)::int END AS children,
+            (SELECT count(*) FROM runs WHERE factory_id = $2
+               AND state IN ('QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS'))::int AS active`,
+    [parentId, factoryId],
+  );
+  const row = res.rows[0]!;
+  return {
+    depth: Number(row.depth ?? 0),
+    root_id: row.root_id,
+    root_created_at: row.root_created_at,
+    children: Number(row.children),
+    active: Number(row.active),
+  };
+}
+
 export async function countChildren(q: Queryable, runId: string): Promise<number> {
   const res = await q.query<{ n: number }>('SELECT count(*)::int AS n FROM runs WHERE parent_run_id = $1', [runId]);
   return Number(res.rows[0]?.n ?? 0);
@@ -444,9 +480,10 @@ export async function runsOfThread(
   q: Queryable,
   connectionId: string,
   threadKey: string,
-): Promise<{ id: string; team_id: string; state: RunState }[]> {
-  const res = await q.query<{ id: string; team_id: string; state: RunState }>(
-    `SELECT r.id, r.team_id, r.state FROM run_threads t JOIN runs r ON r.id = t.run_id
+): Promise<{ id: string; team_id: string; state: RunState; agent_session: string | null }[]> {
+  const res = await q.query<{ id: string; team_id: string; state: RunState; agent_session: string | null }>(
+    `SELECT r.id, r.team_id, r.state, r.metadata->>'linear_agent_session_id' AS agent_session
+       FROM run_threads t JOIN runs r ON r.id = t.run_id
       WHERE t.connection_id = $1 AND t.thread_key = $2 ORDER BY t.created_at DESC, r.created_at DESC LIMIT 20`,
     [connectionId, threadKey],
   );

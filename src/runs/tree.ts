@@ -64,29 +64,28 @@ export function treeDeadline(rootCreated: Date, limits: TreeLimits): Date {
 }
 
 /**
- * Why a run may not start a child now, as a sentence naming the limit; undefined when it may. `parent` is the
- * run that dispatches (undefined: a person's dispatch through an API key, which starts a root).
+ * Why a run may not start a child now, as a sentence naming the limit; undefined when it may. `parentId` is the
+ * run that dispatches (null: a person's dispatch through an API key, which starts a root). One statement.
  */
 export async function dispatchRefusal(
   q: Queryable,
-  input: { parent: RunRow | undefined; root: RunRow | undefined; factoryId: string; now: Date },
+  input: { parentId: string | null; factoryId: string; now: Date },
   limits: TreeLimits,
 ): Promise<string | undefined> {
-  const active = await sql.countActiveFactoryRuns(q, input.factoryId);
-  if (active >= limits.maxActivePerFactory)
-    return `the factory has ${active} active runs, its limit (AGENTYARD_FACTORY_MAX_ACTIVE_RUNS ${limits.maxActivePerFactory})`;
-  const parent = input.parent;
-  if (!parent) return undefined;
-  const position = await treePosition(q, parent.id);
-  if (position.depth + 1 > limits.maxDepth)
-    return `run ${parent.id} is at depth ${position.depth} of its tree; a child would pass the depth limit of ${limits.maxDepth} (AGENTYARD_RUN_TREE_MAX_DEPTH)`;
-  const children = await sql.countChildren(q, parent.id);
-  if (children >= limits.maxChildren)
-    return `run ${parent.id} has started ${children} children, its limit (AGENTYARD_RUN_MAX_CHILDREN ${limits.maxChildren})`;
-  const root = input.root ?? parent;
-  const deadline = treeDeadline(root.created_at, limits);
-  if (input.now >= deadline)
-    return `the run tree of ${root.id} passed its deadline at ${deadline.toISOString()} (AGENTYARD_RUN_TREE_MAX_MINUTES ${limits.maxTreeMinutes})`;
+  const facts = await sql.dispatchFacts(q, input.parentId, input.factoryId);
+  if (facts.active >= limits.maxActivePerFactory)
+    return `the factory has ${facts.active} active runs, its limit (AGENTYARD_FACTORY_MAX_ACTIVE_RUNS ${limits.maxActivePerFactory})`;
+  const parentId = input.parentId;
+  if (!parentId) return undefined;
+  if (facts.depth + 1 > limits.maxDepth)
+    return `run ${parentId} is at depth ${facts.depth} of its tree; a child would pass the depth limit of ${limits.maxDepth} (AGENTYARD_RUN_TREE_MAX_DEPTH)`;
+  if (facts.children >= limits.maxChildren)
+    return `run ${parentId} has started ${facts.children} children, its limit (AGENTYARD_RUN_MAX_CHILDREN ${limits.maxChildren})`;
+  if (facts.root_created_at) {
+    const deadline = treeDeadline(new Date(facts.root_created_at), limits);
+    if (input.now >= deadline)
+      return `the run tree of ${facts.root_id} passed its deadline at ${deadline.toISOString()} (AGENTYARD_RUN_TREE_MAX_MINUTES ${limits.maxTreeMinutes})`;
+  }
   return undefined;
 }
 
@@ -201,7 +200,7 @@ export function runsOfThread(
   q: Queryable,
   connectionId: string,
   threadKey: string,
-): Promise<{ id: string; team_id: string; state: RunRow['state'] }[]> {
+): Promise<{ id: string; team_id: string; state: RunRow['state']; agent_session: string | null }[]> {
   return sql.runsOfThread(q, connectionId, threadKey);
 }
 

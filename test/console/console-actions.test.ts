@@ -72,7 +72,19 @@ describe('console actions', { timeout: 60_000 }, () => {
       admin.cookie,
     );
     expect(connected.headers.get('location')).toBe('/console/integrations?done=connected');
-    expect((await server.api('GET', '/integrations/linear')).status).toBe(200);
+    const linear = (await server.api('GET', '/integrations/linear')).body;
+    const unsigned = await fetch(linear.events_url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"type":"Issue"}',
+    });
+    expect(unsigned.status).toBeGreaterThanOrEqual(400);
+    const log = await get(server, '/console/integrations/linear/deliveries', admin.cookie);
+    expect(log.status).toBe(200);
+    const logged = (await server.api('GET', '/integrations/linear/deliveries')).body.deliveries;
+    expect(logged.length).toBeGreaterThan(0);
+    for (const d of logged) expect(log.text).toContain(`<tr id="${d.delivery_id}">`);
+    expect((await get(server, '/console/integrations/nope/deliveries', admin.cookie)).status).toBe(404);
     const missing = await postForm(
       server,
       '/console/integrations/slack',

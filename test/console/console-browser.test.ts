@@ -1,9 +1,8 @@
 /**
  * The console in a real browser: Debian's Chromium driven by playwright-core, axe-core on every page, and
- * screenshots of the main pages at 1280 and 390 px written to docs/screenshots/.
+ * screenshots of the main pages at 1280 and 390 px, written to docs/screenshots/ only when
+ * AGENTYARD_SCREENSHOTS=1 (test/console/browser-support.ts).
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startExecServer } from '../execution/support.ts';
@@ -12,29 +11,8 @@ import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';
 import { automationMd, baseFiles, webhookYaml } from '../support/factory-tree.ts';
 import { launchChromium } from '../support/chromium.ts';
-
-const SCREENSHOTS = path.resolve(import.meta.dirname, '../../docs/screenshots');
-const AXE = readFileSync(path.resolve(import.meta.dirname, '../../node_modules/axe-core/axe.min.js'), 'utf8');
+import { screenshot, seriousViolations } from './browser-support.ts';
 const SECRET = 's3cr3t-token-from-the-sender';
-
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: { target: unknown[] }[];
-}
-
-/** axe-core in the page (evaluated over the DevTools protocol, which the page's CSP does not govern). */
-async function seriousViolations(page: Page): Promise<string[]> {
-  await page.evaluate(AXE);
-  const violations = await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: AxeViolation[] }> } }).axe;
-    return (await axe.run()).violations;
-  });
-  return violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${page.url()}: ${v.id} (${v.impact}) ${v.help} at ${JSON.stringify(v.nodes.map((n) => n.target))}`);
-}
 
 describe('the console in Chromium', { timeout: 120_000 }, () => {
   let server: ExecServer;
@@ -46,7 +24,6 @@ describe('the console in Chromium', { timeout: 120_000 }, () => {
     server = await startExecServer('pglite', { settings: { harnesses: ['command'], defaultHarness: 'command' } });
     browser = await launchChromium();
     remote = await createGitRemote();
-    mkdirSync(SCREENSHOTS, { recursive: true });
   }, 120_000);
 
   afterAll(async () => {
@@ -59,13 +36,7 @@ describe('the console in Chromium', { timeout: 120_000 }, () => {
     violations.push(...(await seriousViolations(page)));
   }
 
-  async function shoot(page: Page, name: string): Promise<void> {
-    for (const width of [1280, 390]) {
-      await page.setViewportSize({ width, height: 900 });
-      await page.screenshot({ path: path.join(SCREENSHOTS, `${name}-${width}.png`), fullPage: false });
-    }
-    await page.setViewportSize({ width: 1280, height: 900 });
-  }
+  const shoot = screenshot;
 
   async function signIn(page: Page, key: string): Promise<void> {
     await page.goto(server.url);
@@ -143,7 +114,6 @@ describe('the console in Chromium', { timeout: 120_000 }, () => {
     }
     // console.js polls the log: the rows appear without a reload
     await expect.poll(async () => rows.count(), { timeout: 15_000 }).toBe(3);
-    await shoot(page, 'webhook');
     await page.goto(server.url);
     expect(await page.locator('.tile', { hasText: 'deliveries in the last hour' }).textContent()).toMatch(/^\s*3\s/);
     await page.goBack();
@@ -168,7 +138,6 @@ describe('the console in Chromium', { timeout: 120_000 }, () => {
     await signIn(page, server.adminKey);
     await page.goto(`${server.url}/console/runs`);
     await checked(page);
-    await shoot(page, 'runs');
     await page.locator(`a[href="/console/runs/${created.body.run_id}"]`).click();
     await page.locator('#run-events').waitFor();
     // events arrive over SSE while the agent runs
@@ -177,7 +146,6 @@ describe('the console in Chromium', { timeout: 120_000 }, () => {
       .poll(async () => page.locator('#run-events').textContent(), { timeout: 20_000 })
       .toContain('INPROGRESS');
     await checked(page);
-    await shoot(page, 'run');
     await page.getByRole('link', { name: 'Cancel run…' }).click();
     await page.getByRole('heading', { name: /^Cancel run/ }).waitFor();
     await checked(page);

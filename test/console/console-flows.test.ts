@@ -103,6 +103,7 @@ describe('console flows', { timeout: 60_000 }, () => {
     expect(run.text).toMatch(/id="run-source">WEBHOOK/);
     expect(run.text).toContain(`href="/console/webhooks/${hook.uid}/deliveries/${accepted.delivery_id}"`);
     expect(run.text).toContain(`href="/console/factories/${factoryId}"`);
+    expect(run.text).toContain(`<a href="/console/webhooks/${hook.uid}">alerts</a>`);
     expect(run.text).toContain(`#automation-${detail.runs[0].automation_id}`);
     expect(run.text).toContain('on-failure');
     const runs = await get(server, '/console/runs?source=WEBHOOK', admin.cookie);

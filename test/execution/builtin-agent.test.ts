@@ -224,6 +224,32 @@ describe('the built-in agent', () => {
     );
   });
 
+  it('refuses a harness.base_url that is not an http(s) URL or carries credentials', async () => {
+    for (const base_url of ['file:///etc/passwd', 'not a url', 'http://user:pw@models/v1']) {
+      const res = await s.api('POST', '/agent/runs', {
+        prompt: 'x',
+        config: { harness: { type: 'agentyard', base_url } },
+      });
+      expect(res.status, base_url).toBe(400);
+      expect(res.body.detail).toContain('config.harness.base_url');
+    }
+  });
+
+  it('sends the instance key only to the instance endpoint', async () => {
+    const other = await startOpenAiStandin(() => ({ content: 'answered by the other endpoint' }));
+    try {
+      const runId = await createRun(s, {
+        prompt: 'OTHER-ENDPOINT',
+        config: { harness: { type: 'agentyard', base_url: other.baseUrl } },
+      });
+      const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
+      expect(run.result).toBe('answered by the other endpoint');
+      expect(other.requests[0]!.authorization).toBe('Bearer none');
+    } finally {
+      await other.close();
+    }
+  });
+
   it('offers the tools of the run’s MCP servers', async () => {
     const mcp = createServer(async (req, res) => {
       const server = new McpServer({ name: 'test-tools', version: '1.0.0' });

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fastSettings } from '../execution/support.ts';
 import { startOpenAiStandin, textOf } from '../support/openai-standin.ts';
 import type { OpenAiStandin, StandinRequest } from '../support/openai-standin.ts';
+import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 
@@ -62,7 +63,7 @@ function cli(s: TestServer, args: string[]): Promise<{ code: number; stdout: str
   });
 }
 
-describe('benchmarks', () => {
+describe.each(ENGINES)('benchmarks on %s', (engine) => {
   let s: TestServer;
   let model: OpenAiStandin;
   let factoryId: string;
@@ -93,7 +94,7 @@ describe('benchmarks', () => {
         usage: { prompt_tokens: 70, completion_tokens: 9 },
       };
     });
-    s = await startTestServer('pglite', {
+    s = await startTestServer(engine, {
       compose: {
         execution: {
           env: {},

@@ -11,6 +11,7 @@ import { parseJudgeReply } from '../../src/scoring/judge.ts';
 import { fastSettings, waitFor, waitForState } from '../execution/support.ts';
 import { startOpenAiStandin, textOf } from '../support/openai-standin.ts';
 import type { OpenAiStandin, StandinReply, StandinRequest } from '../support/openai-standin.ts';
+import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 
@@ -88,7 +89,7 @@ function judgeReply(req: StandinRequest): StandinReply {
   };
 }
 
-describe('scorers', () => {
+describe.each(ENGINES)('scorers on %s', (engine) => {
   let s: TestServer;
   let model: OpenAiStandin;
   let factoryId: string;
@@ -101,7 +102,7 @@ describe('scorers', () => {
         return { toolCalls: [{ name: 'shell', arguments: '{"command":"echo working-on-it"}' }] };
       return { content: `Finished: ${prompt}` };
     });
-    s = await startTestServer('pglite', {
+    s = await startTestServer(engine, {
       compose: {
         execution: {
           env: {},

@@ -37,7 +37,7 @@ export interface StandinRequest {
   stream: boolean;
   tools: { function: { name: string } }[];
   authorization: string | undefined;
-  /** performance.now() when the request's body was read. */
+  /** performance.now() when the request's headers arrived (the client had its body ready). */
   receivedAt: number;
 }
 
@@ -107,6 +107,7 @@ export async function startOpenAiStandin(script: Script = () => ({ content: 'don
   };
 
   const server: Server = createServer((req, res) => {
+    const receivedAt = performance.now();
     void (async () => {
       if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
         res.writeHead(404, { 'content-type': 'application/json' });
@@ -120,7 +121,7 @@ export async function startOpenAiStandin(script: Script = () => ({ content: 'don
         stream: body.stream === true,
         tools: (body.tools as StandinRequest['tools']) ?? [],
         authorization: req.headers.authorization,
-        receivedAt: performance.now(),
+        receivedAt,
       };
       requests.push(request);
       for (const w of [...waiters])

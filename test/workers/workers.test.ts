@@ -4,6 +4,7 @@
  * waits and says so; capacity is respected; cancellation reaches the worker's agent; `kill -9` of a worker
  * mid-run ends the run ERROR once its lease expires.
  */
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
@@ -127,6 +128,13 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
     expect(rec.files).toContain('event-payload.json');
     // auth: workerEnvironment (no managed secret): the worker's own provider key reaches the agent
     expect(rec.env.ANTHROPIC_API_KEY).toBe(`<${'sk-worker-environment-key'.length} chars>`);
+    // the factory interface reaches a worker's agent through AGENTYARD_PUBLIC_URL, with the execution's run token
+    const mcp = JSON.parse(readFileSync(path.join(execution!.workspace!, '.mcp.json'), 'utf8'));
+    expect(mcp.mcpServers.factory).toEqual({
+      type: 'http',
+      url: `${s.server.ctx.config.publicUrl}/api/v1/mcp/factory`,
+      headers: { Authorization: expect.stringMatching(/^Bearer ayrt_[A-Za-z0-9_-]{40,}$/) },
+    });
     const conversation = (await s.api('GET', `/agent/runs/${runId}/conversation`, undefined, key)).body;
     expect(conversation.steps[0].id).toBe(execution!.id);
   });

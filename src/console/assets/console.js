@@ -97,10 +97,7 @@ function liveEvents(list) {
     const call = item.tool ? list.querySelector(`li[data-tool="${CSS.escape(item.tool)}"] .tool-slot`) : null;
     if (call && item.result) call.innerHTML = item.result;
     else list.insertAdjacentHTML('beforeend', item.html);
-    if (item.artifact && artifacts) {
-      for (const none of artifacts.querySelectorAll('.none')) none.remove();
-      artifacts.insertAdjacentHTML('beforeend', item.artifact);
-    }
+    if (item.artifacts && artifacts) artifacts.innerHTML = item.artifacts;
     const facts = item.facts;
     if (facts) {
       if (facts.state_html) {

@@ -62,6 +62,7 @@ export function integrationsPage(
         <dt>Events URL</dt><dd><code>${c.events_url}</code></dd>
         <dt>Last event</dt><dd>${c.last_event ?? '—'} ${timeAgo(c.last_event_at)}</dd>
         <dt>Last error</dt><dd>${c.last_error ?? '—'}${c.last_error_at ? html` ${timeAgo(c.last_error_at)}` : ''}</dd>
+        <dt>Deliveries</dt><dd><a href="/console/integrations/${provider}/deliveries">${NAMES[provider]} delivery log</a></dd>
         ${c.installations ? html`<dt>Installations</dt><dd>${c.installations.length ? c.installations.map((i, n) => html`${n ? ', ' : ''}${i.account_login ?? i.installation_id}`) : '—'}</dd>` : ''}
       </dl>
       ${connectForm(viewer, provider, c)}</section>`;

@@ -140,7 +140,7 @@ export class AgentLoop {
   #answerInterruptedCalls(): void {
     const lastAssistant = this.#messages.findLastIndex((m) => m.role === 'assistant');
     const last = this.#messages[lastAssistant];
-    if (!last || last.role !== 'assistant' || !last.tool_calls?.length) return;
+    if (last?.role !== 'assistant' || !last.tool_calls?.length) return;
     const answered = new Set(
       this.#messages
         .slice(lastAssistant + 1)

@@ -13,7 +13,6 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { AgentLoop, AgentStop } from './loop.ts';
 import type { Emit, FollowupSource, TranscriptStore } from './loop.ts';
-import { connectMcpServers } from './mcp.ts';
 import { AGENT_RUN_FORMAT, SESSION_ID, transcriptPath } from './protocol.ts';
 import type { AgentMcpServer, AgentRunDocument } from './protocol.ts';
 import { BUILT_IN_TOOLS } from './tools.ts';
@@ -170,9 +169,13 @@ async function main(): Promise<number> {
   const toolEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'AGENTYARD_RUN_TOKEN') toolEnv[k] = v;
 
-  const mcp = await connectMcpServers({ ...doc.mcp_servers, ...factoryServer(process.env) }, doc.workspace, (message) =>
-    emit({ type: 'status', message }),
-  );
+  // the MCP client SDK is loaded only for a run that has servers (it is most of the agent's start-up time)
+  const servers = { ...doc.mcp_servers, ...factoryServer(process.env) };
+  const mcp = Object.keys(servers).length
+    ? await (await import('./mcp.ts')).connectMcpServers(servers, doc.workspace, (message) =>
+        emit({ type: 'status', message }),
+      )
+    : { tools: [], close: async () => {} };
   const loop = new AgentLoop({
     client,
     doc,

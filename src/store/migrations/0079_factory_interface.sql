@@ -39,6 +39,10 @@ CREATE TABLE run_threads (
 );
 CREATE INDEX run_threads_run ON run_threads (run_id);
 
+-- The active runs of a factory, counted at every dispatch (AGENTYARD_FACTORY_MAX_ACTIVE_RUNS).
+CREATE INDEX runs_factory_active ON runs (factory_id)
+  WHERE factory_id IS NOT NULL AND state IN ('QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS');
+
 -- A chat message that continued a run is one follow-up, however many events carry it (Slack sends a mention
 -- in a thread both as app_mention and as message).
 ALTER TABLE run_followups ADD COLUMN provider_message_key text;
