@@ -16,13 +16,12 @@ import { EventPipe } from './event-pipe.ts';
 import { HandOff, insertsHandOffColumns } from './hand-off.ts';
 import type { HandOffTarget } from './hand-off.ts';
 import { adapterFor } from './harnesses/index.ts';
-import { buildAssignments } from './assignment-builder.ts';
 import type { Assignment } from './assignment.ts';
 import { claimServiceRuns } from './queue.ts';
 import type { Claimed, ClaimOptions } from './queue.ts';
 import type { ExecutionRecorder } from './recorder.ts';
 import { ExecutionRunner } from './runner.ts';
-import { applyRunnerSettings } from './runner-settings.ts';
+import { claimedAssignments } from './runner-settings.ts';
 import type { ExecutionSettings } from './settings.ts';
 import * as sql from './sql.ts';
 import type { CreatedRun } from '../engine/engine.ts';
@@ -210,17 +209,12 @@ export class ServiceExecutor implements HandOffTarget {
 
   /** Starts executing claimed runs. */
   async #take(claimed: Claimed[]): Promise<void> {
-    const assignments = await buildAssignments(
+    const assignments = await claimedAssignments(
       this.#deps.db,
       this.#deps.secrets,
       claimed,
       this.#deps.sessionLink,
       this.#deps.factoryMcpUrl,
-    );
-    await applyRunnerSettings(
-      this.#deps.db,
-      claimed.map((c) => c.run),
-      assignments,
       this.#deps.settings.sandbox.containerRuntime !== undefined,
     );
     claimed.forEach((c, i) => this.#launch(c, assignments[i]!));

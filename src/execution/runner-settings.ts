@@ -1,5 +1,8 @@
 import type { Queryable } from '../kernel/db.ts';
+import type { SecretProvider } from '../secrets/provider.ts';
 import type { Assignment } from './assignment.ts';
+import { buildAssignments } from './assignment-builder.ts';
+import type { AssignmentRequest } from './assignment-builder.ts';
 import { runnerLimitsFrom } from './limits.ts';
 import { runnerSettings } from './sql.ts';
 
@@ -23,4 +26,23 @@ export async function applyRunnerSettings(
     const limits = runnerLimitsFrom(runner.limits);
     if (limits) assignment.limits = limits;
   });
+}
+
+/** The assignments of claimed runs with their runners' settings: what every executor kind hands its agents. */
+export async function claimedAssignments(
+  q: Queryable,
+  secrets: SecretProvider,
+  claimed: readonly (AssignmentRequest & { run: { id: string; factory_id: string | null } })[],
+  sessionLink: (sessionId: string) => string,
+  factoryMcpUrl: (() => string) | undefined,
+  images: boolean,
+): Promise<(Assignment | Error)[]> {
+  const assignments = await buildAssignments(q, secrets, claimed, sessionLink, factoryMcpUrl);
+  await applyRunnerSettings(
+    q,
+    claimed.map((c) => c.run),
+    assignments,
+    images,
+  );
+  return assignments;
 }

@@ -14,8 +14,7 @@ import type { Logger } from '../kernel/log.ts';
 import { WebSocketServer } from 'ws';
 import type { WebSocket } from 'ws';
 import { adapterFor } from '../execution/harnesses/index.ts';
-import { buildAssignments } from '../execution/assignment-builder.ts';
-import { applyRunnerSettings } from '../execution/runner-settings.ts';
+import { claimedAssignments } from '../execution/runner-settings.ts';
 import type { ExecutionOutcome } from '../execution/assignment.ts';
 import { claimWorkerRuns } from '../execution/queue.ts';
 import type { ExecutionRecorder } from '../execution/recorder.ts';
@@ -382,18 +381,13 @@ export class WorkerHub {
         leaseMs: this.#deps.leaseMs,
       },
     );
-    const assignments = await buildAssignments(
+    // the runner's limits go with the assignment: the worker tightens its own with them
+    const assignments = await claimedAssignments(
       this.#deps.db,
       this.#deps.secrets,
       claimed,
       this.#deps.sessionLink,
       this.#deps.factoryMcpUrl,
-    );
-    // the runner's limits go with the assignment: the worker tightens its own with them
-    await applyRunnerSettings(
-      this.#deps.db,
-      claimed.map((cl) => cl.run),
-      assignments,
       false,
     );
     for (const [i, cl] of claimed.entries()) {
