@@ -4,15 +4,9 @@
  * (runners/<name>.yaml) may tighten them for the runs it executes, never loosen them (docs/execution.md).
  */
 
-/** A runner's `x-agentyard-limits`, as its factory definition stores it. */
-export interface RunnerLimits {
-  processes?: number;
-  tmpMiB?: number;
-  workspaceMiB?: number;
-  events?: number;
-  outputMiB?: number;
-  nestedUserNamespaces?: boolean;
-}
+import type { RunnerLimits } from '../definitions/model.ts';
+
+export type { RunnerLimits };
 
 /** The limits an execution runs under. */
 export interface ExecutionLimits {
