@@ -180,6 +180,8 @@ export interface RunnerDefinition {
   };
   /** Agentyard's `x-agentyard-limits` extension, when the file declares it. */
   limits?: RunnerLimits;
+  /** Agentyard's `network` extension (the egress policy), when the file declares it. */
+  network?: 'none' | { allow: string[] };
 }
 
 /** A runner's sandbox limits (`x-agentyard-limits`); each tightens the server's own. */

@@ -17,7 +17,8 @@ export type RunEventType =
   | 'followup'
   | 'log'
   | 'error'
-  | 'artifact';
+  | 'artifact'
+  | 'egress';
 
 export const RUN_EVENT_TYPES: readonly RunEventType[] = [
   'state',
@@ -33,6 +34,7 @@ export const RUN_EVENT_TYPES: readonly RunEventType[] = [
   'log',
   'error',
   'artifact',
+  'egress',
 ];
 
 /** What an execution reports; `data` is documented per type in docs/execution.md. */

@@ -8,7 +8,17 @@ import path from 'node:path';
 import type { AgentEvent } from '../assignment.ts';
 import { writeWorkspaceFile } from '../workspace.ts';
 import { fileExistsInside, listInside, makeDirectoryInside, readFileInside, writeFileInside } from '../workspace-fs.ts';
-import { jsonLine, num, obj, readExitCommon, splitMcpServers, isSseUrl, str, toolEvents } from './common.ts';
+import {
+  jsonLine,
+  num,
+  obj,
+  readExitCommon,
+  runMaxTurns,
+  splitMcpServers,
+  isSseUrl,
+  str,
+  toolEvents,
+} from './common.ts';
 import type { HarnessAdapter, OutputParser } from './types.ts';
 
 /** Longest base prompt passed as an argument; longer ones go to CLAUDE.md (Linux limits one argument to 128 KiB). */
@@ -163,6 +173,8 @@ export const claudeHarness: HarnessAdapter = {
       '--strict-mcp-config',
     ];
     if (assignment.modelId) args.push('--model', assignment.modelId);
+    const maxTurns = runMaxTurns(assignment.run.config);
+    if (maxTurns) args.push('--max-turns', String(maxTurns));
     if (assignment.basePrompt) {
       if (assignment.basePrompt.length <= MAX_ARG_PROMPT) args.push('--append-system-prompt', assignment.basePrompt);
       else await writeWorkspaceFile(workspace.dir, 'CLAUDE.md', assignment.basePrompt, 0o644);

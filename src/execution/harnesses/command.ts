@@ -52,7 +52,13 @@ export function commandParser(): OutputParser {
       const ev = jsonLine(text);
       if (!ev) return text.trim() ? [{ type: 'log', data: { stream: 'stdout', text } }] : [];
       const type = str(ev.type);
-      if (!type || !(RUN_EVENT_TYPES as readonly string[]).includes(type) || type === 'state' || type === 'followup') {
+      if (
+        !type ||
+        !(RUN_EVENT_TYPES as readonly string[]).includes(type) ||
+        type === 'state' ||
+        type === 'followup' ||
+        type === 'egress'
+      ) {
         return [{ type: 'log', data: { stream: 'stdout', text } }];
       }
       const { type: _type, at, ...data } = ev;
