@@ -123,7 +123,16 @@ function prompt(source: ParsedSource): string {
 /** Execution keys of one level, as declared (`undefined` = not declared). */
 function overridesOf(value: Json): ExecutionOverrides {
   const out: ExecutionOverrides = {};
-  for (const key of ['model', 'harness', 'runner', 'environmentId', 'secrets', 'mcpServers', 'workerHost'] as const) {
+  for (const key of [
+    'model',
+    'harness',
+    'runner',
+    'environmentId',
+    'secrets',
+    'mcpServers',
+    'workerHost',
+    'budget',
+  ] as const) {
     if (Object.hasOwn(value, key)) (out as Record<string, unknown>)[key] = value[key];
   }
   return out;
