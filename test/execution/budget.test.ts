@@ -56,3 +56,38 @@ describe('run budgets', () => {
     }
   });
 });
+
+describe('max_turns and the built-in agent', () => {
+  it('lowers the built-in agent’s max turns to the run’s, never raises it', async () => {
+    const { agentyardHarness } = await import('../../src/execution/harnesses/agentyard.ts');
+    const { mkdtempSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const workspace = { dir: mkdtempSync(path.join(tmpdir(), 'ay-budget-')) } as never;
+    const turnsFor = async (config: Record<string, unknown>): Promise<number> => {
+      const assignment = {
+        runId: 'run_1',
+        executionId: 'exe_1',
+        mcpServers: {},
+        modelId: undefined,
+        basePrompt: undefined,
+        resumeSessionId: undefined,
+        runPrompt: 'p',
+        secretEnv: {},
+        run: { config },
+      } as never;
+      const builtin = { baseUrl: 'http://model.test/v1', maxTurns: 100, deadlineMs: 60_000, requestTimeoutMs: 1_000 };
+      const invocation = await agentyardHarness.prepare({
+        assignment,
+        workspace,
+        bin: '',
+        extraArgs: [],
+        prompt: 'p',
+        builtin: builtin as never,
+      });
+      return JSON.parse(invocation.input!).max_turns;
+    };
+    expect(await turnsFor({ max_turns: 5 })).toBe(5);
+    expect(await turnsFor({ max_turns: 500 })).toBe(100);
+    expect(await turnsFor({})).toBe(100);
+  });
+});
