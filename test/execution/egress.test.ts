@@ -3,7 +3,8 @@
  * bubblewrap with its own network namespace, and its only way out is the execution's egress proxy. It cannot
  * reach a loopback listener of the host (directly or through the proxy), the host's other addresses or the
  * cloud metadata address; it reaches the server's own address (its /readyz, through the exception) and the
- * run's events report each connection as an `egress` event.
+ * run's events report each connection as an `egress` event. A run's runner's `network` applies: an allow list
+ * lets its name through and refuses and reports another; `none` leaves the agent no proxy and no way out.
  */
 import { createServer } from 'node:net';
 import type { Server } from 'node:net';
@@ -105,5 +106,53 @@ describe('egress of a sandboxed agent', () => {
       true,
     );
     expect(status.find((d) => d.egress)?.egress).toMatchObject({ allowed: 2 });
+  });
+
+  it("applies the run's runner's network policy: an allow list by name, and none", async () => {
+    const db = s.server.ctx.db;
+    const lines = [
+      'EGRESS allowed-name tunnel http://allowed.invalid/',
+      'EGRESS other-name tunnel http://other.invalid/',
+      'EGRESS public-ip tunnel http://203.0.113.7/',
+    ].join('\n');
+    // held for a worker that never connects until the factory is attached, then handed to this server
+    const allowRun = await createRun(s, {
+      prompt: `probe\n${lines}\n`,
+      config: { harness: { type: 'command' }, worker_host: 'nobody', runner_id: 'allow' },
+    });
+    const noneRun = await createRun(s, {
+      prompt: `probe\n${lines}\n`,
+      config: { harness: { type: 'command' }, worker_host: 'nobody', runner_id: 'closed' },
+    });
+    const team = (await db.query<{ team_id: string }>('SELECT team_id FROM runs WHERE id = $1', [allowRun])).rows[0]!;
+    const definition = {
+      runners: [
+        { name: 'allow', platform: { os: 'linux' }, network: { allow: ['allowed.invalid'] } },
+        { name: 'closed', platform: { os: 'linux' }, network: 'none' },
+      ],
+    };
+    await db.query(
+      `INSERT INTO factories (id, team_id, name, source, definition) VALUES ('fac_egress', $1, 'egress', '{"type":"managed"}', $2)`,
+      [team.team_id, JSON.stringify(definition)],
+    );
+    await db.query(
+      `UPDATE runs SET factory_id = 'fac_egress', config = config - 'worker_host', worker_host = NULL WHERE id = ANY($1::text[])`,
+      [[allowRun, noneRun]],
+    );
+    const allowed = await waitForState(s, allowRun, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    expect(allowed.state).toBe('SUCCEEDED');
+    const egress = (await eventsOf(s, allowRun)).filter((e) => e.type === 'egress').map((e) => e.data);
+    expect(egress.find((e) => e.host === 'allowed.invalid')).toMatchObject({ allowed: true });
+    expect(egress.find((e) => e.host === 'other.invalid')).toMatchObject({ allowed: false, reason: /network.allow/ });
+    expect(egress.find((e) => e.host === '203.0.113.7')).toMatchObject({ allowed: false });
+
+    const closed = await waitForState(s, noneRun, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    expect(closed.state).toBe('SUCCEEDED');
+    const events = await eventsOf(s, noneRun);
+    const said = events.filter((e) => e.type === 'message').map((e) => String(e.data.text));
+    // no proxy in its environment, and nothing gets out
+    expect(said).toContain('proxy-env  ');
+    expect(said.find((t) => t.startsWith('allowed-name '))).toMatch(/^allowed-name 000-000 (5|6|7)$/);
+    expect(events.some((e) => e.type === 'status' && /network: none/.test(String(e.data.limits)))).toBe(true);
   });
 });
