@@ -14,7 +14,7 @@ FROM node:${NODE_VERSION}-slim
 # git and ssh fetch factory repositories; tini reaps the git processes and forwards signals; bubblewrap
 # sandboxes the agents this server executes (docs/security.md).
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends git openssh-client ca-certificates tini bubblewrap \
+  && apt-get install -y --no-install-recommends git openssh-client ca-certificates tini bubblewrap socat \
   && rm -rf /var/lib/apt/lists/*
 # A fixed non-root user: the chart runs as 10001 with a read-only root filesystem (/tmp and /data are volumes).
 RUN groupadd --system --gid 10001 agentyard \

@@ -280,11 +280,10 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
   const scheduler = roles.has('scheduler') ? new Scheduler({ db, bus, clock, log, runs }) : undefined;
   const scheduleSync = roles.has('scheduler') ? new AutomationScheduleSync({ db, bus, clock, log }) : undefined;
 
-  const settings = executionSettings(
-    config.dataDir,
-    options.execution?.env ?? process.env,
-    options.execution?.settings ?? {},
-  );
+  const settings = executionSettings(config.dataDir, options.execution?.env ?? process.env, {
+    serverUrl: () => config.publicUrl,
+    ...(options.execution?.settings ?? {}),
+  });
   const processId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   const recorder = new ExecutionRecorder(db, bus, log);
   const sessionLinks = sessionLinksFor(ctx);

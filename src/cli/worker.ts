@@ -75,6 +75,7 @@ export async function workerCommand(argv: string[]): Promise<number> {
   await makeDataDirPrivate(dataDir);
   const settings = executionSettings(dataDir, env, {
     concurrency: capacity,
+    serverUrl: () => server,
     passEnv: [
       ...PROVIDER_KEY_VARS,
       ...(env.AGENTYARD_AGENT_PASS_ENV ?? '')

@@ -36,6 +36,14 @@ export interface ResolvedExecution {
   mcpServers: Record<string, McpServerRef>;
   /** null = workspace default; `warp` = service-hosted; anything else = a self-hosted worker ID. */
   workerHost: string | null;
+  /** The `budget` extension after inheritance; absent keys set no budget. */
+  budget?: RunBudget;
+}
+
+/** Budgets of a run (the `budget` extension; Run API `config.max_duration_seconds`, `config.max_turns`). */
+export interface RunBudget {
+  maxDurationSeconds?: number;
+  maxTurns?: number;
 }
 
 /** Execution keys as written at one level; `undefined` = not declared (inherit). */
@@ -53,6 +61,7 @@ export interface ExecutionOverrides {
   secrets?: string[];
   mcpServers?: Record<string, McpServerRef>;
   workerHost?: string | null;
+  budget?: { maxDurationSeconds?: number | null; maxTurns?: number | null };
 }
 
 export type CredentialStrategy = 'EXECUTOR' | 'CREATOR';
@@ -180,6 +189,8 @@ export interface RunnerDefinition {
   };
   /** Agentyard's `x-agentyard-limits` extension, when the file declares it. */
   limits?: RunnerLimits;
+  /** Agentyard's `network` extension (the egress policy), when the file declares it. */
+  network?: 'none' | { allow: string[] };
 }
 
 /** A runner's sandbox limits (`x-agentyard-limits`); each tightens the server's own. */

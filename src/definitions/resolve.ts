@@ -5,6 +5,7 @@ import type {
   McpServerRef,
   ResolvedExecution,
   ResolvedHarness,
+  RunBudget,
 } from './model.ts';
 
 /** Where a resolved value was declared, so that a problem found after resolution points at the right key. */
@@ -61,6 +62,7 @@ export function resolveExecution(levels: readonly ExecutionLevel[]): Resolution 
   let workerHost: string | null = null;
   let secrets: string[] = [];
   let mcpServers: Record<string, McpServerRef> = {};
+  const budget: RunBudget = {};
 
   for (const level of levels) {
     const d = level.declared;
@@ -104,10 +106,30 @@ export function resolveExecution(levels: readonly ExecutionLevel[]): Resolution 
       workerHost = d.workerHost || null;
       origins.workerHost = at('workerHost');
     }
+    if (d.budget) {
+      for (const key of ['maxDurationSeconds', 'maxTurns'] as const) {
+        if (!has(d.budget, key)) continue;
+        const value = d.budget[key];
+        if (typeof value === 'number') budget[key] = value;
+        else delete budget[key];
+      }
+    }
     if (d.secrets !== undefined) secrets = [...d.secrets];
     if (d.mcpServers !== undefined) mcpServers = { ...d.mcpServers };
   }
-  return { execution: { harness, runner, environmentId, workerHost, secrets, mcpServers }, origins, problems };
+  return {
+    execution: {
+      harness,
+      runner,
+      environmentId,
+      workerHost,
+      secrets,
+      mcpServers,
+      ...(Object.keys(budget).length ? { budget } : {}),
+    },
+    origins,
+    problems,
+  };
 }
 
 /** Is `workerHost` a self-hosted worker ID (not the workspace default, not service-hosted)? */

@@ -42,6 +42,7 @@ import type { SchemaKind } from './schemas.ts';
 import { CREDENTIAL_HEADERS } from './signature-schemes.ts';
 import { parseMarkdownSource, parseYamlSource } from './yaml.ts';
 import { triggerPolicyOf } from './trigger-policy.ts';
+import { allowEntryProblem } from './network-policy.ts';
 import { TreeBudget } from './work-budget.ts';
 import type { ParsedSource, Position, PositionTarget } from './yaml.ts';
 
@@ -122,7 +123,16 @@ function prompt(source: ParsedSource): string {
 /** Execution keys of one level, as declared (`undefined` = not declared). */
 function overridesOf(value: Json): ExecutionOverrides {
   const out: ExecutionOverrides = {};
-  for (const key of ['model', 'harness', 'runner', 'environmentId', 'secrets', 'mcpServers', 'workerHost'] as const) {
+  for (const key of [
+    'model',
+    'harness',
+    'runner',
+    'environmentId',
+    'secrets',
+    'mcpServers',
+    'workerHost',
+    'budget',
+  ] as const) {
     if (Object.hasOwn(value, key)) (out as Record<string, unknown>)[key] = value[key];
   }
   return out;
@@ -736,6 +746,13 @@ class FactoryValidation {
         );
       }
     }
+    const network = v.network as RunnerDefinition['network'] | undefined;
+    if (network && typeof network === 'object') {
+      network.allow.forEach((host, i) => {
+        const problem = allowEntryProblem(host);
+        if (problem) error(`/network/allow/${i}`, `network.allow: ${problem}`);
+      });
+    }
     if (!ok) return undefined;
     if (shape) this.note(source, 'runnerInstanceShape', '/instanceShape');
     if (Array.isArray(v.setupCommands) && v.setupCommands.length > 0)
@@ -754,6 +771,7 @@ class FactoryValidation {
         macVersion: os === 'macos' ? (str(mac?.version) ?? '26') : null,
       },
       ...(v['x-agentyard-limits'] ? { limits: { ...(v['x-agentyard-limits'] as RunnerLimits) } } : {}),
+      ...(network === 'none' ? { network } : network ? { network: { allow: [...network.allow] } } : {}),
     };
   }
 

@@ -21,7 +21,8 @@ export type RunEventType =
   // the factory interface (docs/orchestration.md): written by the server only, never taken from an agent's output
   | 'report'
   | 'question'
-  | 'reply';
+  | 'reply'
+  | 'egress';
 
 export const RUN_EVENT_TYPES: readonly RunEventType[] = [
   'state',
@@ -40,6 +41,7 @@ export const RUN_EVENT_TYPES: readonly RunEventType[] = [
   'report',
   'question',
   'reply',
+  'egress',
 ];
 
 /** Event types only Agentyard writes: an agent reporting one (the `command` harness) is logged as text instead. */
@@ -49,6 +51,7 @@ export const SERVER_EVENT_TYPES: ReadonlySet<RunEventType> = new Set([
   'report',
   'question',
   'reply',
+  'egress',
 ]);
 
 /** What an execution reports; `data` is documented per type in docs/execution.md. */

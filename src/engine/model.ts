@@ -35,6 +35,10 @@ export interface AgentConfig {
   };
   skills?: string[];
   runner_id?: string;
+  /** Agentyard extension: wall-clock budget in seconds; past it the run ends FAILED with `budget_exceeded`. */
+  max_duration_seconds?: number;
+  /** Agentyard extension: most model turns (Claude Code `--max-turns`, the built-in agent). */
+  max_turns?: number;
   [key: string]: unknown;
 }
 

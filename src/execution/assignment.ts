@@ -68,6 +68,8 @@ export interface Assignment {
   factoryMcp?: { url: string; token: string };
   /** The `x-agentyard-limits` of the run's runner: they tighten the executing host's own limits. */
   limits?: RunnerLimits;
+  /** The run's runner's `network` (its egress policy: `none`, `{allow: [...]}`), as the factory stores it. */
+  network?: unknown;
   /** Follow-ups this execution delivers (they are part of `prompt`). */
   followups: AssignmentFollowup[];
   /** The run as the `command` harness receives it on stdin. */

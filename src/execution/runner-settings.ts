@@ -7,7 +7,7 @@ import { runnerLimitsFrom } from './limits.ts';
 import { runnerSettings } from './sql.ts';
 
 /**
- * Adds to assignments what their runs' runners set: the `x-agentyard-limits`, and the container image when
+ * Adds to assignments what their runs' runners set: the `x-agentyard-limits`, the `network` policy, and the container image when
  * `images` (a host with a container runtime). Runs of no factory have no runner: no query for them.
  */
 export async function applyRunnerSettings(
@@ -23,6 +23,7 @@ export async function applyRunnerSettings(
     const runner = found.get(runs[i]!.id);
     if (!runner || assignment instanceof Error) return;
     if (images && runner.image) assignment.image = runner.image;
+    if (runner.network !== null && runner.network !== undefined) assignment.network = runner.network;
     const limits = runnerLimitsFrom(runner.limits);
     if (limits) assignment.limits = limits;
   });

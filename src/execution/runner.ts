@@ -12,7 +12,12 @@ import type { HarnessAdapter, Invocation } from './harnesses/types.ts';
 import type { AgentEvent, ExecutionOutcome, Assignment, AssignmentFollowup } from './assignment.ts';
 import { removeContainer } from './sandbox/container.ts';
 import { sandboxInvocation } from './sandbox/index.ts';
-import type { SandboxedInvocation, SandboxKind } from './sandbox/index.ts';
+import type { SandboxedInvocation, SandboxKind, SandboxRequest } from './sandbox/index.ts';
+import { networkPolicyFrom, policyText, serverException } from './egress/policy.ts';
+import type { ServerException } from './egress/policy.ts';
+import { startEgressProxy } from './egress/proxy.ts';
+import type { EgressProxy, EgressRecord } from './egress/proxy.ts';
+import { egressSummary } from './egress/summary.ts';
 import type { ExecutionSettings } from './settings.ts';
 import { effectiveLimits, sizeText } from './limits.ts';
 import type { ExecutionLimits } from './limits.ts';
@@ -113,6 +118,8 @@ export class ExecutionRunner {
   #deliveredLive = 0;
   #turnsDone = 0;
   #usage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0, cost_usd: 0 };
+  #egress: EgressProxy | undefined;
+  readonly #egressRecords: EgressRecord[] = [];
 
   constructor(assignment: Assignment, settings: ExecutionSettings, hooks: RunnerHooks) {
     this.assignment = assignment;
@@ -411,6 +418,17 @@ export class ExecutionRunner {
     }
     const env = this.#environment(invocation, ws);
     let sandboxed;
+    let egress: SandboxRequest['egress'];
+    try {
+      egress = await this.#startEgress();
+    } catch (err) {
+      return this.#outcome(
+        'error',
+        null,
+        `the egress proxy could not be started: ${(err as Error).message}`,
+        'environment_setup_failed',
+      );
+    }
     try {
       sandboxed = await sandboxInvocation(
         {
@@ -424,6 +442,7 @@ export class ExecutionRunner {
           image: assignment.image,
           executionId: assignment.executionId,
           limits: this.#limits,
+          ...(egress ? { egress } : {}),
         },
       );
     } catch (err) {
@@ -443,7 +462,40 @@ export class ExecutionRunner {
       return await this.#start(sandboxed, invocation, env, ws);
     } finally {
       await sandboxed.cleanup?.();
+      await this.#stopEgress();
     }
+  }
+
+  /**
+   * The execution's egress proxy, when its agent will get its own network namespace: every sandboxed run but
+   * those with the host's network (`AGENTYARD_SANDBOX_NETWORK=host`) and those with `network: none`.
+   */
+  async #startEgress(): Promise<SandboxRequest['egress']> {
+    const sandbox = this.#settings.sandbox;
+    if (!sandbox.enabled || sandbox.network === 'host') return undefined;
+    const policy = networkPolicyFrom(this.assignment.network);
+    if (policy.mode === 'none') return { kind: 'none', policy: policyText(policy) };
+    const exceptions = [this.#settings.serverUrl?.(), this.#settings.builtin.baseUrl, ...sandbox.egressAllowAddresses]
+      .map(serverException)
+      .filter((e): e is ServerException => e !== undefined);
+    this.#egress = await startEgressProxy({
+      policy,
+      exceptions,
+      onRecord: (record) => {
+        this.#egressRecords.push(record);
+        this.#emit([{ type: 'egress', data: { ...record } }]);
+      },
+    });
+    return { kind: 'proxy', socketDir: this.#egress.dir, policy: policyText(policy) };
+  }
+
+  /** Closes the proxy (its last connections are reported) and says what went through it. */
+  async #stopEgress(): Promise<void> {
+    const proxy = this.#egress;
+    if (!proxy) return;
+    this.#egress = undefined;
+    await proxy.close().catch(() => {});
+    if (this.#sandbox === 'bubblewrap') this.#emit([{ type: 'status', data: egressSummary(this.#egressRecords) }]);
   }
 
   async #start(
@@ -531,9 +583,11 @@ export class ExecutionRunner {
     };
     sizeTimer = setTimeout(measure, Math.min(SIZE_CHECK_MIN_MS, this.#settings.heartbeatMs * 5));
     sizeTimer.unref();
+    const deadline = this.#watchDeadline();
     const exit = await proc.exited;
     measuring = false;
     clearTimeout(sizeTimer);
+    clearTimeout(deadline);
     onEvents(parser.end());
     if (stderrDropped)
       this.#emit([{ type: 'log', data: { stream: 'stderr', text: `[${stderrDropped} more stderr lines not kept]` } }]);
@@ -572,6 +626,28 @@ export class ExecutionRunner {
     }
     if (sandbox === 'none') message += ` [ran ${sandboxed.description}]`;
     return this.#outcome(reading.kind, exitCode, message, reading.errorCode);
+  }
+
+  /**
+   * The run's wall-clock budget (`config.max_duration_seconds`), counted from the run's creation (a follow-up's
+   * execution: from its own start). Past it the agent is stopped like at any limit: the run ends FAILED with
+   * `budget_exceeded`, its output and workspace kept. The one place a budget ends a run.
+   */
+  #watchDeadline(): NodeJS.Timeout | undefined {
+    const seconds = this.assignment.run.config.max_duration_seconds;
+    if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds <= 0) return undefined;
+    const created = Date.parse(this.assignment.run.createdAt);
+    const from = this.assignment.previousExecutionId || Number.isNaN(created) ? Date.now() : created;
+    const timer = setTimeout(
+      () =>
+        this.#passLimit(
+          `budget_exceeded: the run passed its wall-clock budget of ${seconds} s (max_duration_seconds)`,
+          'budget_exceeded',
+        ),
+      Math.max(0, from + seconds * 1000 - Date.now()),
+    );
+    timer.unref();
+    return timer;
   }
 
   #notFound(invocation: Invocation): string {

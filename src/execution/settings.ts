@@ -87,6 +87,11 @@ export interface ExecutionSettings {
   passEnv: string[];
   /** What one execution may use, at most (docs/execution.md, "Limits of an execution"); runners may tighten them. */
   limits: ServerLimits;
+  /**
+   * The server agents talk to (its public URL; a worker's `--server`): the one non-public address the egress
+   * proxy always lets them reach.
+   */
+  serverUrl?: () => string | undefined;
   /** How agents are isolated (AGENTYARD_SANDBOX, AGENTYARD_REQUIRE_SANDBOX, AGENTYARD_BWRAP_PATH…; docs/security.md). */
   sandbox: SandboxSettings;
 }
@@ -190,6 +195,7 @@ export function executionSettings(
         .filter(Boolean),
     limits: overrides.limits ?? serverLimits(env),
     sandbox: overrides.sandbox ?? sandboxSettings(dataDir, env),
+    serverUrl: overrides.serverUrl ?? (() => env.AGENTYARD_PUBLIC_URL),
   };
 }
 

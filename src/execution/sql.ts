@@ -182,10 +182,10 @@ export async function runnerImages(q: Queryable, runIds: readonly string[]): Pro
 export async function runnerSettings(
   q: Queryable,
   runIds: readonly string[],
-): Promise<Map<string, { image: string | null; limits: unknown }>> {
+): Promise<Map<string, { image: string | null; limits: unknown; network: unknown }>> {
   if (runIds.length === 0) return new Map();
-  const res = await q.query<{ run_id: string; image: string | null; limits: unknown }>(
-    `SELECT r.id AS run_id, rn->'platform'->>'dockerImage' AS image, rn->'limits' AS limits
+  const res = await q.query<{ run_id: string; image: string | null; limits: unknown; network: unknown }>(
+    `SELECT r.id AS run_id, rn->'platform'->>'dockerImage' AS image, rn->'limits' AS limits, rn->'network' AS network
      FROM runs r
      JOIN factories f ON f.id = r.factory_id AND f.deleted_at IS NULL
      CROSS JOIN LATERAL jsonb_array_elements(coalesce(f.definition->'runners', '[]'::jsonb)) rn
@@ -196,7 +196,7 @@ export async function runnerSettings(
           WHERE a->>'name' = r.config->>'name' LIMIT 1))`,
     [runIds],
   );
-  return new Map(res.rows.map((r) => [r.run_id, { image: r.image, limits: r.limits }]));
+  return new Map(res.rows.map((r) => [r.run_id, { image: r.image, limits: r.limits, network: r.network }]));
 }
 
 export interface SkillLookup {

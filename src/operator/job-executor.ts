@@ -29,6 +29,7 @@ import {
 } from './job-spec.ts';
 import { newId } from '../kernel/ids.ts';
 import type { JobSettings } from './job-spec.ts';
+import { buildNetworkPolicy } from './network-policy.ts';
 import type { KubeClients } from './kube.ts';
 import { apiMessage, isConflict, isNotFound, requestOptions, statusCode } from './kube.ts';
 import * as sql from './sql.ts';
@@ -311,6 +312,20 @@ export class JobExecutor implements FactoryCleanup {
       const secret = buildRunSecret(input, { name, uid: created.metadata!.uid! });
       try {
         await clients.core.createNamespacedSecret({ namespace, body: secret }, requestOptions({ signal }));
+      } catch (err) {
+        if (!isConflict(err)) throw err;
+      }
+      // the egress policy of the runner, as far as a NetworkPolicy can say it (docs/governance.md, "Egress")
+      const policy = buildNetworkPolicy({
+        jobName: name,
+        namespace,
+        runId: run.id,
+        job: { name, uid: created.metadata!.uid! },
+        runner,
+        serverUrl: ctx.config.publicUrl,
+      });
+      try {
+        await clients.networking.createNamespacedNetworkPolicy({ namespace, body: policy }, requestOptions({ signal }));
       } catch (err) {
         if (!isConflict(err)) throw err;
       }

@@ -5,6 +5,7 @@ import {
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
+  NetworkingV1Api,
   KubeConfig,
   Observable,
   PatchStrategy,
@@ -20,6 +21,7 @@ export interface KubeClients {
   batch: BatchV1Api;
   coordination: CoordinationV1Api;
   custom: CustomObjectsApi;
+  networking: NetworkingV1Api;
 }
 
 /** `KUBECONFIG` (or ~/.kube/config) when present, else the in-cluster service account. */
@@ -40,6 +42,7 @@ export function kubeClients(config: KubeConfig): KubeClients {
     batch: config.makeApiClient(BatchV1Api),
     coordination: config.makeApiClient(CoordinationV1Api),
     custom: config.makeApiClient(CustomObjectsApi),
+    networking: config.makeApiClient(NetworkingV1Api),
   };
 }
 

@@ -49,6 +49,22 @@ export const AgentConfigSchema = Type.Object(
     ),
     skills: Type.Optional(Type.Array(Str)),
     runner_id: OptStr,
+    max_duration_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 604_800,
+        description:
+          "Agentyard extension: a wall-clock budget from the run's creation (a follow-up: from its start); past it the run ends FAILED with `budget_exceeded`.",
+      }),
+    ),
+    max_turns: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 10_000,
+        description:
+          'Agentyard extension: the most model turns the agent takes, where its harness supports it (Claude Code `--max-turns`, the built-in agent).',
+      }),
+    ),
   },
   { description: 'AmbientAgentConfig. Unknown members are accepted and ignored by validation.' },
 );

@@ -266,6 +266,9 @@ describe('the built-in agent', () => {
     mcp.listen(0, '127.0.0.1');
     await once(mcp, 'listening');
     const url = `http://127.0.0.1:${(mcp.address() as AddressInfo).port}/mcp`;
+    // a loopback service is reachable from the sandbox only when the operator lists it (the egress policy)
+    const allowed = s.parts.settings.sandbox.egressAllowAddresses;
+    allowed.push(`127.0.0.1:${(mcp.address() as AddressInfo).port}`);
     try {
       scripts.set('MCPTOOL', (req, step) => {
         if (step === 0) return call('mcp__tools__shout', { text: 'quiet words' });

@@ -52,7 +52,9 @@ describe('the limits of an execution in the bubblewrap sandbox', () => {
       expect(started).toBe(300);
       return;
     }
-    expect(limits).toMatch(/^at most 256 processes \((pids cgroup|RLIMIT_NPROC)\); \/tmp 256 MiB; no user namespaces$/);
+    expect(limits).toMatch(
+      /^at most 256 processes \((pids cgroup|RLIMIT_NPROC)\); \/tmp 256 MiB; no user namespaces; network: /,
+    );
     // dash gives up at the first fork it cannot make: the script fails, the agent reports it
     expect(run.status_message.message).toMatch(/^the command exited with code 2/);
     // the agent's own processes and threads (node, sh) count too

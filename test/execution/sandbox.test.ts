@@ -126,7 +126,8 @@ describe('agents in the bubblewrap sandbox', () => {
     }
     // its own /proc: its pid namespace's init and itself
     expect(report.processes).not.toContain(process.pid);
-    expect(report.processes.every((p) => p === 1 || p === report.pid)).toBe(true);
+    // (and the relay of its egress proxy, socat)
+    expect(report.processes.filter((p) => p !== 1 && p !== report.pid).length).toBeLessThanOrEqual(1);
     // the system is read-only; what it writes elsewhere than its workspace (its private /tmp, which here holds
     // the way to its workspace) never reaches the host
     expect(report.writes[planted.system]).toMatchObject({ ok: false });

@@ -5,7 +5,7 @@
  * What this leaves untested is listed in docs/kubernetes.md ("What the tests do not cover").
  */
 import path from 'node:path';
-import { BatchV1Api } from '@kubernetes/client-node';
+import { BatchV1Api, NetworkingV1Api } from '@kubernetes/client-node';
 import type { V1Job, V1JobCondition } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGitRemote } from '../sources/git-fixture.ts';
@@ -232,6 +232,13 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
       'agentyard.dev/run-id': runId,
       'agentyard.dev/factory-uid': factoryUid,
     });
+    // the runner's egress policy as a NetworkPolicy, owned by the Job, selecting its pod
+    const policy = await k8s.kubeConfig
+      .makeApiClient(NetworkingV1Api)
+      .readNamespacedNetworkPolicy({ name: job.metadata!.name!, namespace: job.metadata!.namespace! });
+    expect(policy.spec!.podSelector!.matchLabels).toEqual({ 'agentyard.dev/run-id': runId });
+    expect(policy.spec!.policyTypes).toEqual(['Egress']);
+    expect(policy.metadata!.ownerReferences![0]).toMatchObject({ kind: 'Job', uid: job.metadata!.uid });
     const spec = job.spec!;
     expect(spec).toMatchObject({ backoffLimit: 0, ttlSecondsAfterFinished: 3600, activeDeadlineSeconds: 14_400 });
     expect(spec.podFailurePolicy!.rules[0]).toMatchObject({

@@ -8,7 +8,7 @@ import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { AGENT_RUN_FORMAT, followupLine } from '../builtin-agent/protocol.ts';
 import type { AgentRunDocument } from '../builtin-agent/protocol.ts';
-import { readExitCommon, splitMcpServers, withFactoryServer } from './common.ts';
+import { readExitCommon, runMaxTurns, splitMcpServers, withFactoryServer } from './common.ts';
 import { commandParser } from './command.ts';
 import type { HarnessAdapter } from './types.ts';
 
@@ -87,7 +87,8 @@ export const agentyardHarness: HarnessAdapter = {
       model: assignment.modelId ?? builtin?.model ?? 'auto',
       mcp_servers: Object.fromEntries(splitMcpServers(withFactoryServer(assignment)).usable),
       resume_session_id: assignment.resumeSessionId ?? null,
-      max_turns: limits.maxTurns,
+      // the run's own limit may only lower the instance's
+      max_turns: Math.min(limits.maxTurns, runMaxTurns(assignment.run.config) ?? limits.maxTurns),
       deadline_at: Date.now() + limits.deadlineMs,
       request_timeout_ms: limits.requestTimeoutMs,
       workspace: workspace.dir,

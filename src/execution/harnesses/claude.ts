@@ -13,6 +13,7 @@ import {
   num,
   obj,
   readExitCommon,
+  runMaxTurns,
   splitMcpServers,
   isSseUrl,
   str,
@@ -178,6 +179,8 @@ export const claudeHarness: HarnessAdapter = {
       '--strict-mcp-config',
     ];
     if (assignment.modelId) args.push('--model', assignment.modelId);
+    const maxTurns = runMaxTurns(assignment.run.config);
+    if (maxTurns) args.push('--max-turns', String(maxTurns));
     if (assignment.basePrompt) {
       if (assignment.basePrompt.length <= MAX_ARG_PROMPT) args.push('--append-system-prompt', assignment.basePrompt);
       else await writeWorkspaceFile(workspace.dir, 'CLAUDE.md', assignment.basePrompt, 0o644);

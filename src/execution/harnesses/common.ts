@@ -149,3 +149,9 @@ export function summary(text: string | undefined): string | undefined {
   if (!t) return undefined;
   return t.length > 500 ? `${t.slice(0, 499)}…` : t;
 }
+
+/** The run's `config.max_turns` (a positive integer), when it sets one. */
+export function runMaxTurns(config: Record<string, unknown>): number | undefined {
+  const n = config.max_turns;
+  return typeof n === 'number' && Number.isSafeInteger(n) && n > 0 ? n : undefined;
+}

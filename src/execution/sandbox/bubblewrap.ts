@@ -2,7 +2,9 @@
  * The bubblewrap sandbox of a locally executed agent: a fresh user namespace with an unprivileged uid, new
  * pid/ipc/uts namespaces (its own /proc), the system directories and a short list of /etc files read-only,
  * a private /tmp, the tool directories its command needs read-only, and the run's workspace as the only
- * writable bind, at its own path. Nothing else of the host's disk is mounted; the network is shared.
+ * writable bind, at its own path. Nothing else of the host's disk is mounted. With a `network`, it gets its own
+ * network namespace (loopback only), and its way out is the execution's egress proxy, whose socket directory
+ * is bound in and relayed to 127.0.0.1:3128 by socat (egress/proxy.ts).
  */
 import { execFile } from 'node:child_process';
 import { lstat, readlink } from 'node:fs/promises';
@@ -59,6 +61,29 @@ export interface BubblewrapSpec {
   disableUserns?: boolean;
   /** Run inside the sandbox before the command, which it execs (`prlimit --nproc=… --fsize=… --`). */
   wrapper?: readonly string[];
+  /**
+   * Its own network namespace: `proxy`, the egress proxy's socket directory, relayed to `127.0.0.1:3128` by
+   * socat; `none`, no way out at all. Undefined: the host's network.
+   */
+  network?: { kind: 'proxy'; socketDir: string; socat: string } | { kind: 'none' };
+}
+
+/** Where the egress proxy's socket directory is inside the sandbox, and the port its relay listens on. */
+export const SANDBOX_PROXY_DIR = '/run/agentyard-egress';
+export const SANDBOX_PROXY_PORT = 3128;
+
+/**
+ * The relay that makes the proxy's unix socket `127.0.0.1:3128` inside the network namespace, started before
+ * the command (which the script execs once the relay listens: a client never finds the port closed).
+ */
+function relayScript(socat: string, socketPath: string): string {
+  const hex = SANDBOX_PROXY_PORT.toString(16).toUpperCase().padStart(4, '0');
+  return [
+    `${socat} TCP4-LISTEN:${SANDBOX_PROXY_PORT},bind=127.0.0.1,fork,reuseaddr,backlog=4096 UNIX-CONNECT:${socketPath} </dev/null >/dev/null 2>&1 &`,
+    'i=0',
+    `while ! grep -q ':${hex} 00000000:0000 0A' /proc/net/tcp 2>/dev/null && [ $i -lt 500 ]; do i=$((i+1)); sleep 0.01; done`,
+    'exec "$@"',
+  ].join('\n');
 }
 
 /** What this bubblewrap offers beyond the basics (`bwrap --help`). */
@@ -99,12 +124,25 @@ export function identityFiles(uid: number, gid: number, home: string): { passwd:
 
 /** bubblewrap's command line for a spec (the argv after the bwrap executable). */
 export function bubblewrapArgs(spec: BubblewrapSpec): string[] {
-  return [...namespaceArgs(spec), ...filesystemArgs(spec), '--', ...(spec.wrapper ?? []), spec.command, ...spec.args];
+  const relay =
+    spec.network?.kind === 'proxy'
+      ? ['/bin/sh', '-c', relayScript(spec.network.socat, `${SANDBOX_PROXY_DIR}/proxy.sock`), 'agentyard-egress-relay']
+      : [];
+  return [
+    ...namespaceArgs(spec),
+    ...filesystemArgs(spec),
+    '--',
+    ...relay,
+    ...(spec.wrapper ?? []),
+    spec.command,
+    ...spec.args,
+  ];
 }
 
-/** New user (with the agent's ids), pid, ipc, uts and cgroup namespaces; the network is the host's. */
+/** New user (with the agent's ids), pid, ipc, uts and cgroup namespaces, and network with a `network`. */
 function namespaceArgs(spec: BubblewrapSpec): string[] {
   const a = ['--unshare-user', '--uid', String(spec.uid), '--gid', String(spec.gid)];
+  if (spec.network) a.push('--unshare-net');
   if (spec.disableUserns) a.push('--disable-userns');
   a.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--hostname', 'agentyard-sandbox');
   a.push('--die-with-parent', '--new-session');
@@ -128,6 +166,7 @@ function filesystemArgs(spec: BubblewrapSpec): string[] {
   a.push('--proc', '/proc', '--dev', '/dev', ...tmpfs('/dev/shm', spec.tmpBytes), '--remount-ro', '/dev');
   a.push(...tmpfs('/tmp', spec.tmpBytes), '--symlink', '/tmp', '/var/tmp');
   a.push(...tmpfs('/run', spec.tmpBytes === undefined ? undefined : RUN_BYTES));
+  if (spec.network?.kind === 'proxy') a.push('--ro-bind', spec.network.socketDir, SANDBOX_PROXY_DIR);
   // parents before children, so a deeper bind is not covered by a shallower one
   const readOnly = [...new Set(spec.readOnly)].sort((x, y) => x.length - y.length);
   for (const dir of readOnly) a.push('--ro-bind', dir, dir);

@@ -7,11 +7,20 @@
 import { homedir } from 'node:os';
 import path from 'node:path';
 import type { Invocation } from '../harnesses/types.ts';
-import { writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, writeFile } from 'node:fs/promises';
 import type { Workspace } from '../workspace.ts';
 import type { ExecutionLimits } from '../limits.ts';
 import { sizeText } from '../limits.ts';
-import { bubblewrapArgs, bubblewrapFeatures, identityFiles, probeBubblewrap, systemLayout } from './bubblewrap.ts';
+import {
+  bubblewrapArgs,
+  bubblewrapFeatures,
+  identityFiles,
+  probeBubblewrap,
+  SANDBOX_PROXY_PORT,
+  systemLayout,
+} from './bubblewrap.ts';
+import type { BubblewrapSpec } from './bubblewrap.ts';
 import type { BubblewrapFeatures, ProbeResult } from './bubblewrap.ts';
 import { inCgroup, planProcessLimit, removePidsCgroup } from './process-limit.ts';
 import { CONTAINER_RUNTIMES, containerArgs, containerName, probeContainerRuntime } from './container.ts';
@@ -38,6 +47,15 @@ export interface SandboxSettings {
    * home and working directory.
    */
   hidden: string[];
+  /**
+   * `isolated` (default): a bubblewrap sandbox has its own network namespace and reaches out only through the
+   * execution's egress proxy; `host` (`AGENTYARD_SANDBOX_NETWORK=host`): the host's network, no egress policy.
+   */
+  network: 'isolated' | 'host';
+  /** Non-public `host:port`s agents may reach through the proxy whatever the policy (`AGENTYARD_EGRESS_ALLOW_ADDRESSES`). */
+  egressAllowAddresses: string[];
+  /** socat, the relay of the proxy inside the sandbox (`AGENTYARD_SOCAT_PATH`, default /usr/bin/socat). */
+  socatPath: string;
 }
 
 function flag(raw: string | undefined): boolean {
@@ -66,7 +84,20 @@ export function sandboxSettings(dataDir: string, env: NodeJS.ProcessEnv): Sandbo
     .filter(Boolean);
   for (const p of readOnlyPaths)
     if (!path.isAbsolute(p)) throw new Error(`AGENTYARD_SANDBOX_READ_ONLY_PATHS: "${p}" is not an absolute path`);
+  const network = (env.AGENTYARD_SANDBOX_NETWORK ?? 'isolated').trim().toLowerCase() || 'isolated';
+  if (network !== 'isolated' && network !== 'host')
+    throw new Error(`AGENTYARD_SANDBOX_NETWORK must be isolated or host, got "${env.AGENTYARD_SANDBOX_NETWORK}"`);
+  const egressAllowAddresses = (env.AGENTYARD_EGRESS_ALLOW_ADDRESSES ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const a of egressAllowAddresses)
+    if (!/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/.test(a))
+      throw new Error(`AGENTYARD_EGRESS_ALLOW_ADDRESSES: "${a}" is not host:port`);
   return {
+    network,
+    egressAllowAddresses,
+    socatPath: env.AGENTYARD_SOCAT_PATH?.trim() || '/usr/bin/socat',
     enabled: mode === 'auto',
     require: flag(env.AGENTYARD_REQUIRE_SANDBOX),
     bwrapPath: env.AGENTYARD_BWRAP_PATH?.trim() || '/usr/bin/bwrap',
@@ -156,6 +187,38 @@ export interface SandboxRequest {
   executionId: string;
   /** What the execution may use (processes, /tmp, user namespaces, the largest file). */
   limits: ExecutionLimits;
+  /**
+   * The execution's network in a bubblewrap sandbox: through its egress proxy (the proxy's socket directory),
+   * none at all, or (undefined) the host's.
+   */
+  egress?: { kind: 'proxy'; socketDir: string; policy: string } | { kind: 'none'; policy: string };
+}
+
+/** The agent's environment naming the egress proxy, in every spelling clients read. */
+export function proxyEnvironment(): Record<string, string> {
+  const url = `http://127.0.0.1:${SANDBOX_PROXY_PORT}`;
+  return {
+    HTTP_PROXY: url,
+    HTTPS_PROXY: url,
+    http_proxy: url,
+    https_proxy: url,
+    ALL_PROXY: url,
+    all_proxy: url,
+    NO_PROXY: '',
+    no_proxy: '',
+    // Node's own fetch and http read the variables above only when told to (Node >= 22.21 / 24.5)
+    NODE_USE_ENV_PROXY: '1',
+  };
+}
+
+/** Whether socat, the relay of the egress proxy inside the sandbox, can be run. */
+async function hasSocat(socat: string): Promise<boolean> {
+  try {
+    await access(socat, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 const features = new Map<string, Promise<BubblewrapFeatures>>();
@@ -233,6 +296,25 @@ export async function sandboxInvocation(settings: SandboxSettings, req: SandboxR
   notes.push(can.size ? `/tmp ${sizeText(limits.tmpBytes)}` : '/tmp unsized (bubblewrap < 0.5 has no --size)');
   if (limits.nestedUserNamespaces) notes.push('user namespaces allowed');
   else notes.push(can.disableUserns ? 'no user namespaces' : 'user namespaces possible (bubblewrap < 0.8)');
+  let network: BubblewrapSpec['network'];
+  let networkEnv: Record<string, string> = {};
+  if (req.egress?.kind === 'none') {
+    network = { kind: 'none' };
+    notes.push('network: none (own network namespace)');
+  } else if (req.egress?.kind === 'proxy') {
+    if (await hasSocat(settings.socatPath)) {
+      network = { kind: 'proxy', socketDir: req.egress.socketDir, socat: settings.socatPath };
+      networkEnv = proxyEnvironment();
+      notes.push(`network: ${req.egress.policy}, only through the egress proxy (own network namespace)`);
+    } else {
+      network = { kind: 'none' };
+      notes.push(`network: none: ${settings.socatPath} (socat, the egress proxy's relay) is missing`);
+    }
+  } else {
+    notes.push(
+      settings.network === 'host' ? "network: the host's (AGENTYARD_SANDBOX_NETWORK=host)" : "network: the host's",
+    );
+  }
   const args = bubblewrapArgs({
     bwrap: settings.bwrapPath,
     command: resolved.executable,
@@ -249,6 +331,7 @@ export async function sandboxInvocation(settings: SandboxSettings, req: SandboxR
     ...(can.size ? { tmpBytes: limits.tmpBytes } : {}),
     disableUserns: can.disableUserns && !limits.nestedUserNamespaces,
     wrapper: plan.wrapper,
+    ...(network ? { network } : {}),
   });
   const launch = plan.cgroup ? inCgroup(plan.cgroup, settings.bwrapPath, args) : { command: settings.bwrapPath, args };
   const cgroup = plan.cgroup;
@@ -256,7 +339,7 @@ export async function sandboxInvocation(settings: SandboxSettings, req: SandboxR
     kind: 'bubblewrap',
     command: launch.command,
     args: launch.args,
-    env: { TMPDIR: '/tmp', USER: 'agent', LOGNAME: 'agent' },
+    env: { TMPDIR: '/tmp', USER: 'agent', LOGNAME: 'agent', ...networkEnv },
     description: `in a bubblewrap sandbox (uid ${settings.uid}; only its workspace writable)`,
     limits: notes.join('; '),
     ...(cgroup ? { cleanup: () => removePidsCgroup(cgroup) } : {}),

@@ -32,6 +32,8 @@ export function runConfigFor(execution: ResolvedExecution, name: string): AgentC
   if (execution.environmentId) config.environment_id = execution.environmentId;
   if (execution.workerHost) config.worker_host = execution.workerHost;
   if (execution.runner) config.runner_id = execution.runner;
+  if (execution.budget?.maxDurationSeconds) config.max_duration_seconds = execution.budget.maxDurationSeconds;
+  if (execution.budget?.maxTurns) config.max_turns = execution.budget.maxTurns;
   const servers = Object.entries(execution.mcpServers);
   if (servers.length > 0)
     config.mcp_servers = Object.fromEntries(servers.map(([n, ref]) => [n, { warp_id: ref.warpId }]));
