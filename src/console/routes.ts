@@ -43,6 +43,12 @@ import type { ConsoleKit, Form, Signed } from './shared-routes.ts';
 import { registerRunRoutes } from './run-routes.ts';
 import { registerSettingsRoutes } from './settings-routes.ts';
 
+const REPLAY_NOTICE = 'This is a replay: it is evaluated against the current automations like any delivery.';
+const REPLAY_FAILURES: Record<string, string> = {
+  'replay-denied': 'Only a team admin may replay a delivery.',
+  'replay-refused': 'Only an accepted delivery, with its payload, can be replayed.',
+};
+
 export interface ConsoleOptions {
   cipher: SecretCipher;
   /** Whether the server is reached over HTTPS (then the cookie is `Secure`). */
@@ -652,7 +658,61 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
             }),
           ),
         ]);
-        return sendPage(reply, deliveryPage(s.viewer, { webhook, delivery, payload: raw, evaluations, runs }));
+        const notice = request.query.done === 'replay' ? REPLAY_NOTICE : undefined;
+        const error = REPLAY_FAILURES[request.query.failed ?? ''];
+        return sendPage(
+          reply,
+          deliveryPage(s.viewer, {
+            webhook,
+            delivery,
+            payload: raw,
+            evaluations,
+            runs,
+            ...(notice ? { notice } : {}),
+            ...(error ? { error } : {}),
+          }),
+        );
+      }),
+    );
+
+    const deliveryUrl = (uid: string, did: string) => `/console/webhooks/${enc(uid)}/deliveries/${enc(did)}`;
+    scope.get(
+      '/console/webhooks/:uid/deliveries/:did/replay',
+      viewing<{ uid: string; did: string }>(async (s, request, reply) => {
+        const { uid, did } = request.params;
+        const delivery = await s.api.get<DeliveryDetail>(`/webhooks/${enc(uid)}/deliveries/${enc(did)}`);
+        return sendPage(
+          reply,
+          confirmPage(s.viewer, {
+            title: `Replay delivery ${delivery.delivery_id}?`,
+            explanation:
+              'Its payload is evaluated again against the automations as they are now, as a new delivery that names this one: every automation it matches starts a run, even one that already ran for this delivery.',
+            action: `${deliveryUrl(uid, did)}/replay`,
+            button: 'Replay delivery',
+            back: deliveryUrl(uid, did),
+            backLabel: 'Do not replay',
+          }),
+        );
+      }),
+    );
+    // POST, then a redirect to the replay's page: a reload shows the page and posts nothing again.
+    scope.post(
+      '/console/webhooks/:uid/deliveries/:did/replay',
+      changing<{ uid: string; did: string }>(async (s, _form, request, reply) => {
+        const { uid, did } = request.params;
+        try {
+          const replay = await s.api.call<{ delivery_id: string }>(
+            'POST',
+            `/webhooks/${enc(uid)}/deliveries/${enc(did)}/replay`,
+          );
+          return reply.redirect(`${deliveryUrl(uid, replay.delivery_id)}?done=replay`, 303);
+        } catch (err) {
+          if (!(err instanceof ApiProblem) || err.status >= 500 || err.status === 404) throw err;
+          return reply.redirect(
+            `${deliveryUrl(uid, did)}?failed=${err.status === 403 ? 'replay-denied' : 'replay-refused'}`,
+            303,
+          );
+        }
       }),
     );
 

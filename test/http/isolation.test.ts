@@ -677,6 +677,13 @@ const ISOLATION: Record<string, Probe> = {
       await expectNotFound(await f.asB('GET', `/webhooks/${a.uid}/deliveries/${a.deliveryId}/payload`), 'A payload');
     },
   },
+  'POST /api/v1/webhooks/:uid/deliveries/:deliveryId/replay': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const a = await teamAWebhook(f);
+      await expectNotFound(await f.asB('POST', `/webhooks/${a.uid}/deliveries/${a.deliveryId}/replay`), 'A replay');
+    },
+  },
   'POST /api/v1/factories/:id/webhooks': {
     kind: 'team-create',
     check: async (f) =>
@@ -980,6 +987,16 @@ const ISOLATION: Record<string, Probe> = {
           'GET',
           '/console/webhooks/:uid/deliveries/:did',
           (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}/deliveries/${a.deliveryId}`,
+        ],
+        [
+          'GET',
+          '/console/webhooks/:uid/deliveries/:did/replay',
+          (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}/deliveries/${a.deliveryId}/replay`,
+        ],
+        [
+          'POST',
+          '/console/webhooks/:uid/deliveries/:did/replay',
+          (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}/deliveries/${a.deliveryId}/replay`,
         ],
         [
           'POST',
