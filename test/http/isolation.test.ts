@@ -817,6 +817,11 @@ const ISOLATION: Record<string, Probe> = {
     kind: 'team-resource',
     check: async (f) => expectNotFound(await f.asB('GET', '/factories/fac_a/definition'), 'A definition'),
   },
+  'GET /api/v1/factories/:id/revisions/:revision/files': {
+    kind: 'team-resource',
+    check: async (f) =>
+      expectNotFound(await f.asB('GET', '/factories/fac_a/revisions/main%40sha1%3Aabc/files'), 'A revision files'),
+  },
   'POST /api/v1/factories/:id/plan': {
     kind: 'team-resource',
     check: async (f) => expectNotFound(await f.asB('POST', '/factories/fac_a/plan', { files: [] }), 'plan A'),

@@ -589,6 +589,9 @@ export class Reconciler {
       // Another process recorded this revision meanwhile: once is enough.
       if (decide(fresh, revision, options.explicit) !== 'apply') return undefined;
       await sql.markRevisionFailed(tx, fresh.id, { revision, reason, message, errors });
+      // Its errors name lines of its own files: kept (the latest refusal only) so they can be shown there.
+      if (reason === 'ValidationFailed' && snapshot.files.length > 0)
+        await sql.replaceRefusedFiles(tx, fresh.id, revision, snapshot.files);
       const row = await sql.insertApply(tx, {
         ...this.#historyBase(fresh.id, snapshot, options, started),
         result: 'failed',
