@@ -376,12 +376,30 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         const id = request.params.id;
         const file = request.params['*'];
         const factory = await s.api.get<Factory>(`/factories/${enc(id)}`);
-        const definition = await s.api.get<{ files: DefinitionFile[] }>(`/factories/${enc(id)}/definition`);
-        const content = definition.files.find((f) => f.path === file)?.content;
+        // A problem of a refused revision is in that revision's file: shown from there when the API kept it.
+        const attempted = factory.status.attempted_revision;
+        const refused =
+          attempted && attempted !== factory.status.applied_revision && factory.status.errors.length > 0
+            ? await s.api
+                .get<{ files: DefinitionFile[] }>(`/factories/${enc(id)}/revisions/${enc(attempted)}/files`)
+                .catch((err: unknown) => {
+                  if (err instanceof ApiProblem && err.status === 404) return undefined;
+                  throw err;
+                })
+            : undefined;
+        const refusedContent = refused?.files.find((f) => f.path === file)?.content;
+        const definition =
+          refusedContent === undefined
+            ? await s.api.get<{ files: DefinitionFile[] }>(`/factories/${enc(id)}/definition`)
+            : undefined;
+        const content = refusedContent ?? definition?.files.find((f) => f.path === file)?.content;
         if (content === undefined && !factory.status.errors.some((d) => d.file === file)) {
           throw new ApiProblem(404, 'resource_not_found', `${file} is not a file of this factory`);
         }
-        return sendPage(reply, filePage(s.viewer, factory, file, content, factory.status.errors));
+        return sendPage(
+          reply,
+          filePage(s.viewer, factory, file, content, factory.status.errors, refusedContent !== undefined),
+        );
       }),
     );
 
