@@ -41,6 +41,9 @@ import {
 } from './session.ts';
 import type { ConsoleKit, Form, Signed } from './shared-routes.ts';
 import { registerRunRoutes } from './run-routes.ts';
+import { lineDiff, unifiedDiff } from './line-diff.ts';
+import { revisionPage } from './pages/revision.ts';
+import type { RevisionFileDiff, RevisionPageData } from './pages/revision.ts';
 import { registerSettingsRoutes } from './settings-routes.ts';
 
 const REPLAY_NOTICE = 'This is a replay: it is evaluated against the current automations like any delivery.';
@@ -48,6 +51,33 @@ const REPLAY_FAILURES: Record<string, string> = {
   'replay-denied': 'Only a team admin may replay a delivery.',
   'replay-refused': 'Only an accepted delivery, with its payload, can be replayed.',
 };
+
+/** The files of `after` against `before`: added, changed (with a unified diff) and removed, by path. */
+function compareFiles(before: readonly DefinitionFile[], after: readonly DefinitionFile[]): RevisionFileDiff[] {
+  const old = new Map(before.map((f) => [f.path, f.content]));
+  const now = new Map(after.map((f) => [f.path, f.content]));
+  const out: RevisionFileDiff[] = [];
+  for (const path of [...new Set([...old.keys(), ...now.keys()])].sort()) {
+    const a = old.get(path);
+    const b = now.get(path);
+    if (a === b) continue;
+    if (a === undefined || b === undefined) {
+      const [status, sign, text] = a === undefined ? (['added', '+', b!] as const) : (['removed', '-', a] as const);
+      out.push({
+        path,
+        status,
+        diff: `@@ ${status} @@\n${text
+          .split('\n')
+          .map((l) => `${sign}${l}`)
+          .join('\n')}`,
+      });
+      continue;
+    }
+    const lines = lineDiff(a, b);
+    out.push({ path, status: 'changed', diff: lines && unifiedDiff(lines) });
+  }
+  return out;
+}
 
 export interface ConsoleOptions {
   cipher: SecretCipher;
@@ -399,6 +429,26 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         return sendPage(
           reply,
           filePage(s.viewer, factory, file, content, factory.status.errors, refusedContent !== undefined),
+        );
+      }),
+    );
+
+    // A revision (the applied one's or the latest refused one's files, as the API keeps them) against the applied.
+    scope.get(
+      '/console/factories/:id/revisions/:revision',
+      viewing<{ id: string; revision: string }>(async (s, request, reply) => {
+        const { id, revision } = request.params;
+        const [factory, definition, target] = await Promise.all([
+          s.api.get<Factory>(`/factories/${enc(id)}`),
+          s.api.get<{ files: DefinitionFile[] }>(`/factories/${enc(id)}/definition`),
+          s.api.get<{ files: DefinitionFile[] }>(`/factories/${enc(id)}/revisions/${enc(revision)}/files`),
+        ]);
+        const plan = await s.api.call<RevisionPageData['plan']>('POST', `/factories/${enc(id)}/plan`, {
+          files: target.files,
+        });
+        return sendPage(
+          reply,
+          revisionPage(s.viewer, { factory, revision, files: compareFiles(definition.files, target.files), plan }),
         );
       }),
     );

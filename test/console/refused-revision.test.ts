@@ -44,11 +44,31 @@ describe.each(ENGINES)("a refused revision's file in the console on %s", (engine
       /<li id="L4" class="flagged">.*<code>enabeld: false<\/code><span class="mark"><code>FF_UNKNOWN_FIELD<\/code>/,
     );
 
+    // The revision's page: its files against the applied ones (a line diff) and its plan (refused, with why).
+    const revisionHref = `/console/factories/${f.id}/revisions/${encodeURIComponent(refused.revision)}`;
+    expect(factoryPage.text).toContain(`href="${revisionHref}"`);
+    const revision = await get(server, revisionHref, admin.cookie);
+    expect(revision.status, revision.text).toBe(200);
+    expect(revision.text).toContain('<code>webhooks/alerts.yaml</code> <span class="badge warn">changed</span>');
+    expect(revision.text).toContain('+# typo below\n+enabeld: false');
+    expect(revision.text).toContain('It cannot be applied');
+    expect(revision.text).toContain(`href="${href.replace('#L4', '')}#L4"`);
+    expect((await get(server, `/console/factories/${f.id}/revisions/main%40sha1%3Anope`, admin.cookie)).status).toBe(
+      404,
+    );
+
     await f.commit({ 'webhooks/alerts.yaml': webhookYaml('alerts-token') }, 'fix');
     expect((await f.sync()).result).toBe('applied');
     const fixed = await get(server, `/console/factories/${f.id}/files/webhooks/alerts.yaml`, admin.cookie);
     expect(fixed.status).toBe(200);
     expect(fixed.text).not.toContain('refused revision');
     expect(fixed.text).not.toContain('enabeld');
+
+    // A valid revision's page shows its plan: what applying it would create, change and delete.
+    const applied = (await server.api('GET', `/factories/${f.id}`)).body.status.applied_revision as string;
+    const same = await get(server, `/console/factories/${f.id}/revisions/${encodeURIComponent(applied)}`, admin.cookie);
+    expect(same.status).toBe(200);
+    expect(same.text).toContain('The same files as the applied revision.');
+    expect(same.text).toContain('No resource would change.');
   });
 });

@@ -982,6 +982,11 @@ const ISOLATION: Record<string, Probe> = {
         ],
         ['POST', '/console/automations/:id', (a: ConsoleIds) => `/console/automations/${a.automationId}`],
         ['POST', '/console/automations/:id/delete', (a: ConsoleIds) => `/console/automations/${a.automationId}/delete`],
+        [
+          'GET',
+          '/console/factories/:id/revisions/:revision',
+          (a: ConsoleIds) => `/console/factories/${a.factoryId}/revisions/main%40sha1%3Aabc`,
+        ],
         ['GET', '/console/webhooks/:uid', (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}`],
         [
           'GET',

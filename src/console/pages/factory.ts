@@ -140,7 +140,7 @@ export function factoryPage(viewer: Viewer, data: FactoryPageData): string {
   <dl class="facts">
     <dt>Source</dt><dd>${source}</dd>
     <dt>Applied revision</dt><dd><code>${shortRevision(f.status.applied_revision)}</code> ${timeAgo(f.status.applied_at)}</dd>
-    <dt>Attempted revision</dt><dd><code>${shortRevision(f.status.attempted_revision)}</code> ${timeAgo(f.status.attempted_at)}</dd>
+    <dt>Attempted revision</dt><dd><code>${shortRevision(f.status.attempted_revision)}</code> ${timeAgo(f.status.attempted_at)}${f.status.attempted_revision && f.status.attempted_revision !== f.status.applied_revision && f.status.errors.length ? html` · <a href="/console/factories/${f.id}/revisions/${encodeURIComponent(f.status.attempted_revision)}">its diff against the applied one</a>` : ''}</dd>
     <dt>Status</dt><dd>${f.status.message ?? '—'}</dd>
   </dl>
   <form method="post" action="/console/factories/${f.id}/sync">${csrfField(viewer)}<button type="submit">Sync now</button></form>
