@@ -64,7 +64,7 @@ import { cancelOverdue } from './runs/tree.ts';
 import type { TreeLimits } from './runs/tree.ts';
 import { factoryMcpUrl } from './kernel/api.ts';
 import type { Clock } from './kernel/clock.ts';
-import { CREDENTIALS_REVOKED_TOPIC } from './kernel/topics.ts';
+import { CREDENTIALS_REVOKED_TOPIC, DELIVERIES_ACCEPTED_TOPIC } from './kernel/topics.ts';
 import { createMetrics } from './metrics/metrics.ts';
 import type { Metrics } from './metrics/metrics.ts';
 import type { RoutePlugin } from './plugin.ts';
@@ -434,6 +434,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
           webhookOfTeam: async (teamId, uid) => (await teamWebhook(db, teamId, uid)).uid,
           connectionOfTeam: async (teamId, provider) =>
             (await teamConnection(services, teamId, providerOf(provider))).id,
+          wakeEvaluator: () => bus.publish(DELIVERIES_ACCEPTED_TOPIC, null),
         }),
     },
     { name: 'factory-webhooks', roles: API, api: (app) => registerWebhookManagementRoutes(app, services) },

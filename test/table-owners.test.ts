@@ -35,6 +35,7 @@ const OWNERS: Readonly<Record<string, string>> = {
   factories: 'factories',
   factory_applies: 'factories',
   factory_files: 'factories',
+  factory_refused_files: 'factories',
   webhooks: 'factories',
   automations: 'factories',
   automation_webhook_triggers: 'factories',

@@ -41,7 +41,43 @@ import {
 } from './session.ts';
 import type { ConsoleKit, Form, Signed } from './shared-routes.ts';
 import { registerRunRoutes } from './run-routes.ts';
+import { lineDiff, unifiedDiff } from './line-diff.ts';
+import { revisionPage } from './pages/revision.ts';
+import type { RevisionFileDiff, RevisionPageData } from './pages/revision.ts';
 import { registerSettingsRoutes } from './settings-routes.ts';
+
+const REPLAY_NOTICE = 'This is a replay: it is evaluated against the current automations like any delivery.';
+const REPLAY_FAILURES: Record<string, string> = {
+  'replay-denied': 'Only a team admin may replay a delivery.',
+  'replay-refused': 'Only an accepted delivery, with its payload, can be replayed.',
+};
+
+/** The files of `after` against `before`: added, changed (with a unified diff) and removed, by path. */
+function compareFiles(before: readonly DefinitionFile[], after: readonly DefinitionFile[]): RevisionFileDiff[] {
+  const old = new Map(before.map((f) => [f.path, f.content]));
+  const now = new Map(after.map((f) => [f.path, f.content]));
+  const out: RevisionFileDiff[] = [];
+  for (const path of [...new Set([...old.keys(), ...now.keys()])].sort()) {
+    const a = old.get(path);
+    const b = now.get(path);
+    if (a === b) continue;
+    if (a === undefined || b === undefined) {
+      const [status, sign, text] = a === undefined ? (['added', '+', b!] as const) : (['removed', '-', a] as const);
+      out.push({
+        path,
+        status,
+        diff: `@@ ${status} @@\n${text
+          .split('\n')
+          .map((l) => `${sign}${l}`)
+          .join('\n')}`,
+      });
+      continue;
+    }
+    const lines = lineDiff(a, b);
+    out.push({ path, status: 'changed', diff: lines && unifiedDiff(lines) });
+  }
+  return out;
+}
 
 export interface ConsoleOptions {
   cipher: Cipher;
@@ -370,12 +406,50 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         const id = request.params.id;
         const file = request.params['*'];
         const factory = await s.api.get<Factory>(`/factories/${enc(id)}`);
-        const definition = await s.api.get<{ files: DefinitionFile[] }>(`/factories/${enc(id)}/definition`);
-        const content = definition.files.find((f) => f.path === file)?.content;
+        // A problem of a refused revision is in that revision's file: shown from there when the API kept it.
+        const attempted = factory.status.attempted_revision;
+        const refused =
+          attempted && attempted !== factory.status.applied_revision && factory.status.errors.length > 0
+            ? await s.api
+                .get<{ files: DefinitionFile[] }>(`/factories/${enc(id)}/revisions/${enc(attempted)}/files`)
+                .catch((err: unknown) => {
+                  if (err instanceof ApiProblem && err.status === 404) return undefined;
+                  throw err;
+                })
+            : undefined;
+        const refusedContent = refused?.files.find((f) => f.path === file)?.content;
+        const definition =
+          refusedContent === undefined
+            ? await s.api.get<{ files: DefinitionFile[] }>(`/factories/${enc(id)}/definition`)
+            : undefined;
+        const content = refusedContent ?? definition?.files.find((f) => f.path === file)?.content;
         if (content === undefined && !factory.status.errors.some((d) => d.file === file)) {
           throw new ApiProblem(404, 'resource_not_found', `${file} is not a file of this factory`);
         }
-        return sendPage(reply, filePage(s.viewer, factory, file, content, factory.status.errors));
+        return sendPage(
+          reply,
+          filePage(s.viewer, factory, file, content, factory.status.errors, refusedContent !== undefined),
+        );
+      }),
+    );
+
+    // A revision (the applied one's or the latest refused one's files, as the API keeps them) against the applied.
+    scope.get(
+      '/console/factories/:id/revisions/:revision',
+      viewing<{ id: string; revision: string }>(async (s, request, reply) => {
+        const { id, revision } = request.params;
+        const [factory, definition, target] = await Promise.all([
+          s.api.get<Factory>(`/factories/${enc(id)}`),
+          s.api.get<{ files: DefinitionFile[] }>(`/factories/${enc(id)}/definition`),
+          s.api.get<{ files: DefinitionFile[] }>(`/factories/${enc(id)}/revisions/${enc(revision)}/files`),
+        ]);
+        const plan = await s.api.call<RevisionPageData['plan']>('POST', `/factories/${enc(id)}/plan`, {
+          files: target.files,
+        });
+        return sendPage(
+          reply,
+          revisionPage(s.viewer, { factory, revision, files: compareFiles(definition.files, target.files), plan }),
+        );
       }),
     );
 
@@ -652,7 +726,61 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
             }),
           ),
         ]);
-        return sendPage(reply, deliveryPage(s.viewer, { webhook, delivery, payload: raw, evaluations, runs }));
+        const notice = request.query.done === 'replay' ? REPLAY_NOTICE : undefined;
+        const error = REPLAY_FAILURES[request.query.failed ?? ''];
+        return sendPage(
+          reply,
+          deliveryPage(s.viewer, {
+            webhook,
+            delivery,
+            payload: raw,
+            evaluations,
+            runs,
+            ...(notice ? { notice } : {}),
+            ...(error ? { error } : {}),
+          }),
+        );
+      }),
+    );
+
+    const deliveryUrl = (uid: string, did: string) => `/console/webhooks/${enc(uid)}/deliveries/${enc(did)}`;
+    scope.get(
+      '/console/webhooks/:uid/deliveries/:did/replay',
+      viewing<{ uid: string; did: string }>(async (s, request, reply) => {
+        const { uid, did } = request.params;
+        const delivery = await s.api.get<DeliveryDetail>(`/webhooks/${enc(uid)}/deliveries/${enc(did)}`);
+        return sendPage(
+          reply,
+          confirmPage(s.viewer, {
+            title: `Replay delivery ${delivery.delivery_id}?`,
+            explanation:
+              'Its payload is evaluated again against the automations as they are now, as a new delivery that names this one: every automation it matches starts a run, even one that already ran for this delivery.',
+            action: `${deliveryUrl(uid, did)}/replay`,
+            button: 'Replay delivery',
+            back: deliveryUrl(uid, did),
+            backLabel: 'Do not replay',
+          }),
+        );
+      }),
+    );
+    // POST, then a redirect to the replay's page: a reload shows the page and posts nothing again.
+    scope.post(
+      '/console/webhooks/:uid/deliveries/:did/replay',
+      changing<{ uid: string; did: string }>(async (s, _form, request, reply) => {
+        const { uid, did } = request.params;
+        try {
+          const replay = await s.api.call<{ delivery_id: string }>(
+            'POST',
+            `/webhooks/${enc(uid)}/deliveries/${enc(did)}/replay`,
+          );
+          return reply.redirect(`${deliveryUrl(uid, replay.delivery_id)}?done=replay`, 303);
+        } catch (err) {
+          if (!(err instanceof ApiProblem) || err.status >= 500 || err.status === 404) throw err;
+          return reply.redirect(
+            `${deliveryUrl(uid, did)}?failed=${err.status === 403 ? 'replay-denied' : 'replay-refused'}`,
+            303,
+          );
+        }
       }),
     );
 

@@ -292,6 +292,39 @@ export async function registerFactoryRoutes(app: AppInstance, ctx: FactoryRouteD
     },
   );
 
+  app.get(
+    '/factories/:id/revisions/:revision/files',
+    {
+      schema: {
+        tags: TAGS,
+        summary:
+          "The files of a revision: the applied one's, or those of the latest revision refused for its definition's errors",
+        params: Type.Object({
+          id: Type.String({ minLength: 1, maxLength: 64 }),
+          revision: Type.String({ minLength: 1, maxLength: 300 }),
+        }),
+        response: {
+          200: Type.Object({
+            revision: Type.String(),
+            applied: Type.Boolean({ description: 'Whether this is the applied revision' }),
+            files: Type.Array(s.FileSchema),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const factory = await factories.get(request.principal.teamId, request.params.id);
+      const { revision } = request.params;
+      const files = await sql.revisionFiles(ctx.db, factory, revision);
+      if (!files)
+        throw new AppError(
+          'resource_not_found',
+          `factory ${factory.id} keeps no files of revision ${revision}: only the applied revision's and the latest refused one's`,
+        );
+      return { revision, applied: revision === factory.applied_revision, files };
+    },
+  );
+
   app.post(
     '/factories/:id/plan',
     {

@@ -2,6 +2,8 @@ import { Type } from 'typebox';
 import type { AppInstance } from '../plugin.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { AppError } from '../kernel/errors.ts';
+import { newId } from '../kernel/ids.ts';
+import { requireTeamAdmin } from '../identity/guards.ts';
 import {
   countTeamDeliveries,
   deliveryLogPage,
@@ -12,6 +14,7 @@ import {
 } from './delivery-log.ts';
 import * as s from './delivery-log-schemas.ts';
 import { parseJsonBody } from './json-body.ts';
+import { insertReplay } from './sql.ts';
 
 /**
  * Whose log a caller may read. The webhooks belong to factories/ and the connections to integrations/, which
@@ -23,6 +26,8 @@ export interface DeliveryLogOwners {
   webhookOfTeam(teamId: string, uid: string): Promise<string>;
   /** The ID of the team's connection to `provider`, or the error naming the unknown provider or missing connection. */
   connectionOfTeam(teamId: string, provider: string): Promise<string>;
+  /** Tells the outbox evaluators that a delivery is waiting (after a replay's commit). */
+  wakeEvaluator(): Promise<void>;
 }
 
 const TAGS = ['webhooks'];
@@ -123,6 +128,44 @@ export async function registerDeliveryLogRoutes(app: AppInstance, owners: Delive
         `the ${request.params.provider} connection`,
         request.params.deliveryId,
       );
+    },
+  );
+
+  app.post(
+    '/webhooks/:uid/deliveries/:deliveryId/replay',
+    {
+      schema: {
+        tags: TAGS,
+        summary:
+          'Team admin: evaluate an accepted delivery again against the current automations, logged as a new delivery that names the original',
+        params: s.DeliveryParams,
+        response: { 201: s.ReplaySchema },
+      },
+    },
+    async (request, reply) => {
+      requireTeamAdmin(request);
+      const uid = await owners.webhookOfTeam(request.principal.teamId, request.params.uid);
+      const { deliveryId } = request.params;
+      const replay = await insertReplay(owners.db, uid, deliveryId, newId('dlv'), request.principal.subject.id);
+      if (!replay) {
+        const row = await getDelivery(owners.db, uid, deliveryId);
+        if (row?.label === 'accepted')
+          throw new AppError(
+            'invalid_request',
+            `delivery ${deliveryId} of webhook ${uid} has no stored payload left to replay`,
+          );
+        if (row)
+          throw new AppError(
+            'invalid_request',
+            `delivery ${deliveryId} of webhook ${uid} is ${row.label}: only an accepted delivery can be replayed`,
+          );
+        throw new AppError(
+          'resource_not_found',
+          `delivery ${deliveryId} of webhook ${uid} does not exist (or was purged)`,
+        );
+      }
+      await owners.wakeEvaluator();
+      return reply.code(201).send({ delivery_id: replay.id, replay_of: deliveryId });
     },
   );
 

@@ -58,6 +58,10 @@ export const DeliveryItemSchema = Type.Object({
   ),
   duplicate_of: Type.Optional(Type.String({ description: 'For a Duplicate: the accepted delivery it repeats' })),
   reason: Type.Optional(Type.String({ description: 'Why it was rejected, as the sender was told' })),
+  replay_of: Type.Optional(Type.String({ description: 'For a replay: the accepted delivery it replays' })),
+  replayed_by: Type.Optional(
+    Type.String({ description: 'For a replay: the ID of the user or service account that asked for it' }),
+  ),
   skipped_reasons: Type.Optional(
     Type.Array(Type.String(), {
       description:
@@ -96,4 +100,9 @@ export const DeliveryDetailSchema = Type.Object({
         "Automations whose trigger matched but whose factory's trigger policy starts no run for who caused the event, and why (docs/governance.md)",
     }),
   ),
+});
+
+export const ReplaySchema = Type.Object({
+  delivery_id: Type.String({ description: 'The new delivery: the replay, in the outbox, evaluated like any delivery' }),
+  replay_of: Str,
 });

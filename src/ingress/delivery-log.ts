@@ -17,6 +17,8 @@ export interface DeliveryLogRow {
   reason: string | null;
   outbox_pending: boolean;
   evaluated_at: Date | null;
+  replay_of: string | null;
+  replayed_by: string | null;
 }
 
 export interface DeliveryFiring {
@@ -40,12 +42,16 @@ export interface DeliveryItem {
   identity_source?: string;
   duplicate_of?: string;
   reason?: string;
+  /** For a replay: the delivery it replays. */
+  replay_of?: string;
+  /** For a replay: the user or service account that asked for it. */
+  replayed_by?: string;
   /** A provider event some automation matched but whose factory's trigger policy let start no run: why. */
   skipped_reasons?: string[];
 }
 
 const COLUMNS = `id, webhook_uid, webhook_name, label, identity_source, sender_delivery_id, duplicate_of, size, received_at, reason,
-  outbox_pending, evaluated_at`;
+  outbox_pending, evaluated_at, replay_of, replayed_by`;
 
 export function toDeliveryItem(row: DeliveryLogRow): DeliveryItem {
   return {
@@ -59,6 +65,8 @@ export function toDeliveryItem(row: DeliveryLogRow): DeliveryItem {
     ...(row.identity_source ? { identity_source: row.identity_source } : {}),
     ...(row.duplicate_of ? { duplicate_of: row.duplicate_of } : {}),
     ...(row.reason ? { reason: row.reason } : {}),
+    ...(row.replay_of ? { replay_of: row.replay_of } : {}),
+    ...(row.replayed_by ? { replayed_by: row.replayed_by } : {}),
   };
 }
 

@@ -340,3 +340,30 @@ export async function purgeDeliveryChunk(q: Queryable, cutoff: Date, keep: numbe
   );
   return res.rows[0]?.n ?? 0;
 }
+
+/**
+ * Logs a replay of the accepted delivery `originalId` of the log `logUid` as a new accepted delivery `id`, in the
+ * outbox: the original's payload, headers and sender, received now, naming the original and who replayed it. Its
+ * identity is its own (`replay:<id>`), so the dedupe index never refuses it. Undefined when there is no such
+ * accepted delivery with a stored payload.
+ */
+export async function insertReplay(
+  q: Queryable,
+  logUid: string,
+  originalId: string,
+  id: string,
+  replayedBy: string,
+): Promise<{ id: string } | undefined> {
+  const res = await q.query<{ id: string }>(
+    `INSERT INTO webhook_deliveries (id, webhook_uid, team_id, factory_id, webhook_name, label, identity, identity_source,
+                                     sender_delivery_id, size, received_at, payload, headers, sender_ip, outbox_pending,
+                                     provider, replay_of, replayed_by)
+     SELECT $3, o.webhook_uid, o.team_id, o.factory_id, o.webhook_name, 'accepted', 'replay:' || $3, o.identity_source,
+            o.sender_delivery_id, o.size, ay_now(), o.payload, o.headers, o.sender_ip, true, o.provider, o.id, $4
+       FROM webhook_deliveries o
+      WHERE o.webhook_uid = $1 AND o.id = $2 AND o.label = 'accepted' AND o.payload IS NOT NULL
+     RETURNING id`,
+    [logUid, originalId, id, replayedBy],
+  );
+  return res.rows[0];
+}

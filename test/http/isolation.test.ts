@@ -677,6 +677,13 @@ const ISOLATION: Record<string, Probe> = {
       await expectNotFound(await f.asB('GET', `/webhooks/${a.uid}/deliveries/${a.deliveryId}/payload`), 'A payload');
     },
   },
+  'POST /api/v1/webhooks/:uid/deliveries/:deliveryId/replay': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const a = await teamAWebhook(f);
+      await expectNotFound(await f.asB('POST', `/webhooks/${a.uid}/deliveries/${a.deliveryId}/replay`), 'A replay');
+    },
+  },
   'POST /api/v1/factories/:id/webhooks': {
     kind: 'team-create',
     check: async (f) =>
@@ -809,6 +816,11 @@ const ISOLATION: Record<string, Probe> = {
   'GET /api/v1/factories/:id/definition': {
     kind: 'team-resource',
     check: async (f) => expectNotFound(await f.asB('GET', '/factories/fac_a/definition'), 'A definition'),
+  },
+  'GET /api/v1/factories/:id/revisions/:revision/files': {
+    kind: 'team-resource',
+    check: async (f) =>
+      expectNotFound(await f.asB('GET', '/factories/fac_a/revisions/main%40sha1%3Aabc/files'), 'A revision files'),
   },
   'POST /api/v1/factories/:id/plan': {
     kind: 'team-resource',
@@ -970,6 +982,11 @@ const ISOLATION: Record<string, Probe> = {
         ],
         ['POST', '/console/automations/:id', (a: ConsoleIds) => `/console/automations/${a.automationId}`],
         ['POST', '/console/automations/:id/delete', (a: ConsoleIds) => `/console/automations/${a.automationId}/delete`],
+        [
+          'GET',
+          '/console/factories/:id/revisions/:revision',
+          (a: ConsoleIds) => `/console/factories/${a.factoryId}/revisions/main%40sha1%3Aabc`,
+        ],
         ['GET', '/console/webhooks/:uid', (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}`],
         [
           'GET',
@@ -980,6 +997,16 @@ const ISOLATION: Record<string, Probe> = {
           'GET',
           '/console/webhooks/:uid/deliveries/:did',
           (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}/deliveries/${a.deliveryId}`,
+        ],
+        [
+          'GET',
+          '/console/webhooks/:uid/deliveries/:did/replay',
+          (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}/deliveries/${a.deliveryId}/replay`,
+        ],
+        [
+          'POST',
+          '/console/webhooks/:uid/deliveries/:did/replay',
+          (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}/deliveries/${a.deliveryId}/replay`,
         ],
         [
           'POST',

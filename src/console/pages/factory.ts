@@ -140,7 +140,7 @@ export function factoryPage(viewer: Viewer, data: FactoryPageData): string {
   <dl class="facts">
     <dt>Source</dt><dd>${source}</dd>
     <dt>Applied revision</dt><dd><code>${shortRevision(f.status.applied_revision)}</code> ${timeAgo(f.status.applied_at)}</dd>
-    <dt>Attempted revision</dt><dd><code>${shortRevision(f.status.attempted_revision)}</code> ${timeAgo(f.status.attempted_at)}</dd>
+    <dt>Attempted revision</dt><dd><code>${shortRevision(f.status.attempted_revision)}</code> ${timeAgo(f.status.attempted_at)}${f.status.attempted_revision && f.status.attempted_revision !== f.status.applied_revision && f.status.errors.length ? html` · <a href="/console/factories/${f.id}/revisions/${encodeURIComponent(f.status.attempted_revision)}">its diff against the applied one</a>` : ''}</dd>
     <dt>Status</dt><dd>${f.status.message ?? '—'}</dd>
   </dl>
   <form method="post" action="/console/factories/${f.id}/sync">${csrfField(viewer)}<button type="submit">Sync now</button></form>
@@ -186,6 +186,8 @@ export function filePage(
   path: string,
   content: string | undefined,
   diagnostics: Diagnostic[],
+  /** The content is the refused revision's own (kept by the API), where the problems' lines are. */
+  fromRefused = false,
 ): string {
   const flagged = new Map<number, Diagnostic[]>();
   for (const d of diagnostics) if (d.file === path) flagged.set(d.line, [...(flagged.get(d.line) ?? []), d]);
@@ -193,6 +195,12 @@ export function filePage(
   const body = html`<p class="crumbs"><a href="/">Factories</a> / <a href="/console/factories/${factory.id}">${factory.name}</a> /</p>
   <h1><code>${path}</code></h1>
   ${
+    fromRefused
+      ? html`<p class="notice">Shown as in the refused revision <code>${shortRevision(factory.status.attempted_revision)}</code>, where the marked problems are; the factory still serves <code>${shortRevision(factory.status.applied_revision)}</code>.</p>`
+      : ''
+  }
+  ${
+    !fromRefused &&
     content !== undefined &&
     factory.status.attempted_revision &&
     factory.status.attempted_revision !== factory.status.applied_revision

@@ -89,11 +89,16 @@ export interface DeliveryDetail extends Delivery {
   runs?: { run_id: string; automation_id: string }[];
   errors?: { automation_id: string; error: string }[];
   duplicate_of?: string;
+  replay_of?: string;
+  replayed_by?: string;
 }
 
 export interface DeliveryPageData {
   webhook: Webhook;
   delivery: DeliveryDetail;
+  /** What a replay just did, or why it could not (from the redirect after POST …/replay). */
+  notice?: string;
+  error?: string;
   payload: string | undefined;
   /** Each automation on this webhook, tested against the delivery as the evaluator would. */
   evaluations: { automation: Automation; result?: TestFilterResult; error?: string }[];
@@ -123,8 +128,12 @@ export function deliveryPage(viewer: Viewer, data: DeliveryPageData): string {
   const rejected = delivery.status !== 'accepted' && delivery.status !== 'duplicate';
   const body = html`<p class="crumbs"><a href="/">Factories</a> / ${webhook.factory_id ? html`<a href="/console/factories/${webhook.factory_id}">Factory</a> / ` : ''}<a href="/console/webhooks/${webhook.uid}">Webhook ${webhook.name}</a> /</p>
   <h1>Delivery <code>${delivery.delivery_id}</code></h1>
+  ${data.notice ? html`<p class="notice" role="status">${data.notice}</p>` : ''}
+  ${data.error ? errorBox(data.error) : ''}
+  ${delivery.status === 'accepted' && viewer.role === 'admin' ? html`<div class="actions"><a class="button" href="/console/webhooks/${webhook.uid}/deliveries/${delivery.delivery_id}/replay">Replay…</a></div>` : ''}
   <dl class="facts"><dt>Label</dt><dd>${deliveryLabel(delivery.label, delivery.status)}</dd>
   ${delivery.reason ? html`<dt>${rejected ? 'Why it was rejected' : 'Note'}</dt><dd>${delivery.reason}</dd>` : ''}
+  ${delivery.replay_of ? html`<dt>Replay of</dt><dd><a href="/console/webhooks/${webhook.uid}/deliveries/${delivery.replay_of}"><code>${delivery.replay_of}</code></a>${delivery.replayed_by ? html` (replayed by <code>${delivery.replayed_by}</code>)` : ''}</dd>` : ''}
   ${delivery.duplicate_of ? html`<dt>Repeats</dt><dd><a href="/console/webhooks/${webhook.uid}/deliveries/${delivery.duplicate_of}"><code>${delivery.duplicate_of}</code></a></dd>` : ''}
   <dt>Size</dt><dd>${bytes(delivery.size)}</dd><dt>Received</dt><dd>${timeAgo(delivery.received_at)}</dd>
   ${delivery.evaluation ? html`<dt>Evaluation</dt><dd>${delivery.evaluation === 'pending' ? badge('pending', 'busy') : html`${badge('evaluated', 'ok')} ${timeAgo(delivery.evaluated_at)}`}</dd>` : ''}

@@ -580,6 +580,9 @@ export class Reconciler {
     if (verdict.result === 'failed') {
       const { reason, message, errors, warnings, changes } = verdict;
       await sql.markRevisionFailed(tx, fresh.id, { revision, reason, message, errors });
+      // Its errors name lines of its own files: kept (the latest refusal only) so they can be shown there.
+      if (reason === 'ValidationFailed' && snapshot.files.length > 0)
+        await sql.replaceRefusedFiles(tx, fresh.id, revision, snapshot.files);
       const row = await sql.insertApply(tx, { ...base, result: 'failed', reason, message, errors, warnings, changes });
       return outcome(fresh.id, {
         result: 'failed',

@@ -407,6 +407,39 @@ export async function listFactoryFiles(q: Queryable, factoryId: string): Promise
   return res.rows;
 }
 
+/** Keeps the files of `revision`, refused for its definition's errors, in place of the factory's previous refusal. */
+export async function replaceRefusedFiles(
+  q: Queryable,
+  factoryId: string,
+  revision: string,
+  files: readonly FactoryFileInput[],
+): Promise<void> {
+  await q.query('DELETE FROM factory_refused_files WHERE factory_id = $1', [factoryId]);
+  const real = files.filter((f) => !f.symlink);
+  for (let i = 0; i < real.length; i += 500) {
+    const slice = real.slice(i, i + 500);
+    await q.query(
+      `INSERT INTO factory_refused_files (factory_id, revision, path, content)
+       SELECT $1, $2, p, c FROM unnest($3::text[], $4::text[]) AS t(p, c)`,
+      [factoryId, revision, slice.map((f) => f.path), slice.map((f) => f.content)],
+    );
+  }
+}
+
+/** The files of a revision of the factory: the applied one's, or the kept refused one's; undefined for any other. */
+export async function revisionFiles(
+  q: Queryable,
+  factory: { id: string; applied_revision: string | null },
+  revision: string,
+): Promise<FactoryFileInput[] | undefined> {
+  if (revision === factory.applied_revision) return listFactoryFiles(q, factory.id);
+  const res = await q.query<{ path: string; content: string }>(
+    'SELECT path, content FROM factory_refused_files WHERE factory_id = $1 AND revision = $2 ORDER BY path',
+    [factory.id, revision],
+  );
+  return res.rows.length > 0 ? res.rows : undefined;
+}
+
 export interface FactoryCounts {
   webhooks: number;
   automations: number;
