@@ -237,6 +237,8 @@ describe('the built-in agent', () => {
 
   it('sends the instance key only to the instance endpoint', async () => {
     const other = await startOpenAiStandin(() => ({ content: 'answered by the other endpoint' }));
+    // a loopback endpoint is reachable from the sandbox only when the operator lists it (the egress policy)
+    s.parts.settings.sandbox.egressAllowAddresses.push(new URL(other.baseUrl).host);
     try {
       const runId = await createRun(s, {
         prompt: 'OTHER-ENDPOINT',

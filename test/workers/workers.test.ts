@@ -4,7 +4,6 @@
  * waits and says so; capacity is respected; cancellation reaches the worker's agent; `kill -9` of a worker
  * mid-run ends the run ERROR once its lease expires.
  */
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
@@ -129,7 +128,8 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
     // auth: workerEnvironment (no managed secret): the worker's own provider key reaches the agent
     expect(rec.env.ANTHROPIC_API_KEY).toBe(`<${'sk-worker-environment-key'.length} chars>`);
     // the factory interface reaches a worker's agent through AGENTYARD_PUBLIC_URL, with the execution's run token
-    const mcp = JSON.parse(readFileSync(path.join(execution!.workspace!, '.mcp.json'), 'utf8'));
+    // (the MCP configuration is the server's file outside the workspace, gone with the execution: the agent's record)
+    const mcp = fakeRecords(execution!.workspace!).find((r) => r.mcpConfig)!.mcpConfig;
     expect(mcp.mcpServers.factory).toEqual({
       type: 'http',
       url: `${s.server.ctx.config.publicUrl}/api/v1/mcp/factory`,
