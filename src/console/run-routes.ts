@@ -195,7 +195,11 @@ export function registerRunRoutes(scope: FastifyInstance, kit: ConsoleKit): void
     '/console/runs/:id/followups',
     changing<{ id: string }>(async (s, form, request, reply) => {
       const id = request.params.id;
-      if (!form.message?.trim()) return reply.redirect(back(id, 'failed=followup-empty'), 303);
+      if (!form.message?.trim()) {
+        // another team's run is not found, whatever the form holds
+        await s.api.get<Run>(`/agent/runs/${enc(id)}`);
+        return reply.redirect(back(id, 'failed=followup-empty'), 303);
+      }
       try {
         await s.api.call('POST', `/agent/runs/${enc(id)}/followups`, { message: form.message });
       } catch (err) {

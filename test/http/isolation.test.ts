@@ -1017,7 +1017,11 @@ const ISOLATION: Record<string, Probe> = {
         ['POST', '/console/webhooks/:uid/rotate', (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}/rotate`],
         ['POST', '/console/webhooks/:uid/delete', (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}/delete`],
         ['GET', '/console/runs/:id', (a: ConsoleIds) => `/console/runs/${a.runId}`],
-        ['GET', '/console/runs/:id/events', (a: ConsoleIds) => `/console/runs/${a.runId}/events`],
+        ['GET', '/console/runs/:id/live', (a: ConsoleIds) => `/console/runs/${a.runId}/live`],
+        ['GET', '/console/runs/:id/cancel', (a: ConsoleIds) => `/console/runs/${a.runId}/cancel`],
+        ['POST', '/console/factories/:id/runs', (a: ConsoleIds) => `/console/factories/${a.factoryId}/runs`],
+        ['GET', '/console/webhooks/:uid/rotate', (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}/rotate`],
+        ['GET', '/console/webhooks/:uid/toggle', (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}/toggle`],
         ['POST', '/console/runs/:id/cancel', (a: ConsoleIds) => `/console/runs/${a.runId}/cancel`],
         ['POST', '/console/runs/:id/followups', (a: ConsoleIds) => `/console/runs/${a.runId}/followups`],
       ] as const
@@ -1060,6 +1064,60 @@ const ISOLATION: Record<string, Probe> = {
           expect(res.text).not.toContain(f.a.runId);
           expect(res.text).not.toContain('a-nightly');
           expect(res.text).not.toContain('/console/factories/fac_a');
+        },
+      },
+    ]),
+  ),
+  // Console pages and forms that act on the caller's own team (settings, actions with names another team could
+  // guess): whatever team B asks through them, team A's run, secret, schedule and key stay as they were and none
+  // of A's names shows in B's answer.
+  ...Object.fromEntries(
+    (
+      [
+        ['GET', '/favicon.ico', () => '/favicon.ico'],
+        ['GET', '/console', () => '/console'],
+        ['GET', '/console/*', () => '/console/nowhere'],
+        ['GET', '/console/overview.html', () => '/console/overview.html'],
+        ['GET', '/console/artifacts/:uid/download', (f: Fixture) => `/console/artifacts/${f.a.artifactUid}/download`],
+        ['GET', '/console/artifacts/:uid/view', (f: Fixture) => `/console/artifacts/${f.a.artifactUid}/view`],
+        ['POST', '/console/schedules', () => '/console/schedules'],
+        ['POST', '/console/schedules/:id', (f: Fixture) => `/console/schedules/${f.a.scheduleId}`],
+        ['GET', '/console/schedules/:id/delete', (f: Fixture) => `/console/schedules/${f.a.scheduleId}/delete`],
+        ['POST', '/console/schedules/:id/delete', (f: Fixture) => `/console/schedules/${f.a.scheduleId}/delete`],
+        ['POST', '/console/integrations/:provider', () => '/console/integrations/slack'],
+        ['GET', '/console/integrations/:provider/deliveries', () => '/console/integrations/slack/deliveries'],
+        ['GET', '/console/integrations/:provider/disconnect', () => '/console/integrations/slack/disconnect'],
+        ['POST', '/console/integrations/:provider/disconnect', () => '/console/integrations/slack/disconnect'],
+        ['GET', '/console/secrets', () => '/console/secrets'],
+        ['POST', '/console/secrets', () => '/console/secrets'],
+        ['GET', '/console/secrets/:name/delete', (f: Fixture) => `/console/secrets/${f.a.secretName}/delete`],
+        ['POST', '/console/secrets/:name/delete', (f: Fixture) => `/console/secrets/${f.a.secretName}/delete`],
+        ['GET', '/console/api-keys', () => '/console/api-keys'],
+        ['POST', '/console/api-keys', () => '/console/api-keys'],
+        ['GET', '/console/api-keys/:id/revoke', (f: Fixture) => `/console/api-keys/${f.a.keyId}/revoke`],
+        ['POST', '/console/api-keys/:id/revoke', (f: Fixture) => `/console/api-keys/${f.a.keyId}/revoke`],
+      ] as const
+    ).map(([method, url, path]): [string, Probe] => [
+      `${method} ${url}`,
+      {
+        kind: 'public',
+        why: "console page or form: with a session it acts through the JSON API with the signed-in key, so only on the caller's own team",
+        check: async (f) => {
+          const target = path(f);
+          const b = await consoleSession(f, f.b.admin);
+          const res = await consoleRequest(f, method, target, b, {
+            name: 'b-thing',
+            value: 'b-value',
+            prompt: 'b',
+            cron: '0 * * * *',
+          });
+          expect(res.status, `${method} ${target} as team B: ${res.text.slice(0, 200)}`).toBeLessThan(500);
+          // (a page may repeat the id B asked for; it must show nothing of A's)
+          for (const name of [f.a.runId, 'a-nightly']) expect(res.text).not.toContain(name);
+          expect(await runState(f)).not.toBe('CANCELLED');
+          expect((await f.asA('GET', `/secrets/${f.a.secretName}`)).status).toBe(200);
+          expect((await f.asA('GET', `/agent/schedules/${f.a.scheduleId}`)).status).toBe(200);
+          expect((await f.asA('GET', '/api-keys')).status).toBe(200);
         },
       },
     ]),
