@@ -26,6 +26,7 @@ import {
   writeAssignmentFiles,
 } from './workspace.ts';
 import { WorkspacePathError } from './workspace-fs.ts';
+import { checkoutRepositories, startingRepoRefs } from './repo-checkout.ts';
 import type { Workspace } from './workspace.ts';
 
 export interface RunnerHooks {
@@ -105,7 +106,7 @@ export class ExecutionRunner {
   /** What the preparation of the execution has to say once it starts (a workspace not carried over). */
   readonly #notes: AgentEvent[] = [];
   /** What is being prepared, for the message of a failure. */
-  #stage: 'workspace' | 'harness' = 'workspace';
+  #stage: 'workspace' | 'repositories' | 'harness' = 'workspace';
   #workspace: Workspace | undefined;
   #sandbox: SandboxKind | undefined;
   #sessionId: string | undefined;
@@ -295,6 +296,13 @@ export class ExecutionRunner {
     this.#stage = 'workspace';
     const ws = await createWorkspace(workspaceRoot, assignment.executionId, previous, configRoot);
     this.#workspace = ws;
+    const refs = startingRepoRefs(assignment.run.metadata);
+    if (refs.length > 0 && !ws.carriedOver) {
+      this.#stage = 'repositories';
+      const scratch = path.join(workspaceRoot, `${assignment.executionId}.repositories`);
+      await checkoutRepositories(refs, ws.dir, scratch, this.#settings.repositories);
+      this.#stage = 'workspace';
+    }
     const prompt = promptWithNotes(assignment, await writeAssignmentFiles(ws.dir, assignment));
     this.#stage = 'harness';
     const invocation = await adapter.prepare({
@@ -313,9 +321,11 @@ export class ExecutionRunner {
     return this.#outcome(
       'error',
       null,
-      this.#stage === 'workspace'
-        ? `the workspace could not be prepared: ${message}`
-        : `the ${this.assignment.harness} harness could not be prepared: ${message}`,
+      this.#stage === 'repositories'
+        ? `the starting repositories could not be checked out: ${message}`
+        : this.#stage === 'workspace'
+          ? `the workspace could not be prepared: ${message}`
+          : `the ${this.assignment.harness} harness could not be prepared: ${message}`,
       'environment_setup_failed',
     );
   }
