@@ -58,7 +58,13 @@ export function repositorySettings(env: NodeJS.ProcessEnv): RepositorySettings {
   };
 }
 
-export function startingRepoRefs(metadata: Record<string, string>): string[] {
+/**
+ * The refs a run starts from: only a benchmark task's run carries them (the server creates it, source FACTORY);
+ * metadata a member sets on an API run never makes the server fetch anything.
+ */
+export function startingRepoRefs(run: { source: string; metadata: Record<string, string> }): string[] {
+  const { metadata } = run;
+  if (run.source !== 'FACTORY' || !metadata.agentyard_benchmark) return [];
   return (metadata[STARTING_REPO_REFS_KEY] ?? '')
     .split('\n')
     .map((r) => r.trim())

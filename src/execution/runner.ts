@@ -296,7 +296,7 @@ export class ExecutionRunner {
     this.#stage = 'workspace';
     const ws = await createWorkspace(workspaceRoot, assignment.executionId, previous, configRoot);
     this.#workspace = ws;
-    const refs = startingRepoRefs(assignment.run.metadata);
+    const refs = startingRepoRefs(assignment.run);
     if (refs.length > 0 && !ws.carriedOver) {
       this.#stage = 'repositories';
       const scratch = path.join(workspaceRoot, `${assignment.executionId}.repositories`);

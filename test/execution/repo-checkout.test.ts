@@ -7,7 +7,12 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { checkoutRepositories, parseRepoRef, repositorySettings } from '../../src/execution/repo-checkout.ts';
+import {
+  checkoutRepositories,
+  parseRepoRef,
+  repositorySettings,
+  startingRepoRefs,
+} from '../../src/execution/repo-checkout.ts';
 import { SourceUrlPolicy } from '../../src/sources/url-policy.ts';
 
 const root = mkdtempSync(path.join(tmpdir(), 'ay-checkout-'));
@@ -76,6 +81,13 @@ describe('starting repositories', () => {
     );
     expect(parseRepoRef(`github.com:acme/../api@${first}`)).toBeUndefined();
     expect(parseRepoRef(`gitlab.com:group/sub/project@${first}`)).toMatchObject({ name: 'project' });
+  });
+
+  it("takes refs only from a benchmark task's run, never from an API run's metadata", () => {
+    const metadata = { agentyard_benchmark: 'smoke', agentyard_starting_repo_refs: `github.com:a/b@${first}\n` };
+    expect(startingRepoRefs({ source: 'FACTORY', metadata })).toEqual([`github.com:a/b@${first}`]);
+    expect(startingRepoRefs({ source: 'API', metadata })).toEqual([]);
+    expect(startingRepoRefs({ source: 'FACTORY', metadata: { agentyard_starting_repo_refs: 'x' } })).toEqual([]);
   });
 
   it('reads its base URLs from the environment and refuses other schemes', () => {
