@@ -8,7 +8,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { fastSettings } from '../execution/support.ts';
 import { startOpenAiStandin, textOf } from '../support/openai-standin.ts';
 import type { OpenAiStandin, StandinRequest } from '../support/openai-standin.ts';
@@ -68,6 +68,12 @@ agentDefaults:
 prompt: Write README.md saying hello.
 successCriteria: README.md exists and says hello.
 startingRepoRefs: ["github.com:acme/api@${API_SHA}"]
+`,
+    'benchmarks/broken/suite.yaml': 'name: Broken\nagent: fixer\ntasks: [gone]\n',
+    'benchmarks/broken/tasks/gone.yaml': `title: Start from a missing repository
+prompt: Anything.
+successCriteria: Anything.
+startingRepoRefs: ["github.com:acme/missing@${API_SHA}"]
 `,
     'benchmarks/smoke/tasks/fix-typo.yaml': `title: Fix a typo
 prompt: Fix the typo in docs.
@@ -230,6 +236,23 @@ describe.each(ENGINES)('benchmarks on %s', (engine) => {
     expect(table[1]).toMatch(/^add-readme\s+pass \d+\.\ds\s+pass \d+\.\ds$/);
     expect(table[2]).toMatch(/^fix-typo\s+fail \d+\.\ds\s+pass \d+\.\ds$/);
     expect(table[3]).toMatch(/^passed\s+1\/2\s+2\/2$/);
+  });
+
+  it('ends a task whose repository cannot be checked out with a run error naming the ref', async () => {
+    const started = await s.api('POST', `/factories/${factoryId}/benchmarks/broken/runs`, {});
+    expect(started.status, started.text).toBe(200);
+    const done = await vi.waitFor(
+      async () => {
+        const view = await s.api('GET', `/factories/${factoryId}/benchmark-runs/${started.body.id}`);
+        if (view.body.state !== 'done') throw new Error('still running');
+        return view.body;
+      },
+      { timeout: 60_000, interval: 100 },
+    );
+    expect(done.tasks[0]).toMatchObject({ task: 'gone', state: 'unscored', run_state: 'ERROR', passed: false });
+    expect(done.tasks[0].reason).toContain(
+      `the run ended ERROR: the starting repositories could not be checked out: github.com:acme/missing@${API_SHA}: could not check out ${API_SHA} from file://`,
+    );
   });
 
   it('answers 404 for an unknown suite and 400 for a bad body', async () => {
