@@ -96,13 +96,15 @@ async function pinned(url: string, policy: SourceUrlPolicy | undefined): Promise
 
 /**
  * Checks out every ref in `workspace` (a fresh one: the server made it and no agent ran in it yet), using
- * `scratch` (outside the workspace) for the clones. Throws a CheckoutError naming the ref that failed.
+ * `scratch` (outside the workspace) for the clones. Throws a CheckoutError naming the ref that failed; `signal`
+ * kills git (the execution was stopped).
  */
 export async function checkoutRepositories(
   refs: readonly string[],
   workspace: string,
   scratch: string,
   settings: RepositorySettings,
+  signal?: AbortSignal,
 ): Promise<string[]> {
   const parsed = refs.map((ref) => {
     const r = parseRepoRef(ref);
@@ -122,7 +124,8 @@ export async function checkoutRepositories(
       const url = `${base}/${r.path}.git`;
       const into = path.join(scratch, String(i));
       await mkdir(into);
-      const git = gitClient(into);
+      signal?.throwIfAborted();
+      const git = gitClient(into, {}, signal);
       try {
         await git.raw(['init', '--quiet']);
         const fetchArgs = [...(await pinned(url, settings.policy)), 'fetch', '--quiet', '--no-tags'];

@@ -98,6 +98,8 @@ export class ExecutionRunner {
   #adapter: HarnessAdapter | undefined;
   #process: AgentProcess | undefined;
   #stopReason: StopReason | undefined;
+  /** Aborts what preparing the workspace runs (a starting repository's fetch) when the execution is stopped. */
+  readonly #preparing = new AbortController();
   #stopError: { message: string; errorCode: string; kind?: 'failed' | 'error' } | undefined;
   readonly #limits: ExecutionLimits;
   #eventCount = 0;
@@ -208,6 +210,7 @@ export class ExecutionRunner {
   ): Promise<void> {
     this.#stopReason ??= reason;
     if (error) this.#stopError ??= error;
+    this.#preparing.abort();
     await this.#process?.stop(this.#settings.killGraceMs);
     if (this.#sandbox === 'container' && this.#settings.sandbox.containerRuntime)
       await removeContainer(this.#settings.sandbox.containerRuntime, this.assignment.executionId);
@@ -300,7 +303,7 @@ export class ExecutionRunner {
     if (refs.length > 0 && !ws.carriedOver) {
       this.#stage = 'repositories';
       const scratch = path.join(workspaceRoot, `${assignment.executionId}.repositories`);
-      await checkoutRepositories(refs, ws.dir, scratch, this.#settings.repositories);
+      await checkoutRepositories(refs, ws.dir, scratch, this.#settings.repositories, this.#preparing.signal);
       this.#stage = 'workspace';
     }
     const prompt = promptWithNotes(assignment, await writeAssignmentFiles(ws.dir, assignment));
@@ -411,7 +414,7 @@ export class ExecutionRunner {
     const adapter = adapterFor(assignment.harness)!;
     this.#adapter = adapter;
     const prepared = await this.#prepare(adapter);
-    if ('failed' in prepared) return prepared.failed;
+    if ('failed' in prepared) return this.#stopReason ? this.#stopped(null) : prepared.failed;
     const { invocation } = prepared;
     const ws = this.#workspace!;
     if (invocation.secrets?.length) {

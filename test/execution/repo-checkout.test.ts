@@ -3,7 +3,7 @@
  * host the git sources' URL policy refuses, and failing with a message naming the ref.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -81,6 +81,17 @@ describe('starting repositories', () => {
     );
     expect(parseRepoRef(`github.com:acme/../api@${first}`)).toBeUndefined();
     expect(parseRepoRef(`gitlab.com:group/sub/project@${first}`)).toMatchObject({ name: 'project' });
+  });
+
+  it('stops when its signal aborts (the execution was stopped)', async () => {
+    const ws = workspace('ws5');
+    const settings = { baseUrls: { 'github.com': `file://${root}/git` }, policy };
+    const stopped = new AbortController();
+    stopped.abort();
+    await expect(
+      checkoutRepositories([`github.com:acme/api@${first}`], ws, path.join(root, 's5'), settings, stopped.signal),
+    ).rejects.toThrow();
+    expect(existsSync(path.join(ws, 'api'))).toBe(false);
   });
 
   it("takes refs only from a benchmark task's run, never from an API run's metadata", () => {
