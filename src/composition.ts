@@ -284,6 +284,10 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     serverUrl: () => config.publicUrl,
     ...(options.execution?.settings ?? {}),
   });
+  settings.repositories = {
+    ...settings.repositories,
+    policy: settings.repositories.policy ?? sourceUrlPolicyFor(config),
+  };
   const processId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   const recorder = new ExecutionRecorder(db, bus, log);
   const sessionLinks = sessionLinksFor(ctx);

@@ -31,6 +31,7 @@ import {
   writeAssignmentFiles,
 } from './workspace.ts';
 import { WorkspacePathError } from './workspace-fs.ts';
+import { checkoutRepositories, startingRepoRefs } from './repo-checkout.ts';
 import type { Workspace } from './workspace.ts';
 import { Loop } from '../kernel/loop.ts';
 
@@ -103,6 +104,8 @@ export class ExecutionRunner {
   #adapter: HarnessAdapter | undefined;
   #process: AgentProcess | undefined;
   #stopReason: StopReason | undefined;
+  /** Aborts what preparing the workspace runs (a starting repository's fetch) when the execution is stopped. */
+  readonly #preparing = new AbortController();
   #stopError: { message: string; errorCode: string; kind?: 'failed' | 'error' } | undefined;
   readonly #limits: ExecutionLimits;
   #eventCount = 0;
@@ -111,7 +114,7 @@ export class ExecutionRunner {
   /** What the preparation of the execution has to say once it starts (a workspace not carried over). */
   readonly #notes: AgentEvent[] = [];
   /** What is being prepared, for the message of a failure. */
-  #stage: 'workspace' | 'harness' = 'workspace';
+  #stage: 'workspace' | 'repositories' | 'harness' = 'workspace';
   #workspace: Workspace | undefined;
   #sandbox: SandboxKind | undefined;
   #sessionId: string | undefined;
@@ -215,6 +218,7 @@ export class ExecutionRunner {
   ): Promise<void> {
     this.#stopReason ??= reason;
     if (error) this.#stopError ??= error;
+    this.#preparing.abort();
     await this.#process?.stop(this.#settings.killGraceMs);
     if (this.#sandbox === 'container' && this.#settings.sandbox.containerRuntime)
       await removeContainer(this.#settings.sandbox.containerRuntime, this.assignment.executionId);
@@ -303,6 +307,13 @@ export class ExecutionRunner {
     this.#stage = 'workspace';
     const ws = await createWorkspace(workspaceRoot, assignment.executionId, previous, configRoot);
     this.#workspace = ws;
+    const refs = startingRepoRefs(assignment.run);
+    if (refs.length > 0 && !ws.carriedOver) {
+      this.#stage = 'repositories';
+      const scratch = path.join(workspaceRoot, `${assignment.executionId}.repositories`);
+      await checkoutRepositories(refs, ws.dir, scratch, this.#settings.repositories, this.#preparing.signal);
+      this.#stage = 'workspace';
+    }
     const prompt = promptWithNotes(assignment, await writeAssignmentFiles(ws.dir, assignment));
     this.#stage = 'harness';
     const invocation = await adapter.prepare({
@@ -321,9 +332,11 @@ export class ExecutionRunner {
     return this.#outcome(
       'error',
       null,
-      this.#stage === 'workspace'
-        ? `the workspace could not be prepared: ${message}`
-        : `the ${this.assignment.harness} harness could not be prepared: ${message}`,
+      this.#stage === 'repositories'
+        ? `the starting repositories could not be checked out: ${message}`
+        : this.#stage === 'workspace'
+          ? `the workspace could not be prepared: ${message}`
+          : `the ${this.assignment.harness} harness could not be prepared: ${message}`,
       'environment_setup_failed',
     );
   }
@@ -409,7 +422,7 @@ export class ExecutionRunner {
     const adapter = adapterFor(assignment.harness)!;
     this.#adapter = adapter;
     const prepared = await this.#prepare(adapter);
-    if ('failed' in prepared) return prepared.failed;
+    if ('failed' in prepared) return this.#stopReason ? this.#stopped(null) : prepared.failed;
     const { invocation } = prepared;
     const ws = this.#workspace!;
     if (invocation.secrets?.length) {

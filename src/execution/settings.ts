@@ -3,6 +3,8 @@ import { serverLimits } from './limits.ts';
 import type { ServerLimits } from './limits.ts';
 import type { BuiltinAgentSettings } from './harnesses/agentyard.ts';
 import { sandboxSettings } from './sandbox/index.ts';
+import { repositorySettings } from './repo-checkout.ts';
+import type { RepositorySettings } from './repo-checkout.ts';
 import type { SandboxSettings } from './sandbox/index.ts';
 
 /** The harness types Agentyard can run. `oz` in a run names none of them: it maps to the default harness. */
@@ -59,6 +61,11 @@ export interface ExecutionSettings {
   bins: HarnessBins;
   /** The built-in agent's endpoint and limits (`AGENTYARD_OPENAI_*`, `AGENTYARD_AGENT_*`). */
   builtin: BuiltinAgentSettings;
+  /**
+   * Where a benchmark task's starting repositories are fetched from (AGENTYARD_GIT_BASE_URL,
+   * AGENTYARD_GITLAB_BASE_URL) and the URL policy git is held to (the server's git sources' policy).
+   */
+  repositories: RepositorySettings;
   /** Extra arguments of the `command` harness (`AGENTYARD_HARNESS_COMMAND_ARGS`, a JSON array). */
   commandArgs: string[];
   /** A lease lasts this long without a heartbeat (`AGENTYARD_LEASE_MS`, default 30 000). */
@@ -177,6 +184,7 @@ export function executionSettings(
       ...overrides.bins,
     },
     builtin: overrides.builtin ?? builtinAgentSettings(env),
+    repositories: overrides.repositories ?? repositorySettings(env),
     commandArgs: overrides.commandArgs ?? commandArgs,
     leaseMs,
     heartbeatMs,

@@ -1,6 +1,6 @@
 /**
  * Benchmarks: `benchmarks/<suite>/` of a factory's applied definition run as one run of the suite's agent per
- * task (its prompt, with the task's starting repository revisions named), and a judge scores each finished
+ * task (its prompt, with the task's starting repository revisions checked out in its workspace), and a judge scores each finished
  * run against the task's success criteria (pass or fail). A benchmark run is kept with the factory's applied
  * revision, so runs of two revisions of the agent compare side by side.
  */
@@ -9,6 +9,7 @@ import { AppError } from '../kernel/errors.ts';
 import { newId } from '../kernel/ids.ts';
 import type { Logger } from '../kernel/log.ts';
 import type { BenchmarkSuiteDefinition } from '../definitions/model.ts';
+import { STARTING_REPO_REFS_KEY } from '../execution/repo-checkout.ts';
 import { runConfigFor } from '../factories/apply/run-config.ts';
 import type { Creator } from '../engine/model.ts';
 import type { RunService } from '../runs/service.ts';
@@ -87,10 +88,10 @@ export function benchmarkView(
   };
 }
 
-/** A task's prompt: the task, and the repository revisions it starts from. */
+/** A task's prompt: the task, and where the repository revisions it starts from are checked out. */
 export function taskPrompt(task: BenchmarkSuiteDefinition['tasks'][number]): string {
   if (task.startingRepoRefs.length === 0) return task.prompt;
-  return `${task.prompt}\n\n---\nStart from these repository revisions (check them out in the working directory first):\n${task.startingRepoRefs.map((r) => `- ${r}`).join('\n')}\n`;
+  return `${task.prompt}\n\n---\nThese repository revisions are checked out in the working directory, each in a directory named after the repository:\n${task.startingRepoRefs.map((r) => `- ${r}`).join('\n')}\n`;
 }
 
 export class BenchmarkService {
@@ -159,6 +160,9 @@ export class BenchmarkService {
               agentyard_benchmark: suite.slug,
               agentyard_benchmark_task: task.slug,
               agentyard_benchmark_run: run.id,
+              ...(task.startingRepoRefs.length > 0
+                ? { [STARTING_REPO_REFS_KEY]: task.startingRepoRefs.join('\n') }
+                : {}),
             },
           },
           { within: tx },

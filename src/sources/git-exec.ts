@@ -49,9 +49,10 @@ export async function initBareRepository(dir: string): Promise<void> {
  * (GIT_SSH_COMMAND for a key file, GIT_CONFIG_* for an HTTP Authorization header); user input only ever
  * reaches git as a URL argument, whose protocol simple-git still checks.
  */
-export function gitClient(dir: string, extraEnv: Record<string, string> = {}): SimpleGit {
+export function gitClient(dir: string, extraEnv: Record<string, string> = {}, signal?: AbortSignal): SimpleGit {
   return simpleGit({
     baseDir: dir,
+    ...(signal ? { abort: signal } : {}),
     timeout: { block: BLOCK_TIMEOUT_MS },
     unsafe: { allowUnsafeSshCommand: true, allowUnsafeConfigEnvCount: true },
     allowEnvironment: [...Object.keys(BASE_GIT_ENV), ...Object.keys(extraEnv)],

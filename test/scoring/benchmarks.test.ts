@@ -4,9 +4,11 @@
  * success criteria (both on a stand-in OpenAI-compatible endpoint), the table shows task, passed, score,
  * duration and usage, and a second revision of the agent compares side by side with the first.
  */
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { fastSettings } from '../execution/support.ts';
 import { startOpenAiStandin, textOf } from '../support/openai-standin.ts';
 import type { OpenAiStandin, StandinRequest } from '../support/openai-standin.ts';
@@ -15,7 +17,39 @@ import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-const SHA = 'a'.repeat(40);
+
+/** Real repositories under `<base>/OWNER/REPO.git`, each with two commits: answers the first one's id. */
+function makeRepository(
+  base: string,
+  owner: string,
+  name: string,
+  file: string,
+  first: string,
+  second: string,
+): string {
+  const work = mkdtempSync(path.join(tmpdir(), 'ay-bench-src-'));
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: work })
+      .toString()
+      .trim();
+  git('init', '--quiet', '-b', 'main');
+  writeFileSync(path.join(work, file), first);
+  git('add', '.');
+  git('commit', '--quiet', '-m', 'first');
+  const sha = git('rev-parse', 'HEAD');
+  writeFileSync(path.join(work, file), second);
+  git('commit', '--quiet', '-am', 'second');
+  execFileSync('git', ['clone', '--quiet', '--bare', work, path.join(base, owner, `${name}.git`)]);
+  rmSync(work, { recursive: true, force: true });
+  return sha;
+}
+
+const GIT_BASE = mkdtempSync(path.join(tmpdir(), 'ay-bench-git-'));
+const API_SHA = makeRepository(GIT_BASE, 'acme', 'api', 'hello.txt', 'api at the first commit\n', 'api later\n');
+const DOCS_SHA = makeRepository(GIT_BASE, 'acme', 'docs', 'guide.md', 'teh guide\n', 'the guide\n');
+afterAll(() => rmSync(GIT_BASE, { recursive: true, force: true }));
+/** The file each task's agent reads in its checkout. */
+const READS: Record<string, string> = { README: 'api/hello.txt', typo: 'docs/guide.md' };
 
 function files(agentPrompt: string): { path: string; content: string }[] {
   const tree: Record<string, string> = {
@@ -33,11 +67,18 @@ agentDefaults:
     'benchmarks/smoke/tasks/add-readme.yaml': `title: Add a README
 prompt: Write README.md saying hello.
 successCriteria: README.md exists and says hello.
-startingRepoRefs: ["github.com:acme/api@${SHA}"]
+startingRepoRefs: ["github.com:acme/api@${API_SHA}"]
+`,
+    'benchmarks/broken/suite.yaml': 'name: Broken\nagent: fixer\ntasks: [gone]\n',
+    'benchmarks/broken/tasks/gone.yaml': `title: Start from a missing repository
+prompt: Anything.
+successCriteria: Anything.
+startingRepoRefs: ["github.com:acme/missing@${API_SHA}"]
 `,
     'benchmarks/smoke/tasks/fix-typo.yaml': `title: Fix a typo
 prompt: Fix the typo in docs.
 successCriteria: The typo is fixed.
+startingRepoRefs: ["github.com:acme/docs@${DOCS_SHA}"]
 `,
   };
   return Object.entries(tree).map(([p, content]) => ({ path: p, content }));
@@ -84,13 +125,17 @@ describe.each(ENGINES)('benchmarks on %s', (engine) => {
         };
       }
       const prompt = textOf(req.messages.find((m) => m.role === 'user'));
-      if (!req.messages.some((m) => m.role === 'tool'))
+      const task = prompt.includes('README') ? 'README' : 'typo';
+      const tool = req.messages.find((m) => m.role === 'tool');
+      // each task's agent reads a file of its checkout, and says what it saw
+      if (!tool)
         return {
-          toolCalls: [{ name: 'write_file', arguments: JSON.stringify({ path: 'README.md', content: 'hello\n' }) }],
+          toolCalls: [{ name: 'read_file', arguments: JSON.stringify({ path: READS[task] }) }],
           usage: { prompt_tokens: 50, completion_tokens: 5 },
         };
+      const saw = textOf(tool).trim();
       return {
-        content: prompt.includes('README') ? 'I wrote README.md.' : 'Looked at the docs.',
+        content: task === 'README' ? `I wrote README.md. Saw: ${saw}` : `Looked at the docs. Saw: ${saw}`,
         usage: { prompt_tokens: 70, completion_tokens: 9 },
       };
     });
@@ -108,6 +153,9 @@ describe.each(ENGINES)('benchmarks on %s', (engine) => {
               maxTurns: 10,
               deadlineMs: 60_000,
               requestTimeoutMs: 30_000,
+            },
+            repositories: {
+              baseUrls: { 'github.com': `file://${GIT_BASE}`, 'gitlab.com': `file://${GIT_BASE}` },
             },
           }),
         },
@@ -143,12 +191,17 @@ describe.each(ENGINES)('benchmarks on %s', (engine) => {
     expect(lines[2]).toMatch(/^fix-typo\s+no\s+0\s+\d+\.\ds\s+120 in \/ 14 out$/);
     expect(first.stdout).toContain('1/2 passed · suite smoke · agent fixer');
 
-    // the task's prompt names its starting revisions; each task ran as a run of the suite's agent
-    const runs = await s.server.ctx.db.query<{ prompt: string; config_name: string; metadata: Record<string, string> }>(
-      `SELECT prompt, config_name, metadata FROM runs WHERE metadata->>'agentyard_benchmark' = 'smoke' ORDER BY created_at`,
+    // each task ran as a run of the suite's agent, in a workspace with its repository checked out at its ref
+    const runs = await s.server.ctx.db.query<{ prompt: string; config_name: string; result: string | null }>(
+      `SELECT prompt, config_name,
+              (SELECT data->>'text' FROM run_events e WHERE e.run_id = r.id AND e.type = 'result'
+                ORDER BY sequence DESC LIMIT 1) AS result
+         FROM runs r WHERE metadata->>'agentyard_benchmark' = 'smoke' ORDER BY created_at`,
     );
     expect(runs.rows.map((r) => r.config_name)).toEqual(['fixer', 'fixer']);
-    expect(runs.rows[0]!.prompt).toContain(`- github.com:acme/api@${SHA}`);
+    expect(runs.rows[0]!.prompt).toContain(`- github.com:acme/api@${API_SHA}`);
+    expect(runs.rows[0]!.result).toContain('Saw: api at the first commit');
+    expect(runs.rows[1]!.result).toContain('Saw: teh guide');
 
     typoFixed = true;
     const v2 = await s.api('POST', `/factories/${factoryId}/apply`, {
@@ -183,6 +236,23 @@ describe.each(ENGINES)('benchmarks on %s', (engine) => {
     expect(table[1]).toMatch(/^add-readme\s+pass \d+\.\ds\s+pass \d+\.\ds$/);
     expect(table[2]).toMatch(/^fix-typo\s+fail \d+\.\ds\s+pass \d+\.\ds$/);
     expect(table[3]).toMatch(/^passed\s+1\/2\s+2\/2$/);
+  });
+
+  it('ends a task whose repository cannot be checked out with a run error naming the ref', async () => {
+    const started = await s.api('POST', `/factories/${factoryId}/benchmarks/broken/runs`, {});
+    expect(started.status, started.text).toBe(200);
+    const done = await vi.waitFor(
+      async () => {
+        const view = await s.api('GET', `/factories/${factoryId}/benchmark-runs/${started.body.id}`);
+        if (view.body.state !== 'done') throw new Error('still running');
+        return view.body;
+      },
+      { timeout: 60_000, interval: 100 },
+    );
+    expect(done.tasks[0]).toMatchObject({ task: 'gone', state: 'unscored', run_state: 'ERROR', passed: false });
+    expect(done.tasks[0].reason).toContain(
+      `the run ended ERROR: the starting repositories could not be checked out: github.com:acme/missing@${API_SHA}: could not check out ${API_SHA} from file://`,
+    );
   });
 
   it('answers 404 for an unknown suite and 400 for a bad body', async () => {

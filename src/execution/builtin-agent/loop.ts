@@ -12,6 +12,7 @@ import type {
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
 import type { AgentRunDocument } from './protocol.ts';
+import { RequestBody } from './request-body.ts';
 import { ToolArgumentError } from './tools.ts';
 import type { ToolContext, ToolSpec } from './tools.ts';
 
@@ -68,6 +69,7 @@ export class AgentLoop {
   readonly #d: LoopDeps;
   readonly #byName: Map<string, ToolSpec>;
   readonly #tools: ChatCompletionTool[];
+  readonly #body: RequestBody;
   #messages: ChatCompletionMessageParam[] = [];
   #sessionId = '';
   #requests = 0;
@@ -81,6 +83,7 @@ export class AgentLoop {
       type: 'function',
       function: { name: t.name, description: t.description, parameters: t.parameters },
     }));
+    this.#body = new RequestBody(deps.doc.model, this.#tools);
   }
 
   get sessionId(): string {
@@ -211,15 +214,14 @@ export class AgentLoop {
     let finishReason: string | null = null;
     let usage: OpenAI.CompletionUsage | undefined;
     try {
+      // the typed parameters pick the streaming overload; the body sent is the same request, pre-serialized
       const stream = await client.chat.completions.create(
+        { model: doc.model, messages: [], stream: true },
         {
-          model: doc.model,
-          messages: this.#messages,
-          stream: true,
-          stream_options: { include_usage: true },
-          ...(this.#tools.length ? { tools: this.#tools } : {}),
+          signal: requestSignal,
+          body: this.#body.build(this.#messages),
+          headers: { 'content-type': 'application/json' },
         },
-        { signal: requestSignal },
       );
       for await (const chunk of stream) {
         if (chunk.usage) usage = chunk.usage;
