@@ -6,6 +6,7 @@
  * every anonymous request gets an answer.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DefinitionPool } from '../../src/definitions/pool.ts';
 import { ERROR_CATALOGUE } from '../../src/kernel/errors.ts';
 import { ENGINES } from '../support/db.ts';
 import { request, startTestServer } from '../support/server.ts';
@@ -91,7 +92,22 @@ describe.each(ENGINES.slice(0, 1))('hostile anonymous validation against a team 
         if (res.status === 429) expect(Number(res.headers.get('retry-after')), what).toBeGreaterThan(0);
       }
     }
-    // The bounded wait answered some of the heavy ones 429 rather than leave them queued for tens of seconds.
-    expect(answers.some((r) => r.status === 429 && r.body.code === 'resource_unavailable')).toBe(true);
   }, 120_000);
+});
+
+describe('the bounded wait of validate requests', () => {
+  it('answers resource_unavailable to a request still waiting behind another past queueWaitMs', async () => {
+    // one thread, a wait of 50 ms: the second request waits behind a validation of seconds
+    const pool = new DefinitionPool({ timeoutMs: 30_000, memoryMb: 256, queueWaitMs: 50, threads: 1 });
+    try {
+      const body = (files: unknown) => Buffer.from(JSON.stringify({ files }));
+      const first = pool.validateRequest(body(heavy()));
+      await expect.poll(() => pool.load('requests').running, { timeout: 30_000, interval: 5 }).toBe(1);
+      const second = pool.validateRequest(body(heavy()));
+      await expect(second).rejects.toMatchObject({ code: 'resource_unavailable' });
+      await expect(first).resolves.toBeDefined();
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
 });
