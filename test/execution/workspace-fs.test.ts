@@ -150,6 +150,7 @@ describe('workspace files', () => {
       modelId: undefined,
       basePrompt: undefined,
       resumeSessionId: 'sess-1',
+      run: { config: {} },
       secretEnv: {},
     } as unknown as Assignment;
     const err = await claudeHarness
