@@ -155,6 +155,8 @@ describe.skipIf(availability.missing !== undefined)('Helm chart', () => {
       { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create', 'update'] },
       { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
       { apiGroups: ['batch'], resources: ['jobs'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
+      // each Job's egress policy, owned by the Job (deleted with it)
+      { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['create'] },
     ]);
     for (const rule of role.rules!) expect(rule.verbs).not.toContain('*');
     const election = find(docs, 'Role', 'agentyard-leader-election')!;
