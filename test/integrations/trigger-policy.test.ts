@@ -15,6 +15,7 @@ import { FOREMAN, RUNNER } from '../support/factory-tree.ts';
 import { createGitFactory } from '../factories/support.ts';
 import type { GitFactory } from '../factories/support.ts';
 import { post } from '../ingress/support.ts';
+import { connectProviders } from './connections.ts';
 import { runsOfDeliveries, waitEvaluated } from '../automations/support.ts';
 import { linearCommentCreated, SLACK_APP_MENTION } from './fixtures.ts';
 
@@ -90,23 +91,10 @@ describe.each(ENGINES)('who may trigger, on %s', (engine) => {
 
   beforeAll(async () => {
     server = await startTestServer(engine);
-    for (const [name, value] of Object.entries({
-      'gh-hook': githubSecret,
-      'slack-signing': slackSecret,
-      'slack-bot': 'xoxb-test',
-      'linear-hook': linearSecret,
-      'linear-key': 'lin_api_test',
-    }))
-      expect((await server.api('PUT', `/secrets/${name}`, { value })).status).toBeLessThan(300);
-    for (const [provider, body] of Object.entries({
-      github: { mode: 'webhook', webhook_secret_name: 'gh-hook' },
-      slack: { signing_secret_name: 'slack-signing', bot_token_secret_name: 'slack-bot' },
-      linear: { webhook_secret_name: 'linear-hook', api_key_secret_name: 'linear-key' },
-    })) {
-      const res = await server.api('PUT', `/integrations/${provider}`, body);
-      expect(res.status, JSON.stringify(res.body)).toBe(200);
-      urls[provider] = res.body.events_url;
-    }
+    Object.assign(
+      urls,
+      await connectProviders(server, { github: githubSecret, slack: slackSecret, linear: linearSecret }),
+    );
   });
   afterAll(async () => {
     factory?.remote.close();
