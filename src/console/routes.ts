@@ -232,26 +232,31 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
 
     /** Runs counted by active state (each up to 100, the API's index on state makes it cheap), and deliveries. */
     const overviewLiveData = async (s: Signed) => {
-      const [byState, active, stats] = await Promise.all([
+      const [lists, active, stats] = await Promise.all([
         Promise.all(
-          ACTIVE_RUN_STATES.map(async (state) => {
-            const list = await s.api.get<{ runs: Run[]; page_info: PageInfo }>('/agent/runs', { state, limit: '100' });
-            return { state, count: list.runs.length, more: list.page_info.has_next_page };
-          }),
+          ACTIVE_RUN_STATES.map((state) =>
+            s.api.get<{ runs: Run[]; page_info: PageInfo }>('/agent/runs', { state, limit: '100' }),
+          ),
         ),
         s.api.get<{ runs: Run[] }>(
           `/agent/runs?${ACTIVE_RUN_STATES.map((state) => `state=${state}`).join('&')}&limit=20&sort_by=updated_at`,
         ),
         s.api.get<{ deliveries: number }>('/delivery-stats', { minutes: '60' }),
       ]);
-      return { runs: { byState, active: active.runs }, deliveriesLastHour: stats.deliveries };
+      const byState = lists.map((list, i) => ({
+        state: ACTIVE_RUN_STATES[i]!,
+        count: list.runs.length,
+        more: list.page_info.has_next_page,
+      }));
+      // the runs waiting for an answer are in their state's list already: its newest twenty
+      const blocked = lists[ACTIVE_RUN_STATES.indexOf('BLOCKED')]?.runs.slice(0, 20) ?? [];
+      return { runs: { byState, active: active.runs }, deliveriesLastHour: stats.deliveries, blocked };
     };
 
     const overview = async (s: Signed, reply: FastifyReply, error?: string) => {
-      const [list, live, blocked] = await Promise.all([
+      const [list, live] = await Promise.all([
         s.api.get<{ factories: Factory[]; page_info: PageInfo }>('/factories', { limit: '100', counts: 'true' }),
         overviewLiveData(s),
-        s.api.get<{ runs: Run[] }>('/agent/runs', { state: 'BLOCKED', limit: '20' }),
       ]);
       let factories = list.factories;
       let more = list.page_info;
@@ -271,7 +276,6 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
           factories,
           moreFactories: more.has_next_page,
           ...live,
-          blocked: blocked.runs,
           ...(error ? { error } : {}),
         }),
         error ? 422 : 200,
