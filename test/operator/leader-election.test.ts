@@ -202,7 +202,7 @@ describe.skipIf(availability.missing !== undefined || !ENGINES.includes('postgre
       expect(res.status).toBe(202);
       expect(a.log.some((l) => l.includes('became the leader'))).toBe(true);
       expect(b.log.some((l) => l.includes('became the leader'))).toBe(false);
-    });
+    }, 120_000);
 
     it('fails over when the leader stops: the lease is released and the other process reconciles', async () => {
       const [a, b] = processes;
@@ -222,7 +222,7 @@ describe.skipIf(availability.missing !== undefined || !ENGINES.includes('postgre
         'the new leader to apply the next revision',
       );
       expect(b!.log.some((l) => l.includes('became the leader'))).toBe(true);
-    });
+    }, 90_000);
 
     it('stops a leader whose lease is taken away (exit 1), so two processes never reconcile at once', async () => {
       const b = processes[1]!;
