@@ -1,0 +1,102 @@
+/**
+ * A run's usage budgets: `config.max_tokens` and `config.max_cost_usd` end the run FAILED with `budget_exceeded`
+ * naming the budget, as the harness reports usage: the `command` harness's own `usage` events, Claude Code's
+ * stream-json `result` (its `total_cost_usd`). The partial output and the workspace are kept, the usage up to the
+ * stop is recorded on the run. Bad values are refused with the field named.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { usageBefore, usageBudgetPassed } from '../../src/execution/usage-budget.ts';
+import { AGENTS, FAKE, createRun, eventsOf, executionsOf, startExecServer, waitForState } from './support.ts';
+import type { ExecServer } from './support.ts';
+
+const FINAL = ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'];
+
+describe('usage budgets of a run', () => {
+  let s: ExecServer;
+  beforeAll(async () => {
+    s = await startExecServer('pglite', {
+      settings: { bins: { ...FAKE, command: path.join(AGENTS, 'spender.sh') } },
+    });
+    await s.api('PUT', '/secrets/anthropic', { value: 'sk-budget-0123456789' });
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it('stops a command agent past max_tokens: FAILED, budget_exceeded naming tokens, work kept', async () => {
+    // spender.sh reports 500 tokens per usage line, four lines, then sleeps for two minutes
+    const runId = await createRun(s, { prompt: 'spend', config: { harness: { type: 'command' }, max_tokens: 1200 } });
+    const run = await waitForState(s, runId, FINAL, 20_000);
+    expect(run.state).toBe('FAILED');
+    expect(run.status_message.error_code).toBe('budget_exceeded');
+    expect(run.status_message.message).toBe(
+      'budget_exceeded: the run used 1500 tokens, past its token budget of 1200 (max_tokens)',
+    );
+    const events = await eventsOf(s, runId);
+    expect(events.some((e) => e.type === 'message' && e.data.text === 'working')).toBe(true);
+    expect(events.filter((e) => e.type === 'usage').length).toBeGreaterThanOrEqual(3);
+    const [execution] = await executionsOf(s, runId);
+    expect(readFileSync(path.join(execution!.workspace!, 'partial.txt'), 'utf8')).toBe('partial work\n');
+    expect(run.request_usage.total_tokens).toBeGreaterThanOrEqual(1500);
+  });
+
+  it('stops a command agent past max_cost_usd, naming the cost budget', async () => {
+    const runId = await createRun(s, {
+      prompt: 'spend',
+      config: { harness: { type: 'command' }, max_cost_usd: 0.05 },
+    });
+    const run = await waitForState(s, runId, FINAL, 20_000);
+    expect(run.state).toBe('FAILED');
+    expect(run.status_message.error_code).toBe('budget_exceeded');
+    expect(run.status_message.message).toBe(
+      'budget_exceeded: the run cost $0.0600, past its cost budget of $0.05 (max_cost_usd)',
+    );
+    const [execution] = await executionsOf(s, runId);
+    expect(existsSync(execution!.workspace!)).toBe(true);
+  });
+
+  it('fails a Claude Code run whose reported total_cost_usd passes max_cost_usd', async () => {
+    // the fake Claude Code reports total_cost_usd 0.0125 and 120 tokens in its stream-json result
+    const config = { harness: { type: 'claude' }, harness_auth_secrets: { claude_auth_secret_name: 'anthropic' } };
+    const over = await createRun(s, { prompt: 'hello', config: { ...config, max_cost_usd: 0.01 } });
+    const run = await waitForState(s, over, FINAL);
+    expect(run.state).toBe('FAILED');
+    expect(run.status_message.message).toMatch(/^budget_exceeded: the run cost \$0\.0125.*\(max_cost_usd\)$/);
+    const within = await createRun(s, { prompt: 'hello', config: { ...config, max_cost_usd: 0.02, max_tokens: 1000 } });
+    expect((await waitForState(s, within, FINAL)).state).toBe('SUCCEEDED');
+  });
+
+  it('refuses budgets that are not positive numbers, naming the field', async () => {
+    for (const [field, bad] of [
+      ['max_tokens', 0],
+      ['max_tokens', 1.5],
+      ['max_tokens', 'many'],
+      ['max_cost_usd', 0],
+      ['max_cost_usd', -1],
+      ['max_cost_usd', '1'],
+    ] as const) {
+      const res = await s.api('POST', '/agent/runs', { prompt: 'x', config: { [field]: bad } });
+      expect(res.status, `${field}=${bad}`).toBe(400);
+      expect(res.text).toMatch(new RegExp(field));
+    }
+  });
+});
+
+describe('usageBudgetPassed', () => {
+  const none = { input_tokens: 0, output_tokens: 0, cost_usd: 0 };
+  it('counts the earlier executions of the run', () => {
+    const before = usageBefore({ input_tokens: 700, output_tokens: 200, total_tokens: 900, inference_cost_usd: 0.4 });
+    expect(before).toEqual({ total_tokens: 900, cost_usd: 0.4 });
+    expect(usageBudgetPassed({ max_tokens: 1000 }, before, { ...none, input_tokens: 100 })).toBeUndefined();
+    expect(usageBudgetPassed({ max_tokens: 1000 }, before, { ...none, input_tokens: 101 })).toMatch(/1001 tokens/);
+    expect(usageBudgetPassed({ max_cost_usd: 0.5 }, before, { ...none, cost_usd: 0.1 })).toBeUndefined();
+    expect(usageBudgetPassed({ max_cost_usd: 0.5 }, before, { ...none, cost_usd: 0.11 })).toMatch(/max_cost_usd/);
+  });
+  it('ignores budgets that are not positive numbers', () => {
+    const used = { input_tokens: 1e9, output_tokens: 1e9, cost_usd: 1e9 };
+    for (const bad of [0, -1, '5', null, Number.NaN])
+      expect(usageBudgetPassed({ max_tokens: bad, max_cost_usd: bad }, undefined, used)).toBeUndefined();
+  });
+});
