@@ -520,7 +520,8 @@ export class ExecutionRunner {
     if (!proxy) return;
     this.#egress = undefined;
     await proxy.close().catch(() => {});
-    if (this.#sandbox === 'bubblewrap') this.#emit([{ type: 'status', data: egressSummary(this.#egressRecords) }]);
+    if (this.#sandbox === 'bubblewrap' || this.#sandbox === 'container')
+      this.#emit([{ type: 'status', data: egressSummary(this.#egressRecords) }]);
   }
 
   async #start(
