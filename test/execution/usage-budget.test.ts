@@ -1,14 +1,16 @@
 /**
  * A run's usage budgets: `config.max_tokens` and `config.max_cost_usd` end the run FAILED with `budget_exceeded`
  * naming the budget, as the harness reports usage: the `command` harness's own `usage` events, Claude Code's
- * stream-json `result` (its `total_cost_usd`). The partial output and the workspace are kept, the usage up to the
+ * stream-json `result` (its `total_cost_usd`), the built-in agent's model usage (its stand-in endpoint). The partial output and the workspace are kept, the usage up to the
  * stop is recorded on the run. Bad values are refused with the field named.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usageBefore, usageBudgetPassed } from '../../src/execution/usage-budget.ts';
-import { AGENTS, FAKE, createRun, eventsOf, executionsOf, startExecServer, waitForState } from './support.ts';
+import { firstUser, startOpenAiStandin } from '../support/openai-standin.ts';
+import type { OpenAiStandin } from '../support/openai-standin.ts';
+import { AGENTS, FAKE, createRun, eventsOf, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
 import type { ExecServer } from './support.ts';
 
 const FINAL = ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'];
@@ -81,6 +83,83 @@ describe('usage budgets of a run', () => {
       expect(res.status, `${field}=${bad}`).toBe(400);
       expect(res.text).toMatch(new RegExp(field));
     }
+  });
+});
+
+describe('usage budgets over the executions of a run', () => {
+  let s: ExecServer;
+  beforeAll(async () => {
+    s = await startExecServer('pglite', {
+      settings: { bins: { ...FAKE, command: path.join(AGENTS, 'spend-once.sh') } },
+    });
+  });
+  afterAll(async () => {
+    await s?.close();
+  });
+
+  it('counts what earlier executions used: a follow-up that takes the run past max_tokens fails it', async () => {
+    // each execution of spend-once.sh reports 500 tokens and succeeds
+    const runId = await createRun(s, { prompt: 'spend', config: { harness: { type: 'command' }, max_tokens: 800 } });
+    expect((await waitForState(s, runId, FINAL)).state).toBe('SUCCEEDED');
+    const followup = await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'more' });
+    expect(followup.status, followup.text).toBe(200);
+    const run = await waitFor('the follow-up execution to end', async () => {
+      const r = (await s.api('GET', `/agent/runs/${runId}`)).body;
+      return (await executionsOf(s, runId)).length === 2 && FINAL.includes(r.state) ? r : undefined;
+    });
+    expect(run.state).toBe('FAILED');
+    expect(run.status_message.message).toBe(
+      'budget_exceeded: the run used 1000 tokens, past its token budget of 800 (max_tokens)',
+    );
+  });
+});
+
+describe('max_tokens and the built-in agent', () => {
+  let s: ExecServer;
+  let model: OpenAiStandin;
+  beforeAll(async () => {
+    // a model that never stops calling the shell, each answer 100 prompt and 20 completion tokens
+    model = await startOpenAiStandin((req) =>
+      firstUser(req).includes('LOOP')
+        ? {
+            toolCalls: [{ name: 'shell', arguments: JSON.stringify({ command: 'echo again >> loop.txt' }) }],
+            usage: { prompt_tokens: 100, completion_tokens: 20 },
+          }
+        : { content: 'no script' },
+    );
+    s = await startExecServer('pglite', {
+      settings: {
+        harnesses: ['agentyard'],
+        defaultHarness: 'agentyard',
+        builtin: {
+          baseUrl: model.baseUrl,
+          apiKey: 'sk-standin-0123456789abcdef',
+          model: 'local-model',
+          maxTurns: 50,
+          deadlineMs: 60_000,
+          requestTimeoutMs: 30_000,
+        },
+      },
+    });
+  });
+  afterAll(async () => {
+    await s?.close();
+    await model?.close();
+  });
+
+  it('stops the agent once the tokens its model reported pass the budget', async () => {
+    const runId = await createRun(s, { prompt: 'LOOP forever', config: { model_id: 'auto', max_tokens: 300 } });
+    const run = await waitForState(s, runId, FINAL);
+    expect(run.state).toBe('FAILED');
+    expect(run.status_message.message).toBe(
+      'budget_exceeded: the run used 360 tokens, past its token budget of 300 (max_tokens)',
+    );
+    // the third answer passed it; at most the request in flight when it was stopped came after
+    const asked = model.requests.filter((r) => firstUser(r).includes('LOOP')).length;
+    expect(asked).toBeGreaterThanOrEqual(3);
+    expect(asked).toBeLessThanOrEqual(4);
+    const [execution] = await executionsOf(s, runId);
+    expect(readFileSync(path.join(execution!.workspace!, 'loop.txt'), 'utf8')).toMatch(/^again\n/);
   });
 });
 
