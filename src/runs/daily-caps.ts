@@ -3,11 +3,11 @@
  * factory (factory.yaml `budget`), of one of its agents and of one of its automations (their `budget.dailyRuns`,
  * `budget.dailyCostUsd`). Checked when a run of the factory is created; a creation past a cap is refused with
  * `daily_cap_reached` (429, Retry-After: the next UTC day), and an automation's firing records the refusal as
- * skipped. Creations of one capped factory are serialised by an advisory lock, so a burst cannot pass a cap.
+ * skipped. Creations of runs under caps are serialised by an advisory lock, so a burst cannot pass a cap.
  */
 import { AppError } from '../kernel/errors.ts';
 import type { Queryable } from '../kernel/db.ts';
-import { dailyCapsOf, dailyUsageOf, lockFactoryCaps } from './sql.ts';
+import { dailyCapsOf, dailyUsageOf, lockDailyCaps } from './sql.ts';
 import type { DailyCapsRow, DailyUsageRow } from './sql.ts';
 
 type Scope = 'factory' | 'agent' | 'automation';
@@ -95,7 +95,7 @@ export function capReached(caps: RunCaps, usage: DailyUsageRow): { cap: Cap; sen
 }
 
 /**
- * In the creating transaction: takes the factory's cap lock, counts the day's runs and cost, and throws
+ * In the creating transaction: takes the daily caps' lock, counts the day's runs and cost, and throws
  * DailyCapReached when a cap is reached. The lock is held until the transaction ends, so the next creation
  * counts this run.
  */
@@ -104,7 +104,7 @@ export async function enforceDailyCaps(
   caps: RunCaps,
   now: () => Date = () => new Date(),
 ): Promise<void> {
-  await lockFactoryCaps(tx, caps.factoryId);
+  await lockDailyCaps(tx);
   const usage = await dailyUsageOf(tx, caps.factoryId, caps.row.agent, caps.automationId);
   const reached = capReached(caps, usage);
   if (!reached) return;

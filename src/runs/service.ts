@@ -307,7 +307,7 @@ export class RunService {
   ): Promise<{ run: engine.CreatedRun; replayed: boolean }> {
     if ('within' in options) return { run: await insertQueuedRun(options.within, input), replayed: false };
     const { idempotency } = options;
-    // a run under daily caps is created in a transaction of its own, under its factory's cap lock
+    // a run under daily caps is created in a transaction of its own, under the daily caps' lock
     const caps = await capsOf(this.#db, input);
     if (!idempotency && !input.attachments?.length && !input.actsAs && !caps) {
       // The common case needs no transaction: one row, written with the other creations of the moment.

@@ -656,7 +656,11 @@ export async function dailyUsageOf(
   return res.rows[0]!;
 }
 
-/** Serialises the run creations of one factory that has daily caps, until the transaction ends. */
-export async function lockFactoryCaps(q: Queryable, factoryId: string): Promise<void> {
-  await q.query("SELECT pg_advisory_xact_lock(hashtextextended('ay_daily_caps:' || $1, 0))", [factoryId]);
+/**
+ * Serialises the creations of runs under daily caps, until the transaction ends. One key for every factory: a
+ * transaction that creates runs of several factories (an evaluation batch, a batch of schedules) never waits
+ * for two such locks in an order another transaction takes the other way round.
+ */
+export async function lockDailyCaps(q: Queryable): Promise<void> {
+  await q.query("SELECT pg_advisory_xact_lock(hashtextextended('ay_daily_caps', 0))");
 }

@@ -3,7 +3,8 @@
  * `POST /factories/{id}/runs` with 429 `daily_cap_reached` (Retry-After: the next UTC day) and the next
  * `dispatch_agent` with a tool error; an automation's cap records its next firing as skipped, with the reason, in
  * the delivery's page and the delivery log; factory.yaml's `budget.dailyCostUsd` counts the cost the runs'
- * harness reported (the fake Claude Code's `total_cost_usd`), so runs start until the day's cost reaches it.
+ * harness reported (the fake Claude Code's `total_cost_usd`), so runs start until the day's cost reaches it; a
+ * burst of concurrent requests starts exactly the cap.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
@@ -78,6 +79,22 @@ describe.each(ENGINES)('daily caps on %s', (engine) => {
     } finally {
       await client.close();
     }
+    const count = await s.server.ctx.db.query<{ n: string }>('SELECT count(*) AS n FROM runs WHERE factory_id = $1', [
+      factoryId,
+    ]);
+    expect(Number(count.rows[0]!.n)).toBe(3);
+  });
+
+  it('lets a burst of concurrent requests start exactly the cap', async () => {
+    const factoryId = await managedFactory(s, 'burst-capped', {
+      'factory.yaml': factoryYaml('burst-capped', 'budget: {dailyRuns: 3}\n'),
+      'agents/foreman/agent.md': agent('FOREMAN'),
+      'runners/default.yaml': RUNNER,
+    });
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => s.api('POST', `/factories/${factoryId}/runs`, { prompt: `burst ${i}` })),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, ...Array(7).fill(429)]);
     const count = await s.server.ctx.db.query<{ n: string }>('SELECT count(*) AS n FROM runs WHERE factory_id = $1', [
       factoryId,
     ]);
