@@ -5,6 +5,7 @@
  * budget counts as FAILED; runs of no factory add no series.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINES } from '../support/db.ts';
 import { waitEvaluated } from '../automations/support.ts';
 import { startExecServer, waitFor, waitForState } from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
@@ -40,10 +41,10 @@ function samples(text: string, name: string): Map<string, number> {
   return out;
 }
 
-describe('factory and automation series on /metrics', () => {
+describe.each(ENGINES)('factory and automation series on /metrics, %s', (engine) => {
   let s: ExecServer;
   beforeAll(async () => {
-    s = await startExecServer('pglite');
+    s = await startExecServer(engine);
     await s.api('PUT', '/secrets/anthropic', { value: 'sk-metrics-0123456789' });
     await s.api('PUT', '/secrets/alerts-token', { value: 'alerts-token-0123456789' });
   });
