@@ -185,7 +185,7 @@ export class ExecutionRunner {
    */
   #checkUsageBudgets(): void {
     const passed = usageBudgetPassed(this.assignment.run.config, this.assignment.run.usage, this.#usage);
-    if (passed) this.#passLimit(passed, 'budget_exceeded');
+    if (passed) this.#passLimit(passed.message, passed.errorCode);
   }
 
   /**
@@ -670,7 +670,7 @@ export class ExecutionRunner {
       () =>
         this.#passLimit(
           `budget_exceeded: the run passed its wall-clock budget of ${seconds} s (max_duration_seconds)`,
-          'budget_exceeded',
+          'max_duration_exceeded',
         ),
       Math.max(0, from + seconds * 1000 - Date.now()),
     );

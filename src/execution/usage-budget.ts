@@ -34,25 +34,31 @@ export function usageBefore(requestUsage: Record<string, number> | null | undefi
 const COST_EPSILON = 1e-9;
 
 /**
- * The message of the first usage budget the run has passed, or undefined. Tokens are input + output (cached input
+ * The first usage budget the run has passed (its message and the recorded error code that names it), or undefined. Tokens are input + output (cached input
  * tokens are part of the input as each harness reports it); cost is what the harness reports (`cost_usd`).
  */
 export function usageBudgetPassed(
   config: Record<string, unknown>,
   before: UsageBefore | undefined,
   usage: ReportedUsage,
-): string | undefined {
+): { message: string; errorCode: 'max_tokens_exceeded' | 'max_cost_exceeded' } | undefined {
   const maxTokens = positive(config.max_tokens);
   if (maxTokens !== undefined) {
     const tokens = (before?.total_tokens ?? 0) + usage.input_tokens + usage.output_tokens;
     if (tokens > maxTokens)
-      return `budget_exceeded: the run used ${tokens} tokens, past its token budget of ${maxTokens} (max_tokens)`;
+      return {
+        message: `budget_exceeded: the run used ${tokens} tokens, past its token budget of ${maxTokens} (max_tokens)`,
+        errorCode: 'max_tokens_exceeded',
+      };
   }
   const maxCost = positive(config.max_cost_usd);
   if (maxCost !== undefined) {
     const cost = (before?.cost_usd ?? 0) + usage.cost_usd;
     if (cost > maxCost + COST_EPSILON)
-      return `budget_exceeded: the run cost $${cost.toFixed(4)}, past its cost budget of $${maxCost} (max_cost_usd)`;
+      return {
+        message: `budget_exceeded: the run cost $${cost.toFixed(4)}, past its cost budget of $${maxCost} (max_cost_usd)`,
+        errorCode: 'max_cost_exceeded',
+      };
   }
   return undefined;
 }
