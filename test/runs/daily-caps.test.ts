@@ -4,12 +4,13 @@
  * `dispatch_agent` with a tool error; an automation's cap records its next firing as skipped, with the reason, in
  * the delivery's page and the delivery log; factory.yaml's `budget.dailyCostUsd` counts the cost the runs'
  * harness reported (the fake Claude Code's `total_cost_usd`), so runs start until the day's cost reaches it; a
- * burst of concurrent requests starts exactly the cap.
+ * burst of concurrent requests starts exactly the cap; a schedule past an automation's cap records why on its fire.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
 import { runsOfDeliveries, waitEvaluated } from '../automations/support.ts';
-import { startExecServer, waitForState } from '../execution/support.ts';
+import { startExecServer, waitFor, waitForState } from '../execution/support.ts';
+import { fireDueSchedules } from '../../src/schedules/fire.ts';
 import type { ExecServer } from '../execution/support.ts';
 import { post } from '../ingress/support.ts';
 import { callTool, managedFactory, mcpClient } from '../orchestration/support.ts';
@@ -132,6 +133,36 @@ describe.each(ENGINES)('daily caps on %s', (engine) => {
     expect(page.body.skipped).toEqual([{ automation_id: expect.stringMatching(/^auto_/), reason }]);
     const log = (await s.api('GET', `/webhooks/${hook.uid}/deliveries`)).body.deliveries as Record<string, any>[];
     expect(log.find((d) => d.delivery_id === second)?.skipped_reasons).toEqual([reason]);
+  });
+
+  it("records a schedule's firing past an automation's dailyRuns as the fire's error, and starts nothing", async () => {
+    const factoryId = await managedFactory(s, 'schedule-capped', {
+      'factory.yaml': factoryYaml('schedule-capped'),
+      'agents/foreman/agent.md': agent('FOREMAN'),
+      'runners/default.yaml': RUNNER,
+      'automations/hourly/automation.md':
+        '---\nbudget: {dailyRuns: 1}\ntriggers:\n  - provider: schedule\n    event: cron_fired\n    schedule: {cron: "0 * * * *"}\n---\n\nTidy up.\n',
+    });
+    const db = s.server.ctx.db;
+    const schedule = await waitFor('the automation schedule', async () => {
+      const res = await db.query<{ id: string; next_run_at: Date }>(
+        'SELECT id, next_run_at FROM schedules WHERE factory_id = $1 AND next_run_at IS NOT NULL',
+        [factoryId],
+      );
+      return res.rows[0];
+    });
+    const fire = (now: Date) => fireDueSchedules(db, { now, firedBy: 'test', runs: s.server.services.runs });
+    const first = new Date(schedule.next_run_at);
+    expect((await fire(first)).runs).toHaveLength(1);
+    expect((await fire(new Date(first.getTime() + 3_600_000))).runs).toHaveLength(0);
+    const fires = await db.query<{ error: string | null; run_ids: string[] }>(
+      'SELECT error, run_ids FROM schedule_fires WHERE schedule_id = $1 ORDER BY scheduled_for',
+      [schedule.id],
+    );
+    expect(fires.rows.map((f) => f.run_ids.length)).toEqual([1, 0]);
+    expect(fires.rows[1]!.error).toContain(
+      'automation hourly of factory schedule-capped has started 1 runs today, its daily cap (budget.dailyRuns: 1); the next UTC day begins at',
+    );
   });
 
   it("stops starting a factory's runs once the day's reported cost reaches dailyCostUsd", async () => {
