@@ -10,6 +10,9 @@
  *    (b) the INPROGRESS event received by a client on the run's SSE stream (created → INPROGRESS seen by a client).
  * 2. End-to-end throughput: a backlog of runs queued at once (multi-row inserts of 500, each announced),
  *    drained to SUCCEEDED by the executors: runs/s.
+ * 2b. The deadline check (docs/governance.md, "Budgets"): enqueue → INPROGRESS committed for runs without budgets
+ *    and runs with every per-run budget set, interleaved one by one in each round; the median over rounds of the
+ *    ratio of their p50s.
  * 3. graphile-worker on the same PostgreSQL server: `addJob` → handler start, one job at a time (the same
  *    sequential method as 1a), and its drain rate for a backlog of no-op jobs at the same concurrency.
  *
@@ -253,6 +256,55 @@ async function measureLatency(server: RunningServer, key: string, samples: numbe
   return result;
 }
 
+/** Budgets a run sets in the budgeted half of the deadline-check comparison (none is reached by a noop run). */
+const BUDGETS = { max_duration_seconds: 3600, max_turns: 100, max_tokens: 1_000_000, max_cost_usd: 10 };
+
+/**
+ * The deadline check against the queue-to-start path: in each round, `samples` runs without budgets then
+ * `samples` with every per-run budget set, one at a time (RunService.create called → INPROGRESS committed), in
+ * the same server; answers each round's p50 of both.
+ */
+async function measureBudgetOverhead(
+  server: RunningServer,
+  rounds: number,
+  samples: number,
+): Promise<{ plain: number; budgeted: number }[]> {
+  const bus = startedOnBus(server);
+  const service = server.services.runs;
+  const teamId = (await server.ctx.db.query<{ id: string }>('SELECT id FROM teams ORDER BY created_at LIMIT 1'))
+    .rows[0]!.id;
+  const one = async (i: number, config: Record<string, unknown> | undefined): Promise<number> => {
+    const t0 = performance.now();
+    const { run } = await service.create({
+      teamId,
+      prompt: `budget bench ${i}`,
+      source: 'API',
+      creator: null,
+      ...(config ? { config } : {}),
+    });
+    const started = await bus.wait(run.id);
+    await pause();
+    return started - t0;
+  };
+  const out: { plain: number; budgeted: number }[] = [];
+  try {
+    for (let i = 0; i < 20; i++) await one(i, i % 2 ? BUDGETS : undefined);
+    for (let r = 0; r < rounds; r++) {
+      const plain: number[] = [];
+      const budgeted: number[] = [];
+      // interleaved, so that a slow moment of the shared machine falls on both
+      for (let i = 0; i < samples; i++) {
+        plain.push(await one(i, undefined));
+        budgeted.push(await one(i, BUDGETS));
+      }
+      out.push({ plain: median(plain), budgeted: median(budgeted) });
+    }
+  } finally {
+    bus.stop();
+  }
+  return out;
+}
+
 async function waitAllSucceeded(server: RunningServer, count: number): Promise<void> {
   for (;;) {
     const res = await server.ctx.db.query<{ n: number }>(
@@ -374,6 +426,7 @@ function median(values: number[]): number {
 }
 
 const rows: string[] = [];
+const budgetRows: string[] = [];
 const throughputRows: string[] = [];
 const comparison: string[] = [];
 let pg: Awaited<ReturnType<typeof startPostgresServer>> | undefined;
@@ -450,6 +503,12 @@ try {
         }
       }
       console.log(rows.slice(graphile ? -8 : -6).join('\n'));
+      const budgetRounds = await measureBudgetOverhead(server, ROUNDS, Math.max(20, Math.ceil(SAMPLES / ROUNDS)));
+      const ratios = budgetRounds.map((b) => b.budgeted / Math.max(b.plain, 0.001));
+      budgetRows.push(
+        `| ${engine} | ${fmt(median(budgetRounds.map((b) => b.plain)), 2)} | ${fmt(median(budgetRounds.map((b) => b.budgeted)), 2)} | ${fmt(median(ratios), 2)} (${fmt(Math.min(...ratios), 2)}–${fmt(Math.max(...ratios), 2)}) |`,
+      );
+      console.log(budgetRows.at(-1));
       const t = await measureThroughput(server);
       throughputRows.push(
         `| Agentyard on ${engine} (noop harness, ${CONCURRENCY} executors) | ${t.runs} | ${fmt(t.seconds, 2)} | ${fmt(t.rate, 0)} |`,
@@ -482,6 +541,12 @@ console.log('\n## Queue-to-start latency (one run at a time, idle executors), ms
 console.log('| Path | samples | p50 | p90 | p99 |');
 console.log('|---|---:|---:|---:|---:|');
 for (const r of rows) console.log(r);
+console.log(
+  `\n## The deadline check: enqueue → INPROGRESS committed without budgets and with every per-run budget set (median over ${ROUNDS} rounds of each round's p50), ms\n`,
+);
+console.log('| Engine | no budget | budgets set | ratio (median of rounds; min–max) |');
+console.log('|---|---:|---:|---:|');
+for (const r of budgetRows) console.log(r);
 console.log('\n## End-to-end throughput (a backlog queued at once, drained to SUCCEEDED)\n');
 console.log('| System | runs | seconds | runs/s |');
 console.log('|---|---:|---:|---:|');

@@ -60,6 +60,8 @@ const OWNERS: Readonly<Record<string, string>> = {
   scorer_improvement_runs: 'scoring',
   benchmark_runs: 'scoring',
   benchmark_results: 'scoring',
+  factory_run_tallies: 'metrics',
+  factory_run_totals: 'metrics',
 };
 
 interface SharedWrite {

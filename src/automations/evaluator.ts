@@ -4,6 +4,7 @@ import { DrainLoop } from '../kernel/drain-loop.ts';
 import { isAppError } from '../kernel/errors.ts';
 import { parseJsonBody } from '../ingress/json-body.ts';
 import type { CreateRunInput, RunService } from '../runs/service.ts';
+import { DailyCapReached } from '../runs/daily-caps.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db, Queryable } from '../kernel/db.ts';
 import { EVENT_PAYLOAD_FILE, runPrompt, runTitle } from './envelope.ts';
@@ -183,6 +184,11 @@ export class OutboxEvaluator extends DrainLoop {
       await sql.recordFiring(tx, deliveryId, automationId, { runId: run.id });
       runs.push({ runId: run.id, workerHost: run.worker_host });
     } catch (err) {
+      // Past a daily cap of its factory, agent or automation: the firing is skipped, and says why.
+      if (err instanceof DailyCapReached) {
+        await sql.recordFiring(tx, deliveryId, automationId, { skipped: err.skipReason });
+        return;
+      }
       // The automation's stored configuration is not a valid run: record why, never retry it forever.
       if (!isAppError(err)) throw err;
       this.#log.warn(

@@ -214,7 +214,9 @@ ${triggerTable()}
 
 GitHub, Slack and Linear events start runs only when the person who caused them is one the factory's
 \`triggerPolicy\` allows: by default GitHub authors whose \`author_association\` is OWNER, MEMBER or
-COLLABORATOR, and the connected Slack or Linear workspace's own people, no bots (docs/governance.md).
+COLLABORATOR, and the connected Slack or Linear workspace's own people, no bots (docs/governance.md). An
+automation past a daily cap of its factory, its agent or itself (\`budget.dailyRuns\`, \`budget.dailyCostUsd\`)
+starts no run either: its firing is recorded as skipped, with the cap, in the delivery log.
 
 Authoring aliases of filter keys (an alias and its canonical key together are an error):
 

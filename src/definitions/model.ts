@@ -40,11 +40,35 @@ export interface ResolvedExecution {
   budget?: RunBudget;
 }
 
-/** Budgets of a run (the `budget` extension; Run API `config.max_duration_seconds`, `config.max_turns`). */
+/**
+ * Budgets of a run (the `budget` extension; Run API `config.max_duration_seconds`, `config.max_turns`,
+ * `config.max_tokens`, `config.max_cost_usd`) and the daily caps of where it starts (docs/governance.md).
+ */
 export interface RunBudget {
   maxDurationSeconds?: number;
   maxTurns?: number;
+  maxTokens?: number;
+  maxCostUsd?: number;
+  /** Daily caps of the agent or automation (an automation's are only those it declares). */
+  dailyRuns?: number;
+  dailyCostUsd?: number;
 }
+
+/** The daily caps of a factory (`budget` in factory.yaml), over every run of the factory. */
+export interface DailyCaps {
+  dailyRuns?: number;
+  dailyCostUsd?: number;
+}
+
+export const RUN_BUDGET_KEYS = [
+  'maxDurationSeconds',
+  'maxTurns',
+  'maxTokens',
+  'maxCostUsd',
+  'dailyRuns',
+  'dailyCostUsd',
+] as const;
+export const DAILY_CAP_KEYS = ['dailyRuns', 'dailyCostUsd'] as const;
 
 /** Execution keys as written at one level; `undefined` = not declared (inherit). */
 export interface ExecutionOverrides {
@@ -61,7 +85,7 @@ export interface ExecutionOverrides {
   secrets?: string[];
   mcpServers?: Record<string, McpServerRef>;
   workerHost?: string | null;
-  budget?: { maxDurationSeconds?: number | null; maxTurns?: number | null };
+  budget?: { [K in (typeof RUN_BUDGET_KEYS)[number]]?: number | null };
 }
 
 export type CredentialStrategy = 'EXECUTOR' | 'CREATOR';
@@ -99,6 +123,8 @@ export interface FactorySettings {
   cloudProviders: CloudProviders | undefined;
   /** Who may start runs through provider events, defaults filled in (an Agentyard extension). */
   triggerPolicy: TriggerPolicy;
+  /** The factory's daily caps (an Agentyard extension); absent: none. */
+  budget?: DailyCaps;
   agentDefaults: ExecutionOverrides;
 }
 

@@ -7,6 +7,7 @@ import type {
   ResolvedHarness,
   RunBudget,
 } from './model.ts';
+import { DAILY_CAP_KEYS, RUN_BUDGET_KEYS } from './model.ts';
 
 /** Where a resolved value was declared, so that a problem found after resolution points at the right key. */
 export interface Origin {
@@ -19,6 +20,8 @@ export interface ExecutionLevel {
   file: string;
   /** Pointer of the mapping holding the keys (`/agentDefaults` in factory.yaml, `` in frontmatter). */
   base: string;
+  /** An automation's level: the daily caps inherited so far are not its own and are dropped. */
+  ownDailyCaps?: boolean;
 }
 
 export interface ResolutionProblem {
@@ -106,8 +109,10 @@ export function resolveExecution(levels: readonly ExecutionLevel[]): Resolution 
       workerHost = d.workerHost || null;
       origins.workerHost = at('workerHost');
     }
+    // an automation's daily caps are its own: its agent's count the agent's runs, not the automation's
+    if (level.ownDailyCaps) for (const key of DAILY_CAP_KEYS) delete budget[key];
     if (d.budget) {
-      for (const key of ['maxDurationSeconds', 'maxTurns'] as const) {
+      for (const key of RUN_BUDGET_KEYS) {
         if (!has(d.budget, key)) continue;
         const value = d.budget[key];
         if (typeof value === 'number') budget[key] = value;

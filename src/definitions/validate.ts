@@ -22,6 +22,7 @@ import type {
   BenchmarkSuiteDefinition,
   CloudProviders,
   CredentialStrategy,
+  DailyCaps,
   ExecutionOverrides,
   FactoryDefinition,
   FactorySettings,
@@ -35,6 +36,7 @@ import type {
   WebhookAuthMode,
   WebhookDefinition,
 } from './model.ts';
+import { DAILY_CAP_KEYS } from './model.ts';
 import { isSelfHostedWorker, resolveExecution } from './resolve.ts';
 import type { ExecutionLevel, Origin } from './resolve.ts';
 import { SCHEMA_VERSION, checkSchema } from './schemas.ts';
@@ -121,6 +123,17 @@ function prompt(source: ParsedSource): string {
 }
 
 /** Execution keys of one level, as declared (`undefined` = not declared). */
+/** factory.yaml's `budget` (its daily caps), checked by the schema: `{budget}` when it sets a cap, else nothing. */
+function dailyCapsOf(value: unknown): { budget?: DailyCaps } {
+  if (!value || typeof value !== 'object') return {};
+  const caps: DailyCaps = {};
+  for (const key of DAILY_CAP_KEYS) {
+    const n = (value as Record<string, unknown>)[key];
+    if (typeof n === 'number') caps[key] = n;
+  }
+  return Object.keys(caps).length ? { budget: caps } : {};
+}
+
 function overridesOf(value: Json): ExecutionOverrides {
   const out: ExecutionOverrides = {};
   for (const key of [
@@ -254,7 +267,7 @@ class FactoryValidation {
       const levels = [
         factory.defaultsLevel,
         ...(agentLevel ? [agentLevel] : []),
-        { declared: decl.declared, file: decl.file, base: '' },
+        { declared: decl.declared, file: decl.file, base: '', ownDailyCaps: true },
       ];
       automations.push({
         ...decl,
@@ -437,6 +450,7 @@ class FactoryValidation {
       integrations,
       cloudProviders: cloud,
       triggerPolicy: triggerPolicyOf(v.triggerPolicy),
+      ...dailyCapsOf(v.budget),
       agentDefaults: overridesOf(defaults),
     };
     return {

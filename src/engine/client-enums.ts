@@ -118,6 +118,10 @@ export const ERROR_CODE_TABLE = {
   job_failed: 'internal_error',
   run_evicted: 'resource_unavailable',
   run_timed_out: 'budget_exceeded',
+  // A run's budget (docs/governance.md, "Budgets"): error_detail names which
+  max_duration_exceeded: 'budget_exceeded',
+  max_tokens_exceeded: 'budget_exceeded',
+  max_cost_exceeded: 'budget_exceeded',
   // The factory the run belonged to was deleted
   factory_deleted: 'resource_not_found',
 } as const satisfies Record<string, ClientErrorCode>;

@@ -39,6 +39,10 @@ export interface AgentConfig {
   max_duration_seconds?: number;
   /** Agentyard extension: most model turns (Claude Code `--max-turns`, the built-in agent). */
   max_turns?: number;
+  /** Agentyard extension: most tokens (input + output) the run's agent may use, as its harness reports them. */
+  max_tokens?: number;
+  /** Agentyard extension: most cost in USD the run's agent may spend, as its harness reports it. */
+  max_cost_usd?: number;
   [key: string]: unknown;
 }
 

@@ -16,6 +16,7 @@ import type { HarnessType } from './settings.ts';
 import { resolveSkill } from './skills.ts';
 import { issueRunTokens } from './run-token.ts';
 import * as sql from './sql.ts';
+import { usageBefore } from './usage-budget.ts';
 import type { ClaimInputs } from '../engine/engine.ts';
 
 /** An assignment cannot be made for a reason that is the run's own (its configuration names a missing secret...). */
@@ -199,6 +200,7 @@ async function assignmentFrom(
     base64: a.data.replace(/\s+/g, ''),
   }));
   const skill = settled(skillRead);
+  const before = usageBefore(run.request_usage);
   return {
     executionId: input.executionId,
     runId: run.id,
@@ -225,6 +227,7 @@ async function assignmentFrom(
       metadata: run.metadata,
       createdAt: run.created_at.toISOString(),
       sessionLink: sessionLink(run.session_id),
+      ...(before ? { usage: before } : {}),
     },
   };
 }

@@ -7,6 +7,7 @@ import type { McpServerConfig } from '../engine/model.ts';
 import type { RunEventType } from '../engine/events.ts';
 import type { RunnerLimits } from './limits.ts';
 import type { HarnessType } from './settings.ts';
+import type { UsageBefore } from './usage-budget.ts';
 
 export interface AssignmentFile {
   /** Path relative to the skill directory. */
@@ -79,6 +80,8 @@ export interface Assignment {
     metadata: Record<string, string>;
     createdAt: string;
     sessionLink: string;
+    /** What the run's earlier executions used, for its usage budgets (absent: nothing reported yet). */
+    usage?: UsageBefore;
   };
 }
 

@@ -22,6 +22,7 @@ import type { ExecutionSettings } from './settings.ts';
 import { effectiveLimits, sizeText } from './limits.ts';
 import type { ExecutionLimits } from './limits.ts';
 import { redact, secretForms } from './redaction.ts';
+import { usageBudgetPassed } from './usage-budget.ts';
 import {
   createWorkspace,
   removeConfigDir,
@@ -169,11 +170,22 @@ export class ExecutionRunner {
       if (e.type === 'usage') {
         for (const key of ['input_tokens', 'output_tokens', 'cached_input_tokens', 'cost_usd'] as const) {
           const v = e.data[key];
-          if (typeof v === 'number') this.#usage[key] += v;
+          if (typeof v === 'number' && Number.isFinite(v) && v >= 0) this.#usage[key] += v;
         }
       }
     }
     this.#hooks.events(redact(events, this.#secrets));
+    if (events.some((e) => e.type === 'usage')) this.#checkUsageBudgets();
+  }
+
+  /**
+   * The run's token and cost budgets (`config.max_tokens`, `config.max_cost_usd`) against its earlier executions'
+   * usage and what this agent has reported: past one, it is stopped like at any limit (FAILED, `budget_exceeded`,
+   * its output and workspace kept). Checked as usage arrives, so as often as the harness reports it.
+   */
+  #checkUsageBudgets(): void {
+    const passed = usageBudgetPassed(this.assignment.run.config, this.assignment.run.usage, this.#usage);
+    if (passed) this.#passLimit(passed.message, passed.errorCode);
   }
 
   /**
@@ -508,7 +520,8 @@ export class ExecutionRunner {
     if (!proxy) return;
     this.#egress = undefined;
     await proxy.close().catch(() => {});
-    if (this.#sandbox === 'bubblewrap') this.#emit([{ type: 'status', data: egressSummary(this.#egressRecords) }]);
+    if (this.#sandbox === 'bubblewrap' || this.#sandbox === 'container')
+      this.#emit([{ type: 'status', data: egressSummary(this.#egressRecords) }]);
   }
 
   async #start(
@@ -534,6 +547,8 @@ export class ExecutionRunner {
       },
     ]);
 
+    // a follow-up to a run its earlier executions already took past a budget ends at once
+    this.#checkUsageBudgets();
     const parser = adapter.parser();
     let lastResult: AgentEvent | undefined;
     const stderrTail: string[] = [];
@@ -655,7 +670,7 @@ export class ExecutionRunner {
       () =>
         this.#passLimit(
           `budget_exceeded: the run passed its wall-clock budget of ${seconds} s (max_duration_seconds)`,
-          'budget_exceeded',
+          'max_duration_exceeded',
         ),
       Math.max(0, from + seconds * 1000 - Date.now()),
     );

@@ -65,7 +65,7 @@ export const DeliveryItemSchema = Type.Object({
   skipped_reasons: Type.Optional(
     Type.Array(Type.String(), {
       description:
-        "A connection's log only: why an automation that matched this event started no run (the factory's trigger policy; docs/governance.md)",
+        "Why an automation that matched this event started no run: its factory's trigger policy (a connection's log), or a daily cap of its factory, agent or automation (docs/governance.md)",
     }),
   ),
 });

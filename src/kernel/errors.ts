@@ -53,6 +53,7 @@ export const ERROR_CATALOGUE = {
   provider_token_rejected: { status: 422, title: 'Provider refused the token', retryable: false },
   provider_identity_taken: { status: 409, title: 'Provider account linked by another member', retryable: false },
   provider_unreachable: { status: 502, title: 'Provider did not answer', retryable: true },
+  daily_cap_reached: { status: 429, title: 'Daily cap reached', retryable: true },
   // Webhook ingress
   webhook_not_found: { status: 404, title: 'Webhook not found', retryable: false },
   webhook_unauthorized: { status: 401, title: 'Webhook authentication failed', retryable: false },

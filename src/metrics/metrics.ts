@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Queryable } from '../kernel/db.ts';
-import { outboxCount, scoringPendingCount } from './sql.ts';
+import { factoryRunTotals, outboxCount, scoringPendingCount } from './sql.ts';
+import type { FactoryRunTotals } from './sql.ts';
 
 /** How long database-derived gauges reuse one answer (scrapes every few seconds cost one query each). */
 const DB_GAUGE_TTL_MS = 5_000;
@@ -91,6 +92,53 @@ export function createMetrics(db: Queryable): Metrics {
     async collect() {
       this.set(Number((await scoring()).n));
     },
+  });
+  // Per factory and automation, from the database (every process's runs): the labels are a factory id and an
+  // automation name only, so the series are bounded by the live factories × (their automations + 1) × states.
+  const totals = cached(() => factoryRunTotals(db));
+  const fromTotals = (
+    metric: Counter<string>,
+    each: (row: FactoryRunTotals, add: (labels: Record<string, string>, value: number) => void) => void,
+  ) => {
+    return async () => {
+      const rows = await totals();
+      metric.reset();
+      for (const row of rows)
+        each(row, (labels, value) => {
+          if (Number.isFinite(value) && value > 0) metric.inc(labels, value);
+        });
+    };
+  };
+  const factoryRuns: Counter<string> = new Counter({
+    name: 'agentyard_factory_runs_total',
+    help: 'Run endings of factory runs by factory, automation ("" for none) and state, across every process on the database.',
+    labelNames: ['factory_id', 'automation', 'state'],
+    registers: [registry],
+    collect: () =>
+      fromTotals(factoryRuns, (r, add) =>
+        add({ factory_id: r.factory_id, automation: r.automation, state: r.state }, Number(r.runs)),
+      )(),
+  });
+  const factoryTokens: Counter<string> = new Counter({
+    name: 'agentyard_factory_tokens_total',
+    help: "Tokens factory runs' harnesses reported, by factory, automation and direction (input, output).",
+    labelNames: ['factory_id', 'automation', 'direction'],
+    registers: [registry],
+    collect: () =>
+      fromTotals(factoryTokens, (r, add) => {
+        add({ factory_id: r.factory_id, automation: r.automation, direction: 'input' }, Number(r.input_tokens));
+        add({ factory_id: r.factory_id, automation: r.automation, direction: 'output' }, Number(r.output_tokens));
+      })(),
+  });
+  const factoryCost: Counter<string> = new Counter({
+    name: 'agentyard_factory_cost_usd_total',
+    help: "Cost in USD factory runs' harnesses reported, by factory and automation.",
+    labelNames: ['factory_id', 'automation'],
+    registers: [registry],
+    collect: () =>
+      fromTotals(factoryCost, (r, add) =>
+        add({ factory_id: r.factory_id, automation: r.automation }, Number(r.cost_usd)),
+      )(),
   });
   new Gauge({
     name: 'agentyard_workqueue_depth',

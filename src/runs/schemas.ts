@@ -65,6 +65,22 @@ export const AgentConfigSchema = Type.Object(
           'Agentyard extension: the most model turns the agent takes, where its harness supports it (Claude Code `--max-turns`, the built-in agent).',
       }),
     ),
+    max_tokens: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1_000_000_000_000,
+        description:
+          'Agentyard extension: the most tokens (input + output, over all its executions) the run may use, as its harness reports them; past it the run ends FAILED with `budget_exceeded`.',
+      }),
+    ),
+    max_cost_usd: Type.Optional(
+      Type.Number({
+        exclusiveMinimum: 0,
+        maximum: 1_000_000,
+        description:
+          'Agentyard extension: the most cost in USD (over all its executions) the run may spend, as its harness reports it (Claude Code, the `command` harness); past it the run ends FAILED with `budget_exceeded`.',
+      }),
+    ),
   },
   { description: 'AmbientAgentConfig. Unknown members are accepted and ignored by validation.' },
 );

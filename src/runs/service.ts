@@ -10,6 +10,8 @@ import { resolveAgentIdentity } from '../identity/agent-identities.ts';
 import { RunInsertBatcher } from '../engine/insert-batcher.ts';
 import * as engine from '../engine/engine.ts';
 import { announceQueuedLocally, announceRunChanges, queuedWireMessages } from '../engine/announce.ts';
+import { enforceDailyCaps, runCaps } from './daily-caps.ts';
+import type { RunCaps } from './daily-caps.ts';
 
 /** Reserved `worker_host` values that mean "the service's own executors". */
 export const SERVICE_WORKER_HOSTS: ReadonlySet<string> = new Set(['service', 'warp']);
@@ -194,8 +196,28 @@ export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Pro
   };
 }
 
-/** Inserts a queued run in `q` (a transaction) with its attachments. */
-async function insertQueuedRun(q: Queryable, input: CreateRunInput): Promise<RunRow> {
+/** The daily caps a run of a factory is checked against (undefined: none, or no factory). */
+function capsOf(q: Queryable, input: CreateRunInput): Promise<RunCaps | undefined> {
+  if (!input.factoryId) return Promise.resolve(undefined);
+  const name = input.config?.name;
+  return runCaps(q, {
+    factoryId: input.factoryId,
+    automationId: input.automationId ?? null,
+    configName: typeof name === 'string' ? name : null,
+  });
+}
+
+/**
+ * Inserts a queued run in `q` (a transaction) with its attachments, after its factory's daily caps (`caps`: read
+ * already; undefined: read here).
+ */
+async function insertQueuedRun(
+  q: Queryable,
+  input: CreateRunInput,
+  known?: { caps: RunCaps | undefined },
+): Promise<RunRow> {
+  const caps = known ? known.caps : await capsOf(q, input);
+  if (caps) await enforceDailyCaps(q, caps);
   const row = await engine.insertRun(q, await prepareQueuedRun(q, input));
   for (const attachment of input.attachments ?? []) await sql.insertAttachment(q, row.id, attachment);
   if (input.actsAs) return engine.setRunActsAs(q, row.id, input.actsAs);
@@ -285,7 +307,9 @@ export class RunService {
   ): Promise<{ run: engine.CreatedRun; replayed: boolean }> {
     if ('within' in options) return { run: await insertQueuedRun(options.within, input), replayed: false };
     const { idempotency } = options;
-    if (!idempotency && !input.attachments?.length && !input.actsAs) {
+    // a run under daily caps is created in a transaction of its own, under the daily caps' lock
+    const caps = await capsOf(this.#db, input);
+    if (!idempotency && !input.attachments?.length && !input.actsAs && !caps) {
       // The common case needs no transaction: one row, written with the other creations of the moment.
       const row = await prepareQueuedRun(this.#db, input);
       const run = await (this.#handOff?.create(row) ?? this.#batcher.insert(row));
@@ -298,7 +322,7 @@ export class RunService {
           const existing = await sql.findIdempotencyKey(tx, input.teamId, idempotency.key);
           if (existing) return this.#replay(tx, input.teamId, existing, hash);
         }
-        const run = await insertQueuedRun(tx, input);
+        const run = await insertQueuedRun(tx, input, { caps });
         if (idempotency && hash && !(await sql.claimIdempotencyKey(tx, input.teamId, idempotency.key, hash, run.id))) {
           throw new IdempotencyRace();
         }

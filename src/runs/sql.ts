@@ -574,3 +574,93 @@ export async function runResult(q: Queryable, runId: string): Promise<string | n
   );
   return res.rows[0]?.text ?? null;
 }
+
+/** The daily caps written for a run's factory, agent and automation (the applied definition's `budget` keys). */
+export interface DailyCapsRow {
+  factory_name: string;
+  factory_caps: Record<string, unknown> | null;
+  agent: string | null;
+  agent_caps: Record<string, unknown> | null;
+  automation_name: string | null;
+  automation_caps: Record<string, unknown> | null;
+}
+
+/**
+ * The caps of a run's scopes from its factory's applied definition: factory.yaml's `budget`, the agent's and the
+ * automation's resolved `budget`. The agent is the automation's (its `agent`, else the foreman) for an
+ * automation's run, else the run configuration's `name`.
+ */
+export async function dailyCapsOf(
+  q: Queryable,
+  factoryId: string,
+  configName: string | null,
+  automationId: string | null,
+): Promise<DailyCapsRow | undefined> {
+  const res = await q.query<DailyCapsRow>(
+    `WITH f AS (SELECT name, definition,
+                       CASE WHEN jsonb_typeof(definition->'agents') = 'array' THEN definition->'agents' ELSE '[]'::jsonb END AS agents,
+                       CASE WHEN jsonb_typeof(definition->'automations') = 'array' THEN definition->'automations' ELSE '[]'::jsonb END AS automations
+                  FROM factories WHERE id = $1),
+          a AS (SELECT name, agent FROM automations WHERE id = $3),
+          who AS (SELECT CASE WHEN $3::text IS NULL THEN $2::text ELSE coalesce((SELECT agent FROM a), f.definition->>'foreman') END AS agent
+                    FROM f)
+     SELECT f.name AS factory_name, f.definition->'factory'->'budget' AS factory_caps, who.agent,
+            (SELECT ag->'execution'->'budget' FROM jsonb_array_elements(f.agents) ag WHERE ag->>'name' = who.agent LIMIT 1) AS agent_caps,
+            (SELECT name FROM a) AS automation_name,
+            (SELECT au->'execution'->'budget' FROM jsonb_array_elements(f.automations) au
+              WHERE au->>'name' = (SELECT name FROM a) LIMIT 1) AS automation_caps
+       FROM f, who`,
+    [factoryId, configName, automationId],
+  );
+  return res.rows[0];
+}
+
+/** What a factory's runs created since `since` (the UTC day's start) count and cost, in all and per scope. */
+export interface DailyUsageRow {
+  factory_runs: string;
+  factory_cost: string;
+  agent_runs: string;
+  agent_cost: string;
+  automation_runs: string;
+  automation_cost: string;
+  day_start: Date;
+}
+
+/**
+ * Runs of the factory created this UTC day (by the database's clock), and the cost they reported, in all, of the
+ * agent and of the automation. Reads the factory's runs of the day through runs_factory_created (migration 0089).
+ */
+export async function dailyUsageOf(
+  q: Queryable,
+  factoryId: string,
+  agent: string | null,
+  automationId: string | null,
+): Promise<DailyUsageRow> {
+  const res = await q.query<DailyUsageRow>(
+    `WITH day AS (SELECT date_trunc('day', ay_now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS start),
+          x AS (SELECT r.automation_id,
+                       CASE WHEN r.automation_id IS NULL THEN r.config_name
+                            ELSE coalesce(a.agent, (SELECT definition->>'foreman' FROM factories WHERE id = $1)) END AS agent,
+                       CASE WHEN jsonb_typeof(r.request_usage->'inference_cost_usd') = 'number'
+                            THEN (r.request_usage->>'inference_cost_usd')::numeric ELSE 0 END AS cost
+                  FROM runs r LEFT JOIN automations a ON a.id = r.automation_id, day
+                 WHERE r.factory_id = $1 AND r.created_at >= day.start)
+     SELECT count(*) AS factory_runs, coalesce(sum(cost), 0) AS factory_cost,
+            count(*) FILTER (WHERE agent = $2) AS agent_runs, coalesce(sum(cost) FILTER (WHERE agent = $2), 0) AS agent_cost,
+            count(*) FILTER (WHERE automation_id = $3) AS automation_runs,
+            coalesce(sum(cost) FILTER (WHERE automation_id = $3), 0) AS automation_cost,
+            (SELECT start FROM day) AS day_start
+       FROM x`,
+    [factoryId, agent, automationId],
+  );
+  return res.rows[0]!;
+}
+
+/**
+ * Serialises the creations of runs under daily caps, until the transaction ends. One key for every factory: a
+ * transaction that creates runs of several factories (an evaluation batch, a batch of schedules) never waits
+ * for two such locks in an order another transaction takes the other way round.
+ */
+export async function lockDailyCaps(q: Queryable): Promise<void> {
+  await q.query("SELECT pg_advisory_xact_lock(hashtextextended('ay_daily_caps', 0))");
+}

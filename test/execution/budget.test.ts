@@ -30,7 +30,7 @@ describe('run budgets', () => {
     const elapsed = Date.now() - began;
     expect(run.state).toBe('FAILED');
     expect(elapsed).toBeLessThan(2_000 + 2_000);
-    expect(run.status_message.error_code).toBe('budget_exceeded');
+    expect(run.status_message).toMatchObject({ error_code: 'budget_exceeded', error_detail: 'max_duration_exceeded' });
     expect(run.status_message.message).toMatch(/budget_exceeded.*2 s \(max_duration_seconds\)/);
     const events = await eventsOf(s, runId);
     expect(events.some((e) => e.type === 'message' && e.data.text === 'started')).toBe(true);

@@ -5,6 +5,9 @@
  * (values come from the client's environment, never the command line).
  */
 import { execFile } from 'node:child_process';
+import { SANDBOX_PROXY_DIR } from './bubblewrap.ts';
+import { containerRelayScript, relayVolumes } from './container-relay.ts';
+import type { RelayBinaries } from './container-relay.ts';
 
 export const CONTAINER_RUNTIMES = ['docker', 'podman'] as const;
 export type ContainerRuntime = (typeof CONTAINER_RUNTIMES)[number];
@@ -28,6 +31,12 @@ export interface ContainerSpec {
   gid: number;
   /** Processes, /tmp and the largest file (`--pids-limit`, a sized tmpfs, `--ulimit fsize`). */
   limits?: { processes: number; tmpBytes: number; workspaceBytes: number };
+  /**
+   * Its own network namespace (`--network none`): `proxy`, the egress proxy's socket directory mounted at
+   * /run/agentyard-egress and relayed to 127.0.0.1:3128 (container-relay.ts); `none`, no way out. Undefined:
+   * the runtime's default network.
+   */
+  network?: { kind: 'proxy'; socketDir: string; relay: RelayBinaries } | { kind: 'none' };
 }
 
 /** The client's command line for a spec (after the runtime executable). */
@@ -61,6 +70,15 @@ export function containerArgs(spec: ContainerSpec): string[] {
   }
   for (const dir of spec.readOnly ?? []) a.push('--volume', `${dir}:${dir}:ro`);
   for (const name of spec.envNames) a.push('--env', name);
+  const network = spec.network;
+  if (network) a.push('--network', 'none');
+  if (network?.kind === 'proxy') {
+    a.push('--volume', `${network.socketDir}:${SANDBOX_PROXY_DIR}:ro`);
+    for (const volume of relayVolumes(network.relay)) a.push('--volume', volume);
+    a.push('--', spec.image, '/bin/sh', '-c', containerRelayScript(), 'agentyard-egress-relay');
+    a.push(spec.command, ...spec.args);
+    return a;
+  }
   a.push('--', spec.image, spec.command, ...spec.args);
   return a;
 }

@@ -24,6 +24,8 @@ import type { BubblewrapSpec } from './bubblewrap.ts';
 import type { BubblewrapFeatures, ProbeResult } from './bubblewrap.ts';
 import { inCgroup, planProcessLimit, removePidsCgroup } from './process-limit.ts';
 import { CONTAINER_RUNTIMES, containerArgs, containerName, probeContainerRuntime } from './container.ts';
+import type { ContainerSpec } from './container.ts';
+import { relayBinaries } from './container-relay.ts';
 import { resolveCommand } from './resolve.ts';
 
 export interface SandboxSettings {
@@ -233,6 +235,38 @@ function featuresOf(bwrap: string): Promise<BubblewrapFeatures> {
   return found;
 }
 
+/**
+ * A container's network: its own namespace (`--network none`) whose only way out is the egress proxy, relayed by
+ * this host's socat (container-relay.ts); none at all when the policy says so or the relay cannot be had.
+ */
+async function containerEgress(
+  settings: SandboxSettings,
+  req: SandboxRequest,
+): Promise<{ network?: ContainerSpec['network']; env: Record<string, string>; note?: string }> {
+  if (req.egress?.kind === 'none')
+    return { network: { kind: 'none' }, env: {}, note: 'network: none (own network namespace)' };
+  if (req.egress?.kind !== 'proxy')
+    return {
+      env: {},
+      note:
+        settings.network === 'host'
+          ? "network: the container runtime's (AGENTYARD_SANDBOX_NETWORK=host)"
+          : "network: the container runtime's",
+    };
+  const relay = (await hasSocat(settings.socatPath)) ? await relayBinaries(settings.socatPath) : undefined;
+  if (!relay)
+    return {
+      network: { kind: 'none' },
+      env: {},
+      note: `network: none: ${settings.socatPath} (socat, the egress proxy's relay) or its libraries (ldd) are missing`,
+    };
+  return {
+    network: { kind: 'proxy', socketDir: req.egress.socketDir, relay },
+    env: proxyEnvironment(),
+    note: `network: ${req.egress.policy}, only through the egress proxy (own network namespace)`,
+  };
+}
+
 /** Wraps an agent's invocation in the sandbox this host offers. */
 export async function sandboxInvocation(settings: SandboxSettings, req: SandboxRequest): Promise<SandboxedInvocation> {
   const { invocation, workspace } = req;
@@ -240,8 +274,9 @@ export async function sandboxInvocation(settings: SandboxSettings, req: SandboxR
   if (settings.enabled && settings.containerRuntime && image) {
     const probe = await probeContainerRuntime(settings.containerRuntime);
     if (!probe.ok) return { kind: 'refused', message: `the run's container could not be started: ${probe.reason}` };
+    const egress = await containerEgress(settings, req);
     // the image's own PATH and temporary directory stay; the rest of the agent's environment is passed by name
-    const envNames = Object.keys({ ...req.env, ...invocation.env })
+    const envNames = Object.keys({ ...req.env, ...invocation.env, ...egress.env })
       .filter((n) => n !== 'PATH' && n !== 'TMPDIR')
       .sort();
     return {
@@ -261,9 +296,11 @@ export async function sandboxInvocation(settings: SandboxSettings, req: SandboxR
         uid: process.getuid?.() ?? 1000,
         gid: process.getgid?.() ?? 1000,
         limits: req.limits,
+        ...(egress.network ? { network: egress.network } : {}),
       }),
-      env: runtimeEnvironment(),
+      env: { ...runtimeEnvironment(), ...egress.env },
       description: `in a ${path.basename(settings.containerRuntime)} container (image ${image})`,
+      ...(egress.note ? { limits: egress.note } : {}),
     };
   }
   const bwrap = await bubblewrapAvailability(settings);

@@ -34,6 +34,8 @@ export function runConfigFor(execution: ResolvedExecution, name: string): AgentC
   if (execution.runner) config.runner_id = execution.runner;
   if (execution.budget?.maxDurationSeconds) config.max_duration_seconds = execution.budget.maxDurationSeconds;
   if (execution.budget?.maxTurns) config.max_turns = execution.budget.maxTurns;
+  if (execution.budget?.maxTokens) config.max_tokens = execution.budget.maxTokens;
+  if (execution.budget?.maxCostUsd) config.max_cost_usd = execution.budget.maxCostUsd;
   const servers = Object.entries(execution.mcpServers);
   if (servers.length > 0)
     config.mcp_servers = Object.fromEntries(servers.map(([n, ref]) => [n, { warp_id: ref.warpId }]));
