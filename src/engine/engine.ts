@@ -8,6 +8,7 @@ export type {
   ClaimInputs,
   ClaimParams,
   ClaimRow,
+  ClaimTargetParams,
   CreatedRun,
   EndParams,
   ExpiredExecution,
@@ -26,9 +27,8 @@ export {
   applyRunEvent,
   cancelRunTree,
   cancelRuns,
-  // the queue: claim (service executors, self-hosted workers), hand-off, start, end
-  ayClaimServiceRuns,
-  ayClaimWorkerRuns,
+  // the queue: the one claim of every executor kind (claim.ts), hand-off, start, end
+  ayClaimRuns,
   ayCreateAndClaimServiceRuns,
   ayStartExecutions,
   ayEndExecutions,
@@ -39,7 +39,7 @@ export {
   lockExpiredExecutions,
   endExecution,
   adoptExecutions,
-  insertJobExecution,
+  runsWithUnconsumedFollowups,
   // what a run's row carries
   appendRunEvents,
   appendEventsOfRuns,

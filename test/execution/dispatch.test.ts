@@ -6,7 +6,8 @@
 import { RUNS_QUEUED_TOPIC } from '../../src/kernel/topics.ts';
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimServiceRuns } from '../../src/execution/queue.ts';
+import { claimRuns } from '../../src/engine/claim.ts';
+import { harnessChoice } from '../../src/execution/settings.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { createRun, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
@@ -86,13 +87,17 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
       const cancelled = await createRun(s, { prompt: 'cancelled first' });
       await s.api('POST', `/agent/runs/${cancelled}/cancel`);
       const before = (await s.api('GET', `/agent/runs/${runId}`)).body;
-      const claimed = await claimServiceRuns(db, {
-        limit: 10,
-        harnesses: ['claude'],
-        defaultHarness: 'claude',
-        executor: 'service:test',
-        leaseMs: 60_000,
-      });
+      const claimed = await claimRuns(
+        db,
+        undefined,
+        { kind: 'service' },
+        {
+          limit: 10,
+          harnesses: harnessChoice(['claude'], 'claude'),
+          executor: 'service:test',
+          leaseMs: 60_000,
+        },
+      );
       expect(claimed.map((c) => c.run.id)).toEqual([runId]);
       const c = claimed[0]!;
       expect(c).toMatchObject({
@@ -146,13 +151,17 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
     const s = await startExecServer(engine, { settings: { harnesses: [], defaultHarness: undefined } });
     try {
       const runId = await createRun(s, { prompt: 'orphaned claim' });
-      const claimed = await claimServiceRuns(s.server.ctx.db, {
-        limit: 10,
-        harnesses: ['claude'],
-        defaultHarness: 'claude',
-        executor: 'service:vanished',
-        leaseMs: 1500,
-      });
+      const claimed = await claimRuns(
+        s.server.ctx.db,
+        undefined,
+        { kind: 'service' },
+        {
+          limit: 10,
+          harnesses: harnessChoice(['claude'], 'claude'),
+          executor: 'service:vanished',
+          leaseMs: 1500,
+        },
+      );
       expect(claimed.map((c) => c.run.id)).toContain(runId);
       expect((await s.api('GET', `/agent/runs/${runId}`)).body.state).toBe('CLAIMED');
       const run = await waitFor('the run back in the queue', async () => {
@@ -182,7 +191,7 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
       expect(run.status_message.error_detail).toBe('workspace_too_large');
       const [execution] = await executionsOf(s, runId);
       expect(existsSync(execution!.workspace!)).toBe(true);
-      const removed = await s.parts.reaper.sweep();
+      const removed = await s.parts.sweeper.sweep();
       expect(removed).toContain(execution!.id);
       expect(existsSync(execution!.workspace!)).toBe(false);
     } finally {

@@ -6,8 +6,9 @@
  */
 import { RUNS_QUEUED_TOPIC } from '../../src/kernel/topics.ts';
 import { describe, expect, it } from 'vitest';
-import { insertsHandOffColumns } from '../../src/execution/hand-off.ts';
-import { createAndClaimServiceRuns } from '../../src/execution/queue.ts';
+import { insertsHandOffColumns } from '../../src/engine/hand-off.ts';
+import { createAndClaimServiceRuns } from '../../src/engine/claim.ts';
+import { harnessChoice } from '../../src/execution/settings.ts';
 import { prepareQueuedRun } from '../../src/runs/service.ts';
 import { ENGINES } from '../support/db.ts';
 import { eventsOf, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
@@ -169,10 +170,9 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
       const usual = await prepareQueuedRun(db, input);
       const handedOff = await prepareQueuedRun(db, input);
       await insertRuns(db, [usual]);
-      const claimed = await createAndClaimServiceRuns(db, insertRunsParameter([handedOff]), {
+      const claimed = await createAndClaimServiceRuns(db, undefined, insertRunsParameter([handedOff]), {
         limit: 0,
-        harnesses: ['noop'],
-        defaultHarness: 'noop',
+        harnesses: harnessChoice(['noop'], 'noop'),
         executor: 'service:test',
         leaseMs: 30_000,
       });
