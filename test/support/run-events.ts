@@ -1,0 +1,65 @@
+/**
+ * Waiting on a run's lifecycle steps (`runs.lifecycle`, told by the run engine after each change commits:
+ * created, claimed, started, queued, blocked, finished) instead of polling the run. The steps come from the
+ * process's own bus, so the waiter must share the server's process (a TestServer's `server.ctx.bus`).
+ */
+import { lifecycleStep } from '../../src/engine/announce.ts';
+import type { Bus } from '../../src/kernel/bus.ts';
+import { RUN_LIFECYCLE_TOPIC } from '../../src/kernel/topics.ts';
+import type { RunLifecycleEvent } from '../../src/kernel/topics.ts';
+
+export type { RunLifecycleEvent };
+
+export interface WaitForRunOptions {
+  /**
+   * Reads the run's state now. Called once the wait listens, so a step taken before the wait began is not
+   * missed: when the state it answers satisfies the predicate, the wait ends at once.
+   */
+  current?: () => Promise<string | undefined>;
+  /** A safety net for a step that never comes (the test then fails saying what it waited for). */
+  timeoutMs?: number;
+}
+
+/** A predicate: the step left the run in one of `states`. */
+export const inState =
+  (...states: string[]) =>
+  (e: RunLifecycleEvent): boolean =>
+    states.includes(e.state);
+
+/** Resolves with the first lifecycle step of run `runId` that satisfies `predicate`. */
+export function waitForRun(
+  bus: Bus,
+  runId: string,
+  predicate: (e: RunLifecycleEvent) => boolean,
+  options: WaitForRunOptions = {},
+): Promise<RunLifecycleEvent> {
+  const timeoutMs = options.timeoutMs ?? 20_000;
+  return new Promise<RunLifecycleEvent>((resolve, reject) => {
+    let done = false;
+    const finish = (err: Error | undefined, event?: RunLifecycleEvent) => {
+      if (done) return;
+      done = true;
+      unsubscribe();
+      clearTimeout(timer);
+      if (err) reject(err);
+      else resolve(event!);
+    };
+    const unsubscribe = bus.subscribe(RUN_LIFECYCLE_TOPIC, (e) => {
+      if (e.run_id === runId && predicate(e)) finish(undefined, e);
+    });
+    const timer = setTimeout(
+      () => finish(new Error(`timed out after ${timeoutMs} ms waiting for a lifecycle step of run ${runId}`)),
+      timeoutMs,
+    );
+    if (options.current) {
+      options.current().then(
+        (state) => {
+          if (state === undefined) return;
+          const now: RunLifecycleEvent = { run_id: runId, event: lifecycleStep(state), state };
+          if (predicate(now)) finish(undefined, now);
+        },
+        (err: unknown) => finish(err instanceof Error ? err : new Error(String(err))),
+      );
+    }
+  });
+}
