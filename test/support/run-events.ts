@@ -63,3 +63,47 @@ export function waitForRun(
     }
   });
 }
+
+/**
+ * Resolves with what `find` answers once it answers something: `find` is asked now and after each run the
+ * engine tells created (e.g. "the factory's first run"), never on a timer.
+ */
+export function waitForCreatedRun<T>(
+  bus: Bus,
+  find: () => Promise<T | undefined>,
+  options: { timeoutMs?: number; what?: string } = {},
+): Promise<T> {
+  const timeoutMs = options.timeoutMs ?? 20_000;
+  return new Promise<T>((resolve, reject) => {
+    let done = false;
+    let looking: Promise<void> = Promise.resolve();
+    const finish = (err: Error | undefined, value?: T) => {
+      if (done) return;
+      done = true;
+      unsubscribe();
+      clearTimeout(timer);
+      if (err) reject(err);
+      else resolve(value as T);
+    };
+    // one look at a time, in order: a run created during a look is looked for again after it
+    const look = () => {
+      looking = looking.then(async () => {
+        if (done) return;
+        try {
+          const found = await find();
+          if (found !== undefined) finish(undefined, found);
+        } catch (err) {
+          finish(err instanceof Error ? err : new Error(String(err)));
+        }
+      });
+    };
+    const unsubscribe = bus.subscribe(RUN_LIFECYCLE_TOPIC, (e) => {
+      if (e.event === 'created') look();
+    });
+    const timer = setTimeout(
+      () => finish(new Error(`timed out after ${timeoutMs} ms waiting for ${options.what ?? 'a run to be created'}`)),
+      timeoutMs,
+    );
+    look();
+  });
+}

@@ -13,8 +13,8 @@ import { harnessChoice } from '../../src/execution/settings.ts';
 import type { FinishInput } from '../../src/execution/recorder.ts';
 import { transitionFor } from '../../src/engine/state-machine.ts';
 import { ENGINES } from '../support/db.ts';
-import { createRun, eventsOf, executionsOf, startExecServer, waitFor } from './support.ts';
-import type { ExecServer } from './support.ts';
+import { createRun, eventsOf, executionsOf, startExecServer, waitFor } from '../execution/support.ts';
+import type { ExecServer } from '../execution/support.ts';
 
 describe.each(ENGINES)('ends of executions on %s', (engine) => {
   let s: ExecServer;

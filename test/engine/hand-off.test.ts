@@ -11,8 +11,8 @@ import { createAndClaimServiceRuns } from '../../src/engine/claim.ts';
 import { harnessChoice } from '../../src/execution/settings.ts';
 import { prepareQueuedRun } from '../../src/runs/service.ts';
 import { ENGINES } from '../support/db.ts';
-import { eventsOf, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
-import type { ExecServer } from './support.ts';
+import { eventsOf, executionsOf, startExecServer, waitFor, waitForState } from '../execution/support.ts';
+import type { ExecServer } from '../execution/support.ts';
 import { insertRunsParameter } from '../../src/engine/engine.ts';
 import { insertRuns } from '../../src/engine/engine.ts';
 
