@@ -196,9 +196,10 @@ export class JobExecutor implements FactoryCleanup {
     const harnesses = harnessChoice(HARNESS_TYPES, settings.harness.defaultHarness);
     await this.#refuseUnsupported(harnesses.spellings, capacity);
     // the engine's one claim, for this executor kind (ay_claim_runs, src/engine/functions.sql)
+    // (told below with announceRunChanges, which also tells the lifecycle step `claimed`)
     const claimed = await claimRuns(
       db,
-      bus,
+      undefined,
       { kind: 'kubernetes', serviceHosts: [...SERVICE_WORKER_HOSTS], namespace },
       { limit: capacity, harnesses, executor: `kubernetes:${namespace ?? '*'}`, leaseMs: JOB_LEASE_MS },
     );

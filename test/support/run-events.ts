@@ -1,11 +1,12 @@
 /**
  * Waiting on a run's lifecycle steps (`runs.lifecycle`, told by the run engine after each change commits:
  * created, claimed, started, queued, blocked, finished) instead of polling the run. The steps come from the
- * process's own bus, so the waiter must share the server's process (a TestServer's `server.ctx.bus`).
+ * process's own bus (a TestServer's `server.ctx.bus`); a wait given `current` also reads the run again on the
+ * bus messages that cross processes, for a run another server process moves.
  */
 import { lifecycleStep } from '../../src/engine/announce.ts';
 import type { Bus } from '../../src/kernel/bus.ts';
-import { RUN_LIFECYCLE_TOPIC } from '../../src/kernel/topics.ts';
+import { RUN_CHANGED_TOPIC, RUN_EVENTS_TOPIC, RUN_LIFECYCLE_TOPIC } from '../../src/kernel/topics.ts';
 import type { RunLifecycleEvent } from '../../src/kernel/topics.ts';
 
 export type { RunLifecycleEvent };
@@ -13,7 +14,9 @@ export type { RunLifecycleEvent };
 export interface WaitForRunOptions {
   /**
    * Reads the run's state now. Called once the wait listens, so a step taken before the wait began is not
-   * missed: when the state it answers satisfies the predicate, the wait ends at once.
+   * missed: when the state it answers satisfies the predicate, the wait ends at once. Called again on each
+   * `runs.changed` or `runs.events` message naming the run: those cross processes (LISTEN/NOTIFY on
+   * PostgreSQL), so a run moved by another server process is seen too.
    */
   current?: () => Promise<string | undefined>;
   /** A safety net for a step that never comes (the test then fails saying what it waited for). */
@@ -36,10 +39,12 @@ export function waitForRun(
   const timeoutMs = options.timeoutMs ?? 20_000;
   return new Promise<RunLifecycleEvent>((resolve, reject) => {
     let done = false;
+    const wire: (() => void)[] = [];
     const finish = (err: Error | undefined, event?: RunLifecycleEvent) => {
       if (done) return;
       done = true;
       unsubscribe();
+      for (const u of wire) u();
       clearTimeout(timer);
       if (err) reject(err);
       else resolve(event!);
@@ -51,15 +56,28 @@ export function waitForRun(
       () => finish(new Error(`timed out after ${timeoutMs} ms waiting for a lifecycle step of run ${runId}`)),
       timeoutMs,
     );
-    if (options.current) {
-      options.current().then(
-        (state) => {
-          if (state === undefined) return;
-          const now: RunLifecycleEvent = { run_id: runId, event: lifecycleStep(state), state };
-          if (predicate(now)) finish(undefined, now);
-        },
-        (err: unknown) => finish(err instanceof Error ? err : new Error(String(err))),
+    const { current } = options;
+    if (current) {
+      const check = () => {
+        if (done) return;
+        current().then(
+          (state) => {
+            if (state === undefined) return;
+            const now: RunLifecycleEvent = { run_id: runId, event: lifecycleStep(state), state };
+            if (predicate(now)) finish(undefined, now);
+          },
+          (err: unknown) => finish(err instanceof Error ? err : new Error(String(err))),
+        );
+      };
+      wire.push(
+        bus.subscribe(RUN_CHANGED_TOPIC, (data) => {
+          if (data?.run_id === runId) check();
+        }),
+        bus.subscribe(RUN_EVENTS_TOPIC, (data) => {
+          if (data && ('run_ids' in data ? data.run_ids?.includes(runId) : data.run_id === runId)) check();
+        }),
       );
+      check();
     }
   });
 }
