@@ -6,7 +6,12 @@
  */
 import { lifecycleStep } from '../../src/engine/announce.ts';
 import type { Bus } from '../../src/kernel/bus.ts';
-import { RUN_CHANGED_TOPIC, RUN_EVENTS_TOPIC, RUN_LIFECYCLE_TOPIC } from '../../src/kernel/topics.ts';
+import {
+  RUN_CHANGED_TOPIC,
+  RUN_EVENTS_TOPIC,
+  RUN_LIFECYCLE_TOPIC,
+  RUNS_QUEUED_TOPIC,
+} from '../../src/kernel/topics.ts';
 import type { RunLifecycleEvent } from '../../src/kernel/topics.ts';
 
 export type { RunLifecycleEvent };
@@ -84,7 +89,7 @@ export function waitForRun(
 
 /**
  * Resolves with what `find` answers once it answers something: `find` is asked now and after each run the
- * engine tells created (e.g. "the factory's first run"), never on a timer.
+ * engine tells created (e.g. "the factory's first run"), or another process announces queued, never on a timer.
  */
 export function waitForCreatedRun<T>(
   bus: Bus,
@@ -115,9 +120,16 @@ export function waitForCreatedRun<T>(
         }
       });
     };
-    const unsubscribe = bus.subscribe(RUN_LIFECYCLE_TOPIC, (e) => {
-      if (e.event === 'created') look();
-    });
+    const unsubscribers = [
+      bus.subscribe(RUN_LIFECYCLE_TOPIC, (e) => {
+        if (e.event === 'created') look();
+      }),
+      // the hint of new runs crosses processes (a run another server process created)
+      bus.subscribe(RUNS_QUEUED_TOPIC, () => look()),
+    ];
+    const unsubscribe = () => {
+      for (const u of unsubscribers) u();
+    };
     const timer = setTimeout(
       () => finish(new Error(`timed out after ${timeoutMs} ms waiting for ${options.what ?? 'a run to be created'}`)),
       timeoutMs,
