@@ -95,11 +95,12 @@ module.exports = {
     {
       name: 'engine-below-its-callers',
       comment:
-        'src/engine/ owns the life of a run (runs, executions, the queue); the Run API, the agent runtime, workers, ' +
-        'the operator and schedules call it, never the other way round.',
+        'src/engine/ owns the life of a run (runs, executions, the queue and its one claim, start, lease, finish, ' +
+        'the reaper); the Run API, the agent runtime, workers, the operator and schedules call it, never the other ' +
+        'way round. Of store/ it uses the function-set type and the retry on a deadlock.',
       severity: 'error',
       from: { path: '^src/engine/' },
-      to: { path: '^src/', pathNot: ['^src/engine/', '^src/kernel/', '^src/store/function-sets\\.ts$'] },
+      to: { path: '^src/', pathNot: ['^src/engine/', '^src/kernel/', '^src/store/function-sets\\.ts$', '^src/store/errors\\.ts$'] },
     },
     {
       name: 'no-cycles-between-folders',

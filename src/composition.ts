@@ -17,7 +17,8 @@ import { knownModels } from './runs/models.ts';
 import type { EvaluatorOptions } from './automations/evaluator.ts';
 import { registerAutomationManagementRoutes, registerAutomationReadRoutes } from './automations/routes.ts';
 import { ServiceExecutor } from './execution/executor.ts';
-import { Reaper } from './execution/reaper.ts';
+import { Reaper } from './engine/reaper.ts';
+import { WorkspaceSweeper } from './execution/sweeper.ts';
 import { ExecutionRecorder } from './execution/recorder.ts';
 import { registerWorkerRoutes } from './execution/routes.ts';
 import { executionSettings } from './execution/settings.ts';
@@ -122,11 +123,15 @@ export interface CompositionOptions {
   scoring?: Partial<ScoringSettings>;
 }
 
-/** Run execution in this process: the recorder, the reaper, the worker hub, and the executor with that role. */
+/**
+ * Run execution in this process: the recorder, the engine's reaper, this host's workspace sweeper, the worker
+ * hub, and the executor with that role.
+ */
 export interface ExecutionParts {
   settings: ExecutionSettings;
   recorder: ExecutionRecorder;
   reaper: Reaper;
+  sweeper: WorkspaceSweeper;
   executor: ServiceExecutor | undefined;
   hub: WorkerHub;
   processId: string;
@@ -309,11 +314,10 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
       heartbeatMs: settings.heartbeatMs,
       pollMs: settings.pollMs,
     }),
-    reaper: new Reaper({
+    reaper: new Reaper({ db, bus, log, intervalMs: settings.heartbeatMs }),
+    sweeper: new WorkspaceSweeper({
       db,
-      bus,
       log,
-      intervalMs: settings.heartbeatMs,
       workspaceRoot: settings.workspaceRoot,
       workspaceRetentionMs: settings.workspaceRetentionMs,
       configRoot: settings.configRoot,
@@ -609,9 +613,11 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
       roles: 'every',
       async start() {
         execution.reaper.start();
+        execution.sweeper.start();
         execution.hub.start();
         return async () => {
           await execution.hub.stop();
+          await execution.sweeper.stop();
           await execution.reaper.stop();
         };
       },

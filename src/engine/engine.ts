@@ -1,13 +1,16 @@
 /**
- * The run engine's operations: every change of a run or an execution that another folder makes (the Run API,
- * the executors and the recorder, self-hosted workers, the Kubernetes Job executor, schedules) is one of these.
- * Each is one statement of `sql.ts` or one call of a queue function of `functions.sql`; a state change is a
+ * The run engine's statements: every change of a run or an execution that another folder makes (the Run API,
+ * the executors and the recorder, self-hosted workers, the Kubernetes Job executor, schedules) is one of these,
+ * or one of the engine's own modules over them: the one claim of every executor kind (`claim.ts`), the direct
+ * hand-off (`hand-off.ts`), start, lease, release and finish (`lifecycle.ts`), the reaper (`reaper.ts`). Each is
+ * one statement of `sql.ts` or one call of a queue function of `functions.sql`; a state change is a
  * compare-and-set by a transition of `state-machine.ts`. Docs: docs/architecture.md, "The life of a run".
  */
 export type {
   ClaimInputs,
   ClaimParams,
   ClaimRow,
+  ClaimTargetParams,
   CreatedRun,
   EndParams,
   ExpiredExecution,
@@ -26,9 +29,8 @@ export {
   applyRunEvent,
   cancelRunTree,
   cancelRuns,
-  // the queue: claim (service executors, self-hosted workers), hand-off, start, end
-  ayClaimServiceRuns,
-  ayClaimWorkerRuns,
+  // the queue: the one claim of every executor kind (claim.ts), hand-off, start, end
+  ayClaimRuns,
   ayCreateAndClaimServiceRuns,
   ayStartExecutions,
   ayEndExecutions,
@@ -39,7 +41,7 @@ export {
   lockExpiredExecutions,
   endExecution,
   adoptExecutions,
-  insertJobExecution,
+  runsWithUnconsumedFollowups,
   // what a run's row carries
   appendRunEvents,
   appendEventsOfRuns,

@@ -122,10 +122,37 @@ BEGIN
 END
 $$;
 
--- The whole claim in one call (lock, then ay_claim_locked): a claim that finds nothing to take ends right
--- after the lock query.
+-- Kubernetes Jobs (src/operator/job-executor.ts): queued runs of Factories whose `executor` is `kubernetes`,
+-- of one namespace or all, oldest first. Runs routed to a self-hosted worker (a worker_host other than the
+-- service's own names, p_hosts) are left to that worker.
 
-CREATE OR REPLACE FUNCTION ay_claim_service_runs(
+CREATE OR REPLACE FUNCTION ay_lock_kubernetes_runs(p_hosts text[], p_namespace text, p_harnesses text[], p_limit integer)
+RETURNS TABLE (out_id text, out_harness text, out_attempt integer)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  SELECT r.id, r.config->'harness'->>'type', (SELECT count(*)::int + 1 FROM executions x WHERE x.run_id = r.id)
+  FROM runs r
+  JOIN kubernetes_factories k ON k.factory_id = r.factory_id AND k.deleted_at IS NULL AND k.executor = 'kubernetes'
+  WHERE r.state = 'QUEUED' AND (r.worker_host IS NULL OR r.worker_host = ANY(p_hosts))
+    AND (p_namespace IS NULL OR k.namespace = p_namespace)
+    AND coalesce(nullif(lower(r.config->'harness'->>'type'), ''), 'oz') = ANY(p_harnesses)
+  ORDER BY r.created_at, r.id
+  LIMIT p_limit
+  FOR UPDATE OF r SKIP LOCKED;
+END
+$$;
+
+-- The one claim of every executor kind (src/engine/claim.ts), in one call: the lock function of p_kind
+-- ('service', 'worker' with p_team, p_worker, p_trusted, p_registrant, or 'kubernetes' with p_hosts and
+-- p_namespace), then ay_claim_locked. A claim that finds nothing to take ends right after the lock query.
+
+DROP FUNCTION IF EXISTS ay_claim_service_runs(text[], integer, text[], text[], text[], text, integer, text, text[]);
+DROP FUNCTION IF EXISTS ay_claim_worker_runs(text, text, boolean, text, text[], integer, text[], text[], text[], text, integer, text, text[]);
+
+CREATE OR REPLACE FUNCTION ay_claim_runs(
+  p_kind text, p_team text, p_worker text, p_trusted boolean, p_registrant text, p_hosts text[], p_namespace text,
   p_harnesses text[], p_limit integer, p_execution_ids text[], p_harness_spellings text[], p_harness_types text[],
   p_executor text, p_lease_ms integer, p_to text, p_from text[])
 RETURNS TABLE (run jsonb, execution_id text, attempt integer, harness text, previous json, followups json, attachments json)
@@ -135,45 +162,36 @@ DECLARE
   v_spellings text[];
   v_attempts integer[];
 BEGIN
-  SELECT array_agg(l.out_id ORDER BY l.ord), array_agg(l.out_harness ORDER BY l.ord), array_agg(l.out_attempt ORDER BY l.ord)
-    INTO v_ids, v_spellings, v_attempts
-  FROM ay_lock_service_runs(p_harnesses, p_limit) WITH ORDINALITY AS l(out_id, out_harness, out_attempt, ord);
+  IF p_kind = 'service' THEN
+    SELECT array_agg(l.out_id ORDER BY l.ord), array_agg(l.out_harness ORDER BY l.ord), array_agg(l.out_attempt ORDER BY l.ord)
+      INTO v_ids, v_spellings, v_attempts
+    FROM ay_lock_service_runs(p_harnesses, p_limit) WITH ORDINALITY AS l(out_id, out_harness, out_attempt, ord);
+  ELSIF p_kind = 'worker' THEN
+    SELECT array_agg(l.out_id ORDER BY l.ord), array_agg(l.out_harness ORDER BY l.ord), array_agg(l.out_attempt ORDER BY l.ord)
+      INTO v_ids, v_spellings, v_attempts
+    FROM ay_lock_worker_runs(p_team, p_worker, p_harnesses, p_limit, p_trusted, p_registrant)
+      WITH ORDINALITY AS l(out_id, out_harness, out_attempt, ord);
+  ELSIF p_kind = 'kubernetes' THEN
+    SELECT array_agg(l.out_id ORDER BY l.ord), array_agg(l.out_harness ORDER BY l.ord), array_agg(l.out_attempt ORDER BY l.ord)
+      INTO v_ids, v_spellings, v_attempts
+    FROM ay_lock_kubernetes_runs(p_hosts, p_namespace, p_harnesses, p_limit)
+      WITH ORDINALITY AS l(out_id, out_harness, out_attempt, ord);
+  ELSE
+    RAISE EXCEPTION 'ay_claim_runs: unknown executor kind %', p_kind;
+  END IF;
   IF v_ids IS NULL THEN
     RETURN;
   END IF;
   RETURN QUERY SELECT * FROM ay_claim_locked(v_ids, v_spellings, v_attempts, p_execution_ids, p_harness_spellings, p_harness_types,
-    p_executor, NULL, p_lease_ms, p_to, p_from);
+    p_executor, CASE WHEN p_kind = 'worker' THEN p_worker END, p_lease_ms, p_to, p_from);
 END
 $$;
 
-CREATE OR REPLACE FUNCTION ay_claim_worker_runs(
-  p_team text, p_worker text, p_trusted boolean, p_registrant text, p_harnesses text[], p_limit integer,
-  p_execution_ids text[], p_harness_spellings text[], p_harness_types text[], p_executor text, p_lease_ms integer,
-  p_to text, p_from text[])
-RETURNS TABLE (run jsonb, execution_id text, attempt integer, harness text, previous json, followups json, attachments json)
-LANGUAGE plpgsql AS $$
-DECLARE
-  v_ids text[];
-  v_spellings text[];
-  v_attempts integer[];
-BEGIN
-  SELECT array_agg(l.out_id ORDER BY l.ord), array_agg(l.out_harness ORDER BY l.ord), array_agg(l.out_attempt ORDER BY l.ord)
-    INTO v_ids, v_spellings, v_attempts
-  FROM ay_lock_worker_runs(p_team, p_worker, p_harnesses, p_limit, p_trusted, p_registrant)
-    WITH ORDINALITY AS l(out_id, out_harness, out_attempt, ord);
-  IF v_ids IS NULL THEN
-    RETURN;
-  END IF;
-  RETURN QUERY SELECT * FROM ay_claim_locked(v_ids, v_spellings, v_attempts, p_execution_ids, p_harness_spellings, p_harness_types,
-    p_executor, p_worker, p_lease_ms, p_to, p_from);
-END
-$$;
-
--- Direct hand-off (src/execution/hand-off.ts): runs created in a process whose executors have free slots are
+-- Direct hand-off (src/engine/hand-off.ts): runs created in a process whose executors have free slots are
 -- inserted QUEUED and, in the same statement, claimed by that process's executors the way a wake-up would
 -- claim them. The claim may take older runs of other teams instead of the new ones; whatever it leaves stays
 -- QUEUED and is announced by the caller.
--- * The insert is static, planned once per connection: the columns are those of insertRuns in src/runs/
+-- * The insert is static, planned once per connection: the columns are those of insertRuns in src/engine/sql.ts
 --   (the hand-off checks at start that insertRuns writes exactly these, and stays off otherwise).
 -- * When nothing else is queued for the service's executors and the claim may take every new run, the fair
 --   choice between teams (ay_lock_service_runs) can only answer "every new run these executors take": that
@@ -216,8 +234,8 @@ BEGIN
   IF p_limit < cardinality(v_new) OR EXISTS (
     SELECT 1 FROM runs q WHERE q.state = 'QUEUED' AND q.worker_host IS NULL AND q.id <> ALL (v_new)
   ) THEN
-    RETURN QUERY SELECT * FROM ay_claim_service_runs(p_harnesses, p_limit, p_execution_ids, p_harness_spellings, p_harness_types,
-      p_executor, p_lease_ms, p_to, p_from);
+    RETURN QUERY SELECT * FROM ay_claim_runs('service', NULL, NULL, false, NULL, '{}'::text[], NULL, p_harnesses, p_limit,
+      p_execution_ids, p_harness_spellings, p_harness_types, p_executor, p_lease_ms, p_to, p_from);
     RETURN;
   END IF;
   -- the filters of ay_lock_service_runs; rows inserted by this transaction need no lock (nobody else sees them)
@@ -283,7 +301,7 @@ LANGUAGE sql AS $$
     p_followup_executions, p_to, p_from, NULL::text[])
 $$;
 
--- The end of a batch of executions in one call (src/execution/recorder.ts) instead of a transaction of several
+-- The end of a batch of executions in one call (src/engine/lifecycle.ts) instead of a transaction of several
 -- statements: on PGlite each would hold its only connection, on PostgreSQL each would be a round trip.
 --
 -- p_transitions holds the state machine's transitions the end uses (src/engine/state-machine.ts, passed by the

@@ -251,7 +251,6 @@ export async function cancelRuns(
 
 // ---- the queue (functions.sql) ----
 
-/** A row answered by a claim: the claimed run as JSON, its new execution, and what its assignment needs. */
 /** What a claim reads for the claimed run's assignment (execution/assignment-builder.ts, AssignmentInputs). */
 export interface ClaimInputs {
   run_id: string;
@@ -261,6 +260,7 @@ export interface ClaimInputs {
   attachments: { file_name: string; mime_type: string; data: string }[];
 }
 
+/** A row answered by a claim: the claimed run as JSON, its new execution, and what its assignment needs. */
 export interface ClaimRow {
   run: Record<string, unknown>;
   execution_id: string;
@@ -308,10 +308,27 @@ const claimArgs = (p: ClaimParams): SqlValue[] => [
   p.from,
 ];
 
-export function ayClaimServiceRuns(q: Queryable, p: ClaimParams): Promise<QueryResult<ClaimRow>> {
+/**
+ * Who a claim is for, as ay_claim_runs takes it: `kind` picks the lock function (`service`, `worker`,
+ * `kubernetes`); the other members narrow the queue for that kind (null or empty where they do not apply).
+ */
+export interface ClaimTargetParams {
+  kind: 'service' | 'worker' | 'kubernetes';
+  team: string | null;
+  worker: string | null;
+  trusted: boolean;
+  registrant: string | null;
+  /** `kubernetes`: `worker_host` values that mean "the service". */
+  hosts: string[];
+  /** `kubernetes`: runs of this namespace's Factories only (null: every namespace). */
+  namespace: string | null;
+}
+
+/** The one claim of every executor kind (ay_claim_runs, functions.sql). */
+export function ayClaimRuns(q: Queryable, t: ClaimTargetParams, p: ClaimParams): Promise<QueryResult<ClaimRow>> {
   return q.query<ClaimRow>(
-    'SELECT * FROM ay_claim_service_runs($1::text[], $2::int, $3::text[], $4::text[], $5::text[], $6, $7::int, $8, $9::text[])',
-    claimArgs(p),
+    'SELECT * FROM ay_claim_runs($1, $2, $3, $4::boolean, $5, $6::text[], $7, $8::text[], $9::int, $10::text[], $11::text[], $12::text[], $13, $14::int, $15, $16::text[])',
+    [t.kind, t.team, t.worker, t.trusted, t.registrant, t.hosts, t.namespace, ...claimArgs(p)],
   );
 }
 
@@ -324,19 +341,6 @@ export function ayCreateAndClaimServiceRuns(
   return q.query<ClaimRow>(
     'SELECT * FROM ay_create_and_claim_service_runs($1::jsonb, $2::text[], $3::int, $4::text[], $5::text[], $6::text[], $7, $8::int, $9, $10::text[])',
     [records, ...claimArgs(p)],
-  );
-}
-
-export function ayClaimWorkerRuns(
-  q: Queryable,
-  teamId: string,
-  workerId: string,
-  registration: WorkerRegistration,
-  p: ClaimParams,
-): Promise<QueryResult<ClaimRow>> {
-  return q.query<ClaimRow>(
-    'SELECT * FROM ay_claim_worker_runs($1, $2, $3::boolean, $4, $5::text[], $6::int, $7::text[], $8::text[], $9::text[], $10, $11::int, $12, $13::text[])',
-    [teamId, workerId, registration.trusted, registration.registrant, ...claimArgs(p)],
   );
 }
 
@@ -502,20 +506,6 @@ export function adoptExecutions(
   );
 }
 
-/** The execution row of a run's Job (the Job is its executor; its lease is renewed while the Job lives). */
-export async function insertJobExecution(
-  q: Queryable,
-  row: { id: string; runId: string; teamId: string; executor: string; harness: string; leaseMs: number },
-): Promise<number> {
-  const res = await q.query<{ attempt: number }>(
-    `INSERT INTO executions (id, run_id, team_id, attempt, executor, harness, lease_expires_at)
-     SELECT $1, $2, $3, coalesce((SELECT count(*)::int FROM executions WHERE run_id = $2), 0) + 1, $4, $5, ay_now() + $6 * interval '1 millisecond'
-     RETURNING attempt`,
-    [row.id, row.runId, row.teamId, row.executor, row.harness, row.leaseMs],
-  );
-  return Number(res.rows[0]!.attempt);
-}
-
 // ---- what a run row carries ----
 
 /**
@@ -601,6 +591,16 @@ export async function appendEventsOfRuns(
     ],
   );
   return new Map(res.rows.map((r) => [r.run_id, Number(r.last)]));
+}
+
+/** Finished runs holding a follow-up nobody consumed for a second (at most 100): the reaper continues them. */
+export function runsWithUnconsumedFollowups(q: Queryable): Promise<QueryResult<{ run_id: string }>> {
+  return q.query<{ run_id: string }>(
+    `SELECT DISTINCT f.run_id FROM run_followups f JOIN runs r ON r.id = f.run_id
+       WHERE f.consumed_by_execution IS NULL AND r.state IN ('SUCCEEDED', 'FAILED', 'ERROR') AND r.execution_id IS NOT NULL
+         AND f.created_at < ay_now() - interval '1 second'
+       LIMIT 100`,
+  );
 }
 
 /** Marks a run updated now (a change beside its row: a follow-up). */

@@ -94,15 +94,8 @@ export interface AgentEvent {
 }
 
 /** How an execution ended, as the runner saw it. */
-export interface ExecutionOutcome {
-  /** succeeded → SUCCEEDED, failed → FAILED (the agent or its task failed), error → ERROR (the platform failed). */
-  kind: 'succeeded' | 'failed' | 'error' | 'cancelled' | 'lost';
-  exitCode: number | null;
-  message: string;
-  errorCode?: string;
-  agentSessionId?: string;
-  workspace?: string;
-}
+/** How an execution ended (the run engine's type: engine/lifecycle.ts). */
+export type { ExecutionOutcome } from '../engine/lifecycle.ts';
 
 /** The provider key variable each harness reads. */
 export const SECRET_ENV_OF: Record<HarnessType, string[]> = {

@@ -13,16 +13,17 @@ import type { SecretProvider } from '../secrets/provider.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
 import { EventPipe } from './event-pipe.ts';
-import { HandOff, insertsHandOffColumns } from './hand-off.ts';
-import type { HandOffTarget } from './hand-off.ts';
+import { HandOff, insertsHandOffColumns } from '../engine/hand-off.ts';
+import type { HandOffTarget } from '../engine/hand-off.ts';
 import { adapterFor } from './harnesses/index.ts';
 import type { Assignment } from './assignment.ts';
-import { claimServiceRuns } from './queue.ts';
-import type { Claimed, ClaimOptions } from './queue.ts';
+import { claimRuns } from '../engine/claim.ts';
+import type { Claimed, ClaimOptions } from '../engine/claim.ts';
 import type { ExecutionRecorder } from './recorder.ts';
 import { ExecutionRunner } from './runner.ts';
 import { claimedAssignments } from './runner-settings.ts';
-import type { ExecutionSettings } from './settings.ts';
+import type { ExecutionSettings, HarnessType } from './settings.ts';
+import { harnessChoice } from './settings.ts';
 import * as sql from './sql.ts';
 import type { CreatedRun } from '../engine/engine.ts';
 import { announceRunChanges } from '../engine/announce.ts';
@@ -57,7 +58,7 @@ interface Active {
   delivered: Set<string>;
 }
 
-export class ServiceExecutor implements HandOffTarget {
+export class ServiceExecutor implements HandOffTarget<HarnessType> {
   readonly #deps: ExecutorDeps;
   readonly #active = new Map<string, Active>();
   readonly #byRun = new Map<string, string>();
@@ -94,24 +95,23 @@ export class ServiceExecutor implements HandOffTarget {
     return this.#stopped ? 0 : this.#deps.settings.concurrency - this.#active.size - this.#reserved;
   }
 
-  #claimOptions(limit: number): ClaimOptions {
+  #claimOptions(limit: number): ClaimOptions<HarnessType> {
     const { settings } = this.#deps;
     return {
       limit,
-      harnesses: settings.harnesses,
-      defaultHarness: settings.defaultHarness,
+      harnesses: harnessChoice(settings.harnesses, settings.defaultHarness),
       executor: this.executorName,
       leaseMs: settings.leaseMs,
     };
   }
 
-  reserve(n: number): ClaimOptions {
+  reserve(n: number): ClaimOptions<HarnessType> {
     const slots = Math.max(0, Math.min(n, this.freeSlots));
     this.#reserved += slots;
     return this.#claimOptions(slots);
   }
 
-  accept(claimed: Claimed[], reserved: number): Promise<void> {
+  accept(claimed: Claimed<HarnessType>[], reserved: number): Promise<void> {
     const taking: Promise<void> = (claimed.length ? this.#take(claimed) : Promise.resolve())
       .catch((err: unknown) => this.#deps.log.warn({ err }, 'starting handed-off runs failed'))
       .finally(() => {
@@ -150,7 +150,7 @@ export class ServiceExecutor implements HandOffTarget {
     every('executor heartbeat', settings.heartbeatMs, () => this.#heartbeat());
     await this.#register();
     if (settings.concurrency > 0 && settings.harnesses.length > 0 && this.#handOffColumnsMatch()) {
-      const handOff = new HandOff(this.#deps.db, this, (runs) => this.#announceQueued(runs));
+      const handOff = new HandOff(this.#deps.db, this.#deps.bus, this, (runs) => this.#announceQueued(runs));
       this.#handOff = handOff;
       this.#unsubscribe.push(this.#deps.runs.offerHandOff(handOff));
     }
@@ -199,7 +199,7 @@ export class ServiceExecutor implements HandOffTarget {
         this.#backlog = true;
         return;
       }
-      const claimed = await claimServiceRuns(this.#deps.db, this.#claimOptions(free));
+      const claimed = await claimRuns(this.#deps.db, this.#deps.bus, { kind: 'service' }, this.#claimOptions(free));
       this.#backlog = claimed.length >= free;
       if (claimed.length === 0) return;
       await this.#take(claimed);
@@ -208,7 +208,7 @@ export class ServiceExecutor implements HandOffTarget {
   }
 
   /** Starts executing claimed runs. */
-  async #take(claimed: Claimed[]): Promise<void> {
+  async #take(claimed: Claimed<HarnessType>[]): Promise<void> {
     const assignments = await claimedAssignments(
       this.#deps.db,
       this.#deps.secrets,
@@ -221,7 +221,7 @@ export class ServiceExecutor implements HandOffTarget {
     this.#deps.onClaimed?.(claimed.map((c) => c.run.id));
   }
 
-  #launch(claimed: Claimed, assignment: Assignment | Error): void {
+  #launch(claimed: Claimed<HarnessType>, assignment: Assignment | Error): void {
     const active: Active = {
       runId: claimed.run.id,
       executionId: claimed.executionId,
@@ -242,7 +242,7 @@ export class ServiceExecutor implements HandOffTarget {
     this.#finishing.add(done);
   }
 
-  async #execute(claimed: Claimed, assignment: Assignment | Error, active: Active): Promise<void> {
+  async #execute(claimed: Claimed<HarnessType>, assignment: Assignment | Error, active: Active): Promise<void> {
     const { recorder, settings, log } = this.#deps;
     const { run, executionId } = claimed;
     if (assignment instanceof Error) {

@@ -1,3 +1,4 @@
+import type { HarnessChoice } from '../engine/claim.ts';
 import path from 'node:path';
 import { serverLimits } from './limits.ts';
 import type { ServerLimits } from './limits.ts';
@@ -35,6 +36,15 @@ export function harnessSpellings(harnesses: readonly HarnessType[], defaultHarne
     .map(([spelling]) => spelling);
   if (defaultHarness) spellings.push('oz');
   return spellings;
+}
+
+/** What an engine claim takes of the harnesses an executor runs (engine/claim.ts, HarnessChoice). */
+export function harnessChoice(
+  harnesses: readonly HarnessType[],
+  defaultHarness: HarnessType | undefined,
+): HarnessChoice<HarnessType> {
+  const spellings = harnessSpellings(harnesses, defaultHarness);
+  return { spellings, types: spellings.map((s) => harnessFor(s, defaultHarness)!) };
 }
 
 /** The harness a run's `harness.type` asks for; `oz` (or none) is the executor's default harness. */

@@ -44,16 +44,6 @@ export function waitingFollowups(
   );
 }
 
-/** Finished runs holding a follow-up nobody consumed for a second (at most 100). */
-export function runsWithUnconsumedFollowups(q: Queryable): Promise<QueryResult<{ run_id: string }>> {
-  return q.query<{ run_id: string }>(
-    `SELECT DISTINCT f.run_id FROM run_followups f JOIN runs r ON r.id = f.run_id
-       WHERE f.consumed_by_execution IS NULL AND r.state IN ('SUCCEEDED', 'FAILED', 'ERROR') AND r.execution_id IS NOT NULL
-         AND f.created_at < ay_now() - interval '1 second'
-       LIMIT 100`,
-  );
-}
-
 // ---- executor presence and waiting messages ----
 
 export interface ExecutorProcess {

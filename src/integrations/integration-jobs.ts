@@ -1,13 +1,14 @@
 /**
  * The durable queue of outbound provider work (migrations 0067, 0070, 0071): a pull request's changed files
  * for `paths` filters, the `agentyard/factory-config` check run, and the users a Linear text mentions by name.
- * Jobs are enqueued in the outbox evaluation's transaction, so a stored event never loses its job; a runner
- * claims one job at a time with a lease (a claim lost in a crash is taken again when the lease ends), and each
- * kind's handler says done, retry or failed.
+ * Jobs are enqueued in the outbox evaluation's transaction, so a stored event never loses its job; the runner
+ * drains them through the kernel's durable job queue (kernel/job-queue.ts: one claim with a lease, back-off by
+ * attempts), and each kind's handler says done, retry or failed.
  */
 import type { Bus } from '../kernel/bus.ts';
 import { DrainLoop } from '../kernel/drain-loop.ts';
 import type { Db, Queryable } from '../kernel/db.ts';
+import type { DurableJobQueue, JobStep } from '../kernel/job-queue.ts';
 import type { Logger } from '../kernel/log.ts';
 import { DELIVERIES_ACCEPTED_TOPIC, INTEGRATION_JOBS_TOPIC } from '../kernel/topics.ts';
 import * as sql from './sql.ts';
@@ -73,11 +74,7 @@ export interface JobHandlers {
   linear_mentions: JobHandler<LinearMentionsInput>;
 }
 
-export const MAX_JOB_ATTEMPTS = 5;
-/** How long a claim holds a job; a handler that has not ended by then is presumed dead. */
-const LEASE_SECONDS = 300;
-/** Pauses before the 2nd, 3rd… attempt. */
-const BACKOFF_SECONDS = [5, 30, 120, 600];
+export const MAX_JOB_ATTEMPTS = sql.INTEGRATION_JOBS.spec.maxAttempts;
 
 export interface IntegrationJobRunnerOptions {
   db: Db;
@@ -99,22 +96,23 @@ export class IntegrationJobRunner extends DrainLoop {
 
   /** Runs due jobs until none is left. */
   protected async drain(): Promise<void> {
+    const queue: DurableJobQueue<IntegrationJob<unknown>> = sql.INTEGRATION_JOBS;
+    const { db, log } = this.#options;
     try {
-      while (!this.stopped) {
-        const job = await sql.claimIntegrationJob(this.#options.db, LEASE_SECONDS);
-        if (!job) return;
-        await this.#run(job);
-      }
+      await queue.drain(db, (job, { final }) => this.#run(job, final), {
+        stopped: () => this.stopped,
+        onRetry: (job, err) =>
+          log.warn({ job_id: job.id, kind: job.kind, attempt: job.attempts, err }, 'integration job will retry'),
+      });
     } catch (err) {
-      this.#options.log.error({ err }, 'running integration jobs failed; retrying at the next poll');
+      log.error({ err }, 'running integration jobs failed; retrying at the next poll');
     }
   }
 
-  async #run(job: IntegrationJob<unknown>): Promise<void> {
+  async #run(job: IntegrationJob<unknown>, final: boolean): Promise<JobStep> {
     const { db, log, handlers } = this.#options;
     // The row's kind says what its input holds.
     const handler = handlers[job.kind] as JobHandler<unknown>;
-    const final = job.attempts >= MAX_JOB_ATTEMPTS;
     const save = async (result: Record<string, unknown>) => {
       job.result = { ...job.result, ...result };
       await sql.saveIntegrationJobResult(db, job.id, JSON.stringify(result));
@@ -126,15 +124,7 @@ export class IntegrationJobRunner extends DrainLoop {
       outcome = { retry: err instanceof Error ? err.message : String(err) };
     }
     if ('retry' in outcome && final) outcome = { failed: outcome.retry };
-    if ('retry' in outcome) {
-      const pause = outcome.afterMs ?? (BACKOFF_SECONDS[job.attempts - 1] ?? BACKOFF_SECONDS.at(-1)!) * 1000;
-      log.warn(
-        { job_id: job.id, kind: job.kind, attempt: job.attempts, err: outcome.retry },
-        'integration job will retry',
-      );
-      await sql.deferIntegrationJob(db, job.id, pause / 1000, outcome.retry.slice(0, 1000));
-      return;
-    }
+    if ('retry' in outcome) return outcome;
     const ended = outcome;
     await db.transaction(async (tx) => {
       await sql.endIntegrationJob(
@@ -148,5 +138,6 @@ export class IntegrationJobRunner extends DrainLoop {
     });
     await handler.afterEnd?.(job);
     if ('failed' in ended) log.warn({ job_id: job.id, kind: job.kind, err: ended.failed }, 'integration job failed');
+    return 'ended';
   }
 }

@@ -4,6 +4,7 @@ import type { ConnectionRow, Provider } from './model.ts';
 import type { IntegrationJob, IntegrationJobKind } from './integration-jobs.ts';
 import type { SourceSpec } from '../sources/types.ts';
 import { newId } from '../kernel/ids.ts';
+import { DurableJobQueue } from '../kernel/job-queue.ts';
 
 const CONNECTION_COLUMNS =
   'id, team_id, provider, settings, secret_version, last_event_at, last_event, last_error_at, last_error, created_at, updated_at';
@@ -206,33 +207,16 @@ export async function deliveryJob(
   return res.rows[0];
 }
 
-const JOB_COLUMNS = 'id, kind, team_id, connection_id, delivery_id, factory_id, input, attempts, result';
-
-/** Claims the oldest due job, moving it past its lease; other processes skip it meanwhile. */
-export async function claimIntegrationJob(
-  q: Queryable,
-  leaseSeconds: number,
-): Promise<IntegrationJob<unknown> | undefined> {
-  const res = await q.query<IntegrationJob<unknown>>(
-    `UPDATE integration_jobs SET attempts = attempts + 1, run_after = ay_now() + make_interval(secs => $1)
-      WHERE id = (SELECT id FROM integration_jobs WHERE state = 'pending' AND run_after <= ay_now()
-                   ORDER BY run_after LIMIT 1 FOR UPDATE SKIP LOCKED)
-      RETURNING ${JOB_COLUMNS}`,
-    [leaseSeconds],
-  );
-  return res.rows[0];
-}
+/** The integrations' job queue on the kernel's durable job queue (one claim with a lease, back-off by attempts). */
+export const INTEGRATION_JOBS = new DurableJobQueue<IntegrationJob<unknown>>({
+  table: 'integration_jobs',
+  leaseSeconds: 300,
+  maxAttempts: 5,
+  backoffSeconds: [5, 30, 120, 600],
+});
 
 export async function saveIntegrationJobResult(q: Queryable, id: string, result: string): Promise<void> {
   await q.query('UPDATE integration_jobs SET result = result || $2::jsonb WHERE id = $1', [id, result]);
-}
-
-/** Puts a job off for `seconds`, recording why. */
-export async function deferIntegrationJob(q: Queryable, id: string, seconds: number, error: string): Promise<void> {
-  await q.query(
-    `UPDATE integration_jobs SET run_after = ay_now() + make_interval(secs => $2), error = $3 WHERE id = $1`,
-    [id, seconds, error],
-  );
 }
 
 export async function endIntegrationJob(

@@ -32,6 +32,11 @@ export interface BusTopics {
   'runs.queued': { run_id: string | null; worker_host: string | null };
   /** A run's state changed, or a follow-up was queued on it. */
   'runs.changed': { run_id: string; state?: string; followup_id?: string };
+  /**
+   * In this process only (never on the wire): a step of a run's life, told by the run engine after the change
+   * committed. Tests wait on it (test/support/run-events.ts) instead of polling the run.
+   */
+  'runs.lifecycle': RunLifecycleEvent;
   /** Events were appended to a run (`run_id`, `sequence`) or to several (`run_ids`). */
   'runs.events': { run_id: string; sequence?: number } | { run_ids: string[] };
   /** A schedule changed: the scheduler re-reads its next fire times. */
@@ -46,6 +51,17 @@ export interface BusTopics {
   'identity.credentials_revoked': { key_id: string } | { agent_uid: string } | { worker_token_id: string };
 }
 
+/**
+ * A step of a run's life: `created`; `claimed` (an executor took it: CLAIMED); `started` (INPROGRESS); `queued`
+ * (back in the queue: released, continued by a follow-up); `blocked` (BLOCKED, waiting for a person); `finished`
+ * (SUCCEEDED, FAILED, ERROR or CANCELLED). `state` is the state the step left.
+ */
+export interface RunLifecycleEvent {
+  run_id: string;
+  event: 'created' | 'claimed' | 'started' | 'queued' | 'blocked' | 'finished';
+  state: string;
+}
+
 export type Topic = keyof BusTopics;
 
 export const DELIVERIES_ACCEPTED_TOPIC = 'webhooks.deliveries_accepted' satisfies Topic;
@@ -55,6 +71,7 @@ export const FACTORIES_CHANGED_TOPIC = 'factories.changed' satisfies Topic;
 export const FACTORY_SYNC_REQUESTED_TOPIC = 'factories.sync_requested' satisfies Topic;
 export const RUNS_QUEUED_TOPIC = 'runs.queued' satisfies Topic;
 export const RUN_CHANGED_TOPIC = 'runs.changed' satisfies Topic;
+export const RUN_LIFECYCLE_TOPIC = 'runs.lifecycle' satisfies Topic;
 export const RUN_EVENTS_TOPIC = 'runs.events' satisfies Topic;
 export const SCHEDULES_CHANGED_TOPIC = 'schedules.changed' satisfies Topic;
 export const SECRETS_CHANGED_TOPIC = 'secrets.changed' satisfies Topic;

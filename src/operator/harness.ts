@@ -5,7 +5,6 @@ import { adapterFor } from '../execution/harnesses/index.ts';
 import { buildAssignment } from '../execution/assignment-builder.ts';
 import { promptWithNotes } from '../execution/runner.ts';
 import type { BuiltinAgentSettings } from '../execution/harnesses/agentyard.ts';
-import { harnessFor } from '../execution/settings.ts';
 import type { HarnessBins } from '../execution/settings.ts';
 import type { HarnessType } from '../execution/settings.ts';
 import { createWorkspace, writeAssignmentFiles } from '../execution/workspace.ts';
@@ -13,11 +12,6 @@ import type { RunRow } from '../engine/model.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { WORKSPACE_DIR } from './job-spec.ts';
-
-/** The harness a run asks for, among those Jobs run; undefined when none does. */
-export function jobHarness(run: RunRow, settings: HarnessSettings): HarnessType | undefined {
-  return harnessFor(run.config.harness?.type, settings.defaultHarness);
-}
 
 /** The agent of a Job: its command line, its files in the workspace, and what goes to stdin. */
 export interface JobInvocation {

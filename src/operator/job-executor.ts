@@ -15,7 +15,7 @@ import { SERVICE_WORKER_HOSTS } from '../runs/service.ts';
 import { isTerminal } from '../engine/state-machine.ts';
 import type { EventRecorder } from './events.ts';
 import type { FactoryCleanup } from './factory-controller.ts';
-import { InvocationError, jobHarness, prepareJobInvocation } from './harness.ts';
+import { InvocationError, prepareJobInvocation } from './harness.ts';
 import { Informer } from './informer.ts';
 import {
   FACTORY_UID_LABEL,
@@ -27,7 +27,6 @@ import {
   jobNameFor,
   jobOutcome,
 } from './job-spec.ts';
-import { newId } from '../kernel/ids.ts';
 import type { JobSettings } from './job-spec.ts';
 import { buildNetworkPolicy } from './network-policy.ts';
 import type { KubeClients } from './kube.ts';
@@ -36,7 +35,10 @@ import * as sql from './sql.ts';
 import { WorkQueue } from '../kernel/work-queue.ts';
 import { runWorkers } from './reconcile.ts';
 import { applyRunEvent } from '../engine/engine.ts';
-import * as engine from '../engine/engine.ts';
+import { claimRuns } from '../engine/claim.ts';
+import type { Claimed } from '../engine/claim.ts';
+import { HARNESS_TYPES, harnessChoice } from '../execution/settings.ts';
+import type { HarnessType } from '../execution/settings.ts';
 import { announceRunChanges } from '../engine/announce.ts';
 import { Loop } from '../kernel/loop.ts';
 
@@ -67,18 +69,14 @@ class LaunchFailure extends Error {
   }
 }
 
-interface Claim {
-  run: RunRow;
-  executionId: string;
-  attempt: number;
-  harness: NonNullable<ReturnType<typeof jobHarness>>;
+interface Claim extends Claimed<HarnessType> {
   jobName: string;
   kf: { factory_id: string; namespace: string; uid: string; name: string };
 }
 
 /**
  * The `kubernetes` executor: queued runs of Factories with `executor: kubernetes` become batch/v1 Jobs in
- * the Factory's namespace (claimed with SKIP LOCKED, so two executors never take one run), and each Job's
+ * the Factory's namespace (claimed through the run engine's one claim, so two executors never take one run), and each Job's
  * status drives its run's state: a started pod starts the run, Complete succeeds it, a failed agent fails
  * it, an eviction, a timeout or a deleted Job ends it ERROR saying why. A cancelled run's Job is deleted
  * with foreground propagation.
@@ -190,60 +188,69 @@ export class JobExecutor implements FactoryCleanup {
   }
 
   async #dispatchOnce(): Promise<void> {
-    const { db } = this.#o.ctx;
+    const { db, bus } = this.#o.ctx;
     const { settings } = this.#o;
-    const capacity = settings.maxConcurrentJobs - (await sql.countOpenRunJobs(db, this.#o.watchNamespace));
+    const namespace = this.#o.watchNamespace;
+    const capacity = settings.maxConcurrentJobs - (await sql.countOpenRunJobs(db, namespace));
     if (capacity <= 0) return;
-    const claimed = await db.transaction(async (tx) => {
-      const out: Claim[] = [];
-      const unsupported: { run: RunRow }[] = [];
-      for (const candidate of await sql.lockQueuedKubernetesRuns(
-        tx,
-        [...SERVICE_WORKER_HOSTS],
-        capacity,
-        this.#o.watchNamespace,
-      )) {
-        const queued = await getRunById(tx, candidate.id);
-        if (!queued) continue;
-        const harness = jobHarness(queued, settings.harness);
-        if (!harness) {
-          const ended = await applyRunEvent(tx, queued.id, 'error', {
-            statusMessage: {
-              message: `no harness runs "${queued.config.harness?.type ?? 'oz'}" in Kubernetes Jobs (AGENTYARD_JOB_DEFAULT_HARNESS)`,
-              error_code: 'harness_unavailable',
-            },
-          });
-          if (ended) unsupported.push({ run: ended });
-          continue;
-        }
-        const executionId = newId('exe');
-        const jobName = jobNameFor(executionId);
-        const run = await applyRunEvent(tx, candidate.id, 'claim', { executionId, statusMessage: null });
-        if (!run) continue;
-        const attempt = await engine.insertJobExecution(tx, {
-          id: executionId,
-          runId: run.id,
-          teamId: run.team_id,
-          executor: `kubernetes:${candidate.namespace}/${jobName}`,
-          harness,
-          leaseMs: JOB_LEASE_MS,
-        });
-        await sql.insertRunJob(tx, {
-          runId: run.id,
-          executionId,
-          factoryId: candidate.factory_id,
-          namespace: candidate.namespace,
-          jobName,
-        });
-        out.push({ run, executionId, attempt, harness, jobName, kf: candidate });
+    const harnesses = harnessChoice(HARNESS_TYPES, settings.harness.defaultHarness);
+    await this.#refuseUnsupported(harnesses.spellings, capacity);
+    // the engine's one claim, for this executor kind (ay_claim_runs, src/engine/functions.sql)
+    // (told below with announceRunChanges, which also tells the lifecycle step `claimed`)
+    const claimed = await claimRuns(
+      db,
+      undefined,
+      { kind: 'kubernetes', serviceHosts: [...SERVICE_WORKER_HOSTS], namespace },
+      { limit: capacity, harnesses, executor: `kubernetes:${namespace ?? '*'}`, leaseMs: JOB_LEASE_MS },
+    );
+    if (claimed.length === 0) return;
+    await announceRunChanges(
+      bus,
+      claimed.map((c) => c.run),
+    );
+    const factories = await sql.kubernetesFactoriesByFactory(
+      db,
+      claimed.map((c) => c.run.factory_id).filter((id): id is string => id !== null),
+    );
+    for (const c of claimed) {
+      const kf = c.run.factory_id ? factories.get(c.run.factory_id) : undefined;
+      if (!kf) {
+        // the Factory went away (or stopped using Jobs) since the claim: the run goes back to the queue
+        await this.#recorder.release(c.executionId, c.run.id, 'Back in the queue: its Factory no longer runs Jobs');
+        continue;
       }
-      return { out, unsupported };
-    });
-    await announceRunChanges(this.#o.ctx.bus, [
-      ...claimed.unsupported.map((u) => u.run),
-      ...claimed.out.map((c) => c.run),
-    ]);
-    for (const claim of claimed.out) await this.#launch(claim);
+      const jobName = jobNameFor(c.executionId);
+      await sql.insertRunJob(db, {
+        runId: c.run.id,
+        executionId: c.executionId,
+        factoryId: kf.factory_id,
+        namespace: kf.namespace,
+        jobName,
+      });
+      await this.#launch({ ...c, jobName, kf });
+    }
+  }
+
+  /** Queued runs whose harness no Job runs end ERROR (`harness_unavailable`) instead of waiting for ever. */
+  async #refuseUnsupported(spellings: readonly string[], limit: number): Promise<void> {
+    const { db, bus } = this.#o.ctx;
+    const ended: RunRow[] = [];
+    for (const r of await sql.queuedKubernetesRunsWithoutHarness(
+      db,
+      [...SERVICE_WORKER_HOSTS],
+      spellings,
+      limit,
+      this.#o.watchNamespace,
+    )) {
+      const run = await applyRunEvent(db, r.id, 'error', {
+        statusMessage: {
+          message: `no harness runs "${r.harness ?? 'oz'}" in Kubernetes Jobs (AGENTYARD_JOB_DEFAULT_HARNESS)`,
+          error_code: 'harness_unavailable',
+        },
+      });
+      if (run) ended.push(run);
+    }
+    await announceRunChanges(bus, ended);
   }
 
   /** Creates the run's Job (suspended), its Secret (owned by the Job), then lets the Job start. */

@@ -132,25 +132,39 @@ export async function listActiveFactoryRuns(q: Queryable, factoryId: string): Pr
 
 // ------------------------------------------------------------------ run Jobs
 
+/** The Kubernetes Factories (namespace, uid, name) of the factories among `factoryIds`, live ones only. */
+export async function kubernetesFactoriesByFactory(
+  q: Queryable,
+  factoryIds: readonly string[],
+): Promise<Map<string, { factory_id: string; namespace: string; uid: string; name: string }>> {
+  if (factoryIds.length === 0) return new Map();
+  const res = await q.query<{ factory_id: string; namespace: string; uid: string; name: string }>(
+    `SELECT factory_id, namespace, uid, name FROM kubernetes_factories
+     WHERE factory_id = ANY($1::text[]) AND deleted_at IS NULL AND executor = 'kubernetes'`,
+    [[...factoryIds]],
+  );
+  return new Map(res.rows.map((r) => [r.factory_id, r]));
+}
+
 /**
- * Queued runs of factories whose Factory says `executor: kubernetes`, oldest first, locked for this
- * transaction (SKIP LOCKED: two executors never take the same run). Runs routed to a self-hosted worker
- * (worker_host other than the service's own names) are left to that worker.
+ * Queued runs a Job executor would take but for their harness (none of `spellings`: no Job runs it), oldest first:
+ * the executor ends them ERROR rather than leave them waiting. The claim's filters otherwise (ay_lock_kubernetes_runs).
  */
-export async function lockQueuedKubernetesRuns(
+export async function queuedKubernetesRunsWithoutHarness(
   q: Queryable,
   serviceHosts: readonly string[],
+  spellings: readonly string[],
   limit: number,
   namespace?: string,
-): Promise<{ id: string; factory_id: string; namespace: string; uid: string; name: string }[]> {
-  const res = await q.query<{ id: string; factory_id: string; namespace: string; uid: string; name: string }>(
-    `SELECT r.id, r.factory_id, k.namespace, k.uid, k.name FROM runs r
+): Promise<{ id: string; harness: string | null }[]> {
+  const res = await q.query<{ id: string; harness: string | null }>(
+    `SELECT r.id, r.config->'harness'->>'type' AS harness FROM runs r
      JOIN kubernetes_factories k ON k.factory_id = r.factory_id AND k.deleted_at IS NULL AND k.executor = 'kubernetes'
-     WHERE r.state = 'QUEUED' AND (r.worker_host IS NULL OR r.worker_host = ANY($1)) AND ($3::text IS NULL OR k.namespace = $3)
+     WHERE r.state = 'QUEUED' AND (r.worker_host IS NULL OR r.worker_host = ANY($1)) AND ($4::text IS NULL OR k.namespace = $4)
+       AND coalesce(nullif(lower(r.config->'harness'->>'type'), ''), 'oz') <> ALL($2::text[])
      ORDER BY r.created_at, r.id
-     LIMIT $2
-     FOR UPDATE OF r SKIP LOCKED`,
-    [[...serviceHosts], limit, namespace ?? null],
+     LIMIT $3`,
+    [[...serviceHosts], [...spellings], limit, namespace ?? null],
   );
   return res.rows;
 }

@@ -14,6 +14,7 @@ import { RunIdParamsSchema } from './schemas.ts';
 import type { RunEvent } from '../engine/state-machine.ts';
 import { isRunState, isTerminal } from '../engine/state-machine.ts';
 import { appendRunEvents, applyRunEvent } from '../engine/engine.ts';
+import { announceRunChanges } from '../engine/announce.ts';
 
 const KEEPALIVE_MS = 15_000;
 const POLL_MS = 1_000;
@@ -235,16 +236,16 @@ export async function registerEventRoutes(app: AppInstance, ctx: ServiceContext)
       const teamId = request.principal.teamId;
       const runId = request.params.runId;
       const body = request.body;
-      const sequence = await ctx.db.transaction(async (tx) => {
+      const { sequence, moved } = await ctx.db.transaction(async (tx) => {
         if (!(await getRun(tx, teamId, runId))) throw new AppError('resource_not_found', `run ${runId} does not exist`);
-        if (body.execution_id) {
-          await applyRunEvent(tx, runId, REPORTED[body.event_type]!, {
-            teamId,
-            executionId: body.execution_id,
-            statusMessage: { message: `Reported: ${body.event_type}` },
-          });
-        }
-        return appendRunEvents(tx, runId, body.execution_id ?? null, [
+        const moved = body.execution_id
+          ? await applyRunEvent(tx, runId, REPORTED[body.event_type]!, {
+              teamId,
+              executionId: body.execution_id,
+              statusMessage: { message: `Reported: ${body.event_type}` },
+            })
+          : undefined;
+        const sequence = await appendRunEvents(tx, runId, body.execution_id ?? null, [
           {
             type: 'status',
             data: {
@@ -255,9 +256,11 @@ export async function registerEventRoutes(app: AppInstance, ctx: ServiceContext)
             },
           },
         ]);
+        return { sequence, moved };
       });
       await ctx.bus.publish(RUN_EVENTS_TOPIC, { run_id: runId, sequence });
-      await ctx.bus.publish(RUN_CHANGED_TOPIC, { run_id: runId });
+      if (moved) await announceRunChanges(ctx.bus, [moved]);
+      else await ctx.bus.publish(RUN_CHANGED_TOPIC, { run_id: runId });
       return { sequence: sequence ?? 0 };
     },
   );

@@ -12,6 +12,7 @@ import * as engine from '../engine/engine.ts';
 import { announceQueuedLocally, announceRunChanges, queuedWireMessages } from '../engine/announce.ts';
 import { enforceDailyCaps, runCaps } from './daily-caps.ts';
 import type { RunCaps } from './daily-caps.ts';
+import type { RunHandOff } from '../engine/hand-off.ts';
 
 /** Reserved `worker_host` values that mean "the service's own executors". */
 export const SERVICE_WORKER_HOSTS: ReadonlySet<string> = new Set(['service', 'warp']);
@@ -239,14 +240,6 @@ function requestHash(body: unknown): string {
   return createHash('sha256')
     .update(JSON.stringify(canonical(body) ?? null))
     .digest('hex');
-}
-
-/**
- * Something in this process that claims new runs in the statement that creates them (the executors' direct
- * hand-off, src/execution/hand-off.ts). `create` answers undefined when it does not take the run.
- */
-export interface RunHandOff {
-  create(row: engine.InsertRun): Promise<engine.CreatedRun> | undefined;
 }
 
 /** How a run is created; see RunService.create. */

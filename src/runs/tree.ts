@@ -5,7 +5,7 @@
  * Every state change here goes through the state machine's transitions; the execution queue's own writes stay
  * in execution/.
  */
-import { RUN_CHANGED_TOPIC, RUNS_QUEUED_TOPIC } from '../kernel/topics.ts';
+import { announceRunChanges } from '../engine/announce.ts';
 import type { Bus } from '../kernel/bus.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { newId } from '../kernel/ids.ts';
@@ -169,10 +169,15 @@ export async function recordEvents(
 
 /** Tells the executors of follow-ups committed by `resumeWithFollowup`. */
 export async function announceResumed(bus: Bus, resumed: readonly Resumed[]): Promise<void> {
-  for (const r of resumed) {
-    if (r.requeued) await bus.publish(RUNS_QUEUED_TOPIC, { run_id: r.run.id, worker_host: r.run.worker_host });
-    await bus.publish(RUN_CHANGED_TOPIC, { run_id: r.run.id, followup_id: r.followupId });
-  }
+  await announceRunChanges(
+    bus,
+    resumed.map((r) => ({
+      id: r.run.id,
+      worker_host: r.run.worker_host,
+      followupId: r.followupId,
+      ...(r.requeued ? { state: r.run.state } : {}),
+    })),
+  );
 }
 
 /** Cancels every active descendant of a run (a cancel reaches the whole subtree); answers the runs it cancelled. */
@@ -183,7 +188,7 @@ export async function cancelDescendants(q: Queryable, bus: Bus, runId: string, r
     below.filter((r) => !isTerminal(r.state)).map((r) => r.id),
     reason,
   );
-  for (const r of cancelled) await bus.publish(RUN_CHANGED_TOPIC, { run_id: r.id, state: r.state });
+  await announceRunChanges(bus, cancelled);
   return cancelled.map((r) => r.id);
 }
 
@@ -218,7 +223,7 @@ export async function cancelOverdue(q: Queryable, bus: Bus, limits: TreeLimits, 
     overdue,
     `Cancelled: its run tree passed its deadline (AGENTYARD_RUN_TREE_MAX_MINUTES ${limits.maxTreeMinutes})`,
   );
-  for (const r of cancelled) await bus.publish(RUN_CHANGED_TOPIC, { run_id: r.id, state: r.state });
+  await announceRunChanges(bus, cancelled);
   return cancelled.map((r) => r.id);
 }
 

@@ -1,5 +1,6 @@
 /** The SQL of benchmarks (migration 0078). */
 import type { Queryable } from '../kernel/db.ts';
+import { DurableJobQueue } from '../kernel/job-queue.ts';
 
 export interface BenchmarkRunRow {
   id: string;
@@ -55,10 +56,22 @@ export async function insertBenchmarkResult(
   );
 }
 
-/** A pending result whose run has ended, claimed for a while (a claim lost in a crash is taken again after it). */
-export async function claimFinishedResult(
+/**
+ * Benchmark judgements on the kernel's durable job queue: a pending result is due once its run has ended; a claim
+ * holds it for a while (a claim lost in a crash is taken again after it), a failed judgement waits 10 s per attempt.
+ */
+export const BENCHMARK_JUDGEMENTS = new DurableJobQueue<BenchmarkResultRow & { id: string }>({
+  table: 'benchmark_results',
+  due: `EXISTS (SELECT 1 FROM runs r WHERE r.id = d.run_id AND r.state IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'))`,
+  leaseSeconds: 300,
+  maxAttempts: 4,
+  backoffSeconds: [10, 20, 30],
+});
+
+/** A claimed result with what its judgement needs: its benchmark, and its run's end. */
+export async function resultForJudge(
   q: Queryable,
-  leaseSeconds: number,
+  id: string,
 ): Promise<
   | (BenchmarkResultRow & {
       team_id: string;
@@ -82,28 +95,13 @@ export async function claimFinishedResult(
       request_usage: Record<string, number> | null;
     }
   >(
-    `WITH claimed AS (
-       UPDATE benchmark_results SET claimed_until = ay_now() + make_interval(secs => $1), attempts = attempts + 1
-        WHERE (benchmark_run_id, task) = (
-          SELECT b.benchmark_run_id, b.task FROM benchmark_results b JOIN runs r ON r.id = b.run_id
-           WHERE b.state = 'pending' AND (b.claimed_until IS NULL OR b.claimed_until < ay_now())
-             AND r.state IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED')
-           LIMIT 1 FOR UPDATE OF b SKIP LOCKED)
-        RETURNING *)
-     SELECT c.*, br.team_id, br.factory_id, br.suite, br.judge_model, r.state AS run_state, r.request_usage,
+    `SELECT c.*, br.team_id, br.factory_id, br.suite, br.judge_model, r.state AS run_state, r.request_usage,
             extract(epoch FROM (r.updated_at - coalesce(r.started_at, r.created_at)))::double precision AS run_seconds
-       FROM claimed c JOIN benchmark_runs br ON br.id = c.benchmark_run_id JOIN runs r ON r.id = c.run_id`,
-    [leaseSeconds],
+       FROM benchmark_results c JOIN benchmark_runs br ON br.id = c.benchmark_run_id JOIN runs r ON r.id = c.run_id
+      WHERE c.id = $1`,
+    [id],
   );
   return res.rows[0];
-}
-
-export async function releaseResult(q: Queryable, runId: string, task: string, seconds: number): Promise<void> {
-  await q.query(
-    `UPDATE benchmark_results SET claimed_until = ay_now() + make_interval(secs => $3)
-      WHERE benchmark_run_id = $1 AND task = $2`,
-    [runId, task, seconds],
-  );
 }
 
 export async function recordResult(
@@ -123,7 +121,7 @@ export async function recordResult(
 ): Promise<void> {
   await q.query(
     `UPDATE benchmark_results SET state = $3, run_state = $4, passed = $5, score = $6, label = $7, reason = $8,
-            duration_ms = $9, usage = $10::jsonb, judge_usage = $11::jsonb, claimed_until = NULL
+            duration_ms = $9, usage = $10::jsonb, judge_usage = $11::jsonb
       WHERE benchmark_run_id = $1 AND task = $2`,
     [
       key.benchmarkRunId,

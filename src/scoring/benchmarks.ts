@@ -4,6 +4,7 @@
  * run against the task's success criteria (pass or fail). A benchmark run is kept with the factory's applied
  * revision, so runs of two revisions of the agent compare side by side.
  */
+import type { JobStep } from '../kernel/job-queue.ts';
 import type { Db } from '../kernel/db.ts';
 import { AppError } from '../kernel/errors.ts';
 import { newId } from '../kernel/ids.ts';
@@ -23,8 +24,6 @@ const PASS_FAIL: readonly JudgeLabel[] = [
   { value: 'pass', score: 1, description: 'the run meets every success criterion' },
   { value: 'fail', score: 0, description: 'the run misses a success criterion' },
 ];
-const LEASE_SECONDS = 300;
-const MAX_ATTEMPTS = 4;
 
 export interface BenchmarkTaskView {
   task: string;
@@ -201,14 +200,21 @@ export class BenchmarkService {
 
   /** Judges the tasks whose runs have ended, one at a time, until none is left. */
   async judgeFinished(stopped: () => boolean): Promise<void> {
-    while (!stopped()) {
-      const result = await bsql.claimFinishedResult(this.#db, LEASE_SECONDS);
-      if (!result) return;
-      await this.#judgeOne(result);
-    }
+    await bsql.BENCHMARK_JUDGEMENTS.drain(
+      this.#db,
+      async (claimed, { final }) => {
+        const result = await bsql.resultForJudge(this.#db, claimed.id);
+        if (!result) return 'ended';
+        return this.#judgeOne(result, final);
+      },
+      { stopped },
+    );
   }
 
-  async #judgeOne(result: NonNullable<Awaited<ReturnType<typeof bsql.claimFinishedResult>>>): Promise<void> {
+  async #judgeOne(
+    result: NonNullable<Awaited<ReturnType<typeof bsql.resultForJudge>>>,
+    final: boolean,
+  ): Promise<JobStep> {
     const key = { benchmarkRunId: result.benchmark_run_id, task: result.task };
     const usage = result.request_usage ?? {};
     const durationMs = result.run_seconds === null ? null : Math.round(result.run_seconds * 1000);
@@ -232,7 +238,7 @@ export class BenchmarkService {
         usage,
         judgeUsage: {},
       });
-      return;
+      return 'ended';
     }
     try {
       const judgement = await this.#judge.judge({
@@ -255,10 +261,7 @@ export class BenchmarkService {
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       if (!(err instanceof JudgeUnavailable)) this.#log.error({ err }, 'judging a benchmark task failed');
-      if (result.attempts < MAX_ATTEMPTS) {
-        await bsql.releaseResult(this.#db, result.benchmark_run_id, result.task, 10 * result.attempts);
-        return;
-      }
+      if (!final) return { retry: message };
       await bsql.recordResult(this.#db, key, {
         state: 'unscored',
         runState: result.run_state,
@@ -271,6 +274,7 @@ export class BenchmarkService {
         judgeUsage: {},
       });
     }
+    return 'ended';
   }
 }
 

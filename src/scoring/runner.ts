@@ -8,6 +8,7 @@
  */
 import type { Bus } from '../kernel/bus.ts';
 import { DrainLoop } from '../kernel/drain-loop.ts';
+import type { JobStep } from '../kernel/job-queue.ts';
 import type { Db } from '../kernel/db.ts';
 import type { Logger } from '../kernel/log.ts';
 import { RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
@@ -74,9 +75,7 @@ export function scoringSettingsFrom(env: NodeJS.ProcessEnv): ScoringSettings {
   };
 }
 
-export const MAX_SCORING_ATTEMPTS = 4;
-const LEASE_SECONDS = 300;
-const BACKOFF_SECONDS = [10, 60, 300];
+export const MAX_SCORING_ATTEMPTS = sql.SCORING_JOBS.spec.maxAttempts;
 const SCAN_PAGE = 1000;
 const TRANSCRIPT_EVENTS = 2000;
 
@@ -101,11 +100,9 @@ export class ScoringRunner extends DrainLoop {
     if (!this.#o.judge.configured) return;
     try {
       await this.scan();
-      while (!this.stopped) {
-        const job = await sql.claimJob(this.#o.db, LEASE_SECONDS);
-        if (!job) break;
-        await this.#run(job);
-      }
+      await sql.SCORING_JOBS.drain(this.#o.db, (job, { final }) => this.#run(job, final), {
+        stopped: () => this.stopped,
+      });
       await this.#o.benchmarks?.judgeFinished(() => this.stopped);
     } catch (err) {
       this.#o.log.error({ err }, 'scoring failed; retrying at the next poll');
@@ -150,14 +147,14 @@ export class ScoringRunner extends DrainLoop {
     return queued;
   }
 
-  async #run(job: sql.ScoringJob): Promise<void> {
+  async #run(job: sql.ScoringJob, final: boolean): Promise<JobStep> {
     const { db, log } = this.#o;
     const factory = await sql.definitionOf(db, job.factory_id);
     const scorer = factory?.scorers.find((s) => s.name === job.scorer);
     const run = await sql.runForJudge(db, job.run_id);
     if (!factory || !scorer || !run) {
       await sql.endJob(db, job.id, 'done', 'the run or the scorer no longer exists');
-      return;
+      return 'ended';
     }
     let judgement: Judgement;
     try {
@@ -170,11 +167,7 @@ export class ScoringRunner extends DrainLoop {
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       if (!(err instanceof JudgeUnavailable)) log.error({ err, job_id: job.id }, 'scoring a run failed');
-      if (job.attempts < MAX_SCORING_ATTEMPTS) {
-        const pause = BACKOFF_SECONDS[job.attempts - 1] ?? BACKOFF_SECONDS.at(-1)!;
-        await sql.deferJob(db, job.id, pause, message.slice(0, 1000));
-        return;
-      }
+      if (!final) return { retry: message };
       judgement = {
         status: 'unscored',
         reason: `no judgement after ${job.attempts} attempts: ${message}`.slice(0, 2000),
@@ -212,7 +205,11 @@ export class ScoringRunner extends DrainLoop {
     if (verdict) m?.runScoreSum.inc({ factory_id: job.factory_id, scorer: scorer.name }, verdict.score);
     m?.judgeTokens.inc({ direction: 'input' }, judgement.usage.input_tokens);
     m?.judgeTokens.inc({ direction: 'output' }, judgement.usage.output_tokens);
-    if (scored && scorer.selfImprovement) await this.#improve(job, factory, scorer);
+    if (scored && scorer.selfImprovement)
+      await this.#improve(job, factory, scorer).catch((err: unknown) =>
+        log.error({ err, job_id: job.id }, 'deciding on an improvement run failed'),
+      );
+    return 'ended';
   }
 
   /** Starts the foreman's improvement run when the last N samples pass less often than the passing score. */

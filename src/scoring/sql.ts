@@ -1,4 +1,5 @@
 /** The SQL of scoring (migration 0077): cursors, the job queue, scores, and the reads they need. */
+import { DurableJobQueue } from '../kernel/job-queue.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { newId } from '../kernel/ids.ts';
 import type { FactoryDefinition, ScorerDefinition } from '../definitions/model.ts';
@@ -94,24 +95,13 @@ export interface ScoringJob {
   attempts: number;
 }
 
-export async function claimJob(q: Queryable, leaseSeconds: number): Promise<ScoringJob | undefined> {
-  const res = await q.query<ScoringJob>(
-    `UPDATE scoring_jobs SET attempts = attempts + 1, run_after = ay_now() + make_interval(secs => $1)
-      WHERE id = (SELECT id FROM scoring_jobs WHERE state = 'pending' AND run_after <= ay_now()
-                   ORDER BY run_after LIMIT 1 FOR UPDATE SKIP LOCKED)
-      RETURNING id, team_id, factory_id, run_id, scorer, agent, attempts`,
-    [leaseSeconds],
-  );
-  return res.rows[0];
-}
-
-export async function deferJob(q: Queryable, id: string, seconds: number, error: string): Promise<void> {
-  await q.query(`UPDATE scoring_jobs SET run_after = ay_now() + make_interval(secs => $2), error = $3 WHERE id = $1`, [
-    id,
-    seconds,
-    error,
-  ]);
-}
+/** Scorer jobs on the kernel's durable job queue (one claim with a lease, back-off by attempts). */
+export const SCORING_JOBS = new DurableJobQueue<ScoringJob>({
+  table: 'scoring_jobs',
+  leaseSeconds: 300,
+  maxAttempts: 4,
+  backoffSeconds: [10, 60, 300],
+});
 
 export async function endJob(q: Queryable, id: string, state: 'done' | 'failed', error: string | null): Promise<void> {
   await q.query(`UPDATE scoring_jobs SET state = $2, error = $3, finished_at = ay_now() WHERE id = $1`, [

@@ -16,9 +16,9 @@ import type { WebSocket } from 'ws';
 import { adapterFor } from '../execution/harnesses/index.ts';
 import { claimedAssignments } from '../execution/runner-settings.ts';
 import type { ExecutionOutcome } from '../execution/assignment.ts';
-import { claimWorkerRuns } from '../execution/queue.ts';
+import { claimRuns } from '../engine/claim.ts';
 import type { ExecutionRecorder } from '../execution/recorder.ts';
-import { isHarnessType } from '../execution/settings.ts';
+import { harnessChoice, isHarnessType } from '../execution/settings.ts';
 import { waitingFollowups } from '../execution/sql.ts';
 import type { HarnessType } from '../execution/settings.ts';
 import type { KeyAuthenticator } from '../kernel/caller.ts';
@@ -368,15 +368,13 @@ export class WorkerHub {
     const free = c.capacity - c.assigned.size;
     if (free <= 0 || Date.now() < c.pausedUntil || !this.#connections.has(c.id)) return;
     const { trusted, registrant } = c.registration;
-    const claimed = await claimWorkerRuns(
+    const claimed = await claimRuns(
       this.#deps.db,
-      c.teamId,
-      c.workerId,
-      { trusted, registrant },
+      this.#deps.bus,
+      { kind: 'worker', teamId: c.teamId, workerId: c.workerId, registration: { trusted, registrant } },
       {
         limit: free,
-        harnesses: c.harnesses,
-        defaultHarness: c.defaultHarness,
+        harnesses: harnessChoice(c.harnesses, c.defaultHarness),
         executor: this.#executorName(c),
         leaseMs: this.#deps.leaseMs,
       },

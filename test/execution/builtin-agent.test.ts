@@ -150,10 +150,8 @@ describe('the built-in agent', () => {
     const runId = await createRun(s, { prompt: 'RESUME: first' });
     expect((await waitForState(s, runId, ['SUCCEEDED'])).result).toBe('turn 1: RESUME: first');
     await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'second' });
-    await waitFor('the second execution to finish', async () => {
-      const e = await executionsOf(s, runId);
-      return e.length === 2 && e[1]!.ended_at !== null;
-    });
+    await waitForState(s, runId, ['SUCCEEDED', 'FAILED']);
+    expect((await executionsOf(s, runId)).map((e) => e.ended_at !== null)).toEqual([true, true]);
     const run = (await s.api('GET', `/agent/runs/${runId}`)).body;
     expect(run.result).toBe('turn 2: second');
     const last = model.requests.filter((r) => firstUser(r).includes('RESUME')).at(-1)!;
@@ -214,10 +212,7 @@ describe('the built-in agent', () => {
     expect(events.some((e) => e.type === 'result' && e.data.is_error === false)).toBe(false);
     // a follow-up continues the transcript, whose interrupted call is answered as interrupted
     expect((await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'go on' })).status).toBe(200);
-    const resumed = await waitFor('the continuation to finish', async () => {
-      const run = (await s.api('GET', `/agent/runs/${runId}`)).body;
-      return run.state === 'SUCCEEDED' || run.state === 'FAILED' ? run : undefined;
-    });
+    const resumed = await waitForState(s, runId, ['SUCCEEDED', 'FAILED']);
     // (the call's result says it was stopped, or, when the agent ended before writing it, that it was interrupted)
     expect(resumed.result).toMatch(
       /^after the cancel: (command was stopped with the agent|Error: the tool call was interrupted)/,

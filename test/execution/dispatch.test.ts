@@ -6,11 +6,13 @@
 import { RUNS_QUEUED_TOPIC } from '../../src/kernel/topics.ts';
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimServiceRuns } from '../../src/execution/queue.ts';
+import { claimRuns } from '../../src/engine/claim.ts';
+import { harnessChoice } from '../../src/execution/settings.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
-import { createRun, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
+import { createRun, eventsOf, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
 import type { ExecServer } from './support.ts';
+import { inState, waitForRun } from '../support/run-events.ts';
 
 async function teamIdOf(s: ExecServer, key?: string): Promise<string> {
   return (await s.api('GET', '/whoami', undefined, key)).body.team.id;
@@ -42,13 +44,12 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
         return made;
       });
       await s.server.ctx.bus.publish(RUNS_QUEUED_TOPIC, { run_id: ids[0]!.id, worker_host: null });
-      await waitFor('every run to finish', async () => {
-        const res = await s.server.ctx.db.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM runs WHERE id = ANY($1::text[]) AND state = 'SUCCEEDED'`,
-          [ids.map((r) => r.id)],
-        );
-        return res.rows[0]!.n === ids.length;
-      });
+      // (team B's runs are not the admin key's to read through the API: their state is read from the database)
+      const stateOf = async (id: string) =>
+        (await s.server.ctx.db.query<{ state: string }>('SELECT state FROM runs WHERE id = $1', [id])).rows[0]?.state;
+      await Promise.all(
+        ids.map((r) => waitForRun(s.server.ctx.bus, r.id, inState('SUCCEEDED'), { current: () => stateOf(r.id) })),
+      );
       const order = await s.server.ctx.db.query<{ prompt: string }>(
         `SELECT r.prompt FROM executions e JOIN runs r ON r.id = e.run_id WHERE e.run_id = ANY($1::text[]) ORDER BY e.claimed_at, e.id`,
         [ids.map((r) => r.id)],
@@ -86,13 +87,17 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
       const cancelled = await createRun(s, { prompt: 'cancelled first' });
       await s.api('POST', `/agent/runs/${cancelled}/cancel`);
       const before = (await s.api('GET', `/agent/runs/${runId}`)).body;
-      const claimed = await claimServiceRuns(db, {
-        limit: 10,
-        harnesses: ['claude'],
-        defaultHarness: 'claude',
-        executor: 'service:test',
-        leaseMs: 60_000,
-      });
+      const claimed = await claimRuns(
+        db,
+        undefined,
+        { kind: 'service' },
+        {
+          limit: 10,
+          harnesses: harnessChoice(['claude'], 'claude'),
+          executor: 'service:test',
+          leaseMs: 60_000,
+        },
+      );
       expect(claimed.map((c) => c.run.id)).toEqual([runId]);
       const c = claimed[0]!;
       expect(c).toMatchObject({
@@ -146,20 +151,29 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
     const s = await startExecServer(engine, { settings: { harnesses: [], defaultHarness: undefined } });
     try {
       const runId = await createRun(s, { prompt: 'orphaned claim' });
-      const claimed = await claimServiceRuns(s.server.ctx.db, {
-        limit: 10,
-        harnesses: ['claude'],
-        defaultHarness: 'claude',
-        executor: 'service:vanished',
-        leaseMs: 1500,
-      });
+      const claimed = await claimRuns(
+        s.server.ctx.db,
+        undefined,
+        { kind: 'service' },
+        {
+          limit: 10,
+          harnesses: harnessChoice(['claude'], 'claude'),
+          executor: 'service:vanished',
+          leaseMs: 1500,
+        },
+      );
       expect(claimed.map((c) => c.run.id)).toContain(runId);
       expect((await s.api('GET', `/agent/runs/${runId}`)).body.state).toBe('CLAIMED');
-      const run = await waitFor('the run back in the queue', async () => {
-        const r = (await s.api('GET', `/agent/runs/${runId}`)).body;
-        return r.state === 'QUEUED' && r.status_message?.message?.startsWith('Back in the queue') ? r : undefined;
+      // the reaper gives it back (the engine's `queued` step), saying why
+      await waitForRun(s.server.ctx.bus, runId, (e) => e.event === 'queued', {
+        current: async () => (await s.api('GET', `/agent/runs/${runId}`)).body.state,
       });
-      expect(run.status_message.message).toContain('service:vanished');
+      expect((await s.api('GET', `/agent/runs/${runId}`)).body.state).toBe('QUEUED');
+      // the message it was given back with (the run's own may already say what it waits for now)
+      const back = (await eventsOf(s, runId)).find((e) => e.type === 'state' && e.data.previous === 'CLAIMED');
+      expect(back?.data).toMatchObject({ state: 'QUEUED' });
+      expect(back?.data.status_message.message).toMatch(/^Back in the queue/);
+      expect(back?.data.status_message.message).toContain('service:vanished');
       expect((await executionsOf(s, runId))[0]).toMatchObject({ outcome: 'released', started_at: null });
     } finally {
       await s.close();
@@ -182,7 +196,7 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
       expect(run.status_message.error_detail).toBe('workspace_too_large');
       const [execution] = await executionsOf(s, runId);
       expect(existsSync(execution!.workspace!)).toBe(true);
-      const removed = await s.parts.reaper.sweep();
+      const removed = await s.parts.sweeper.sweep();
       expect(removed).toContain(execution!.id);
       expect(existsSync(execution!.workspace!)).toBe(false);
     } finally {

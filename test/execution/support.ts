@@ -4,6 +4,7 @@ import type { ExecutionParts } from '../../src/composition.ts';
 import type { ExecutionSettings } from '../../src/execution/settings.ts';
 import type { Config } from '../../src/config.ts';
 import type { Engine, TestDatabase } from '../support/db.ts';
+import { inState, waitForRun } from '../support/run-events.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 
@@ -67,6 +68,10 @@ export async function waitFor<T>(
   }
 }
 
+/**
+ * The run as the API answers it once it is in one of `states`: waits on the engine's lifecycle steps
+ * (test/support/run-events.ts), reading the run when one may be the awaited state.
+ */
 export async function waitForState(
   s: TestServer,
   runId: string,
@@ -74,14 +79,23 @@ export async function waitForState(
   timeoutMs = 20_000,
   key?: string,
 ): Promise<any> {
-  return waitFor(
-    `run ${runId} to reach ${states.join('|')}`,
-    async () => {
-      const res = await s.api('GET', `/agent/runs/${runId}`, undefined, key);
-      return states.includes(res.body.state) ? res.body : undefined;
-    },
-    timeoutMs,
-  );
+  const deadline = Date.now() + timeoutMs;
+  const read = async () => (await s.api('GET', `/agent/runs/${runId}`, undefined, key)).body;
+  for (;;) {
+    let body: any;
+    await waitForRun(s.server.ctx.bus, runId, inState(...states), {
+      current: async () => {
+        body = await read();
+        return body.state;
+      },
+      timeoutMs: Math.max(1, deadline - Date.now()),
+    }).catch((err: unknown) => {
+      throw new Error(`run ${runId} to reach ${states.join('|')} (it is ${body?.state}): ${String(err)}`);
+    });
+    // the step said so; the run as read now (it may have moved on again: then wait for the next step)
+    body = await read();
+    if (states.includes(body.state)) return body;
+  }
 }
 
 export async function createRun(s: TestServer, body: Record<string, unknown>, key?: string): Promise<string> {

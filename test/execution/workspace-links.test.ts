@@ -177,7 +177,7 @@ describe('links an agent leaves in its workspace', () => {
     writeFileSync(path.join(stale, 'claude-mcp.json'), '{}');
     const old = new Date(Date.now() - 3_600_000);
     utimesSync(stale, old, old);
-    await s.parts.reaper.sweep();
+    await s.parts.sweeper.sweep();
     expect(existsSync(stale)).toBe(false);
   });
 });

@@ -16,7 +16,8 @@ import type { GithubApiStandIn } from '../support/github-api.ts';
 import { startChatApis } from '../support/chat-apis.ts';
 import type { ChatApis } from '../support/chat-apis.ts';
 import { post } from '../ingress/support.ts';
-import { executionsOf, FAKE, fakeRecords, startExecServer, waitFor, waitForState } from '../execution/support.ts';
+import { executionsOf, FAKE, fakeRecords, startExecServer, waitForState } from '../execution/support.ts';
+import { waitForCreatedRun } from '../support/run-events.ts';
 import type { ExecServer } from '../execution/support.ts';
 
 const { privateKey, publicKey } = generateKeyPairSync('rsa', {
@@ -229,7 +230,7 @@ describe.each(ENGINES)('credentialStrategy CREATOR on %s', (engine) => {
     });
     expect(res.status, res.text).toBe(202);
     const deliveryId = res.body.delivery_id as string;
-    return waitFor('the run of the event', async () => {
+    return waitForCreatedRun(s.server.ctx.bus, async () => {
       const rows = await s.server.ctx.db.query<{ id: string }>('SELECT id FROM runs WHERE delivery_id = $1', [
         deliveryId,
       ]);

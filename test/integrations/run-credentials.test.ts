@@ -15,7 +15,8 @@ import { FOREMAN, RUNNER } from '../support/factory-tree.ts';
 import { startGithubApi } from '../support/github-api.ts';
 import type { GithubApiStandIn } from '../support/github-api.ts';
 import { post } from '../ingress/support.ts';
-import { executionsOf, FAKE, fakeRecords, startExecServer, waitFor, waitForState } from '../execution/support.ts';
+import { executionsOf, FAKE, fakeRecords, startExecServer, waitForState } from '../execution/support.ts';
+import { waitForCreatedRun } from '../support/run-events.ts';
 import type { ExecServer } from '../execution/support.ts';
 
 const { privateKey, publicKey } = generateKeyPairSync('rsa', {
@@ -110,7 +111,7 @@ describe.each(ENGINES)('a GitHub App event to a finished run on %s', (engine) =>
     const delivered = await post(connection.body.events_url, body, headers);
     expect(delivered.status, delivered.text).toBe(202);
     const deliveryId = delivered.body.delivery_id as string;
-    const runId = await waitFor('the run of the event', async () => {
+    const runId = await waitForCreatedRun(s.server.ctx.bus, async () => {
       const res = await s.server.ctx.db.query<{ id: string }>('SELECT id FROM runs WHERE delivery_id = $1', [
         deliveryId,
       ]);

@@ -11,6 +11,7 @@ import { cancelOverdue } from '../../src/runs/tree.ts';
 import { ENGINES } from '../support/db.ts';
 import type { TestServer } from '../support/server.ts';
 import { eventsOf, executionsOf, waitFor, waitForState } from '../execution/support.ts';
+import { waitForCreatedRun } from '../support/run-events.ts';
 import { AGENT_FILES, callTool, managedFactory, mcpClient, startMcpServer, usePlaybook } from './support.ts';
 import type { Playbook } from './support.ts';
 
@@ -237,10 +238,8 @@ describe.each(ENGINES)('the factory interface on %s', (engine) => {
       })
     ).body.run_id as string;
     await waitForState(s, runId, ['INPROGRESS'], 30_000);
-    const execution = await waitFor('the execution', async () => {
-      const first = (await executionsOf(s, runId))[0];
-      return first?.workspace ? first : undefined;
-    });
+    // started: its execution got its workspace in the statement that moved the run INPROGRESS
+    const execution = (await executionsOf(s, runId))[0]!;
     const workspace = execution.workspace!;
     // the server's own file, outside the agent-writable workspace (bound read-only into the sandbox)
     const config = JSON.parse(
@@ -299,7 +298,7 @@ describe.each(ENGINES)('the factory interface on %s', (engine) => {
     playbook.sleeper = { default: [{ sleep: 120 }, { result: 'woke' }] };
     usePlaybook(playbook);
     const childOf = (id: string) =>
-      waitFor('the child', async () => {
+      waitForCreatedRun(s.server.ctx.bus, async () => {
         const res = await s.server.ctx.db.query<{ id: string }>('SELECT id FROM runs WHERE parent_run_id = $1', [id]);
         return res.rows[0]?.id;
       });

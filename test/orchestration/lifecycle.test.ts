@@ -20,7 +20,8 @@ import type { GithubApiStandIn } from '../support/github-api.ts';
 import type { TestServer } from '../support/server.ts';
 import { post } from '../ingress/support.ts';
 import { SLACK_APP_MENTION } from '../integrations/fixtures.ts';
-import { eventsOf, waitFor, waitForState } from '../execution/support.ts';
+import { eventsOf, waitForState } from '../execution/support.ts';
+import { waitForCreatedRun } from '../support/run-events.ts';
 import { AGENT_FILES, managedFactory, startMcpServer, usePlaybook } from './support.ts';
 
 const { privateKey, publicKey } = generateKeyPairSync('rsa', {
@@ -192,7 +193,7 @@ describe.each(ENGINES)('the factory lifecycle on %s', (engine) => {
   it('Slack: mention → dispatch → report → question in the thread → thread reply resumes → reply', async () => {
     const mention = await slackPost(SLACK_APP_MENTION.event, 'Ev0LIFECYCLE1');
     expect(mention.status, mention.text).toBe(202);
-    const foremanId = await waitFor('the foreman run', async () => (await runsOfFactory(s, factoryId))[0]?.id);
+    const foremanId = await waitForCreatedRun(s.server.ctx.bus, async () => (await runsOfFactory(s, factoryId))[0]?.id);
 
     // 3. the foreman ends BLOCKED with its question, posted in the mention's thread with the bot token
     const blocked = await waitForState(s, foremanId, ['BLOCKED', 'SUCCEEDED', 'FAILED', 'ERROR'], 60_000);
@@ -262,14 +263,7 @@ describe.each(ENGINES)('the factory lifecycle on %s', (engine) => {
     expect((await slackPost({ ...reply, type: 'app_mention' }, 'Ev0LIFECYCLE3')).status).toBe(202);
 
     // 5. the foreman replies in the thread with the result and succeeds
-    const done = await waitFor(
-      'the foreman to finish after the answer',
-      async () => {
-        const run = await s.api('GET', `/agent/runs/${foremanId}`);
-        return run.body.state === 'SUCCEEDED' || run.body.state === 'FAILED' ? run.body : undefined;
-      },
-      60_000,
-    );
+    const done = await waitForState(s, foremanId, ['SUCCEEDED', 'FAILED'], 60_000);
     expect(done.state, JSON.stringify(done.status_message)).toBe('SUCCEEDED');
     expect(chat.posts).toHaveLength(2);
     expect(chat.posts[1]!.body).toMatchObject({ channel: 'C123ABC456', thread_ts: '1515449522.000016' });
@@ -290,7 +284,10 @@ describe.each(ENGINES)('the factory lifecycle on %s', (engine) => {
       '6f1e0c1a-0000-4000-8000-000000000501',
     );
     expect(mention.status, mention.text).toBe(202);
-    const foremanId = await waitFor('the foreman run', async () => (await runsOfFactory(s, factoryId))[before]?.id);
+    const foremanId = await waitForCreatedRun(
+      s.server.ctx.bus,
+      async () => (await runsOfFactory(s, factoryId))[before]?.id,
+    );
     const blocked = await waitForState(s, foremanId, ['BLOCKED', 'SUCCEEDED', 'FAILED', 'ERROR'], 60_000);
     expect(blocked.state, JSON.stringify(blocked.status_message)).toBe('BLOCKED');
     expect(blocked.source).toBe('GITHUB_ACTION');
@@ -310,14 +307,7 @@ describe.each(ENGINES)('the factory lifecycle on %s', (engine) => {
       '6f1e0c1a-0000-4000-8000-000000000503',
     );
     expect(answer.status).toBe(202);
-    const done = await waitFor(
-      'the foreman to finish after the answer',
-      async () => {
-        const run = await s.api('GET', `/agent/runs/${foremanId}`);
-        return run.body.state === 'SUCCEEDED' || run.body.state === 'FAILED' ? run.body : undefined;
-      },
-      60_000,
-    );
+    const done = await waitForState(s, foremanId, ['SUCCEEDED', 'FAILED'], 60_000);
     expect(done.state, JSON.stringify(done.status_message)).toBe('SUCCEEDED');
     const comments = github.calls.filter((c) => c.method === 'POST' && c.path.endsWith('/comments'));
     expect(comments).toHaveLength(2);

@@ -118,14 +118,7 @@ Work on the Linear issue.
       },
       'AgentSessionEvent',
     );
-    const done = await waitFor(
-      'the run to finish after the prompt',
-      async () => {
-        const run = await s.api('GET', `/agent/runs/${runId}`);
-        return ['SUCCEEDED', 'FAILED'].includes(run.body.state) ? run.body : undefined;
-      },
-      60_000,
-    );
+    const done = await waitForState(s, runId, ['SUCCEEDED', 'FAILED'], 60_000);
     expect(done.state, JSON.stringify(done.status_message)).toBe('SUCCEEDED');
     expect(apis.posts).toHaveLength(2);
     expect(apis.posts[1]!.body).toMatchObject({ content: { type: 'response' } });

@@ -1,3 +1,4 @@
+import { waitForCreatedRun } from '../support/run-events.ts';
 import type { Clock } from '../../src/kernel/clock.ts';
 import type { Scheduler } from '../../src/schedules/scheduler.ts';
 import { openPostgres } from '../../src/store/pg.ts';
@@ -63,10 +64,14 @@ export async function runsOfSchedule(s: TestServer, scheduleId: string): Promise
   return res.body.runs as RunSummary[];
 }
 
-/** Waits until the schedule has started at least `count` runs; answers them. */
+/** Waits until the schedule has started at least `count` runs (looking again as runs are created); answers them. */
 export async function waitForRuns(s: TestServer, scheduleId: string, what: string, count = 1): Promise<RunSummary[]> {
-  return waitFor(async () => {
-    const runs = await runsOfSchedule(s, scheduleId);
-    return runs.length >= count ? runs : undefined;
-  }, what);
+  return waitForCreatedRun(
+    s.server.ctx.bus,
+    async () => {
+      const runs = await runsOfSchedule(s, scheduleId);
+      return runs.length >= count ? runs : undefined;
+    },
+    { what, timeoutMs: 15_000 },
+  );
 }

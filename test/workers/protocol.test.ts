@@ -94,10 +94,7 @@ describe.each(ENGINES)('the worker protocol on %s', (engine) => {
     });
     expect((await s.api('GET', `/agent/runs/${runId}`, undefined, key)).body.state).toBe('CLAIMED');
     c.send({ type: 'rejected', execution_id: assignment.execution_id, reason: 'at_capacity' });
-    const back = await waitFor('the run back in the queue', async () => {
-      const r = (await s.api('GET', `/agent/runs/${runId}`, undefined, key)).body;
-      return r.state === 'QUEUED' ? r : undefined;
-    });
+    const back = await waitForState(s, runId, ['QUEUED'], 10_000, key);
     expect(back.status_message.message).toContain('rejected it (at_capacity)');
     expect((await executionsOf(s, runId))[0]).toMatchObject({ outcome: 'released' });
 

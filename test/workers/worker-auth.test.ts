@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
-import { createRun, startExecServer, waitFor } from '../execution/support.ts';
+import { createRun, startExecServer, waitFor, waitForState } from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
 import { connect, hello } from './support.ts';
 import type { Client } from './support.ts';
@@ -202,11 +202,7 @@ describe.each(ENGINES)('who may run a worker, and which runs it gets, on %s', (e
     const adminAssignment = await byAdmin.next('assignment');
     expect(adminAssignment.plan.runId).toBe(actingAsMallory.run.id);
     byAdmin.send({ type: 'claimed', execution_id: adminAssignment.execution_id, workspace: '/w/admin' });
-    await waitFor('the run to start', async () =>
-      (await s.api('GET', `/agent/runs/${actingAsMallory.run.id}`, undefined, admin)).body.state === 'INPROGRESS'
-        ? true
-        : undefined,
-    );
+    await waitForState(s, actingAsMallory.run.id, ['INPROGRESS'], 20_000, admin);
     // nor can the token's worker take over that execution by claiming to run it after a reconnect
     const usurper = await connect(s, token);
     if (!('ws' in usurper)) throw new Error('no connection');

@@ -6,12 +6,14 @@
  */
 import { RUNS_QUEUED_TOPIC } from '../../src/kernel/topics.ts';
 import { describe, expect, it } from 'vitest';
-import { insertsHandOffColumns } from '../../src/execution/hand-off.ts';
-import { createAndClaimServiceRuns } from '../../src/execution/queue.ts';
+import { insertsHandOffColumns } from '../../src/engine/hand-off.ts';
+import { createAndClaimServiceRuns } from '../../src/engine/claim.ts';
+import { harnessChoice } from '../../src/execution/settings.ts';
 import { prepareQueuedRun } from '../../src/runs/service.ts';
 import { ENGINES } from '../support/db.ts';
-import { eventsOf, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
-import type { ExecServer } from './support.ts';
+import { eventsOf, executionsOf, startExecServer, waitForState } from '../execution/support.ts';
+import type { ExecServer } from '../execution/support.ts';
+import { inState, waitForRun } from '../support/run-events.ts';
 import { insertRunsParameter } from '../../src/engine/engine.ts';
 import { insertRuns } from '../../src/engine/engine.ts';
 
@@ -100,13 +102,12 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
       expect(a0.state).not.toBe('QUEUED');
       expect(announced).toContainEqual({ run_id: run.id, worker_host: null });
       const ids = [...queued, run.id];
-      await waitFor('every run to finish', async () => {
-        const res = await db.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM runs WHERE id = ANY($1::text[]) AND state = 'SUCCEEDED'`,
-          [ids],
-        );
-        return res.rows[0]!.n === ids.length;
-      });
+      // (the runs are of two teams: their states are read from the database, not through one team's key)
+      const stateOf = async (id: string) =>
+        (await db.query<{ state: string }>('SELECT state FROM runs WHERE id = $1', [id])).rows[0]?.state;
+      await Promise.all(
+        ids.map((id) => waitForRun(s.server.ctx.bus, id, inState('SUCCEEDED'), { current: () => stateOf(id) })),
+      );
       const order = await db.query<{ prompt: string }>(
         `SELECT r.prompt FROM executions e JOIN runs r ON r.id = e.run_id WHERE e.run_id = ANY($1::text[]) ORDER BY e.claimed_at, e.id`,
         [ids],
@@ -169,10 +170,9 @@ describe.each(ENGINES)('direct hand-off on %s', (engine) => {
       const usual = await prepareQueuedRun(db, input);
       const handedOff = await prepareQueuedRun(db, input);
       await insertRuns(db, [usual]);
-      const claimed = await createAndClaimServiceRuns(db, insertRunsParameter([handedOff]), {
+      const claimed = await createAndClaimServiceRuns(db, undefined, insertRunsParameter([handedOff]), {
         limit: 0,
-        harnesses: ['noop'],
-        defaultHarness: 'noop',
+        harnesses: harnessChoice(['noop'], 'noop'),
         executor: 'service:test',
         leaseMs: 30_000,
       });

@@ -8,12 +8,13 @@
 import { RUNS_QUEUED_TOPIC, RUN_EVENTS_TOPIC } from '../../src/kernel/topics.ts';
 import type { Topic } from '../../src/kernel/topics.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimServiceRuns } from '../../src/execution/queue.ts';
+import { claimRuns } from '../../src/engine/claim.ts';
+import { harnessChoice } from '../../src/execution/settings.ts';
 import type { FinishInput } from '../../src/execution/recorder.ts';
 import { transitionFor } from '../../src/engine/state-machine.ts';
 import { ENGINES } from '../support/db.ts';
-import { createRun, eventsOf, executionsOf, startExecServer, waitFor } from './support.ts';
-import type { ExecServer } from './support.ts';
+import { createRun, eventsOf, executionsOf, startExecServer, waitFor } from '../execution/support.ts';
+import type { ExecServer } from '../execution/support.ts';
 
 describe.each(ENGINES)('ends of executions on %s', (engine) => {
   let s: ExecServer;
@@ -35,13 +36,17 @@ describe.each(ENGINES)('ends of executions on %s', (engine) => {
     ids: string[],
     options: { leaseMs?: number; followupIds?: Record<string, string[]> } = {},
   ): Promise<Map<string, string>> {
-    const claimed = await claimServiceRuns(s.server.ctx.db, {
-      limit: 50,
-      harnesses: ['claude'],
-      defaultHarness: 'claude',
-      executor: 'service:test',
-      leaseMs: 60_000,
-    });
+    const claimed = await claimRuns(
+      s.server.ctx.db,
+      undefined,
+      { kind: 'service' },
+      {
+        limit: 50,
+        harnesses: harnessChoice(['claude'], 'claude'),
+        executor: 'service:test',
+        leaseMs: 60_000,
+      },
+    );
     const executions = new Map(claimed.map((c) => [c.run.id, c.executionId]));
     expect([...executions.keys()].sort()).toEqual([...ids].sort());
     for (const [runId, executionId] of executions) {
@@ -181,13 +186,17 @@ describe.each(ENGINES)('ends of executions on %s', (engine) => {
     // a follow-up queues it again and a second execution takes it; the first, were it still running (not
     // ended, as an executor the reaper has not caught up with yet), ends without touching the run
     await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'again' });
-    const [second] = await claimServiceRuns(s.server.ctx.db, {
-      limit: 5,
-      harnesses: ['claude'],
-      defaultHarness: 'claude',
-      executor: 'service:test',
-      leaseMs: 60_000,
-    });
+    const [second] = await claimRuns(
+      s.server.ctx.db,
+      undefined,
+      { kind: 'service' },
+      {
+        limit: 5,
+        harnesses: harnessChoice(['claude'], 'claude'),
+        executor: 'service:test',
+        leaseMs: 60_000,
+      },
+    );
     expect(second!.run.id).toBe(runId);
     // (with a live lease, or the service's own reaper may end it as lost before the executor reports)
     await s.server.ctx.db.query(

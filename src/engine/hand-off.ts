@@ -8,22 +8,31 @@
  * Creations of the same moment go together in one statement (group commit). The statement inserts the columns
  * insertRuns (src/engine/sql.ts) inserts, listed in functions.sql: the hand-off stays off when they differ.
  */
-import type { RunHandOff } from '../runs/service.ts';
+import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
 import { Batcher } from '../kernel/group-commit.ts';
-import type { Claimed, ClaimOptions } from './queue.ts';
-import { createAndClaimServiceRuns } from './queue.ts';
-import type { CreatedRun, InsertRun } from '../engine/engine.ts';
-import { insertRunsParameter } from '../engine/engine.ts';
+import { emitLifecycle } from './announce.ts';
+import type { Claimed, ClaimOptions } from './claim.ts';
+import { createAndClaimServiceRuns } from './claim.ts';
+import type { CreatedRun, InsertRun } from './sql.ts';
+import { insertRunsParameter } from './sql.ts';
+
+/**
+ * Something in this process that claims new runs in the statement that creates them (the executors' direct
+ * hand-off). `create` answers undefined when it does not take the run. RunService.create offers it its runs.
+ */
+export interface RunHandOff {
+  create(row: InsertRun): Promise<CreatedRun> | undefined;
+}
 
 /** The executors a hand-off claims for. */
-export interface HandOffTarget {
+export interface HandOffTarget<H extends string = string> {
   /** Slots free for a claim right now (0 when stopping). */
   readonly freeSlots: number;
   /** Reserves up to `n` free slots; answers the options to claim them with (`limit`: the slots reserved). */
-  reserve(n: number): ClaimOptions;
+  reserve(n: number): ClaimOptions<H>;
   /** Takes the runs claimed with `reserved` reserved slots (none when the statement failed); frees the slots. */
-  accept(claimed: Claimed[], reserved: number): Promise<void>;
+  accept(claimed: Claimed<H>[], reserved: number): Promise<void>;
 }
 
 /** The columns ay_create_and_claim_service_runs (functions.sql) inserts. */
@@ -89,16 +98,18 @@ export function insertsHandOffColumns(): boolean {
 
 const created = (row: InsertRun): CreatedRun => ({ id: row.id, state: row.state, worker_host: row.workerHost });
 
-export class HandOff implements RunHandOff {
+export class HandOff<H extends string = string> implements RunHandOff {
   readonly #db: Db;
-  readonly #target: HandOffTarget;
+  readonly #bus: Bus;
+  readonly #target: HandOffTarget<H>;
   readonly #announce: (runs: CreatedRun[]) => void;
   readonly #batcher = new Batcher<InsertRun, CreatedRun | Error>((rows) => this.#write(rows), { gather: 'microtasks' });
   readonly #pending = new Set<Promise<unknown>>();
 
   /** `announce`: tells the others about runs the statement inserted but did not claim. */
-  constructor(db: Db, target: HandOffTarget, announce: (runs: CreatedRun[]) => void) {
+  constructor(db: Db, bus: Bus, target: HandOffTarget<H>, announce: (runs: CreatedRun[]) => void) {
     this.#db = db;
+    this.#bus = bus;
     this.#target = target;
     this.#announce = announce;
   }
@@ -138,9 +149,17 @@ export class HandOff implements RunHandOff {
   async #createAndClaim(rows: InsertRun[]): Promise<Set<string>> {
     const records = insertRunsParameter(rows);
     const options = this.#target.reserve(rows.length);
-    let claimed: Claimed[] = [];
+    let claimed: Claimed<H>[] = [];
     try {
-      claimed = await createAndClaimServiceRuns(this.#db, records, options);
+      claimed = await createAndClaimServiceRuns(this.#db, undefined, records, options);
+      // created, then claimed (the new runs it left are told created by `announce`)
+      const fresh = new Set(rows.map((r) => r.id));
+      emitLifecycle(this.#bus, [
+        ...claimed
+          .filter((c) => fresh.has(c.run.id))
+          .map((c) => ({ run_id: c.run.id, event: 'created' as const, state: 'QUEUED' })),
+        ...claimed.map((c) => ({ run_id: c.run.id, event: 'claimed' as const, state: c.run.state })),
+      ]);
     } finally {
       void this.#target.accept(claimed, options.limit);
     }

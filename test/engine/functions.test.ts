@@ -5,7 +5,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { EXECUTION_FUNCTIONS_VERSION, executionFunctions } from '../../src/engine/functions.ts';
-import { claimServiceRuns } from '../../src/execution/queue.ts';
+import { claimRuns } from '../../src/engine/claim.ts';
+import { harnessChoice } from '../../src/execution/settings.ts';
 import type { Db } from '../../src/kernel/db.ts';
 import { prepareDatabase } from '../../src/schema.ts';
 import { openPostgres } from '../../src/store/pg.ts';
@@ -44,8 +45,7 @@ async function answer(db: Db): Promise<number> {
 
 const claimOptions = {
   limit: 4,
-  harnesses: ['noop'] as const,
-  defaultHarness: 'noop' as const,
+  harnesses: harnessChoice(['noop'], 'noop'),
   executor: 'service:test',
   leaseMs: 30_000,
 };
@@ -89,7 +89,7 @@ describe.each(ENGINES)('function sets on %s', (engine) => {
       expect.arrayContaining(['plan_cache_mode=force_generic_plan', 'enable_seqscan=off', 'enable_hashjoin=off']),
     );
     // the claim runs on the installed functions: nothing queued, nothing taken
-    expect(await claimServiceRuns(db, { ...claimOptions, harnesses: [...claimOptions.harnesses] })).toEqual([]);
+    expect(await claimRuns(db, undefined, { kind: 'service' }, claimOptions)).toEqual([]);
     // the previous release's start (no locations) still answers, through the current one
     const previous = await db.query(
       `SELECT run_id FROM ay_start_executions('{}'::text[], '{}'::text[], '{}'::text[], '{}'::int[], '{}'::jsonb[],
@@ -102,12 +102,12 @@ describe.each(ENGINES)('function sets on %s', (engine) => {
     const { db } = await empty();
     await migrate(db);
     // the migrations define none of the queue's functions: the install step does
-    expect((await bodies(db, ['ay_claim_worker_runs'])).size).toBe(0);
+    expect((await bodies(db, ['ay_claim_runs'])).size).toBe(0);
 
     expect((await prepareDatabase(db)).functions).toEqual([
       { name: 'execution', version: EXECUTION_FUNCTIONS_VERSION, status: 'installed' },
     ]);
-    expect((await bodies(db, ['ay_claim_worker_runs'])).size).toBe(1);
+    expect((await bodies(db, ['ay_claim_runs'])).size).toBe(1);
     const first = await db.query<{ installed_at: Date }>('SELECT installed_at FROM agentyard_function_sets');
 
     const again = await prepareDatabase(db);

@@ -1,32 +1,26 @@
-import type { Logger } from '../kernel/log.ts';
+/**
+ * The run engine's reaper: ends executions whose lease expired (an executor, a worker or a Job's leader stopped
+ * renewing it): a started one ends its run ERROR, one never started gives its run back to the queue. It also
+ * queues again a finished run holding a follow-up nobody took (it arrived while the execution was finishing).
+ */
 import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
-import * as sql from './sql.ts';
-import { sweepWorkspaces } from './workspace.ts';
-import { applyRunEvent } from '../engine/engine.ts';
-import * as engine from '../engine/engine.ts';
-import { announceRunChanges } from '../engine/announce.ts';
+import type { Logger } from '../kernel/log.ts';
 import { Loop } from '../kernel/loop.ts';
+import { announceRunChanges } from './announce.ts';
+import * as sql from './sql.ts';
 
 export interface ReaperDeps {
   db: Db;
   bus: Bus;
   log: Logger;
   intervalMs: number;
-  /** Where this host's workspaces live, and how long a finished one is kept. */
-  workspaceRoot: string;
-  workspaceRetentionMs: number;
-  /** Where executions' configuration directories live (removed by the runner; swept after a crash). */
-  configRoot?: string;
 }
-
-const SWEEP_EVERY_MS = 10 * 60_000;
 
 export class Reaper {
   readonly #deps: ReaperDeps;
   #loop: Loop | undefined;
   #running: Promise<void> | undefined;
-  #lastSweep = 0;
 
   constructor(deps: ReaperDeps) {
     this.#deps = deps;
@@ -53,32 +47,26 @@ export class Reaper {
   async #tick(): Promise<void> {
     while ((await this.reapExpiredLeases()) > 0);
     await this.requeueWaitingFollowups();
-    if (Date.now() - this.#lastSweep > SWEEP_EVERY_MS) {
-      this.#lastSweep = Date.now();
-      await this.sweep();
-      // presence records of processes and worker connections gone for a week
-      await sql.deleteStalePresence(this.#deps.db);
-    }
   }
 
   /** Ends executions whose lease expired; answers how many it handled (at most 100 a call). */
   async reapExpiredLeases(): Promise<number> {
     const changes: { runId: string; state: string; workerHost: string | null }[] = [];
     const count = await this.#deps.db.transaction(async (tx) => {
-      const expired = await engine.lockExpiredExecutions(tx);
+      const expired = await sql.lockExpiredExecutions(tx);
       for (const e of expired.rows) {
         const started = e.started_at !== null;
-        await engine.endExecution(tx, e.id, started ? 'lost' : 'released');
+        await sql.endExecution(tx, e.id, started ? 'lost' : 'released');
         const at = e.lease_expires_at.toISOString();
         const run = started
-          ? await applyRunEvent(tx, e.run_id, 'error', {
+          ? await sql.applyRunEvent(tx, e.run_id, 'error', {
               executionId: e.id,
               statusMessage: {
                 message: `The executor ${e.executor} stopped renewing its lease (expired ${at}): the agent process or its worker was lost.`,
                 error_code: 'lease_expired',
               },
             })
-          : await applyRunEvent(tx, e.run_id, 'release', {
+          : await sql.applyRunEvent(tx, e.run_id, 'release', {
               executionId: e.id,
               statusMessage: {
                 message: `Back in the queue: ${e.executor} did not start the run before its lease expired (${at}).`,
@@ -100,40 +88,9 @@ export class Reaper {
   async requeueWaitingFollowups(): Promise<void> {
     const waiting = await sql.runsWithUnconsumedFollowups(this.#deps.db);
     for (const { run_id } of waiting.rows) {
-      const run = await applyRunEvent(this.#deps.db, run_id, 'continue', { statusMessage: null });
+      const run = await sql.applyRunEvent(this.#deps.db, run_id, 'continue', { statusMessage: null });
       if (run) await announceRunChanges(this.#deps.bus, [run]);
     }
-  }
-
-  /** Removes this host's workspaces of executions that ended longer ago than the retention period. */
-  async sweep(): Promise<string[]> {
-    const { workspaceRoot, workspaceRetentionMs } = this.#deps;
-    const now = Date.now();
-    const candidates: string[] = [];
-    await sweepWorkspaces(workspaceRoot, (id, modifiedAt) => {
-      if (now - modifiedAt.getTime() > workspaceRetentionMs) candidates.push(id);
-      return true;
-    });
-    await this.#sweepConfigDirs(now);
-    if (candidates.length === 0) return [];
-    const live = await sql.executionsToKeep(this.#deps.db, candidates, workspaceRetentionMs);
-    const keep = new Set(live.rows.map((r) => r.id));
-    return sweepWorkspaces(workspaceRoot, (id) => !candidates.includes(id) || keep.has(id));
-  }
-
-  /** Configuration directories of executions no longer running (their runner died before removing them). */
-  async #sweepConfigDirs(now: number): Promise<void> {
-    const { configRoot } = this.#deps;
-    if (!configRoot) return;
-    const candidates: string[] = [];
-    await sweepWorkspaces(configRoot, (id, modifiedAt) => {
-      if (now - modifiedAt.getTime() > 60_000) candidates.push(id);
-      return true;
-    });
-    if (candidates.length === 0) return;
-    const running = await sql.executionsToKeep(this.#deps.db, candidates, 0);
-    const keep = new Set(running.rows.map((r) => r.id));
-    await sweepWorkspaces(configRoot, (id) => !candidates.includes(id) || keep.has(id));
   }
 
   async stop(): Promise<void> {
