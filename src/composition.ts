@@ -466,6 +466,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
           factories,
           iface: factoryInterface,
           version: FACTORY_INTERFACE_VERSION,
+          ownUrls: () => [config.publicUrl, config.webhookBaseUrl],
         }),
     },
     {

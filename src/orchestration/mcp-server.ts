@@ -80,11 +80,7 @@ export function factoryMcpServer(
   };
   const forRuns = caller.kind === 'run';
   // A run works with its own factory; a key names one when its team has several.
-  const factoryArg: Record<string, z.ZodOptional<z.ZodString>> = forRuns
-    ? {}
-    : {
-        factory: z.string().max(200).optional().describe("The factory's name or id (needed when the team has several)"),
-      };
+  const factoryArg: Record<string, z.ZodOptional<z.ZodString>> = forRuns ? {} : FACTORY_ARG;
 
   server.registerTool(
     'list_agents',

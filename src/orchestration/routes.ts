@@ -16,6 +16,7 @@ import { isRunToken, verifyRunToken } from '../execution/run-token.ts';
 import { factoryMcpServer } from './mcp-server.ts';
 import type { FactoryCaller, FactoryInterface } from './service.ts';
 import { bundledSkills, factorySkills } from './skills.ts';
+import { foreignHostReason, ownHostnames } from './host-guard.ts';
 
 export interface FactoryInterfaceRouteDeps {
   db: Db;
@@ -23,6 +24,8 @@ export interface FactoryInterfaceRouteDeps {
   factories: FactoryService;
   iface: FactoryInterface;
   version: string;
+  /** The server's own URLs (AGENTYARD_PUBLIC_URL, the webhook base URL): their host names may address it. */
+  ownUrls: () => readonly string[];
 }
 
 const UNAUTHENTICATED = {
@@ -76,6 +79,8 @@ export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: Fac
       },
     },
     async (request, reply) => {
+      const foreign = foreignHostReason(request.headers, ownHostnames(deps.ownUrls()));
+      if (foreign) throw new AppError('not_authorized', foreign);
       const caller = await callerOf(deps, request);
       const server = factoryMcpServer(deps.iface, caller, deps.version, calledTool(request.body));
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
