@@ -1,8 +1,11 @@
 /**
- * The factory interface as an MCP server (@modelcontextprotocol/sdk): one server per request (stateless
- * streamable HTTP, so any process answers any call), its tools bound to the caller. A run token sees every tool;
- * a team API key sees the schema and validate tools, `list_agents`, `dispatch_agent` and `read_skill`. A refusal
- * is a tool result with `isError: true` and a sentence, never a protocol error.
+ * The factory interface as an MCP server (@modelcontextprotocol/sdk), stateless: each request is served by a
+ * server of its own, bound to the request's caller for that request only. A run token sees every tool; a team API
+ * key sees the schema and validate tools, `list_agents`, `dispatch_agent` and `read_skill`. A refusal is a tool
+ * result with `isError: true` and a sentence, never a protocol error.
+ *
+ * Building a server and registering its tools costs about half a millisecond, more than the rest of a call
+ * besides its SQL, so idle servers are kept (`FactoryMcpServers`) and lent to one request at a time.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -59,40 +62,37 @@ const SCHEMAS = {
   question: { question: z.string().min(1).max(40_000) },
 };
 
-/**
- * The server for one request. `only`: the request calls this one tool (`tools/call`), so only it is registered
- * (registering every tool costs about a millisecond); any other request gets them all.
- */
-export function factoryMcpServer(
-  iface: FactoryInterface,
-  caller: FactoryCaller,
-  version: string,
-  only?: string,
-): McpServer {
+/** The caller a lent server answers for; unset while it is idle. */
+interface CallerSlot {
+  caller: FactoryCaller | undefined;
+}
+
+/** A server whose tools answer for whoever `slot` names when a call starts. */
+function buildServer(iface: FactoryInterface, kind: FactoryCaller['kind'], version: string, slot: CallerSlot) {
   const mcp = new McpServer(
     { name: FACTORY_MCP_SERVER_NAME, version },
     { instructions: SERVER_INSTRUCTIONS, capabilities: { tools: {} } },
   );
-  const server = {
-    registerTool: ((name: string, ...rest: unknown[]) => {
-      if (only === undefined || only === name) (mcp.registerTool as (...a: unknown[]) => unknown)(name, ...rest);
-    }) as McpServer['registerTool'],
+  /** The caller of the request being served, read when a tool call starts. */
+  const current = (): FactoryCaller => {
+    if (!slot.caller) throw new Error('a factory MCP server was called while idle');
+    return slot.caller;
   };
-  const forRuns = caller.kind === 'run';
+  const forRuns = kind === 'run';
   // A run works with its own factory; a key names one when its team has several.
   const factoryArg: Record<string, z.ZodOptional<z.ZodString>> = forRuns ? {} : FACTORY_ARG;
 
-  server.registerTool(
+  mcp.registerTool(
     'list_agents',
     {
       description: "The agents of the caller's factory: name, description and type (the foreman first among equals).",
       inputSchema: factoryArg,
       annotations: { readOnlyHint: true },
     },
-    async (args: { factory?: string | undefined }) => answer(() => iface.listAgents(caller, args.factory)),
+    async (args: { factory?: string | undefined }) => answer(() => iface.listAgents(current(), args.factory)),
   );
 
-  server.registerTool(
+  mcp.registerTool(
     'dispatch_agent',
     {
       description:
@@ -102,10 +102,10 @@ export function factoryMcpServer(
       inputSchema: { ...SCHEMAS.dispatch, ...factoryArg },
     },
     async (args: { agent: string; prompt: string; title?: string | undefined; factory?: string | undefined }) =>
-      answer(() => iface.dispatch(caller, args)),
+      answer(() => iface.dispatch(current(), args)),
   );
 
-  server.registerTool(
+  mcp.registerTool(
     'read_skill',
     {
       description:
@@ -114,10 +114,10 @@ export function factoryMcpServer(
       inputSchema: SCHEMAS.skill,
       annotations: { readOnlyHint: true },
     },
-    async ({ skill }) => answer(() => iface.readSkill(caller, skill)),
+    async ({ skill }) => answer(() => iface.readSkill(current(), skill)),
   );
 
-  server.registerTool(
+  mcp.registerTool(
     'get_factory_file_schema',
     {
       description:
@@ -128,7 +128,7 @@ export function factoryMcpServer(
     async ({ document }) => answer(() => iface.schema(document)),
   );
 
-  server.registerTool(
+  mcp.registerTool(
     'validate_factory_files',
     {
       description:
@@ -136,22 +136,22 @@ export function factoryMcpServer(
       inputSchema: SCHEMAS.files,
       annotations: { readOnlyHint: true },
     },
-    async ({ files }) => answer(() => iface.validate(caller, files)),
+    async ({ files }) => answer(() => iface.validate(current(), files)),
   );
 
   if (!forRuns) return mcp;
 
-  server.registerTool(
+  mcp.registerTool(
     'send_followup',
     {
       description:
         'A follow-up to a run of your tree: the run keeps its conversation and workspace (a finished one continues).',
       inputSchema: SCHEMAS.followup,
     },
-    async (args) => answer(() => iface.followup(caller, args.run_id, args.message)),
+    async (args) => answer(() => iface.followup(current(), args.run_id, args.message)),
   );
 
-  server.registerTool(
+  mcp.registerTool(
     'get_run',
     {
       description:
@@ -159,30 +159,30 @@ export function factoryMcpServer(
       inputSchema: SCHEMAS.run,
       annotations: { readOnlyHint: true },
     },
-    async (args) => answer(() => iface.getRun(caller, args.run_id)),
+    async (args) => answer(() => iface.getRun(current(), args.run_id)),
   );
 
-  server.registerTool(
+  mcp.registerTool(
     'wait_for_runs',
     {
       description: `Waits until the runs have all ended (SUCCEEDED, FAILED, ERROR, CANCELLED or BLOCKED) or the timeout passes (at most ${MAX_WAIT_SECONDS} s); answers each run as get_run does, and their reports.`,
       inputSchema: SCHEMAS.wait,
       annotations: { readOnlyHint: true },
     },
-    async (args, extra) => answer(() => iface.waitForRuns(caller, args.run_ids, args.timeout_seconds, extra.signal)),
+    async (args, extra) => answer(() => iface.waitForRuns(current(), args.run_ids, args.timeout_seconds, extra.signal)),
   );
 
-  server.registerTool(
+  mcp.registerTool(
     'report',
     {
       description:
         'From a child run to its parent: delivered to the parent as a follow-up (and in its wait_for_runs/get_run answers).',
       inputSchema: SCHEMAS.text,
     },
-    async ({ text }) => answer(() => iface.report(caller, text)),
+    async ({ text }) => answer(() => iface.report(current(), text)),
   );
 
-  server.registerTool(
+  mcp.registerTool(
     'ask_user',
     {
       description:
@@ -191,18 +191,57 @@ export function factoryMcpServer(
         'BLOCKED with the question; the answer resumes it as a follow-up.',
       inputSchema: SCHEMAS.question,
     },
-    async ({ question }) => answer(() => iface.askUser(caller, question)),
+    async ({ question }) => answer(() => iface.askUser(current(), question)),
   );
 
-  server.registerTool(
+  mcp.registerTool(
     'reply',
     {
       description:
         'Posts to where your run came from without pausing (the server posts with the connection’s credentials).',
       inputSchema: SCHEMAS.post,
     },
-    async ({ text }) => answer(() => iface.reply(caller, text)),
+    async ({ text }) => answer(() => iface.reply(current(), text)),
   );
 
   return mcp;
+}
+
+/** Idle servers kept per kind of caller beyond which a returned one is dropped. */
+const MAX_IDLE = 32;
+
+/**
+ * The servers of the factory interface: `serve` lends an idle one (or builds one) to a request, bound to its
+ * caller until the request has been answered and the server closed.
+ */
+export class FactoryMcpServers {
+  readonly #iface: FactoryInterface;
+  readonly #version: string;
+  readonly #idle: Record<FactoryCaller['kind'], { mcp: McpServer; slot: CallerSlot }[]> = { run: [], key: [] };
+
+  constructor(iface: FactoryInterface, version: string) {
+    this.#iface = iface;
+    this.#version = version;
+  }
+
+  async serve<T>(caller: FactoryCaller, handle: (mcp: McpServer) => Promise<T>): Promise<T> {
+    const idle = this.#idle[caller.kind];
+    let lent = idle.pop();
+    if (!lent) {
+      const slot: CallerSlot = { caller: undefined };
+      lent = { mcp: buildServer(this.#iface, caller.kind, this.#version, slot), slot };
+    }
+    lent.slot.caller = caller;
+    let reusable = false;
+    try {
+      const result = await handle(lent.mcp);
+      reusable = true;
+      return result;
+    } finally {
+      lent.slot.caller = undefined;
+      await lent.mcp.close().catch(() => (reusable = false));
+      // a server whose request failed is not lent again: its state is unknown
+      if (reusable && !lent.mcp.isConnected() && idle.length < MAX_IDLE) idle.push(lent);
+    }
+  }
 }

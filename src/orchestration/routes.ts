@@ -13,7 +13,7 @@ import type { AppInstance } from '../plugin.ts';
 import type { Authenticator } from '../identity/service.ts';
 import type { FactoryService } from '../factories/service.ts';
 import { isRunToken, verifyRunToken } from '../execution/run-token.ts';
-import { factoryMcpServer } from './mcp-server.ts';
+import { FactoryMcpServers } from './mcp-server.ts';
 import type { FactoryCaller, FactoryInterface } from './service.ts';
 import { bundledSkills, factorySkills } from './skills.ts';
 import { foreignHostReason, ownHostnames } from './host-guard.ts';
@@ -32,7 +32,11 @@ const UNAUTHENTICATED = {
   headers: { 'www-authenticate': 'Bearer realm="agentyard", error="invalid_token"' },
 };
 
-async function callerOf(deps: FactoryInterfaceRouteDeps, request: FastifyRequest): Promise<FactoryCaller> {
+async function callerOf(
+  deps: FactoryInterfaceRouteDeps,
+  request: FastifyRequest,
+  tool: string | undefined,
+): Promise<FactoryCaller> {
   const header = request.headers.authorization;
   const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
   if (!match)
@@ -43,7 +47,7 @@ async function callerOf(deps: FactoryInterfaceRouteDeps, request: FastifyRequest
     );
   const token = match[1]!;
   if (isRunToken(token)) {
-    const holder = await verifyRunToken(deps.db, token);
+    const holder = await verifyRunToken(deps.db, token, { forDispatch: tool === 'dispatch_agent' });
     if (!holder)
       throw new AppError(
         'authentication_required',
@@ -66,6 +70,7 @@ function calledTool(body: unknown): string | undefined {
 }
 
 export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: FactoryInterfaceRouteDeps): Promise<void> {
+  const servers = new FactoryMcpServers(deps.iface, deps.version);
   app.post(
     FACTORY_MCP_PATH,
     {
@@ -81,17 +86,16 @@ export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: Fac
     async (request, reply) => {
       const foreign = foreignHostReason(request.headers, ownHostnames(deps.ownUrls()));
       if (foreign) throw new AppError('not_authorized', foreign);
-      const caller = await callerOf(deps, request);
-      const server = factoryMcpServer(deps.iface, caller, deps.version, calledTool(request.body));
+      const caller = await callerOf(deps, request, calledTool(request.body));
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       reply.hijack();
-      reply.raw.on('close', () => {
-        void transport.close();
-        void server.close();
-      });
+      // a client gone mid-call (a long wait_for_runs) aborts the call
+      reply.raw.on('close', () => void transport.close());
       try {
-        await server.connect(transport);
-        await transport.handleRequest(request.raw, reply.raw, request.body);
+        await servers.serve(caller, async (server) => {
+          await server.connect(transport);
+          await transport.handleRequest(request.raw, reply.raw, request.body);
+        });
       } catch (err) {
         request.log.error({ err }, 'the factory interface failed');
         if (!reply.raw.headersSent)
