@@ -1,9 +1,8 @@
 /**
- * `/api/v1/mcp/factory`: the factory interface over MCP streamable HTTP (stateless: a server per request, so any
- * process answers any call), authenticated by a run token (`ayrt_…`, while its execution runs) or a team API key;
+ * `/api/v1/mcp/factory`: the factory interface over MCP streamable HTTP (stateless, answers in JSON: any process
+ * answers any call; `json-transport.ts`), authenticated by a run token (`ayrt_…`, while its execution runs) or a team API key;
  * and `GET /api/v1/agent/skills`, the bundled skills beside the team's factories' own.
  */
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { Type } from 'typebox';
 import type { FastifyRequest } from 'fastify';
 import { FACTORY_MCP_PATH } from '../kernel/api.ts';
@@ -14,6 +13,7 @@ import type { Authenticator } from '../identity/service.ts';
 import type { FactoryService } from '../factories/service.ts';
 import { isRunToken, verifyRunToken } from '../execution/run-token.ts';
 import { FactoryMcpServers } from './mcp-server.ts';
+import { JsonRequestTransport } from './json-transport.ts';
 import type { FactoryCaller, FactoryInterface } from './service.ts';
 import { bundledSkills, factorySkills } from './skills.ts';
 import { foreignHostReason, ownHostnames } from './host-guard.ts';
@@ -87,22 +87,22 @@ export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: Fac
       const foreign = foreignHostReason(request.headers, ownHostnames(deps.ownUrls()));
       if (foreign) throw new AppError('not_authorized', foreign);
       const caller = await callerOf(deps, request, calledTool(request.body));
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-      reply.hijack();
+      const transport = new JsonRequestTransport();
       // a client gone mid-call (a long wait_for_runs) aborts the call
       reply.raw.on('close', () => void transport.close());
-      try {
-        await servers.serve(caller, async (server) => {
-          await server.connect(transport);
-          await transport.handleRequest(request.raw, reply.raw, request.body);
-        });
-      } catch (err) {
-        request.log.error({ err }, 'the factory interface failed');
-        if (!reply.raw.headersSent)
-          reply.raw
-            .writeHead(500, { 'content-type': 'application/json' })
-            .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'internal error' }, id: null }));
+      const answer = await servers.serve(caller, async (server) => {
+        await server.connect(transport);
+        return transport.handle(request.headers, request.body);
+      });
+      if (!answer) {
+        // the client went away before every request was answered: nobody to answer
+        reply.hijack();
+        if (!reply.raw.writableEnded) reply.raw.destroy();
+        return reply;
       }
+      reply.code(answer.status);
+      if (answer.body === undefined) return reply.send();
+      return reply.header('content-type', 'application/json').send(answer.body);
     },
   );
 

@@ -142,6 +142,75 @@ describe('the factory interface against @modelcontextprotocol/conformance', () =
     expect(Object.keys(failures).sort()).toEqual(NOT_OFFERED);
   }, 300_000);
 
+  describe('the stateless JSON transport', () => {
+    const send = async (body: unknown, headers: Record<string, string> = {}) => {
+      const res = await fetch(`${s.apiUrl}/mcp/factory`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${s.adminKey}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          ...headers,
+        },
+        body: JSON.stringify(body),
+      });
+      const text = await res.text();
+      return { status: res.status, type: res.headers.get('content-type'), body: text ? JSON.parse(text) : undefined };
+    };
+
+    it('answers a request, a batch, and notifications alone as the SDK transport does', async () => {
+      expect(await send({ jsonrpc: '2.0', id: 7, method: 'ping' })).toMatchObject({
+        status: 200,
+        type: expect.stringContaining('application/json'),
+        body: { jsonrpc: '2.0', id: 7, result: {} },
+      });
+      const batch = await send([
+        { jsonrpc: '2.0', id: 'a', method: 'ping' },
+        { jsonrpc: '2.0', method: 'notifications/initialized' },
+        { jsonrpc: '2.0', id: 'b', method: 'tools/list' },
+      ]);
+      expect(batch.status).toBe(200);
+      expect(batch.body.map((m: { id: string }) => m.id)).toEqual(['a', 'b']);
+      expect(batch.body[1].result.tools.map((t: { name: string }) => t.name)).toContain('dispatch_agent');
+      const note = await send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      expect(note.status).toBe(202);
+      expect(note.body).toBeUndefined();
+      // an unknown method is a JSON-RPC error in a 200 answer
+      expect((await send({ jsonrpc: '2.0', id: 8, method: 'prompts/list' })).body).toMatchObject({
+        id: 8,
+        error: { code: -32601 },
+      });
+    });
+
+    it('refuses what the transport refuses, with a JSON-RPC error', async () => {
+      const notAcceptable = await send({ jsonrpc: '2.0', id: 1, method: 'ping' }, { accept: 'application/json' });
+      expect(notAcceptable.status).toBe(406);
+      expect(notAcceptable.body.error.code).toBe(-32000);
+      const version = await send({ jsonrpc: '2.0', id: 1, method: 'ping' }, { 'mcp-protocol-version': '1999-01-01' });
+      expect(version.status).toBe(400);
+      expect(version.body.error.message).toContain('Unsupported protocol version');
+      const invalid = await send({ hello: 'world' });
+      expect(invalid).toMatchObject({ status: 400, body: { error: { code: -32700 } } });
+      const twoInits = await send([
+        {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'a', version: '1' } },
+        },
+        {
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'a', version: '1' } },
+        },
+      ]);
+      expect(twoInits.status).toBe(400);
+      const tooMany = await send(Array.from({ length: 101 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'ping' })));
+      expect(tooMany.status).toBe(400);
+    });
+  });
+
   describe('DNS-rebinding protection', () => {
     const ping = (headers: Record<string, string>) =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {
