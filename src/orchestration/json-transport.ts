@@ -5,6 +5,7 @@
  * than the rest of a call besides its SQL. Messages the server sends outside a response (notifications, requests
  * to the client) have no stream to travel on and are dropped, as the SDK's JSON mode drops them.
  */
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   isInitializeRequest,
@@ -35,6 +36,12 @@ export class JsonRequestTransport implements Transport {
   #answers = new Map<RequestId, JSONRPCMessage | undefined>();
   #done: ((answer: JsonAnswer | undefined) => void) | undefined;
   #closed = false;
+  readonly #authInfo: AuthInfo | undefined;
+
+  /** `authInfo`: handed to the server with each message (the request's caller). */
+  constructor(authInfo?: AuthInfo) {
+    this.#authInfo = authInfo;
+  }
 
   async start(): Promise<void> {}
 
@@ -94,16 +101,16 @@ export class JsonRequestTransport implements Transport {
           `Bad Request: Unsupported protocol version: ${version} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
         ),
       );
-    const requestInfo = { headers: { ...headers } };
+    const info = { requestInfo: { headers: { ...headers } }, ...(this.#authInfo ? { authInfo: this.#authInfo } : {}) };
     const requests = messages.filter(isJSONRPCRequest);
     if (requests.length === 0) {
-      for (const message of messages) this.onmessage?.(message, { requestInfo });
+      for (const message of messages) this.onmessage?.(message, info);
       return Promise.resolve({ status: 202 });
     }
     return new Promise((resolve) => {
       this.#done = resolve;
       for (const request of requests) this.#answers.set(request.id, undefined);
-      for (const message of messages) this.onmessage?.(message, { requestInfo });
+      for (const message of messages) this.onmessage?.(message, info);
     });
   }
 }

@@ -5,9 +5,12 @@
  * result with `isError: true` and a sentence, never a protocol error.
  *
  * Building a server and registering its tools costs about half a millisecond, more than the rest of a call
- * besides its SQL, so idle servers are kept (`FactoryMcpServers`) and lent to one request at a time.
+ * besides its SQL, so idle servers are kept (`FactoryMcpServers`) and lent to one request at a time. A server holds
+ * no caller: each message carries its own (`callerAuthInfo`), so a call that outlives its request (its client gone)
+ * still answers for its own caller, never for the next request's.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { FactoryCaller, FactoryInterface } from './service.ts';
@@ -62,22 +65,27 @@ const SCHEMAS = {
   question: { question: z.string().min(1).max(40_000) },
 };
 
-/** The caller a lent server answers for; unset while it is idle. */
-interface CallerSlot {
-  caller: FactoryCaller | undefined;
+/**
+ * Where a request's messages carry their caller: the transport hands each message over with this `authInfo`, and
+ * every tool reads its caller from the message it answers, never from the server, which serves one request after
+ * another.
+ */
+export function callerAuthInfo(caller: FactoryCaller): AuthInfo {
+  return { token: '', clientId: caller.kind, scopes: [], extra: { caller } };
 }
 
-/** A server whose tools answer for whoever `slot` names when a call starts. */
-function buildServer(iface: FactoryInterface, kind: FactoryCaller['kind'], version: string, slot: CallerSlot) {
+function callerIn(extra: { authInfo?: AuthInfo | undefined }): FactoryCaller {
+  const caller = extra.authInfo?.extra?.caller as FactoryCaller | undefined;
+  if (!caller) throw new Error('a factory interface message without its caller');
+  return caller;
+}
+
+/** A server for one kind of caller; its tools answer for the caller each message carries. */
+function buildServer(iface: FactoryInterface, kind: FactoryCaller['kind'], version: string) {
   const mcp = new McpServer(
     { name: FACTORY_MCP_SERVER_NAME, version },
     { instructions: SERVER_INSTRUCTIONS, capabilities: { tools: {} } },
   );
-  /** The caller of the request being served, read when a tool call starts. */
-  const current = (): FactoryCaller => {
-    if (!slot.caller) throw new Error('a factory MCP server was called while idle');
-    return slot.caller;
-  };
   const forRuns = kind === 'run';
   // A run works with its own factory; a key names one when its team has several.
   const factoryArg: Record<string, z.ZodOptional<z.ZodString>> = forRuns ? {} : FACTORY_ARG;
@@ -89,7 +97,8 @@ function buildServer(iface: FactoryInterface, kind: FactoryCaller['kind'], versi
       inputSchema: factoryArg,
       annotations: { readOnlyHint: true },
     },
-    async (args: { factory?: string | undefined }) => answer(() => iface.listAgents(current(), args.factory)),
+    async (args: { factory?: string | undefined }, extra) =>
+      answer(() => iface.listAgents(callerIn(extra), args.factory)),
   );
 
   mcp.registerTool(
@@ -101,8 +110,8 @@ function buildServer(iface: FactoryInterface, kind: FactoryCaller['kind'], versi
         'limits: tree depth, children per run, active runs of the factory, the tree deadline.',
       inputSchema: { ...SCHEMAS.dispatch, ...factoryArg },
     },
-    async (args: { agent: string; prompt: string; title?: string | undefined; factory?: string | undefined }) =>
-      answer(() => iface.dispatch(current(), args)),
+    async (args: { agent: string; prompt: string; title?: string | undefined; factory?: string | undefined }, extra) =>
+      answer(() => iface.dispatch(callerIn(extra), args)),
   );
 
   mcp.registerTool(
@@ -114,7 +123,7 @@ function buildServer(iface: FactoryInterface, kind: FactoryCaller['kind'], versi
       inputSchema: SCHEMAS.skill,
       annotations: { readOnlyHint: true },
     },
-    async ({ skill }) => answer(() => iface.readSkill(current(), skill)),
+    async ({ skill }, extra) => answer(() => iface.readSkill(callerIn(extra), skill)),
   );
 
   mcp.registerTool(
@@ -136,7 +145,7 @@ function buildServer(iface: FactoryInterface, kind: FactoryCaller['kind'], versi
       inputSchema: SCHEMAS.files,
       annotations: { readOnlyHint: true },
     },
-    async ({ files }) => answer(() => iface.validate(current(), files)),
+    async ({ files }, extra) => answer(() => iface.validate(callerIn(extra), files)),
   );
 
   if (!forRuns) return mcp;
@@ -148,7 +157,7 @@ function buildServer(iface: FactoryInterface, kind: FactoryCaller['kind'], versi
         'A follow-up to a run of your tree: the run keeps its conversation and workspace (a finished one continues).',
       inputSchema: SCHEMAS.followup,
     },
-    async (args) => answer(() => iface.followup(current(), args.run_id, args.message)),
+    async (args, extra) => answer(() => iface.followup(callerIn(extra), args.run_id, args.message)),
   );
 
   mcp.registerTool(
@@ -159,7 +168,7 @@ function buildServer(iface: FactoryInterface, kind: FactoryCaller['kind'], versi
       inputSchema: SCHEMAS.run,
       annotations: { readOnlyHint: true },
     },
-    async (args) => answer(() => iface.getRun(current(), args.run_id)),
+    async (args, extra) => answer(() => iface.getRun(callerIn(extra), args.run_id)),
   );
 
   mcp.registerTool(
@@ -169,7 +178,8 @@ function buildServer(iface: FactoryInterface, kind: FactoryCaller['kind'], versi
       inputSchema: SCHEMAS.wait,
       annotations: { readOnlyHint: true },
     },
-    async (args, extra) => answer(() => iface.waitForRuns(current(), args.run_ids, args.timeout_seconds, extra.signal)),
+    async (args, extra) =>
+      answer(() => iface.waitForRuns(callerIn(extra), args.run_ids, args.timeout_seconds, extra.signal)),
   );
 
   mcp.registerTool(
@@ -179,7 +189,7 @@ function buildServer(iface: FactoryInterface, kind: FactoryCaller['kind'], versi
         'From a child run to its parent: delivered to the parent as a follow-up (and in its wait_for_runs/get_run answers).',
       inputSchema: SCHEMAS.text,
     },
-    async ({ text }) => answer(() => iface.report(current(), text)),
+    async ({ text }, extra) => answer(() => iface.report(callerIn(extra), text)),
   );
 
   mcp.registerTool(
@@ -191,7 +201,7 @@ function buildServer(iface: FactoryInterface, kind: FactoryCaller['kind'], versi
         'BLOCKED with the question; the answer resumes it as a follow-up.',
       inputSchema: SCHEMAS.question,
     },
-    async ({ question }) => answer(() => iface.askUser(current(), question)),
+    async ({ question }, extra) => answer(() => iface.askUser(callerIn(extra), question)),
   );
 
   mcp.registerTool(
@@ -201,7 +211,7 @@ function buildServer(iface: FactoryInterface, kind: FactoryCaller['kind'], versi
         'Posts to where your run came from without pausing (the server posts with the connection’s credentials).',
       inputSchema: SCHEMAS.post,
     },
-    async ({ text }) => answer(() => iface.reply(current(), text)),
+    async ({ text }, extra) => answer(() => iface.reply(callerIn(extra), text)),
   );
 
   return mcp;
@@ -211,37 +221,32 @@ function buildServer(iface: FactoryInterface, kind: FactoryCaller['kind'], versi
 const MAX_IDLE = 32;
 
 /**
- * The servers of the factory interface: `serve` lends an idle one (or builds one) to a request, bound to its
- * caller until the request has been answered and the server closed.
+ * The servers of the factory interface: `serve` lends an idle one (or builds one) to a request until it has been
+ * answered and the server closed.
  */
 export class FactoryMcpServers {
   readonly #iface: FactoryInterface;
   readonly #version: string;
-  readonly #idle: Record<FactoryCaller['kind'], { mcp: McpServer; slot: CallerSlot }[]> = { run: [], key: [] };
+  readonly #idle: Record<FactoryCaller['kind'], McpServer[]> = { run: [], key: [] };
 
   constructor(iface: FactoryInterface, version: string) {
     this.#iface = iface;
     this.#version = version;
   }
 
+  /** Lends a server for `caller`'s kind to `handle`, which connects it to the request's transport. */
   async serve<T>(caller: FactoryCaller, handle: (mcp: McpServer) => Promise<T>): Promise<T> {
     const idle = this.#idle[caller.kind];
-    let lent = idle.pop();
-    if (!lent) {
-      const slot: CallerSlot = { caller: undefined };
-      lent = { mcp: buildServer(this.#iface, caller.kind, this.#version, slot), slot };
-    }
-    lent.slot.caller = caller;
+    const mcp = idle.pop() ?? buildServer(this.#iface, caller.kind, this.#version);
     let reusable = false;
     try {
-      const result = await handle(lent.mcp);
+      const result = await handle(mcp);
       reusable = true;
       return result;
     } finally {
-      lent.slot.caller = undefined;
-      await lent.mcp.close().catch(() => (reusable = false));
+      await mcp.close().catch(() => (reusable = false));
       // a server whose request failed is not lent again: its state is unknown
-      if (reusable && !lent.mcp.isConnected() && idle.length < MAX_IDLE) idle.push(lent);
+      if (reusable && !mcp.isConnected() && idle.length < MAX_IDLE) idle.push(mcp);
     }
   }
 }

@@ -12,7 +12,7 @@ import type { AppInstance } from '../plugin.ts';
 import type { Authenticator } from '../identity/service.ts';
 import type { FactoryService } from '../factories/service.ts';
 import { isRunToken, verifyRunToken } from '../execution/run-token.ts';
-import { FactoryMcpServers } from './mcp-server.ts';
+import { callerAuthInfo, FactoryMcpServers } from './mcp-server.ts';
 import { JsonRequestTransport } from './json-transport.ts';
 import type { FactoryCaller, FactoryInterface } from './service.ts';
 import { bundledSkills, factorySkills } from './skills.ts';
@@ -87,7 +87,7 @@ export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: Fac
       const foreign = foreignHostReason(request.headers, ownHostnames(deps.ownUrls()));
       if (foreign) throw new AppError('not_authorized', foreign);
       const caller = await callerOf(deps, request, calledTool(request.body));
-      const transport = new JsonRequestTransport();
+      const transport = new JsonRequestTransport(callerAuthInfo(caller));
       // a client gone mid-call (a long wait_for_runs) aborts the call
       reply.raw.on('close', () => void transport.close());
       const answer = await servers.serve(caller, async (server) => {
