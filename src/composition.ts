@@ -467,6 +467,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
           iface: factoryInterface,
           version: FACTORY_INTERFACE_VERSION,
           ownUrls: () => [config.publicUrl, config.webhookBaseUrl],
+          allowedHosts: config.mcpAllowedHosts,
         }),
     },
     {

@@ -1,8 +1,9 @@
 /**
  * DNS-rebinding protection for the factory interface: a browser whose page rebinds its own name to this server's
  * address sends that foreign name as `Host` (and as `Origin`). A request is answered only when `Host`, and
- * `Origin` when sent, name this server: a loopback name or the host of one of its public URLs
- * (AGENTYARD_PUBLIC_URL, AGENTYARD_WEBHOOK_BASE_URL). Ports are not compared: a proxy in front may serve another.
+ * `Origin` when sent, name this server: a loopback name, the host of one of its public URLs
+ * (AGENTYARD_PUBLIC_URL, AGENTYARD_WEBHOOK_BASE_URL), or a name of AGENTYARD_MCP_ALLOWED_HOSTS (the name a reverse
+ * proxy forwards). Ports are not compared: a proxy in front may serve another.
  */
 
 const LOOPBACK_NAMES = new Set(['localhost', '::1']);
@@ -22,9 +23,9 @@ function hostnameOf(value: string, isUrl: boolean): string | undefined {
   }
 }
 
-/** The host names this server answers to besides loopback: those of its public URLs. */
-export function ownHostnames(urls: readonly string[]): Set<string> {
-  const names = new Set<string>();
+/** The host names this server answers to besides loopback: those of its public URLs, and `extra` names. */
+export function ownHostnames(urls: readonly string[], extra: readonly string[] = []): Set<string> {
+  const names = new Set<string>(extra.map((h) => h.replace(/^\[(.*)\]$/, '$1').toLowerCase()));
   for (const url of urls) {
     const name = hostnameOf(url, true);
     if (name) names.add(name);

@@ -26,6 +26,8 @@ export interface FactoryInterfaceRouteDeps {
   version: string;
   /** The server's own URLs (AGENTYARD_PUBLIC_URL, the webhook base URL): their host names may address it. */
   ownUrls: () => readonly string[];
+  /** More host names that may address it (AGENTYARD_MCP_ALLOWED_HOSTS). */
+  allowedHosts: readonly string[];
 }
 
 const UNAUTHENTICATED = {
@@ -84,7 +86,7 @@ export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: Fac
       },
     },
     async (request, reply) => {
-      const foreign = foreignHostReason(request.headers, ownHostnames(deps.ownUrls()));
+      const foreign = foreignHostReason(request.headers, ownHostnames(deps.ownUrls(), deps.allowedHosts));
       if (foreign) throw new AppError('not_authorized', foreign);
       const caller = await callerOf(deps, request, calledTool(request.body));
       const transport = new JsonRequestTransport(callerAuthInfo(caller));

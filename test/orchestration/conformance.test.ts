@@ -19,6 +19,8 @@ import { startMcpServer } from './support.ts';
 
 const CLI = path.join(ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
 const PUBLIC_HOST = 'factory.example.test';
+/** The `Host` a reverse proxy in front forwards (AGENTYARD_MCP_ALLOWED_HOSTS). */
+const PROXIED_HOST = 'agentyard-internal';
 
 /** Every check of these scenarios succeeds. */
 const PASSING = [
@@ -120,7 +122,9 @@ describe('the factory interface against @modelcontextprotocol/conformance', () =
   let proxy: { url: string; close(): Promise<void> };
 
   beforeAll(async () => {
-    s = await startMcpServer('pglite', { config: { publicUrl: `https://${PUBLIC_HOST}` } });
+    s = await startMcpServer('pglite', {
+      config: { publicUrl: `https://${PUBLIC_HOST}`, mcpAllowedHosts: [PROXIED_HOST] },
+    });
     proxy = await bearerProxy(new URL(s.url), s.adminKey);
   });
   afterAll(async () => {
@@ -250,8 +254,15 @@ describe('the factory interface against @modelcontextprotocol/conformance', () =
       expect((await ping({ host: 'localhost.evil.example.com:80' })).status).toBe(403);
     });
 
-    it('answers loopback names and the public URL host, with or without Origin', async () => {
-      for (const host of ['127.0.0.1:1', 'localhost', '[::1]:8080', PUBLIC_HOST, `${PUBLIC_HOST}:443`]) {
+    it('answers loopback names, the public URL host and the allowed hosts, with or without Origin', async () => {
+      for (const host of [
+        '127.0.0.1:1',
+        'localhost',
+        '[::1]:8080',
+        PUBLIC_HOST,
+        `${PUBLIC_HOST}:443`,
+        `${PROXIED_HOST}:8080`,
+      ]) {
         const answer = await ping({ host });
         expect(answer.status, host).toBe(200);
         expect(JSON.parse(answer.body)).toMatchObject({ id: 1, result: {} });
