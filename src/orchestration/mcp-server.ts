@@ -234,7 +234,10 @@ export class FactoryMcpServers {
     this.#version = version;
   }
 
-  /** Lends a server for `caller`'s kind to `handle`, which connects it to the request's transport. */
+  /**
+   * Lends a server for `caller`'s kind to `handle`, which connects it to the request's transport. The server is
+   * closed (and kept for the next request) once `handle` has settled, without holding up its answer.
+   */
   async serve<T>(caller: FactoryCaller, handle: (mcp: McpServer) => Promise<T>): Promise<T> {
     const idle = this.#idle[caller.kind];
     const mcp = idle.pop() ?? buildServer(this.#iface, caller.kind, this.#version);
@@ -244,9 +247,13 @@ export class FactoryMcpServers {
       reusable = true;
       return result;
     } finally {
-      await mcp.close().catch(() => (reusable = false));
-      // a server whose request failed is not lent again: its state is unknown
-      if (reusable && !mcp.isConnected() && idle.length < MAX_IDLE) idle.push(mcp);
+      void mcp.close().then(
+        // a server whose request failed is not lent again: its state is unknown
+        () => {
+          if (reusable && !mcp.isConnected() && idle.length < MAX_IDLE) idle.push(mcp);
+        },
+        () => {},
+      );
     }
   }
 }
