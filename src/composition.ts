@@ -470,6 +470,8 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
           factories,
           iface: factoryInterface,
           version: FACTORY_INTERFACE_VERSION,
+          ownUrls: () => [config.publicUrl, config.webhookBaseUrl],
+          allowedHosts: config.mcpAllowedHosts,
         }),
     },
     {

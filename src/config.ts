@@ -54,6 +54,11 @@ export interface Config {
    * (AGENTYARD_SOURCE_ALLOWED_HOSTS, comma-separated host names or `host:port`).
    */
   sourceAllowedHosts: readonly string[];
+  /**
+   * Host names the factory interface answers to besides loopback and its public URLs' hosts, e.g. the name a
+   * reverse proxy forwards as `Host` (AGENTYARD_MCP_ALLOWED_HOSTS, comma-separated).
+   */
+  mcpAllowedHosts: readonly string[];
   /** Seconds a client has to send a request's headers and body; then 408 (AGENTYARD_BODY_TIMEOUT_SECONDS). */
   bodyTimeoutSeconds: number;
   /** Lifetime of the signed session links in run answers (AGENTYARD_SESSION_LINK_TTL_SECONDS). */
@@ -158,6 +163,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     sourceAllowedHosts:
       overrides.sourceAllowedHosts ??
       (env.AGENTYARD_SOURCE_ALLOWED_HOSTS ?? '')
+        .split(',')
+        .map((h) => h.trim().toLowerCase())
+        .filter(Boolean),
+    mcpAllowedHosts:
+      overrides.mcpAllowedHosts ??
+      (env.AGENTYARD_MCP_ALLOWED_HOSTS ?? '')
         .split(',')
         .map((h) => h.trim().toLowerCase())
         .filter(Boolean),

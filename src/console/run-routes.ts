@@ -62,21 +62,14 @@ export async function runHistory(s: Signed, runId: string): Promise<RunEventDoc[
 
 async function runPageData(kit: ConsoleKit, s: Signed, id: string): Promise<RunPageData> {
   const quiet = <T>(p: Promise<T>): Promise<T | undefined> => p.catch(() => undefined);
-  // The transcript does not depend on the run's answer: both are read at once, then what the run names.
-  const [run, events, descendants] = await Promise.all([
+  // The transcript and the tree do not depend on the run's answer: all three are read at once, then what the run
+  // names. The tree holds the parent and the children.
+  const [run, events, tree] = await Promise.all([
     s.api.get<Run>(`/agent/runs/${enc(id)}`),
     runHistory(s, id),
-    // Sorted by title: the API then sorts the (few) matching runs instead of walking every run by time.
-    quiet(
-      s.api.get<{ runs: Run[] }>('/agent/runs', {
-        ancestor_run_id: id,
-        limit: '100',
-        sort_by: 'title',
-        sort_order: 'asc',
-      }),
-    ),
+    quiet(loadRunTree(s.api, id)),
   ]);
-  const [factory, automation, parent, scores, tree] = await Promise.all([
+  const [factory, automation, scores] = await Promise.all([
     run.factory_uid
       ? quiet(
           kit.lookups.get(s.session.csrf, `factory:${run.factory_uid}:self`, () =>
@@ -85,10 +78,11 @@ async function runPageData(kit: ConsoleKit, s: Signed, id: string): Promise<RunP
         )
       : undefined,
     run.automation_id ? quiet(s.api.get<AutomationStatus>(`/automations/${enc(run.automation_id)}`)) : undefined,
-    run.parent_run_id ? quiet(s.api.get<Run>(`/agent/runs/${enc(run.parent_run_id)}`)) : undefined,
     quiet(s.api.get<{ scores: RunScore[] }>(`/agent/runs/${enc(id)}/scores`)),
-    quiet(loadRunTree(s.api, run)),
   ]);
+  const treeRuns = tree ? [tree.root, ...tree.below] : [];
+  const parent = run.parent_run_id ? treeRuns.find((r) => r.run_id === run.parent_run_id) : undefined;
+  const children = treeRuns.filter((r) => r.parent_run_id === id).sort((a, b) => a.title.localeCompare(b.title));
   let deliveryHref: string | undefined;
   let webhook: { uid: string; name?: string } | undefined;
   if (run.delivery_id) {
@@ -104,7 +98,7 @@ async function runPageData(kit: ConsoleKit, s: Signed, id: string): Promise<RunP
   return {
     run,
     events,
-    children: (descendants?.runs ?? []).filter((c) => c.parent_run_id === id),
+    children,
     ...(parent ? { parent } : {}),
     ...(factory ? { factoryName: factory.name } : {}),
     ...(automation ? { automationName: automation.name } : {}),

@@ -7,6 +7,7 @@ import { hash } from 'node:crypto';
 import type { Queryable } from '../kernel/db.ts';
 import { randomToken } from '../kernel/ids.ts';
 import type { RunRow } from '../engine/model.ts';
+import type { DispatchFacts } from '../runs/sql.ts';
 import * as sql from './sql.ts';
 
 export const RUN_TOKEN_PREFIX = 'ayrt_';
@@ -39,12 +40,39 @@ export interface RunTokenHolder {
   teamId: string;
   factoryId: string | null;
   run: RunRow;
+  /** Asked for with `forDispatch`: what a dispatch from this run is checked against, read with the token. */
+  dispatch?: { facts: DispatchFacts; factoryUpdatedAt: Date | null };
 }
 
-export async function verifyRunToken(q: Queryable, token: string): Promise<RunTokenHolder | undefined> {
+/**
+ * The holder of a live token, or undefined. `forDispatch`: the request dispatches a child of the run, so the
+ * same statement reads the tree and limit facts and the factory's version (a dispatch then costs one statement
+ * more than a run created through the API: its insert).
+ */
+export async function verifyRunToken(
+  q: Queryable,
+  token: string,
+  options: { forDispatch?: boolean } = {},
+): Promise<RunTokenHolder | undefined> {
   if (!isRunToken(token) || token.length > 200) return undefined;
-  const row = await sql.liveRunToken(q, hashRunToken(token));
+  const hashed = hashRunToken(token);
+  let row: sql.LiveTokenRow | undefined;
+  let dispatch: RunTokenHolder['dispatch'];
+  if (options.forDispatch) {
+    const found = await sql.liveRunTokenForDispatch(q, hashed);
+    row = found?.holder;
+    if (found) dispatch = { facts: found.facts, factoryUpdatedAt: found.factoryUpdatedAt };
+  } else {
+    row = await sql.liveRunToken(q, hashed);
+  }
   if (!row) return undefined;
   const { token_execution_id: executionId, ...run } = row;
-  return { runId: run.id, executionId, teamId: run.team_id, factoryId: run.factory_id, run };
+  return {
+    runId: run.id,
+    executionId,
+    teamId: run.team_id,
+    factoryId: run.factory_id,
+    run,
+    ...(dispatch ? { dispatch } : {}),
+  };
 }

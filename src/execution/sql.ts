@@ -5,6 +5,7 @@
 import type { Queryable, QueryResult, SqlValue } from '../kernel/db.ts';
 import type { AssignmentInputs } from './assignment-builder.ts';
 import type { RunRow } from '../engine/model.ts';
+import type { DispatchFacts } from '../runs/sql.ts';
 
 // ---- the queue (functions.sql) ----
 
@@ -298,6 +299,70 @@ export async function insertRunTokens(
       tokens.map((t) => t.teamId),
     ],
   );
+}
+
+/**
+ * `liveRunToken` and, in the same statement, what a dispatch from that run is checked against (`dispatchFacts`
+ * with the run as the parent and its factory) and when its factory last changed (null: none, or deleted).
+ */
+export async function liveRunTokenForDispatch(
+  q: Queryable,
+  hash: string,
+): Promise<{ holder: LiveTokenRow; facts: DispatchFacts; factoryUpdatedAt: Date | null } | undefined> {
+  const res = await q.query<
+    LiveTokenRow & {
+      tree_depth: number;
+      tree_root_id: string;
+      tree_root_created_at: Date;
+      tree_children: number;
+      factory_active: number;
+      factory_updated_at: Date | null;
+    }
+  >(
+    `WITH RECURSIVE holder AS (
+       SELECT r.*, t.execution_id AS token_execution_id
+         FROM run_tokens t
+         JOIN executions e ON e.id = t.execution_id
+         JOIN runs r ON r.id = t.run_id
+        WHERE t.token_hash = $1 AND e.ended_at IS NULL AND r.execution_id = t.execution_id
+          AND r.team_id = t.team_id AND r.state IN ('CLAIMED', 'INPROGRESS')
+     ), up AS (
+       SELECT id, parent_run_id, created_at, 0 AS depth FROM holder
+       UNION ALL
+       SELECT r.id, r.parent_run_id, r.created_at, up.depth + 1 FROM runs r JOIN up ON r.id = up.parent_run_id
+        WHERE up.depth < 64
+     ), top AS (SELECT id, created_at, depth FROM up ORDER BY depth DESC LIMIT 1)
+     SELECT h.*, (SELECT depth FROM top) AS tree_depth, (SELECT id FROM top) AS tree_root_id,
+            (SELECT created_at FROM top) AS tree_root_created_at,
+            (SELECT count(*) FROM runs c WHERE c.parent_run_id = h.id)::int AS tree_children,
+            CASE WHEN h.factory_id IS NULL THEN 0 ELSE (SELECT count(*) FROM runs a WHERE a.factory_id = h.factory_id
+               AND a.state IN ('QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS')) END::int AS factory_active,
+            (SELECT f.updated_at FROM factories f WHERE f.id = h.factory_id AND f.deleted_at IS NULL) AS factory_updated_at
+       FROM holder h`,
+    [hash],
+  );
+  const row = res.rows[0];
+  if (!row) return undefined;
+  const {
+    tree_depth: depth,
+    tree_root_id: rootId,
+    tree_root_created_at: rootCreatedAt,
+    tree_children: children,
+    factory_active: active,
+    factory_updated_at: factoryUpdatedAt,
+    ...holder
+  } = row;
+  return {
+    holder,
+    facts: {
+      depth: Number(depth),
+      root_id: rootId,
+      root_created_at: rootCreatedAt,
+      children: Number(children),
+      active: Number(active),
+    },
+    factoryUpdatedAt,
+  };
 }
 
 /** The run a token speaks for (as `SELECT * FROM runs` reads it), with the token's execution. */

@@ -235,6 +235,8 @@ export class FactoryService {
       prompt: string;
       title?: string | undefined;
       parentRunId?: string | undefined;
+      /** `parentRunId` was read as a run of this team in this request. */
+      parentKnown?: boolean;
       creator: Creator | null;
       principal?: Principal;
       metadata?: Record<string, string>;
@@ -263,6 +265,7 @@ export class FactoryService {
       source: input.parentRunId ? 'ORCHESTRATION' : 'FACTORY',
       factoryId: factory.id,
       parentRunId: input.parentRunId ?? null,
+      ...(input.parentKnown ? { parentKnown: true } : {}),
       creator: input.creator,
       ...(input.metadata ? { metadata: input.metadata } : {}),
     });

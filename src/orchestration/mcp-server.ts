@@ -1,10 +1,16 @@
 /**
- * The factory interface as an MCP server (@modelcontextprotocol/sdk): one server per request (stateless
- * streamable HTTP, so any process answers any call), its tools bound to the caller. A run token sees every tool;
- * a team API key sees the schema and validate tools, `list_agents`, `dispatch_agent` and `read_skill`. A refusal
- * is a tool result with `isError: true` and a sentence, never a protocol error.
+ * The factory interface as an MCP server (@modelcontextprotocol/sdk), stateless: each request is served by a
+ * server of its own, bound to the request's caller for that request only. A run token sees every tool; a team API
+ * key sees the schema and validate tools, `list_agents`, `dispatch_agent` and `read_skill`. A refusal is a tool
+ * result with `isError: true` and a sentence, never a protocol error.
+ *
+ * Building a server and registering its tools costs about half a millisecond, more than the rest of a call
+ * besides its SQL, so idle servers are kept (`FactoryMcpServers`) and lent to one request at a time. A server holds
+ * no caller: each message carries its own (`callerAuthInfo`), so a call that outlives its request (its client gone)
+ * still answers for its own caller, never for the next request's.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { FactoryCaller, FactoryInterface } from './service.ts';
@@ -60,43 +66,42 @@ const SCHEMAS = {
 };
 
 /**
- * The server for one request. `only`: the request calls this one tool (`tools/call`), so only it is registered
- * (registering every tool costs about a millisecond); any other request gets them all.
+ * Where a request's messages carry their caller: the transport hands each message over with this `authInfo`, and
+ * every tool reads its caller from the message it answers, never from the server, which serves one request after
+ * another.
  */
-export function factoryMcpServer(
-  iface: FactoryInterface,
-  caller: FactoryCaller,
-  version: string,
-  only?: string,
-): McpServer {
+export function callerAuthInfo(caller: FactoryCaller): AuthInfo {
+  return { token: '', clientId: caller.kind, scopes: [], extra: { caller } };
+}
+
+function callerIn(extra: { authInfo?: AuthInfo | undefined }): FactoryCaller {
+  const caller = extra.authInfo?.extra?.caller as FactoryCaller | undefined;
+  if (!caller) throw new Error('a factory interface message without its caller');
+  return caller;
+}
+
+/** A server for one kind of caller; its tools answer for the caller each message carries. */
+function buildServer(iface: FactoryInterface, kind: FactoryCaller['kind'], version: string) {
   const mcp = new McpServer(
     { name: FACTORY_MCP_SERVER_NAME, version },
     { instructions: SERVER_INSTRUCTIONS, capabilities: { tools: {} } },
   );
-  const server = {
-    registerTool: ((name: string, ...rest: unknown[]) => {
-      if (only === undefined || only === name) (mcp.registerTool as (...a: unknown[]) => unknown)(name, ...rest);
-    }) as McpServer['registerTool'],
-  };
-  const forRuns = caller.kind === 'run';
+  const forRuns = kind === 'run';
   // A run works with its own factory; a key names one when its team has several.
-  const factoryArg: Record<string, z.ZodOptional<z.ZodString>> = forRuns
-    ? {}
-    : {
-        factory: z.string().max(200).optional().describe("The factory's name or id (needed when the team has several)"),
-      };
+  const factoryArg: Record<string, z.ZodOptional<z.ZodString>> = forRuns ? {} : FACTORY_ARG;
 
-  server.registerTool(
+  mcp.registerTool(
     'list_agents',
     {
       description: "The agents of the caller's factory: name, description and type (the foreman first among equals).",
       inputSchema: factoryArg,
       annotations: { readOnlyHint: true },
     },
-    async (args: { factory?: string | undefined }) => answer(() => iface.listAgents(caller, args.factory)),
+    async (args: { factory?: string | undefined }, extra) =>
+      answer(() => iface.listAgents(callerIn(extra), args.factory)),
   );
 
-  server.registerTool(
+  mcp.registerTool(
     'dispatch_agent',
     {
       description:
@@ -105,11 +110,11 @@ export function factoryMcpServer(
         'limits: tree depth, children per run, active runs of the factory, the tree deadline.',
       inputSchema: { ...SCHEMAS.dispatch, ...factoryArg },
     },
-    async (args: { agent: string; prompt: string; title?: string | undefined; factory?: string | undefined }) =>
-      answer(() => iface.dispatch(caller, args)),
+    async (args: { agent: string; prompt: string; title?: string | undefined; factory?: string | undefined }, extra) =>
+      answer(() => iface.dispatch(callerIn(extra), args)),
   );
 
-  server.registerTool(
+  mcp.registerTool(
     'read_skill',
     {
       description:
@@ -118,10 +123,10 @@ export function factoryMcpServer(
       inputSchema: SCHEMAS.skill,
       annotations: { readOnlyHint: true },
     },
-    async ({ skill }) => answer(() => iface.readSkill(caller, skill)),
+    async ({ skill }, extra) => answer(() => iface.readSkill(callerIn(extra), skill)),
   );
 
-  server.registerTool(
+  mcp.registerTool(
     'get_factory_file_schema',
     {
       description:
@@ -132,7 +137,7 @@ export function factoryMcpServer(
     async ({ document }) => answer(() => iface.schema(document)),
   );
 
-  server.registerTool(
+  mcp.registerTool(
     'validate_factory_files',
     {
       description:
@@ -140,22 +145,22 @@ export function factoryMcpServer(
       inputSchema: SCHEMAS.files,
       annotations: { readOnlyHint: true },
     },
-    async ({ files }) => answer(() => iface.validate(caller, files)),
+    async ({ files }, extra) => answer(() => iface.validate(callerIn(extra), files)),
   );
 
   if (!forRuns) return mcp;
 
-  server.registerTool(
+  mcp.registerTool(
     'send_followup',
     {
       description:
         'A follow-up to a run of your tree: the run keeps its conversation and workspace (a finished one continues).',
       inputSchema: SCHEMAS.followup,
     },
-    async (args) => answer(() => iface.followup(caller, args.run_id, args.message)),
+    async (args, extra) => answer(() => iface.followup(callerIn(extra), args.run_id, args.message)),
   );
 
-  server.registerTool(
+  mcp.registerTool(
     'get_run',
     {
       description:
@@ -163,30 +168,31 @@ export function factoryMcpServer(
       inputSchema: SCHEMAS.run,
       annotations: { readOnlyHint: true },
     },
-    async (args) => answer(() => iface.getRun(caller, args.run_id)),
+    async (args, extra) => answer(() => iface.getRun(callerIn(extra), args.run_id)),
   );
 
-  server.registerTool(
+  mcp.registerTool(
     'wait_for_runs',
     {
       description: `Waits until the runs have all ended (SUCCEEDED, FAILED, ERROR, CANCELLED or BLOCKED) or the timeout passes (at most ${MAX_WAIT_SECONDS} s); answers each run as get_run does, and their reports.`,
       inputSchema: SCHEMAS.wait,
       annotations: { readOnlyHint: true },
     },
-    async (args, extra) => answer(() => iface.waitForRuns(caller, args.run_ids, args.timeout_seconds, extra.signal)),
+    async (args, extra) =>
+      answer(() => iface.waitForRuns(callerIn(extra), args.run_ids, args.timeout_seconds, extra.signal)),
   );
 
-  server.registerTool(
+  mcp.registerTool(
     'report',
     {
       description:
         'From a child run to its parent: delivered to the parent as a follow-up (and in its wait_for_runs/get_run answers).',
       inputSchema: SCHEMAS.text,
     },
-    async ({ text }) => answer(() => iface.report(caller, text)),
+    async ({ text }, extra) => answer(() => iface.report(callerIn(extra), text)),
   );
 
-  server.registerTool(
+  mcp.registerTool(
     'ask_user',
     {
       description:
@@ -195,18 +201,59 @@ export function factoryMcpServer(
         'BLOCKED with the question; the answer resumes it as a follow-up.',
       inputSchema: SCHEMAS.question,
     },
-    async ({ question }) => answer(() => iface.askUser(caller, question)),
+    async ({ question }, extra) => answer(() => iface.askUser(callerIn(extra), question)),
   );
 
-  server.registerTool(
+  mcp.registerTool(
     'reply',
     {
       description:
         'Posts to where your run came from without pausing (the server posts with the connection’s credentials).',
       inputSchema: SCHEMAS.post,
     },
-    async ({ text }) => answer(() => iface.reply(caller, text)),
+    async ({ text }, extra) => answer(() => iface.reply(callerIn(extra), text)),
   );
 
   return mcp;
+}
+
+/** Idle servers kept per kind of caller beyond which a returned one is dropped. */
+const MAX_IDLE = 32;
+
+/**
+ * The servers of the factory interface: `serve` lends an idle one (or builds one) to a request until it has been
+ * answered and the server closed.
+ */
+export class FactoryMcpServers {
+  readonly #iface: FactoryInterface;
+  readonly #version: string;
+  readonly #idle: Record<FactoryCaller['kind'], McpServer[]> = { run: [], key: [] };
+
+  constructor(iface: FactoryInterface, version: string) {
+    this.#iface = iface;
+    this.#version = version;
+  }
+
+  /**
+   * Lends a server for `caller`'s kind to `handle`, which connects it to the request's transport. The server is
+   * closed (and kept for the next request) once `handle` has settled, without holding up its answer.
+   */
+  async serve<T>(caller: FactoryCaller, handle: (mcp: McpServer) => Promise<T>): Promise<T> {
+    const idle = this.#idle[caller.kind];
+    const mcp = idle.pop() ?? buildServer(this.#iface, caller.kind, this.#version);
+    let reusable = false;
+    try {
+      const result = await handle(mcp);
+      reusable = true;
+      return result;
+    } finally {
+      void mcp.close().then(
+        // a server whose request failed is not lent again: its state is unknown
+        () => {
+          if (reusable && !mcp.isConnected() && idle.length < MAX_IDLE) idle.push(mcp);
+        },
+        () => {},
+      );
+    }
+  }
 }

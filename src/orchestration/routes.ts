@@ -1,9 +1,8 @@
 /**
- * `/api/v1/mcp/factory`: the factory interface over MCP streamable HTTP (stateless: a server per request, so any
- * process answers any call), authenticated by a run token (`ayrt_…`, while its execution runs) or a team API key;
+ * `/api/v1/mcp/factory`: the factory interface over MCP streamable HTTP (stateless, answers in JSON: any process
+ * answers any call; `json-transport.ts`), authenticated by a run token (`ayrt_…`, while its execution runs) or a team API key;
  * and `GET /api/v1/agent/skills`, the bundled skills beside the team's factories' own.
  */
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { Type } from 'typebox';
 import type { FastifyRequest } from 'fastify';
 import { FACTORY_MCP_PATH } from '../kernel/api.ts';
@@ -13,9 +12,11 @@ import type { AppInstance } from '../plugin.ts';
 import type { Authenticator } from '../identity/service.ts';
 import type { FactoryService } from '../factories/service.ts';
 import { isRunToken, verifyRunToken } from '../execution/run-token.ts';
-import { factoryMcpServer } from './mcp-server.ts';
+import { callerAuthInfo, FactoryMcpServers } from './mcp-server.ts';
+import { JsonRequestTransport } from './json-transport.ts';
 import type { FactoryCaller, FactoryInterface } from './service.ts';
 import { bundledSkills, factorySkills } from './skills.ts';
+import { foreignHostReason, ownHostnames } from './host-guard.ts';
 
 export interface FactoryInterfaceRouteDeps {
   db: Db;
@@ -23,13 +24,21 @@ export interface FactoryInterfaceRouteDeps {
   factories: FactoryService;
   iface: FactoryInterface;
   version: string;
+  /** The server's own URLs (AGENTYARD_PUBLIC_URL, the webhook base URL): their host names may address it. */
+  ownUrls: () => readonly string[];
+  /** More host names that may address it (AGENTYARD_MCP_ALLOWED_HOSTS). */
+  allowedHosts: readonly string[];
 }
 
 const UNAUTHENTICATED = {
   headers: { 'www-authenticate': 'Bearer realm="agentyard", error="invalid_token"' },
 };
 
-async function callerOf(deps: FactoryInterfaceRouteDeps, request: FastifyRequest): Promise<FactoryCaller> {
+async function callerOf(
+  deps: FactoryInterfaceRouteDeps,
+  request: FastifyRequest,
+  tool: string | undefined,
+): Promise<FactoryCaller> {
   const header = request.headers.authorization;
   const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
   if (!match)
@@ -40,7 +49,7 @@ async function callerOf(deps: FactoryInterfaceRouteDeps, request: FastifyRequest
     );
   const token = match[1]!;
   if (isRunToken(token)) {
-    const holder = await verifyRunToken(deps.db, token);
+    const holder = await verifyRunToken(deps.db, token, { forDispatch: tool === 'dispatch_agent' });
     if (!holder)
       throw new AppError(
         'authentication_required',
@@ -63,6 +72,7 @@ function calledTool(body: unknown): string | undefined {
 }
 
 export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: FactoryInterfaceRouteDeps): Promise<void> {
+  const servers = new FactoryMcpServers(deps.iface, deps.version);
   app.post(
     FACTORY_MCP_PATH,
     {
@@ -76,24 +86,25 @@ export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: Fac
       },
     },
     async (request, reply) => {
-      const caller = await callerOf(deps, request);
-      const server = factoryMcpServer(deps.iface, caller, deps.version, calledTool(request.body));
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-      reply.hijack();
-      reply.raw.on('close', () => {
-        void transport.close();
-        void server.close();
-      });
-      try {
+      const foreign = foreignHostReason(request.headers, ownHostnames(deps.ownUrls(), deps.allowedHosts));
+      if (foreign) throw new AppError('not_authorized', foreign);
+      const caller = await callerOf(deps, request, calledTool(request.body));
+      const transport = new JsonRequestTransport(callerAuthInfo(caller));
+      // a client gone mid-call (a long wait_for_runs) aborts the call
+      reply.raw.on('close', () => void transport.close());
+      const answer = await servers.serve(caller, async (server) => {
         await server.connect(transport);
-        await transport.handleRequest(request.raw, reply.raw, request.body);
-      } catch (err) {
-        request.log.error({ err }, 'the factory interface failed');
-        if (!reply.raw.headersSent)
-          reply.raw
-            .writeHead(500, { 'content-type': 'application/json' })
-            .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'internal error' }, id: null }));
+        return transport.handle(request.headers, request.body);
+      });
+      if (!answer) {
+        // the client went away before every request was answered: nobody to answer
+        reply.hijack();
+        if (!reply.raw.writableEnded) reply.raw.destroy();
+        return reply;
       }
+      reply.code(answer.status);
+      if (answer.body === undefined) return reply.send();
+      return reply.header('content-type', 'application/json').send(answer.body);
     },
   );
 

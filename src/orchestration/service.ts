@@ -26,6 +26,7 @@ import {
   dispatchRefusal,
   inTree,
   linkThread,
+  refusalOf,
   recordEvents,
   recordQuestion,
   resumeWithFollowup,
@@ -33,6 +34,7 @@ import {
   treePosition,
 } from '../runs/tree.ts';
 import type { TreeLimits } from '../runs/tree.ts';
+import type { RunTokenHolder } from '../execution/run-token.ts';
 import { isUrlSafe } from '../secrets/provider.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import { describeOrigin, originOf, originThreadKey, PostFailed, postAtOrigin } from './origin.ts';
@@ -48,6 +50,8 @@ export type FactoryCaller =
       factoryId: string | null;
       /** The run as the request found it (its token checked against it). */
       run?: RunRow;
+      /** Read with the token when the request dispatches: the tree and limit facts, the factory's version. */
+      dispatch?: RunTokenHolder['dispatch'];
     }
   | { kind: 'key'; principal: Principal };
 
@@ -85,6 +89,8 @@ export interface RunView {
 
 export class FactoryInterface {
   readonly #deps: FactoryInterfaceDeps;
+  /** Factory rows by id, as `#currentFactory` last read them. */
+  readonly #factoryRows = new Map<string, FactoryRow>();
 
   constructor(deps: FactoryInterfaceDeps) {
     this.#deps = deps;
@@ -129,6 +135,20 @@ export class FactoryInterface {
     );
   }
 
+  /**
+   * A run's factory as of `updatedAt` (its `updated_at`, read with the run token): kept per process, read again
+   * when it has changed since. A deleted factory (null) is read as before, which answers why.
+   */
+  async #currentFactory(teamId: string, factoryId: string, updatedAt: Date | null): Promise<FactoryRow> {
+    const cached = this.#factoryRows.get(factoryId);
+    if (updatedAt && cached && cached.team_id === teamId && cached.updated_at.getTime() === updatedAt.getTime())
+      return cached;
+    const row = await this.#deps.factories.get(teamId, factoryId);
+    if (this.#factoryRows.size >= 1_000) this.#factoryRows.clear();
+    this.#factoryRows.set(factoryId, row);
+    return row;
+  }
+
   async listAgents(
     caller: FactoryCaller,
     factoryName?: string,
@@ -154,24 +174,33 @@ export class FactoryInterface {
     const { db, limits } = this.#deps;
     if (!input.prompt.trim()) throw new ToolRefusal('prompt must not be empty');
     const teamId = this.#teamOf(caller);
-    const refusalOf = (factoryId: string) =>
-      dispatchRefusal(
-        db,
-        { parentId: caller.kind === 'run' ? caller.runId : null, factoryId, now: this.#now() },
-        limits,
-      );
-    // A run's factory is known: its limits are read while the factory is (PostgreSQL runs them side by side).
-    const early = caller.kind === 'run' && caller.factoryId && !input.factory ? refusalOf(caller.factoryId) : undefined;
-    early?.catch(() => {});
-    const factory = await this.#factoryOf(caller, input.factory);
+    const now = this.#now();
+    const refusalAt = (factoryId: string) =>
+      dispatchRefusal(db, { parentId: caller.kind === 'run' ? caller.runId : null, factoryId, now }, limits);
+    let factory: FactoryRow;
+    let parent: RunRow | undefined;
+    let refusal: string | undefined;
+    if (caller.kind === 'run' && caller.dispatch && caller.run && caller.factoryId && !input.factory) {
+      // The token's statement read the parent, its tree, the limits and the factory's version: nothing more to read
+      // unless the factory changed since this process last read it.
+      factory = await this.#currentFactory(caller.teamId, caller.factoryId, caller.dispatch.factoryUpdatedAt);
+      parent = caller.run;
+      refusal = refusalOf(caller.dispatch.facts, { parentId: caller.runId, now }, limits);
+    } else {
+      // A run's factory is known: its limits are read while the factory is (PostgreSQL runs them side by side).
+      const early =
+        caller.kind === 'run' && caller.factoryId && !input.factory ? refusalAt(caller.factoryId) : undefined;
+      early?.catch(() => {});
+      factory = await this.#factoryOf(caller, input.factory);
+      [parent, refusal] = await Promise.all([
+        caller.kind === 'run' ? (caller.run ?? getRun(db, teamId, caller.runId)) : undefined,
+        early ?? refusalAt(factory.id),
+      ]);
+    }
     if (!factory.definition?.agents.some((a) => a.name === input.agent)) {
       const names = factory.definition?.agents.map((a) => a.name).join(', ') || 'none';
       throw new ToolRefusal(`factory ${factory.name} has no agent "${input.agent}"; its agents: ${names}`);
     }
-    const [parent, refusal] = await Promise.all([
-      caller.kind === 'run' ? (caller.run ?? getRun(db, teamId, caller.runId)) : undefined,
-      early ?? refusalOf(factory.id),
-    ]);
     if (caller.kind === 'run' && !parent) throw new ToolRefusal('the calling run no longer exists');
     if (refusal) throw new ToolRefusal(refusal);
     const creator = parent
@@ -196,6 +225,8 @@ export class FactoryInterface {
         prompt: input.prompt,
         title: input.title,
         parentRunId: parent?.id,
+        // the parent is the caller's own run, read with its token
+        ...(parent ? { parentKnown: true } : {}),
         creator,
         ...(caller.kind === 'key' ? { principal: caller.principal } : {}),
         // a child answers in its parent's conversation: the chat it came from, inherited

@@ -29,6 +29,10 @@ function decodeBase64(field: string, data: string): Buffer {
   return Buffer.from(compact, compact.includes('-') || compact.includes('_') ? 'base64url' : 'base64');
 }
 
+/** Runs and messages one tree answer holds at most. */
+const MAX_TREE_RUNS = 200;
+const MAX_TREE_MESSAGES = 500;
+
 export function creatorOf(request: FastifyRequest): Creator {
   const s = request.principal.subject;
   return { id: s.id, type: s.type, displayName: s.displayName, email: s.email };
@@ -229,6 +233,44 @@ export async function registerRunRoutes(
       const row = await runs.get(request.principal.teamId, request.params.runId);
       const [item, result] = await Promise.all([runItem(row), sql.runResult(ctx.db, row.id)]);
       return { ...item, result };
+    },
+  );
+
+  app.get(
+    '/agent/runs/:runId/tree',
+    {
+      schema: {
+        tags: ['runs'],
+        operationId: 'getRunTree',
+        summary:
+          "A run's tree (docs/orchestration.md): its root first, then every run below the root in creation order (at most 200), and the reports, questions and replies among them in order (at most 500)",
+        params: schemas.RunIdParamsSchema,
+        response: { 200: schemas.RunTreeResponseSchema },
+      },
+    },
+    async (request) => {
+      const teamId = request.principal.teamId;
+      const rows = await sql.runTree(ctx.db, teamId, request.params.runId, MAX_TREE_RUNS + 1);
+      if (rows.length === 0) throw new AppError('resource_not_found', `run ${request.params.runId} does not exist`);
+      const shown = rows.slice(0, MAX_TREE_RUNS);
+      const ids = shown.map((r) => r.id);
+      const [executed, messages] = await Promise.all([
+        sql.executionSeconds(ctx.db, ids),
+        sql.treeMessages(ctx.db, ids, MAX_TREE_MESSAGES),
+      ]);
+      return {
+        root_run_id: shown[0]!.id,
+        runs: shown.map((r) => ({ ...toRunItem(r, links.urlFor, executed.get(r.id)), depth: r.tree_depth })),
+        truncated: rows.length > MAX_TREE_RUNS,
+        messages: messages.map((m) => ({
+          run_id: m.run_id,
+          sequence: m.sequence,
+          type: m.type,
+          text: String((m.type === 'question' ? m.data.question : m.data.text) ?? ''),
+          ...(typeof m.data.to_run_id === 'string' ? { to_run_id: m.data.to_run_id } : {}),
+          occurred_at: m.occurred_at.toISOString(),
+        })),
+      };
     },
   );
 

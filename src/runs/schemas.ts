@@ -242,3 +242,19 @@ export const FollowupSchema = Type.Object({
   created_at: DateTime,
   consumed_at: Type.Union([DateTime, Type.Null()]),
 });
+
+export const RunTreeResponseSchema = Type.Object({
+  root_run_id: Type.String(),
+  runs: Type.Array(Type.Intersect([RunItemSchema, Type.Object({ depth: Type.Integer({ minimum: 0 }) })])),
+  truncated: Type.Boolean({ description: 'More runs are below the root than the answer holds' }),
+  messages: Type.Array(
+    Type.Object({
+      run_id: Type.String({ description: 'The run that sent it' }),
+      sequence: Type.Integer(),
+      type: Type.Union([Type.Literal('report'), Type.Literal('question'), Type.Literal('reply')]),
+      text: Type.String(),
+      to_run_id: Type.Optional(Type.String({ description: 'A report: the parent it went to' })),
+      occurred_at: Type.String({ format: 'date-time' }),
+    }),
+  ),
+});

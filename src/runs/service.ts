@@ -38,6 +38,8 @@ export interface CreateRunInput {
   deliveryId?: string | null;
   scheduleId?: string | null;
   parentRunId?: string | null;
+  /** The caller read `parentRunId` as a run of this team in this request (a run token's own run): not read again. */
+  parentKnown?: boolean;
   conversationId?: string | null;
   attachments?: Attachment[];
   metadata?: Record<string, string>;
@@ -165,7 +167,7 @@ export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Pro
   if (input.metadata) checkMetadata(input.metadata);
   const prompt = input.prompt ?? '';
   // Another team's run ids answer as ids that do not exist.
-  if (input.parentRunId && !(await sql.getRun(q, input.teamId, input.parentRunId)))
+  if (input.parentRunId && !input.parentKnown && !(await sql.getRun(q, input.teamId, input.parentRunId)))
     throw new AppError('resource_not_found', `parent_run_id: run ${input.parentRunId} does not exist`);
   if (input.conversationId && !(await sql.conversationExists(q, input.teamId, input.conversationId)))
     throw new AppError('resource_not_found', `conversation_id: conversation ${input.conversationId} does not exist`);

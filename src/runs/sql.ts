@@ -370,12 +370,17 @@ export async function runDescendants(
   return res.rows.map((r) => ({ ...r, depth: Number(r.depth) }));
 }
 
-/** What a dispatch is checked against, in one statement: the parent's depth, root and children, the factory's active runs. */
-export async function dispatchFacts(
-  q: Queryable,
-  parentId: string | null,
-  factoryId: string,
-): Promise<{ depth: number; root_id: string | null; root_created_at: Date | null; children: number; active: number }> {
+/** What a dispatch is checked against: the parent's depth, root and children, the factory's active runs. */
+export interface DispatchFacts {
+  depth: number;
+  root_id: string | null;
+  root_created_at: Date | null;
+  children: number;
+  active: number;
+}
+
+/** What a dispatch is checked against, in one statement. */
+export async function dispatchFacts(q: Queryable, parentId: string | null, factoryId: string): Promise<DispatchFacts> {
   const res = await q.query<{
     depth: number | null;
     root_id: string | null;
@@ -663,4 +668,59 @@ export async function dailyUsageOf(
  */
 export async function lockDailyCaps(q: Queryable): Promise<void> {
   await q.query("SELECT pg_advisory_xact_lock(hashtextextended('ay_daily_caps', 0))");
+}
+
+/**
+ * The tree `runId` belongs to, in one statement: its root (found up the parents) first, then every run below the
+ * root in creation order, each with its depth; at most `limit` runs. Empty when the run is not the team's.
+ */
+export async function runTree(
+  q: Queryable,
+  teamId: string,
+  runId: string,
+  limit: number,
+): Promise<(RunRow & { tree_depth: number })[]> {
+  const res = await q.query<RunRow & { tree_depth: number }>(
+    `WITH RECURSIVE up AS (
+       SELECT id, parent_run_id, 0 AS depth FROM runs WHERE id = $2 AND team_id = $1
+       UNION ALL
+       SELECT r.id, r.parent_run_id, up.depth + 1 FROM runs r JOIN up ON r.id = up.parent_run_id
+        WHERE up.depth < 64 AND r.team_id = $1
+     ), root AS (SELECT id FROM up ORDER BY depth DESC LIMIT 1),
+     down AS (
+       SELECT id, 0 AS depth FROM root
+       UNION ALL
+       SELECT r.id, down.depth + 1 FROM runs r JOIN down ON r.parent_run_id = down.id
+        WHERE down.depth < 64 AND r.team_id = $1
+     )
+     SELECT runs.*, down.depth AS tree_depth FROM down JOIN runs ON runs.id = down.id
+      ORDER BY down.depth = 0 DESC, runs.created_at, runs.id LIMIT $3`,
+    [teamId, runId, limit],
+  );
+  return res.rows.map((r) => ({ ...r, tree_depth: Number(r.tree_depth) }));
+}
+
+/** A report, question or reply of a run tree, as its sender's event recorded it. */
+export interface TreeMessageRow {
+  run_id: string;
+  sequence: number;
+  type: 'report' | 'question' | 'reply';
+  data: Record<string, unknown>;
+  occurred_at: Date;
+}
+
+/**
+ * The reports (the sender's copy: the one naming `to_run_id`), questions and replies of these runs, oldest first;
+ * at most `limit`.
+ */
+export async function treeMessages(q: Queryable, runIds: readonly string[], limit: number): Promise<TreeMessageRow[]> {
+  if (runIds.length === 0) return [];
+  const res = await q.query<TreeMessageRow>(
+    `SELECT run_id, sequence, type, data, occurred_at FROM run_events
+      WHERE run_id = ANY($1::text[]) AND type IN ('report', 'question', 'reply')
+        AND (type <> 'report' OR data ? 'to_run_id')
+      ORDER BY occurred_at, run_id, sequence LIMIT $2`,
+    [runIds, limit],
+  );
+  return res.rows.map((r) => ({ ...r, sequence: Number(r.sequence) }));
 }

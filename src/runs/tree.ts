@@ -12,7 +12,7 @@ import { newId } from '../kernel/ids.ts';
 import type { NewRunEvent } from '../engine/events.ts';
 import type { RunRow } from '../engine/model.ts';
 import * as sql from './sql.ts';
-import type { QuestionRow } from './sql.ts';
+import type { DispatchFacts, QuestionRow } from './sql.ts';
 import { isTerminal } from '../engine/state-machine.ts';
 import * as engine from '../engine/engine.ts';
 
@@ -72,7 +72,15 @@ export async function dispatchRefusal(
   input: { parentId: string | null; factoryId: string; now: Date },
   limits: TreeLimits,
 ): Promise<string | undefined> {
-  const facts = await sql.dispatchFacts(q, input.parentId, input.factoryId);
+  return refusalOf(await sql.dispatchFacts(q, input.parentId, input.factoryId), input, limits);
+}
+
+/** `dispatchRefusal` for facts already read (with the caller's run token: `liveRunTokenForDispatch`). */
+export function refusalOf(
+  facts: DispatchFacts,
+  input: { parentId: string | null; now: Date },
+  limits: TreeLimits,
+): string | undefined {
   if (facts.active >= limits.maxActivePerFactory)
     return `the factory has ${facts.active} active runs, its limit (AGENTYARD_FACTORY_MAX_ACTIVE_RUNS ${limits.maxActivePerFactory})`;
   const parentId = input.parentId;

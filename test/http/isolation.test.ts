@@ -402,6 +402,10 @@ const ISOLATION: Record<string, Probe> = {
       expect(messages).not.toContain('hijack');
     },
   },
+  'GET /api/v1/agent/runs/:runId/tree': {
+    kind: 'team-resource',
+    check: async (f) => expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/tree`), 'tree of A run'),
+  },
   'GET /api/v1/agent/runs/:runId/scores': {
     kind: 'team-resource',
     check: async (f) => expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/scores`), 'scores of A run'),

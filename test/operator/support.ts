@@ -5,6 +5,7 @@ import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import { loadConfig } from '../../src/config.ts';
+import type { Config } from '../../src/config.ts';
 import { generateApiKey } from '../../src/identity/api-keys.ts';
 import { createLogger } from '../../src/log.ts';
 import type { FactoryResource } from '../../src/operator/factory-resource.ts';
@@ -49,14 +50,28 @@ export async function startTestOperator(
   engine: Engine,
   namespace: string,
   jobs: Partial<JobSettings> = {},
-  options: { kubeConfig?: KubeConfig; watchNamespace?: string | undefined; waitForSync?: boolean } = {},
+  options: {
+    kubeConfig?: KubeConfig;
+    watchNamespace?: string | undefined;
+    waitForSync?: boolean;
+    /** The server's configuration beyond the test defaults (AGENTYARD_PUBLIC_URL…). */
+    config?: Partial<Config>;
+  } = {},
 ): Promise<TestOperator> {
   const database = await createTestDatabase(engine);
   const adminKey = generateApiKey();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'agentyard-operator-'));
   const config = loadConfig(
     {},
-    { port: 0, host: '127.0.0.1', dataDir, bootstrapApiKey: adminKey, logLevel: 'silent', masterKey: TEST_MASTER_KEY },
+    {
+      port: 0,
+      host: '127.0.0.1',
+      dataDir,
+      bootstrapApiKey: adminKey,
+      logLevel: 'silent',
+      masterKey: TEST_MASTER_KEY,
+      ...options.config,
+    },
   );
   const settings = testSettings(namespace, `test-${engine}-${namespace}`, jobs);
   if ('watchNamespace' in options) settings.watchNamespace = options.watchNamespace;

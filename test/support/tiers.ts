@@ -31,6 +31,7 @@ const HEAVY_MARKS = [
   'startKubernetes',
   'k8s-test-env',
   'real-codex',
+  '@modelcontextprotocol/conformance',
 ];
 /** What makes a file need the database matrix. */
 const DB_MARKS = [
