@@ -3,6 +3,7 @@
  * Produced by validateFactory only when the tree has no error; the reconciler diffs it against live state.
  */
 import type { TriggerPolicy } from './trigger-policy.ts';
+import type { ConcurrencyPolicy } from './concurrency-key.ts';
 
 export type HarnessType = 'oz' | 'claude' | 'codex' | 'gemini' | 'agentyard';
 
@@ -99,6 +100,8 @@ export interface FactorySettings {
   cloudProviders: CloudProviders | undefined;
   /** Who may start runs through provider events, defaults filled in (an Agentyard extension). */
   triggerPolicy: TriggerPolicy;
+  /** Most active runs of the factory at once (an Agentyard extension); absent: no cap. */
+  maxActiveRuns?: number;
   agentDefaults: ExecutionOverrides;
 }
 
@@ -173,6 +176,8 @@ export interface AutomationDefinition {
   declared: ExecutionOverrides;
   execution: ResolvedExecution;
   triggers: Trigger[];
+  /** The `concurrency` extension, defaults filled in; absent: none. */
+  concurrency?: ConcurrencyPolicy;
 }
 
 export interface RunnerDefinition {

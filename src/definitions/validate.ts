@@ -43,6 +43,7 @@ import { CREDENTIAL_HEADERS } from './signature-schemes.ts';
 import { parseMarkdownSource, parseYamlSource } from './yaml.ts';
 import { triggerPolicyOf } from './trigger-policy.ts';
 import { allowEntryProblem } from './network-policy.ts';
+import { concurrencyOf, parseKeyTemplate } from './concurrency-key.ts';
 import { TreeBudget } from './work-budget.ts';
 import type { ParsedSource, Position, PositionTarget } from './yaml.ts';
 
@@ -437,6 +438,7 @@ class FactoryValidation {
       integrations,
       cloudProviders: cloud,
       triggerPolicy: triggerPolicyOf(v.triggerPolicy),
+      ...(typeof v.maxActiveRuns === 'number' ? { maxActiveRuns: v.maxActiveRuns } : {}),
       agentDefaults: overridesOf(defaults),
     };
     return {
@@ -642,6 +644,14 @@ class FactoryValidation {
       const trigger = checkTrigger(env, `/triggers/${i}`, raw, schedules);
       if (trigger) triggers.push(trigger);
     });
+    const concurrency = concurrencyOf(v.concurrency);
+    if (concurrency) {
+      const parsed = parseKeyTemplate(concurrency.key);
+      if ('error' in parsed) {
+        this.report(source, 'FF_INVALID_VALUE', '/concurrency/key', `concurrency.key: ${parsed.error}`);
+        ok = false;
+      }
+    }
     if (!ok || agent === undefined) return undefined;
     return {
       name: checked.file.name,
@@ -651,6 +661,7 @@ class FactoryValidation {
       prompt: body,
       declared: overridesOf(v),
       triggers,
+      ...(concurrency ? { concurrency } : {}),
     };
   }
 

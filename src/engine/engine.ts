@@ -26,6 +26,10 @@ export {
   applyRunEvent,
   cancelRunTree,
   cancelRuns,
+  // concurrency keys
+  openKeyRuns,
+  setRunConcurrency,
+  supersedeRunTree,
   // the queue: claim (service executors, self-hosted workers), hand-off, start, end
   ayClaimServiceRuns,
   ayClaimWorkerRuns,

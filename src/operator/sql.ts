@@ -135,7 +135,9 @@ export async function listActiveFactoryRuns(q: Queryable, factoryId: string): Pr
 /**
  * Queued runs of factories whose Factory says `executor: kubernetes`, oldest first, locked for this
  * transaction (SKIP LOCKED: two executors never take the same run). Runs routed to a self-hosted worker
- * (worker_host other than the service's own names) are left to that worker.
+ * (worker_host other than the service's own names) are left to that worker. Runs held by a concurrency key or
+ * the factory's maxActiveRuns are left too (ay_concurrency_open and ay_concurrency_admit, src/engine/functions.sql:
+ * the caller claims the answered runs in the same transaction, so the admission's locks hold until they are CLAIMED).
  */
 export async function lockQueuedKubernetesRuns(
   q: Queryable,
@@ -147,12 +149,18 @@ export async function lockQueuedKubernetesRuns(
     `SELECT r.id, r.factory_id, k.namespace, k.uid, k.name FROM runs r
      JOIN kubernetes_factories k ON k.factory_id = r.factory_id AND k.deleted_at IS NULL AND k.executor = 'kubernetes'
      WHERE r.state = 'QUEUED' AND (r.worker_host IS NULL OR r.worker_host = ANY($1)) AND ($3::text IS NULL OR k.namespace = $3)
+       AND ay_concurrency_open(r.factory_id, r.concurrency_key, r.concurrency_limit)
      ORDER BY r.created_at, r.id
      LIMIT $2
      FOR UPDATE OF r SKIP LOCKED`,
     [[...serviceHosts], limit, namespace ?? null],
   );
-  return res.rows;
+  if (res.rows.length === 0) return res.rows;
+  const admitted = await q.query<{ ids: string[] }>('SELECT ay_concurrency_admit($1::text[]) AS ids', [
+    res.rows.map((r) => r.id),
+  ]);
+  const ids = new Set(admitted.rows[0]?.ids ?? []);
+  return res.rows.filter((r) => ids.has(r.id));
 }
 
 export async function insertRunJob(
