@@ -89,7 +89,7 @@ export async function registerDeliveryLogRoutes(app: AppInstance, owners: Delive
     },
     async (request) => {
       const uid = await owners.webhookOfTeam(request.principal.teamId, request.params.uid);
-      return deliveryLogPage(owners.db, uid, request.query);
+      return deliveryLogPage(owners.db, uid, request.query, { withSkips: true });
     },
   );
 

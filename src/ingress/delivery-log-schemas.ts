@@ -65,7 +65,7 @@ export const DeliveryItemSchema = Type.Object({
   skipped_reasons: Type.Optional(
     Type.Array(Type.String(), {
       description:
-        "A connection's log only: why an automation that matched this event started no run (the factory's trigger policy; docs/governance.md)",
+        "Why an automation that matched this delivery started no run: a connection's event its factory's trigger policy refused, or a firing its concurrency key skipped (onNew: skip; docs/governance.md)",
     }),
   ),
 });
