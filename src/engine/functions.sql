@@ -33,8 +33,8 @@ $$;
 -- at once must never start more than a limit: the claim takes a transaction-level advisory lock per key and per
 -- capped factory among its runs (in one order, so two claims never wait on each other in a cycle), then counts
 -- the active runs in a statement of its own, whose snapshot sees every claim that held those locks before.
--- Runs it leaves stay QUEUED, their status_message saying why; so do the queued runs of a key or factory this
--- claim fills (skipping rows another transaction holds: waiting on them could close a cycle).
+-- Runs it leaves stay QUEUED, their status_message saying why, and so do the other queued runs of their key or
+-- factory (skipping rows another transaction holds: waiting on them could close a cycle).
 -- Runs of no key and no capped factory pass without a lock or a count.
 
 CREATE OR REPLACE FUNCTION ay_concurrency_admit(p_ids text[])
@@ -81,7 +81,12 @@ BEGIN
   SELECT array_agg(b.id ORDER BY b.ord) INTO v_admitted
   FROM by_factory b WHERE b.max_active_runs IS NULL OR b.active + b.place <= b.max_active_runs;
 
-  -- why the others wait: their key at its limit, else their factory at its cap
+  -- why the others wait: their key at its limit, else their factory at its cap. Only when this claim leaves some
+  -- of its runs: the runs of a key a claim fills were its candidates too (the lock functions take every run of a
+  -- key that may start), and a run queued while its key is full is marked when it fires.
+  IF cardinality(coalesce(v_admitted, '{}'::text[])) = cardinality(p_ids) THEN
+    RETURN v_admitted;
+  END IF;
   WITH admitted AS (
     SELECT r.factory_id, r.concurrency_key FROM runs r WHERE r.id = ANY (coalesce(v_admitted, '{}'::text[]))
   ), touched AS (
@@ -101,14 +106,19 @@ BEGIN
       ) >= t.max_active_runs AS factory_full
     FROM touched t
   ), marked AS (
-    SELECT DISTINCT ON (q.id) q.id,
-      CASE WHEN g.key_full AND q.concurrency_key = g.concurrency_key
-        THEN format('queued: concurrency key %s at limit %s', g.concurrency_key, g.key_limit)
-        ELSE format('queued: factory at maxActiveRuns %s', g.max_active_runs) END AS message
-    FROM groups g JOIN runs q ON q.factory_id = g.factory_id AND q.state = 'QUEUED'
-      AND ((g.key_full AND q.concurrency_key = g.concurrency_key) OR g.factory_full)
-    WHERE q.id <> ALL (coalesce(v_admitted, '{}'::text[]))
-    ORDER BY q.id, (g.key_full AND q.concurrency_key = g.concurrency_key) DESC
+    -- two index look-ups (runs_concurrency_open, runs_factory_active), only for groups that are full
+    SELECT DISTINCT ON (m.id) m.id, m.message FROM (
+      SELECT q.id, 0 AS pref, format('queued: concurrency key %s at limit %s', g.concurrency_key, g.key_limit) AS message
+      FROM groups g JOIN runs q ON q.factory_id = g.factory_id AND q.concurrency_key = g.concurrency_key
+        AND q.concurrency_key IS NOT NULL AND q.state = 'QUEUED'
+      WHERE g.key_full
+      UNION ALL
+      SELECT q.id, 1, format('queued: factory at maxActiveRuns %s', f.max_active_runs)
+      FROM (SELECT DISTINCT g.factory_id, g.max_active_runs FROM groups g WHERE g.factory_full) f
+      JOIN runs q ON q.factory_id = f.factory_id AND q.state = 'QUEUED'
+    ) m
+    WHERE m.id <> ALL (coalesce(v_admitted, '{}'::text[]))
+    ORDER BY m.id, m.pref
   ), lockable AS (
     SELECT r.id FROM runs r JOIN marked m ON m.id = r.id WHERE r.state = 'QUEUED' FOR UPDATE OF r SKIP LOCKED
   )
