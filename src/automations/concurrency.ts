@@ -48,6 +48,14 @@ export function providerKey(
   };
 }
 
+/** The key of a schedule's fire: `{{schedule}}` is the schedule's name; a fire has no other field. */
+export function scheduleKey(policy: ConcurrencyPolicy, scheduleName: string): FiringConcurrency {
+  return {
+    policy,
+    key: renderKey(policy.key, (path) => (path.length === 1 && path[0] === 'schedule' ? scheduleName : undefined)),
+  };
+}
+
 export function heldMessage(key: string, limit: number): string {
   return `queued: concurrency key ${key} at limit ${limit}`;
 }

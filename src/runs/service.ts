@@ -10,6 +10,7 @@ import { resolveAgentIdentity } from '../identity/agent-identities.ts';
 import { RunInsertBatcher } from '../engine/insert-batcher.ts';
 import * as engine from '../engine/engine.ts';
 import { announceQueuedLocally, announceRunChanges, queuedWireMessages } from '../engine/announce.ts';
+import type { RunChange } from '../engine/announce.ts';
 
 /** Reserved `worker_host` values that mean "the service's own executors". */
 export const SERVICE_WORKER_HOSTS: ReadonlySet<string> = new Set(['service', 'warp']);
@@ -348,6 +349,11 @@ export class RunService {
       this.#bus,
       runs.map((r) => ({ ...r, state: 'QUEUED', created: true })),
     );
+  }
+
+  /** Makes known runs a caller's committed transaction moved (cancelled by a newer run of their concurrency key). */
+  async announceMoved(changes: readonly RunChange[]): Promise<void> {
+    if (changes.length > 0) await announceRunChanges(this.#bus, changes);
   }
 
   async get(teamId: string, runId: string): Promise<RunRow> {
