@@ -264,7 +264,8 @@ concurrency:
 
 In a key, \`{{payload.<path>}}\` is a field of the delivery's body (a number indexes a list); for GitHub, Slack
 and Linear events \`{{repository}}\` (GitHub, lower-case \`owner/name\`), \`{{event}}\` (the trigger event),
-\`{{subject}}\` and \`{{sender}}\` are the event's, and any other \`{{<path>}}\` is \`{{payload.<path>}}\`. A field
+\`{{subject}}\` and \`{{sender}}\` are the event's, and any other \`{{<path>}}\` is \`{{payload.<path>}}\`; a schedule's
+fire has only \`{{schedule}}\`, the schedule's name. A field
 that is missing, null, a list or a mapping renders as nothing, so such firings share the key the rest of the
 template makes. A placeholder that is not a field path, or a \`{{\` never closed, is \`FF_INVALID_VALUE\` at the key.
 
