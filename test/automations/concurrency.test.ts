@@ -174,6 +174,32 @@ describe.each(ENGINES)('concurrency keys through webhook deliveries on %s', (eng
   });
 });
 
+describe.each(ENGINES)('a change of concurrency alone on %s', (engine) => {
+  it('is listed in the plan as an update of the automation', async () => {
+    const s = await startTestServer(engine);
+    try {
+      expect((await s.api('PUT', '/secrets/alerts-token', { value: TOKEN })).status).toBeLessThan(300);
+      const created = await s.api('POST', '/factories', { name: 'plan', source: { type: 'managed' } });
+      const id = created.body.id as string;
+      const files = (concurrency: string, uid = 'alerts') =>
+        Object.entries({
+          ...baseFiles(),
+          'webhooks/alerts.yaml': 'authMode: token\nsecretName: alerts-token\n',
+          'automations/keyed/automation.md': keyedAutomation(uid, 'billing', concurrency),
+        }).map(([p, content]) => ({ path: p, content }));
+      const applied = await s.api('POST', `/factories/${id}/apply`, { files: files('{key: k}'), message: 'one' });
+      expect(applied.status, applied.text).toBe(200);
+      const plan = await s.api('POST', `/factories/${id}/plan`, { files: files('{key: k, limit: 2}') });
+      expect(plan.status, plan.text).toBe(200);
+      expect(plan.body.changes).toContainEqual(
+        expect.objectContaining({ kind: 'automation', name: 'keyed', action: 'updated', fields: ['concurrency'] }),
+      );
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 type Payload = Record<string, any>;
 
 function githubExample(event: string, action: string): Payload {
