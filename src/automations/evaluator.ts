@@ -141,8 +141,6 @@ export class OutboxEvaluator extends DrainLoop {
     superseded: RunChange[],
   ): Promise<BatchResult['runs']> {
     const runs: BatchResult['runs'] = [];
-    const fire = (deliveryId: string, automationId: string, input: CreateRunInput, c?: FiringConcurrency) =>
-      this.#fire(tx, { deliveryId, automationId, input, concurrency: c }, runs, superseded);
     const deliveries = all.filter((d) => d.provider === null);
     for (const delivery of all) {
       if (delivery.provider === null) continue;
@@ -180,12 +178,8 @@ export class OutboxEvaluator extends DrainLoop {
       if (!parsed) continue;
       for (const sub of firstMatchPerAutomation(forWebhook, parsed.value)) {
         const policy = concurrencyOf(sub.concurrency);
-        await fire(
-          delivery.id,
-          sub.automation_id,
-          runInputFor(delivery, sub),
-          policy && webhookKey(policy, parsed.value),
-        );
+        const firing = { deliveryId: delivery.id, automationId: sub.automation_id, input: runInputFor(delivery, sub) };
+        await this.#fire(tx, { ...firing, concurrency: policy && webhookKey(policy, parsed.value) }, runs, superseded);
       }
     }
     return runs;
