@@ -10,23 +10,27 @@
 --
 -- ay_concurrency_open: whether a queued run of a factory may be taken now, as this statement's snapshot sees it:
 -- its key has fewer than its limit active, and its factory fewer than its maxActiveRuns. The lock functions
--- below filter with it, so that held runs never take the places of runs that may start.
+-- below filter with it, so that held runs never take the places of runs that may start. PL/pgSQL, not SQL: a SQL
+-- function with sub-selects is not inlined, and its statements would be planned again at every claim.
 
 CREATE OR REPLACE FUNCTION ay_concurrency_open(p_factory text, p_key text, p_limit integer)
 RETURNS boolean
-LANGUAGE sql STABLE AS $$
-  SELECT (p_key IS NULL OR (
-      SELECT count(*) FROM (
-        SELECT 1 FROM runs a
-        WHERE a.factory_id = p_factory AND a.concurrency_key = p_key AND a.state IN ('CLAIMED', 'INPROGRESS')
-          AND a.concurrency_key IS NOT NULL AND a.state IN ('QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS')
-        LIMIT greatest(coalesce(p_limit, 1), 0)) s) < coalesce(p_limit, 1))
-    AND NOT EXISTS (
-      SELECT 1 FROM factories f
-      WHERE f.id = p_factory AND f.max_active_runs IS NOT NULL
-        AND (SELECT count(*) FROM (
-               SELECT 1 FROM runs a WHERE a.factory_id = p_factory AND a.state IN ('CLAIMED', 'INPROGRESS')
-               LIMIT f.max_active_runs) s) >= f.max_active_runs)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  IF p_key IS NOT NULL AND (
+    SELECT count(*) FROM (
+      SELECT 1 FROM runs a
+      WHERE a.factory_id = p_factory AND a.concurrency_key = p_key AND a.state IN ('CLAIMED', 'INPROGRESS')
+      LIMIT greatest(coalesce(p_limit, 1), 0)) s) >= coalesce(p_limit, 1) THEN
+    RETURN false;
+  END IF;
+  RETURN NOT EXISTS (
+    SELECT 1 FROM factories f
+    WHERE f.id = p_factory AND f.max_active_runs IS NOT NULL
+      AND (SELECT count(*) FROM (
+             SELECT 1 FROM runs a WHERE a.factory_id = p_factory AND a.state IN ('CLAIMED', 'INPROGRESS')
+             LIMIT f.max_active_runs) s) >= f.max_active_runs);
+END
 $$;
 
 -- ay_concurrency_admit: of runs a claim has locked (p_ids, in the claim's order), those it may take. Two claims
