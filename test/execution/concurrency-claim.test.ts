@@ -6,6 +6,7 @@
  * `limit: 1` key active.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyConcurrency, concurrencySkip } from '../../src/automations/concurrency.ts';
 import * as engine from '../../src/engine/engine.ts';
 import type { InsertRun } from '../../src/engine/engine.ts';
 import { claimServiceRuns, claimWorkerRuns } from '../../src/execution/queue.ts';
@@ -169,6 +170,40 @@ describe.each(ENGINES)('concurrency at claim on %s', (dbEngine) => {
     expect(await claimServiceRuns(db, OPTIONS)).toEqual([]);
     await succeed(db, ids[0]!);
     expect((await claimServiceRuns(db, OPTIONS)).map((c) => c.run.id)).toEqual([ids[2]]);
+  });
+
+  it('cancelRunning with limit 2 keeps the newest older run, cancels the rest with their children', async () => {
+    const f = await fixture(db);
+    const [oldest, older, newest] = await queue(db, f, [
+      { key: 'pr#9', limit: 2, prompt: 'o1' },
+      { key: 'pr#9', limit: 2, prompt: 'o2' },
+      { key: 'pr#9', limit: 2, prompt: 'o3' },
+    ]);
+    const [child] = await queue(db, f, [{ prompt: 'child', over: { parentRunId: oldest! } }]);
+    const policy = { key: 'pr#{{n}}', limit: 2, onNew: 'cancelRunning' as const };
+    const cancelled = await db.transaction(async (tx) => {
+      const run = await engine.insertRun(tx, row(f, 'newer'));
+      const changes = await applyConcurrency(tx, run, f.factoryId, { policy, key: 'pr#9' });
+      return { run, changes };
+    });
+    expect(cancelled.changes.map((c) => c.id).sort()).toEqual([oldest, older, child].sort());
+    const now = await states(db, [oldest!, older!, newest!, child!, cancelled.run.id]);
+    expect(now[oldest!]).toEqual({
+      state: 'CANCELLED',
+      message: `cancelled by a newer run ${cancelled.run.id} (concurrency key pr#9)`,
+    });
+    expect(now[child!]!.state).toBe('CANCELLED');
+    expect(now[newest!]!.state).toBe('QUEUED');
+    expect(now[cancelled.run.id]!.state).toBe('QUEUED');
+    // a skip counts the runs of the key that have not ended, queued ones included
+    expect(await concurrencySkip(db, f.factoryId, { policy: { ...policy, onNew: 'skip' }, key: 'pr#9' })).toMatch(
+      /^skipped: concurrency key pr#9 at limit 2 \(onNew: skip; 2 runs of the key not ended: /,
+    );
+    expect(await concurrencySkip(db, f.factoryId, { policy: { ...policy, onNew: 'skip' }, key: 'pr#10' })).toBe(
+      undefined,
+    );
+    // nothing left queued for the next tests' claims
+    for (const id of [newest!, cancelled.run.id]) await engine.applyRunEvent(db, id, 'cancel');
   });
 
   it("a self-hosted worker's claim keeps the key's limit", async () => {
