@@ -15,6 +15,10 @@
  *    ratio of their p50s.
  * 3. graphile-worker on the same PostgreSQL server: `addJob` → handler start, one job at a time (the same
  *    sequential method as 1a), and its drain rate for a backlog of no-op jobs at the same concurrency.
+ * 4. The claim's concurrency check (docs/governance.md, "Concurrency keys"): run committed → INPROGRESS with the
+ *    check and, in alternating rounds on the same server, without it (its two functions replaced by ones that let
+ *    every run pass), for runs of no factory and for keyed runs of a factory with `maxActiveRuns`; the p50 of each
+ *    and their ratio. `--only-concurrency` runs this part alone.
  *
  * The machine is shared and noisy: on PostgreSQL the latency samples are taken in rounds (`--rounds`), each
  * round Agentyard's samples then graphile-worker's, both running the whole time; the table gives the
@@ -39,7 +43,9 @@ import { startServer } from '../src/server.ts';
 import type { RunningServer } from '../src/server.ts';
 import { openPostgres } from '../src/store/pg.ts';
 import { startPostgresServer } from '../test/support/postgres-server.ts';
-import { insertRuns } from '../src/engine/engine.ts';
+import { insertRuns, setRunConcurrency } from '../src/engine/engine.ts';
+import { newId } from '../src/kernel/ids.ts';
+import { executionFunctions } from '../src/engine/functions.ts';
 
 const { values } = parseArgs({
   options: {
@@ -49,6 +55,7 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '20000' },
     concurrency: { type: 'string', default: '128' },
     'skip-graphile': { type: 'boolean', default: false },
+    'only-concurrency': { type: 'boolean', default: false },
   },
 });
 const ENGINES = values.engines.split(',').filter(Boolean) as ('pglite' | 'postgres')[];
@@ -305,6 +312,85 @@ async function measureBudgetOverhead(
   return out;
 }
 
+/**
+ * The claim's concurrency check off: the two functions the lock and claim functions call for it
+ * (src/engine/functions.sql) replaced by ones that let every run pass, as the claim was before the check.
+ */
+const CHECK_OFF = `
+CREATE OR REPLACE FUNCTION ay_concurrency_open(p_factory text, p_key text, p_limit integer)
+RETURNS boolean LANGUAGE sql STABLE AS $$ SELECT true $$;
+CREATE OR REPLACE FUNCTION ay_concurrency_admit(p_ids text[])
+RETURNS text[] LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$ BEGIN RETURN p_ids; END $$;`;
+
+/** The check as functions.sql defines it. */
+function checkOn(): string {
+  const sql = executionFunctions().sql;
+  const at = (name: string) => {
+    const start = sql.indexOf(`CREATE OR REPLACE FUNCTION ${name}(`);
+    return sql.slice(start, sql.indexOf('$$;', sql.indexOf('$$', sql.indexOf('AS $$', start) + 5)) + 3);
+  };
+  return `${at('ay_concurrency_open')}\n${at('ay_concurrency_admit')}`;
+}
+
+const CHECK_KINDS = ['run of no factory', 'keyed run of a factory with maxActiveRuns'] as const;
+
+/**
+ * Run committed → INPROGRESS with the claim's concurrency check on and off, in alternating rounds (the same
+ * server, the same database), for a run of no factory and for a keyed run of a capped factory (the check's
+ * counts and advisory locks all taken). Runs are created in a transaction and announced after it, as the
+ * automations' evaluator creates them. Answers [kind][on = 0, off = 1] samples.
+ */
+async function measureConcurrencyCheck(server: RunningServer, samples: number, warmup: number): Promise<number[][][]> {
+  const { db } = server.ctx;
+  const bus = startedOnBus(server);
+  const service = server.services.runs;
+  const teamId = (await db.query<{ id: string }>('SELECT id FROM teams ORDER BY created_at LIMIT 1')).rows[0]!.id;
+  const capped = newId('fac');
+  await db.query(`INSERT INTO factories (id, team_id, name, source, definition) VALUES ($1, $2, $3, '{}', $4)`, [
+    capped,
+    teamId,
+    `bench ${capped}`,
+    JSON.stringify({ factory: { maxActiveRuns: 100_000 } }),
+  ]);
+  const kinds = [
+    { factoryId: null, keyed: false },
+    { factoryId: capped, keyed: true },
+  ];
+  const result = kinds.map(() => [[] as number[], [] as number[]]);
+  const on = checkOn();
+  let n = 0;
+  try {
+    for (let round = 0; round < ROUNDS * 2; round++) {
+      const mode = round % 2;
+      await db.exec(mode === 0 ? on : CHECK_OFF);
+      const perRound = Math.ceil(samples / ROUNDS);
+      for (let i = 0; i < perRound + warmup; i++) {
+        for (const [k, kind] of kinds.entries()) {
+          const run = await db.transaction(async (tx) => {
+            const created = await service.create(
+              { teamId, prompt: `check ${n}`, source: 'API', creator: null, factoryId: kind.factoryId },
+              { within: tx },
+            );
+            if (kind.keyed)
+              await setRunConcurrency(tx, created.run.id, { key: `acme/api#${n}`, limit: 1, heldMessage: null });
+            return created.run;
+          });
+          n++;
+          const t1 = performance.now();
+          service.announce([run]);
+          const started = await bus.wait(run.id);
+          if (i >= warmup) result[k]![mode]!.push(started - t1);
+          await pause();
+        }
+      }
+    }
+  } finally {
+    await db.exec(on);
+    bus.stop();
+  }
+  return result;
+}
+
 async function waitAllSucceeded(server: RunningServer, count: number): Promise<void> {
   for (;;) {
     const res = await server.ctx.db.query<{ n: number }>(
@@ -429,6 +515,7 @@ const rows: string[] = [];
 const budgetRows: string[] = [];
 const throughputRows: string[] = [];
 const comparison: string[] = [];
+const checkRows: string[] = [];
 let pg: Awaited<ReturnType<typeof startPostgresServer>> | undefined;
 try {
   if (ENGINES.includes('postgres')) pg = await startPostgresServer();
@@ -436,8 +523,20 @@ try {
     console.log(`\n# ${engine}`);
     const databaseUrl = engine === 'postgres' ? await createDatabase(pg!.url, 'bench_agentyard') : undefined;
     const { server, key } = await startBenchServer(engine, databaseUrl);
-    const graphile = engine === 'postgres' && !values['skip-graphile'] ? await startGraphile(pg!.url) : undefined;
+    const graphile =
+      engine === 'postgres' && !values['skip-graphile'] && !values['only-concurrency']
+        ? await startGraphile(pg!.url)
+        : undefined;
     try {
+      const check = await measureConcurrencyCheck(server, SAMPLES, 10);
+      for (const [k, name] of CHECK_KINDS.entries()) {
+        const [withCheck, without] = [percentile(check[k]![0]!, 50), percentile(check[k]![1]!, 50)];
+        checkRows.push(
+          `| ${engine} | ${name} | ${check[k]![0]!.length} | ${fmt(withCheck, 2)} | ${fmt(without, 2)} | ${fmt(withCheck / without, 2)} |`,
+        );
+      }
+      console.log(checkRows.slice(-CHECK_KINDS.length).join('\n'));
+      if (values['only-concurrency']) continue;
       const latency = emptyLatency();
       const graphileAdded: number[] = [];
       const graphileCommitted: number[] = [];
@@ -531,6 +630,11 @@ try {
   for (const dir of tmpDirs) rmSync(dir, { recursive: true, force: true });
 }
 
+console.log("\n## The claim's concurrency check: run committed → INPROGRESS p50, ms, with the check and without it\n");
+console.log('| Engine | Runs | samples each | p50 with the check | p50 without (baseline) | ratio |');
+console.log('|---|---|---:|---:|---:|---:|');
+for (const r of checkRows) console.log(r);
+if (values['only-concurrency']) process.exit(0);
 if (comparison.length) {
   console.log(`\n## Start latency against graphile-worker (median over ${ROUNDS} rounds of each round's p50), ms\n`);
   console.log('| Pair | Agentyard | graphile-worker | ratio (median of rounds) |');

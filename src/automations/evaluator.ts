@@ -14,6 +14,11 @@ import type { OutboxDelivery, Subscription } from './sql.ts';
 import { subscribedRun } from './run-input.ts';
 import { providerFirings } from './provider-runs.ts';
 import { recordConnectionNotes } from '../integrations/sql.ts';
+import { concurrencyOf } from '../definitions/concurrency-key.ts';
+import { announceRunChanges } from '../engine/announce.ts';
+import type { RunChange } from '../engine/announce.ts';
+import { applyConcurrency, concurrencySkip, webhookKey } from './concurrency.ts';
+import type { FiringConcurrency } from './concurrency.ts';
 import type { ConnectionNotes } from '../integrations/sql.ts';
 
 export interface EvaluatorOptions {
@@ -100,14 +105,16 @@ export class OutboxEvaluator extends DrainLoop {
   async evaluateBatch(): Promise<BatchResult> {
     const notes: ConnectionNotes = { lastEvents: [], lastErrors: [] };
     const continued: { announce(): Promise<void> }[] = [];
+    const superseded: RunChange[] = [];
     const result = await this.#db.transaction(async (tx) => {
       notes.lastEvents.length = 0;
       notes.lastErrors.length = 0;
       continued.length = 0;
+      superseded.length = 0;
       const deliveries = await sql.claimOutbox(tx, this.#batchSize);
       if (deliveries.length === 0) return { deliveries: 0, runs: [], integrationJobs: 0 };
       const jobs = { queued: 0 };
-      const runs = await this.#startRuns(tx, deliveries, jobs, notes, continued);
+      const runs = await this.#startRuns(tx, deliveries, jobs, notes, continued, superseded);
       const deliveryIds = deliveries.map((d) => d.id);
       await this.#beforeCommit?.({ deliveryIds, runIds: runs.map((r) => r.runId) });
       await sql.markEvaluated(tx, deliveryIds);
@@ -119,6 +126,7 @@ export class OutboxEvaluator extends DrainLoop {
       this.#log.warn({ err }, "recording the provider connections' last event failed");
     }
     this.#runs.announce(result.runs.map((r) => ({ id: r.runId, worker_host: r.workerHost })));
+    if (superseded.length > 0) await announceRunChanges(this.#bus, superseded);
     for (const c of continued)
       await c.announce().catch((err: unknown) => this.#log.warn({ err }, 'announcing follow-ups failed'));
     if (result.integrationJobs > 0) await this.#bus.publish(INTEGRATION_JOBS_TOPIC, null);
@@ -131,6 +139,7 @@ export class OutboxEvaluator extends DrainLoop {
     jobs: { queued: number },
     notes: ConnectionNotes,
     continued: { announce(): Promise<void> }[],
+    superseded: RunChange[],
   ): Promise<BatchResult['runs']> {
     const runs: BatchResult['runs'] = [];
     const deliveries = all.filter((d) => d.provider === null);
@@ -145,7 +154,19 @@ export class OutboxEvaluator extends DrainLoop {
       jobs.queued += evaluation.jobsQueued;
       for (const firing of evaluation.firings) {
         if ('skipped' in firing) await this.#skip(tx, delivery.id, firing.automationId, firing.skipped);
-        else await this.#fire(tx, delivery.id, firing.automationId, firing.input, runs, this.#threads);
+        else
+          await this.#fire(
+            tx,
+            {
+              deliveryId: delivery.id,
+              automationId: firing.automationId,
+              input: firing.input,
+              concurrency: firing.concurrency,
+            },
+            runs,
+            superseded,
+            this.#threads,
+          );
       }
     }
     if (deliveries.length === 0) return runs;
@@ -156,8 +177,11 @@ export class OutboxEvaluator extends DrainLoop {
       if (forWebhook.length === 0) continue;
       const parsed = parseJsonBody(delivery.payload);
       if (!parsed) continue;
-      for (const sub of firstMatchPerAutomation(forWebhook, parsed.value))
-        await this.#fire(tx, delivery.id, sub.automation_id, runInputFor(delivery, sub), runs);
+      for (const sub of firstMatchPerAutomation(forWebhook, parsed.value)) {
+        const policy = concurrencyOf(sub.concurrency);
+        const firing = { deliveryId: delivery.id, automationId: sub.automation_id, input: runInputFor(delivery, sub) };
+        await this.#fire(tx, { ...firing, concurrency: policy && webhookKey(policy, parsed.value) }, runs, superseded);
+      }
     }
     return runs;
   }
@@ -168,18 +192,35 @@ export class OutboxEvaluator extends DrainLoop {
       await sql.recordFiring(tx, deliveryId, automationId, { skipped: reason });
   }
 
-  /** Starts the automation's run for the delivery unless it has fired for it already. */
+  /**
+   * Starts the automation's run for the delivery unless it has fired for it already, or records why it starts
+   * none (its concurrency key at its limit with `onNew: skip`).
+   */
   async #fire(
     tx: Queryable,
-    deliveryId: string,
-    automationId: string,
-    input: CreateRunInput,
+    firing: {
+      deliveryId: string;
+      automationId: string;
+      input: CreateRunInput;
+      concurrency?: FiringConcurrency | undefined;
+    },
     runs: BatchResult['runs'],
+    superseded: RunChange[],
     threads?: ChatContinuation,
   ): Promise<void> {
+    const { deliveryId, automationId, input, concurrency } = firing;
     if (!(await sql.claimFiring(tx, deliveryId, automationId))) return;
+    const factoryId = input.factoryId;
+    if (concurrency && factoryId) {
+      const skipped = await concurrencySkip(tx, factoryId, concurrency);
+      if (skipped) {
+        await sql.recordFiring(tx, deliveryId, automationId, { skipped });
+        return;
+      }
+    }
     try {
       const { run } = await this.#runs.create(input, { within: tx });
+      if (concurrency && factoryId) superseded.push(...(await applyConcurrency(tx, run, factoryId, concurrency)));
       await threads?.started(tx, run, input);
       await sql.recordFiring(tx, deliveryId, automationId, { runId: run.id });
       runs.push({ runId: run.id, workerHost: run.worker_host });

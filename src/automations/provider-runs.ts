@@ -21,10 +21,13 @@ import { EVENT_PAYLOAD_FILE, providerRunPrompt, providerRunTitle } from './envel
 import { providerSubscriptions } from './sql.ts';
 import type { OutboxDelivery, ProviderSubscription } from './sql.ts';
 import { subscribedRun } from './run-input.ts';
+import { providerKey } from './concurrency.ts';
+import type { FiringConcurrency } from './concurrency.ts';
+import { concurrencyOf } from '../definitions/concurrency-key.ts';
 
-/** A run to start for an automation, or the reason its factory's trigger policy lets none start. */
+/** A run to start for an automation (with its concurrency key), or the reason its factory's trigger policy lets none start. */
 export type ProviderFiring =
-  | { automationId: string; input: CreateRunInput }
+  | { automationId: string; input: CreateRunInput; concurrency?: FiringConcurrency }
   | { automationId: string; skipped: string };
 
 export interface ProviderEvaluation {
@@ -168,8 +171,10 @@ async function allowedFirings(
   const firings = [...chosen.values()].map(({ sub, event }) => {
     const { base, automation } = subscribedRun(sub);
     const envelope = { automation, provider, event, subject: derived.subject, deliveryId: delivery.id };
+    const policy = concurrencyOf(sub.concurrency);
     return {
       automationId: sub.automation_id,
+      ...(policy ? { concurrency: providerKey(policy, derived, event, payload) } : {}),
       input: {
         ...base,
         prompt: providerRunPrompt(envelope),

@@ -15,6 +15,14 @@ export const AUTOMATION_AGENT_PROMPT_SQL = `(SELECT ag->>'prompt' FROM jsonb_arr
         CASE WHEN jsonb_typeof(f.definition->'agents') = 'array' THEN f.definition->'agents' ELSE '[]'::jsonb END) ag
       WHERE ag->>'name' = coalesce(a.agent, f.definition->>'foreman') LIMIT 1)`;
 
+/**
+ * SQL for the automation's `concurrency` as its factory's applied definition holds it (null: none). The query
+ * names the automation `a` and its factory `f`.
+ */
+export const AUTOMATION_CONCURRENCY_SQL = `(SELECT au->'concurrency' FROM jsonb_array_elements(
+        CASE WHEN jsonb_typeof(f.definition->'automations') = 'array' THEN f.definition->'automations' ELSE '[]'::jsonb END) au
+      WHERE au->>'name' = a.name LIMIT 1)`;
+
 /** The automation is the creator of the runs it starts (a service account named after it). */
 export function automationCreator(automation: Pick<AutomationRow, 'id' | 'name'>): Creator {
   return { type: 'service_account', id: automation.id, displayName: `automation ${automation.name}`, email: null };

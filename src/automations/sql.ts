@@ -3,7 +3,7 @@ import type { FilterMatcher } from '../definitions/model.ts';
 import type { PayloadFilter } from './payload-filter.ts';
 import type { AutomationRow } from '../factories/apply/model.ts';
 import type { Queryable } from '../kernel/db.ts';
-import { AUTOMATION_AGENT_PROMPT_SQL } from './run-input.ts';
+import { AUTOMATION_AGENT_PROMPT_SQL, AUTOMATION_CONCURRENCY_SQL } from './run-input.ts';
 
 export interface OutboxDelivery {
   id: string;
@@ -41,6 +41,8 @@ export type SubscribedAutomation = Pick<AutomationRow, 'team_id' | 'factory_id' 
   automation_name: string;
   /** The prompt of the agent the automation runs (the run's base prompt), from the applied definition. */
   agent_prompt: string | null;
+  /** The automation's `concurrency` as applied (null: none). */
+  concurrency: unknown;
 };
 
 /** A webhook trigger of an automation. */
@@ -54,7 +56,8 @@ export type Subscription = SubscribedAutomation & {
 export async function subscriptions(q: Queryable, webhookUids: readonly string[]): Promise<Subscription[]> {
   const res = await q.query<Subscription>(
     `SELECT t.webhook_uid, t.trigger_index, t.payload_filter, a.id AS automation_id, a.name AS automation_name, a.team_id,
-            a.factory_id, a.prompt, a.agent, a.config, ${AUTOMATION_AGENT_PROMPT_SQL} AS agent_prompt
+            a.factory_id, a.prompt, a.agent, a.config, ${AUTOMATION_AGENT_PROMPT_SQL} AS agent_prompt,
+            ${AUTOMATION_CONCURRENCY_SQL} AS concurrency
        FROM automation_webhook_triggers t JOIN automations a ON a.id = t.automation_id JOIN factories f ON f.id = a.factory_id
       WHERE t.webhook_uid = ANY($1::text[]) AND a.enabled AND a.deleted_at IS NULL
       ORDER BY a.id, t.trigger_index`,
@@ -109,6 +112,7 @@ export async function providerSubscriptions(
   const res = await q.query<ProviderSubscription>(
     `SELECT t.automation_id, t.trigger_index, t.event, t.filter, a.name AS automation_name, a.team_id, a.factory_id,
             a.prompt, a.agent, a.config, ${AUTOMATION_AGENT_PROMPT_SQL} AS agent_prompt,
+            ${AUTOMATION_CONCURRENCY_SQL} AS concurrency,
             coalesce((SELECT ag->>'credentialStrategy' FROM jsonb_array_elements(
                CASE WHEN jsonb_typeof(f.definition->'agents') = 'array' THEN f.definition->'agents' ELSE '[]'::jsonb END) ag
               WHERE ag->>'name' = coalesce(a.agent, f.definition->>'foreman') LIMIT 1),

@@ -113,6 +113,8 @@ export interface Run {
   worker_host?: string;
   schedule?: { schedule_id: string; schedule_name: string; cron_schedule: string };
   agent_skill?: { name?: string; full_path?: string };
+  /** The run's concurrency key (docs/governance.md, "Concurrency keys"). */
+  concurrency?: { key: string; limit: number; superseded_by?: string };
 }
 
 /** One event of a run, as the API's event stream carries it. */

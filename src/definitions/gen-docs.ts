@@ -250,6 +250,27 @@ optional payload filter:
 \`TZ=\`/\`CRON_TZ=\` prefixes, a seconds field, \`L\`, \`W\` and \`#\` are refused. \`schedule.name\` identifies the
 schedule within its automation: names are unique, and at most one schedule is unnamed.
 
+### Concurrency keys
+
+\`concurrency\` on an automation (an Agentyard extension) limits how many of its runs are active at once per
+key, the key rendered from the event when the automation fires; \`maxActiveRuns\` in \`factory.yaml\` caps all
+active runs of the factory (docs/governance.md, "Concurrency keys"):
+
+\`\`\`yaml
+# automations/review/automation.md: only the newest review of a pull request runs
+concurrency:
+  key: "{{repository}}#{{pull_request.number}}"
+  limit: 1              # default 1
+  onNew: cancelRunning  # queue (default) | cancelRunning | skip
+\`\`\`
+
+In a key, \`{{payload.<path>}}\` is a field of the delivery's body (a number indexes a list); for GitHub, Slack
+and Linear events \`{{repository}}\` (GitHub, lower-case \`owner/name\`), \`{{event}}\` (the trigger event),
+\`{{subject}}\` and \`{{sender}}\` are the event's, and any other \`{{<path>}}\` is \`{{payload.<path>}}\`; a schedule's
+fire has only \`{{schedule}}\`, the schedule's name. A field
+that is missing, null, a list or a mapping renders as nothing, so such firings share the key the rest of the
+template makes. A placeholder that is not a field path, or a \`{{\` never closed, is \`FF_INVALID_VALUE\` at the key.
+
 ## Signature schemes
 
 \`signatureScheme\` of a \`signature\` webhook: ${KNOWN_SIGNATURE_SCHEMES.map((s) => `\`${s}\``).join(', ')}.

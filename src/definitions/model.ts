@@ -3,6 +3,7 @@
  * Produced by validateFactory only when the tree has no error; the reconciler diffs it against live state.
  */
 import type { TriggerPolicy } from './trigger-policy.ts';
+import type { ConcurrencyPolicy } from './concurrency-key.ts';
 
 export type HarnessType = 'oz' | 'claude' | 'codex' | 'gemini' | 'agentyard';
 
@@ -125,6 +126,8 @@ export interface FactorySettings {
   triggerPolicy: TriggerPolicy;
   /** The factory's daily caps (an Agentyard extension); absent: none. */
   budget?: DailyCaps;
+  /** Most active runs of the factory at once (an Agentyard extension); absent: no cap. */
+  maxActiveRuns?: number;
   agentDefaults: ExecutionOverrides;
 }
 
@@ -199,6 +202,8 @@ export interface AutomationDefinition {
   declared: ExecutionOverrides;
   execution: ResolvedExecution;
   triggers: Trigger[];
+  /** The `concurrency` extension, defaults filled in; absent: none. */
+  concurrency?: ConcurrencyPolicy;
 }
 
 export interface RunnerDefinition {

@@ -45,6 +45,7 @@ import { CREDENTIAL_HEADERS } from './signature-schemes.ts';
 import { parseMarkdownSource, parseYamlSource } from './yaml.ts';
 import { triggerPolicyOf } from './trigger-policy.ts';
 import { allowEntryProblem } from './network-policy.ts';
+import { concurrencyOf, parseKeyTemplate } from './concurrency-key.ts';
 import { TreeBudget } from './work-budget.ts';
 import type { ParsedSource, Position, PositionTarget } from './yaml.ts';
 
@@ -451,6 +452,7 @@ class FactoryValidation {
       cloudProviders: cloud,
       triggerPolicy: triggerPolicyOf(v.triggerPolicy),
       ...dailyCapsOf(v.budget),
+      ...(typeof v.maxActiveRuns === 'number' ? { maxActiveRuns: v.maxActiveRuns } : {}),
       agentDefaults: overridesOf(defaults),
     };
     return {
@@ -656,6 +658,14 @@ class FactoryValidation {
       const trigger = checkTrigger(env, `/triggers/${i}`, raw, schedules);
       if (trigger) triggers.push(trigger);
     });
+    const concurrency = concurrencyOf(v.concurrency);
+    if (concurrency) {
+      const parsed = parseKeyTemplate(concurrency.key);
+      if ('error' in parsed) {
+        this.report(source, 'FF_INVALID_VALUE', '/concurrency/key', `concurrency.key: ${parsed.error}`);
+        ok = false;
+      }
+    }
     if (!ok || agent === undefined) return undefined;
     return {
       name: checked.file.name,
@@ -665,6 +675,7 @@ class FactoryValidation {
       prompt: body,
       declared: overridesOf(v),
       triggers,
+      ...(concurrency ? { concurrency } : {}),
     };
   }
 

@@ -29,6 +29,10 @@ export {
   applyRunEvent,
   cancelRunTree,
   cancelRuns,
+  // concurrency keys
+  openKeyRuns,
+  setRunConcurrency,
+  supersedeRunTree,
   // the queue: the one claim of every executor kind (claim.ts), hand-off, start, end
   ayClaimRuns,
   ayCreateAndClaimServiceRuns,

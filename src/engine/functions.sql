@@ -5,6 +5,135 @@
 -- Why functions: each is planned once per connection (`plan_cache_mode = force_generic_plan`), not on every
 -- call, and a claim, a start or an end is one round trip.
 
+-- Concurrency keys and maxActiveRuns (docs/governance.md, "Concurrency keys"). A run counts as active while
+-- CLAIMED or INPROGRESS: QUEUED and PENDING runs wait, BLOCKED and the other end states hold no executor.
+--
+-- ay_concurrency_open: whether a queued run of a factory may be taken now, as this statement's snapshot sees it:
+-- its key has fewer than its limit active, and its factory fewer than its maxActiveRuns. The lock functions
+-- below filter with it, so that held runs never take the places of runs that may start. PL/pgSQL, not SQL: a SQL
+-- function with sub-selects is not inlined, and its statements would be planned again at every claim.
+
+CREATE OR REPLACE FUNCTION ay_concurrency_open(p_factory text, p_key text, p_limit integer)
+RETURNS boolean
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  IF p_key IS NOT NULL AND (
+    SELECT count(*) FROM (
+      SELECT 1 FROM runs a
+      WHERE a.factory_id = p_factory AND a.concurrency_key = p_key AND a.state IN ('CLAIMED', 'INPROGRESS')
+      LIMIT greatest(coalesce(p_limit, 1), 0)) s) >= coalesce(p_limit, 1) THEN
+    RETURN false;
+  END IF;
+  RETURN NOT EXISTS (
+    SELECT 1 FROM factories f
+    WHERE f.id = p_factory AND f.max_active_runs IS NOT NULL
+      AND (SELECT count(*) FROM (
+             SELECT 1 FROM runs a WHERE a.factory_id = p_factory AND a.state IN ('CLAIMED', 'INPROGRESS')
+             LIMIT f.max_active_runs) s) >= f.max_active_runs);
+END
+$$;
+
+-- ay_concurrency_admit: of runs a claim has locked (p_ids, in the claim's order), those it may take. Two claims
+-- at once must never start more than a limit: the claim takes a transaction-level advisory lock per key and per
+-- capped factory among its runs (in one order, so two claims never wait on each other in a cycle), then counts
+-- the active runs in a statement of its own, whose snapshot sees every claim that held those locks before.
+-- Runs it leaves stay QUEUED, their status_message saying why, and so do the other queued runs of their key or
+-- factory (skipping rows another transaction holds: waiting on them could close a cycle).
+-- Runs of no key and no capped factory pass without a lock or a count.
+
+CREATE OR REPLACE FUNCTION ay_concurrency_admit(p_ids text[])
+RETURNS text[]
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+DECLARE
+  v_locks bigint[];
+  v_lock bigint;
+  v_admitted text[];
+BEGIN
+  SELECT array_agg(DISTINCT l.k ORDER BY l.k) INTO v_locks FROM (
+    SELECT hashtextextended(r.factory_id || chr(10) || r.concurrency_key, 4140) AS k
+    FROM runs r WHERE r.id = ANY (p_ids) AND r.factory_id IS NOT NULL AND r.concurrency_key IS NOT NULL
+    UNION ALL
+    SELECT hashtextextended(f.id, 4141)
+    FROM runs r JOIN factories f ON f.id = r.factory_id WHERE r.id = ANY (p_ids) AND f.max_active_runs IS NOT NULL
+  ) l;
+  IF v_locks IS NULL THEN
+    RETURN p_ids;
+  END IF;
+  FOREACH v_lock IN ARRAY v_locks LOOP
+    PERFORM pg_advisory_xact_lock(v_lock);
+  END LOOP;
+
+  WITH c AS (
+    SELECT r.id, r.factory_id, r.concurrency_key, r.concurrency_limit, f.max_active_runs, u.ord
+    FROM unnest(p_ids) WITH ORDINALITY AS u(id, ord) JOIN runs r ON r.id = u.id
+    LEFT JOIN factories f ON f.id = r.factory_id AND f.max_active_runs IS NOT NULL
+  ), by_key AS (
+    SELECT c.*, row_number() OVER (PARTITION BY c.factory_id, c.concurrency_key ORDER BY c.ord) AS place,
+      (SELECT count(*) FROM runs a WHERE a.factory_id = c.factory_id AND a.concurrency_key = c.concurrency_key
+         AND a.concurrency_key IS NOT NULL AND a.state IN ('CLAIMED', 'INPROGRESS')) AS active
+    FROM c
+  ), key_ok AS (
+    SELECT k.* FROM by_key k
+    WHERE k.factory_id IS NULL OR k.concurrency_key IS NULL OR k.active + k.place <= coalesce(k.concurrency_limit, 1)
+  ), by_factory AS (
+    SELECT k.id, k.ord, k.max_active_runs,
+      row_number() OVER (PARTITION BY k.factory_id ORDER BY k.ord) AS place,
+      (SELECT count(*) FROM runs a WHERE a.factory_id = k.factory_id AND a.state IN ('CLAIMED', 'INPROGRESS')) AS active
+    FROM key_ok k
+  )
+  SELECT array_agg(b.id ORDER BY b.ord) INTO v_admitted
+  FROM by_factory b WHERE b.max_active_runs IS NULL OR b.active + b.place <= b.max_active_runs;
+
+  -- why the others wait: their key at its limit, else their factory at its cap. Only when this claim leaves some
+  -- of its runs: the runs of a key a claim fills were its candidates too (the lock functions take every run of a
+  -- key that may start), and a run queued while its key is full is marked when it fires.
+  IF cardinality(coalesce(v_admitted, '{}'::text[])) = cardinality(p_ids) THEN
+    RETURN v_admitted;
+  END IF;
+  WITH admitted AS (
+    SELECT r.factory_id, r.concurrency_key FROM runs r WHERE r.id = ANY (coalesce(v_admitted, '{}'::text[]))
+  ), touched AS (
+    SELECT DISTINCT r.factory_id, r.concurrency_key, coalesce(r.concurrency_limit, 1) AS key_limit, f.max_active_runs
+    FROM runs r LEFT JOIN factories f ON f.id = r.factory_id AND f.max_active_runs IS NOT NULL
+    WHERE r.id = ANY (p_ids) AND r.factory_id IS NOT NULL
+  ), groups AS (
+    SELECT t.factory_id, t.concurrency_key, t.key_limit, t.max_active_runs,
+      t.concurrency_key IS NOT NULL AND (
+        (SELECT count(*) FROM runs a WHERE a.factory_id = t.factory_id AND a.concurrency_key = t.concurrency_key
+           AND a.concurrency_key IS NOT NULL AND a.state IN ('CLAIMED', 'INPROGRESS'))
+        + (SELECT count(*) FROM admitted d WHERE d.factory_id = t.factory_id AND d.concurrency_key = t.concurrency_key)
+      ) >= t.key_limit AS key_full,
+      t.max_active_runs IS NOT NULL AND (
+        (SELECT count(*) FROM runs a WHERE a.factory_id = t.factory_id AND a.state IN ('CLAIMED', 'INPROGRESS'))
+        + (SELECT count(*) FROM admitted d WHERE d.factory_id = t.factory_id)
+      ) >= t.max_active_runs AS factory_full
+    FROM touched t
+  ), marked AS (
+    -- two index look-ups (runs_concurrency_open, runs_factory_active), only for groups that are full
+    SELECT DISTINCT ON (m.id) m.id, m.message FROM (
+      SELECT q.id, 0 AS pref, format('queued: concurrency key %s at limit %s', g.concurrency_key, g.key_limit) AS message
+      FROM groups g JOIN runs q ON q.factory_id = g.factory_id AND q.concurrency_key = g.concurrency_key
+        AND q.concurrency_key IS NOT NULL AND q.state = 'QUEUED'
+      WHERE g.key_full
+      UNION ALL
+      SELECT q.id, 1, format('queued: factory at maxActiveRuns %s', f.max_active_runs)
+      FROM (SELECT DISTINCT g.factory_id, g.max_active_runs FROM groups g WHERE g.factory_full) f
+      JOIN runs q ON q.factory_id = f.factory_id AND q.state = 'QUEUED'
+    ) m
+    WHERE m.id <> ALL (coalesce(v_admitted, '{}'::text[]))
+    ORDER BY m.id, m.pref
+  ), lockable AS (
+    SELECT r.id FROM runs r JOIN marked m ON m.id = r.id WHERE r.state = 'QUEUED' FOR UPDATE OF r SKIP LOCKED
+  )
+  UPDATE runs r SET status_message = jsonb_build_object('message', m.message)
+  FROM marked m JOIN lockable l ON l.id = m.id
+  WHERE r.id = m.id AND r.status_message IS DISTINCT FROM jsonb_build_object('message', m.message);
+
+  RETURN coalesce(v_admitted, '{}'::text[]);
+END
+$$;
+
 -- Dispatch. The lock functions lock (FOR UPDATE SKIP LOCKED) the queued runs to claim, best first, inside the
 -- caller's transaction; the caller moves them through the state machine.
 --
@@ -37,6 +166,7 @@ BEGIN
         AND coalesce(nullif(lower(q.config->'harness'->>'type'), ''), 'oz') = ANY(p_harnesses)
         AND (q.factory_id IS NULL OR NOT EXISTS (
           SELECT 1 FROM kubernetes_factories k WHERE k.factory_id = q.factory_id AND k.deleted_at IS NULL AND k.executor = 'kubernetes'))
+        AND (q.factory_id IS NULL OR ay_concurrency_open(q.factory_id, q.concurrency_key, q.concurrency_limit))
       ORDER BY q.created_at, q.id
       LIMIT p_limit
     ) c
@@ -78,6 +208,7 @@ BEGIN
       SELECT 1 FROM integration_identities i
       WHERE i.team_id = r.team_id AND i.subject_id = p_registrant AND i.provider = r.acts_as->>'provider'
         AND lower(i.external_id) = lower(r.acts_as->>'account')))
+    AND (r.factory_id IS NULL OR ay_concurrency_open(r.factory_id, r.concurrency_key, r.concurrency_limit))
   ORDER BY r.created_at, r.id
   LIMIT p_limit
   FOR UPDATE OF r SKIP LOCKED;
@@ -95,12 +226,16 @@ CREATE OR REPLACE FUNCTION ay_claim_locked(
 RETURNS TABLE (run jsonb, execution_id text, attempt integer, harness text, previous json, followups json, attachments json)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
+DECLARE
+  v_admitted text[];
 BEGIN
+  v_admitted := ay_concurrency_admit(p_ids);
   RETURN QUERY
   WITH x AS (
     SELECT u.id, u.execution_id, u.attempt, h.type AS harness, u.ord
     FROM unnest(p_ids, p_spellings, p_attempts, p_execution_ids) WITH ORDINALITY AS u(id, spelling, attempt, execution_id, ord)
     JOIN unnest(p_harness_spellings, p_harness_types) AS h(spelling, type) ON h.spelling = coalesce(nullif(lower(u.spelling), ''), 'oz')
+    WHERE u.id = ANY (v_admitted)
   ), moved AS (
     UPDATE runs r SET state = p_to, updated_at = ay_now(), execution_id = x.execution_id, status_message = NULL
     FROM x WHERE r.id = x.id AND r.state = ANY(p_from) RETURNING r.*
@@ -138,6 +273,7 @@ BEGIN
   WHERE r.state = 'QUEUED' AND (r.worker_host IS NULL OR r.worker_host = ANY(p_hosts))
     AND (p_namespace IS NULL OR k.namespace = p_namespace)
     AND coalesce(nullif(lower(r.config->'harness'->>'type'), ''), 'oz') = ANY(p_harnesses)
+    AND ay_concurrency_open(r.factory_id, r.concurrency_key, r.concurrency_limit)
   ORDER BY r.created_at, r.id
   LIMIT p_limit
   FOR UPDATE OF r SKIP LOCKED;

@@ -97,6 +97,11 @@ export interface RunRow {
   /** credentialStrategy CREATOR: set by the server from a signed provider event; null otherwise (migration 0072). */
   acts_as?: ActsAs | null;
   request_usage: Record<string, number> | null;
+  /** The concurrency key its automation rendered when it fired, and the limit then (migration 0087). */
+  concurrency_key?: string | null;
+  concurrency_limit?: number | null;
+  /** The newer run of its key that cancelled it (`onNew: cancelRunning`). */
+  superseded_by?: string | null;
   created_at: Date;
   updated_at: Date;
   started_at: Date | null;
@@ -136,6 +141,8 @@ export interface RunItem {
   automation_id?: string;
   delivery_id?: string;
   worker_host?: string;
+  /** Agentyard extension: the run's concurrency key and limit, and the newer run that cancelled it. */
+  concurrency?: { key: string; limit: number; superseded_by?: string };
 }
 
 /** ISO-8601 duration of a run (`PT2M30S`), from its start to its end or to now. */
@@ -212,5 +219,14 @@ export function toRunItem(row: RunRow, sessionLink: (sessionId: string) => strin
     ...(row.delivery_id ? { delivery_id: row.delivery_id } : {}),
     ...(row.worker_host ? { worker_host: row.worker_host } : {}),
     ...(row.schedule_info ? { schedule: row.schedule_info } : {}),
+    ...(row.concurrency_key
+      ? {
+          concurrency: {
+            key: row.concurrency_key,
+            limit: row.concurrency_limit ?? 1,
+            ...(row.superseded_by ? { superseded_by: row.superseded_by } : {}),
+          },
+        }
+      : {}),
   };
 }

@@ -233,6 +233,70 @@ export async function cancelRunTree(
   return res.rows;
 }
 
+// ---- concurrency keys (docs/governance.md, "Concurrency keys") ----
+
+/** The factory's runs of a concurrency key that have not ended (QUEUED, PENDING, CLAIMED, INPROGRESS), newest first. */
+export async function openKeyRuns(
+  q: Queryable,
+  factoryId: string,
+  key: string,
+): Promise<{ id: string; team_id: string; state: RunState }[]> {
+  const res = await q.query<{ id: string; team_id: string; state: RunState }>(
+    `SELECT id, team_id, state FROM runs
+      WHERE factory_id = $1 AND concurrency_key = $2 AND concurrency_key IS NOT NULL
+        AND state IN ('QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS')
+      ORDER BY created_at DESC, id DESC`,
+    [factoryId, key],
+  );
+  return res.rows;
+}
+
+/**
+ * A new run's concurrency key and limit, in the transaction that inserts it (before any claim can see it), and
+ * the status message it waits with when its key is at the limit already.
+ */
+export async function setRunConcurrency(
+  q: Queryable,
+  runId: string,
+  c: { key: string; limit: number; heldMessage: string | null },
+): Promise<void> {
+  await q.query(
+    `UPDATE runs SET concurrency_key = $2, concurrency_limit = $3,
+       status_message = CASE WHEN $4::text IS NULL THEN status_message ELSE jsonb_build_object('message', $4::text) END
+     WHERE id = $1`,
+    [runId, c.key, c.limit, c.heldMessage],
+  );
+}
+
+/**
+ * Cancels a run superseded by a newer run of its concurrency key (`onNew: cancelRunning`), with the runs it
+ * started (any depth), as cancelRunTree does; the run keeps the newer run's id in `superseded_by`.
+ */
+export async function supersedeRunTree(
+  q: Queryable,
+  teamId: string,
+  rootId: string,
+  newerRunId: string,
+  message: string,
+  childMessage: string,
+): Promise<RunRow[]> {
+  const t = transitionFor('cancel');
+  const res = await q.query<RunRow>(
+    `WITH RECURSIVE tree(id) AS (
+       SELECT id FROM runs WHERE id = $1 AND team_id = $2
+       UNION
+       SELECT r.id FROM runs r JOIN tree ON r.parent_run_id = tree.id WHERE r.team_id = $2
+     )
+     UPDATE runs r SET state = $3, updated_at = ay_now(), finished_at = ay_now(),
+       status_message = jsonb_build_object('message', CASE WHEN r.id = $1 THEN $5 ELSE $6 END),
+       superseded_by = CASE WHEN r.id = $1 THEN $7 ELSE r.superseded_by END
+     FROM tree WHERE r.id = tree.id AND r.state = ANY($4)
+     RETURNING r.*`,
+    [rootId, teamId, t.to, [...t.from], message, childMessage, newerRunId],
+  );
+  return res.rows;
+}
+
 /** Cancels the runs among `ids` that may be cancelled; answers those it moved. */
 export async function cancelRuns(
   q: Queryable,

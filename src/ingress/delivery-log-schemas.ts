@@ -65,7 +65,7 @@ export const DeliveryItemSchema = Type.Object({
   skipped_reasons: Type.Optional(
     Type.Array(Type.String(), {
       description:
-        "Why an automation that matched this event started no run: its factory's trigger policy (a connection's log), or a daily cap of its factory, agent or automation (docs/governance.md)",
+        "Why an automation that matched this event started no run: its factory's trigger policy (a connection's log), a daily cap of its factory, agent or automation, or its concurrency key (onNew: skip; docs/governance.md)",
     }),
   ),
 });

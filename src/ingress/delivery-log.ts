@@ -165,7 +165,7 @@ export async function countTeamDeliveries(q: Queryable, teamId: string, since: D
   return res.rows[0] ?? { deliveries: 0, accepted: 0, rejected: 0 };
 }
 
-/** Why the accepted deliveries among these started no run for some automation (trigger policies), by delivery. */
+/** Why the accepted deliveries among these started no run for some automation (trigger policies, concurrency keys), by delivery. */
 async function skipsOf(q: Queryable, rows: readonly DeliveryLogRow[]): Promise<Map<string, string[]>> {
   const ids = rows.filter((r) => r.label === 'accepted').map((r) => r.id);
   const skips = new Map<string, string[]>();
@@ -179,8 +179,8 @@ async function skipsOf(q: Queryable, rows: readonly DeliveryLogRow[]): Promise<M
 }
 
 /**
- * One page of a delivery log (a webhook's, or a provider connection's) as the API answers it. A connection's
- * log (`withSkips`) also says, per delivery, why an event started no run (docs/governance.md).
+ * One page of a delivery log (a webhook's, or a provider connection's) as the API answers it; `withSkips` also
+ * says, per delivery, why an automation it matched started no run (docs/governance.md).
  */
 export async function deliveryLogPage(
   q: Queryable,

@@ -175,6 +175,15 @@ export const RunItemSchema = Type.Object(
     automation_id: OptStr,
     delivery_id: OptStr,
     worker_host: OptStr,
+    concurrency: Type.Optional(
+      Type.Object(
+        { key: Str, limit: Type.Integer({ minimum: 1 }), superseded_by: OptStr },
+        {
+          description:
+            "Agentyard extension: the concurrency key the run's automation rendered when it fired, its limit, and the newer run of the key that cancelled it (onNew: cancelRunning)",
+        },
+      ),
+    ),
     result: Type.Optional(
       Type.Union([Str, Type.Null()], {
         description: "The agent's final answer: the text of the run's last `result` event (GET of one run only)",

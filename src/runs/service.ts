@@ -13,6 +13,7 @@ import { announceQueuedLocally, announceRunChanges, queuedWireMessages } from '.
 import { enforceDailyCaps, runCaps } from './daily-caps.ts';
 import type { RunCaps } from './daily-caps.ts';
 import type { RunHandOff } from '../engine/hand-off.ts';
+import type { RunChange } from '../engine/announce.ts';
 
 /** Reserved `worker_host` values that mean "the service's own executors". */
 export const SERVICE_WORKER_HOSTS: ReadonlySet<string> = new Set(['service', 'warp']);
@@ -367,6 +368,11 @@ export class RunService {
       this.#bus,
       runs.map((r) => ({ ...r, state: 'QUEUED', created: true })),
     );
+  }
+
+  /** Makes known runs a caller's committed transaction moved (cancelled by a newer run of their concurrency key). */
+  async announceMoved(changes: readonly RunChange[]): Promise<void> {
+    if (changes.length > 0) await announceRunChanges(this.#bus, changes);
   }
 
   async get(teamId: string, runId: string): Promise<RunRow> {

@@ -8,6 +8,10 @@ import { creatorOfInfo, scheduleInfoOf } from './model.ts';
 import * as sql from './sql.ts';
 import type { LiveAutomation } from './sql.ts';
 import * as engine from '../engine/engine.ts';
+import type { RunChange } from '../engine/announce.ts';
+import { applyConcurrency, concurrencySkip, scheduleKey } from '../automations/concurrency.ts';
+import type { FiringConcurrency } from '../automations/concurrency.ts';
+import { concurrencyOf } from '../definitions/concurrency-key.ts';
 
 export interface FireOptions {
   now: Date;
@@ -29,6 +33,14 @@ export interface FireOutcome {
   /** Slots fired (a fire whose runs all failed still counts). */
   fired: number;
   runs: CreatedRun[];
+  /** Older runs cancelled by the new ones (concurrency `onNew: cancelRunning`), to announce after the commit. */
+  superseded: RunChange[];
+}
+
+/** A run a fire asks for, with its automation's concurrency key. */
+interface FireInput {
+  input: CreateRunInput;
+  concurrency?: FiringConcurrency | undefined;
 }
 
 function messageOf(err: unknown): string {
@@ -56,34 +68,37 @@ async function underSavepoint<T>(
 }
 
 /** A run of an automation for a schedule fire: the automation's prompt and settings, its agent's base prompt. */
-function automationRunInput(schedule: ScheduleRow, automation: LiveAutomation): CreateRunInput {
+function automationRunInput(schedule: ScheduleRow, automation: LiveAutomation): FireInput {
+  const policy = concurrencyOf(automation.concurrency);
   return {
-    ...automationRunBase(automation, automation.agent_prompt),
-    prompt: automation.prompt,
-    title: `${automation.name}: schedule ${schedule.name}`,
-    source: 'SCHEDULED_AGENT',
-    scheduleId: schedule.id,
+    input: {
+      ...automationRunBase(automation, automation.agent_prompt),
+      prompt: automation.prompt,
+      title: `${automation.name}: schedule ${schedule.name}`,
+      source: 'SCHEDULED_AGENT',
+      scheduleId: schedule.id,
+    },
+    ...(policy ? { concurrency: scheduleKey(policy, schedule.name) } : {}),
   };
 }
 
 /** The runs one fire asks for: the schedule's own, then one per automation selecting it by id. */
-async function runInputsOf(
-  tx: Queryable,
-  schedule: ScheduleRow,
-): Promise<{ inputs: CreateRunInput[]; problems: string[] }> {
-  const inputs: CreateRunInput[] = [];
+async function runInputsOf(tx: Queryable, schedule: ScheduleRow): Promise<{ inputs: FireInput[]; problems: string[] }> {
+  const inputs: FireInput[] = [];
   const problems: string[] = [];
   let owner: string | null = null;
   if (schedule.origin === 'api') {
     inputs.push({
-      teamId: schedule.team_id,
-      prompt: schedule.prompt,
-      config: schedule.agent_config,
-      source: 'SCHEDULED_AGENT',
-      // whoever last set the prompt asked for these runs, not necessarily the schedule's creator
-      creator: creatorOfInfo(schedule.prompt_set_by ?? schedule.created_by),
-      scheduleId: schedule.id,
-      ...(Object.keys(schedule.metadata).length ? { metadata: schedule.metadata } : {}),
+      input: {
+        teamId: schedule.team_id,
+        prompt: schedule.prompt,
+        config: schedule.agent_config,
+        source: 'SCHEDULED_AGENT',
+        // whoever last set the prompt asked for these runs, not necessarily the schedule's creator
+        creator: creatorOfInfo(schedule.prompt_set_by ?? schedule.created_by),
+        scheduleId: schedule.id,
+        ...(Object.keys(schedule.metadata).length ? { metadata: schedule.metadata } : {}),
+      },
     });
   } else {
     const automation = schedule.automation_id ? await sql.getLiveAutomation(tx, schedule.automation_id) : undefined;
@@ -106,7 +121,12 @@ async function runInputsOf(
  * process gets there), creates its runs, and moves `next_run_at` to the first slot after `now`, so slots
  * missed while no scheduler ran collapse into this one fire.
  */
-async function fireOne(tx: Queryable, schedule: ScheduleRow, options: FireOptions): Promise<CreatedRun[]> {
+async function fireOne(
+  tx: Queryable,
+  schedule: ScheduleRow,
+  options: FireOptions,
+  superseded: RunChange[],
+): Promise<CreatedRun[]> {
   const slot = schedule.next_run_at!;
   let nextRunAt: Date | null;
   try {
@@ -132,18 +152,31 @@ async function fireOne(tx: Queryable, schedule: ScheduleRow, options: FireOption
   const { inputs, problems } = await runInputsOf(tx, schedule);
   const created: CreatedRun[] = [];
   const info = JSON.stringify(scheduleInfoOf(schedule));
-  for (const input of inputs) {
-    const outcome = await underSavepoint(tx, async () => {
-      const { run } = await options.runs.create(input, { within: tx });
-      await engine.setRunScheduleInfo(tx, run.id, info);
-      return run;
-    });
-    if (outcome.ok)
-      created.push({ run_id: outcome.value.id, worker_host: outcome.value.worker_host, schedule_id: schedule.id });
-    else
+  for (const { input, concurrency } of inputs) {
+    const factoryId = input.factoryId;
+    const outcome = await underSavepoint(
+      tx,
+      async (): Promise<{ skipped: string } | { run: engine.CreatedRun; cancelled: RunChange[] }> => {
+        if (concurrency && factoryId) {
+          const skipped = await concurrencySkip(tx, factoryId, concurrency);
+          if (skipped) return { skipped };
+        }
+        const { run } = await options.runs.create(input, { within: tx });
+        await engine.setRunScheduleInfo(tx, run.id, info);
+        const cancelled = concurrency && factoryId ? await applyConcurrency(tx, run, factoryId, concurrency) : [];
+        return { run, cancelled };
+      },
+    );
+    if (!outcome.ok)
       problems.push(
         input.automationId ? `automation ${input.automationId}: ${messageOf(outcome.error)}` : messageOf(outcome.error),
       );
+    else if ('skipped' in outcome.value) problems.push(`automation ${input.automationId}: ${outcome.value.skipped}`);
+    else {
+      const { run, cancelled } = outcome.value;
+      created.push({ run_id: run.id, worker_host: run.worker_host, schedule_id: schedule.id });
+      superseded.push(...cancelled);
+    }
   }
   const error = problems.length ? problems.join('; ') : null;
   await sql.recordFireRuns(
@@ -163,16 +196,18 @@ async function fireOne(tx: Queryable, schedule: ScheduleRow, options: FireOption
  */
 export async function fireDueSchedules(db: Db, options: FireOptions): Promise<FireOutcome> {
   const batchSize = options.batchSize ?? 50;
-  const outcome: FireOutcome = { fired: 0, runs: [] };
+  const outcome: FireOutcome = { fired: 0, runs: [], superseded: [] };
   for (;;) {
     const batch = await db.transaction(async (tx) => {
       const due = await sql.claimDue(tx, options.now, batchSize);
       const runs: CreatedRun[] = [];
-      for (const schedule of due) runs.push(...(await fireOne(tx, schedule, options)));
-      return { claimed: due.length, runs };
+      const superseded: RunChange[] = [];
+      for (const schedule of due) runs.push(...(await fireOne(tx, schedule, options, superseded)));
+      return { claimed: due.length, runs, superseded };
     });
     outcome.fired += batch.claimed;
     outcome.runs.push(...batch.runs);
+    outcome.superseded.push(...batch.superseded);
     if (batch.claimed < batchSize) return outcome;
   }
 }

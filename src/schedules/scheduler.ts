@@ -77,6 +77,7 @@ export class Scheduler {
     const now = this.#clock.now();
     const outcome = await fireDueSchedules(this.#db, { now, firedBy: this.#id, runs: this.#runs });
     this.#runs.announce(outcome.runs.map((r) => ({ id: r.run_id, worker_host: r.worker_host })));
+    await this.#runs.announceMoved(outcome.superseded);
     if (outcome.fired) this.#log.info({ fired: outcome.fired, runs: outcome.runs.length }, 'schedules fired');
     if (now.getTime() - this.#lastPrune >= PRUNE_EVERY_MS) {
       this.#lastPrune = now.getTime();

@@ -1,4 +1,4 @@
-import { AUTOMATION_AGENT_PROMPT_SQL } from '../automations/run-input.ts';
+import { AUTOMATION_AGENT_PROMPT_SQL, AUTOMATION_CONCURRENCY_SQL } from '../automations/run-input.ts';
 import type { AutomationRow } from '../factories/apply/model.ts';
 import type { Queryable } from '../kernel/db.ts';
 import type { AgentConfig } from '../engine/model.ts';
@@ -138,10 +138,12 @@ export async function pruneFires(q: Queryable, before: Date): Promise<void> {
 export type LiveAutomation = Omit<AutomationRow, 'created_at' | 'updated_at' | 'deleted_at'> & {
   /** The prompt of the agent the automation runs (the run's base prompt), from the applied definition. */
   agent_prompt: string | null;
+  /** The automation's `concurrency` as applied (null: none). */
+  concurrency: unknown;
 };
 
 const LIVE_AUTOMATION = `SELECT a.id, a.team_id, a.factory_id, a.name, a.file, a.enabled, a.prompt, a.agent, a.config, a.triggers,
-    ${AUTOMATION_AGENT_PROMPT_SQL} AS agent_prompt
+    ${AUTOMATION_AGENT_PROMPT_SQL} AS agent_prompt, ${AUTOMATION_CONCURRENCY_SQL} AS concurrency
   FROM automations a JOIN factories f ON f.id = a.factory_id
   WHERE a.deleted_at IS NULL AND f.deleted_at IS NULL`;
 

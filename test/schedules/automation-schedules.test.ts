@@ -231,4 +231,40 @@ describe.each(ENGINES)('automation schedule triggers on %s', (engine) => {
     });
     await s.api('DELETE', `/agent/schedules/${api.body.id}`);
   });
+
+  it("keeps the automation's concurrency: `{{schedule}}` names the fire's schedule, `skip` records why", async () => {
+    clock.set('2030-08-01T00:00:10.000Z');
+    // the automation's `concurrency` as an apply stores it: in the factory's applied definition
+    await s.server.ctx.db.query(`UPDATE factories SET definition = definition || $2::jsonb WHERE id = $1`, [
+      factoryId,
+      JSON.stringify({
+        automations: [{ name: 'sweeper', concurrency: { key: 'sweep-{{schedule}}', limit: 1, onNew: 'skip' } }],
+      }),
+    ]);
+    await applyAutomation({
+      id: 'auto_sweeper',
+      name: 'sweeper',
+      triggers: [{ provider: 'schedule', event: 'cron_fired', schedule: { name: 'sweep', cron: '@hourly' } }],
+    });
+    const sweep = (await applied((x) => x.some((i) => i.name === 'sweep'), 'the sweep schedule')).find(
+      (x) => x.name === 'sweep',
+    )!;
+    clock.set('2030-08-01T01:00:00.000Z');
+    const [first] = await waitForRuns(s, sweep.id, 'the first sweep');
+    const run = (await s.api('GET', `/agent/runs/${first!.run_id}`)).body;
+    expect(run.concurrency).toEqual({ key: 'sweep-sweep', limit: 1 });
+    expect(run.state).toBe('QUEUED');
+
+    // the first run has not ended: the next fire starts none, and the schedule says why
+    clock.set('2030-08-01T02:00:00.000Z');
+    const skipped = await waitFor(async () => {
+      await s.scheduler.tick();
+      const item = (await s.api('GET', `/agent/schedules/${sweep.id}`)).body;
+      return item.history.next_run === '2030-08-01T03:00:00.000Z' ? item : undefined;
+    }, 'the second fire');
+    expect(await runsOfSchedule(s, sweep.id)).toHaveLength(1);
+    expect(skipped.last_spawn_error).toBe(
+      `automation auto_sweeper: skipped: concurrency key sweep-sweep at limit 1 (onNew: skip; 1 run of the key not ended: ${first!.run_id})`,
+    );
+  });
 });

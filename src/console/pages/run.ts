@@ -54,6 +54,20 @@ function header(_viewer: Viewer, d: RunPageData): SafeHtml {
   ${d.error ? errorBox(d.error) : ''}`;
 }
 
+/**
+ * What its concurrency key does to the run, in a few words: held because the key is full, cancelled by a newer
+ * run of the key (linked), or only the key. Empty for a run with no key.
+ */
+export function concurrencyNote(run: Run): SafeHtml {
+  const c = run.concurrency;
+  if (!c) return html``;
+  if (c.superseded_by)
+    return html`cancelled by a newer run <a href="/console/runs/${enc(c.superseded_by)}"><code>${c.superseded_by}</code></a>`;
+  if (run.state === 'QUEUED' && run.status_message?.message?.startsWith('queued: concurrency key'))
+    return html`queued because of key <code>${c.key}</code> (limit ${c.limit})`;
+  return html``;
+}
+
 /** Where the run comes from and where it leads: factory, automation, delivery, schedule, parent, children. */
 function origin(d: RunPageData): SafeHtml {
   const { run } = d;
@@ -79,6 +93,7 @@ function facts(_viewer: Viewer, d: RunPageData): SafeHtml {
     <dt>Creator</dt><dd>${run.creator?.display_name ?? '—'}</dd>
     <dt>Created</dt><dd>${timeAgo(run.created_at)}</dd>
     <dt>Status</dt><dd id="run-status">${run.status_message?.message ?? (ACTIVE_STATES.has(run.state) ? 'waiting' : '—')}</dd>
+    ${run.concurrency ? html`<dt>Concurrency</dt><dd id="run-concurrency">key <code>${run.concurrency.key}</code>, limit ${run.concurrency.limit}${concurrencyNote(run).toString() ? html` · ${concurrencyNote(run)}` : ''}</dd>` : ''}
     <dt>Duration</dt><dd id="run-duration">${seconds !== undefined ? duration(seconds) : 'not started'}</dd>
     <dt>Usage</dt><dd id="run-usage">${run.request_usage ? usageText(run.request_usage) : 'none yet'}</dd>
   </dl>`;

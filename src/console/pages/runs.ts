@@ -1,5 +1,6 @@
 import type { Factory, PageInfo, Run } from '../api-types.ts';
 import { runState, timeAgo } from '../format.ts';
+import { concurrencyNote } from './run.ts';
 import { html } from '../html.ts';
 import type { SafeHtml } from '../html.ts';
 import { errorBox, page } from '../layout.ts';
@@ -130,7 +131,7 @@ export function runsPage(viewer: Viewer, data: RunsPageData): string {
     <thead><tr>${sortHeader(data, 'title')}<th scope="col">State</th><th scope="col">Source</th><th scope="col">Agent</th><th scope="col">Creator</th>${sortHeader(data, 'created_at')}${sortHeader(data, 'updated_at')}</tr></thead>
     <tbody>${data.runs.map(
       (r) =>
-        html`<tr><th scope="row"><a href="/console/runs/${r.run_id}">${r.title}</a></th><td>${runState(r.state)}</td><td>${r.source_detail ?? r.source}</td><td>${agentOf(r)}</td><td>${r.creator?.display_name ?? '—'}</td><td>${timeAgo(r.created_at)}</td><td>${timeAgo(r.updated_at)}</td></tr>`,
+        html`<tr><th scope="row"><a href="/console/runs/${r.run_id}">${r.title}</a></th><td>${runState(r.state)}${r.concurrency && concurrencyNote(r).toString() ? html`<br><small class="muted">${concurrencyNote(r)}</small>` : ''}</td><td>${r.source_detail ?? r.source}</td><td>${agentOf(r)}</td><td>${r.creator?.display_name ?? '—'}</td><td>${timeAgo(r.created_at)}</td><td>${timeAgo(r.updated_at)}</td></tr>`,
     )}</tbody></table></div>`
   }
   ${previous || next ? html`<nav class="pager" aria-label="Pages of runs">${previous ? html`<a href="${previous}" rel="prev">Previous page</a>` : ''}${next ? html`<a href="${next}" rel="next">Next page</a>` : ''}</nav>` : ''}`;

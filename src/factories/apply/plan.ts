@@ -331,10 +331,12 @@ export function computePlan(input: PlanInput): Plan {
       triggers: row.triggers,
     };
     const fields = differingFields(current, values, ['file', 'enabled', 'prompt', 'agent', 'config', 'triggers']);
-    if (fields.length > 0) {
-      automations.push({ op: 'update', id: row.id, values, triggers, fields });
+    if (fields.length > 0) automations.push({ op: 'update', id: row.id, values, triggers, fields: [...fields] });
+    // `concurrency` lives in the applied definition only (no column): a change of it alone updates no row.
+    const applied = input.applied?.automations.find((a) => a.name === def.name);
+    if (applied && !isDeepStrictEqual(applied.concurrency ?? null, def.concurrency ?? null)) fields.push('concurrency');
+    if (fields.length > 0)
       changes.push({ kind: 'automation', name: def.name, file: def.file, action: 'updated', id: row.id, fields });
-    }
   }
   for (const row of input.automations) {
     if (!desiredAutomations.has(row.name)) {
