@@ -193,9 +193,17 @@ async function copyContent(input: FileHandle, output: FileHandle, size: number):
   while (position < size) {
     const { bytesRead } = await input.read(buf, 0, Math.min(buf.length, size - position), position);
     if (bytesRead === 0) break;
-    for (let at = 0; at < bytesRead; at += HOLE) {
-      const part = buf.subarray(at, Math.min(at + HOLE, bytesRead));
-      if (!part.equals(ZERO.subarray(0, part.length))) await output.write(part, 0, part.length, position + at);
+    // each run of parts holding data is written at once; parts of zeros are skipped
+    let from = -1;
+    for (let at = 0; ; at += HOLE) {
+      const end = Math.min(at + HOLE, bytesRead);
+      const data = at < bytesRead && !buf.subarray(at, end).equals(ZERO.subarray(0, end - at));
+      if (data && from < 0) from = at;
+      if (!data && from >= 0) {
+        await output.write(buf, from, Math.min(at, bytesRead) - from, position + from);
+        from = -1;
+      }
+      if (at >= bytesRead) break;
     }
     position += bytesRead;
   }
