@@ -6,6 +6,7 @@
  * `/proc/<init>/root` with workspace-copy.ts, then swaps it in for the host's workspace. Until then the host's
  * workspace keeps what the agent started with: a server killed mid-run leaves that.
  */
+import { readFileSync } from 'node:fs';
 import { readFile, rm, mkdir, rename, statfs } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import type { Duplex } from 'node:stream';
@@ -47,6 +48,22 @@ export async function sandboxCore(tree: readonly number[]): Promise<{ init?: num
   return found;
 }
 
+/**
+ * The sandbox's init when `launcher` is bubblewrap (or a shell that exec'd it): its only child, read at once
+ * from /proc/<pid>/task/<pid>/children (CONFIG_PROC_CHILDREN); undefined when that cannot tell.
+ */
+function initOf(launcher: number): number | undefined {
+  try {
+    const children = readFileSync(`/proc/${launcher}/task/${launcher}/children`, 'utf8').trim().split(/\s+/);
+    if (children.length !== 1 || !/^\d+$/.test(children[0]!)) return undefined;
+    const status = readFileSync(`/proc/${children[0]}/status`, 'utf8');
+    const ns = /^NSpid:\s+(.+)$/m.exec(status)?.[1]?.trim().split(/\s+/);
+    return ns && ns.length >= 2 && ns.at(-1) === '1' ? Number(children[0]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export class SandboxWorkspace {
   readonly #dir: string;
   readonly #bytes: number;
@@ -61,6 +78,8 @@ export class SandboxWorkspace {
   readonly settled: Promise<void>;
   #settle!: () => void;
   #copying: Promise<void> | undefined;
+  /** The copy-out is over (done or failed): the sandbox is ending, the host's workspace is the one to read. */
+  #back = false;
 
   constructor(dir: string, bytes: number, onFull: () => void) {
     this.#dir = dir;
@@ -88,6 +107,7 @@ export class SandboxWorkspace {
       this.#stopWatching();
       // the copy-out (when it began) settles on its own
       if (!this.#copying) {
+        this.#back = true;
         if (!this.#ended && !this.result.copyInFailed)
           this.result.lost = 'the sandbox ended before its workspace could be copied back';
         this.#settle();
@@ -101,7 +121,9 @@ export class SandboxWorkspace {
    * root; the read follows no link); the host's workspace before and after.
    */
   view(): string {
-    return this.#init !== undefined && !this.#ended ? `/proc/${this.#init}/root${this.#dir}` : this.#dir;
+    if (this.#back) return this.#dir;
+    this.#init ??= this.#launcher === undefined ? undefined : initOf(this.#launcher);
+    return this.#init !== undefined ? `/proc/${this.#init}/root${this.#dir}` : this.#dir;
   }
 
   /** Which processes of a stopped agent's tree are left alive for the copy-out: the sandbox's init and wrapper. */
@@ -112,7 +134,7 @@ export class SandboxWorkspace {
 
   async #findInit(): Promise<number | undefined> {
     if (this.#init === undefined && this.#launcher !== undefined)
-      this.#init = (await sandboxCore(await descendantsOf(this.#launcher))).init;
+      this.#init = initOf(this.#launcher) ?? (await sandboxCore(await descendantsOf(this.#launcher))).init;
     return this.#init;
   }
 
@@ -156,12 +178,14 @@ export class SandboxWorkspace {
     this.#stopWatching();
     if (msg.kind === 'copy-in-failed') {
       this.result.copyInFailed = true;
+      this.#back = true;
       control.write('done\n');
       this.#settle();
       return;
     }
     if (msg.freeBytes !== undefined && msg.freeBytes < this.#fullBelow) this.#reachedLimit();
     this.#copying = this.#copyOut().finally(() => {
+      this.#back = true;
       control.write('done\n');
       this.#settle();
     });

@@ -191,6 +191,24 @@ describe('the workspace limit, held by the kernel in the bubblewrap sandbox', ()
     expect(read(execution!.workspace!, 'progress.txt')).toBe('before-cancel');
   });
 
+  it('reads an artifact the agent reports while it runs from its own workspace, in the sandbox', async () => {
+    const runId = await createRun(s, {
+      prompt: `<<SH\necho made-inside > report.txt\necho '{"type":"artifact","artifact_type":"FILE","data":{"filepath":"report.txt"}}'\nsleep 60\nSH>>`,
+    });
+    const files = await waitFor('the artifact to be stored', async () => {
+      const res = await s.server.ctx.db.query<{ data: Uint8Array }>(
+        'SELECT data FROM run_artifact_files WHERE run_id = $1',
+        [runId],
+      );
+      return res.rows.length ? res.rows : undefined;
+    });
+    expect(files.map((r) => Buffer.from(r.data).toString())).toEqual(['made-inside\n']);
+    // while the agent runs, the host's workspace does not have it yet
+    const [execution] = await executionsOf(s, runId);
+    expect(() => lstatSync(path.join(execution!.workspace!, 'report.txt'))).toThrow(/ENOENT/);
+    await s.api('POST', `/agent/runs/${runId}/cancel`);
+  });
+
   it('keeps the files of a run stopped at its deadline', async () => {
     const { run, workspace } = await shell('echo before-deadline > progress.txt\nsleep 60', {
       config: { max_duration_seconds: 2 },
