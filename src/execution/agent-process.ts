@@ -128,7 +128,9 @@ export class AgentProcess {
     this.#stopping ??= (async () => {
       const pid = this.#child.pid;
       if (pid === undefined) return;
+      // nothing to spare yet (the sandbox not made): everything is stopped, as without `spare`
       const spared = spare ? await spare(await descendantsOf(pid)) : new Set<number>();
+      const sparing = spared.size > 0;
       const agents = async () => (await descendantsOf(pid)).filter((p) => !spared.has(p));
       const tree = await agents();
       if (this.#launcher) signalTree(undefined, tree, 'SIGTERM');
@@ -137,8 +139,8 @@ export class AgentProcess {
       const exited = await Promise.race([this.exited.then(() => true), delay(graceMs).then(() => false)]);
       // descendants outlive their parent when they ignore SIGTERM; the group and the list cover them
       const later = await agents();
-      signalTree(spare ? undefined : pid, [...new Set([...tree, ...later])], 'SIGKILL');
-      if (!exited && !spare) await Promise.race([this.exited, delay(graceMs)]);
+      signalTree(sparing ? undefined : pid, [...new Set([...tree, ...later])], 'SIGKILL');
+      if (!exited && !sparing) await Promise.race([this.exited, delay(graceMs)]);
     })();
     return this.#stopping;
   }

@@ -238,7 +238,8 @@ export class ExecutionRunner {
     const proc = this.#process;
     if (!proc) return;
     const inSandbox = this.#inSandbox;
-    if (!inSandbox) return proc.stop(this.#settings.killGraceMs);
+    // before the agent has started in it, the sandbox holds nothing the host's workspace does not
+    if (!inSandbox?.agentStarted) return proc.stop(this.#settings.killGraceMs);
     await proc.stop(this.#settings.killGraceMs, (tree) => inSandbox.spared(tree));
     const timer = setTimeout(() => {
       if (!inSandbox.copyStarted) void proc.killAll();

@@ -73,6 +73,7 @@ export class SandboxWorkspace {
   #init: number | undefined;
   #timer: NodeJS.Timeout | undefined;
   #ended = false;
+  #started = false;
   readonly result: WorkspaceReturn = { copyInFailed: false, full: false };
   /** Settles once the wrapper's last message has been answered (or the sandbox is gone). */
   readonly settled: Promise<void>;
@@ -108,7 +109,7 @@ export class SandboxWorkspace {
       // the copy-out (when it began) settles on its own
       if (!this.#copying) {
         this.#back = true;
-        if (!this.#ended && !this.result.copyInFailed)
+        if (this.#started && !this.#ended)
           this.result.lost = 'the sandbox ended before its workspace could be copied back';
         this.#settle();
       }
@@ -173,7 +174,10 @@ export class SandboxWorkspace {
   #message(line: string, control: Duplex): void {
     const msg = parseWrapperLine(line);
     if (!msg || this.#ended) return;
-    if (msg.kind === 'started') return;
+    if (msg.kind === 'started') {
+      this.#started = true;
+      return;
+    }
     this.#ended = true;
     this.#stopWatching();
     if (msg.kind === 'copy-in-failed') {
@@ -212,6 +216,11 @@ export class SandboxWorkspace {
       this.result.lost = `the workspace could not be copied back: ${(err as Error).message}`;
       await rm(staging, { recursive: true, force: true }).catch(() => {});
     }
+  }
+
+  /** The wrapper said it started the agent's command (the workspace was copied in). */
+  get agentStarted(): boolean {
+    return this.#started;
   }
 
   /** The wrapper said the agent ended: the copy-out is under way or done. */

@@ -23,6 +23,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { copyTreeOut } from '../../src/execution/workspace-copy.ts';
+import { sweepWorkspaces } from '../../src/execution/workspace.ts';
 
 const MIB = 1024 * 1024;
 
@@ -86,5 +87,22 @@ describe('copying a workspace out of its sandbox', () => {
   it('refuses a source that is a link', async () => {
     symlinkSync(outside, path.join(root, 'link'));
     await expect(copyTreeOut(path.join(root, 'link'), dest, MIB)).rejects.toThrow(/ELOOP|ENOTDIR/);
+  });
+
+  it('a copy-out the server was stopped in is swept with its workspace', async () => {
+    const id = 'exe_01jaaaaaaaaaaaaaaaaaaaaaaa';
+    const other = 'exe_01jbbbbbbbbbbbbbbbbbbbbbbb';
+    for (const name of [`${id}.copy-out`, `${id}.replaced`, other, `${other}.copy-out`, 'unrelated.copy-out'])
+      mkdirSync(path.join(root, name));
+    const removed = await sweepWorkspaces(root, (executionId) => executionId === other);
+    expect(removed.sort()).toEqual([`${id}.copy-out`, `${id}.replaced`]);
+    expect(readdirSync(root).sort()).toEqual([
+      'dest',
+      other,
+      `${other}.copy-out`,
+      'outside',
+      'source',
+      'unrelated.copy-out',
+    ]);
   });
 });
