@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnAgentyard, serveEnv } from '../support/agentyard-process.ts';
 import type { AgentyardProcess } from '../support/agentyard-process.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
-import { hostPid, killQuietly, readPidFile } from '../support/processes.ts';
+import { hostPid, killQuietly, liveWorkspace, readPidFile } from '../support/processes.ts';
 import type { TestDatabase } from '../support/db.ts';
 import {
   createRun,
@@ -65,9 +65,11 @@ describe.skipIf(!ENGINES.includes('postgres'))('runs executing in another server
     const workspace = execution!.workspace!;
     // the pids the agent wrote are those of its sandbox's pid namespace
     const childPid = await waitFor('the agent child', async () =>
-      hostPid(readPidFile(path.join(workspace, '.fake-child.pid')), workspace),
+      hostPid(readPidFile(path.join(liveWorkspace(workspace), '.fake-child.pid')), workspace),
     );
-    const agentPid = await waitFor('the agent record', async () => hostPid(fakeRecords(workspace)[0]?.pid, workspace));
+    const agentPid = await waitFor('the agent record', async () =>
+      hostPid(fakeRecords(liveWorkspace(workspace))[0]?.pid, workspace),
+    );
     return { runId, workspace, agentPid, childPid };
   }
 
