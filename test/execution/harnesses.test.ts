@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
-import { hostPid, liveWorkspace, readPidFile } from '../support/processes.ts';
+import { hostPid, readPidFile } from '../support/processes.ts';
 import {
   createRun,
   eventsOf,
@@ -18,6 +18,7 @@ import {
   startExecServer,
   waitFor,
   waitForState,
+  liveWorkspace,
 } from './support.ts';
 import type { ExecServer } from './support.ts';
 

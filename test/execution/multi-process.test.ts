@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnAgentyard, serveEnv } from '../support/agentyard-process.ts';
 import type { AgentyardProcess } from '../support/agentyard-process.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
-import { hostPid, killQuietly, liveWorkspace, readPidFile } from '../support/processes.ts';
+import { hostPid, killQuietly, readPidFile } from '../support/processes.ts';
 import type { TestDatabase } from '../support/db.ts';
 import {
   createRun,
@@ -20,6 +20,7 @@ import {
   startExecServer,
   waitFor,
   waitForState,
+  liveWorkspace,
 } from './support.ts';
 import type { ExecServer } from './support.ts';
 

@@ -52,24 +52,3 @@ export function hostPid(pid: number | undefined, workspace: string): number | un
   }
   return undefined;
 }
-
-/**
- * Where a running agent's workspace can be read while its sandbox runs: in the bubblewrap sandbox the
- * workspace is a tmpfs of its own, copied back to `workspace` only when the agent ends, so its files are read
- * through the root of a process of the sandbox (`/proc/<pid>/root<workspace>`). `workspace` itself when no such
- * process runs (no sandbox, or it has ended).
- */
-export function liveWorkspace(workspace: string): string {
-  const ours = readlinkSync('/proc/self/ns/mnt');
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readlinkSync(`/proc/${entry}/ns/mnt`) === ours) continue;
-      const cwd = readlinkSync(`/proc/${entry}/cwd`);
-      if (cwd === workspace || cwd.startsWith(`${workspace}/`)) return `/proc/${entry}/root${workspace}`;
-    } catch {
-      // exited meanwhile, or not ours to read
-    }
-  }
-  return workspace;
-}

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
 import { spawnAgentyard } from '../support/agentyard-process.ts';
 import type { AgentyardProcess } from '../support/agentyard-process.ts';
-import { hostPid, killQuietly, liveWorkspace, readPidFile } from '../support/processes.ts';
+import { hostPid, killQuietly, readPidFile } from '../support/processes.ts';
 import {
   createRun,
   executionsOf,
@@ -19,6 +19,7 @@ import {
   startExecServer,
   waitFor,
   waitForState,
+  liveWorkspace,
 } from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
 
