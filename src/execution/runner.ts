@@ -34,7 +34,6 @@ import { WorkspacePathError } from './workspace-fs.ts';
 import { SandboxWorkspace } from './sandbox-workspace.ts';
 import { checkoutRepositories, startingRepoRefs } from './repo-checkout.ts';
 import type { Workspace } from './workspace.ts';
-import { Loop } from '../kernel/loop.ts';
 
 export interface RunnerHooks {
   /**
