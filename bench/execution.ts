@@ -2,6 +2,7 @@
  * Run execution benchmark (not a test): figures for docs/performance.md, section "Run execution".
  *
  *   node bench/execution.ts [--engines pglite,postgres] [--samples 300] [--runs 20000] [--concurrency 128]
+ *   node bench/execution.ts --workspace-copy [--samples 5]   (the sandbox workspace's copies in and out)
  *
  * With idle executors and the in-process `noop` harness (no agent process: this measures the queue, not a CLI):
  * 1. Queue-to-start latency, one run at a time: from sending `POST /api/v1/agent/runs` to
@@ -46,6 +47,7 @@ import { startPostgresServer } from '../test/support/postgres-server.ts';
 import { insertRuns, setRunConcurrency } from '../src/engine/engine.ts';
 import { newId } from '../src/kernel/ids.ts';
 import { executionFunctions } from '../src/engine/functions.ts';
+import { benchWorkspaceCopy } from './support/workspace-copy.ts';
 
 const { values } = parseArgs({
   options: {
@@ -56,8 +58,14 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '128' },
     'skip-graphile': { type: 'boolean', default: false },
     'only-concurrency': { type: 'boolean', default: false },
+    'workspace-copy': { type: 'boolean', default: false },
   },
 });
+if (values['workspace-copy']) {
+  // only the sandbox workspace's copies (bench/support/workspace-copy.ts)
+  await benchWorkspaceCopy(Math.max(1, Math.min(Number(values.samples), 20)));
+  process.exit(0);
+}
 const ENGINES = values.engines.split(',').filter(Boolean) as ('pglite' | 'postgres')[];
 const SAMPLES = Number(values.samples);
 const ROUNDS = Math.max(1, Number(values.rounds));

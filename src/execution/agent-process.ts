@@ -5,6 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import type { Duplex } from 'node:stream';
 import { readFile, readdir } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 
@@ -26,6 +27,11 @@ export interface AgentProcessOptions {
    * only to what runs inside it, so the agent may end gracefully; SIGKILL still ends everything.
    */
   launcher?: boolean;
+  /**
+   * A fourth descriptor (fd 3 in the child): a socket the sandbox's workspace wrapper speaks on (see
+   * sandbox-workspace.ts). Read and written through `control`.
+   */
+  control?: boolean;
 }
 
 export interface AgentExit {
@@ -50,7 +56,7 @@ export class AgentProcess {
       cwd: options.cwd,
       env: options.env,
       detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
+      stdio: options.control ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
     });
     this.#child = child;
     this.#launcher = options.launcher === true;
@@ -91,6 +97,12 @@ export class AgentProcess {
     return this.#child.pid;
   }
 
+  /** The control socket (fd 3 in the child), when asked for. */
+  get control(): Duplex | undefined {
+    const stream = this.#child.stdio[3];
+    return stream && 'write' in stream ? (stream as Duplex) : undefined;
+  }
+
   get stdinOpen(): boolean {
     return this.#stdinOpen && this.#child.stdin?.writable === true;
   }
@@ -107,21 +119,37 @@ export class AgentProcess {
     this.#child.stdin?.end();
   }
 
-  /** Ends the process tree: SIGTERM, then SIGKILL after `graceMs` for whatever still runs. */
-  stop(graceMs: number): Promise<void> {
+  /**
+   * Ends the process tree: SIGTERM, then SIGKILL after `graceMs` for whatever still runs. `spare` (a launcher's
+   * sandbox whose workspace is still to be copied out) picks processes of the tree that are left alive, with
+   * the launcher itself: they are woken (SIGCONT) and end on their own, or at `killAll`.
+   */
+  stop(graceMs: number, spare?: (tree: number[]) => Promise<Set<number>>): Promise<void> {
     this.#stopping ??= (async () => {
       const pid = this.#child.pid;
       if (pid === undefined) return;
-      const tree = await descendantsOf(pid);
+      // nothing to spare yet (the sandbox not made): everything is stopped, as without `spare`
+      const spared = spare ? await spare(await descendantsOf(pid)) : new Set<number>();
+      const sparing = spared.size > 0;
+      const agents = async () => (await descendantsOf(pid)).filter((p) => !spared.has(p));
+      const tree = await agents();
       if (this.#launcher) signalTree(undefined, tree, 'SIGTERM');
       else signalTree(pid, tree, 'SIGTERM');
+      signalTree(undefined, [...spared], 'SIGCONT');
       const exited = await Promise.race([this.exited.then(() => true), delay(graceMs).then(() => false)]);
       // descendants outlive their parent when they ignore SIGTERM; the group and the list cover them
-      const later = await descendantsOf(pid);
-      signalTree(pid, [...new Set([...tree, ...later])], 'SIGKILL');
-      if (!exited) await Promise.race([this.exited, delay(graceMs)]);
+      const later = await agents();
+      signalTree(sparing ? undefined : pid, [...new Set([...tree, ...later])], 'SIGKILL');
+      if (!exited && !sparing) await Promise.race([this.exited, delay(graceMs)]);
     })();
     return this.#stopping;
+  }
+
+  /** SIGKILL to the whole tree, launcher included (after `stop` spared part of it). */
+  async killAll(): Promise<void> {
+    const pid = this.#child.pid;
+    if (pid === undefined) return;
+    signalTree(pid, await descendantsOf(pid), 'SIGKILL');
   }
 }
 

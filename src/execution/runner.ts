@@ -32,9 +32,9 @@ import {
   writeAssignmentFiles,
 } from './workspace.ts';
 import { WorkspacePathError } from './workspace-fs.ts';
+import { SandboxWorkspace } from './sandbox-workspace.ts';
 import { checkoutRepositories, startingRepoRefs } from './repo-checkout.ts';
 import type { Workspace } from './workspace.ts';
-import { Loop } from '../kernel/loop.ts';
 
 export interface RunnerHooks {
   /**
@@ -56,6 +56,8 @@ const MAX_STDERR_EVENTS = 200;
  */
 const SIZE_CHECK_MIN_MS = 1_000;
 const SIZE_CHECK_MAX_MS = 5_000;
+/** How long a stopped sandbox's wrapper has to start copying its workspace out before the sandbox is killed. */
+const WRAPPER_WAIT_MS = 10_000;
 
 /** The environment every agent starts from; nothing else of the executor's own environment is passed. */
 const BASE_ENV_VARS = [
@@ -124,6 +126,8 @@ export class ExecutionRunner {
   #usage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0, cost_usd: 0 };
   #egress: EgressProxy | undefined;
   readonly #egressRecords: EgressRecord[] = [];
+  /** The sandbox's own workspace (a tmpfs of the limit), when it has one: copied back at the end. */
+  #inSandbox: SandboxWorkspace | undefined;
 
   constructor(assignment: Assignment, settings: ExecutionSettings, hooks: RunnerHooks) {
     this.assignment = assignment;
@@ -231,9 +235,32 @@ export class ExecutionRunner {
     this.#stopReason ??= reason;
     if (error) this.#stopError ??= error;
     this.#preparing.abort();
-    await this.#process?.stop(this.#settings.killGraceMs);
+    await this.#stopProcess();
     if (this.#sandbox === 'container' && this.#settings.sandbox.containerRuntime)
       await removeContainer(this.#settings.sandbox.containerRuntime, this.assignment.executionId);
+  }
+
+  /**
+   * Stops the agent's processes. A sandbox with its own workspace keeps its init and wrapper, which copy the
+   * workspace out once the rest is gone; should the wrapper not get there (the agent stopped or killed it),
+   * the whole sandbox is killed after WRAPPER_WAIT_MS, and the host's workspace keeps what the agent started with.
+   */
+  async #stopProcess(): Promise<void> {
+    const proc = this.#process;
+    if (!proc) return;
+    const inSandbox = this.#inSandbox;
+    // before the agent has started in it, the sandbox holds nothing the host's workspace does not
+    if (!inSandbox?.agentStarted) return proc.stop(this.#settings.killGraceMs);
+    await proc.stop(this.#settings.killGraceMs, (tree) => inSandbox.spared(tree));
+    const timer = setTimeout(() => {
+      if (!inSandbox.copyStarted) void proc.killAll();
+    }, WRAPPER_WAIT_MS);
+    timer.unref();
+    void proc.exited.then(() => clearTimeout(timer));
+  }
+
+  #workspaceFull(): string {
+    return `the workspace reached its limit of ${sizeText(this.#limits.workspaceBytes)} (the execution's workspace limit, a filesystem of that size; files deleted but still open count)`;
   }
 
   #outcome(
@@ -554,8 +581,15 @@ export class ExecutionRunner {
     const stderrTail: string[] = [];
     let stderrEvents = 0;
     let stderrDropped = 0;
+    const inSandbox =
+      sandboxed.workspaceBytes === undefined
+        ? undefined
+        : new SandboxWorkspace(ws.dir, sandboxed.workspaceBytes, () =>
+            this.#passLimit(this.#workspaceFull(), 'workspace_too_large'),
+          );
+    this.#inSandbox = inSandbox;
     const onEvents = (reported: AgentEvent[]): void => {
-      const events = withArtifactContent(reported, ws.dir);
+      const events = withArtifactContent(reported, inSandbox ? inSandbox.view() : ws.dir);
       this.#emit(events);
       for (const e of events) {
         if (e.type === 'result') lastResult = e;
@@ -572,6 +606,7 @@ export class ExecutionRunner {
       cwd: ws.dir,
       env: { ...env, ...sandboxed.env },
       launcher: sandbox === 'bubblewrap',
+      control: inSandbox !== undefined,
       ...(invocation.input !== undefined ? { input: invocation.input } : {}),
       keepStdinOpen: invocation.keepStdinOpen,
       onOutput: (bytes) => this.#countOutput(bytes),
@@ -589,10 +624,11 @@ export class ExecutionRunner {
       },
     });
     this.#process = proc;
-    if (this.#stopReason) void proc.stop(this.#settings.killGraceMs);
+    inSandbox?.attach(proc.pid, proc.control);
+    if (this.#stopReason) void this.#stopProcess();
 
     let sizeTimer: NodeJS.Timeout | undefined;
-    let measuring = true;
+    let measuring = !inSandbox;
     const measure = (): void => {
       const began = Date.now();
       void workspaceUsage(ws.dir, this.#limits.workspaceBytes, proc.pid).then((bytes) => {
@@ -609,13 +645,21 @@ export class ExecutionRunner {
         sizeTimer.unref();
       });
     };
-    sizeTimer = setTimeout(measure, Math.min(SIZE_CHECK_MIN_MS, this.#settings.heartbeatMs * 5));
-    sizeTimer.unref();
+    if (measuring) {
+      sizeTimer = setTimeout(measure, Math.min(SIZE_CHECK_MIN_MS, this.#settings.heartbeatMs * 5));
+      sizeTimer.unref();
+    }
     const deadline = this.#watchDeadline();
     const exit = await proc.exited;
     measuring = false;
     clearTimeout(sizeTimer);
     clearTimeout(deadline);
+    if (inSandbox) {
+      await inSandbox.settled;
+      const report = inSandbox.report();
+      // said even past a limit: what the host's workspace holds now
+      if (report) this.#hooks.events([{ type: 'error', data: report }]);
+    }
     onEvents(parser.end());
     if (stderrDropped)
       this.#emit([{ type: 'log', data: { stream: 'stderr', text: `[${stderrDropped} more stderr lines not kept]` } }]);
@@ -630,10 +674,21 @@ export class ExecutionRunner {
     }
     if (this.#stopReason || this.#stopError) return this.#stopped(exit.code);
     const { code: exitCode, signal } = sandbox === 'bubblewrap' ? launcherExit(exit.code, exit.signal) : exit;
+    if (inSandbox?.result.copyInFailed)
+      return this.#outcome(
+        'failed',
+        exitCode,
+        `the workspace (what earlier executions left and the run's files) does not fit its limit of ${sizeText(this.#limits.workspaceBytes)} (the execution's workspace limit): the agent was not started`,
+        'workspace_too_large',
+      );
     const reading = adapter.readExit(exitCode, signal, lastResult);
+    // a workspace found full ended the agent above (a limit's stop); one filled as the agent ended is the
+    // limit's doing too, whatever the agent said
+    if (inSandbox?.result.full) return this.#outcome('failed', exitCode, this.#workspaceFull(), 'workspace_too_large');
     // a write stopped at the largest file the sandbox allows (RLIMIT_FSIZE: the workspace limit) fails the agent
     // before a measurement sees it: its failure is the limit's
     if (
+      !inSandbox &&
       reading.kind !== 'succeeded' &&
       (await workspaceSize(ws.dir, this.#limits.workspaceBytes)) >= this.#limits.workspaceBytes
     ) {

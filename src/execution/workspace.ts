@@ -29,6 +29,7 @@ export interface Workspace {
 }
 
 const EXECUTION_DIR = /^exe_[0-9a-z]{26}$/;
+const LEFTOVER = /^(exe_[0-9a-z]{26})\.(?:copy-out|replaced)$/;
 
 /**
  * Makes an execution's workspace, carrying the previous execution's files over when they are here.
@@ -207,11 +208,13 @@ export async function sweepWorkspaces(
   }
   const removed: string[] = [];
   for (const name of names) {
-    if (!EXECUTION_DIR.test(name)) continue;
+    // `<id>.copy-out` and `<id>.replaced`: a sandbox's copy-out the server was stopped in (sandbox-workspace.ts)
+    const id = LEFTOVER.exec(name)?.[1] ?? name;
+    if (!EXECUTION_DIR.test(id)) continue;
     const dir = path.join(root, name);
     try {
       const info = await stat(dir);
-      if (keep(name, info.mtime)) continue;
+      if (keep(id, info.mtime)) continue;
       await removeWorkspace(dir);
       removed.push(name);
     } catch {

@@ -3,7 +3,7 @@ import { clientKey } from '../kernel/client-address.ts';
 import { AppError } from '../kernel/errors.ts';
 
 /**
- * Failed API-key attempts per client address: past `failures` in a window of `windowSeconds`, every attempt
+ * Failed API-key (and worker-token) attempts per client address: past `failures` in a window of `windowSeconds`, every attempt
  * from that address answers 429 `rate_limited` with `Retry-After` until the window ends, unchecked (so a
  * guess is never answered), except with a key that authenticated in the last hour (see Authenticator: people
  * behind the same proxy or NAT as a guesser keep working); other addresses are not affected. IPv6 clients are counted per /64, which one host usually holds
@@ -41,7 +41,7 @@ export class AuthThrottle {
     const wait = Math.max(1, Math.ceil(msBeforeNext / 1000));
     return new AppError(
       'rate_limited',
-      `more than ${this.#failures} failed API-key attempts in ${this.#windowSeconds} s from this address; retry in ${wait} s`,
+      `more than ${this.#failures} failed API-key or worker-token attempts in ${this.#windowSeconds} s from this address; retry in ${wait} s`,
       { headers: { 'retry-after': String(wait) } },
     );
   }

@@ -143,12 +143,27 @@ export class Authenticator {
    * `authenticate` for a request from `address`: refused with 429 while the address is over its failed-key
    * budget (see AuthThrottle), and a key that does not work counts against it.
    */
-  async authenticateFrom(key: string, address: string): Promise<Principal | undefined> {
+  authenticateFrom(key: string, address: string): Promise<Principal | undefined> {
+    return this.checkFrom(hashApiKey(key), address, () => this.authenticate(key));
+  }
+
+  /**
+   * Checks a bearer credential (by its hash) from `address` with `check` under the same budget of failed
+   * attempts as API keys: refused with 429, unchecked, while the address is over it, unless the credential
+   * worked in the last hour; a credential `check` does not accept counts against it. Worker tokens use this.
+   */
+  async checkFrom<T>(hash: string, address: string, check: () => Promise<T | undefined>): Promise<T | undefined> {
     const blocked = await this.#throttle?.blocked(address);
-    if (blocked && !this.#recentlyGood(hashApiKey(key))) throw blocked;
-    const principal = await this.authenticate(key);
-    if (!principal) await this.#throttle?.failed(address);
-    return principal;
+    if (blocked && !this.#recentlyGood(hash)) throw blocked;
+    const found = await check();
+    if (found === undefined) await this.#throttle?.failed(address);
+    else this.#remember(hash);
+    return found;
+  }
+
+  #remember(hash: string): void {
+    if (this.#good.size > 10_000) this.#good.clear();
+    this.#good.set(hash, Date.now() + 3_600_000);
   }
 
   /** Whether the key (by hash) authenticated in the last hour: then it is no guess, wherever it comes from. */
@@ -179,8 +194,7 @@ export class Authenticator {
     }
     if (principal) {
       void sql.touchApiKey(this.#db, principal.keyId).catch(() => {});
-      if (this.#good.size > 10_000) this.#good.clear();
-      this.#good.set(hash, Date.now() + 3_600_000);
+      this.#remember(hash);
     }
     return principal;
   }

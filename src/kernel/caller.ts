@@ -15,6 +15,11 @@ export interface KeyAuthenticator {
   authenticate(key: string): Promise<RequestPrincipal | undefined>;
   /** `authenticate` for a request from `address`, with that address's budget of failed keys. */
   authenticateFrom(key: string, address: string): Promise<RequestPrincipal | undefined>;
+  /**
+   * Another bearer credential (a worker token, by its hash) from `address`, checked by `check` under the same
+   * budget of failed attempts: 429 `rate_limited` while the address is over it.
+   */
+  checkFrom<T>(hash: string, address: string, check: () => Promise<T | undefined>): Promise<T | undefined>;
   /** Forgets every cached key (after a revocation). */
   invalidateAll(): void;
 }

@@ -143,8 +143,13 @@ export class WorkerHub {
 
   /** For the HTTP server's `upgrade` event on the connect path. */
   handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
-    const refuse = (status: number, text: string) => {
-      socket.end(`HTTP/1.1 ${status} ${text}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${text}\n`);
+    const refuse = (status: number, text: string, headers: Record<string, string> = {}, body = text) => {
+      const extra = Object.entries(headers)
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join('');
+      socket.end(
+        `HTTP/1.1 ${status} ${text}\r\ncontent-type: text/plain\r\n${extra}connection: close\r\n\r\n${body}\n`,
+      );
     };
     if (this.#stopped) return refuse(503, 'Service Unavailable');
     const header = request.headers.authorization;
@@ -160,7 +165,7 @@ export class WorkerHub {
       },
       (err: unknown) =>
         isAppError(err) && err.code === 'rate_limited'
-          ? refuse(429, 'Too Many Requests')
+          ? refuse(429, 'Too Many Requests', err.headers, err.message)
           : refuse(500, 'Internal Server Error'),
     );
   }
@@ -168,7 +173,10 @@ export class WorkerHub {
   /** A worker connects with a worker token, or a team admin key; a member's key registers nothing. */
   async #register(bearer: string, address: string): Promise<Registration | 'unknown' | 'forbidden'> {
     if (isWorkerToken(bearer)) {
-      const token = await sql.useWorkerToken(this.#deps.db, hashWorkerToken(bearer));
+      const hash = hashWorkerToken(bearer);
+      const token = await this.#deps.authenticator.checkFrom(hash, address, () =>
+        sql.useWorkerToken(this.#deps.db, hash),
+      );
       if (!token) return 'unknown';
       return {
         teamId: token.team_id,

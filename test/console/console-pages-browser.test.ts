@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startExecServer, waitFor, waitForState } from '../execution/support.ts';
+import { liveWorkspace, startExecServer, waitFor, waitForState } from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
 import { launchChromium } from '../support/chromium.ts';
 import { baseFiles } from '../support/factory-tree.ts';
@@ -61,7 +61,8 @@ describe('console pages in Chromium', { timeout: 120_000 }, () => {
     });
     await expect.poll(async () => page.locator('#run-state').textContent(), { timeout: 20_000 }).toBe('INPROGRESS');
     expect(await page.locator('#run-events .ev-message').count()).toBe(0);
-    writeFileSync(path.join(workspace, 'go-on'), '');
+    // in its sandbox's own workspace
+    writeFileSync(path.join(liveWorkspace(workspace), 'go-on'), '');
 
     await expect.poll(async () => page.locator('#run-state').textContent(), { timeout: 20_000 }).toBe('SUCCEEDED');
     await page.locator('#live-status', { hasText: 'The run ended' }).waitFor();

@@ -18,6 +18,7 @@ import {
   startExecServer,
   waitFor,
   waitForState,
+  liveWorkspace,
 } from './support.ts';
 import type { ExecServer } from './support.ts';
 
@@ -315,9 +316,11 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
     const workspace = execution!.workspace!;
     // the pids the agent wrote are those of its sandbox's pid namespace
     const childPid = await waitFor('the agent child', async () =>
-      hostPid(readPidFile(path.join(workspace, '.fake-child.pid')), workspace),
+      hostPid(readPidFile(path.join(liveWorkspace(workspace), '.fake-child.pid')), workspace),
     );
-    const agentPid = await waitFor('the agent', async () => hostPid(fakeRecords(workspace)[0]?.pid, workspace));
+    const agentPid = await waitFor('the agent', async () =>
+      hostPid(fakeRecords(liveWorkspace(workspace))[0]?.pid, workspace),
+    );
     expect((await s.api('POST', `/agent/runs/${runId}/cancel`)).body).toBe(runId);
     await waitFor('the tree to stop', async () => !pidAlive(childPid) && !pidAlive(agentPid), 10_000, 20);
     await waitFor('the execution to end', async () => (await executionsOf(s, runId))[0]!.outcome === 'cancelled');

@@ -148,7 +148,7 @@ describe('the limits of an execution in the bubblewrap sandbox', () => {
     const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR'], 60_000);
     expect(run.state).toBe('FAILED');
     expect(run.status_message.message).toBe(
-      "the workspace grew past 8 MiB (the execution's workspace limit; files deleted but still open count)",
+      "the workspace reached its limit of 8 MiB (the execution's workspace limit, a filesystem of that size; files deleted but still open count)",
     );
     expect(run.status_message.error_detail).toBe('workspace_too_large');
     const [execution] = await executionsOf(s, runId);

@@ -20,6 +20,7 @@ import {
   startExecServer,
   waitFor,
   waitForState,
+  liveWorkspace,
 } from './support.ts';
 import type { ExecServer } from './support.ts';
 
@@ -65,9 +66,11 @@ describe.skipIf(!ENGINES.includes('postgres'))('runs executing in another server
     const workspace = execution!.workspace!;
     // the pids the agent wrote are those of its sandbox's pid namespace
     const childPid = await waitFor('the agent child', async () =>
-      hostPid(readPidFile(path.join(workspace, '.fake-child.pid')), workspace),
+      hostPid(readPidFile(path.join(liveWorkspace(workspace), '.fake-child.pid')), workspace),
     );
-    const agentPid = await waitFor('the agent record', async () => hostPid(fakeRecords(workspace)[0]?.pid, workspace));
+    const agentPid = await waitFor('the agent record', async () =>
+      hostPid(fakeRecords(liveWorkspace(workspace))[0]?.pid, workspace),
+    );
     return { runId, workspace, agentPid, childPid };
   }
 

@@ -19,6 +19,7 @@ import {
 import { sandboxSettings } from '../../src/execution/sandbox/index.ts';
 import { findOnPath, resolveCommand } from '../../src/execution/sandbox/resolve.ts';
 import { launcherExit } from '../../src/execution/runner.ts';
+import { SANDBOX_SEED_DIR, workspaceWrapperArgs } from '../../src/execution/sandbox/workspace-wrapper.ts';
 import { AGENTS, FAKE } from './support.ts';
 
 const WS = '/srv/agentyard/workspaces/exe_01jaaaaaaaaaaaaaaaaaaaaaaa';
@@ -123,6 +124,21 @@ describe('bubblewrap command line', () => {
     const old = bubblewrapArgs(SPEC);
     expect(old).not.toContain('--size');
     expect(old).not.toContain('--disable-userns');
+  });
+
+  it('makes the workspace a tmpfs of its limit, filled from the host workspace bound read-only, with its wrapper', () => {
+    const args = bubblewrapArgs({ ...SPEC, workspaceBytes: 8 * 1024 * 1024 });
+    // the host's workspace is never writable inside: only read, at the seed path, for the copy in
+    expect(pairs(args, '--bind')).toEqual([]);
+    expect(pairs(args, '--ro-bind')).toContainEqual([WS, SANDBOX_SEED_DIR]);
+    const sized = args.indexOf(WS, args.indexOf(SANDBOX_SEED_DIR));
+    expect(args.slice(sized - 3, sized + 1)).toEqual(['--size', String(8 * 1024 * 1024), '--tmpfs', WS]);
+    // after the seed's bind: the tmpfs must not hide it; before the root turns read-only
+    expect(args.indexOf('--remount-ro', sized)).toBeGreaterThan(sized);
+    // the wrapper copies in, runs the command (which does not inherit fd 3), and copies out
+    const command = args.indexOf('/opt/tools/agent.mjs');
+    expect(args.slice(command - 6, command)).toEqual(workspaceWrapperArgs(WS));
+    expect(args[command - 4]).toContain('"$@" 3>&-');
   });
 
   it('hides the data directory and the home under an empty tmpfs when a tool bind would show them', () => {

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutionParts } from '../../src/composition.ts';
 import type { ExecutionSettings } from '../../src/execution/settings.ts';
@@ -158,4 +158,25 @@ export function pidAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Where a running agent's workspace can be read while its sandbox runs: in the bubblewrap sandbox the
+ * workspace is a tmpfs of its own, copied back to `workspace` only when the agent ends, so its files are read
+ * through the root of a process of the sandbox (`/proc/<pid>/root<workspace>`). `workspace` itself when no such
+ * process runs (no sandbox, or it has ended).
+ */
+export function liveWorkspace(workspace: string): string {
+  const ours = readlinkSync('/proc/self/ns/mnt');
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readlinkSync(`/proc/${entry}/ns/mnt`) === ours) continue;
+      const cwd = readlinkSync(`/proc/${entry}/cwd`);
+      if (cwd === workspace || cwd.startsWith(`${workspace}/`)) return `/proc/${entry}/root${workspace}`;
+    } catch {
+      // exited meanwhile, or not ours to read
+    }
+  }
+  return workspace;
 }

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cancelOverdue } from '../../src/runs/tree.ts';
 import { ENGINES } from '../support/db.ts';
 import type { TestServer } from '../support/server.ts';
-import { eventsOf, executionsOf, waitFor, waitForState } from '../execution/support.ts';
+import { eventsOf, executionsOf, liveWorkspace, waitFor, waitForState } from '../execution/support.ts';
 import { waitForCreatedRun } from '../support/run-events.ts';
 import { AGENT_FILES, callTool, managedFactory, mcpClient, startMcpServer, usePlaybook } from './support.ts';
 import type { Playbook } from './support.ts';
@@ -269,7 +269,8 @@ describe.each(ENGINES)('the factory interface on %s', (engine) => {
     );
     await client.close();
 
-    (await import('node:fs')).writeFileSync(path.join(workspace, 'release'), '');
+    // the agent waits in its sandbox's own workspace
+    (await import('node:fs')).writeFileSync(path.join(liveWorkspace(workspace), 'release'), '');
     await waitForState(s, runId, ['SUCCEEDED'], 30_000);
     const after = await fetch(`${s.apiUrl}/mcp/factory`, {
       method: 'POST',

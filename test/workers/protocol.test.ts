@@ -18,6 +18,7 @@ import {
   startExecServer,
   waitFor,
   waitForState,
+  liveWorkspace,
 } from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
 import { connect, hello } from './support.ts';
@@ -187,7 +188,8 @@ describe.each(ENGINES)('a worker process across a server restart on %s', (engine
         await waitForState(s, runId, ['INPROGRESS'], 20_000, key);
         workspaces.set(runId, (await executionsOf(s, runId))[0]!.workspace!);
       }
-      const release = (runId: string) => writeFileSync(path.join(workspaces.get(runId)!, 'released'), '');
+      const release = (runId: string) =>
+        writeFileSync(path.join(liveWorkspace(workspaces.get(runId)!), 'released'), '');
       await s.close();
       await waitFor('the worker to see the server go', async () => worker.output().includes('disconnected (1001'));
       release(ended);

@@ -11,12 +11,17 @@ export interface Client {
   closed: Promise<{ code: number; reason: string }>;
 }
 
-export function connect(s: TestServer, key: string | undefined): Promise<Client | { status: number }> {
+/** Connects with `key` (from the loopback address `from`, when given); a refused upgrade answers its status. */
+export function connect(
+  s: TestServer,
+  key: string | undefined,
+  from?: string,
+): Promise<Client | { status: number; headers?: Record<string, string | string[] | undefined> }> {
   return new Promise((resolve) => {
-    const ws = new WebSocket(
-      `${s.url.replace('http', 'ws')}/api/v1/workers/connect`,
-      key ? { headers: { authorization: `Bearer ${key}` } } : {},
-    );
+    const ws = new WebSocket(`${s.url.replace('http', 'ws')}/api/v1/workers/connect`, {
+      ...(key ? { headers: { authorization: `Bearer ${key}` } } : {}),
+      ...(from ? { localAddress: from } : {}),
+    });
     const messages: any[] = [];
     const waiters: { type: string; resolve: (m: any) => void }[] = [];
     ws.on('message', (d) => {
@@ -28,7 +33,9 @@ export function connect(s: TestServer, key: string | undefined): Promise<Client 
     const closed = new Promise<{ code: number; reason: string }>((r) =>
       ws.on('close', (code, reason) => r({ code, reason: reason.toString() })),
     );
-    ws.on('unexpected-response', (_req, res) => resolve({ status: res.statusCode ?? 0 }));
+    ws.on('unexpected-response', (_req, res) =>
+      resolve(from ? { status: res.statusCode ?? 0, headers: res.headers } : { status: res.statusCode ?? 0 }),
+    );
     ws.on('error', () => {});
     ws.on('open', () =>
       resolve({

@@ -212,4 +212,36 @@ describe.each(ENGINES)('who may run a worker, and which runs it gets, on %s', (e
     byAdmin.ws.close();
     expect((await s.api('GET', `/agent/runs/${foreign}`, undefined, other)).body.state).toBe('QUEUED');
   });
+
+  it('worker-token guessing is throttled per address: 429 + Retry-After; a right token from elsewhere connects', async () => {
+    const token = (await s.api('POST', '/workers/tokens', { name: 'throttled', worker_ids: ['throttle-box'] }, admin))
+      .body.token as string;
+    const guesser = '127.0.0.5';
+    const allowed = s.server.ctx.config.authFailureLimit;
+    const statuses: number[] = [];
+    let retryAfter: string | string[] | undefined;
+    for (let i = 0; i < allowed + 30; i++) {
+      // well-formed worker tokens (the prefix and length of real ones), all wrong
+      const guess = `${token.slice(0, token.length - 8)}${String(i).padStart(8, '0')}`;
+      const res = await connect(s, guess, guesser);
+      if ('ws' in res) throw new Error('a guessed token connected');
+      statuses.push(res.status);
+      if (res.status === 429) retryAfter = res.headers?.['retry-after'];
+    }
+    expect(statuses.slice(0, allowed).every((st) => st === 401)).toBe(true);
+    expect(statuses.slice(allowed).every((st) => st === 429)).toBe(true);
+    expect(Number(retryAfter)).toBeGreaterThan(0);
+    // the right token is not even checked from the guesser's address (it has not connected yet)...
+    expect(await connect(s, token, guesser)).toMatchObject({ status: 429 });
+    // ...and connects from another address
+    const c = await connect(s, token, '127.0.0.6');
+    if (!('ws' in c)) throw new Error(`the right token was refused: ${c.status}`);
+    c.send(hello('throttle-box'));
+    await c.next('welcome');
+    c.ws.close();
+    // once it has worked, the guesser's neighbours behind the same address keep using it
+    const again = await connect(s, token, guesser);
+    if (!('ws' in again)) throw new Error(`a token in use was refused: ${again.status}`);
+    again.ws.close();
+  });
 });

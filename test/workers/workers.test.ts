@@ -19,6 +19,7 @@ import {
   startExecServer,
   waitFor,
   waitForState,
+  liveWorkspace,
 } from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
 
@@ -60,11 +61,11 @@ async function workersOf(s: ExecServer, key: string): Promise<any[]> {
 
 /** Ends what a fake agent left running (a worker killed with -9 leaves its agents behind). */
 function killAgentsOf(workspace: string): void {
-  for (const rec of fakeRecords(workspace)) {
+  for (const rec of fakeRecords(liveWorkspace(workspace))) {
     const pid = hostPid(rec.pid, workspace);
     if (pid !== undefined) killQuietly(pid, 'SIGKILL', { group: true });
   }
-  const childPid = hostPid(readPidFile(path.join(workspace, '.fake-child.pid')), workspace);
+  const childPid = hostPid(readPidFile(path.join(liveWorkspace(workspace), '.fake-child.pid')), workspace);
   if (childPid !== undefined) killQuietly(childPid, 'SIGKILL');
 }
 
@@ -176,9 +177,11 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
     const workspace = execution!.workspace!;
     // the pids the agent wrote are those of its sandbox's pid namespace
     const childPid = await waitFor('the agent child', async () =>
-      hostPid(readPidFile(path.join(workspace, '.fake-child.pid')), workspace),
+      hostPid(readPidFile(path.join(liveWorkspace(workspace), '.fake-child.pid')), workspace),
     );
-    const agentPid = await waitFor('the agent', async () => hostPid(fakeRecords(workspace)[0]?.pid, workspace));
+    const agentPid = await waitFor('the agent', async () =>
+      hostPid(fakeRecords(liveWorkspace(workspace))[0]?.pid, workspace),
+    );
     expect((await s.api('POST', `/agent/runs/${runId}/cancel`, undefined, key)).status).toBe(200);
     await waitFor('the agent tree to stop', async () => !pidAlive(childPid) && !pidAlive(agentPid), 10_000);
     await waitFor('the execution to end', async () => (await executionsOf(s, runId))[0]!.ended_at !== null);
@@ -195,7 +198,7 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
     const runId = await createRun(s, { prompt: 'doomed SLEEP 60', config: { worker_host: 'box-doomed' } }, key);
     await waitForState(s, runId, ['INPROGRESS'], 20_000, key);
     const [execution] = await executionsOf(s, runId);
-    await waitFor('the agent to start', async () => fakeRecords(execution!.workspace!).length > 0);
+    await waitFor('the agent to start', async () => fakeRecords(liveWorkspace(execution!.workspace!)).length > 0);
     w.child.kill('SIGKILL');
     try {
       const run = await waitForState(s, runId, ['ERROR', 'SUCCEEDED', 'FAILED'], 20_000, key);

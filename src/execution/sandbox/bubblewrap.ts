@@ -9,6 +9,7 @@
 import { execFile } from 'node:child_process';
 import { lstat, readlink } from 'node:fs/promises';
 import { SYSTEM_DIRS, under } from './resolve.ts';
+import { SANDBOX_SEED_DIR, workspaceWrapperArgs } from './workspace-wrapper.ts';
 
 /** /etc entries an agent's tools need (name resolution, TLS roots, time zone, the loader); bound when present. */
 export const ETC_ENTRIES = [
@@ -59,6 +60,12 @@ export interface BubblewrapSpec {
   tmpBytes?: number;
   /** `--disable-userns`: the agent cannot create user namespaces (bubblewrap >= 0.8). */
   disableUserns?: boolean;
+  /**
+   * The workspace as a tmpfs of this many bytes at its own path, filled from the host's workspace (bound
+   * read-only at SANDBOX_SEED_DIR) by the workspace wrapper, which copies it out at the end (see
+   * workspace-wrapper.ts). Undefined: the host's workspace is bound read-write.
+   */
+  workspaceBytes?: number;
   /** Run inside the sandbox before the command, which it execs (`prlimit --nproc=… --fsize=… --`). */
   wrapper?: readonly string[];
   /**
@@ -134,6 +141,7 @@ export function bubblewrapArgs(spec: BubblewrapSpec): string[] {
     '--',
     ...relay,
     ...(spec.wrapper ?? []),
+    ...(spec.workspaceBytes === undefined ? [] : workspaceWrapperArgs(spec.workspace)),
     spec.command,
     ...spec.args,
   ];
@@ -176,7 +184,12 @@ function filesystemArgs(spec: BubblewrapSpec): string[] {
   // the server's files for this execution, read-only, after the tmpfs that hides the data directory
   a.push('--ro-bind', spec.configDir, spec.configDir);
   // the sandbox's own root (the mount points above) read-only: the workspace and /tmp are the writable places
-  a.push('--bind', spec.workspace, spec.workspace, '--remount-ro', '/', '--chdir', spec.workspace);
+  if (spec.workspaceBytes === undefined) a.push('--bind', spec.workspace, spec.workspace);
+  else {
+    // the workspace's disk limit as the kernel holds it: a filesystem of that size, filled from the host's
+    a.push('--ro-bind', spec.workspace, SANDBOX_SEED_DIR, ...tmpfs(spec.workspace, spec.workspaceBytes));
+  }
+  a.push('--remount-ro', '/', '--chdir', spec.workspace);
   a.push('--setenv', 'TMPDIR', '/tmp');
   return a;
 }

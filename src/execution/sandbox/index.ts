@@ -58,6 +58,12 @@ export interface SandboxSettings {
   egressAllowAddresses: string[];
   /** socat, the relay of the proxy inside the sandbox (`AGENTYARD_SOCAT_PATH`, default /usr/bin/socat). */
   socatPath: string;
+  /**
+   * `tmpfs` (default): a bubblewrap sandbox's workspace is a tmpfs of the workspace limit, copied in and out, so
+   * the kernel holds the limit; `bind` (`AGENTYARD_SANDBOX_WORKSPACE=bind`): the host's workspace bound
+   * read-write, its disk use measured every 1–5 s.
+   */
+  workspace: 'tmpfs' | 'bind';
 }
 
 function flag(raw: string | undefined): boolean {
@@ -96,8 +102,12 @@ export function sandboxSettings(dataDir: string, env: NodeJS.ProcessEnv): Sandbo
   for (const a of egressAllowAddresses)
     if (!/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/.test(a))
       throw new Error(`AGENTYARD_EGRESS_ALLOW_ADDRESSES: "${a}" is not host:port`);
+  const workspace = (env.AGENTYARD_SANDBOX_WORKSPACE ?? 'tmpfs').trim().toLowerCase() || 'tmpfs';
+  if (workspace !== 'tmpfs' && workspace !== 'bind')
+    throw new Error(`AGENTYARD_SANDBOX_WORKSPACE must be tmpfs or bind, got "${env.AGENTYARD_SANDBOX_WORKSPACE}"`);
   return {
     network,
+    workspace,
     egressAllowAddresses,
     socatPath: env.AGENTYARD_SOCAT_PATH?.trim() || '/usr/bin/socat',
     enabled: mode === 'auto',
@@ -175,6 +185,11 @@ export type SandboxedInvocation =
       limits?: string;
       /** Undoes what the sandbox made for the execution (its cgroup), once the agent has exited. */
       cleanup?: () => Promise<void>;
+      /**
+       * The workspace is a tmpfs of this many bytes inside the sandbox, copied in and out by the workspace
+       * wrapper, which speaks on fd 3 (sandbox/workspace-wrapper.ts).
+       */
+      workspaceBytes?: number;
     }
   | { kind: 'refused'; message: string }
   | { kind: 'not_found' };
@@ -331,6 +346,8 @@ export async function sandboxInvocation(settings: SandboxSettings, req: SandboxR
   const plan = await planProcessLimit(limits, req.executionId);
   const notes = [...plan.notes];
   notes.push(can.size ? `/tmp ${sizeText(limits.tmpBytes)}` : '/tmp unsized (bubblewrap < 0.5 has no --size)');
+  const workspaceBytes = can.size && settings.workspace === 'tmpfs' ? limits.workspaceBytes : undefined;
+
   if (limits.nestedUserNamespaces) notes.push('user namespaces allowed');
   else notes.push(can.disableUserns ? 'no user namespaces' : 'user namespaces possible (bubblewrap < 0.8)');
   let network: BubblewrapSpec['network'];
@@ -352,6 +369,11 @@ export async function sandboxInvocation(settings: SandboxSettings, req: SandboxR
       settings.network === 'host' ? "network: the host's (AGENTYARD_SANDBOX_NETWORK=host)" : "network: the host's",
     );
   }
+  notes.push(
+    workspaceBytes !== undefined
+      ? `workspace ${sizeText(workspaceBytes)} (a filesystem of that size)`
+      : `workspace ${sizeText(limits.workspaceBytes)}, measured${can.size ? ' (AGENTYARD_SANDBOX_WORKSPACE=bind)' : ' (bubblewrap < 0.5 has no --size)'}`,
+  );
   const args = bubblewrapArgs({
     bwrap: settings.bwrapPath,
     command: resolved.executable,
@@ -366,6 +388,7 @@ export async function sandboxInvocation(settings: SandboxSettings, req: SandboxR
     groupFile,
     system: await systemLayout(),
     ...(can.size ? { tmpBytes: limits.tmpBytes } : {}),
+    ...(workspaceBytes !== undefined ? { workspaceBytes } : {}),
     disableUserns: can.disableUserns && !limits.nestedUserNamespaces,
     wrapper: plan.wrapper,
     ...(network ? { network } : {}),
@@ -380,5 +403,6 @@ export async function sandboxInvocation(settings: SandboxSettings, req: SandboxR
     description: `in a bubblewrap sandbox (uid ${settings.uid}; only its workspace writable)`,
     limits: notes.join('; '),
     ...(cgroup ? { cleanup: () => removePidsCgroup(cgroup) } : {}),
+    ...(workspaceBytes !== undefined ? { workspaceBytes } : {}),
   };
 }
