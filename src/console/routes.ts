@@ -230,33 +230,26 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
     scope.get('/console', notFound);
     scope.get('/console/*', notFound);
 
-    /** Runs counted by active state (each up to 100, the API's index on state makes it cheap), and deliveries. */
+    /** Runs counted by active state (one grouped count through the API), the newest active runs, deliveries. */
     const overviewLiveData = async (s: Signed) => {
-      const [lists, active, stats] = await Promise.all([
-        Promise.all(
-          ACTIVE_RUN_STATES.map((state) =>
-            s.api.get<{ runs: Run[]; page_info: PageInfo }>('/agent/runs', { state, limit: '100' }),
-          ),
+      const [counts, active, stats] = await Promise.all([
+        s.api.get<{ counts: Record<string, number> }>(
+          `/run-counts?${ACTIVE_RUN_STATES.map((state) => `state=${state}`).join('&')}`,
         ),
         s.api.get<{ runs: Run[] }>(
           `/agent/runs?${ACTIVE_RUN_STATES.map((state) => `state=${state}`).join('&')}&limit=20&sort_by=updated_at`,
         ),
         s.api.get<{ deliveries: number }>('/delivery-stats', { minutes: '60' }),
       ]);
-      const byState = lists.map((list, i) => ({
-        state: ACTIVE_RUN_STATES[i]!,
-        count: list.runs.length,
-        more: list.page_info.has_next_page,
-      }));
-      // the runs waiting for an answer are in their state's list already: its newest twenty
-      const blocked = lists[ACTIVE_RUN_STATES.indexOf('BLOCKED')]?.runs.slice(0, 20) ?? [];
-      return { runs: { byState, active: active.runs }, deliveriesLastHour: stats.deliveries, blocked };
+      const byState = ACTIVE_RUN_STATES.map((state) => ({ state, count: counts.counts[state] ?? 0 }));
+      return { runs: { byState, active: active.runs }, deliveriesLastHour: stats.deliveries };
     };
 
     const overview = async (s: Signed, reply: FastifyReply, error?: string) => {
-      const [list, live] = await Promise.all([
+      const [list, live, blocked] = await Promise.all([
         s.api.get<{ factories: Factory[]; page_info: PageInfo }>('/factories', { limit: '100', counts: 'true' }),
         overviewLiveData(s),
+        s.api.get<{ runs: Run[] }>('/agent/runs', { state: 'BLOCKED', limit: '20', sort_by: 'updated_at' }),
       ]);
       let factories = list.factories;
       let more = list.page_info;
@@ -276,6 +269,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
           factories,
           moreFactories: more.has_next_page,
           ...live,
+          blocked: blocked.runs,
           ...(error ? { error } : {}),
         }),
         error ? 422 : 200,

@@ -574,3 +574,19 @@ export async function runResult(q: Queryable, runId: string): Promise<string | n
   );
   return res.rows[0]?.text ?? null;
 }
+
+/**
+ * The team's runs counted by state, for the states asked: one grouped statement that reads only the
+ * (team_id, state, …) index (runs_team_state_updated), not the rows.
+ */
+export async function countRunsByState(
+  q: Queryable,
+  teamId: string,
+  states: readonly RunState[],
+): Promise<Map<RunState, number>> {
+  const res = await q.query<{ state: RunState; n: string | number }>(
+    `SELECT state, count(*) AS n FROM runs WHERE team_id = $1 AND state = ANY($2::text[]) GROUP BY state`,
+    [teamId, [...states]],
+  );
+  return new Map(res.rows.map((r) => [r.state, Number(r.n)]));
+}

@@ -1146,6 +1146,15 @@ const ISOLATION: Record<string, Probe> = {
       expect((await consoleRequest(f, 'POST', '/console/sign-out', { ...b, csrf: 'forged' })).status).toBe(403);
     },
   },
+  'GET /api/v1/run-counts': {
+    kind: 'team-list',
+    check: async (f) => {
+      expect((await f.asA('GET', '/run-counts')).body.total).toBeGreaterThan(0);
+      // B's counts are B's own runs, whatever other probes made there
+      const own = (await f.asB('GET', '/agent/runs?limit=500')).body.runs.length;
+      expect((await f.asB('GET', '/run-counts')).body.total).toBe(own);
+    },
+  },
   'GET /api/v1/delivery-stats': {
     kind: 'team-list',
     check: async (f) => {
