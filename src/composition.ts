@@ -54,6 +54,8 @@ import { registerIntegrationRoutes } from './integrations/routes.ts';
 import { providerOf, teamConnection } from './integrations/lookup.ts';
 import { registerProviderIdentityRoutes } from './integrations/identity-routes.ts';
 import { createIngressRuntime, startDeliveryRetention } from './ingress/runtime.ts';
+import { AuthLockouts } from './ingress/lockouts.ts';
+import { DEFAULT_INGRESS_LIMITS } from './ingress/limits.ts';
 import type { IngressOptions, IngressRuntime } from './ingress/runtime.ts';
 import { systemClock } from './kernel/clock.ts';
 import { chatContinuation } from './orchestration/continuation.ts';
@@ -201,6 +203,8 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     limits: { providerEventPoints: config.providerEventsPerMinute, ...options.ingress?.limits },
   };
   const ingress = roles.has('ingress') ? createIngressRuntime(ctx, metrics, ingressOptions) : undefined;
+  // The senders locked out for failed authentications, as the bus announces them (GET …/lockouts).
+  const lockouts = new AuthLockouts({ ...DEFAULT_INGRESS_LIMITS, ...ingressOptions.limits });
   const controller = new FactoryController(
     {
       db,
@@ -439,6 +443,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
           connectionOfTeam: async (teamId, provider) =>
             (await teamConnection(services, teamId, providerOf(provider))).id,
           wakeEvaluator: () => bus.publish(DELIVERIES_ACCEPTED_TOPIC, null),
+          lockouts: (logUid) => lockouts.of(logUid),
         }),
     },
     { name: 'factory-webhooks', roles: API, api: (app) => registerWebhookManagementRoutes(app, services) },
@@ -526,6 +531,14 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
       name: 'ingress',
       roles: ['ingress'],
       start: async () => (ingress ? ingress.start() : stopNothing),
+    },
+    {
+      name: 'auth-lockouts',
+      roles: ['api'],
+      start: async () => {
+        lockouts.start(bus);
+        return async () => lockouts.stop();
+      },
     },
     {
       name: 'integration-connections',

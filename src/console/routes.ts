@@ -29,7 +29,7 @@ import type { ScoreDay } from './pages/scores.ts';
 import { signInPage } from './pages/sign-in.ts';
 import { PAGE_CSP, crossSiteReason } from '../kernel/page-security.ts';
 import { deliveryPage, deliveryRow, webhookPage } from './pages/webhook.ts';
-import type { DeliveryDetail, TestFilterResult } from './pages/webhook.ts';
+import type { DeliveryDetail, Lockout, TestFilterResult } from './pages/webhook.ts';
 import {
   SESSION_COOKIE,
   clearedSessionCookie,
@@ -636,12 +636,13 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
     );
 
     const webhookData = async (s: Signed, uid: string, cursor?: string) => {
-      const [webhook, deliveries] = await Promise.all([
+      const [webhook, deliveries, lockouts] = await Promise.all([
         s.api.get<Webhook>(`/webhooks/${enc(uid)}`),
         s.api.get<{ deliveries: Delivery[]; page_info: PageInfo }>(`/webhooks/${enc(uid)}/deliveries`, {
           limit: '50',
           cursor,
         }),
+        s.api.get<{ lockouts: Lockout[] }>(`/webhooks/${enc(uid)}/lockouts`),
       ]);
       const factoryId = webhook.factory_id;
       const [factory, automations] = factoryId
@@ -657,6 +658,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         factoryName: factory?.name,
         deliveries: deliveries.deliveries,
         pageInfo: deliveries.page_info,
+        lockouts: lockouts.lockouts,
         automations: automations.automations,
         ...(cursor ? { older: true } : {}),
       };

@@ -15,6 +15,7 @@ import {
 import * as s from './delivery-log-schemas.ts';
 import { parseJsonBody } from './json-body.ts';
 import { insertReplay } from './sql.ts';
+import type { AuthLockout } from './lockouts.ts';
 
 /**
  * Whose log a caller may read. The webhooks belong to factories/ and the connections to integrations/, which
@@ -28,6 +29,8 @@ export interface DeliveryLogOwners {
   connectionOfTeam(teamId: string, provider: string): Promise<string>;
   /** Tells the outbox evaluators that a delivery is waiting (after a replay's commit). */
   wakeEvaluator(): Promise<void>;
+  /** The senders a log (a webhook's UID, a connection's ID) refuses now for failed authentications. */
+  lockouts(logUid: string): AuthLockout[];
 }
 
 const TAGS = ['webhooks'];
@@ -49,6 +52,37 @@ export async function registerDeliveryLogRoutes(app: AppInstance, owners: Delive
       const connectionId = await owners.connectionOfTeam(request.principal.teamId, request.params.provider);
       return deliveryLogPage(owners.db, connectionId, request.query, { withSkips: true });
     },
+  );
+
+  const lockoutsSummary =
+    'The senders refused with 429 now for failed authentications (from memory: the bus announces each lockout to every process)';
+  app.get(
+    '/webhooks/:uid/lockouts',
+    {
+      schema: {
+        tags: TAGS,
+        summary: lockoutsSummary,
+        params: s.WebhookUidParams,
+        response: { 200: s.LockoutListSchema },
+      },
+    },
+    async (request) => ({
+      lockouts: owners.lockouts(await owners.webhookOfTeam(request.principal.teamId, request.params.uid)),
+    }),
+  );
+  app.get(
+    '/integrations/:provider/lockouts',
+    {
+      schema: {
+        tags: ['integrations'],
+        summary: lockoutsSummary,
+        params: Type.Object({ provider: Type.String() }),
+        response: { 200: s.LockoutListSchema },
+      },
+    },
+    async (request) => ({
+      lockouts: owners.lockouts(await owners.connectionOfTeam(request.principal.teamId, request.params.provider)),
+    }),
   );
 
   app.get(

@@ -663,6 +663,22 @@ const ISOLATION: Record<string, Probe> = {
     check: async (f) =>
       expectNotFound(await f.asB('GET', `/webhooks/${(await teamAWebhook(f)).uid}/deliveries`), 'A delivery log'),
   },
+  'GET /api/v1/webhooks/:uid/lockouts': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const a = await teamAWebhook(f);
+      expect((await f.asA('GET', `/webhooks/${a.uid}/lockouts`)).status).toBe(200);
+      await expectNotFound(await f.asB('GET', `/webhooks/${a.uid}/lockouts`), "A webhook's lockouts");
+    },
+  },
+  'GET /api/v1/integrations/:provider/lockouts': {
+    kind: 'team-resource',
+    check: async (f) => {
+      await teamAConnection(f);
+      expect((await f.asA('GET', '/integrations/slack/lockouts')).status).toBe(200);
+      await expectNotFound(await f.asB('GET', '/integrations/slack/lockouts'), "A connection's lockouts");
+    },
+  },
   'GET /api/v1/webhooks/:uid/deliveries/:deliveryId': {
     kind: 'team-resource',
     check: async (f) => {
