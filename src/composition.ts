@@ -15,7 +15,11 @@ import type { ServiceContext } from './context.ts';
 import { OutboxEvaluator } from './automations/evaluator.ts';
 import { knownModels } from './runs/models.ts';
 import type { EvaluatorOptions } from './automations/evaluator.ts';
-import { registerAutomationManagementRoutes, registerAutomationReadRoutes } from './automations/routes.ts';
+import {
+  registerAutomationManagementRoutes,
+  registerAutomationReadRoutes,
+  registerProviderTestRoute,
+} from './automations/routes.ts';
 import { ServiceExecutor } from './execution/executor.ts';
 import { Reaper } from './execution/reaper.ts';
 import { ExecutionRecorder } from './execution/recorder.ts';
@@ -430,6 +434,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
       roles: API,
       async api(app) {
         await registerAutomationReadRoutes(app, services);
+        await registerProviderTestRoute(app, services);
         await registerAutomationManagementRoutes(app, services);
       },
     },

@@ -45,6 +45,7 @@ import { lineDiff, unifiedDiff } from './line-diff.ts';
 import { revisionPage } from './pages/revision.ts';
 import type { RevisionFileDiff, RevisionPageData } from './pages/revision.ts';
 import { registerSettingsRoutes } from './settings-routes.ts';
+import { registerProviderDeliveryRoutes } from './provider-delivery-routes.ts';
 
 const REPLAY_NOTICE = 'This is a replay: it is evaluated against the current automations like any delivery.';
 const REPLAY_FAILURES: Record<string, string> = {
@@ -871,5 +872,6 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
     registerRunRoutes(scope, kit);
 
     registerSettingsRoutes(scope, kit);
+    registerProviderDeliveryRoutes(scope, kit);
   });
 }
