@@ -24,7 +24,7 @@ export function lockoutBox(lockouts: readonly Lockout[]): SafeHtml {
     <h2 id="lockout-title">Auth lockout: ${lockouts.length === 1 ? 'a sender is' : `${lockouts.length} senders are`} refused with 429</h2>
     <ul class="plain">${lockouts.map(
       (l) =>
-        html`<li><code>${l.sender_ip || '(no address)'}</code> until <time datetime="${l.until}">${l.until.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}</time> (${timeAgo(l.until)}): ${l.reason}.</li>`,
+        html`<li><code>${l.sender_ip || '(no address)'}</code> until ${l.until.replace('T', ' ').replace(/(\.\d+)?Z$/, ' UTC')} (${timeAgo(l.until)}): ${l.reason}.</li>`,
     )}</ul>
     <p>Check the secret the sender signs with; its deliveries are refused before they are logged until then.</p>
   </section>`;
