@@ -74,9 +74,12 @@ function filterMiss(
 
 /** Each automation with a trigger of the delivery's provider, tested against the events the delivery means. */
 export function testProviderDelivery(
+  provider: string,
   rows: readonly ProviderTriggerRow[],
   derived: DerivedEvents,
 ): ProviderTestResult[] {
+  // As the evaluator: a GitHub event that names no repository reaches no automation.
+  const unrouted = provider === 'github' && derived.repository === null;
   const byAutomation = new Map<string, ProviderTriggerRow[]>();
   for (const row of rows) {
     const group = byAutomation.get(row.automation_id);
@@ -95,11 +98,14 @@ export function testProviderDelivery(
       factory_name: first.factory_name,
     };
     // The routes of this event: the triggers on its repository (GitHub) that take one of its events.
-    const routed = triggers.filter(
-      (t) => (derived.repository === null || t.repository === derived.repository) && meant.includes(t.event),
-    );
+    const routed = unrouted
+      ? []
+      : triggers.filter(
+          (t) => (derived.repository === null || t.repository === derived.repository) && meant.includes(t.event),
+        );
     let eventCheck: Check;
-    if (routed.length === 0) {
+    if (unrouted) eventCheck = { passed: false, detail: 'the event names no repository, so no trigger takes it' };
+    else if (routed.length === 0) {
       const takes = [...new Set(triggers.map((t) => t.event))].map((e) => `\`${e}\``).join(', ');
       const onRepo = triggers.some((t) => meant.includes(t.event));
       eventCheck = {

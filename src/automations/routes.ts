@@ -159,7 +159,7 @@ export async function registerProviderTestRoute(app: AppInstance, ctx: ServiceCo
         delivery_id: delivery.id,
         provider,
         events: [...new Set(derived.events.map((e) => e.event))],
-        automations: testProviderDelivery(await teamProviderTriggers(ctx.db, teamId, provider), derived),
+        automations: testProviderDelivery(provider, await teamProviderTriggers(ctx.db, teamId, provider), derived),
       };
     },
   );
