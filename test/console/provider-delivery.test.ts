@@ -243,5 +243,18 @@ describe.each(ENGINES)('provider delivery pages (%s)', (engine) => {
     expect(page.status).toBe(404);
     expect(page.headers.get('content-type')).toContain('text/html');
     expect((await get(server, '/console/integrations/gitlab/deliveries/x', admin.cookie)).status).toBe(404);
+    // hostile ids: a clear 4xx naming the field, never a 500
+    for (const id of ['x'.repeat(65), '%00', '..%2F..%2Fetc', "dlv_'--"]) {
+      const api = await server.api('GET', `/integrations/github/deliveries/${id}/automations`);
+      expect(api.status, `${id}: ${api.text}`).toBeGreaterThanOrEqual(400);
+      expect(api.status, `${id}: ${api.text}`).toBeLessThan(500);
+      const replay = await server.api('POST', `/integrations/github/deliveries/${id}/replay`);
+      expect(replay.status, `${id}: ${replay.text}`).toBeLessThan(500);
+      expect((await get(server, `/console/integrations/github/deliveries/${id}`, admin.cookie)).status).toBeLessThan(
+        500,
+      );
+    }
+    expect((await server.api('GET', '/run-counts?state=%00')).status).toBe(400);
+    expect((await server.api('GET', '/webhooks/%00/lockouts')).status).toBeLessThan(500);
   });
 });
