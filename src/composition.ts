@@ -15,7 +15,11 @@ import type { ServiceContext } from './context.ts';
 import { OutboxEvaluator } from './automations/evaluator.ts';
 import { knownModels } from './runs/models.ts';
 import type { EvaluatorOptions } from './automations/evaluator.ts';
-import { registerAutomationManagementRoutes, registerAutomationReadRoutes } from './automations/routes.ts';
+import {
+  registerAutomationManagementRoutes,
+  registerAutomationReadRoutes,
+  registerProviderTestRoute,
+} from './automations/routes.ts';
 import { ServiceExecutor } from './execution/executor.ts';
 import { Reaper } from './engine/reaper.ts';
 import { WorkspaceSweeper } from './execution/sweeper.ts';
@@ -55,6 +59,8 @@ import { registerIntegrationRoutes } from './integrations/routes.ts';
 import { providerOf, teamConnection } from './integrations/lookup.ts';
 import { registerProviderIdentityRoutes } from './integrations/identity-routes.ts';
 import { createIngressRuntime, startDeliveryRetention } from './ingress/runtime.ts';
+import { AuthLockouts } from './ingress/lockouts.ts';
+import { DEFAULT_INGRESS_LIMITS } from './ingress/limits.ts';
 import type { IngressOptions, IngressRuntime } from './ingress/runtime.ts';
 import { systemClock } from './kernel/clock.ts';
 import { chatContinuation } from './orchestration/continuation.ts';
@@ -206,6 +212,8 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
     limits: { providerEventPoints: config.providerEventsPerMinute, ...options.ingress?.limits },
   };
   const ingress = roles.has('ingress') ? createIngressRuntime(ctx, metrics, ingressOptions) : undefined;
+  // The senders locked out for failed authentications, as the bus announces them (GET …/lockouts).
+  const lockouts = new AuthLockouts({ ...DEFAULT_INGRESS_LIMITS, ...ingressOptions.limits });
   const controller = new FactoryController(
     {
       db,
@@ -430,6 +438,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
       roles: API,
       async api(app) {
         await registerAutomationReadRoutes(app, services);
+        await registerProviderTestRoute(app, services);
         await registerAutomationManagementRoutes(app, services);
       },
     },
@@ -443,6 +452,7 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
           connectionOfTeam: async (teamId, provider) =>
             (await teamConnection(services, teamId, providerOf(provider))).id,
           wakeEvaluator: () => bus.publish(DELIVERIES_ACCEPTED_TOPIC, null),
+          lockouts: (logUid) => lockouts.of(logUid),
         }),
     },
     { name: 'factory-webhooks', roles: API, api: (app) => registerWebhookManagementRoutes(app, services) },
@@ -532,6 +542,14 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
       name: 'ingress',
       roles: ['ingress'],
       start: async () => (ingress ? ingress.start() : stopNothing),
+    },
+    {
+      name: 'auth-lockouts',
+      roles: ['api'],
+      start: async () => {
+        lockouts.start(bus);
+        return async () => lockouts.stop();
+      },
     },
     {
       name: 'integration-connections',

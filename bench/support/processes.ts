@@ -46,12 +46,15 @@ export async function startAgentyard(env: {
   dataDir: string;
   apiKey: string;
   databaseUrl?: string;
+  /** More flags for node (a benchmark's `--cpu-prof`). */
+  nodeFlags?: readonly string[];
 }): Promise<ServerProcess> {
   const port = await freePort();
   const child = spawn(
     process.execPath,
     [
       ...SERVICE_NODE_FLAGS,
+      ...(env.nodeFlags ?? []),
       'bin/agentyard.js',
       'serve',
       '--port',

@@ -50,7 +50,7 @@ function waitsOn(sub: ProviderSubscription, key: string, events: readonly Provid
 }
 
 /** The event header a provider sends the event type in (Slack and Linear name it in the body). */
-const EVENT_HEADER: Record<Provider, string> = { github: 'x-github-event', slack: '', linear: 'linear-event' };
+export const EVENT_HEADER: Record<Provider, string> = { github: 'x-github-event', slack: '', linear: 'linear-event' };
 
 function installationOf(payload: unknown): { id: number; login: string | null } | undefined {
   const p = payload as {

@@ -11,6 +11,11 @@ import { parseJsonBody } from '../ingress/json-body.ts';
 import { AutomationManagement } from './management.ts';
 import * as s from './schemas.ts';
 import { testFilter } from './test-filter.ts';
+import { testProviderDelivery } from './provider-test.ts';
+import { EVENT_HEADER } from './provider-runs.ts';
+import { connectionDelivery, teamProviderTriggers } from './sql.ts';
+import { providerEvents } from '../definitions/provider-events.ts';
+import { providerOf, teamConnection } from '../integrations/lookup.ts';
 import { automationView, automationViews, getAutomation, triggerStatuses } from './views.ts';
 
 const TAGS = ['automations'];
@@ -110,6 +115,51 @@ export async function registerAutomationReadRoutes(app: AppInstance, ctx: Servic
           delivery: { webhookUid: delivery.webhook_uid, payload: parsed.value },
           webhook: { name: delivery.name, deleted: delivery.deleted },
         }),
+      };
+    },
+  );
+}
+
+/** GET /integrations/{provider}/deliveries/{id}/automations: a provider delivery against the automations now. */
+export async function registerProviderTestRoute(app: AppInstance, ctx: ServiceContext): Promise<void> {
+  app.get(
+    '/integrations/:provider/deliveries/:deliveryId/automations',
+    {
+      schema: {
+        tags: ['integrations'],
+        summary:
+          "Would each of the team's automations with a trigger of this provider start a run for this stored delivery now? The event check, the filter check with the key that failed, the trigger policy",
+        params: Type.Object({
+          provider: Type.String(),
+          deliveryId: Type.String({ minLength: 1, maxLength: 64 }),
+        }),
+        response: { 200: s.ProviderTestSchema },
+      },
+    },
+    async (request) => {
+      const { teamId } = request.principal;
+      const provider = providerOf(request.params.provider);
+      const connection = await teamConnection(ctx, teamId, provider);
+      const { deliveryId } = request.params;
+      const delivery = await connectionDelivery(ctx.db, teamId, connection.id, deliveryId);
+      if (!delivery)
+        throw new AppError(
+          'resource_not_found',
+          `delivery ${deliveryId} of the ${provider} connection does not exist (or was purged)`,
+        );
+      const parsed = delivery.payload ? parseJsonBody(delivery.payload) : undefined;
+      if (!parsed)
+        throw new AppError(
+          'invalid_request',
+          `deliveryId: delivery ${deliveryId} was rejected (${delivery.label}) and has no stored payload to test against`,
+        );
+      const header = EVENT_HEADER[provider];
+      const derived = providerEvents(provider, header ? delivery.headers[header] : undefined, parsed.value);
+      return {
+        delivery_id: delivery.id,
+        provider,
+        events: [...new Set(derived.events.map((e) => e.event))],
+        automations: testProviderDelivery(provider, await teamProviderTriggers(ctx.db, teamId, provider), derived),
       };
     },
   );

@@ -60,6 +60,34 @@ export const TestFilterResultSchema = Type.Object({
   }),
 });
 
+const ProviderCheck = Type.Object({
+  passed: Type.Boolean(),
+  detail: Str,
+  trigger_index: Type.Optional(Type.Integer({ description: 'The trigger (0-based) the check is about' })),
+  path: Type.Optional(Type.String({ description: 'The filter key that did not match: `filter.<key>`' })),
+});
+
+export const ProviderTestSchema = Type.Object({
+  delivery_id: Str,
+  provider: Str,
+  events: Type.Array(Str, { description: 'The trigger events the delivery means (e.g. `issue_labeled`)' }),
+  automations: Type.Array(
+    Type.Object({
+      automation_id: Str,
+      automation_name: Str,
+      factory_id: Str,
+      factory_name: Str,
+      result: Type.Union([Type.Literal('Would trigger'), Type.Literal('Would not trigger')]),
+      event_check: ProviderCheck,
+      filter_check: ProviderCheck,
+      policy: Type.Optional(
+        Type.String({ description: "Why the factory's trigger policy starts no run for who caused the event" }),
+      ),
+    }),
+    { description: "Every live automation of the team with a trigger of this provider, the delivery's first" },
+  ),
+});
+
 export const FactoryIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
 
 const TriggerInput = Type.Record(Type.String(), Type.Unknown(), {

@@ -2,6 +2,7 @@
 import type { FilterMatcher } from '../definitions/model.ts';
 import type { PayloadFilter } from './payload-filter.ts';
 import type { AutomationRow } from '../factories/apply/model.ts';
+import type { ProviderTriggerRow } from './provider-test.ts';
 import type { Queryable } from '../kernel/db.ts';
 import { AUTOMATION_AGENT_PROMPT_SQL, AUTOMATION_CONCURRENCY_SQL } from './run-input.ts';
 
@@ -125,4 +126,41 @@ export async function providerSubscriptions(
     [route.teamId, route.provider, route.repository, route.events],
   );
   return res.rows;
+}
+
+/**
+ * Every provider trigger of the team's live automations for one provider (each GitHub trigger once per
+ * repository it routes), with its automation and factory, for explaining a delivery (provider-test.ts).
+ */
+export async function teamProviderTriggers(
+  q: Queryable,
+  teamId: string,
+  provider: string,
+): Promise<ProviderTriggerRow[]> {
+  const res = await q.query<ProviderTriggerRow>(
+    `SELECT t.automation_id, a.name AS automation_name, a.factory_id, f.name AS factory_name, a.enabled,
+            t.trigger_index, t.event, t.repository, t.filter, f.definition->'factory'->'triggerPolicy' AS trigger_policy
+       FROM automation_provider_triggers t JOIN automations a ON a.id = t.automation_id JOIN factories f ON f.id = a.factory_id
+      WHERE t.team_id = $1 AND t.provider = $2 AND a.deleted_at IS NULL AND f.deleted_at IS NULL
+      ORDER BY f.name, a.name, a.id, t.trigger_index, t.repository
+      LIMIT 5000`,
+    [teamId, provider],
+  );
+  return res.rows;
+}
+
+/** A stored delivery of a connection's log with what its evaluation reads (a duplicate: its original's payload). */
+export async function connectionDelivery(
+  q: Queryable,
+  teamId: string,
+  connectionId: string,
+  deliveryId: string,
+): Promise<{ id: string; label: string; headers: Record<string, string>; payload: Uint8Array | null } | undefined> {
+  const res = await q.query<{ id: string; label: string; headers: Record<string, string>; payload: Uint8Array | null }>(
+    `SELECT d.id, d.label, coalesce(d.headers, '{}'::jsonb) AS headers, COALESCE(d.payload, o.payload) AS payload
+       FROM webhook_deliveries d LEFT JOIN webhook_deliveries o ON o.id = d.duplicate_of
+      WHERE d.id = $1 AND d.team_id = $2 AND d.webhook_uid = $3`,
+    [deliveryId, teamId, connectionId],
+  );
+  return res.rows[0];
 }

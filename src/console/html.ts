@@ -11,8 +11,11 @@ export class SafeHtml {
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
+const SPECIAL = /[&<>"']/;
+
 export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+  // Most text has nothing to escape: testing first spares a copy of it.
+  return SPECIAL.test(value) ? value.replace(/[&<>"']/g, (c) => ESCAPES[c]!) : value;
 }
 
 type Interpolated = SafeHtml | string | number | boolean | null | undefined | readonly Interpolated[];

@@ -32,7 +32,7 @@ export function markdown(source: string): SafeHtml {
       i++;
       continue;
     }
-    if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) {
+    if (/^\s*[-*_]/.test(line) && /^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) {
       out.push('<hr>');
       i++;
       continue;
@@ -86,12 +86,15 @@ function inline(text: string): string {
 
 function emphasis(text: string): string {
   let s = escapeHtml(text);
-  s = s.replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (whole, label: string, href: string) => {
-    // `href` is already escaped; unescape only to test the scheme.
-    const raw = href.replace(/&amp;/g, '&');
-    return SAFE_URL.test(raw) ? `<a href="${href}" rel="noopener noreferrer">${label}</a>` : whole;
-  });
-  s = s.replace(/\*\*(?=\S)(.+?)\*\*/g, '<strong>$1</strong>').replace(/__(?=\S)(.+?)__/g, '<strong>$1</strong>');
-  s = s.replace(/(^|[^*\w])\*(?=\S)([^*]+?)\*(?!\w)/g, '$1<em>$2</em>');
+  // Each rule only where its marker occurs: a long transcript has hundreds of plain lines.
+  if (s.includes(']('))
+    s = s.replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (whole, label: string, href: string) => {
+      // `href` is already escaped; unescape only to test the scheme.
+      const raw = href.replace(/&amp;/g, '&');
+      return SAFE_URL.test(raw) ? `<a href="${href}" rel="noopener noreferrer">${label}</a>` : whole;
+    });
+  if (s.includes('**')) s = s.replace(/\*\*(?=\S)(.+?)\*\*/g, '<strong>$1</strong>');
+  if (s.includes('__')) s = s.replace(/__(?=\S)(.+?)__/g, '<strong>$1</strong>');
+  if (s.includes('*')) s = s.replace(/(^|[^*\w])\*(?=\S)([^*]+?)\*(?!\w)/g, '$1<em>$2</em>');
   return s;
 }

@@ -29,7 +29,7 @@ import type { ScoreDay } from './pages/scores.ts';
 import { signInPage } from './pages/sign-in.ts';
 import { PAGE_CSP, crossSiteReason } from '../kernel/page-security.ts';
 import { deliveryPage, deliveryRow, webhookPage } from './pages/webhook.ts';
-import type { DeliveryDetail, TestFilterResult } from './pages/webhook.ts';
+import type { DeliveryDetail, Lockout, TestFilterResult } from './pages/webhook.ts';
 import {
   SESSION_COOKIE,
   clearedSessionCookie,
@@ -45,6 +45,7 @@ import { lineDiff, unifiedDiff } from './line-diff.ts';
 import { revisionPage } from './pages/revision.ts';
 import type { RevisionFileDiff, RevisionPageData } from './pages/revision.ts';
 import { registerSettingsRoutes } from './settings-routes.ts';
+import { registerProviderDeliveryRoutes } from './provider-delivery-routes.ts';
 
 const REPLAY_NOTICE = 'This is a replay: it is evaluated against the current automations like any delivery.';
 const REPLAY_FAILURES: Record<string, string> = {
@@ -230,33 +231,26 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
     scope.get('/console', notFound);
     scope.get('/console/*', notFound);
 
-    /** Runs counted by active state (each up to 100, the API's index on state makes it cheap), and deliveries. */
+    /** Runs counted by active state (one grouped count through the API), the newest active runs, deliveries. */
     const overviewLiveData = async (s: Signed) => {
-      const [lists, active, stats] = await Promise.all([
-        Promise.all(
-          ACTIVE_RUN_STATES.map((state) =>
-            s.api.get<{ runs: Run[]; page_info: PageInfo }>('/agent/runs', { state, limit: '100' }),
-          ),
+      const [counts, active, stats] = await Promise.all([
+        s.api.get<{ counts: Record<string, number> }>(
+          `/run-counts?${ACTIVE_RUN_STATES.map((state) => `state=${state}`).join('&')}`,
         ),
         s.api.get<{ runs: Run[] }>(
           `/agent/runs?${ACTIVE_RUN_STATES.map((state) => `state=${state}`).join('&')}&limit=20&sort_by=updated_at`,
         ),
         s.api.get<{ deliveries: number }>('/delivery-stats', { minutes: '60' }),
       ]);
-      const byState = lists.map((list, i) => ({
-        state: ACTIVE_RUN_STATES[i]!,
-        count: list.runs.length,
-        more: list.page_info.has_next_page,
-      }));
-      // the runs waiting for an answer are in their state's list already: its newest twenty
-      const blocked = lists[ACTIVE_RUN_STATES.indexOf('BLOCKED')]?.runs.slice(0, 20) ?? [];
-      return { runs: { byState, active: active.runs }, deliveriesLastHour: stats.deliveries, blocked };
+      const byState = ACTIVE_RUN_STATES.map((state) => ({ state, count: counts.counts[state] ?? 0 }));
+      return { runs: { byState, active: active.runs }, deliveriesLastHour: stats.deliveries };
     };
 
     const overview = async (s: Signed, reply: FastifyReply, error?: string) => {
-      const [list, live] = await Promise.all([
+      const [list, live, blocked] = await Promise.all([
         s.api.get<{ factories: Factory[]; page_info: PageInfo }>('/factories', { limit: '100', counts: 'true' }),
         overviewLiveData(s),
+        s.api.get<{ runs: Run[] }>('/agent/runs', { state: 'BLOCKED', limit: '20', sort_by: 'updated_at' }),
       ]);
       let factories = list.factories;
       let more = list.page_info;
@@ -276,6 +270,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
           factories,
           moreFactories: more.has_next_page,
           ...live,
+          blocked: blocked.runs,
           ...(error ? { error } : {}),
         }),
         error ? 422 : 200,
@@ -642,12 +637,13 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
     );
 
     const webhookData = async (s: Signed, uid: string, cursor?: string) => {
-      const [webhook, deliveries] = await Promise.all([
+      const [webhook, deliveries, lockouts] = await Promise.all([
         s.api.get<Webhook>(`/webhooks/${enc(uid)}`),
         s.api.get<{ deliveries: Delivery[]; page_info: PageInfo }>(`/webhooks/${enc(uid)}/deliveries`, {
           limit: '50',
           cursor,
         }),
+        s.api.get<{ lockouts: Lockout[] }>(`/webhooks/${enc(uid)}/lockouts`),
       ]);
       const factoryId = webhook.factory_id;
       const [factory, automations] = factoryId
@@ -663,6 +659,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         factoryName: factory?.name,
         deliveries: deliveries.deliveries,
         pageInfo: deliveries.page_info,
+        lockouts: lockouts.lockouts,
         automations: automations.automations,
         ...(cursor ? { older: true } : {}),
       };
@@ -875,5 +872,6 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
     registerRunRoutes(scope, kit);
 
     registerSettingsRoutes(scope, kit);
+    registerProviderDeliveryRoutes(scope, kit);
   });
 }

@@ -35,6 +35,21 @@ interface AutomationStatus {
   webhook_triggers?: { webhook_uid: string; webhook_name: string | null }[];
 }
 
+/** JSON lines as an array: one parse of the lines joined as an array, cheaper than one per line. */
+function parseJsonLines<T>(body: string): T[] {
+  const lines = body.trimEnd();
+  if (!lines) return [];
+  try {
+    // JSON.stringify never leaves a raw newline inside a value: each one separates two documents.
+    return JSON.parse(`[${lines.replaceAll('\n', ',')}]`) as T[];
+  } catch {
+    return lines
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => JSON.parse(line) as T);
+  }
+}
+
 /**
  * The run's events so far: its transcript (JSON lines, through the download URL the API redirects to). A run
  * that never executed has none yet; the page's live stream then brings its state events.
@@ -51,11 +66,12 @@ export async function runHistory(s: Signed, runId: string): Promise<RunEventDoc[
   if (!location) return [];
   const url = new URL(location, 'http://console.invalid');
   const { body } = await s.api.raw(`${url.pathname}${url.search}`);
+  const docs = parseJsonLines<{ kind?: string } & RunEventDoc>(body);
   const events: RunEventDoc[] = [];
-  for (const line of body.split('\n')) {
-    if (!line) continue;
-    const doc = JSON.parse(line) as { kind?: string } & RunEventDoc;
-    if (doc.kind === 'event') events.push({ ...doc, run_id: runId });
+  for (const doc of docs) {
+    if (doc.kind !== 'event') continue;
+    doc.run_id = runId;
+    events.push(doc);
   }
   return events;
 }

@@ -5,14 +5,12 @@
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ApiProblem, enc } from './api.ts';
-import type { Connection, PageInfo, Schedule } from './api-types.ts';
+import type { Connection, Schedule } from './api-types.ts';
 import { confirmPage } from './layout.ts';
 import type { ApiKeyItem } from './pages/api-keys.ts';
 import { apiKeysPage } from './pages/api-keys.ts';
 import { CONNECT_FIELDS, integrationsPage, PROVIDERS } from './pages/integrations.ts';
 import type { ProviderName } from './pages/integrations.ts';
-import { providerDeliveriesPage } from './pages/provider-deliveries.ts';
-import type { ProviderDelivery } from './pages/provider-deliveries.ts';
 import { schedulesPage } from './pages/schedules.ts';
 import { secretsPage } from './pages/secrets.ts';
 import type { SecretItem } from './pages/secrets.ts';
@@ -41,7 +39,7 @@ async function refusal(act: () => Promise<unknown>): Promise<string | undefined>
   }
 }
 
-function isProvider(p: string): p is ProviderName {
+export function isProvider(p: string): p is ProviderName {
   return (PROVIDERS as readonly string[]).includes(p);
 }
 
@@ -141,27 +139,6 @@ export function registerSettingsRoutes(scope: FastifyInstance, kit: ConsoleKit):
       const error = await refusal(() => s.api.call('PUT', `/integrations/${provider}`, body));
       if (error) return integrations(s, reply, { error: `The connection was not saved: ${error}` });
       return reply.redirect('/console/integrations?done=connected', 303);
-    }),
-  );
-  scope.get(
-    '/console/integrations/:provider/deliveries',
-    viewing<{ provider: string }>(async (s, request, reply) => {
-      const provider = request.params.provider;
-      if (!isProvider(provider)) throw new ApiProblem(404, 'resource_not_found', `no provider ${provider}`);
-      const cursor = request.query.cursor || undefined;
-      const list = await s.api.get<{ deliveries: ProviderDelivery[]; page_info: PageInfo }>(
-        `/integrations/${provider}/deliveries`,
-        { limit: '50', cursor },
-      );
-      return sendPage(
-        reply,
-        providerDeliveriesPage(s.viewer, {
-          provider,
-          deliveries: list.deliveries,
-          pageInfo: list.page_info,
-          older: cursor !== undefined,
-        }),
-      );
     }),
   );
   scope.get(

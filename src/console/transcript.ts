@@ -109,8 +109,10 @@ function toolCall(e: RunEventDoc, result: Data | undefined): SafeHtml {
   const d = e.data;
   const input = obj(d.input) ?? {};
   const summary = toolSummary(input);
-  const full = JSON.stringify(input, null, 2);
-  const showInput = full !== '{}' && full !== JSON.stringify({ command: summary }, null, 2);
+  // The input is shown when it says more than the summary line (a command alone does not).
+  const keys = Object.keys(input);
+  const showInput = keys.length > 0 && !(keys.length === 1 && keys[0] === 'command' && input.command === summary);
+  const full = showInput ? JSON.stringify(input, null, 2) : '';
   const body = html`<div class="ev-head"><span class="kind">${str(d.category) ?? 'tool'}</span><code class="tool">${str(d.name) ?? 'tool'}</code>${when(e)}</div>
     ${summary ? html`<pre class="call">${summary}</pre>` : ''}
     ${showInput ? html`<details class="input"><summary>Input</summary><pre>${full}</pre></details>` : ''}

@@ -15,6 +15,7 @@ import {
 import * as s from './delivery-log-schemas.ts';
 import { parseJsonBody } from './json-body.ts';
 import { insertReplay } from './sql.ts';
+import type { AuthLockout } from './lockouts.ts';
 
 /**
  * Whose log a caller may read. The webhooks belong to factories/ and the connections to integrations/, which
@@ -28,6 +29,8 @@ export interface DeliveryLogOwners {
   connectionOfTeam(teamId: string, provider: string): Promise<string>;
   /** Tells the outbox evaluators that a delivery is waiting (after a replay's commit). */
   wakeEvaluator(): Promise<void>;
+  /** The senders a log (a webhook's UID, a connection's ID) refuses now for failed authentications. */
+  lockouts(logUid: string): AuthLockout[];
 }
 
 const TAGS = ['webhooks'];
@@ -49,6 +52,37 @@ export async function registerDeliveryLogRoutes(app: AppInstance, owners: Delive
       const connectionId = await owners.connectionOfTeam(request.principal.teamId, request.params.provider);
       return deliveryLogPage(owners.db, connectionId, request.query, { withSkips: true });
     },
+  );
+
+  const lockoutsSummary =
+    'The senders refused with 429 now for failed authentications (from memory: the bus announces each lockout to every process)';
+  app.get(
+    '/webhooks/:uid/lockouts',
+    {
+      schema: {
+        tags: TAGS,
+        summary: lockoutsSummary,
+        params: s.WebhookUidParams,
+        response: { 200: s.LockoutListSchema },
+      },
+    },
+    async (request) => ({
+      lockouts: owners.lockouts(await owners.webhookOfTeam(request.principal.teamId, request.params.uid)),
+    }),
+  );
+  app.get(
+    '/integrations/:provider/lockouts',
+    {
+      schema: {
+        tags: ['integrations'],
+        summary: lockoutsSummary,
+        params: Type.Object({ provider: Type.String() }),
+        response: { 200: s.LockoutListSchema },
+      },
+    },
+    async (request) => ({
+      lockouts: owners.lockouts(await owners.connectionOfTeam(request.principal.teamId, request.params.provider)),
+    }),
   );
 
   app.get(
@@ -145,27 +179,40 @@ export async function registerDeliveryLogRoutes(app: AppInstance, owners: Delive
     async (request, reply) => {
       requireTeamAdmin(request);
       const uid = await owners.webhookOfTeam(request.principal.teamId, request.params.uid);
-      const { deliveryId } = request.params;
-      const replay = await insertReplay(owners.db, uid, deliveryId, newId('dlv'), request.principal.subject.id);
-      if (!replay) {
-        const row = await getDelivery(owners.db, uid, deliveryId);
-        if (row?.label === 'accepted')
-          throw new AppError(
-            'invalid_request',
-            `delivery ${deliveryId} of webhook ${uid} has no stored payload left to replay`,
-          );
-        if (row)
-          throw new AppError(
-            'invalid_request',
-            `delivery ${deliveryId} of webhook ${uid} is ${row.label}: only an accepted delivery can be replayed`,
-          );
-        throw new AppError(
-          'resource_not_found',
-          `delivery ${deliveryId} of webhook ${uid} does not exist (or was purged)`,
-        );
-      }
-      await owners.wakeEvaluator();
-      return reply.code(201).send({ delivery_id: replay.id, replay_of: deliveryId });
+      const replay = await replayDelivery(
+        owners,
+        request.principal.subject.id,
+        uid,
+        `webhook ${uid}`,
+        request.params.deliveryId,
+      );
+      return reply.code(201).send(replay);
+    },
+  );
+
+  app.post(
+    '/integrations/:provider/deliveries/:deliveryId/replay',
+    {
+      schema: {
+        tags: ['integrations'],
+        summary:
+          'Team admin: evaluate an accepted provider event again against the current automations, logged as a new delivery that names the original',
+        params: Type.Object({ provider: Type.String(), deliveryId: Type.String({ minLength: 1, maxLength: 64 }) }),
+        response: { 201: s.ReplaySchema },
+      },
+    },
+    async (request, reply) => {
+      requireTeamAdmin(request);
+      const { provider, deliveryId } = request.params;
+      const connectionId = await owners.connectionOfTeam(request.principal.teamId, provider);
+      const replay = await replayDelivery(
+        owners,
+        request.principal.subject.id,
+        connectionId,
+        `the ${provider} connection`,
+        deliveryId,
+      );
+      return reply.code(201).send(replay);
     },
   );
 
@@ -213,4 +260,31 @@ async function deliveryDetail(db: Queryable, logUid: string, logName: string, de
     ...(errors.length > 0 ? { errors } : {}),
     ...(skipped.length > 0 ? { skipped } : {}),
   };
+}
+
+/** Logs a replay of an accepted delivery of a log and wakes the evaluators; the errors name what was wrong. */
+async function replayDelivery(
+  owners: DeliveryLogOwners,
+  replayedBy: string,
+  logUid: string,
+  logName: string,
+  deliveryId: string,
+): Promise<{ delivery_id: string; replay_of: string }> {
+  const replay = await insertReplay(owners.db, logUid, deliveryId, newId('dlv'), replayedBy);
+  if (!replay) {
+    const row = await getDelivery(owners.db, logUid, deliveryId);
+    if (row?.label === 'accepted')
+      throw new AppError(
+        'invalid_request',
+        `delivery ${deliveryId} of ${logName} has no stored payload left to replay`,
+      );
+    if (row)
+      throw new AppError(
+        'invalid_request',
+        `delivery ${deliveryId} of ${logName} is ${row.label}: only an accepted delivery can be replayed`,
+      );
+    throw new AppError('resource_not_found', `delivery ${deliveryId} of ${logName} does not exist (or was purged)`);
+  }
+  await owners.wakeEvaluator();
+  return { delivery_id: replay.id, replay_of: deliveryId };
 }

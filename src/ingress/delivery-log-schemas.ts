@@ -106,3 +106,14 @@ export const ReplaySchema = Type.Object({
   delivery_id: Type.String({ description: 'The new delivery: the replay, in the outbox, evaluated like any delivery' }),
   replay_of: Str,
 });
+
+export const LockoutListSchema = Type.Object({
+  lockouts: Type.Array(
+    Type.Object({
+      sender_ip: Type.String({ description: "The refused sender's address (empty when the ingress saw none)" }),
+      until: Type.String({ format: 'date-time', description: 'When its requests are let in again' }),
+      reason: Type.String({ description: 'Why, in a sentence' }),
+    }),
+    { description: 'Newest end first; empty when no sender is locked out' },
+  ),
+});

@@ -6,6 +6,7 @@ import { AppError } from '../kernel/errors.ts';
 import { CONSOLE_SESSION_COOKIE, consoleRunPath } from '../kernel/api.ts';
 import { parseTimestamp } from '../kernel/hostile-input.ts';
 import type { Creator, RunRow } from '../engine/model.ts';
+import { RUN_STATES } from '../engine/state-machine.ts';
 import { toRunItem } from '../engine/model.ts';
 import { sessionLinksFor } from './session-link.ts';
 import type { SessionLinks } from './session-link.ts';
@@ -216,6 +217,32 @@ export async function registerRunRoutes(
       },
     },
     async (request) => list(request.query, request.principal.teamId),
+  );
+
+  app.get(
+    '/run-counts',
+    {
+      schema: {
+        tags: ['runs'],
+        operationId: 'countRuns',
+        summary: "The team's runs counted by state (every state, or the states asked), uncapped",
+        querystring: Type.Object({ state: Type.Optional(Type.Array(schemas.RunStateSchema)) }),
+        response: {
+          200: Type.Object({
+            counts: Type.Record(Type.String(), Type.Integer(), {
+              description: 'Each state asked (every state by default) and its number of runs, 0 included',
+            }),
+            total: Type.Integer({ description: 'The sum of the counts' }),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const states = request.query.state?.length ? [...new Set(request.query.state)] : [...RUN_STATES];
+      const found = await sql.countRunsByState(ctx.db, request.principal.teamId, states);
+      const counts = Object.fromEntries(states.map((state) => [state, found.get(state) ?? 0]));
+      return { counts, total: Object.values(counts).reduce((a, b) => a + b, 0) };
+    },
   );
 
   app.get(

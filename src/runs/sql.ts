@@ -724,3 +724,27 @@ export async function treeMessages(q: Queryable, runIds: readonly string[], limi
   );
   return res.rows.map((r) => ({ ...r, sequence: Number(r.sequence) }));
 }
+
+/** The states of migration 0092's partial index, runs_team_active_state (as its predicate spells them). */
+const INDEXED_ACTIVE_STATES: ReadonlySet<string> = new Set(['QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS', 'BLOCKED']);
+
+/**
+ * The team's runs counted by state, for the states asked, in one grouped statement. Active states only (the
+ * overview's question) read the partial index of active runs, whose predicate the statement repeats literally
+ * so that every plan of it, generic ones too, may use it; other states read the (team_id, state, …) index.
+ */
+export async function countRunsByState(
+  q: Queryable,
+  teamId: string,
+  states: readonly RunState[],
+): Promise<Map<RunState, number>> {
+  const activeOnly = states.every((state) => INDEXED_ACTIVE_STATES.has(state));
+  const res = await q.query<{ state: RunState; n: string | number }>(
+    `SELECT state, count(*) AS n FROM runs
+      WHERE team_id = $1 AND state = ANY($2::text[])
+        ${activeOnly ? "AND state IN ('QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS', 'BLOCKED')" : ''}
+      GROUP BY state`,
+    [teamId, [...states]],
+  );
+  return new Map(res.rows.map((r) => [r.state, Number(r.n)]));
+}

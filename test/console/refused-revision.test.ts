@@ -7,6 +7,7 @@ import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 import { baseFiles, webhookYaml } from '../factories/fixtures.ts';
+import { RUNNER } from '../support/factory-tree.ts';
 import { createGitFactory } from '../factories/support.ts';
 import { get, signIn } from './support.ts';
 import type { Session } from './support.ts';
@@ -70,5 +71,42 @@ describe.each(ENGINES)("a refused revision's file in the console on %s", (engine
     expect(same.status).toBe(200);
     expect(same.text).toContain('The same files as the applied revision.');
     expect(same.text).toContain('No resource would change.');
+  });
+  it("lists a refused revision's changes beside its errors: files and resources created, changed, deleted", async () => {
+    const f = await createGitFactory(server, {
+      ...baseFiles(),
+      'webhooks/alerts.yaml': webhookYaml('alerts-token'),
+      'webhooks/old.yaml': webhookYaml('alerts-token'),
+    });
+    // (registering the factory may have applied it already)
+    expect(['applied', 'unchanged']).toContain((await f.sync()).result);
+    const revision = await f.commit(
+      {
+        'webhooks/alerts.yaml': 'authMode: token\nsecretName: alerts-token\nenabeld: false\n',
+        'runners/big.yaml': RUNNER,
+        'README.md': '# notes\n',
+      },
+      'a runner, a typo, one webhook fewer',
+      { remove: ['webhooks/old.yaml'] },
+    );
+    expect((await f.sync()).result).toBe('failed');
+    const page = await get(
+      server,
+      `/console/factories/${f.id}/revisions/${encodeURIComponent(revision)}`,
+      admin.cookie,
+    );
+    expect(page.status).toBe(200);
+    const files = /<ul class="plain" id="file-changes">[\s\S]*?<\/ul>/.exec(page.text)?.[0] ?? '';
+    expect(files).toMatch(/<strong>created<\/strong> \(1\):.*runners\/big\.yaml/);
+    expect(files).toMatch(/<strong>changed<\/strong> \(1\):.*webhooks\/alerts\.yaml/);
+    expect(files).toMatch(/<strong>deleted<\/strong> \(1\):.*webhooks\/old\.yaml/);
+    expect(files).toContain('href="#file-webhooks-alerts-yaml"');
+    expect(page.text).toContain('<h3 id="file-webhooks-alerts-yaml">');
+    // beside the errors: what it would change, read from its files
+    expect(page.text).toContain('It cannot be applied');
+    const plan = /<div class="card" id="refused-plan">[\s\S]*?<\/div>/.exec(page.text)?.[0] ?? '';
+    expect(plan).toMatch(/<strong>created<\/strong>: runner <a href="#file-runners-big-yaml"><code>big<\/code>/);
+    expect(plan).toMatch(/<strong>changed<\/strong>: webhook <a [^>]*><code>alerts<\/code>/);
+    expect(plan).toMatch(/<strong>deleted<\/strong>: webhook <a [^>]*><code>old<\/code>/);
   });
 });

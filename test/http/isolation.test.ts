@@ -189,6 +189,34 @@ function teamAConnection(f: Fixture): Promise<{ id: string; eventsUrl: string }>
   return made;
 }
 
+/** An accepted event of team A's Slack connection (sent on first use): its delivery id. */
+const teamASlackDeliveries = new Map<Fixture, Promise<string>>();
+function teamASlackDelivery(f: Fixture): Promise<string> {
+  let made = teamASlackDeliveries.get(f);
+  if (!made) {
+    made = (async () => {
+      const { eventsUrl } = await teamAConnection(f);
+      const body = JSON.stringify({
+        type: 'event_callback',
+        team_id: 'T1',
+        event_id: 'EvIso1',
+        event: { type: 'app_mention' },
+      });
+      const at = String(Math.floor(Date.now() / 1000));
+      const signature = createHmac('sha256', 'a-signing-secret').update(`v0:${at}:${body}`).digest('hex');
+      const sent = await request(eventsUrl, {
+        method: 'POST',
+        body,
+        headers: { 'x-slack-request-timestamp': at, 'x-slack-signature': `v0=${signature}` },
+      });
+      expect(sent.status, sent.text).toBe(202);
+      return sent.body.delivery_id as string;
+    })();
+    teamASlackDeliveries.set(f, made);
+  }
+  return made;
+}
+
 /** A GitHub identity a member of team A linked (made on first use, straight in the table). */
 const teamAIdentities = new WeakMap<Fixture, Promise<void>>();
 function teamAIdentity(f: Fixture): Promise<void> {
@@ -667,6 +695,22 @@ const ISOLATION: Record<string, Probe> = {
     check: async (f) =>
       expectNotFound(await f.asB('GET', `/webhooks/${(await teamAWebhook(f)).uid}/deliveries`), 'A delivery log'),
   },
+  'GET /api/v1/webhooks/:uid/lockouts': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const a = await teamAWebhook(f);
+      expect((await f.asA('GET', `/webhooks/${a.uid}/lockouts`)).status).toBe(200);
+      await expectNotFound(await f.asB('GET', `/webhooks/${a.uid}/lockouts`), "A webhook's lockouts");
+    },
+  },
+  'GET /api/v1/integrations/:provider/lockouts': {
+    kind: 'team-resource',
+    check: async (f) => {
+      await teamAConnection(f);
+      expect((await f.asA('GET', '/integrations/slack/lockouts')).status).toBe(200);
+      await expectNotFound(await f.asB('GET', '/integrations/slack/lockouts'), "A connection's lockouts");
+    },
+  },
   'GET /api/v1/webhooks/:uid/deliveries/:deliveryId': {
     kind: 'team-resource',
     check: async (f) => {
@@ -1090,6 +1134,21 @@ const ISOLATION: Record<string, Probe> = {
         ['POST', '/console/schedules/:id/delete', (f: Fixture) => `/console/schedules/${f.a.scheduleId}/delete`],
         ['POST', '/console/integrations/:provider', () => '/console/integrations/slack'],
         ['GET', '/console/integrations/:provider/deliveries', () => '/console/integrations/slack/deliveries'],
+        [
+          'GET',
+          '/console/integrations/:provider/deliveries/:did',
+          (f: Fixture) => teamASlackDelivery(f).then((id) => `/console/integrations/slack/deliveries/${id}`),
+        ],
+        [
+          'GET',
+          '/console/integrations/:provider/deliveries/:did/replay',
+          (f: Fixture) => teamASlackDelivery(f).then((id) => `/console/integrations/slack/deliveries/${id}/replay`),
+        ],
+        [
+          'POST',
+          '/console/integrations/:provider/deliveries/:did/replay',
+          (f: Fixture) => teamASlackDelivery(f).then((id) => `/console/integrations/slack/deliveries/${id}/replay`),
+        ],
         ['GET', '/console/integrations/:provider/disconnect', () => '/console/integrations/slack/disconnect'],
         ['POST', '/console/integrations/:provider/disconnect', () => '/console/integrations/slack/disconnect'],
         ['GET', '/console/secrets', () => '/console/secrets'],
@@ -1107,7 +1166,7 @@ const ISOLATION: Record<string, Probe> = {
         kind: 'public',
         why: "console page or form: with a session it acts through the JSON API with the signed-in key, so only on the caller's own team",
         check: async (f) => {
-          const target = path(f);
+          const target = await path(f);
           const b = await consoleSession(f, f.b.admin);
           const res = await consoleRequest(f, method, target, b, {
             name: 'b-thing',
@@ -1148,6 +1207,15 @@ const ISOLATION: Record<string, Probe> = {
     check: async (f) => {
       const b = await consoleSession(f, f.b.admin);
       expect((await consoleRequest(f, 'POST', '/console/sign-out', { ...b, csrf: 'forged' })).status).toBe(403);
+    },
+  },
+  'GET /api/v1/run-counts': {
+    kind: 'team-list',
+    check: async (f) => {
+      expect((await f.asA('GET', '/run-counts')).body.total).toBeGreaterThan(0);
+      // B's counts are B's own runs, whatever other probes made there
+      const own = (await f.asB('GET', '/agent/runs?limit=500')).body.runs.length;
+      expect((await f.asB('GET', '/run-counts')).body.total).toBe(own);
     },
   },
   'GET /api/v1/delivery-stats': {
@@ -1196,24 +1264,26 @@ const ISOLATION: Record<string, Probe> = {
   'GET /api/v1/integrations/:provider/deliveries/:deliveryId': {
     kind: 'team-resource',
     check: async (f) => {
-      const { eventsUrl } = await teamAConnection(f);
-      const body = JSON.stringify({
-        type: 'event_callback',
-        team_id: 'T1',
-        event_id: 'EvIso1',
-        event: { type: 'app_mention' },
-      });
-      const at = String(Math.floor(Date.now() / 1000));
-      const signature = createHmac('sha256', 'a-signing-secret').update(`v0:${at}:${body}`).digest('hex');
-      const sent = await request(eventsUrl, {
-        method: 'POST',
-        body,
-        headers: { 'x-slack-request-timestamp': at, 'x-slack-signature': `v0=${signature}` },
-      });
-      expect(sent.status, sent.text).toBe(202);
-      const path = `/integrations/slack/deliveries/${sent.body.delivery_id}`;
+      const path = `/integrations/slack/deliveries/${await teamASlackDelivery(f)}`;
       expect((await f.asA('GET', path)).status).toBe(200);
       await expectNotFound(await f.asB('GET', path), "B reads a delivery of A's slack connection");
+    },
+  },
+  'GET /api/v1/integrations/:provider/deliveries/:deliveryId/automations': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const path = `/integrations/slack/deliveries/${await teamASlackDelivery(f)}/automations`;
+      expect((await f.asA('GET', path)).status).toBe(200);
+      await expectNotFound(await f.asB('GET', path), "B tests a delivery of A's slack connection");
+    },
+  },
+  'POST /api/v1/integrations/:provider/deliveries/:deliveryId/replay': {
+    kind: 'team-resource',
+    check: async (f) => {
+      const path = `/integrations/slack/deliveries/${await teamASlackDelivery(f)}/replay`;
+      await expectNotFound(await f.asB('POST', path), "B replays a delivery of A's slack connection");
+      const log = (await f.asA('GET', '/integrations/slack/deliveries')).body.deliveries as { replay_of?: string }[];
+      expect(log.some((d) => d.replay_of)).toBe(false);
     },
   },
   'GET /api/v1/integrations/:provider/identities': {

@@ -6,8 +6,8 @@ import { csrfField, errorBox, page } from '../layout.ts';
 import type { Viewer } from '../layout.ts';
 
 export interface RunCounts {
-  /** Runs per active state; `more` when there are more than the count shows. */
-  byState: { state: string; count: number; more: boolean }[];
+  /** Runs per active state, counted (`GET /run-counts`). */
+  byState: { state: string; count: number }[];
   /** The newest active runs. */
   active: Run[];
 }
@@ -30,7 +30,7 @@ export function overviewLive(data: Pick<OverviewData, 'runs' | 'deliveriesLastHo
   return html`<div class="tiles">
       ${data.runs.byState.map(
         (s) =>
-          html`<p class="tile"><a class="big" href="/console/runs?state=${s.state}">${s.count}${s.more ? '+' : ''}</a> ${s.state.toLowerCase()}</p>`,
+          html`<p class="tile"><a class="big" href="/console/runs?state=${s.state}">${s.count.toLocaleString('en')}</a> ${s.state.toLowerCase()}</p>`,
       )}
       <p class="tile"><span class="big">${data.deliveriesLastHour ?? '—'}</span> webhook deliveries in the last hour</p>
     </div>

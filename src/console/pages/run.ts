@@ -73,12 +73,17 @@ function origin(d: RunPageData): SafeHtml {
   const { run } = d;
   const source = runSource(run);
   const provider = PROVIDER_SOURCES[source];
+  const slug = source === 'GITHUB_ACTION' ? 'github' : source.toLowerCase();
+  // A provider event's delivery has its page in the connection's log (the provider is the run's source).
+  const deliveryHref =
+    d.deliveryHref ??
+    (provider && run.delivery_id ? `/console/integrations/${slug}/deliveries/${enc(run.delivery_id)}` : undefined);
   return html`
-    <dt>Source</dt><dd id="run-source">${source}${provider ? html` · <a href="/console/integrations/${source === 'GITHUB_ACTION' ? 'github' : source.toLowerCase()}/deliveries">${provider} connection</a>` : ''}</dd>
+    <dt>Source</dt><dd id="run-source">${source}${provider ? html` · <a href="/console/integrations/${slug}/deliveries">${provider} connection</a>` : ''}</dd>
     ${run.factory_uid ? html`<dt>Factory</dt><dd><a href="/console/factories/${enc(run.factory_uid)}">${d.factoryName ?? run.factory_uid}</a></dd>` : ''}
     ${run.automation_id ? html`<dt>Automation</dt><dd>${run.factory_uid ? html`<a href="/console/factories/${enc(run.factory_uid)}#automation-${run.automation_id}">${d.automationName ?? run.automation_id}</a>` : html`<code>${run.automation_id}</code>`}</dd>` : ''}
     ${d.webhook ? html`<dt>Webhook</dt><dd><a href="/console/webhooks/${enc(d.webhook.uid)}">${d.webhook.name ?? d.webhook.uid}</a></dd>` : ''}
-    ${run.delivery_id ? html`<dt>Delivery</dt><dd>${d.deliveryHref ? html`<a href="${d.deliveryHref}"><code>${run.delivery_id}</code></a>` : html`<code>${run.delivery_id}</code>`}</dd>` : ''}
+    ${run.delivery_id ? html`<dt>Delivery</dt><dd>${deliveryHref ? html`<a href="${deliveryHref}"><code>${run.delivery_id}</code></a>` : html`<code>${run.delivery_id}</code>`}</dd>` : ''}
     ${run.schedule ? html`<dt>Schedule</dt><dd><a href="/console/schedules#schedule-${run.schedule.schedule_id}">${run.schedule.schedule_name}</a> <code>${run.schedule.cron_schedule}</code></dd>` : ''}
     ${run.parent_run_id ? html`<dt>Started by</dt><dd><a href="/console/runs/${enc(run.parent_run_id)}">${d.parent?.title ?? run.parent_run_id}</a></dd>` : ''}
     ${d.children.length ? html`<dt>Started</dt><dd><ul class="plain">${d.children.map((c) => html`<li><a href="/console/runs/${enc(c.run_id)}">${c.title}</a> ${runState(c.state)}</li>`)}</ul></dd>` : ''}`;

@@ -11,6 +11,25 @@ export interface TestFilterResult {
   payload_check: { passed: boolean; detail: string; path?: string };
 }
 
+export interface Lockout {
+  sender_ip: string;
+  until: string;
+  reason: string;
+}
+
+/** Senders refused with 429 for failed authentications: who, until when and why. */
+export function lockoutBox(lockouts: readonly Lockout[]): SafeHtml {
+  if (lockouts.length === 0) return html``;
+  return html`<section class="error" id="auth-lockout" aria-labelledby="lockout-title">
+    <h2 id="lockout-title">Auth lockout: ${lockouts.length === 1 ? 'a sender is' : `${lockouts.length} senders are`} refused with 429</h2>
+    <ul class="plain">${lockouts.map(
+      (l) =>
+        html`<li><code>${l.sender_ip || '(no address)'}</code> until ${l.until.replace('T', ' ').replace(/(\.\d+)?Z$/, ' UTC')} (${timeAgo(l.until)}): ${l.reason}.</li>`,
+    )}</ul>
+    <p>Check the secret the sender signs with; its deliveries are refused before they are logged until then.</p>
+  </section>`;
+}
+
 export interface WebhookPageData {
   webhook: Webhook;
   factoryName: string | undefined;
@@ -19,8 +38,8 @@ export interface WebhookPageData {
   automations: Automation[];
   /** Showing an older page of the log (a cursor): it is not refreshed live. */
   older?: boolean;
-  /** The webhook refuses its sender for failed authentication (429) until this time. */
-  lockedOutUntil?: string;
+  /** The senders the webhook refuses now for failed authentications (429): `GET /webhooks/{uid}/lockouts`. */
+  lockouts: Lockout[];
   test?: { automation: string; delivery: string; result?: TestFilterResult; error?: string };
 }
 
@@ -47,6 +66,7 @@ export function webhookPage(viewer: Viewer, data: WebhookPageData): string {
     <dt>Secret</dt><dd>${w.secret_name ? html`<code>${w.secret_name}</code>` : '—'}</dd>
     <dt>File</dt><dd><code>${w.file}</code></dd>
   </dl>
+  ${lockoutBox(data.lockouts)}
   <section aria-labelledby="deliveries"><h2 id="deliveries">Deliveries</h2>
   ${
     data.older
