@@ -4,6 +4,7 @@
  * Each reads the JSON API with the signed-in key, like every console page.
  */
 import type { FastifyInstance } from 'fastify';
+import { deliveryRuns } from './delivery-runs.ts';
 import { ApiProblem, enc } from './api.ts';
 import type { PageInfo, Run } from './api-types.ts';
 import { confirmPage } from './layout.ts';
@@ -69,12 +70,7 @@ export function registerProviderDeliveryRoutes(scope: FastifyInstance, kit: Cons
                 throw err;
               })
           : undefined,
-        Promise.all(
-          delivery.runs.map(async (r) => {
-            const run = await s.api.get<Run>(`/agent/runs/${enc(r.run_id)}`).catch(() => undefined);
-            return { ...r, ...(run ? { title: run.title, state: run.state } : {}) };
-          }),
-        ),
+        deliveryRuns(s.api, delivery.runs),
       ]);
       const notice = request.query.done === 'replay' ? REPLAY_NOTICE : undefined;
       const error = REPLAY_FAILURES[request.query.failed ?? ''];

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Cipher } from '../kernel/caller.ts';
 import { LookupCache } from './lookup-cache.ts';
+import { deliveryRuns } from './delivery-runs.ts';
 import { ApiProblem, ConsoleApi, enc } from './api.ts';
 import type {
   Apply,
@@ -720,12 +721,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
               }
             }),
           ),
-          Promise.all(
-            (delivery.runs ?? []).map(async (r) => {
-              const run = await s.api.get<Run>(`/agent/runs/${enc(r.run_id)}`).catch(() => undefined);
-              return { ...r, ...(run ? { title: run.title, state: run.state } : {}) };
-            }),
-          ),
+          deliveryRuns(s.api, delivery.runs ?? []),
         ]);
         const notice = request.query.done === 'replay' ? REPLAY_NOTICE : undefined;
         const error = REPLAY_FAILURES[request.query.failed ?? ''];

@@ -208,7 +208,8 @@ export async function applyRunEvent(
 
 /**
  * Cancels a run and every run below it (`parent_run_id`, any depth): each one still active moves by the
- * `cancel` transition, with `message` on the root and `childMessage` on the others. Answers the runs moved.
+ * `cancel` transition, with `message` on the root and `childMessage` on the others; a root superseded by a newer
+ * run of its concurrency key keeps that run's id in `superseded_by`. Answers the runs moved.
  */
 export async function cancelRunTree(
   q: Queryable,
@@ -216,6 +217,7 @@ export async function cancelRunTree(
   rootId: string,
   message: string,
   childMessage: string,
+  supersededBy: string | null = null,
 ): Promise<RunRow[]> {
   const t = transitionFor('cancel');
   const res = await q.query<RunRow>(
@@ -225,10 +227,11 @@ export async function cancelRunTree(
        SELECT r.id FROM runs r JOIN tree ON r.parent_run_id = tree.id WHERE r.team_id = $2
      )
      UPDATE runs r SET state = $3, updated_at = ay_now(), finished_at = ay_now(),
-       status_message = jsonb_build_object('message', CASE WHEN r.id = $1 THEN $5 ELSE $6 END)
+       status_message = jsonb_build_object('message', CASE WHEN r.id = $1 THEN $5 ELSE $6 END),
+       superseded_by = CASE WHEN r.id = $1 AND $7::text IS NOT NULL THEN $7::text ELSE r.superseded_by END
      FROM tree WHERE r.id = tree.id AND r.state = ANY($4)
      RETURNING r.*`,
-    [rootId, teamId, t.to, [...t.from], message, childMessage],
+    [rootId, teamId, t.to, [...t.from], message, childMessage, supersededBy],
   );
   return res.rows;
 }
@@ -272,7 +275,7 @@ export async function setRunConcurrency(
  * Cancels a run superseded by a newer run of its concurrency key (`onNew: cancelRunning`), with the runs it
  * started (any depth), as cancelRunTree does; the run keeps the newer run's id in `superseded_by`.
  */
-export async function supersedeRunTree(
+export function supersedeRunTree(
   q: Queryable,
   teamId: string,
   rootId: string,
@@ -280,21 +283,7 @@ export async function supersedeRunTree(
   message: string,
   childMessage: string,
 ): Promise<RunRow[]> {
-  const t = transitionFor('cancel');
-  const res = await q.query<RunRow>(
-    `WITH RECURSIVE tree(id) AS (
-       SELECT id FROM runs WHERE id = $1 AND team_id = $2
-       UNION
-       SELECT r.id FROM runs r JOIN tree ON r.parent_run_id = tree.id WHERE r.team_id = $2
-     )
-     UPDATE runs r SET state = $3, updated_at = ay_now(), finished_at = ay_now(),
-       status_message = jsonb_build_object('message', CASE WHEN r.id = $1 THEN $5 ELSE $6 END),
-       superseded_by = CASE WHEN r.id = $1 THEN $7 ELSE r.superseded_by END
-     FROM tree WHERE r.id = tree.id AND r.state = ANY($4)
-     RETURNING r.*`,
-    [rootId, teamId, t.to, [...t.from], message, childMessage, newerRunId],
-  );
-  return res.rows;
+  return cancelRunTree(q, teamId, rootId, message, childMessage, newerRunId);
 }
 
 /** Cancels the runs among `ids` that may be cancelled; answers those it moved. */
