@@ -60,6 +60,14 @@ export interface PgliteWorkerData {
   /** A data directory dump (`PGlite.dumpDataDir`) to start from. */
   loadDataDir?: Uint8Array;
   schema?: string;
+  /** PGlite's WebAssembly, compiled once per process (set by openPgliteThread, see compiledPglite). */
+  wasm?: CompiledPglite;
+}
+
+/** Compiled `WebAssembly.Module`s, opaque here: the project's `lib` has no WebAssembly types. */
+export interface CompiledPglite {
+  pglite: object;
+  initdb: object;
 }
 
 export type Request =

@@ -3,9 +3,11 @@
  * WebAssembly PostgreSQL no longer runs on the event loop that serves HTTP, so a busy database and a busy
  * server use two cores instead of taking turns on one (docs/performance.md, docs/decisions.md).
  */
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type { Db, QueryResult, Queryable, SqlValue } from '../kernel/db.ts';
-import type { PgliteWorkerData, Reply, Request } from './pglite-protocol.ts';
+import type { CompiledPglite, PgliteWorkerData, Reply, Request } from './pglite-protocol.ts';
 import { deserializeError, encodeParams } from './pglite-protocol.ts';
 
 type ResultReply = Extract<Reply, { kind: 'result' }>;
@@ -36,9 +38,31 @@ export async function terminatePgliteThreadsForTesting(): Promise<void> {
  */
 const WORKER_HEAP_LIMITS = { maxYoungGenerationSizeMb: 8 };
 
-export async function openPgliteThread(options: PgliteWorkerData): Promise<Db> {
+let compiled: Promise<CompiledPglite> | undefined;
+const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<object> } }).WebAssembly;
+
+/**
+ * PGlite's WebAssembly, compiled once per process and handed to every thread it opens: a thread that compiled
+ * its own copy paid about 0.6 s of CPU for it (lazy compilation and tier-up start again in every isolate), which
+ * a process that opens many databases (the test suite) paid every time.
+ */
+function compiledPglite(): Promise<CompiledPglite> {
+  compiled ??= (async () => {
+    const require = createRequire(import.meta.url);
+    const compile = async (name: string): Promise<object> =>
+      wasm.compile(await readFile(require.resolve(`@electric-sql/pglite/${name}`)));
+    const [pglite, initdb] = await Promise.all([compile('pglite.wasm'), compile('initdb.wasm')]);
+    return { pglite, initdb };
+  })();
+  compiled.catch(() => {
+    compiled = undefined;
+  });
+  return compiled;
+}
+
+export async function openPgliteThread(options: Omit<PgliteWorkerData, 'wasm'>): Promise<Db> {
   const worker = new Worker(new URL('./pglite-worker.ts', import.meta.url), {
-    workerData: options,
+    workerData: { ...options, wasm: await compiledPglite() } satisfies PgliteWorkerData,
     resourceLimits: WORKER_HEAP_LIMITS,
   });
   const pending = new Map<number, Pending>();

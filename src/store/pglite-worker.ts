@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
+import type { PGliteOptions } from '@electric-sql/pglite';
 import type { Db, Queryable } from '../kernel/db.ts';
 import { wrapPglite } from './pglite.ts';
 import type { PgliteWorkerData, Reply, Request } from './pglite-protocol.ts';
@@ -60,6 +61,12 @@ async function main(port: MessagePort, data: PgliteWorkerData): Promise<void> {
     const pglite = await PGlite.create({
       ...(data.dataDir ? { dataDir: data.dataDir } : {}),
       ...(data.loadDataDir ? { loadDataDir: new Blob([data.loadDataDir as Uint8Array<ArrayBuffer>]) } : {}),
+      ...(data.wasm
+        ? {
+            pgliteWasmModule: data.wasm.pglite as PGliteOptions['pgliteWasmModule'],
+            initdbWasmModule: data.wasm.initdb as PGliteOptions['initdbWasmModule'],
+          }
+        : {}),
     });
     db = await wrapPglite(pglite, data.schema, true);
   } catch (err) {

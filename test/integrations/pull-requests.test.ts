@@ -233,15 +233,17 @@ describe.each(ENGINES)('pull requests through a GitHub App on %s', (engine) => {
 
   /** Commits `files` on top of main and publishes the commit only as GitHub publishes a pull request's head. */
   async function pullHead(number: number, files: Record<string, string>): Promise<string> {
-    const { git } = factory.remote;
-    await git.raw(['checkout', '--quiet', '-B', `pr-${number}`, 'main']);
+    await factory.remote.shell('git checkout --quiet -B "pr-$1" main', String(number));
     await factory.remote.write(files);
-    await git.raw(['add', '-A']);
-    await git.raw(['commit', '--quiet', '-m', `pull request ${number}`]);
-    const sha = (await git.revparse(['HEAD'])).trim();
-    await git.raw(['push', '--quiet', '--force', 'origin', `HEAD:refs/pull/${number}/head`]);
-    await git.raw(['checkout', '--quiet', 'main']);
-    return sha;
+    const sha = await factory.remote.shell(
+      `git add -A
+       git commit --quiet -m "pull request $1"
+       git rev-parse HEAD
+       git push --quiet --force origin "HEAD:refs/pull/$1/head"
+       git checkout --quiet main`,
+      String(number),
+    );
+    return sha.trim();
   }
 
   it('a head with a bad file gets a failing agentyard/factory-config check annotated at file:line', async () => {

@@ -1,9 +1,10 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, chownSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 
 /** Finds Debian's PostgreSQL server binaries (the newest installed major version). */
 export function findPostgresBin(): string | undefined {
@@ -106,7 +107,8 @@ export async function startPostgresServer(): Promise<PostgresServer> {
     '-E',
     'UTF8',
   ]);
-  execFileSync(initCmd, initArgs, { stdio: 'pipe' });
+  // not Sync: the global setup migrates PGlite meanwhile
+  await promisify(execFile)(initCmd, initArgs);
   const port = await freePort();
   const [cmd, args] = runAs(path.join(bin, 'postgres'), [
     '-D',
