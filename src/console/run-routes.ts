@@ -76,16 +76,21 @@ export async function runHistory(s: Signed, runId: string): Promise<RunEventDoc[
   return events;
 }
 
-async function runPageData(kit: ConsoleKit, s: Signed, id: string): Promise<RunPageData> {
-  const quiet = <T>(p: Promise<T>): Promise<T | undefined> => p.catch(() => undefined);
-  // The transcript and the tree do not depend on the run's answer: all three are read at once, then what the run
-  // names. The tree holds the parent and the children.
-  const [run, events, tree] = await Promise.all([
-    s.api.get<Run>(`/agent/runs/${enc(id)}`),
-    runHistory(s, id),
-    quiet(loadRunTree(s.api, id)),
-  ]);
-  const [factory, automation, scores] = await Promise.all([
+interface NamedByRun {
+  factory?: Factory;
+  automation?: AutomationStatus;
+  deliveryHref?: string;
+  webhook?: { uid: string; name?: string };
+}
+
+const quiet = <T>(p: Promise<T>): Promise<T | undefined> => p.catch(() => undefined);
+
+/**
+ * What the run names: its factory, its automation, and the webhook delivery that started it (looked up among the
+ * automation's webhooks at once; the first in the automation's order that holds it).
+ */
+async function namedByRun(kit: ConsoleKit, s: Signed, run: Run): Promise<NamedByRun> {
+  const [factory, automation] = await Promise.all([
     run.factory_uid
       ? quiet(
           kit.lookups.get(s.session.csrf, `factory:${run.factory_uid}:self`, () =>
@@ -94,34 +99,51 @@ async function runPageData(kit: ConsoleKit, s: Signed, id: string): Promise<RunP
         )
       : undefined,
     run.automation_id ? quiet(s.api.get<AutomationStatus>(`/automations/${enc(run.automation_id)}`)) : undefined,
+  ]);
+  const out: NamedByRun = { ...(factory ? { factory } : {}), ...(automation ? { automation } : {}) };
+  const deliveryId = run.delivery_id;
+  if (!deliveryId) return out;
+  const triggers = automation?.webhook_triggers ?? [];
+  const found = await Promise.all(
+    triggers.map((t) => quiet(s.api.get(`/webhooks/${enc(t.webhook_uid)}/deliveries/${enc(deliveryId)}`))),
+  );
+  const t = triggers[found.findIndex((f) => f !== undefined)];
+  if (!t) return out;
+  return {
+    ...out,
+    deliveryHref: `/console/webhooks/${enc(t.webhook_uid)}/deliveries/${enc(deliveryId)}`,
+    webhook: { uid: t.webhook_uid, ...(t.webhook_name ? { name: t.webhook_name } : {}) },
+  };
+}
+
+/**
+ * The page's reads, all through the JSON API with the caller's identity. Only the factory, the automation and the
+ * delivery depend on the run's answer: they start as soon as it comes, beside the transcript (the slowest read)
+ * rather than after it. The tree holds the parent and the children.
+ */
+async function runPageData(kit: ConsoleKit, s: Signed, id: string): Promise<RunPageData> {
+  const runRead = s.api.get<Run>(`/agent/runs/${enc(id)}`);
+  const [run, events, tree, scores, named] = await Promise.all([
+    runRead,
+    runHistory(s, id),
+    quiet(loadRunTree(s.api, id)),
     quiet(s.api.get<{ scores: RunScore[] }>(`/agent/runs/${enc(id)}/scores`)),
+    runRead.then((r) => namedByRun(kit, s, r)),
   ]);
   const treeRuns = tree ? [tree.root, ...tree.below] : [];
   const parent = run.parent_run_id ? treeRuns.find((r) => r.run_id === run.parent_run_id) : undefined;
   const children = treeRuns.filter((r) => r.parent_run_id === id).sort((a, b) => a.title.localeCompare(b.title));
-  let deliveryHref: string | undefined;
-  let webhook: { uid: string; name?: string } | undefined;
-  if (run.delivery_id) {
-    for (const t of automation?.webhook_triggers ?? []) {
-      const found = await quiet(s.api.get(`/webhooks/${enc(t.webhook_uid)}/deliveries/${enc(run.delivery_id)}`));
-      if (found) {
-        deliveryHref = `/console/webhooks/${enc(t.webhook_uid)}/deliveries/${enc(run.delivery_id)}`;
-        webhook = { uid: t.webhook_uid, ...(t.webhook_name ? { name: t.webhook_name } : {}) };
-        break;
-      }
-    }
-  }
   return {
     run,
     events,
     children,
     ...(parent ? { parent } : {}),
-    ...(factory ? { factoryName: factory.name } : {}),
-    ...(automation ? { automationName: automation.name } : {}),
-    ...(deliveryHref ? { deliveryHref } : {}),
+    ...(named.factory ? { factoryName: named.factory.name } : {}),
+    ...(named.automation ? { automationName: named.automation.name } : {}),
+    ...(named.deliveryHref ? { deliveryHref: named.deliveryHref } : {}),
     ...(scores?.scores.length ? { scores: scores.scores } : {}),
     ...(tree ? { tree } : {}),
-    ...(webhook ? { webhook } : {}),
+    ...(named.webhook ? { webhook: named.webhook } : {}),
   };
 }
 
