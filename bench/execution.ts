@@ -28,7 +28,7 @@
  * The server runs in this process (PGlite in memory, or a PostgreSQL server started as the tests start it).
  */
 import type { CompositionOptions } from '../src/composition.ts';
-import { RUNS_QUEUED_TOPIC, RUN_EVENTS_TOPIC } from '../src/kernel/topics.ts';
+import { RUNS_QUEUED_TOPIC } from '../src/kernel/topics.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -42,6 +42,7 @@ import { createLogger } from '../src/log.ts';
 import { prepareQueuedRun } from '../src/runs/service.ts';
 import { startServer } from '../src/server.ts';
 import type { RunningServer } from '../src/server.ts';
+import { startedOnBus } from './support/started-on-bus.ts';
 import { openPostgres } from '../src/store/pg.ts';
 import { startPostgresServer } from '../test/support/postgres-server.ts';
 import { insertRuns, setRunConcurrency } from '../src/engine/engine.ts';
@@ -136,33 +137,6 @@ async function startBenchServer(
   });
   server.ctx.config.publicUrl = server.url;
   return { server, key };
-}
-
-/**
- * Waits for a run's start on the server's bus: the recorder announces a run's events once its INPROGRESS change
- * is committed, and that is the first announcement of a run.
- */
-function startedOnBus(server: RunningServer): { wait(runId: string): Promise<number>; stop(): void } {
-  const waiting = new Map<string, (t: number) => void>();
-  const early = new Map<string, number>();
-  const unsubscribe = server.ctx.bus.subscribe(RUN_EVENTS_TOPIC, (data) => {
-    const t = performance.now();
-    for (const id of (data as { run_ids?: string[] }).run_ids ?? []) {
-      const resolve = waiting.get(id);
-      if (resolve) {
-        waiting.delete(id);
-        resolve(t);
-      } else if (!early.has(id)) early.set(id, t);
-    }
-  });
-  return {
-    wait: (runId) => {
-      const t = early.get(runId);
-      if (t !== undefined) return Promise.resolve(t);
-      return new Promise((resolve) => waiting.set(runId, resolve));
-    },
-    stop: unsubscribe,
-  };
 }
 
 async function createRun(url: string, key: string, i: number): Promise<string> {

@@ -25,10 +25,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { loadConfig } from '../src/config.ts';
 import { issueRunTokens } from '../src/execution/run-token.ts';
 import { generateApiKey } from '../src/identity/api-keys.ts';
-import { RUN_EVENTS_TOPIC } from '../src/kernel/topics.ts';
 import { createLogger } from '../src/log.ts';
 import { startServer } from '../src/server.ts';
-import type { RunningServer } from '../src/server.ts';
+import { startedOnBus } from './support/started-on-bus.ts';
 import { openPostgres } from '../src/store/pg.ts';
 import { startPostgresServer } from '../test/support/postgres-server.ts';
 import type { PostgresServer } from '../test/support/postgres-server.ts';
@@ -55,30 +54,6 @@ function row(name: string, a: number[], b: number[]): string {
   const y = stats(b);
   const ratio = x.p50 / y.p50;
   return `| ${name} | ${x.p50.toFixed(2)} / ${x.p99.toFixed(2)} | ${y.p50.toFixed(2)} / ${y.p99.toFixed(2)} | ${ratio.toFixed(2)}× ${ratio <= 1.2 ? '(met)' : '(not met)'} |`;
-}
-
-/** The first announcement of each run on the bus (its INPROGRESS commit: the recorder's first event of it). */
-function startedOnBus(server: RunningServer) {
-  const waiting = new Map<string, (t: number) => void>();
-  const early = new Map<string, number>();
-  const unsubscribe = server.ctx.bus.subscribe(RUN_EVENTS_TOPIC, (data) => {
-    const t = performance.now();
-    for (const id of (data as { run_ids?: string[] }).run_ids ?? []) {
-      const resolve = waiting.get(id);
-      if (resolve) {
-        waiting.delete(id);
-        resolve(t);
-      } else if (!early.has(id)) early.set(id, t);
-    }
-  });
-  return {
-    wait: (runId: string): Promise<number> => {
-      const t = early.get(runId);
-      if (t !== undefined) return Promise.resolve(t);
-      return new Promise((resolve) => waiting.set(runId, resolve));
-    },
-    stop: unsubscribe,
-  };
 }
 
 const FILES = {

@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { deliveryRuns } from './delivery-runs.ts';
 import { ApiProblem, enc } from './api.ts';
-import type { PageInfo, Run } from './api-types.ts';
+import type { PageInfo } from './api-types.ts';
 import { confirmPage } from './layout.ts';
 import { providerDeliveriesPage, providerDeliveryPage, providerDeliveryUrl } from './pages/provider-deliveries.ts';
 import type { ProviderDelivery, ProviderDeliveryDetail, ProviderEvaluation } from './pages/provider-deliveries.ts';

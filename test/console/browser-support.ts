@@ -48,3 +48,11 @@ export async function overflowX(page: Page): Promise<number> {
     return g.document.documentElement.scrollWidth - g.innerWidth;
   });
 }
+
+/** Signs `page` in to the console at `url` with an API key, and waits for the factories page it lands on. */
+export async function signInWithKey(page: Page, url: string, key: string): Promise<void> {
+  await page.goto(url);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Factories' }).waitFor();
+}

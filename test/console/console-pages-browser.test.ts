@@ -12,7 +12,7 @@ import { liveWorkspace, startExecServer, waitFor, waitForState } from '../execut
 import type { ExecServer } from '../execution/support.ts';
 import { launchChromium } from '../support/chromium.ts';
 import { baseFiles } from '../support/factory-tree.ts';
-import { overflowX, screenshot, seriousViolations } from './browser-support.ts';
+import { overflowX, screenshot, seriousViolations, signInWithKey } from './browser-support.ts';
 
 describe('console pages in Chromium', { timeout: 120_000 }, () => {
   let server: ExecServer;
@@ -29,10 +29,7 @@ describe('console pages in Chromium', { timeout: 120_000 }, () => {
     const files = Object.entries(baseFiles()).map(([p, content]) => ({ path: p, content }));
     await server.api('POST', `/factories/${factoryId}/apply`, { files });
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    await page.goto(server.url);
-    await page.getByLabel('API key').fill(server.adminKey);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Factories' }).waitFor();
+    await signInWithKey(page, server.url, server.adminKey);
   }, 120_000);
 
   afterAll(async () => {

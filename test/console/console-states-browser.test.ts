@@ -18,7 +18,7 @@ import { connectProviders } from '../integrations/connections.ts';
 import { runsOfDeliveries, waitEvaluated } from '../automations/support.ts';
 import { baseFiles, webhookYaml } from '../factories/fixtures.ts';
 import { createGitFactory } from '../factories/support.ts';
-import { overflowX, screenshot, seriousViolations } from './browser-support.ts';
+import { overflowX, screenshot, seriousViolations, signInWithKey } from './browser-support.ts';
 
 type Payload = Record<string, any>;
 
@@ -59,10 +59,7 @@ describe('console states in Chromium', { timeout: 120_000 }, () => {
     });
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    await page.goto(server.url);
-    await page.getByLabel('API key').fill(server.adminKey);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Factories' }).waitFor();
+    await signInWithKey(page, server.url, server.adminKey);
   }, 120_000);
 
   afterAll(async () => {
