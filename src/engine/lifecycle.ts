@@ -15,7 +15,7 @@ import type { Db, Queryable } from '../kernel/db.ts';
 import { Batcher } from '../kernel/group-commit.ts';
 import type { Logger } from '../kernel/log.ts';
 import { retryOnConflict } from '../store/errors.ts';
-import { RUN_EVENTS_TOPIC } from '../kernel/topics.ts';
+import { EXECUTIONS_ENDED_TOPIC, RUN_EVENTS_TOPIC } from '../kernel/topics.ts';
 import { announceRunChanges, emitStates } from './announce.ts';
 import { runFromJson } from './claim.ts';
 import type { RunRow } from './model.ts';
@@ -161,6 +161,21 @@ export class RunLifecycle {
     return items.map((i) => moved.has(i.runId));
   }
 
+  /**
+   * `executions.ended` for ended executions: in this process for all; on the wire only for those whose run did not
+   * move (cancelled, lost), as `runs.events` already told the other processes of the rest.
+   */
+  async #announceEnds(items: readonly FinishInput[], moved: ReadonlyMap<string, RunRow>): Promise<void> {
+    const ids = (list: readonly FinishInput[]) => ({
+      execution_ids: list.map((i) => i.executionId),
+      run_ids: list.map((i) => i.runId),
+    });
+    const quiet = items.filter((i) => !moved.has(i.runId));
+    const told = items.filter((i) => moved.has(i.runId));
+    if (told.length > 0) this.#bus.emitLocal(EXECUTIONS_ENDED_TOPIC, ids(told));
+    if (quiet.length > 0) await this.#bus.publish(EXECUTIONS_ENDED_TOPIC, ids(quiet)).catch(() => {});
+  }
+
   /** Extends the leases of live executions; answers, per execution, whether it should go on. */
   async heartbeat(executionIds: readonly string[], leaseMs: number): Promise<LiveCheck[]> {
     if (executionIds.length === 0) return [];
@@ -193,7 +208,9 @@ export class RunLifecycle {
       if (ended.rowCount === 0) return undefined;
       return sql.applyRunEvent(tx, runId, 'release', { executionId, statusMessage: { message } });
     });
-    if (released) await announceRunChanges(this.#bus, [released]);
+    if (!released) return;
+    await announceRunChanges(this.#bus, [released]);
+    this.#bus.emitLocal(EXECUTIONS_ENDED_TOPIC, { execution_ids: [executionId], run_ids: [runId] });
   }
 
   /**
@@ -248,6 +265,7 @@ export class RunLifecycle {
       [...rows.values()].filter((r) => !res.rows.some((x) => x.requeued && x.run.id === r.id)),
     );
     await this.announceEvents([...rows.keys()]);
+    await this.#announceEnds(items, rows);
     const requeued = res.rows.flatMap((r) => (r.requeued ? [rows.get(r.run.id as string)!] : []));
     if (requeued.length > 0) await announceRunChanges(this.#bus, requeued);
     return items.map((i) => {

@@ -7,6 +7,7 @@ import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
 import type { Logger } from '../kernel/log.ts';
 import { Loop } from '../kernel/loop.ts';
+import { EXECUTIONS_ENDED_TOPIC } from '../kernel/topics.ts';
 import { announceRunChanges } from './announce.ts';
 import * as sql from './sql.ts';
 
@@ -52,11 +53,14 @@ export class Reaper {
   /** Ends executions whose lease expired; answers how many it handled (at most 100 a call). */
   async reapExpiredLeases(): Promise<number> {
     const changes: { runId: string; state: string; workerHost: string | null }[] = [];
+    const ended: { execution_ids: string[]; run_ids: string[] } = { execution_ids: [], run_ids: [] };
     const count = await this.#deps.db.transaction(async (tx) => {
       const expired = await sql.lockExpiredExecutions(tx);
       for (const e of expired.rows) {
         const started = e.started_at !== null;
         await sql.endExecution(tx, e.id, started ? 'lost' : 'released');
+        ended.execution_ids.push(e.id);
+        ended.run_ids.push(e.run_id);
         const at = e.lease_expires_at.toISOString();
         const run = started
           ? await sql.applyRunEvent(tx, e.run_id, 'error', {
@@ -81,6 +85,7 @@ export class Reaper {
       this.#deps.bus,
       changes.map((c) => ({ id: c.runId, state: c.state, worker_host: c.workerHost })),
     );
+    if (ended.execution_ids.length > 0) this.#deps.bus.emitLocal(EXECUTIONS_ENDED_TOPIC, ended);
     return count;
   }
 

@@ -2,12 +2,12 @@
  * Status messages of runs that stay queued because nothing can take them: a run for a self-hosted worker
  * that is not connected (or offers not the run's harness), and a run whose harness no executor of the
  * service offers. Written only when the message changes; `updated_at` is left alone (nothing about the run
- * itself changed).
+ * itself changed). Each change is told on `runs.changed` (the console and the event streams show it).
  */
 import type { Bus } from '../kernel/bus.ts';
 import type { Db } from '../kernel/db.ts';
 import type { Logger } from '../kernel/log.ts';
-import { RUNS_QUEUED_TOPIC } from '../kernel/topics.ts';
+import { RUN_CHANGED_TOPIC, RUNS_QUEUED_TOPIC } from '../kernel/topics.ts';
 import { harnessFor, isHarnessType } from './settings.ts';
 import type { HarnessType } from './settings.ts';
 import type { Offer, WaitingRun } from './sql.ts';
@@ -49,17 +49,19 @@ export function waitingMessage(
 }
 
 /** Updates the waiting messages of queued runs; answers how many changed. */
-export async function annotateWaitingRuns(db: Db, presenceMs: number): Promise<number> {
+export async function annotateWaitingRuns(db: Db, bus: Bus, presenceMs: number): Promise<number> {
   const present = (await sql.presentOffers(db, presenceMs)).rows;
   const runs = (await sql.queuedRunsToAnnotate(db)).rows;
   const changes = runs
     .map((r) => ({ id: r.id, message: waitingMessage(r, present), old: r.message }))
     .filter((c) => c.message !== null && c.message !== c.old);
   if (changes.length === 0) return 0;
-  return engine.setWaitingMessages(
+  const changed = await engine.setWaitingMessages(
     db,
     changes.map((c) => ({ id: c.id, message: c.message! })),
   );
+  for (const c of changes) await bus.publish(RUN_CHANGED_TOPIC, { run_id: c.id });
+  return changed;
 }
 
 const WAITING_EVERY_MS = 2_000;
@@ -75,7 +77,7 @@ export function startWaitingAnnotations(deps: { db: Db; bus: Bus; log: Logger },
     atStart: false,
     topics: { bus: deps.bus, topics: [RUNS_QUEUED_TOPIC], delayMs: 250 },
     pass: async () => {
-      await annotateWaitingRuns(deps.db, heartbeatMs * PRESENCE_HEARTBEATS);
+      await annotateWaitingRuns(deps.db, deps.bus, heartbeatMs * PRESENCE_HEARTBEATS);
     },
     onError: (err) => deps.log.debug({ err }, 'annotating waiting runs failed'),
   }).start();

@@ -30,15 +30,25 @@ export interface BusTopics {
   'factories.sync_requested': { factory_id: string; trigger?: SyncTrigger };
   /** A run was queued (`run_id` null: several); `worker_host` names the self-hosted worker it waits for, null for the service's own. */
   'runs.queued': { run_id: string | null; worker_host: string | null };
-  /** A run's state changed, or a follow-up was queued on it. */
+  /** A run's state changed, a follow-up was queued on it, or its waiting message (a queued run's status) changed. */
   'runs.changed': { run_id: string; state?: string; followup_id?: string };
   /**
    * In this process only (never on the wire): a step of a run's life, told by the run engine after the change
    * committed. Tests wait on it (test/support/run-events.ts) instead of polling the run.
    */
   'runs.lifecycle': RunLifecycleEvent;
+  /**
+   * Executions ended (the end committed; a release too): told in this process after every end, and to the other
+   * processes for the ends that left their run as it was (cancelled, lost, released); an end that moved its run
+   * is on `runs.events` already. Tests wait on it for an execution's end (test/support/signals.ts).
+   */
+  'executions.ended': { execution_ids: string[]; run_ids: string[] };
   /** Events were appended to a run (`run_id`, `sequence`) or to several (`run_ids`). */
   'runs.events': { run_id: string; sequence?: number } | { run_ids: string[] };
+  /** A scorer's judgement of a run was stored (scored or unscored): `/runs/{id}/scores` answers it now. */
+  'scores.recorded': { run_id: string; scorer: string };
+  /** A scheduler's tick fired `fired` due slots (creating `runs` runs; a fire whose runs failed counts too). */
+  'schedules.fired': { fired: number; runs: number };
   /** A schedule changed: the scheduler re-reads its next fire times. */
   'schedules.changed': { team_id?: string; schedule_id?: string; factory_id?: string };
   /** A team secret was written or deleted. */
@@ -73,6 +83,9 @@ export const RUNS_QUEUED_TOPIC = 'runs.queued' satisfies Topic;
 export const RUN_CHANGED_TOPIC = 'runs.changed' satisfies Topic;
 export const RUN_LIFECYCLE_TOPIC = 'runs.lifecycle' satisfies Topic;
 export const RUN_EVENTS_TOPIC = 'runs.events' satisfies Topic;
+export const EXECUTIONS_ENDED_TOPIC = 'executions.ended' satisfies Topic;
+export const SCORES_RECORDED_TOPIC = 'scores.recorded' satisfies Topic;
+export const SCHEDULES_FIRED_TOPIC = 'schedules.fired' satisfies Topic;
 export const SCHEDULES_CHANGED_TOPIC = 'schedules.changed' satisfies Topic;
 export const SECRETS_CHANGED_TOPIC = 'secrets.changed' satisfies Topic;
 export const INTEGRATIONS_CHANGED_TOPIC = 'integrations.changed' satisfies Topic;

@@ -11,7 +11,6 @@ import type { AgentyardProcess } from '../support/agentyard-process.ts';
 import { startOpenAiStandin, textOf } from '../support/openai-standin.ts';
 import type { OpenAiStandin } from '../support/openai-standin.ts';
 import { TEST_MASTER_KEY } from '../support/server.ts';
-import { waitFor } from './support.ts';
 
 const ADMIN = `ay_${'c'.repeat(40)}`;
 const KEY = 'sk-contract-0123456789abcdef';
@@ -51,11 +50,7 @@ describe('agentyard serve with AGENTYARD_HARNESSES=agentyard', () => {
       AGENTYARD_SCORING_SETTLE_MS: '100',
       AGENTYARD_SCORING_POLL_MS: '200',
     });
-    url = await waitFor(
-      'the server to listen',
-      async () => /Agentyard listening on (http:\/\/\S+?) /.exec(serve.output())?.[1],
-      60_000,
-    );
+    url = (await serve.printed(/Agentyard listening on (http:\/\/\S+?) /, 'the server to listen'))[1]!;
   });
   afterAll(async () => {
     await serve?.stop();
@@ -79,14 +74,13 @@ describe('agentyard serve with AGENTYARD_HARNESSES=agentyard', () => {
     const created = await api('POST', `/factories/${factory.body.id}/runs`, { prompt: 'Say the greeting.' });
     expect(created.status).toBe(200);
     const runId = created.body.run_id as string;
-    const run = await waitFor(
-      'the run to end',
-      async () => {
-        const r = (await api('GET', `/agent/runs/${runId}`)).body;
-        return ['SUCCEEDED', 'FAILED', 'ERROR'].includes(r.state) ? r : undefined;
-      },
-      60_000,
-    );
+    // the run's event stream ends (an `end` event) once the run is finished: the server says when
+    const followed = await fetch(`${url}/api/v1/agent/runs/${runId}/events`, {
+      headers: { authorization: `Bearer ${ADMIN}` },
+      signal: AbortSignal.timeout(60_000),
+    });
+    expect(await followed.text()).toMatch(/^event: end$/m);
+    const run = (await api('GET', `/agent/runs/${runId}`)).body;
     expect(run.state, JSON.stringify(run.status_message)).toBe('SUCCEEDED');
     expect(run.result).toBe('The shell printed contract-greeting.');
     // the run's event stream (server-sent events) carries the shell tool's output
@@ -103,14 +97,8 @@ describe('agentyard serve with AGENTYARD_HARNESSES=agentyard', () => {
     expect(agentRequests[0]!.model).toBe('contract-model');
     expect(agentRequests[0]!.authorization).toBe(`Bearer ${KEY}`);
 
-    const scores = await waitFor(
-      'the judgement',
-      async () => {
-        const res = await api('GET', `/agent/runs/${runId}/scores`);
-        return res.body.scores.length ? res.body.scores : undefined;
-      },
-      60_000,
-    );
+    await serve.printed(new RegExp(`"run_id":"${runId}".*"msg":"run scored"`), 'the judgement');
+    const scores = (await api('GET', `/agent/runs/${runId}/scores`)).body.scores;
     expect(scores).toEqual([
       expect.objectContaining({
         scorer: 'greets',

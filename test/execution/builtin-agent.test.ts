@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { firstUser, startOpenAiStandin, textOf, toolResults } from '../support/openai-standin.ts';
 import type { OpenAiStandin, StandinReply, StandinRequest } from '../support/openai-standin.ts';
-import { createRun, eventsOf, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
+import { createRun, eventsOf, executionsOf, startExecServer, waitForState, whenRunsTold } from './support.ts';
 import type { ExecServer } from './support.ts';
 
 const KEY = 'sk-standin-0123456789abcdef';
@@ -129,7 +129,7 @@ describe('the built-in agent', () => {
     await model.waitForRequest((r) => firstUser(r).includes('MIDRUN'));
     const res = await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'Also say banana' });
     expect(res.status).toBe(200);
-    await waitFor('the follow-up to reach the agent', async () =>
+    await whenRunsTold(s, 'the follow-up to reach the agent', async () =>
       (await eventsOf(s, runId)).some((e) => e.type === 'followup' && e.data.delivery === 'live'),
     );
     release();
@@ -193,7 +193,7 @@ describe('the built-in agent', () => {
         : call('shell', { command: 'sleep 60' });
     });
     const runId = await createRun(s, { prompt: 'CANCEL' });
-    await waitFor('the shell to start', async () =>
+    await whenRunsTold(s, 'the shell to start', async () =>
       (await eventsOf(s, runId)).some((e) => e.type === 'tool_call' && e.data.name === 'shell'),
     );
     const t0 = performance.now();
@@ -201,7 +201,7 @@ describe('the built-in agent', () => {
     expect(res.status).toBe(200);
     const run = await waitForState(s, runId, ['CANCELLED', 'SUCCEEDED', 'FAILED', 'ERROR'], 10_000, undefined);
     expect(run.state).toBe('CANCELLED');
-    const execution = await waitFor('the execution to end', async () => {
+    const execution = await whenRunsTold(s, 'the execution to end', async () => {
       const [e] = await executionsOf(s, runId);
       return e?.ended_at ? e : undefined;
     });

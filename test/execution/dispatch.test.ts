@@ -10,7 +10,7 @@ import { claimRuns } from '../../src/engine/claim.ts';
 import { harnessChoice } from '../../src/execution/settings.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
-import { createRun, eventsOf, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
+import { createRun, eventsOf, executionsOf, startExecServer, waitForState, whenRunsTold } from './support.ts';
 import type { ExecServer } from './support.ts';
 import { inState, waitForRun } from '../support/run-events.ts';
 
@@ -67,10 +67,10 @@ describe.each(ENGINES)('dispatch on %s', (engine) => {
       const oz = await createRun(s, { prompt: 'no default harness here' });
       const codex = await createRun(s, { prompt: 'codex please', config: { harness: { type: 'codex' } } });
       const message = async (id: string) => (await s.api('GET', `/agent/runs/${id}`)).body.status_message?.message;
-      expect(await waitFor('the oz message', () => message(oz))).toBe(
+      expect(await whenRunsTold(s, 'the oz message', () => message(oz))).toBe(
         'Waiting for an executor with a default harness: no server offers one (set AGENTYARD_HARNESSES or AGENTYARD_DEFAULT_HARNESS)',
       );
-      expect(await waitFor('the codex message', () => message(codex))).toBe(
+      expect(await whenRunsTold(s, 'the codex message', () => message(codex))).toBe(
         'Waiting for an executor that runs the codex harness: no server offers it (AGENTYARD_HARNESSES)',
       );
       expect((await s.api('GET', `/agent/runs/${oz}`)).body.state).toBe('QUEUED');
@@ -224,7 +224,7 @@ describe.skipIf(!ENGINES.includes('postgres'))('two servers on one postgres data
     const ids = await Promise.all(
       Array.from({ length: 40 }, (_, i) => createRun(i % 2 ? one : two, { prompt: `run ${i}` })),
     );
-    await waitFor('every run to finish', async () => {
+    await whenRunsTold(one, 'every run to finish', async () => {
       const res = await one.server.ctx.db.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM runs WHERE id = ANY($1::text[]) AND state = 'SUCCEEDED'`,
         [ids],

@@ -7,7 +7,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
-import { createRun, eventsOf, executionsOf, fakeRecords, startExecServer, waitFor, waitForState } from './support.ts';
+import {
+  createRun,
+  eventsOf,
+  executionsOf,
+  fakeRecords,
+  startExecServer,
+  waitForState,
+  whenRunsTold,
+} from './support.ts';
 import type { ExecServer } from './support.ts';
 
 describe.each(ENGINES)('follow-ups on %s', (engine) => {
@@ -36,7 +44,7 @@ describe.each(ENGINES)('follow-ups on %s', (engine) => {
   it('hands a follow-up to a running Claude Code agent at its next turn, in the same execution', async () => {
     const runId = await createRun(s, { prompt: 'First part WAIT 1.5', config: config('claude') });
     await waitForState(s, runId, ['INPROGRESS']);
-    await waitFor('the agent to be in its first turn', async () =>
+    await whenRunsTold(s, 'the agent to be in its first turn', async () =>
       (await eventsOf(s, runId)).some((e) => e.type === 'session'),
     );
     const res = await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'Second part, please' });
@@ -70,7 +78,7 @@ describe.each(ENGINES)('follow-ups on %s', (engine) => {
     const [first] = await executionsOf(s, runId);
     const res = await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'Now implement it' });
     expect(res.body.state).toBe('QUEUED');
-    await waitFor('the second execution to finish', async () => {
+    await whenRunsTold(s, 'the second execution to finish', async () => {
       const e = await executionsOf(s, runId);
       return e.length === 2 && e[1]!.ended_at !== null;
     });
@@ -93,9 +101,11 @@ describe.each(ENGINES)('follow-ups on %s', (engine) => {
   it('keeps a follow-up to a running Codex agent for a new execution that resumes the thread', async () => {
     const runId = await createRun(s, { prompt: 'Long refactor WAIT 1.5', config: config('codex') });
     await waitForState(s, runId, ['INPROGRESS']);
-    await waitFor('the thread to start', async () => (await eventsOf(s, runId)).some((e) => e.type === 'session'));
+    await whenRunsTold(s, 'the thread to start', async () =>
+      (await eventsOf(s, runId)).some((e) => e.type === 'session'),
+    );
     await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'Also fix the tests' });
-    await waitFor('the second execution to finish', async () => {
+    await whenRunsTold(s, 'the second execution to finish', async () => {
       const e = await executionsOf(s, runId);
       return e.length === 2 && e[1]!.ended_at !== null;
     });
@@ -114,7 +124,7 @@ describe.each(ENGINES)('follow-ups on %s', (engine) => {
     const runId = await createRun(s, { prompt: 'Draft', config: config('gemini') });
     await waitForState(s, runId, ['SUCCEEDED']);
     await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'Polish it' });
-    await waitFor('the second execution to finish', async () => {
+    await whenRunsTold(s, 'the second execution to finish', async () => {
       const e = await executionsOf(s, runId);
       return e.length === 2 && e[1]!.ended_at !== null;
     });

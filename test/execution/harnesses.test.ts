@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
 import { hostPid, readPidFile } from '../support/processes.ts';
+import { pollUntil } from '../support/signals.ts';
 import {
   createRun,
   eventsOf,
@@ -16,8 +17,8 @@ import {
   fakeRecords,
   pidAlive,
   startExecServer,
-  waitFor,
   waitForState,
+  whenRunsTold,
   liveWorkspace,
 } from './support.ts';
 import type { ExecServer } from './support.ts';
@@ -315,15 +316,23 @@ describe.each(ENGINES)('harnesses end to end on %s', (engine) => {
     const [execution] = await executionsOf(s, runId);
     const workspace = execution!.workspace!;
     // the pids the agent wrote are those of its sandbox's pid namespace
-    const childPid = await waitFor('the agent child', async () =>
-      hostPid(readPidFile(path.join(liveWorkspace(workspace), '.fake-child.pid')), workspace),
+    const childPid = await pollUntil(
+      () => hostPid(readPidFile(path.join(liveWorkspace(workspace), '.fake-child.pid')), workspace),
+      { what: 'the agent child: its pid, written in the sandbox (no output tells it)' },
     );
-    const agentPid = await waitFor('the agent', async () =>
-      hostPid(fakeRecords(liveWorkspace(workspace))[0]?.pid, workspace),
-    );
+    const agentPid = await pollUntil(() => hostPid(fakeRecords(liveWorkspace(workspace))[0]?.pid, workspace), {
+      what: 'the agent: its pid, written in the sandbox (no output tells it)',
+    });
     expect((await s.api('POST', `/agent/runs/${runId}/cancel`)).body).toBe(runId);
-    await waitFor('the tree to stop', async () => !pidAlive(childPid) && !pidAlive(agentPid), 10_000, 20);
-    await waitFor('the execution to end', async () => (await executionsOf(s, runId))[0]!.outcome === 'cancelled');
+    await pollUntil(() => !pidAlive(childPid) && !pidAlive(agentPid), {
+      what: 'the tree to stop (processes of the sandbox: no exit event reaches the test)',
+      timeoutMs: 10_000,
+    });
+    await whenRunsTold(
+      s,
+      'the execution to end',
+      async () => (await executionsOf(s, runId))[0]!.outcome === 'cancelled',
+    );
     expect((await s.api('GET', `/agent/runs/${runId}`)).body.state).toBe('CANCELLED');
   });
 

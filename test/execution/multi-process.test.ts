@@ -10,6 +10,7 @@ import { spawnAgentyard, serveEnv } from '../support/agentyard-process.ts';
 import type { AgentyardProcess } from '../support/agentyard-process.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import { hostPid, killQuietly, readPidFile } from '../support/processes.ts';
+import { pollUntil } from '../support/signals.ts';
 import type { TestDatabase } from '../support/db.ts';
 import {
   createRun,
@@ -18,8 +19,8 @@ import {
   fakeRecords,
   pidAlive,
   startExecServer,
-  waitFor,
   waitForState,
+  whenRunsTold,
   liveWorkspace,
 } from './support.ts';
 import type { ExecServer } from './support.ts';
@@ -65,12 +66,13 @@ describe.skipIf(!ENGINES.includes('postgres'))('runs executing in another server
     expect(execution!.executor).toMatch(/^service:/);
     const workspace = execution!.workspace!;
     // the pids the agent wrote are those of its sandbox's pid namespace
-    const childPid = await waitFor('the agent child', async () =>
-      hostPid(readPidFile(path.join(liveWorkspace(workspace), '.fake-child.pid')), workspace),
+    const childPid = await pollUntil(
+      () => hostPid(readPidFile(path.join(liveWorkspace(workspace), '.fake-child.pid')), workspace),
+      { what: 'the agent child: its pid, written in the sandbox (no output tells it)' },
     );
-    const agentPid = await waitFor('the agent record', async () =>
-      hostPid(fakeRecords(liveWorkspace(workspace))[0]?.pid, workspace),
-    );
+    const agentPid = await pollUntil(() => hostPid(fakeRecords(liveWorkspace(workspace))[0]?.pid, workspace), {
+      what: 'the agent record: its pid, written in the sandbox (no output tells it)',
+    });
     return { runId, workspace, agentPid, childPid };
   }
 
@@ -82,9 +84,12 @@ describe.skipIf(!ENGINES.includes('postgres'))('runs executing in another server
     const res = await api.api('POST', `/agent/runs/${runId}/cancel`);
     expect(res.status).toBe(200);
     // the executor polls only every 5 s here: the bus (LISTEN/NOTIFY) carries the cancellation
-    await waitFor('the agent process tree to stop', async () => !pidAlive(agentPid) && !pidAlive(childPid), 10_000, 20);
+    await pollUntil(() => !pidAlive(agentPid) && !pidAlive(childPid), {
+      what: 'the agent process tree to stop (processes of the sandbox: no exit event reaches the test)',
+      timeoutMs: 10_000,
+    });
     console.log(`cancel → agent tree gone in another process: ${Date.now() - cancelledAt} ms`);
-    await waitFor('the execution to end', async () => (await executionsOf(api, runId))[0]!.ended_at !== null);
+    await whenRunsTold(api, 'the execution to end', async () => (await executionsOf(api, runId))[0]!.ended_at !== null);
     expect((await executionsOf(api, runId))[0]).toMatchObject({ outcome: 'cancelled' });
     const run = (await api.api('GET', `/agent/runs/${runId}`)).body;
     expect(run.state).toBe('CANCELLED');

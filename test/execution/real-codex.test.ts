@@ -24,8 +24,8 @@ import {
   pidAlive,
   ROOT,
   startExecServer,
-  waitFor,
   waitForState,
+  whenRunsTold,
 } from './support.ts';
 import type { ExecServer } from './support.ts';
 
@@ -179,7 +179,8 @@ describe('a run executed by the real Codex CLI', () => {
       config: { harness: { type: 'codex', model_id: 'gpt-5-codex' }, base_prompt: 'Be terse.' },
     });
     await waitForState(s, runId, ['INPROGRESS'], 30_000);
-    const session = await waitFor(
+    const session = await whenRunsTold(
+      s,
       'the thread',
       async () => (await eventsOf(s, runId)).find((e) => e.type === 'session'),
       60_000,
@@ -187,7 +188,12 @@ describe('a run executed by the real Codex CLI', () => {
     expect(session.data.session_id).toMatch(/^[0-9a-f-]{36}$/);
     const [execution] = await executionsOf(s, runId);
     expect((await s.api('POST', `/agent/runs/${runId}/cancel`)).status).toBe(200);
-    await waitFor('the execution to end', async () => (await executionsOf(s, runId))[0]!.ended_at !== null, 20_000);
+    await whenRunsTold(
+      s,
+      'the execution to end',
+      async () => (await executionsOf(s, runId))[0]!.ended_at !== null,
+      20_000,
+    );
     const ended = (await executionsOf(s, runId))[0]!;
     expect(ended).toMatchObject({ id: execution!.id, outcome: 'cancelled', agent_session_id: session.data.session_id });
     expect((await s.api('GET', `/agent/runs/${runId}`)).body.state).toBe('CANCELLED');

@@ -3,8 +3,18 @@ import path from 'node:path';
 import type { ExecutionParts } from '../../src/composition.ts';
 import type { ExecutionSettings } from '../../src/execution/settings.ts';
 import type { Config } from '../../src/config.ts';
+import type { Bus } from '../../src/kernel/bus.ts';
+import {
+  EXECUTIONS_ENDED_TOPIC,
+  RUN_CHANGED_TOPIC,
+  RUN_EVENTS_TOPIC,
+  RUN_LIFECYCLE_TOPIC,
+} from '../../src/kernel/topics.ts';
+import type { Topic } from '../../src/kernel/topics.ts';
 import type { Engine, TestDatabase } from '../support/db.ts';
 import { inState, waitForRun } from '../support/run-events.ts';
+import { whenTold } from '../support/signals.ts';
+import type { Check } from '../support/signals.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 
@@ -66,6 +76,27 @@ export async function waitFor<T>(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/** What the server says when a run changed: its state, its events (artifacts among them), an execution's end. */
+export const RUN_TOPICS: readonly Topic[] = [
+  RUN_LIFECYCLE_TOPIC,
+  RUN_CHANGED_TOPIC,
+  RUN_EVENTS_TOPIC,
+  EXECUTIONS_ENDED_TOPIC,
+];
+
+/**
+ * Resolves with what `check` answers once it answers a value, asking again each time the server tells that a run
+ * changed (RUN_TOPICS; from other processes too, on PostgreSQL), never on a timer.
+ */
+export function whenRunsTold<T>(
+  s: { server: { ctx: { bus: Bus } } },
+  what: string,
+  check: Check<T>,
+  timeoutMs = 20_000,
+): Promise<T> {
+  return whenTold(s.server.ctx.bus, RUN_TOPICS, check, { what, timeoutMs });
 }
 
 /**

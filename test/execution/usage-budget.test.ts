@@ -10,7 +10,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usageBefore, usageBudgetPassed } from '../../src/execution/usage-budget.ts';
 import { firstUser, startOpenAiStandin } from '../support/openai-standin.ts';
 import type { OpenAiStandin } from '../support/openai-standin.ts';
-import { AGENTS, FAKE, createRun, eventsOf, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
+import {
+  AGENTS,
+  FAKE,
+  createRun,
+  eventsOf,
+  executionsOf,
+  startExecServer,
+  waitForState,
+  whenRunsTold,
+} from './support.ts';
 import type { ExecServer } from './support.ts';
 
 const FINAL = ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'];
@@ -103,7 +112,7 @@ describe('usage budgets over the executions of a run', () => {
     expect((await waitForState(s, runId, FINAL)).state).toBe('SUCCEEDED');
     const followup = await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'more' });
     expect(followup.status, followup.text).toBe(200);
-    const run = await waitFor('the follow-up execution to end', async () => {
+    const run = await whenRunsTold(s, 'the follow-up execution to end', async () => {
       const r = (await s.api('GET', `/agent/runs/${runId}`)).body;
       return (await executionsOf(s, runId)).length === 2 && FINAL.includes(r.state) ? r : undefined;
     });

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
 import { automationMd, baseFiles } from '../support/factory-tree.ts';
 import { request } from '../support/server.ts';
-import { executionsOf, FAKE, fakeRecords, startExecServer, waitFor, waitForState } from './support.ts';
+import { executionsOf, FAKE, fakeRecords, startExecServer, waitForState, whenRunsTold } from './support.ts';
 import type { ExecServer } from './support.ts';
 
 const SKILL = `---
@@ -66,7 +66,7 @@ describe.each(ENGINES)('a webhook delivery through a committed automation on %s'
     expect(delivered.status, delivered.text).toBe(202);
     const deliveryId = delivered.body.delivery_id as string;
 
-    const runId = await waitFor('the run of the delivery', async () => {
+    const runId = await whenRunsTold(s, 'the run of the delivery', async () => {
       const res = await s.server.ctx.db.query<{ id: string }>('SELECT id FROM runs WHERE delivery_id = $1', [
         deliveryId,
       ]);

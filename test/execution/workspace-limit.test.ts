@@ -21,7 +21,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workspaceSize } from '../../src/execution/workspace.ts';
-import { AGENTS, FAKE, createRun, eventsOf, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
+import {
+  AGENTS,
+  FAKE,
+  createRun,
+  eventsOf,
+  executionsOf,
+  startExecServer,
+  waitForState,
+  whenRunsTold,
+} from './support.ts';
 import type { ExecServer } from './support.ts';
 
 const SHELL_AGENT = path.join(AGENTS, 'shell-agent.mjs');
@@ -51,7 +60,7 @@ describe('the workspace limit, held by the kernel in the bubblewrap sandbox', ()
     const runId = await createRun(s, { prompt: `<<SH\n${script}\nSH>>`, ...extra });
     const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'], 60_000);
     // the run may end (a limit's stop) while its execution still copies the workspace back
-    const execution = await waitFor('the execution to end', async () => {
+    const execution = await whenRunsTold(s, 'the execution to end', async () => {
       const last = (await executionsOf(s, runId)).at(-1);
       return last?.ended_at ? last : undefined;
     });
@@ -129,7 +138,7 @@ describe('the workspace limit, held by the kernel in the bubblewrap sandbox', ()
     const next =
       '<<SH\n{ cat made.txt; cat sub/deep/file.txt; readlink link; [ -x tool.sh ] && echo executable; } > seen.txt\nSH>>';
     expect((await s.api('POST', `/agent/runs/${runId}/followups`, { message: next })).status).toBe(200);
-    await waitFor('the follow-up to end', async () => {
+    await whenRunsTold(s, 'the follow-up to end', async () => {
       const executions = await executionsOf(s, runId);
       return executions.length > before && executions.at(-1)!.ended_at !== null;
     });
@@ -175,7 +184,7 @@ describe('the workspace limit, held by the kernel in the bubblewrap sandbox', ()
     const runId = await createRun(s, {
       prompt: `<<SH\necho before-cancel > progress.txt\necho '{"type":"message","text":"written"}'\nsleep 60\nSH>>`,
     });
-    await waitFor('the file to be written', async () =>
+    await whenRunsTold(s, 'the file to be written', async () =>
       (await eventsOf(s, runId)).some((e) => e.type === 'message' && e.data.text === 'written') ? true : undefined,
     );
     const [execution] = await executionsOf(s, runId);
@@ -183,7 +192,7 @@ describe('the workspace limit, held by the kernel in the bubblewrap sandbox', ()
     expect(() => lstatSync(path.join(execution!.workspace!, 'progress.txt'))).toThrow(/ENOENT/);
     expect((await s.api('POST', `/agent/runs/${runId}/cancel`)).status).toBe(200);
     await waitForState(s, runId, ['CANCELLED'], 30_000);
-    const ended = await waitFor('the execution to end', async () => {
+    const ended = await whenRunsTold(s, 'the execution to end', async () => {
       const [e] = await executionsOf(s, runId);
       return e!.ended_at !== null ? e : undefined;
     });
@@ -195,7 +204,7 @@ describe('the workspace limit, held by the kernel in the bubblewrap sandbox', ()
     const runId = await createRun(s, {
       prompt: `<<SH\necho made-inside > report.txt\necho '{"type":"artifact","artifact_type":"FILE","data":{"filepath":"report.txt"}}'\nsleep 60\nSH>>`,
     });
-    const files = await waitFor('the artifact to be stored', async () => {
+    const files = await whenRunsTold(s, 'the artifact to be stored', async () => {
       const res = await s.server.ctx.db.query<{ data: Uint8Array }>(
         'SELECT data FROM run_artifact_files WHERE run_id = $1',
         [runId],

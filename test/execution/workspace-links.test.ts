@@ -19,7 +19,16 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AGENTS, FAKE, createRun, eventsOf, executionsOf, startExecServer, waitFor, waitForState } from './support.ts';
+import {
+  AGENTS,
+  FAKE,
+  createRun,
+  eventsOf,
+  executionsOf,
+  startExecServer,
+  waitForState,
+  whenRunsTold,
+} from './support.ts';
 import type { ExecServer } from './support.ts';
 
 const SHELL_AGENT = path.join(AGENTS, 'shell-agent.mjs');
@@ -59,7 +68,7 @@ describe('links an agent leaves in its workspace', () => {
     const res = await s.api('POST', `/agent/runs/${runId}/followups`, { message: 'Go on' });
     expect(res.status).toBe(200);
     expect(res.body.state).toBe('QUEUED');
-    await waitFor('the follow-up execution to end', async () => {
+    await whenRunsTold(s, 'the follow-up execution to end', async () => {
       const executions = await executionsOf(s, runId);
       return executions.length > before && executions.at(-1)!.ended_at !== null;
     });

@@ -4,6 +4,7 @@
  * output collected, and a stop that never waits on a process that has already exited.
  */
 import { spawn } from 'node:child_process';
+import { EventEmitter } from 'node:events';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +20,11 @@ export interface AgentyardProcess {
   dataDir: string;
   /** Its stdout and stderr so far. */
   output(): string;
+  /**
+   * The first match of `pattern` in its output (stdout and stderr), now or once it prints it: a line the process
+   * prints, never a timer. Rejects when the process exits first or after `timeoutMs`, saying `what`.
+   */
+  printed(pattern: RegExp, what: string, timeoutMs?: number): Promise<RegExpExecArray>;
   /** Settles when the process has exited. */
   exited: Promise<void>;
   /** SIGTERM unless it has exited already; waits for the exit, then removes the data directory. */
@@ -37,12 +43,43 @@ export function spawnAgentyard(args: readonly string[], env: NodeJS.ProcessEnv):
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const printedMore = new EventEmitter();
+  printedMore.setMaxListeners(0);
+  const collect = (d: Buffer) => {
+    out += d.toString();
+    printedMore.emit('more');
+  };
+  child.stdout!.on('data', collect);
+  child.stderr!.on('data', collect);
+  child.once('exit', () => printedMore.emit('exit'));
+  const printed = (pattern: RegExp, what: string, timeoutMs = 60_000) =>
+    new Promise<RegExpExecArray>((resolve, reject) => {
+      const finish = (err: Error | undefined, match?: RegExpExecArray) => {
+        printedMore.off('more', look);
+        printedMore.off('exit', gone);
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve(match!);
+      };
+      const look = () => {
+        const match = pattern.exec(out);
+        if (match) finish(undefined, match);
+      };
+      const gone = () => finish(new Error(`the process exited before ${what}:\n${out}`));
+      const timer = setTimeout(
+        () => finish(new Error(`timed out after ${timeoutMs} ms waiting for ${what}:\n${out}`)),
+        timeoutMs,
+      );
+      printedMore.on('more', look);
+      printedMore.once('exit', gone);
+      look();
+      if (child.exitCode !== null || child.signalCode !== null) gone();
+    });
   return {
     child,
     dataDir,
     output: () => out,
+    printed,
     exited,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
