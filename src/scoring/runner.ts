@@ -11,7 +11,7 @@ import { DrainLoop } from '../kernel/drain-loop.ts';
 import type { JobStep } from '../kernel/job-queue.ts';
 import type { Db } from '../kernel/db.ts';
 import type { Logger } from '../kernel/log.ts';
-import { RUN_CHANGED_TOPIC } from '../kernel/topics.ts';
+import { RUN_CHANGED_TOPIC, SCORES_RECORDED_TOPIC } from '../kernel/topics.ts';
 import type { FactoryDefinition, ScorerDefinition } from '../definitions/model.ts';
 import { runConfigFor } from '../factories/apply/run-config.ts';
 import type { Metrics } from '../metrics/metrics.ts';
@@ -195,6 +195,8 @@ export class ScoringRunner extends DrainLoop {
       });
       await sql.endJob(tx, job.id, scored ? 'done' : 'failed', scored ? null : judgement.reason.slice(0, 1000));
     });
+    await this.#o.bus.publish(SCORES_RECORDED_TOPIC, { run_id: run.id, scorer: scorer.name });
+    log.info({ run_id: run.id, scorer: scorer.name, status: judgement.status, passed }, 'run scored');
     const m = this.#o.metrics;
     m?.runScores.inc({
       factory_id: job.factory_id,
