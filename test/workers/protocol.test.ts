@@ -16,7 +16,7 @@ import {
   executionsOf,
   FAKE,
   startExecServer,
-  waitFor,
+  whenRunsTold,
   waitForState,
   liveWorkspace,
 } from '../execution/support.ts';
@@ -136,7 +136,11 @@ describe.each(ENGINES)('the worker protocol on %s', (engine) => {
     await s.api('POST', `/agent/runs/${second}/cancel`, undefined, key);
     expect(await c.next('cancel')).toEqual({ type: 'cancel', execution_id: a2.execution_id, reason: 'cancelled' });
     c.send({ type: 'failed', execution_id: a2.execution_id, outcome: 'cancelled', reason: 'stopped', exit_code: null });
-    await waitFor('the execution to end', async () => (await executionsOf(s, second))[0]!.outcome === 'cancelled');
+    await whenRunsTold(
+      s,
+      'the execution to end',
+      async () => (await executionsOf(s, second))[0]!.outcome === 'cancelled',
+    );
     c.ws.close();
   });
 });
@@ -170,7 +174,6 @@ describe.each(ENGINES)('a worker process across a server restart on %s', (engine
         AGENTYARD_HARNESS_COMMAND_BIN: FAKE.command,
       },
     );
-    const connections = () => worker.output().split('connected to ').length - 1;
     try {
       const going = await createRun(
         s,
@@ -191,13 +194,15 @@ describe.each(ENGINES)('a worker process across a server restart on %s', (engine
       const release = (runId: string) =>
         writeFileSync(path.join(liveWorkspace(workspaces.get(runId)!), 'released'), '');
       await s.close();
-      await waitFor('the worker to see the server go', async () => worker.output().includes('disconnected (1001'));
+      await worker.printed(/disconnected \(1001/, 'the worker to see the server go', 20_000);
       release(ended);
-      await waitFor('the worker to finish a run while it has no server', async () =>
-        worker.output().includes(`finished ${ended}: succeeded`),
+      await worker.printed(
+        new RegExp(`finished ${ended}: succeeded`),
+        'the worker to finish a run while it has no server',
+        20_000,
       );
       s = await startExecServer(engine, { database, settings, config: { port } });
-      await waitFor('the worker to reconnect', async () => connections() === 2);
+      await worker.printed(/(connected to [^\n]*[\s\S]*){2}/, 'the worker to reconnect', 20_000);
       release(going);
       for (const runId of [going, ended]) {
         const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR'], 20_000, key);

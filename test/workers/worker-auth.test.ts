@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
-import { createRun, startExecServer, waitFor, waitForState } from '../execution/support.ts';
+import { createRun, startExecServer, waitForState, whenRunsTold } from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
 import { connect, hello } from './support.ts';
 import type { Client } from './support.ts';
@@ -190,7 +190,7 @@ describe.each(ENGINES)('who may run a worker, and which runs it gets, on %s', (e
     expect((await s.api('GET', `/agent/runs/${foreign}`, undefined, other)).body.state).toBe('QUEUED');
     expect((await s.api('GET', `/agent/runs/${actingAsMallory.run.id}`, undefined, admin)).body.state).toBe('QUEUED');
     // and the run says what it waits for
-    const waiting = await waitFor('the waiting message', async () => {
+    const waiting = await whenRunsTold(s, 'the waiting message', async () => {
       const r = (await s.api('GET', `/agent/runs/${actingAsMallory.run.id}`, undefined, admin)).body;
       return r.status_message?.message?.includes('team admin key') ? r : undefined;
     });

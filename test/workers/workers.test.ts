@@ -10,6 +10,7 @@ import { ENGINES } from '../support/db.ts';
 import { spawnAgentyard } from '../support/agentyard-process.ts';
 import type { AgentyardProcess } from '../support/agentyard-process.ts';
 import { hostPid, killQuietly, readPidFile } from '../support/processes.ts';
+import { pollUntil } from '../support/signals.ts';
 import {
   createRun,
   executionsOf,
@@ -17,8 +18,8 @@ import {
   fakeRecords,
   pidAlive,
   startExecServer,
-  waitFor,
   waitForState,
+  whenRunsTold,
   liveWorkspace,
 } from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
@@ -91,9 +92,8 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
   it('runs a run whose worker_host names a connected worker process, and lists the worker', async () => {
     const w = startWorker(s, token, 'box-1', 2);
     workers.push(w);
-    const listed = await waitFor('box-1 to connect', async () =>
-      (await workersOf(s, key)).find((x) => x.worker_id === 'box-1' && x.connected),
-    );
+    await w.printed(/connected to \S+ as worker "box-1"/, 'box-1 to connect');
+    const listed = (await workersOf(s, key)).find((x) => x.worker_id === 'box-1' && x.connected);
     expect(listed).toMatchObject({
       capacity: 2,
       harnesses: ['claude', 'command'],
@@ -142,7 +142,7 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
 
   it('keeps a run for a worker that is not connected QUEUED, saying which worker it waits for', async () => {
     const runId = await createRun(s, { prompt: 'hello', config: { worker_host: 'box-offline' } }, key);
-    const run = await waitFor('the waiting message', async () => {
+    const run = await whenRunsTold(s, 'the waiting message', async () => {
       const r = (await s.api('GET', `/agent/runs/${runId}`, undefined, key)).body;
       return r.status_message ? r : undefined;
     });
@@ -156,7 +156,9 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
     for (let i = 0; i < 3; i++)
       ids.push(await createRun(s, { prompt: `batch ${i} WAIT 1.5`, config: { worker_host: 'box-1' } }, key));
     let maxParallel = 0;
-    await waitFor(
+    // each step of the runs brings a look at their states (the worker's runs move on this server)
+    await whenRunsTold(
+      s,
       'the batch to finish',
       async () => {
         const states = await Promise.all(
@@ -176,15 +178,19 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
     const [execution] = await executionsOf(s, runId);
     const workspace = execution!.workspace!;
     // the pids the agent wrote are those of its sandbox's pid namespace
-    const childPid = await waitFor('the agent child', async () =>
-      hostPid(readPidFile(path.join(liveWorkspace(workspace), '.fake-child.pid')), workspace),
+    const childPid = await pollUntil(
+      () => hostPid(readPidFile(path.join(liveWorkspace(workspace), '.fake-child.pid')), workspace),
+      { what: 'the agent child: its pid, written in the sandbox (no output tells it)' },
     );
-    const agentPid = await waitFor('the agent', async () =>
-      hostPid(fakeRecords(liveWorkspace(workspace))[0]?.pid, workspace),
-    );
+    const agentPid = await pollUntil(() => hostPid(fakeRecords(liveWorkspace(workspace))[0]?.pid, workspace), {
+      what: 'the agent: its pid, written in the sandbox (no output tells it)',
+    });
     expect((await s.api('POST', `/agent/runs/${runId}/cancel`, undefined, key)).status).toBe(200);
-    await waitFor('the agent tree to stop', async () => !pidAlive(childPid) && !pidAlive(agentPid), 10_000);
-    await waitFor('the execution to end', async () => (await executionsOf(s, runId))[0]!.ended_at !== null);
+    await pollUntil(() => !pidAlive(childPid) && !pidAlive(agentPid), {
+      what: 'the agent tree to stop (processes of the sandbox: no exit event reaches the test)',
+      timeoutMs: 10_000,
+    });
+    await whenRunsTold(s, 'the execution to end', async () => (await executionsOf(s, runId))[0]!.ended_at !== null);
     expect((await executionsOf(s, runId))[0]).toMatchObject({ outcome: 'cancelled' });
     expect((await s.api('GET', `/agent/runs/${runId}`, undefined, key)).body.state).toBe('CANCELLED');
   });
@@ -192,13 +198,13 @@ describe.each(ENGINES)('self-hosted workers on %s', (engine) => {
   it('ends a run ERROR by lease expiry when its worker is killed with -9 mid-run', async () => {
     const w = startWorker(s, token, 'box-doomed', 1, 'env');
     workers.push(w);
-    await waitFor('box-doomed to connect', async () =>
-      (await workersOf(s, key)).find((x) => x.worker_id === 'box-doomed' && x.connected),
-    );
+    await w.printed(/connected to \S+ as worker "box-doomed"/, 'box-doomed to connect');
     const runId = await createRun(s, { prompt: 'doomed SLEEP 60', config: { worker_host: 'box-doomed' } }, key);
     await waitForState(s, runId, ['INPROGRESS'], 20_000, key);
     const [execution] = await executionsOf(s, runId);
-    await waitFor('the agent to start', async () => fakeRecords(liveWorkspace(execution!.workspace!)).length > 0);
+    await pollUntil(() => fakeRecords(liveWorkspace(execution!.workspace!)).length > 0, {
+      what: 'the agent to start: its record, written in the sandbox (no output tells it)',
+    });
     w.child.kill('SIGKILL');
     try {
       const run = await waitForState(s, runId, ['ERROR', 'SUCCEEDED', 'FAILED'], 20_000, key);
