@@ -1,4 +1,4 @@
-import { SCHEDULES_CHANGED_TOPIC } from '../kernel/topics.ts';
+import { SCHEDULES_CHANGED_TOPIC, SCHEDULES_FIRED_TOPIC } from '../kernel/topics.ts';
 import type { RunService } from '../runs/service.ts';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
@@ -78,7 +78,12 @@ export class Scheduler {
     const outcome = await fireDueSchedules(this.#db, { now, firedBy: this.#id, runs: this.#runs });
     this.#runs.announce(outcome.runs.map((r) => ({ id: r.run_id, worker_host: r.worker_host })));
     await this.#runs.announceMoved(outcome.superseded);
-    if (outcome.fired) this.#log.info({ fired: outcome.fired, runs: outcome.runs.length }, 'schedules fired');
+    if (outcome.fired) {
+      this.#log.info({ fired: outcome.fired, runs: outcome.runs.length }, 'schedules fired');
+      await this.#bus
+        .publish(SCHEDULES_FIRED_TOPIC, { fired: outcome.fired, runs: outcome.runs.length })
+        .catch(() => {});
+    }
     if (now.getTime() - this.#lastPrune >= PRUNE_EVERY_MS) {
       this.#lastPrune = now.getTime();
       await sql.pruneFires(this.#db, new Date(now.getTime() - FIRE_LOG_RETENTION_MS));

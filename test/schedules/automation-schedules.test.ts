@@ -6,7 +6,7 @@ import { WEBHOOKS_CHANGED_TOPIC } from '../../src/kernel/topics.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/kernel/clock.ts';
 import { ENGINES } from '../support/db.ts';
-import { runsOfSchedule, startScheduleServer, waitFor, waitForRuns } from './support.ts';
+import { runsOfSchedule, startScheduleServer, waitForRuns, whenScheduled } from './support.ts';
 import type { ScheduleTestServer } from './support.ts';
 
 interface Item {
@@ -60,10 +60,14 @@ describe.each(ENGINES)('automation schedule triggers on %s', (engine) => {
     // Syncs run one after another: once this one is done, so is every sync asked for before it, and none started
     // before a later clock change can write what it read before that change.
     await s.server.services.scheduleSync!.syncFactory(factoryId);
-    return waitFor(async () => {
-      const items = await schedulesOfFactory();
-      return until(items) ? items : undefined;
-    }, what);
+    return whenScheduled(
+      s,
+      async () => {
+        const items = await schedulesOfFactory();
+        return until(items) ? items : undefined;
+      },
+      what,
+    );
   }
 
   beforeAll(async () => {
@@ -257,11 +261,15 @@ describe.each(ENGINES)('automation schedule triggers on %s', (engine) => {
 
     // the first run has not ended: the next fire starts none, and the schedule says why
     clock.set('2030-08-01T02:00:00.000Z');
-    const skipped = await waitFor(async () => {
-      await s.scheduler.tick();
-      const item = (await s.api('GET', `/agent/schedules/${sweep.id}`)).body;
-      return item.history.next_run === '2030-08-01T03:00:00.000Z' ? item : undefined;
-    }, 'the second fire');
+    const skipped = await whenScheduled(
+      s,
+      async () => {
+        await s.scheduler.tick();
+        const item = (await s.api('GET', `/agent/schedules/${sweep.id}`)).body;
+        return item.history.next_run === '2030-08-01T03:00:00.000Z' ? item : undefined;
+      },
+      'the second fire',
+    );
     expect(await runsOfSchedule(s, sweep.id)).toHaveLength(1);
     expect(skipped.last_spawn_error).toBe(
       `automation auto_sweeper: skipped: concurrency key sweep-sweep at limit 1 (onNew: skip; 1 run of the key not ended: ${first!.run_id})`,

@@ -7,7 +7,7 @@ import { validateFactory } from '../../src/definitions/index.ts';
 import { ManualClock } from '../../src/kernel/clock.ts';
 import { ENGINES } from '../support/db.ts';
 import { baseFiles } from '../support/factory-tree.ts';
-import { runsOfSchedule, startScheduleServer, waitFor, waitForRuns } from './support.ts';
+import { runsOfSchedule, startScheduleServer, waitForRuns, whenScheduled } from './support.ts';
 import type { ScheduleTestServer } from './support.ts';
 
 const FOREMAN = `---
@@ -58,10 +58,14 @@ describe.each(ENGINES)('schedule triggers of an applied factory on %s', (engine)
     const res = await s.api('POST', `/factories/${factoryId}/apply`, { files: files(extra) });
     expect(res.status, res.text).toBe(200);
     expect(res.body.result).toBe('applied');
-    return waitFor(async () => {
-      const items = await schedules();
-      return until(items) ? items : undefined;
-    }, 'the applied schedules');
+    return whenScheduled(
+      s,
+      async () => {
+        const items = await schedules();
+        return until(items) ? items : undefined;
+      },
+      'the applied schedules',
+    );
   }
 
   beforeAll(async () => {

@@ -5,7 +5,7 @@ import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { parseRoles } from '../../src/config.ts';
 import { startTestServer } from '../support/server.ts';
-import { runsOfSchedule, secondConnection, startScheduleServer, waitFor, waitForRuns } from './support.ts';
+import { runsOfSchedule, secondConnection, startScheduleServer, waitForRuns, whenScheduled } from './support.ts';
 import type { ScheduleTestServer } from './support.ts';
 
 interface FireRow {
@@ -68,7 +68,11 @@ describe.each(ENGINES)('scheduler on %s', (engine) => {
     expect(fires[0]!.run_ids).toEqual([runs[0]!.run_id]);
 
     clock.set('2030-04-01T01:10:00.000Z');
-    await waitFor(async () => (await runsOfSchedule(second, created.body.id)).length === 2, 'the next regular fire');
+    await whenScheduled(
+      second,
+      async () => (await runsOfSchedule(second, created.body.id)).length === 2,
+      'the next regular fire',
+    );
   });
 
   it('with two schedulers on one database, each fire creates exactly one run', async () => {
@@ -94,7 +98,7 @@ describe.each(ENGINES)('scheduler on %s', (engine) => {
       (await Promise.all(ids.map((id) => runsOfSchedule(a, id)))).reduce((n, runs) => n + runs.length, 0);
     for (let minute = 1; minute <= 3; minute++) {
       clock.advance(60_000);
-      await waitFor(async () => (await total()) >= ids.length * minute, `the fires of minute ${minute}`);
+      await whenScheduled([a, b], async () => (await total()) >= ids.length * minute, `the fires of minute ${minute}`);
       // Both schedulers look again at the same time; nothing more fires.
       await Promise.all([a.scheduler.tick(), b.scheduler.tick()]);
       expect(await total()).toBe(ids.length * minute);
@@ -139,16 +143,19 @@ describe.each(ENGINES)('scheduler on %s', (engine) => {
       ).rows[0]!.n;
     });
     await holding;
-    // The scheduler's own loop, watched (not replaced).
-    const ticks = vi.spyOn(s.scheduler, 'tick');
+    // The scheduler's own loop, watched (not replaced): its ticks' answers say when one found the row held.
+    const tick = s.scheduler.tick.bind(s.scheduler);
+    let heldTick!: () => void;
+    const foundHeld = new Promise<void>((r) => (heldTick = r));
+    vi.spyOn(s.scheduler, 'tick').mockImplementation(async () => {
+      const outcome = await tick();
+      if (outcome.fired === 0) heldTick();
+      return outcome;
+    });
     clock.set('2030-05-03T00:01:00.000Z');
     // A tick that skipped the locked row and fired nothing: the loop now retries on real time. (PGlite is one
     // connection: there the loop waits behind the holder's transaction, wherever it is.)
-    if (engine === 'postgres')
-      await waitFor(
-        async () => ticks.mock.settledResults.some((r) => r.type === 'fulfilled' && r.value.fired === 0),
-        'a tick that found the schedule held',
-      );
+    if (engine === 'postgres') await foundHeld;
     release();
     expect(await holder).toBe(0);
     await waitForRuns(s, created.body.id, 'the fire after the lock is released', 1);
@@ -175,7 +182,8 @@ describe.each(ENGINES)('scheduler on %s', (engine) => {
     expect(await runsOfSchedule(apiOnly, created.body.id)).toHaveLength(0);
     // A scheduler process started later picks the missed slot up (once).
     const scheduler = await server({ clock, database: db, adminKey: apiOnly.adminKey });
-    await waitFor(
+    await whenScheduled(
+      [apiOnly, scheduler],
       async () => (await runsOfSchedule(apiOnly, created.body.id)).length === 1,
       'the fire by the scheduler process',
     );
@@ -194,14 +202,7 @@ describe.each(ENGINES)('scheduler on %s', (engine) => {
         serveEnv(db, { LOG_LEVEL: 'info' }),
       );
       cleanups.push(() => other.stop());
-      await waitFor(
-        async () => {
-          if (other.child.exitCode !== null) throw new Error(`the second process exited: ${other.output()}`);
-          return other.output().includes('Agentyard listening');
-        },
-        'the second process',
-        30_000,
-      );
+      await other.printed(/Agentyard listening/, 'the second process', 30_000);
 
       const ids: string[] = [];
       for (let i = 0; i < 6; i++) {
@@ -212,7 +213,8 @@ describe.each(ENGINES)('scheduler on %s', (engine) => {
         });
         ids.push(res.body.id);
       }
-      await waitFor(
+      await whenScheduled(
+        a,
         async () => {
           const fires = await firesOf(a, ids);
           return ids.every((id) => fires.filter((f) => f.schedule_id === id).length >= 3);

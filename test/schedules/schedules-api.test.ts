@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/kernel/clock.ts';
 import { ENGINES } from '../support/db.ts';
-import { runsOfSchedule, startScheduleServer, waitFor, waitForRuns } from './support.ts';
+import { runsOfSchedule, startScheduleServer, waitForRuns, whenScheduled } from './support.ts';
 import type { ScheduleTestServer } from './support.ts';
 
 const START = '2030-01-01T00:00:30.000Z';
@@ -207,7 +207,7 @@ describe.each(ENGINES)('schedules API on %s', (engine) => {
     expect(after.body.last_spawn_error).toBeNull();
 
     clock.advance(3600_000);
-    await waitFor(async () => (await runsOfSchedule(s, hourly.body.id)).length === 2, 'the second fire');
+    await whenScheduled(s, async () => (await runsOfSchedule(s, hourly.body.id)).length === 2, 'the second fire');
     await s.scheduler.tick();
     expect(await runsOfSchedule(s, paused.body.id)).toHaveLength(0);
     await s.api('DELETE', `/agent/schedules/${hourly.body.id}`);
@@ -229,10 +229,14 @@ describe.each(ENGINES)('schedules API on %s', (engine) => {
       [created.body.id],
     );
     clock.advance(60_000);
-    const failed = await waitFor(async () => {
-      const res = await s.api('GET', `/agent/schedules/${created.body.id}`);
-      return res.body.last_spawn_error ? res.body : undefined;
-    }, 'the spawn error');
+    const failed = await whenScheduled(
+      s,
+      async () => {
+        const res = await s.api('GET', `/agent/schedules/${created.body.id}`);
+        return res.body.last_spawn_error ? res.body : undefined;
+      },
+      'the spawn error',
+    );
     expect(failed.last_spawn_error).toMatch(/idle_timeout_minutes/);
     expect(failed.history).toEqual({ last_ran: null, next_run: '2030-03-01T00:02:00.000Z' });
     expect(await runsOfSchedule(s, created.body.id)).toHaveLength(0);

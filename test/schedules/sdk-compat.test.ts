@@ -3,7 +3,7 @@ import OzAPI from 'oz-agent-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/kernel/clock.ts';
 import { ENGINES } from '../support/db.ts';
-import { runsOfSchedule, startScheduleServer, waitFor } from './support.ts';
+import { runsOfSchedule, startScheduleServer, whenScheduled } from './support.ts';
 import type { ScheduleTestServer } from './support.ts';
 
 describe.each(ENGINES)('oz-agent-sdk schedules against Agentyard on %s', (engine) => {
@@ -62,7 +62,7 @@ describe.each(ENGINES)('oz-agent-sdk schedules against Agentyard on %s', (engine
 
     // A fire is a run the client finds by schedule.
     clock.set('2030-08-01T17:00:00.000Z');
-    await waitFor(async () => (await runsOfSchedule(s, created.id)).length === 1, 'the fire');
+    await whenScheduled(s, async () => (await runsOfSchedule(s, created.id)).length === 1, 'the fire');
     const { runs } = await client.agent.runs.list({ schedule_id: created.id });
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatchObject({ source: 'SCHEDULED_AGENT', prompt: 'Review again' });

@@ -1,4 +1,13 @@
 import { waitForCreatedRun } from '../support/run-events.ts';
+import { whenTold } from '../support/signals.ts';
+import type { Check } from '../support/signals.ts';
+import {
+  RUN_LIFECYCLE_TOPIC,
+  RUNS_QUEUED_TOPIC,
+  SCHEDULES_CHANGED_TOPIC,
+  SCHEDULES_FIRED_TOPIC,
+} from '../../src/kernel/topics.ts';
+import type { Topic } from '../../src/kernel/topics.ts';
 import type { Clock } from '../../src/kernel/clock.ts';
 import type { Scheduler } from '../../src/schedules/scheduler.ts';
 import { openPostgres } from '../../src/store/pg.ts';
@@ -36,18 +45,32 @@ export async function secondConnection(database: TestDatabase): Promise<TestData
   return { db, engine: database.engine, url: database.url, close: () => db.close() };
 }
 
-export async function waitFor<T>(
-  probe: () => Promise<T | undefined | false>,
+/** What says that schedules fired or changed, or that runs were created (here or, on PostgreSQL, elsewhere). */
+const SCHEDULE_TOPICS: readonly Topic[] = [
+  SCHEDULES_FIRED_TOPIC,
+  SCHEDULES_CHANGED_TOPIC,
+  RUN_LIFECYCLE_TOPIC,
+  RUNS_QUEUED_TOPIC,
+];
+
+/**
+ * Resolves with what `probe` answers once it answers a value: asked now and each time one of `servers` says a
+ * schedule fired or changed or a run was created (SCHEDULE_TOPICS), never on a timer. On PGlite every server in
+ * the process has its own bus: pass each that may fire.
+ */
+export function whenScheduled<T>(
+  servers: TestServer | readonly TestServer[],
+  probe: Check<T>,
   what: string,
   timeoutMs = 15_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  const list: readonly TestServer[] = Array.isArray(servers) ? servers : [servers as TestServer];
+  return whenTold(
+    list.map((x) => x.server.ctx.bus),
+    SCHEDULE_TOPICS,
+    probe,
+    { what, timeoutMs },
+  );
 }
 
 export interface RunSummary {

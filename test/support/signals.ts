@@ -6,6 +6,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Bus } from '../../src/kernel/bus.ts';
+import type { LoopEvent } from '../../src/kernel/loop.ts';
 import type { Topic } from '../../src/kernel/topics.ts';
 
 /** What a check answers: a value ends the wait; undefined or false looks again at the next signal. */
@@ -23,19 +24,14 @@ function errorOf(err: unknown): Error {
 }
 
 /**
- * Resolves with what `check` answers once it answers a value: `check` is asked now and again after each message
- * on one of `topics` on one of the buses (one look at a time; messages during a look bring one more), never on a
- * timer. A message from another process arrives through LISTEN/NOTIFY on PostgreSQL; on PGlite, servers in one
- * process each have their own bus, so pass the bus of every server that may do the awaited thing. A check that throws ends the wait with its
- * error.
+ * Asks `check` now and each time `listen` pokes, one look at a time (pokes during a look bring one more), until it
+ * answers a value; `listen` may also end the wait with an error. Answers what `listen` returns to stop listening.
  */
-export function whenTold<T>(
-  bus: Bus | readonly Bus[],
-  topics: readonly Topic[],
+function askWhenPoked<T>(
+  listen: (poke: () => void, fail: (err: Error) => void) => () => void,
   check: Check<T>,
   options: WaitOptions,
 ): Promise<T> {
-  const buses: readonly Bus[] = Array.isArray(bus) ? bus : [bus as Bus];
   const timeoutMs = options.timeoutMs ?? 20_000;
   return new Promise<T>((resolve, reject) => {
     let done = false;
@@ -44,7 +40,7 @@ export function whenTold<T>(
     const finish = (err: Error | undefined, value?: T) => {
       if (done) return;
       done = true;
-      for (const u of unsubscribers) u();
+      stop();
       clearTimeout(timer);
       if (err) reject(err);
       else resolve(value as T);
@@ -68,13 +64,63 @@ export function whenTold<T>(
         looking = false;
       }
     };
-    const unsubscribers = buses.flatMap((b) => topics.map((topic) => b.subscribe(topic, () => void look())));
+    const stop = listen(
+      () => void look(),
+      (err) => finish(err),
+    );
     const timer = setTimeout(
       () => finish(new Error(`timed out after ${timeoutMs} ms waiting for ${options.what}`)),
       timeoutMs,
     );
     void look();
   });
+}
+
+/**
+ * Resolves with what `check` answers once it answers a value: `check` is asked now and again after each message
+ * on one of `topics` on one of the buses, never on a timer. A message from another process arrives through
+ * LISTEN/NOTIFY on PostgreSQL; on PGlite, servers in one process each have their own bus, so pass the bus of
+ * every server that may do the awaited thing. A check that throws ends the wait with its error.
+ */
+export function whenTold<T>(
+  bus: Bus | readonly Bus[],
+  topics: readonly Topic[],
+  check: Check<T>,
+  options: WaitOptions,
+): Promise<T> {
+  const buses: readonly Bus[] = Array.isArray(bus) ? bus : [bus as Bus];
+  return askWhenPoked(
+    (poke) => {
+      const offs = buses.flatMap((b) => topics.map((topic) => b.subscribe(topic, poke)));
+      return () => {
+        for (const off of offs) off();
+      };
+    },
+    check,
+    options,
+  );
+}
+
+/** A background loop of the product (src/kernel/loop.ts): it tells each pass that ended. */
+export interface PassingLoop {
+  on(listener: (event: LoopEvent) => void): () => void;
+}
+
+/**
+ * Resolves with what `check` answers once it answers a value: asked now and after each pass of `loop` (e.g. the
+ * scoring runner's scan, the outbox evaluator's drain), never on a timer. For what a loop does that nothing else
+ * tells; the loop's own triggers (its topics, its interval) decide when the passes come.
+ */
+export function afterPasses<T>(loop: PassingLoop, check: Check<T>, options: WaitOptions): Promise<T> {
+  return askWhenPoked(
+    (poke, fail) =>
+      loop.on((e) => {
+        if (e.event === 'stopped') fail(new Error(`the loop stopped before ${options.what}`));
+        else poke();
+      }),
+    check,
+    options,
+  );
 }
 
 /**
