@@ -1,4 +1,4 @@
-import { DELIVERIES_ACCEPTED_TOPIC, INTEGRATION_JOBS_TOPIC } from '../kernel/topics.ts';
+import { DELIVERIES_ACCEPTED_TOPIC, DELIVERIES_EVALUATED_TOPIC, INTEGRATION_JOBS_TOPIC } from '../kernel/topics.ts';
 import type { Logger } from '../kernel/log.ts';
 import { DrainLoop } from '../kernel/drain-loop.ts';
 import { isAppError } from '../kernel/errors.ts';
@@ -130,6 +130,10 @@ export class OutboxEvaluator extends DrainLoop {
     for (const c of continued)
       await c.announce().catch((err: unknown) => this.#log.warn({ err }, 'announcing follow-ups failed'));
     if (result.integrationJobs > 0) await this.#bus.publish(INTEGRATION_JOBS_TOPIC, null);
+    if (result.deliveries > 0)
+      await this.#bus
+        .publish(DELIVERIES_EVALUATED_TOPIC, { deliveries: result.deliveries, runs: result.runs.length })
+        .catch(() => {});
     return result;
   }
 

@@ -191,6 +191,11 @@ export class ServiceExecutor implements HandOffTarget<HarnessType> {
     this.#dispatches.request();
   }
 
+  /** Resolves once no claim pass runs (the one `wake()` asked for has ended): for tests. */
+  claimsIdle(): Promise<void> {
+    return this.#dispatches.idle();
+  }
+
   async #dispatch(): Promise<void> {
     const { settings } = this.#deps;
     while (!this.#stopped) {

@@ -9,6 +9,13 @@ export type SyncTrigger = 'poll' | 'sync' | 'push' | 'watch' | 'start' | 'manage
 export interface BusTopics {
   /** Published (coalesced, at most every 20 ms) after commits that accepted deliveries: the outbox has work. */
   'webhooks.deliveries_accepted': null;
+  /**
+   * The evaluator committed a batch: `deliveries` left the outbox (evaluated), starting `runs` runs. Tests wait on
+   * it for a delivery's evaluation.
+   */
+  'webhooks.deliveries_evaluated': { deliveries: number; runs: number };
+  /** The retention pass deleted `deliveries` old rows of the delivery log. */
+  'webhooks.deliveries_purged': { deliveries: number };
   /** A sender's failed-authentication budget ran out: every ingress process blocks `key` until `until` (ms). */
   'webhooks.auth_budget_exhausted': { key: string; until: number };
   /**
@@ -75,6 +82,8 @@ export interface RunLifecycleEvent {
 export type Topic = keyof BusTopics;
 
 export const DELIVERIES_ACCEPTED_TOPIC = 'webhooks.deliveries_accepted' satisfies Topic;
+export const DELIVERIES_EVALUATED_TOPIC = 'webhooks.deliveries_evaluated' satisfies Topic;
+export const DELIVERIES_PURGED_TOPIC = 'webhooks.deliveries_purged' satisfies Topic;
 export const AUTH_BUDGET_EXHAUSTED_TOPIC = 'webhooks.auth_budget_exhausted' satisfies Topic;
 export const WEBHOOKS_CHANGED_TOPIC = 'webhooks.changed' satisfies Topic;
 export const FACTORIES_CHANGED_TOPIC = 'factories.changed' satisfies Topic;

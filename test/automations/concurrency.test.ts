@@ -14,7 +14,7 @@ import { ENGINES } from '../support/db.ts';
 import { baseFiles, FOREMAN, RUNNER } from '../support/factory-tree.ts';
 import { request, startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
-import { startExecServer, waitFor, waitForState } from '../execution/support.ts';
+import { startExecServer, waitForState } from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
 import { get, signIn } from '../console/support.ts';
 import type { Session } from '../console/support.ts';
@@ -112,8 +112,10 @@ describe.each(ENGINES)('concurrency keys through webhook deliveries on %s', (eng
       status_message: { message: 'queued: concurrency key svc-billing at limit 1' },
       concurrency: { key: 'svc-billing', limit: 1 },
     });
-    // the executors poll every 200 ms: a few polls later it is still held
-    await new Promise((r) => setTimeout(r, 600));
+    // a claim pass of the executor after it was queued leaves it held
+    const executor = s.parts.executor!;
+    executor.wake();
+    await executor.claimsIdle();
     expect((await s.api('GET', `/agent/runs/${second}`)).body.state).toBe('QUEUED');
     const page = await get(s, `/console/runs/${second}`, admin.cookie);
     expect(page.text).toContain('queued because of key <code>svc-billing</code> (limit 1)');
@@ -152,10 +154,10 @@ describe.each(ENGINES)('concurrency keys through webhook deliveries on %s', (eng
     const skippedDelivery = await deliver({ service: 'mail', n: 2 });
     expect(await runsOfDeliveries(s, [skippedDelivery])).toEqual([]);
     const hookUid = new URL(ingressUrl).pathname.split('/').pop()!;
-    const detail = await waitFor('the delivery page', async () => {
-      const res = await s.api('GET', `/webhooks/${hookUid}/deliveries/${skippedDelivery}`);
-      return res.status === 200 ? res.body : undefined;
-    });
+    // deliver() waited for its evaluation: the delivery log has it
+    const res = await s.api('GET', `/webhooks/${hookUid}/deliveries/${skippedDelivery}`);
+    expect(res.status, res.text).toBe(200);
+    const detail = res.body;
     expect(detail.runs).toEqual([]);
     expect(detail.skipped).toEqual([
       {

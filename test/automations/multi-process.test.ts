@@ -4,6 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OutboxEvaluator } from '../../src/automations/evaluator.ts';
+import { DELIVERIES_EVALUATED_TOPIC, RUNS_QUEUED_TOPIC } from '../../src/kernel/topics.ts';
+import { pollUntil, whenTold } from '../support/signals.ts';
 import type { CompositionOptions } from '../../src/composition.ts';
 import { spawnAgentyard, serveEnv } from '../support/agentyard-process.ts';
 import { ENGINES } from '../support/db.ts';
@@ -87,11 +89,13 @@ describe.runIf(ENGINES.includes('postgres'))('evaluation across processes on Pos
     const other = spawnAgentyard(['serve', '--port', '0', '--host', '127.0.0.1'], serveEnv(a.database));
     let seen = 0;
     try {
-      // Kill it as soon as it has committed some runs: it is then somewhere inside the outbox.
-      for (let i = 0; i < 2_000 && seen === 0; i++) {
-        seen = (await runsOfDeliveries(a, ids)).length;
-        if (seen === 0) await new Promise((r) => setTimeout(r, 10));
-      }
+      // Kill it as soon as it has committed some runs (its NOTIFYs say so): it is then somewhere inside the outbox.
+      seen = await whenTold(
+        a.server.ctx.bus,
+        [DELIVERIES_EVALUATED_TOPIC, RUNS_QUEUED_TOPIC],
+        async () => (await runsOfDeliveries(a, ids)).length || undefined,
+        { what: 'the other process to commit some runs', timeoutMs: 60_000 },
+      );
     } finally {
       other.child.kill('SIGKILL');
       await other.stop();
@@ -100,16 +104,19 @@ describe.runIf(ENGINES.includes('postgres'))('evaluation across processes on Pos
     const survivor = new OutboxEvaluator(a.server.services);
     survivor.kick();
     await survivor.idle();
-    // Rows the killed process had locked come free when PostgreSQL notices its connection is gone.
-    for (let i = 0; i < 100; i++) {
-      const pending = await a.server.ctx.db.query<{ n: number }>(
-        'SELECT count(*)::int AS n FROM webhook_deliveries WHERE outbox_pending',
-      );
-      if (pending.rows[0]!.n === 0) break;
-      await new Promise((r) => setTimeout(r, 100));
-      survivor.kick();
-      await survivor.idle();
-    }
+    // Rows the killed process had locked come free when PostgreSQL notices its connection is gone: nothing
+    // tells that, so the survivor drains again until the outbox is empty.
+    await pollUntil(
+      async () => {
+        survivor.kick();
+        await survivor.idle();
+        const pending = await a.server.ctx.db.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM webhook_deliveries WHERE outbox_pending',
+        );
+        return pending.rows[0]!.n === 0;
+      },
+      { what: "the killed process's locked deliveries to come free", everyMs: 100, timeoutMs: 20_000 },
+    );
     await waitEvaluated(a, ids);
     expectOneRunPerPair(await runsOfDeliveries(a, ids), 300, 3);
   });

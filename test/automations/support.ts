@@ -1,4 +1,6 @@
 import { newId } from '../../src/kernel/ids.ts';
+import { DELIVERIES_EVALUATED_TOPIC } from '../../src/kernel/topics.ts';
+import { whenTold } from '../support/signals.ts';
 import type { TestServer } from '../support/server.ts';
 import { defaultTeamId } from '../ingress/support.ts';
 
@@ -67,22 +69,32 @@ export async function setAgents(
   ]);
 }
 
-/** Waits until the outbox holds nothing for these deliveries (the evaluator has handled them). */
+/**
+ * Waits until the outbox holds nothing for these deliveries (the evaluator has handled them): looks now and each
+ * time an evaluator tells it committed a batch (`webhooks.deliveries_evaluated`; from other processes too, on
+ * PostgreSQL), never on a timer.
+ */
 export async function waitEvaluated(
   server: TestServer,
   deliveryIds: readonly string[],
   timeoutMs = 15_000,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await server.server.ctx.db.query<{ n: number }>(
-      'SELECT count(*)::int AS n FROM webhook_deliveries WHERE id = ANY($1::text[]) AND outbox_pending',
-      [deliveryIds],
-    );
-    if (res.rows[0]!.n === 0) return;
-    if (Date.now() > deadline) throw new Error(`${res.rows[0]!.n} deliveries still pending evaluation`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  let pending = 0;
+  await whenTold(
+    server.server.ctx.bus,
+    [DELIVERIES_EVALUATED_TOPIC],
+    async () => {
+      const res = await server.server.ctx.db.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM webhook_deliveries WHERE id = ANY($1::text[]) AND outbox_pending',
+        [deliveryIds],
+      );
+      pending = res.rows[0]!.n;
+      return pending === 0;
+    },
+    { what: `the evaluation of ${deliveryIds.length} deliveries`, timeoutMs },
+  ).catch((err: unknown) => {
+    throw new Error(`${pending} deliveries still pending evaluation: ${String(err)}`);
+  });
 }
 
 export interface RunRecord {

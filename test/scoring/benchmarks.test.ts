@@ -8,8 +8,9 @@ import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fastSettings } from '../execution/support.ts';
+import { afterPasses } from '../support/signals.ts';
 import { startOpenAiStandin, textOf } from '../support/openai-standin.ts';
 import type { OpenAiStandin, StandinRequest } from '../support/openai-standin.ts';
 import { ENGINES } from '../support/db.ts';
@@ -241,13 +242,14 @@ describe.each(ENGINES)('benchmarks on %s', (engine) => {
   it('ends a task whose repository cannot be checked out with a run error naming the ref', async () => {
     const started = await s.api('POST', `/factories/${factoryId}/benchmarks/broken/runs`, {});
     expect(started.status, started.text).toBe(200);
-    const done = await vi.waitFor(
+    // the scoring runner's passes judge the finished tasks of benchmark runs
+    const done = await afterPasses(
+      s.server.services.scoring!.loop,
       async () => {
         const view = await s.api('GET', `/factories/${factoryId}/benchmark-runs/${started.body.id}`);
-        if (view.body.state !== 'done') throw new Error('still running');
-        return view.body;
+        return view.body.state === 'done' ? view.body : undefined;
       },
-      { timeout: 60_000, interval: 100 },
+      { what: 'the benchmark run to be done', timeoutMs: 60_000 },
     );
     expect(done.tasks[0]).toMatchObject({ task: 'gone', state: 'unscored', run_state: 'ERROR', passed: false });
     expect(done.tasks[0].reason).toContain(

@@ -8,7 +8,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampled } from '../../src/scoring/sampling.ts';
 import { parseJudgeReply } from '../../src/scoring/judge.ts';
-import { fastSettings, waitFor, waitForState } from '../execution/support.ts';
+import { SCORES_RECORDED_TOPIC } from '../../src/kernel/topics.ts';
+import { fastSettings, waitForState } from '../execution/support.ts';
+import { waitForCreatedRun } from '../support/run-events.ts';
+import { afterPasses, whenTold } from '../support/signals.ts';
 import { startOpenAiStandin, textOf } from '../support/openai-standin.ts';
 import type { OpenAiStandin, StandinReply, StandinRequest } from '../support/openai-standin.ts';
 import { ENGINES } from '../support/db.ts';
@@ -151,11 +154,16 @@ describe.each(ENGINES)('scorers on %s', (engine) => {
   }
 
   async function scoresOf(runId: string, n = 1): Promise<any[]> {
-    return waitFor(`${n} score(s) of ${runId}`, async () => {
-      const res = await s.api('GET', `/agent/runs/${runId}/scores`);
-      expect(res.status).toBe(200);
-      return res.body.scores.length >= n ? res.body.scores : undefined;
-    });
+    return whenTold(
+      s.server.ctx.bus,
+      [SCORES_RECORDED_TOPIC],
+      async () => {
+        const res = await s.api('GET', `/agent/runs/${runId}/scores`);
+        expect(res.status).toBe(200);
+        return res.body.scores.length >= n ? res.body.scores : undefined;
+      },
+      { what: `${n} score(s) of ${runId}` },
+    );
   }
 
   it('judges every run of a listed agent at 100%, the rubric in the judge request, the label mapped to its score', async () => {
@@ -203,14 +211,18 @@ describe.each(ENGINES)('scorers on %s', (engine) => {
   it('samples at 0.01%: a run is judged only when its hash falls in the sample', async () => {
     const runIds = [await runOf('foreman', 'foreman one'), await runOf('foreman', 'foreman two')];
     // the scan has looked at them once the factory's cursor passed their end
-    await waitFor('the scan to pass the runs', async () => {
-      const res = await s.server.ctx.db.query<{ passed: boolean }>(
-        `SELECT c.scanned_to >= max(r.updated_at) AS passed FROM scoring_cursors c, runs r
+    await afterPasses(
+      s.server.services.scoring!.loop,
+      async () => {
+        const res = await s.server.ctx.db.query<{ passed: boolean }>(
+          `SELECT c.scanned_to >= max(r.updated_at) AS passed FROM scoring_cursors c, runs r
           WHERE c.factory_id = $1 AND r.id = ANY($2) GROUP BY c.scanned_to`,
-        [factoryId, runIds],
-      );
-      return res.rows[0]?.passed === true;
-    });
+          [factoryId, runIds],
+        );
+        return res.rows[0]?.passed === true;
+      },
+      { what: 'the scan to pass the runs' },
+    );
     for (const runId of runIds) {
       const jobs = await s.server.ctx.db.query('SELECT 1 FROM scoring_jobs WHERE run_id = $1', [runId]);
       expect(jobs.rows.length).toBe(sampled(runId, 'rare', 0.01) ? 1 : 0);
@@ -268,12 +280,16 @@ describe.each(ENGINES)('scorers on %s', (engine) => {
     for (const word of ['alpha', 'beta', 'gamma']) helperRuns.push(await runOf('helper', `JUDGE:fail helper ${word}`));
     for (const runId of helperRuns)
       expect((await scoresOf(runId))[0]).toMatchObject({ scorer: 'improve', passed: false });
-    const improvement = await waitFor('the improvement run', async () => {
-      const res = await s.server.ctx.db.query<{ id: string; prompt: string; config_name: string }>(
-        `SELECT id, prompt, config_name FROM runs WHERE metadata->>'agentyard_scorer' = 'improve'`,
-      );
-      return res.rows[0];
-    });
+    const improvement = await waitForCreatedRun(
+      s.server.ctx.bus,
+      async () => {
+        const res = await s.server.ctx.db.query<{ id: string; prompt: string; config_name: string }>(
+          `SELECT id, prompt, config_name FROM runs WHERE metadata->>'agentyard_scorer' = 'improve'`,
+        );
+        return res.rows[0];
+      },
+      { what: 'the improvement run' },
+    );
     expect(improvement.config_name).toBe('foreman');
     expect(improvement.prompt).toContain('pass rate is 0%, below its passing score of 50%');
     for (const runId of helperRuns) expect(improvement.prompt).toContain(runId);

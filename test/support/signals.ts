@@ -24,10 +24,11 @@ function errorOf(err: unknown): Error {
 }
 
 /**
- * Asks `check` now and each time `listen` pokes, one look at a time (pokes during a look bring one more), until it
- * answers a value; `listen` may also end the wait with an error. Answers what `listen` returns to stop listening.
+ * Asks `check` now and each time `listen` pokes (a callback of the code under test, an event), one look at a time
+ * (pokes during a look bring one more), until it answers a value; `listen` may also end the wait with an error,
+ * and answers the function that stops listening.
  */
-function askWhenPoked<T>(
+export function askWhenPoked<T>(
   listen: (poke: () => void, fail: (err: Error) => void) => () => void,
   check: Check<T>,
   options: WaitOptions,
@@ -99,6 +100,16 @@ export function whenTold<T>(
     check,
     options,
   );
+}
+
+/** A stand-in of a provider's API (test/support/github-api.ts, chat-apis.ts): it tells each call it answered. */
+export interface CalledStandIn {
+  onCall(listener: () => void): () => void;
+}
+
+/** Resolves with what `check` answers once it answers a value: asked now and after each call `standIn` answered. */
+export function afterCalls<T>(standIn: CalledStandIn, check: Check<T>, options: WaitOptions): Promise<T> {
+  return askWhenPoked((poke) => standIn.onCall(poke), check, options);
 }
 
 /** A background loop of the product (src/kernel/loop.ts): it tells each pass that ended. */
