@@ -6,6 +6,7 @@ import { loadConfig, parseLogFormat } from '../src/config.ts';
 import { createLogger, prettyStream } from '../src/log.ts';
 import { rootWarning } from '../src/server.ts';
 import { startTestServer } from './support/server.ts';
+import { outputMatches } from './support/signals.ts';
 
 describe('the log format', () => {
   it('is pretty on a terminal and JSON on a pipe, unless LOG_FORMAT says', () => {
@@ -23,7 +24,10 @@ describe('the log format', () => {
     out.on('data', (chunk: Buffer) => (text += chunk.toString()));
     const log = pino({ level: 'info' }, prettyStream(out));
     log.info({ factory_id: 'fac_1' }, 'factory demo follows ./demo');
-    await expect.poll(() => text).toContain('factory demo follows ./demo');
+    await outputMatches(out, /factory demo follows \.\/demo\n\s+factory_id: "fac_1"\n/, {
+      what: 'the line',
+      sofar: () => text,
+    });
     expect(text).toMatch(/^\[\d\d:\d\d:\d\d\] INFO: factory demo follows \.\/demo\n\s+factory_id: "fac_1"\n$/);
     expect(text).not.toContain('{"level"');
   });
@@ -37,11 +41,11 @@ describe('one line per request', () => {
     out.on('data', (chunk: Buffer) => (text += chunk.toString()));
     const log = createLogger('info', format, out);
     const server = await startTestServer('pglite', { log });
-    return { server, text: () => text };
+    return { server, out, text: () => text };
   }
 
   it('pretty: an API request, a console page and a webhook delivery are one line each, the token redacted', async () => {
-    const { server, text } = await serverLogging('pretty');
+    const { server, out, text } = await serverLogging('pretty');
     try {
       await server.api('GET', '/agent/runs?limit=1');
       await fetch(`${server.url}/console/login`);
@@ -54,15 +58,8 @@ describe('one line per request', () => {
         /^\[\d\d:\d\d:\d\d\] INFO: GET \/console\/login \d{3} \d+ ms$/,
         /^\[\d\d:\d\d:\d\d\] INFO: POST \/webhooks\/w\/wh_01m8garw5vyeb7z6nbz0cmqdbf\/\[redacted\] 404 \d+ ms$/,
       ];
-      await expect
-        .poll(() =>
-          expected.every((re) =>
-            text()
-              .split('\n')
-              .some((l) => re.test(l)),
-          ),
-        )
-        .toBe(true);
+      for (const re of expected)
+        await outputMatches(out, new RegExp(re.source, 'm'), { what: `a line like ${re}`, sofar: text });
       const lines = text().split('\n');
       for (const re of expected) {
         const at = lines.findIndex((l) => re.test(l));
@@ -77,7 +74,7 @@ describe('one line per request', () => {
   });
 
   it('json: one object per request with the method, URL, status and time', async () => {
-    const { server, text } = await serverLogging('json');
+    const { server, out, text } = await serverLogging('json');
     try {
       await server.api('GET', '/agent/runs?limit=1');
       const entry = () =>
@@ -86,7 +83,11 @@ describe('one line per request', () => {
           .filter(Boolean)
           .map((l) => JSON.parse(l) as Record<string, any>)
           .filter((e) => e.req?.url === '/api/v1/agent/runs?limit=1');
-      await expect.poll(() => entry().length).toBe(1);
+      await outputMatches(out, /"url":"\/api\/v1\/agent\/runs\?limit=1".*\n/, {
+        what: 'the request line',
+        sofar: text,
+      });
+      expect(entry().length).toBe(1);
       expect(entry()[0]).toMatchObject({
         level: 30,
         msg: expect.stringMatching(/^GET \/api\/v1\/agent\/runs 200 \d+ ms$/),
@@ -118,7 +119,7 @@ describe('running as root', () => {
           .split('\n')
           .filter(Boolean)
           .some((l) => (JSON.parse(l) as { level: number; msg: string }).msg.startsWith('running as root'));
-      await expect.poll(() => text).toContain('"msg"');
+      await outputMatches(out, /"msg"/, { what: 'the first log line', sofar: () => text });
       expect(warned()).toBe(process.getuid?.() === 0);
     } finally {
       await server.close();

@@ -1,5 +1,5 @@
 import type { ServiceContext } from '../context.ts';
-import { DELIVERIES_ACCEPTED_TOPIC } from '../kernel/topics.ts';
+import { DELIVERIES_ACCEPTED_TOPIC, DELIVERIES_PURGED_TOPIC } from '../kernel/topics.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { DeliveryWriter } from './delivery-writer.ts';
 import { DeliveriesInProgress } from './in-progress.ts';
@@ -87,7 +87,9 @@ export function startDeliveryRetention(ctx: ServiceContext, intervalMs = 10 * 60
     atStart: false,
     pass: async () => {
       const n = await purgeDeliveries(ctx.db);
-      if (n > 0) ctx.log.info({ deliveries: n }, 'purged old webhook deliveries');
+      if (n === 0) return;
+      ctx.log.info({ deliveries: n }, 'purged old webhook deliveries');
+      await ctx.bus.publish(DELIVERIES_PURGED_TOPIC, { deliveries: n });
     },
     onError: (err) => ctx.log.error({ err }, 'purging old webhook deliveries failed'),
   }).start();

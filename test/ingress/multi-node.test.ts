@@ -7,6 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AUTH_BUDGET_EXHAUSTED_TOPIC } from '../../src/kernel/topics.ts';
+import { outputMatches, whenTold } from '../support/signals.ts';
 import { ENGINES } from '../support/db.ts';
 import { TEST_MASTER_KEY, startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
@@ -62,11 +64,15 @@ describe.runIf(onPostgres)('two ingress processes on one PostgreSQL database', (
       expect((await post(urlOn(i % 2 ? a : b, hook), '{}', bearer('guess'))).status).toBe(401);
     // The 20th failure went through A (odd i): A refuses at once; B hears of it over LISTEN/NOTIFY.
     expect((await post(urlOn(a, hook), '{}', bearer(hook.secret))).status).toBe(429);
-    let status = 0;
-    for (let i = 0; i < 100 && status !== 429; i++) {
-      status = (await post(urlOn(b, hook), '{}', bearer('guess'))).status;
-      if (status !== 429) await new Promise((r) => setTimeout(r, 20));
-    }
+    const status = await whenTold(
+      b.server.ctx.bus,
+      [AUTH_BUDGET_EXHAUSTED_TOPIC],
+      async () => {
+        const answer = (await post(urlOn(b, hook), '{}', bearer('guess'))).status;
+        return answer === 429 ? answer : undefined;
+      },
+      { what: 'B to hear that the budget ran out' },
+    );
     expect(status).toBe(429);
     expect((await post(urlOn(b, hook), '{}', bearer(hook.secret))).status).toBe(429);
   });
@@ -119,17 +125,12 @@ describe.runIf(onPostgres)('logs of a real server process', () => {
     child.stdout.on('data', (c: Buffer) => (output += c.toString()));
     child.stderr.on('data', (c: Buffer) => (output += c.toString()));
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 20_000);
-        const check = () => {
-          const match = /listening on (http:\/\/[^\s"]+?)[\s"(]/.exec(output);
-          if (match) {
-            clearTimeout(timer);
-            resolve(match[1]!);
-          } else setTimeout(check, 50);
-        };
-        check();
-      });
+      const url = (
+        await outputMatches(child.stdout, /listening on (http:\/\/[^\s"]+?)[\s"(]/, {
+          what: 'the server to listen',
+          sofar: () => output,
+        })
+      )[1]!;
       expect((await post(`${url}/webhooks/w/${hook.uid}/${token}`, '{"a":1}')).status).toBe(202);
       expect((await post(`${url}/webhooks/w/${hook.uid}/${token}x`, '{"a":1}')).status).toBe(401);
       expect((await post(`${url}/webhooks/w/${hook.uid}/${token}`, 'not json')).status).toBe(400);

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { purgeDeliveries } from '../../src/ingress/retention.ts';
+import { DELIVERIES_PURGED_TOPIC } from '../../src/kernel/topics.ts';
+import { whenTold } from '../support/signals.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
@@ -87,15 +89,20 @@ describe.each(ENGINES)('delivery log retention on %s', (engine) => {
          SELECT 'dlv_timer_' || g, 'wh_timer', 't', 'f', 'n', 'duplicate', 1, now() - interval '8 days' - (g || ' seconds')::interval
            FROM generate_series(1, 51) AS g`,
       );
-      let left = 51;
-      for (let i = 0; i < 100 && left > 50; i++) {
-        await new Promise((r) => setTimeout(r, 50));
-        left = (
-          await db.query<{ n: number }>(
-            "SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_uid = 'wh_timer'",
-          )
-        ).rows[0]!.n;
-      }
+      // the timer's pass says what it purged
+      const left = await whenTold(
+        timed.server.ctx.bus,
+        [DELIVERIES_PURGED_TOPIC],
+        async () => {
+          const n = (
+            await db.query<{ n: number }>(
+              "SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_uid = 'wh_timer'",
+            )
+          ).rows[0]!.n;
+          return n <= 50 ? n : undefined;
+        },
+        { what: 'the timed purge' },
+      );
       expect(left).toBe(50);
     } finally {
       await timed.close();

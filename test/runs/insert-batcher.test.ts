@@ -10,6 +10,7 @@ import { newId } from '../../src/kernel/ids.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
 import type { CreatedRun } from '../../src/engine/engine.ts';
+import { whenTold } from '../support/signals.ts';
 
 describe.each(ENGINES)('group commit of run creation on %s', (engine) => {
   let database: TestDatabase;
@@ -112,7 +113,7 @@ describe('run creation tells the other processes on postgres', () => {
         });
 
       const created = await Promise.all([create('a'), create('b', 'box'), create('c'), create('d', 'box')]);
-      await expect.poll(() => heard.length).toBeGreaterThanOrEqual(2);
+      await whenTold(otherBus, [RUNS_QUEUED_TOPIC], () => heard.length >= 2, { what: 'two hints on the other bus' });
       expect(new Set(heard.map((h) => h.worker_host))).toEqual(new Set([null, 'box']));
       expect(heard.every((h) => created.some((c) => c.run.id === h.run_id))).toBe(true);
       expect(heardHere.length).toBe(heard.length);
@@ -120,7 +121,9 @@ describe('run creation tells the other processes on postgres', () => {
       heard.length = 0;
       await expect(create('e', 'lost', 'team_does_not_exist')).rejects.toThrow();
       await create('f', 'after');
-      await expect.poll(() => heard.map((h) => h.worker_host)).toContain('after');
+      await whenTold(otherBus, [RUNS_QUEUED_TOPIC], () => heard.some((h) => h.worker_host === 'after'), {
+        what: 'the hint of the run created after the failed one',
+      });
       expect(heard.map((h) => h.worker_host)).not.toContain('lost');
       await otherBus.stop();
     },

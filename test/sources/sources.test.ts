@@ -201,11 +201,20 @@ describe('directory source', () => {
     expect(one.revision).toMatch(/^directory@sha256:[0-9a-f]{64}$/);
     expect((await source.fetch()).revision).toBe(one.revision);
     let changes = 0;
-    const stop = await source.watch(() => changes++, 50);
+    let changed!: () => void;
+    const seen = new Promise<void>((r) => (changed = r));
+    const stop = await source.watch(() => {
+      changes++;
+      changed();
+    }, 50);
     try {
       await writeFile(path.join(dir, 'webhooks', 'a.yaml'), 'secretName: s\n');
       await writeFile(path.join(dir, 'factory.yaml'), 'name: b\n');
-      await expect.poll(() => changes, { timeout: 5000 }).toBeGreaterThan(0);
+      await Promise.race([
+        seen,
+        new Promise((_, reject) => setTimeout(() => reject(new Error('the watcher told no change in 5 s')), 5_000)),
+      ]);
+      expect(changes).toBeGreaterThan(0);
     } finally {
       await stop();
     }

@@ -1,3 +1,5 @@
+import { EventEmitter } from 'node:events';
+import { PassThrough } from 'node:stream';
 import type { Logger } from '../../src/kernel/log.ts';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -15,6 +17,7 @@ import { newId } from '../../src/kernel/ids.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
+import { askWhenPoked, outputMatches } from '../support/signals.ts';
 import type { TestServer } from '../support/server.ts';
 
 const pglite = ENGINES.includes('pglite');
@@ -158,23 +161,36 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
     const before = await walState(db);
     // the loop's statements, counted: one for the free-space maps (none missing), then one per look at the WAL
     let statements = 0;
+    const ran = new EventEmitter();
     const counted: Db = {
       ...db,
-      query(text, params) {
+      query<Row>(text: string, params?: Parameters<Db['query']>[1]) {
         statements++;
-        return db.query(text, params);
+        const answer = db.query<Row>(text, params);
+        void answer.finally(() => ran.emit('statement')).catch(() => {});
+        return answer;
       },
     };
+    // asks again after each statement of the loop has ended, never on a timer
+    const afterStatements = <T>(check: () => Promise<T | undefined | false> | T | undefined | false, what: string) =>
+      askWhenPoked(
+        (poke) => {
+          ran.on('statement', poke);
+          return () => ran.off('statement', poke);
+        },
+        check,
+        { what, timeoutMs: 5_000 },
+      );
     const stop = startTableMaintenance(counted, silentLog, {
       intervalMs: 3_600_000,
       checkpointCheckMs: 50,
       checkpoints: { ...never, walBytes: 256 * 1024 },
     });
     try {
-      await expect.poll(() => statements, { timeout: 5_000, interval: 20 }).toBeGreaterThanOrEqual(4);
+      await afterStatements(() => statements >= 4, 'four statements of the loop');
       expect((await walState(db)).redo, 'no checkpoint while little WAL was written').toBe(before.redo);
       await insertRunsInBulk(db, 'team_look', 2_000);
-      await expect.poll(async () => (await walState(db)).redo, { timeout: 5_000, interval: 50 }).not.toBe(before.redo);
+      await afterStatements(async () => (await walState(db)).redo !== before.redo, 'the checkpoint');
       expect((await runsActivity(db)).analyzed, 'the tables wait for their own pass').toBe(false);
     } finally {
       await stop();
@@ -216,21 +232,26 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
     database = await createTestDatabase('pglite');
     const { db } = database;
     const lines: Record<string, unknown>[] = [];
-    const log = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    let logged!: () => void;
+    const firstLine = new Promise<void>((r) => (logged = r));
+    const log = pino(
+      { level: 'info' },
+      {
+        write: (line: string) => {
+          lines.push(JSON.parse(line));
+          logged();
+        },
+      },
+    );
     const stop = startTableMaintenance(db, log as unknown as Logger, { intervalMs: 3_600_000 });
     try {
-      await expect
-        .poll(
-          async () =>
-            (
-              await db.query<{ size: number }>(
-                `SELECT pg_relation_size('webhook_deliveries_identity'::regclass, 'fsm')::int AS size`,
-              )
-            ).rows[0]!.size,
-          { timeout: 5_000, interval: 50 },
-        )
-        .toBeGreaterThan(0);
-      await expect.poll(() => lines.length, { timeout: 5_000, interval: 50 }).toBeGreaterThan(0);
+      // the line is logged once the maps are made
+      await firstLine;
+      const size = await db.query<{ size: number }>(
+        `SELECT pg_relation_size('webhook_deliveries_identity'::regclass, 'fsm')::int AS size`,
+      );
+      expect(size.rows[0]!.size).toBeGreaterThan(0);
+      expect(lines.length).toBeGreaterThan(0);
       // A count, not the name of every index, in the process's start-up output.
       expect(lines[0]!.freeSpaceMaps).toBeGreaterThan(30);
     } finally {
@@ -239,10 +260,22 @@ describe.skipIf(!pglite)('table maintenance on PGlite, which has no autovacuum',
   });
 
   it('runs in agentyard serve on PGlite every AGENTYARD_PGLITE_MAINTENANCE_SECONDS', async () => {
-    server = await startTestServer('pglite', { config: { pgliteMaintenanceSeconds: 1 } });
+    // the server's log says what each pass did
+    const out = new PassThrough();
+    let text = '';
+    out.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    server = await startTestServer('pglite', {
+      config: { pgliteMaintenanceSeconds: 1 },
+      log: createLogger('info', 'json', out),
+    });
     const { db } = server.server.ctx;
     const teamId = (await db.query<{ id: string }>('SELECT id FROM teams LIMIT 1')).rows[0]!.id;
     await insertRunsInBulk(db, teamId, 2_000);
-    await expect.poll(async () => (await runsActivity(db)).analyzed, { timeout: 15_000, interval: 250 }).toBe(true);
+    await outputMatches(out, /"analyzed":\[[^\]]*"runs"[^\n]*"msg":"maintained tables/, {
+      what: 'a timed maintenance pass that analyzed runs',
+      sofar: () => text,
+      timeoutMs: 15_000,
+    });
+    expect((await runsActivity(db)).analyzed).toBe(true);
   });
 });

@@ -127,15 +127,27 @@ describe('PGlite in a thread', () => {
 
   it('delivers NOTIFY payloads to a listener until it unsubscribes', async () => {
     const heard: string[] = [];
-    const unsubscribe = await db.listen('thread_test', (payload) => heard.push(payload));
+    let heardFirst!: () => void;
+    const first = new Promise<void>((r) => (heardFirst = r));
+    const unsubscribe = await db.listen('thread_test', (payload) => {
+      heard.push(payload);
+      heardFirst();
+    });
     await db.notify('thread_test', 'first');
-    await expect.poll(() => heard).toEqual(['first']);
+    await first;
+    expect(heard).toEqual(['first']);
     await unsubscribe();
     // a second listener hears the second payload: by then the first would have too
     const later: string[] = [];
-    await db.listen('thread_test', (payload) => later.push(payload));
+    let heardSecond!: () => void;
+    const second = new Promise<void>((r) => (heardSecond = r));
+    await db.listen('thread_test', (payload) => {
+      later.push(payload);
+      heardSecond();
+    });
     await db.notify('thread_test', 'second');
-    await expect.poll(() => later).toEqual(['second']);
+    await second;
+    expect(later).toEqual(['second']);
     expect(heard).toEqual(['first']);
   });
 });
@@ -164,12 +176,20 @@ describe('the PGlite thread and its process', () => {
   it('reports a thread that dies without close() to onLost, once, and fails every call after it', async () => {
     const db = await openPgliteThread({});
     const causes: Error[] = [];
-    db.onLost((cause) => causes.push(cause));
+    let lost!: () => void;
+    const told = new Promise<void>((r) => (lost = r));
+    db.onLost((cause) => {
+      causes.push(cause);
+      lost();
+    });
     const removed: Error[] = [];
     const remove = db.onLost((cause) => removed.push(cause));
     remove();
     await terminatePgliteThreadsForTesting();
-    await expect.poll(() => causes.length).toBe(1);
+    await told;
+    // a second report would come in the same turn as the first
+    await new Promise((r) => setImmediate(r));
+    expect(causes.length).toBe(1);
     expect(causes[0]!.message).toMatch(/PGlite thread has stopped \(exit 1\)/);
     expect(removed).toEqual([]);
     await expect(db.query('SELECT 1')).rejects.toThrow(/PGlite thread has stopped/);

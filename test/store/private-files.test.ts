@@ -9,7 +9,6 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnAgentyard } from '../support/agentyard-process.ts';
 import type { AgentyardProcess } from '../support/agentyard-process.ts';
-import { waitFor } from '../execution/support.ts';
 
 /** Every path under `dir` with its mode. */
 function walk(dir: string): { file: string; mode: number }[] {
@@ -40,7 +39,7 @@ describe('the data directory on disk', () => {
     chmodSync(serve.dataDir, 0o755);
     writeFileSync(path.join(serve.dataDir, 'notes.txt'), 'left by hand\n', { mode: 0o644 });
     chmodSync(path.join(serve.dataDir, 'notes.txt'), 0o644);
-    await waitFor('the server to listen', async () => /listening on/.test(serve!.output()), 120_000, 100);
+    await serve.printed(/listening on/, 'the server to listen', 120_000);
 
     const output = serve.output();
     expect(output).toContain('group and world permissions removed');
