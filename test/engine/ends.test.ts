@@ -13,7 +13,8 @@ import { harnessChoice } from '../../src/execution/settings.ts';
 import type { FinishInput } from '../../src/execution/recorder.ts';
 import { transitionFor } from '../../src/engine/state-machine.ts';
 import { ENGINES } from '../support/db.ts';
-import { createRun, eventsOf, executionsOf, startExecServer, waitFor } from '../execution/support.ts';
+import { createRun, eventsOf, executionsOf, startExecServer } from '../execution/support.ts';
+import { pollUntil } from '../support/signals.ts';
 import type { ExecServer } from '../execution/support.ts';
 
 describe.each(ENGINES)('ends of executions on %s', (engine) => {
@@ -166,10 +167,11 @@ describe.each(ENGINES)('ends of executions on %s', (engine) => {
 
   it('changes nothing of a run whose execution lost its lease, nor of one whose current execution is another', async () => {
     const [runId, first] = [...(await running(await create(['lease lost']), { leaseMs: 1 }))][0]!;
-    await waitFor(
-      'the reaper to end the execution',
+    // a lease expires by the clock alone: nothing tells it, so the reaper is asked until it has
+    await pollUntil(
       async () =>
         (await s.parts.reaper.reapExpiredLeases()) > 0 || (await executionsOf(s, runId!))[0]!.ended_at !== null,
+      { what: 'the reaper to end the execution (its 1 ms lease expired)' },
     );
     const afterReaper = await run(runId!);
     expect(afterReaper).toMatchObject({ state: 'ERROR', status_message: { error_detail: 'lease_expired' } });

@@ -23,10 +23,13 @@ describe('serve --factory DIR reports each apply on stderr', () => {
     await mkdir(path.dirname(path.join(dir, file)), { recursive: true });
     await writeFile(path.join(dir, file), content);
   };
-  const waitFor = (text: string) =>
-    expect
-      .poll(() => serve.output(), { timeout: 120_000, interval: 250, message: 'the output of serve' })
-      .toContain(text);
+  /** The process prints `text`: waits on its output, never on a timer. */
+  const printed = (text: string) =>
+    serve.printed(
+      new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')),
+      `serve to print ${JSON.stringify(text)}`,
+      120_000,
+    );
 
   beforeAll(async () => {
     for (const [file, content] of Object.entries(baseFiles())) await write(file, content);
@@ -47,19 +50,19 @@ describe('serve --factory DIR reports each apply on stderr', () => {
 
   it('prints a refused tree as file:line:col lines, then the fix as applied', async () => {
     const name = path.basename(dir);
-    await waitFor(
+    await printed(
       `${HOOK}:1:11: error FF_INVALID_VALUE: \`authMode\` must be one of \`token\`, \`url_token\`, \`signature\` (got "tokn"); did you mean \`token\`?\n`,
     );
-    await waitFor(`factory ${name}: refused directory@sha256:`);
+    await printed(`factory ${name}: refused directory@sha256:`);
     expect(serve.output()).toMatch(/\(1 error, 0 warnings\); nothing applied yet\n/);
     // The start-up lines say how many migrations and free-space maps, not the name of each.
-    await waitFor('"freeSpaceMaps":');
+    await printed('"freeSpaceMaps":');
     expect(serve.output()).toMatch(/"applied":\d+,"current":"\d{4}_\w+","msg":"database migrated to \d{4}_\w+"/);
     expect(serve.output()).not.toContain('0001_identity');
     expect(serve.output()).not.toContain('runs_pkey');
 
     // The fix: this process has no managed secret for the webhook, so the webhook goes.
     await rm(path.join(dir, HOOK));
-    await waitFor(`factory ${name}: applied directory@sha256:`);
+    await printed(`factory ${name}: applied directory@sha256:`);
   }, 300_000);
 });

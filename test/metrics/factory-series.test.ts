@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
 import { waitEvaluated } from '../automations/support.ts';
-import { startExecServer, waitFor, waitForState } from '../execution/support.ts';
+import { startExecServer, waitForState, whenRunsTold } from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
 import { post } from '../ingress/support.ts';
 import { managedFactory } from '../orchestration/support.ts';
@@ -76,7 +76,7 @@ describe.each(ENGINES)('factory and automation series on /metrics, %s', (engine)
     for (const id of runIds) await waitForState(s, id, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED']);
 
     const f = `factory_id="${factoryId}"`;
-    const text = await waitFor('the series of four ended runs', async () => {
+    const text = await whenRunsTold(s, 'the series of four ended runs', async () => {
       const body = await (await fetch(`${s.url}/metrics`)).text();
       const runs = samples(body, 'agentyard_factory_runs_total');
       const total = [...runs.values()].reduce((a, b) => a + b, 0);
