@@ -72,6 +72,11 @@ export class FactoryController {
     return this.#queue.delayed;
   }
 
+  /** Calls `listener` after each reconcile ended (a retry scheduled by then); answers the function that removes it. */
+  onReconciled(listener: (factoryId: string) => void): () => void {
+    return this.#queue.onDone(listener);
+  }
+
   /** Starts the loops for every factory and follows factories created, changed and deleted elsewhere. */
   async start(): Promise<void> {
     this.#loops = true;

@@ -33,6 +33,7 @@ export class WorkQueue {
   readonly #delayed = new Map<string, Delayed>();
   readonly #failures = new Map<string, number>();
   readonly #waiters: ((key: string | undefined) => void)[] = [];
+  readonly #doneListeners = new Set<(key: string) => void>();
   readonly #baseDelayMs: number;
   readonly #maxDelayMs: number;
   readonly #rate: number;
@@ -161,6 +162,13 @@ export class WorkQueue {
   done(key: string): void {
     this.#processing.delete(key);
     if (this.#dirty.delete(key)) this.add(key);
+    for (const listener of [...this.#doneListeners]) listener(key);
+  }
+
+  /** Calls `listener` each time a key's processing ended (after `done`); answers the function that removes it. */
+  onDone(listener: (key: string) => void): () => void {
+    this.#doneListeners.add(listener);
+    return () => this.#doneListeners.delete(listener);
   }
 
   /**

@@ -6,10 +6,12 @@ import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { EventEmitter } from 'node:events';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/kernel/clock.ts';
 import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
+import { askWhenPoked } from '../support/signals.ts';
 import type { TestServer } from '../support/server.ts';
 
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -20,6 +22,8 @@ describe.each(ENGINES)('reconcile loops on %s', (engine) => {
   let hits = 0;
   /** While set, requests wait here instead of being answered. */
   let held: ServerResponse[] | undefined;
+  /** Told each request the git host received. */
+  const requested = new EventEmitter();
   const clock = new ManualClock();
   const answer = (res: ServerResponse) =>
     res.writeHead(503, { 'content-type': 'text/plain' }).end('down for maintenance\n');
@@ -29,6 +33,7 @@ describe.each(ENGINES)('reconcile loops on %s', (engine) => {
       hits++;
       if (held) held.push(res);
       else answer(res);
+      requested.emit('request');
     });
     await new Promise<void>((resolve) => gitHost.listen(0, '127.0.0.1', resolve));
     server = await startTestServer(engine, { config: { sourceAllowedHosts: ['127.0.0.1'] }, compose: { clock } });
@@ -40,6 +45,9 @@ describe.each(ENGINES)('reconcile loops on %s', (engine) => {
 
   it('retries a transient fetch failure after 2 s, then 4 s, and stops when the factory goes', async () => {
     const controller = server.server.services.controller;
+    // asked again after each reconcile ends, never on a timer
+    const afterReconciles = (check: () => boolean, what: string) =>
+      askWhenPoked((poke) => controller.onReconciled(poke), check, { what, timeoutMs: 15_000 });
     const { port } = gitHost.address() as AddressInfo;
     const created = await server.api('POST', '/factories', {
       name: `flaky-${engine}`,
@@ -47,7 +55,7 @@ describe.each(ENGINES)('reconcile loops on %s', (engine) => {
     });
     expect(created.status, created.text).toBe(201);
     const id = created.body.id as string;
-    await vi.waitUntil(() => controller.retrying === 1, { timeout: 15_000 });
+    await afterReconciles(() => controller.retrying === 1, 'the first retry to be scheduled');
     const status = (await server.api('GET', `/factories/${id}`)).body.status;
     expect(status.source_error).toMatchObject({ reason: 'FetchFailed', kind: 'transient' });
 
@@ -58,17 +66,18 @@ describe.each(ENGINES)('reconcile loops on %s', (engine) => {
     expect(controller.retrying).toBe(1);
     expect(hits).toBe(afterFirst);
     clock.advance(1);
-    await vi.waitUntil(() => hits > afterFirst && controller.retrying === 1, { timeout: 15_000 });
+    await afterReconciles(() => hits > afterFirst && controller.retrying === 1, 'the retry after 2 s');
 
     const afterSecond = hits;
     clock.advance(3_999);
     await settle();
     expect(hits).toBe(afterSecond);
     clock.advance(1);
-    await vi.waitUntil(() => hits > afterSecond && controller.retrying === 1, { timeout: 15_000 });
+    await afterReconciles(() => hits > afterSecond && controller.retrying === 1, 'the retry after 4 s');
 
     expect((await server.api('DELETE', `/factories/${id}`)).status).toBe(200);
-    await vi.waitUntil(() => controller.retrying === 0, { timeout: 15_000 });
+    // the delete forgets the factory before it answers
+    expect(controller.retrying).toBe(0);
     const afterDelete = hits;
     clock.advance(10 * 60_000);
     await settle();
@@ -86,7 +95,14 @@ describe.each(ENGINES)('reconcile loops on %s', (engine) => {
     expect(created.status, created.text).toBe(201);
     const id = created.body.id as string;
     // The first reconcile (at creation) is fetching: its request waits at the git host.
-    await vi.waitUntil(() => held?.length === 1, { timeout: 15_000 });
+    await askWhenPoked(
+      (poke) => {
+        requested.on('request', poke);
+        return () => requested.off('request', poke);
+      },
+      () => held?.length === 1,
+      { what: 'the first fetch to reach the git host', timeoutMs: 15_000 },
+    );
     const before = hits;
     const requests = [
       controller.request(id, 'poll', false),

@@ -7,6 +7,7 @@ import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 import { baseFiles, webhookYaml } from './fixtures.ts';
+import { whenFactoryTold } from './support.ts';
 
 async function writeTree(dir: string, files: Record<string, string>): Promise<void> {
   for (const [file, content] of Object.entries(files)) {
@@ -45,36 +46,39 @@ describe.each(ENGINES)('directory source on %s', (engine) => {
     const id = (await server.api('GET', '/factories')).body.factories[0].id as string;
     // The secret was created after start: the first revision is refused; a sync retries it.
     await server.api('POST', `/factories/${id}/sync`);
-    await expect
-      .poll(async () => (await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks.length, {
-        timeout: 10_000,
-      })
-      .toBe(1);
+    await whenFactoryTold(
+      server,
+      async () => (await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks.length === 1,
+      'the webhook of the synced revision',
+      10_000,
+    );
 
     await writeFile(path.join(dir, 'webhooks/alerts.yaml'), webhookYaml('dev-token', { enabled: false }));
-    await expect
-      .poll(async () => (await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks[0]?.enabled, {
-        timeout: 2_000,
-        interval: 50,
-      })
-      .toBe(false);
+    await whenFactoryTold(
+      server,
+      async () => (await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks[0]?.enabled === false,
+      'the disabled webhook (the watcher)',
+      2_000,
+    );
 
     await writeFile(path.join(dir, 'webhooks/second.yaml'), webhookYaml('dev-token'));
-    await expect
-      .poll(async () => (await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks.length, {
-        timeout: 2_000,
-        interval: 50,
-      })
-      .toBe(2);
+    await whenFactoryTold(
+      server,
+      async () => (await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks.length === 2,
+      'the second webhook (the watcher)',
+      2_000,
+    );
     const history = (await server.api('GET', `/factories/${id}/applies`)).body.applies;
     expect(history[0]).toMatchObject({ result: 'applied', trigger: 'watch' });
     expect(history[0].revision).toMatch(/^directory@sha256:[0-9a-f]{64}$/);
 
     // A broken save changes nothing live; the status says why.
     await writeFile(path.join(dir, 'webhooks/second.yaml'), 'authMode: nope\nsecretName: dev-token\n');
-    await expect
-      .poll(async () => (await server.api('GET', `/factories/${id}`)).body.status.state, { timeout: 5_000 })
-      .toBe('failed');
+    await whenFactoryTold(
+      server,
+      async () => (await server.api('GET', `/factories/${id}`)).body.status.state === 'failed',
+      'the broken save refused',
+    );
     const status = (await server.api('GET', `/factories/${id}`)).body.status;
     expect(status.errors).toContainEqual(expect.objectContaining({ file: 'webhooks/second.yaml', line: 1 }));
     expect((await server.api('GET', `/factories/${id}/webhooks`)).body.webhooks).toHaveLength(2);

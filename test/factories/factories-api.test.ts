@@ -7,6 +7,7 @@ import type { TestServer } from '../support/server.ts';
 import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';
 import { asFileList, baseFiles, webhookYaml } from './fixtures.ts';
+import { whenFactoryTold } from './support.ts';
 
 describe.each(ENGINES)('factory API on %s', (engine) => {
   let server: TestServer;
@@ -177,9 +178,11 @@ describe.each(ENGINES)('factory API on %s', (engine) => {
     });
     const id = created.body.id as string;
     expect(created.body.push_hook_url).toBe(`${server.url}/api/v1/factories/${id}/sync/push`);
-    await expect
-      .poll(async () => (await server.api('GET', `/factories/${id}`)).body.status.state, { timeout: 15_000 })
-      .toBe('applied');
+    await whenFactoryTold(
+      server,
+      async () => (await server.api('GET', `/factories/${id}`)).body.status.state === 'applied',
+      'the first apply',
+    );
 
     await remote.write({ 'webhooks/alerts.yaml': webhookYaml('alerts-token') });
     const sha = await remote.commitAndPush('add a webhook');
@@ -214,9 +217,11 @@ describe.each(ENGINES)('factory API on %s', (engine) => {
     });
     expect(push.status).toBe(202);
     expect(push.body.result).toBe('queued');
-    await expect
-      .poll(async () => (await server.api('GET', `/factories/${id}`)).body.status.applied_revision, { timeout: 15_000 })
-      .toBe(`main@sha1:${sha}`);
+    await whenFactoryTold(
+      server,
+      async () => (await server.api('GET', `/factories/${id}`)).body.status.applied_revision === `main@sha1:${sha}`,
+      `the pushed revision ${sha} applied`,
+    );
     const [entry] = (await server.api('GET', `/factories/${id}/applies`)).body.applies;
     expect(entry).toMatchObject({ trigger: 'push', result: 'applied' });
 

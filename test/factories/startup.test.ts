@@ -4,6 +4,7 @@ import type { TestServer } from '../support/server.ts';
 import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';
 import { baseFiles } from './fixtures.ts';
+import { whenFactoryTold } from './support.ts';
 
 // `agentyard serve --factory <git URL>`: the engine does not matter here.
 describe('serve --factory with a git URL', () => {
@@ -28,9 +29,11 @@ describe('serve --factory with a git URL', () => {
       source: { type: 'git', url: remote.bare, branch: 'main' },
       read_only: true,
     });
-    await expect
-      .poll(async () => (await server.api('GET', `/factories/${factory.id}`)).body.status.state, { timeout: 15_000 })
-      .toBe('applied');
+    await whenFactoryTold(
+      server,
+      async () => (await server.api('GET', `/factories/${factory.id}`)).body.status.state === 'applied',
+      'the first apply',
+    );
     const refused = await server.api('POST', `/factories/${factory.id}/apply`, { files: [] });
     expect(refused.body.detail).toBe(
       `factory remote is defined in the repository ${remote.bare} (branch main): commit changes there`,

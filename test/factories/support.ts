@@ -1,7 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'vitest';
 import type { WebhookRow } from '../../src/factories/apply/model.ts';
+import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../../src/kernel/topics.ts';
 import type { TestServer } from '../support/server.ts';
+import { whenTold } from '../support/signals.ts';
+import type { Check } from '../support/signals.ts';
 import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';
 import { asFileList, baseFiles } from './fixtures.ts';
@@ -22,6 +25,17 @@ export interface GitFactory {
   webhooks(): Promise<any[]>;
   rows(): Promise<WebhookRow[]>;
   applies(): Promise<any[]>;
+}
+
+/**
+ * Resolves with what `check` answers once it answers a value: asked now and each time the server tells a
+ * factory changed (a reconcile recorded: the revision applied or refused; its webhooks changed), never on a timer.
+ */
+export function whenFactoryTold<T>(server: TestServer, check: Check<T>, what: string, timeoutMs = 15_000): Promise<T> {
+  return whenTold(server.server.ctx.bus, [FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC], check, {
+    what,
+    timeoutMs,
+  });
 }
 
 let counter = 0;
@@ -79,11 +93,15 @@ export async function createGitFactory(
     },
   };
   // Creating the factory starts its loop, which applies the initial tree on its own.
-  await expect
-    .poll(async () => (await factory.status()).attempted_revision ?? (await factory.status()).source_error, {
-      timeout: 20_000,
-    })
-    .toBeTruthy();
+  await whenFactoryTold(
+    server,
+    async () => {
+      const status = await factory.status();
+      return Boolean(status.attempted_revision ?? status.source_error);
+    },
+    'the first reconcile of the new factory',
+    20_000,
+  );
   return factory;
 }
 
