@@ -20,8 +20,16 @@ function controlledWriter(options: { releaseEarly?: boolean } = {}) {
   const groups: number[][] = [];
   const statements: ReturnType<typeof deferred>[] = [];
   const events: string[] = [];
+  const waiting: { count: number; resolve: () => void }[] = [];
+  /** Resolves once `count` groups have reached the writer (the writer's own call says so, no timer). */
+  const started = (count: number): Promise<void> =>
+    groups.length >= count ? Promise.resolve() : new Promise((resolve) => waiting.push({ count, resolve }));
   const write = async (group: Item[], release: () => void) => {
     groups.push(group.map((i) => i.n));
+    for (const w of waiting.filter((x) => groups.length >= x.count)) {
+      waiting.splice(waiting.indexOf(w), 1);
+      w.resolve();
+    }
     const statement = deferred();
     statements.push(statement);
     await statement.promise;
@@ -29,19 +37,11 @@ function controlledWriter(options: { releaseEarly?: boolean } = {}) {
     events.push(`answer ${group.map((i) => i.n).join(',')}`);
     for (const item of group) item.resolve(`ok ${item.n}`);
   };
-  return { groups, statements, events, write };
+  return { groups, statements, events, write, started };
 }
 
 function add(core: GroupCommit<Item>, n: number): Promise<string> {
   return new Promise((resolve, reject) => core.add({ n, resolve, reject }));
-}
-
-async function until(condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met within 5 s');
-    await new Promise((r) => setImmediate(r));
-  }
 }
 
 describe('group commit', () => {
@@ -49,13 +49,13 @@ describe('group commit', () => {
     const writer = controlledWriter();
     const core = new GroupCommit<Item>(writer.write);
     const first = [1, 2, 3].map((n) => add(core, n));
-    await until(() => writer.groups.length === 1);
+    await writer.started(1);
     const second = [4, 5].map((n) => add(core, n));
     await new Promise((r) => setImmediate(r));
     expect(writer.groups).toEqual([[1, 2, 3]]); // one group in flight by default
     writer.statements[0]!.resolve();
     expect(await Promise.all(first)).toEqual(['ok 1', 'ok 2', 'ok 3']);
-    await until(() => writer.groups.length === 2);
+    await writer.started(2);
     expect(writer.groups[1]).toEqual([4, 5]);
     writer.statements[1]!.resolve();
     expect(await Promise.all(second)).toEqual(['ok 4', 'ok 5']);
@@ -68,7 +68,7 @@ describe('group commit', () => {
       return writer.write(group, release);
     });
     const first = add(core, 1);
-    await until(() => writer.groups.length === 1);
+    await writer.started(1);
     const second = add(core, 2);
     await new Promise((r) => setImmediate(r));
     writer.statements[0]!.resolve();
@@ -83,14 +83,14 @@ describe('group commit', () => {
     let limit = 2;
     const core = new GroupCommit<Item>(writer.write, { maxGroup: () => limit, maxInFlight: 2 });
     const all = [1, 2, 3, 4, 5].map((n) => add(core, n));
-    await until(() => writer.groups.length === 2);
+    await writer.started(2);
     expect(writer.groups).toEqual([
       [1, 2],
       [3, 4],
     ]);
     limit = 10;
     writer.statements[0]!.resolve();
-    await until(() => writer.groups.length === 3);
+    await writer.started(3);
     expect(writer.groups[2]).toEqual([5]);
     writer.statements[1]!.resolve();
     writer.statements[2]!.resolve();
@@ -124,7 +124,7 @@ describe('group commit', () => {
     const drain = core.drain().then(() => {
       drained = true;
     });
-    await until(() => writer.groups.length === 1);
+    await writer.started(1);
     expect(drained).toBe(false);
     writer.statements[0]!.resolve();
     await drain;

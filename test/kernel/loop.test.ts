@@ -54,11 +54,14 @@ describe('a loop', () => {
     let release: () => void = () => {};
     let passes = 0;
     let ended = 0;
+    let secondStarted!: () => void;
+    const second = new Promise<void>((r) => (secondStarted = r));
     const loop = new Loop({
       name: 'slow',
       atStart: false,
       pass: async () => {
         passes++;
+        if (passes === 2) secondStarted();
         await new Promise<void>((resolve) => {
           release = resolve;
         });
@@ -69,7 +72,8 @@ describe('a loop', () => {
     for (let i = 0; i < 10; i++) loop.kick();
     expect(passes).toBe(1);
     release();
-    await vi.waitUntil(() => passes === 2);
+    await second;
+    expect(passes).toBe(2);
     const stopped = loop.stop();
     let done = false;
     void stopped.then(() => {
