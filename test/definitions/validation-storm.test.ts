@@ -13,6 +13,7 @@ import { request, startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 import { RUNNER } from '../support/factory-tree.ts';
 import { createGitFactory } from '../factories/support.ts';
+import { pollUntil } from '../support/signals.ts';
 
 /** The attack's file: 20,000 keys, 240 KB (under the 256 KiB file cap; the attack's request was 278 KB). */
 function keyBomb(): { path: string; content: string }[] {
@@ -65,7 +66,10 @@ describe.each(ENGINES.slice(0, 1))('hostile anonymous validation against a team 
     const bodies = [heavy(), keyBomb(), heavy(), keyBomb(), heavy(), keyBomb(), heavy(), keyBomb()];
     const storm = bodies.map((files) => validate(files));
     // The signal: the requests' lane is busy with them.
-    await expect.poll(() => pool.load('requests').running, { timeout: 30_000, interval: 20 }).toBeGreaterThan(0);
+    await pollUntil(() => pool.load('requests').running > 0, {
+      what: "the requests' lane to be busy (the pool's threads tell nothing)",
+      timeoutMs: 30_000,
+    });
 
     const revision = await factory.commit({ 'runners/extra.yaml': RUNNER }, 'add a runner');
     const synced = await factory.sync();
@@ -102,7 +106,11 @@ describe('the bounded wait of validate requests', () => {
     try {
       const body = (files: unknown) => Buffer.from(JSON.stringify({ files }));
       const first = pool.validateRequest(body(heavy()));
-      await expect.poll(() => pool.load('requests').running, { timeout: 30_000, interval: 5 }).toBe(1);
+      await pollUntil(() => pool.load('requests').running === 1, {
+        what: 'the first validation to run on the thread (the pool tells nothing)',
+        everyMs: 5,
+        timeoutMs: 30_000,
+      });
       const second = pool.validateRequest(body(heavy()));
       await expect(second).rejects.toMatchObject({ code: 'resource_unavailable' });
       await expect(first).resolves.toBeDefined();

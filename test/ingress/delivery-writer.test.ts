@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { EventEmitter } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +10,7 @@ import type { DeliveryInsert } from '../../src/ingress/sql.ts';
 import type { Db } from '../../src/kernel/db.ts';
 import { newId } from '../../src/kernel/ids.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
+import { askWhenPoked } from '../support/signals.ts';
 import type { TestDatabase } from '../support/db.ts';
 
 function rejected(webhookUid: string): DeliveryInsert {
@@ -79,9 +81,22 @@ describe.each(ENGINES)('delivery writer groups on %s', (engine) => {
 
 describe('deliveries in progress', () => {
   const inProgress = new DeliveriesInProgress();
+  const closed = new EventEmitter();
+  /** Resolves once no request is counted: looked at as each answer's connection closes, never on a timer. */
+  const noneInProgress = () =>
+    askWhenPoked(
+      (poke) => {
+        closed.on('close', poke);
+        return () => closed.off('close', poke);
+      },
+      () => inProgress.count === 0,
+      { what: 'no request in progress' },
+    );
   const seen: number[] = [];
   const server = createServer((req, res) => {
     inProgress.track(res);
+    // after the tracker's own listener: the count has dropped when this one runs
+    res.once('close', () => closed.emit('close'));
     seen.push(inProgress.count);
     if (req.url === '/hang') return; // answered never: the client gives up
     setTimeout(() => res.end('ok'), 50);
@@ -96,12 +111,14 @@ describe('deliveries in progress', () => {
   it('counts a request from its arrival until its answer is sent', async () => {
     await Promise.all([fetch(`${base}/a`), fetch(`${base}/b`), fetch(`${base}/c`)].map(async (r) => (await r).text()));
     expect(Math.max(...seen)).toBe(3);
-    await expect.poll(() => inProgress.count).toBe(0);
+    await noneInProgress();
+    expect(inProgress.count).toBe(0);
   });
 
   it('stops counting a request whose connection closes before the answer', async () => {
     const aborted = fetch(`${base}/hang`, { signal: AbortSignal.timeout(100) });
     await expect(aborted).rejects.toThrow();
-    await expect.poll(() => inProgress.count).toBe(0);
+    await noneInProgress();
+    expect(inProgress.count).toBe(0);
   });
 });

@@ -3,12 +3,14 @@
  * deliveries are spread over turns of the event loop, and, far from the limit, admitted without waiting for
  * the store (PostgreSQL), with every point still counted there.
  */
+import { EventEmitter } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { COUNT_INTERVAL_MS, IngressLimiters, LAZY_COUNT_MIN_POINTS } from '../../src/ingress/rate-limits.ts';
 import { DEFAULT_INGRESS_LIMITS } from '../../src/ingress/limits.ts';
 import { Bus } from '../../src/kernel/bus.ts';
 import type { Db } from '../../src/kernel/db.ts';
 import { newId } from '../../src/kernel/ids.ts';
+import { askWhenPoked } from '../support/signals.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
 
@@ -25,6 +27,35 @@ function onCounterStatements(db: Db, hook: () => Promise<void> | void): Db {
       return db.query(text, params as never);
     },
   });
+}
+
+/** Told after each statement of the limiters on the rate-limit counters has ended. */
+const countersWritten = new EventEmitter();
+countersWritten.setMaxListeners(0);
+
+/** `db`, telling `countersWritten` after each statement on the rate-limit counters. */
+function tellingCounterStatements(db: Db): Db {
+  return Object.assign(Object.create(db) as Db, {
+    query: async (text: string, params?: readonly unknown[]) => {
+      try {
+        return await db.query(text, params as never);
+      } finally {
+        if (text.includes('webhook_rate_limits')) countersWritten.emit('written');
+      }
+    },
+  });
+}
+
+/** Resolves once the store holds `points` for the sender: looked at after each counter statement, no timer. */
+function storedAre(db: Db, key: string, points: number): Promise<true> {
+  return askWhenPoked(
+    (poke) => {
+      countersWritten.on('written', poke);
+      return () => countersWritten.off('written', poke);
+    },
+    async () => (await storedPoints(db, key)) === points,
+    { what: `the store to count ${points} for ${key}`, timeoutMs: 10_000 },
+  );
 }
 
 /** The deliveries the store has counted for a sender. */
@@ -46,7 +77,8 @@ describe.each(ENGINES)('sender budget on %s', (engine) => {
   }
 
   function limitersOn(db: Db, senderPoints = DEFAULT_INGRESS_LIMITS.senderPoints): IngressLimiters {
-    const limiters = new IngressLimiters(db, new Bus(db), { ...DEFAULT_INGRESS_LIMITS, senderPoints });
+    const told = tellingCounterStatements(db);
+    const limiters = new IngressLimiters(told, new Bus(db), { ...DEFAULT_INGRESS_LIMITS, senderPoints });
     cleanups.push(() => limiters.stop());
     return limiters;
   }
@@ -109,7 +141,7 @@ describe.each(ENGINES)('sender budget on %s', (engine) => {
       open();
       expect(await waiting).toBeUndefined();
 
-      await expect.poll(() => storedPoints(db, key), { timeout: 10_000 }).toBe(AHEAD_OF_COUNTS + 2);
+      await storedAre(db, key, AHEAD_OF_COUNTS + 2);
     },
   );
 
@@ -136,7 +168,7 @@ describe.each(ENGINES)('sender budget on %s', (engine) => {
       // One count a round trip (the behaviour before) would be one every turn here, turns ≈ 2 ms apart when idle.
       // (the first counts, before the pace is known, are a round trip apart)
       expect(counts).toBeLessThanOrEqual(Math.ceil(elapsed / COUNT_INTERVAL_MS) + 4);
-      await expect.poll(() => storedPoints(db, key), { timeout: 10_000 }).toBe(sent);
+      await storedAre(db, key, sent);
     },
   );
 
@@ -174,7 +206,7 @@ describe.each(ENGINES)('sender budget on %s', (engine) => {
     const key = `${newId('wh')}|10.0.0.3`;
     // Two of 8 left (a quarter is the margin): the next one goes to the store, which has counted 6 more meanwhile.
     for (let i = 0; i < 6; i++) expect(await limiters.consumeDelivery(key)).toBeUndefined();
-    await expect.poll(() => storedPoints(db, key), { timeout: 10_000 }).toBe(6);
+    await storedAre(db, key, 6);
     await db.query('UPDATE webhook_rate_limits SET points = points + 2 WHERE key = $1', [`dlv:${key}`]);
     expect(await limiters.consumeDelivery(key)).toBeGreaterThanOrEqual(1);
   });
