@@ -14,6 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
 import type { Engine } from '../support/db.ts';
 import { request, startTestServer } from '../support/server.ts';
+import { DELIVERIES_EVALUATED_TOPIC } from '../../src/kernel/topics.ts';
+import { whenTold } from '../support/signals.ts';
 import type { TestServer } from '../support/server.ts';
 import { ROOT, asShown, expand, readTour } from './readme-tour-script.ts';
 import type { Tour, TourCommit, TourRequest } from './readme-tour-script.ts';
@@ -80,14 +82,17 @@ function expectShown(output: string, serverUrl?: string): void {
   expect(tour.comments).toContain(asShown(output, serverUrl));
 }
 
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+/** The delivery as the API answers it once the evaluator has told it committed its evaluation. */
+function evaluated(s: TestServer, hookUid: string, deliveryId: string, what: string): Promise<any> {
+  return whenTold(
+    s.server.ctx.bus,
+    [DELIVERIES_EVALUATED_TOPIC],
+    async () => {
+      const res = await s.api('GET', `/webhooks/${hookUid}/deliveries/${deliveryId}`);
+      return res.body.evaluation === 'evaluated' ? res.body : undefined;
+    },
+    { what },
+  );
 }
 
 describe('README tour: what the text says', () => {
@@ -224,10 +229,7 @@ describe.each(ENGINES)('README tour, step by step on %s', (engine) => {
     const deliveryId = sent.body.delivery_id as string;
     expect(deliveryId).toMatch(/^dlv_/);
 
-    const detail = await waitFor('the delivery to be evaluated', async () => {
-      const res = await s.api('GET', `/webhooks/${hook.uid}/deliveries/${deliveryId}`);
-      return res.body.evaluation === 'evaluated' ? res.body : undefined;
-    });
+    const detail = await evaluated(s, hook.uid, deliveryId, 'the delivery to be evaluated');
     expect(detail).toMatchObject({
       delivery_id: deliveryId,
       label: 'Accepted',
@@ -316,10 +318,7 @@ describe.each(ENGINES)('README tour, step by step on %s', (engine) => {
     expect(stillLive.status).toBe(202);
     expectShown(`${stillLive.text} 202`); // curl -w ' %{http_code}\n'
     // `status: passed` is not a failure: the filter lets it by, and no second run starts
-    await waitFor('the second delivery to be evaluated', async () => {
-      const res = await s.api('GET', `/webhooks/${hook.uid}/deliveries/${stillLive.body.delivery_id}`);
-      return res.body.evaluation === 'evaluated' ? res.body : undefined;
-    });
+    await evaluated(s, hook.uid, stillLive.body.delivery_id, 'the second delivery to be evaluated');
     expect((await s.api('GET', '/agent/runs?source=WEBHOOK')).body.runs).toHaveLength(1);
 
     // 7. the fix applies, and the webhook keeps its UID

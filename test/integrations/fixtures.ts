@@ -9,7 +9,8 @@
  * `suggestion_userMentions` node carrying the user's id.
  */
 import { runsOfDeliveries } from '../automations/support.ts';
-import { waitFor } from '../execution/support.ts';
+import { DELIVERIES_EVALUATED_TOPIC } from '../../src/kernel/topics.ts';
+import { askWhenPoked } from '../support/signals.ts';
 import type { TestServer } from '../support/server.ts';
 
 export const SLACK_APP_MENTION = {
@@ -139,8 +140,18 @@ export function linearIssueCreated(users: { id: string; label: string }[], issue
 
 /** Waits until the delivery left the outbox and its integration job of `kind` (if any) is no longer pending. */
 export async function evaluatedWithJob(server: TestServer, deliveryId: string, kind: string): Promise<void> {
-  await waitFor(
-    `delivery ${deliveryId} evaluated (${kind})`,
+  const { bus, integrationJobs } = server.server.services;
+  // looked at after each evaluated batch and each pass of the integration jobs' runner
+  await askWhenPoked(
+    (poke) => {
+      const offs = [
+        bus.subscribe(DELIVERIES_EVALUATED_TOPIC, poke),
+        ...(integrationJobs ? [integrationJobs.loop.on(poke)] : []),
+      ];
+      return () => {
+        for (const off of offs) off();
+      };
+    },
     async () => {
       const res = await server.server.ctx.db.query<{ pending: boolean; job: string | null }>(
         `SELECT d.outbox_pending AS pending,
@@ -151,7 +162,7 @@ export async function evaluatedWithJob(server: TestServer, deliveryId: string, k
       const row = res.rows[0]!;
       return !row.pending && row.job !== 'pending';
     },
-    30_000,
+    { what: `delivery ${deliveryId} evaluated (${kind})`, timeoutMs: 30_000 },
   );
 }
 

@@ -9,7 +9,8 @@ import examples from '@octokit/webhooks-examples/api.github.com/index.json' with
 import { sign } from '@octokit/webhooks-methods';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CompositionOptions } from '../../src/composition.ts';
-import { waitFor } from '../execution/support.ts';
+import { DELIVERIES_EVALUATED_TOPIC } from '../../src/kernel/topics.ts';
+import { whenTold } from '../support/signals.ts';
 import { createGitFactory } from '../factories/support.ts';
 import { post } from '../ingress/support.ts';
 import { serveEnv, spawnAgentyard } from '../support/agentyard-process.ts';
@@ -108,12 +109,7 @@ describe.runIf(ENGINES.includes('postgres'))('provider events across kill -9 on 
       serveEnv(setup.database, { LOG_LEVEL: 'info' }),
     );
     spawned.push(process);
-    const url = await waitFor(
-      'the server to listen',
-      async () => /listening on (http:\/\/[\d.:]+)/.exec(process.output())?.[1],
-      120_000,
-      100,
-    );
+    const url = (await process.printed(/listening on (http:\/\/[\d.:]+)/, 'the server to listen', 120_000))[1]!;
     return { process, url };
   }
 
@@ -227,16 +223,17 @@ describe.runIf(ENGINES.includes('postgres'))('provider events across kill -9 on 
     const again = await sendAll(second.url, stream, true);
     expect(stream.filter((e) => !again.get(e.identity))).toEqual([]);
 
-    await waitFor(
-      'every delivery evaluated',
+    // the serve processes' evaluators tell their batches over LISTEN/NOTIFY
+    await whenTold(
+      setup.server.ctx.bus,
+      [DELIVERIES_EVALUATED_TOPIC],
       async () => {
         const res = await setup.server.ctx.db.query<{ n: number }>(
           'SELECT count(*)::int AS n FROM webhook_deliveries WHERE outbox_pending',
         );
         return res.rows[0]!.n === 0 ? true : undefined;
       },
-      60_000,
-      100,
+      { what: 'every delivery evaluated', timeoutMs: 60_000 },
     );
     const runs = await runsPerEvent();
     expect(stream.filter((e) => runs.get(e.identity) !== 1).map((e) => [e.identity, runs.get(e.identity)])).toEqual([]);

@@ -17,6 +17,8 @@ import { post } from '../ingress/support.ts';
 import { connectProviders } from './connections.ts';
 import { runsOfDeliveries, waitEvaluated } from '../automations/support.ts';
 import { SLACK_APP_MENTION, LINEAR_AGENT_SESSION_CREATED } from './fixtures.ts';
+import { DELIVERIES_EVALUATED_TOPIC } from '../../src/kernel/topics.ts';
+import { whenTold } from '../support/signals.ts';
 
 function githubExample(event: string, action: string): Record<string, any> {
   const entry = (examples as { name: string; examples: Record<string, any>[] }[]).find((e) => e.name === event)!;
@@ -279,10 +281,16 @@ describe.each(ENGINES)('provider events on %s', (engine) => {
     expect(res.status, res.text).toBe(202);
     await waitEvaluated(server, [res.body.delivery_id]);
     expect(await runsOfDeliveries(server, [res.body.delivery_id])).toHaveLength(0);
-    // Written just after the evaluation commits.
-    await expect
-      .poll(async () => (await server.api('GET', '/integrations/github')).body.last_error as string)
-      .toContain(`delivery ${res.body.delivery_id}: paths filters on pull_request events need a GitHub App`);
+    // Written just after the evaluation commits, before the evaluator tells the batch.
+    const lastError = await whenTold(
+      server.server.ctx.bus,
+      [DELIVERIES_EVALUATED_TOPIC],
+      async () => ((await server.api('GET', '/integrations/github')).body.last_error as string | null) ?? undefined,
+      { what: "the connection's last error" },
+    );
+    expect(lastError).toContain(
+      `delivery ${res.body.delivery_id}: paths filters on pull_request events need a GitHub App`,
+    );
     expect((await server.api('GET', '/integrations/github')).body.last_event).toBe('pull_request_opened');
   });
 });

@@ -16,7 +16,7 @@ import type { GithubApiStandIn } from '../support/github-api.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 import { post } from '../ingress/support.ts';
-import { waitFor } from '../execution/support.ts';
+import { afterCalls } from '../support/signals.ts';
 
 import { automationNamesOf, evaluatedWithJob } from './fixtures.ts';
 import { createGitFactory } from '../factories/support.ts';
@@ -217,9 +217,9 @@ describe.each(ENGINES)('pull requests through a GitHub App on %s', (engine) => {
 
   /** The check run calls for a head, once its PATCH completed it. */
   async function checkRun(headSha: string): Promise<{ created: any; updates: any[] }> {
-    return waitFor(
-      `the check run of ${headSha}`,
-      async () => {
+    return afterCalls(
+      github,
+      () => {
         const created = github.calls.find((c) => c.method === 'POST' && c.body?.head_sha === headSha);
         if (!created) return undefined;
         const index = github.calls.indexOf(created);
@@ -227,7 +227,7 @@ describe.each(ENGINES)('pull requests through a GitHub App on %s', (engine) => {
         const done = updates.findIndex((u) => u.body?.status === 'completed');
         return done === -1 ? undefined : { created, updates: updates.slice(0, done + 1) };
       },
-      60_000,
+      { what: `the check run of ${headSha}`, timeoutMs: 60_000 },
     );
   }
 

@@ -10,7 +10,8 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor, ROOT } from '../execution/support.ts';
+import { ROOT, whenRunsTold } from '../execution/support.ts';
+import { afterCalls } from '../support/signals.ts';
 import { post } from '../ingress/support.ts';
 import { SLACK_APP_MENTION } from '../integrations/fixtures.ts';
 import { serveEnv, spawnAgentyard } from '../support/agentyard-process.ts';
@@ -117,12 +118,7 @@ describe.runIf(ENGINES.includes('postgres'))('a Slack thread across kill -9 of t
       }),
     );
     spawned.push(process);
-    const url = await waitFor(
-      'the server to listen',
-      async () => /listening on (http:\/\/[\d.:]+)/.exec(process.output())?.[1],
-      120_000,
-      100,
-    );
+    const url = (await process.printed(/listening on (http:\/\/[\d.:]+)/, 'the server to listen', 120_000))[1]!;
     return { process, url };
   }
 
@@ -151,7 +147,7 @@ describe.runIf(ENGINES.includes('postgres'))('a Slack thread across kill -9 of t
     expect(mention.status, mention.text).toBe(202);
 
     // the foreman is at work: it answered in the thread once and keeps going
-    await waitFor('the first reply in the thread', async () => chat.posts.length >= 1, 90_000);
+    await afterCalls(chat, () => chat.posts.length >= 1, { what: 'the first reply in the thread', timeoutMs: 90_000 });
     expect(chat.posts[0]).toMatchObject({
       api: 'slack chat.postMessage',
       authorization: `Bearer ${BOT_TOKEN}`,
@@ -165,7 +161,9 @@ describe.runIf(ENGINES.includes('postgres'))('a Slack thread across kill -9 of t
 
     // a new process takes over: the lost execution is reaped, the run ends ERROR (lease_expired)
     const second = await serve();
-    const lost = await waitFor(
+    // the serve processes tell their runs' changes over LISTEN/NOTIFY
+    const lost = await whenRunsTold(
+      setup,
       'the lost execution to be reaped',
       async () => (await runsOfFactory()).find((r) => r.id === foreman!.id && r.state === 'ERROR'),
       60_000,
@@ -185,7 +183,8 @@ describe.runIf(ENGINES.includes('postgres'))('a Slack thread across kill -9 of t
     expect((await slackPost(second.url, reply, 'Ev0CRASH2')).status).toBe(202);
     // Slack retries the same event: recorded once
     expect((await slackPost(second.url, reply, 'Ev0CRASH2')).status).toBeLessThan(300);
-    const done = await waitFor(
+    const done = await whenRunsTold(
+      setup,
       'the continued run to finish',
       async () => (await runsOfFactory()).find((r) => r.id === foreman!.id && r.state === 'SUCCEEDED'),
       90_000,

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cancelOverdue } from '../../src/runs/tree.ts';
 import { ENGINES } from '../support/db.ts';
 import type { TestServer } from '../support/server.ts';
-import { eventsOf, executionsOf, liveWorkspace, waitFor, waitForState } from '../execution/support.ts';
+import { eventsOf, executionsOf, liveWorkspace, waitForState, whenRunsTold } from '../execution/support.ts';
 import { waitForCreatedRun } from '../support/run-events.ts';
 import { AGENT_FILES, callTool, managedFactory, mcpClient, startMcpServer, usePlaybook } from './support.ts';
 import type { Playbook } from './support.ts';
@@ -205,7 +205,8 @@ describe.each(ENGINES)('the factory interface on %s', (engine) => {
       'a child would pass the depth limit of 1 (AGENTYARD_RUN_TREE_MAX_DEPTH)',
     );
     // the follow-up continued the child in a second execution
-    await waitFor(
+    await whenRunsTold(
+      s,
       'the follow-up to continue the child',
       async () => (await executionsOf(s, children[0]!)).length === 2,
     );

@@ -11,7 +11,8 @@ import type { ChatApis } from '../support/chat-apis.ts';
 import type { TestServer } from '../support/server.ts';
 import { post } from '../ingress/support.ts';
 import { LINEAR_AGENT_SESSION_CREATED } from '../integrations/fixtures.ts';
-import { waitFor, waitForState } from '../execution/support.ts';
+import { waitForState } from '../execution/support.ts';
+import { waitForCreatedRun } from '../support/run-events.ts';
 import { AGENT_FILES, managedFactory, startMcpServer, usePlaybook } from './support.ts';
 
 const LINEAR_KEY = 'lin_api_session_test_key';
@@ -91,10 +92,14 @@ Work on the Linear issue.
 
   it('asks in the session, resumes on its prompted event, and answers there', async () => {
     await deliver(LINEAR_AGENT_SESSION_CREATED, 'AgentSessionEvent');
-    const runId = await waitFor('the session run', async () => {
-      const res = await s.server.ctx.db.query<{ id: string }>(`SELECT id FROM runs WHERE source = 'LINEAR'`);
-      return res.rows[0]?.id;
-    });
+    const runId = await waitForCreatedRun(
+      s.server.ctx.bus,
+      async () => {
+        const res = await s.server.ctx.db.query<{ id: string }>(`SELECT id FROM runs WHERE source = 'LINEAR'`);
+        return res.rows[0]?.id;
+      },
+      { what: 'the session run' },
+    );
     const blocked = await waitForState(s, runId, ['BLOCKED', 'SUCCEEDED', 'FAILED', 'ERROR'], 60_000);
     expect(blocked.state, JSON.stringify(blocked.status_message)).toBe('BLOCKED');
     expect(apis.posts).toHaveLength(1);

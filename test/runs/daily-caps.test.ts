@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
 import { runsOfDeliveries, waitEvaluated } from '../automations/support.ts';
-import { startExecServer, waitFor, waitForState } from '../execution/support.ts';
+import { startExecServer, waitForState } from '../execution/support.ts';
 import { fireDueSchedules } from '../../src/schedules/fire.ts';
 import type { ExecServer } from '../execution/support.ts';
 import { post } from '../ingress/support.ts';
@@ -144,13 +144,15 @@ describe.each(ENGINES)('daily caps on %s', (engine) => {
         '---\nbudget: {dailyRuns: 1}\ntriggers:\n  - provider: schedule\n    event: cron_fired\n    schedule: {cron: "0 * * * *"}\n---\n\nTidy up.\n',
     });
     const db = s.server.ctx.db;
-    const schedule = await waitFor('the automation schedule', async () => {
-      const res = await db.query<{ id: string; next_run_at: Date }>(
-        'SELECT id, next_run_at FROM schedules WHERE factory_id = $1 AND next_run_at IS NOT NULL',
-        [factoryId],
-      );
-      return res.rows[0];
-    });
+    // Syncs run one after another: once this one is done, so is the one the apply asked for (no sync left to
+    // rewrite the schedule while the test fires it).
+    await s.server.services.scheduleSync!.syncFactory(factoryId);
+    const res = await db.query<{ id: string; next_run_at: Date }>(
+      'SELECT id, next_run_at FROM schedules WHERE factory_id = $1 AND next_run_at IS NOT NULL',
+      [factoryId],
+    );
+    const schedule = res.rows[0]!;
+    expect(schedule, 'the automation schedule').toBeDefined();
     const fire = (now: Date) => fireDueSchedules(db, { now, firedBy: 'test', runs: s.server.services.runs });
     const first = new Date(schedule.next_run_at);
     expect((await fire(first)).runs).toHaveLength(1);

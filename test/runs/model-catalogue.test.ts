@@ -9,6 +9,7 @@ import { ENGINES } from '../support/db.ts';
 import { baseFiles, factoryYaml } from '../support/factory-tree.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
+import { whenFactoryTold } from '../factories/support.ts';
 
 /** factory.yaml whose agentDefaults name `model` (on line 7). */
 const withModel = (model: string): string => factoryYaml().replace('model: auto', `model: ${model}`);
@@ -61,17 +62,18 @@ describe.each(ENGINES)('model ids checked at run creation and at apply on %s', (
   const lastApply = async (s: TestServer, result: string) => {
     const id = (await s.api('GET', '/factories')).body.factories[0].id as string;
     let entry: Record<string, unknown> | undefined;
-    await expect
-      .poll(
-        async () => {
-          const applies = (await s.api('GET', `/factories/${id}/applies`)).body.applies as Record<string, unknown>[];
-          entry = applies.find((a) => a.result === result);
-          if (!entry && applies.length > 0) await s.api('POST', `/factories/${id}/sync`);
-          return entry?.result;
-        },
-        { timeout: 30_000, interval: 500 },
-      )
-      .toBe(result);
+    // each reconcile recorded is told: asked again then (a sync asked for when none has the result yet)
+    await whenFactoryTold(
+      s,
+      async () => {
+        const applies = (await s.api('GET', `/factories/${id}/applies`)).body.applies as Record<string, unknown>[];
+        entry = applies.find((a) => a.result === result);
+        if (!entry && applies.length > 0) await s.api('POST', `/factories/${id}/sync`);
+        return entry?.result === result;
+      },
+      `an apply with result ${result}`,
+      30_000,
+    );
     return entry!;
   };
 

@@ -7,6 +7,7 @@
  * Linear `viewer`; and the posts the factory interface makes: Slack `chat.postMessage` (JSON or form body, as
  * @slack/web-api sends it), Linear `commentCreate` and `agentActivityCreate`, each recorded in `posts`.
  */
+import { EventEmitter } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -39,6 +40,8 @@ export interface ChatApis {
   linearUrl: string;
   calls: string[];
   posts: ChatPost[];
+  /** Calls `listener` after each answered request (every call recorded by then); answers the function that removes it. */
+  onCall(listener: () => void): () => void;
   close(): Promise<void>;
 }
 
@@ -48,7 +51,10 @@ export async function startChatApis(data: ChatApiData): Promise<ChatApis> {
   const calls: string[] = [];
   const posts: ChatPost[] = [];
   let posted = 0;
+  const answered = new EventEmitter();
+  answered.setMaxListeners(0);
   const server = createServer((req, res) => {
+    res.once('finish', () => answered.emit('call'));
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -143,6 +149,10 @@ export async function startChatApis(data: ChatApiData): Promise<ChatApis> {
   const { port } = server.address() as AddressInfo;
   const base = `http://127.0.0.1:${port}`;
   return {
+    onCall(listener) {
+      answered.on('call', listener);
+      return () => answered.off('call', listener);
+    },
     slackUrl: `${base}/slack/api`,
     linearUrl: `${base}/linear/graphql`,
     calls,

@@ -12,6 +12,7 @@
  *   answered as the App's bot user.
  * Repository calls need an installation token this stand-in issued (`Authorization: token …`).
  */
+import { EventEmitter } from 'node:events';
 import { createPublicKey, createVerify } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -39,6 +40,8 @@ export interface GithubApiStandIn {
   pullFiles: Map<string, string[]>;
   /** Answers the next repository calls with these statuses (e.g. 502, or 403 with `retry-after`) before answering normally. */
   failNext(...answers: FailedAnswer[]): void;
+  /** Calls `listener` after each answered request (every call recorded by then); answers the function that removes it. */
+  onCall(listener: () => void): () => void;
   close(): Promise<void>;
 }
 
@@ -63,7 +66,10 @@ export async function startGithubApi(publicKeyPem: string, users: GithubUsers = 
   let issued = 0;
   let checkRunIds = 9_000_000;
   let commentIds = 1_000_000_000;
+  const answered = new EventEmitter();
+  answered.setMaxListeners(0);
   const server = createServer((req, res) => {
+    res.once('finish', () => answered.emit('call'));
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -188,6 +194,10 @@ export async function startGithubApi(publicKeyPem: string, users: GithubUsers = 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
+    onCall(listener) {
+      answered.on('call', listener);
+      return () => answered.off('call', listener);
+    },
     url: `http://127.0.0.1:${port}`,
     tokenRequests,
     calls,
