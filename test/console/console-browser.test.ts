@@ -5,7 +5,7 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startExecServer } from '../execution/support.ts';
+import { startExecServer, waitForState } from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
 import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';
@@ -59,13 +59,13 @@ describe('the console in Chromium', { timeout: 120_000 }, () => {
     await page.getByRole('button', { name: 'Register' }).click();
     await page.getByRole('heading', { name: /demo/ }).waitFor();
     await page.getByRole('button', { name: 'Sync now' }).click();
-    await expect.poll(async () => page.locator('h1 .badge').textContent(), { timeout: 20_000 }).toBe('Ready');
+    await page.locator('h1 .badge', { hasText: /^\s*Ready\s*$/ }).waitFor({ timeout: 20_000 });
     await checked(page);
 
     await remote.write({ 'webhooks/ci.yaml': 'authMode: tokn\nsecretName: ci-webhook\n' });
     await remote.commitAndPush('typo');
     await page.getByRole('button', { name: 'Sync now' }).click();
-    await expect.poll(async () => page.locator('h1 .badge').textContent(), { timeout: 20_000 }).toBe('Failed');
+    await page.locator('h1 .badge', { hasText: /^\s*Failed\s*$/ }).waitFor({ timeout: 20_000 });
     const link = page.locator('#problems ~ ul').getByRole('link', { name: 'webhooks/ci.yaml:1:11' });
     await link.waitFor();
     await shoot(page, 'factory-failed');
@@ -78,7 +78,7 @@ describe('the console in Chromium', { timeout: 120_000 }, () => {
     await remote.commitAndPush('fix the typo');
     await page.goBack();
     await page.getByRole('button', { name: 'Sync now' }).click();
-    await expect.poll(async () => page.locator('h1 .badge').textContent(), { timeout: 20_000 }).toBe('Ready');
+    await page.locator('h1 .badge', { hasText: /^\s*Ready\s*$/ }).waitFor({ timeout: 20_000 });
     await page.goto(server.url);
     await expect(page.getByRole('link', { name: 'demo' })).toBeDefined();
     await shoot(page, 'overview');
@@ -113,7 +113,8 @@ describe('the console in Chromium', { timeout: 120_000 }, () => {
       expect(res.status).toBe(202);
     }
     // console.js polls the log: the rows appear without a reload
-    await expect.poll(async () => rows.count(), { timeout: 15_000 }).toBe(3);
+    await rows.nth(2).waitFor({ timeout: 15_000 });
+    expect(await rows.count()).toBe(3);
     await page.goto(server.url);
     expect(await page.locator('.tile', { hasText: 'deliveries in the last hour' }).textContent()).toMatch(/^\s*3\s/);
     await page.goBack();
@@ -141,10 +142,8 @@ describe('the console in Chromium', { timeout: 120_000 }, () => {
     await page.locator(`a[href="/console/runs/${created.body.run_id}"]`).click();
     await page.locator('#run-events').waitFor();
     // events arrive over SSE while the agent runs
-    await expect.poll(async () => page.locator('#run-events li').count(), { timeout: 20_000 }).toBeGreaterThan(0);
-    await expect
-      .poll(async () => page.locator('#run-events').textContent(), { timeout: 20_000 })
-      .toContain('INPROGRESS');
+    await page.locator('#run-events li').first().waitFor({ timeout: 20_000 });
+    await page.locator('#run-events', { hasText: 'INPROGRESS' }).waitFor({ timeout: 20_000 });
     await checked(page);
     await page.getByRole('link', { name: 'Cancel run…' }).click();
     await page.getByRole('heading', { name: /^Cancel run/ }).waitFor();
@@ -152,10 +151,8 @@ describe('the console in Chromium', { timeout: 120_000 }, () => {
     await page.getByRole('button', { name: 'Cancel run' }).click();
     await page.getByText(/Cancel requested/).waitFor();
     // the state changes on the page without a reload
-    await expect.poll(async () => page.locator('#run-state').textContent(), { timeout: 20_000 }).toBe('CANCELLED');
-    await expect
-      .poll(async () => (await server.api('GET', `/agent/runs/${created.body.run_id}`)).body.state, { timeout: 20_000 })
-      .toBe('CANCELLED');
+    await page.locator('#run-state', { hasText: /^\s*CANCELLED\s*$/ }).waitFor({ timeout: 20_000 });
+    await waitForState(server, created.body.run_id, ['CANCELLED']);
     await page.goto(`${server.url}/console/schedules`);
     await checked(page);
     await page.goto(`${server.url}/console/integrations`);

@@ -3,7 +3,10 @@
  * back, confirmations that say what they do, and the HTML answers for unknown addresses.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startExecServer, waitFor, waitForState } from '../execution/support.ts';
+import { startExecServer, waitForState } from '../execution/support.ts';
+import { DELIVERIES_EVALUATED_TOPIC, RUN_LIFECYCLE_TOPIC } from '../../src/kernel/topics.ts';
+import { whenTold } from '../support/signals.ts';
+
 import type { ExecServer } from '../execution/support.ts';
 import { baseFiles } from '../support/factory-tree.ts';
 import { get, postForm, signIn } from './support.ts';
@@ -75,10 +78,15 @@ describe('console flows', { timeout: 60_000 }, () => {
     const refused = await send('wrong-secret');
     expect(refused.status).toBe(401);
 
-    const detail = await waitFor('the delivery to start its run', async () => {
-      const d = await server.api('GET', `/webhooks/${hook.uid}/deliveries/${accepted.delivery_id}`);
-      return d.body.runs?.length ? d.body : undefined;
-    });
+    const detail = await whenTold(
+      server.server.ctx.bus,
+      [DELIVERIES_EVALUATED_TOPIC, RUN_LIFECYCLE_TOPIC],
+      async () => {
+        const d = await server.api('GET', `/webhooks/${hook.uid}/deliveries/${accepted.delivery_id}`);
+        return d.body.runs?.length ? d.body : undefined;
+      },
+      { what: 'the delivery to start its run' },
+    );
     const runId = detail.runs[0].run_id as string;
 
     const log = await get(server, `/console/webhooks/${hook.uid}`, admin.cookie);

@@ -8,7 +8,10 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { liveWorkspace, startExecServer, waitFor, waitForState } from '../execution/support.ts';
+import { liveWorkspace, startExecServer, waitForState, whenRunsTold } from '../execution/support.ts';
+import { DELIVERIES_EVALUATED_TOPIC, RUN_LIFECYCLE_TOPIC } from '../../src/kernel/topics.ts';
+import { whenTold } from '../support/signals.ts';
+
 import type { ExecServer } from '../execution/support.ts';
 import { launchChromium } from '../support/chromium.ts';
 import { baseFiles } from '../support/factory-tree.ts';
@@ -52,16 +55,16 @@ describe('console pages in Chromium', { timeout: 120_000 }, () => {
     expect(await page.locator(`a[href="/console/factories/${factoryId}"]`).count()).toBeGreaterThan(0);
 
     // the agent waits for a file in its workspace, which its status event names
-    const workspace = await waitFor('the workspace', async () => {
+    const workspace = await whenRunsTold(server, 'the workspace', async () => {
       const events = (await server.api('GET', `/agent/runs/${runId}/events?follow=false`)).text as string;
       return /working in ([^"\\]+)/.exec(events)?.[1];
     });
-    await expect.poll(async () => page.locator('#run-state').textContent(), { timeout: 20_000 }).toBe('INPROGRESS');
+    await page.locator('#run-state', { hasText: /^\s*INPROGRESS\s*$/ }).waitFor({ timeout: 20_000 });
     expect(await page.locator('#run-events .ev-message').count()).toBe(0);
     // in its sandbox's own workspace
     writeFileSync(path.join(liveWorkspace(workspace), 'go-on'), '');
 
-    await expect.poll(async () => page.locator('#run-state').textContent(), { timeout: 20_000 }).toBe('SUCCEEDED');
+    await page.locator('#run-state', { hasText: /^\s*SUCCEEDED\s*$/ }).waitFor({ timeout: 20_000 });
     await page.locator('#live-status', { hasText: 'The run ended' }).waitFor();
     expect(await page.locator('#run-events .ev-message').count()).toBe(1);
     expect(await page.locator('#run-events .ev-tool .tool-slot').first().textContent()).toContain('completed');
@@ -71,11 +74,18 @@ describe('console pages in Chromium', { timeout: 120_000 }, () => {
     // artifacts arrived without a reload: a plan as Markdown, a file, a screenshot, a pull request
     expect(await page.locator('#artifact-list .plan ol li').textContent()).toBe('Fix it');
     expect(await page.locator('#artifact-list .file a').getAttribute('href')).toMatch(/\/download$/);
-    await expect
-      .poll(async () =>
-        page.locator('#artifact-list img').evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth),
-      )
-      .toBe(1);
+    // the image's own load event
+    const width = await page.locator('#artifact-list img').evaluate((el) => {
+      const img = el as unknown as {
+        complete: boolean;
+        naturalWidth: number;
+        addEventListener(type: 'load', listener: () => void): void;
+      };
+      return img.complete && img.naturalWidth > 0
+        ? img.naturalWidth
+        : new Promise<number>((resolve) => img.addEventListener('load', () => resolve(img.naturalWidth)));
+    });
+    expect(width).toBe(1);
     expect(await page.locator('#artifact-list .pr a').getAttribute('href')).toBe('https://example.com/pr/1');
     await checked();
 
@@ -114,10 +124,15 @@ describe('console pages in Chromium', { timeout: 120_000 }, () => {
     await link.waitFor({ timeout: 15_000 });
     await checked();
     await screenshot(page, 'webhook');
-    const detail = await waitFor('the run', async () => {
-      const d = await server.api('GET', `/webhooks/${hook.uid}/deliveries/${deliveryId}`);
-      return d.body.runs?.[0]?.run_id as string | undefined;
-    });
+    const detail = await whenTold(
+      server.server.ctx.bus,
+      [DELIVERIES_EVALUATED_TOPIC, RUN_LIFECYCLE_TOPIC],
+      async () => {
+        const d = await server.api('GET', `/webhooks/${hook.uid}/deliveries/${deliveryId}`);
+        return d.body.runs?.[0]?.run_id as string | undefined;
+      },
+      { what: 'the run of the delivery' },
+    );
     await link.click();
     await page.getByRole('heading', { name: /Delivery/ }).waitFor();
     await page.getByText('Would trigger').waitFor();
@@ -146,7 +161,7 @@ describe('console pages in Chromium', { timeout: 120_000 }, () => {
     await page.getByRole('button', { name: 'Cancel run' }).click();
     await page.getByText('Cancel requested').waitFor();
     await page.reload(); // a GET: nothing is posted again
-    await expect.poll(async () => page.locator('#run-state').textContent(), { timeout: 20_000 }).toBe('CANCELLED');
+    await page.locator('#run-state', { hasText: /^\s*CANCELLED\s*$/ }).waitFor({ timeout: 20_000 });
 
     await page.goto(`${server.url}/console/factories/${factoryId}`);
     await page.getByRole('link', { name: 'Rotate secret…' }).click();

@@ -58,26 +58,6 @@ export async function startExecServer(
   return Object.assign(s, { parts: s.server.services.execution });
 }
 
-export async function waitFor<T>(
-  what: string,
-  fn: () => Promise<T | undefined | false>,
-  timeoutMs = 20_000,
-  everyMs = 50,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await fn();
-      if (value !== undefined && value !== false) return value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
-
 /** What the server says when a run changed: its state, its events (artifacts among them), an execution's end. */
 export const RUN_TOPICS: readonly Topic[] = [
   RUN_LIFECYCLE_TOPIC,

@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { outputMatches } from './signals.ts';
 
 /** Finds Debian's PostgreSQL server binaries (the newest installed major version). */
 export function findPostgresBin(): string | undefined {
@@ -129,6 +130,8 @@ export async function startPostgresServer(): Promise<PostgresServer> {
     'max_connections=400',
     '-c',
     'shared_buffers=256MB',
+    '-c',
+    'lc_messages=C',
   ]);
   const child: ChildProcess = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
@@ -136,20 +139,12 @@ export async function startPostgresServer(): Promise<PostgresServer> {
     stderr += d.toString();
   });
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  const pg = (await import('pg')).default;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const client = new pg.Client({ connectionString: url });
-    try {
-      await client.connect();
-      await client.end();
-      break;
-    } catch {
-      await client.end().catch(() => {});
-      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`PostgreSQL did not start: ${stderr}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  // the server says when it is ready (messages in English: lc_messages=C below)
+  await outputMatches(child.stderr!, /database system is ready to accept connections/, {
+    what: 'PostgreSQL to start',
+    sofar: () => stderr,
+    timeoutMs: 30_000,
+  });
   const postmasterPid = (): number | undefined => readPostmasterPid(dataDir);
   return {
     url,
