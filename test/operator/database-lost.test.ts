@@ -15,6 +15,7 @@ import { TEST_MASTER_KEY } from '../support/server.ts';
 import { REQUIRE_KUBERNETES, kubernetesAvailability, startKubernetes } from './k8s.ts';
 import type { KubernetesTestEnv } from './k8s.ts';
 import { createNamespace } from './support.ts';
+import { pollUntil } from '../support/signals.ts';
 
 const availability = kubernetesAvailability();
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -85,7 +86,11 @@ describe.skipIf(availability.missing !== undefined)('agentyard operator on the e
       exited.then(() => Promise.reject(new Error(`operator exited before listening:\n${out}`))),
     ]);
     // ready once the informers have synced, which takes a moment after the port opens on a busy machine
-    await expect.poll(async () => (await fetch(`${base}/readyz`)).status, { timeout: 30_000, interval: 200 }).toBe(200);
+    await pollUntil(async () => (await fetch(`${base}/readyz`)).status === 200, {
+      what: "the operator process's /readyz to answer 200",
+      everyMs: 200,
+      timeoutMs: 30_000,
+    });
     child.kill('SIGUSR2');
     expect(await exited).toBe(1);
     const fatal = out.split('\n').find((line) => line.includes('the database engine has stopped'));

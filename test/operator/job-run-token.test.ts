@@ -15,7 +15,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';
-import { REQUIRE_KUBERNETES, eventually, kubernetesAvailability, startKubernetes } from './k8s.ts';
+import { REQUIRE_KUBERNETES, kubernetesAvailability, startKubernetes, whenKubernetesTold } from './k8s.ts';
 import type { KubernetesTestEnv } from './k8s.ts';
 import { clients, condition, createNamespace, factoryManifest, getFactory, startTestOperator } from './support.ts';
 import type { TestOperator } from './support.ts';
@@ -100,13 +100,16 @@ describe.skipIf(availability.missing !== undefined)('a Job reaches the factory i
       ['apply', '-f', '-'],
       factoryManifest(namespace, 'team', { source: { git: { url: `file://${remote.bare}`, pollInterval: '1s' } } }),
     );
-    const ready = await eventually(
+    const ready = await whenKubernetesTold(
+      k8s,
+      namespace,
       async () => {
         const f = await getFactory(k8s, namespace, 'team');
         return condition(f, 'Ready')?.status === 'True' ? f : undefined;
       },
       30_000,
       'the Factory to be Ready',
+      op.operator.server.ctx.bus,
     );
     factoryId = ready.status!.factoryId!;
     const secret = await clients(k8s).core.readNamespacedSecret({ name: 'agentyard-api-key', namespace });
@@ -138,7 +141,9 @@ describe.skipIf(availability.missing !== undefined)('a Job reaches the factory i
       )
     ).rows[0]!;
   const jobOf = (runId: string) =>
-    eventually(
+    whenKubernetesTold(
+      k8s,
+      namespace,
       async () => {
         const list = await batch.listNamespacedJob({ namespace, labelSelector: `agentyard.dev/run-id=${runId}` });
         const job = list.items[0];
@@ -146,6 +151,7 @@ describe.skipIf(availability.missing !== undefined)('a Job reaches the factory i
       },
       20_000,
       `the Job of run ${runId}`,
+      op.operator.server.ctx.bus,
     );
   const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
   const setJobStatus = (job: V1Job, status: Record<string, unknown>) =>
@@ -210,7 +216,14 @@ describe.skipIf(availability.missing !== undefined)('a Job reaches the factory i
 
     // the pod starts (as the Job controller reports it): the token is live
     await setJobStatus(job, { startTime: now(), active: 1, ready: 1 });
-    await eventually(async () => (await runOf(runId)).state === 'INPROGRESS', 10_000, 'the run to start');
+    await whenKubernetesTold(
+      k8s,
+      namespace,
+      async () => (await runOf(runId)).state === 'INPROGRESS',
+      10_000,
+      'the run to start',
+      op.operator.server.ctx.bus,
+    );
 
     // the agent's MCP client (the real SDK) with the token from the Secret
     const client = new Client({ name: 'job-agent', version: '1.0.0' });
@@ -258,7 +271,14 @@ describe.skipIf(availability.missing !== undefined)('a Job reaches the factory i
         { type: 'Complete', status: 'True', lastTransitionTime: now(), lastProbeTime: now() },
       ],
     });
-    await eventually(async () => (await runOf(runId)).state === 'SUCCEEDED', 10_000, 'the run to succeed');
+    await whenKubernetesTold(
+      k8s,
+      namespace,
+      async () => (await runOf(runId)).state === 'SUCCEEDED',
+      10_000,
+      'the run to succeed',
+      op.operator.server.ctx.bus,
+    );
     const after = await rpc(token, `${PUBLIC_HOST}:8080`, ping);
     expect(after.status).toBe(401);
     expect(JSON.stringify(after.body)).toContain('no longer running');

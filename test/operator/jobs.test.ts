@@ -10,7 +10,7 @@ import type { V1Job, V1JobCondition } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';
-import { REQUIRE_KUBERNETES, eventually, kubernetesAvailability, startKubernetes } from './k8s.ts';
+import { REQUIRE_KUBERNETES, kubernetesAvailability, startKubernetes, whenKubernetesTold } from './k8s.ts';
 import type { KubernetesTestEnv } from './k8s.ts';
 import {
   FOREMAN,
@@ -96,7 +96,9 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
       )
     ).rows[0]!;
   const jobOf = (runId: string) =>
-    eventually(
+    whenKubernetesTold(
+      k8s,
+      namespace,
       async () => {
         const list = await batch.listNamespacedJob({ namespace, labelSelector: `agentyard.dev/run-id=${runId}` });
         const job = list.items[0];
@@ -104,6 +106,7 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
       },
       20_000,
       `the Job of run ${runId}`,
+      op.operator.server.ctx.bus,
     );
   const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
   const setJobStatus = (job: V1Job, status: Record<string, unknown>) =>
@@ -163,13 +166,16 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
       ['apply', '-f', '-'],
       factoryManifest(namespace, 'runs', { source: { git: { url: `file://${remote.bare}`, pollInterval: '1s' } } }),
     );
-    const ready = await eventually(
+    const ready = await whenKubernetesTold(
+      k8s,
+      namespace,
       async () => {
         const f = await getFactory(k8s, namespace, 'runs');
         return condition(f, 'Ready')?.status === 'True' ? f : undefined;
       },
       30_000,
       'the Factory to be Ready',
+      op.operator.server.ctx.bus,
     );
     factoryId = ready.status!.factoryId!;
     factoryUid = ready.metadata!.uid!;
@@ -182,10 +188,13 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
       }),
     });
     const revision = `main@sha1:${await remote.commitAndPush('triage automation')}`;
-    await eventually(
+    await whenKubernetesTold(
+      k8s,
+      namespace,
       async () => (await getFactory(k8s, namespace, 'runs'))?.status?.appliedRevision === revision,
       30_000,
       'the automation to apply',
+      op.operator.server.ctx.bus,
     );
     const secret = await clients(k8s).core.readNamespacedSecret({ name: 'agentyard-api-key', namespace });
     teamKey = Buffer.from(secret.data!.token!, 'base64').toString('utf8');
@@ -204,7 +213,9 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
       { authorization: 'Bearer alerts-secret' },
     );
     expect(delivery.status).toBe(202);
-    const runId = await eventually(
+    const runId = await whenKubernetesTold(
+      k8s,
+      namespace,
       async () => {
         const res = await op.database.db.query<{ id: string }>('SELECT id FROM runs WHERE delivery_id = $1', [
           delivery.body.delivery_id,
@@ -213,6 +224,7 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
       },
       20_000,
       'the automation run',
+      op.operator.server.ctx.bus,
     );
     const job = await jobOf(runId);
     expect(await runState(runId)).toMatchObject({ state: 'CLAIMED' });
@@ -298,7 +310,14 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
 
     // The Job controller and kubelet would now start the pod and report it.
     await setJobStatus(job, { startTime: now(), active: 1, ready: 1 });
-    await eventually(async () => (await runState(runId)).state === 'INPROGRESS', 10_000, 'the run to start');
+    await whenKubernetesTold(
+      k8s,
+      namespace,
+      async () => (await runState(runId)).state === 'INPROGRESS',
+      10_000,
+      'the run to start',
+      op.operator.server.ctx.bus,
+    );
     await setJobStatus(job, {
       active: 0,
       ready: 0,
@@ -306,13 +325,16 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
       completionTime: now(),
       conditions: [cond('SuccessCriteriaMet'), cond('Complete')],
     });
-    const done = await eventually(
+    const done = await whenKubernetesTold(
+      k8s,
+      namespace,
       async () => {
         const r = await runState(runId);
         return r.state === 'SUCCEEDED' ? r : undefined;
       },
       10_000,
       'the run to succeed',
+      op.operator.server.ctx.bus,
     );
     expect(done.status_message.message).toContain(job.metadata!.name);
   });
@@ -368,15 +390,25 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
       const runId = await newRun(`case ${c.code}`);
       const job = await jobOf(runId);
       await setJobStatus(job, { startTime: now(), active: 1 });
-      await eventually(async () => (await runState(runId)).state === 'INPROGRESS', 10_000, 'the run to start');
+      await whenKubernetesTold(
+        k8s,
+        namespace,
+        async () => (await runState(runId)).state === 'INPROGRESS',
+        10_000,
+        'the run to start',
+        op.operator.server.ctx.bus,
+      );
       await setJobStatus(job, { active: 0, ...c.status });
-      const ended = await eventually(
+      const ended = await whenKubernetesTold(
+        k8s,
+        namespace,
         async () => {
           const r = await runState(runId);
           return r.state === c.state ? r : undefined;
         },
         10_000,
         `the run to end ${c.state}`,
+        op.operator.server.ctx.bus,
       );
       expect(ended.status_message.error_code).toBe(c.code);
       expect(ended.status_message.message).toMatch(c.text);
@@ -388,26 +420,32 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
     const job = await jobOf(cancelled);
     expect((await api('POST', `/agent/runs/${cancelled}/cancel`)).status).toBeLessThan(300);
     // No garbage collector here: a foreground deletion leaves the Job marked, waiting for its dependents.
-    const marked = await eventually(
+    const marked = await whenKubernetesTold(
+      k8s,
+      namespace,
       async () => {
         const j = await batch.readNamespacedJob({ name: job.metadata!.name!, namespace }).catch(() => undefined);
         return j?.metadata?.deletionTimestamp ? j : undefined;
       },
       10_000,
       'the Job to be deleted',
+      op.operator.server.ctx.bus,
     );
     expect(marked.metadata!.finalizers).toContain('foregroundDeletion');
 
     const orphaned = await newRun('its Job goes away');
     const other = await jobOf(orphaned);
     await batch.deleteNamespacedJob({ name: other.metadata!.name!, namespace, propagationPolicy: 'Background' });
-    const ended = await eventually(
+    const ended = await whenKubernetesTold(
+      k8s,
+      namespace,
       async () => {
         const r = await runState(orphaned);
         return r.state === 'ERROR' ? r : undefined;
       },
       10_000,
       'the run to end ERROR',
+      op.operator.server.ctx.bus,
     );
     expect(ended.status_message).toMatchObject({ error_code: 'job_deleted' });
     expect(ended.status_message.message).toContain('was deleted before the run finished');

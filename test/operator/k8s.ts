@@ -8,7 +8,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig, Watch } from '@kubernetes/client-node';
+import type { Bus } from '../../src/kernel/bus.ts';
+import { EXECUTIONS_ENDED_TOPIC, RUN_CHANGED_TOPIC, RUN_LIFECYCLE_TOPIC } from '../../src/kernel/topics.ts';
+import { askWhenPoked, pollUntil } from '../support/signals.ts';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -121,17 +124,19 @@ async function startOnce(availability: Availability): Promise<KubernetesTestEnv>
       });
     },
     async crdEstablished(name) {
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        try {
-          await testEnv.kubectl(['wait', '--for', 'condition=established', '--timeout=60s', `crd/${name}`]);
-          return;
-        } catch (err) {
-          // A CRD read before the API server set any condition makes kubectl's wait fail at once, not wait.
-          if (!/status\.conditions accessor error/.test(String(err)) || Date.now() > deadline) throw err;
-          await new Promise((resolve) => setTimeout(resolve, 200));
-        }
-      }
+      // kubectl wait watches the CRD; read before the API server set any condition, it fails at once instead
+      const answer = await pollUntil(
+        async (): Promise<{ failed?: unknown } | undefined> => {
+          try {
+            await testEnv.kubectl(['wait', '--for', 'condition=established', '--timeout=60s', `crd/${name}`]);
+            return {};
+          } catch (err) {
+            return /status\.conditions accessor error/.test(String(err)) ? undefined : { failed: err };
+          }
+        },
+        { what: `CRD ${name} to have conditions`, everyMs: 200, timeoutMs: 60_000 },
+      );
+      if (answer.failed) throw answer.failed;
     },
     async stop() {
       await run('bash', [availability.script, 'stop', availability.cacheDir], { env: scriptEnv }).catch(() => {});
@@ -141,29 +146,95 @@ async function startOnce(availability: Availability): Promise<KubernetesTestEnv>
   return testEnv;
 }
 
-/** Polls `check` until it answers a value other than undefined/false, or fails with the last error after `timeoutMs`. */
-export async function eventually<T>(
+/**
+ * Polls `check` until it answers a value other than undefined/false (test/support/signals.ts pollUntil, every
+ * 100 ms): an object in the Kubernetes API server or the operator's informer state, which tell the test nothing.
+ */
+export function eventually<T>(
   check: () => Promise<T | undefined | false> | T | undefined | false,
   timeoutMs = 20_000,
   what = 'condition',
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-      lastError = undefined;
-    } catch (err) {
-      lastError = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `timed out waiting for ${what}${lastError ? `: ${lastError instanceof Error ? lastError.message : String(lastError)}` : ''}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return pollUntil(check, { what, timeoutMs, everyMs: 100 });
+}
+
+/** What a wait in a namespace watches: its Factories, Events, Jobs and Leases. */
+function watchedPaths(namespace: string): string[] {
+  return [
+    `/apis/agentyard.dev/v1alpha1/namespaces/${namespace}/factories`,
+    `/api/v1/namespaces/${namespace}/events`,
+    `/apis/batch/v1/namespaces/${namespace}/jobs`,
+    `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`,
+  ];
+}
+
+/**
+ * Resolves with what `check` answers once it answers a value: asked now and on each change the API server tells
+ * on its watches of the namespace's Factories, Events, Jobs and Leases (and, given the operator's bus, each
+ * step of a run it executes), never on a timer. A watch the server ends is opened again.
+ */
+export function whenKubernetesTold<T>(
+  k8s: KubernetesTestEnv,
+  namespace: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 20_000,
+  what = 'condition',
+  bus?: Bus,
+): Promise<T> {
+  let last: unknown;
+  return askWhenPoked(
+    (poke) => {
+      let stopped = false;
+      const aborts: AbortController[] = [];
+      const watch = new Watch(k8s.kubeConfig);
+      const open = (path: string): void => {
+        if (stopped) return;
+        watch
+          .watch(
+            path,
+            { allowWatchBookmarks: false },
+            () => poke(),
+            () => {
+              // the server ends watches now and then: open it again, and look (a change may fall in between)
+              if (stopped) return;
+              poke();
+              setTimeout(() => open(path), 100).unref();
+            },
+          )
+          .then(
+            (abort) => (stopped ? abort.abort() : aborts.push(abort)),
+            () => !stopped && setTimeout(() => open(path), 100).unref(),
+          );
+      };
+      for (const path of watchedPaths(namespace)) open(path);
+      const offs = bus
+        ? [
+            bus.subscribe(RUN_LIFECYCLE_TOPIC, poke),
+            bus.subscribe(RUN_CHANGED_TOPIC, poke),
+            bus.subscribe(EXECUTIONS_ENDED_TOPIC, poke),
+          ]
+        : [];
+      return () => {
+        stopped = true;
+        for (const abort of aborts) abort.abort();
+        for (const off of offs) off();
+      };
+    },
+    // as `eventually`: a check that throws (an API server busy) is asked again at the next change
+    async () => {
+      try {
+        const value = await check();
+        last = undefined;
+        return value;
+      } catch (err) {
+        last = err;
+        return undefined;
+      }
+    },
+    { what, timeoutMs },
+  ).catch((err: unknown) => {
+    throw last ? new Error(`${String(err)}: ${last instanceof Error ? last.message : String(last)}`) : err;
+  });
 }
 
 export function readCrdYaml(): string {

@@ -17,7 +17,7 @@ import type { TestDatabase } from '../support/db.ts';
 import { TEST_MASTER_KEY } from '../support/server.ts';
 import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';
-import { REQUIRE_KUBERNETES, eventually, kubernetesAvailability, startKubernetes } from './k8s.ts';
+import { REQUIRE_KUBERNETES, kubernetesAvailability, startKubernetes, whenKubernetesTold } from './k8s.ts';
 import type { KubernetesTestEnv } from './k8s.ts';
 import {
   baseFiles,
@@ -28,6 +28,7 @@ import {
   webhookYaml,
   putSecret,
 } from './support.ts';
+import { outputMatches, pollUntil } from '../support/signals.ts';
 
 const availability = kubernetesAvailability();
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -158,24 +159,32 @@ describe.skipIf(availability.missing !== undefined || !ENGINES.includes('postgre
     it('elects one leader; both processes serve the ingress and the API', async () => {
       const a = startProcess('operator-a');
       await a.url;
-      await eventually(async () => (await holder()) === 'operator-a', 20_000, 'operator-a to hold the lease');
+      await whenKubernetesTold(
+        k8s,
+        namespace,
+        async () => (await holder()) === 'operator-a',
+        20_000,
+        'operator-a to hold the lease',
+      );
       const b = startProcess('operator-b');
       const urls = [await a.url, await b.url];
       for (const url of urls) {
         expect((await fetch(`${url}/healthz`)).status).toBe(200);
         // ready once the leader's informers have synced, a moment after the port opens on a busy machine
-        await expect
-          .poll(async () => (await fetch(`${url}/readyz`)).status, { timeout: 30_000, interval: 200 })
-          .toBe(200);
+        await pollUntil(async () => (await fetch(`${url}/readyz`)).status === 200, {
+          what: `${url}/readyz to answer 200 (an operator process tells nothing when its informers synced)`,
+          everyMs: 200,
+          timeoutMs: 30_000,
+        });
         const me = await fetch(`${url}/api/v1/whoami`, { headers: { authorization: `Bearer ${adminKey}` } });
         expect(me.status).toBe(200);
       }
       // B has tried the lease and found A holding it; the lease stays with A (B never leads: checked below).
-      await eventually(
-        async () => b.log.some((l) => l.includes('the leader is operator-a')),
-        20_000,
-        'operator-b to see operator-a lead',
-      );
+      await outputMatches(b.child.stdout!, /the leader is operator-a/, {
+        what: 'operator-b to see operator-a lead',
+        sofar: () => b.log.join('\n'),
+        timeoutMs: 20_000,
+      });
       expect(await holder()).toBe('operator-a');
 
       await k8s.kubectl(
@@ -185,7 +194,9 @@ describe.skipIf(availability.missing !== undefined || !ENGINES.includes('postgre
           executor: 'service',
         }),
       );
-      const ready = await eventually(
+      const ready = await whenKubernetesTold(
+        k8s,
+        namespace,
         async () => {
           const f = await factory();
           return condition(f, 'Ready')?.status === 'True' ? f : undefined;
@@ -209,14 +220,22 @@ describe.skipIf(availability.missing !== undefined || !ENGINES.includes('postgre
       a!.child.kill('SIGTERM');
       expect(await a!.exited).toBe(0);
       expect(a!.log.some((l) => l.includes('released the leader lease'))).toBe(true);
-      await eventually(async () => (await holder()) === 'operator-b', 10_000, 'operator-b to take the lease');
+      await whenKubernetesTold(
+        k8s,
+        namespace,
+        async () => (await holder()) === 'operator-b',
+        10_000,
+        'operator-b to take the lease',
+      );
       const revision = `main@sha1:${await (
         async () => {
           await remote.write({ 'factory.yaml': `${baseFiles()['factory.yaml']}description: after failover\n` });
           return remote.commitAndPush('after failover');
         }
       )()}`;
-      await eventually(
+      await whenKubernetesTold(
+        k8s,
+        namespace,
         async () => (await factory())?.status?.appliedRevision === revision,
         30_000,
         'the new leader to apply the next revision',

@@ -5,7 +5,7 @@ import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';
 import type { FactoryResource } from '../../src/operator/factory-resource.ts';
 import { REQUESTED_AT_ANNOTATION } from '../../src/operator/factory-controller.ts';
-import { REQUIRE_KUBERNETES, eventually, kubernetesAvailability, startKubernetes } from './k8s.ts';
+import { REQUIRE_KUBERNETES, eventually, kubernetesAvailability, startKubernetes, whenKubernetesTold } from './k8s.ts';
 import type { KubernetesTestEnv } from './k8s.ts';
 import {
   baseFiles,
@@ -91,7 +91,9 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
         }),
       );
 
-      const ready = await eventually(
+      const ready = await whenKubernetesTold(
+        k8s,
+        namespace,
         async () => {
           const f = await factory();
           return condition(f, 'Ready')?.status === 'True' ? f : undefined;
@@ -134,7 +136,9 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
         new RegExp(`^alerts\\s+True\\s+${firstRevision.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s+1\\s`, 'm'),
       );
 
-      const events = await eventually(
+      const events = await whenKubernetesTold(
+        k8s,
+        namespace,
         async () => {
           const list = await factoryEvents(k8s, namespace, ready.metadata!.uid!);
           return list.some((e) => e.reason === 'Applied') ? list : undefined;
@@ -171,7 +175,9 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
         { 'webhooks/broken.yaml': 'authMode: nope\nsecretName: alerts-token\n' },
         'a broken webhook',
       );
-      const refused = await eventually(
+      const refused = await whenKubernetesTold(
+        k8s,
+        namespace,
         async () => {
           const f = await factory();
           return f?.status?.attemptedRevision === bad && condition(f, 'Applied')?.status === 'False' ? f : undefined;
@@ -192,7 +198,9 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
       expect(refused.status!.webhooks!.map((w) => w.name)).toEqual(['alerts']);
 
       expect((await postJson(hookUrl, { severity: 'high' }, { authorization: 'Bearer token-one' })).status).toBe(202);
-      const events = await eventually(
+      const events = await whenKubernetesTold(
+        k8s,
+        namespace,
         async () => {
           const list = await factoryEvents(k8s, namespace, refused.metadata!.uid!);
           return list.some((e) => e.reason === 'ValidationFailed') ? list : undefined;
@@ -208,7 +216,9 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
       const revision = await commit({ 'webhooks/deploys.yaml': webhookYaml('deploys-token') }, 'a deploys webhook', [
         'webhooks/broken.yaml',
       ]);
-      const refused = await eventually(
+      const refused = await whenKubernetesTold(
+        k8s,
+        namespace,
         async () => {
           const f = await factory();
           return f?.status?.attemptedRevision === revision && condition(f, 'Applied')?.status === 'False'
@@ -223,7 +233,9 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
         line: 2,
       });
       expect(condition(refused, 'Ready')!.message).toMatch(/webhooks\/deploys\.yaml:2:\d+/);
-      const events = await eventually(
+      const events = await whenKubernetesTold(
+        k8s,
+        namespace,
         async () => {
           const list = await factoryEvents(k8s, namespace, refused.metadata!.uid!);
           return list.find((e) => e.reason === 'SecretNotFound');
@@ -242,7 +254,9 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
         `${REQUESTED_AT_ANNOTATION}=first`,
         '--overwrite',
       ]);
-      const ready = await eventually(
+      const ready = await whenKubernetesTold(
+        k8s,
+        namespace,
         async () => {
           const f = await factory();
           return f?.status?.appliedRevision === revision && condition(f, 'Ready')?.status === 'True' ? f : undefined;
@@ -265,7 +279,9 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
         { 'factory.yaml': `${baseFiles()['factory.yaml']}description: rotated\n` },
         'describe the factory',
       );
-      await eventually(
+      await whenKubernetesTold(
+        k8s,
+        namespace,
         async () => (await factory())?.status?.appliedRevision === revision,
         30_000,
         'the next revision to apply',
@@ -285,7 +301,9 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
         '-p',
         '{"spec":{"suspend":true}}',
       ]);
-      await eventually(
+      await whenKubernetesTold(
+        k8s,
+        namespace,
         async () => condition(await factory(), 'Ready')?.reason === 'Suspended',
         20_000,
         'Ready to say Suspended',
@@ -303,7 +321,9 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
         `${REQUESTED_AT_ANNOTATION}=while-suspended`,
         '--overwrite',
       ]);
-      const handled = await eventually(
+      const handled = await whenKubernetesTold(
+        k8s,
+        namespace,
         async () => {
           const f = await factory();
           return f?.status?.lastHandledReconcileAt === 'while-suspended' ? f : undefined;
@@ -322,7 +342,9 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
         '-p',
         '{"spec":{"suspend":false}}',
       ]);
-      await eventually(
+      await whenKubernetesTold(
+        k8s,
+        namespace,
         async () => (await factory())?.status?.appliedRevision === next,
         30_000,
         'the revision to apply after resuming',
@@ -335,7 +357,9 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
         ['apply', '-f', '-'],
         factoryManifest(namespace, 'bad-url', { source: { git: { url: 'ftp://example.com/repo.git' } } }),
       );
-      const stalled = await eventually(
+      const stalled = await whenKubernetesTold(
+        k8s,
+        namespace,
         async () => {
           const f = await getFactory(k8s, namespace, 'bad-url');
           return condition(f, 'Stalled')?.status === 'True' ? f : undefined;
@@ -358,7 +382,9 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
           },
         }),
       );
-      const failing = await eventually(
+      const failing = await whenKubernetesTold(
+        k8s,
+        namespace,
         async () => {
           const f = await getFactory(k8s, namespace, 'private');
           return condition(f, 'SourceReady')?.status === 'False' ? f : undefined;
@@ -405,7 +431,9 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
         ['apply', '-f', '-'],
         factoryManifest(namespace, 'alerts', { source: { git: { url: `file://${remote.bare}`, pollInterval: '0' } } }),
       );
-      const again = await eventually(
+      const again = await whenKubernetesTold(
+        k8s,
+        namespace,
         async () => {
           const g = await factory();
           return condition(g, 'Ready')?.status === 'True' ? g : undefined;

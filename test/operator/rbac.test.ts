@@ -10,7 +10,7 @@ import { BatchV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGitRemote } from '../sources/git-fixture.ts';
 import type { GitRemote } from '../sources/git-fixture.ts';
-import { REQUIRE_KUBERNETES, eventually, kubernetesAvailability, startKubernetes } from './k8s.ts';
+import { REQUIRE_KUBERNETES, kubernetesAvailability, startKubernetes, whenKubernetesTold } from './k8s.ts';
 import type { KubernetesTestEnv } from './k8s.ts';
 import {
   baseFiles,
@@ -106,7 +106,9 @@ describe.skipIf(availability.missing !== undefined)('operator with the chart RBA
         ingress: { baseUrl: 'https://hooks.example.com/' },
       }),
     );
-    const ready = await eventually(
+    const ready = await whenKubernetesTold(
+      k8s,
+      team,
       async () => {
         const f = await getFactory(k8s, team, 'alerts');
         return condition(f, 'Ready')?.status === 'True' ? f : undefined;
@@ -117,7 +119,9 @@ describe.skipIf(availability.missing !== undefined)('operator with the chart RBA
     expect(ready.metadata!.finalizers).toContain('agentyard.dev/finalizer');
     // spec.ingress.baseUrl is what senders are told.
     expect(ready.status!.webhooks![0]!.ingressUrl).toMatch(/^https:\/\/hooks\.example\.com\/webhooks\/w\/wh_/);
-    await eventually(
+    await whenKubernetesTold(
+      k8s,
+      team,
       async () => (await factoryEvents(k8s, team, ready.metadata!.uid!)).some((e) => e.reason === 'Applied'),
       10_000,
       'an Applied event',
@@ -133,7 +137,9 @@ describe.skipIf(availability.missing !== undefined)('operator with the chart RBA
     expect(created.status).toBeLessThan(300);
     const runId = ((await created.json()) as { run_id: string }).run_id;
     const batch = k8s.kubeConfig.makeApiClient(BatchV1Api);
-    const job = await eventually(
+    const job = await whenKubernetesTold(
+      k8s,
+      team,
       async () => {
         const list = await batch.listNamespacedJob({ namespace: team, labelSelector: `agentyard.dev/run-id=${runId}` });
         return list.items[0]?.spec?.suspend === false ? list.items[0] : undefined;
