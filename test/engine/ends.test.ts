@@ -15,14 +15,19 @@ import { transitionFor } from '../../src/engine/state-machine.ts';
 import { ENGINES } from '../support/db.ts';
 import { createRun, eventsOf, executionsOf, startExecServer, waitFor } from '../execution/support.ts';
 import type { ExecServer } from '../execution/support.ts';
+import { closeWithin, within } from '../support/deadline.ts';
 
 describe.each(ENGINES)('ends of executions on %s', (engine) => {
   let s: ExecServer;
   beforeAll(async () => {
-    s = await startExecServer(engine, { settings: { harnesses: [], defaultHarness: undefined } });
+    s = await within(
+      'the server to start',
+      startExecServer(engine, { settings: { harnesses: [], defaultHarness: undefined } }),
+      60_000,
+    );
   });
   afterAll(async () => {
-    await s?.close();
+    if (s) await closeWithin(s, 30_000);
   });
 
   const create = async (prompts: string[]) => {
