@@ -14,19 +14,12 @@ import { waitFor, ROOT } from '../execution/support.ts';
 import { SLACK_APP_MENTION } from '../integrations/fixtures.ts';
 import { serveEnv, spawnAgentyard } from '../support/agentyard-process.ts';
 import type { AgentyardProcess } from '../support/agentyard-process.ts';
+import { startSlackStandIn } from '../support/chat-apis.ts';
 import type { ChatApis } from '../support/chat-apis.ts';
 import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
-import {
-  MCP_AGENT,
-  SDK_DIR,
-  connectSlack,
-  managedFactory,
-  postSlackEvent,
-  slackForemanFiles,
-  startSlackStandIn,
-} from './support.ts';
+import { MCP_AGENT, SDK_DIR, connectSlack, managedFactory, postSlackEvent, slackForemanFiles } from './support.ts';
 
 const BOT_TOKEN = 'xoxb-4242-crash-bot-token';
 const CHANNEL = SLACK_APP_MENTION.event.channel;

@@ -13,6 +13,7 @@ import examples from '@octokit/webhooks-examples/api.github.com/index.json' with
 import { sign } from '@octokit/webhooks-methods';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
+import { startSlackStandIn } from '../support/chat-apis.ts';
 import type { ChatApis } from '../support/chat-apis.ts';
 import { startGithubApi } from '../support/github-api.ts';
 import type { GithubApiStandIn } from '../support/github-api.ts';
@@ -27,7 +28,6 @@ import {
   postSlackEvent,
   slackForemanFiles,
   startMcpServer,
-  startSlackStandIn,
   usePlaybook,
 } from './support.ts';
 

@@ -10,8 +10,7 @@ import path from 'node:path';
 import { AGENTS, fastSettings, ROOT } from '../execution/support.ts';
 import { post } from '../ingress/support.ts';
 import { SLACK_APP_MENTION } from '../integrations/fixtures.ts';
-import { startChatApis } from '../support/chat-apis.ts';
-import type { ChatApis } from '../support/chat-apis.ts';
+import { providerFactoryYaml } from '../support/factory-tree.ts';
 import type { Engine } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer, TestServerOptions } from '../support/server.ts';
@@ -132,17 +131,7 @@ Label it, then hand it to implement.
 export function slackForemanFiles(name: string): Record<string, string> {
   return {
     ...AGENT_FILES,
-    'factory.yaml': `schemaVersion: v1alpha1
-name: ${name}
-repositories:
-  - owner: Codertocat
-    name: Hello-World
-integrations:
-  - type: slack
-agentDefaults:
-  model: auto
-  runner: default
-`,
+    'factory.yaml': providerFactoryYaml(name, ['slack']),
     'automations/mention/automation.md': `---
 triggers:
   - provider: slack
@@ -152,20 +141,6 @@ triggers:
 Handle the request from Slack.
 `,
   };
-}
-
-/** The Slack stand-in answering with `botToken` (and the Linear stand-in, unused). */
-export function startSlackStandIn(botToken: string): Promise<ChatApis> {
-  return startChatApis({
-    slackToken: botToken,
-    channels: [],
-    users: [],
-    linearKey: 'lin_api_unused',
-    teams: [],
-    projects: [],
-    states: [],
-    issues: [],
-  });
 }
 
 /** Connects Slack to the team of `s` (its signing secret and bot token stored as secrets); answers the events URL. */
