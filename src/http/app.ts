@@ -13,6 +13,7 @@ import type { KeyAuthenticator } from '../kernel/caller.ts';
 import type { Logger } from '../kernel/log.ts';
 import type { AppInstance, DirectHandler, DirectRoute, RoutePlugin } from '../plugin.ts';
 import { DirectRoutes } from './direct-routes.ts';
+import { closeConnectionsPromptly } from './closing.ts';
 import { sendProblem, toAppError } from './errors.ts';
 import { redactUrl } from '../kernel/redact.ts';
 import { RequestLog } from './request-log.ts';
@@ -108,6 +109,10 @@ export async function buildApp(
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     ajv: { customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true, allErrors: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // `close()` ends each connection once its answer is sent, and cuts the rest after a grace (closing.ts).
+  const closing = closeConnectionsPromptly(app.server);
+  app.addHook('preClose', async () => closing.begin());
 
   // Query strings, params and headers are text, so their validator coerces ("20" → 20, one value → array);
   // a JSON body is typed already and is not coerced (`{"prompt": 42}` is a 400 naming the field).

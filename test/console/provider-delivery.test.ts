@@ -6,27 +6,20 @@
  * replay an accepted one (asked first, redirected, the replay starts its run again). The JSON API under it:
  * GET /integrations/{provider}/deliveries/{id}/automations and POST …/replay.
  */
-import { createHmac, randomBytes } from 'node:crypto';
-import { sign } from '@octokit/webhooks-methods';
-import examples from '@octokit/webhooks-examples/api.github.com/index.json' with { type: 'json' };
+import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
-import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
-import { FOREMAN, RUNNER } from '../support/factory-tree.ts';
+import { FOREMAN, RUNNER, providerFactoryYaml } from '../support/factory-tree.ts';
 import { post } from '../ingress/support.ts';
-import { connectProviders } from '../integrations/connections.ts';
+import { githubExample, startConnectedServer } from '../integrations/connections.ts';
+import type { ConnectedServer, ProviderSecrets } from '../integrations/connections.ts';
 import { linearCommentCreated, SLACK_APP_MENTION } from '../integrations/fixtures.ts';
 import { runsOfDeliveries, waitEvaluated } from '../automations/support.ts';
 import { get, postForm, signIn } from './support.ts';
 import type { Session } from './support.ts';
 
 type Payload = Record<string, any>;
-
-function githubExample(event: string, action: string): Payload {
-  const entry = (examples as { name: string; examples: Payload[] }[]).find((e) => e.name === event)!;
-  return structuredClone(entry.examples.find((x) => x.action === action)!);
-}
 
 const automation = (provider: string, event: string, filter = '') => `---
 triggers:
@@ -38,18 +31,7 @@ Handle the ${provider} ${event}.
 `;
 
 const FILES: Record<string, string> = {
-  'factory.yaml': `schemaVersion: v1alpha1
-name: Provider pages
-repositories:
-  - owner: Codertocat
-    name: Hello-World
-integrations:
-  - type: slack
-  - type: linear
-agentDefaults:
-  model: auto
-  runner: default
-`,
+  'factory.yaml': providerFactoryYaml('Provider pages', ['slack', 'linear']),
   'agents/foreman/agent.md': FOREMAN,
   'runners/default.yaml': RUNNER,
   'automations/gh-opened/automation.md': automation('github', 'issue_created'),
@@ -65,20 +47,17 @@ function verdict(page: string, name: string): string {
 }
 
 describe.each(ENGINES)('provider delivery pages (%s)', (engine) => {
+  let connected: ConnectedServer;
   let server: TestServer;
   let admin: Session;
   let member: Session;
-  const secrets = {
-    github: randomBytes(20).toString('hex'),
-    slack: randomBytes(16).toString('hex'),
-    linear: `lin_wh_${randomBytes(16).toString('hex')}`,
-  };
+  let secrets: ProviderSecrets;
   let urls: Record<string, string>;
   let sequence = 0;
 
   beforeAll(async () => {
-    server = await startTestServer(engine);
-    urls = await connectProviders(server, secrets);
+    connected = await startConnectedServer(engine);
+    ({ server, secrets, urls } = connected);
     const factory = await server.api('POST', '/factories', { name: 'provider-pages' });
     const files = Object.entries(FILES).map(([path, content]) => ({ path, content }));
     const applied = await server.api('POST', `/factories/${factory.body.id}/apply`, { files });
@@ -87,18 +66,10 @@ describe.each(ENGINES)('provider delivery pages (%s)', (engine) => {
     const key = await server.api('POST', '/api-keys', { name: 'viewer', role: 'member' });
     member = await signIn(server, key.body.key);
   }, 60_000);
-  afterAll(async () => server?.close());
+  afterAll(async () => connected?.server.close());
 
-  async function github(header: string, payload: Payload, secret = secrets.github) {
-    const body = JSON.stringify(payload);
-    const res = await post(urls.github!, body, {
-      'content-type': 'application/json',
-      'x-github-event': header,
-      'x-github-delivery': `c0ffee00-0000-4000-8000-${String(++sequence).padStart(12, '0')}`,
-      'x-hub-signature-256': await sign(secret, body),
-    });
-    return res;
-  }
+  const github = (header: string, payload: Payload, secret?: string) =>
+    connected.postGithub(header, payload, `c0ffee00-0000-4000-8000-${String(++sequence).padStart(12, '0')}`, secret);
 
   async function accepted(res: { status: number; text: string; body: any }): Promise<string> {
     expect(res.status, res.text).toBe(202);
@@ -174,15 +145,7 @@ describe.each(ENGINES)('provider delivery pages (%s)', (engine) => {
 
   it('Slack and Linear deliveries: the keyword that matches, the channel that does not, their runs', async () => {
     const body = JSON.stringify({ ...SLACK_APP_MENTION, event_id: `Ev${++sequence}` });
-    const at = Math.floor(Date.now() / 1000);
-    const signature = createHmac('sha256', secrets.slack).update(`v0:${at}:${body}`).digest('hex');
-    const slack = await accepted(
-      await post(urls.slack!, body, {
-        'content-type': 'application/json',
-        'x-slack-request-timestamp': String(at),
-        'x-slack-signature': `v0=${signature}`,
-      }),
-    );
+    const slack = await accepted(await post(urls.slack!, body, connected.slackHeaders(body)));
     const [slackRun] = await runsOfDeliveries(server, [slack]);
     const page = await get(server, `/console/integrations/slack/deliveries/${slack}`, admin.cookie);
     expect(verdict(page.text, 'slack-deploy')).toContain('Would trigger');

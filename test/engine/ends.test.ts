@@ -16,14 +16,19 @@ import { ENGINES } from '../support/db.ts';
 import { createRun, eventsOf, executionsOf, startExecServer } from '../execution/support.ts';
 import { pollUntil } from '../support/signals.ts';
 import type { ExecServer } from '../execution/support.ts';
+import { closeWithin, within } from '../support/deadline.ts';
 
 describe.each(ENGINES)('ends of executions on %s', (engine) => {
   let s: ExecServer;
   beforeAll(async () => {
-    s = await startExecServer(engine, { settings: { harnesses: [], defaultHarness: undefined } });
+    s = await within(
+      'the server to start',
+      startExecServer(engine, { settings: { harnesses: [], defaultHarness: undefined } }),
+      60_000,
+    );
   });
   afterAll(async () => {
-    await s?.close();
+    if (s) await closeWithin(s, 30_000);
   });
 
   const create = async (prompts: string[]) => {

@@ -14,10 +14,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { firstUser, startOpenAiStandin, textOf, toolResults } from '../support/openai-standin.ts';
 import type { OpenAiStandin, StandinReply, StandinRequest } from '../support/openai-standin.ts';
-import { createRun, eventsOf, executionsOf, startExecServer, waitForState, whenRunsTold } from './support.ts';
-import type { ExecServer } from './support.ts';
+import {
+  STANDIN_KEY,
+  createRun,
+  eventsOf,
+  executionsOf,
+  startBuiltinAgentServer,
+  waitForState,
+  whenRunsTold,
+} from './support.ts';
+import type { BuiltinAgentServer, ExecServer } from './support.ts';
 
-const KEY = 'sk-standin-0123456789abcdef';
+const KEY = STANDIN_KEY;
 
 function filesUnder(dir: string): string[] {
   const out: string[] = [];
@@ -38,34 +46,21 @@ function call(name: string, args: unknown): StandinReply {
 }
 
 describe('the built-in agent', () => {
+  let server: BuiltinAgentServer;
   let s: ExecServer;
   let model: OpenAiStandin;
 
   beforeAll(async () => {
-    model = await startOpenAiStandin((req) => {
+    server = await startBuiltinAgentServer((req) => {
       const key = [...scripts.keys()].find((k) => firstUser(req).includes(k));
       if (!key) return { content: 'no script' };
       const step = req.messages.filter((m) => m.role === 'assistant').length;
       return scripts.get(key)!(req, step);
     });
-    s = await startExecServer('pglite', {
-      settings: {
-        harnesses: ['agentyard'],
-        defaultHarness: 'agentyard',
-        builtin: {
-          baseUrl: model.baseUrl,
-          apiKey: KEY,
-          model: 'local-model',
-          maxTurns: 20,
-          deadlineMs: 60_000,
-          requestTimeoutMs: 30_000,
-        },
-      },
-    });
+    ({ s, model } = server);
   });
   afterAll(async () => {
-    await s?.close();
-    await model?.close();
+    await server?.close();
   });
 
   it('calls the shell, writes and edits a file, and finishes with its answer as the result', async () => {
@@ -288,28 +283,19 @@ describe('the built-in agent', () => {
 });
 
 describe('the built-in agent and a hung endpoint', () => {
+  let server: BuiltinAgentServer;
   let s: ExecServer;
   let model: OpenAiStandin;
   beforeAll(async () => {
-    model = await startOpenAiStandin(() => ({ hang: true }));
-    s = await startExecServer('pglite', {
-      settings: {
-        harnesses: ['agentyard'],
-        defaultHarness: 'agentyard',
-        builtin: {
-          baseUrl: model.baseUrl,
-          apiKey: KEY,
-          model: undefined,
-          maxTurns: 20,
-          deadlineMs: 6_000,
-          requestTimeoutMs: 60_000,
-        },
-      },
+    server = await startBuiltinAgentServer(() => ({ hang: true }), {
+      model: undefined,
+      deadlineMs: 6_000,
+      requestTimeoutMs: 60_000,
     });
+    ({ s, model } = server);
   });
   afterAll(async () => {
-    await s?.close();
-    await model?.close();
+    await server?.close();
   });
 
   it('fails the run at its deadline', async () => {

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { ExecutionParts } from '../../src/composition.ts';
+import type { BuiltinAgentSettings } from '../../src/execution/harnesses/agentyard.ts';
 import type { ExecutionSettings } from '../../src/execution/settings.ts';
 import type { Config } from '../../src/config.ts';
 import type { Bus } from '../../src/kernel/bus.ts';
@@ -15,6 +16,8 @@ import type { Engine, TestDatabase } from '../support/db.ts';
 import { inState, waitForRun } from '../support/run-events.ts';
 import { whenTold } from '../support/signals.ts';
 import type { Check } from '../support/signals.ts';
+import { startOpenAiStandin } from '../support/openai-standin.ts';
+import type { OpenAiStandin, Script } from '../support/openai-standin.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
 
@@ -56,6 +59,55 @@ export async function startExecServer(
     ...(options.database ? { database: options.database } : {}),
   });
   return Object.assign(s, { parts: s.server.services.execution });
+}
+
+/** The model key the built-in agent's stand-in endpoint is given (long enough to be redacted). */
+export const STANDIN_KEY = 'sk-standin-0123456789abcdef';
+
+export interface BuiltinAgentServer {
+  s: ExecServer;
+  /** The stand-in OpenAI-compatible endpoint the agents talk to. */
+  model: OpenAiStandin;
+  close(): Promise<void>;
+}
+
+/**
+ * A PGlite server whose executors run only the built-in agent (`harness: agentyard`), its model a stand-in
+ * endpoint answering by `script`; `builtin` overrides the agent's settings (turns, deadline, timeout).
+ */
+export async function startBuiltinAgentServer(
+  script: Script,
+  builtin: Partial<BuiltinAgentSettings> = {},
+): Promise<BuiltinAgentServer> {
+  const model = await startOpenAiStandin(script);
+  try {
+    const s = await startExecServer('pglite', {
+      settings: {
+        harnesses: ['agentyard'],
+        defaultHarness: 'agentyard',
+        builtin: {
+          baseUrl: model.baseUrl,
+          apiKey: STANDIN_KEY,
+          model: 'local-model',
+          maxTurns: 20,
+          deadlineMs: 60_000,
+          requestTimeoutMs: 30_000,
+          ...builtin,
+        },
+      },
+    });
+    return {
+      s,
+      model,
+      async close() {
+        await s.close();
+        await model.close();
+      },
+    };
+  } catch (err) {
+    await model.close();
+    throw err;
+  }
 }
 
 /** What the server says when a run changed: its state, its events (artifacts among them), an execution's end. */

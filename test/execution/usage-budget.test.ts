@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usageBefore, usageBudgetPassed } from '../../src/execution/usage-budget.ts';
-import { firstUser, startOpenAiStandin } from '../support/openai-standin.ts';
+import { firstUser } from '../support/openai-standin.ts';
 import type { OpenAiStandin } from '../support/openai-standin.ts';
 import {
   AGENTS,
@@ -16,11 +16,12 @@ import {
   createRun,
   eventsOf,
   executionsOf,
+  startBuiltinAgentServer,
   startExecServer,
   waitForState,
   whenRunsTold,
 } from './support.ts';
-import type { ExecServer } from './support.ts';
+import type { BuiltinAgentServer, ExecServer } from './support.ts';
 
 const FINAL = ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'];
 
@@ -124,36 +125,25 @@ describe('usage budgets over the executions of a run', () => {
 });
 
 describe('max_tokens and the built-in agent', () => {
+  let server: BuiltinAgentServer;
   let s: ExecServer;
   let model: OpenAiStandin;
   beforeAll(async () => {
     // a model that never stops calling the shell, each answer 100 prompt and 20 completion tokens
-    model = await startOpenAiStandin((req) =>
-      firstUser(req).includes('LOOP')
-        ? {
-            toolCalls: [{ name: 'shell', arguments: JSON.stringify({ command: 'echo again >> loop.txt' }) }],
-            usage: { prompt_tokens: 100, completion_tokens: 20 },
-          }
-        : { content: 'no script' },
+    server = await startBuiltinAgentServer(
+      (req) =>
+        firstUser(req).includes('LOOP')
+          ? {
+              toolCalls: [{ name: 'shell', arguments: JSON.stringify({ command: 'echo again >> loop.txt' }) }],
+              usage: { prompt_tokens: 100, completion_tokens: 20 },
+            }
+          : { content: 'no script' },
+      { maxTurns: 50 },
     );
-    s = await startExecServer('pglite', {
-      settings: {
-        harnesses: ['agentyard'],
-        defaultHarness: 'agentyard',
-        builtin: {
-          baseUrl: model.baseUrl,
-          apiKey: 'sk-standin-0123456789abcdef',
-          model: 'local-model',
-          maxTurns: 50,
-          deadlineMs: 60_000,
-          requestTimeoutMs: 30_000,
-        },
-      },
-    });
+    ({ s, model } = server);
   });
   afterAll(async () => {
-    await s?.close();
-    await model?.close();
+    await server?.close();
   });
 
   it('stops the agent once the tokens its model reported pass the budget', async () => {

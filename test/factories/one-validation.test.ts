@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEPLOYMENT_NOTES } from '../../src/factories/apply/deployment-notes.ts';
 import { ENGINES } from '../support/db.ts';
-import { startChatApis } from '../support/chat-apis.ts';
+import { startSlackStandIn } from '../support/chat-apis.ts';
 import type { ChatApis } from '../support/chat-apis.ts';
 import { FOREMAN, webhookYaml } from '../support/factory-tree.ts';
 import { startTestServer } from '../support/server.ts';
@@ -77,16 +77,7 @@ describe.each(ENGINES)('one validation per apply, with integrations, on %s', (en
   let open: TestServer;
   let closed: TestServer;
   beforeAll(async () => {
-    apis = await startChatApis({
-      slackToken: 'xoxb-one-pass',
-      channels: [{ id: 'C0ENG00001', name: 'eng' }],
-      users: [],
-      linearKey: 'lin_api_unused',
-      teams: [],
-      projects: [],
-      states: [],
-      issues: [],
-    });
+    apis = await startSlackStandIn('xoxb-one-pass', { channels: [{ id: 'C0ENG00001', name: 'eng' }] });
     process.env.AGENTYARD_SLACK_API_URL = apis.slackUrl;
     open = await startTestServer(engine);
     closed = await startTestServer(engine, { config: { modelCatalogue: 'closed' } });

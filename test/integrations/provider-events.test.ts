@@ -3,40 +3,22 @@
  * from committed files subscribes to their events, and deliveries signed by each provider's documented scheme
  * (GitHub's own @octokit/webhooks-methods) start exactly the matching runs through the outbox.
  */
-import { createHmac, randomBytes } from 'node:crypto';
-import { sign } from '@octokit/webhooks-methods';
-import examples from '@octokit/webhooks-examples/api.github.com/index.json' with { type: 'json' };
+import { createHmac } from 'node:crypto';
 import { LinearWebhookClient } from '@linear/sdk/webhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
-import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
-import { FOREMAN, RUNNER } from '../support/factory-tree.ts';
+import { FOREMAN, RUNNER, providerFactoryYaml } from '../support/factory-tree.ts';
 import { createGitFactory } from '../factories/support.ts';
 import { post } from '../ingress/support.ts';
-import { connectProviders } from './connections.ts';
+import { githubExample, startConnectedServer } from './connections.ts';
+import type { ConnectedServer } from './connections.ts';
 import { runsOfDeliveries, waitEvaluated } from '../automations/support.ts';
 import { SLACK_APP_MENTION, LINEAR_AGENT_SESSION_CREATED } from './fixtures.ts';
 import { DELIVERIES_EVALUATED_TOPIC } from '../../src/kernel/topics.ts';
 import { whenTold } from '../support/signals.ts';
 
-function githubExample(event: string, action: string): Record<string, any> {
-  const entry = (examples as { name: string; examples: Record<string, any>[] }[]).find((e) => e.name === event)!;
-  return structuredClone(entry.examples.find((x) => x.action === action)!);
-}
-
-const FACTORY = `schemaVersion: v1alpha1
-name: Issue triage
-repositories:
-  - owner: Codertocat
-    name: Hello-World
-integrations:
-  - type: slack
-  - type: linear
-agentDefaults:
-  model: auto
-  runner: default
-`;
+const FACTORY = providerFactoryYaml('Issue triage', ['slack', 'linear']);
 
 const ISSUE_LABELED = `---
 triggers:
@@ -82,20 +64,18 @@ Work on the Linear issue.
 `;
 
 describe.each(ENGINES)('provider events on %s', (engine) => {
+  let connected: ConnectedServer;
   let server: TestServer;
-  const githubSecret = randomBytes(20).toString('hex');
-  const slackSecret = randomBytes(16).toString('hex');
-  const linearSecret = `lin_wh_${randomBytes(16).toString('hex')}`;
-  const urls: Record<string, string> = {};
+  let githubSecret: string;
+  let linearSecret: string;
+  let urls: Record<string, string>;
 
   beforeAll(async () => {
-    server = await startTestServer(engine);
-    Object.assign(
-      urls,
-      await connectProviders(server, { github: githubSecret, slack: slackSecret, linear: linearSecret }),
-    );
+    connected = await startConnectedServer(engine);
+    ({ server, urls } = connected);
+    ({ github: githubSecret, linear: linearSecret } = connected.secrets);
   });
-  afterAll(async () => server?.close());
+  afterAll(async () => connected?.server.close());
 
   it('applies a factory whose automations have GitHub, Slack and Linear triggers, with no warning about them', async () => {
     const git = await createGitFactory(server, {
@@ -126,15 +106,8 @@ describe.each(ENGINES)('provider events on %s', (engine) => {
     expect(missing.status).toBe(404);
   });
 
-  async function deliverGithub(payload: unknown, delivery: string, secret = githubSecret) {
-    const body = JSON.stringify(payload);
-    return post(urls.github!, body, {
-      'content-type': 'application/json',
-      'x-github-event': 'issues',
-      'x-github-delivery': delivery,
-      'x-hub-signature-256': await sign(secret, body),
-    });
-  }
+  const deliverGithub = (payload: unknown, delivery: string, secret?: string) =>
+    connected.postGithub('issues', payload, delivery, secret);
 
   it('a signed issues.labeled starts exactly one run; again → nothing; another label → nothing; bad signature → 401', async () => {
     const payload = githubExample('issues', 'labeled');
@@ -180,14 +153,7 @@ describe.each(ENGINES)('provider events on %s', (engine) => {
     expect(connection.last_error).toContain('rejected delivery');
   });
 
-  function slackHeaders(body: string, at = Math.floor(Date.now() / 1000)) {
-    const signature = createHmac('sha256', slackSecret).update(`v0:${at}:${body}`).digest('hex');
-    return {
-      'content-type': 'application/json',
-      'x-slack-request-timestamp': String(at),
-      'x-slack-signature': `v0=${signature}`,
-    };
-  }
+  const slackHeaders = (body: string, at?: number) => connected.slackHeaders(body, at);
 
   it('Slack: url_verification is answered, an app_mention starts a SLACK run once, retries and stale requests do not', async () => {
     const verification = JSON.stringify({ token: 'x', challenge: 'p2r5t8w', type: 'url_verification' });
@@ -271,13 +237,7 @@ describe.each(ENGINES)('provider events on %s', (engine) => {
   it("a plain-webhook connection cannot list a pull request's files: paths does not match, and it says why", async () => {
     const payload = githubExample('pull_request', 'opened');
     payload.repository.full_name = 'Codertocat/Hello-World';
-    const body = JSON.stringify(payload);
-    const res = await post(urls.github!, body, {
-      'content-type': 'application/json',
-      'x-github-event': 'pull_request',
-      'x-github-delivery': 'c0ffee00-0000-4000-8000-000000000010',
-      'x-hub-signature-256': await sign(githubSecret, body),
-    });
+    const res = await connected.postGithub('pull_request', payload, 'c0ffee00-0000-4000-8000-000000000010');
     expect(res.status, res.text).toBe(202);
     await waitEvaluated(server, [res.body.delivery_id]);
     expect(await runsOfDeliveries(server, [res.body.delivery_id])).toHaveLength(0);

@@ -7,21 +7,14 @@
  * and is refused once the Job has completed.
  */
 import http from 'node:http';
-import path from 'node:path';
-import { BatchV1Api } from '@kubernetes/client-node';
-import type { V1Job } from '@kubernetes/client-node';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitRemote } from '../sources/git-fixture.ts';
-import type { GitRemote } from '../sources/git-fixture.ts';
-import { REQUIRE_KUBERNETES, kubernetesAvailability, startKubernetes, whenKubernetesTold } from './k8s.ts';
-import type { KubernetesTestEnv } from './k8s.ts';
-import { clients, condition, createNamespace, factoryManifest, getFactory, startTestOperator } from './support.ts';
-import type { TestOperator } from './support.ts';
+import { REQUIRE_KUBERNETES, kubernetesAvailability } from './k8s.ts';
+import { clients, jobTime, startJobFactory } from './support.ts';
+import type { JobFactory } from './support.ts';
 
 const availability = kubernetesAvailability();
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const PUBLIC_HOST = 'agentyard.agentyard.svc.cluster.local';
 const PUBLIC_URL = `http://${PUBLIC_HOST}:8080`;
 const STAND_IN = '/opt/agent/stand-in';
@@ -66,24 +59,15 @@ Implement it.
 
 describe.skipIf(availability.missing !== undefined)('a Job reaches the factory interface with its run token', () => {
   const namespace = 'mcp-jobs';
-  let k8s: KubernetesTestEnv;
-  let op: TestOperator;
-  let remote: GitRemote;
-  let batch: BatchV1Api;
-  let teamKey: string;
+  let kube: JobFactory;
   let factoryId: string;
 
   beforeAll(async () => {
-    k8s = await startKubernetes(availability);
-    batch = k8s.kubeConfig.makeApiClient(BatchV1Api);
-    await k8s.kubectl(['apply', '-f', path.join(ROOT, 'crds')]);
-    await k8s.crdEstablished('factories.agentyard.dev');
-    await createNamespace(k8s, namespace);
-    op = await startTestOperator(
-      k8s,
-      process.env.AGENTYARD_TEST_ENGINES === 'postgres' ? 'postgres' : 'pglite',
+    kube = await startJobFactory(availability, {
       namespace,
-      {
+      name: 'team',
+      files: FILES,
+      jobs: {
         defaultImage: 'busybox:1.36',
         harness: {
           defaultHarness: 'command',
@@ -91,85 +75,26 @@ describe.skipIf(availability.missing !== undefined)('a Job reaches the factory i
           commandArgs: [],
         },
       },
-      { config: { publicUrl: PUBLIC_URL } },
-    );
-    remote = await createGitRemote();
-    await remote.write(FILES);
-    await remote.commitAndPush('job team');
-    await k8s.kubectl(
-      ['apply', '-f', '-'],
-      factoryManifest(namespace, 'team', { source: { git: { url: `file://${remote.bare}`, pollInterval: '1s' } } }),
-    );
-    const ready = await whenKubernetesTold(
-      k8s,
-      namespace,
-      async () => {
-        const f = await getFactory(k8s, namespace, 'team');
-        return condition(f, 'Ready')?.status === 'True' ? f : undefined;
-      },
-      30_000,
-      'the Factory to be Ready',
-      op.operator.server.ctx.bus,
-    );
-    factoryId = ready.status!.factoryId!;
-    const secret = await clients(k8s).core.readNamespacedSecret({ name: 'agentyard-api-key', namespace });
-    teamKey = Buffer.from(secret.data!.token!, 'base64').toString('utf8');
+      config: { publicUrl: PUBLIC_URL },
+    });
+    factoryId = kube.factory.status!.factoryId!;
   }, 180_000);
 
   afterAll(async () => {
-    await op?.stop();
-    remote?.close();
-    await k8s?.stop();
+    await kube?.stop();
   });
 
-  const api = async (method: string, url: string, body?: unknown) => {
-    const res = await fetch(`${op.url}/api/v1${url}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${teamKey}`,
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    return { status: res.status, body: (await res.json()) as any };
-  };
   const runOf = async (runId: string) =>
     (
-      await op.database.db.query<{ state: string; parent_run_id: string | null; config: { name?: string } }>(
+      await kube.op.database.db.query<{ state: string; parent_run_id: string | null; config: { name?: string } }>(
         'SELECT state, parent_run_id, config FROM runs WHERE id = $1',
         [runId],
       )
     ).rows[0]!;
-  const jobOf = (runId: string) =>
-    whenKubernetesTold(
-      k8s,
-      namespace,
-      async () => {
-        const list = await batch.listNamespacedJob({ namespace, labelSelector: `agentyard.dev/run-id=${runId}` });
-        const job = list.items[0];
-        return job && job.spec?.suspend === false ? job : undefined;
-      },
-      20_000,
-      `the Job of run ${runId}`,
-      op.operator.server.ctx.bus,
-    );
-  const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-  const setJobStatus = (job: V1Job, status: Record<string, unknown>) =>
-    k8s.kubectl([
-      'patch',
-      'job',
-      job.metadata!.name!,
-      '-n',
-      namespace,
-      '--subresource=status',
-      '--type=merge',
-      '-p',
-      JSON.stringify({ status }),
-    ]);
   /** A JSON-RPC request to the factory interface, addressed to `host` (as a pod reaches the Service). */
   const rpc = (token: string, host: string, message: unknown) =>
     new Promise<{ status: number; body: any }>((resolve, reject) => {
-      const target = new URL(`${op.url}/api/v1/mcp/factory`);
+      const target = new URL(`${kube.op.url}/api/v1/mcp/factory`);
       const req = http.request(
         {
           host: target.hostname,
@@ -194,10 +119,10 @@ describe.skipIf(availability.missing !== undefined)('a Job reaches the factory i
     });
 
   it("carries the MCP URL in the Job's spec and the token in its Secret; the token works while the pod runs", async () => {
-    const created = await api('POST', `/factories/${factoryId}/runs`, { prompt: 'Lead the change.' });
+    const created = await kube.api('POST', `/factories/${factoryId}/runs`, { prompt: 'Lead the change.' });
     expect(created.status, JSON.stringify(created.body)).toBeLessThan(300);
     const runId = (created.body.run_id ?? created.body.id) as string;
-    const job = await jobOf(runId);
+    const job = await kube.jobOf(runId);
 
     // the spec: the URL (through AGENTYARD_PUBLIC_URL), the token only by reference to the run's Secret
     const agent = job.spec!.template.spec!.containers[0]!;
@@ -209,26 +134,19 @@ describe.skipIf(availability.missing !== undefined)('a Job reaches the factory i
       name: job.metadata!.name,
       key: 'env.AGENTYARD_RUN_TOKEN',
     });
-    const secret = await clients(k8s).core.readNamespacedSecret({ name: job.metadata!.name!, namespace });
+    const secret = await clients(kube.k8s).core.readNamespacedSecret({ name: job.metadata!.name!, namespace });
     const token = Buffer.from(secret.data!['env.AGENTYARD_RUN_TOKEN']!, 'base64').toString('utf8');
     expect(token).toMatch(/^ayrt_/);
     expect(JSON.stringify(job)).not.toContain(token);
 
     // the pod starts (as the Job controller reports it): the token is live
-    await setJobStatus(job, { startTime: now(), active: 1, ready: 1 });
-    await whenKubernetesTold(
-      k8s,
-      namespace,
-      async () => (await runOf(runId)).state === 'INPROGRESS',
-      10_000,
-      'the run to start',
-      op.operator.server.ctx.bus,
-    );
+    await kube.setJobStatus(job, { startTime: jobTime(), active: 1, ready: 1 });
+    await kube.told(async () => (await runOf(runId)).state === 'INPROGRESS', 10_000, 'the run to start');
 
     // the agent's MCP client (the real SDK) with the token from the Secret
     const client = new Client({ name: 'job-agent', version: '1.0.0' });
     await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${op.url}/api/v1/mcp/factory`), {
+      new StreamableHTTPClientTransport(new URL(`${kube.op.url}/api/v1/mcp/factory`), {
         requestInit: { headers: { Authorization: `Bearer ${token}` } },
       }),
     );
@@ -246,8 +164,11 @@ describe.skipIf(availability.missing !== undefined)('a Job reaches the factory i
       const child = await runOf(dispatched.structuredContent!.run_id);
       expect(child).toMatchObject({ parent_run_id: runId, config: { name: 'implement' } });
       // the child is a run like any other: it gets a Job of its own, with a token of its own
-      const childJob = await jobOf(dispatched.structuredContent!.run_id);
-      const childSecret = await clients(k8s).core.readNamespacedSecret({ name: childJob.metadata!.name!, namespace });
+      const childJob = await kube.jobOf(dispatched.structuredContent!.run_id);
+      const childSecret = await clients(kube.k8s).core.readNamespacedSecret({
+        name: childJob.metadata!.name!,
+        namespace,
+      });
       expect(Buffer.from(childSecret.data!['env.AGENTYARD_RUN_TOKEN']!, 'base64').toString('utf8')).not.toBe(token);
     } finally {
       await client.close();
@@ -261,24 +182,17 @@ describe.skipIf(availability.missing !== undefined)('a Job reaches the factory i
     expect((await rpc(token, 'evil.example.com', ping)).status).toBe(403);
 
     // the Job completes: the run ends, and its token with it
-    await setJobStatus(job, {
+    await kube.setJobStatus(job, {
       active: 0,
       ready: 0,
       succeeded: 1,
-      completionTime: now(),
+      completionTime: jobTime(),
       conditions: [
-        { type: 'SuccessCriteriaMet', status: 'True', lastTransitionTime: now(), lastProbeTime: now() },
-        { type: 'Complete', status: 'True', lastTransitionTime: now(), lastProbeTime: now() },
+        { type: 'SuccessCriteriaMet', status: 'True', lastTransitionTime: jobTime(), lastProbeTime: jobTime() },
+        { type: 'Complete', status: 'True', lastTransitionTime: jobTime(), lastProbeTime: jobTime() },
       ],
     });
-    await whenKubernetesTold(
-      k8s,
-      namespace,
-      async () => (await runOf(runId)).state === 'SUCCEEDED',
-      10_000,
-      'the run to succeed',
-      op.operator.server.ctx.bus,
-    );
+    await kube.told(async () => (await runOf(runId)).state === 'SUCCEEDED', 10_000, 'the run to succeed');
     const after = await rpc(token, `${PUBLIC_HOST}:8080`, ping);
     expect(after.status).toBe(401);
     expect(JSON.stringify(after.body)).toContain('no longer running');

@@ -4,31 +4,15 @@
  * way the Job controller would (pod started, Complete, Failed with its reasons), and check the runs follow.
  * What this leaves untested is listed in docs/kubernetes.md ("What the tests do not cover").
  */
-import path from 'node:path';
-import { BatchV1Api, NetworkingV1Api } from '@kubernetes/client-node';
-import type { V1Job, V1JobCondition } from '@kubernetes/client-node';
+import { NetworkingV1Api } from '@kubernetes/client-node';
+import type { V1JobCondition } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGitRemote } from '../sources/git-fixture.ts';
-import type { GitRemote } from '../sources/git-fixture.ts';
-import { REQUIRE_KUBERNETES, kubernetesAvailability, startKubernetes, whenKubernetesTold } from './k8s.ts';
-import type { KubernetesTestEnv } from './k8s.ts';
-import {
-  FOREMAN,
-  clients,
-  condition,
-  createNamespace,
-  factoryManifest,
-  getFactory,
-  postJson,
-  putSecret,
-  startTestOperator,
-  webhookYaml,
-} from './support.ts';
-import type { TestOperator } from './support.ts';
+import { REQUIRE_KUBERNETES, kubernetesAvailability } from './k8s.ts';
+import { FOREMAN, clients, getFactory, jobTime, postJson, startJobFactory, webhookYaml } from './support.ts';
+import type { JobFactory } from './support.ts';
 import { automationMd } from '../support/factory-tree.ts';
 
 const availability = kubernetesAvailability();
-const ROOT = path.resolve(import.meta.dirname, '../..');
 
 if (availability.missing && REQUIRE_KUBERNETES) {
   describe('Job executor against a real Kubernetes API server', () => {
@@ -68,142 +52,66 @@ platform:
 
 describe.skipIf(availability.missing !== undefined)('Job executor against a real Kubernetes API server', () => {
   const namespace = 'jobs';
-  let k8s: KubernetesTestEnv;
-  let op: TestOperator;
-  let remote: GitRemote;
-  let batch: BatchV1Api;
-  let teamKey: string;
+  let kube: JobFactory;
   let factoryId: string;
   let factoryUid: string;
   let hookUrl: string;
 
-  const api = async (method: string, url: string, body?: unknown) => {
-    const res = await fetch(`${op.url}/api/v1${url}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${teamKey}`,
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    return { status: res.status, body: (await res.json()) as any };
-  };
   const runState = async (runId: string) =>
     (
-      await op.database.db.query<{ state: string; status_message: any }>(
+      await kube.op.database.db.query<{ state: string; status_message: any }>(
         'SELECT state, status_message FROM runs WHERE id = $1',
         [runId],
       )
     ).rows[0]!;
-  const jobOf = (runId: string) =>
-    whenKubernetesTold(
-      k8s,
-      namespace,
-      async () => {
-        const list = await batch.listNamespacedJob({ namespace, labelSelector: `agentyard.dev/run-id=${runId}` });
-        const job = list.items[0];
-        return job && job.spec?.suspend === false ? job : undefined;
-      },
-      20_000,
-      `the Job of run ${runId}`,
-      op.operator.server.ctx.bus,
-    );
-  const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-  const setJobStatus = (job: V1Job, status: Record<string, unknown>) =>
-    k8s.kubectl([
-      'patch',
-      'job',
-      job.metadata!.name!,
-      '-n',
-      namespace,
-      '--subresource=status',
-      '--type=merge',
-      '-p',
-      JSON.stringify({ status }),
-    ]);
   const cond = (type: string, reason?: string, message?: string): V1JobCondition & Record<string, unknown> => ({
     type,
     status: 'True',
-    lastTransitionTime: now() as never,
-    lastProbeTime: now() as never,
+    lastTransitionTime: jobTime() as never,
+    lastProbeTime: jobTime() as never,
     ...(reason ? { reason } : {}),
     ...(message ? { message } : {}),
   });
   const newRun = async (prompt: string): Promise<string> => {
-    const res = await api('POST', `/factories/${factoryId}/runs`, { prompt });
+    const res = await kube.api('POST', `/factories/${factoryId}/runs`, { prompt });
     expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
     return (res.body.run_id ?? res.body.run?.run_id ?? res.body.id) as string;
   };
 
   beforeAll(async () => {
-    k8s = await startKubernetes(availability);
-    batch = k8s.kubeConfig.makeApiClient(BatchV1Api);
-    await k8s.kubectl(['apply', '-f', path.join(ROOT, 'crds')]);
-    await k8s.crdEstablished('factories.agentyard.dev');
-    await createNamespace(k8s, namespace);
-    for (const [name, value] of [
-      ['alerts-token', 'alerts-secret'],
-      ['api-token', 'api-secret-value'],
-      ['anthropic-key', 'sk-ant-test'],
-    ]) {
-      await putSecret(k8s, namespace, name!, { value: value! });
-    }
-    op = await startTestOperator(
-      k8s,
-      process.env.AGENTYARD_TEST_ENGINES === 'postgres' ? 'postgres' : 'pglite',
+    kube = await startJobFactory(availability, {
       namespace,
-      { defaultImage: 'busybox:1.36' },
-    );
-    remote = await createGitRemote();
-    await remote.write({
-      'factory.yaml': FACTORY,
-      'agents/foreman/agent.md': FOREMAN,
-      'runners/default.yaml': RUNNER,
-      'webhooks/alerts.yaml': webhookYaml('alerts-token'),
-    });
-    await remote.commitAndPush('jobs factory');
-    await k8s.kubectl(
-      ['apply', '-f', '-'],
-      factoryManifest(namespace, 'runs', { source: { git: { url: `file://${remote.bare}`, pollInterval: '1s' } } }),
-    );
-    const ready = await whenKubernetesTold(
-      k8s,
-      namespace,
-      async () => {
-        const f = await getFactory(k8s, namespace, 'runs');
-        return condition(f, 'Ready')?.status === 'True' ? f : undefined;
+      name: 'runs',
+      files: {
+        'factory.yaml': FACTORY,
+        'agents/foreman/agent.md': FOREMAN,
+        'runners/default.yaml': RUNNER,
+        'webhooks/alerts.yaml': webhookYaml('alerts-token'),
       },
-      30_000,
-      'the Factory to be Ready',
-      op.operator.server.ctx.bus,
-    );
+      secrets: { 'alerts-token': 'alerts-secret', 'api-token': 'api-secret-value', 'anthropic-key': 'sk-ant-test' },
+      jobs: { defaultImage: 'busybox:1.36' },
+    });
+    const ready = kube.factory;
     factoryId = ready.status!.factoryId!;
     factoryUid = ready.metadata!.uid!;
     const hook = ready.status!.webhooks![0]!;
     hookUrl = hook.ingressUrl;
     // The automation names the webhook by the UID its first apply gave it.
-    await remote.write({
+    await kube.remote.write({
       'automations/triage/automation.md': automationMd(hook.uid, {
         prompt: 'Look at the alert in event-payload.json.',
       }),
     });
-    const revision = `main@sha1:${await remote.commitAndPush('triage automation')}`;
-    await whenKubernetesTold(
-      k8s,
-      namespace,
-      async () => (await getFactory(k8s, namespace, 'runs'))?.status?.appliedRevision === revision,
+    const revision = `main@sha1:${await kube.remote.commitAndPush('triage automation')}`;
+    await kube.told(
+      async () => (await getFactory(kube.k8s, namespace, 'runs'))?.status?.appliedRevision === revision,
       30_000,
       'the automation to apply',
-      op.operator.server.ctx.bus,
     );
-    const secret = await clients(k8s).core.readNamespacedSecret({ name: 'agentyard-api-key', namespace });
-    teamKey = Buffer.from(secret.data!.token!, 'base64').toString('utf8');
   }, 180_000);
 
   afterAll(async () => {
-    await op?.stop();
-    remote?.close();
-    await k8s?.stop();
+    await kube?.stop();
   });
 
   it('turns a webhook delivery into a Job shaped by the runner, with its files and secrets in a Secret the Job owns', async () => {
@@ -213,20 +121,17 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
       { authorization: 'Bearer alerts-secret' },
     );
     expect(delivery.status).toBe(202);
-    const runId = await whenKubernetesTold(
-      k8s,
-      namespace,
+    const runId = await kube.told(
       async () => {
-        const res = await op.database.db.query<{ id: string }>('SELECT id FROM runs WHERE delivery_id = $1', [
+        const res = await kube.op.database.db.query<{ id: string }>('SELECT id FROM runs WHERE delivery_id = $1', [
           delivery.body.delivery_id,
         ]);
         return res.rows[0]?.id;
       },
       20_000,
       'the automation run',
-      op.operator.server.ctx.bus,
     );
-    const job = await jobOf(runId);
+    const job = await kube.jobOf(runId);
     expect(await runState(runId)).toMatchObject({ state: 'CLAIMED' });
 
     expect(job.metadata!.ownerReferences).toEqual([
@@ -245,7 +150,7 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
       'agentyard.dev/factory-uid': factoryUid,
     });
     // the runner's egress policy as a NetworkPolicy, owned by the Job, selecting its pod
-    const policy = await k8s.kubeConfig
+    const policy = await kube.k8s.kubeConfig
       .makeApiClient(NetworkingV1Api)
       .readNamespacedNetworkPolicy({ name: job.metadata!.name!, namespace: job.metadata!.namespace! });
     expect(policy.spec!.podSelector!.matchLabels).toEqual({ 'agentyard.dev/run-id': runId });
@@ -289,7 +194,7 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
       '/workspace',
     ]);
 
-    const secret = await clients(k8s).core.readNamespacedSecret({ name: job.metadata!.name!, namespace });
+    const secret = await clients(kube.k8s).core.readNamespacedSecret({ name: job.metadata!.name!, namespace });
     expect(secret.metadata!.ownerReferences).toEqual([
       {
         apiVersion: 'batch/v1',
@@ -309,32 +214,22 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
     expect(data('prompt.txt')).toContain('Look at the alert in event-payload.json.');
 
     // The Job controller and kubelet would now start the pod and report it.
-    await setJobStatus(job, { startTime: now(), active: 1, ready: 1 });
-    await whenKubernetesTold(
-      k8s,
-      namespace,
-      async () => (await runState(runId)).state === 'INPROGRESS',
-      10_000,
-      'the run to start',
-      op.operator.server.ctx.bus,
-    );
-    await setJobStatus(job, {
+    await kube.setJobStatus(job, { startTime: jobTime(), active: 1, ready: 1 });
+    await kube.told(async () => (await runState(runId)).state === 'INPROGRESS', 10_000, 'the run to start');
+    await kube.setJobStatus(job, {
       active: 0,
       ready: 0,
       succeeded: 1,
-      completionTime: now(),
+      completionTime: jobTime(),
       conditions: [cond('SuccessCriteriaMet'), cond('Complete')],
     });
-    const done = await whenKubernetesTold(
-      k8s,
-      namespace,
+    const done = await kube.told(
       async () => {
         const r = await runState(runId);
         return r.state === 'SUCCEEDED' ? r : undefined;
       },
       10_000,
       'the run to succeed',
-      op.operator.server.ctx.bus,
     );
     expect(done.status_message.message).toContain(job.metadata!.name);
   });
@@ -388,27 +283,17 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
     ];
     for (const c of cases) {
       const runId = await newRun(`case ${c.code}`);
-      const job = await jobOf(runId);
-      await setJobStatus(job, { startTime: now(), active: 1 });
-      await whenKubernetesTold(
-        k8s,
-        namespace,
-        async () => (await runState(runId)).state === 'INPROGRESS',
-        10_000,
-        'the run to start',
-        op.operator.server.ctx.bus,
-      );
-      await setJobStatus(job, { active: 0, ...c.status });
-      const ended = await whenKubernetesTold(
-        k8s,
-        namespace,
+      const job = await kube.jobOf(runId);
+      await kube.setJobStatus(job, { startTime: jobTime(), active: 1 });
+      await kube.told(async () => (await runState(runId)).state === 'INPROGRESS', 10_000, 'the run to start');
+      await kube.setJobStatus(job, { active: 0, ...c.status });
+      const ended = await kube.told(
         async () => {
           const r = await runState(runId);
           return r.state === c.state ? r : undefined;
         },
         10_000,
         `the run to end ${c.state}`,
-        op.operator.server.ctx.bus,
       );
       expect(ended.status_message.error_code).toBe(c.code);
       expect(ended.status_message.message).toMatch(c.text);
@@ -417,35 +302,29 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
 
   it('deletes the Job (foreground) when its run is cancelled, and ends a run ERROR when its Job is deleted', async () => {
     const cancelled = await newRun('to be cancelled');
-    const job = await jobOf(cancelled);
-    expect((await api('POST', `/agent/runs/${cancelled}/cancel`)).status).toBeLessThan(300);
+    const job = await kube.jobOf(cancelled);
+    expect((await kube.api('POST', `/agent/runs/${cancelled}/cancel`)).status).toBeLessThan(300);
     // No garbage collector here: a foreground deletion leaves the Job marked, waiting for its dependents.
-    const marked = await whenKubernetesTold(
-      k8s,
-      namespace,
+    const marked = await kube.told(
       async () => {
-        const j = await batch.readNamespacedJob({ name: job.metadata!.name!, namespace }).catch(() => undefined);
+        const j = await kube.batch.readNamespacedJob({ name: job.metadata!.name!, namespace }).catch(() => undefined);
         return j?.metadata?.deletionTimestamp ? j : undefined;
       },
       10_000,
       'the Job to be deleted',
-      op.operator.server.ctx.bus,
     );
     expect(marked.metadata!.finalizers).toContain('foregroundDeletion');
 
     const orphaned = await newRun('its Job goes away');
-    const other = await jobOf(orphaned);
-    await batch.deleteNamespacedJob({ name: other.metadata!.name!, namespace, propagationPolicy: 'Background' });
-    const ended = await whenKubernetesTold(
-      k8s,
-      namespace,
+    const other = await kube.jobOf(orphaned);
+    await kube.batch.deleteNamespacedJob({ name: other.metadata!.name!, namespace, propagationPolicy: 'Background' });
+    const ended = await kube.told(
       async () => {
         const r = await runState(orphaned);
         return r.state === 'ERROR' ? r : undefined;
       },
       10_000,
       'the run to end ERROR',
-      op.operator.server.ctx.bus,
     );
     expect(ended.status_message).toMatchObject({ error_code: 'job_deleted' });
     expect(ended.status_message.message).toContain('was deleted before the run finished');
@@ -453,9 +332,9 @@ describe.skipIf(availability.missing !== undefined)('Job executor against a real
 
   it('deletes the Jobs of a deleted Factory and stops its runs', async () => {
     const runId = await newRun('still running when the Factory goes');
-    const job = await jobOf(runId);
-    await k8s.kubectl(['delete', '-n', namespace, 'factory/runs', '--wait=true', '--timeout=30s']);
-    const j = await batch.readNamespacedJob({ name: job.metadata!.name!, namespace });
+    const job = await kube.jobOf(runId);
+    await kube.k8s.kubectl(['delete', '-n', namespace, 'factory/runs', '--wait=true', '--timeout=30s']);
+    const j = await kube.batch.readNamespacedJob({ name: job.metadata!.name!, namespace });
     expect(j.metadata!.deletionTimestamp).toBeDefined();
     expect((await runState(runId)).state).toBe('CANCELLED');
   });

@@ -6,49 +6,27 @@
  * the same run (no new run), and the foreman's answer lands in the same thread with the bot token, through
  * `@slack/web-api` on the Slack stand-in.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT, whenRunsTold } from '../execution/support.ts';
 import { afterCalls } from '../support/signals.ts';
-import { post } from '../ingress/support.ts';
 import { SLACK_APP_MENTION } from '../integrations/fixtures.ts';
 import { serveEnv, spawnAgentyard } from '../support/agentyard-process.ts';
 import type { AgentyardProcess } from '../support/agentyard-process.ts';
-import { startChatApis } from '../support/chat-apis.ts';
+import { startSlackStandIn } from '../support/chat-apis.ts';
 import type { ChatApis } from '../support/chat-apis.ts';
 import { ENGINES } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer } from '../support/server.ts';
-import { AGENT_FILES, MCP_AGENT, managedFactory, SDK_DIR } from './support.ts';
+import { MCP_AGENT, SDK_DIR, connectSlack, managedFactory, postSlackEvent, slackForemanFiles } from './support.ts';
 
 const BOT_TOKEN = 'xoxb-4242-crash-bot-token';
 const CHANNEL = SLACK_APP_MENTION.event.channel;
 const THREAD = SLACK_APP_MENTION.event.ts;
 
-const FILES = {
-  ...AGENT_FILES,
-  'factory.yaml': `schemaVersion: v1alpha1
-name: Crash thread
-repositories:
-  - owner: Codertocat
-    name: Hello-World
-integrations:
-  - type: slack
-agentDefaults:
-  model: auto
-  runner: default
-`,
-  'automations/mention/automation.md': `---
-triggers:
-  - provider: slack
-    event: app_mention
----
-
-Handle the request from Slack.
-`,
-};
+const FILES = slackForemanFiles('Crash thread');
 
 // The automation's run is named after it (`mention`). Attempt 1 answers in the thread and keeps working (the
 // server is killed meanwhile); attempt 2 is the continuation a thread reply starts.
@@ -68,28 +46,12 @@ describe.runIf(ENGINES.includes('postgres'))('a Slack thread across kill -9 of t
   const spawned: AgentyardProcess[] = [];
 
   beforeAll(async () => {
-    chat = await startChatApis({
-      slackToken: BOT_TOKEN,
-      channels: [],
-      users: [],
-      linearKey: 'lin_api_unused',
-      teams: [],
-      projects: [],
-      states: [],
-      issues: [],
-    });
+    chat = await startSlackStandIn(BOT_TOKEN);
     // This process only sets things up: no evaluator, no executors. The spawned servers do the work.
     setup = await startTestServer('postgres', {
       compose: { automations: false, execution: { env: {}, settings: { harnesses: [] } } },
     });
-    for (const [name, value] of Object.entries({ 'slack-signing': slackSecret, 'slack-bot': BOT_TOKEN }))
-      expect((await setup.api('PUT', `/secrets/${name}`, { value })).status).toBeLessThan(300);
-    const slack = await setup.api('PUT', '/integrations/slack', {
-      signing_secret_name: 'slack-signing',
-      bot_token_secret_name: 'slack-bot',
-    });
-    expect(slack.status, slack.text).toBe(200);
-    eventsPath = new URL(slack.body.events_url).pathname;
+    eventsPath = new URL(await connectSlack(setup, slackSecret, BOT_TOKEN)).pathname;
     factoryId = await managedFactory(setup, 'crash-thread', FILES);
   });
   afterAll(async () => {
@@ -122,16 +84,8 @@ describe.runIf(ENGINES.includes('postgres'))('a Slack thread across kill -9 of t
     return { process, url };
   }
 
-  const slackPost = (url: string, event: Record<string, unknown>, eventId: string) => {
-    const body = JSON.stringify({ ...SLACK_APP_MENTION, event, event_id: eventId });
-    const at = Math.floor(Date.now() / 1000);
-    const signature = createHmac('sha256', slackSecret).update(`v0:${at}:${body}`).digest('hex');
-    return post(`${url}${eventsPath}`, body, {
-      'content-type': 'application/json',
-      'x-slack-request-timestamp': String(at),
-      'x-slack-signature': `v0=${signature}`,
-    });
-  };
+  const slackPost = (url: string, event: Record<string, unknown>, eventId: string) =>
+    postSlackEvent(`${url}${eventsPath}`, slackSecret, event, eventId);
 
   const runsOfFactory = async () =>
     (

@@ -8,12 +8,12 @@
  *   4. a signed thread reply (a comment on the issue) resumes the foreman, and starts no run;
  *   5. the foreman replies with the result.
  */
-import { createHmac, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import examples from '@octokit/webhooks-examples/api.github.com/index.json' with { type: 'json' };
 import { sign } from '@octokit/webhooks-methods';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/db.ts';
-import { startChatApis } from '../support/chat-apis.ts';
+import { startSlackStandIn } from '../support/chat-apis.ts';
 import type { ChatApis } from '../support/chat-apis.ts';
 import { startGithubApi } from '../support/github-api.ts';
 import type { GithubApiStandIn } from '../support/github-api.ts';
@@ -22,7 +22,14 @@ import { post } from '../ingress/support.ts';
 import { SLACK_APP_MENTION } from '../integrations/fixtures.ts';
 import { eventsOf, waitForState } from '../execution/support.ts';
 import { waitForCreatedRun } from '../support/run-events.ts';
-import { AGENT_FILES, managedFactory, startMcpServer, usePlaybook } from './support.ts';
+import {
+  connectSlack,
+  managedFactory,
+  postSlackEvent,
+  slackForemanFiles,
+  startMcpServer,
+  usePlaybook,
+} from './support.ts';
 
 const { privateKey, publicKey } = generateKeyPairSync('rsa', {
   modulusLength: 2048,
@@ -33,26 +40,7 @@ const { privateKey, publicKey } = generateKeyPairSync('rsa', {
 const BOT_TOKEN = 'xoxb-4242-lifecycle-bot-token';
 
 const FILES = {
-  ...AGENT_FILES,
-  'factory.yaml': `schemaVersion: v1alpha1
-name: Lifecycle
-repositories:
-  - owner: Codertocat
-    name: Hello-World
-integrations:
-  - type: slack
-agentDefaults:
-  model: auto
-  runner: default
-`,
-  'automations/mention/automation.md': `---
-triggers:
-  - provider: slack
-    event: app_mention
----
-
-Handle the request from Slack.
-`,
+  ...slackForemanFiles('Lifecycle'),
   'automations/issue/automation.md': `---
 triggers:
   - provider: github
@@ -124,16 +112,8 @@ describe.each(ENGINES)('the factory lifecycle on %s', (engine) => {
   const slackSecret = randomBytes(16).toString('hex');
   const githubSecret = randomBytes(16).toString('hex');
 
-  const slackPost = (event: Record<string, unknown>, eventId: string) => {
-    const body = JSON.stringify({ ...SLACK_APP_MENTION, event, event_id: eventId });
-    const at = Math.floor(Date.now() / 1000);
-    const signature = createHmac('sha256', slackSecret).update(`v0:${at}:${body}`).digest('hex');
-    return post(slackUrl, body, {
-      'content-type': 'application/json',
-      'x-slack-request-timestamp': String(at),
-      'x-slack-signature': `v0=${signature}`,
-    });
-  };
+  const slackPost = (event: Record<string, unknown>, eventId: string) =>
+    postSlackEvent(slackUrl, slackSecret, event, eventId);
   const githubPost = async (payload: unknown, delivery: string) => {
     const body = JSON.stringify(payload);
     return post(githubUrl, body, {
@@ -145,33 +125,14 @@ describe.each(ENGINES)('the factory lifecycle on %s', (engine) => {
   };
 
   beforeAll(async () => {
-    chat = await startChatApis({
-      slackToken: BOT_TOKEN,
-      channels: [],
-      users: [],
-      linearKey: 'lin_api_unused',
-      teams: [],
-      projects: [],
-      states: [],
-      issues: [],
-    });
+    chat = await startSlackStandIn(BOT_TOKEN);
     github = await startGithubApi(publicKey);
     process.env.AGENTYARD_SLACK_API_URL = chat.slackUrl;
     process.env.AGENTYARD_GITHUB_API_URL = github.url;
     s = await startMcpServer(engine);
-    for (const [name, value] of Object.entries({
-      'slack-signing': slackSecret,
-      'slack-bot': BOT_TOKEN,
-      'gh-app-key': privateKey,
-      'gh-app-hook': githubSecret,
-    }))
+    slackUrl = await connectSlack(s, slackSecret, BOT_TOKEN);
+    for (const [name, value] of Object.entries({ 'gh-app-key': privateKey, 'gh-app-hook': githubSecret }))
       expect((await s.api('PUT', `/secrets/${name}`, { value })).status).toBeLessThan(300);
-    const slack = await s.api('PUT', '/integrations/slack', {
-      signing_secret_name: 'slack-signing',
-      bot_token_secret_name: 'slack-bot',
-    });
-    expect(slack.status, slack.text).toBe(200);
-    slackUrl = slack.body.events_url;
     const gh = await s.api('PUT', '/integrations/github', {
       mode: 'app',
       app_id: '4242',

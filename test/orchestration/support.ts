@@ -2,11 +2,15 @@
  * A server whose agents are the MCP stand-in (test/fixtures/agents/mcp-agent.mjs) on the `command` harness: it
  * speaks to the factory interface through the real MCP client SDK, following a playbook per agent.
  */
+import { createHmac } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import path from 'node:path';
 import { AGENTS, fastSettings, ROOT } from '../execution/support.ts';
+import { post } from '../ingress/support.ts';
+import { SLACK_APP_MENTION } from '../integrations/fixtures.ts';
+import { providerFactoryYaml } from '../support/factory-tree.ts';
 import type { Engine } from '../support/db.ts';
 import { startTestServer } from '../support/server.ts';
 import type { TestServer, TestServerOptions } from '../support/server.ts';
@@ -119,3 +123,48 @@ description: How this factory triages.
 Label it, then hand it to implement.
 `,
 };
+
+/**
+ * A factory whose foreman a Slack `app_mention` starts: the agent files, `factory.yaml` (named `name`, with the
+ * Slack integration) and the `mention` automation (its runs are named `mention`).
+ */
+export function slackForemanFiles(name: string): Record<string, string> {
+  return {
+    ...AGENT_FILES,
+    'factory.yaml': providerFactoryYaml(name, ['slack']),
+    'automations/mention/automation.md': `---
+triggers:
+  - provider: slack
+    event: app_mention
+---
+
+Handle the request from Slack.
+`,
+  };
+}
+
+/** Connects Slack to the team of `s` (its signing secret and bot token stored as secrets); answers the events URL. */
+export async function connectSlack(s: TestServer, signingSecret: string, botToken: string): Promise<string> {
+  for (const [name, value] of Object.entries({ 'slack-signing': signingSecret, 'slack-bot': botToken })) {
+    const put = await s.api('PUT', `/secrets/${name}`, { value });
+    if (put.status >= 300) throw new Error(`PUT /secrets/${name}: ${put.status} ${put.text}`);
+  }
+  const slack = await s.api('PUT', '/integrations/slack', {
+    signing_secret_name: 'slack-signing',
+    bot_token_secret_name: 'slack-bot',
+  });
+  if (slack.status !== 200) throw new Error(`PUT /integrations/slack: ${slack.status} ${slack.text}`);
+  return slack.body.events_url as string;
+}
+
+/** Posts a Slack event (the shape of SLACK_APP_MENTION around `event`) to `url`, signed with `signingSecret`. */
+export function postSlackEvent(url: string, signingSecret: string, event: Record<string, unknown>, eventId: string) {
+  const body = JSON.stringify({ ...SLACK_APP_MENTION, event, event_id: eventId });
+  const at = Math.floor(Date.now() / 1000);
+  const signature = createHmac('sha256', signingSecret).update(`v0:${at}:${body}`).digest('hex');
+  return post(url, body, {
+    'content-type': 'application/json',
+    'x-slack-request-timestamp': String(at),
+    'x-slack-signature': `v0=${signature}`,
+  });
+}

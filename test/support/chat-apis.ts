@@ -160,3 +160,18 @@ export async function startChatApis(data: ChatApiData): Promise<ChatApis> {
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
+
+/** The Slack stand-in answering with `slackToken`, holding only what `data` adds (Linear's side unused). */
+export function startSlackStandIn(slackToken: string, data: Partial<ChatApiData> = {}): Promise<ChatApis> {
+  return startChatApis({
+    slackToken,
+    channels: [],
+    users: [],
+    linearKey: 'lin_api_unused',
+    teams: [],
+    projects: [],
+    states: [],
+    issues: [],
+    ...data,
+  });
+}

@@ -22,6 +22,20 @@ agentDefaults:
 ${options.workerHost ? `  workerHost: ${options.workerHost}\n` : ''}`;
 }
 
+/** factory.yaml of a factory on Codertocat/Hello-World (the repository of GitHub's example payloads) with these integrations. */
+export function providerFactoryYaml(name: string, integrations: readonly string[]): string {
+  return `schemaVersion: v1alpha1
+name: ${name}
+repositories:
+  - owner: Codertocat
+    name: Hello-World
+integrations:
+${integrations.map((type) => `  - type: ${type}\n`).join('')}agentDefaults:
+  model: auto
+  runner: default
+`;
+}
+
 export const FOREMAN = `---
 agentType: FOREMAN
 description: Receives alerts.

@@ -45,27 +45,41 @@ export function waitForRun(
   return new Promise<RunLifecycleEvent>((resolve, reject) => {
     let done = false;
     const wire: (() => void)[] = [];
+    // reads of the run under way: the wait ends after them, so that none is left running against a server the
+    // test closes next (a request answered while the server closes used to keep it open for its keep-alive)
+    const reading = new Set<Promise<unknown>>();
+    let settled = false;
+    const settle = (err: Error | undefined, event?: RunLifecycleEvent) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (err) reject(err);
+      else resolve(event!);
+    };
     const finish = (err: Error | undefined, event?: RunLifecycleEvent) => {
       if (done) return;
       done = true;
       unsubscribe();
       for (const u of wire) u();
-      clearTimeout(timer);
-      if (err) reject(err);
-      else resolve(event!);
+      if (err) settle(err);
+      // (the timeout still fails a read that never answers)
+      else void Promise.allSettled([...reading]).then(() => settle(undefined, event));
     };
     const unsubscribe = bus.subscribe(RUN_LIFECYCLE_TOPIC, (e) => {
       if (e.run_id === runId && predicate(e)) finish(undefined, e);
     });
-    const timer = setTimeout(
-      () => finish(new Error(`timed out after ${timeoutMs} ms waiting for a lifecycle step of run ${runId}`)),
-      timeoutMs,
-    );
+    const timer = setTimeout(() => {
+      const err = new Error(
+        `timed out after ${timeoutMs} ms waiting for ${done ? 'a read' : 'a lifecycle step'} of run ${runId}`,
+      );
+      finish(err);
+      settle(err);
+    }, timeoutMs);
     const { current } = options;
     if (current) {
       const check = () => {
         if (done) return;
-        current().then(
+        const read = current().then(
           (state) => {
             if (state === undefined) return;
             const now: RunLifecycleEvent = { run_id: runId, event: lifecycleStep(state), state };
@@ -73,6 +87,8 @@ export function waitForRun(
           },
           (err: unknown) => finish(err instanceof Error ? err : new Error(String(err))),
         );
+        reading.add(read);
+        void read.finally(() => reading.delete(read));
       };
       wire.push(
         bus.subscribe(RUN_CHANGED_TOPIC, (data) => {
