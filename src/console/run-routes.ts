@@ -14,7 +14,16 @@ import type { ConsoleKit, Signed } from './shared-routes.ts';
 import { cancelConfirmPage, runPage } from './pages/run.ts';
 import type { RunPageData } from './pages/run.ts';
 import { SseReader } from './sse.ts';
-import { duration, isoSeconds, renderArtifact, renderEvent, toolResultBody, usageText } from './transcript.ts';
+import { runEventPage } from './pages/run-event.ts';
+import {
+  duration,
+  eventBodyHtml,
+  isoSeconds,
+  renderArtifact,
+  renderEvent,
+  toolResultBody,
+  usageText,
+} from './transcript.ts';
 
 /** What a redirect after a form may say on the run's page (`?done=` / `?failed=`): codes, never free text. */
 const NOTICES: Record<string, string> = {
@@ -164,7 +173,7 @@ async function liveItem(s: Signed, runId: string, e: RunEventDoc): Promise<Recor
   const out: Record<string, unknown> = { seq: e.sequence, type: e.type, html: renderEvent(e).text };
   if (e.type === 'tool_result' && typeof e.data.id === 'string') {
     out.tool = e.data.id;
-    out.result = toolResultBody(e.data).text;
+    out.result = toolResultBody(e).text;
   }
   if (e.type === 'artifact') {
     // The event carries what the agent reported; the run holds the artifact as recorded (its uid, its file).
@@ -196,6 +205,31 @@ export function registerRunRoutes(scope: FastifyInstance, kit: ConsoleKit): void
         reply,
         runPage(s.viewer, { ...data, ...(done ? { notice: done } : {}), ...(failed ? { error: failed } : {}) }),
       );
+    }),
+  );
+
+  /** One event through the API (`GET /agent/runs/{id}/events/{sequence}`): another team's run is not found. */
+  const oneEvent = async (s: Signed, id: string, seq: string): Promise<RunEventDoc> => {
+    if (!/^[1-9]\d{0,14}$/.test(seq)) throw new ApiProblem(404, 'resource_not_found', `run ${id} has no event ${seq}`);
+    return s.api.get<RunEventDoc>(`/agent/runs/${enc(id)}/events/${seq}`);
+  };
+
+  // An event's long body (tool output, input, log), which the run page links to instead of sending it: its own
+  // page, and the fragment console.js loads into the collapsed block when it is opened.
+  scope.get(
+    '/console/runs/:id/events/:seq',
+    viewing<{ id: string; seq: string }>(async (s, request, reply) => {
+      const { id, seq } = request.params;
+      const [run, event] = await Promise.all([s.api.get<Run>(`/agent/runs/${enc(id)}`), oneEvent(s, id, seq)]);
+      return sendPage(reply, runEventPage(s.viewer, run, event));
+    }),
+  );
+
+  scope.get(
+    '/console/runs/:id/events/:seq/body',
+    viewing<{ id: string; seq: string }>(async (s, request, reply) => {
+      const event = await oneEvent(s, request.params.id, request.params.seq);
+      return sendPage(reply.header('cache-control', 'private, max-age=60'), eventBodyHtml(event).text);
     }),
   );
 
