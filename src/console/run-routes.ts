@@ -5,13 +5,14 @@ import { loadRunTree } from './pages/run-tree.ts';
  */
 import type { RunScore } from './pages/scores.ts';
 import { request as httpRequest } from 'node:http';
+import { Readable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { ApiProblem, enc } from './api.ts';
 import type { Factory, Run, RunEventDoc } from './api-types.ts';
 import { runState } from './format.ts';
 import type { ConsoleKit, Signed } from './shared-routes.ts';
-import { cancelConfirmPage, runPage } from './pages/run.ts';
+import { cancelConfirmPage, runPageStream } from './pages/run.ts';
 import type { RunPageData } from './pages/run.ts';
 import { SseReader } from './sse.ts';
 import { runEventPage } from './pages/run-event.ts';
@@ -201,10 +202,13 @@ export function registerRunRoutes(scope: FastifyInstance, kit: ConsoleKit): void
       const data = await runPageData(kit, s, request.params.id);
       const done = NOTICES[request.query.done ?? ''];
       const failed = FAILURES[request.query.failed ?? ''];
-      return sendPage(
-        reply,
-        runPage(s.viewer, { ...data, ...(done ? { notice: done } : {}), ...(failed ? { error: failed } : {}) }),
-      );
+      const pieces = runPageStream(s.viewer, {
+        ...data,
+        ...(done ? { notice: done } : {}),
+        ...(failed ? { error: failed } : {}),
+      });
+      // Streamed: the page's head and facts go out while the transcript's items are still being rendered.
+      return reply.type('text/html; charset=utf-8').send(Readable.from(pieces, { objectMode: false }));
     }),
   );
 

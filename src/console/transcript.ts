@@ -4,8 +4,8 @@
  * the page shows an event the same way whether it was there at load or arrived later.
  */
 import type { Artifact, RunEventDoc } from './api-types.ts';
-import { badge, relative, runState } from './format.ts';
-import { escapeHtml, html, SafeHtml } from './html.ts';
+import { badge, runState } from './format.ts';
+import { html, SafeHtml } from './html.ts';
 import { markdown } from './markdown.ts';
 
 /**
@@ -26,12 +26,15 @@ function item(e: RunEventDoc, kind: string, body: SafeHtml, extra?: SafeHtml): S
   return new SafeHtml(`<li class="ev ev-${kind}" id="ev-${Number(e.sequence)}"${extra?.text ?? ''}>${body.text}</li>`);
 }
 
-// Built directly: a long transcript has one per event. The exact time is the `datetime`, which console.js shows
-// on hover (a title on each of thousands of events would double their bytes).
+const ISO_TIME = /^\d{4}-\d\d-\d\dT(\d\d:\d\d:\d\d)(?:\.\d+)?Z$/;
+
+// Built directly: a long transcript has one per event. The time of day (UTC), with the exact time in `datetime`,
+// which console.js shows on hover and as "n minutes ago" (a title on each of thousands of events would double
+// their bytes; parsing each date to say "ago" here would double their cost).
 function when(e: RunEventDoc): SafeHtml {
-  const at = Date.parse(e.occurred_at);
-  if (Number.isNaN(at)) return html`<span class="at">${e.occurred_at}</span>`;
-  return new SafeHtml(`<time datetime="${escapeHtml(e.occurred_at)}">${relative(Date.now() - at)}</time>`);
+  const clock = ISO_TIME.exec(e.occurred_at)?.[1];
+  if (!clock) return html`<span class="at">${e.occurred_at}</span>`;
+  return new SafeHtml(`<time datetime="${e.occurred_at}">${clock}</time>`);
 }
 
 /** The console page of one event of a run, which shows its long bodies in full. */
@@ -252,6 +255,14 @@ export function renderEvent(e: RunEventDoc, results?: Map<string, RunEventDoc>):
 
 /** The history as one list: each tool result shown inside its call. */
 export function renderTranscript(events: readonly RunEventDoc[]): SafeHtml {
+  return new SafeHtml([...transcriptChunks(events, events.length || 1)].join(''));
+}
+
+/**
+ * The history as pieces of `size` events each, rendered only as each is asked for (the run page is streamed):
+ * each tool result shown inside its call.
+ */
+export function* transcriptChunks(events: readonly RunEventDoc[], size: number): Generator<string> {
   const calls = new Set<string>();
   const results = new Map<string, RunEventDoc>();
   for (const e of events) {
@@ -260,12 +271,14 @@ export function renderTranscript(events: readonly RunEventDoc[]): SafeHtml {
     if (e.type === 'tool_call') calls.add(id);
     else if (e.type === 'tool_result' && calls.has(id)) results.set(id, e);
   }
-  const parts: string[] = [];
-  for (const e of events) {
-    if (e.type === 'tool_result' && results.get(str(e.data.id) ?? '') === e) continue;
-    parts.push(renderEvent(e, results).text);
+  for (let start = 0; start < events.length; start += size) {
+    const parts: string[] = [];
+    for (const e of events.slice(start, start + size)) {
+      if (e.type === 'tool_result' && results.get(str(e.data.id) ?? '') === e) continue;
+      parts.push(renderEvent(e, results).text);
+    }
+    yield parts.join('');
   }
-  return new SafeHtml(parts.join(''));
 }
 
 /** 12,345: `toLocaleString` is slow for a transcript's hundreds of usage events. */

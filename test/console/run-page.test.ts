@@ -34,6 +34,12 @@ describe('the run page', { timeout: 60_000 }, () => {
 
     const page = await get(server, `/console/runs/${id}`, admin.cookie);
     expect(page.status).toBe(200);
+    // streamed, with the console's headers
+    expect(page.headers.get('transfer-encoding')).toBe('chunked');
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(page.text).toMatch(/^<!doctype html>[\s\S]*<\/html>$/);
+    expect(page.text).not.toMatch(/<!--[0-9a-f-]{36}-->/);
     expect(count(page.text, 'class="ev ev-message"')).toBe(messages);
     // the tool call with what it ran and what it printed
     expect(page.text).toMatch(/<pre class="call">ls -a<\/pre>/);
