@@ -180,10 +180,6 @@ export function* runPageStream(viewer: Viewer, data: RunPageData): Generator<str
   yield whole.slice(at + TRANSCRIPT_SLOT.length);
 }
 
-export function runPage(viewer: Viewer, data: RunPageData): string {
-  return [...runPageStream(viewer, data)].join('');
-}
-
 export function cancelConfirmPage(viewer: Viewer, run: Run): string {
   const body = html`<p class="crumbs"><a href="/console/runs">Runs</a> / <a href="/console/runs/${enc(run.run_id)}">${run.title}</a> /</p>
   <h1>Cancel run ${run.title}?</h1>
