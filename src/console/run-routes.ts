@@ -1,7 +1,8 @@
 import { loadRunTree } from './pages/run-tree.ts';
 /**
- * A run's console routes: its page, its live transcript, cancel (confirmed, then redirected so that a reload
- * posts nothing), follow-ups, and its artifacts' files.
+ * A run's console routes: its page (streamed), an event's long body (its page and the page's fragment), its live
+ * transcript, cancel (confirmed, then redirected so that a reload posts nothing), follow-ups, and its artifacts'
+ * files.
  */
 import type { RunScore } from './pages/scores.ts';
 import { request as httpRequest } from 'node:http';
@@ -233,7 +234,7 @@ export function registerRunRoutes(scope: FastifyInstance, kit: ConsoleKit): void
     '/console/runs/:id/events/:seq/body',
     viewing<{ id: string; seq: string }>(async (s, request, reply) => {
       const event = await oneEvent(s, request.params.id, request.params.seq);
-      return sendPage(reply.header('cache-control', 'private, max-age=60'), eventBodyHtml(event).text);
+      return sendPage(reply, eventBodyHtml(event).text);
     }),
   );
 

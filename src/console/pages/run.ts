@@ -175,6 +175,10 @@ export function* runPageStream(viewer: Viewer, data: RunPageData): Generator<str
   const body = html`${runSections.map((section) => section(viewer, data))}`;
   const whole = page({ title: data.run.title, viewer, section: 'runs', body });
   const at = whole.indexOf(TRANSCRIPT_SLOT);
+  if (at < 0) {
+    yield whole;
+    return;
+  }
   yield whole.slice(0, at);
   yield* transcriptChunks(data.events, 250);
   yield whole.slice(at + TRANSCRIPT_SLOT.length);
