@@ -18,7 +18,7 @@
  *
  * `--profile <dir>` writes the server's CPU profile there (node --cpu-prof), per engine, when it stops.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -178,8 +178,18 @@ async function pageVersusApi(url: string, key: string, cookie: string, webhookUi
   }
 }
 
-/** The run's page against the JSON list of its events: the transcript's redirect and its download, in turn. */
-async function runPageVersusEvents(url: string, key: string, cookie: string): Promise<void> {
+/** CPU time (user and system, ms) the server's process has used so far: what the machine's load moves least. */
+function processCpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = 100;
+
+/**
+ * The run's page against the JSON list of its events: the transcript's redirect and its download, in turn. Also
+ * the server's CPU time per request of each (from /proc, summed over all requests: ticks of 10 ms).
+ */
+async function runPageVersusEvents(url: string, key: string, cookie: string, serverPid: number): Promise<void> {
   const auth = { authorization: `Bearer ${key}` };
   const events = async (): Promise<number> => {
     const started = performance.now();
@@ -200,10 +210,15 @@ async function runPageVersusEvents(url: string, key: string, cookie: string): Pr
   const api: number[] = [];
   await events();
   await timed(pageUrl, { cookie });
+  let [apiCpu, pageCpu] = [0, 0];
   for (let round = 0; round < ROUNDS; round++) {
     for (let i = 0; i < Math.max(5, Math.round(REQUESTS / 5)); i++) {
+      let before = processCpuMs(serverPid);
       api.push(await events());
+      apiCpu += processCpuMs(serverPid) - before;
+      before = processCpuMs(serverPid);
       page.push(await timed(pageUrl, { cookie }));
+      pageCpu += processCpuMs(serverPid) - before;
     }
   }
   page.sort((a, b) => a - b);
@@ -211,6 +226,9 @@ async function runPageVersusEvents(url: string, key: string, cookie: string): Pr
   console.log(
     `| run page, ${fmt(EVENTS)} events | ${fmt(percentile(api, 50), 2)} / ${fmt(percentile(api, 99), 2)} | ` +
       `${fmt(percentile(page, 50), 2)} / ${fmt(percentile(page, 99), 2)} | ${fmt(percentile(page, 50) / percentile(api, 50), 2)} |`,
+  );
+  console.error(
+    `[run page] server CPU per request: JSON events ${fmt(apiCpu / api.length, 1)} ms, page ${fmt(pageCpu / page.length, 1)} ms, ratio ${fmt(pageCpu / apiCpu, 2)}`,
   );
 }
 
@@ -293,7 +311,7 @@ try {
         `## ${engine}\n\n| Page | JSON API p50 / p99 ms | Console page p50 / p99 ms | p50 ratio (target ≤ 1.5) |\n|---|---:|---:|---:|`,
       );
       await pageVersusApi(server.url, key, cookie, seeded.webhookUid);
-      await runPageVersusEvents(server.url, key, cookie);
+      await runPageVersusEvents(server.url, key, cookie, server.child.pid!);
       const loads = await firstLoads(server.url, cookie);
       const [overview, baseline] = [percentile(loads.overview, 50), percentile(loads.baseline, 50)];
       console.log(

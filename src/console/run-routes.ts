@@ -1,20 +1,31 @@
 import { loadRunTree } from './pages/run-tree.ts';
 /**
- * A run's console routes: its page, its live transcript, cancel (confirmed, then redirected so that a reload
- * posts nothing), follow-ups, and its artifacts' files.
+ * A run's console routes: its page (streamed), an event's long body (its page and the page's fragment), its live
+ * transcript, cancel (confirmed, then redirected so that a reload posts nothing), follow-ups, and its artifacts'
+ * files.
  */
 import type { RunScore } from './pages/scores.ts';
 import { request as httpRequest } from 'node:http';
+import { Readable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { ApiProblem, enc } from './api.ts';
 import type { Factory, Run, RunEventDoc } from './api-types.ts';
 import { runState } from './format.ts';
 import type { ConsoleKit, Signed } from './shared-routes.ts';
-import { cancelConfirmPage, runPage } from './pages/run.ts';
+import { cancelConfirmPage, runPageStream } from './pages/run.ts';
 import type { RunPageData } from './pages/run.ts';
 import { SseReader } from './sse.ts';
-import { duration, isoSeconds, renderArtifact, renderEvent, toolResultBody, usageText } from './transcript.ts';
+import { runEventPage } from './pages/run-event.ts';
+import {
+  duration,
+  eventBodyHtml,
+  isoSeconds,
+  renderArtifact,
+  renderEvent,
+  toolResultBody,
+  usageText,
+} from './transcript.ts';
 
 /** What a redirect after a form may say on the run's page (`?done=` / `?failed=`): codes, never free text. */
 const NOTICES: Record<string, string> = {
@@ -164,7 +175,7 @@ async function liveItem(s: Signed, runId: string, e: RunEventDoc): Promise<Recor
   const out: Record<string, unknown> = { seq: e.sequence, type: e.type, html: renderEvent(e).text };
   if (e.type === 'tool_result' && typeof e.data.id === 'string') {
     out.tool = e.data.id;
-    out.result = toolResultBody(e.data).text;
+    out.result = toolResultBody(e).text;
   }
   if (e.type === 'artifact') {
     // The event carries what the agent reported; the run holds the artifact as recorded (its uid, its file).
@@ -192,10 +203,38 @@ export function registerRunRoutes(scope: FastifyInstance, kit: ConsoleKit): void
       const data = await runPageData(kit, s, request.params.id);
       const done = NOTICES[request.query.done ?? ''];
       const failed = FAILURES[request.query.failed ?? ''];
-      return sendPage(
-        reply,
-        runPage(s.viewer, { ...data, ...(done ? { notice: done } : {}), ...(failed ? { error: failed } : {}) }),
-      );
+      const pieces = runPageStream(s.viewer, {
+        ...data,
+        ...(done ? { notice: done } : {}),
+        ...(failed ? { error: failed } : {}),
+      });
+      // Streamed: the page's head and facts go out while the transcript's items are still being rendered.
+      return reply.type('text/html; charset=utf-8').send(Readable.from(pieces, { objectMode: false }));
+    }),
+  );
+
+  /** One event through the API (`GET /agent/runs/{id}/events/{sequence}`): another team's run is not found. */
+  const oneEvent = async (s: Signed, id: string, seq: string): Promise<RunEventDoc> => {
+    if (!/^[1-9]\d{0,14}$/.test(seq)) throw new ApiProblem(404, 'resource_not_found', `run ${id} has no event ${seq}`);
+    return s.api.get<RunEventDoc>(`/agent/runs/${enc(id)}/events/${seq}`);
+  };
+
+  // An event's long body (tool output, input, log), which the run page links to instead of sending it: its own
+  // page, and the fragment console.js loads into the collapsed block when it is opened.
+  scope.get(
+    '/console/runs/:id/events/:seq',
+    viewing<{ id: string; seq: string }>(async (s, request, reply) => {
+      const { id, seq } = request.params;
+      const [run, event] = await Promise.all([s.api.get<Run>(`/agent/runs/${enc(id)}`), oneEvent(s, id, seq)]);
+      return sendPage(reply, runEventPage(s.viewer, run, event));
+    }),
+  );
+
+  scope.get(
+    '/console/runs/:id/events/:seq/body',
+    viewing<{ id: string; seq: string }>(async (s, request, reply) => {
+      const event = await oneEvent(s, request.params.id, request.params.seq);
+      return sendPage(reply, eventBodyHtml(event).text);
     }),
   );
 

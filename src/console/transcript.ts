@@ -4,13 +4,16 @@
  * the page shows an event the same way whether it was there at load or arrived later.
  */
 import type { Artifact, RunEventDoc } from './api-types.ts';
-import { badge, relative, runState } from './format.ts';
-import { escapeHtml, html, SafeHtml } from './html.ts';
+import { badge, runState } from './format.ts';
+import { html, SafeHtml } from './html.ts';
 import { markdown } from './markdown.ts';
 
-/** Output longer than this (lines or characters) is shown collapsed. */
-const LONG_LINES = 12;
-const LONG_CHARS = 1500;
+/**
+ * A body longer than this (lines or characters) is collapsed. In the transcript it is not even sent: its event's
+ * page (`eventHref`) shows it, and console.js loads it into the collapsed block when that is opened.
+ */
+const LONG_LINES = 4;
+const LONG_CHARS = 400;
 
 type Data = Record<string, unknown>;
 
@@ -23,21 +26,40 @@ function item(e: RunEventDoc, kind: string, body: SafeHtml, extra?: SafeHtml): S
   return new SafeHtml(`<li class="ev ev-${kind}" id="ev-${Number(e.sequence)}"${extra?.text ?? ''}>${body.text}</li>`);
 }
 
-// Built directly: a long transcript has one per event.
+const ISO_TIME = /^\d{4}-\d\d-\d\dT(\d\d:\d\d:\d\d)(?:\.\d+)?Z$/;
+
+// Built directly: a long transcript has one per event. The time of day (UTC), with the exact time in `datetime`,
+// which console.js shows on hover and as "n minutes ago" (a title on each of thousands of events would double
+// their bytes; parsing each date to say "ago" here would double their cost).
 function when(e: RunEventDoc): SafeHtml {
-  const at = Date.parse(e.occurred_at);
-  if (Number.isNaN(at)) return html`<span class="at">${e.occurred_at}</span>`;
-  const iso = escapeHtml(e.occurred_at);
-  return new SafeHtml(`<time class="at" datetime="${iso}" title="${iso}">${relative(Date.now() - at)}</time>`);
+  const clock = ISO_TIME.exec(e.occurred_at)?.[1];
+  if (!clock) return html`<span class="at">${e.occurred_at}</span>`;
+  return new SafeHtml(`<time datetime="${e.occurred_at}">${clock}</time>`);
 }
 
-/** A block of text shown as is, collapsed behind a summary when long. */
-export function collapsible(label: string, text: string, open = false): SafeHtml {
-  const lines = text.split('\n').length;
-  if (!open && (lines > LONG_LINES || text.length > LONG_CHARS)) {
-    return html`<details class="out"><summary>${label} (${lines} line${lines === 1 ? '' : 's'})</summary><pre>${text}</pre></details>`;
-  }
-  return html`<pre class="out" aria-label="${label}">${text}</pre>`;
+/** The console page of one event of a run, which shows its long bodies in full. */
+export function eventHref(e: RunEventDoc): string {
+  return `/console/runs/${encodeURIComponent(e.run_id)}/events/${Number(e.sequence)}`;
+}
+
+function lineCount(text: string): number {
+  let n = 1;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) n++;
+  return n;
+}
+
+/**
+ * A block of text shown as is, collapsed behind a summary when long. With `more` (the event's page), a long
+ * block is not in the page at all: the collapsed block links to it, and console.js loads it when opened.
+ */
+export function collapsible(label: string, text: string, more?: string): SafeHtml {
+  const lines = lineCount(text);
+  if (lines <= LONG_LINES && text.length <= LONG_CHARS)
+    return html`<pre class="out" aria-label="${label}">${text}</pre>`;
+  const summary = html`<summary>${label} (${lines} line${lines === 1 ? '' : 's'})</summary>`;
+  if (more)
+    return html`<details class="out">${summary}<a class="more" href="${more}">Show the ${label.toLowerCase()}</a></details>`;
+  return html`<details class="out">${summary}<pre>${text}</pre></details>`;
 }
 
 /** What a tool was asked, in one line: the command, the file, the query. */
@@ -96,28 +118,31 @@ export function toolOutputText(output: unknown): { text: string; exitCode?: numb
   return { text: parts.join('\n'), ...(exitCode !== undefined ? { exitCode } : {}) };
 }
 
-/** The output part of a tool call, filled in when its result arrives. */
-export function toolResultBody(data: Data): SafeHtml {
+/** The output part of a tool call (its result event), filled in when the result arrives. */
+export function toolResultBody(result: RunEventDoc): SafeHtml {
+  const data = result.data;
   const status = str(data.status) ?? 'completed';
   const { text, exitCode } = toolOutputText(data.output);
   const tone = status === 'completed' ? 'ok' : status === 'denied' ? 'warn' : 'bad';
-  return html`<div class="tool-result">${badge(status, tone)}${exitCode !== undefined ? html` <span class="muted">exit ${exitCode}</span>` : ''}
-    ${text ? collapsible('Output', text) : html` <span class="muted">no output</span>`}</div>`;
+  return html`<div class="tool-result">${badge(status, tone)}${exitCode !== undefined ? html` <span class="muted">exit ${exitCode}</span>` : ''} ${text ? collapsible('Output', text, eventHref(result)) : html`<span class="muted">no output</span>`}</div>`;
 }
 
-function toolCall(e: RunEventDoc, result: Data | undefined): SafeHtml {
+function toolCall(e: RunEventDoc, result: RunEventDoc | undefined): SafeHtml {
   const d = e.data;
   const input = obj(d.input) ?? {};
   const summary = toolSummary(input);
   // The input is shown when it says more than the summary line (a command alone does not).
   const keys = Object.keys(input);
   const showInput = keys.length > 0 && !(keys.length === 1 && keys[0] === 'command' && input.command === summary);
-  const full = showInput ? JSON.stringify(input, null, 2) : '';
-  const body = html`<div class="ev-head"><span class="kind">${str(d.category) ?? 'tool'}</span><code class="tool">${str(d.name) ?? 'tool'}</code>${when(e)}</div>
-    ${summary ? html`<pre class="call">${summary}</pre>` : ''}
-    ${showInput ? html`<details class="input"><summary>Input</summary><pre>${full}</pre></details>` : ''}
-    <div class="tool-slot">${result ? toolResultBody(result) : html`<span class="muted pending">running…</span>`}</div>`;
+  const body = html`<div class="ev-head"><span class="kind">${str(d.category) ?? 'tool'}</span><code class="tool">${str(d.name) ?? 'tool'}</code>${when(e)}</div>${summary ? html`<pre class="call">${summary}</pre>` : ''}${showInput ? toolInput(e, input) : ''}<div class="tool-slot">${result ? toolResultBody(result) : html`<span class="muted pending">running…</span>`}</div>`;
   return item(e, 'tool', body, html` data-tool="${str(d.id) ?? ''}"`);
+}
+
+/** The full input behind "Input": in the page when short, on the event's page when long. */
+function toolInput(e: RunEventDoc, input: Data): SafeHtml {
+  const full = JSON.stringify(input, null, 2);
+  const long = full.length > LONG_CHARS || lineCount(full) > 3 * LONG_LINES;
+  return html`<details class="input"><summary>Input</summary>${long ? html`<a class="more" href="${eventHref(e)}">Show the input</a>` : html`<pre>${full}</pre>`}</details>`;
 }
 
 function artifactLine(e: RunEventDoc): SafeHtml {
@@ -133,7 +158,7 @@ function artifactLine(e: RunEventDoc): SafeHtml {
 }
 
 /** One event as a transcript item; `results` holds the tool results by call id (shown inside their call). */
-export function renderEvent(e: RunEventDoc, results?: Map<string, Data>): SafeHtml {
+export function renderEvent(e: RunEventDoc, results?: Map<string, RunEventDoc>): SafeHtml {
   const d = e.data;
   switch (e.type) {
     case 'message': {
@@ -157,7 +182,7 @@ export function renderEvent(e: RunEventDoc, results?: Map<string, Data>): SafeHt
       return item(
         e,
         'tool',
-        html`<div class="ev-head"><span class="kind">${str(d.category) ?? 'tool'}</span><code class="tool">${str(d.name) ?? 'tool'}</code> result${when(e)}</div><div class="tool-slot">${toolResultBody(d)}</div>`,
+        html`<div class="ev-head"><span class="kind">${str(d.category) ?? 'tool'}</span><code class="tool">${str(d.name) ?? 'tool'}</code> result${when(e)}</div><div class="tool-slot">${toolResultBody(e)}</div>`,
         html` data-tool="${str(d.id) ?? ''}"`,
       );
     case 'state': {
@@ -209,7 +234,7 @@ export function renderEvent(e: RunEventDoc, results?: Map<string, Data>): SafeHt
       return item(
         e,
         'log',
-        html`<div class="ev-head"><span class="kind">${str(d.stream) ?? 'log'}</span>${when(e)}</div>${collapsible('Log', str(d.text) ?? '')}`,
+        html`<div class="ev-head"><span class="kind">${str(d.stream) ?? 'log'}</span>${when(e)}</div>${collapsible('Log', str(d.text) ?? '', eventHref(e))}`,
       );
     case 'error':
       return item(
@@ -223,27 +248,37 @@ export function renderEvent(e: RunEventDoc, results?: Map<string, Data>): SafeHt
       return item(
         e,
         'other',
-        html`<div class="ev-head"><span class="kind">${e.type}</span>${when(e)}</div>${collapsible('Data', JSON.stringify(d, null, 2))}`,
+        html`<div class="ev-head"><span class="kind">${e.type}</span>${when(e)}</div>${collapsible('Data', JSON.stringify(d, null, 2), eventHref(e))}`,
       );
   }
 }
 
 /** The history as one list: each tool result shown inside its call. */
 export function renderTranscript(events: readonly RunEventDoc[]): SafeHtml {
+  return new SafeHtml([...transcriptChunks(events, events.length || 1)].join(''));
+}
+
+/**
+ * The history as pieces of `size` events each, rendered only as each is asked for (the run page is streamed):
+ * each tool result shown inside its call.
+ */
+export function* transcriptChunks(events: readonly RunEventDoc[], size: number): Generator<string> {
   const calls = new Set<string>();
-  const results = new Map<string, Data>();
+  const results = new Map<string, RunEventDoc>();
   for (const e of events) {
     const id = str(e.data.id);
     if (!id) continue;
     if (e.type === 'tool_call') calls.add(id);
-    else if (e.type === 'tool_result' && calls.has(id)) results.set(id, e.data);
+    else if (e.type === 'tool_result' && calls.has(id)) results.set(id, e);
   }
-  const parts: string[] = [];
-  for (const e of events) {
-    if (e.type === 'tool_result' && results.get(str(e.data.id) ?? '') === e.data) continue;
-    parts.push(renderEvent(e, results).text);
+  for (let start = 0; start < events.length; start += size) {
+    const parts: string[] = [];
+    for (const e of events.slice(start, start + size)) {
+      if (e.type === 'tool_result' && results.get(str(e.data.id) ?? '') === e) continue;
+      parts.push(renderEvent(e, results).text);
+    }
+    yield parts.join('');
   }
-  return new SafeHtml(parts.join(''));
 }
 
 /** 12,345: `toLocaleString` is slow for a transcript's hundreds of usage events. */
@@ -305,4 +340,37 @@ export function renderArtifact(a: Artifact): SafeHtml {
     default:
       return html`<article class="artifact"${id}><h3>${a.artifact_type}</h3>${collapsible('Data', JSON.stringify(d, null, 2))}</article>`;
   }
+}
+
+/** The long body of an event, shown in full on its own page: a tool's output or input, a log's text, data. */
+export function eventBody(e: RunEventDoc): { label: string; text: string } | undefined {
+  const d = e.data;
+  switch (e.type) {
+    case 'tool_result':
+      return { label: 'Output', text: toolOutputText(d.output).text };
+    case 'tool_call':
+      return { label: 'Input', text: JSON.stringify(obj(d.input) ?? {}, null, 2) };
+    case 'log':
+      return { label: 'Log', text: str(d.text) ?? '' };
+    case 'message':
+    case 'followup':
+    case 'result':
+    case 'state':
+    case 'status':
+    case 'usage':
+    case 'session':
+    case 'skill':
+    case 'error':
+    case 'artifact':
+      return undefined;
+    default:
+      return { label: 'Data', text: JSON.stringify(d, null, 2) };
+  }
+}
+
+/** An event's long body in full, as a fragment the run page loads into its collapsed block. */
+export function eventBodyHtml(e: RunEventDoc): SafeHtml {
+  const body = eventBody(e);
+  if (!body) return html`<p class="muted">This event has nothing more to show.</p>`;
+  return html`<pre class="out" aria-label="${body.label}">${body.text}</pre>`;
 }

@@ -166,11 +166,13 @@ export async function registerConversationRoutes(app: AppInstance, ctx: ServiceC
           }),
         ),
       ];
+      // bytes, not a string: sent as they are, and the console's in-process read is spared two encodings
+      const bytes = Buffer.from(`${lines.join('\n')}\n`);
       return reply
         .type('application/x-ndjson; charset=utf-8')
         .header('content-disposition', `attachment; filename="${run.id}.transcript.jsonl"`)
         .header('cache-control', 'private, max-age=60')
-        .send(`${lines.join('\n')}\n`);
+        .send(bytes);
     },
   );
 }

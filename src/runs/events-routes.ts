@@ -9,7 +9,7 @@ import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
 import type { StoredRunEvent } from '../engine/events.ts';
-import { getRun, listEventsOfRuns, listRunEvents, ownRunIds } from './sql.ts';
+import { getRun, getRunEvent, listEventsOfRuns, listRunEvents, ownRunIds } from './sql.ts';
 import { RunIdParamsSchema } from './schemas.ts';
 import type { RunEvent } from '../engine/state-machine.ts';
 import { isRunState, isTerminal } from '../engine/state-machine.ts';
@@ -167,6 +167,29 @@ export async function registerEventRoutes(app: AppInstance, ctx: ServiceContext)
       } finally {
         close();
       }
+    },
+  );
+
+  app.get(
+    '/agent/runs/:runId/events/:sequence',
+    {
+      schema: {
+        tags: ['runs'],
+        summary:
+          'One event of the run by its sequence, as the event stream sends it (`sequence`, `run_id`, `execution_id`, `type`, `occurred_at`, `data`)',
+        params: Type.Object({
+          runId: Type.String({ minLength: 1 }),
+          sequence: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+        }),
+      },
+    },
+    async (request) => {
+      const { runId, sequence } = request.params;
+      const run = await getRun(ctx.db, request.principal.teamId, runId);
+      if (!run) throw new AppError('resource_not_found', `run ${runId} does not exist`);
+      const event = await getRunEvent(ctx.db, runId, sequence);
+      if (!event) throw new AppError('resource_not_found', `run ${runId} has no event ${sequence}`);
+      return eventDocument(event);
     },
   );
 

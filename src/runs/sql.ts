@@ -266,6 +266,16 @@ export async function listRunEvents(q: Queryable, runId: string, after = 0, limi
   return res.rows.map((r) => ({ ...r, sequence: Number(r.sequence) }));
 }
 
+/** One event of a run by its sequence (`GET /agent/runs/{id}/events/{sequence}`). */
+export async function getRunEvent(q: Queryable, runId: string, sequence: number): Promise<StoredRunEvent | undefined> {
+  const res = await q.query<StoredRunEvent>(
+    `SELECT run_id, sequence, execution_id, type, data, occurred_at FROM run_events WHERE run_id = $1 AND sequence = $2`,
+    [runId, sequence],
+  );
+  const row = res.rows[0];
+  return row ? { ...row, sequence: Number(row.sequence) } : undefined;
+}
+
 /** Events of several runs after `after` (per run), ordered by run then sequence (`GET /agent/events`). */
 export async function listEventsOfRuns(
   q: Queryable,

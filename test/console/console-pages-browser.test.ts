@@ -47,7 +47,7 @@ describe('console pages in Chromium', { timeout: 120_000 }, () => {
   it('starts a run from the factory page and follows it live: each message once, output, artifacts, state', async () => {
     await page.goto(`${server.url}/console/factories/${factoryId}`);
     await checked();
-    await page.getByLabel('Prompt', { exact: true }).fill('LIST_FILES ARTIFACTS_ALL UNTIL go-on');
+    await page.getByLabel('Prompt', { exact: true }).fill('LIST_FILES LONG_OUTPUT ARTIFACTS_ALL UNTIL go-on');
     await page.getByRole('button', { name: 'Start run' }).click();
     await page.waitForURL(/\/console\/runs\/run_[a-z0-9]+\?done=started$/);
     const runId = /runs\/([^?]+)/.exec(page.url())![1]!;
@@ -95,6 +95,24 @@ describe('console pages in Chromium', { timeout: 120_000 }, () => {
     expect(await page.locator('#run-events .ev-message').count()).toBe(1);
     expect(await page.locator('#run-events > li').count()).toBe((live.match(/<li class="ev /g) ?? []).length);
     await screenshot(page, 'run');
+
+    // a long output is not in the page: opened by the keyboard, its block loads it in place of the link
+    const block = page.locator('#run-events details.out', { hasText: 'Output (30 lines)' });
+    expect(await block.locator('pre').count()).toBe(0);
+    const href = await block.locator('a.more').getAttribute('href');
+    expect(href).toMatch(new RegExp(`^/console/runs/${runId}/events/\\d+$`));
+    await block.locator('summary').focus();
+    await page.keyboard.press('Enter');
+    await expect
+      .poll(async () => block.locator('pre.out').textContent())
+      .toMatch(/^line 1\n[\s\S]*<b>line 15<\/b>[\s\S]*line 30$/);
+    expect(await block.locator('a.more').count()).toBe(0);
+    await checked();
+    // without the script, the link opens the event's own page
+    await page.goto(`${server.url}${href}`);
+    expect(await page.locator('main pre.out').count()).toBe(1);
+    await checked();
+    await page.goto(`${server.url}/console/runs/${runId}`);
     for (const width of [1280, 390]) {
       await page.setViewportSize({ width, height: 900 });
       expect(await overflowX(page)).toBeLessThanOrEqual(0);

@@ -34,6 +34,12 @@ describe('the run page', { timeout: 60_000 }, () => {
 
     const page = await get(server, `/console/runs/${id}`, admin.cookie);
     expect(page.status).toBe(200);
+    // streamed, with the console's headers
+    expect(page.headers.get('transfer-encoding')).toBe('chunked');
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(page.text).toMatch(/^<!doctype html>[\s\S]*<\/html>$/);
+    expect(page.text).not.toMatch(/<!--[0-9a-f-]{36}-->/);
     expect(count(page.text, 'class="ev ev-message"')).toBe(messages);
     // the tool call with what it ran and what it printed
     expect(page.text).toMatch(/<pre class="call">ls -a<\/pre>/);
@@ -81,6 +87,56 @@ describe('the run page', { timeout: 60_000 }, () => {
     expect(state.facts.usage).toContain('10 input');
     const page = await get(server, `/console/runs/${id}`, admin.cookie);
     for (const item of items.filter((i) => i.type === 'message')) expect(page.text).toContain(item.html);
+  });
+
+  it('sends a long tool output only when asked: its event page and the fragment the page loads', async () => {
+    const id = await finishedRun('LONG_OUTPUT please');
+    const page = await get(server, `/console/runs/${id}`, admin.cookie);
+    const collapsed =
+      /<details class="out"><summary>Output \(30 lines\)<\/summary><a class="more" href="(\/console\/runs\/[^"]+\/events\/(\d+))">Show the output<\/a><\/details>/.exec(
+        page.text,
+      );
+    expect(collapsed).not.toBeNull();
+    const [, href, seq] = collapsed!;
+    expect(href).toBe(`/console/runs/${id}/events/${seq}`);
+    expect(page.text).not.toContain('line 30');
+    expect(page.text).toContain('<pre class="call">seq 1 30</pre>');
+
+    // the event's page: the output in full, escaped, with a way back
+    const full = await get(server, href!, admin.cookie);
+    expect(full.status).toBe(200);
+    expect(full.text).toContain('<h1>Output of shell, event');
+    expect(full.text).toMatch(
+      /<pre class="out" aria-label="Output">line 1\n[^<]*&lt;b&gt;line 15&lt;\/b&gt;[^<]*line 30<\/pre>/,
+    );
+    expect(full.text).toContain(`href="/console/runs/${id}#transcript"`);
+    // the fragment console.js puts in place of the link
+    const body = await get(server, `${href}/body`, admin.cookie);
+    expect(body.status).toBe(200);
+    expect(body.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(body.text).toMatch(/^<pre class="out" aria-label="Output">line 1\n[\s\S]*line 30<\/pre>$/);
+    expect(body.text).not.toContain('<b>');
+    // the event as the API answers it
+    const event = await server.api('GET', `/agent/runs/${id}/events/${seq}`);
+    expect(event.body).toMatchObject({ run_id: id, sequence: Number(seq), type: 'tool_result' });
+
+    // no session, no event, a malformed sequence
+    expect((await get(server, href!)).status).toBe(303);
+    expect((await get(server, `${href}/body`)).status).toBe(303);
+    const missing = await get(server, `/console/runs/${id}/events/999999`, admin.cookie);
+    expect(missing.status).toBe(404);
+    expect(missing.text).toContain(`has no event 999999`);
+    for (const bad of ['0', 'abc', '1e3', '99999999999999999999'])
+      expect((await get(server, `/console/runs/${id}/events/${bad}/body`, admin.cookie)).status).toBe(404);
+    expect((await get(server, `/console/runs/run_missing/events/1`, admin.cookie)).status).toBe(404);
+
+    // the live relay collapses it the same way
+    const res = await fetch(`${server.url}/console/runs/${id}/live?since=0`, { headers: { cookie: admin.cookie } });
+    const items = parseSse(await res.text())
+      .filter((m) => m.event === 'item')
+      .map((m) => JSON.parse(m.data));
+    const result = items.find((i) => i.type === 'tool_result' && i.result.includes('30 lines'));
+    expect(result.result).toContain(`<a class="more" href="${href}">`);
   });
 
   it('asks before cancelling, and answers the cancel with a redirect that a reload does not repeat', async () => {

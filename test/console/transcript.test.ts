@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { markdown } from '../../src/console/markdown.ts';
-import { renderArtifact, toolOutputText, toolSummary } from '../../src/console/transcript.ts';
+import {
+  collapsible,
+  renderArtifact,
+  renderTranscript,
+  toolOutputText,
+  toolSummary,
+} from '../../src/console/transcript.ts';
 
 describe('markdown for agent text', () => {
   it('renders headings, lists, code and links, and escapes everything else', () => {
@@ -37,6 +43,39 @@ describe('tool calls as the harnesses report them', () => {
   it('shows a pull request link only for http(s) URLs', () => {
     expect(renderArtifact({ artifact_type: 'PULL_REQUEST', data: { url: 'javascript:alert(1)' } }).text).not.toContain(
       'href',
+    );
+  });
+
+  it('collapses a long body: a link to the event when it has one, the text in the block when not', () => {
+    expect(collapsible('Output', 'a\nb\nc\nd').text).toBe('<pre class="out" aria-label="Output">a\nb\nc\nd</pre>');
+    const long = 'x\n'.repeat(5);
+    expect(collapsible('Output', long, '/console/runs/r/events/7').text).toBe(
+      '<details class="out"><summary>Output (6 lines)</summary><a class="more" href="/console/runs/r/events/7">Show the output</a></details>',
+    );
+    expect(collapsible('Data', 'y'.repeat(401)).text).toMatch(
+      /^<details class="out"><summary>Data \(1 line\)<\/summary><pre>y{401}<\/pre>/,
+    );
+  });
+
+  it('renders each tool result inside its call, with the time of day and the exact time', () => {
+    const at = '2026-01-02T03:04:05.678Z';
+    const ev = (sequence: number, type: string, data: Record<string, unknown>) => ({
+      sequence,
+      run_id: 'run_<x>',
+      execution_id: null,
+      type,
+      occurred_at: at,
+      data,
+    });
+    const out = renderTranscript([
+      ev(1, 'tool_call', { id: 't1', name: 'Bash', input: { command: 'seq 1 9' } }),
+      ev(2, 'tool_result', { id: 't1', status: 'completed', output: { stdout: '1\n2\n3\n4\n5\n6\n7\n8\n9' } }),
+      ev(3, 'status', { message: 'done' }),
+    ]).text;
+    expect(out.match(/<li /g)).toHaveLength(2);
+    expect(out).toContain(`<time datetime="${at}">03:04:05</time>`);
+    expect(out).toContain(
+      '<summary>Output (9 lines)</summary><a class="more" href="/console/runs/run_%3Cx%3E/events/2">',
     );
   });
 });

@@ -131,6 +131,21 @@ describe.each(ENGINES)('run events on %s', (engine) => {
     const bad = await readSse(`${s.apiUrl}/agent/runs/${runId}/events`, s.adminKey, { lastEventId: -1 });
     expect(bad.status).toBe(400);
     expect((await readSse(`${s.apiUrl}/agent/runs/run_missing/events`, s.adminKey)).status).toBe(404);
+
+    // one event by its sequence, as the stream sends it
+    const third = await s.api('GET', `/agent/runs/${runId}/events/3`);
+    expect(third.status).toBe(200);
+    expect(third.body).toEqual(replay.events.find((e) => e.id === 3)!.data);
+    expect((await s.api('GET', `/agent/runs/${runId}/events/${stored.length + 1}`)).body).toMatchObject({
+      status: 404,
+      detail: `run ${runId} has no event ${stored.length + 1}`,
+    });
+    for (const bad of ['0', 'x', '1.5', '-1']) {
+      const res = await s.api('GET', `/agent/runs/${runId}/events/${bad}`);
+      expect(res.status, bad).toBe(400);
+      expect(res.body.detail, bad).toMatch(/sequence/);
+    }
+    expect((await s.api('GET', '/agent/runs/run_missing/events/1')).status).toBe(404);
   });
 
   it('answers the reference poll endpoint (GET /agent/events) and the report endpoint', async () => {

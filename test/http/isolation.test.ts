@@ -520,6 +520,15 @@ const ISOLATION: Record<string, Probe> = {
     check: async (f) =>
       expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/events?follow=false`), 'event stream'),
   },
+  'GET /api/v1/agent/runs/:runId/events/:sequence': {
+    kind: 'team-resource',
+    check: async (f) => {
+      await f.asA('POST', `/agent/events/${f.a.runId}`, { event_type: 'run_in_progress' });
+      const sequence = (await f.asA('GET', `/agent/events?run_ids=${f.a.runId}`)).body[0].sequence;
+      expect((await f.asA('GET', `/agent/runs/${f.a.runId}/events/${sequence}`)).status).toBe(200);
+      await expectNotFound(await f.asB('GET', `/agent/runs/${f.a.runId}/events/${sequence}`), 'one event');
+    },
+  },
   'GET /api/v1/agent/events': {
     kind: 'team-list',
     check: async (f) => {
@@ -1067,6 +1076,8 @@ const ISOLATION: Record<string, Probe> = {
         ['GET', '/console/runs/:id', (a: ConsoleIds) => `/console/runs/${a.runId}`],
         ['GET', '/console/runs/:id/live', (a: ConsoleIds) => `/console/runs/${a.runId}/live`],
         ['GET', '/console/runs/:id/cancel', (a: ConsoleIds) => `/console/runs/${a.runId}/cancel`],
+        ['GET', '/console/runs/:id/events/:seq', (a: ConsoleIds) => `/console/runs/${a.runId}/events/1`],
+        ['GET', '/console/runs/:id/events/:seq/body', (a: ConsoleIds) => `/console/runs/${a.runId}/events/1/body`],
         ['POST', '/console/factories/:id/runs', (a: ConsoleIds) => `/console/factories/${a.factoryId}/runs`],
         ['GET', '/console/webhooks/:uid/rotate', (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}/rotate`],
         ['GET', '/console/webhooks/:uid/toggle', (a: ConsoleIds) => `/console/webhooks/${a.webhookUid}/toggle`],

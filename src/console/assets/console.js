@@ -14,7 +14,30 @@ function relative(ms) {
 function refreshTimes(root) {
   for (const el of root.querySelectorAll('time[datetime]')) {
     const at = Date.parse(el.getAttribute('datetime'));
-    if (!Number.isNaN(at)) el.textContent = relative(Date.now() - at);
+    if (Number.isNaN(at)) continue;
+    el.textContent = relative(Date.now() - at);
+    // the transcript's times carry no title of their own (thousands of them): the exact time on hover
+    if (!el.title) el.title = new Date(at).toISOString();
+  }
+}
+
+// A collapsed block whose body the server did not send (a long tool output, input or log): the link to the
+// event's page, replaced by the body itself when the block is opened. Without this script the link is followed.
+async function loadMore(details) {
+  const link = details.querySelector(':scope > a.more');
+  if (!details.open || !link || details.getAttribute('aria-busy') === 'true') return;
+  details.setAttribute('aria-busy', 'true');
+  try {
+    const res = await fetch(`${link.getAttribute('href')}/body`, {
+      credentials: 'same-origin',
+      headers: { accept: 'text/html' },
+    });
+    // rendered and escaped by the server (src/console/transcript.ts), as the page itself
+    if (res.ok && !res.redirected) link.outerHTML = await res.text();
+  } catch {
+    // the link stays: following it opens the event's page
+  } finally {
+    details.removeAttribute('aria-busy');
   }
 }
 
@@ -124,6 +147,15 @@ function liveEvents(list) {
     if (status) status.textContent = `The run ended${state ? ` (${state})` : ''}.`;
   });
 }
+
+// `toggle` does not bubble: listened to in the capture phase, it covers blocks the live transcript adds later.
+document.addEventListener(
+  'toggle',
+  (event) => {
+    if (event.target instanceof HTMLDetailsElement) loadMore(event.target);
+  },
+  true,
+);
 
 document.addEventListener('DOMContentLoaded', () => {
   refreshTimes(document);

@@ -4,15 +4,15 @@
  */
 import type { Run, RunEventDoc } from '../api-types.ts';
 import { runState, timeAgo } from '../format.ts';
-import { html } from '../html.ts';
-import type { SafeHtml } from '../html.ts';
+import { html, SafeHtml } from '../html.ts';
 import { csrfField, errorBox, page } from '../layout.ts';
 import type { Viewer } from '../layout.ts';
 import { runTreeSection } from './run-tree.ts';
 import type { RunTree } from './run-tree.ts';
 import { runScoresSection } from './scores.ts';
 import type { RunScore } from './scores.ts';
-import { duration, isoSeconds, renderArtifact, renderTranscript, usageText } from '../transcript.ts';
+import { randomUUID } from 'node:crypto';
+import { duration, isoSeconds, renderArtifact, transcriptChunks, usageText } from '../transcript.ts';
 
 export interface RunPageData {
   run: Run;
@@ -109,13 +109,19 @@ function actions(_viewer: Viewer, d: RunPageData): SafeHtml {
   return html`<p class="actions" data-while-active><a class="button danger" href="/console/runs/${enc(d.run.run_id)}/cancel">Cancel run…</a></p>`;
 }
 
+/**
+ * Where the transcript's items go in the page's text, split there to stream them (`runPageStream`): random, so
+ * that no text of the run (its title, its prompt) can hold it.
+ */
+const TRANSCRIPT_SLOT = `<!--${randomUUID()}-->`;
+
 function transcript(_viewer: Viewer, d: RunPageData): SafeHtml {
   const last = d.events.at(-1)?.sequence ?? 0;
   // A run that never executed has no transcript yet: the live stream brings its state changes even when over.
   const ended = !ACTIVE_STATES.has(d.run.state) && d.events.length > 0;
   return html`<section aria-labelledby="transcript"><h2 id="transcript">Transcript</h2>
   <p class="muted" id="live-status" aria-live="polite">${ended ? `${d.events.length} events.` : 'Live: new events appear as the agent works.'}</p>
-  <ol id="run-events" class="events" data-live-events="/console/runs/${enc(d.run.run_id)}/live?since=${last}"${ended ? html` data-ended="true"` : ''}>${renderTranscript(d.events)}</ol>
+  <ol id="run-events" class="events" data-live-events="/console/runs/${enc(d.run.run_id)}/live?since=${last}"${ended ? html` data-ended="true"` : ''}>${new SafeHtml(TRANSCRIPT_SLOT)}</ol>
   ${ended ? '' : html`<noscript><p>Reload to see new events; the API streams them at <code>/api/v1/agent/runs/${d.run.run_id}/events</code>.</p></noscript>`}
   </section>`;
 }
@@ -160,9 +166,22 @@ export const runSections: RunSection[] = [
   configuration,
 ];
 
-export function runPage(viewer: Viewer, data: RunPageData): string {
+/**
+ * The page in pieces, each rendered when asked for: everything before the transcript's items, the items 250 at a
+ * time, then the rest. A long transcript's page starts arriving before its last item is rendered, and is never
+ * one string of its whole length.
+ */
+export function* runPageStream(viewer: Viewer, data: RunPageData): Generator<string> {
   const body = html`${runSections.map((section) => section(viewer, data))}`;
-  return page({ title: data.run.title, viewer, section: 'runs', body });
+  const whole = page({ title: data.run.title, viewer, section: 'runs', body });
+  const at = whole.indexOf(TRANSCRIPT_SLOT);
+  if (at < 0) {
+    yield whole;
+    return;
+  }
+  yield whole.slice(0, at);
+  yield* transcriptChunks(data.events, 250);
+  yield whole.slice(at + TRANSCRIPT_SLOT.length);
 }
 
 export function cancelConfirmPage(viewer: Viewer, run: Run): string {
