@@ -91,6 +91,7 @@ export class FactoryInterface {
   readonly #deps: FactoryInterfaceDeps;
   /** Factory rows by id, as `#currentFactory` last read them. */
   readonly #factoryRows = new Map<string, FactoryRow>();
+  #waiting = 0;
 
   constructor(deps: FactoryInterfaceDeps) {
     this.#deps = deps;
@@ -306,6 +307,11 @@ export class FactoryInterface {
     return { ...(await this.#view(run)), reports: await this.#reports(self, [runId]) };
   }
 
+  /** `wait_for_runs` calls of this process still waiting (a call whose client went away is released at once). */
+  get waiting(): number {
+    return this.#waiting;
+  }
+
   async waitForRuns(
     caller: FactoryCaller,
     runIds: readonly string[],
@@ -316,21 +322,30 @@ export class FactoryInterface {
     const ids = [...new Set(runIds)];
     if (ids.length === 0) throw new ToolRefusal('run_ids must name at least one run');
     if (ids.length > MAX_WAIT_RUNS) throw new ToolRefusal(`run_ids names more than ${MAX_WAIT_RUNS} runs`);
-    for (const id of ids) await this.#treeRun(self, id);
-    const wait = Math.min(Math.max(0, timeoutSeconds), MAX_WAIT_SECONDS) * 1000;
-    const deadline = Date.now() + wait;
-    const ended = async () => {
-      const states = await runStates(this.#deps.db, self.teamId, ids);
-      return states.length === ids.length && states.every((r) => isTerminal(r.state));
-    };
-    let allEnded = await ended();
-    while (!allEnded && Date.now() < deadline && !signal?.aborted) {
-      await this.#nextChange(ids, Math.min(1000, deadline - Date.now()), signal);
-      allEnded = await ended();
+    this.#waiting++;
+    try {
+      for (const id of ids) await this.#treeRun(self, id);
+      const wait = Math.min(Math.max(0, timeoutSeconds), MAX_WAIT_SECONDS) * 1000;
+      const deadline = Date.now() + wait;
+      const ended = async () => {
+        const states = await runStates(this.#deps.db, self.teamId, ids);
+        return states.length === ids.length && states.every((r) => isTerminal(r.state));
+      };
+      let allEnded = await ended();
+      while (!allEnded && Date.now() < deadline && !signal?.aborted) {
+        await this.#nextChange(ids, Math.min(1000, deadline - Date.now()), signal);
+        if (signal?.aborted) break;
+        allEnded = await ended();
+      }
+      // The client went away: nobody reads this answer, so the reports stay for the caller's next call (or its
+      // next execution) instead of being handed over here.
+      if (signal?.aborted) throw new ToolRefusal('the client closed the request before the runs ended');
+      const runs: RunView[] = [];
+      for (const id of ids) runs.push(await this.#view((await getRun(this.#deps.db, self.teamId, id))!));
+      return { all_ended: allEnded, runs, reports: await this.#reports(self, ids) };
+    } finally {
+      this.#waiting--;
     }
-    const runs: RunView[] = [];
-    for (const id of ids) runs.push(await this.#view((await getRun(this.#deps.db, self.teamId, id))!));
-    return { all_ended: allEnded, runs, reports: await this.#reports(self, ids) };
   }
 
   /** Resolves at the next event of one of `ids` (bus), after `ms`, or on abort. */
