@@ -1,6 +1,7 @@
 import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
 import path from 'node:path';
 import { authorizeRunSecrets } from './secret-grants.ts';
+import { agentRunCaps } from '../runs/daily-caps.ts';
 import type { Principal } from '../identity/principal.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
@@ -268,6 +269,8 @@ export class FactoryService {
       ...(input.parentKnown ? { parentKnown: true } : {}),
       creator: input.creator,
       ...(input.metadata ? { metadata: input.metadata } : {}),
+      // the caps of the definition the configuration came from, not read again
+      knownCaps: agentRunCaps(factory, agent) ?? null,
     });
     return { run, factory };
   }

@@ -49,6 +49,11 @@ export interface CreateRunInput {
    * from. Only the server sets it, never from a request; run metadata never decides whom a run acts as.
    */
   actsAs?: ActsAs | null;
+  /**
+   * The factory's daily caps for this run, resolved by the caller from the definition it created the run from
+   * (null: none apply); absent, they are read with the factory.
+   */
+  knownCaps?: RunCaps | null;
 }
 
 const MAX_TITLE = 120;
@@ -202,6 +207,7 @@ export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Pro
 
 /** The daily caps a run of a factory is checked against (undefined: none, or no factory). */
 function capsOf(q: Queryable, input: CreateRunInput): Promise<RunCaps | undefined> {
+  if (input.knownCaps !== undefined) return Promise.resolve(input.knownCaps ?? undefined);
   if (!input.factoryId) return Promise.resolve(undefined);
   const name = input.config?.name;
   return runCaps(q, {
