@@ -7,6 +7,7 @@
  * compare-and-set by a transition of `state-machine.ts`. Docs: docs/architecture.md, "The life of a run".
  */
 export type {
+  ClaimedFactory,
   ClaimInputs,
   ClaimParams,
   ClaimRow,

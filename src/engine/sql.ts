@@ -311,6 +311,20 @@ export interface ClaimInputs {
   previous: { id: string; agent_session_id: string | null; started: boolean }[];
   followups: { id: string; message: string }[];
   attachments: { file_name: string; mime_type: string; data: string }[];
+  /**
+   * Read by a claim for a run of a factory (null: none, or deleted): what its definition sets for the execution
+   * (ay_claim_locked, functions.sql). Absent: not read (execution/runner-settings.ts reads it).
+   */
+  factory?: ClaimedFactory | null;
+}
+
+/** A claimed factory run's runner settings, its `secrets` and its factory's `integrations`, as stored (JSON). */
+export interface ClaimedFactory {
+  image: string | null;
+  limits: unknown;
+  network: unknown;
+  secrets: unknown;
+  integrations: unknown;
 }
 
 /** A row answered by a claim: the claimed run as JSON, its new execution, and what its assignment needs. */
@@ -323,6 +337,7 @@ export interface ClaimRow {
   previous: ClaimInputs['previous'];
   followups: ClaimInputs['followups'];
   attachments: ClaimInputs['attachments'];
+  factory: ClaimedFactory | null;
 }
 
 /** The parameters every claim passes (harness spellings, new execution ids, the lease, the `claim` transition). */
