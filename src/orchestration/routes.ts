@@ -73,6 +73,14 @@ function calledTool(body: unknown): string | undefined {
 
 export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: FactoryInterfaceRouteDeps): Promise<void> {
   const servers = new FactoryMcpServers(deps.iface, deps.version);
+  // the host names are parsed again only when the server's URLs change (AGENTYARD_PUBLIC_URL may be set late)
+  let own: { key: string; names: Set<string> } | undefined;
+  const ownNames = () => {
+    const urls = deps.ownUrls();
+    const key = urls.join('\n');
+    if (own?.key !== key) own = { key, names: ownHostnames(urls, deps.allowedHosts) };
+    return own.names;
+  };
   app.post(
     FACTORY_MCP_PATH,
     {
@@ -86,7 +94,7 @@ export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: Fac
       },
     },
     async (request, reply) => {
-      const foreign = foreignHostReason(request.headers, ownHostnames(deps.ownUrls(), deps.allowedHosts));
+      const foreign = foreignHostReason(request.headers, ownNames());
       if (foreign) throw new AppError('not_authorized', foreign);
       const caller = await callerOf(deps, request, calledTool(request.body));
       const transport = new JsonRequestTransport(callerAuthInfo(caller));
