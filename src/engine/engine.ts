@@ -13,6 +13,7 @@ export type {
   ClaimRow,
   ClaimTargetParams,
   CreatedRun,
+  DispatchGuard,
   EndParams,
   ExpiredExecution,
   InsertRun,
@@ -22,6 +23,7 @@ export type {
 } from './sql.ts';
 export {
   // creation
+  isDispatchGuardRefusal,
   insertRun,
   insertRuns,
   insertRunsParameter,

@@ -363,6 +363,28 @@ $$;
 --   choice between teams (ay_lock_service_runs) can only answer "every new run these executors take": that
 --   set is taken directly. Otherwise the usual fair claim runs.
 
+-- A child run dispatched with a run token the process has seen before (src/orchestration/routes.ts) carries a
+-- guard instead of the token's own check: its insert is refused (SQLSTATE AY001) unless, as this statement sees
+-- them, the token's execution still runs and is its run's current one (the parent named by the record), the parent
+-- has fewer children and the factory fewer active runs than the limits, and the factory is the version the child's
+-- configuration came from. The caller then checks the token again, and answers why.
+
+CREATE OR REPLACE FUNCTION ay_dispatch_guard_holds(p_guard jsonb, p_parent text, p_factory text)
+RETURNS boolean
+LANGUAGE sql STABLE AS $$
+  SELECT EXISTS (
+      SELECT 1 FROM run_tokens t
+        JOIN executions e ON e.id = t.execution_id
+        JOIN runs p ON p.id = t.run_id
+       WHERE t.token_hash = p_guard->>'token_hash' AND t.run_id = p_parent AND e.ended_at IS NULL
+         AND p.execution_id = t.execution_id AND p.team_id = t.team_id AND p.state IN ('CLAIMED', 'INPROGRESS'))
+    AND (SELECT count(*) FROM runs c WHERE c.parent_run_id = p_parent) < (p_guard->>'max_children')::bigint
+    AND (SELECT count(*) FROM runs a WHERE a.factory_id = p_factory
+           AND a.state IN ('QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS')) < (p_guard->>'max_active')::bigint
+    AND EXISTS (SELECT 1 FROM factories f WHERE f.id = p_factory AND f.deleted_at IS NULL
+           AND date_trunc('milliseconds', f.updated_at) = (p_guard->>'factory_updated_at')::timestamptz)
+$$;
+
 CREATE OR REPLACE FUNCTION ay_create_and_claim_service_runs(
   p_runs jsonb, p_harnesses text[], p_limit integer, p_execution_ids text[], p_harness_spellings text[],
   p_harness_types text[], p_executor text, p_lease_ms integer, p_to text, p_from text[])
@@ -375,6 +397,11 @@ DECLARE
   v_ids text[];
   v_spellings text[];
 BEGIN
+  IF EXISTS (
+    SELECT 1 FROM jsonb_to_recordset(p_runs) AS g(parent_run_id text, factory_id text, guard jsonb)
+     WHERE g.guard IS NOT NULL AND NOT ay_dispatch_guard_holds(g.guard, g.parent_run_id, g.factory_id)) THEN
+    RAISE EXCEPTION 'ay_dispatch_guard: the run token''s check did not hold' USING ERRCODE = 'AY001';
+  END IF;
   WITH inserted AS (
     INSERT INTO runs (
       id, team_id, title, prompt, state, source, config, config_name, model_id, environment_id, skill_spec,

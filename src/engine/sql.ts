@@ -34,6 +34,22 @@ export interface InsertRun {
   conversationId: string | null;
   sessionId: string;
   metadata: Record<string, string>;
+  /** A dispatched child's run-token check, made by the statement that inserts it (the hand-off only). */
+  guard?: DispatchGuard;
+}
+
+/** What ay_dispatch_guard_holds (functions.sql) checks in the insert of a dispatched child. */
+export interface DispatchGuard {
+  tokenHash: string;
+  maxChildren: number;
+  maxActive: number;
+  /** The factory's `updated_at` the child's configuration was resolved from. */
+  factoryUpdatedAt: Date;
+}
+
+/** The insert of a guarded child was refused: its token's check did not hold (SQLSTATE AY001). */
+export function isDispatchGuardRefusal(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === 'AY001';
 }
 
 /** The columns a new run is inserted with, and their types (the record type of the JSON batch). */
@@ -131,7 +147,21 @@ export type CreatedRun = Pick<RunRow, 'id' | 'state' | 'worker_host'>;
  * jsonb value of the whole batch, slower per row: docs/decisions.md).
  */
 export function insertRunsParameter(runs: readonly InsertRun[]): string {
-  return JSON.stringify(runs.map(insertRecord));
+  return JSON.stringify(
+    runs.map((r) =>
+      r.guard
+        ? {
+            ...insertRecord(r),
+            guard: {
+              token_hash: r.guard.tokenHash,
+              max_children: r.guard.maxChildren,
+              max_active: r.guard.maxActive,
+              factory_updated_at: r.guard.factoryUpdatedAt.toISOString(),
+            },
+          }
+        : insertRecord(r),
+    ),
+  );
 }
 
 /**
