@@ -72,7 +72,13 @@ function claimedFrom<H extends string>(rows: ClaimRow[]): Claimed<H>[] {
       executionId: row.execution_id,
       attempt: Number(row.attempt),
       harness: row.harness as H,
-      inputs: { run_id: run.id, previous: row.previous, followups: row.followups, attachments: row.attachments },
+      inputs: {
+        run_id: run.id,
+        previous: row.previous,
+        followups: row.followups,
+        attachments: row.attachments,
+        factory: row.factory,
+      },
     };
   });
 }

@@ -7,11 +7,13 @@
  * compare-and-set by a transition of `state-machine.ts`. Docs: docs/architecture.md, "The life of a run".
  */
 export type {
+  ClaimedFactory,
   ClaimInputs,
   ClaimParams,
   ClaimRow,
   ClaimTargetParams,
   CreatedRun,
+  DispatchGuard,
   EndParams,
   ExpiredExecution,
   InsertRun,
@@ -21,6 +23,7 @@ export type {
 } from './sql.ts';
 export {
   // creation
+  isDispatchGuardRefusal,
   insertRun,
   insertRuns,
   insertRunsParameter,

@@ -217,13 +217,22 @@ $$;
 
 -- Claims locked runs (the rows a lock function above returned in this statement): QUEUED → CLAIMED with the
 -- transition the caller passes (the state machine's `claim`), their executions with their leases, and what
--- their assignments need.
+-- their assignments need. `factory`, for a run of a factory (null otherwise, or when it was deleted): what its
+-- applied definition sets for the execution, so that a start reads nothing more for it — its runner's image,
+-- limits and network (the run's `runner_id`, else its agent's runner), the run's `secrets` (its automation's,
+-- else its agent's, else the factory's) and the factory's `integrations` (src/execution/runner-settings.ts).
+
+-- (their result gained `factory`: the functions that answer it are dropped and made again)
+DROP FUNCTION IF EXISTS ay_create_and_claim_service_runs(jsonb, text[], integer, text[], text[], text[], text, integer, text, text[]);
+DROP FUNCTION IF EXISTS ay_claim_runs(text, text, text, boolean, text, text[], text, text[], integer, text[], text[], text[], text, integer, text, text[]);
+DROP FUNCTION IF EXISTS ay_claim_locked(text[], text[], integer[], text[], text[], text[], text, text, integer, text, text[]);
 
 CREATE OR REPLACE FUNCTION ay_claim_locked(
   p_ids text[], p_spellings text[], p_attempts integer[], p_execution_ids text[],
   p_harness_spellings text[], p_harness_types text[], p_executor text, p_worker text, p_lease_ms integer,
   p_to text, p_from text[])
-RETURNS TABLE (run jsonb, execution_id text, attempt integer, harness text, previous json, followups json, attachments json)
+RETURNS TABLE (run jsonb, execution_id text, attempt integer, harness text, previous json, followups json, attachments json,
+  factory json)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
@@ -251,7 +260,27 @@ BEGIN
     (SELECT coalesce(json_agg(json_build_object('id', f.id, 'message', f.message) ORDER BY f.created_at, f.id), '[]'::json)
        FROM run_followups f WHERE f.run_id = m.id AND f.consumed_by_execution IS NULL),
     (SELECT coalesce(json_agg(json_build_object('file_name', a.file_name, 'mime_type', a.mime_type, 'data', encode(a.data, 'base64'))
-       ORDER BY a.file_name), '[]'::json) FROM run_attachments a WHERE a.run_id = m.id)
+       ORDER BY a.file_name), '[]'::json) FROM run_attachments a WHERE a.run_id = m.id),
+    (SELECT json_build_object(
+        'image', rn.runner->'platform'->>'dockerImage', 'limits', rn.runner->'limits', 'network', rn.runner->'network',
+        'secrets', coalesce(
+          (SELECT au->'execution'->'secrets' FROM automations am
+             CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(f.definition->'automations') = 'array'
+                                                       THEN f.definition->'automations' ELSE '[]'::jsonb END) au
+            WHERE am.id = m.automation_id AND au->>'name' = am.name LIMIT 1),
+          (SELECT ag->'execution'->'secrets' FROM jsonb_array_elements(fa.agents) ag WHERE ag->>'name' = m.config->>'name' LIMIT 1),
+          f.definition->'factory'->'secrets'),
+        'integrations', f.definition->'factory'->'integrations')
+       FROM factories f
+       CROSS JOIN LATERAL (SELECT CASE WHEN jsonb_typeof(f.definition->'agents') = 'array'
+                                       THEN f.definition->'agents' ELSE '[]'::jsonb END AS agents) fa
+       LEFT JOIN LATERAL (
+         SELECT rr AS runner FROM jsonb_array_elements(CASE WHEN jsonb_typeof(f.definition->'runners') = 'array'
+                                                            THEN f.definition->'runners' ELSE '[]'::jsonb END) rr
+          WHERE rr->>'name' = coalesce(m.config->>'runner_id',
+                  (SELECT ag->'execution'->>'runner' FROM jsonb_array_elements(fa.agents) ag WHERE ag->>'name' = m.config->>'name' LIMIT 1))
+          LIMIT 1) rn ON true
+      WHERE f.id = m.factory_id AND f.deleted_at IS NULL)
   FROM moved m JOIN x ON x.id = m.id
   ORDER BY x.ord;
 END
@@ -291,7 +320,8 @@ CREATE OR REPLACE FUNCTION ay_claim_runs(
   p_kind text, p_team text, p_worker text, p_trusted boolean, p_registrant text, p_hosts text[], p_namespace text,
   p_harnesses text[], p_limit integer, p_execution_ids text[], p_harness_spellings text[], p_harness_types text[],
   p_executor text, p_lease_ms integer, p_to text, p_from text[])
-RETURNS TABLE (run jsonb, execution_id text, attempt integer, harness text, previous json, followups json, attachments json)
+RETURNS TABLE (run jsonb, execution_id text, attempt integer, harness text, previous json, followups json, attachments json,
+  factory json)
 LANGUAGE plpgsql AS $$
 DECLARE
   v_ids text[];
@@ -333,10 +363,33 @@ $$;
 --   choice between teams (ay_lock_service_runs) can only answer "every new run these executors take": that
 --   set is taken directly. Otherwise the usual fair claim runs.
 
+-- A child run dispatched with a run token the process has seen before (src/orchestration/routes.ts) carries a
+-- guard instead of the token's own check: its insert is refused (SQLSTATE AY001) unless, as this statement sees
+-- them, the token's execution still runs and is its run's current one (the parent named by the record), the parent
+-- has fewer children and the factory fewer active runs than the limits, and the factory is the version the child's
+-- configuration came from. The caller then checks the token again, and answers why.
+
+CREATE OR REPLACE FUNCTION ay_dispatch_guard_holds(p_guard jsonb, p_parent text, p_factory text)
+RETURNS boolean
+LANGUAGE sql STABLE AS $$
+  SELECT EXISTS (
+      SELECT 1 FROM run_tokens t
+        JOIN executions e ON e.id = t.execution_id
+        JOIN runs p ON p.id = t.run_id
+       WHERE t.token_hash = p_guard->>'token_hash' AND t.run_id = p_parent AND e.ended_at IS NULL
+         AND p.execution_id = t.execution_id AND p.team_id = t.team_id AND p.state IN ('CLAIMED', 'INPROGRESS'))
+    AND (SELECT count(*) FROM runs c WHERE c.parent_run_id = p_parent) < (p_guard->>'max_children')::bigint
+    AND (SELECT count(*) FROM runs a WHERE a.factory_id = p_factory
+           AND a.state IN ('QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS')) < (p_guard->>'max_active')::bigint
+    AND EXISTS (SELECT 1 FROM factories f WHERE f.id = p_factory AND f.deleted_at IS NULL
+           AND date_trunc('milliseconds', f.updated_at) = (p_guard->>'factory_updated_at')::timestamptz)
+$$;
+
 CREATE OR REPLACE FUNCTION ay_create_and_claim_service_runs(
   p_runs jsonb, p_harnesses text[], p_limit integer, p_execution_ids text[], p_harness_spellings text[],
   p_harness_types text[], p_executor text, p_lease_ms integer, p_to text, p_from text[])
-RETURNS TABLE (run jsonb, execution_id text, attempt integer, harness text, previous json, followups json, attachments json)
+RETURNS TABLE (run jsonb, execution_id text, attempt integer, harness text, previous json, followups json, attachments json,
+  factory json)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
@@ -344,6 +397,11 @@ DECLARE
   v_ids text[];
   v_spellings text[];
 BEGIN
+  IF EXISTS (
+    SELECT 1 FROM jsonb_to_recordset(p_runs) AS g(parent_run_id text, factory_id text, guard jsonb)
+     WHERE g.guard IS NOT NULL AND NOT ay_dispatch_guard_holds(g.guard, g.parent_run_id, g.factory_id)) THEN
+    RAISE EXCEPTION 'ay_dispatch_guard: the run token''s check did not hold' USING ERRCODE = 'AY001';
+  END IF;
   WITH inserted AS (
     INSERT INTO runs (
       id, team_id, title, prompt, state, source, config, config_name, model_id, environment_id, skill_spec,

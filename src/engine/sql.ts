@@ -34,6 +34,22 @@ export interface InsertRun {
   conversationId: string | null;
   sessionId: string;
   metadata: Record<string, string>;
+  /** A dispatched child's run-token check, made by the statement that inserts it (the hand-off only). */
+  guard?: DispatchGuard;
+}
+
+/** What ay_dispatch_guard_holds (functions.sql) checks in the insert of a dispatched child. */
+export interface DispatchGuard {
+  tokenHash: string;
+  maxChildren: number;
+  maxActive: number;
+  /** The factory's `updated_at` the child's configuration was resolved from. */
+  factoryUpdatedAt: Date;
+}
+
+/** The insert of a guarded child was refused: its token's check did not hold (SQLSTATE AY001). */
+export function isDispatchGuardRefusal(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === 'AY001';
 }
 
 /** The columns a new run is inserted with, and their types (the record type of the JSON batch). */
@@ -131,7 +147,21 @@ export type CreatedRun = Pick<RunRow, 'id' | 'state' | 'worker_host'>;
  * jsonb value of the whole batch, slower per row: docs/decisions.md).
  */
 export function insertRunsParameter(runs: readonly InsertRun[]): string {
-  return JSON.stringify(runs.map(insertRecord));
+  return JSON.stringify(
+    runs.map((r) =>
+      r.guard
+        ? {
+            ...insertRecord(r),
+            guard: {
+              token_hash: r.guard.tokenHash,
+              max_children: r.guard.maxChildren,
+              max_active: r.guard.maxActive,
+              factory_updated_at: r.guard.factoryUpdatedAt.toISOString(),
+            },
+          }
+        : insertRecord(r),
+    ),
+  );
 }
 
 /**
@@ -311,6 +341,20 @@ export interface ClaimInputs {
   previous: { id: string; agent_session_id: string | null; started: boolean }[];
   followups: { id: string; message: string }[];
   attachments: { file_name: string; mime_type: string; data: string }[];
+  /**
+   * Read by a claim for a run of a factory (null: none, or deleted): what its definition sets for the execution
+   * (ay_claim_locked, functions.sql). Absent: not read (execution/runner-settings.ts reads it).
+   */
+  factory?: ClaimedFactory | null;
+}
+
+/** A claimed factory run's runner settings, its `secrets` and its factory's `integrations`, as stored (JSON). */
+export interface ClaimedFactory {
+  image: string | null;
+  limits: unknown;
+  network: unknown;
+  secrets: unknown;
+  integrations: unknown;
 }
 
 /** A row answered by a claim: the claimed run as JSON, its new execution, and what its assignment needs. */
@@ -323,6 +367,7 @@ export interface ClaimRow {
   previous: ClaimInputs['previous'];
   followups: ClaimInputs['followups'];
   attachments: ClaimInputs['attachments'];
+  factory: ClaimedFactory | null;
 }
 
 /** The parameters every claim passes (harness spellings, new execution ids, the lease, the `claim` transition). */

@@ -3,7 +3,6 @@
  * follow-ups that continue it), the skill, the attachments, the provider key from the team's managed secret,
  * and the agent session to resume.
  */
-import { chatRunEnv } from '../integrations/chat-tokens.ts';
 import { actsAsCreator, CreatorUnknown, creatorRunEnv } from '../integrations/creator-env.ts';
 import { githubRunEnv } from '../integrations/github-token.ts';
 import type { AgentConfig, RunRow } from '../engine/model.ts';
@@ -189,9 +188,9 @@ async function assignmentFrom(
       if (err instanceof CreatorUnknown) throw new AssignmentError('environment_setup_failed', err.message);
       throw err;
     }
-  } else {
-    if (run.factory_id) Object.assign(secretEnv, await chatRunEnv(q, secrets, run));
-    if (run.source === 'GITHUB_ACTION') await addGithubToken(q, secrets, run, secretEnv);
+  } else if (run.source === 'GITHUB_ACTION') {
+    // (a connection's Slack or Linear token only when the run's secrets ask for it: runner-settings.ts)
+    await addGithubToken(q, secrets, run, secretEnv);
   }
 
   const attachments = inputs.attachments.map((a) => ({

@@ -55,7 +55,15 @@ export async function verifyRunToken(
   options: { forDispatch?: boolean } = {},
 ): Promise<RunTokenHolder | undefined> {
   if (!isRunToken(token) || token.length > 200) return undefined;
-  const hashed = hashRunToken(token);
+  return verifyRunTokenHash(q, hashRunToken(token), options);
+}
+
+/** `verifyRunToken` for a token known by its hash. */
+export async function verifyRunTokenHash(
+  q: Queryable,
+  hashed: string,
+  options: { forDispatch?: boolean } = {},
+): Promise<RunTokenHolder | undefined> {
   let row: sql.LiveTokenRow | undefined;
   let dispatch: RunTokenHolder['dispatch'];
   if (options.forDispatch) {

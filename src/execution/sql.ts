@@ -160,34 +160,87 @@ export function lastResultEvent(q: Queryable, runId: string): Promise<QueryResul
   );
 }
 
-/** Run id → the container image of its runner, for the runs whose runner has one. */
-export async function runnerImages(q: Queryable, runIds: readonly string[]): Promise<Map<string, string>> {
-  const runners = await runnerSettings(q, runIds);
-  return new Map([...runners].flatMap(([id, r]) => (r.image ? [[id, r.image] as const] : [])));
+/** A provider whose connection holds a token an agent may ask for, and the setting naming its managed secret. */
+export interface ChatTokenSetting {
+  provider: string;
+  setting: string;
+}
+
+/** What a factory run's definition sets for its execution (`factoryRunSettings`). */
+export interface FactoryRunSettings {
+  /** Its runner's container image, `x-agentyard-limits` and `network` (null: no runner, or not set). */
+  image: string | null;
+  limits: unknown;
+  network: unknown;
+  /** The connection tokens its secrets ask for: the providers whose token's managed secret the run declares. */
+  askedTokens: { provider: string; secret: string }[];
 }
 
 /**
- * Run id → what its runner (the run's `runner_id`, else its factory agent's runner) sets for its execution: the
- * container image and the `x-agentyard-limits`; runs of no factory runner are absent.
+ * Run id → what its factory's applied definition sets for its execution, in one statement (a start waits for it;
+ * runs of no factory are absent):
+ * - its runner (the run's `runner_id`, else its factory agent's runner): the container image, the limits, the network;
+ * - the connection tokens it asks for: a declared integration (`tokens`: the providers and the setting naming the
+ *   managed secret of their token) whose token's secret is among the run's `secrets` (its automation's, else its
+ *   agent's, else the factory's), for runs that act as no member.
  */
-export async function runnerSettings(
+export async function factoryRunSettings(
   q: Queryable,
   runIds: readonly string[],
-): Promise<Map<string, { image: string | null; limits: unknown; network: unknown }>> {
+  tokens: readonly ChatTokenSetting[],
+): Promise<Map<string, FactoryRunSettings>> {
   if (runIds.length === 0) return new Map();
-  const res = await q.query<{ run_id: string; image: string | null; limits: unknown; network: unknown }>(
-    `SELECT r.id AS run_id, rn->'platform'->>'dockerImage' AS image, rn->'limits' AS limits, rn->'network' AS network
-     FROM runs r
-     JOIN factories f ON f.id = r.factory_id AND f.deleted_at IS NULL
-     CROSS JOIN LATERAL jsonb_array_elements(coalesce(f.definition->'runners', '[]'::jsonb)) rn
-     WHERE r.id = ANY($1::text[])
-       AND rn->>'name' = coalesce(
-         r.config->>'runner_id',
-         (SELECT a->'execution'->>'runner' FROM jsonb_array_elements(coalesce(f.definition->'agents', '[]'::jsonb)) a
-          WHERE a->>'name' = r.config->>'name' LIMIT 1))`,
-    [runIds],
+  const res = await q.query<{
+    run_id: string;
+    image: string | null;
+    limits: unknown;
+    network: unknown;
+    asked: { provider: string; secret: string }[] | null;
+  }>(
+    `WITH fr AS (
+       SELECT r.id, r.team_id, r.config, r.automation_id, r.acts_as, f.team_id AS factory_team, f.definition,
+              CASE WHEN jsonb_typeof(f.definition->'agents') = 'array' THEN f.definition->'agents' ELSE '[]'::jsonb END AS agents
+         FROM runs r JOIN factories f ON f.id = r.factory_id AND f.deleted_at IS NULL
+        WHERE r.id = ANY($1::text[]))
+     SELECT fr.id AS run_id, rn.image, rn.limits, rn.network, tok.asked
+       FROM fr
+       LEFT JOIN LATERAL (
+         SELECT x->'platform'->>'dockerImage' AS image, x->'limits' AS limits, x->'network' AS network
+           FROM jsonb_array_elements(CASE WHEN jsonb_typeof(fr.definition->'runners') = 'array'
+                                          THEN fr.definition->'runners' ELSE '[]'::jsonb END) x
+          WHERE x->>'name' = coalesce(fr.config->>'runner_id',
+                  (SELECT a->'execution'->>'runner' FROM jsonb_array_elements(fr.agents) a
+                    WHERE a->>'name' = fr.config->>'name' LIMIT 1))
+          LIMIT 1) rn ON true
+       LEFT JOIN LATERAL (
+         SELECT jsonb_agg(jsonb_build_object('provider', c.provider, 'secret', c.settings->>t.setting) ORDER BY c.provider) AS asked
+           FROM unnest($2::text[], $3::text[]) AS t(provider, setting)
+           JOIN integration_connections c ON c.team_id = fr.factory_team AND c.provider = t.provider
+          WHERE cardinality($2::text[]) > 0 AND fr.acts_as IS NULL
+            AND t.provider IN (
+              SELECT lower(i->>'type') FROM jsonb_array_elements(
+                CASE WHEN jsonb_typeof(fr.definition->'factory'->'integrations') = 'array'
+                     THEN fr.definition->'factory'->'integrations' ELSE '[]'::jsonb END) i)
+            AND c.settings->>t.setting IN (
+              SELECT jsonb_array_elements_text(CASE WHEN jsonb_typeof(s.secrets) = 'array' THEN s.secrets ELSE '[]'::jsonb END)
+                FROM (SELECT coalesce(
+                        (SELECT au->'execution'->'secrets'
+                           FROM automations am
+                           CROSS JOIN LATERAL jsonb_array_elements(
+                             CASE WHEN jsonb_typeof(fr.definition->'automations') = 'array'
+                                  THEN fr.definition->'automations' ELSE '[]'::jsonb END) au
+                          WHERE am.id = fr.automation_id AND au->>'name' = am.name LIMIT 1),
+                        (SELECT a->'execution'->'secrets' FROM jsonb_array_elements(fr.agents) a
+                          WHERE a->>'name' = fr.config->>'name' LIMIT 1),
+                        fr.definition->'factory'->'secrets') AS secrets) s)) tok ON true`,
+    [runIds, tokens.map((t) => t.provider), tokens.map((t) => t.setting)],
   );
-  return new Map(res.rows.map((r) => [r.run_id, { image: r.image, limits: r.limits, network: r.network }]));
+  return new Map(
+    res.rows.map((r) => [
+      r.run_id,
+      { image: r.image, limits: r.limits, network: r.network, askedTokens: r.asked ?? [] },
+    ]),
+  );
 }
 
 export interface SkillLookup {

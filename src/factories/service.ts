@@ -1,6 +1,8 @@
 import { FACTORIES_CHANGED_TOPIC, WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
 import path from 'node:path';
 import { authorizeRunSecrets } from './secret-grants.ts';
+import { agentRunCaps } from '../runs/daily-caps.ts';
+import type { DispatchGuard } from '../engine/engine.ts';
 import type { Principal } from '../identity/principal.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
@@ -237,6 +239,8 @@ export class FactoryService {
       parentRunId?: string | undefined;
       /** `parentRunId` was read as a run of this team in this request. */
       parentKnown?: boolean;
+      /** The parent's run token, checked by the insert (RunService.create's `dispatchGuard`). */
+      dispatchGuard?: DispatchGuard;
       creator: Creator | null;
       principal?: Principal;
       metadata?: Record<string, string>;
@@ -268,6 +272,9 @@ export class FactoryService {
       ...(input.parentKnown ? { parentKnown: true } : {}),
       creator: input.creator,
       ...(input.metadata ? { metadata: input.metadata } : {}),
+      // the caps of the definition the configuration came from, not read again
+      knownCaps: agentRunCaps(factory, agent) ?? null,
+      ...(input.dispatchGuard ? { dispatchGuard: input.dispatchGuard } : {}),
     });
     return { run, factory };
   }

@@ -1,29 +1,29 @@
 /**
- * The Slack bot token and the Linear API key a factory's runs get when the factory declares that integration
- * (`integrations: [{type: slack}]`): SLACK_BOT_TOKEN and LINEAR_API_KEY in the agent's environment.
+ * The Slack bot token and the Linear API key are not handed to a factory's agents: the factory interface's `reply`
+ * and `ask_user` post with them on the agent's behalf (docs/orchestration.md). A run gets one only when it asks
+ * for it explicitly, by naming the managed secret that holds it (the connection's `bot_token_secret_name`,
+ * `api_key_secret_name`) in its `secrets` (docs/security.md, "Provider tokens and agents"): then as
+ * SLACK_BOT_TOKEN or LINEAR_API_KEY, for a factory that declares the integration.
  */
-import type { Queryable } from '../kernel/db.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
-import { declaredConnections } from './sql.ts';
 
-const TOKEN_OF: Record<string, { setting: string; env: string }> = {
-  slack: { setting: 'bot_token_secret_name', env: 'SLACK_BOT_TOKEN' },
-  linear: { setting: 'api_key_secret_name', env: 'LINEAR_API_KEY' },
-};
+/** The providers whose token a run may ask for: the connection setting naming its secret, the variable it is lent in. */
+export const CHAT_TOKENS: readonly { provider: string; setting: string; env: string }[] = [
+  { provider: 'linear', setting: 'api_key_secret_name', env: 'LINEAR_API_KEY' },
+  { provider: 'slack', setting: 'bot_token_secret_name', env: 'SLACK_BOT_TOKEN' },
+];
 
-export async function chatRunEnv(
-  q: Queryable,
+/** The variables of the tokens a run asked for (`asked`: the providers and their secrets' names), read from the team's secrets. */
+export async function askedChatTokenEnv(
   secrets: SecretProvider,
-  run: { team_id: string; factory_id: string | null },
+  teamId: string,
+  asked: readonly { provider: string; secret: string }[],
 ): Promise<Record<string, string>> {
-  if (!run.factory_id) return {};
   const env: Record<string, string> = {};
-  for (const { provider, settings } of await declaredConnections(q, run.factory_id)) {
-    const token = TOKEN_OF[provider];
-    const name = token ? settings[token.setting] : undefined;
-    if (!token || !name) continue;
-    const value = await secrets.get(run.team_id, name);
-    if (value) env[token.env] = value.trim();
+  for (const { provider, secret } of asked) {
+    const token = CHAT_TOKENS.find((t) => t.provider === provider);
+    const value = token ? (await secrets.get(teamId, secret))?.trim() : undefined;
+    if (token && value) env[token.env] = value;
   }
   return env;
 }

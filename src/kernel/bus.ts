@@ -81,6 +81,11 @@ export class Bus {
     return () => this.#emitter.off(topic, listener);
   }
 
+  /** How many handlers this process has subscribed to `topic` (what a released wait must give back). */
+  subscriberCount(topic: Topic): number {
+    return this.#emitter.listenerCount(topic);
+  }
+
   async stop(): Promise<void> {
     await this.#unlisten?.();
     this.#unlisten = undefined;

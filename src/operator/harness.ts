@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { adapterFor } from '../execution/harnesses/index.ts';
 import { buildAssignment } from '../execution/assignment-builder.ts';
+import { applyFactorySettings } from '../execution/runner-settings.ts';
 import { promptWithNotes } from '../execution/runner.ts';
 import type { BuiltinAgentSettings } from '../execution/harnesses/agentyard.ts';
 import type { HarnessBins } from '../execution/settings.ts';
@@ -87,6 +88,8 @@ export async function prepareJobInvocation(
       sessionLink: deps.sessionLink,
       ...(deps.factoryMcpUrl ? { factoryMcpUrl: deps.factoryMcpUrl } : {}),
     });
+    // a connection token the run's secrets ask for (the Job's runner comes from its own spec)
+    await applyFactorySettings(deps.db, deps.secrets, [run], [assignment], { images: false, runner: false });
   } catch (err) {
     const code = (err as { errorCode?: string }).errorCode;
     if (code) throw new InvocationError(code, (err as Error).message);

@@ -236,7 +236,7 @@ export class FactoryMcpServers {
 
   /**
    * Lends a server for `caller`'s kind to `handle`, which connects it to the request's transport. The server is
-   * closed (and kept for the next request) once `handle` has settled, without holding up its answer.
+   * closed (and kept for the next request) after `handle` has settled, in a later turn than its answer.
    */
   async serve<T>(caller: FactoryCaller, handle: (mcp: McpServer) => Promise<T>): Promise<T> {
     const idle = this.#idle[caller.kind];
@@ -247,12 +247,16 @@ export class FactoryMcpServers {
       reusable = true;
       return result;
     } finally {
-      void mcp.close().then(
-        // a server whose request failed is not lent again: its state is unknown
-        () => {
-          if (reusable && !mcp.isConnected() && idle.length < MAX_IDLE) idle.push(mcp);
-        },
-        () => {},
+      // closed once the answer is on its way (closing it takes as long as some of the call's own work)
+      setImmediate(
+        () =>
+          void mcp.close().then(
+            // a server whose request failed is not lent again: its state is unknown
+            () => {
+              if (reusable && !mcp.isConnected() && idle.length < MAX_IDLE) idle.push(mcp);
+            },
+            () => {},
+          ),
       );
     }
   }

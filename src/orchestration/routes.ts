@@ -11,7 +11,8 @@ import type { Db } from '../kernel/db.ts';
 import type { AppInstance } from '../plugin.ts';
 import type { Authenticator } from '../identity/service.ts';
 import type { FactoryService } from '../factories/service.ts';
-import { isRunToken, verifyRunToken } from '../execution/run-token.ts';
+import { hashRunToken, isRunToken, verifyRunTokenHash } from '../execution/run-token.ts';
+import { DispatchTokenCache } from './token-cache.ts';
 import { callerAuthInfo, FactoryMcpServers } from './mcp-server.ts';
 import { JsonRequestTransport } from './json-transport.ts';
 import type { FactoryCaller, FactoryInterface } from './service.ts';
@@ -38,6 +39,7 @@ async function callerOf(
   deps: FactoryInterfaceRouteDeps,
   request: FastifyRequest,
   tool: string | undefined,
+  cache: DispatchTokenCache,
 ): Promise<FactoryCaller> {
   const header = request.headers.authorization;
   const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
@@ -49,7 +51,13 @@ async function callerOf(
     );
   const token = match[1]!;
   if (isRunToken(token)) {
-    const holder = await verifyRunToken(deps.db, token, { forDispatch: tool === 'dispatch_agent' });
+    const forDispatch = tool === 'dispatch_agent';
+    const hashed = token.length <= 200 ? hashRunToken(token) : undefined;
+    // a token checked before for a dispatch: the child's insert checks it (token-cache.ts)
+    const known = forDispatch && hashed ? cache.caller(hashed) : undefined;
+    if (known) return known;
+    const holder = hashed ? await verifyRunTokenHash(deps.db, hashed, { forDispatch }) : undefined;
+    if (forDispatch && hashed && holder) cache.remember(hashed, holder);
     if (!holder)
       throw new AppError(
         'authentication_required',
@@ -73,6 +81,15 @@ function calledTool(body: unknown): string | undefined {
 
 export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: FactoryInterfaceRouteDeps): Promise<void> {
   const servers = new FactoryMcpServers(deps.iface, deps.version);
+  const tokens = new DispatchTokenCache();
+  // the host names are parsed again only when the server's URLs change (AGENTYARD_PUBLIC_URL may be set late)
+  let own: { key: string; names: Set<string> } | undefined;
+  const ownNames = () => {
+    const urls = deps.ownUrls();
+    const key = urls.join('\n');
+    if (own?.key !== key) own = { key, names: ownHostnames(urls, deps.allowedHosts) };
+    return own.names;
+  };
   app.post(
     FACTORY_MCP_PATH,
     {
@@ -86,9 +103,9 @@ export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: Fac
       },
     },
     async (request, reply) => {
-      const foreign = foreignHostReason(request.headers, ownHostnames(deps.ownUrls(), deps.allowedHosts));
+      const foreign = foreignHostReason(request.headers, ownNames());
       if (foreign) throw new AppError('not_authorized', foreign);
-      const caller = await callerOf(deps, request, calledTool(request.body));
+      const caller = await callerOf(deps, request, calledTool(request.body), tokens);
       const transport = new JsonRequestTransport(callerAuthInfo(caller));
       // a client gone mid-call (a long wait_for_runs) aborts the call
       reply.raw.on('close', () => void transport.close());
@@ -96,6 +113,15 @@ export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: Fac
         await server.connect(transport);
         return transport.handle(request.headers, request.body);
       });
+      if (caller.kind === 'run' && caller.revoked) {
+        // a cached token found dead by the dispatch's own check: refused as it would have been at the door
+        if (caller.guard) tokens.forget(caller.guard.tokenHash);
+        throw new AppError(
+          'authentication_required',
+          'the run token is unknown, or its execution is no longer running',
+          UNAUTHENTICATED,
+        );
+      }
       if (!answer) {
         // the client went away before every request was answered: nobody to answer
         reply.hijack();

@@ -35,6 +35,8 @@ import {
 } from '../runs/tree.ts';
 import type { TreeLimits } from '../runs/tree.ts';
 import type { RunTokenHolder } from '../execution/run-token.ts';
+import { verifyRunTokenHash } from '../execution/run-token.ts';
+import { DispatchGuardFailed } from '../runs/service.ts';
 import { isUrlSafe } from '../secrets/provider.ts';
 import type { SecretProvider } from '../secrets/provider.ts';
 import { describeOrigin, originOf, originThreadKey, PostFailed, postAtOrigin } from './origin.ts';
@@ -52,6 +54,13 @@ export type FactoryCaller =
       run?: RunRow;
       /** Read with the token when the request dispatches: the tree and limit facts, the factory's version. */
       dispatch?: RunTokenHolder['dispatch'];
+      /**
+       * The token was not checked in this request (its holder's fixed facts came from token-cache.ts): a dispatch
+       * has the insert check it (`dispatchGuard`), and checks it again before answering anything else.
+       */
+      guard?: { tokenHash: string };
+      /** Set when that check found the token dead: the request answers 401. */
+      revoked?: boolean;
     }
   | { kind: 'key'; principal: Principal };
 
@@ -91,6 +100,7 @@ export class FactoryInterface {
   readonly #deps: FactoryInterfaceDeps;
   /** Factory rows by id, as `#currentFactory` last read them. */
   readonly #factoryRows = new Map<string, FactoryRow>();
+  #waiting = 0;
 
   constructor(deps: FactoryInterfaceDeps) {
     this.#deps = deps;
@@ -171,7 +181,34 @@ export class FactoryInterface {
     caller: FactoryCaller,
     input: { agent: string; prompt: string; title?: string | undefined; factory?: string | undefined },
   ): Promise<{ run_id: string; state: string; agent: string; parent_run_id: string | null }> {
+    if (caller.kind !== 'run' || !caller.guard) return this.#dispatch(caller, input);
+    try {
+      return await this.#dispatch(caller, input);
+    } catch (err) {
+      // Whatever went wrong without the token's own check (the insert refused it, the factory changed, a limit,
+      // an unknown agent) is answered only after that check, with the facts as they are now.
+      const holder = await verifyRunTokenHash(this.#deps.db, caller.guard.tokenHash, { forDispatch: true });
+      if (!holder) {
+        caller.revoked = true;
+        throw new ToolRefusal('the run token is unknown, or its execution is no longer running');
+      }
+      if (!(err instanceof DispatchGuardFailed) && !(err instanceof ToolRefusal)) throw err;
+      return this.#dispatch({ kind: 'run', ...holder }, input);
+    }
+  }
+
+  async #dispatch(
+    caller: FactoryCaller,
+    input: { agent: string; prompt: string; title?: string | undefined; factory?: string | undefined },
+  ): Promise<{ run_id: string; state: string; agent: string; parent_run_id: string | null }> {
     const { db, limits } = this.#deps;
+    // an unchecked token dispatches only where its insert checks it
+    if (
+      caller.kind === 'run' &&
+      caller.guard &&
+      !(caller.dispatch?.factoryUpdatedAt && caller.run && caller.factoryId && !input.factory)
+    )
+      throw new DispatchGuardFailed('this dispatch needs the run token checked first');
     if (!input.prompt.trim()) throw new ToolRefusal('prompt must not be empty');
     const teamId = this.#teamOf(caller);
     const now = this.#now();
@@ -231,6 +268,16 @@ export class FactoryInterface {
         ...(caller.kind === 'key' ? { principal: caller.principal } : {}),
         // a child answers in its parent's conversation: the chat it came from, inherited
         ...(parent ? { metadata: parent.metadata } : {}),
+        ...(caller.kind === 'run' && caller.guard && caller.dispatch?.factoryUpdatedAt
+          ? {
+              dispatchGuard: {
+                tokenHash: caller.guard.tokenHash,
+                maxChildren: limits.maxChildren,
+                maxActive: limits.maxActivePerFactory,
+                factoryUpdatedAt: caller.dispatch.factoryUpdatedAt,
+              },
+            }
+          : {}),
       });
       return { run_id: run.id, state: run.state, agent: input.agent, parent_run_id: parent?.id ?? null };
     } catch (err) {
@@ -306,6 +353,11 @@ export class FactoryInterface {
     return { ...(await this.#view(run)), reports: await this.#reports(self, [runId]) };
   }
 
+  /** `wait_for_runs` calls of this process still waiting (a call whose client went away is released at once). */
+  get waiting(): number {
+    return this.#waiting;
+  }
+
   async waitForRuns(
     caller: FactoryCaller,
     runIds: readonly string[],
@@ -316,21 +368,30 @@ export class FactoryInterface {
     const ids = [...new Set(runIds)];
     if (ids.length === 0) throw new ToolRefusal('run_ids must name at least one run');
     if (ids.length > MAX_WAIT_RUNS) throw new ToolRefusal(`run_ids names more than ${MAX_WAIT_RUNS} runs`);
-    for (const id of ids) await this.#treeRun(self, id);
-    const wait = Math.min(Math.max(0, timeoutSeconds), MAX_WAIT_SECONDS) * 1000;
-    const deadline = Date.now() + wait;
-    const ended = async () => {
-      const states = await runStates(this.#deps.db, self.teamId, ids);
-      return states.length === ids.length && states.every((r) => isTerminal(r.state));
-    };
-    let allEnded = await ended();
-    while (!allEnded && Date.now() < deadline && !signal?.aborted) {
-      await this.#nextChange(ids, Math.min(1000, deadline - Date.now()), signal);
-      allEnded = await ended();
+    this.#waiting++;
+    try {
+      for (const id of ids) await this.#treeRun(self, id);
+      const wait = Math.min(Math.max(0, timeoutSeconds), MAX_WAIT_SECONDS) * 1000;
+      const deadline = Date.now() + wait;
+      const ended = async () => {
+        const states = await runStates(this.#deps.db, self.teamId, ids);
+        return states.length === ids.length && states.every((r) => isTerminal(r.state));
+      };
+      let allEnded = await ended();
+      while (!allEnded && Date.now() < deadline && !signal?.aborted) {
+        await this.#nextChange(ids, Math.min(1000, deadline - Date.now()), signal);
+        if (signal?.aborted) break;
+        allEnded = await ended();
+      }
+      // The client went away: nobody reads this answer, so the reports stay for the caller's next call (or its
+      // next execution) instead of being handed over here.
+      if (signal?.aborted) throw new ToolRefusal('the client closed the request before the runs ended');
+      const runs: RunView[] = [];
+      for (const id of ids) runs.push(await this.#view((await getRun(this.#deps.db, self.teamId, id))!));
+      return { all_ended: allEnded, runs, reports: await this.#reports(self, ids) };
+    } finally {
+      this.#waiting--;
     }
-    const runs: RunView[] = [];
-    for (const id of ids) runs.push(await this.#view((await getRun(this.#deps.db, self.teamId, id))!));
-    return { all_ended: allEnded, runs, reports: await this.#reports(self, ids) };
   }
 
   /** Resolves at the next event of one of `ids` (bus), after `ms`, or on abort. */

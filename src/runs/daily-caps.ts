@@ -52,6 +52,35 @@ export async function runCaps(
   return caps.length ? { factoryId: run.factoryId, automationId: run.automationId ?? null, row, caps } : undefined;
 }
 
+/** A factory's applied definition as stored (`factories.definition`), as far as its daily caps go. */
+interface DefinitionCaps {
+  factory?: { budget?: unknown } | null;
+  agents?: readonly { name: string; execution?: { budget?: unknown } | null }[] | null;
+}
+
+/**
+ * The caps of a run of `agent` (no automation) from its factory's definition already in hand: what `runCaps`
+ * reads from the database for it, without the statement.
+ */
+export function agentRunCaps(
+  factory: { id: string; name: string; definition: DefinitionCaps | null },
+  agent: string,
+): RunCaps | undefined {
+  const definition = factory.definition;
+  if (!definition) return undefined;
+  const budget = (value: unknown) => (value && typeof value === 'object' ? (value as Record<string, unknown>) : null);
+  const row: DailyCapsRow = {
+    factory_name: factory.name,
+    factory_caps: budget(definition.factory?.budget),
+    agent,
+    agent_caps: budget(definition.agents?.find((a) => a.name === agent)?.execution?.budget),
+    automation_name: null,
+    automation_caps: null,
+  };
+  const caps = [...capsIn('factory', row.factory_caps), ...capsIn('agent', row.agent_caps)];
+  return caps.length ? { factoryId: factory.id, automationId: null, row, caps } : undefined;
+}
+
 /** The error a refused creation answers; `skipReason` is what an automation's firing records. */
 export class DailyCapReached extends AppError {
   readonly skipReason: string;

@@ -49,7 +49,21 @@ export interface CreateRunInput {
    * from. Only the server sets it, never from a request; run metadata never decides whom a run acts as.
    */
   actsAs?: ActsAs | null;
+  /**
+   * The factory's daily caps for this run, resolved by the caller from the definition it created the run from
+   * (null: none apply); absent, they are read with the factory.
+   */
+  knownCaps?: RunCaps | null;
+  /**
+   * A dispatched child whose parent's run token was not checked in this request: the statement that inserts it
+   * checks it (the hand-off only). Without a hand-off to take it, or when the check does not hold,
+   * `create` throws DispatchGuardFailed and nothing is created.
+   */
+  dispatchGuard?: engine.DispatchGuard;
 }
+
+/** A guarded creation did not happen: the guard's check did not hold, or nothing could make it (no hand-off). */
+export class DispatchGuardFailed extends Error {}
 
 const MAX_TITLE = 120;
 
@@ -202,6 +216,7 @@ export async function prepareQueuedRun(q: Queryable, input: CreateRunInput): Pro
 
 /** The daily caps a run of a factory is checked against (undefined: none, or no factory). */
 function capsOf(q: Queryable, input: CreateRunInput): Promise<RunCaps | undefined> {
+  if (input.knownCaps !== undefined) return Promise.resolve(input.knownCaps ?? undefined);
   if (!input.factoryId) return Promise.resolve(undefined);
   const name = input.config?.name;
   return runCaps(q, {
@@ -305,7 +320,20 @@ export class RunService {
     const { idempotency } = options;
     // a run under daily caps is created in a transaction of its own, under the daily caps' lock
     const caps = await capsOf(this.#db, input);
-    if (!idempotency && !input.attachments?.length && !input.actsAs && !caps) {
+    const plain = !idempotency && !input.attachments?.length && !input.actsAs && !caps;
+    if (input.dispatchGuard) {
+      // only the hand-off's statement checks a guard
+      const row = plain ? await prepareQueuedRun(this.#db, input) : undefined;
+      const handed = row ? this.#handOff?.create({ ...row, guard: input.dispatchGuard }) : undefined;
+      if (!handed) throw new DispatchGuardFailed('no hand-off takes a guarded run now');
+      try {
+        return { run: await handed, replayed: false };
+      } catch (err) {
+        if (engine.isDispatchGuardRefusal(err)) throw new DispatchGuardFailed('the run token check did not hold');
+        throw err;
+      }
+    }
+    if (plain) {
       // The common case needs no transaction: one row, written with the other creations of the moment.
       const row = await prepareQueuedRun(this.#db, input);
       const run = await (this.#handOff?.create(row) ?? this.#batcher.insert(row));

@@ -201,7 +201,7 @@ export async function lastRunByConfigName(q: Queryable, teamId: string, names: s
 
 /**
  * The newest run on each runner of the given factories: a run's runner is its `config.runner_id`, else the
- * runner its agent (`config.name`) executes on (as runnerImages in src/execution/sql.ts resolves it).
+ * runner its agent (`config.name`) executes on (as factoryRunSettings in src/execution/sql.ts resolves it).
  */
 export async function lastRunsByRunner(q: Queryable, teamId: string, factoryIds: string[]): Promise<LastRunOnRunner[]> {
   if (factoryIds.length === 0) return [];

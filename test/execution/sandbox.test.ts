@@ -9,7 +9,7 @@ import { existsSync, readFileSync, readdirSync, realpathSync, statSync } from 'n
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runnerImages } from '../../src/execution/sql.ts';
+import { factoryRunSettings } from '../../src/execution/sql.ts';
 import { sandboxSettings } from '../../src/execution/sandbox/index.ts';
 import { AGENTS, createRun, eventsOf, executionsOf, FAKE, startExecServer, waitForState } from './support.ts';
 import type { ExecServer } from './support.ts';
@@ -196,7 +196,8 @@ describe('agents in the bubblewrap sandbox', () => {
       [team.team_id, JSON.stringify(definition)],
     );
     await db.query(`UPDATE runs SET factory_id = 'fac_images' WHERE id = ANY($1::text[])`, [[named, byAgent, none]]);
-    const images = await runnerImages(db, [named, byAgent, none]);
+    const settings = await factoryRunSettings(db, [named, byAgent, none], []);
+    const images = [...settings].flatMap(([id, r]) => (r.image ? [[id, r.image]] : []));
     expect(Object.fromEntries(images)).toEqual({ [named]: 'ghcr.io/acme/gpu:2', [byAgent]: 'ghcr.io/acme/linux:1' });
   });
 

@@ -2,7 +2,8 @@
  * End to end with an executor: a managed factory whose automation triggers on github/issue_labeled, a GitHub
  * App connection, a delivery signed by @octokit/webhooks-methods → exactly one run, executed by the `command`
  * harness on a fake agent, whose workspace holds event-payload.json and whose environment holds GH_TOKEN and
- * GITHUB_TOKEN minted by @octokit/auth-app from a local stand-in of GitHub's API, and the declared Slack token.
+ * GITHUB_TOKEN minted by @octokit/auth-app from a local stand-in of GitHub's API; the Slack bot token only when
+ * the factory's secrets ask for it, not for declaring the integration (the factory interface posts with it).
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -25,18 +26,20 @@ const { privateKey, publicKey } = generateKeyPairSync('rsa', {
   publicKeyEncoding: { type: 'spki', format: 'pem' },
 });
 
-const FILES = {
-  'factory.yaml': `schemaVersion: v1alpha1
+const factoryYaml = (secrets = '') => `schemaVersion: v1alpha1
 name: Issue triage
 repositories:
   - owner: Codertocat
     name: Hello-World
 integrations:
   - type: slack
-agentDefaults:
+${secrets}agentDefaults:
   model: auto
   runner: default
-`,
+`;
+
+const FILES = {
+  'factory.yaml': factoryYaml(),
   'agents/foreman/agent.md': FOREMAN,
   'runners/default.yaml': RUNNER,
   'automations/triage/automation.md': `---
@@ -61,6 +64,7 @@ function labeledIssue(): Record<string, any> {
 
 describe.each(ENGINES)('a GitHub App event to a finished run on %s', (engine) => {
   let s: ExecServer;
+  let eventsUrl: string;
   let github: GithubApiStandIn;
   const webhookSecret = randomBytes(20).toString('hex');
   beforeAll(async () => {
@@ -93,6 +97,7 @@ describe.each(ENGINES)('a GitHub App event to a finished run on %s', (engine) =>
       webhook_secret_name: 'gh-app-hook',
     });
     expect(connection.status, connection.text).toBe(200);
+    eventsUrl = connection.body.events_url;
     const factory = await s.api('POST', '/factories', { name: 'triage', source: { type: 'managed' } });
     expect(factory.status, factory.text).toBe(201);
     const applied = await s.api('POST', `/factories/${factory.body.id}/apply`, {
@@ -127,8 +132,8 @@ describe.each(ENGINES)('a GitHub App event to a finished run on %s', (engine) =>
     // The fake agent records token variables by length only.
     expect(record.env.GH_TOKEN).toMatch(/^<\d+ chars>$/);
     expect(record.env.GITHUB_TOKEN).toBe(record.env.GH_TOKEN);
-    // The factory declares slack: its runs get the bot token too.
-    expect(record.env.SLACK_BOT_TOKEN).toBe(`<${'xoxb-1234567890-abcdef'.length} chars>`);
+    // The factory declares slack but does not ask for its token: the agent posts through the factory interface.
+    expect(record.env.SLACK_BOT_TOKEN).toBeUndefined();
     expect(record.env.LINEAR_API_KEY).toBeUndefined();
     expect(JSON.stringify(record.argv)).not.toContain('ghs_');
     expect(github.tokenRequests).toEqual([{ installationId: '4242001', appId: '4242', repositories: ['Hello-World'] }]);
@@ -142,5 +147,38 @@ describe.each(ENGINES)('a GitHub App event to a finished run on %s', (engine) =>
       [deliveryId, again.body.delivery_id],
     ]);
     expect(runs.rows).toHaveLength(1);
+  });
+
+  it('lends the bot token as SLACK_BOT_TOKEN when the factory names its secret in `secrets`', async () => {
+    const factory = (await s.api('GET', '/factories')).body.factories[0];
+    const applied = await s.api('POST', `/factories/${factory.id}/apply`, {
+      files: Object.entries({ ...FILES, 'factory.yaml': factoryYaml('secrets:\n  - slack-bot\n') }).map(
+        ([p, content]) => ({ path: p, content }),
+      ),
+      message: 'ask for the bot token',
+    });
+    expect(applied.status, applied.text).toBe(200);
+    const body = JSON.stringify(labeledIssue());
+    const delivered = await post(eventsUrl, body, {
+      'content-type': 'application/json',
+      'x-github-event': 'issues',
+      'x-github-delivery': '0b5e2f9a-7c1d-4e8b-9a3f-000000000043',
+      'x-hub-signature-256': await sign(webhookSecret, body),
+    });
+    expect(delivered.status, delivered.text).toBe(202);
+    const runId = await waitForCreatedRun(s.server.ctx.bus, async () => {
+      const res = await s.server.ctx.db.query<{ id: string }>('SELECT id FROM runs WHERE delivery_id = $1', [
+        delivered.body.delivery_id,
+      ]);
+      return res.rows[0]?.id;
+    });
+    const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    expect(run.state, JSON.stringify(run.status_message)).toBe('SUCCEEDED');
+    const [execution] = await executionsOf(s, runId);
+    const record = fakeRecords(execution!.workspace!)[0];
+    expect(record.env.SLACK_BOT_TOKEN).toBe(`<${'xoxb-1234567890-abcdef'.length} chars>`);
+    expect(record.env.LINEAR_API_KEY).toBeUndefined();
+    const events = JSON.stringify((await s.api('GET', `/agent/runs/${runId}/conversation`)).body);
+    expect(events).not.toContain('xoxb-1234567890-abcdef');
   });
 });

@@ -8,7 +8,9 @@
  *   4. a signed thread reply (a comment on the issue) resumes the foreman, and starts no run;
  *   5. the foreman replies with the result.
  */
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import examples from '@octokit/webhooks-examples/api.github.com/index.json' with { type: 'json' };
 import { sign } from '@octokit/webhooks-methods';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,7 +22,7 @@ import type { GithubApiStandIn } from '../support/github-api.ts';
 import type { TestServer } from '../support/server.ts';
 import { post } from '../ingress/support.ts';
 import { SLACK_APP_MENTION } from '../integrations/fixtures.ts';
-import { eventsOf, waitForState } from '../execution/support.ts';
+import { eventsOf, executionsOf, waitForState } from '../execution/support.ts';
 import { waitForCreatedRun } from '../support/run-events.ts';
 import {
   connectSlack,
@@ -92,6 +94,12 @@ function issueComment(options: { body: string; commentId: number; login: string;
   payload.sender = { ...payload.sender, login: options.login, type: options.type };
   payload.installation = { id: 4242001, node_id: 'MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uNDI0MjAwMQ==' };
   return payload;
+}
+
+/** What the stand-in agent of a run's last execution recorded of its environment (mcp-agent.mjs). */
+async function agentEnvironment(s: TestServer, runId: string): Promise<{ env_names: string[]; env_sha256: string[] }> {
+  const workspace = (await executionsOf(s, runId)).at(-1)!.workspace!;
+  return JSON.parse(readFileSync(path.join(workspace, '.mcp-agent.json'), 'utf8'));
 }
 
 async function runsOfFactory(s: TestServer, factoryId: string) {
@@ -236,6 +244,15 @@ describe.each(ENGINES)('the factory lifecycle on %s', (engine) => {
     expect(fromSlack).toHaveLength(1);
     // the thread started no run
     expect(await runsOfFactory(s, factoryId)).toHaveLength(2);
+
+    // the factory declares slack, yet no agent held the bot token: the server posted both with it
+    const botTokenHash = createHash('sha256').update(BOT_TOKEN).digest('hex');
+    for (const runId of [foremanId, child.id]) {
+      const env = await agentEnvironment(s, runId);
+      expect(env.env_names).toContain('AGENTYARD_RUN_TOKEN');
+      expect(env.env_names).not.toContain('SLACK_BOT_TOKEN');
+      expect(env.env_sha256).not.toContain(botTokenHash);
+    }
   });
 
   it('GitHub: an issue comment starts the foreman, its question is a comment, a comment on the issue resumes it', async () => {
