@@ -79,10 +79,7 @@ async function main(port: MessagePort, data: PgliteWorkerData): Promise<void> {
   let nextTransaction = 1;
   let nextSubscription = 1;
 
-  const answer = (
-    id: number,
-    work: Promise<Omit<Extract<Reply, { kind: 'result' }>, 'kind' | 'id'>>,
-  ): Promise<void> =>
+  const answer = (id: number, work: Promise<Omit<Extract<Reply, { kind: 'result' }>, 'kind' | 'id'>>): Promise<void> =>
     work.then(
       (result) => send({ kind: 'result', id, ...result }),
       (err: unknown) => send({ kind: 'error', id, error: serializeError(err) }),
