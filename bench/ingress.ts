@@ -1,7 +1,7 @@
 /**
  * Webhook ingress benchmark (not a test): figures for docs/performance.md, section "Webhook ingress".
  *
- *   node bench/ingress.ts [--duration 10] [--connections 50] [--engines pglite,postgres]
+ *   node bench/ingress.ts [--duration 10] [--connections 50] [--engines pglite,postgres] [--modes token,signature]
  *                         [--rss-deliveries 1000000] [--rss-minutes 10] [--skip-rss]
  *
  * 1. Accepted deliveries per second, token mode: 1 KB JSON bodies with distinct identities, 50 connections
@@ -21,7 +21,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
@@ -39,6 +39,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     connections: { type: 'string', default: '50' },
     engines: { type: 'string', default: 'pglite,postgres' },
+    modes: { type: 'string', default: 'token,signature' },
     'rss-deliveries': { type: 'string', default: '1000000' },
     'rss-minutes': { type: 'string', default: '10' },
     'skip-rss': { type: 'boolean', default: false },
@@ -49,6 +50,9 @@ const DURATION = Number(values.duration);
 const ROUNDS = Number(values.rounds);
 const CONNECTIONS = Number(values.connections);
 const ENGINES = values.engines.split(',') as ('pglite' | 'postgres')[];
+const MODES = values.modes.split(',') as Mode[];
+for (const mode of MODES)
+  if (mode !== 'token' && mode !== 'signature') throw new Error(`--modes: unknown mode ${mode}`);
 const ROOT = new URL('../', import.meta.url).pathname;
 
 // ---------------------------------------------------------------------------------------------- processes
@@ -212,18 +216,20 @@ async function throughput(): Promise<void> {
   cleanups.push(() => bare.stop());
   for (const engine of ENGINES) {
     const server = await startUnderTest(engine);
-    for (const mode of ['token', 'signature'] as const) {
+    for (const mode of MODES) {
       await load(mode, server.info, false, { duration: 3 }); // warm-up
       await load(mode, bare.info, true, { duration: 3 });
       // Alternate the two servers: on a shared machine, load that drifts affects both alike.
       let ours = 0;
       let base = 0;
       let failures = 0;
+      const roundRatios: number[] = [];
       const oursCpu = new CpuTally();
       const bareCpu = new CpuTally();
       for (let round = 0; round < ROUNDS; round++) {
         const o = await oursCpu.measure(server, engine, () => load(mode, server.info, false, {}));
         const b = await bareCpu.measure(bare, undefined, () => load(mode, bare.info, true, {}));
+        roundRatios.push(o.rps / b.rps);
         ours += o.rps / ROUNDS;
         base += b.rps / ROUNDS;
         failures += o.non2xx + o.errors;
@@ -234,7 +240,7 @@ async function throughput(): Promise<void> {
       const baseHalf = await load(mode, bare.info, true, { rate });
       const target = mode === 'token' ? 0.4 : 0.3;
       report(
-        `| ${engine} | ${mode === 'token' ? 'token' : 'Standard Webhooks signature'} | ${fmt(ours)} | ${fmt(base)} | **${fmt(ours / base, 2)}** (target ≥ ${target}) | ${fmt(rate)}/s: p50 ${half.p50} ms, p99 ${half.p99} ms (bare: p99 ${baseHalf.p99} ms) | ${failures + half.non2xx + half.errors} |`,
+        `| ${engine} | ${mode === 'token' ? 'token' : 'Standard Webhooks signature'} | ${fmt(ours)} | ${fmt(base)} | **${fmt(ours / base, 2)}** (target ≥ ${target}; rounds ${roundRatios.map((r) => fmt(r, 2)).join(' / ')}) | ${fmt(rate)}/s: p50 ${half.p50} ms, p99 ${half.p99} ms (bare: p99 ${baseHalf.p99} ms) | ${failures + half.non2xx + half.errors} |`,
       );
     }
     await server.stop();
@@ -327,7 +333,15 @@ async function rss(): Promise<void> {
   }
 }
 
+/** The machine's load average (1, 5, 15 minutes): a shared machine moves every figure, so each run says how busy it was. */
+function loadAverage(): string {
+  return loadavg()
+    .map((n) => n.toFixed(2))
+    .join(', ');
+}
+
 try {
+  report(`load average at start: ${loadAverage()}`);
   if (!values['skip-throughput']) {
     report(
       `\nThroughput (${CONNECTIONS} connections, ${ROUNDS} alternating rounds of ${DURATION} s per server, 1 KB JSON bodies, distinct identities)\n`,
@@ -352,6 +366,7 @@ try {
     report('| --- | ---: | ---: | ---: | ---: | ---: |');
     await rss();
   }
+  report(`load average at end: ${loadAverage()}`);
 } finally {
   await serverUnderTest?.stop();
   for (const c of cleanups.reverse()) await c();

@@ -82,7 +82,9 @@ export class AcceptForm {
 export interface DeliveryWriterOptions {
   /**
    * Groups written at once; 1 by default (docs/decisions.md, "One batch in flight"): the next group is handed
-   * over as soon as one is written, before its requests are answered.
+   * over as soon as one is written, before its requests are answered. With more, a further group is handed over
+   * while one is in flight only once a full group waits (docs/decisions.md, "A second group waits in line on
+   * PGlite").
    */
   concurrency?: number;
   maxBatch?: number;
@@ -119,6 +121,7 @@ export class DeliveryWriter {
     const { inProgress } = options;
     this.#groups = new GroupCommit<Pending>((batch, release) => this.#write(batch, release), {
       maxInFlight: options.concurrency ?? 1,
+      overlap: 'full',
       maxGroup: inProgress ? () => Math.min(maxBatch, Math.max(1, Math.ceil(inProgress() / 2))) : maxBatch,
     });
   }

@@ -1,4 +1,4 @@
-import { hash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { header } from './signatures/primitives.ts';
 import type { HeaderMap } from './signatures/index.ts';
 import type { WebhookRoute } from './routing.ts';
@@ -51,6 +51,20 @@ export function senderOrBodyIdentity(
 ): DeliveryIdentity {
   if (given !== undefined) return fromSender(given, source);
   return { identity: `sha256:${hash('sha256', rawBody, 'hex')}`, source: 'body_sha256', senderDeliveryId: undefined };
+}
+
+/** Bytes of a dedupe key (deliveryKey). */
+export const DELIVERY_KEY_BYTES = 32;
+
+/**
+ * The dedupe key of an accepted delivery as the database indexes it (migration 0093): SHA-256 of the webhook's
+ * uid (or connection's id), a NUL and the identity, in UTF-8. Equal keys mean the same (uid, identity), as two
+ * different ones colliding would mean a SHA-256 collision, the same assumption as the body hash itself.
+ * 33 bytes in the index instead of the two texts (≈ 100): a smaller index, fewer pages and less WAL per
+ * delivery (docs/performance.md, "Webhook ingress").
+ */
+export function deliveryKey(webhookUid: string, identity: string): Buffer {
+  return createHash('sha256').update(webhookUid).update('\0').update(identity).digest();
 }
 
 /** The sender's ID of a rejected delivery, when a header names one (no body hash: the body is not trusted). */

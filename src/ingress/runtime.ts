@@ -50,6 +50,9 @@ export function createIngressRuntime(
     limits.providerEventWindowSeconds,
   );
   const writer = new DeliveryWriter(ctx.db, ctx.log, {
+    // PGlite runs one statement at a time on its thread: a second group waits there, ready to run the moment
+    // the first commits, instead of crossing to the thread after it (docs/decisions.md).
+    concurrency: ctx.db.engine === 'pglite' ? 2 : 1,
     // At most one announcement per 20 ms, however many batches commit.
     onQueued: () => {
       _announce ??= setTimeout(() => {

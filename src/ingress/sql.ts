@@ -1,6 +1,7 @@
 /** SQL of the delivery log (migration 0020), as functions. The group-commit writer is the only caller of the inserts. */
 import { int4Array, textArray, timestamptzArray } from '../store/binary-arrays.ts';
 import type { Queryable, QueryResult, SqlValue } from '../kernel/db.ts';
+import { DELIVERY_KEY_BYTES, deliveryKey } from './identity.ts';
 import type { IdentitySource } from './identity.ts';
 
 export type DeliveryLabelCode =
@@ -119,7 +120,8 @@ export type AcceptGroup = readonly { row: AcceptInsert; secretVersion: number }[
 /**
  * The columns of an accepted row, each an array parameter in binary format (src/store/binary-arrays.ts), unnested
  * side by side in the order of the group; the rest come from the webhook's row. The payloads are one more
- * parameter, all of them end to end, each row's cut out at its offset.
+ * parameter, all of them end to end, each row's cut out at its offset, and so are the dedupe keys ($15,
+ * DELIVERY_KEY_BYTES each).
  */
 const ACCEPT_ROWS = `unnest($1::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::text[], $10::text[],
                 $11::int4[], $12::int4[], $13::int4[], $14::int4[])
@@ -142,9 +144,10 @@ const LIVE_WEBHOOKS = `live_w AS (SELECT w.uid, w.team_id, w.factory_id, w.name,
 /** Inserts the rows of `source` (as r) whose webhook is in `live` with the secret version they authenticated against. */
 const insertAccepted = (
   source: string,
-): string => `INSERT INTO webhook_deliveries (id, webhook_uid, team_id, factory_id, webhook_name, label, identity, identity_source,
+): string => `INSERT INTO webhook_deliveries (id, webhook_uid, team_id, factory_id, webhook_name, label, identity, identity_key, identity_source,
                                        sender_delivery_id, size, received_at, payload, headers, sender_ip, outbox_pending, provider)
-       SELECT r.id, r.webhook_uid, live.team_id, live.factory_id, live.name, 'accepted', r.identity, r.identity_source,
+       SELECT r.id, r.webhook_uid, live.team_id, live.factory_id, live.name, 'accepted', r.identity,
+              substring($15::bytea FROM ((r.n - 1) * ${DELIVERY_KEY_BYTES} + 1)::int4 FOR ${DELIVERY_KEY_BYTES}), r.identity_source,
               r.sender_delivery_id, r.size, r.received_at, substring($3::bytea FROM r.payload_at FOR r.payload_length), r.headers::jsonb,
               r.sender_ip, live.subscribed, live.provider
          FROM ${source}
@@ -155,7 +158,7 @@ const insertAccepted = (
 const ACCEPT_ANY = `WITH ${LIVE_WEBHOOKS},
    r AS (SELECT * FROM ${ACCEPT_ROWS}),
    ins AS (${insertAccepted('r')}
-     ON CONFLICT (webhook_uid, identity) WHERE label = 'accepted' DO NOTHING
+     ON CONFLICT (identity_key) WHERE label = 'accepted' DO NOTHING
      RETURNING id
    )
    SELECT 'refused' AS kind, id AS value, NULL::int4 AS secret_version, NULL::bool AS subscribed FROM r
@@ -170,7 +173,8 @@ const ACCEPT_NEW = `WITH ${LIVE_WEBHOOKS},
 /**
  * The parameters of both accept statements: the rows' columns as binary arrays (ACCEPT_ROWS), the group's
  * webhooks, and the payloads as ONE bytea parameter in binary format, end to end: the server copies bytes
- * instead of lexing them out of text, a large share of the statement's cost (docs/decisions.md).
+ * instead of lexing them out of text, a large share of the statement's cost (docs/decisions.md). The dedupe
+ * keys likewise, last.
  */
 function acceptParams(group: AcceptGroup): SqlValue[] {
   const rows = group.map((g) => g.row);
@@ -195,6 +199,7 @@ function acceptParams(group: AcceptGroup): SqlValue[] {
     int4Array(rows.map((r) => r.size)),
     int4Array(offsets),
     int4Array(rows.map((r) => r.payload.length)),
+    Buffer.concat(rows.map((r) => deliveryKey(r.webhookUid, r.identity))),
   ];
 }
 
@@ -232,7 +237,7 @@ export async function acceptDeliveries(q: Queryable, rows: AcceptGroup): Promise
   return { accepted: new Set(rows.map((r) => r.row.id).filter((id) => !refused.has(id))), live: liveMap(live) };
 }
 
-/** The unique index that makes a repeated (webhook, identity) a duplicate (migration 0020). */
+/** The unique index that makes a repeated (webhook, identity) a duplicate: on its deliveryKey (migration 0093). */
 export const IDENTITY_INDEX = 'webhook_deliveries_identity';
 
 /**
@@ -260,9 +265,10 @@ export async function findAccepted(
   if (keys.length === 0) return new Map();
   const res = await q.query<{ id: string; webhook_uid: string; identity: string }>(
     `SELECT d.id, d.webhook_uid, d.identity FROM webhook_deliveries d
-       JOIN unnest($1::text[], $2::text[]) AS k(webhook_uid, identity) ON d.webhook_uid = k.webhook_uid AND d.identity = k.identity
+       JOIN generate_series(0, $2::int4 - 1) AS k(i)
+         ON d.identity_key = substring($1::bytea FROM k.i * ${DELIVERY_KEY_BYTES} + 1 FOR ${DELIVERY_KEY_BYTES})
       WHERE d.label = 'accepted'`,
-    [keys.map((k) => k.webhookUid), keys.map((k) => k.identity)],
+    [Buffer.concat(keys.map((k) => deliveryKey(k.webhookUid, k.identity))), keys.length],
   );
   return new Map(res.rows.map((r) => [identityKey(r.webhook_uid, r.identity), r.id]));
 }
@@ -355,15 +361,15 @@ export async function insertReplay(
   replayedBy: string,
 ): Promise<{ id: string } | undefined> {
   const res = await q.query<{ id: string }>(
-    `INSERT INTO webhook_deliveries (id, webhook_uid, team_id, factory_id, webhook_name, label, identity, identity_source,
-                                     sender_delivery_id, size, received_at, payload, headers, sender_ip, outbox_pending,
-                                     provider, replay_of, replayed_by)
-     SELECT $3, o.webhook_uid, o.team_id, o.factory_id, o.webhook_name, 'accepted', 'replay:' || $3, o.identity_source,
+    `INSERT INTO webhook_deliveries (id, webhook_uid, team_id, factory_id, webhook_name, label, identity, identity_key,
+                                     identity_source, sender_delivery_id, size, received_at, payload, headers, sender_ip,
+                                     outbox_pending, provider, replay_of, replayed_by)
+     SELECT $3, o.webhook_uid, o.team_id, o.factory_id, o.webhook_name, 'accepted', 'replay:' || $3, $5::bytea, o.identity_source,
             o.sender_delivery_id, o.size, ay_now(), o.payload, o.headers, o.sender_ip, true, o.provider, o.id, $4
        FROM webhook_deliveries o
       WHERE o.webhook_uid = $1 AND o.id = $2 AND o.label = 'accepted' AND o.payload IS NOT NULL
      RETURNING id`,
-    [logUid, originalId, id, replayedBy],
+    [logUid, originalId, id, replayedBy, deliveryKey(logUid, `replay:${id}`)],
   );
   return res.rows[0];
 }

@@ -21,6 +21,13 @@ export interface GroupCommitOptions {
    * hand over joins the next group.
    */
   gather?: 'turn' | 'microtasks';
+  /**
+   * When a group may be sent while another is still in flight (maxInFlight > 1): `any` (default) as soon as
+   * an item waits; `full` only once a full group (maxGroup) waits. With `full` a second group overlaps the
+   * first only when it would be as large as if it had waited, so the overlap never trades large groups for
+   * small ones; otherwise it is sent when the group in flight releases.
+   */
+  overlap?: 'any' | 'full';
 }
 
 /**
@@ -35,6 +42,7 @@ export class GroupCommit<T extends GroupItem> {
   readonly #maxInFlight: number;
   readonly #maxGroup: number | (() => number);
   readonly #gather: 'turn' | 'microtasks';
+  readonly #overlap: 'any' | 'full';
   #queue: T[] = [];
   #inFlight = 0;
   #scheduled = false;
@@ -45,6 +53,7 @@ export class GroupCommit<T extends GroupItem> {
     this.#maxInFlight = options.maxInFlight ?? 1;
     this.#maxGroup = options.maxGroup ?? 200;
     this.#gather = options.gather ?? 'turn';
+    this.#overlap = options.overlap ?? 'any';
   }
 
   add(item: T): void {
@@ -71,8 +80,9 @@ export class GroupCommit<T extends GroupItem> {
 
   #pump(): void {
     while (this.#queue.length > 0 && this.#inFlight < this.#maxInFlight) {
-      const size = typeof this.#maxGroup === 'number' ? this.#maxGroup : this.#maxGroup();
-      const group = this.#queue.splice(0, Math.max(1, size));
+      const size = Math.max(1, typeof this.#maxGroup === 'number' ? this.#maxGroup : this.#maxGroup());
+      if (this.#inFlight > 0 && this.#overlap === 'full' && this.#queue.length < size) return;
+      const group = this.#queue.splice(0, size);
       this.#inFlight++;
       void this.#run(group);
     }

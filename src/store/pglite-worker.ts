@@ -79,12 +79,18 @@ async function main(port: MessagePort, data: PgliteWorkerData): Promise<void> {
   let nextTransaction = 1;
   let nextSubscription = 1;
 
-  const answer = (id: number, work: Promise<Omit<Extract<Reply, { kind: 'result' }>, 'kind' | 'id'>>): void => {
+  const answer = (id: number, work: Promise<Omit<Extract<Reply, { kind: 'result' }>, 'kind' | 'id'>>): Promise<void> =>
     work.then(
       (result) => send({ kind: 'result', id, ...result }),
       (err: unknown) => send({ kind: 'error', id, error: serializeError(err) }),
     );
-  };
+
+  // Statements outside a transaction run one after another, each answered before the next begins. PGlite would
+  // run them in this order anyway, but one waiting in its queue could start while the answer of the one before
+  // it was still a few promise steps from being sent, holding that answer back for a whole statement (the
+  // delivery writer keeps a second group waiting here: docs/decisions.md, "A second group waits in line on
+  // PGlite").
+  let statements: Promise<void> = Promise.resolve();
 
   const runTransaction = (id: number): void => {
     const txId = nextTransaction++;
@@ -133,9 +139,11 @@ async function main(port: MessagePort, data: PgliteWorkerData): Promise<void> {
           else notOpen(request.id, request.tx);
           return;
         }
-        answer(
-          request.id,
-          db.query(request.text, request.params && decodeParams(request.params, request.bytesAt, false)),
+        statements = statements.then(() =>
+          answer(
+            request.id,
+            db.query(request.text, request.params && decodeParams(request.params, request.bytesAt, false)),
+          ),
         );
         return;
       }

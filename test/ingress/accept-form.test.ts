@@ -3,8 +3,10 @@
  * `ON CONFLICT` form it falls back to when a group repeats an accepted delivery.
  */
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AcceptForm } from '../../src/ingress/delivery-writer.ts';
+import { deliveryKey } from '../../src/ingress/identity.ts';
 import { acceptNewDeliveries, IDENTITY_INDEX } from '../../src/ingress/sql.ts';
 import type { AcceptInsert } from '../../src/ingress/sql.ts';
 import { isUniqueViolation } from '../../src/store/errors.ts';
@@ -133,5 +135,50 @@ describe.each(ENGINES)('accept statements on %s', (engine) => {
     expect(gone.accepted.size).toBe(0);
     expect(gone.live.has(uid)).toBe(false);
     expect(await storedIds()).toEqual(new Set([current.id]));
+  });
+
+  it('indexes the key migration 0093 gives the rows logged before it, so a repeat of one is refused', async () => {
+    // a row as logged before 0093 (no key), then keyed by the migration's own statement
+    const old = delivery(uid, '{"before":"0093 \u00e9\u6771"}');
+    const sender = {
+      ...delivery(uid, '{"n":"sender"}'),
+      identity: 'sender-ïd-\u6771',
+      identitySource: 'delivery_id_header' as const,
+    };
+    for (const row of [old, sender]) {
+      await database.db.query(
+        `INSERT INTO webhook_deliveries (id, webhook_uid, team_id, factory_id, webhook_name, label, identity, size, received_at, payload)
+         VALUES ($1, $2, 'team_af', 'fac_af', 'hook', 'accepted', $3, 1, now(), '\\x7b7d')`,
+        [row.id, uid, row.identity],
+      );
+    }
+    const migration = readFileSync(
+      new URL('../../src/store/migrations/0093_delivery_identity_key.sql', import.meta.url),
+      'utf8',
+    );
+    const backfill = /^UPDATE webhook_deliveries[\s\S]*?;$/m.exec(migration)![0];
+    await database.db.query(backfill);
+    const keys = await database.db.query<{ id: string; identity_key: Uint8Array }>(
+      'SELECT id, identity_key FROM webhook_deliveries WHERE id = ANY($1::text[])',
+      [[old.id, sender.id]],
+    );
+    for (const row of [old, sender]) {
+      const stored = keys.rows.find((r) => r.id === row.id)!.identity_key;
+      expect(Buffer.from(stored).equals(deliveryKey(uid, row.identity)), row.identity).toBe(true);
+    }
+
+    const repeats = [delivery(uid, old.payload.toString()), { ...fresh(), identity: sender.identity }];
+    const result = await new AcceptForm().accept(database.db, group([...repeats, fresh()]));
+    expect(result.accepted.size).toBe(1);
+    expect([...result.accepted].some((id) => repeats.some((r) => r.id === id))).toBe(false);
+    // the same identity at another webhook is not a repeat
+    const elsewhere = newId('wh');
+    await database.db.query(
+      `INSERT INTO webhooks (uid, team_id, factory_id, name, file, auth_mode, secret_name, secret_ciphertext)
+       VALUES ($1, 'team_af', 'fac_af', $1, 'webhooks/hook.yaml', 'token', 'hook', 'x')`,
+      [elsewhere],
+    );
+    const other = { ...delivery(elsewhere, old.payload.toString()) };
+    expect((await new AcceptForm().accept(database.db, group([other]))).accepted).toEqual(new Set([other.id]));
   });
 });
