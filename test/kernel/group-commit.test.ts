@@ -101,14 +101,14 @@ describe('group commit', () => {
     const writer = controlledWriter();
     const core = new GroupCommit<Item>(writer.write, { maxGroup: 3, maxInFlight: 2, overlap: 'full' });
     const first = [1].map((n) => add(core, n));
-    await until(() => writer.groups.length === 1);
+    await writer.started(1);
     // two waiting, a group is three: they wait for the group in flight
     const second = [2, 3].map((n) => add(core, n));
     for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
     expect(writer.groups).toEqual([[1]]);
     // a full group waits: it goes beside the one in flight
     const third = [4, 5].map((n) => add(core, n));
-    await until(() => writer.groups.length === 2);
+    await writer.started(2);
     expect(writer.groups[1]).toEqual([2, 3, 4]);
     // while a group is in flight, what is left still waits for a full group ...
     writer.statements[0]!.resolve();
@@ -117,7 +117,7 @@ describe('group commit', () => {
     expect(writer.groups).toHaveLength(2);
     // ... and goes as soon as nothing is in flight
     writer.statements[1]!.resolve();
-    await until(() => writer.groups.length === 3);
+    await writer.started(3);
     expect(writer.groups[2]).toEqual([5]);
     writer.statements[2]!.resolve();
     expect(await Promise.all([...first, ...second, ...third])).toEqual(['ok 1', 'ok 2', 'ok 3', 'ok 4', 'ok 5']);
