@@ -12,7 +12,7 @@ import type { FastifyInstance } from 'fastify';
 import { ApiProblem, enc } from './api.ts';
 import type { Factory, Run, RunEventDoc } from './api-types.ts';
 import { runState } from './format.ts';
-import type { ConsoleKit, Signed } from './shared-routes.ts';
+import type { ConsoleKit, Signed, TranscriptReader } from './shared-routes.ts';
 import { cancelConfirmPage, runPageStream } from './pages/run.ts';
 import type { RunPageData } from './pages/run.ts';
 import { SseReader } from './sse.ts';
@@ -61,11 +61,16 @@ function parseJsonLines<T>(body: string): T[] {
   }
 }
 
+/** The download token in the address `GET /agent/runs/{id}/transcript` redirects to. */
+const TRANSCRIPT_PATH = /\/api\/v1\/agent\/transcripts\/([\w-]+)$/;
+
 /**
- * The run's events so far: its transcript (JSON lines, through the download URL the API redirects to). A run
- * that never executed has none yet; the page's live stream then brings its state events.
+ * The run's events so far. The API's `/transcript` checks the key and scopes the run to its team, and answers a
+ * download address whose token names that team and run; the events are then read by that token in process (the
+ * rows the download would serialise), or through the download when the address is not one of ours. A run that
+ * never executed has none yet; the page's live stream then brings its state events.
  */
-export async function runHistory(s: Signed, runId: string): Promise<RunEventDoc[]> {
+export async function runHistory(s: Signed, runId: string, read: TranscriptReader): Promise<RunEventDoc[]> {
   let location: string;
   try {
     const redirect = await s.api.raw(`/agent/runs/${enc(runId)}/transcript`);
@@ -76,6 +81,19 @@ export async function runHistory(s: Signed, runId: string): Promise<RunEventDoc[
   }
   if (!location) return [];
   const url = new URL(location, 'http://console.invalid');
+  const token = TRANSCRIPT_PATH.exec(url.pathname)?.[1];
+  if (token) {
+    const rows = await read(token);
+    if (!rows) return [];
+    return rows.map((e) => ({
+      sequence: e.sequence,
+      run_id: runId,
+      execution_id: e.execution_id,
+      type: e.type,
+      occurred_at: e.occurred_at.toISOString(),
+      data: e.data,
+    }));
+  }
   const { body } = await s.api.raw(`${url.pathname}${url.search}`);
   const docs = parseJsonLines<{ kind?: string } & RunEventDoc>(body);
   const events: RunEventDoc[] = [];
@@ -128,7 +146,8 @@ async function namedByRun(kit: ConsoleKit, s: Signed, run: Run): Promise<NamedBy
 }
 
 /**
- * The page's reads, all through the JSON API with the caller's identity. Only the factory, the automation and the
+ * The page's reads, through the JSON API with the caller's identity (the transcript's rows by the token the API
+ * made for it: docs/decisions.md, "The run page reads its transcript's rows"). Only the factory, the automation and the
  * delivery depend on the run's answer: they start as soon as it comes, beside the transcript (the slowest read)
  * rather than after it. The tree holds the parent and the children.
  */
@@ -136,7 +155,7 @@ async function runPageData(kit: ConsoleKit, s: Signed, id: string): Promise<RunP
   const runRead = s.api.get<Run>(`/agent/runs/${enc(id)}`);
   const [run, events, tree, scores, named] = await Promise.all([
     runRead,
-    runHistory(s, id),
+    runHistory(s, id, kit.transcript),
     quiet(loadRunTree(s.api, id)),
     quiet(s.api.get<{ scores: RunScore[] }>(`/agent/runs/${enc(id)}/scores`)),
     runRead.then((r) => namedByRun(kit, s, r)),
