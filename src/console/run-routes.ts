@@ -46,29 +46,14 @@ interface AutomationStatus {
   webhook_triggers?: { webhook_uid: string; webhook_name: string | null }[];
 }
 
-/** JSON lines as an array: one parse of the lines joined as an array, cheaper than one per line. */
-function parseJsonLines<T>(body: string): T[] {
-  const lines = body.trimEnd();
-  if (!lines) return [];
-  try {
-    // JSON.stringify never leaves a raw newline inside a value: each one separates two documents.
-    return JSON.parse(`[${lines.replaceAll('\n', ',')}]`) as T[];
-  } catch {
-    return lines
-      .split('\n')
-      .filter((line) => line.trim() !== '')
-      .map((line) => JSON.parse(line) as T);
-  }
-}
-
 /** The download token in the address `GET /agent/runs/{id}/transcript` redirects to. */
 const TRANSCRIPT_PATH = /\/api\/v1\/agent\/transcripts\/([\w-]+)$/;
 
 /**
  * The run's events so far. The API's `/transcript` checks the key and scopes the run to its team, and answers a
- * download address whose token names that team and run; the events are then read by that token in process (the
- * rows the download would serialise), or through the download when the address is not one of ours. A run that
- * never executed has none yet; the page's live stream then brings its state events.
+ * download address whose token names that team and run; the events are then read by that token in process: the
+ * rows the download would serialise, without its JSON round trip. A run that never executed has none yet; the
+ * page's live stream then brings its state events.
  */
 export async function runHistory(s: Signed, runId: string, read: TranscriptReader): Promise<RunEventDoc[]> {
   let location: string;
@@ -79,30 +64,18 @@ export async function runHistory(s: Signed, runId: string, read: TranscriptReade
     if (err instanceof ApiProblem && err.status === 404) return [];
     throw err;
   }
-  if (!location) return [];
-  const url = new URL(location, 'http://console.invalid');
-  const token = TRANSCRIPT_PATH.exec(url.pathname)?.[1];
-  if (token) {
-    const rows = await read(token);
-    if (!rows) return [];
-    return rows.map((e) => ({
-      sequence: e.sequence,
-      run_id: runId,
-      execution_id: e.execution_id,
-      type: e.type,
-      occurred_at: e.occurred_at.toISOString(),
-      data: e.data,
-    }));
-  }
-  const { body } = await s.api.raw(`${url.pathname}${url.search}`);
-  const docs = parseJsonLines<{ kind?: string } & RunEventDoc>(body);
-  const events: RunEventDoc[] = [];
-  for (const doc of docs) {
-    if (doc.kind !== 'event') continue;
-    doc.run_id = runId;
-    events.push(doc);
-  }
-  return events;
+  const token = TRANSCRIPT_PATH.exec(new URL(location, 'http://console.invalid').pathname)?.[1];
+  if (!token) throw new ApiProblem(502, 'bad_gateway', 'the API answered no transcript download address');
+  const rows = await read(token);
+  if (!rows) return [];
+  return rows.map((e) => ({
+    sequence: e.sequence,
+    run_id: runId,
+    execution_id: e.execution_id,
+    type: e.type,
+    occurred_at: e.occurred_at.toISOString(),
+    data: e.data,
+  }));
 }
 
 interface NamedByRun {
