@@ -30,6 +30,8 @@ import type { ExecutionSettings } from './execution/settings.ts';
 import { describeSandbox } from './execution/sandbox/index.ts';
 import { startWaitingAnnotations } from './execution/waiting.ts';
 import { consoleRoutes } from './console/routes.ts';
+import { readTranscript } from './runs/transcript.ts';
+import { isAppError } from './kernel/errors.ts';
 import { DefinitionPool, poolOptionsFor } from './definitions/pool.ts';
 import { registerFactoryFileRoutes } from './factories/factory-file-routes.ts';
 import { registerFactoryRoutes } from './factories/routes.ts';
@@ -492,6 +494,14 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
           cipher: ctx.cipher,
           secureCookies: config.publicUrl.startsWith('https:'),
           publicUrl: () => config.publicUrl,
+          transcript: (token) =>
+            readTranscript(ctx.db, ctx.cipher, token).then(
+              (t) => t.events,
+              (err: unknown) => {
+                if (isAppError(err) && err.code === 'resource_not_found') return undefined;
+                throw err;
+              },
+            ),
         }),
     },
     ...(options.plugins ?? []),

@@ -40,7 +40,7 @@ import {
   sealSession,
   sessionCookie,
 } from './session.ts';
-import type { ConsoleKit, Form, Signed } from './shared-routes.ts';
+import type { ConsoleKit, Form, Signed, TranscriptReader } from './shared-routes.ts';
 import { registerRunRoutes } from './run-routes.ts';
 import { lineDiff, unifiedDiff } from './line-diff.ts';
 import { revisionPage } from './pages/revision.ts';
@@ -87,6 +87,8 @@ export interface ConsoleOptions {
   secureCookies: boolean;
   /** The server's public URL (read at each request): a sign-in form must come from it or from the Host asked. */
   publicUrl: () => string;
+  /** The run page's transcript read by the API's download token, without the download's JSON round trip. */
+  transcript: TranscriptReader;
 }
 
 const FORM_BODY_LIMIT = 512 * 1024;
@@ -864,7 +866,15 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
       }),
     );
 
-    const kit: ConsoleKit = { root, lookups, csp: PAGE_CSP, sendPage, viewing, changing };
+    const kit: ConsoleKit = {
+      root,
+      lookups,
+      transcript: options.transcript,
+      csp: PAGE_CSP,
+      sendPage,
+      viewing,
+      changing,
+    };
     registerRunRoutes(scope, kit);
 
     registerSettingsRoutes(scope, kit);

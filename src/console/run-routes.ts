@@ -12,7 +12,7 @@ import type { FastifyInstance } from 'fastify';
 import { ApiProblem, enc } from './api.ts';
 import type { Factory, Run, RunEventDoc } from './api-types.ts';
 import { runState } from './format.ts';
-import type { ConsoleKit, Signed } from './shared-routes.ts';
+import type { ConsoleKit, Signed, TranscriptReader } from './shared-routes.ts';
 import { cancelConfirmPage, runPageStream } from './pages/run.ts';
 import type { RunPageData } from './pages/run.ts';
 import { SseReader } from './sse.ts';
@@ -46,26 +46,16 @@ interface AutomationStatus {
   webhook_triggers?: { webhook_uid: string; webhook_name: string | null }[];
 }
 
-/** JSON lines as an array: one parse of the lines joined as an array, cheaper than one per line. */
-function parseJsonLines<T>(body: string): T[] {
-  const lines = body.trimEnd();
-  if (!lines) return [];
-  try {
-    // JSON.stringify never leaves a raw newline inside a value: each one separates two documents.
-    return JSON.parse(`[${lines.replaceAll('\n', ',')}]`) as T[];
-  } catch {
-    return lines
-      .split('\n')
-      .filter((line) => line.trim() !== '')
-      .map((line) => JSON.parse(line) as T);
-  }
-}
+/** The download token in the address `GET /agent/runs/{id}/transcript` redirects to. */
+const TRANSCRIPT_PATH = /\/api\/v1\/agent\/transcripts\/([\w-]+)$/;
 
 /**
- * The run's events so far: its transcript (JSON lines, through the download URL the API redirects to). A run
- * that never executed has none yet; the page's live stream then brings its state events.
+ * The run's events so far. The API's `/transcript` checks the key and scopes the run to its team, and answers a
+ * download address whose token names that team and run; the events are then read by that token in process: the
+ * rows the download would serialise, without its JSON round trip. A run that never executed has none yet; the
+ * page's live stream then brings its state events.
  */
-export async function runHistory(s: Signed, runId: string): Promise<RunEventDoc[]> {
+export async function runHistory(s: Signed, runId: string, read: TranscriptReader): Promise<RunEventDoc[]> {
   let location: string;
   try {
     const redirect = await s.api.raw(`/agent/runs/${enc(runId)}/transcript`);
@@ -74,17 +64,18 @@ export async function runHistory(s: Signed, runId: string): Promise<RunEventDoc[
     if (err instanceof ApiProblem && err.status === 404) return [];
     throw err;
   }
-  if (!location) return [];
-  const url = new URL(location, 'http://console.invalid');
-  const { body } = await s.api.raw(`${url.pathname}${url.search}`);
-  const docs = parseJsonLines<{ kind?: string } & RunEventDoc>(body);
-  const events: RunEventDoc[] = [];
-  for (const doc of docs) {
-    if (doc.kind !== 'event') continue;
-    doc.run_id = runId;
-    events.push(doc);
-  }
-  return events;
+  const token = TRANSCRIPT_PATH.exec(new URL(location, 'http://console.invalid').pathname)?.[1];
+  if (!token) throw new ApiProblem(502, 'bad_gateway', 'the API answered no transcript download address');
+  const rows = await read(token);
+  if (!rows) return [];
+  return rows.map((e) => ({
+    sequence: e.sequence,
+    run_id: runId,
+    execution_id: e.execution_id,
+    type: e.type,
+    occurred_at: e.occurred_at.toISOString(),
+    data: e.data,
+  }));
 }
 
 interface NamedByRun {
@@ -128,7 +119,8 @@ async function namedByRun(kit: ConsoleKit, s: Signed, run: Run): Promise<NamedBy
 }
 
 /**
- * The page's reads, all through the JSON API with the caller's identity. Only the factory, the automation and the
+ * The page's reads, through the JSON API with the caller's identity (the transcript's rows by the token the API
+ * made for it: docs/decisions.md, "The run page reads its transcript's rows"). Only the factory, the automation and the
  * delivery depend on the run's answer: they start as soon as it comes, beside the transcript (the slowest read)
  * rather than after it. The tree holds the parent and the children.
  */
@@ -136,7 +128,7 @@ async function runPageData(kit: ConsoleKit, s: Signed, id: string): Promise<RunP
   const runRead = s.api.get<Run>(`/agent/runs/${enc(id)}`);
   const [run, events, tree, scores, named] = await Promise.all([
     runRead,
-    runHistory(s, id),
+    runHistory(s, id, kit.transcript),
     quiet(loadRunTree(s.api, id)),
     quiet(s.api.get<{ scores: RunScore[] }>(`/agent/runs/${enc(id)}/scores`)),
     runRead.then((r) => namedByRun(kit, s, r)),

@@ -7,39 +7,11 @@ import { Type } from 'typebox';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
-import type { Cipher } from '../kernel/caller.ts';
 import { buildConversation } from './conversation.ts';
 import type { RunRow } from '../engine/model.ts';
-import { getRun, listConversationRuns, loadAllEvents, runHasExecuted } from './sql.ts';
+import { getRun, listConversationRuns, runHasExecuted } from './sql.ts';
+import { TRANSCRIPT_URL_TTL_MS, readTranscript, sealTranscriptToken } from './transcript.ts';
 import { RunIdParamsSchema } from './schemas.ts';
-
-export const TRANSCRIPT_URL_TTL_MS = 60 * 60 * 1000;
-
-interface TranscriptGrant {
-  k: 'transcript';
-  t: string;
-  r: string;
-  e: number;
-}
-
-export function sealTranscriptToken(cipher: Cipher, teamId: string, runId: string, expiresAt: number): string {
-  const grant: TranscriptGrant = { k: 'transcript', t: teamId, r: runId, e: expiresAt };
-  return cipher.encrypt(JSON.stringify(grant)).toString('base64url');
-}
-
-export function openTranscriptToken(cipher: Cipher, token: string, now = Date.now()): TranscriptGrant {
-  let grant: TranscriptGrant;
-  try {
-    grant = JSON.parse(cipher.decrypt(Buffer.from(token, 'base64url'))) as TranscriptGrant;
-  } catch {
-    throw new AppError('resource_not_found', 'no such transcript (the download link is invalid)');
-  }
-  if (grant.k !== 'transcript' || typeof grant.e !== 'number')
-    throw new AppError('resource_not_found', 'no such transcript (the download link is invalid)');
-  if (grant.e < now)
-    throw new AppError('resource_not_found', 'the transcript link has expired; ask for the transcript again');
-  return grant;
-}
 
 const ContentBlockSchema = Type.Object({ type: Type.String() }, { additionalProperties: true });
 const MessageSchema = Type.Object(
@@ -142,10 +114,7 @@ export async function registerConversationRoutes(app: AppInstance, ctx: ServiceC
       },
     },
     async (request, reply) => {
-      const grant = openTranscriptToken(ctx.cipher, request.params.token);
-      const run = await getRun(ctx.db, grant.t, grant.r);
-      if (!run) throw new AppError('resource_not_found', 'no such transcript');
-      const events = await loadAllEvents(ctx.db, run.id);
+      const { run, events } = await readTranscript(ctx.db, ctx.cipher, request.params.token);
       const lines = [
         JSON.stringify({
           kind: 'run',

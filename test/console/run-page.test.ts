@@ -139,6 +139,30 @@ describe('the run page', { timeout: 60_000 }, () => {
     expect(result.result).toContain(`<a class="more" href="${href}">`);
   });
 
+  it("shows a run's transcript to its own team's members only: another team's member gets a 404", async () => {
+    const id = await finishedRun('LIST_FILES for team-only-marker');
+    const member = await server.api('POST', '/api-keys', { name: 'run viewer', role: 'member' });
+    expect(member.status).toBe(201);
+    const own = await get(server, `/console/runs/${id}`, (await signIn(server, member.body.key)).cookie);
+    expect(own.status).toBe(200);
+    expect(own.text).toContain('team-only-marker');
+    expect(own.text).toMatch(/<pre class="call">ls -a<\/pre>/);
+    expect(own.text).toMatch(/<pre class="out" aria-label="Output">\.agentyard<\/pre>/);
+
+    const team = await server.api('POST', '/teams', { name: 'run-page-elsewhere' });
+    expect(team.status).toBe(201);
+    const otherAdmin = team.body.admin_key?.key ?? team.body.api_key?.key ?? team.body.key;
+    const otherMember = await server.api('POST', '/api-keys', { name: 'outsider', role: 'member' }, otherAdmin);
+    expect(otherMember.status).toBe(201);
+    const { cookie } = await signIn(server, otherMember.body.key);
+    for (const path of [`/console/runs/${id}`, `/console/runs/${id}/events/1`, `/console/runs/${id}/events/1/body`]) {
+      const res = await get(server, path, cookie);
+      expect(res.status, path).toBe(404);
+      expect(res.text).not.toContain('team-only-marker');
+      expect(res.text).not.toContain('.agentyard');
+    }
+  });
+
   it('asks before cancelling, and answers the cancel with a redirect that a reload does not repeat', async () => {
     const created = await server.api('POST', '/agent/runs', { prompt: 'SLEEP 30', config: { name: 'long' } });
     const id = created.body.run_id;

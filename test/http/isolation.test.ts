@@ -6,7 +6,7 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registeredRoutes } from '../../src/http/app.ts';
-import { sealTranscriptToken } from '../../src/runs/conversation-routes.ts';
+import { sealTranscriptToken } from '../../src/runs/transcript.ts';
 import { ENGINES } from '../support/db.ts';
 import { request, startTestServer } from '../support/server.ts';
 import type { ApiResponse, TestServer } from '../support/server.ts';

@@ -1,0 +1,51 @@
+/**
+ * A run's transcript by its download token: the token seals team, run and expiry with the master key, so whoever
+ * holds it reads that team's run and no other. `GET /agent/runs/{runId}/transcript` makes the token for the
+ * caller's team; the download route and the console's run page read through it.
+ */
+import { AppError } from '../kernel/errors.ts';
+import type { Cipher } from '../kernel/caller.ts';
+import type { Queryable } from '../kernel/db.ts';
+import type { RunRow } from '../engine/model.ts';
+import type { StoredRunEvent } from '../engine/events.ts';
+import { getRun, loadAllEvents } from './sql.ts';
+
+export const TRANSCRIPT_URL_TTL_MS = 60 * 60 * 1000;
+
+interface TranscriptGrant {
+  k: 'transcript';
+  t: string;
+  r: string;
+  e: number;
+}
+
+export function sealTranscriptToken(cipher: Cipher, teamId: string, runId: string, expiresAt: number): string {
+  const grant: TranscriptGrant = { k: 'transcript', t: teamId, r: runId, e: expiresAt };
+  return cipher.encrypt(JSON.stringify(grant)).toString('base64url');
+}
+
+export function openTranscriptToken(cipher: Cipher, token: string, now = Date.now()): TranscriptGrant {
+  let grant: TranscriptGrant;
+  try {
+    grant = JSON.parse(cipher.decrypt(Buffer.from(token, 'base64url'))) as TranscriptGrant;
+  } catch {
+    throw new AppError('resource_not_found', 'no such transcript (the download link is invalid)');
+  }
+  if (grant.k !== 'transcript' || typeof grant.e !== 'number')
+    throw new AppError('resource_not_found', 'no such transcript (the download link is invalid)');
+  if (grant.e < now)
+    throw new AppError('resource_not_found', 'the transcript link has expired; ask for the transcript again');
+  return grant;
+}
+
+/** The run a token names, in the team it names, and every event of it in order; not found otherwise. */
+export async function readTranscript(
+  q: Queryable,
+  cipher: Cipher,
+  token: string,
+): Promise<{ run: RunRow; events: StoredRunEvent[] }> {
+  const grant = openTranscriptToken(cipher, token);
+  const run = await getRun(q, grant.t, grant.r);
+  if (!run) throw new AppError('resource_not_found', 'no such transcript');
+  return { run, events: await loadAllEvents(q, run.id) };
+}
