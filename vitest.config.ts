@@ -29,12 +29,12 @@ export default defineConfig({
     // Undoes after each file what it changed in the process (environment variables, leftover git remotes), so
     // that files can share a process.
     setupFiles: ['test/support/per-file.ts'],
-    // `isolate: false` (db tier): a fork runs file after file instead of one fresh process per file,
+    // `isolate: false` (fast and db tiers): a fork runs file after file instead of one fresh process per file,
     // which paid Node's start, the server's imports and PGlite's WebAssembly compilation every time. The whole
     // suite took 867 s of CPU (user+sys) where it took 949 s isolated. The heavy tier stays isolated: its files
     // start other processes and clusters and are few.
     projects: [
-      { extends: true, test: { name: 'fast', include: tiers.fast } },
+      { extends: true, test: { name: 'fast', include: tiers.fast, isolate: false } },
       { extends: true, test: { name: 'db', include: tiers.db, globalSetup: DATABASES, isolate: false } },
       { extends: true, test: { name: 'heavy', include: tiers.heavy, globalSetup: DATABASES } },
     ],
