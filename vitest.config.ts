@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import { testTiers } from './test/support/tiers.ts';
+import { TierSequencer } from './test/support/tier-sequencer.ts';
 
 // Three tiers (test/support/tiers.ts): `npx vitest run --project fast` needs no database and takes seconds;
 // `npm test` runs all three.
@@ -29,9 +30,11 @@ export default defineConfig({
     // Undoes after each file what it changed in the process (environment variables, leftover git remotes), so
     // that files can share a process.
     setupFiles: ['test/support/per-file.ts'],
+    // Heavy tier first, fast tier last (test/support/tier-sequencer.ts): the long files start early.
+    sequence: { sequencer: TierSequencer },
     // `isolate: false` (fast and db tiers): a fork runs file after file instead of one fresh process per file,
     // which paid Node's start, the server's imports and PGlite's WebAssembly compilation every time. The whole
-    // suite took 867 s of CPU (user+sys) where it took 949 s isolated. The heavy tier stays isolated: its files
+    // suite took 710 s of CPU (user+sys) where it took 949 s isolated. The heavy tier stays isolated: its files
     // start other processes and clusters and are few.
     projects: [
       { extends: true, test: { name: 'fast', include: tiers.fast, isolate: false } },
