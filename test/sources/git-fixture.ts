@@ -4,14 +4,17 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll } from 'vitest';
 
-// Remotes a test file did not close are removed when the file's tests are done.
 const openRoots = new Set<string>();
-afterAll(() => {
+
+/**
+ * Removes the remotes a test file did not close. Called after every test file by `test/support/per-file.ts`:
+ * a hook registered here would run only after the first file of a process that does not isolate its files.
+ */
+export function removeOpenGitRemotes(): void {
   for (const root of openRoots) rmSync(root, { recursive: true, force: true });
   openRoots.clear();
-});
+}
 
 /** A real remote for source tests: a bare repository and a working clone that commits and pushes to it. */
 export interface GitRemote {
