@@ -79,6 +79,8 @@ export class AgentProcess {
     child.stdin?.on('error', () => {
       this.#stdinOpen = false;
     });
+    // an agent killed mid-exchange may reset its end of a pipe (ECONNRESET): what was read counts, the rest is gone
+    for (const stream of [child.stdout, child.stderr, child.stdio[3]]) stream?.on('error', () => {});
     this.exited = new Promise<AgentExit>((resolve) => {
       child.once('error', (err: NodeJS.ErrnoException) => {
         spawnError = err;

@@ -143,6 +143,9 @@ export function runShell(command: string, timeoutMs: number, ctx: ToolContext): 
     };
     child.stdout.on('data', take);
     child.stderr.on('data', take);
+    // a killed command may reset its pipes: what was read is kept
+    child.stdout.on('error', () => {});
+    child.stderr.on('error', () => {});
     let why: string | undefined;
     const kill = (reason: string) => {
       why ??= reason;
