@@ -189,11 +189,16 @@ describe.each(ENGINES)('who may run a worker, and which runs it gets, on %s', (e
     expect([first.plan.runId, second.plan.runId]).toEqual([actingAsAdmin.run.id, plain]);
     expect((await s.api('GET', `/agent/runs/${foreign}`, undefined, other)).body.state).toBe('QUEUED');
     expect((await s.api('GET', `/agent/runs/${actingAsMallory.run.id}`, undefined, admin)).body.state).toBe('QUEUED');
-    // and the run says what it waits for
+    // and the run says what it waits for, while the worker is present: it heartbeats as a real worker does
+    // (a connection unheard of for 3 heartbeats counts as gone, and the run would wait for one to connect)
+    const running = [first.execution_id, second.execution_id];
+    const beat = () => c.send({ type: 'heartbeat', running, load: running.length });
+    beat();
+    const beating = setInterval(beat, 100);
     const waiting = await whenRunsTold(s, 'the waiting message', async () => {
       const r = (await s.api('GET', `/agent/runs/${actingAsMallory.run.id}`, undefined, admin)).body;
       return r.status_message?.message?.includes('team admin key') ? r : undefined;
-    });
+    }).finally(() => clearInterval(beating));
     expect(waiting.status_message.message).toContain('acts as a member (credentialStrategy CREATOR)');
     c.ws.close();
 
