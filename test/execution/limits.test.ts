@@ -59,7 +59,9 @@ describe('the limits of an execution in the bubblewrap sandbox', () => {
     expect(run.status_message.message).toMatch(/^the command exited with code 2/);
     // the agent's own processes and threads (node, sh) count too
     expect(started).toBeLessThan(256);
-    expect(started).toBeGreaterThan(200);
+    // a pids cgroup is the run's own; RLIMIT_NPROC counts every process of the sandbox's uid on the machine, so
+    // sandboxes of other runs at the same moment (other test files) take their share of it
+    expect(started).toBeGreaterThan(limits.includes('pids cgroup') ? 200 : 0);
   });
 
   it('has 256 MiB of /tmp and of /dev/shm (300 MiB written), and /var/tmp is /tmp', async () => {
