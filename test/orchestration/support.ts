@@ -7,7 +7,8 @@ import { realpathSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import path from 'node:path';
-import { AGENTS, fastSettings, ROOT } from '../execution/support.ts';
+import { AGENTS, eventsOf, fastSettings, ROOT, waitForState, whenRunsTold } from '../execution/support.ts';
+import { issueRunTokens } from '../../src/execution/run-token.ts';
 import { post } from '../ingress/support.ts';
 import { SLACK_APP_MENTION } from '../integrations/fixtures.ts';
 import { providerFactoryYaml } from '../support/factory-tree.ts';
@@ -167,4 +168,28 @@ export function postSlackEvent(url: string, signingSecret: string, event: Record
     'x-slack-request-timestamp': String(at),
     'x-slack-signature': `v0=${signature}`,
   });
+}
+
+/**
+ * Starts a run of the factory whose agent sleeps (`PLAYBOOK=hold`) and, once its agent has connected, takes its
+ * execution's token over (issuing another replaces the agent's): the test then speaks for the parent.
+ */
+export async function heldParentToken(s: TestServer, factoryId: string): Promise<{ parentId: string; token: string }> {
+  const created = await s.api('POST', `/factories/${factoryId}/runs`, { prompt: 'PLAYBOOK=hold' });
+  if (created.status !== 200) throw new Error(`create the parent: ${created.status} ${created.text}`);
+  const parentId = created.body.run_id as string;
+  await waitForState(s, parentId, ['INPROGRESS'], 60_000);
+  await whenRunsTold(s, 'the parent agent to connect', async () =>
+    (await eventsOf(s, parentId)).some((e) => e.type === 'status' && /^factory tools/.test(e.data.message ?? '')),
+  );
+  const parent = (
+    await s.server.ctx.db.query<{ execution_id: string; team_id: string }>(
+      'SELECT execution_id, team_id FROM runs WHERE id = $1',
+      [parentId],
+    )
+  ).rows[0]!;
+  const tokens = await issueRunTokens(s.server.ctx.db, [
+    { executionId: parent.execution_id, runId: parentId, teamId: parent.team_id },
+  ]);
+  return { parentId, token: tokens.get(parent.execution_id)! };
 }

@@ -5,11 +5,18 @@
  * refused at once (401) and creates nothing.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { issueRunTokens } from '../../src/execution/run-token.ts';
 import { ENGINES } from '../support/db.ts';
 import type { TestServer } from '../support/server.ts';
-import { eventsOf, waitForState, whenRunsTold } from '../execution/support.ts';
-import { AGENT_FILES, callTool, managedFactory, mcpClient, startMcpServer, usePlaybook } from './support.ts';
+import { waitForState } from '../execution/support.ts';
+import {
+  AGENT_FILES,
+  callTool,
+  heldParentToken,
+  managedFactory,
+  mcpClient,
+  startMcpServer,
+  usePlaybook,
+} from './support.ts';
 
 const FILES = {
   ...AGENT_FILES,
@@ -42,24 +49,7 @@ describe.each(ENGINES)('a run token checked by the insert on %s', (engine) => {
     (await s.server.ctx.db.query<{ id: string }>('SELECT id FROM runs WHERE parent_run_id = $1', [parentId])).rows;
 
   it('dispatches with a known token, keeps the limits, and refuses it at once when its run ends', async () => {
-    const created = await s.api('POST', `/factories/${factoryId}/runs`, { prompt: 'PLAYBOOK=hold' });
-    expect(created.status, created.text).toBe(200);
-    const parentId = created.body.run_id as string;
-    await waitForState(s, parentId, ['INPROGRESS'], 60_000);
-    await whenRunsTold(s, 'the parent agent to connect', async () =>
-      (await eventsOf(s, parentId)).some((e) => e.type === 'status' && /^factory tools/.test(e.data.message ?? '')),
-    );
-    const parent = (
-      await s.server.ctx.db.query<{ execution_id: string; team_id: string }>(
-        'SELECT execution_id, team_id FROM runs WHERE id = $1',
-        [parentId],
-      )
-    ).rows[0]!;
-    const token = (
-      await issueRunTokens(s.server.ctx.db, [
-        { executionId: parent.execution_id, runId: parentId, teamId: parent.team_id },
-      ])
-    ).get(parent.execution_id)!;
+    const { parentId, token } = await heldParentToken(s, factoryId);
 
     const db = s.server.ctx.db;
     const query = db.query.bind(db);

@@ -5,13 +5,20 @@
  * the same token works and hands the report over.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { issueRunTokens } from '../../src/execution/run-token.ts';
 import { RUN_EVENTS_TOPIC } from '../../src/kernel/topics.ts';
 import { ENGINES } from '../support/db.ts';
 import type { TestServer } from '../support/server.ts';
 import { eventsOf, waitForState, whenRunsTold } from '../execution/support.ts';
 import { pollUntil } from '../support/signals.ts';
-import { AGENT_FILES, callTool, managedFactory, mcpClient, startMcpServer, usePlaybook } from './support.ts';
+import {
+  AGENT_FILES,
+  callTool,
+  heldParentToken,
+  managedFactory,
+  mcpClient,
+  startMcpServer,
+  usePlaybook,
+} from './support.ts';
 
 const FILES = {
   ...AGENT_FILES,
@@ -45,25 +52,7 @@ describe.each(ENGINES)('a client gone during wait_for_runs on %s', (engine) => {
   });
 
   it('releases the wait, leaves the run tree as it was, and the next call works', async () => {
-    const created = await s.api('POST', `/factories/${factoryId}/runs`, { prompt: 'PLAYBOOK=hold' });
-    expect(created.status, created.text).toBe(200);
-    const parentId = created.body.run_id as string;
-    await waitForState(s, parentId, ['INPROGRESS'], 60_000);
-    // once its agent has connected (and sleeps), the test takes the execution's token over: issuing another
-    // replaces the agent's
-    await whenRunsTold(s, 'the parent agent to connect', async () =>
-      (await eventsOf(s, parentId)).some((e) => e.type === 'status' && /^factory tools/.test(e.data.message ?? '')),
-    );
-    const parent = (
-      await s.server.ctx.db.query<{ execution_id: string; team_id: string }>(
-        'SELECT execution_id, team_id FROM runs WHERE id = $1',
-        [parentId],
-      )
-    ).rows[0]!;
-    const tokens = await issueRunTokens(s.server.ctx.db, [
-      { executionId: parent.execution_id, runId: parentId, teamId: parent.team_id },
-    ]);
-    const token = tokens.get(parent.execution_id)!;
+    const { parentId, token } = await heldParentToken(s, factoryId);
 
     const first = await mcpClient(s, token);
     const dispatched = await callTool(first, 'dispatch_agent', { agent: 'implement', prompt: 'PLAYBOOK=reporter' });
