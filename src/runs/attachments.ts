@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import type { AppInstance } from '../plugin.ts';
 import type { ServiceContext } from '../context.ts';
 import { AppError } from '../kernel/errors.ts';
+import { openGrant, sealGrant } from '../kernel/sealed-grant.ts';
 import type { Cipher } from '../kernel/caller.ts';
 import * as sql from './sql.ts';
 import { RunIdParamsSchema } from './schemas.ts';
@@ -11,36 +12,33 @@ import type { RunService } from './service.ts';
 export const DOWNLOAD_URL_TTL_MS = 60 * 60 * 1000;
 
 interface DownloadGrant {
-  /** team, run, file name, expiry (ms since the epoch) */
+  /** team, run, file name */
   t: string;
   r: string;
   f: string;
-  e: number;
 }
 
-/**
- * A download URL carries its own authorisation, sealed with the instance master key (AES-256-GCM, so it can
- * be neither read nor forged), because clients fetch `download_url` without the API key.
- */
+/** A download URL carries its own authorisation (kernel/sealed-grant.ts): clients fetch it without the API key. */
 export function sealDownloadToken(
   cipher: Cipher,
   grant: { teamId: string; runId: string; fileName: string; expiresAt: number },
 ): string {
-  const payload: DownloadGrant = { t: grant.teamId, r: grant.runId, f: grant.fileName, e: grant.expiresAt };
-  return cipher.encrypt(JSON.stringify(payload)).toString('base64url');
+  return sealGrant(cipher, 'attachment', { t: grant.teamId, r: grant.runId, f: grant.fileName, e: grant.expiresAt });
 }
 
 export function openDownloadToken(cipher: Cipher, token: string, now = Date.now()): DownloadGrant {
-  let grant: DownloadGrant;
-  try {
-    grant = JSON.parse(cipher.decrypt(Buffer.from(token, 'base64url'))) as DownloadGrant;
-  } catch {
+  const opened = openGrant(cipher, 'attachment', token, now);
+  if ('refused' in opened)
+    throw new AppError(
+      'resource_not_found',
+      opened.refused === 'expired'
+        ? 'the download link has expired; list the attachments again for a new one'
+        : 'no such attachment (the download link is invalid)',
+    );
+  const { t, r, f } = opened.grant;
+  if (typeof t !== 'string' || typeof r !== 'string' || typeof f !== 'string')
     throw new AppError('resource_not_found', 'no such attachment (the download link is invalid)');
-  }
-  if (typeof grant.e !== 'number' || grant.e < now) {
-    throw new AppError('resource_not_found', 'the download link has expired; list the attachments again for a new one');
-  }
-  return grant;
+  return { t, r, f };
 }
 
 const AttachmentSchema = Type.Object({

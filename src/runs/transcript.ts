@@ -4,6 +4,7 @@
  * caller's team; the download route and the console's run page read through it.
  */
 import { AppError } from '../kernel/errors.ts';
+import { openGrant, sealGrant } from '../kernel/sealed-grant.ts';
 import type { Cipher } from '../kernel/caller.ts';
 import type { Queryable } from '../kernel/db.ts';
 import type { RunRow } from '../engine/model.ts';
@@ -13,29 +14,28 @@ import { getRun, loadAllEvents } from './sql.ts';
 export const TRANSCRIPT_URL_TTL_MS = 60 * 60 * 1000;
 
 interface TranscriptGrant {
-  k: 'transcript';
+  /** team, run */
   t: string;
   r: string;
-  e: number;
 }
 
 export function sealTranscriptToken(cipher: Cipher, teamId: string, runId: string, expiresAt: number): string {
-  const grant: TranscriptGrant = { k: 'transcript', t: teamId, r: runId, e: expiresAt };
-  return cipher.encrypt(JSON.stringify(grant)).toString('base64url');
+  return sealGrant(cipher, 'transcript', { t: teamId, r: runId, e: expiresAt });
 }
 
 export function openTranscriptToken(cipher: Cipher, token: string, now = Date.now()): TranscriptGrant {
-  let grant: TranscriptGrant;
-  try {
-    grant = JSON.parse(cipher.decrypt(Buffer.from(token, 'base64url'))) as TranscriptGrant;
-  } catch {
+  const opened = openGrant(cipher, 'transcript', token, now);
+  if ('refused' in opened)
+    throw new AppError(
+      'resource_not_found',
+      opened.refused === 'expired'
+        ? 'the transcript link has expired; ask for the transcript again'
+        : 'no such transcript (the download link is invalid)',
+    );
+  const { t, r } = opened.grant;
+  if (typeof t !== 'string' || typeof r !== 'string')
     throw new AppError('resource_not_found', 'no such transcript (the download link is invalid)');
-  }
-  if (grant.k !== 'transcript' || typeof grant.e !== 'number')
-    throw new AppError('resource_not_found', 'no such transcript (the download link is invalid)');
-  if (grant.e < now)
-    throw new AppError('resource_not_found', 'the transcript link has expired; ask for the transcript again');
-  return grant;
+  return { t, r };
 }
 
 /** The run a token names, in the team it names, and every event of it in order; not found otherwise. */

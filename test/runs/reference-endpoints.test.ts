@@ -205,6 +205,17 @@ describe.each(ENGINES)('reference endpoints on %s', (engine) => {
     const late = await request(`${s.apiUrl}/agent/attachments/${expired}`);
     expect(late.status).toBe(404);
     expect(late.body.detail).toMatch(/expired/);
+    // a transcript's link names the same team and run, but is no attachment's
+    const { sealTranscriptToken } = await import('../../src/runs/transcript.ts');
+    const transcript = sealTranscriptToken(
+      s.server.ctx.cipher,
+      (await s.api('GET', '/whoami')).body.team.id,
+      created.body.run_id,
+      Date.now() + 60_000,
+    );
+    const crossed = await request(`${s.apiUrl}/agent/attachments/${transcript}`);
+    expect(crossed.status).toBe(404);
+    expect(crossed.body.detail).toMatch(/invalid/);
     const none = await s.api('POST', '/agent/runs', { prompt: 'no files' });
     expect((await s.api('GET', `/agent/runs/${none.body.run_id}/handoff/attachments`)).body).toEqual({
       attachments: [],
