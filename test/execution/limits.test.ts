@@ -13,10 +13,9 @@ import { effectiveLimits, runnerLimitsFrom, serverLimits } from '../../src/execu
 import { systemLayout } from '../../src/execution/sandbox/bubblewrap.ts';
 import { PRLIMIT } from '../../src/execution/sandbox/process-limit.ts';
 import { baseFiles } from '../support/factory-tree.ts';
-import { AGENTS, FAKE, createRun, eventsOf, executionsOf, startExecServer, waitForState } from './support.ts';
+import { FAKE, SHELL_AGENT, runShellScript, eventsOf, executionsOf, startExecServer, waitForState } from './support.ts';
 import type { ExecServer } from './support.ts';
 
-const SHELL_AGENT = path.join(AGENTS, 'shell-agent.mjs');
 const MIB = 1024 * 1024;
 
 describe('the limits of an execution in the bubblewrap sandbox', () => {
@@ -30,12 +29,7 @@ describe('the limits of an execution in the bubblewrap sandbox', () => {
     await s?.close();
   });
 
-  async function shell(script: string): Promise<{ run: any; workspace: string; runId: string }> {
-    const runId = await createRun(s, { prompt: `<<SH\n${script}\nSH>>`, config: { harness: { type: 'command' } } });
-    const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR'], 60_000);
-    const [execution] = await executionsOf(s, runId);
-    return { run, workspace: execution!.workspace!, runId };
-  }
+  const shell = (script: string) => runShellScript(s, script);
 
   const read = (workspace: string, file: string): string => readFileSync(path.join(workspace, file), 'utf8').trim();
 

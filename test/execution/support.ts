@@ -187,6 +187,32 @@ export async function executionsOf(s: TestServer, runId: string): Promise<Execut
   ).rows;
 }
 
+/** fixtures/agents/shell-agent.mjs: a `command` agent that runs its prompt's `<<SH … SH>>` script in a shell. */
+export const SHELL_AGENT = path.join(AGENTS, 'shell-agent.mjs');
+
+/**
+ * Starts a run whose shell agent (SHELL_AGENT) runs `script`, and waits for the run to end and then for its last
+ * execution to end: a run can end (a limit's stop) while its execution still copies the workspace back.
+ */
+export async function runShellScript(
+  s: TestServer,
+  script: string,
+  extra: Record<string, unknown> = {},
+  timeoutMs = 60_000,
+): Promise<{ run: any; runId: string; workspace: string }> {
+  const runId = await createRun(s, {
+    prompt: `<<SH\n${script}\nSH>>`,
+    config: { harness: { type: 'command' } },
+    ...extra,
+  });
+  const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'], timeoutMs);
+  const execution = await whenRunsTold(s, 'the execution to end', async () => {
+    const last = (await executionsOf(s, runId)).at(-1);
+    return last?.ended_at ? last : undefined;
+  });
+  return { run, runId, workspace: execution.workspace! };
+}
+
 /** The fake agent's records of its invocations in a workspace (one per invocation or turn). */
 export function fakeRecords(workspace: string): any[] {
   const file = path.join(workspace, '.fake-record.json');

@@ -22,8 +22,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workspaceSize } from '../../src/execution/workspace.ts';
 import {
-  AGENTS,
   FAKE,
+  SHELL_AGENT,
+  runShellScript,
   createRun,
   eventsOf,
   executionsOf,
@@ -33,7 +34,6 @@ import {
 } from './support.ts';
 import type { ExecServer } from './support.ts';
 
-const SHELL_AGENT = path.join(AGENTS, 'shell-agent.mjs');
 const MIB = 1024 * 1024;
 const LIMIT = 8 * MIB;
 const FULL_MESSAGE =
@@ -53,19 +53,7 @@ describe('the workspace limit, held by the kernel in the bubblewrap sandbox', ()
     if (host) rmSync(host, { recursive: true, force: true });
   });
 
-  async function shell(
-    script: string,
-    extra: Record<string, unknown> = {},
-  ): Promise<{ run: any; workspace: string; runId: string }> {
-    const runId = await createRun(s, { prompt: `<<SH\n${script}\nSH>>`, ...extra });
-    const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'], 60_000);
-    // the run may end (a limit's stop) while its execution still copies the workspace back
-    const execution = await whenRunsTold(s, 'the execution to end', async () => {
-      const last = (await executionsOf(s, runId)).at(-1);
-      return last?.ended_at ? last : undefined;
-    });
-    return { run, workspace: execution.workspace!, runId };
-  }
+  const shell = (script: string, extra: Record<string, unknown> = {}) => runShellScript(s, script, extra);
 
   const read = (workspace: string, file: string): string => readFileSync(path.join(workspace, file), 'utf8').trim();
 

@@ -20,8 +20,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  AGENTS,
   FAKE,
+  SHELL_AGENT,
+  runShellScript,
   createRun,
   eventsOf,
   executionsOf,
@@ -30,8 +31,6 @@ import {
   whenRunsTold,
 } from './support.ts';
 import type { ExecServer } from './support.ts';
-
-const SHELL_AGENT = path.join(AGENTS, 'shell-agent.mjs');
 
 describe('links an agent leaves in its workspace', () => {
   let s: ExecServer;
@@ -52,12 +51,7 @@ describe('links an agent leaves in its workspace', () => {
   }
 
   async function shellRun(script: string, extra: Record<string, unknown> = {}): Promise<string> {
-    const runId = await createRun(s, {
-      prompt: `<<SH\n${script}\nSH>>`,
-      config: { harness: { type: 'command' } },
-      ...extra,
-    });
-    const run = await waitForState(s, runId, ['SUCCEEDED', 'FAILED', 'ERROR']);
+    const { run, runId } = await runShellScript(s, script, extra);
     expect(run.state, JSON.stringify(run.status_message)).toBe('SUCCEEDED');
     return runId;
   }
