@@ -26,18 +26,15 @@ export function sealDownloadToken(
   return sealGrant(cipher, 'attachment', { t: grant.teamId, r: grant.runId, f: grant.fileName, e: grant.expiresAt });
 }
 
+const DOWNLOAD_LINK = {
+  invalid: 'no such attachment (the download link is invalid)',
+  expired: 'the download link has expired; list the attachments again for a new one',
+};
+
 export function openDownloadToken(cipher: Cipher, token: string, now = Date.now()): DownloadGrant {
-  const opened = openGrant(cipher, 'attachment', token, now);
-  if ('refused' in opened)
-    throw new AppError(
-      'resource_not_found',
-      opened.refused === 'expired'
-        ? 'the download link has expired; list the attachments again for a new one'
-        : 'no such attachment (the download link is invalid)',
-    );
-  const { t, r, f } = opened.grant;
+  const { t, r, f } = openGrant(cipher, 'attachment', token, DOWNLOAD_LINK, now);
   if (typeof t !== 'string' || typeof r !== 'string' || typeof f !== 'string')
-    throw new AppError('resource_not_found', 'no such attachment (the download link is invalid)');
+    throw new AppError('resource_not_found', DOWNLOAD_LINK.invalid);
   return { t, r, f };
 }
 

@@ -23,18 +23,14 @@ export function sealTranscriptToken(cipher: Cipher, teamId: string, runId: strin
   return sealGrant(cipher, 'transcript', { t: teamId, r: runId, e: expiresAt });
 }
 
+const TRANSCRIPT_LINK = {
+  invalid: 'no such transcript (the download link is invalid)',
+  expired: 'the transcript link has expired; ask for the transcript again',
+};
+
 export function openTranscriptToken(cipher: Cipher, token: string, now = Date.now()): TranscriptGrant {
-  const opened = openGrant(cipher, 'transcript', token, now);
-  if ('refused' in opened)
-    throw new AppError(
-      'resource_not_found',
-      opened.refused === 'expired'
-        ? 'the transcript link has expired; ask for the transcript again'
-        : 'no such transcript (the download link is invalid)',
-    );
-  const { t, r } = opened.grant;
-  if (typeof t !== 'string' || typeof r !== 'string')
-    throw new AppError('resource_not_found', 'no such transcript (the download link is invalid)');
+  const { t, r } = openGrant(cipher, 'transcript', token, TRANSCRIPT_LINK, now);
+  if (typeof t !== 'string' || typeof r !== 'string') throw new AppError('resource_not_found', TRANSCRIPT_LINK.invalid);
   return { t, r };
 }
 
