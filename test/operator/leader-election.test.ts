@@ -22,6 +22,7 @@ import type { KubernetesTestEnv } from './k8s.ts';
 import {
   baseFiles,
   condition,
+  whenFactory,
   createNamespace,
   factoryManifest,
   getFactory,
@@ -194,15 +195,13 @@ describe.skipIf(availability.missing !== undefined || !ENGINES.includes('postgre
           executor: 'service',
         }),
       );
-      const ready = await whenKubernetesTold(
+      const ready = await whenFactory(
         k8s,
         namespace,
-        async () => {
-          const f = await factory();
-          return condition(f, 'Ready')?.status === 'True' ? f : undefined;
-        },
-        30_000,
+        'shared',
+        (f) => condition(f, 'Ready')?.status === 'True',
         'the Factory to be Ready',
+        30_000,
       );
       // Ingress on the follower serves the webhook the leader applied.
       const res = await fetch(ready.status!.webhooks![0]!.ingressUrl.replace(await a.url, await b.url), {

@@ -11,6 +11,7 @@ import {
   baseFiles,
   clients,
   condition,
+  whenFactory,
   createNamespace,
   factoryEvents,
   factoryManifest,
@@ -91,15 +92,13 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
         }),
       );
 
-      const ready = await whenKubernetesTold(
+      const ready = await whenFactory(
         k8s,
         namespace,
-        async () => {
-          const f = await factory();
-          return condition(f, 'Ready')?.status === 'True' ? f : undefined;
-        },
-        30_000,
+        'alerts',
+        (f) => condition(f, 'Ready')?.status === 'True',
         'Ready=True',
+        30_000,
       );
       const status = ready.status!;
       expect(status.appliedRevision).toBe(firstRevision);
@@ -175,15 +174,13 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
         { 'webhooks/broken.yaml': 'authMode: nope\nsecretName: alerts-token\n' },
         'a broken webhook',
       );
-      const refused = await whenKubernetesTold(
+      const refused = await whenFactory(
         k8s,
         namespace,
-        async () => {
-          const f = await factory();
-          return f?.status?.attemptedRevision === bad && condition(f, 'Applied')?.status === 'False' ? f : undefined;
-        },
-        30_000,
+        'alerts',
+        (f) => f?.status?.attemptedRevision === bad && condition(f, 'Applied')?.status === 'False',
         'the bad revision to be refused',
+        30_000,
       );
       const applied = condition(refused, 'Applied')!;
       expect(applied.reason).toBe('ValidationFailed');
@@ -254,15 +251,13 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
         `${REQUESTED_AT_ANNOTATION}=first`,
         '--overwrite',
       ]);
-      const ready = await whenKubernetesTold(
+      const ready = await whenFactory(
         k8s,
         namespace,
-        async () => {
-          const f = await factory();
-          return f?.status?.appliedRevision === revision && condition(f, 'Ready')?.status === 'True' ? f : undefined;
-        },
-        30_000,
+        'alerts',
+        (f) => f?.status?.appliedRevision === revision && condition(f, 'Ready')?.status === 'True',
         'the retried revision to apply',
+        30_000,
       );
       expect(ready.status!.lastHandledReconcileAt).toBe('first');
       expect(ready.status!.webhooks!.map((w) => w.name)).toEqual(['alerts', 'deploys']);
@@ -321,15 +316,13 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
         `${REQUESTED_AT_ANNOTATION}=while-suspended`,
         '--overwrite',
       ]);
-      const handled = await whenKubernetesTold(
+      const handled = await whenFactory(
         k8s,
         namespace,
-        async () => {
-          const f = await factory();
-          return f?.status?.lastHandledReconcileAt === 'while-suspended' ? f : undefined;
-        },
-        20_000,
+        'alerts',
+        (f) => f?.status?.lastHandledReconcileAt === 'while-suspended',
         'the request to be handled',
+        20_000,
       );
       expect(handled.status!.appliedRevision).toBe(before);
       expect(next).not.toBe(before);
@@ -357,15 +350,13 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
         ['apply', '-f', '-'],
         factoryManifest(namespace, 'bad-url', { source: { git: { url: 'ftp://example.com/repo.git' } } }),
       );
-      const stalled = await whenKubernetesTold(
+      const stalled = await whenFactory(
         k8s,
         namespace,
-        async () => {
-          const f = await getFactory(k8s, namespace, 'bad-url');
-          return condition(f, 'Stalled')?.status === 'True' ? f : undefined;
-        },
-        20_000,
+        'bad-url',
+        (f) => condition(f, 'Stalled')?.status === 'True',
         'Stalled=True',
+        20_000,
       );
       expect(condition(stalled, 'Stalled')).toMatchObject({ reason: 'InvalidSpec' });
       expect(condition(stalled, 'Stalled')!.message).toContain('spec.source.git.url');
@@ -382,15 +373,13 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
           },
         }),
       );
-      const failing = await whenKubernetesTold(
+      const failing = await whenFactory(
         k8s,
         namespace,
-        async () => {
-          const f = await getFactory(k8s, namespace, 'private');
-          return condition(f, 'SourceReady')?.status === 'False' ? f : undefined;
-        },
-        20_000,
+        'private',
+        (f) => condition(f, 'SourceReady')?.status === 'False',
         'SourceReady=False',
+        20_000,
       );
       expect(condition(failing, 'SourceReady')).toMatchObject({ reason: 'CredentialsNotFound' });
       expect(condition(failing, 'SourceReady')!.message).toContain('private-repo/token');
@@ -431,15 +420,13 @@ describe.skipIf(availability.missing !== undefined)('operator against a real Kub
         ['apply', '-f', '-'],
         factoryManifest(namespace, 'alerts', { source: { git: { url: `file://${remote.bare}`, pollInterval: '0' } } }),
       );
-      const again = await whenKubernetesTold(
+      const again = await whenFactory(
         k8s,
         namespace,
-        async () => {
-          const g = await factory();
-          return condition(g, 'Ready')?.status === 'True' ? g : undefined;
-        },
-        30_000,
+        'alerts',
+        (g) => condition(g, 'Ready')?.status === 'True',
         'the new Factory to be Ready',
+        30_000,
       );
       expect(again.status!.factoryId).not.toBe(factoryId);
       await k8s.kubectl(['delete', '-n', namespace, 'factory/alerts', '--wait=true', '--timeout=30s']);

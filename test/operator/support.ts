@@ -131,6 +131,27 @@ export function condition(f: FactoryResource | undefined, type: string) {
   return f?.status?.conditions?.find((c) => c.type === type);
 }
 
+/** The Factory `name` once `holds` says so of it, looked at on each change the API server tells (whenKubernetesTold). */
+export function whenFactory(
+  k8s: KubernetesTestEnv,
+  namespace: string,
+  name: string,
+  holds: (f: FactoryResource) => boolean,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<FactoryResource> {
+  return whenKubernetesTold(
+    k8s,
+    namespace,
+    async () => {
+      const f = await getFactory(k8s, namespace, name);
+      return f && holds(f) ? f : undefined;
+    },
+    timeoutMs,
+    what,
+  );
+}
+
 export async function factoryEvents(k8s: KubernetesTestEnv, namespace: string, uid: string): Promise<CoreV1Event[]> {
   const list = await clients(k8s).core.listNamespacedEvent({ namespace, fieldSelector: `involvedObject.uid=${uid}` });
   return list.items;
