@@ -16,7 +16,7 @@ import { DispatchTokenCache } from './token-cache.ts';
 import { FactoryMcpServers } from './mcp-server.ts';
 import type { FactoryCaller, FactoryInterface } from './service.ts';
 import { bundledSkills, factorySkills } from './skills.ts';
-import { foreignHostReason, ownHostnames } from './host-guard.ts';
+import { HostGuard, ownHostnames } from './host-guard.ts';
 
 export interface FactoryInterfaceRouteDeps {
   db: Db;
@@ -82,12 +82,12 @@ export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: Fac
   const servers = await FactoryMcpServers.start(deps.iface, deps.version);
   const tokens = new DispatchTokenCache();
   // the host names are parsed again only when the server's URLs change (AGENTYARD_PUBLIC_URL may be set late)
-  let own: { key: string; names: Set<string> } | undefined;
-  const ownNames = () => {
+  let own: { key: string; guard: HostGuard } | undefined;
+  const hostGuard = () => {
     const urls = deps.ownUrls();
     const key = urls.join('\n');
-    if (own?.key !== key) own = { key, names: ownHostnames(urls, deps.allowedHosts) };
-    return own.names;
+    if (own?.key !== key) own = { key, guard: new HostGuard(ownHostnames(urls, deps.allowedHosts)) };
+    return own.guard;
   };
   app.post(
     FACTORY_MCP_PATH,
@@ -102,7 +102,7 @@ export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: Fac
       },
     },
     async (request, reply) => {
-      const foreign = foreignHostReason(request.headers, ownNames());
+      const foreign = hostGuard().reason(request.headers);
       if (foreign) throw new AppError('not_authorized', foreign);
       const caller = await callerOf(deps, request, calledTool(request.body), tokens);
       const exchange = servers.exchange(caller, request.headers, request.body);
