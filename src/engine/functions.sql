@@ -220,7 +220,8 @@ $$;
 -- their assignments need. `factory`, for a run of a factory (null otherwise, or when it was deleted): what its
 -- applied definition sets for the execution, so that a start reads nothing more for it — its runner's image,
 -- limits and network (the run's `runner_id`, else its agent's runner), the run's `secrets` (its automation's,
--- else its agent's, else the factory's) and the factory's `integrations` (src/execution/runner-settings.ts).
+-- else its agent's, else the factory's) and the factory's `integrations` (src/execution/runner-settings.ts),
+-- read from `factories.run_settings` (migration 0094), not from the whole definition.
 
 -- (their result gained `factory`: the functions that answer it are dropped and made again)
 DROP FUNCTION IF EXISTS ay_create_and_claim_service_runs(jsonb, text[], integer, text[], text[], text[], text, integer, text, text[]);
@@ -264,22 +265,13 @@ BEGIN
     (SELECT json_build_object(
         'image', rn.runner->'platform'->>'dockerImage', 'limits', rn.runner->'limits', 'network', rn.runner->'network',
         'secrets', coalesce(
-          (SELECT au->'execution'->'secrets' FROM automations am
-             CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(f.definition->'automations') = 'array'
-                                                       THEN f.definition->'automations' ELSE '[]'::jsonb END) au
-            WHERE am.id = m.automation_id AND au->>'name' = am.name LIMIT 1),
-          (SELECT ag->'execution'->'secrets' FROM jsonb_array_elements(fa.agents) ag WHERE ag->>'name' = m.config->>'name' LIMIT 1),
-          f.definition->'factory'->'secrets'),
-        'integrations', f.definition->'factory'->'integrations')
+          (SELECT f.run_settings->'automations'->am.name->'secrets' FROM automations am WHERE am.id = m.automation_id),
+          f.run_settings->'agents'->(m.config->>'name')->'secrets',
+          f.run_settings->'secrets'),
+        'integrations', f.run_settings->'integrations')
        FROM factories f
-       CROSS JOIN LATERAL (SELECT CASE WHEN jsonb_typeof(f.definition->'agents') = 'array'
-                                       THEN f.definition->'agents' ELSE '[]'::jsonb END AS agents) fa
-       LEFT JOIN LATERAL (
-         SELECT rr AS runner FROM jsonb_array_elements(CASE WHEN jsonb_typeof(f.definition->'runners') = 'array'
-                                                            THEN f.definition->'runners' ELSE '[]'::jsonb END) rr
-          WHERE rr->>'name' = coalesce(m.config->>'runner_id',
-                  (SELECT ag->'execution'->>'runner' FROM jsonb_array_elements(fa.agents) ag WHERE ag->>'name' = m.config->>'name' LIMIT 1))
-          LIMIT 1) rn ON true
+       CROSS JOIN LATERAL (SELECT f.run_settings->'runners'->coalesce(m.config->>'runner_id',
+                                    f.run_settings->'agents'->(m.config->>'name')->>'runner') AS runner) rn
       WHERE f.id = m.factory_id AND f.deleted_at IS NULL)
   FROM moved m JOIN x ON x.id = m.id
   ORDER BY x.ord;
@@ -367,12 +359,14 @@ $$;
 -- guard instead of the token's own check: its insert is refused (SQLSTATE AY001) unless, as this statement sees
 -- them, the token's execution still runs and is its run's current one (the parent named by the record), the parent
 -- has fewer children and the factory fewer active runs than the limits, and the factory is the version the child's
--- configuration came from. The caller then checks the token again, and answers why.
+-- configuration came from. The caller then checks the token again, and answers why. PL/pgSQL, not SQL: its
+-- sub-selects would otherwise be planned again at every dispatch (half a millisecond on PostgreSQL).
 
 CREATE OR REPLACE FUNCTION ay_dispatch_guard_holds(p_guard jsonb, p_parent text, p_factory text)
 RETURNS boolean
-LANGUAGE sql STABLE AS $$
-  SELECT EXISTS (
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $$
+BEGIN
+  RETURN EXISTS (
       SELECT 1 FROM run_tokens t
         JOIN executions e ON e.id = t.execution_id
         JOIN runs p ON p.id = t.run_id
@@ -382,7 +376,8 @@ LANGUAGE sql STABLE AS $$
     AND (SELECT count(*) FROM runs a WHERE a.factory_id = p_factory
            AND a.state IN ('QUEUED', 'PENDING', 'CLAIMED', 'INPROGRESS')) < (p_guard->>'max_active')::bigint
     AND EXISTS (SELECT 1 FROM factories f WHERE f.id = p_factory AND f.deleted_at IS NULL
-           AND date_trunc('milliseconds', f.updated_at) = (p_guard->>'factory_updated_at')::timestamptz)
+           AND date_trunc('milliseconds', f.updated_at) = (p_guard->>'factory_updated_at')::timestamptz);
+END
 $$;
 
 CREATE OR REPLACE FUNCTION ay_create_and_claim_service_runs(

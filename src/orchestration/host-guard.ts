@@ -48,3 +48,32 @@ export function foreignHostReason(
     return `the Origin header (${String(origin).slice(0, 200)}) is not this server`;
   return undefined;
 }
+
+/** Verdicts kept per guard; past this many distinct `Host`/`Origin` pairs they are forgotten and found again. */
+const MAX_VERDICTS = 256;
+
+/**
+ * `foreignHostReason` for one set of own names, its verdict kept per `Host` and `Origin` pair: parsing them as
+ * URLs cost more than the rest of the check, and a server is addressed by a handful of names.
+ */
+export class HostGuard {
+  readonly #own: ReadonlySet<string>;
+  readonly #verdicts = new Map<string, string | undefined>();
+
+  constructor(own: ReadonlySet<string>) {
+    this.#own = own;
+  }
+
+  reason(headers: Readonly<Record<string, string | string[] | undefined>>): string | undefined {
+    const { host, origin } = headers;
+    if (typeof host !== 'string' || (origin !== undefined && typeof origin !== 'string'))
+      return foreignHostReason(headers, this.#own);
+    // a header value holds no line break, so the pair is one key
+    const key = origin === undefined ? host : `${host}\n${origin}`;
+    if (this.#verdicts.has(key)) return this.#verdicts.get(key);
+    const reason = foreignHostReason(headers, this.#own);
+    if (this.#verdicts.size >= MAX_VERDICTS) this.#verdicts.clear();
+    this.#verdicts.set(key, reason);
+    return reason;
+  }
+}

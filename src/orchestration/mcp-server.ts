@@ -1,13 +1,14 @@
 /**
- * The factory interface as an MCP server (@modelcontextprotocol/sdk), stateless: each request is served by a
- * server of its own, bound to the request's caller for that request only. A run token sees every tool; a team API
- * key sees the schema and validate tools, `list_agents`, `dispatch_agent` and `read_skill`. A refusal is a tool
- * result with `isError: true` and a sentence, never a protocol error.
+ * The factory interface as an MCP server (@modelcontextprotocol/sdk), stateless: any process answers any call and
+ * nothing is kept between calls. A run token sees every tool; a team API key sees the schema and validate tools,
+ * `list_agents`, `dispatch_agent` and `read_skill`. A refusal is a tool result with `isError: true` and a sentence,
+ * never a protocol error.
  *
- * Building a server and registering its tools costs about half a millisecond, more than the rest of a call
- * besides its SQL, so idle servers are kept (`FactoryMcpServers`) and lent to one request at a time. A server holds
- * no caller: each message carries its own (`callerAuthInfo`), so a call that outlives its request (its client gone)
- * still answers for its own caller, never for the next request's.
+ * One server per kind of caller serves every request, connected once to a transport that carries each POST as an
+ * exchange of its own (json-transport.ts): building a server and registering its tools cost about half a
+ * millisecond, connecting and closing one per request as much as the rest of the SDK's work. A server holds no
+ * caller: each message carries its own (`callerAuthInfo`), so requests of several callers under way at once each
+ * answer for their own.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
@@ -15,6 +16,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { FactoryCaller, FactoryInterface } from './service.ts';
 import { MAX_WAIT_RUNS, MAX_WAIT_SECONDS, ToolRefusal } from './service.ts';
+import { JsonRequestTransport } from './json-transport.ts';
+import type { JsonExchange } from './json-transport.ts';
 
 export const FACTORY_MCP_SERVER_NAME = 'agentyard-factory';
 
@@ -39,7 +42,7 @@ const runId = z.string().min(1).max(100).describe('A run id (run_…)');
 const FACTORY_ARG = {
   factory: z.string().max(200).optional().describe("The factory's name or id (needed when the team has several)"),
 };
-// Built once: a server is made per request, its tools bound to the caller, their schemas shared.
+// Built once, shared by the servers of both kinds of caller.
 const SCHEMAS = {
   dispatch: {
     agent: z.string().min(1).max(200).describe('The agent name, as list_agents answers it'),
@@ -80,7 +83,7 @@ function callerIn(extra: { authInfo?: AuthInfo | undefined }): FactoryCaller {
   return caller;
 }
 
-/** A server for one kind of caller; its tools answer for the caller each message carries. */
+/** The server for one kind of caller; its tools answer for the caller each message carries. */
 function buildServer(iface: FactoryInterface, kind: FactoryCaller['kind'], version: string) {
   const mcp = new McpServer(
     { name: FACTORY_MCP_SERVER_NAME, version },
@@ -217,47 +220,30 @@ function buildServer(iface: FactoryInterface, kind: FactoryCaller['kind'], versi
   return mcp;
 }
 
-/** Idle servers kept per kind of caller beyond which a returned one is dropped. */
-const MAX_IDLE = 32;
-
-/**
- * The servers of the factory interface: `serve` lends an idle one (or builds one) to a request until it has been
- * answered and the server closed.
- */
+/** The servers of the factory interface, one per kind of caller, each connected to its transport for good. */
 export class FactoryMcpServers {
-  readonly #iface: FactoryInterface;
-  readonly #version: string;
-  readonly #idle: Record<FactoryCaller['kind'], McpServer[]> = { run: [], key: [] };
+  readonly #servers: Record<FactoryCaller['kind'], { mcp: McpServer; transport: JsonRequestTransport }>;
 
-  constructor(iface: FactoryInterface, version: string) {
-    this.#iface = iface;
-    this.#version = version;
+  private constructor(servers: Record<FactoryCaller['kind'], { mcp: McpServer; transport: JsonRequestTransport }>) {
+    this.#servers = servers;
   }
 
-  /**
-   * Lends a server for `caller`'s kind to `handle`, which connects it to the request's transport. The server is
-   * closed (and kept for the next request) after `handle` has settled, in a later turn than its answer.
-   */
-  async serve<T>(caller: FactoryCaller, handle: (mcp: McpServer) => Promise<T>): Promise<T> {
-    const idle = this.#idle[caller.kind];
-    const mcp = idle.pop() ?? buildServer(this.#iface, caller.kind, this.#version);
-    let reusable = false;
-    try {
-      const result = await handle(mcp);
-      reusable = true;
-      return result;
-    } finally {
-      // closed once the answer is on its way (closing it takes as long as some of the call's own work)
-      setImmediate(
-        () =>
-          void mcp.close().then(
-            // a server whose request failed is not lent again: its state is unknown
-            () => {
-              if (reusable && !mcp.isConnected() && idle.length < MAX_IDLE) idle.push(mcp);
-            },
-            () => {},
-          ),
-      );
-    }
+  static async start(iface: FactoryInterface, version: string): Promise<FactoryMcpServers> {
+    const connected = async (kind: FactoryCaller['kind']) => {
+      const mcp = buildServer(iface, kind, version);
+      const transport = new JsonRequestTransport();
+      await mcp.connect(transport);
+      return { mcp, transport };
+    };
+    return new FactoryMcpServers({ run: await connected('run'), key: await connected('key') });
+  }
+
+  /** Hands a POST's messages to the server of `caller`'s kind, each carrying `caller`. */
+  exchange(
+    caller: FactoryCaller,
+    headers: Readonly<Record<string, string | string[] | undefined>>,
+    body: unknown,
+  ): JsonExchange {
+    return this.#servers[caller.kind].transport.exchange(headers, body, callerAuthInfo(caller));
   }
 }

@@ -13,11 +13,10 @@ import type { Authenticator } from '../identity/service.ts';
 import type { FactoryService } from '../factories/service.ts';
 import { hashRunToken, isRunToken, verifyRunTokenHash } from '../execution/run-token.ts';
 import { DispatchTokenCache } from './token-cache.ts';
-import { callerAuthInfo, FactoryMcpServers } from './mcp-server.ts';
-import { JsonRequestTransport } from './json-transport.ts';
+import { FactoryMcpServers } from './mcp-server.ts';
 import type { FactoryCaller, FactoryInterface } from './service.ts';
 import { bundledSkills, factorySkills } from './skills.ts';
-import { foreignHostReason, ownHostnames } from './host-guard.ts';
+import { HostGuard, ownHostnames } from './host-guard.ts';
 
 export interface FactoryInterfaceRouteDeps {
   db: Db;
@@ -80,15 +79,15 @@ function calledTool(body: unknown): string | undefined {
 }
 
 export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: FactoryInterfaceRouteDeps): Promise<void> {
-  const servers = new FactoryMcpServers(deps.iface, deps.version);
+  const servers = await FactoryMcpServers.start(deps.iface, deps.version);
   const tokens = new DispatchTokenCache();
   // the host names are parsed again only when the server's URLs change (AGENTYARD_PUBLIC_URL may be set late)
-  let own: { key: string; names: Set<string> } | undefined;
-  const ownNames = () => {
+  let own: { key: string; guard: HostGuard } | undefined;
+  const hostGuard = () => {
     const urls = deps.ownUrls();
     const key = urls.join('\n');
-    if (own?.key !== key) own = { key, names: ownHostnames(urls, deps.allowedHosts) };
-    return own.names;
+    if (own?.key !== key) own = { key, guard: new HostGuard(ownHostnames(urls, deps.allowedHosts)) };
+    return own.guard;
   };
   app.post(
     FACTORY_MCP_PATH,
@@ -103,16 +102,13 @@ export async function registerFactoryInterfaceRoutes(app: AppInstance, deps: Fac
       },
     },
     async (request, reply) => {
-      const foreign = foreignHostReason(request.headers, ownNames());
+      const foreign = hostGuard().reason(request.headers);
       if (foreign) throw new AppError('not_authorized', foreign);
       const caller = await callerOf(deps, request, calledTool(request.body), tokens);
-      const transport = new JsonRequestTransport(callerAuthInfo(caller));
+      const exchange = servers.exchange(caller, request.headers, request.body);
       // a client gone mid-call (a long wait_for_runs) aborts the call
-      reply.raw.on('close', () => void transport.close());
-      const answer = await servers.serve(caller, async (server) => {
-        await server.connect(transport);
-        return transport.handle(request.headers, request.body);
-      });
+      reply.raw.on('close', () => exchange.cancel());
+      const answer = await exchange.answer;
       if (caller.kind === 'run' && caller.revoked) {
         // a cached token found dead by the dispatch's own check: refused as it would have been at the door
         if (caller.guard) tokens.forget(caller.guard.tokenHash);
