@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import type { Duplex } from 'node:stream';
 import { readFile, readdir } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
+import { streamLines } from './stream-lines.ts';
 
 export interface AgentProcessOptions {
   command: string;
@@ -72,15 +72,14 @@ export class AgentProcess {
         const onOutput = options.onOutput;
         stream.on('data', (chunk: Buffer) => onOutput(chunk.length));
       }
-      const rl = createInterface({ input: stream, crlfDelay: Infinity });
-      rl.on('line', (line) => onLine(line.length > MAX_LINE ? line.slice(0, MAX_LINE) : line));
-      readerDone.push(new Promise((resolve) => rl.once('close', resolve)));
+      const lines = streamLines(stream, (line) => onLine(line.length > MAX_LINE ? line.slice(0, MAX_LINE) : line));
+      readerDone.push(new Promise((resolve) => lines.once('close', resolve)));
     }
     child.stdin?.on('error', () => {
       this.#stdinOpen = false;
     });
     // an agent killed mid-exchange may reset its end of a pipe (ECONNRESET): what was read counts, the rest is gone
-    for (const stream of [child.stdout, child.stderr, child.stdio[3]]) stream?.on('error', () => {});
+    child.stdio[3]?.on('error', () => {});
     this.exited = new Promise<AgentExit>((resolve) => {
       child.once('error', (err: NodeJS.ErrnoException) => {
         spawnError = err;

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { readFile, rm, mkdir, rename, statfs } from 'node:fs/promises';
-import { createInterface } from 'node:readline';
+import { streamLines } from './stream-lines.ts';
 import type { Duplex } from 'node:stream';
 import { descendantsOf } from './agent-process.ts';
 import { sizeText } from './limits.ts';
@@ -101,9 +101,7 @@ export class SandboxWorkspace {
       this.#settle();
       return;
     }
-    control.on('error', () => {});
-    const lines = createInterface({ input: control, crlfDelay: Infinity });
-    lines.on('line', (line) => this.#message(line, control));
+    const lines = streamLines(control, (line) => this.#message(line, control));
     lines.on('close', () => {
       this.#stopWatching();
       // the copy-out (when it began) settles on its own

@@ -129,7 +129,7 @@ async function serveDelivery(deps: IngressDeps, request: IncomingMessage, respon
   const target = parseIngressPath(url);
   if (!target) throw new AppError('route_not_found', `${request.method ?? ''} ${redactedPath(url)}`);
   requirePost(request, 'webhooks');
-  let route = routing.get(target.uid);
+  let route = routing.get(target.uid) ?? (await routing.lookUpUnknown(target.uid));
   // A token segment on a webhook that takes none is a wrong URL, as is an unknown UID.
   if (!route || (target.token !== undefined && route.authMode !== 'url_token')) throw webhookNotFound();
 

@@ -1,3 +1,4 @@
+import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { hash } from 'node:crypto';
 import { WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
 import type { Logger } from '../kernel/log.ts';
@@ -39,6 +40,9 @@ const FULL_RELOAD_INTERVAL_MS = 60_000;
  * `webhooks.changed` arrives (in process, or through LISTEN/NOTIFY from other processes). Refreshes run one
  * after another, so the last one applied is the last one read.
  */
+/** Database look-ups of UIDs the snapshot does not know, per second (lookUpUnknown). */
+export const UNKNOWN_LOOKUPS_PER_SECOND = 20;
+
 export class RoutingSnapshot {
   readonly #db: Db;
   readonly #cipher: Cipher;
@@ -47,6 +51,7 @@ export class RoutingSnapshot {
   readonly #queue = new SerialQueue();
   #unsubscribe: (() => void) | undefined;
   #fullReload: Loop | undefined;
+  readonly #unknownLookups = new RateLimiterMemory({ points: UNKNOWN_LOOKUPS_PER_SECOND, duration: 1 });
 
   constructor(db: Db, cipher: Cipher, log: Logger) {
     this.#db = db;
@@ -118,6 +123,20 @@ export class RoutingSnapshot {
   async recheck(uid: string): Promise<WebhookRoute | undefined> {
     await this.reloadWebhook(uid);
     return this.get(uid);
+  }
+
+  /**
+   * A UID the snapshot does not know, looked up in the database: a webhook applied a moment ago is live as soon
+   * as its apply has committed, before the notice that reloads this snapshot arrives. At most
+   * UNKNOWN_LOOKUPS_PER_SECOND, so that a flood of made-up UIDs costs the database no more than that.
+   */
+  async lookUpUnknown(uid: string): Promise<WebhookRoute | undefined> {
+    try {
+      await this.#unknownLookups.consume('unknown');
+    } catch {
+      return undefined;
+    }
+    return this.recheck(uid);
   }
 
   #serial(load: () => Promise<void>): Promise<void> {

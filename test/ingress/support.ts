@@ -15,6 +15,8 @@ export interface SeedWebhook {
   enabled?: boolean;
   name?: string;
   factoryId?: string;
+  /** false: the server is not told (its snapshot learns of the webhook as another process's apply would tell it). */
+  tell?: boolean;
 }
 
 export interface SeededWebhook {
@@ -67,7 +69,7 @@ export async function seedWebhook(server: TestServer, options: SeedWebhook = {})
       options.enabled ?? true,
     ],
   );
-  await ctx.routing?.reloadFactory(factoryId);
+  if (options.tell !== false) await ctx.routing?.reloadFactory(factoryId);
   return { uid, factoryId, teamId, secret, url: `${server.url}/webhooks/w/${uid}` };
 }
 
