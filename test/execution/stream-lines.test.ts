@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { streamLines } from '../../src/execution/stream-lines.ts';
 import { SandboxWorkspace } from '../../src/execution/sandbox-workspace.ts';
 
-let cleanup: (() => void)[] = [];
+const cleanup: (() => void)[] = [];
 afterEach(() => {
   for (const c of cleanup.splice(0)) c();
 });
