@@ -13,6 +13,7 @@ import type { ClaimOptions } from '../../src/engine/claim.ts';
 import { newId } from '../../src/kernel/ids.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
+import { queuedRun } from '../support/run-rows.ts';
 
 const OPTIONS: ClaimOptions = {
   limit: 20,
@@ -65,26 +66,8 @@ describe.each(ENGINES)("a claim reads its run's factory settings on %s", (engine
     await t?.close();
   });
 
-  const row = (config: Record<string, unknown>, over: Partial<InsertRun> = {}): InsertRun => ({
-    id: newId('run'),
-    teamId,
-    title: 't',
-    prompt: 'p',
-    state: 'QUEUED',
-    source: 'API',
-    config,
-    workerHost: null,
-    creator: null,
-    factoryId,
-    automationId: null,
-    deliveryId: null,
-    scheduleId: null,
-    parentRunId: null,
-    conversationId: null,
-    sessionId: crypto.randomUUID(),
-    metadata: {},
-    ...over,
-  });
+  const row = (config: Record<string, unknown>, over: Partial<InsertRun> = {}): InsertRun =>
+    queuedRun(teamId, { config, factoryId, ...over });
 
   async function claimed(rows: InsertRun[]) {
     await engine.insertRuns(t.db, rows);

@@ -16,6 +16,7 @@ import { newId } from '../../src/kernel/ids.ts';
 import { openPostgres } from '../../src/store/pg.ts';
 import { createTestDatabase, ENGINES } from '../support/db.ts';
 import type { TestDatabase } from '../support/db.ts';
+import { queuedRun } from '../support/run-rows.ts';
 
 const OPTIONS: ClaimOptions = {
   limit: 20,
@@ -52,26 +53,7 @@ async function fixture(db: Db, maxActiveRuns?: number): Promise<Fixture> {
 }
 
 function row(f: Fixture, prompt: string, over: Partial<InsertRun> = {}): InsertRun {
-  return {
-    id: newId('run'),
-    teamId: f.teamId,
-    title: prompt,
-    prompt,
-    state: 'QUEUED',
-    source: 'API',
-    config: {},
-    workerHost: null,
-    creator: null,
-    factoryId: f.factoryId,
-    automationId: null,
-    deliveryId: null,
-    scheduleId: null,
-    parentRunId: null,
-    conversationId: null,
-    sessionId: crypto.randomUUID(),
-    metadata: {},
-    ...over,
-  };
+  return queuedRun(f.teamId, { title: prompt, prompt, factoryId: f.factoryId, ...over });
 }
 
 /** Queues runs one by one (oldest first), each with the key and limit a firing stores. */
