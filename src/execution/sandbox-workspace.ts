@@ -8,10 +8,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { readFile, rm, mkdir, rename, statfs } from 'node:fs/promises';
-import { streamLines } from './stream-lines.ts';
 import type { Duplex } from 'node:stream';
 import { descendantsOf } from './agent-process.ts';
 import { sizeText } from './limits.ts';
+import { streamLines } from './stream-lines.ts';
 import { parseWrapperLine } from './sandbox/workspace-wrapper.ts';
 import { copyTreeOut } from './workspace-copy.ts';
 import type { CopyResult } from './workspace-copy.ts';

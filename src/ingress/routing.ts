@@ -1,5 +1,5 @@
-import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { hash } from 'node:crypto';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { WEBHOOKS_CHANGED_TOPIC } from '../kernel/topics.ts';
 import type { Logger } from '../kernel/log.ts';
 import type { Cipher } from '../kernel/caller.ts';
@@ -35,14 +35,14 @@ export interface WebhookRoute {
 /** Reload everything now and then, in case a change notice was lost (a dropped LISTEN connection). */
 const FULL_RELOAD_INTERVAL_MS = 60_000;
 
+/** Database look-ups of UIDs the snapshot does not know, per second (lookUpUnknown). */
+export const UNKNOWN_LOOKUPS_PER_SECOND = 20;
+
 /**
  * The in-memory routing snapshot: UID → live webhook. Loaded at start, refreshed per factory when
  * `webhooks.changed` arrives (in process, or through LISTEN/NOTIFY from other processes). Refreshes run one
  * after another, so the last one applied is the last one read.
  */
-/** Database look-ups of UIDs the snapshot does not know, per second (lookUpUnknown). */
-export const UNKNOWN_LOOKUPS_PER_SECOND = 20;
-
 export class RoutingSnapshot {
   readonly #db: Db;
   readonly #cipher: Cipher;
