@@ -1,4 +1,4 @@
-import { createHash, hash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { header } from './signatures/primitives.ts';
 import type { HeaderMap } from './signatures/index.ts';
 import type { WebhookRoute } from './routing.ts';
@@ -64,7 +64,7 @@ export const DELIVERY_KEY_BYTES = 32;
  * delivery (docs/performance.md, "Webhook ingress").
  */
 export function deliveryKey(webhookUid: string, identity: string): Buffer {
-  return createHash('sha256').update(webhookUid).update('\0').update(identity).digest();
+  return hash('sha256', `${webhookUid}\0${identity}`, 'buffer');
 }
 
 /** The sender's ID of a rejected delivery, when a header names one (no body hash: the body is not trusted). */
