@@ -83,8 +83,7 @@ export interface DeliveryWriterOptions {
   /**
    * Groups written at once; 1 by default (docs/decisions.md, "One batch in flight"): the next group is handed
    * over as soon as one is written, before its requests are answered. With more, a further group is handed over
-   * while one is in flight only once a full group waits (docs/decisions.md, "A second group waits in line on
-   * PGlite").
+   * while one is in flight only once a full group waits (docs/decisions.md, "A second group waits").
    */
   concurrency?: number;
   maxBatch?: number;

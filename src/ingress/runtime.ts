@@ -50,9 +50,9 @@ export function createIngressRuntime(
     limits.providerEventWindowSeconds,
   );
   const writer = new DeliveryWriter(ctx.db, ctx.log, {
-    // PGlite runs one statement at a time on its thread: a second group waits there, ready to run the moment
-    // the first commits, instead of crossing to the thread after it (docs/decisions.md).
-    concurrency: ctx.db.engine === 'pglite' ? 2 : 1,
+    // A second full group goes while one is in flight: on PGlite it waits on the thread, ready the moment the
+    // first commits; on PostgreSQL it runs on a second connection (docs/decisions.md, "A second group waits").
+    concurrency: 2,
     // At most one announcement per 20 ms, however many batches commit.
     onQueued: () => {
       _announce ??= setTimeout(() => {

@@ -88,8 +88,7 @@ async function main(port: MessagePort, data: PgliteWorkerData): Promise<void> {
   // Statements outside a transaction run one after another, each answered before the next begins. PGlite would
   // run them in this order anyway, but one waiting in its queue could start while the answer of the one before
   // it was still a few promise steps from being sent, holding that answer back for a whole statement (the
-  // delivery writer keeps a second group waiting here: docs/decisions.md, "A second group waits in line on
-  // PGlite").
+  // delivery writer keeps a second group waiting here: docs/decisions.md, "A second group waits").
   let statements: Promise<void> = Promise.resolve();
 
   const runTransaction = (id: number): void => {
