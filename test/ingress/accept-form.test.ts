@@ -5,7 +5,8 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { AcceptForm } from '../../src/ingress/delivery-writer.ts';
+import pino from 'pino';
+import { AcceptForm, DeliveryWriter } from '../../src/ingress/delivery-writer.ts';
 import { deliveryKey } from '../../src/ingress/identity.ts';
 import { acceptNewDeliveries, IDENTITY_INDEX } from '../../src/ingress/sql.ts';
 import type { AcceptInsert } from '../../src/ingress/sql.ts';
@@ -180,5 +181,33 @@ describe.each(ENGINES)('accept statements on %s', (engine) => {
     );
     const other = { ...delivery(elsewhere, old.payload.toString()) };
     expect((await new AcceptForm().accept(database.db, group([other]))).accepted).toEqual(new Set([other.id]));
+  });
+
+  it('with two groups in flight, a delivery repeated across them is accepted once and the copy is its duplicate', async () => {
+    // Each group takes half of the 40 in progress: the first twenty bodies, then the same twenty again, sent
+    // while the first group is in flight (on PostgreSQL its statement runs beside the first one's).
+    const writer = new DeliveryWriter(database.db, pino({ level: 'silent' }), { concurrency: 2, inProgress: () => 40 });
+    const originals = Array.from({ length: 20 }, () => fresh());
+    const copies = originals.map((row) => delivery(uid, row.payload.toString()));
+    const outcomes = await Promise.all([...originals, ...copies].map((row) => writer.accept(row, 1)));
+
+    const accepted = new Map<string, string>();
+    for (const [i, outcome] of outcomes.entries()) {
+      if (outcome.outcome === 'accepted') accepted.set([...originals, ...copies][i]!.identity, outcome.id);
+    }
+    expect(accepted.size).toBe(20);
+    for (const [i, outcome] of outcomes.entries()) {
+      if (outcome.outcome === 'accepted') continue;
+      const row = [...originals, ...copies][i]!;
+      expect(outcome).toEqual({ outcome: 'duplicate', id: row.id, duplicateOf: accepted.get(row.identity) });
+    }
+    const stored = await database.db.query<{ label: string; n: number }>(
+      'SELECT label, count(*)::int AS n FROM webhook_deliveries WHERE webhook_uid = $1 GROUP BY label ORDER BY label',
+      [uid],
+    );
+    expect(stored.rows).toEqual([
+      { label: 'accepted', n: 20 },
+      { label: 'duplicate', n: 20 },
+    ]);
   });
 });
