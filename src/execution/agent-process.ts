@@ -3,10 +3,11 @@
  * open for follow-ups when the harness takes them, and a stop that ends the whole process tree (the group,
  * plus any descendant that left it) with SIGTERM, then SIGKILL after a grace period.
  */
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { readFile, readdir } from 'node:fs/promises';
+import { spawnFromThread } from './spawn-thread.ts';
+import type { StartedProcess } from './spawn-thread.ts';
 import { streamLines } from './stream-lines.ts';
 
 export interface AgentProcessOptions {
@@ -45,27 +46,49 @@ export interface AgentExit {
 const MAX_LINE = 4 * 1024 * 1024;
 
 export class AgentProcess {
-  readonly #child: ChildProcess;
+  readonly #pid: number | undefined;
+  readonly #stdin: Socket | undefined;
+  readonly #control: Socket | undefined;
   readonly exited: Promise<AgentExit>;
   #stdinOpen: boolean;
   #stopping: Promise<void> | undefined;
   readonly #launcher: boolean;
 
-  constructor(options: AgentProcessOptions) {
-    const child = spawn(options.command, options.args, {
-      cwd: options.cwd,
-      env: options.env,
-      detached: true,
-      stdio: options.control ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
-    });
-    this.#child = child;
+  /** Starts the agent from the spawn thread (spawn-thread.ts), so that its fork does not pause the event loop. */
+  static async start(options: AgentProcessOptions): Promise<AgentProcess> {
+    try {
+      const started = await spawnFromThread({
+        command: options.command,
+        args: options.args,
+        cwd: options.cwd,
+        env: options.env,
+        streams: options.control ? 4 : 3,
+      });
+      return new AgentProcess(options, started);
+    } catch (err) {
+      return new AgentProcess(options, err as NodeJS.ErrnoException);
+    }
+  }
+
+  private constructor(options: AgentProcessOptions, started: StartedProcess | NodeJS.ErrnoException) {
     this.#launcher = options.launcher === true;
+    if (started instanceof Error) {
+      this.#pid = undefined;
+      this.#stdin = undefined;
+      this.#control = undefined;
+      this.#stdinOpen = false;
+      this.exited = Promise.resolve({ code: null, signal: null, spawnError: started });
+      return;
+    }
+    const [stdin, stdout, stderr, control] = started.streams;
+    this.#pid = started.pid;
+    this.#stdin = stdin;
+    this.#control = control;
     this.#stdinOpen = true;
-    let spawnError: NodeJS.ErrnoException | undefined;
     const readerDone: Promise<void>[] = [];
     for (const [stream, onLine] of [
-      [child.stdout, options.onStdoutLine],
-      [child.stderr, options.onStderrLine],
+      [stdout, options.onStdoutLine],
+      [stderr, options.onStderrLine],
     ] as const) {
       if (!stream) continue;
       if (options.onOutput) {
@@ -75,49 +98,48 @@ export class AgentProcess {
       const lines = streamLines(stream, (line) => onLine(line.length > MAX_LINE ? line.slice(0, MAX_LINE) : line));
       readerDone.push(new Promise((resolve) => lines.once('close', resolve)));
     }
-    child.stdin?.on('error', () => {
+    stdin?.on('error', () => {
       this.#stdinOpen = false;
     });
-    // an agent killed mid-exchange may reset its end of a pipe (ECONNRESET): what was read counts, the rest is gone
-    child.stdio[3]?.on('error', () => {});
-    this.exited = new Promise<AgentExit>((resolve) => {
-      child.once('error', (err: NodeJS.ErrnoException) => {
-        spawnError = err;
-        if (child.pid === undefined) resolve({ code: null, signal: null, spawnError: err });
-      });
-      child.once('close', (code, signal) => {
-        // every line the agent wrote has been handed over by now ('close' follows the end of its streams)
-        void Promise.all(readerDone).then(() => resolve({ code, signal, ...(spawnError ? { spawnError } : {}) }));
-      });
+    // an agent killed mid-exchange may reset its end of a socket (ECONNRESET): what was read counts, the rest is gone
+    control?.on('error', () => {});
+    // every line the agent wrote has been handed over once its streams have ended, as at child_process's 'close'
+    this.exited = Promise.all([started.exited, ...readerDone]).then(([exit]) => ({
+      code: exit.code,
+      signal: exit.signal,
+    }));
+    // as child_process does: the agent's stdin is of no use once it has exited
+    void started.exited.then(() => {
+      this.#stdinOpen = false;
+      stdin?.destroy();
     });
-    if (options.input !== undefined) child.stdin?.write(options.input);
+    if (options.input !== undefined) stdin?.write(options.input);
     if (!options.keepStdinOpen) this.closeStdin();
   }
 
   get pid(): number | undefined {
-    return this.#child.pid;
+    return this.#pid;
   }
 
   /** The control socket (fd 3 in the child), when asked for. */
   get control(): Duplex | undefined {
-    const stream = this.#child.stdio[3];
-    return stream && 'write' in stream ? (stream as Duplex) : undefined;
+    return this.#control;
   }
 
   get stdinOpen(): boolean {
-    return this.#stdinOpen && this.#child.stdin?.writable === true;
+    return this.#stdinOpen && this.#stdin?.writable === true;
   }
 
   /** Writes to the agent's stdin; false when stdin is closed. */
   write(text: string): boolean {
     if (!this.stdinOpen) return false;
-    this.#child.stdin!.write(text);
+    this.#stdin!.write(text);
     return true;
   }
 
   closeStdin(): void {
     this.#stdinOpen = false;
-    this.#child.stdin?.end();
+    this.#stdin?.end();
   }
 
   /**
@@ -127,7 +149,7 @@ export class AgentProcess {
    */
   stop(graceMs: number, spare?: (tree: number[]) => Promise<Set<number>>): Promise<void> {
     this.#stopping ??= (async () => {
-      const pid = this.#child.pid;
+      const pid = this.#pid;
       if (pid === undefined) return;
       // nothing to spare yet (the sandbox not made): everything is stopped, as without `spare`
       const spared = spare ? await spare(await descendantsOf(pid)) : new Set<number>();
@@ -148,7 +170,7 @@ export class AgentProcess {
 
   /** SIGKILL to the whole tree, launcher included (after `stop` spared part of it). */
   async killAll(): Promise<void> {
-    const pid = this.#child.pid;
+    const pid = this.#pid;
     if (pid === undefined) return;
     signalTree(pid, await descendantsOf(pid), 'SIGKILL');
   }

@@ -600,7 +600,7 @@ export class ExecutionRunner {
         }
       }
     };
-    const proc = new AgentProcess({
+    const proc = await AgentProcess.start({
       command: sandboxed.command,
       args: sandboxed.args,
       cwd: ws.dir,

@@ -1,0 +1,80 @@
+/**
+ * The thread of src/execution/spawn-thread.ts: forks agent processes, so that the copy of the server's page tables
+ * a fork makes costs this thread and not the event loop. Each child's standard streams are sockets this thread
+ * connects to the spawn thread's listener, each announced by a header (the spawn's id and the stream's index),
+ * then handed to the child; this thread closes its copies once the child holds them.
+ */
+import { spawn } from 'node:child_process';
+import { connect } from 'node:net';
+import type { Socket } from 'node:net';
+import { parentPort } from 'node:worker_threads';
+import type { MessagePort } from 'node:worker_threads';
+import type { SpawnReply, SpawnOrder } from './spawn-protocol.ts';
+import { streamHeader } from './spawn-protocol.ts';
+
+/** A stream the listener has not taken by then fails the start. */
+const ACK_TIMEOUT_MS = 10_000;
+
+/** The libuv stream under a net.Socket: `uv_stream_set_blocking`, which Node has no public name for. */
+interface BlockingHandle {
+  setBlocking(blocking: boolean): number;
+}
+
+/** Connects one stream and announces it; resolves once the listener has taken it (one byte back). */
+function connectStream(path: string, id: string, index: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(path);
+    const refused = (): void => {
+      socket.destroy();
+      reject(new Error('the spawn listener did not take the stream of a new process'));
+    };
+    const timer = setTimeout(refused, ACK_TIMEOUT_MS);
+    socket.once('error', refused);
+    socket.once('close', refused);
+    socket.once('connect', () => socket.write(streamHeader(id, index)));
+    socket.once('data', () => {
+      clearTimeout(timer);
+      socket.off('error', refused);
+      socket.off('close', refused);
+      socket.on('error', () => {});
+      // nothing more is read here: whatever comes next is the child's
+      socket.pause();
+      resolve(socket);
+    });
+  });
+}
+
+async function start(port: MessagePort, order: SpawnOrder): Promise<void> {
+  const send = (reply: SpawnReply): void => port.postMessage(reply);
+  let sockets: Socket[] = [];
+  try {
+    sockets = await Promise.all(
+      Array.from({ length: order.streams }, (_, i) => connectStream(order.socketPath, order.id, i)),
+    );
+    // The child shares these sockets' open files, and so their O_NONBLOCK: an agent expects blocking standard
+    // streams, as child_process gives it (libuv clears the flag itself only on fds 0-2).
+    for (const socket of sockets) (socket as unknown as { _handle?: BlockingHandle })._handle?.setBlocking(true);
+    const child = spawn(order.command, order.args, {
+      cwd: order.cwd,
+      env: order.env,
+      detached: true,
+      stdio: sockets,
+    });
+    child.once('error', (err: NodeJS.ErrnoException) => {
+      if (child.pid === undefined) send({ kind: 'failed', id: order.id, message: err.message, code: err.code });
+    });
+    child.once('spawn', () => send({ kind: 'spawned', id: order.id, pid: child.pid! }));
+    child.once('exit', (code, signal) => send({ kind: 'exited', id: order.id, code, signal }));
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    send({ kind: 'failed', id: order.id, message: e.message, code: e.code });
+  } finally {
+    // the child holds its own copies now (or there is no child): these would keep its streams from ending
+    for (const socket of sockets) socket.destroy();
+  }
+}
+
+if (parentPort) {
+  const port = parentPort;
+  port.on('message', (order: SpawnOrder) => void start(port, order));
+}

@@ -1,0 +1,105 @@
+/**
+ * Agent processes started from the spawn thread (src/execution/spawn-thread.ts): their standard streams are
+ * sockets to the event loop, as child_process's pipes are, and the listener they connect to refuses what is
+ * not one of them.
+ */
+import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import type { Socket } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { spawnFromThread, spawnListenerForTesting } from '../../src/execution/spawn-thread.ts';
+import type { StartedProcess } from '../../src/execution/spawn-thread.ts';
+
+const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+
+function readAll(socket: Socket): Promise<string> {
+  return new Promise((resolve) => {
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (text += chunk));
+    socket.once('end', () => resolve(text));
+  });
+}
+
+function sh(script: string, streams: 3 | 4 = 3): Promise<StartedProcess> {
+  return spawnFromThread({ command: '/bin/sh', args: ['-c', script], cwd: '/tmp', env, streams });
+}
+
+/** Resolves when the listener has closed the connection. */
+function closedBy(socket: Socket): Promise<void> {
+  return new Promise((resolve) => socket.once('close', () => resolve()));
+}
+
+describe('the spawn thread', () => {
+  it('gives the child stdin, stdout and stderr, its cwd and environment, and reports its exit', async () => {
+    const child = await spawnFromThread({
+      command: '/bin/sh',
+      args: ['-c', 'echo "$PWD $GREETING"; cat; echo oops >&2; exit 7'],
+      cwd: '/tmp',
+      env: { ...env, GREETING: 'hello' },
+      streams: 3,
+    });
+    const [stdin, stdout, stderr] = child.streams;
+    const out = readAll(stdout!);
+    const err = readAll(stderr!);
+    stdin!.end('from stdin\n');
+    expect(await child.exited).toEqual({ code: 7, signal: null });
+    expect(await out).toBe('/tmp hello\nfrom stdin\n');
+    expect(await err).toBe('oops\n');
+  });
+
+  it('starts the child in a process group of its own, a child of this process', async () => {
+    const child = await sh('sleep 30');
+    const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
+    const [, ppid, pgid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    expect(Number(ppid)).toBe(process.pid);
+    expect(Number(pgid)).toBe(child.pid);
+    process.kill(-child.pid, 'SIGTERM');
+    expect(await child.exited).toEqual({ code: null, signal: 'SIGTERM' });
+    for (const s of child.streams) s.destroy();
+  });
+
+  it('gives fd 3 as a socket both ways, blocking in the child as its other streams are', async () => {
+    // a shell's `read` on a non-blocking descriptor fails at once (EAGAIN) instead of waiting for the line
+    const child = await sh('read line <&3 && echo "got $line" >&3', 4);
+    const control = child.streams[3]!;
+    const answer = readAll(control);
+    setTimeout(() => control.write('ping\n'), 50);
+    expect(await child.exited).toEqual({ code: 0, signal: null });
+    expect(await answer).toBe('got ping\n');
+    for (const s of child.streams) s.destroy();
+  });
+
+  it('rejects with ENOENT for a command that does not exist, as child_process does', async () => {
+    await expect(
+      spawnFromThread({ command: '/no/such/agent', args: [], cwd: '/tmp', env, streams: 3 }),
+    ).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('closes connections to its listener that are not a started child’s, and keeps serving', async () => {
+    await sh('true').then((c) => c.exited);
+    const listener = spawnListenerForTesting()!;
+    const open = (first?: string): Socket => {
+      const socket = connect(listener);
+      socket.on('error', () => {});
+      if (first !== undefined) socket.write(first);
+      return socket;
+    };
+    // a header naming no spawn, and one that is not a header at all
+    const unknown = open(`${'0'.repeat(32)}1`);
+    const garbage = open('GET / HTTP/1.1\r\nHost: localhost\r\nAccept: */*\r\n\r\n');
+    await Promise.all([closedBy(unknown), closedBy(garbage)]);
+    // a flood of silent connections: past 64 waiting for their header, the listener closes them at once, so a
+    // start meanwhile fails instead of waiting; once they are gone, starts work again
+    const silent = Array.from({ length: 80 }, () => open());
+    await Promise.all(silent.slice(64).map(closedBy));
+    await expect(sh('echo too soon')).rejects.toThrow(/did not take the stream/);
+    for (const socket of silent) socket.destroy();
+    await Promise.all(silent.slice(0, 64).map(closedBy));
+    const child = await sh('echo still here');
+    const out = readAll(child.streams[1]!);
+    await child.exited;
+    expect(await out).toBe('still here\n');
+    for (const s of child.streams) s.destroy();
+  });
+});
