@@ -6,8 +6,8 @@
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { readFile, readdir } from 'node:fs/promises';
-import { spawnFromThread } from './spawn-thread.ts';
-import type { StartedProcess } from './spawn-thread.ts';
+import { spawnAgentProcess } from './spawner.ts';
+import type { StartedProcess } from './spawner.ts';
 import { streamLines } from './stream-lines.ts';
 
 export interface AgentProcessOptions {
@@ -54,10 +54,10 @@ export class AgentProcess {
   #stopping: Promise<void> | undefined;
   readonly #launcher: boolean;
 
-  /** Starts the agent from the spawn thread (spawn-thread.ts), so that its fork does not pause the event loop. */
+  /** Starts the agent from the spawner process (spawner.ts), so that its fork does not pause the event loop. */
   static async start(options: AgentProcessOptions): Promise<AgentProcess> {
     try {
-      const started = await spawnFromThread({
+      const started = await spawnAgentProcess({
         command: options.command,
         args: options.args,
         cwd: options.cwd,

@@ -12,5 +12,8 @@ export function streamLines(input: Readable, onLine: (line: string) => void): In
   input.on('error', () => {});
   lines.on('error', () => lines.close());
   lines.on('line', onLine);
+  // A socket emits 'end' at its peer's end once nothing is buffered, read or not: one that ended before it was
+  // handed over held no lines, and ends them at once.
+  if (input.readableEnded) queueMicrotask(() => lines.close());
   return lines;
 }

@@ -19,7 +19,12 @@ afterEach(() => {
 });
 
 /** Our end of a Unix socket, and a reset of it: the peer reads nothing and closes with our bytes unread. */
-async function resettable(): Promise<{ ours: Socket; sendLine(text: string): void; reset(): Promise<void> }> {
+async function resettable(): Promise<{
+  ours: Socket;
+  sendLine(text: string): void;
+  endPeer(): void;
+  reset(): Promise<void>;
+}> {
   const dir = mkdtempSync(path.join(tmpdir(), 'agentyard-reset-'));
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(path.join(dir, 's'), resolve));
@@ -35,6 +40,7 @@ async function resettable(): Promise<{ ours: Socket; sendLine(text: string): voi
   return {
     ours,
     sendLine: (text) => peer.write(`${text}\n`),
+    endPeer: () => peer.end(),
     async reset() {
       // bytes the peer never reads, then its close: our next read is ECONNRESET
       await new Promise<void>((resolve) => ours.write(Buffer.alloc(64 * 1024), () => resolve()));
@@ -68,5 +74,28 @@ describe('lines read from a pipe that is reset', () => {
     await pipe.reset();
     await workspace.settled;
     expect(workspace.result.lost).toBeUndefined();
+  });
+});
+
+describe('lines read from a socket that ended before they were asked for', () => {
+  it('end at once: a socket emits its end unread when nothing was buffered', async () => {
+    const pipe = await resettable();
+    const ended = new Promise<void>((resolve) => pipe.ours.once('end', () => resolve()));
+    pipe.endPeer();
+    await ended;
+    const lines = streamLines(pipe.ours, () => {});
+    await new Promise<void>((resolve) => lines.once('close', resolve));
+  });
+
+  it('keep what was buffered before the end, then end', async () => {
+    const pipe = await resettable();
+    pipe.sendLine('buffered');
+    pipe.endPeer();
+    // a turn for the bytes and the end to arrive while nothing reads them
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const seen: string[] = [];
+    const lines = streamLines(pipe.ours, (line) => seen.push(line));
+    await new Promise<void>((resolve) => lines.once('close', resolve));
+    expect(seen).toEqual(['buffered']);
   });
 });

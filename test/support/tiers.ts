@@ -28,7 +28,7 @@ const HEAVY_MARKS = [
   'support/processes',
   'support/agentyard-process',
   'spawnAgentyard',
-  'spawnFromThread',
+  'spawnAgentProcess',
   'startKubernetes',
   'k8s-test-env',
   'real-codex',

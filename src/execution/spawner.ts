@@ -1,9 +1,9 @@
 /**
- * Agent processes started from a thread of their own (spawn-worker.ts). Node forks on Linux and the fork copies
- * the server's page tables on the calling thread: ≈ 33 ms of a paused event loop at 900 MB of RSS
- * (docs/execution.md). A child's standard streams are Unix sockets between this listener, in a private directory,
- * and the child: its output reaches the event loop as a pipe of child_process would, not through the thread.
- * The thread lives as long as the process: bubblewrap's `--die-with-parent` follows the thread that forked it.
+ * Agent processes started by a small spawner process (spawner-process.ts). Node forks on Linux, and a fork of the
+ * server copies its page tables and write-protects its memory: ≈ 40 ms of a paused event loop at 900 MB of RSS,
+ * half of it even when the fork is made on another thread (docs/execution.md). A child's standard streams are
+ * Unix sockets between this listener, in a private directory, and the child: its output reaches the event loop
+ * as a pipe of child_process would, not through the spawner.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,7 +11,8 @@ import { createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { SpawnOrder, SpawnReply } from './spawn-protocol.ts';
 import { SPAWN_ID_LENGTH, STREAM_HEADER_BYTES } from './spawn-protocol.ts';
 
@@ -53,15 +54,16 @@ interface Pending {
   exited: Promise<ProcessExit>;
 }
 
-class SpawnThread {
-  readonly #worker: Worker;
+class Spawner {
+  readonly #process: ChildProcess;
   readonly #server: Server;
   readonly #dir: string;
   readonly #socketPath: string;
   readonly #pending = new Map<string, Pending>();
   readonly #listening: Promise<void>;
   #unannounced = 0;
-  #starting = 0;
+  /** Children started or starting that have not exited. */
+  #alive = 0;
   #lost: Error | undefined;
 
   constructor(onLost: () => void) {
@@ -73,25 +75,33 @@ class SpawnThread {
       this.#server.once('error', reject);
       this.#server.listen(this.#socketPath, () => resolve());
     });
-    this.#worker = new Worker(new URL('./spawn-worker.ts', import.meta.url));
-    this.#worker.on('message', (reply: SpawnReply) => this.#reply(reply));
+    this.#process = fork(new URL('./spawner-process.ts', import.meta.url), [], {
+      // none of this process's flags (a test runner's loaders, the service's heap settings), nor its environment
+      execArgv: [],
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      serialization: 'json',
+    });
+    this.#process.on('message', (reply: SpawnReply) => this.#reply(reply));
     const lose = (cause: Error): void => {
       if (this.#lost) return;
       this.#lost = cause;
       onLost();
       for (const pending of this.#pending.values()) {
         if (!pending.started) pending.reject(cause);
-        // its children were killed with the thread (--die-with-parent) or will be reaped by no one here
+        // its children ended with it (--die-with-parent), or are no longer anyone's to report
         pending.exit({ code: null, signal: 'SIGKILL' });
       }
       this.#pending.clear();
       this.#server.close();
       rmSync(this.#dir, { recursive: true, force: true });
     };
-    this.#worker.on('error', lose);
-    this.#worker.on('exit', (code) => lose(new Error(`the spawn thread has stopped (exit ${code})`)));
-    // it keeps the process alive while a start is under way; a running agent's sockets do that afterwards
-    this.#worker.unref();
+    this.#process.on('error', lose);
+    this.#process.on('exit', (code, signal) =>
+      lose(new Error(`the agent spawner has stopped (${signal ?? `exit ${code}`})`)),
+    );
+    // it keeps this process alive while a child it started runs, as a child process of child_process does
+    this.#keepAlive(false);
     process.once('exit', () => rmSync(this.#dir, { recursive: true, force: true }));
   }
 
@@ -118,12 +128,21 @@ class SpawnThread {
       });
     });
     const order: SpawnOrder = { id, ...request, socketPath: this.#socketPath };
-    if (this.#starting++ === 0) this.#worker.ref();
-    this.#worker.postMessage(order);
-    try {
-      return await started;
-    } finally {
-      if (--this.#starting === 0) this.#worker.unref();
+    if (this.#alive++ === 0) this.#keepAlive(true);
+    void exited.then(() => {
+      if (--this.#alive === 0) this.#keepAlive(false);
+    });
+    this.#process.send(order);
+    return started;
+  }
+
+  #keepAlive(keep: boolean): void {
+    if (keep) {
+      this.#process.ref();
+      this.#process.channel?.ref();
+    } else {
+      this.#process.unref();
+      this.#process.channel?.unref();
     }
   }
 
@@ -162,7 +181,7 @@ class SpawnThread {
         return;
       }
       pending.streams[index] = socket;
-      // taken: the thread starts the child once every stream has had this byte
+      // taken: the spawner starts the child once every stream has had this byte
       socket.write('k');
       this.#startIfReady(id, pending);
     };
@@ -183,6 +202,7 @@ class SpawnThread {
         const err = new Error(reply.message) as NodeJS.ErrnoException;
         if (reply.code !== undefined) err.code = reply.code;
         pending.reject(err);
+        pending.exit({ code: null, signal: null });
         return;
       }
       case 'exited':
@@ -201,20 +221,20 @@ class SpawnThread {
   }
 }
 
-let thread: SpawnThread | undefined;
+let spawner: Spawner | undefined;
 
 /** Test seam, not for use outside tests: the path of the listener the children's streams connect to. */
 export function spawnListenerForTesting(): string | undefined {
-  return thread?.socketPath;
+  return spawner?.socketPath;
 }
 
 /**
- * Starts `request.command` in a process group of its own, from the spawn thread; rejects as child_process's
+ * Starts `request.command` in a process group of its own, from the spawner process; rejects as child_process's
  * `error` event would (`code` ENOENT: no such executable).
  */
-export function spawnFromThread(request: SpawnRequest): Promise<StartedProcess> {
-  thread ??= new SpawnThread(() => {
-    thread = undefined;
+export function spawnAgentProcess(request: SpawnRequest): Promise<StartedProcess> {
+  spawner ??= new Spawner(() => {
+    spawner = undefined;
   });
-  return thread.spawn(request);
+  return spawner.spawn(request);
 }

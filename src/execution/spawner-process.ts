@@ -1,14 +1,13 @@
 /**
- * The thread of src/execution/spawn-thread.ts: forks agent processes, so that the copy of the server's page tables
- * a fork makes costs this thread and not the event loop. Each child's standard streams are sockets this thread
- * connects to the spawn thread's listener, each announced by a header (the spawn's id and the stream's index),
- * then handed to the child; this thread closes its copies once the child holds them.
+ * The spawner of src/execution/spawner.ts: a small process that starts the agents, so that a fork copies its page
+ * tables, not the server's. Each child's standard streams are sockets it connects to the server's listener, each
+ * announced by a header (the spawn's id and the stream's index) and taken by the server before the fork; it
+ * closes its copies once the child holds them. It ends when the server does (its IPC channel closes), and
+ * bubblewrap's `--die-with-parent` then ends the sandboxes it started.
  */
 import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
-import { parentPort } from 'node:worker_threads';
-import type { MessagePort } from 'node:worker_threads';
 import type { SpawnReply, SpawnOrder } from './spawn-protocol.ts';
 import { streamHeader } from './spawn-protocol.ts';
 
@@ -44,8 +43,11 @@ function connectStream(path: string, id: string, index: number): Promise<Socket>
   });
 }
 
-async function start(port: MessagePort, order: SpawnOrder): Promise<void> {
-  const send = (reply: SpawnReply): void => port.postMessage(reply);
+function send(reply: SpawnReply): void {
+  process.send?.(reply);
+}
+
+async function start(order: SpawnOrder): Promise<void> {
   let sockets: Socket[] = [];
   try {
     sockets = await Promise.all(
@@ -74,7 +76,8 @@ async function start(port: MessagePort, order: SpawnOrder): Promise<void> {
   }
 }
 
-if (parentPort) {
-  const port = parentPort;
-  port.on('message', (order: SpawnOrder) => void start(port, order));
-}
+process.on('message', (order: SpawnOrder) => void start(order));
+process.on('disconnect', () => process.exit(0));
+// A signal to the server's process group (Ctrl-C, a service manager's stop) is the server's to handle: it stops
+// its agents, sparing a sandbox whose workspace is still to be copied out, and only then lets this process go.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => {});

@@ -1,5 +1,5 @@
 /**
- * Agent processes started from the spawn thread (src/execution/spawn-thread.ts): their standard streams are
+ * Agent processes started by the spawner process (src/execution/spawner.ts): their standard streams are
  * sockets to the event loop, as child_process's pipes are, and the listener they connect to refuses what is
  * not one of them.
  */
@@ -7,8 +7,8 @@ import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { spawnFromThread, spawnListenerForTesting } from '../../src/execution/spawn-thread.ts';
-import type { StartedProcess } from '../../src/execution/spawn-thread.ts';
+import { spawnAgentProcess, spawnListenerForTesting } from '../../src/execution/spawner.ts';
+import type { StartedProcess } from '../../src/execution/spawner.ts';
 
 const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
 
@@ -22,7 +22,7 @@ function readAll(socket: Socket): Promise<string> {
 }
 
 function sh(script: string, streams: 3 | 4 = 3): Promise<StartedProcess> {
-  return spawnFromThread({ command: '/bin/sh', args: ['-c', script], cwd: '/tmp', env, streams });
+  return spawnAgentProcess({ command: '/bin/sh', args: ['-c', script], cwd: '/tmp', env, streams });
 }
 
 /** Resolves when the listener has closed the connection. */
@@ -30,9 +30,9 @@ function closedBy(socket: Socket): Promise<void> {
   return new Promise((resolve) => socket.once('close', () => resolve()));
 }
 
-describe('the spawn thread', () => {
+describe('the agent spawner', () => {
   it('gives the child stdin, stdout and stderr, its cwd and environment, and reports its exit', async () => {
-    const child = await spawnFromThread({
+    const child = await spawnAgentProcess({
       command: '/bin/sh',
       args: ['-c', 'echo "$PWD $GREETING"; cat; echo oops >&2; exit 7'],
       cwd: '/tmp',
@@ -48,12 +48,15 @@ describe('the spawn thread', () => {
     expect(await err).toBe('oops\n');
   });
 
-  it('starts the child in a process group of its own, a child of this process', async () => {
+  it('starts the child in a process group of its own, a child of the spawner, which is this process’s', async () => {
     const child = await sh('sleep 30');
-    const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
-    const [, ppid, pgid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    expect(Number(ppid)).toBe(process.pid);
+    const statOf = (pid: number): string[] => {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    };
+    const [, spawnerPid, pgid] = statOf(child.pid);
     expect(Number(pgid)).toBe(child.pid);
+    expect(Number(statOf(Number(spawnerPid))[1])).toBe(process.pid);
     process.kill(-child.pid, 'SIGTERM');
     expect(await child.exited).toEqual({ code: null, signal: 'SIGTERM' });
     for (const s of child.streams) s.destroy();
@@ -72,7 +75,7 @@ describe('the spawn thread', () => {
 
   it('rejects with ENOENT for a command that does not exist, as child_process does', async () => {
     await expect(
-      spawnFromThread({ command: '/no/such/agent', args: [], cwd: '/tmp', env, streams: 3 }),
+      spawnAgentProcess({ command: '/no/such/agent', args: [], cwd: '/tmp', env, streams: 3 }),
     ).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
