@@ -43,6 +43,12 @@ const MAX_UNANNOUNCED = 64;
 /** A connection that has not said which stream it is by then is closed. */
 const HEADER_TIMEOUT_MS = 10_000;
 
+/** A Unix socket's path holds at most 107 bytes: a long TMPDIR gives way to /tmp. */
+function listenerParent(): string {
+  const dir = tmpdir();
+  return Buffer.byteLength(dir) <= 80 ? dir : '/tmp';
+}
+
 interface Pending {
   streams: (Socket | undefined)[];
   pid: number | undefined;
@@ -67,7 +73,7 @@ class Spawner {
   #lost: Error | undefined;
 
   constructor(onLost: () => void) {
-    this.#dir = mkdtempSync(path.join(tmpdir(), 'agentyard-spawn-'));
+    this.#dir = mkdtempSync(path.join(listenerParent(), 'agentyard-spawn-'));
     this.#socketPath = path.join(this.#dir, 's');
     this.#server = createServer((socket) => this.#accept(socket));
     this.#server.unref();
