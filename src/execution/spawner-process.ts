@@ -44,7 +44,8 @@ function connectStream(path: string, id: string, index: number): Promise<Socket>
 }
 
 function send(reply: SpawnReply): void {
-  process.send?.(reply);
+  // the server may be gone (it exits while a child still ends): the reply is then no one's
+  if (process.connected) process.send?.(reply, () => {});
 }
 
 async function start(order: SpawnOrder): Promise<void> {

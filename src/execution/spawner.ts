@@ -38,8 +38,12 @@ export interface StartedProcess {
   exited: Promise<ProcessExit>;
 }
 
-/** Connections that have not said which stream they are yet: more are closed at once. */
-const MAX_UNANNOUNCED = 64;
+/**
+ * Connections that have not said which stream they are yet: more are closed at once. A start's streams say so
+ * within microseconds; this bounds what a flood of silent connections holds (each 10 s at most), well above
+ * the streams of every agent an executor may start at once.
+ */
+export const MAX_UNANNOUNCED = 512;
 /** A connection that has not said which stream it is by then is closed. */
 const HEADER_TIMEOUT_MS = 10_000;
 

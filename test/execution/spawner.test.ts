@@ -7,8 +7,9 @@ import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { spawnAgentProcess, spawnListenerForTesting } from '../../src/execution/spawner.ts';
+import { MAX_UNANNOUNCED, spawnAgentProcess, spawnListenerForTesting } from '../../src/execution/spawner.ts';
 import type { StartedProcess } from '../../src/execution/spawner.ts';
+import { pollUntil } from '../support/signals.ts';
 
 const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
 
@@ -46,6 +47,21 @@ describe('the agent spawner', () => {
     expect(await child.exited).toEqual({ code: 7, signal: null });
     expect(await out).toBe('/tmp hello\nfrom stdin\n');
     expect(await err).toBe('oops\n');
+  });
+
+  it('gives each of many children started at once its own streams', async () => {
+    const children = await Promise.all(Array.from({ length: 32 }, (_, i) => sh(`cat; echo "child ${i}" >&2`)));
+    const outputs = await Promise.all(
+      children.map(async (child, i) => {
+        const [stdin, stdout, stderr] = child.streams;
+        const out = readAll(stdout!);
+        const err = readAll(stderr!);
+        stdin!.end(`input ${i}\n`);
+        await child.exited;
+        return [await out, await err];
+      }),
+    );
+    expect(outputs).toEqual(Array.from({ length: 32 }, (_, i) => [`input ${i}\n`, `child ${i}\n`]));
   });
 
   it('starts the child in a process group of its own, a child of the spawner, which is this process’s', async () => {
@@ -92,14 +108,14 @@ describe('the agent spawner', () => {
     const unknown = open(`${'0'.repeat(32)}1`);
     const garbage = open('GET / HTTP/1.1\r\nHost: localhost\r\nAccept: */*\r\n\r\n');
     await Promise.all([closedBy(unknown), closedBy(garbage)]);
-    // a flood of silent connections: past 64 waiting for their header, the listener closes them at once, so a
-    // start meanwhile fails instead of waiting; once they are gone, starts work again
-    const silent = Array.from({ length: 80 }, () => open());
-    await Promise.all(silent.slice(64).map(closedBy));
+    // a flood of silent connections: past MAX_UNANNOUNCED waiting for their header, the listener closes them at
+    // once, so a start meanwhile fails instead of waiting; once they are gone, starts work again
+    const silent = Array.from({ length: MAX_UNANNOUNCED + 16 }, () => open());
+    await Promise.all(silent.slice(MAX_UNANNOUNCED).map(closedBy));
     await expect(sh('echo too soon')).rejects.toThrow(/did not take the stream/);
     for (const socket of silent) socket.destroy();
-    await Promise.all(silent.slice(0, 64).map(closedBy));
-    const child = await sh('echo still here');
+    // the listener frees their places as it sees them close, which no event tells this side
+    const child = await pollUntil(() => sh('echo still here'), { what: 'a start once the flood is closed' });
     const out = readAll(child.streams[1]!);
     await child.exited;
     expect(await out).toBe('still here\n');
