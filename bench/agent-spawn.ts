@@ -1,6 +1,6 @@
 /**
  * How long starting an agent pauses the event loop, in a process as large as a PGlite server: `AgentProcess.start`
- * (the spawner process, src/execution/spawner.ts) against `child_process.spawn` on the event loop, in
+ * (the spawner process, src/kernel/spawner.ts) against `child_process.spawn` on the event loop, in
  * alternating rounds. Prints the process's RSS and, for each, the event loop's longest delay per start (p50 and
  * max over the starts; `monitorEventLoopDelay`, 1 ms resolution) and the time a start takes.
  *

@@ -6,8 +6,8 @@
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { readFile, readdir } from 'node:fs/promises';
-import { spawnAgentProcess } from './spawner.ts';
-import type { StartedProcess } from './spawner.ts';
+import { spawnAgentProcess } from '../kernel/spawner.ts';
+import type { StartedProcess } from '../kernel/spawner.ts';
 import { streamLines } from './stream-lines.ts';
 
 export interface AgentProcessOptions {
@@ -54,7 +54,7 @@ export class AgentProcess {
   #stopping: Promise<void> | undefined;
   readonly #launcher: boolean;
 
-  /** Starts the agent from the spawner process (spawner.ts), so that its fork does not pause the event loop. */
+  /** Starts the agent from the spawner process (src/kernel/spawner.ts), so that its fork does not pause the event loop. */
   static async start(options: AgentProcessOptions): Promise<AgentProcess> {
     try {
       const started = await spawnAgentProcess({

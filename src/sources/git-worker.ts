@@ -1,11 +1,13 @@
 /**
- * The git thread's tasks (see git-thread.ts): every `git` process of a source's fetch is spawned here, so that
- * fork/exec of the large server process costs this thread, not the event loop.
+ * The git thread's tasks (see git-thread.ts): every `git` process of a source's fetch is started from here, through
+ * the thread's own spawner process (src/kernel/spawner.ts), and its output parsed here, off the event loop.
  */
-import { spawn } from 'node:child_process';
+import type { Socket } from 'node:net';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import { TreeBudget, isFactoryPath } from './limits.ts';
 import type { SourceLimits } from './limits.ts';
+import { spawnAgentProcess } from '../kernel/spawner.ts';
+import type { StartedProcess } from '../kernel/spawner.ts';
 
 export interface GitCommand {
   args: string[];
@@ -44,54 +46,71 @@ export type GitTask =
   | { kind: 'blobs'; command: GitCommand };
 
 /** One git process; `onStdout` answers false to stop reading and kill it. */
-function runGit(command: GitCommand, onStdout: (chunk: Buffer) => boolean): Promise<Omit<GitOutcome, 'stdout'>> {
-  return new Promise((resolve) => {
-    let stderr = '';
-    let failure: string | undefined;
-    let stopped = false;
-    const child = spawn('git', command.args, {
+async function runGit(command: GitCommand, onStdout: (chunk: Buffer) => boolean): Promise<Omit<GitOutcome, 'stdout'>> {
+  let started: StartedProcess;
+  try {
+    // from the spawner process, so that the fork copies its page tables and pauses nothing of the server's
+    started = await spawnAgentProcess({
+      command: 'git',
+      args: command.args,
       cwd: command.cwd,
       env: command.env,
-      stdio: [command.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      streams: 3,
     });
+  } catch (err) {
+    return { code: null, stderr: '', failure: (err as Error).message };
+  }
+  const [stdin, stdout, stderr] = started.streams as [Socket, Socket, Socket];
+  return new Promise((resolve) => {
+    let errors = '';
+    let failure: string | undefined;
+    let stopped = false;
+    const kill = (signal: NodeJS.Signals): void => {
+      try {
+        process.kill(started.pid, signal);
+      } catch {
+        // exited meanwhile
+      }
+    };
     let timer: NodeJS.Timeout | undefined;
     const arm = () => {
       clearTimeout(timer);
       timer = setTimeout(() => {
         failure = `git ${command.args.find((a) => !a.startsWith('-') && !a.includes('=')) ?? ''} timed out: no output for ${command.blockTimeoutMs / 1000} s`;
-        child.kill('SIGKILL');
+        kill('SIGKILL');
       }, command.blockTimeoutMs);
     };
     arm();
-    child.stdout!.on('data', (chunk: Buffer) => {
+    stdout.on('data', (chunk: Buffer) => {
       arm();
       if (stopped) return;
       if (!onStdout(chunk)) {
         stopped = true;
-        child.kill();
+        kill('SIGTERM');
       }
     });
-    child.stderr!.on('data', (chunk: Buffer) => {
+    stderr.on('data', (chunk: Buffer) => {
       arm();
-      stderr += chunk.toString('utf8');
+      errors += chunk.toString('utf8');
     });
-    child.on('error', (err) => {
-      failure ??= err.message;
+    for (const stream of [stdin, stdout, stderr]) stream.on('error', () => {});
+    // a stream with nothing to read may have ended and closed already, before these listeners (see streamLines)
+    const closed = Promise.all(
+      [stdout, stderr].map((s) => (s.closed ? undefined : new Promise((done) => s.once('close', done)))),
+    );
+    void started.exited.then((exit) => {
+      // A killed git's own children (an alias, a credential helper) may hold its streams open: stop waiting.
+      if (failure !== undefined || stopped) {
+        stdout.destroy();
+        stderr.destroy();
+      }
+      stdin.destroy();
+      void closed.then(() => {
+        clearTimeout(timer);
+        resolve({ code: stopped ? 0 : exit.code, stderr: errors, ...(failure ? { failure } : {}) });
+      });
     });
-    // A killed git's own children (an alias, a credential helper) may hold the pipes open: stop waiting for them.
-    child.on('exit', () => {
-      if (failure === undefined && !stopped) return;
-      child.stdout!.destroy();
-      child.stderr!.destroy();
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code: stopped ? 0 : code, stderr, ...(failure ? { failure } : {}) });
-    });
-    if (command.input !== undefined) {
-      child.stdin!.on('error', () => {});
-      child.stdin!.end(command.input);
-    }
+    stdin.end(command.input ?? '');
   });
 }
 

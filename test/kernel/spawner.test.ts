@@ -1,5 +1,5 @@
 /**
- * Agent processes started by the spawner process (src/execution/spawner.ts): their standard streams are
+ * Agent processes started by the spawner process (src/kernel/spawner.ts): their standard streams are
  * sockets to the event loop, as child_process's pipes are, and the listener they connect to refuses what is
  * not one of them.
  */
@@ -7,8 +7,8 @@ import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { MAX_UNANNOUNCED, spawnAgentProcess, spawnListenerForTesting } from '../../src/execution/spawner.ts';
-import type { StartedProcess } from '../../src/execution/spawner.ts';
+import { MAX_UNANNOUNCED, spawnAgentProcess, spawnListenerForTesting } from '../../src/kernel/spawner.ts';
+import type { StartedProcess } from '../../src/kernel/spawner.ts';
 import { pollUntil } from '../support/signals.ts';
 
 const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };

@@ -1,4 +1,4 @@
-/** What src/execution/spawner.ts and its spawner process (spawner-process.ts) say to each other. */
+/** What src/kernel/spawner.ts and its spawner process (spawner-process.ts) say to each other. */
 
 export interface SpawnOrder {
   id: string;
