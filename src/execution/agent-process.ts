@@ -6,7 +6,7 @@
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { readFile, readdir } from 'node:fs/promises';
-import { spawnAgentProcess } from '../kernel/spawner.ts';
+import { spawnProcess } from '../kernel/spawner.ts';
 import type { StartedProcess } from '../kernel/spawner.ts';
 import { streamLines } from './stream-lines.ts';
 
@@ -57,7 +57,7 @@ export class AgentProcess {
   /** Starts the agent from the spawner process (src/kernel/spawner.ts), so that its fork does not pause the event loop. */
   static async start(options: AgentProcessOptions): Promise<AgentProcess> {
     try {
-      const started = await spawnAgentProcess({
+      const started = await spawnProcess({
         command: options.command,
         args: options.args,
         cwd: options.cwd,
@@ -101,18 +101,11 @@ export class AgentProcess {
     stdin?.on('error', () => {
       this.#stdinOpen = false;
     });
-    // an agent killed mid-exchange may reset its end of a socket (ECONNRESET): what was read counts, the rest is gone
-    control?.on('error', () => {});
     // every line the agent wrote has been handed over once its streams have ended, as at child_process's 'close'
     this.exited = Promise.all([started.exited, ...readerDone]).then(([exit]) => ({
       code: exit.code,
       signal: exit.signal,
     }));
-    // as child_process does: the agent's stdin is of no use once it has exited
-    void started.exited.then(() => {
-      this.#stdinOpen = false;
-      stdin?.destroy();
-    });
     if (options.input !== undefined) stdin?.write(options.input);
     if (!options.keepStdinOpen) this.closeStdin();
   }

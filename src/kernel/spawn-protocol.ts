@@ -8,7 +8,7 @@ export interface SpawnOrder {
   env: Record<string, string>;
   /** Standard streams to give the child: 3 (stdin, stdout, stderr) or 4 (and fd 3). */
   streams: number;
-  /** The spawn thread's listener, where each stream connects. */
+  /** The server's listener, where each stream connects. */
   socketPath: string;
 }
 

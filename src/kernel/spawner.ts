@@ -1,5 +1,5 @@
 /**
- * Agent processes started by a small spawner process (spawner-process.ts). Node forks on Linux, and a fork of the
+ * Processes (agents, git) started by a small spawner process (spawner-process.ts). Node forks on Linux, and a fork of the
  * server copies its page tables and write-protects its memory: ≈ 40 ms of a paused event loop at 900 MB of RSS,
  * half of it even when the fork is made on another thread (docs/execution.md). A child's standard streams are
  * Unix sockets between this listener, in a private directory, and the child: its output reaches the event loop
@@ -32,10 +32,16 @@ export interface ProcessExit {
 
 export interface StartedProcess {
   pid: number;
-  /** stdin, stdout, stderr and, when asked, fd 3: each the server's end of a socket. */
+  /**
+   * stdin, stdout, stderr and, when asked, fd 3: each the server's end of a socket. Their errors are heard here
+   * (a child killed mid-exchange resets its end: what was read counts), and stdin is destroyed when the child
+   * exits, as child_process does.
+   */
   streams: Socket[];
   /** Resolves when the process has exited. */
   exited: Promise<ProcessExit>;
+  /** Resolves when the process has exited and its stdout and stderr have closed, as child_process's `close`. */
+  closed: Promise<ProcessExit>;
 }
 
 /**
@@ -55,6 +61,8 @@ function listenerParent(): string {
 
 interface Pending {
   streams: (Socket | undefined)[];
+  /** Each stream's close, heard from the moment it is taken: one with nothing to read may close at once. */
+  closes: Promise<void>[];
   pid: number | undefined;
   started: boolean;
   exitedAlready: boolean;
@@ -128,6 +136,7 @@ class Spawner {
     const started = new Promise<StartedProcess>((resolve, reject) => {
       this.#pending.set(id, {
         streams: new Array<Socket | undefined>(request.streams).fill(undefined),
+        closes: [],
         pid: undefined,
         started: false,
         exitedAlready: false,
@@ -182,15 +191,19 @@ class Spawner {
       const id = text.slice(0, SPAWN_ID_LENGTH);
       const index = Number(text.slice(SPAWN_ID_LENGTH));
       const pending = this.#pending.get(id);
-      if (!pending || pending.started || !Number.isInteger(index) || index < 0 || index >= pending.streams.length) {
-        socket.destroy();
-        return;
-      }
-      if (pending.streams[index]) {
+      if (
+        !pending ||
+        pending.started ||
+        !Number.isInteger(index) ||
+        index < 0 ||
+        index >= pending.streams.length ||
+        pending.streams[index]
+      ) {
         socket.destroy();
         return;
       }
       pending.streams[index] = socket;
+      pending.closes[index] = new Promise((closed) => socket.once('close', () => closed()));
       // taken: the spawner starts the child once every stream has had this byte
       socket.write('k');
       this.#startIfReady(id, pending);
@@ -217,6 +230,7 @@ class Spawner {
       }
       case 'exited':
         pending.exitedAlready = true;
+        pending.streams[0]?.destroy();
         pending.exit({ code: reply.code, signal: reply.signal });
         if (pending.started) this.#pending.delete(reply.id);
         return;
@@ -227,7 +241,8 @@ class Spawner {
     if (pending.started || pending.pid === undefined || pending.streams.some((s) => s === undefined)) return;
     pending.started = true;
     if (pending.exitedAlready) this.#pending.delete(id);
-    pending.resolve({ pid: pending.pid, streams: pending.streams as Socket[], exited: pending.exited });
+    const closed = Promise.all([pending.exited, pending.closes[1], pending.closes[2]]).then(([exit]) => exit);
+    pending.resolve({ pid: pending.pid, streams: pending.streams as Socket[], exited: pending.exited, closed });
   }
 }
 
@@ -242,7 +257,7 @@ export function spawnListenerForTesting(): string | undefined {
  * Starts `request.command` in a process group of its own, from the spawner process; rejects as child_process's
  * `error` event would (`code` ENOENT: no such executable).
  */
-export function spawnAgentProcess(request: SpawnRequest): Promise<StartedProcess> {
+export function spawnProcess(request: SpawnRequest): Promise<StartedProcess> {
   spawner ??= new Spawner(() => {
     spawner = undefined;
   });

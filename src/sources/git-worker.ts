@@ -6,7 +6,7 @@ import type { Socket } from 'node:net';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import { TreeBudget, isFactoryPath } from './limits.ts';
 import type { SourceLimits } from './limits.ts';
-import { spawnAgentProcess } from '../kernel/spawner.ts';
+import { spawnProcess } from '../kernel/spawner.ts';
 import type { StartedProcess } from '../kernel/spawner.ts';
 
 export interface GitCommand {
@@ -50,7 +50,7 @@ async function runGit(command: GitCommand, onStdout: (chunk: Buffer) => boolean)
   let started: StartedProcess;
   try {
     // from the spawner process, so that the fork copies its page tables and pauses nothing of the server's
-    started = await spawnAgentProcess({
+    started = await spawnProcess({
       command: 'git',
       args: command.args,
       cwd: command.cwd,
@@ -93,22 +93,16 @@ async function runGit(command: GitCommand, onStdout: (chunk: Buffer) => boolean)
       arm();
       errors += chunk.toString('utf8');
     });
-    for (const stream of [stdin, stdout, stderr]) stream.on('error', () => {});
-    // a stream with nothing to read may have ended and closed already, before these listeners (see streamLines)
-    const closed = Promise.all(
-      [stdout, stderr].map((s) => (s.closed ? undefined : new Promise((done) => s.once('close', done)))),
-    );
-    void started.exited.then((exit) => {
+    void started.exited.then(() => {
       // A killed git's own children (an alias, a credential helper) may hold its streams open: stop waiting.
       if (failure !== undefined || stopped) {
         stdout.destroy();
         stderr.destroy();
       }
-      stdin.destroy();
-      void closed.then(() => {
-        clearTimeout(timer);
-        resolve({ code: stopped ? 0 : exit.code, stderr: errors, ...(failure ? { failure } : {}) });
-      });
+    });
+    void started.closed.then((exit) => {
+      clearTimeout(timer);
+      resolve({ code: stopped ? 0 : exit.code, stderr: errors, ...(failure ? { failure } : {}) });
     });
     stdin.end(command.input ?? '');
   });

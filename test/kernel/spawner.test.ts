@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { MAX_UNANNOUNCED, spawnAgentProcess, spawnListenerForTesting } from '../../src/kernel/spawner.ts';
+import { MAX_UNANNOUNCED, spawnProcess, spawnListenerForTesting } from '../../src/kernel/spawner.ts';
 import type { StartedProcess } from '../../src/kernel/spawner.ts';
 import { pollUntil } from '../support/signals.ts';
 
@@ -23,7 +23,7 @@ function readAll(socket: Socket): Promise<string> {
 }
 
 function sh(script: string, streams: 3 | 4 = 3): Promise<StartedProcess> {
-  return spawnAgentProcess({ command: '/bin/sh', args: ['-c', script], cwd: '/tmp', env, streams });
+  return spawnProcess({ command: '/bin/sh', args: ['-c', script], cwd: '/tmp', env, streams });
 }
 
 /** Resolves when the listener has closed the connection. */
@@ -33,7 +33,7 @@ function closedBy(socket: Socket): Promise<void> {
 
 describe('the agent spawner', () => {
   it('gives the child stdin, stdout and stderr, its cwd and environment, and reports its exit', async () => {
-    const child = await spawnAgentProcess({
+    const child = await spawnProcess({
       command: '/bin/sh',
       args: ['-c', 'echo "$PWD $GREETING"; cat; echo oops >&2; exit 7'],
       cwd: '/tmp',
@@ -64,6 +64,15 @@ describe('the agent spawner', () => {
     expect(outputs).toEqual(Array.from({ length: 32 }, (_, i) => [`input ${i}\n`, `child ${i}\n`]));
   });
 
+  it('closes a child that exits at once with nothing written, and destroys its stdin at the exit', async () => {
+    // its empty stdout and stderr may end and close before the caller has the streams: `closed` heard them
+    for (let i = 0; i < 20; i++) {
+      const child = await sh('exit 3');
+      expect(await child.closed).toEqual({ code: 3, signal: null });
+      expect(child.streams[0]!.destroyed).toBe(true);
+    }
+  });
+
   it('starts the child in a process group of its own, a child of the spawner, which is this process’s', async () => {
     const child = await sh('sleep 30');
     const statOf = (pid: number): string[] => {
@@ -91,7 +100,7 @@ describe('the agent spawner', () => {
 
   it('rejects with ENOENT for a command that does not exist, as child_process does', async () => {
     await expect(
-      spawnAgentProcess({ command: '/no/such/agent', args: [], cwd: '/tmp', env, streams: 3 }),
+      spawnProcess({ command: '/no/such/agent', args: [], cwd: '/tmp', env, streams: 3 }),
     ).rejects.toMatchObject({ code: 'ENOENT' });
   });
 

@@ -28,7 +28,7 @@ const HEAVY_MARKS = [
   'support/processes',
   'support/agentyard-process',
   'spawnAgentyard',
-  'spawnAgentProcess',
+  'spawnProcess',
   'startKubernetes',
   'k8s-test-env',
   'real-codex',
