@@ -103,6 +103,16 @@ module.exports = {
       to: { path: '^src/', pathNot: ['^src/engine/', '^src/kernel/', '^src/store/function-sets\\.ts$', '^src/store/errors\\.ts$'] },
     },
     {
+      name: 'processes-start-from-the-spawner',
+      comment:
+        'child_process forks the large server process, pausing its event loop for tens of ms (docs/decisions.md, ' +
+        '"Agents and git are started by a spawner process"): commands run through kernel/run-command.ts or ' +
+        'kernel/spawner.ts. The built-in agent runs in its own small process.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: ['^src/kernel/spawner(-process)?\\.ts$', '^src/execution/builtin-agent/'] },
+      to: { path: ['^(node:)?child_process$', 'node_modules/simple-git/'] },
+    },
+    {
       name: 'no-cycles-between-folders',
       severity: 'error',
       scope: 'folder',

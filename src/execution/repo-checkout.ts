@@ -8,7 +8,7 @@
  */
 import { mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { gitClient } from '../sources/git-exec.ts';
+import { gitStoppable } from '../sources/git-exec.ts';
 import { classifyGitUrl, sanitizeUrl } from '../sources/url.ts';
 import { parseGitEndpoint, refusedHostMessage } from '../sources/url-policy.ts';
 import type { SourceUrlPolicy } from '../sources/url-policy.ts';
@@ -77,7 +77,7 @@ export class CheckoutError extends Error {}
 async function pinned(url: string, policy: SourceUrlPolicy | undefined): Promise<string[]> {
   const kind = classifyGitUrl(url);
   if (!kind) throw new CheckoutError(`${sanitizeUrl(url)} is not a git URL`);
-  // remote helpers (`ext::`) are not a kind classifyGitUrl answers, and simple-git refuses them too
+  // remote helpers (`ext::`) are not a kind classifyGitUrl answers
   if (!policy) return [];
   const parsed = parseGitEndpoint(url, kind);
   if (parsed.kind === 'local') return [];
@@ -125,18 +125,19 @@ export async function checkoutRepositories(
       const into = path.join(scratch, String(i));
       await mkdir(into);
       signal?.throwIfAborted();
-      const git = gitClient(into, {}, signal);
+      const git = (args: string[]) => gitStoppable(into, args, signal);
       try {
-        await git.raw(['init', '--quiet']);
+        await git(['init', '--quiet']);
         const fetchArgs = [...(await pinned(url, settings.policy)), 'fetch', '--quiet', '--no-tags'];
         try {
-          await git.raw([...fetchArgs, '--depth=1', url, r.commit]);
+          await git([...fetchArgs, '--depth=1', url, r.commit]);
         } catch {
+          signal?.throwIfAborted();
           // a server that does not serve a commit by its id: the whole history, then the commit in it
-          await git.raw([...fetchArgs, url, '+refs/heads/*:refs/remotes/origin/*']);
+          await git([...fetchArgs, url, '+refs/heads/*:refs/remotes/origin/*']);
         }
-        await git.raw(['-c', 'advice.detachedHead=false', 'checkout', '--quiet', r.commit]);
-        await git.raw(['remote', 'add', 'origin', url]);
+        await git(['-c', 'advice.detachedHead=false', 'checkout', '--quiet', r.commit]);
+        await git(['remote', 'add', 'origin', url]);
       } catch (err) {
         if (err instanceof CheckoutError) throw new CheckoutError(`${r.ref}: ${err.message}`);
         const detail =

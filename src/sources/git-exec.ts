@@ -1,11 +1,10 @@
 import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { simpleGit } from 'simple-git';
-import type { SimpleGit } from 'simple-git';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import { TOP_DIRECTORIES } from '../definitions/load.ts';
 import type { FactoryFileInput } from '../definitions/load.ts';
-import { blobsOnThread, gitOnThread, listOnThread } from './git-thread.ts';
+import { execCommand, succeeded } from '../kernel/run-command.ts';
+import { blobsOnThread, gitError, gitOnThread, listOnThread } from './git-thread.ts';
 import type { GitCommand, TreeEntry } from './git-worker.ts';
 import type { SourceLimits } from './limits.ts';
 
@@ -17,46 +16,16 @@ export const BASE_GIT_ENV: Record<string, string> = {
 };
 
 /** Per-command timeout: a hung network fetch is killed rather than stalling the factory's loop. */
-const BLOCK_TIMEOUT_MS = 120_000;
+export const BLOCK_TIMEOUT_MS = 120_000;
 
-/**
- * A bare repository in `dir`, created (`git init --bare` with `initArgs`) when it does not exist yet.
- * Callers keep the promise, so that concurrent first uses share one `git init`.
- */
-export async function openBareRepository(dir: string, initArgs: readonly string[] = []): Promise<SimpleGit> {
-  await mkdir(dir, { recursive: true });
-  const git = gitClient(dir);
-  const initialised = await stat(path.join(dir, 'HEAD')).then(
-    () => true,
-    () => false,
-  );
-  if (!initialised) await git.raw(['init', '--bare', '--quiet', ...initArgs]);
-  return git;
-}
-
-/** Like `openBareRepository`, with `git init` spawned on the git thread. */
-export async function initBareRepository(dir: string): Promise<void> {
+/** A bare repository in `dir`, created (`git init --bare` with `initArgs`, on the git thread) when it does not exist yet. */
+export async function initBareRepository(dir: string, initArgs: readonly string[] = []): Promise<void> {
   await mkdir(dir, { recursive: true });
   const initialised = await stat(path.join(dir, 'HEAD')).then(
     () => true,
     () => false,
   );
-  if (!initialised) await git(dir, ['init', '--bare', '--quiet']);
-}
-
-/**
- * A simple-git client in `dir`. The two "unsafe" switches are for environment this module builds itself
- * (GIT_SSH_COMMAND for a key file, GIT_CONFIG_* for an HTTP Authorization header); user input only ever
- * reaches git as a URL argument, whose protocol simple-git still checks.
- */
-export function gitClient(dir: string, extraEnv: Record<string, string> = {}, signal?: AbortSignal): SimpleGit {
-  return simpleGit({
-    baseDir: dir,
-    ...(signal ? { abort: signal } : {}),
-    timeout: { block: BLOCK_TIMEOUT_MS },
-    unsafe: { allowUnsafeSshCommand: true, allowUnsafeConfigEnvCount: true },
-    allowEnvironment: [...Object.keys(BASE_GIT_ENV), ...Object.keys(extraEnv)],
-  }).env({ ...inheritedEnv(), ...BASE_GIT_ENV, ...extraEnv });
+  if (!initialised) await git(dir, ['init', '--bare', '--quiet', ...initArgs]);
 }
 
 /** Variables git may inherit: paths, locale and proxies. Editors, pagers and GIT_* settings of the server's shell are not passed. */
@@ -94,6 +63,16 @@ export async function git(dir: string, args: string[], extraEnv: Record<string, 
   return (await gitOnThread(gitCommand(dir, args, extraEnv))).toString('utf8');
 }
 
+/**
+ * `git <args>` in `dir` started from this thread's spawner (src/kernel/spawner.ts), killed when `signal` aborts;
+ * its standard output as text. For a caller that must be able to stop git, which the git thread cannot offer.
+ */
+export async function gitStoppable(dir: string, args: string[], signal?: AbortSignal): Promise<string> {
+  const outcome = await execCommand({ command: 'git', ...gitCommand(dir, args), ...(signal ? { signal } : {}) });
+  if (!succeeded(outcome)) throw gitError(outcome, args);
+  return outcome.stdout.toString('utf8');
+}
+
 /** `git ls-tree -r -z` output. */
 export function parseLsTree(output: string): TreeEntry[] {
   const entries: TreeEntry[] = [];
@@ -121,12 +100,11 @@ const READ_EXTENSIONS = /\.(ya?ml|md)$/;
  * `everyFile` (a managed repository's record keeps whole trees).
  */
 export async function readTree(
-  git: SimpleGit,
   gitDir: string,
   treeish: string,
   options: { everyFile?: boolean } = {},
 ): Promise<FactoryFileInput[]> {
-  const entries = parseLsTree(await git.raw(['ls-tree', '-r', '-z', '--full-tree', treeish]));
+  const entries = parseLsTree(await git(gitDir, ['ls-tree', '-r', '-z', '--full-tree', treeish]));
   const files: FactoryFileInput[] = [];
   const wanted: TreeEntry[] = [];
   for (const entry of entries) {

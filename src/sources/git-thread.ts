@@ -24,15 +24,18 @@ function gitThread(): Piscina<GitTask, unknown> {
   return pool;
 }
 
-/** Fails like simple-git did: the message is git's standard error, so callers' classification still applies. */
-function failed(outcome: { code: number | null; stderr: string; failure?: string }, args: readonly string[]): Error {
+/** A failed git command's error: its message is git's standard error, which callers classify. */
+export function gitError(
+  outcome: { code: number | null; stderr: string; failure?: string },
+  args: readonly string[],
+): Error {
   return new Error(outcome.failure ?? (outcome.stderr.trim() || `git ${args[0]} exited with ${outcome.code}`));
 }
 
 /** Runs `git <command.args>` on the git thread; answers its standard output, or rejects with its standard error. */
 export async function gitOnThread(command: GitCommand): Promise<Buffer> {
   const outcome = (await gitThread().run({ kind: 'run', command })) as GitOutcome;
-  if (outcome.failure || outcome.code !== 0) throw failed(outcome, command.args);
+  if (outcome.failure || outcome.code !== 0) throw gitError(outcome, command.args);
   return Buffer.from(outcome.stdout.buffer, outcome.stdout.byteOffset, outcome.stdout.byteLength);
 }
 

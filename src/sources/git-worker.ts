@@ -2,12 +2,10 @@
  * The git thread's tasks (see git-thread.ts): every `git` process of a source's fetch is started from here, through
  * the thread's own spawner process (src/kernel/spawner.ts), and its output parsed here, off the event loop.
  */
-import type { Socket } from 'node:net';
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import { TreeBudget, isFactoryPath } from './limits.ts';
 import type { SourceLimits } from './limits.ts';
-import { spawnProcess } from '../kernel/spawner.ts';
-import type { StartedProcess } from '../kernel/spawner.ts';
+import { execCommand, runCommand } from '../kernel/run-command.ts';
 
 export interface GitCommand {
   args: string[];
@@ -45,73 +43,14 @@ export type GitTask =
   | { kind: 'list'; command: GitCommand; limits: SourceLimits }
   | { kind: 'blobs'; command: GitCommand };
 
-/** One git process; `onStdout` answers false to stop reading and kill it. */
-async function runGit(command: GitCommand, onStdout: (chunk: Buffer) => boolean): Promise<Omit<GitOutcome, 'stdout'>> {
-  let started: StartedProcess;
-  try {
-    // from the spawner process, so that the fork copies its page tables and pauses nothing of the server's
-    started = await spawnProcess({
-      command: 'git',
-      args: command.args,
-      cwd: command.cwd,
-      env: command.env,
-      streams: 3,
-    });
-  } catch (err) {
-    return { code: null, stderr: '', failure: (err as Error).message };
-  }
-  const [stdin, stdout, stderr] = started.streams as [Socket, Socket, Socket];
-  return new Promise((resolve) => {
-    let errors = '';
-    let failure: string | undefined;
-    let stopped = false;
-    const kill = (signal: NodeJS.Signals): void => {
-      try {
-        process.kill(started.pid, signal);
-      } catch {
-        // exited meanwhile
-      }
-    };
-    let timer: NodeJS.Timeout | undefined;
-    const arm = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        failure = `git ${command.args.find((a) => !a.startsWith('-') && !a.includes('=')) ?? ''} timed out: no output for ${command.blockTimeoutMs / 1000} s`;
-        kill('SIGKILL');
-      }, command.blockTimeoutMs);
-    };
-    arm();
-    stdout.on('data', (chunk: Buffer) => {
-      arm();
-      if (stopped) return;
-      if (!onStdout(chunk)) {
-        stopped = true;
-        kill('SIGTERM');
-      }
-    });
-    stderr.on('data', (chunk: Buffer) => {
-      arm();
-      errors += chunk.toString('utf8');
-    });
-    void started.exited.then(() => {
-      // A killed git's own children (an alias, a credential helper) may hold its streams open: stop waiting.
-      if (failure !== undefined || stopped) {
-        stdout.destroy();
-        stderr.destroy();
-      }
-    });
-    void started.closed.then((exit) => {
-      clearTimeout(timer);
-      resolve({ code: stopped ? 0 : exit.code, stderr: errors, ...(failure ? { failure } : {}) });
-    });
-    stdin.end(command.input ?? '');
-  });
+/** One git process, from the thread's own spawner process; `onStdout` answers false to stop reading and end it. */
+function runGit(command: GitCommand, onStdout: (chunk: Buffer) => boolean): Promise<Omit<GitOutcome, 'stdout'>> {
+  return runCommand({ command: 'git', ...command }, onStdout);
 }
 
 async function run(command: GitCommand): Promise<GitOutcome> {
-  const chunks: Buffer[] = [];
-  const outcome = await runGit(command, (chunk) => chunks.push(chunk) > 0);
-  return { ...outcome, stdout: new Uint8Array(Buffer.concat(chunks)) };
+  const { stdout, ...outcome } = await execCommand({ command: 'git', ...command });
+  return { ...outcome, stdout: new Uint8Array(stdout) };
 }
 
 /**

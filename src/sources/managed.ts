@@ -1,8 +1,7 @@
-import { spawn } from 'node:child_process';
-import type { SimpleGit } from 'simple-git';
 import type { FactoryFileInput } from '../definitions/load.ts';
 import type { Db } from '../kernel/db.ts';
-import { BASE_GIT_ENV, inheritedEnv, openBareRepository, readTree } from './git-exec.ts';
+import { git, gitCommand, initBareRepository, readTree } from './git-exec.ts';
+import { gitOnThread } from './git-thread.ts';
 import type { ManagedCommit } from './sql.ts';
 import { insertManagedCommits, isCommitTaken, listManagedCommits, managedCommitFiles } from './sql.ts';
 import { SerialQueue } from '../kernel/loop.ts';
@@ -48,7 +47,7 @@ export class ManagedRepository implements Source {
   readonly #dir: string;
   readonly #record: ManagedRecord;
   readonly #queue = new SerialQueue();
-  #git: Promise<SimpleGit> | undefined;
+  #initialised: Promise<void> | undefined;
   /** The newest commit this mirror holds, as recorded. */
   #head: ManagedCommit | undefined;
 
@@ -65,13 +64,18 @@ export class ManagedRepository implements Source {
     return `managed repository (branch ${MANAGED_BRANCH})`;
   }
 
-  /** Opens the mirror, creating it on first use; concurrent first uses share one `git init`. */
-  #repo(): Promise<SimpleGit> {
-    this.#git ??= openBareRepository(this.#dir, [`--initial-branch=${MANAGED_BRANCH}`]);
-    this.#git.catch(() => {
-      this.#git = undefined;
+  /**
+   * `git <args>` in the mirror, created on first use (concurrent first uses share one `git init`). Every git
+   * process runs from the git thread's spawner (src/sources/git-thread.ts), never forking the server.
+   */
+  async #git(args: string[], input?: string): Promise<string> {
+    this.#initialised ??= initBareRepository(this.#dir, [`--initial-branch=${MANAGED_BRANCH}`]);
+    this.#initialised.catch(() => {
+      this.#initialised = undefined;
     });
-    return this.#git;
+    await this.#initialised;
+    if (input === undefined) return git(this.#dir, args);
+    return (await gitOnThread(gitCommand(this.#dir, args, {}, input))).toString('utf8');
   }
 
   /** The commit at the head of `main`, or undefined before the first commit. */
@@ -144,8 +148,7 @@ export class ManagedRepository implements Source {
       if (await this.#adopt()) return this.#sync();
       return undefined;
     }
-    const git = await this.#repo();
-    const local = new Set((await git.raw(['rev-list', '--all']).catch(() => '')).split('\n').filter(Boolean));
+    const local = new Set((await this.#git(['rev-list', '--all']).catch(() => '')).split('\n').filter(Boolean));
     const missing = newer.filter((c) => !local.has(c.sha));
     const head = newer[newer.length - 1]!;
     const files = await managedCommitFiles(db, factoryId, [...new Set([...missing.map((c) => c.seq), head.seq])]);
@@ -172,36 +175,32 @@ export class ManagedRepository implements Source {
    * it afterwards. A commit whose parent is in the same run refers to it by mark.
    */
   async #import(commits: readonly ManagedCommit[]): Promise<string> {
-    await this.#repo();
-    const chunks: Buffer[] = [];
+    // git's standard input is written as UTF-8, the encoding each `data` length counts
+    const chunks: string[] = [];
     const data = (text: string): void => {
-      const bytes = Buffer.from(text, 'utf8');
-      chunks.push(Buffer.from(`data ${bytes.length}\n`), bytes, Buffer.from('\n'));
+      chunks.push(`data ${Buffer.byteLength(text, 'utf8')}\n`, text, '\n');
     };
     const marks = new Map<string, number>();
     for (const [i, commit] of commits.entries()) {
       const mark = i + 1;
       // `reset` first: a commit without a parent must not take whatever `main` points at as one.
-      chunks.push(Buffer.from(`reset ${BRANCH_REF}\ncommit ${BRANCH_REF}\nmark :${mark}\n`));
+      chunks.push(`reset ${BRANCH_REF}\ncommit ${BRANCH_REF}\nmark :${mark}\n`);
       chunks.push(
-        Buffer.from(
-          `author ${commit.authorName} <${commit.authorEmail}> ${commit.authoredAt} +0000\ncommitter ${COMMITTER} ${commit.committedAt} +0000\n`,
-        ),
+        `author ${commit.authorName} <${commit.authorEmail}> ${commit.authoredAt} +0000\ncommitter ${COMMITTER} ${commit.committedAt} +0000\n`,
       );
       data(commit.message);
       if (commit.parentSha)
-        chunks.push(
-          Buffer.from(`from ${marks.has(commit.parentSha) ? `:${marks.get(commit.parentSha)}` : commit.parentSha}\n`),
-        );
-      chunks.push(Buffer.from('deleteall\n'));
+        chunks.push(`from ${marks.has(commit.parentSha) ? `:${marks.get(commit.parentSha)}` : commit.parentSha}\n`);
+      chunks.push('deleteall\n');
       for (const file of commit.files) {
-        chunks.push(Buffer.from(`M 100644 inline ${importPath(file.path)}\n`));
+        chunks.push(`M 100644 inline ${importPath(file.path)}\n`);
         data(file.content);
       }
-      chunks.push(Buffer.from('\n'));
+      chunks.push('\n');
       if (commit.sha) marks.set(commit.sha, mark);
     }
-    await fastImport(this.#dir, Buffer.concat(chunks));
+    chunks.push('done\n');
+    await this.#git(['fast-import', '--quiet', '--force', '--done'], chunks.join(''));
     const sha = await this.#branchHead();
     if (!sha || sha === commits[commits.length - 1]?.parentSha)
       throw new Error('git fast-import did not advance the branch');
@@ -210,9 +209,8 @@ export class ManagedRepository implements Source {
 
   async #pointBranchAt(sha: string | undefined): Promise<void> {
     if ((await this.#branchHead()) === sha) return;
-    const git = await this.#repo();
-    if (sha) await git.raw(['update-ref', BRANCH_REF, sha]);
-    else await git.raw(['update-ref', '-d', BRANCH_REF]);
+    if (sha) await this.#git(['update-ref', BRANCH_REF, sha]);
+    else await this.#git(['update-ref', '-d', BRANCH_REF]);
   }
 
   /**
@@ -223,16 +221,15 @@ export class ManagedRepository implements Source {
   async #adopt(): Promise<boolean> {
     const head = await this.#branchHead();
     if (!head) return false;
-    const git = await this.#repo();
-    const shas = (await git.raw(['rev-list', '--reverse', '--first-parent', head])).split('\n').filter(Boolean);
+    const shas = (await this.#git(['rev-list', '--reverse', '--first-parent', head])).split('\n').filter(Boolean);
     const commits: ManagedCommit[] = [];
     for (const [i, sha] of shas.entries()) {
       // A managed tree holds regular files only (fast-import writes every one as 100644).
-      const files = (await readTree(git, this.#dir, sha, { everyFile: true })).map((f) => ({
+      const files = (await readTree(this.#dir, sha, { everyFile: true })).map((f) => ({
         path: f.path,
         content: f.content,
       }));
-      commits.push({ ...parseCommitObject(await git.raw(['cat-file', 'commit', sha])), seq: i + 1, sha, files });
+      commits.push({ ...parseCommitObject(await this.#git(['cat-file', 'commit', sha])), seq: i + 1, sha, files });
     }
     try {
       await insertManagedCommits(this.#record.db, this.#record.factoryId, commits);
@@ -244,9 +241,8 @@ export class ManagedRepository implements Source {
 
   /** The commit `main` of this mirror points at, or undefined. */
   async #branchHead(): Promise<string | undefined> {
-    const git = await this.#repo();
     return (
-      (await git.raw(['rev-parse', '--verify', '--quiet', `${BRANCH_REF}^{commit}`]).catch(() => '')).trim() ||
+      (await this.#git(['rev-parse', '--verify', '--quiet', `${BRANCH_REF}^{commit}`]).catch(() => '')).trim() ||
       undefined
     );
   }
@@ -287,25 +283,4 @@ function parseCommitObject(raw: string): Omit<ManagedCommit, 'seq' | 'sha' | 'fi
     committedAt,
     message,
   };
-}
-
-function fastImport(gitDir: string, stream: Buffer): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('git', ['fast-import', '--quiet', '--force', '--done'], {
-      cwd: gitDir,
-      env: { ...inheritedEnv(), ...BASE_GIT_ENV },
-      stdio: ['pipe', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString('utf8');
-    });
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0
-        ? resolve()
-        : reject(new Error(`git fast-import exited with ${code}: ${stderr.trim().split('\n')[0]}`)),
-    );
-    child.stdin.end(Buffer.concat([stream, Buffer.from('done\n')]));
-  });
 }

@@ -6,8 +6,8 @@
  * network namespace (loopback only), and its way out is the execution's egress proxy, whose socket directory
  * is bound in and relayed to 127.0.0.1:3128 by socat (egress/proxy.ts).
  */
-import { execFile } from 'node:child_process';
 import { lstat, readlink } from 'node:fs/promises';
+import { execCommand, failureDetail, succeeded } from '../../kernel/run-command.ts';
 import { SYSTEM_DIRS, under } from './resolve.ts';
 import { SANDBOX_SEED_DIR, workspaceWrapperArgs } from './workspace-wrapper.ts';
 
@@ -195,13 +195,15 @@ function filesystemArgs(spec: BubblewrapSpec): string[] {
 }
 
 /** Reads which options this bubblewrap has from its `--help`; none when it cannot be run. */
-export function bubblewrapFeatures(bwrap: string, timeoutMs = 10_000): Promise<BubblewrapFeatures> {
-  return new Promise((resolve) => {
-    execFile(bwrap, ['--help'], { timeout: timeoutMs, env: { PATH: '/usr/bin:/bin' } }, (_err, stdout, stderr) => {
-      const help = `${stdout}${stderr}`;
-      resolve({ size: /^\s*--size\b/m.test(help), disableUserns: /^\s*--disable-userns\b/m.test(help) });
-    });
-  });
+export async function bubblewrapFeatures(bwrap: string, timeoutMs = 10_000): Promise<BubblewrapFeatures> {
+  const outcome = await execCommand(probe(bwrap, ['--help'], timeoutMs));
+  const help = `${outcome.stdout.toString('utf8')}${outcome.stderr}`;
+  return { size: /^\s*--size\b/m.test(help), disableUserns: /^\s*--disable-userns\b/m.test(help) };
+}
+
+/** A probe of bubblewrap: started from the spawner (src/kernel/run-command.ts), system directories on `PATH`. */
+function probe(bwrap: string, args: string[], timeoutMs: number) {
+  return { command: bwrap, args, cwd: '/', env: { PATH: '/usr/bin:/bin' }, blockTimeoutMs: timeoutMs };
 }
 
 export type ProbeResult = { ok: true } | { ok: false; reason: string };
@@ -210,7 +212,12 @@ export type ProbeResult = { ok: true } | { ok: false; reason: string };
  * Whether bubblewrap can make the namespaces the sandbox uses here: it may be missing, or user namespaces may
  * be off (a kernel setting, or a container that forbids them).
  */
-export function probeBubblewrap(bwrap: string, uid: number, gid: number, timeoutMs = 10_000): Promise<ProbeResult> {
+export async function probeBubblewrap(
+  bwrap: string,
+  uid: number,
+  gid: number,
+  timeoutMs = 10_000,
+): Promise<ProbeResult> {
   const args = [
     '--unshare-user',
     '--uid',
@@ -231,14 +238,10 @@ export function probeBubblewrap(bwrap: string, uid: number, gid: number, timeout
     '--new-session',
     'true',
   ];
-  return new Promise((resolve) => {
-    execFile(bwrap, args, { timeout: timeoutMs, env: { PATH: '/usr/bin:/bin' } }, (err, _stdout, stderr) => {
-      if (!err) return resolve({ ok: true });
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') return resolve({ ok: false, reason: `bubblewrap not found at ${bwrap}` });
-      if (code === 'EACCES') return resolve({ ok: false, reason: `bubblewrap at ${bwrap} is not executable` });
-      const detail = String(stderr).trim().split('\n')[0] || err.message;
-      resolve({ ok: false, reason: `bubblewrap cannot create its namespaces here (${detail.slice(0, 200)})` });
-    });
-  });
+  const outcome = await execCommand(probe(bwrap, args, timeoutMs));
+  if (succeeded(outcome)) return { ok: true };
+  if (outcome.startError === 'ENOENT') return { ok: false, reason: `bubblewrap not found at ${bwrap}` };
+  if (outcome.startError === 'EACCES') return { ok: false, reason: `bubblewrap at ${bwrap} is not executable` };
+  const detail = failureDetail(outcome);
+  return { ok: false, reason: `bubblewrap cannot create its namespaces here (${detail.slice(0, 200)})` };
 }

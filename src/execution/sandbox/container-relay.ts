@@ -5,8 +5,8 @@
  * relay is this host's socat, run by this host's dynamic loader with the libraries it links, each mounted
  * read-only under /run/agentyard-relay: it runs in any image of the same architecture that has /bin/sh.
  */
-import { execFile } from 'node:child_process';
 import path from 'node:path';
+import { commandEnv, execCommand, succeeded } from '../../kernel/run-command.ts';
 import { SANDBOX_PROXY_DIR, SANDBOX_PROXY_PORT } from './bubblewrap.ts';
 
 /** Where the relay's files are inside the container. */
@@ -45,11 +45,9 @@ const found = new Map<string, Promise<RelayBinaries | undefined>>();
 export function relayBinaries(socat: string): Promise<RelayBinaries | undefined> {
   let known = found.get(socat);
   if (!known) {
-    known = new Promise((resolve) => {
-      execFile('ldd', [socat], { timeout: 10_000 }, (err, stdout) =>
-        resolve(err ? undefined : parseLdd(socat, stdout)),
-      );
-    });
+    known = execCommand({ command: 'ldd', args: [socat], cwd: '/', env: commandEnv(), blockTimeoutMs: 10_000 }).then(
+      (outcome) => (succeeded(outcome) ? parseLdd(socat, outcome.stdout.toString('utf8')) : undefined),
+    );
     found.set(socat, known);
   }
   return known;

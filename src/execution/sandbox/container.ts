@@ -4,7 +4,7 @@
  * private /tmp, every capability dropped, this process's uid, and the agent's environment passed by name
  * (values come from the client's environment, never the command line).
  */
-import { execFile } from 'node:child_process';
+import { commandEnv, execCommand, failureDetail, succeeded } from '../../kernel/run-command.ts';
 import { SANDBOX_PROXY_DIR } from './bubblewrap.ts';
 import { containerRelayScript, relayVolumes } from './container-relay.ts';
 import type { RelayBinaries } from './container-relay.ts';
@@ -86,28 +86,25 @@ export function containerArgs(spec: ContainerSpec): string[] {
 export type ContainerProbe = { ok: true } | { ok: false; reason: string };
 
 /** Whether the runtime's client is installed and reaches its engine (`<runtime> info`). */
-export function probeContainerRuntime(
+export async function probeContainerRuntime(
   runtime: string,
   env: NodeJS.ProcessEnv = process.env,
   timeoutMs = 10_000,
 ): Promise<ContainerProbe> {
-  return new Promise((resolve) => {
-    execFile(runtime, ['info'], { timeout: timeoutMs, env }, (err, _stdout, stderr) => {
-      if (!err) return resolve({ ok: true });
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT')
-        return resolve({ ok: false, reason: `the container runtime client "${runtime}" is not installed` });
-      const detail =
-        String(stderr)
-          .trim()
-          .split('\n')
-          .find((l) => l.trim()) ?? err.message;
-      resolve({
-        ok: false,
-        reason: `the container runtime ${runtime} is unreachable (${detail.trim().slice(0, 200)})`,
-      });
-    });
+  const outcome = await execCommand({
+    command: runtime,
+    args: ['info'],
+    cwd: process.cwd(),
+    env: commandEnv(env),
+    blockTimeoutMs: timeoutMs,
   });
+  if (succeeded(outcome)) return { ok: true };
+  if (outcome.startError === 'ENOENT')
+    return { ok: false, reason: `the container runtime client "${runtime}" is not installed` };
+  return {
+    ok: false,
+    reason: `the container runtime ${runtime} is unreachable (${failureDetail(outcome).slice(0, 200)})`,
+  };
 }
 
 /** The container's name for an execution (`docker rm -f <name>` ends it when its client is gone). */
@@ -116,8 +113,12 @@ export function containerName(executionId: string): string {
 }
 
 /** Removes an execution's container, whatever its state: a client killed with SIGKILL leaves it running. */
-export function removeContainer(runtime: string, executionId: string, timeoutMs = 10_000): Promise<void> {
-  return new Promise((resolve) => {
-    execFile(runtime, ['rm', '--force', containerName(executionId)], { timeout: timeoutMs }, () => resolve());
+export async function removeContainer(runtime: string, executionId: string, timeoutMs = 10_000): Promise<void> {
+  await execCommand({
+    command: runtime,
+    args: ['rm', '--force', containerName(executionId)],
+    cwd: process.cwd(),
+    env: commandEnv(),
+    blockTimeoutMs: timeoutMs,
   });
 }
