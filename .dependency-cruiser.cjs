@@ -109,7 +109,7 @@ module.exports = {
         '"Agents and git are started by a spawner process"): commands run through kernel/run-command.ts or ' +
         'kernel/spawner.ts. The built-in agent runs in its own small process.',
       severity: 'error',
-      from: { path: '^src/', pathNot: ['^src/kernel/spawner(-process)?\\.ts$', '^src/execution/builtin-agent/'] },
+      from: { path: '^src/', pathNot: ['^src/kernel/spawner-(link|process)\\.ts$', '^src/execution/builtin-agent/'] },
       to: { path: ['^(node:)?child_process$', 'node_modules/simple-git/'] },
     },
     {

@@ -3,6 +3,7 @@
  * plugins handed the services they need, and the ordered start/stop list of each role. Reading this file tells
  * how a process is wired; nothing else keeps services in module-level registries.
  */
+import { startSpawner } from './kernel/spawner-link.ts';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Role } from './config.ts';
@@ -508,9 +509,19 @@ export function compose(ctx: ServiceContext, options: CompositionOptions = {}): 
   ];
 
   const stopNothing = async () => {};
-  // Start order: the definition pool, the table maintenance, identity, the reconcile loops, the ingress, the evaluator, the scheduler,
+  // Start order: the spawner, the definition pool, the table maintenance, identity, the reconcile loops, the ingress, the evaluator, the scheduler,
   // the metrics of reconcile outcomes, execution. Each stops in the reverse order.
   const components: Component[] = [
+    {
+      // Agents, git and other commands start from the spawner process; forked here, before the server serves, its
+      // one fork delays no request (src/kernel/spawner-link.ts). The ingress and the scheduler start none.
+      name: 'spawner',
+      roles: ['api', 'controller', 'executor'],
+      start: async () => {
+        startSpawner();
+        return stopNothing;
+      },
+    },
     {
       // Idle workers end on their own; stopping ends the busy ones too.
       name: 'definition-pool',

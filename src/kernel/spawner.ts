@@ -1,9 +1,10 @@
 /**
- * Processes (agents, git) started by a small spawner process (spawner-process.ts). Node forks on Linux, and a fork of the
- * server copies its page tables and write-protects its memory: ≈ 40 ms of a paused event loop at 900 MB of RSS,
- * half of it even when the fork is made on another thread (docs/execution.md). A child's standard streams are
- * Unix sockets between this listener, in a private directory, and the child: its output reaches the event loop
- * as a pipe of child_process would, not through the spawner.
+ * Processes (agents, git, commands) started by a small spawner process (spawner-process.ts), reached through
+ * spawner-link.ts. Node forks on Linux, and a fork of the server copies its page tables and write-protects its
+ * memory: ≈ 40 ms of a paused event loop at 900 MB of RSS, half of it even when the fork is made on another
+ * thread (docs/execution.md). A child's standard streams are Unix sockets between this thread's listener, in a
+ * private directory, and the child: its output reaches the thread as a pipe of child_process would, not through
+ * the spawner.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,9 +12,8 @@ import { createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fork } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import type { SpawnOrder, SpawnReply } from './spawn-protocol.ts';
+import { spawnerLink } from './spawner-link.ts';
 import { SPAWN_ID_LENGTH, STREAM_HEADER_BYTES } from './spawn-protocol.ts';
 
 export interface SpawnRequest {
@@ -73,18 +73,15 @@ interface Pending {
 }
 
 class Spawner {
-  readonly #process: ChildProcess;
+  readonly #link = spawnerLink();
   readonly #server: Server;
   readonly #dir: string;
   readonly #socketPath: string;
   readonly #pending = new Map<string, Pending>();
   readonly #listening: Promise<void>;
   #unannounced = 0;
-  /** Children started or starting that have not exited. */
-  #alive = 0;
-  #lost: Error | undefined;
 
-  constructor(onLost: () => void) {
+  constructor() {
     this.#dir = mkdtempSync(path.join(listenerParent(), 'agentyard-spawn-'));
     this.#socketPath = path.join(this.#dir, 's');
     this.#server = createServer((socket) => this.#accept(socket));
@@ -93,33 +90,6 @@ class Spawner {
       this.#server.once('error', reject);
       this.#server.listen(this.#socketPath, () => resolve());
     });
-    this.#process = fork(new URL('./spawner-process.ts', import.meta.url), [], {
-      // none of this process's flags (a test runner's loaders, the service's heap settings), nor its environment
-      execArgv: [],
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      serialization: 'json',
-    });
-    this.#process.on('message', (reply: SpawnReply) => this.#reply(reply));
-    const lose = (cause: Error): void => {
-      if (this.#lost) return;
-      this.#lost = cause;
-      onLost();
-      for (const pending of this.#pending.values()) {
-        if (!pending.started) pending.reject(cause);
-        // its children ended with it (--die-with-parent), or are no longer anyone's to report
-        pending.exit({ code: null, signal: 'SIGKILL' });
-      }
-      this.#pending.clear();
-      this.#server.close();
-      rmSync(this.#dir, { recursive: true, force: true });
-    };
-    this.#process.on('error', lose);
-    this.#process.on('exit', (code, signal) =>
-      lose(new Error(`the agent spawner has stopped (${signal ?? `exit ${code}`})`)),
-    );
-    // it keeps this process alive while a child it started runs, as a child process of child_process does
-    this.#keepAlive(false);
     process.once('exit', () => rmSync(this.#dir, { recursive: true, force: true }));
   }
 
@@ -129,7 +99,6 @@ class Spawner {
 
   async spawn(request: SpawnRequest): Promise<StartedProcess> {
     await this.#listening;
-    if (this.#lost) throw this.#lost;
     const id = randomBytes(SPAWN_ID_LENGTH / 2).toString('hex');
     let exit!: (e: ProcessExit) => void;
     const exited = new Promise<ProcessExit>((resolve) => (exit = resolve));
@@ -147,22 +116,21 @@ class Spawner {
       });
     });
     const order: SpawnOrder = { id, ...request, socketPath: this.#socketPath };
-    if (this.#alive++ === 0) this.#keepAlive(true);
-    void exited.then(() => {
-      if (--this.#alive === 0) this.#keepAlive(false);
-    });
-    this.#process.send(order);
+    this.#link.send(order, { reply: (reply) => this.#reply(reply), lost: (cause) => this.#lose(id, cause) });
     return started;
   }
 
-  #keepAlive(keep: boolean): void {
-    if (keep) {
-      this.#process.ref();
-      this.#process.channel?.ref();
-    } else {
-      this.#process.unref();
-      this.#process.channel?.unref();
+  /** The spawner process is gone: a start not made fails, a child started is no one's to report any more. */
+  #lose(id: string, cause: Error): void {
+    const pending = this.#pending.get(id);
+    if (!pending) return;
+    this.#pending.delete(id);
+    if (!pending.started) {
+      for (const socket of pending.streams) socket?.destroy();
+      pending.reject(cause);
     }
+    // its children ended with it (--die-with-parent), or are no longer anyone's to report
+    pending.exit({ code: null, signal: 'SIGKILL' });
   }
 
   #accept(socket: Socket): void {
@@ -258,8 +226,6 @@ export function spawnListenerForTesting(): string | undefined {
  * `error` event would (`code` ENOENT: no such executable).
  */
 export function spawnProcess(request: SpawnRequest): Promise<StartedProcess> {
-  spawner ??= new Spawner(() => {
-    spawner = undefined;
-  });
+  spawner ??= new Spawner();
   return spawner.spawn(request);
 }

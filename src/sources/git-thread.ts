@@ -1,4 +1,5 @@
 import { Piscina } from 'piscina';
+import { serveSpawnerToThreads } from '../kernel/spawner-link.ts';
 import type { SourceLimits } from './limits.ts';
 import type { GitCommand, GitOutcome, GitTask, ListedTree } from './git-worker.ts';
 
@@ -13,6 +14,8 @@ let pool: Piscina<GitTask, unknown> | undefined;
  * never keeps the process alive.
  */
 function gitThread(): Piscina<GitTask, unknown> {
+  // its git processes start from this thread's spawner process, so that the thread forks nothing
+  serveSpawnerToThreads();
   pool ??= new Piscina({
     filename: new URL('./git-worker.ts', import.meta.url).href,
     minThreads: 0,

@@ -1,6 +1,7 @@
 /**
- * The git thread's tasks (see git-thread.ts): every `git` process of a source's fetch is started from here, through
- * the thread's own spawner process (src/kernel/spawner.ts), and its output parsed here, off the event loop.
+ * The git thread's tasks (see git-thread.ts): every `git` process of a source's fetch is ordered from here, from
+ * the main thread's spawner process (src/kernel/spawner-link.ts), its streams connected to this thread, and its
+ * output parsed here, off the event loop.
  */
 import type { Diagnostic } from '../definitions/diagnostic.ts';
 import { TreeBudget, isFactoryPath } from './limits.ts';
@@ -43,7 +44,7 @@ export type GitTask =
   | { kind: 'list'; command: GitCommand; limits: SourceLimits }
   | { kind: 'blobs'; command: GitCommand };
 
-/** One git process, from the thread's own spawner process; `onStdout` answers false to stop reading and end it. */
+/** One git process, from the spawner process; `onStdout` answers false to stop reading and end it. */
 function runGit(command: GitCommand, onStdout: (chunk: Buffer) => boolean): Promise<Omit<GitOutcome, 'stdout'>> {
   return runCommand({ command: 'git', ...command }, onStdout);
 }

@@ -3,12 +3,14 @@
  * sockets to the event loop, as child_process's pipes are, and the listener they connect to refuses what is
  * not one of them.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { MAX_UNANNOUNCED, spawnProcess, spawnListenerForTesting } from '../../src/kernel/spawner.ts';
 import type { StartedProcess } from '../../src/kernel/spawner.ts';
+import { serveSpawnerToThreads } from '../../src/kernel/spawner-link.ts';
 import { pollUntil } from '../support/signals.ts';
 
 const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
@@ -85,6 +87,38 @@ describe('the agent spawner', () => {
     process.kill(-child.pid, 'SIGTERM');
     expect(await child.exited).toEqual({ code: null, signal: 'SIGTERM' });
     for (const s of child.streams) s.destroy();
+  });
+
+  it('starts what another thread orders from this thread’s spawner, the streams going to that thread', async () => {
+    serveSpawnerToThreads();
+    const here = await sh('echo $PPID');
+    const ppidHere = readAll(here.streams[1]!);
+    await here.exited;
+    const spawnerPid = Number(await ppidHere);
+    const inThread = (script: string, input: string) =>
+      new Promise<{ stdout: string; code: number | null; failure?: string }>((resolve, reject) => {
+        const worker = new Worker(new URL('../fixtures/threads/run-command-in-thread.ts', import.meta.url), {
+          workerData: { script, input },
+        });
+        worker.once('message', resolve);
+        worker.once('error', reject);
+      });
+    const results = await Promise.all([1, 2, 3].map((i) => inThread('echo "$PPID $(cat)"', `thread ${i}`)));
+    expect(results).toEqual([1, 2, 3].map((i) => ({ stdout: `${spawnerPid} thread ${i}\n`, code: 0 })));
+    // one spawner for the process: the threads forked none of their own
+    const spawners = readdirSync('/proc').filter((entry) => {
+      if (!/^\d+$/.test(entry)) return false;
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        return (
+          Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid &&
+          readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('spawner-process')
+        );
+      } catch {
+        return false;
+      }
+    });
+    expect(spawners).toEqual([String(spawnerPid)]);
   });
 
   it('gives fd 3 as a socket both ways, blocking in the child as its other streams are', async () => {

@@ -29,6 +29,7 @@ const HEAVY_MARKS = [
   'support/agentyard-process',
   'spawnAgentyard',
   'spawnProcess',
+  'kernel/run-command',
   'startKubernetes',
   'k8s-test-env',
   'real-codex',
