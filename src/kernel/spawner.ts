@@ -51,7 +51,7 @@ export interface StartedProcess {
  */
 export const MAX_UNANNOUNCED = 512;
 /** A connection that has not said which stream it is by then is closed. */
-const HEADER_TIMEOUT_MS = 10_000;
+export const HEADER_TIMEOUT_MS = 10_000;
 
 /** A Unix socket's path holds at most 107 bytes: a long TMPDIR gives way to /tmp. */
 function listenerParent(): string {

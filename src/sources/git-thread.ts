@@ -9,12 +9,11 @@ const CONCURRENT_COMMANDS = 16;
 let pool: Piscina<GitTask, unknown> | undefined;
 
 /**
- * The thread that spawns git for source fetches: fork/exec of the server's large process copies its page tables
- * on the spawning thread, which must not be the event loop serving webhooks. Idle, it ends after a minute and
- * never keeps the process alive.
+ * The thread that runs git for sources and managed repositories and parses its output, off the event loop that
+ * serves webhooks. Its git processes start from the main thread's spawner process, whose orders the main thread
+ * relays, so that nothing forks the server. Idle, it ends after a minute and never keeps the process alive.
  */
 function gitThread(): Piscina<GitTask, unknown> {
-  // its git processes start from this thread's spawner process, so that the thread forks nothing
   serveSpawnerToThreads();
   pool ??= new Piscina({
     filename: new URL('./git-worker.ts', import.meta.url).href,

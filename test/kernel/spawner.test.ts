@@ -7,8 +7,9 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
-import { describe, expect, it } from 'vitest';
-import { MAX_UNANNOUNCED, spawnProcess, spawnListenerForTesting } from '../../src/kernel/spawner.ts';
+import { once } from 'node:events';
+import { describe, expect, it, vi } from 'vitest';
+import { HEADER_TIMEOUT_MS, MAX_UNANNOUNCED, spawnProcess, spawnListenerForTesting } from '../../src/kernel/spawner.ts';
 import type { StartedProcess } from '../../src/kernel/spawner.ts';
 import { serveSpawnerToThreads } from '../../src/kernel/spawner-link.ts';
 import { pollUntil } from '../support/signals.ts';
@@ -163,5 +164,33 @@ describe('the agent spawner', () => {
     await child.exited;
     expect(await out).toBe('still here\n');
     for (const s of child.streams) s.destroy();
+  });
+
+  it('closes a connection that has not said which stream it is within its header timeout', async () => {
+    await sh('true').then((c) => c.exited);
+    const turns = async (n: number) => {
+      for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
+    };
+    // the listener arms its timer as it accepts: from here on, on the test's clock
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const socket = connect(spawnListenerForTesting()!);
+    socket.on('error', () => {});
+    let closed = false;
+    socket.once('close', () => (closed = true));
+    try {
+      await once(socket, 'connect');
+      // a partial header, which does not announce the stream
+      socket.write('0123');
+      await turns(20);
+      vi.advanceTimersByTime(HEADER_TIMEOUT_MS - 1);
+      await turns(20);
+      expect(closed).toBe(false);
+      vi.advanceTimersByTime(1);
+      for (let i = 0; i < 200 && !closed; i++) await turns(1);
+      expect(closed).toBe(true);
+    } finally {
+      vi.useRealTimers();
+      socket.destroy();
+    }
   });
 });
