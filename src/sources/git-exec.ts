@@ -16,7 +16,7 @@ export const BASE_GIT_ENV: Record<string, string> = {
 };
 
 /** Per-command timeout: a hung network fetch is killed rather than stalling the factory's loop. */
-export const BLOCK_TIMEOUT_MS = 120_000;
+const BLOCK_TIMEOUT_MS = 120_000;
 
 /** A bare repository in `dir`, created (`git init --bare` with `initArgs`, on the git thread) when it does not exist yet. */
 export async function initBareRepository(dir: string, initArgs: readonly string[] = []): Promise<void> {
