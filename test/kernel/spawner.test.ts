@@ -25,6 +25,12 @@ function readAll(socket: Socket): Promise<string> {
   });
 }
 
+/** The fields of /proc/<pid>/stat after the command's name: [state, ppid, pgrp, …]. */
+function statOf(pid: number): string[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
 function sh(script: string, streams: 3 | 4 = 3): Promise<StartedProcess> {
   return spawnProcess({ command: '/bin/sh', args: ['-c', script], cwd: '/tmp', env, streams });
 }
@@ -78,10 +84,6 @@ describe('the agent spawner', () => {
 
   it('starts the child in a process group of its own, a child of the spawner, which is this process’s', async () => {
     const child = await sh('sleep 30');
-    const statOf = (pid: number): string[] => {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    };
     const [, spawnerPid, pgid] = statOf(child.pid);
     expect(Number(pgid)).toBe(child.pid);
     expect(Number(statOf(Number(spawnerPid))[1])).toBe(process.pid);
@@ -110,9 +112,8 @@ describe('the agent spawner', () => {
     const spawners = readdirSync('/proc').filter((entry) => {
       if (!/^\d+$/.test(entry)) return false;
       try {
-        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
         return (
-          Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid &&
+          Number(statOf(Number(entry))[1]) === process.pid &&
           readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('spawner-process')
         );
       } catch {
@@ -191,6 +192,25 @@ describe('the agent spawner', () => {
     } finally {
       vi.useRealTimers();
       socket.destroy();
+    }
+  });
+
+  it('survives the loss of its spawner process: a child in flight is reported killed, the next start forks anew', async () => {
+    const child = await sh('exec sleep 30');
+    const spawnerPid = Number(statOf(child.pid)[1]);
+    try {
+      process.kill(spawnerPid, 'SIGKILL');
+      expect(await child.exited).toEqual({ code: null, signal: 'SIGKILL' });
+      const next = await sh('echo $PPID');
+      const out = readAll(next.streams[1]!);
+      expect(await next.exited).toEqual({ code: 0, signal: null });
+      const newSpawner = Number(await out);
+      expect(newSpawner).not.toBe(spawnerPid);
+      expect(Number(statOf(newSpawner)[1])).toBe(process.pid);
+    } finally {
+      // a plain command outlives its spawner (no --die-with-parent): end it here
+      process.kill(-child.pid, 'SIGKILL');
+      for (const s of child.streams) s.destroy();
     }
   });
 });
