@@ -3,11 +3,11 @@
  * plugins handed the services they need, and the ordered start/stop list of each role. Reading this file tells
  * how a process is wired; nothing else keeps services in module-level registries.
  */
-import { startSpawner } from './kernel/spawner-link.ts';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Role } from './config.ts';
 import type { Logger } from './kernel/log.ts';
+import { startSpawner } from './kernel/spawner-link.ts';
 import type { FactoryResourceController } from './operator/factory-controller.ts';
 import type { JobExecutor } from './operator/job-executor.ts';
 import type { JobSettings } from './operator/job-spec.ts';

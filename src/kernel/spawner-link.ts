@@ -32,10 +32,46 @@ const RELAY_CHANNEL = 'agentyard:spawner';
 /** An order the main thread has not taken by then fails: no relay serves this process's threads. */
 const RELAY_TAKE_TIMEOUT_MS = 5_000;
 
+/** The orders a link has sent and not heard the end of (an exit or a failure): the link keeps the process alive while any remain. */
+class OrdersInFlight {
+  readonly #routes = new Map<string, SpawnRoute>();
+  readonly #keepAlive: (keep: boolean) => void;
+
+  constructor(keepAlive: (keep: boolean) => void) {
+    this.#keepAlive = keepAlive;
+  }
+
+  add(id: string, route: SpawnRoute): void {
+    if (this.#routes.size === 0) this.#keepAlive(true);
+    this.#routes.set(id, route);
+  }
+
+  /** Passes a reply on to its order's route; an exit or a failure ends the order. */
+  reply(reply: SpawnReply): void {
+    const route = reply.kind === 'spawned' ? this.#routes.get(reply.id) : this.remove(reply.id);
+    route?.reply(reply);
+  }
+
+  /** Ends an order, answering its route. */
+  remove(id: string): SpawnRoute | undefined {
+    const route = this.#routes.get(id);
+    if (!route) return undefined;
+    this.#routes.delete(id);
+    if (this.#routes.size === 0) this.#keepAlive(false);
+    return route;
+  }
+
+  /** Ends every order, answering their routes. */
+  removeAll(): SpawnRoute[] {
+    return [...this.#routes.keys()].map((id) => this.remove(id)!);
+  }
+}
+
 /** The forked spawner process of the main thread: every order of every thread goes through it. */
 class SpawnerProcess implements SpawnerLink {
   readonly #child: ChildProcess;
-  readonly #routes = new Map<string, SpawnRoute>();
+  // it keeps this process alive while a child it started runs, as a child process of child_process does
+  readonly #orders = new OrdersInFlight((keep) => this.#keepAlive(keep));
   #lost: Error | undefined;
 
   constructor(onLost: () => void) {
@@ -46,25 +82,17 @@ class SpawnerProcess implements SpawnerLink {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       serialization: 'json',
     });
-    this.#child.on('message', (reply: SpawnReply) => {
-      const route = this.#routes.get(reply.id);
-      if (!route) return;
-      if (reply.kind !== 'spawned') this.#end(reply.id);
-      route.reply(reply);
-    });
+    this.#child.on('message', (reply: SpawnReply) => this.#orders.reply(reply));
     const lose = (cause: Error): void => {
       if (this.#lost) return;
       this.#lost = cause;
       onLost();
-      const routes = [...this.#routes.values()];
-      this.#routes.clear();
-      for (const route of routes) route.lost(cause);
+      for (const route of this.#orders.removeAll()) route.lost(cause);
     };
     this.#child.on('error', lose);
     this.#child.on('exit', (code, signal) =>
       lose(new Error(`the agent spawner has stopped (${signal ?? `exit ${code}`})`)),
     );
-    // it keeps this process alive while a child it started runs, as a child process of child_process does
     this.#keepAlive(false);
   }
 
@@ -73,15 +101,8 @@ class SpawnerProcess implements SpawnerLink {
       route.lost(this.#lost);
       return;
     }
-    if (this.#routes.size === 0) this.#keepAlive(true);
-    this.#routes.set(order.id, route);
+    this.#orders.add(order.id, route);
     this.#child.send(order);
-  }
-
-  /** An order that has exited or failed. */
-  #end(id: string): void {
-    this.#routes.delete(id);
-    if (this.#routes.size === 0) this.#keepAlive(false);
   }
 
   #keepAlive(keep: boolean): void {
@@ -116,7 +137,9 @@ export function startSpawner(): void {
 /** Another thread's link: the main thread's spawner, through its relay (serveSpawnerToThreads). */
 class RelayedSpawner implements SpawnerLink {
   readonly #channel = new BroadcastChannel(RELAY_CHANNEL);
-  readonly #routes = new Map<string, { route: SpawnRoute; untaken: NodeJS.Timeout | undefined }>();
+  readonly #orders = new OrdersInFlight((keep) => (keep ? this.#channel.ref() : this.#channel.unref()));
+  /** Orders the main thread has not taken yet, each failed at its timer. */
+  readonly #untaken = new Map<string, NodeJS.Timeout>();
 
   constructor() {
     this.#channel.unref();
@@ -124,41 +147,31 @@ class RelayedSpawner implements SpawnerLink {
   }
 
   send(order: SpawnOrder, route: SpawnRoute): void {
-    const untaken = setTimeout(
+    this.#orders.add(order.id, route);
+    const timer = setTimeout(
       () => this.#lose(order.id, 'no spawner serves this thread (serveSpawnerToThreads in the main thread)'),
       RELAY_TAKE_TIMEOUT_MS,
     );
-    if (this.#routes.size === 0) this.#channel.ref();
-    this.#routes.set(order.id, { route, untaken });
+    this.#untaken.set(order.id, timer);
     this.#channel.postMessage({ kind: 'order', order } satisfies RelayMessage);
   }
 
   #receive(message: RelayMessage): void {
     if (message.kind === 'order') return;
     const id = message.kind === 'reply' ? message.reply.id : message.id;
-    const entry = this.#routes.get(id);
-    if (!entry) return;
-    clearTimeout(entry.untaken);
-    entry.untaken = undefined;
+    this.#taken(id);
     if (message.kind === 'lost') this.#lose(id, message.message);
-    else if (message.kind === 'reply') {
-      if (message.reply.kind !== 'spawned') this.#end(id);
-      entry.route.reply(message.reply);
-    }
+    else if (message.kind === 'reply') this.#orders.reply(message.reply);
+  }
+
+  #taken(id: string): void {
+    clearTimeout(this.#untaken.get(id));
+    this.#untaken.delete(id);
   }
 
   #lose(id: string, message: string): void {
-    const entry = this.#routes.get(id);
-    if (!entry) return;
-    this.#end(id);
-    entry.route.lost(new Error(message));
-  }
-
-  #end(id: string): void {
-    const entry = this.#routes.get(id);
-    if (entry) clearTimeout(entry.untaken);
-    this.#routes.delete(id);
-    if (this.#routes.size === 0) this.#channel.unref();
+    this.#taken(id);
+    this.#orders.remove(id)?.lost(new Error(message));
   }
 }
 

@@ -1,9 +1,9 @@
 /**
- * The spawner of src/kernel/spawner.ts: a small process that starts agents and git, so that a fork copies its page
- * tables, not the server's. Each child's standard streams are sockets it connects to the server's listener, each
- * announced by a header (the spawn's id and the stream's index) and taken by the server before the fork; it
- * closes its copies once the child holds them. It ends when the server does (its IPC channel closes), and
- * bubblewrap's `--die-with-parent` then ends the sandboxes it started.
+ * The spawner of src/kernel/spawner.ts: a small process that starts agents, git and other commands, so that a fork
+ * copies its page tables, not the server's. Each child's standard streams are sockets it connects to the listener
+ * of the thread that ordered it, each announced by a header (the spawn's id and the stream's index) and taken by
+ * that thread before the fork; it closes its copies once the child holds them. It ends when the server does (its
+ * IPC channel closes), and bubblewrap's `--die-with-parent` then ends the sandboxes it started.
  */
 import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
