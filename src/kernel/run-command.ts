@@ -19,9 +19,13 @@ export interface CommandRequest {
   signal?: AbortSignal;
 }
 
+/** Standard error kept of a command: its messages are read from the start, and a flood of it costs no more. */
+export const MAX_STDERR = 64 * 1024;
+
 export interface CommandOutcome {
   /** The exit code: null when killed by a signal; 0 when `onStdout` stopped it. */
   code: number | null;
+  /** Its first MAX_STDERR bytes or so (decoded as UTF-8). */
   stderr: string;
   /** Why the command could not run or was killed (timed out, aborted), when it was. */
   failure?: string;
@@ -91,7 +95,7 @@ export async function runCommand(
     });
     stderr.on('data', (chunk: Buffer) => {
       arm();
-      errors += chunk.toString('utf8');
+      if (errors.length < MAX_STDERR) errors += chunk.toString('utf8', 0, MAX_STDERR - errors.length);
     });
     void started.exited.then(() => {
       // A killed command's own children (an alias, a credential helper) may hold its streams open: stop waiting.

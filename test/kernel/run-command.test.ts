@@ -3,7 +3,7 @@
  * exit as execFile gives them, a stop by signal, by silence or by the reader, and never a fork of this process.
  */
 import { describe, expect, it } from 'vitest';
-import { execCommand, failureDetail, runCommand, succeeded } from '../../src/kernel/run-command.ts';
+import { execCommand, failureDetail, MAX_STDERR, runCommand, succeeded } from '../../src/kernel/run-command.ts';
 import type { CommandRequest } from '../../src/kernel/run-command.ts';
 
 const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
@@ -64,5 +64,13 @@ describe('runCommand', () => {
     expect(chunks).toBe(3);
     expect(outcome.code).toBe(0);
     expect(outcome.failure).toBeUndefined();
+  });
+
+  it('keeps the start of a flood of standard error, and no more', async () => {
+    const outcome = await execCommand(sh('echo first >&2; head -c 20000000 /dev/zero | tr "\\0" x >&2'));
+    expect(outcome.code).toBe(0);
+    expect(outcome.stderr.startsWith('first\n')).toBe(true);
+    expect(outcome.stderr.length).toBeLessThanOrEqual(MAX_STDERR);
+    expect(failureDetail({ ...outcome, code: 1 })).toBe('first');
   });
 });
