@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { parseAllDocuments } from 'yaml';
 import { REQUIRE_KUBERNETES, kubernetesAvailability, startKubernetes } from '../operator/k8s.ts';
 import type { KubernetesTestEnv } from '../operator/k8s.ts';
+import { kubeconformSchemas } from './kubeconform-schemas.ts';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -227,33 +228,21 @@ describe.skipIf(availability.missing !== undefined)('Helm chart', () => {
   describe('against a real API server', () => {
     let k8s: KubernetesTestEnv;
     let kubeconform: string[];
+    let schemas: { dir: string; location: string } | undefined;
 
     beforeAll(async () => {
       k8s = await startKubernetes(availability);
       await k8s.kubectl(['apply', '-f', path.join(CHART, 'crds')]);
       await k8s.crdEstablished('factories.agentyard.dev');
-      // JSON schemas of every kind the server knows, the Factory CRD included (k8s-test-env.sh schemas).
-      const { stdout } = await run('bash', [k8s.script, 'schemas', k8s.cacheDir], {
-        env: { ...process.env, K8S_TEST_RUN_DIR: k8s.runDir },
-        maxBuffer: 16 << 20,
-      });
-      const line = stdout.trim().split('\n').pop()!;
-      const location = /-schema-location '([^']+)'/.exec(line)?.[1];
-      const version = /-kubernetes-version (\S+)/.exec(line)?.[1];
-      if (!location || !version) throw new Error(`unexpected output of k8s-test-env.sh schemas: ${line}`);
-      kubeconform = [
-        '-strict',
-        '-summary',
-        '-output',
-        'json',
-        '-kubernetes-version',
-        version,
-        '-schema-location',
-        location,
-      ];
+      // JSON schemas of the kinds the chart renders and of the Factory CRD, from the server's /openapi/v2
+      const kinds = new Set(['Factory']);
+      for (const set of Object.keys(VALUE_SETS)) for (const doc of (await render(set)).docs) kinds.add(doc.kind);
+      schemas = await kubeconformSchemas(k8s, kinds);
+      kubeconform = ['-strict', '-summary', '-output', 'json', '-schema-location', schemas.location];
     }, 300_000);
 
     afterAll(async () => {
+      if (schemas) rmSync(schemas.dir, { recursive: true, force: true });
       await k8s?.stop();
     });
 
