@@ -36,6 +36,8 @@ export class Informer<T extends KubernetesObject> {
   #restartDelay: number;
   #restartTimer: NodeJS.Timeout | undefined;
   #lastError: string | undefined;
+  /** The start under way: ListWatch opens its watch at the end of one, even when stopped meanwhile. */
+  #starting: Promise<void> | undefined;
 
   constructor(options: InformerOptions<T>) {
     this.name = options.name;
@@ -79,7 +81,16 @@ export class Informer<T extends KubernetesObject> {
     await this.#startOnce();
   }
 
-  async #startOnce(): Promise<void> {
+  #startOnce(): Promise<void> {
+    const starting = this.#listAndWatch();
+    this.#starting = starting;
+    void starting.finally(() => {
+      if (this.#starting === starting) this.#starting = undefined;
+    });
+    return starting;
+  }
+
+  async #listAndWatch(): Promise<void> {
     let failed = false;
     const onError = (): void => {
       failed = true;
@@ -125,6 +136,11 @@ export class Informer<T extends KubernetesObject> {
     this.#restartTimer = undefined;
     for (const { event, fn } of this.#handlers.splice(0)) this.#listWatch.off(event, fn);
     await this.#listWatch.stop();
+    // a start under way opens its watch after this stop: it is closed once open
+    if (this.#starting) {
+      await this.#starting;
+      await this.#listWatch.stop();
+    }
   }
 }
 

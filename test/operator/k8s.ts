@@ -4,7 +4,7 @@
  * Without the script or its binaries the tests skip locally and fail in CI (`CI=true`), saying why.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -97,6 +97,9 @@ async function startOnce(availability: Availability): Promise<KubernetesTestEnv>
     throw new Error(`the Kubernetes API server did not start: ${(err as { stderr?: string }).stderr ?? String(err)}`);
   }
   const env = parseExports(out);
+  // a test process that ends without stop() (a hook's timeout, the memory guard) leaves no API server behind
+  const killOnExit = (): void => killRecorded(runDir);
+  process.once('exit', killOnExit);
   const kubeconfig = env.KUBECONFIG!;
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(kubeconfig);
@@ -140,10 +143,31 @@ async function startOnce(availability: Availability): Promise<KubernetesTestEnv>
     },
     async stop() {
       await run('bash', [availability.script, 'stop', availability.cacheDir], { env: scriptEnv }).catch(() => {});
+      process.off('exit', killOnExit);
       rmSync(runDir, { recursive: true, force: true });
     },
   };
   return testEnv;
+}
+
+/** Kills the processes k8s-test-env.sh recorded in `runDir` (`NAME.pid`), at once: for a process's `exit`. */
+function killRecorded(runDir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(runDir).filter((n) => n.endsWith('.pid'));
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    try {
+      const pid = Number(readFileSync(path.join(runDir, name), 'utf8').trim());
+      // still ours: its command line names this run directory (a pid may have been reused)
+      if (Number.isInteger(pid) && pid > 1 && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(runDir))
+        process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
 }
 
 /**

@@ -247,9 +247,12 @@ export async function startJobFactory(availability: Availability, options: JobFa
   const k8s = await startKubernetes(availability);
   const parts: { op?: TestOperator; remote?: GitRemote } = {};
   const stop = async () => {
-    await parts.op?.stop();
-    parts.remote?.close();
-    await k8s.stop();
+    try {
+      await parts.op?.stop();
+    } finally {
+      parts.remote?.close();
+      await k8s.stop();
+    }
   };
   try {
     const batch = k8s.kubeConfig.makeApiClient(BatchV1Api);
