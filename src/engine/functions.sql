@@ -39,11 +39,13 @@ $$;
 -- the active runs in a statement of its own, whose snapshot sees every claim that held those locks before.
 -- Runs it leaves stay QUEUED, their status_message saying why, and so do the other queued runs of their key or
 -- factory (skipping rows another transaction holds: waiting on them could close a cycle).
--- Runs of no key and no capped factory pass without a lock or a count.
+-- Runs of no key and no capped factory pass without a lock or a count. Its look-ups are by primary key: without
+-- enable_seqscan = off, a generic plan cached while `runs` was nearly empty scanned it whole for the session's
+-- life, until an ANALYZE (docs/decisions.md, "The concurrency check never scans runs").
 
 CREATE OR REPLACE FUNCTION ay_concurrency_admit(p_ids text[])
 RETURNS text[]
-LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
 #variable_conflict use_column
 DECLARE
   v_locks bigint[];

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import type { FunctionSet } from '../store/function-sets.ts';
 
 /** Raise with every change of functions.sql: a database holding an older version gets the new set at start. */
-export const EXECUTION_FUNCTIONS_VERSION = 9;
+export const EXECUTION_FUNCTIONS_VERSION = 10;
 
 let sql: string | undefined;
 
