@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -52,6 +53,25 @@ describe('the test processes’ memory guard', () => {
     await new Promise((r) => setTimeout(r, 700));
     stop();
     expect(said).toEqual([]);
+  });
+
+  it('ends its process for real, after the exit handlers, with SIGKILL (vitest turns process.exit into an error)', () => {
+    const reportDir = mkdtempSync(path.join(tmpdir(), 'agentyard-guard-'));
+    dirs.push(reportDir);
+    const guard = path.join(import.meta.dirname, 'memory-guard.ts');
+    const script = [
+      `import { startMemoryGuard } from ${JSON.stringify(guard)};`,
+      "process.on('exit', () => process.stderr.write('exit handler ran\\n'));",
+      `startMemoryGuard({ current: () => 'a.test.ts', limitBytes: 1, reportDir: ${JSON.stringify(reportDir)} });`,
+      'setInterval(() => {}, 1000);',
+    ].join('\n');
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(child.signal).toBe('SIGKILL');
+    expect(child.stderr).toMatch(/memory guard: test process \d+ reached \d+ MB of RSS in a\.test\.ts/);
+    expect(child.stderr).toContain('exit handler ran');
   });
 
   it('describes a process without a file or a report', () => {

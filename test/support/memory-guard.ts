@@ -17,7 +17,7 @@ export interface MemoryGuardOptions {
   limitBytes?: number;
   /** Where the report goes; `.test-results` of this checkout by default. */
   reportDir?: string;
-  /** What ends the process; `process.exit(70)` by default (its `exit` handlers still run). */
+  /** What ends the process; `endProcess` by default. */
   end?: () => void;
   /** Where the account goes; standard error by default. */
   say?: (text: string) => void;
@@ -45,11 +45,20 @@ export function describeRunaway(current: string | undefined, reportFile: string 
   ].join('\n');
 }
 
+/**
+ * Ends this process at once. vitest replaces `process.exit` in its workers with an error that leaves the process
+ * running, so: the `exit` handlers (the API servers a test started, test/operator/k8s.ts), then SIGKILL.
+ */
+export function endProcess(): void {
+  process.emit('exit', 70);
+  process.kill(process.pid, 'SIGKILL');
+}
+
 /** Starts the guard; answers the function that stops it. */
 export function startMemoryGuard(options: MemoryGuardOptions): () => void {
   const limit = options.limitBytes ?? rssLimitBytes();
   const reportDir = options.reportDir ?? path.resolve(import.meta.dirname, '../../.test-results');
-  const end = options.end ?? (() => process.exit(70));
+  const end = options.end ?? endProcess;
   const say = options.say ?? ((text: string) => writeSync(2, text));
   const timer = setInterval(() => {
     if (process.memoryUsage.rss() < limit) return;
